@@ -1,0 +1,175 @@
+package judge
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Pair is one field: value requirement of a bound selector.
+type Pair struct {
+	Field string
+	Value string
+}
+
+// Contract is an effect with every {param} bound to its run parameter: the
+// only form the judge reads. Selectors are kept as field-sorted pairs.
+type Contract struct {
+	Kind                 Kind
+	Match                []Pair
+	ExpectedCount        int
+	CountNewOnly         bool
+	IdempotencyKey       *string
+	KeyField             string
+	Field                string
+	Value                *string
+	NewRecords           [][]Pair
+	IdentityField        string
+	ForbidCollateralLoss bool
+	Risk                 Risk
+	TimeoutS             float64
+	Probe                string
+	// Hash is the contract hash of the bound contract (JUDGE.md §5).
+	Hash string
+}
+
+// Bind resolves every {param} reference of e against params. Every missing
+// parameter is named in one refusal with code UNBOUND_PARAM; path names the
+// effect (for example "effects[0]").
+func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
+	b := binder{params: params}
+	c := &Contract{
+		Kind:                 e.Kind,
+		ExpectedCount:        e.ExpectedCount,
+		CountNewOnly:         e.CountNewOnly,
+		KeyField:             e.KeyField,
+		Field:                e.Field,
+		IdentityField:        e.IdentityField,
+		ForbidCollateralLoss: e.ForbidCollateralLoss,
+		Risk:                 e.Risk,
+		TimeoutS:             e.TimeoutS,
+		Probe:                e.Probe,
+	}
+	c.Match = b.selector(e.Match, join(path, "match"))
+	if e.IdempotencyKey != nil {
+		k := b.value(*e.IdempotencyKey, join(path, "idempotency_key"))
+		c.IdempotencyKey = &k
+	}
+	if e.Value != nil {
+		v := b.value(*e.Value, join(path, "value"))
+		c.Value = &v
+	}
+	for i, sel := range e.NewRecords {
+		c.NewRecords = append(c.NewRecords, b.selector(sel, fmt.Sprintf("%s[%d]", join(path, "new_records"), i)))
+	}
+	if len(b.missing) > 0 {
+		names := make([]string, 0, len(b.missing))
+		seen := map[string]bool{}
+		for _, m := range b.missing {
+			if !seen[m.name] {
+				seen[m.name] = true
+				names = append(names, fmt.Sprintf("%q", m.name))
+			}
+		}
+		return nil, &Error{
+			Code: CodeUnboundParam,
+			Path: b.missing[0].path,
+			Message: fmt.Sprintf("missing run parameter %s: pass it with the run's params (for example --param %s=VALUE); a missing parameter is never a silent non-match",
+				strings.Join(names, ", "), b.missing[0].name),
+		}
+	}
+	c.Hash = HashContract(c)
+	return c, nil
+}
+
+type binder struct {
+	params  map[string]string
+	missing []struct{ name, path string }
+}
+
+func (b *binder) value(v Value, path string) string {
+	if !v.IsParam() {
+		return v.Literal
+	}
+	s, ok := b.params[v.Param]
+	if !ok {
+		b.missing = append(b.missing, struct{ name, path string }{v.Param, join(path, "param")})
+	}
+	return s
+}
+
+func (b *binder) selector(sel Selector, path string) []Pair {
+	pairs := make([]Pair, 0, len(sel))
+	for _, k := range sortedKeys(sel) {
+		pairs = append(pairs, Pair{Field: k, Value: b.value(sel[k], join(path, k))})
+	}
+	return pairs
+}
+
+// HashContract returns "sha256:" and the hex SHA-256 of the bound contract's
+// canonical JSON (JUDGE.md §5). risk, probe and timeout_s are never hashed.
+func HashContract(c *Contract) string {
+	sum := sha256.Sum256([]byte(HashInput(c)))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// HashInput returns the canonical JSON that HashContract digests.
+func HashInput(c *Contract) string {
+	m := map[string]any{
+		"kind":                   string(c.Kind),
+		"match":                  pairsMap(c.Match),
+		"field":                  nil,
+		"value":                  nil,
+		"expected_count":         json.Number(strconv.Itoa(c.ExpectedCount)),
+		"idempotency_key":        nil,
+		"key_field":              c.KeyField,
+		"forbid_collateral_loss": c.ForbidCollateralLoss,
+	}
+	if c.Kind == FieldEquals {
+		m["field"] = c.Field
+	}
+	if c.Value != nil {
+		m["value"] = *c.Value
+	}
+	if c.IdempotencyKey != nil {
+		m["idempotency_key"] = *c.IdempotencyKey
+	}
+	if c.CountNewOnly {
+		m["count_new_only"] = true
+	}
+	if c.Kind == ExactNewSet {
+		members := make([]any, 0, len(c.NewRecords))
+		for _, sel := range c.NewRecords {
+			members = append(members, pairsMap(sel))
+		}
+		m["new_records"] = members
+		m["identity_field"] = c.IdentityField
+	} else if c.IdentityField != DefaultIdentityField {
+		m["identity_field"] = c.IdentityField
+	}
+	return CanonicalJSON(m)
+}
+
+func pairsMap(pairs []Pair) map[string]any {
+	m := make(map[string]any, len(pairs))
+	for _, p := range pairs {
+		m[p.Field] = p.Value
+	}
+	return m
+}
+
+// selectorKey is a stable text for a selector, used to group identical
+// exact_new_set members.
+func selectorKey(pairs []Pair) string {
+	var b strings.Builder
+	for _, p := range pairs {
+		writeCanonString(&b, p.Field)
+		b.WriteByte(':')
+		writeCanonString(&b, p.Value)
+		b.WriteByte(',')
+	}
+	return b.String()
+}

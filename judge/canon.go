@@ -1,0 +1,325 @@
+package judge
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Record is one flat record read from a system of record: a JSON object.
+// Values are string, json.Number (exact number text), float64, the Go integer
+// types, bool, nil, map[string]any or []any. Keys are literal: "patient.id" is
+// a key, not a path.
+type Record = map[string]any
+
+// Canon returns the canonical text of a record value (JUDGE.md §2) and whether
+// the value has one. A nil value (JSON null, or a missing field) has none: it
+// matches no selector value and never confirms a read-back.
+func Canon(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return canonNumber(string(x)), true
+	case bool:
+		if x {
+			return "true", true
+		}
+		return "false", true
+	case nil:
+		return "", false
+	case float64:
+		return canonFloat(x)
+	case float32:
+		return canonFloat(float64(x))
+	case int:
+		return strconv.FormatInt(int64(x), 10), true
+	case int8:
+		return strconv.FormatInt(int64(x), 10), true
+	case int16:
+		return strconv.FormatInt(int64(x), 10), true
+	case int32:
+		return strconv.FormatInt(int64(x), 10), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint8:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint16:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case map[string]any, []any:
+		var b strings.Builder
+		writeCanonJSON(&b, x)
+		return b.String(), true
+	default:
+		// An unknown Go type cannot come from JSON; treat it as no value so
+		// that it can never satisfy a selector.
+		return "", false
+	}
+}
+
+func canonFloat(f float64) (string, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", false
+	}
+	if f == 0 {
+		return "0", true
+	}
+	return canonNumber(strconv.FormatFloat(f, 'g', -1, 64)), true
+}
+
+// maxPlainDigits bounds the plain-decimal rendering of a number: past it a
+// number is written as <digits>e<exponent> so that "1e999999999" cannot make
+// the judge allocate a gigabyte.
+const maxPlainDigits = 1000
+
+// canonNumber renders JSON number text as its shortest exact decimal: no
+// exponent, no trailing fractional zeros, no fraction at all when integral,
+// and "0" for every zero. Text that is not a JSON number is returned as is.
+func canonNumber(s string) string {
+	if isPlainInteger(s) {
+		return s
+	}
+	neg := false
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
+		i++
+	}
+	var digits []byte
+	exp := 0 // value = digits * 10^exp
+	sawDigit := false
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits = append(digits, s[i])
+		sawDigit = true
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits = append(digits, s[i])
+			exp--
+			sawDigit = true
+		}
+	}
+	if !sawDigit {
+		return s
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			eneg = s[i] == '-'
+			i++
+		}
+		if i == len(s) {
+			return s
+		}
+		e := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			if e < 1<<40 {
+				e = e*10 + int(s[i]-'0')
+			}
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	if i != len(s) {
+		return s
+	}
+	// Strip leading and trailing zeros.
+	start := 0
+	for start < len(digits) && digits[start] == '0' {
+		start++
+	}
+	digits = digits[start:]
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	if len(digits) == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	n := len(digits)
+	switch {
+	case exp >= 0 && n+exp <= maxPlainDigits:
+		b.Write(digits)
+		for k := 0; k < exp; k++ {
+			b.WriteByte('0')
+		}
+	case exp < 0 && -exp < n:
+		b.Write(digits[:n+exp])
+		b.WriteByte('.')
+		b.Write(digits[n+exp:])
+	case exp < 0 && -exp-n <= maxPlainDigits:
+		b.WriteString("0.")
+		for k := 0; k < -exp-n; k++ {
+			b.WriteByte('0')
+		}
+		b.Write(digits)
+	default:
+		b.Write(digits)
+		b.WriteByte('e')
+		b.WriteString(strconv.Itoa(exp))
+	}
+	return b.String()
+}
+
+// isPlainInteger reports whether s is already canonical integer text: an
+// optional minus and digits with no leading zero (and not "-0").
+func isPlainInteger(s string) bool {
+	i := 0
+	if len(s) > 0 && s[0] == '-' {
+		i = 1
+	}
+	if i == len(s) || len(s)-i > 30 {
+		return false
+	}
+	if s[i] == '0' {
+		return len(s) == 1
+	}
+	for ; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// writeCanonJSON writes v as canonical JSON: keys sorted at every level, no
+// whitespace, numbers in canonical text, non-ASCII escaped as lowercase
+// \uXXXX (surrogate pairs above the BMP), no HTML escaping. It is the
+// encoding of both the contract hash and of object-valued record fields.
+func writeCanonJSON(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case string:
+		writeCanonString(b, x)
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonString(b, k)
+			b.WriteByte(':')
+			writeCanonJSON(b, x[k])
+		}
+		b.WriteByte('}')
+	case map[string]string:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonString(b, k)
+			b.WriteByte(':')
+			writeCanonString(b, x[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonJSON(b, e)
+		}
+		b.WriteByte(']')
+	default:
+		if t, ok := Canon(v); ok {
+			b.WriteString(t)
+		} else {
+			b.WriteString("null")
+		}
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+func writeCanonString(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"':
+				b.WriteString(`\"`)
+			case c == '\\':
+				b.WriteString(`\\`)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c == '\b':
+				b.WriteString(`\b`)
+			case c == '\f':
+				b.WriteString(`\f`)
+			case c < 0x20 || c == 0x7f:
+				writeU(b, rune(c))
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r >= 0x10000 {
+			hi, lo := utf16.EncodeRune(r)
+			writeU(b, hi)
+			writeU(b, lo)
+		} else {
+			writeU(b, r)
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+func writeU(b *strings.Builder, r rune) {
+	b.WriteString(`\u`)
+	b.WriteByte(hexDigits[(r>>12)&0xf])
+	b.WriteByte(hexDigits[(r>>8)&0xf])
+	b.WriteByte(hexDigits[(r>>4)&0xf])
+	b.WriteByte(hexDigits[r&0xf])
+}
+
+// CanonicalJSON returns v in the canonical JSON encoding (see writeCanonJSON).
+func CanonicalJSON(v any) string {
+	var b strings.Builder
+	writeCanonJSON(&b, v)
+	return b.String()
+}

@@ -1,0 +1,181 @@
+package judge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DecodeJSON parses one JSON document into a tree of map[string]any, []any,
+// string, json.Number, bool and nil. Unlike encoding/json it refuses a
+// duplicate object key (the later one would silently win) and trailing data.
+func DecodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeJSONValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON document")
+	}
+	return v, nil
+}
+
+func decodeJSONValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		if err == io.EOF {
+			return nil, errors.New("unexpected end of JSON input")
+		}
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := map[string]any{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return nil, fmt.Errorf("object key %v is not a string", kt)
+				}
+				if _, dup := m[k]; dup {
+					return nil, fmt.Errorf("duplicate key %q", k)
+				}
+				v, err := decodeJSONValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				m[k] = v
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return m, nil
+		case '[':
+			a := []any{}
+			for dec.More() {
+				v, err := decodeJSONValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				a = append(a, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return a, nil
+		}
+		return nil, fmt.Errorf("unexpected %v", t)
+	default:
+		return t, nil
+	}
+}
+
+// DecodeDocument parses YAML or JSON (JSON when the first non-space byte is
+// '{' or '['; YAML otherwise) into the same tree DecodeJSON returns. YAML
+// integers and floats become json.Number so that a contract written as
+// `id: 1` is seen as a number and refused, exactly as in JSON.
+func DecodeDocument(data []byte) (any, error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return DecodeJSON(trimmed)
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if err == io.EOF {
+			return nil, errors.New("the document is empty")
+		}
+		return nil, err
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		return nil, errors.New("more than one YAML document; write one")
+	}
+	return yamlTree(&doc, 0)
+}
+
+const maxYAMLDepth = 200
+
+func yamlTree(n *yaml.Node, depth int) (any, error) {
+	if depth > maxYAMLDepth {
+		return nil, errors.New("the document nests too deeply")
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return yamlTree(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		// Aliases can multiply a small file into a huge tree; a contract
+		// never needs one.
+		return nil, fmt.Errorf("line %d: YAML aliases are not allowed; write the value out", n.Line)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			if kn.Kind != yaml.ScalarNode || kn.ShortTag() == "!!merge" {
+				return nil, fmt.Errorf("line %d: a mapping key must be a plain string", kn.Line)
+			}
+			if _, dup := m[kn.Value]; dup {
+				return nil, fmt.Errorf("line %d: duplicate key %q", kn.Line, kn.Value)
+			}
+			v, err := yamlTree(vn, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[kn.Value] = v
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		a := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := yamlTree(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, v)
+		}
+		return a, nil
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str", "!!binary", "!!timestamp":
+			return n.Value, nil
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err != nil {
+				return nil, fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			return b, nil
+		case "!!int":
+			var i int64
+			if err := n.Decode(&i); err != nil {
+				return json.Number(n.Value), nil
+			}
+			return json.Number(strconv.FormatInt(i, 10)), nil
+		case "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil {
+				return nil, fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+		default:
+			return n.Value, nil
+		}
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}

@@ -1,0 +1,273 @@
+// Package harness runs one conformance case (JUDGE.md §8) through the judge:
+// case JSON in, verdict JSON and an exit code out, with no substrate. It is
+// what `verifyctl judge` runs, and what the conformance tests run in-process.
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitRefused = 2
+)
+
+// Output is the harness result on success.
+type Output struct {
+	Outcome judge.Outcome  `json:"outcome"`
+	Effects []EffectResult `json:"effects"`
+}
+
+// EffectResult is one effect's verdict as the harness prints it.
+type EffectResult struct {
+	Verdict        judge.Decision `json:"verdict"`
+	Result         judge.Class    `json:"result"`
+	Reasons        []judge.Reason `json:"reasons"`
+	ObservedCount  *int           `json:"observed_count"`
+	ExpectedCount  *int           `json:"expected_count"`
+	ObservedValue  *string        `json:"observed_value"`
+	ExpectedValue  *string        `json:"expected_value"`
+	ContractHash   string         `json:"contract_hash"`
+	MatchedRecords []judge.Record `json:"matched_records"`
+}
+
+// Refusal is the harness result for a refused case.
+type Refusal struct {
+	Error *judge.Error `json:"error"`
+}
+
+// Case is a parsed conformance case.
+type Case struct {
+	Effects   []judge.Effect
+	Params    map[string]string
+	Before    judge.Snapshot
+	After     judge.Snapshot
+	Now       *time.Time
+	Freshness *judge.Freshness
+}
+
+var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, "after": true, "now": true, "freshness": true}
+
+// Run judges one case. now is used for freshness when the case gives none.
+func Run(input []byte, now time.Time) ([]byte, int) {
+	out, err := Judge(input, now)
+	if err != nil {
+		jerr, ok := err.(*judge.Error)
+		if !ok {
+			jerr = &judge.Error{Code: judge.CodeInvalidCase, Message: err.Error()}
+		}
+		return encode(Refusal{Error: jerr}), ExitRefused
+	}
+	return encode(out), ExitOK
+}
+
+// Judge parses, binds and judges one case.
+func Judge(input []byte, now time.Time) (*Output, error) {
+	c, err := Parse(input)
+	if err != nil {
+		return nil, err
+	}
+	contracts := make([]*judge.Contract, len(c.Effects))
+	for i, e := range c.Effects {
+		bound, err := judge.Bind(e, c.Params, fmt.Sprintf("effects[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		contracts[i] = bound
+	}
+	opts := judge.Options{}
+	if c.Freshness != nil {
+		f := *c.Freshness
+		f.Now = now
+		if c.Now != nil {
+			f.Now = *c.Now
+		}
+		opts.Freshness = &f
+	}
+	verdicts := make([]judge.Verdict, len(contracts))
+	out := &Output{Effects: make([]EffectResult, len(contracts))}
+	for i, bound := range contracts {
+		v := judge.Judge(bound, c.Before, c.After, opts)
+		verdicts[i] = v
+		out.Effects[i] = Result(v)
+	}
+	out.Outcome = judge.OutcomeOf(verdicts)
+	return out, nil
+}
+
+// Result renders a verdict the way the harness prints it.
+func Result(v judge.Verdict) EffectResult {
+	reasons := v.Reasons
+	if reasons == nil {
+		reasons = []judge.Reason{}
+	}
+	matched := v.Matched
+	if matched == nil {
+		matched = []judge.Record{}
+	}
+	return EffectResult{
+		Verdict: v.Decision, Result: v.Class, Reasons: reasons,
+		ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
+		ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
+		ContractHash: v.ContractHash, MatchedRecords: matched,
+	}
+}
+
+func invalid(path, format string, args ...any) *judge.Error {
+	return &judge.Error{Code: judge.CodeInvalidCase, Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// Parse reads a case strictly: unknown keys, wrong types and malformed reads
+// are refused with INVALID_CASE, contracts with INVALID_CONTRACT.
+func Parse(input []byte) (*Case, error) {
+	tree, err := judge.DecodeJSON(input)
+	if err != nil {
+		return nil, invalid("", "the case is not valid JSON: %v", err)
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return nil, invalid("", "a case is a JSON object with effects, params, before, after, now and freshness")
+	}
+	for k := range m {
+		if !caseKeys[k] {
+			return nil, invalid(k, "unknown case key %q (known: effects, params, before, after, now, freshness)", k)
+		}
+	}
+	c := &Case{Params: map[string]string{}}
+	if p, ok := m["params"]; ok && p != nil {
+		pm, isMap := p.(map[string]any)
+		if !isMap {
+			return nil, invalid("params", "params must be an object of name to text")
+		}
+		for k, v := range pm {
+			s, isStr := v.(string)
+			if !isStr {
+				return nil, invalid("params."+k, "a run parameter is text; write it as a JSON string")
+			}
+			c.Params[k] = s
+		}
+	}
+	if c.Before, err = parseSnapshot(m, "before"); err != nil {
+		return nil, err
+	}
+	if c.After, err = parseSnapshot(m, "after"); err != nil {
+		return nil, err
+	}
+	if v, ok := m["now"]; ok && v != nil {
+		s, isStr := v.(string)
+		if !isStr {
+			return nil, invalid("now", "now must be an RFC 3339 timestamp string such as \"2026-01-01T12:00:00Z\"")
+		}
+		t, err := judge.ParseTimestamp(s)
+		if err != nil {
+			return nil, invalid("now", "%v", err)
+		}
+		c.Now = &t
+	}
+	if v, ok := m["freshness"]; ok && v != nil {
+		fm, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, invalid("freshness", "freshness must be an object {field, window_s}")
+		}
+		for k := range fm {
+			if k != "field" && k != "window_s" {
+				return nil, invalid("freshness."+k, "unknown key %q (known: field, window_s)", k)
+			}
+		}
+		field, isStr := fm["field"].(string)
+		if !isStr || field == "" {
+			return nil, invalid("freshness.field", "freshness.field must name the record's timestamp field")
+		}
+		n, isNum := fm["window_s"].(json.Number)
+		w, perr := strconv.ParseFloat(string(n), 64)
+		if !isNum || perr != nil || w < 0 || math.IsInf(w, 0) {
+			return nil, invalid("freshness.window_s", "freshness.window_s must be a number of seconds >= 0")
+		}
+		c.Freshness = &judge.Freshness{Field: field, WindowS: w}
+	}
+	ev, ok := m["effects"]
+	if !ok {
+		return nil, invalid("effects", "the case has no effects; give a list of effect contracts")
+	}
+	list, isList := ev.([]any)
+	if !isList {
+		return nil, invalid("effects", "effects must be a list of effect contracts")
+	}
+	if len(list) == 0 {
+		return nil, invalid("effects", "effects is empty; a step with no declared effect proves nothing")
+	}
+	if c.Effects, err = judge.LoadEffects(list, "effects"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func parseSnapshot(m map[string]any, key string) (judge.Snapshot, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return judge.Snapshot{}, invalid(key, "missing; write {\"reachable\": true, \"records\": [...]} or {\"reachable\": false}")
+	}
+	sm, isMap := v.(map[string]any)
+	if !isMap {
+		return judge.Snapshot{}, invalid(key, "must be an object {reachable, records}")
+	}
+	for k := range sm {
+		if k != "reachable" && k != "records" && k != "reason" {
+			return judge.Snapshot{}, invalid(key+"."+k, "unknown key %q (known: reachable, records, reason)", k)
+		}
+	}
+	reachable, isBool := sm["reachable"].(bool)
+	if !isBool {
+		return judge.Snapshot{}, invalid(key+".reachable", "reachable must be true or false")
+	}
+	snap := judge.Snapshot{Reachable: reachable}
+	if r, ok := sm["reason"]; ok {
+		s, isStr := r.(string)
+		if !isStr {
+			return judge.Snapshot{}, invalid(key+".reason", "reason must be text")
+		}
+		snap.Reason = s
+	}
+	recs, has := sm["records"]
+	if !reachable {
+		if has && recs != nil {
+			if l, isList := recs.([]any); !isList || len(l) > 0 {
+				return judge.Snapshot{}, invalid(key+".records", "an unreachable read has no records; remove them or set reachable: true")
+			}
+		}
+		return snap, nil
+	}
+	list, isList := recs.([]any)
+	if !has || !isList {
+		return judge.Snapshot{}, invalid(key+".records", "a reachable read needs records: a list of objects ([] for none)")
+	}
+	snap.Records = make([]judge.Record, len(list))
+	for i, r := range list {
+		rec, isObj := r.(map[string]any)
+		if !isObj {
+			return judge.Snapshot{}, invalid(fmt.Sprintf("%s.records[%d]", key, i), "a record must be a JSON object")
+		}
+		snap.Records[i] = rec
+	}
+	return snap, nil
+}
+
+func encode(v any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		// Every value here is JSON-safe; this is a programming error.
+		panic(err)
+	}
+	return buf.Bytes()
+}

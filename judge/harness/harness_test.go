@@ -1,0 +1,98 @@
+package harness
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+const okReads = `"before": {"reachable": true, "records": []}, "after": {"reachable": true, "records": []}`
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, input, code, path string
+	}{
+		{"not json", `{"effects": [`, "INVALID_CASE", ""},
+		{"not an object", `[]`, "INVALID_CASE", ""},
+		{"unknown case key", `{"effects": [{"kind": "record_written"}], "extra": 1, ` + okReads + `}`, "INVALID_CASE", "extra"},
+		{"no effects", `{` + okReads + `}`, "INVALID_CASE", "effects"},
+		{"effects not a list", `{"effects": {}, ` + okReads + `}`, "INVALID_CASE", "effects"},
+		{"empty effects", `{"effects": [], ` + okReads + `}`, "INVALID_CASE", "effects"},
+		{"missing before", `{"effects": [{"kind": "record_written"}], "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before"},
+		{"reachable not bool", `{"effects": [{"kind": "record_written"}], "before": {"reachable": "yes", "records": []}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.reachable"},
+		{"reachable without records", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records"},
+		{"unreachable with records", `{"effects": [{"kind": "record_written"}], "before": {"reachable": false, "records": [{"id": "1"}]}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records"},
+		{"record not object", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [1]}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records[0]"},
+		{"numeric param", `{"effects": [{"kind": "record_written"}], "params": {"pid": 1}, ` + okReads + `}`, "INVALID_CASE", "params.pid"},
+		{"bad now", `{"effects": [{"kind": "record_written"}], "now": "yesterday", ` + okReads + `}`, "INVALID_CASE", "now"},
+		{"bad freshness window", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": -1}, ` + okReads + `}`, "INVALID_CASE", "freshness.window_s"},
+		{"freshness unknown key", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": 1, "x": 1}, ` + okReads + `}`, "INVALID_CASE", "freshness.x"},
+		{"duplicate key", `{"effects": [{"kind": "record_written", "kind": "field_equals"}], ` + okReads + `}`, "INVALID_CASE", ""},
+		{"contract refusal", `{"effects": [{"kind": "record_written", "match": {"id": 1}}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[0].match.id"},
+		{"second contract refusal", `{"effects": [{"kind": "record_written"}, {"kind": "nope"}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[1].kind"},
+		{"unbound param", `{"effects": [{"kind": "record_written", "match": {"p": {"param": "pid"}}}], ` + okReads + `}`, "UNBOUND_PARAM", "effects[0].match.p.param"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, code := Run([]byte(tt.input), now)
+			if code != ExitRefused {
+				t.Fatalf("exit %d, want %d; output %s", code, ExitRefused, out)
+			}
+			var got Refusal
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("refusal is not JSON: %v", err)
+			}
+			if got.Error.Code != tt.code || got.Error.Path != tt.path {
+				t.Errorf("got code %s path %q, want %s %q (message %q)", got.Error.Code, got.Error.Path, tt.code, tt.path, got.Error.Message)
+			}
+			if got.Error.Message == "" {
+				t.Error("refusal has no message")
+			}
+		})
+	}
+}
+
+func TestFreshnessUsesFallbackClockWithoutNow(t *testing.T) {
+	t.Parallel()
+	input := `{"effects": [{"kind": "record_written", "forbid_collateral_loss": false}],
+	  "before": {"reachable": true, "records": []},
+	  "after": {"reachable": true, "records": [{"id": "1", "ts": "2026-01-01T11:59:30Z"}]},
+	  "freshness": {"field": "ts", "window_s": 60}}`
+	for _, tt := range []struct {
+		clock   time.Time
+		verdict string
+	}{
+		{now, "CONFIRMED"},
+		{now.Add(time.Hour), "INDETERMINATE"},
+	} {
+		out, code := Run([]byte(input), tt.clock)
+		if code != ExitOK {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		var got Output
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Effects[0].Verdict) != tt.verdict {
+			t.Errorf("clock %s: verdict %s, want %s", tt.clock, got.Effects[0].Verdict, tt.verdict)
+		}
+	}
+}
+
+func TestOutputShape(t *testing.T) {
+	t.Parallel()
+	out, code := Run([]byte(`{"effects": [{"kind": "field_equals", "field": "note", "value": "x"}], `+okReads+`}`), now)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	for _, key := range []string{`"outcome"`, `"verdict"`, `"result"`, `"reasons"`, `"observed_count"`, `"expected_count"`, `"observed_value"`, `"expected_value"`, `"contract_hash"`} {
+		if !strings.Contains(string(out), key) {
+			t.Errorf("output lacks %s:\n%s", key, out)
+		}
+	}
+}
