@@ -90,7 +90,9 @@ var ensCollateral = Effect{
 // BenchmarkRecordWrittenNewOnlyCollateral1M: record_written with
 // count_new_only and forbid_collateral_loss over a 1,000,000-record baseline;
 // reads ordered by id (merge join).
-func BenchmarkRecordWrittenNewOnlyCollateral1M(b *testing.B) { benchJudge(b, rwNewOnlyCollateral, true) }
+func BenchmarkRecordWrittenNewOnlyCollateral1M(b *testing.B) {
+	benchJudge(b, rwNewOnlyCollateral, true)
+}
 
 // BenchmarkRecordWrittenNewOnlyCollateral1MUnordered: the same with both
 // reads in different pseudo-random orders (hash join).
