@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,6 +114,7 @@ func canonNumber(s string) string {
 	if !sawDigit {
 		return s
 	}
+	var bigExp *big.Int // set when the exponent does not fit comfortably in an int
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		eneg := false
@@ -120,24 +122,33 @@ func canonNumber(s string) string {
 			eneg = s[i] == '-'
 			i++
 		}
-		if i == len(s) {
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if start == i {
 			return s
 		}
-		e := 0
-		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-			if e < 1<<40 {
-				e = e*10 + int(s[i]-'0')
+		digitsText := strings.TrimLeft(s[start:i], "0")
+		if len(digitsText) <= 15 {
+			e, _ := strconv.Atoi("0" + digitsText)
+			if eneg {
+				e = -e
 			}
+			exp += e
+		} else {
+			bigExp, _ = new(big.Int).SetString(digitsText, 10)
+			if eneg {
+				bigExp.Neg(bigExp)
+			}
+			bigExp.Add(bigExp, big.NewInt(int64(exp)))
 		}
-		if eneg {
-			e = -e
-		}
-		exp += e
 	}
 	if i != len(s) {
 		return s
 	}
 	// Strip leading and trailing zeros.
+	expBeforeTrim := exp
 	start := 0
 	for start < len(digits) && digits[start] == '0' {
 		start++
@@ -153,6 +164,14 @@ func canonNumber(s string) string {
 	var b strings.Builder
 	if neg {
 		b.WriteByte('-')
+	}
+	if bigExp != nil {
+		// Far beyond any plain rendering: digits and the exact exponent.
+		bigExp.Add(bigExp, big.NewInt(int64(exp)-int64(expBeforeTrim)))
+		b.Write(digits)
+		b.WriteByte('e')
+		b.WriteString(bigExp.String())
+		return b.String()
 	}
 	n := len(digits)
 	switch {

@@ -156,7 +156,7 @@ func LoadEffect(tree any, path string) (Effect, error) {
 	ks, isStr := kind.(string)
 	switch {
 	case !present:
-		return Effect{}, refuse(join(path, "kind"), "missing; write one of record_written, field_equals, exact_new_set")
+		return Effect{}, refuse(join(path, "kind"), "kind is missing; write one of record_written, field_equals, exact_new_set")
 	case !isStr || (Kind(ks) != RecordWritten && Kind(ks) != FieldEquals && Kind(ks) != ExactNewSet):
 		return Effect{}, refuse(join(path, "kind"), "bad kind %s; write one of record_written, field_equals, exact_new_set", show(kind))
 	}
@@ -284,7 +284,11 @@ func LoadEffect(tree any, path string) (Effect, error) {
 func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, refuse(path, "must be a map of field to value, got %s (write {} for none)", typeName(v))
+		hint := "write {} for none"
+		if !allowEmpty {
+			hint = "write a map such as {user_id: \"32\"}"
+		}
+		return nil, refuse(path, "must be a map of field to value, got %s (%s)", typeName(v), hint)
 	}
 	if !allowEmpty && len(m) == 0 {
 		return nil, refuse(path, "an empty selector names no record; give at least one field: value")
@@ -324,7 +328,7 @@ func loadValue(v any, path string) (Value, error) {
 		}
 		return Value{}, refuse(path, `malformed value object with key %q: write {literal: "text"} or {param: name}`, sortedKeys(x)[0])
 	default:
-		return Value{}, refuse(path, "a value must be a string, got %s; write %q", typeName(v), quoteSuggestion(v))
+		return Value{}, refuse(path, "a value must be a string, got %s; write %q (%s)", typeName(v), quoteSuggestion(v), lastKey(path))
 	}
 }
 
@@ -358,7 +362,7 @@ func loadCount(v any, path string) (int, error) {
 func loadBool(v any, path string) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
-		return false, refuse(path, "must be true or false, got %s", show(v))
+		return false, refuse(path, "%s must be true or false, got %s", lastKey(path), show(v))
 	}
 	return b, nil
 }
@@ -366,9 +370,17 @@ func loadBool(v any, path string) (bool, error) {
 func loadString(v any, path string) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", refuse(path, "must be a string, got %s", show(v))
+		return "", refuse(path, "%s must be a string, got %s", lastKey(path), show(v))
 	}
 	return s, nil
+}
+
+// lastKey is the last key of a path, for messages.
+func lastKey(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
 }
 
 func join(path, key string) string {

@@ -82,15 +82,29 @@ func decodeJSONValue(dec *json.Decoder) (any, error) {
 	}
 }
 
-// DecodeDocument parses YAML or JSON (JSON when the first non-space byte is
-// '{' or '['; YAML otherwise) into the same tree DecodeJSON returns. YAML
+// DecodeDocument parses YAML or JSON (JSON when the document parses as
+// JSON; YAML otherwise, flow style included) into the same tree DecodeJSON returns. YAML
 // integers and floats become json.Number so that a contract written as
 // `id: 1` is seen as a number and refused, exactly as in JSON.
 func DecodeDocument(data []byte) (any, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		return DecodeJSON(trimmed)
+		// JSON first, so that JSON keeps its exact number text; a flow-style
+		// YAML document ([{kind: record_written}]) is not JSON and falls
+		// through to the YAML reader.
+		tree, jerr := DecodeJSON(trimmed)
+		if jerr == nil {
+			return tree, nil
+		}
+		if ytree, yerr := decodeYAML(data); yerr == nil {
+			return ytree, nil
+		}
+		return nil, jerr
 	}
+	return decodeYAML(data)
+}
+
+func decodeYAML(data []byte) (any, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {

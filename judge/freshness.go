@@ -14,18 +14,18 @@ import (
 // or further than the window in the future. An age exactly equal to the
 // window is still fresh.
 func applyFreshness(v *Verdict, f *Freshness) {
-	window := time.Duration(f.WindowS * float64(time.Second))
 	for _, r := range v.Matched {
 		ts, err := ParseTimestamp(r[f.Field])
 		var problem string
-		switch {
-		case err != nil:
-			problem = fmt.Sprintf("freshness field %q: %v", f.Field, err)
-		case f.Now.Sub(ts) > window:
-			problem = fmt.Sprintf("a matched record's %q is %s old, beyond the %gs freshness window", f.Field, f.Now.Sub(ts).Round(time.Millisecond), f.WindowS)
-		case ts.Sub(f.Now) > window:
-			problem = fmt.Sprintf("a matched record's %q is %s in the future, beyond the %gs freshness window", f.Field, ts.Sub(f.Now).Round(time.Millisecond), f.WindowS)
-		default:
+		if err != nil {
+			// The message names the field, never its value: the field may
+			// be redacted.
+			problem = fmt.Sprintf("a matched record's %q is not a timestamp (epoch seconds or RFC 3339), so its freshness cannot be shown", f.Field)
+		} else if age := secondsBetween(ts, f.Now); age > f.WindowS {
+			problem = fmt.Sprintf("a matched record's %q is %.3fs old, beyond the %gs freshness window", f.Field, age, f.WindowS)
+		} else if -age > f.WindowS {
+			problem = fmt.Sprintf("a matched record's %q is %.3fs in the future, beyond the %gs freshness window", f.Field, -age, f.WindowS)
+		} else {
 			continue
 		}
 		v.Decision = Indeterminate
@@ -35,6 +35,12 @@ func applyFreshness(v *Verdict, f *Freshness) {
 		v.Reasons = []Reason{{Code: ReasonStale, Message: problem}}
 		return
 	}
+}
+
+// secondsBetween returns now - ts in seconds without time.Duration, which
+// saturates at about 292 years and would make a wide window meaningless.
+func secondsBetween(ts, now time.Time) float64 {
+	return float64(now.Unix()-ts.Unix()) + float64(now.Nanosecond()-ts.Nanosecond())/1e9
 }
 
 // timestampLayouts are the ISO 8601 / RFC 3339 shapes accepted, after a

@@ -1,0 +1,496 @@
+package judge
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// paramsOf lists the run parameters an effect refers to.
+func paramsOf(e Effect) []string {
+	var names []string
+	add := func(v Value) {
+		if v.IsParam() && !slices.Contains(names, v.Param) {
+			names = append(names, v.Param)
+		}
+	}
+	for _, k := range sortedKeys(e.Match) {
+		add(e.Match[k])
+	}
+	if e.IdempotencyKey != nil {
+		add(*e.IdempotencyKey)
+	}
+	if e.Value != nil {
+		add(*e.Value)
+	}
+	for _, sel := range e.NewRecords {
+		for _, k := range sortedKeys(sel) {
+			add(sel[k])
+		}
+	}
+	return names
+}
+
+// checkEffect re-validates the JUDGE.md §1 invariants of a loaded effect.
+func checkEffect(t *testing.T, e Effect) {
+	t.Helper()
+	switch e.Kind {
+	case RecordWritten, FieldEquals, ExactNewSet:
+	default:
+		t.Fatalf("loaded bad kind %q", e.Kind)
+	}
+	if e.ExpectedCount < 0 {
+		t.Fatalf("negative expected_count %d", e.ExpectedCount)
+	}
+	if e.CountNewOnly && e.Kind != RecordWritten {
+		t.Fatalf("count_new_only on %s", e.Kind)
+	}
+	if len(e.NewRecords) > 0 && e.Kind != ExactNewSet {
+		t.Fatalf("new_records on %s", e.Kind)
+	}
+	if e.Kind == ExactNewSet {
+		if e.ExpectedCount != len(e.NewRecords) {
+			t.Fatalf("exact_new_set expected_count %d != %d members", e.ExpectedCount, len(e.NewRecords))
+		}
+		if e.IdentityField == "" {
+			t.Fatalf("exact_new_set with empty identity_field")
+		}
+	}
+	for i, sel := range e.NewRecords {
+		if len(sel) == 0 {
+			t.Fatalf("empty member %d", i)
+		}
+	}
+	if e.Kind == FieldEquals {
+		if e.Field == "" || e.Value == nil {
+			t.Fatalf("field_equals without field or value: %q %v", e.Field, e.Value)
+		}
+	} else if e.Field != "" || e.Value != nil {
+		t.Fatalf("field/value on %s", e.Kind)
+	}
+	if e.Risk != Reversible && e.Risk != Irreversible {
+		t.Fatalf("bad risk %q", e.Risk)
+	}
+	if math.IsNaN(e.TimeoutS) || e.TimeoutS < 0 || e.TimeoutS > 3600 {
+		t.Fatalf("timeout_s %v out of 0..3600", e.TimeoutS)
+	}
+	if e.Match == nil {
+		t.Fatalf("nil match")
+	}
+}
+
+// effectJSON writes a loaded effect back as a JSON contract.
+func effectJSON(e Effect) []byte {
+	val := func(v Value) any {
+		if v.IsParam() {
+			return map[string]any{"param": v.Param}
+		}
+		return v.Literal
+	}
+	sel := func(s Selector) map[string]any {
+		m := map[string]any{}
+		for k, v := range s {
+			m[k] = val(v)
+		}
+		return m
+	}
+	m := map[string]any{
+		"kind": string(e.Kind), "match": sel(e.Match), "expected_count": e.ExpectedCount,
+		"count_new_only": e.CountNewOnly, "key_field": e.KeyField, "identity_field": e.IdentityField,
+		"forbid_collateral_loss": e.ForbidCollateralLoss, "risk": string(e.Risk), "timeout_s": e.TimeoutS, "probe": e.Probe,
+	}
+	if e.IdempotencyKey != nil {
+		m["idempotency_key"] = val(*e.IdempotencyKey)
+	}
+	if e.Kind == FieldEquals {
+		m["field"] = e.Field
+		m["value"] = val(*e.Value)
+	}
+	if e.Kind == ExactNewSet {
+		list := []any{}
+		for _, s := range e.NewRecords {
+			list = append(list, sel(s))
+		}
+		m["new_records"] = list
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func FuzzLoadEffects(f *testing.F) {
+	for _, s := range []string{
+		`[{"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}}]`,
+		`[{"kind": "record_written", "match": {"patient_id": {"param": "pid"}}, "count_new_only": true, "idempotency_key": {"literal": "abc"}, "key_field": "idem", "timeout_s": 2.5, "probe": "x"}]`,
+		`[{"kind": "field_equals", "match": {"name": "Zoë"}, "field": "note", "value": {"param": "note"}, "risk": "irreversible"}]`,
+		`[{"kind": "exact_new_set", "new_records": [{"user_id": "32", "song_id": "199"}, {"user_id": "32", "song_id": "9"}], "expected_count": 2}]`,
+		`[{"kind": "exact_new_set", "new_records": [], "expected_count": 0, "identity_field": "uuid"}]`,
+		`[{"kind": "record_written", "match": {"id": 1}}]`,
+		`[{"kind": "bogus"}]`,
+		"- kind: record_written\n  match:\n    id: \"1\"\n  expected_count: 0\n",
+		"- kind: exact_new_set\n  new_records:\n    - {a: {param: x}}\n",
+		"- kind: field_equals\n  field: f\n  value: {literal: v}\n  forbid_collateral_loss: false\n",
+		"- &a {kind: record_written}\n- *a\n",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		effs, err := ParseEffects(data, "effects")
+		if err != nil {
+			var jerr *Error
+			if !errors.As(err, &jerr) || jerr.Code != CodeInvalidContract || jerr.Message == "" || !strings.HasPrefix(jerr.Path, "effects") {
+				t.Fatalf("refusal %#v is not an INVALID_CONTRACT *Error under effects", err)
+			}
+			return
+		}
+		for i, e := range effs {
+			checkEffect(t, e)
+			names := paramsOf(e)
+			params := map[string]string{}
+			for _, n := range names {
+				params[n] = "bound-" + n
+			}
+			c, err := Bind(e, params, "effects[0]")
+			if err != nil {
+				t.Fatalf("effect %d: Bind with every referenced param: %v", i, err)
+			}
+			if c.Hash != HashContract(c) || !strings.HasPrefix(c.Hash, "sha256:") || len(c.Hash) != 71 {
+				t.Fatalf("effect %d: hash %q unstable or malformed", i, c.Hash)
+			}
+			c2, err := Bind(e, params, "effects[0]")
+			if err != nil || c2.Hash != c.Hash {
+				t.Fatalf("effect %d: rebinding changed the hash: %v", i, err)
+			}
+			var in any
+			if err := json.Unmarshal([]byte(HashInput(c)), &in); err != nil {
+				t.Fatalf("effect %d: hash input is not JSON: %v", i, err)
+			}
+			if len(names) > 0 {
+				_, err := Bind(e, nil, "effects[0]")
+				var jerr *Error
+				if !errors.As(err, &jerr) || jerr.Code != CodeUnboundParam {
+					t.Fatalf("effect %d: Bind without params: %v, want UNBOUND_PARAM", i, err)
+				}
+				for _, n := range names {
+					if !strings.Contains(jerr.Message, n) {
+						t.Fatalf("effect %d: UNBOUND_PARAM message %q does not name %q", i, jerr.Message, n)
+					}
+				}
+			}
+			// Writing the effect back as JSON loads the same effect.
+			back, err := ParseEffects(append(append([]byte("["), effectJSON(e)...), ']'), "effects")
+			if err != nil {
+				t.Fatalf("effect %d: reloading %s: %v", i, effectJSON(e), err)
+			}
+			if d := cmp.Diff(e, back[0]); d != "" {
+				t.Fatalf("effect %d: round trip differs (-loaded +reloaded):\n%s", i, d)
+			}
+		}
+	})
+}
+
+// fuzzSnapshot decodes a JSON list of records; non-objects are dropped.
+func fuzzSnapshot(data []byte, reachable bool) (Snapshot, bool) {
+	if !reachable {
+		return Snapshot{Reachable: false}, true
+	}
+	tree, err := DecodeJSON(data)
+	if err != nil {
+		return Snapshot{}, false
+	}
+	list, ok := tree.([]any)
+	if !ok {
+		return Snapshot{}, false
+	}
+	s := Snapshot{Reachable: true, Records: []Record{}}
+	for _, r := range list {
+		if m, ok := r.(map[string]any); ok {
+			s.Records = append(s.Records, m)
+		}
+	}
+	return s, true
+}
+
+// selectorHolds is an independent restatement of "a selector matches a
+// record when every pair matches" (JUDGE.md §2).
+func selectorHolds(r Record, sel []Pair) bool {
+	for _, p := range sel {
+		text, has := Canon(r[p.Field])
+		if !has || text != p.Value {
+			return false
+		}
+	}
+	return true
+}
+
+var fuzzNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func FuzzJudge(f *testing.F) {
+	seeds := []struct {
+		contract, before, after  string
+		beforeUp, afterUp, fresh bool
+	}{
+		{`{"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}}`, `[]`,
+			`[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}, {"id": 2, "patient_id": "p1", "type": "Triage", "note": "N"}]`, true, true, false},
+		{`{"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}}`, `[{"id": 1, "patient_id": "p1", "type": "Consult", "note": "URGENT"}]`,
+			`[{"id": 2, "patient_id": "p1", "type": "Triage", "note": "N"}]`, true, true, false},
+		{`{"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}, "count_new_only": true}`, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}]`,
+			`[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}]`, true, true, false},
+		{`{"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}, "idempotency_key": "abc"}`, `[]`,
+			`[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N", "key": "abc"}]`, true, true, false},
+		{`{"kind": "record_written", "match": {"active": "true"}}`, `[]`, `[{"id": 1, "active": true}]`, true, true, false},
+		{`{"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}}`, `[]`,
+			`[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N", "ts": "2026-01-01T11:58:59Z"}]`, true, true, true},
+		{`{"kind": "record_written", "match": {"patient_id": {"param": "pid"}}}`, `[]`, `[]`, false, false, false},
+		{`{"kind": "field_equals", "match": {"patient_id": "p1", "type": "Triage"}, "field": "note", "value": ""}`, `[]`,
+			`[{"id": 1, "patient_id": "p1", "type": "Triage"}]`, true, true, false},
+		{`{"kind": "field_equals", "match": {"patient_id": "p1"}, "field": "note", "value": "Follow-up"}`, `[]`,
+			`[{"id": 1, "patient_id": "p1", "note": "Follow-up", "ts": 1767268790}]`, false, true, true},
+		{`{"kind": "exact_new_set", "new_records": [{"user_id": "32", "song_id": "199"}, {"user_id": "32", "song_id": "9"}], "expected_count": 2}`,
+			`[{"id": 0, "user_id": "7", "song_id": "1"}]`, `[{"id": 0, "user_id": "7", "song_id": "1"}, {"id": 1, "user_id": "32", "song_id": "199"}, {"id": 2, "user_id": "32", "song_id": "9"}]`, true, true, false},
+		{`{"kind": "exact_new_set", "new_records": [{"user_id": "32", "song_id": "199"}, {"user_id": "32", "song_id": "9"}], "expected_count": 2}`,
+			`[{"id": 99, "user_id": "32", "song_id": "77"}]`, `[{"id": 1, "user_id": "32", "song_id": "199"}, {"id": 2, "user_id": "32", "song_id": "9"}]`, true, true, false},
+		{`{"kind": "exact_new_set", "match": {"u": "1"}, "new_records": [{"s": "x"}, {"s": "x"}], "expected_count": 2}`,
+			`[{"u": "1"}]`, `[{"id": 1, "u": "1", "s": "x"}]`, true, true, false},
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), s.beforeUp, s.afterUp, s.fresh)
+	}
+	f.Fuzz(func(t *testing.T, contract, beforeJS, afterJS []byte, beforeUp, afterUp, fresh bool) {
+		tree, err := DecodeJSON(contract)
+		if err != nil {
+			return
+		}
+		e, err := LoadEffect(tree, "effects[0]")
+		if err != nil {
+			return
+		}
+		params := map[string]string{}
+		for _, n := range paramsOf(e) {
+			params[n] = "p1"
+		}
+		c, err := Bind(e, params, "effects[0]")
+		if err != nil {
+			t.Fatalf("Bind: %v", err)
+		}
+		before, ok := fuzzSnapshot(beforeJS, beforeUp)
+		if !ok {
+			return
+		}
+		after, ok := fuzzSnapshot(afterJS, afterUp)
+		if !ok {
+			return
+		}
+		opts := Options{}
+		if fresh {
+			opts.Freshness = &Freshness{Field: "ts", WindowS: 60, Now: fuzzNow}
+		}
+		v := Judge(c, before, after, opts)
+
+		// Invariant: class is confirmed iff the verdict is CONFIRMED, and is what Classify says.
+		if (v.Class == ClassConfirmed) != (v.Decision == Confirmed) {
+			t.Fatalf("class %s with decision %s", v.Class, v.Decision)
+		}
+		if v.Class != Classify(&v, false) {
+			t.Fatalf("class %s, Classify says %s", v.Class, Classify(&v, false))
+		}
+		// Invariant: every verdict explains itself.
+		if len(v.Reasons) == 0 {
+			t.Fatalf("%s without reasons", v.Decision)
+		}
+		if v.ContractHash != c.Hash {
+			t.Fatalf("contract hash %s, want %s", v.ContractHash, c.Hash)
+		}
+		// Invariant: after unreachable -> INDETERMINATE SOR_UNREACHABLE, unavailable.
+		if !afterUp {
+			if v.Decision != Indeterminate || v.Class != ClassUnavailable || v.Codes()[0] != ReasonSORUnreachable {
+				t.Fatalf("after unreachable: %s %s %v", v.Decision, v.Class, v.Codes())
+			}
+		}
+		// Invariant: a needed baseline unreachable -> INDETERMINATE BASELINE_UNREACHABLE.
+		if afterUp && !beforeUp && NeedsBaseline(c) {
+			if v.Decision != Indeterminate || v.Codes()[0] != ReasonBaselineUnreachable {
+				t.Fatalf("needed baseline unreachable: %s %v", v.Decision, v.Codes())
+			}
+		}
+		// Invariant: INDETERMINATE carries no counts; other verdicts do.
+		if v.Decision == Indeterminate {
+			if v.ObservedCount != nil || v.ExpectedCount != nil {
+				t.Fatalf("INDETERMINATE with counts %v/%v", v.ObservedCount, v.ExpectedCount)
+			}
+		} else {
+			if v.ObservedCount == nil || v.ExpectedCount == nil || *v.ObservedCount != len(v.Matched) {
+				t.Fatalf("%s counts %v/%v with %d matched", v.Decision, v.ObservedCount, v.ExpectedCount, len(v.Matched))
+			}
+			want := c.ExpectedCount
+			if c.Kind == FieldEquals {
+				want = 1
+			}
+			if *v.ExpectedCount != want {
+				t.Fatalf("expected_count %d, want %d", *v.ExpectedCount, want)
+			}
+		}
+		if v.Decision == Refuted {
+			if v.Class != ClassRefuted && v.Class != ClassConflicting {
+				t.Fatalf("REFUTED classed %s", v.Class)
+			}
+			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss()) {
+				t.Fatalf("REFUTED observed %d loss %v classed %s", *v.ObservedCount, v.HasLoss(), v.Class)
+			}
+		}
+		if v.Stale && (v.Decision != Indeterminate || v.Class != ClassStale || len(v.Reasons) != 1 || v.Reasons[0].Code != ReasonStale) {
+			t.Fatalf("stale verdict %s %s %v", v.Decision, v.Class, v.Codes())
+		}
+		if v.Stale && !fresh {
+			t.Fatalf("stale without a freshness setting")
+		}
+
+		// Per-kind invariants.
+		switch c.Kind {
+		case RecordWritten:
+			if v.Decision == Confirmed {
+				if len(v.Matched) != c.ExpectedCount || v.HasLoss() || !slices.Equal(v.Codes(), []string{ReasonCountExact}) {
+					t.Fatalf("CONFIRMED record_written: %d matched, expected %d, codes %v", len(v.Matched), c.ExpectedCount, v.Codes())
+				}
+			}
+			if v.Decision == Refuted {
+				n, x := *v.ObservedCount, *v.ExpectedCount
+				codes := v.Codes()
+				var want []string
+				if n > x {
+					want = append(want, ReasonCountOver)
+				} else if n < x {
+					want = append(want, ReasonCountUnder)
+				}
+				if slices.Contains(codes, ReasonCollateralLoss) {
+					want = append(want, ReasonCollateralLoss)
+				}
+				if !slices.Equal(codes, want) || len(codes) == 0 {
+					t.Fatalf("REFUTED record_written observed %d expected %d codes %v, want %v", n, x, codes, want)
+				}
+				if !c.ForbidCollateralLoss && v.HasLoss() {
+					t.Fatalf("collateral loss with forbid_collateral_loss false")
+				}
+			}
+			if v.Decision != Indeterminate || v.Stale {
+				for _, r := range v.Matched {
+					if !selectorHolds(r, c.Match) {
+						t.Fatalf("matched record %v does not satisfy the selector %v", r, c.Match)
+					}
+					if c.IdempotencyKey != nil {
+						if k, has := Canon(r[c.KeyField]); !has || k != *c.IdempotencyKey {
+							t.Fatalf("matched record %v fails the idempotency key", r)
+						}
+					}
+				}
+			}
+		case FieldEquals:
+			if v.Decision == Confirmed {
+				if len(v.Matched) != 1 {
+					t.Fatalf("CONFIRMED field_equals with %d matched", len(v.Matched))
+				}
+				text, has := Canon(v.Matched[0][c.Field])
+				if !has || text != *c.Value {
+					t.Fatalf("CONFIRMED field_equals: field %q is %q (has %v), want %q", c.Field, text, has, *c.Value)
+				}
+			}
+			if v.ExpectedValue == nil || *v.ExpectedValue != *c.Value {
+				t.Fatalf("field_equals expected_value %v, want %q", v.ExpectedValue, *c.Value)
+			}
+		case ExactNewSet:
+			if v.Decision == Confirmed {
+				if len(v.Matched) != c.ExpectedCount || !slices.Equal(v.Codes(), []string{ReasonSetExact}) {
+					t.Fatalf("CONFIRMED exact_new_set: added %d, expected %d, codes %v", len(v.Matched), c.ExpectedCount, v.Codes())
+				}
+				baseIDs := map[string]bool{}
+				for _, r := range before.Records {
+					id, has := Canon(r[c.IdentityField])
+					if !has {
+						t.Fatalf("CONFIRMED exact_new_set with a baseline record lacking %q", c.IdentityField)
+					}
+					baseIDs[id] = true
+				}
+				for _, r := range v.Matched {
+					id, has := Canon(r[c.IdentityField])
+					if !has || baseIDs[id] {
+						t.Fatalf("CONFIRMED exact_new_set counted %v as added", r)
+					}
+					if !selectorHolds(r, c.Match) {
+						t.Fatalf("added record %v is out of scope", r)
+					}
+				}
+			}
+			if v.Decision == Refuted {
+				order := []string{ReasonSetCardinality, ReasonSetMultiplicity, ReasonSetUndeclared, ReasonSetScopeLoss}
+				last := -1
+				for _, code := range v.Codes() {
+					i := slices.Index(order, code)
+					if i <= last {
+						t.Fatalf("exact_new_set reasons %v out of order", v.Codes())
+					}
+					last = i
+				}
+				if (len(v.Matched) != c.ExpectedCount) != slices.Contains(v.Codes(), ReasonSetCardinality) {
+					t.Fatalf("added %d expected %d codes %v", len(v.Matched), c.ExpectedCount, v.Codes())
+				}
+			}
+		}
+
+		// Invariant: with freshness, a CONFIRMED verdict's matched records are all fresh.
+		if fresh && v.Decision == Confirmed {
+			for _, r := range v.Matched {
+				ts, err := ParseTimestamp(r["ts"])
+				if err != nil {
+					t.Fatalf("CONFIRMED with unparseable timestamp %v", r["ts"])
+				}
+				if age := fuzzNow.Sub(ts); age > time.Minute || age < -time.Minute {
+					t.Fatalf("CONFIRMED with timestamp %v, age %v", ts, age)
+				}
+			}
+		}
+
+		// Invariant: judging is deterministic.
+		if d := cmp.Diff(summarize(v), summarize(Judge(c, before, after, opts))); d != "" {
+			t.Fatalf("second judgement differs:\n%s", d)
+		}
+		// Invariant: redaction never changes the verdict.
+		var fields []string
+		for _, r := range after.Records {
+			for k := range r {
+				fields = append(fields, k)
+			}
+		}
+		if len(fields) > 0 {
+			if d := cmp.Diff(invariantOf(v), invariantOf(Redaction{RedactFields: fields}.Apply(v, c))); d != "" {
+				t.Fatalf("redaction changed the verdict:\n%s", d)
+			}
+		}
+		// Invariant: nothing promotes a verdict.
+		for _, to := range []Decision{Confirmed, Refuted, Indeterminate} {
+			cp := v
+			cp.Reasons = slices.Clone(v.Reasons)
+			applied := Demote(&cp, to, "", "fuzz", false)
+			if cp.Decision == Confirmed && v.Decision != Confirmed {
+				t.Fatalf("Demote promoted %s to CONFIRMED", v.Decision)
+			}
+			if applied && cp.Decision == v.Decision {
+				t.Fatalf("Demote applied without changing the decision")
+			}
+		}
+		// Invariant: a task is due exactly for a non-confirmed irreversible verdict.
+		irr := *c
+		irr.Risk = Irreversible
+		if task := NewTask("s", 0, "fuzz", &irr, &v); (task == nil) != (v.Decision == Confirmed) {
+			t.Fatalf("task %v for a %s verdict", task, v.Decision)
+		}
+	})
+}
