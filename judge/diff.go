@@ -1,6 +1,10 @@
 package judge
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"hash/maphash"
+	"math/bits"
+)
 
 // readDiff compares a baseline with an after read by identity. It calls
 // onAfter for every after record, in order, saying whether its identity is
@@ -144,10 +148,20 @@ func cmpOrd(a, b ordID) int {
 	return 1
 }
 
-// hashDiff is the general join: an index of baseline identities, one probe
-// per after record, then a sequential pass for the baseline records no
-// probe touched.
+// hashDiff is the general join. When every record of both reads has an
+// identity field it runs a radix-partitioned hash join (partitionDiff);
+// otherwise the identity index below.
 func hashDiff(before, after []Record, field string, onAfter func(Record, bool), onGone func(Record)) {
+	if partitionDiff(before, after, field, onAfter, onGone) {
+		return
+	}
+	indexDiff(before, after, field, onAfter, onGone)
+}
+
+// indexDiff joins through an index of baseline identities, one probe per
+// after record, then a sequential pass for the baseline records no probe
+// touched. It handles records identified by their whole JSON.
+func indexDiff(before, after []Record, field string, onAfter func(Record, bool), onGone func(Record)) {
 	base := newIDIndex(field, len(before))
 	slots := make([]int32, len(before))
 	for i, r := range before {
@@ -221,4 +235,199 @@ func (x *idIndex) lookup(r Record) (int32, bool) {
 	}
 	slot, ok := x.byWhole[id]
 	return slot, ok
+}
+
+// partitionDiff is a radix-partitioned hash join: identities are collected
+// in one sequential pass per read, scattered into partitions small enough
+// for the CPU cache, and each partition is built and probed there. A large
+// unordered read then costs a few sequential passes instead of one cache
+// miss per record. Integer identities are joined on their exact value;
+// text identities on a 64-bit hash, confirmed by comparing the text. It
+// reports false (having called nothing) when a record has no identity.
+func partitionDiff(before, after []Record, field string, onAfter func(Record, bool), onGone func(Record)) bool {
+	// Integer identities need no text: their keys are exact and hold no
+	// pointers for the garbage collector to scan.
+	bKeys, bNum, ok := integerKeys(before, field)
+	if !ok {
+		return false
+	}
+	aKeys, aNum, ok := integerKeys(after, field)
+	if !ok {
+		return false
+	}
+	numeric := bNum && aNum
+	var bIDs, aIDs []string
+	if !numeric {
+		seed := maphash.MakeSeed()
+		bIDs, bKeys = textKeys(before, field, seed)
+		aIDs, aKeys = textKeys(after, field, seed)
+	}
+
+	// Partition count: about 8192 baseline entries per partition.
+	shift := uint(0)
+	if n := len(before) / 8192; n > 1 {
+		shift = uint(bits.Len(uint(n)))
+	}
+	bParts, bOff := scatter(bKeys, shift)
+	aParts, aOff := scatter(aKeys, shift)
+
+	seenB := make([]bool, len(before))
+	inBaseA := make([]bool, len(after))
+	var table, next []int32
+	for p := 0; p+1 < len(bOff); p++ {
+		bs, as := bParts[bOff[p]:bOff[p+1]], aParts[aOff[p]:aOff[p+1]]
+		if len(bs) == 0 || len(as) == 0 {
+			continue
+		}
+		size := 1 << bits.Len(uint(2*len(bs)))
+		mask := uint64(size - 1)
+		table = resize(table, size)
+		next = resize(next, len(bs))
+		same := func(b, a joinEntry) bool {
+			return b.key == a.key && (numeric || bIDs[b.idx] == aIDs[a.idx])
+		}
+		for i, e := range bs {
+			slot := slotOf(e.key) & mask
+			for {
+				head := table[slot]
+				if head == 0 {
+					table[slot] = int32(i + 1)
+					break
+				}
+				if h := bs[head-1]; h.key == e.key && (numeric || bIDs[h.idx] == bIDs[e.idx]) {
+					// Another baseline record with this identity: chain it.
+					next[i] = next[head-1]
+					next[head-1] = int32(i + 1)
+					break
+				}
+				slot = (slot + 1) & mask
+			}
+		}
+		for _, e := range as {
+			slot := slotOf(e.key) & mask
+			for {
+				head := table[slot]
+				if head == 0 {
+					break
+				}
+				if same(bs[head-1], e) {
+					inBaseA[e.idx] = true
+					for c := head; c != 0; c = next[c-1] {
+						seenB[bs[c-1].idx] = true
+					}
+					break
+				}
+				slot = (slot + 1) & mask
+			}
+		}
+	}
+	for j, r := range after {
+		onAfter(r, inBaseA[j])
+	}
+	for i, r := range before {
+		if !seenB[i] {
+			onGone(r)
+		}
+	}
+	return true
+}
+
+type joinEntry struct {
+	key uint64
+	idx int32
+}
+
+// integerKeys returns every record's identity as an exact integer key while
+// all of them are integers that fit an int64 (allNum); it stops at the first
+// that is not. ok is false when a record has no identity.
+func integerKeys(recs []Record, field string) (keys []uint64, allNum bool, ok bool) {
+	keys = make([]uint64, len(recs))
+	for i, r := range recs {
+		id, has := ordIdentity(r, field)
+		if !has {
+			return nil, false, false
+		}
+		if !id.num || len(id.s) > 18 {
+			// Text identities: only their presence still needs checking.
+			for _, r := range recs[i+1:] {
+				if _, has := ordIdentity(r, field); !has {
+					return nil, false, false
+				}
+			}
+			return nil, false, true
+		}
+		keys[i] = uint64(parsePlainInt(id.s))
+	}
+	return keys, true, true
+}
+
+// textKeys returns every record's identity text and its hash.
+func textKeys(recs []Record, field string, seed maphash.Seed) ([]string, []uint64) {
+	ids := make([]string, len(recs))
+	keys := make([]uint64, len(recs))
+	for i, r := range recs {
+		id, _ := ordIdentity(r, field)
+		ids[i] = id.s
+		keys[i] = maphash.String(seed, id.s)
+	}
+	return ids, keys
+}
+
+// parsePlainInt parses canonical integer text of at most 18 digits.
+func parsePlainInt(s string) int64 {
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int64(s[i]-'0')
+	}
+	if neg {
+		return -n
+	}
+	return n
+}
+
+const fibMul = 0x9E3779B97F4A7C15
+
+// partitionOf takes the top bits of a multiplicative hash; slotOf takes
+// lower, independent bits for the table inside a partition.
+func partitionOf(key uint64, shift uint) int {
+	if shift == 0 {
+		return 0
+	}
+	return int((key * fibMul) >> (64 - shift))
+}
+
+func slotOf(key uint64) uint64 { return ((key ^ (key >> 29)) * fibMul) >> 7 }
+
+// scatter groups keys by partition (a counting sort), returning the entries
+// and each partition's offset.
+func scatter(keys []uint64, shift uint) ([]joinEntry, []int) {
+	parts := 1 << shift
+	off := make([]int, parts+1)
+	for _, k := range keys {
+		off[partitionOf(k, shift)+1]++
+	}
+	for p := 1; p <= parts; p++ {
+		off[p] += off[p-1]
+	}
+	fill := append([]int(nil), off[:parts]...)
+	out := make([]joinEntry, len(keys))
+	for i, k := range keys {
+		p := partitionOf(k, shift)
+		out[fill[p]] = joinEntry{key: k, idx: int32(i)}
+		fill[p]++
+	}
+	return out, off
+}
+
+func resize(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
