@@ -1,32 +1,44 @@
 # verifierd — the targets a newcomer guesses. Every target installs what it
 # needs (scripts/*.sh are idempotent), so `make run` and `make test` work on
-# a fresh machine.
+# a fresh machine with Go at /usr/local/go.
 
 SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO ?= go
 BIN := .cache/bin
+PLUGINS := .cache/plugins
 
-.PHONY: all build run demo test test-short lint vet fmt-check generate check-generated bench fuzz clean
+# First-party binaries: the daemon, the CLI, the built-in adapters (found by
+# the daemon beside its own binary) and the demo's system of record.
+BINARIES := \
+	$(BIN)/verifierd=./cmd/verifierd \
+	$(BIN)/verifyctl=./cmd/verifyctl \
+	$(BIN)/verifier-adapter-sql=./cmd/plugins/sql \
+	$(BIN)/verifier-adapter-document-hash=./cmd/plugins/document-hash \
+	$(BIN)/clinic=./examples/demo/clinic
+
+.PHONY: all build run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench fuzz clean
 
 all: build
 
 build:
-	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/verifyctl ./cmd/verifyctl
+	@mkdir -p $(BIN) $(PLUGINS)
+	@for b in $(BINARIES); do echo "go build $${b#*=}"; $(GO) build -o $${b%%=*} $${b#*=} || exit 1; done
+	$(GO) build -o $(PLUGINS)/verifier-adapter-csv-ledger ./examples/csv-ledger
 
-# run: until the daemon lands, judge a bundled case with the real judge.
+# run: the daemon on embedded defaults with the demo deployment (a small
+# SQLite clinic). Try it from another shell with the commands in README.md.
 run: build
-	$(BIN)/verifyctl judge --case examples/cases/rw-duplicate-submit.json || true
+	@mkdir -p .cache/demo
+	$(BIN)/clinic init .cache/demo/clinic.db
+	$(BIN)/verifierd --listen 127.0.0.1:7443 --data-dir .cache/demo/data \
+		--plugin-dir $(PLUGINS) --config examples/demo/daemon.yaml
 
 demo: build
-	@for c in examples/cases/*.json; do echo "== $$c"; $(BIN)/verifyctl judge --case $$c | head -12; done
+	bash scripts/demo.sh
 
-test: vet fmt-check
+test: vet fmt-check check-sdk
 	$(GO) test -count=1 ./...
-
-test-short:
-	$(GO) test -short ./...
 
 vet:
 	$(GO) vet ./...
@@ -35,7 +47,23 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 
-lint: vet fmt-check
+# check-sdk: the SDK a customer imports must not depend on the daemon side.
+check-sdk:
+	@bad=$$($(GO) list -deps ./sdk/... | grep -E '^github.com/verifierd/verifierd/(internal|judge|cmd|adapters)(/|$$)' || true); \
+	if [ -n "$$bad" ]; then echo "check-sdk: the SDK imports daemon-side packages:"; echo "$$bad"; exit 1; fi; \
+	echo "check-sdk: the SDK imports nothing from the daemon side"
+
+generate:
+	bash scripts/generate.sh
+
+check-generated:
+	bash scripts/check-generated.sh
+
+buf-lint:
+	bash scripts/tools.sh
+	$(BIN)/buf lint
+
+lint: vet fmt-check check-sdk buf-lint
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/

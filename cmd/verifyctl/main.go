@@ -1,5 +1,6 @@
-// Command verifyctl is the verifierd command-line client. Today it runs the
-// judge conformance harness: `verifyctl judge --case FILE|-`.
+// Command verifyctl is the verifierd command-line client: preflight, begin
+// and verify against a daemon, and the judge conformance harness, which needs
+// no daemon.
 package main
 
 import (
@@ -15,7 +16,14 @@ func main() {
 const usage = `usage: verifyctl <command> [flags]
 
 commands:
-  judge --case FILE|-   judge one conformance case (JUDGE.md §8) with no substrate
+  judge --case FILE|-                       judge one conformance case (JUDGE.md §8) with no daemon
+  preflight --deployment FILE [--param k=v] test every candidate's connection (never writes)
+  begin --deployment FILE --effects FILE [--param k=v]
+                                            capture baselines; exit 3: refused, do not actuate
+  verify --session ID                       judge the session (exit 0 whatever the verdict)
+  session --session ID                      show a session's state and result
+
+client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -26,6 +34,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "judge":
 		return cmdJudge(args[1:], stdin, stdout, stderr)
+	case "preflight":
+		return cmdPreflight(args[1:], stdout, stderr)
+	case "begin":
+		return cmdBegin(args[1:], stdout, stderr)
+	case "verify":
+		return cmdVerify(args[1:], stdout, stderr)
+	case "session":
+		return cmdSession(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,135 @@
+// Command verifierd is the verification daemon: runtime clients call Begin
+// before a consequential step and Verify after it, over gRPC; adapters run as
+// plugin subprocesses; the daemon does all the judging.
+//
+//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE]
+//
+// SIGTERM or SIGINT drains in-flight calls, then stops the adapters.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/server"
+	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/store"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "verifierd:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("verifierd", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:7443", "address to serve the gRPC API on")
+	dataDir := fs.String("data-dir", "verifierd-data", "folder of the embedded session store")
+	pluginDir := fs.String("plugin-dir", "", "folder of customer adapter binaries (verifier-adapter-<kind>)")
+	builtinDir := fs.String("builtin-dir", "", "folder of the first-party adapter binaries (default: beside the verifierd binary)")
+	configPath := fs.String("config", "", "daemon config file (YAML): plugin pins, secrets allowlist, API auth, named deployments")
+	logLevel := fs.String("log-level", "info", "trace, debug, info, warn or error")
+	logJSON := fs.Bool("log-json", false, "log as JSON lines")
+	drain := fs.Duration("drain", 30*time.Second, "how long SIGTERM waits for in-flight calls")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "verifierd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: os.Stderr})
+
+	daemon := &config.Daemon{}
+	if *configPath != "" {
+		d, err := config.LoadDaemon(*configPath)
+		if err != nil {
+			return err
+		}
+		daemon = d
+	}
+	if *builtinDir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the builtin adapter dir: %w (pass --builtin-dir)", err)
+		}
+		*builtinDir = filepath.Dir(exe)
+	}
+	pins := map[string]string{}
+	for kind, p := range daemon.Plugins {
+		pins[kind] = p.SHA256
+	}
+	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+
+	st, err := store.Open(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	opts := server.Options{Logger: logger}
+	if env := daemon.API.BearerTokenEnv; env != "" {
+		tok := os.Getenv(env)
+		if tok == "" {
+			return fmt.Errorf("api.bearer_token_env: environment variable %s is not set", env)
+		}
+		opts.BearerToken = tok
+	}
+	if daemon.API.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(daemon.API.TLSCertFile, daemon.API.TLSKeyFile)
+		if err != nil {
+			return fmt.Errorf("api: loading the TLS key pair: %w", err)
+		}
+		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session")}
+	srv, healthSrv := server.New(mgr, opts)
+
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "kinds", host.Kinds())
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(lis) }()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case err := <-errc:
+		return err
+	case s := <-sig:
+		logger.Info("draining in-flight calls", "signal", s.String())
+	}
+	healthSrv.Shutdown()
+	done := make(chan struct{})
+	go func() { srv.GracefulStop(); close(done) }()
+	ctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		logger.Warn("drain timed out; stopping")
+		srv.Stop()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
+		logger.Debug("serve ended", "error", err)
+	}
+	logger.Info("stopped")
+	return nil
+}

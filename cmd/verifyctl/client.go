@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// Exit codes of the client commands.
+const (
+	exitOK      = 0
+	exitFailure = 1 // transport or daemon failure
+	exitInvalid = 2 // invalid input
+	exitRefused = 3 // the session was refused: do not actuate
+)
+
+// params collects repeated --param k=v flags.
+type params map[string]string
+
+func (p params) String() string { return fmt.Sprint(map[string]string(p)) }
+
+func (p params) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("write --param name=value")
+	}
+	if _, dup := p[k]; dup {
+		return fmt.Errorf("--param %s given twice", k)
+	}
+	p[k] = val
+	return nil
+}
+
+// clientFlags are shared by the commands that talk to a daemon.
+type clientFlags struct {
+	addr     string
+	tokenEnv string
+	caFile   string
+	timeout  time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:7443", "daemon address HOST:PORT")
+	fs.StringVar(&c.tokenEnv, "token-env", "", "environment variable holding the API bearer token")
+	fs.StringVar(&c.caFile, "tls-ca", "", "CA certificate (PEM) to verify the daemon's TLS; without it the connection is plaintext")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "deadline of the call")
+}
+
+func (c *clientFlags) dial() (*grpc.ClientConn, context.Context, context.CancelFunc, error) {
+	creds := insecure.NewCredentials()
+	if c.caFile != "" {
+		pem, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", c.caFile)
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12})
+	}
+	conn, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	if c.tokenEnv != "" {
+		tok := os.Getenv(c.tokenEnv)
+		if tok == "" {
+			cancel()
+			conn.Close()
+			return nil, nil, nil, fmt.Errorf("--token-env: %s is not set", c.tokenEnv)
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	}
+	return conn, ctx, cancel, nil
+}
+
+// callError prints a daemon refusal as JSON on stdout and picks the exit code.
+func callError(stdout, stderr io.Writer, err error) int {
+	st, ok := status.FromError(err)
+	if !ok {
+		fmt.Fprintln(stderr, "verifyctl:", err)
+		return exitFailure
+	}
+	out := map[string]any{"code": st.Code().String(), "message": st.Message()}
+	for _, d := range st.Details() {
+		switch x := d.(type) {
+		case *errdetails.BadRequest:
+			if len(x.FieldViolations) > 0 {
+				out["path"] = x.FieldViolations[0].Field
+			}
+		case *errdetails.ErrorInfo:
+			out["reason"] = x.Reason
+		}
+	}
+	writeJSON(stdout, map[string]any{"error": out})
+	switch st.Code() {
+	case codes.InvalidArgument:
+		return exitInvalid
+	case codes.FailedPrecondition:
+		return exitRefused
+	}
+	return exitFailure
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func usageError(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "verifyctl: "+format+"\n", args...)
+	return exitInvalid
+}
+
+func cmdPreflight(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	deployment := fs.String("deployment", "", "deployment file (YAML)")
+	ps := params{}
+	fs.Var(ps, "param", "run parameter name=value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	if *deployment == "" {
+		return usageError(stderr, "preflight needs --deployment FILE")
+	}
+	dep, err := os.ReadFile(*deployment)
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	defer conn.Close()
+	defer cancel()
+	res, err := verifierv1.NewVerifierServiceClient(conn).TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, Params: ps})
+	if err != nil {
+		return callError(stdout, stderr, err)
+	}
+	out := []map[string]any{}
+	for _, c := range res.GetCandidates() {
+		warnings := c.GetWarnings()
+		if warnings == nil {
+			warnings = []string{}
+		}
+		out = append(out, map[string]any{
+			"candidate_index": c.GetCandidateIndex(), "kind": c.GetKind(), "tier": c.GetTier(),
+			"reachable": c.GetReachable(), "message": c.GetMessage(), "warnings": warnings,
+		})
+	}
+	writeJSON(stdout, out)
+	return exitOK
+}
+
+func cmdBegin(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("begin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	deployment := fs.String("deployment", "", "deployment file (YAML)")
+	deploymentName := fs.String("deployment-name", "", "name of a deployment in the daemon config (instead of --deployment)")
+	effects := fs.String("effects", "", "effects file: a YAML or JSON list of contracts")
+	ps := params{}
+	fs.Var(ps, "param", "run parameter name=value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	if (*deployment == "") == (*deploymentName == "") || *effects == "" {
+		return usageError(stderr, "begin needs --effects FILE and one of --deployment FILE or --deployment-name NAME")
+	}
+	req := &verifierv1.BeginRequest{Params: ps}
+	if *deployment != "" {
+		dep, err := os.ReadFile(*deployment)
+		if err != nil {
+			return usageError(stderr, "%v", err)
+		}
+		req.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}
+	} else {
+		req.Deployment = &verifierv1.BeginRequest_DeploymentName{DeploymentName: *deploymentName}
+	}
+	eff, err := os.ReadFile(*effects)
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	req.Effects = eff
+	conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	defer conn.Close()
+	defer cancel()
+	res, err := verifierv1.NewVerifierServiceClient(conn).Begin(ctx, req)
+	if err != nil {
+		return callError(stdout, stderr, err)
+	}
+	writeJSON(stdout, beginJSON(res))
+	return exitOK
+}
+
+func beginJSON(res *verifierv1.BeginResponse) map[string]any {
+	effects := []map[string]any{}
+	for _, e := range res.GetEffects() {
+		effects = append(effects, map[string]any{
+			"contract_hash": e.GetContractHash(), "tier": e.GetTier(),
+			"candidate": e.GetCandidate(), "candidate_index": e.GetCandidateIndex(),
+		})
+	}
+	return map[string]any{"session_id": res.GetSessionId(), "effects": effects}
+}
+
+func cmdVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	id := fs.String("session", "", "session id from begin")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	if *id == "" {
+		return usageError(stderr, "verify needs --session ID")
+	}
+	conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	defer conn.Close()
+	defer cancel()
+	res, err := verifierv1.NewVerifierServiceClient(conn).Verify(ctx, &verifierv1.VerifyRequest{SessionId: *id})
+	if err != nil {
+		return callError(stdout, stderr, err)
+	}
+	out := stepJSON(res.GetResult())
+	out["session_id"] = res.GetSessionId()
+	writeJSON(stdout, out)
+	return exitOK
+}
+
+func cmdSession(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("session", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	id := fs.String("session", "", "session id from begin")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	if *id == "" {
+		return usageError(stderr, "session needs --session ID")
+	}
+	conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	defer conn.Close()
+	defer cancel()
+	res, err := verifierv1.NewVerifierServiceClient(conn).GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: *id})
+	if err != nil {
+		return callError(stdout, stderr, err)
+	}
+	out := map[string]any{
+		"session_id": res.GetSessionId(),
+		"state":      strings.ToLower(strings.TrimPrefix(res.GetState().String(), "SESSION_STATE_")),
+		"begin":      beginJSON(res.GetBegin()),
+		"begun_at":   res.GetBegunAt().AsTime().Format(time.RFC3339Nano),
+		"result":     nil,
+	}
+	if res.GetResult() != nil {
+		out["result"] = stepJSON(res.GetResult())
+	}
+	writeJSON(stdout, out)
+	return exitOK
+}
+
+// stepJSON renders a StepResult in the shape of `verifyctl judge`, plus the
+// tier, substrate and reconciliation task of each effect.
+func stepJSON(r *verifierv1.StepResult) map[string]any {
+	effects := []map[string]any{}
+	for _, e := range r.GetEffects() {
+		reasons := []map[string]string{}
+		for _, rs := range e.GetReasons() {
+			reasons = append(reasons, map[string]string{"code": rs.GetCode(), "message": rs.GetMessage()})
+		}
+		matched := []json.RawMessage{}
+		for _, m := range e.GetMatchedRecordsJson() {
+			matched = append(matched, json.RawMessage(m))
+		}
+		var task any
+		if t := e.GetReconciliationTask(); t != nil {
+			ev := t.GetEvidence()
+			digests := ev.GetRecordDigests()
+			if digests == nil {
+				digests = []string{}
+			}
+			task = map[string]any{
+				"id": t.GetId(), "kind": strings.ToLower(strings.TrimPrefix(t.GetKind().String(), "RECONCILIATION_KIND_")),
+				"substrate": t.GetSubstrate(), "effect_kind": t.GetEffectKind(), "contract_hash": t.GetContractHash(),
+				"verdict": strings.TrimPrefix(t.GetVerdict().String(), "VERDICT_"), "reason_codes": t.GetReasonCodes(),
+				"evidence": map[string]any{
+					"observed_count": ev.ObservedCount, "expected_count": ev.ExpectedCount,
+					"values_match": ev.ValuesMatch, "record_digests": digests,
+				},
+				"suggested_action": strings.TrimPrefix(t.GetSuggestedAction().String(), "SUGGESTED_ACTION_"),
+			}
+		}
+		effects = append(effects, map[string]any{
+			"verdict":             strings.TrimPrefix(e.GetVerdict().String(), "VERDICT_"),
+			"result":              strings.ToLower(strings.TrimPrefix(e.GetResult().String(), "RESULT_CLASS_")),
+			"reasons":             reasons,
+			"observed_count":      e.ObservedCount,
+			"expected_count":      e.ExpectedCount,
+			"observed_value":      e.ObservedValue,
+			"expected_value":      e.ExpectedValue,
+			"contract_hash":       e.GetContractHash(),
+			"matched_records":     matched,
+			"tier":                e.GetTier(),
+			"substrate":           e.GetSubstrate(),
+			"reconciliation_task": task,
+		})
+	}
+	return map[string]any{"outcome": strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"), "effects": effects}
+}

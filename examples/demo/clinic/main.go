@@ -1,0 +1,72 @@
+// Command clinic is the demo's system of record and its "automation": it
+// creates a small SQLite clinic database and saves triage encounters into it,
+// the way an RPA bot clicking "Save" would. It exists so that `make demo`
+// and the end-to-end tests write through a real database.
+//
+//	clinic init DB
+//	clinic save DB PATIENT TYPE NOTE [TIMES]
+//	clinic delete DB ID
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "clinic:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) < 2 {
+		return fmt.Errorf("usage: clinic init DB | save DB PATIENT TYPE NOTE [TIMES] | delete DB ID")
+	}
+	db, err := sql.Open("sqlite", args[1])
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch args[0] {
+	case "init":
+		_, err := db.Exec(`CREATE TABLE IF NOT EXISTS encounters (
+			id INTEGER PRIMARY KEY AUTOINCREMENT,
+			patient_id TEXT NOT NULL,
+			type TEXT NOT NULL,
+			note TEXT,
+			created_at TEXT NOT NULL)`)
+		return err
+	case "save":
+		if len(args) < 5 {
+			return fmt.Errorf("usage: clinic save DB PATIENT TYPE NOTE [TIMES]")
+		}
+		times := 1
+		if len(args) > 5 {
+			if times, err = strconv.Atoi(args[5]); err != nil {
+				return err
+			}
+		}
+		for range times {
+			_, err := db.Exec(`INSERT INTO encounters (patient_id, type, note, created_at) VALUES (?, ?, ?, ?)`,
+				args[2], args[3], args[4], time.Now().UTC().Format(time.RFC3339))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	case "delete":
+		if len(args) < 3 {
+			return fmt.Errorf("usage: clinic delete DB ID")
+		}
+		_, err := db.Exec(`DELETE FROM encounters WHERE id = ?`, args[2])
+		return err
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}

@@ -1,0 +1,103 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Daemon is the daemon's own configuration file (verifierd --config FILE).
+// Every field is optional; the zero value runs on embedded defaults.
+type Daemon struct {
+	// Plugins pins plugin binaries by SHA-256, keyed by kind
+	// (verifier-adapter-<kind>). A pinned binary whose digest differs is
+	// refused before it runs.
+	Plugins map[string]PluginConfig `yaml:"plugins"`
+	// Secrets limits which environment variables a deployment may name.
+	Secrets SecretsConfig `yaml:"secrets"`
+	// API secures the public gRPC API.
+	API APIConfig `yaml:"api"`
+	// Deployments names deployment files that a Begin may refer to by name.
+	Deployments map[string]string `yaml:"deployments"`
+}
+
+// PluginConfig is one plugin's settings.
+type PluginConfig struct {
+	SHA256 string `yaml:"sha256"`
+}
+
+// SecretsConfig lists the environment variables deployments may name: exact
+// names, or prefixes ending in '*'. An empty list allows none, so that a
+// deployment sent by a client cannot read the daemon's environment.
+type SecretsConfig struct {
+	Allow []string `yaml:"allow"`
+}
+
+// APIConfig secures the public API.
+type APIConfig struct {
+	// BearerTokenEnv names the variable holding the token clients must send
+	// as "authorization: Bearer <token>". Empty: no token required.
+	BearerTokenEnv string `yaml:"bearer_token_env"`
+	TLSCertFile    string `yaml:"tls_cert_file"`
+	TLSKeyFile     string `yaml:"tls_key_file"`
+}
+
+var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// LoadDaemon reads and checks a daemon config file. Relative deployment
+// paths are resolved against the file's folder.
+func LoadDaemon(path string) (*Daemon, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the daemon config: %w", err)
+	}
+	var d Daemon
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	for kind, p := range d.Plugins {
+		p.SHA256 = strings.TrimPrefix(strings.ToLower(p.SHA256), "sha256:")
+		if p.SHA256 != "" && !sha256RE.MatchString(p.SHA256) {
+			return nil, errorf("plugins."+kind+".sha256", "must be 64 hex digits (sha256sum of the binary)")
+		}
+		d.Plugins[kind] = p
+	}
+	for i, a := range d.Secrets.Allow {
+		if !envNameRE.MatchString(strings.TrimSuffix(a, "*")) {
+			return nil, errorf(fmt.Sprintf("secrets.allow[%d]", i), "must be a variable name or a prefix ending in *")
+		}
+	}
+	if d.API.BearerTokenEnv != "" && !envNameRE.MatchString(d.API.BearerTokenEnv) {
+		return nil, errorf("api.bearer_token_env", "must be an environment-variable name")
+	}
+	if (d.API.TLSCertFile == "") != (d.API.TLSKeyFile == "") {
+		return nil, errorf("api", "set both tls_cert_file and tls_key_file, or neither")
+	}
+	for name, p := range d.Deployments {
+		if !filepath.IsAbs(p) {
+			d.Deployments[name] = filepath.Join(filepath.Dir(path), p)
+		}
+	}
+	return &d, nil
+}
+
+// AllowSecret reports whether a deployment may name the variable.
+func (d *Daemon) AllowSecret(name string) bool {
+	for _, a := range d.Secrets.Allow {
+		if strings.HasSuffix(a, "*") {
+			if strings.HasPrefix(name, strings.TrimSuffix(a, "*")) {
+				return true
+			}
+		} else if a == name {
+			return true
+		}
+	}
+	return false
+}

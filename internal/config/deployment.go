@@ -1,0 +1,425 @@
+// Package config reads what operators write: a deployment's `effects:`
+// section (one `kind:` or a `candidates:` list) and the daemon's own config
+// file. It resolves secrets from environment-variable names, binds plugin
+// option parameters, and refuses anything malformed with the path and the
+// fix. It never logs, returns or hashes a secret value.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// BuiltinKinds are the kinds verifierd ships. A plugin can never take one of
+// these names, and plugin-only fields are refused on them.
+var BuiltinKinds = map[string]bool{
+	"sql": true, "document-hash": true, "document": true, "file": true, "email": true,
+	"rest": true, "graphql": true, "fhir": true, "ui_readback": true, "onscreen": true,
+}
+
+// Deployment is a parsed effects section.
+type Deployment struct {
+	Candidates []Candidate
+}
+
+// Candidate is one read boundary a deployment offers.
+type Candidate struct {
+	Index int
+	Kind  string
+	// Section is the kind's own fields as JSON: what the adapter receives.
+	// Secret references stay as environment-variable names; resolved
+	// plugin options replace options/option_params.
+	Section map[string]any
+	// Secrets maps a slot (the dotted path of a *_env key, or
+	// secret_env.<slot>) to the environment variable it names.
+	Secrets map[string]string
+	// Judging settings that apply to this candidate's verdicts.
+	Redaction judge.Redaction
+	Freshness *FreshnessSetting
+	SettleS   float64
+	// OptionParams are plugin option_params, bound at Resolve.
+	OptionParams map[string]judge.Value
+}
+
+// FreshnessSetting is a deployment's freshness window.
+type FreshnessSetting struct {
+	Field   string
+	WindowS float64
+}
+
+// commonKeys are read by the daemon, not the adapter.
+var commonKeys = map[string]bool{
+	"kind": true, "evidence_redact_fields": true, "evidence_keep_fields": true,
+	"freshness_field": true, "freshness_window_s": true, "settle_s": true,
+	"options": true, "option_params": true, "secret_env": true,
+}
+
+// defaultableKeys may also be set once at the effects level for all
+// candidates.
+var defaultableKeys = []string{"evidence_redact_fields", "evidence_keep_fields", "freshness_field", "freshness_window_s", "settle_s"}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Error is a refused configuration: the path and what to write instead.
+type Error struct {
+	Path    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Path + ": " + e.Message }
+
+func errorf(path, format string, args ...any) error {
+	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// ParseDeployment reads a deployment document (YAML or JSON) and returns its
+// effects section. Other top-level sections belong to other tools and are
+// left alone.
+func ParseDeployment(data []byte) (*Deployment, error) {
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, errorf("deployment", "cannot parse: %v", err)
+	}
+	top, ok := tree.(map[string]any)
+	if !ok {
+		return nil, errorf("deployment", "must be a map with an effects: section")
+	}
+	eff, ok := top["effects"]
+	if !ok {
+		return nil, errorf("effects", "missing: the deployment needs an effects: section with a kind: or candidates:")
+	}
+	em, ok := eff.(map[string]any)
+	if !ok {
+		return nil, errorf("effects", "must be a map with kind: or candidates:")
+	}
+	d := &Deployment{}
+	cands, hasCands := em["candidates"]
+	_, hasKind := em["kind"]
+	switch {
+	case hasCands && hasKind:
+		return nil, errorf("effects", "write either kind: (one boundary) or candidates: (a list), not both")
+	case hasKind:
+		c, err := parseCandidate(em, "effects", 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		d.Candidates = []Candidate{c}
+	case hasCands:
+		list, ok := cands.([]any)
+		if !ok || len(list) == 0 {
+			return nil, errorf("effects.candidates", "must be a non-empty list of sections, each with a kind:")
+		}
+		defaults := map[string]any{}
+		for k, v := range em {
+			switch {
+			case k == "candidates":
+			case contains(defaultableKeys, k):
+				defaults[k] = v
+			default:
+				return nil, errorf("effects."+k, "unknown key next to candidates: (allowed: candidates, %s)", strings.Join(defaultableKeys, ", "))
+			}
+		}
+		for i, item := range list {
+			sec, ok := item.(map[string]any)
+			path := fmt.Sprintf("effects.candidates[%d]", i)
+			if !ok {
+				return nil, errorf(path, "must be a map with a kind:")
+			}
+			c, err := parseCandidate(sec, path, i, defaults)
+			if err != nil {
+				return nil, err
+			}
+			d.Candidates = append(d.Candidates, c)
+		}
+	default:
+		return nil, errorf("effects", "needs kind: (one boundary) or candidates: (a list of boundaries)")
+	}
+	return d, nil
+}
+
+func parseCandidate(sec map[string]any, path string, index int, defaults map[string]any) (Candidate, error) {
+	c := Candidate{Index: index, Section: map[string]any{}, Secrets: map[string]string{}}
+	kind, ok := sec["kind"].(string)
+	if !ok || kind == "" {
+		return c, errorf(path+".kind", "must name the adapter kind, e.g. kind: sql")
+	}
+	c.Kind = kind
+	builtin := BuiltinKinds[kind]
+	get := func(k string) (any, bool) {
+		if v, ok := sec[k]; ok {
+			return v, true
+		}
+		v, ok := defaults[k]
+		return v, ok
+	}
+
+	var err error
+	if c.Redaction.RedactFields, err = stringList(get, "evidence_redact_fields", path); err != nil {
+		return c, err
+	}
+	if c.Redaction.KeepFields, err = stringList(get, "evidence_keep_fields", path); err != nil {
+		return c, err
+	}
+	if err := c.Redaction.Validate(path); err != nil {
+		var je *judge.Error
+		if errors.As(err, &je) {
+			return c, &Error{Path: je.Path, Message: je.Message}
+		}
+		return c, err
+	}
+	if v, ok := get("freshness_field"); ok {
+		f, isStr := v.(string)
+		if !isStr || f == "" {
+			return c, errorf(path+".freshness_field", "must name the record's timestamp field")
+		}
+		w, ok := get("freshness_window_s")
+		if !ok {
+			return c, errorf(path+".freshness_window_s", "freshness_field needs freshness_window_s (seconds)")
+		}
+		ws, err := seconds(w, path+".freshness_window_s", 366*24*3600)
+		if err != nil {
+			return c, err
+		}
+		c.Freshness = &FreshnessSetting{Field: f, WindowS: ws}
+	} else if _, ok := get("freshness_window_s"); ok {
+		return c, errorf(path+".freshness_field", "freshness_window_s needs freshness_field (the record's timestamp field)")
+	}
+	if v, ok := get("settle_s"); ok {
+		if c.SettleS, err = seconds(v, path+".settle_s", judge.MaxTimeoutS); err != nil {
+			return c, err
+		}
+	}
+
+	for _, k := range []string{"options", "option_params", "secret_env"} {
+		if _, ok := sec[k]; ok && builtin {
+			return c, errorf(path+"."+k, "%s is for plugin kinds only; the built-in kind %q refuses it (use its own documented fields)", k, kind)
+		}
+	}
+	if v, ok := sec["options"]; ok {
+		opts, isMap := v.(map[string]any)
+		if !isMap {
+			return c, errorf(path+".options", "must be a map of non-secret settings")
+		}
+		for _, k := range sortedKeys(opts) {
+			if namesCredential(k) {
+				return c, errorf(path+".options."+k, "an option may not carry a credential; put its environment-variable name under secret_env: instead")
+			}
+		}
+		c.Section["options"] = opts
+	}
+	if v, ok := sec["option_params"]; ok {
+		op, isMap := v.(map[string]any)
+		if !isMap {
+			return c, errorf(path+".option_params", "must be a map of option name to {param: name} or a literal")
+		}
+		c.OptionParams = map[string]judge.Value{}
+		opts, _ := c.Section["options"].(map[string]any)
+		for _, k := range sortedKeys(op) {
+			if namesCredential(k) {
+				return c, errorf(path+".option_params."+k, "an option may not carry a credential; use secret_env:")
+			}
+			if _, dup := opts[k]; dup {
+				return c, errorf(path+".option_params."+k, "also set under options:; set it in one place")
+			}
+			val, err := loadValue(op[k], path+".option_params."+k)
+			if err != nil {
+				return c, err
+			}
+			c.OptionParams[k] = val
+		}
+	}
+	if v, ok := sec["secret_env"]; ok {
+		se, isMap := v.(map[string]any)
+		if !isMap {
+			return c, errorf(path+".secret_env", "must map a secret slot to an environment-variable name")
+		}
+		for _, slot := range sortedKeys(se) {
+			name, isStr := se[slot].(string)
+			if !isStr || !envNameRE.MatchString(name) {
+				return c, errorf(path+".secret_env."+slot, "must be an environment-variable name such as ACME_READER_PASSWORD, not a secret value")
+			}
+			c.Secrets["secret_env."+slot] = name
+		}
+	}
+	for _, k := range sortedKeys(sec) {
+		if commonKeys[k] {
+			continue
+		}
+		c.Section[k] = sec[k]
+		if err := collectEnvRefs(sec[k], k, path, c.Secrets); err != nil {
+			return c, err
+		}
+	}
+	c.Section["kind"] = kind
+	return c, nil
+}
+
+// collectEnvRefs records every string value under a key ending in _env as a
+// secret reference, at any depth (auth.bearer_env, sign_in.password_env).
+func collectEnvRefs(v any, slot, path string, out map[string]string) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			if err := collectEnvRefs(x[k], slot+"."+k, path, out); err != nil {
+				return err
+			}
+		}
+	case string:
+		if strings.HasSuffix(lastSegment(slot), "_env") {
+			if !envNameRE.MatchString(x) {
+				return errorf(path+"."+slot, "must be an environment-variable name, not a secret value")
+			}
+			out[slot] = x
+		}
+	}
+	return nil
+}
+
+func lastSegment(slot string) string {
+	if i := strings.LastIndexByte(slot, '.'); i >= 0 {
+		return slot[i+1:]
+	}
+	return slot
+}
+
+// namesCredential reports whether an option key names a credential: its last
+// word is password, secret, token or credential, or it ends in api_key.
+func namesCredential(key string) bool {
+	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "api_key") || strings.HasSuffix(k, "apikey") {
+		return true
+	}
+	words := strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' })
+	if len(words) == 0 {
+		return false
+	}
+	switch strings.TrimSuffix(words[len(words)-1], "s") {
+	case "password", "secret", "token", "credential", "passwd":
+		return true
+	}
+	return false
+}
+
+// Resolve returns the candidate's adapter config (JSON) and secrets for one
+// run: option_params are bound to params, and every secret reference is
+// looked up with lookupEnv after allow says the daemon permits it. A missing
+// or refused variable fails loud, naming the variable, never a value.
+func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (string, bool), allow func(string) bool) (configJSON []byte, secrets map[string]string, err error) {
+	section := make(map[string]any, len(c.Section))
+	for k, v := range c.Section {
+		section[k] = v
+	}
+	if len(c.OptionParams) > 0 {
+		opts := map[string]any{}
+		if o, ok := section["options"].(map[string]any); ok {
+			for k, v := range o {
+				opts[k] = v
+			}
+		}
+		var missing []string
+		for _, k := range sortedKeys(c.OptionParams) {
+			v := c.OptionParams[k]
+			if v.IsParam() {
+				s, ok := params[v.Param]
+				if !ok {
+					missing = append(missing, strconv.Quote(v.Param))
+					continue
+				}
+				opts[k] = s
+			} else {
+				opts[k] = v.Literal
+			}
+		}
+		if len(missing) > 0 {
+			return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params", c.Index), "missing run parameter %s", strings.Join(missing, ", "))
+		}
+		section["options"] = opts
+	}
+	secrets = make(map[string]string, len(c.Secrets))
+	for _, slot := range sortedKeys(c.Secrets) {
+		name := c.Secrets[slot]
+		if allow != nil && !allow(name) {
+			return nil, nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)
+		}
+		v, ok := lookupEnv(name)
+		if !ok || v == "" {
+			return nil, nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "environment variable %s is not set in the daemon's environment", name)
+		}
+		secrets[slot] = v
+	}
+	configJSON, err = json.Marshal(section)
+	if err != nil {
+		return nil, nil, errorf(fmt.Sprintf("candidates[%d]", c.Index), "cannot encode the section: %v", err)
+	}
+	return configJSON, secrets, nil
+}
+
+func loadValue(v any, path string) (judge.Value, error) {
+	switch x := v.(type) {
+	case string:
+		return judge.Value{Literal: x}, nil
+	case map[string]any:
+		if p, ok := x["param"].(string); ok && len(x) == 1 && p != "" {
+			return judge.Value{Param: p}, nil
+		}
+		if l, ok := x["literal"].(string); ok && len(x) == 1 {
+			return judge.Value{Literal: l}, nil
+		}
+	}
+	return judge.Value{}, errorf(path, `write a string, {literal: "text"} or {param: name}`)
+}
+
+func stringList(get func(string) (any, bool), key, path string) ([]string, error) {
+	v, ok := get(key)
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, isList := v.([]any)
+	if !isList {
+		return nil, errorf(path+"."+key, "must be a list of record field names")
+	}
+	out := make([]string, len(list))
+	for i, item := range list {
+		s, isStr := item.(string)
+		if !isStr || s == "" {
+			return nil, errorf(fmt.Sprintf("%s.%s[%d]", path, key, i), "must be a record field name")
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func seconds(v any, path string, max float64) (float64, error) {
+	n, ok := v.(json.Number)
+	f, err := strconv.ParseFloat(string(n), 64)
+	if !ok || err != nil || f < 0 || f > max || math.IsNaN(f) {
+		return 0, errorf(path, "must be a number of seconds from 0 to %g", max)
+	}
+	return f, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

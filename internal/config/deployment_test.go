@@ -1,0 +1,157 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseDeploymentRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, doc, path string
+	}{
+		{"no effects", "other: 1\n", "effects"},
+		{"effects not a map", "effects: [1]\n", "effects"},
+		{"neither kind nor candidates", "effects: {root: /x}\n", "effects"},
+		{"both kind and candidates", "effects: {kind: sql, candidates: []}\n", "effects"},
+		{"empty candidates", "effects: {candidates: []}\n", "effects.candidates"},
+		{"candidate without kind", "effects: {candidates: [{root: /x}]}\n", "effects.candidates[0].kind"},
+		{"unknown key beside candidates", "effects: {candidates: [{kind: sql}], bogus: 1}\n", "effects.bogus"},
+		{"options on a built-in", "effects: {kind: sql, options: {a: b}}\n", "effects.options"},
+		{"secret_env on a built-in", "effects: {kind: rest, secret_env: {a: B}}\n", "effects.secret_env"},
+		{"credential option", "effects: {kind: acme, options: {client_secret: x}}\n", "effects.options.client_secret"},
+		{"api key option", "effects: {kind: acme, options: {service_api_key: x}}\n", "effects.options.service_api_key"},
+		{"token option", "effects: {kind: acme, options: {access-token: x}}\n", "effects.options.access-token"},
+		{"secret value instead of a name", "effects: {kind: acme, secret_env: {password: 'hunter2!'}}\n", "effects.secret_env.password"},
+		{"env value not a name", "effects: {kind: sql, sql_password_env: 'p@ss word'}\n", "effects.sql_password_env"},
+		{"nested env value not a name", "effects: {kind: rest, auth: {bearer_env: 'abc def'}}\n", "effects.auth.bearer_env"},
+		{"both redaction lists", "effects: {kind: sql, evidence_redact_fields: [a], evidence_keep_fields: [b]}\n", "effects"},
+		{"freshness without window", "effects: {kind: sql, freshness_field: ts}\n", "effects.freshness_window_s"},
+		{"window without field", "effects: {kind: sql, freshness_window_s: 5}\n", "effects.freshness_field"},
+		{"negative settle", "effects: {kind: sql, settle_s: -1}\n", "effects.settle_s"},
+		{"option set twice", "effects: {kind: acme, options: {a: x}, option_params: {a: {param: p}}}\n", "effects.option_params.a"},
+		{"bad option param", "effects: {kind: acme, option_params: {a: 1}}\n", "effects.option_params.a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseDeployment([]byte(tt.doc))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *config.Error", err)
+			}
+			if ce.Path != tt.path {
+				t.Errorf("path %q, want %q (message %q)", ce.Path, tt.path, ce.Message)
+			}
+		})
+	}
+}
+
+func TestNamesCredential(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]bool{
+		"password": true, "client_secret": true, "api_token": true, "db-credential": true, "service_api_key": true,
+		"credentials": true, "token_path": false, "password_env": false, "records": false, "page_size": false,
+	} {
+		if got := namesCredential(key); got != want {
+			t.Errorf("namesCredential(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
+
+func TestResolveSecretsAndOptionParams(t *testing.T) {
+	t.Parallel()
+	d, err := ParseDeployment([]byte(`
+effects:
+  kind: acme-claims
+  base_url: https://claims.example.invalid
+  auth: {bearer_env: ACME_BEARER}
+  options: {records: {path: /api/claims}}
+  option_params: {claim_code: {param: claim_no}, region: {literal: eu}}
+  secret_env: {password: ACME_READER_PASSWORD}
+  evidence_redact_fields: [member_no]
+  freshness_field: ts
+  freshness_window_s: 60
+  settle_s: 2
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Candidates[0]
+	if diff := cmp.Diff(map[string]string{"auth.bearer_env": "ACME_BEARER", "secret_env.password": "ACME_READER_PASSWORD"}, c.Secrets); diff != "" {
+		t.Errorf("secret refs (-want +got):\n%s", diff)
+	}
+	if c.Freshness == nil || c.Freshness.Field != "ts" || c.Freshness.WindowS != 60 || c.SettleS != 2 {
+		t.Errorf("judging settings: %+v %v", c.Freshness, c.SettleS)
+	}
+	env := map[string]string{"ACME_BEARER": "tok-123", "ACME_READER_PASSWORD": "pw-456"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	allowAll := func(string) bool { return true }
+
+	cfg, secrets, err := c.Resolve(map[string]string{"claim_no": "C-9"}, lookup, allowAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"auth.bearer_env": "tok-123", "secret_env.password": "pw-456"}, secrets); diff != "" {
+		t.Errorf("secrets (-want +got):\n%s", diff)
+	}
+	for _, v := range env {
+		if strings.Contains(string(cfg), v) {
+			t.Errorf("config JSON carries a secret value: %s", cfg)
+		}
+	}
+	var sec map[string]any
+	if err := json.Unmarshal(cfg, &sec); err != nil {
+		t.Fatal(err)
+	}
+	opts := sec["options"].(map[string]any)
+	if opts["claim_code"] != "C-9" || opts["region"] != "eu" {
+		t.Errorf("options not bound: %v", opts)
+	}
+	if _, leaked := sec["secret_env"]; leaked {
+		t.Error("secret_env reached the adapter config")
+	}
+
+	if _, _, err := c.Resolve(map[string]string{}, lookup, allowAll); err == nil || !strings.Contains(err.Error(), `"claim_no"`) {
+		t.Errorf("missing option param: err = %v, want one naming claim_no", err)
+	}
+	_, _, err = c.Resolve(map[string]string{"claim_no": "x"}, func(string) (string, bool) { return "", false }, allowAll)
+	if err == nil || !strings.Contains(err.Error(), "ACME_BEARER") {
+		t.Errorf("missing variable: err = %v, want one naming ACME_BEARER", err)
+	}
+	_, _, err = c.Resolve(map[string]string{"claim_no": "x"}, lookup, func(n string) bool { return n != "ACME_READER_PASSWORD" })
+	if err == nil || !strings.Contains(err.Error(), "secrets.allow") {
+		t.Errorf("disallowed variable: err = %v, want one pointing at secrets.allow", err)
+	}
+	for _, v := range env {
+		if err != nil && strings.Contains(err.Error(), v) {
+			t.Errorf("error message carries a secret value: %v", err)
+		}
+	}
+}
+
+func TestCandidatesInheritDefaults(t *testing.T) {
+	t.Parallel()
+	d, err := ParseDeployment([]byte(`{"effects": {"evidence_keep_fields": ["id"], "candidates": [
+	  {"kind": "document", "root": "/exports"},
+	  {"kind": "sql", "sqlite_database": "x.db", "sql_query": "SELECT 1", "evidence_keep_fields": ["id", "name"]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Candidates) != 2 {
+		t.Fatalf("%d candidates", len(d.Candidates))
+	}
+	if diff := cmp.Diff([]string{"id"}, d.Candidates[0].Redaction.KeepFields); diff != "" {
+		t.Errorf("inherited keep list (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"id", "name"}, d.Candidates[1].Redaction.KeepFields); diff != "" {
+		t.Errorf("overridden keep list (-want +got):\n%s", diff)
+	}
+	if d.Candidates[1].Index != 1 || d.Candidates[1].Section["sql_query"] != "SELECT 1" {
+		t.Errorf("candidate 1: %+v", d.Candidates[1])
+	}
+}

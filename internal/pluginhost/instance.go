@@ -1,0 +1,215 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// Instance is one configured adapter. Its methods relaunch and reconfigure
+// the adapter if its process has died since the last call; a call that was
+// in flight when it died fails with an error wrapping ErrPluginShutdown and
+// is not retried, so that the caller records the read as unavailable.
+type Instance struct {
+	host     *Host
+	spec     Spec
+	logger   hclog.Logger
+	lastUsed time.Time
+
+	mu         sync.Mutex
+	c          conn
+	info       plugin.Info
+	failures   int
+	nextLaunch time.Time
+}
+
+// Backoff between failed launches of one instance.
+const (
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = 5 * time.Second
+)
+
+// ensure launches and configures the adapter unless it is running.
+func (in *Instance) ensure(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c != nil && !exited(in.c) {
+		return nil
+	}
+	if in.c != nil {
+		in.logger.Warn("adapter process exited; relaunching")
+		stopConn(in.c)
+		in.c = nil
+	}
+	if wait := time.Until(in.nextLaunch); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("adapter %s: waiting to relaunch: %w", in.spec.Kind, ctx.Err())
+		case <-t.C:
+		}
+	}
+	c, info, err := in.start(ctx)
+	if err != nil {
+		in.failures++
+		backoff := min(firstBackoff<<min(in.failures-1, 10), maxBackoff)
+		in.nextLaunch = time.Now().Add(backoff)
+		return err
+	}
+	in.c, in.info, in.failures = c, info, 0
+	return nil
+}
+
+func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
+	kind := in.spec.Kind
+	c, err := in.host.launch(kind, in.logger)
+	if err != nil {
+		return nil, plugin.Info{}, err
+	}
+	fail := func(err error) (conn, plugin.Info, error) {
+		stopConn(c)
+		return nil, plugin.Info{}, err
+	}
+	info, err := c.GetInfo(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("adapter %s: get info: %w", kind, err))
+	}
+	switch {
+	case info.Kind != kind:
+		return fail(fmt.Errorf("adapter binary for kind %q reports kind %q; rename the binary or fix its Info", kind, info.Kind))
+	case !info.Tier.Valid():
+		return fail(fmt.Errorf("adapter %s declares tier %d; a tier is 1 to 4", kind, info.Tier))
+	}
+	if want, ok := builtinTiers[kind]; ok && info.Tier != want {
+		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, want))
+	}
+	version, err := plugin.NegotiateAPIVersion(info.APIVersions)
+	if err != nil {
+		return fail(fmt.Errorf("adapter %s: %w", kind, err))
+	}
+	err = c.Configure(ctx, sdk.ConfigureRequest{
+		Kind:          kind,
+		Config:        in.spec.ConfigJSON,
+		Params:        in.spec.Params,
+		Secrets:       in.spec.Secrets,
+		EffectTimeout: in.spec.EffectTimeout,
+		APIVersion:    version,
+	})
+	if err != nil {
+		var ce *sdk.ConfigError
+		if errors.As(err, &ce) {
+			return fail(ce)
+		}
+		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))
+	}
+	return c, info, nil
+}
+
+// builtinTiers pins the tier of each first-party mechanism (DESIGN.md).
+var builtinTiers = map[string]sdk.Tier{
+	"sql": 1, "document-hash": 1, "document": 1, "file": 1, "email": 1,
+	"rest": 1, "graphql": 1, "fhir": 1, "ui_readback": 2,
+}
+
+func init() {
+	for k := range builtinTiers {
+		if !config.BuiltinKinds[k] {
+			panic("builtin tier for unknown kind " + k)
+		}
+	}
+}
+
+// client returns the running adapter, relaunching it if it died.
+func (in *Instance) client(ctx context.Context) (conn, error) {
+	if err := in.ensure(ctx); err != nil {
+		return nil, err
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.c, nil
+}
+
+// Info returns what the adapter declared.
+func (in *Instance) Info() sdk.Info {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.info.Info
+}
+
+// Kind is the adapter's kind.
+func (in *Instance) Kind() string { return in.spec.Kind }
+
+// Pid is the adapter's process id (0 in process or when not running).
+func (in *Instance) Pid() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c == nil {
+		return 0
+	}
+	return pid(in.c)
+}
+
+// TestConnection runs the adapter's preflight.
+func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	c, err := in.client(ctx)
+	if err != nil {
+		return sdk.TestResult{}, err
+	}
+	return c.TestConnection(ctx)
+}
+
+// CaptureBefore starts a baseline read.
+func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+	c, err := in.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.CaptureBefore(ctx, req)
+}
+
+// CaptureAfter starts an after read.
+func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+	c, err := in.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.CaptureAfter(ctx, req)
+}
+
+// Verdict calls the adapter's optional demotion hook. It returns
+// plugin.ErrNoVerdictHook (wrapped) when the adapter has none.
+func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	c, err := in.client(ctx)
+	if err != nil {
+		return sdk.Demotion{}, err
+	}
+	return c.Verdict(ctx, req)
+}
+
+// Kill stops the adapter process abruptly (tests use it to simulate a
+// crash); the next call relaunches it.
+func (in *Instance) Kill() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c != nil {
+		stopConn(in.c)
+	}
+}
+
+func (in *Instance) stop() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.c != nil {
+		stopConn(in.c)
+		in.c = nil
+	}
+}

@@ -1,0 +1,347 @@
+// Package server exposes the daemon's public gRPC API, VerifierService, with
+// gRPC health checking and server reflection, an optional bearer token and
+// TLS. Verdicts are data in responses; gRPC status codes are for transport
+// and contract violations: InvalidArgument (with the field path) for bad
+// input, FailedPrecondition for a session that must not proceed.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/judge"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// MaxMessageBytes bounds one public API message (a Judge request carries
+// client-supplied reads).
+const MaxMessageBytes = 64 << 20
+
+// Options configure the server.
+type Options struct {
+	// BearerToken, when set, is required on every call except health checks.
+	BearerToken string
+	// TLS, when set, serves TLS.
+	TLS    *tls.Config
+	Logger hclog.Logger
+}
+
+// New returns a gRPC server with VerifierService, health and reflection.
+func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	sopts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.ChainUnaryInterceptor(recoverUnary(logger), authUnary(opts.BearerToken)),
+		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
+	}
+	if opts.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	srv := grpc.NewServer(sopts...)
+	verifierv1.RegisterVerifierServiceServer(srv, &service{m: m, logger: logger})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	hs.SetServingStatus(verifierv1.VerifierService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
+	reflection.Register(srv)
+	return srv, hs
+}
+
+type service struct {
+	verifierv1.UnimplementedVerifierServiceServer
+	m      *session.Manager
+	logger hclog.Logger
+}
+
+func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnectionRequest) (*verifierv1.TestConnectionResponse, error) {
+	checks, err := s.m.TestConnection(ctx, req.GetDeploymentYaml(), "", req.GetParams())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	res := &verifierv1.TestConnectionResponse{}
+	for _, c := range checks {
+		res.Candidates = append(res.Candidates, &verifierv1.CandidateConnection{
+			CandidateIndex: int32(c.CandidateIndex), Kind: c.Kind, Tier: int32(c.Tier),
+			Reachable: c.Reachable, Message: c.Message, Warnings: c.Warnings,
+		})
+	}
+	return res, nil
+}
+
+func (s *service) Begin(ctx context.Context, req *verifierv1.BeginRequest) (*verifierv1.BeginResponse, error) {
+	res, err := s.m.Begin(ctx, session.BeginRequest{
+		Deployment: req.GetDeploymentYaml(), DeploymentName: req.GetDeploymentName(),
+		Effects: req.GetEffects(), Params: req.GetParams(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return beginToProto(res), nil
+}
+
+func beginToProto(res *session.BeginResult) *verifierv1.BeginResponse {
+	out := &verifierv1.BeginResponse{SessionId: res.SessionID}
+	for _, e := range res.Effects {
+		out.Effects = append(out.Effects, &verifierv1.BegunEffect{
+			ContractHash: e.ContractHash, Tier: int32(e.Tier), Candidate: e.Candidate, CandidateIndex: int32(e.CandidateIndex),
+		})
+	}
+	return out
+}
+
+func (s *service) Verify(ctx context.Context, req *verifierv1.VerifyRequest) (*verifierv1.VerifyResponse, error) {
+	if req.GetSessionId() == "" {
+		return nil, invalid("session_id", "give the session id that Begin returned")
+	}
+	res, err := s.m.Verify(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &verifierv1.VerifyResponse{SessionId: req.GetSessionId(), Result: resultToProto(res)}, nil
+}
+
+func (s *service) GetSession(_ context.Context, req *verifierv1.GetSessionRequest) (*verifierv1.GetSessionResponse, error) {
+	st, err := s.m.Get(req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &verifierv1.GetSessionResponse{
+		SessionId: st.SessionID, State: verifierv1.SessionState_SESSION_STATE_BEGUN,
+		Begin: beginToProto(&st.Begin), BegunAt: timestamppb.New(st.BegunAt),
+	}
+	if st.Result != nil {
+		out.State = verifierv1.SessionState_SESSION_STATE_VERIFIED
+		out.Result = resultToProto(st.Result)
+		out.VerifiedAt = timestamppb.New(st.Result.VerifiedAt)
+	}
+	return out, nil
+}
+
+func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
+	before, err := readFromProto(req.GetBefore(), "before")
+	if err != nil {
+		return nil, err
+	}
+	after, err := readFromProto(req.GetAfter(), "after")
+	if err != nil {
+		return nil, err
+	}
+	jr := session.JudgeRequest{Effects: req.GetEffects(), Params: req.GetParams(), Before: before, After: after, Now: time.Now().UTC()}
+	if req.GetNow() != nil {
+		jr.Now = req.GetNow().AsTime()
+	}
+	if f := req.GetFreshness(); f != nil {
+		if f.GetField() == "" || f.GetWindowS() < 0 {
+			return nil, invalid("freshness", "give field (the timestamp field) and window_s >= 0")
+		}
+		jr.Freshness = &judge.Freshness{Field: f.GetField(), WindowS: f.GetWindowS()}
+	}
+	res, err := session.Judge(jr)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &verifierv1.JudgeResponse{Result: resultToProto(res)}, nil
+}
+
+func readFromProto(r *verifierv1.Read, path string) (judge.Snapshot, error) {
+	if r == nil {
+		return judge.Snapshot{}, invalid(path, "missing; give {reachable, records_json}")
+	}
+	snap := judge.Snapshot{Reachable: r.GetReachable()}
+	if !snap.Reachable {
+		if len(r.GetRecordsJson()) > 0 {
+			return snap, invalid(path+".records_json", "an unreachable read has no records")
+		}
+		return snap, nil
+	}
+	for i, raw := range r.GetRecordsJson() {
+		tree, err := judge.DecodeJSON(raw)
+		rec, ok := tree.(map[string]any)
+		if err != nil || !ok {
+			return snap, invalid(fmt.Sprintf("%s.records_json[%d]", path, i), "each record is one JSON object")
+		}
+		snap.Records = append(snap.Records, rec)
+	}
+	return snap, nil
+}
+
+// toStatus maps session refusals onto gRPC codes with the field path.
+func toStatus(err error) error {
+	var se *session.Error
+	if !errors.As(err, &se) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return status.FromContextError(err).Err()
+		}
+		return status.Error(codes.Internal, err.Error())
+	}
+	code := codes.InvalidArgument
+	switch se.Kind {
+	case session.Refused:
+		code = codes.FailedPrecondition
+	case session.NotFound:
+		code = codes.NotFound
+	}
+	st := status.New(code, se.Error())
+	if se.Path != "" {
+		desc := se.Message
+		if se.Code != "" {
+			desc = se.Code + ": " + desc
+		}
+		if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: se.Path, Description: desc}}}); err == nil {
+			st = d
+		}
+	}
+	if se.Code != "" {
+		if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: se.Code, Domain: "verifierd"}); err == nil {
+			st = d
+		}
+	}
+	return st.Err()
+}
+
+func invalid(path, msg string) error {
+	return toStatus(&session.Error{Kind: session.Invalid, Path: path, Message: msg})
+}
+
+var (
+	verdictToProto = map[judge.Decision]verifierv1.Verdict{
+		judge.Confirmed: verifierv1.Verdict_VERDICT_CONFIRMED, judge.Refuted: verifierv1.Verdict_VERDICT_REFUTED,
+		judge.Indeterminate: verifierv1.Verdict_VERDICT_INDETERMINATE,
+	}
+	classToProto = map[judge.Class]verifierv1.ResultClass{
+		judge.ClassConfirmed: verifierv1.ResultClass_RESULT_CLASS_CONFIRMED, judge.ClassStale: verifierv1.ResultClass_RESULT_CLASS_STALE,
+		judge.ClassUnavailable: verifierv1.ResultClass_RESULT_CLASS_UNAVAILABLE, judge.ClassIndeterminate: verifierv1.ResultClass_RESULT_CLASS_INDETERMINATE,
+		judge.ClassConflicting: verifierv1.ResultClass_RESULT_CLASS_CONFLICTING, judge.ClassRefuted: verifierv1.ResultClass_RESULT_CLASS_REFUTED,
+	}
+	outcomeToProto = map[judge.Outcome]verifierv1.Outcome{
+		judge.Verified: verifierv1.Outcome_OUTCOME_VERIFIED, judge.ReconciliationRequired: verifierv1.Outcome_OUTCOME_RECONCILIATION_REQUIRED,
+		judge.HaltedBeforeEffect: verifierv1.Outcome_OUTCOME_HALTED_BEFORE_EFFECT,
+	}
+	taskKindToProto = map[string]verifierv1.ReconciliationKind{
+		judge.TaskEffectRefuted: verifierv1.ReconciliationKind_RECONCILIATION_KIND_EFFECT_REFUTED, judge.TaskEffectIndeterminate: verifierv1.ReconciliationKind_RECONCILIATION_KIND_EFFECT_INDETERMINATE,
+		judge.TaskCompensationFailed: verifierv1.ReconciliationKind_RECONCILIATION_KIND_COMPENSATION_FAILED,
+	}
+	actionToProto = map[string]verifierv1.SuggestedAction{
+		judge.ActionRestoreAccess: verifierv1.SuggestedAction_SUGGESTED_ACTION_RESTORE_ACCESS, judge.ActionRemoveDuplicates: verifierv1.SuggestedAction_SUGGESTED_ACTION_REMOVE_DUPLICATES,
+		judge.ActionManualRepair: verifierv1.SuggestedAction_SUGGESTED_ACTION_MANUAL_REPAIR,
+	}
+)
+
+func optInt(p *int) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := int64(*p)
+	return &v
+}
+
+func resultToProto(r *session.Result) *verifierv1.StepResult {
+	out := &verifierv1.StepResult{Outcome: outcomeToProto[r.Outcome]}
+	for _, e := range r.Effects {
+		pe := &verifierv1.EffectResult{
+			Verdict: verdictToProto[e.Verdict], Result: classToProto[e.Result],
+			ObservedCount: optInt(e.ObservedCount), ExpectedCount: optInt(e.ExpectedCount),
+			ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
+			ContractHash: e.ContractHash, Tier: int32(e.Tier), Substrate: e.Substrate,
+		}
+		for _, rs := range e.Reasons {
+			pe.Reasons = append(pe.Reasons, &verifierv1.Reason{Code: rs.Code, Message: rs.Message})
+		}
+		for _, rec := range e.MatchedRecords {
+			raw, _ := json.Marshal(rec)
+			pe.MatchedRecordsJson = append(pe.MatchedRecordsJson, raw)
+		}
+		if t := e.ReconciliationTask; t != nil {
+			pt := &verifierv1.ReconciliationTask{
+				Id: t.ID, Kind: taskKindToProto[t.Kind], Substrate: t.Substrate, EffectKind: string(t.EffectKind),
+				ContractHash: t.ContractHash, Verdict: verdictToProto[t.Verdict], SuggestedAction: actionToProto[t.SuggestedAction],
+				Evidence: &verifierv1.ReconciliationEvidence{
+					ObservedCount: optInt(t.Evidence.ObservedCount), ExpectedCount: optInt(t.Evidence.ExpectedCount),
+					ValuesMatch: t.Evidence.ValuesMatch, RecordDigests: t.Evidence.RecordDigests,
+				},
+			}
+			for _, rs := range t.Reasons {
+				pt.ReasonCodes = append(pt.ReasonCodes, rs.Code)
+			}
+			pe.ReconciliationTask = pt
+		}
+		out.Effects = append(out.Effects, pe)
+	}
+	return out
+}
+
+func recoverUnary(logger hclog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (res any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Error("panic in a call", "method", info.FullMethod, "panic", r)
+				err = status.Error(codes.Internal, "internal error; the daemon log has the details")
+			}
+		}()
+		return h(ctx, req)
+	}
+}
+
+// exempt lists methods served without a token: health checks.
+func exempt(method string) bool {
+	return strings.HasPrefix(method, "/grpc.health.v1.Health/")
+}
+
+func checkToken(ctx context.Context, token string) error {
+	if token == "" {
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		got, ok := strings.CutPrefix(v, "Bearer ")
+		if ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1 {
+			return nil
+		}
+	}
+	return status.Error(codes.Unauthenticated, "send the API token as 'authorization: Bearer <token>'")
+}
+
+func authUnary(token string) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if !exempt(info.FullMethod) {
+			if err := checkToken(ctx, token); err != nil {
+				return nil, err
+			}
+		}
+		return h(ctx, req)
+	}
+}
+
+func authStream(token string) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if !exempt(info.FullMethod) {
+			if err := checkToken(ss.Context(), token); err != nil {
+				return err
+			}
+		}
+		return h(srv, ss)
+	}
+}

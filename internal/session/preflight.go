@@ -1,0 +1,118 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// CandidateCheck is the preflight answer for one candidate.
+type CandidateCheck struct {
+	CandidateIndex int      `json:"candidate_index"`
+	Kind           string   `json:"kind"`
+	Tier           int      `json:"tier"`
+	Reachable      bool     `json:"reachable"`
+	Message        string   `json:"message"`
+	Warnings       []string `json:"warnings"`
+	LatencyMS      float64  `json:"latency_ms"`
+}
+
+// TestConnection configures every candidate of a deployment and runs its
+// adapter's read-only preflight. A candidate that cannot be configured is
+// reported unreachable with the reason; only a malformed deployment is an
+// error.
+func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploymentName string, params map[string]string) ([]CandidateCheck, error) {
+	data, err := m.deploymentBytes(BeginRequest{Deployment: deployment, DeploymentName: deploymentName})
+	if err != nil {
+		return nil, err
+	}
+	if params == nil {
+		params = map[string]string{}
+	}
+	// Preflight needs no contracts; a 5 s window bounds the adapters'.
+	dep, _, err := parse(data, []byte(`[{"kind": "record_written"}]`), params)
+	if err != nil {
+		return nil, err
+	}
+	probe := []*judge.Contract{{TimeoutS: judge.DefaultTimeoutS}}
+	insts, errs := m.configure(ctx, dep, probe, params)
+	out := make([]CandidateCheck, len(dep.Candidates))
+	for i, c := range dep.Candidates {
+		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{}}
+		if errs[i] != nil {
+			out[i].Message = errs[i].Error()
+			continue
+		}
+		out[i].Tier = int(insts[i].Info().Tier)
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		r, err := insts[i].TestConnection(tctx)
+		cancel()
+		if err != nil {
+			out[i].Message = fmt.Sprintf("preflight failed: %v", err)
+			if errors.Is(err, pluginhost.ErrPluginShutdown) {
+				out[i].Message = "the adapter process stopped during the preflight: " + err.Error()
+			}
+			continue
+		}
+		out[i].Reachable, out[i].Message = r.Reachable, r.Message
+		if r.Warnings != nil {
+			out[i].Warnings = r.Warnings
+		}
+		out[i].LatencyMS = float64(r.Latency.Microseconds()) / 1000
+	}
+	return out, nil
+}
+
+// JudgeRequest is the pure judge over client-supplied reads.
+type JudgeRequest struct {
+	Effects   []byte
+	Params    map[string]string
+	Before    judge.Snapshot
+	After     judge.Snapshot
+	Now       time.Time
+	Freshness *judge.Freshness
+}
+
+// Judge judges client-supplied reads with exactly the daemon's judge.
+func Judge(req JudgeRequest) (*Result, error) {
+	list, err := judge.ParseEffects(req.Effects, "effects")
+	if err != nil {
+		return nil, judgeError(err)
+	}
+	if len(list) == 0 {
+		return nil, &Error{Kind: Invalid, Code: judge.CodeInvalidContract, Path: "effects", Message: "no effects declared"}
+	}
+	params := req.Params
+	if params == nil {
+		params = map[string]string{}
+	}
+	opts := judge.Options{}
+	if req.Freshness != nil {
+		f := *req.Freshness
+		f.Now = req.Now
+		opts.Freshness = &f
+	}
+	res := &Result{Effects: make([]EffectResult, len(list))}
+	verdicts := make([]judge.Verdict, len(list))
+	for i, e := range list {
+		c, err := judge.Bind(e, params, fmt.Sprintf("effects[%d]", i))
+		if err != nil {
+			return nil, judgeError(err)
+		}
+		v := judge.Judge(c, req.Before, req.After, opts)
+		verdicts[i] = v
+		res.Effects[i] = EffectResult{
+			Verdict: v.Decision, Result: v.Class, Reasons: v.Reasons,
+			ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
+			ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
+			ContractHash: c.Hash, MatchedRecords: v.Matched,
+			ReconciliationTask: judge.NewTask("judge", i, "client", c, &v),
+		}
+	}
+	res.Outcome = judge.OutcomeOf(verdicts)
+	return res, nil
+}

@@ -1,0 +1,452 @@
+// Package session runs the verification lifecycle (DESIGN.md): Begin binds
+// the contracts, configures the deployment's candidates, selects the
+// strongest tier per effect, captures each selected adapter's baseline once
+// and persists it; Verify reads through the pinned adapters only, polls until
+// settled, judges, lets the adapter demote (never promote), redacts,
+// persists and returns the result. A verified session answers the recorded
+// result forever after.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// ErrorKind classifies a refusal for the API layer.
+type ErrorKind int
+
+// Refusal kinds.
+const (
+	// Invalid input: a malformed deployment, contract or request.
+	Invalid ErrorKind = iota + 1
+	// Refused: the session must not proceed (the client must not actuate).
+	Refused
+	// NotFound: no such session.
+	NotFound
+)
+
+// Error is a refusal with the path of the offending input.
+type Error struct {
+	Kind    ErrorKind
+	Code    string // judge code (INVALID_CONTRACT, UNBOUND_PARAM) when relevant
+	Path    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+// Manager runs sessions.
+type Manager struct {
+	Host   *pluginhost.Host
+	Store  *store.Store
+	Daemon *config.Daemon
+	// LookupEnv resolves secret references (os.LookupEnv by default).
+	LookupEnv func(string) (string, bool)
+	// Clock drives settlement polling (the wall clock by default).
+	Clock  judge.Clock
+	Logger hclog.Logger
+	// PollInterval is the first wait between after reads (judge default
+	// when zero).
+	PollInterval time.Duration
+
+	locks sync.Map // session id -> *sync.Mutex
+}
+
+func (m *Manager) lookupEnv(name string) (string, bool) {
+	if m.LookupEnv != nil {
+		return m.LookupEnv(name)
+	}
+	return os.LookupEnv(name)
+}
+
+func (m *Manager) clock() judge.Clock {
+	if m.Clock != nil {
+		return m.Clock
+	}
+	return wallClock{}
+}
+
+func (m *Manager) logger() hclog.Logger {
+	if m.Logger != nil {
+		return m.Logger
+	}
+	return hclog.NewNullLogger()
+}
+
+// BeginRequest starts a session.
+type BeginRequest struct {
+	Deployment     []byte
+	DeploymentName string
+	Effects        []byte
+	Params         map[string]string
+}
+
+// BegunEffect is what Begin reports per effect.
+type BegunEffect struct {
+	ContractHash   string `json:"contract_hash"`
+	Tier           int    `json:"tier"`
+	Candidate      string `json:"candidate"`
+	CandidateIndex int    `json:"candidate_index"`
+}
+
+// BeginResult is Begin's answer.
+type BeginResult struct {
+	SessionID string        `json:"session_id"`
+	Effects   []BegunEffect `json:"effects"`
+}
+
+// meta is what the store keeps of a begun session. Secrets are not in it:
+// Verify resolves them again from the daemon's environment.
+type meta struct {
+	ID         string            `json:"id"`
+	BegunAt    time.Time         `json:"begun_at"`
+	Deployment []byte            `json:"deployment"`
+	Effects    []byte            `json:"effects"`
+	Params     map[string]string `json:"params"`
+	Begin      BeginResult       `json:"begin"`
+	Captures   []captureMeta     `json:"captures"`
+}
+
+// captureMeta is one baseline capture: one per selected candidate.
+type captureMeta struct {
+	Candidate int    `json:"candidate"`
+	Effects   []int  `json:"effects"`
+	Reachable bool   `json:"reachable"`
+	Reason    string `json:"reason,omitempty"`
+	Records   int    `json:"records"`
+}
+
+// prepared is a parsed, bound and configured step.
+type prepared struct {
+	deployment []byte
+	dep        *config.Deployment
+	contracts  []*judge.Contract
+	instances  []*pluginhost.Instance // per candidate; nil when it failed (Verify only)
+	instErrs   []error
+}
+
+func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
+	if req.DeploymentName == "" {
+		if len(req.Deployment) == 0 {
+			return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or the name of a deployment in the daemon config"}
+		}
+		return req.Deployment, nil
+	}
+	if len(req.Deployment) > 0 {
+		return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or its name, not both"}
+	}
+	var path string
+	if m.Daemon != nil {
+		path = m.Daemon.Deployments[req.DeploymentName]
+	}
+	if path == "" {
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", req.DeploymentName)}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Kind: Refused, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
+	}
+	return data, nil
+}
+
+// parse loads the deployment and the contracts and binds the contracts.
+func parse(deployment, effects []byte, params map[string]string) (*config.Deployment, []*judge.Contract, error) {
+	dep, err := config.ParseDeployment(deployment)
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			return nil, nil, &Error{Kind: Invalid, Path: "deployment." + ce.Path, Message: ce.Message}
+		}
+		return nil, nil, &Error{Kind: Invalid, Path: "deployment", Message: err.Error()}
+	}
+	list, err := judge.ParseEffects(effects, "effects")
+	if err != nil {
+		return nil, nil, judgeError(err)
+	}
+	if len(list) == 0 {
+		return nil, nil, &Error{Kind: Invalid, Code: judge.CodeInvalidContract, Path: "effects", Message: "no effects declared; a step with no contract proves nothing"}
+	}
+	contracts := make([]*judge.Contract, len(list))
+	for i, e := range list {
+		c, err := judge.Bind(e, params, fmt.Sprintf("effects[%d]", i))
+		if err != nil {
+			return nil, nil, judgeError(err)
+		}
+		contracts[i] = c
+	}
+	return dep, contracts, nil
+}
+
+func judgeError(err error) error {
+	var je *judge.Error
+	if errors.As(err, &je) {
+		return &Error{Kind: Invalid, Code: je.Code, Path: je.Path, Message: je.Message}
+	}
+	return &Error{Kind: Invalid, Message: err.Error()}
+}
+
+// effectTimeout is the longest settlement window among contracts.
+func effectTimeout(contracts []*judge.Contract) time.Duration {
+	var max float64
+	for _, c := range contracts {
+		if c.TimeoutS > max {
+			max = c.TimeoutS
+		}
+	}
+	return seconds(max)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// configure builds (or reuses) every candidate's adapter instance.
+func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string) ([]*pluginhost.Instance, []error) {
+	insts := make([]*pluginhost.Instance, len(dep.Candidates))
+	errs := make([]error, len(dep.Candidates))
+	allow := func(string) bool { return false }
+	if m.Daemon != nil {
+		allow = m.Daemon.AllowSecret
+	}
+	for i := range dep.Candidates {
+		c := &dep.Candidates[i]
+		path := fmt.Sprintf("deployment.effects.candidates[%d]", i)
+		if len(dep.Candidates) == 1 {
+			path = "deployment.effects"
+		}
+		cfg, secrets, err := c.Resolve(params, m.lookupEnv, allow)
+		if err != nil {
+			var ce *config.Error
+			if errors.As(err, &ce) {
+				errs[i] = &Error{Kind: Refused, Path: "deployment.effects." + ce.Path, Message: ce.Message}
+			} else {
+				errs[i] = &Error{Kind: Refused, Path: path, Message: err.Error()}
+			}
+			continue
+		}
+		inst, err := m.Host.Instance(ctx, pluginhost.Spec{
+			Kind: c.Kind, ConfigJSON: cfg, Params: params, Secrets: secrets,
+			EffectTimeout: effectTimeout(contracts),
+		})
+		if err != nil {
+			var ce *sdk.ConfigError
+			if errors.As(err, &ce) {
+				p := path
+				if ce.Path != "" {
+					p += "." + ce.Path
+				}
+				errs[i] = &Error{Kind: Invalid, Path: p, Message: ce.Message}
+			} else {
+				errs[i] = &Error{Kind: Refused, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, c.Kind, err)}
+			}
+			continue
+		}
+		insts[i] = inst
+	}
+	return insts, errs
+}
+
+// Begin starts a session, or refuses it. A refusal of kind Refused means the
+// client must not actuate.
+func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error) {
+	deployment, err := m.deploymentBytes(req)
+	if err != nil {
+		return nil, err
+	}
+	params := req.Params
+	if params == nil {
+		params = map[string]string{}
+	}
+	dep, contracts, err := parse(deployment, req.Effects, params)
+	if err != nil {
+		return nil, err
+	}
+	insts, errs := m.configure(ctx, dep, contracts, params)
+	for _, err := range errs {
+		if err != nil {
+			// Every candidate must be constructible before input: a
+			// missing secret or a broken plugin refuses the run.
+			return nil, err
+		}
+	}
+
+	// Select per effect the strongest tier; ties go to declaration order.
+	id := newID()
+	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts))}
+	byCandidate := map[int][]int{}
+	for i, c := range contracts {
+		best := -1
+		for ci, inst := range insts {
+			if best < 0 || inst.Info().Tier < insts[best].Info().Tier {
+				best = ci
+			}
+		}
+		res.Effects[i] = BegunEffect{ContractHash: c.Hash, Tier: int(insts[best].Info().Tier), Candidate: dep.Candidates[best].Kind, CandidateIndex: best}
+		byCandidate[best] = append(byCandidate[best], i)
+	}
+
+	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: deployment, Effects: req.Effects, Params: params, Begin: *res}
+	cands := make([]int, 0, len(byCandidate))
+	for ci := range byCandidate {
+		cands = append(cands, ci)
+	}
+	sort.Ints(cands)
+	for n, ci := range cands {
+		effects := byCandidate[ci]
+		cm, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects)
+		if err != nil {
+			m.Store.DropBaseline(id)
+			return nil, err
+		}
+		cm.Candidate = ci
+		md.Captures = append(md.Captures, cm)
+	}
+	raw, err := json.Marshal(md)
+	if err != nil {
+		m.Store.DropBaseline(id)
+		return nil, err
+	}
+	if err := m.Store.CreateSession(id, raw); err != nil {
+		m.Store.DropBaseline(id)
+		return nil, fmt.Errorf("storing session: %w", err)
+	}
+	m.logger().Info("session begun", "session", id, "effects", len(contracts))
+	return res, nil
+}
+
+// baselineReadTimeout bounds a baseline read: at least a minute, or the
+// step's longest settlement window if that is longer.
+func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
+	return max(time.Minute, effectTimeout(contracts))
+}
+
+// captureBaseline reads one selected adapter's baseline once, streaming its
+// records into the store. A needed baseline that cannot be read completely
+// refuses the session.
+func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int) (captureMeta, error) {
+	cm := captureMeta{Effects: effects}
+	var needed []string
+	for _, i := range effects {
+		if judge.NeedsBaseline(contracts[i]) {
+			needed = append(needed, fmt.Sprintf("effects[%d]", i))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
+	defer cancel()
+	reason, count, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects))
+	cm.Records = count
+	if err != nil {
+		reason = err.Error()
+	}
+	cm.Reachable = reason == ""
+	cm.Reason = reason
+	if !cm.Reachable && len(needed) > 0 {
+		return cm, &Error{Kind: Refused, Path: strings.Join(needed, ", "),
+			Message: fmt.Sprintf("the baseline from %s could not be read (%s) and these contracts need it; do not actuate", inst.Kind(), reason)}
+	}
+	return cm, nil
+}
+
+// streamBaseline copies a capture into the store. It returns the
+// unreachable reason ("" when read completely) and the record count.
+func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest) (string, int, error) {
+	capt, err := inst.CaptureBefore(ctx, req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer capt.Close()
+	if !capt.Reachable {
+		for range capt.RawBatches() {
+		}
+		if capt.Reason == "" {
+			return "unreachable", 0, nil
+		}
+		return capt.Reason, 0, nil
+	}
+	w := m.Store.NewBaseline(id, n)
+	count := 0
+	for batch, err := range capt.RawBatches() {
+		if err != nil {
+			return "", count, err
+		}
+		for _, rec := range batch {
+			if err := w.Add(rec); err != nil {
+				return "", count, fmt.Errorf("storing the baseline: %w", err)
+			}
+			count++
+		}
+	}
+	if err := w.Close(); err != nil {
+		return "", count, fmt.Errorf("storing the baseline: %w", err)
+	}
+	return "", count, nil
+}
+
+func captureRequest(id, phase string, n int, contracts []*judge.Contract, effects []int) sdk.CaptureRequest {
+	req := sdk.CaptureRequest{
+		CaptureID:   fmt.Sprintf("%s/%s/%d/%d", id, phase, n, time.Now().UnixNano()),
+		EffectIndex: effects[0],
+		Timeout:     effectTimeout(contracts),
+	}
+	// One read serves every effect of the group; a selector or identity
+	// field is only a hint when every effect of the group agrees on it.
+	first := contracts[effects[0]]
+	req.IdentityField = first.IdentityField
+	req.ContractHash = first.Hash
+	req.EffectKind = string(first.Kind)
+	if len(effects) == 1 {
+		req.Selector = map[string]string{}
+		for _, p := range first.Match {
+			req.Selector[p.Field] = p.Value
+		}
+	}
+	for _, i := range effects[1:] {
+		if contracts[i].IdentityField != first.IdentityField {
+			req.IdentityField = ""
+		}
+	}
+	return req
+}
+
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return "ses_" + hex.EncodeToString(b[:])
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,320 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// EffectResult is one effect's final verdict as clients see it.
+type EffectResult struct {
+	Verdict            judge.Decision `json:"verdict"`
+	Result             judge.Class    `json:"result"`
+	Reasons            []judge.Reason `json:"reasons"`
+	ObservedCount      *int           `json:"observed_count"`
+	ExpectedCount      *int           `json:"expected_count"`
+	ObservedValue      *string        `json:"observed_value"`
+	ExpectedValue      *string        `json:"expected_value"`
+	ContractHash       string         `json:"contract_hash"`
+	MatchedRecords     []judge.Record `json:"matched_records"`
+	Tier               int            `json:"tier"`
+	Substrate          string         `json:"substrate"`
+	ReconciliationTask *judge.Task    `json:"reconciliation_task"`
+}
+
+// Result is a verified session's result.
+type Result struct {
+	SessionID  string         `json:"session_id"`
+	Outcome    judge.Outcome  `json:"outcome"`
+	Effects    []EffectResult `json:"effects"`
+	VerifiedAt time.Time      `json:"verified_at"`
+}
+
+// State is what GetSession reports.
+type State struct {
+	SessionID string      `json:"session_id"`
+	Begin     BeginResult `json:"begin"`
+	BegunAt   time.Time   `json:"begun_at"`
+	Result    *Result     `json:"result,omitempty"`
+}
+
+func (m *Manager) lock(id string) func() {
+	mu, _ := m.locks.LoadOrStore(id, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+// Get returns a session's state.
+func (m *Manager) Get(id string) (*State, error) {
+	raw, result, err := m.Store.Session(id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", id)}
+		}
+		return nil, err
+	}
+	var md meta
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("session %s is corrupt: %w", id, err)
+	}
+	st := &State{SessionID: id, Begin: md.Begin, BegunAt: md.BegunAt}
+	if result != nil {
+		var r Result
+		if err := decodeResult(result, &r); err != nil {
+			return nil, err
+		}
+		st.Result = &r
+	}
+	return st, nil
+}
+
+func decodeResult(raw []byte, r *Result) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(r)
+}
+
+// Verify judges a begun session, or returns its recorded result.
+func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
+	unlock := m.lock(id)
+	defer unlock()
+	raw, stored, err := m.Store.Session(id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", id)}
+		}
+		return nil, err
+	}
+	if stored != nil {
+		var r Result
+		return &r, decodeResult(stored, &r)
+	}
+	var md meta
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("session %s is corrupt: %w", id, err)
+	}
+	dep, contracts, err := parse(md.Deployment, md.Effects, md.Params)
+	if err != nil {
+		return nil, fmt.Errorf("session %s no longer parses: %w", id, err)
+	}
+	insts, instErrs := m.configure(ctx, dep, contracts, md.Params)
+
+	verdicts := make([]judge.Verdict, len(contracts))
+	var wg sync.WaitGroup
+	for n, cm := range md.Captures {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, instErr := insts[cm.Candidate], instErrs[cm.Candidate]
+			vs := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, dep.Candidates[cm.Candidate].Freshness, dep.Candidates[cm.Candidate].SettleS)
+			for k, i := range cm.Effects {
+				verdicts[i] = vs[k]
+			}
+		}()
+	}
+	wg.Wait()
+
+	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC()}
+	for i, c := range contracts {
+		sel := md.Begin.Effects[i]
+		cand := dep.Candidates[sel.CandidateIndex]
+		v := verdicts[i]
+		task := judge.NewTask(id, i, cand.Kind, c, &v)
+		shown := cand.Redaction.Apply(v, c)
+		matched := shown.Matched
+		if matched == nil {
+			matched = []judge.Record{}
+		}
+		reasons := shown.Reasons
+		if reasons == nil {
+			reasons = []judge.Reason{}
+		}
+		res.Effects[i] = EffectResult{
+			Verdict: v.Decision, Result: v.Class, Reasons: reasons,
+			ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
+			ObservedValue: shown.ObservedValue, ExpectedValue: shown.ExpectedValue,
+			ContractHash: c.Hash, MatchedRecords: matched,
+			Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task,
+		}
+	}
+	res.Outcome = judge.OutcomeOf(verdicts)
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	final, err := m.Store.FinishSession(id, out)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(final, out) {
+		// Another replica finished first; its result stands.
+		var r Result
+		return &r, decodeResult(final, &r)
+	}
+	m.logger().Info("session verified", "session", id, "outcome", res.Outcome)
+	return res, nil
+}
+
+// verifyGroup settles and judges every effect read through one adapter.
+// Effects sharing an adapter share each after read and settle together,
+// within the group's longest timeout_s.
+func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, fresh *config.FreshnessSetting, settleS float64) []judge.Verdict {
+	group := make([]*judge.Contract, len(cm.Effects))
+	for k, i := range cm.Effects {
+		group[k] = contracts[i]
+	}
+	out := make([]judge.Verdict, len(group))
+	unreachable := func(reason string) []judge.Verdict {
+		for k, c := range group {
+			out[k] = judge.Judge(c, judge.Snapshot{}, judge.Snapshot{Reachable: false, Reason: reason}, judge.Options{})
+		}
+		return out
+	}
+	if instErr != nil {
+		return unreachable(instErr.Error())
+	}
+	info := inst.Info()
+
+	before := judge.Snapshot{Reachable: cm.Reachable, Reason: cm.Reason}
+	if cm.Reachable {
+		recs := make([]judge.Record, 0, cm.Records)
+		err := m.Store.ReadBaseline(id, n, func(raw []byte) error {
+			r, err := decodeRecord(raw)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, r)
+			return nil
+		})
+		if err != nil {
+			before = judge.Snapshot{Reachable: false, Reason: "the stored baseline could not be read: " + err.Error()}
+		} else {
+			before.Records = recs
+		}
+	}
+
+	timeout := effectTimeout(group)
+	opts := judge.Options{AbsenceNotProof: info.AbsenceNotProof}
+	var lastCapture string
+	check := func(ctx context.Context) judge.Verdict {
+		req := captureRequest(id, "after", n, contracts, cm.Effects)
+		lastCapture = req.CaptureID
+		readCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second)+seconds(settleS))
+		after := m.readAfter(readCtx, inst, req)
+		cancel()
+		if fresh != nil {
+			opts.Freshness = &judge.Freshness{Field: fresh.Field, WindowS: fresh.WindowS, Now: m.clock().Now().UTC()}
+		}
+		all := judge.Verdict{Decision: judge.Confirmed}
+		for k, c := range group {
+			out[k] = judge.Judge(c, before, after, opts)
+			if out[k].Decision != judge.Confirmed {
+				all = out[k]
+			}
+		}
+		return all
+	}
+	final := judge.Poll(ctx, m.clock(), judge.PollOptions{Timeout: timeout, Settle: seconds(settleS), Interval: m.PollInterval}, check)
+	if len(final.Reasons) == 1 && final.Reasons[0].Code == judge.ReasonSettleInterrupted {
+		for k := range out {
+			out[k] = final
+			out[k].ContractHash = group[k].Hash
+		}
+	}
+	for k, c := range group {
+		m.applyHook(ctx, inst, info, lastCapture, cm.Effects[k], c, &out[k])
+	}
+	return out
+}
+
+// readAfter reads the pinned adapter once. Every failure, transport or
+// protocol, is an unreachable read: never a partial read set.
+func (m *Manager) readAfter(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) judge.Snapshot {
+	capt, err := inst.CaptureAfter(ctx, req)
+	if err != nil {
+		return judge.Snapshot{Reachable: false, Reason: err.Error()}
+	}
+	defer capt.Close()
+	if !capt.Reachable {
+		reason := capt.Reason
+		if reason == "" {
+			reason = "unreachable"
+		}
+		return judge.Snapshot{Reachable: false, Reason: reason}
+	}
+	var recs []judge.Record
+	for batch, err := range capt.RawBatches() {
+		if err != nil {
+			return judge.Snapshot{Reachable: false, Reason: err.Error()}
+		}
+		for _, raw := range batch {
+			r, err := decodeRecord(raw)
+			if err != nil {
+				return judge.Snapshot{Reachable: false, Reason: err.Error()}
+			}
+			recs = append(recs, r)
+		}
+	}
+	return judge.Snapshot{Reachable: true, Records: recs}
+}
+
+// applyHook lets the adapter demote the verdict. A hook that fails (other
+// than not existing) leaves doubt: a CONFIRMED becomes INDETERMINATE.
+func (m *Manager) applyHook(ctx context.Context, inst *pluginhost.Instance, info sdk.Info, captureID string, index int, c *judge.Contract, v *judge.Verdict) {
+	req := sdk.VerdictRequest{
+		CaptureID: captureID, EffectIndex: index, ContractHash: c.Hash,
+		Verdict: sdk.Verdict(v.Decision), Tier: info.Tier,
+	}
+	for _, r := range v.Reasons {
+		req.Reasons = append(req.Reasons, sdk.Reason{Code: r.Code, Message: r.Message})
+	}
+	if v.ObservedCount != nil {
+		n := int64(*v.ObservedCount)
+		req.ObservedCount = &n
+	}
+	if v.ExpectedCount != nil {
+		n := int64(*v.ExpectedCount)
+		req.ExpectedCount = &n
+	}
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := inst.Verdict(hctx, req)
+	switch {
+	case errors.Is(err, plugin.ErrNoVerdictHook):
+		return
+	case err != nil:
+		judge.Demote(v, judge.Indeterminate, "ADAPTER_HOOK_FAILED",
+			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+err.Error(), info.AbsenceNotProof)
+		return
+	case d.IsZero():
+		return
+	}
+	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, d.Message, info.AbsenceNotProof) {
+		m.logger().Warn("ignored a verdict hook answer that is not a demotion", "kind", inst.Kind(), "from", v.Decision, "to", d.Verdict)
+	}
+}
+
+// decodeRecord decodes one adapter record, keeping numbers exact.
+func decodeRecord(raw []byte) (judge.Record, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var r judge.Record
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("a record is not a JSON object: %w", err)
+	}
+	if r == nil {
+		return nil, errors.New("a record is null, not a JSON object")
+	}
+	return r, nil
+}

@@ -1,0 +1,222 @@
+// Package store keeps sessions, their baselines and their results, so that a
+// session begun before a daemon restart can still be verified after it. The
+// default store is embedded: one bbolt file under the daemon's data dir,
+// nothing to install.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrNotFound is returned for an unknown session.
+var ErrNotFound = errors.New("no such session")
+
+// ErrExists is returned when a session id is already taken.
+var ErrExists = errors.New("session already exists")
+
+var (
+	bucketSessions  = []byte("sessions")
+	bucketResults   = []byte("results")
+	bucketBaselines = []byte("baselines")
+)
+
+// Store is the embedded session store.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens (creating if needed) the store file verifierd.db in dir.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the data dir: %w", err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, "verifierd.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("opening the store in %s: %w (is another verifierd using this data dir?)", dir, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketSessions, bucketResults, bucketBaselines} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the store file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// CreateSession records a new session's metadata.
+func (s *Store) CreateSession(id string, meta []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		if b.Get([]byte(id)) != nil {
+			return ErrExists
+		}
+		return b.Put([]byte(id), meta)
+	})
+}
+
+// Session returns a session's metadata and, once verified, its result.
+func (s *Store) Session(id string) (meta, result []byte, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketSessions).Get([]byte(id))
+		if m == nil {
+			return ErrNotFound
+		}
+		meta = append([]byte(nil), m...)
+		if r := tx.Bucket(bucketResults).Get([]byte(id)); r != nil {
+			result = append([]byte(nil), r...)
+		}
+		return nil
+	})
+	return meta, result, err
+}
+
+// FinishSession stores a session's result once. When a result is already
+// stored (a concurrent or repeated Verify), that one is returned and kept.
+func (s *Store) FinishSession(id string, result []byte) (stored []byte, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		b := tx.Bucket(bucketResults)
+		if r := b.Get([]byte(id)); r != nil {
+			stored = append([]byte(nil), r...)
+			return nil
+		}
+		stored = result
+		if err := b.Put([]byte(id), result); err != nil {
+			return err
+		}
+		// The baseline is no longer needed once the result is final.
+		bb := tx.Bucket(bucketBaselines)
+		if bb.Bucket([]byte(id)) != nil {
+			return bb.DeleteBucket([]byte(id))
+		}
+		return nil
+	})
+	return stored, err
+}
+
+// BaselineWriter appends one capture's records to a session's baseline in
+// chunks, each chunk one transaction, so that a large baseline is never held
+// whole in a transaction.
+type BaselineWriter struct {
+	s       *Store
+	key     []byte
+	pending []byte
+	n       int
+	seq     uint64
+}
+
+// chunkBytes bounds one stored chunk.
+const chunkBytes = 4 << 20
+
+// NewBaseline starts writing capture number capture of session id.
+func (s *Store) NewBaseline(id string, capture int) *BaselineWriter {
+	return &BaselineWriter{s: s, key: baselineKey(id, capture)}
+}
+
+func baselineKey(id string, capture int) []byte {
+	return fmt.Appendf(nil, "%s/%d", id, capture)
+}
+
+// Add appends one record (its JSON bytes).
+func (w *BaselineWriter) Add(rec []byte) error {
+	w.pending = binary.AppendUvarint(w.pending, uint64(len(rec)))
+	w.pending = append(w.pending, rec...)
+	w.n++
+	if len(w.pending) >= chunkBytes {
+		return w.flush()
+	}
+	return nil
+}
+
+// Close writes what is pending.
+func (w *BaselineWriter) Close() error { return w.flush() }
+
+func (w *BaselineWriter) flush() error {
+	if w.n == 0 && w.seq > 0 {
+		return nil
+	}
+	chunk := w.pending
+	w.pending, w.n = nil, 0
+	seq := w.seq
+	w.seq++
+	return w.s.db.Update(func(tx *bolt.Tx) error {
+		parent, err := tx.Bucket(bucketBaselines).CreateBucketIfNotExists(sessionOf(w.key))
+		if err != nil {
+			return err
+		}
+		b, err := parent.CreateBucketIfNotExists(w.key)
+		if err != nil {
+			return err
+		}
+		return b.Put(binary.BigEndian.AppendUint64(nil, seq), chunk)
+	})
+}
+
+func sessionOf(key []byte) []byte {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[:i]
+		}
+	}
+	return key
+}
+
+// ReadBaseline calls fn for every record of capture number capture of
+// session id, in the order written. The bytes passed to fn are valid only
+// during the call.
+func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) error {
+	key := baselineKey(id, capture)
+	return s.db.View(func(tx *bolt.Tx) error {
+		parent := tx.Bucket(bucketBaselines).Bucket([]byte(id))
+		if parent == nil {
+			return ErrNotFound
+		}
+		b := parent.Bucket(key)
+		if b == nil {
+			return ErrNotFound
+		}
+		return b.ForEach(func(_, chunk []byte) error {
+			for len(chunk) > 0 {
+				n, k := binary.Uvarint(chunk)
+				if k <= 0 || uint64(len(chunk)-k) < n {
+					return fmt.Errorf("baseline %s is corrupt", key)
+				}
+				if err := fn(chunk[k : k+int(n)]); err != nil {
+					return err
+				}
+				chunk = chunk[k+int(n):]
+			}
+			return nil
+		})
+	})
+}
+
+// DropBaseline removes every baseline capture of a session that was never
+// created (a Begin that was refused part-way).
+func (s *Store) DropBaseline(id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		bb := tx.Bucket(bucketBaselines)
+		if bb.Bucket([]byte(id)) == nil {
+			return nil
+		}
+		return bb.DeleteBucket([]byte(id))
+	})
+}

@@ -1,0 +1,569 @@
+package adaptertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// Harness describes an adapter and the system of record it reads. Every hook
+// is required: a missing one fails the run, because an adapter that was not
+// shown each hazard has not qualified.
+type Harness struct {
+	// Binary is the adapter's plugin binary. When set, the kit runs it as a
+	// go-plugin subprocess exactly as the daemon does (handshake, AutoMTLS,
+	// an environment of Env only). When empty, Factory runs in process.
+	Binary  string
+	Env     []string
+	Factory func() sdk.Adapter
+
+	// Config configures the adapter against the working system of record,
+	// with the right credentials.
+	Config func(t *testing.T) sdk.ConfigureRequest
+	// BadCredentials is Config with credentials the system of record
+	// refuses. Configure must accept it (a refusal is only for a malformed
+	// section); the captures must then report the system as unreachable.
+	BadCredentials func(t *testing.T) sdk.ConfigureRequest
+
+	// Selector is the bound selector of the effect under test, naming one
+	// entity; IdentityField names the field that identifies a record ("id"
+	// when empty).
+	Selector      map[string]string
+	IdentityField string
+
+	// Reset leaves no record matching Selector (other records may stay).
+	Reset func(t *testing.T)
+	// WriteCorrect writes one record matching Selector, as the automation
+	// would, and returns its identity.
+	WriteCorrect func(t *testing.T) string
+	// WriteWrongEntity writes one record of the same shape for another
+	// entity (a Selector field holds another value) and returns its
+	// identity.
+	WriteWrongEntity func(t *testing.T) string
+	// WriteDuplicate writes one more record matching Selector, as a double
+	// submit would (same content, its own identity), and returns its
+	// identity.
+	WriteDuplicate func(t *testing.T) string
+	// WriteStale writes one record matching Selector whose timestamp field
+	// is long past, and returns the field's name and the stored text.
+	WriteStale func(t *testing.T) (field, value string)
+	// WriteLater starts writing one record matching Selector that lands
+	// after delay, and returns at once.
+	WriteLater func(t *testing.T, delay time.Duration)
+	// SetReachable takes the system of record down (false) or brings it
+	// back (true).
+	SetReachable func(t *testing.T, reachable bool)
+	// SeedMany writes n records matching Selector, each its own identity.
+	SeedMany func(t *testing.T, n int)
+}
+
+// ManyRecords is how many records SeedMany is asked for: enough to span
+// dozens of batches, so a capture streams and a crash can land inside it.
+const ManyRecords = 50_000
+
+// LateWrite is the delay given to WriteLater.
+const LateWrite = time.Second
+
+// Run qualifies the adapter described by h. Subtests run in order and share
+// the system of record, so they are not parallel.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	h.check(t)
+	if h.IdentityField == "" {
+		h.IdentityField = "id"
+	}
+	k := &kit{h: h}
+
+	t.Run("info", k.info)
+	t.Run("configure_and_test_connection", k.configure)
+	t.Run("empty_read", k.empty)
+	t.Run("correct_write", k.correctWrite)
+	t.Run("wrong_entity", k.wrongEntity)
+	t.Run("duplicate_rows", k.duplicates)
+	t.Run("stale_row", k.stale)
+	t.Run("settles_later", k.settlesLater)
+	t.Run("bad_credentials_unreachable", k.badCredentials)
+	t.Run("unreachable_before", k.unreachableBefore)
+	t.Run("unreachable_after", k.unreachableAfter)
+	t.Run("many_records_stream", k.many)
+	t.Run("crash_mid_capture", k.crash)
+}
+
+func (h Harness) check(t *testing.T) {
+	t.Helper()
+	for _, hook := range []struct {
+		name    string
+		missing bool
+	}{
+		{"Binary or Factory", h.Binary == "" && h.Factory == nil},
+		{"Config", h.Config == nil},
+		{"BadCredentials", h.BadCredentials == nil},
+		{"Selector", len(h.Selector) == 0},
+		{"Reset", h.Reset == nil},
+		{"WriteCorrect", h.WriteCorrect == nil},
+		{"WriteWrongEntity", h.WriteWrongEntity == nil},
+		{"WriteDuplicate", h.WriteDuplicate == nil},
+		{"WriteStale", h.WriteStale == nil},
+		{"WriteLater", h.WriteLater == nil},
+		{"SetReachable", h.SetReachable == nil},
+		{"SeedMany", h.SeedMany == nil},
+	} {
+		if hook.missing {
+			t.Fatalf("adaptertest: Harness.%s is required", hook.name)
+		}
+	}
+}
+
+type kit struct {
+	h    Harness
+	runs int
+}
+
+// running is one adapter instance behind the real plugin client.
+type running struct {
+	plugin.Client
+	kill func() // abrupt death, as a crash
+}
+
+// start runs a fresh adapter instance and configures it with cfg.
+func (k *kit) start(t *testing.T, cfg sdk.ConfigureRequest) *running {
+	return k.startAs(t, cfg, "Configure")
+}
+
+// startAs is start with the name of the configuration in failure messages.
+func (k *kit) startAs(t *testing.T, cfg sdk.ConfigureRequest, what string) *running {
+	t.Helper()
+	var r *running
+	if k.h.Binary != "" {
+		logs := &lockedBuffer{}
+		cmd := exec.Command(k.h.Binary)
+		cmd.Env = k.h.Env
+		logger := hclog.New(&hclog.LoggerOptions{Name: "adapter", Output: logs, Level: hclog.Debug})
+		sp, err := plugin.Start(plugin.ClientConfig(cmd, logger))
+		if err != nil {
+			t.Fatalf("starting %s: %v", k.h.Binary, err)
+		}
+		t.Cleanup(func() {
+			sp.Kill()
+			if t.Failed() {
+				t.Logf("adapter log:\n%s", logs.String())
+			}
+		})
+		r = &running{Client: sp, kill: func() {
+			if p, err := os.FindProcess(sp.Pid()); err == nil {
+				p.Kill()
+			}
+		}}
+	} else {
+		ip, err := plugin.NewInProcess(k.h.Factory, nil)
+		if err != nil {
+			t.Fatalf("starting the adapter in process: %v", err)
+		}
+		t.Cleanup(func() { ip.Close() })
+		r = &running{Client: ip, kill: ip.Crash}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r.Configure(ctx, cfg); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return r
+}
+
+func (k *kit) req() sdk.CaptureRequest {
+	k.runs++
+	return sdk.CaptureRequest{
+		CaptureID:     "adaptertest-" + strconv.Itoa(k.runs),
+		Selector:      k.h.Selector,
+		IdentityField: k.h.IdentityField,
+		Timeout:       30 * time.Second,
+		EffectKind:    "record_written",
+	}
+}
+
+// read is one complete capture.
+type read struct {
+	reachable bool
+	reason    string
+	at        time.Time
+	records   []sdk.Record
+}
+
+// capture reads through r and fails the test on any error: in the kit's
+// scenarios every outcome, outages included, must be data.
+func (k *kit) capture(t *testing.T, r *running, after bool) read {
+	t.Helper()
+	req := k.req()
+	ctx, cancel := context.WithTimeout(t.Context(), req.Timeout)
+	defer cancel()
+	which, call := "CaptureBefore", r.CaptureBefore
+	if after {
+		which, call = "CaptureAfter", r.CaptureAfter
+	}
+	c, err := call(ctx, req)
+	if err != nil {
+		t.Fatalf("%s returned an error; an outage or a refusal must be Reachable=false, not an error: %v", which, err)
+	}
+	recs, err := c.Records()
+	if err != nil {
+		t.Fatalf("%s: reading its records: %v", which, err)
+	}
+	if !c.Reachable && len(recs) > 0 {
+		t.Fatalf("%s: an unreachable read carried %d records", which, len(recs))
+	}
+	return read{reachable: c.Reachable, reason: c.Reason, at: c.At, records: recs}
+}
+
+func (k *kit) mustReach(t *testing.T, rd read, which string) {
+	t.Helper()
+	if !rd.reachable {
+		t.Fatalf("%s: the working system of record was reported unreachable: %s", which, rd.reason)
+	}
+}
+
+// matching returns the records that match the Selector, and checks that
+// each has an identity.
+func (k *kit) matching(t *testing.T, rd read) []sdk.Record {
+	t.Helper()
+	var out []sdk.Record
+	for _, r := range rd.records {
+		if !matches(r, k.h.Selector) {
+			continue
+		}
+		if _, ok := text(r[k.h.IdentityField]); !ok {
+			t.Errorf("record %v matches the selector but has no %q identity field", r, k.h.IdentityField)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (k *kit) identities(rs []sdk.Record) []string {
+	var ids []string
+	for _, r := range rs {
+		id, _ := text(r[k.h.IdentityField])
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (k *kit) info(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	info, err := r.GetInfo(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Kind == "" {
+		t.Error("Info.Kind is empty")
+	}
+	if !info.Tier.Valid() {
+		t.Errorf("Info.Tier = %d; want 1 to 4", info.Tier)
+	}
+	if _, err := plugin.NegotiateAPIVersion(info.APIVersions); err != nil {
+		t.Error(err)
+	}
+}
+
+func (k *kit) configure(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	res, err := r.TestConnection(t.Context())
+	if err != nil {
+		t.Fatalf("TestConnection: %v", err)
+	}
+	if !res.Reachable {
+		t.Fatalf("TestConnection against the working system of record: unreachable: %s", res.Message)
+	}
+}
+
+func (k *kit) empty(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	before := time.Now()
+	rd := k.capture(t, r, false)
+	k.mustReach(t, rd, "CaptureBefore")
+	if n := len(k.matching(t, rd)); n != 0 {
+		t.Errorf("after Reset, %d records match the selector; want 0", n)
+	}
+	if rd.at.IsZero() || rd.at.Before(before.Add(-time.Minute)) || rd.at.After(time.Now().Add(time.Minute)) {
+		t.Errorf("capture time %v is not the time of the read (%v)", rd.at, before)
+	}
+}
+
+func (k *kit) correctWrite(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	k.mustReach(t, k.capture(t, r, false), "CaptureBefore")
+	id := k.h.WriteCorrect(t)
+	got := k.identities(k.matching(t, k.capture(t, r, true)))
+	if len(got) != 1 || got[0] != id {
+		t.Errorf("after one correct write, records matching the selector have identities %q; want [%q]", got, id)
+	}
+}
+
+func (k *kit) wrongEntity(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	wrong := k.h.WriteWrongEntity(t)
+	rd := k.capture(t, r, true)
+	k.mustReach(t, rd, "CaptureAfter")
+	if n := len(k.matching(t, rd)); n != 0 {
+		t.Errorf("a write for another entity shows as %d records matching the selector; want 0", n)
+	}
+	for _, rec := range rd.records {
+		if id, _ := text(rec[k.h.IdentityField]); id == wrong && matches(rec, k.h.Selector) {
+			t.Errorf("the wrong entity's record %v is indistinguishable from the selected one", rec)
+		}
+	}
+	id := k.h.WriteCorrect(t)
+	got := k.identities(k.matching(t, k.capture(t, r, true)))
+	if len(got) != 1 || got[0] != id {
+		t.Errorf("with a wrong-entity record present, one correct write reads as %q; want [%q]", got, id)
+	}
+}
+
+func (k *kit) duplicates(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	first := k.h.WriteCorrect(t)
+	second := k.h.WriteDuplicate(t)
+	if first == second {
+		t.Fatalf("WriteDuplicate returned the identity of the first write (%q); a duplicate row has its own", first)
+	}
+	got := k.identities(k.matching(t, k.capture(t, r, true)))
+	if len(got) != 2 || !(got[0] == first && got[1] == second || got[0] == second && got[1] == first) {
+		t.Errorf("a double submit reads as %q; want both rows %q and %q (duplicates must never be collapsed)", got, first, second)
+	}
+}
+
+func (k *kit) stale(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	field, value := k.h.WriteStale(t)
+	got := k.matching(t, k.capture(t, r, true))
+	if len(got) != 1 {
+		t.Fatalf("a stale row reads as %d records matching the selector; want 1 (the judge decides freshness, not the adapter)", len(got))
+	}
+	if v, ok := text(got[0][field]); !ok || v != value {
+		t.Errorf("the stale row's %q reads as %q (present %v); want the stored %q, untouched", field, v, ok, value)
+	}
+}
+
+func (k *kit) settlesLater(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	k.mustReach(t, k.capture(t, r, false), "CaptureBefore")
+	k.h.WriteLater(t, LateWrite)
+	if n := len(k.matching(t, k.capture(t, r, true))); n != 0 {
+		t.Fatalf("a write due in %v already reads as %d records", LateWrite, n)
+	}
+	deadline := time.Now().Add(LateWrite + 15*time.Second)
+	for {
+		start := time.Now()
+		n := len(k.matching(t, k.capture(t, r, true)))
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("one capture took %v, past its timeout", took)
+		}
+		if n == 1 {
+			return
+		}
+		if n > 1 {
+			t.Fatalf("the late write reads as %d records; want 1", n)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a write due after %v was still not read %v later: CaptureAfter must read afresh every time", LateWrite, LateWrite+15*time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (k *kit) badCredentials(t *testing.T) {
+	r := k.startAs(t, k.h.BadCredentials(t), "Configure with BadCredentials (wrong credentials are an outage, not a malformed section)")
+	k.h.Reset(t)
+	k.h.WriteCorrect(t)
+	res, err := r.TestConnection(t.Context())
+	if err != nil {
+		t.Errorf("TestConnection with refused credentials returned an error; want Reachable=false: %v", err)
+	} else if res.Reachable {
+		t.Error("TestConnection with refused credentials reports the system reachable")
+	}
+	for _, after := range []bool{false, true} {
+		rd := k.capture(t, r, after)
+		if rd.reachable {
+			t.Errorf("capture (after=%v) with refused credentials: reachable with %d records; want Reachable=false", after, len(rd.records))
+		} else if rd.reason == "" {
+			t.Errorf("capture (after=%v) with refused credentials gives no reason", after)
+		}
+	}
+}
+
+func (k *kit) down(t *testing.T) {
+	k.h.SetReachable(t, false)
+	t.Cleanup(func() { k.h.SetReachable(t, true) })
+}
+
+func (k *kit) unreachableBefore(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	k.down(t)
+	if rd := k.capture(t, r, false); rd.reachable {
+		t.Errorf("CaptureBefore during an outage: reachable with %d records; want Reachable=false", len(rd.records))
+	}
+	if res, err := r.TestConnection(t.Context()); err != nil || res.Reachable {
+		t.Errorf("TestConnection during an outage = %+v, %v; want Reachable=false and no error", res, err)
+	}
+	k.h.SetReachable(t, true)
+	k.mustReach(t, k.capture(t, r, false), "CaptureBefore after the outage")
+}
+
+func (k *kit) unreachableAfter(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	k.mustReach(t, k.capture(t, r, false), "CaptureBefore")
+	id := k.h.WriteCorrect(t)
+	k.down(t)
+	if rd := k.capture(t, r, true); rd.reachable {
+		t.Errorf("CaptureAfter during an outage: reachable with %d records; want Reachable=false (an empty read would look like a missing write)", len(rd.records))
+	}
+	k.h.SetReachable(t, true)
+	got := k.identities(k.matching(t, k.capture(t, r, true)))
+	if len(got) != 1 || got[0] != id {
+		t.Errorf("after the outage the write reads as %q; want [%q]", got, id)
+	}
+}
+
+func (k *kit) many(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	k.h.SeedMany(t, ManyRecords)
+	ids := k.identities(k.matching(t, k.capture(t, r, true)))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	if len(ids) != ManyRecords || len(seen) != ManyRecords {
+		t.Errorf("%d seeded records read as %d records with %d distinct identities", ManyRecords, len(ids), len(seen))
+	}
+}
+
+// crash kills the adapter while a capture streams. The read must end in
+// ErrPluginShutdown; it may only end cleanly if every record had already
+// arrived, and never as a shorter read set.
+func (k *kit) crash(t *testing.T) {
+	r := k.start(t, k.h.Config(t))
+	k.h.Reset(t)
+	k.h.SeedMany(t, ManyRecords)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := r.CaptureAfter(ctx, k.req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Reachable {
+		t.Fatalf("CaptureAfter: unreachable: %s", c.Reason)
+	}
+	got, killed := 0, false
+	var final error
+	for batch, err := range c.RawBatches() {
+		if err != nil {
+			final = err
+			break
+		}
+		got += len(batch)
+		if !killed {
+			r.kill()
+			killed = true
+		}
+	}
+	switch {
+	case errors.Is(final, plugin.ErrPluginShutdown):
+		t.Logf("killed after %d of %d records: the read ended in ErrPluginShutdown", got, ManyRecords)
+	case final != nil:
+		t.Errorf("after the kill the read ended with %v; want an error wrapping plugin.ErrPluginShutdown", final)
+	case got != ManyRecords:
+		t.Errorf("after the kill the read ended cleanly with %d of %d records: a partial read passed as complete", got, ManyRecords)
+	default:
+		t.Logf("the whole read (%d records) had arrived before the kill landed", got)
+	}
+	if _, err := r.TestConnection(ctx); !errors.Is(err, plugin.ErrPluginShutdown) {
+		t.Errorf("a call to the killed adapter returned %v; want ErrPluginShutdown", err)
+	}
+}
+
+// matches reports whether every selector pair equals the record's value as
+// text. This is only the kit's view of "the selected entity", for telling
+// records apart; verdicts are the judge's.
+func matches(r sdk.Record, selector map[string]string) bool {
+	for k, want := range selector {
+		got, ok := text(r[k])
+		if !ok {
+			return false
+		}
+		if got == want {
+			continue
+		}
+		// A number read back as 1.0 is the selected 1; a string "1.0" is not.
+		if _, isString := r[k].(string); isString || !sameNumber(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// text is a record value as text; a missing or null value has none.
+func text(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func sameNumber(a, b string) bool {
+	x, ok1 := new(big.Rat).SetString(a)
+	y, ok2 := new(big.Rat).SetString(b)
+	return ok1 && ok2 && x.Cmp(y) == 0
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,23 @@
+// Package adaptertest is the qualification kit every verifierd adapter must
+// pass, first-party and customer alike. The adapter's author supplies a
+// Harness: hooks that put the real system of record into the states that
+// fool naive verifiers (a write for the wrong entity, a double submit, a
+// stale row, a write that lands late, wrong credentials, an outage before or
+// after the action) and a way to run the adapter. Run then drives the adapter
+// through the same plugin client the daemon uses (a go-plugin subprocess
+// when the Harness names a binary, in process otherwise) and checks what the
+// captures return.
+//
+// The kit checks capture behaviour only. It never decides a verdict: the
+// daemon's judge does that from the captures, and it can only be right if
+// the captures are true. So the kit asks: is every record the selector can
+// see returned, duplicates included? Is a record for another entity kept out
+// or told apart? Is an outage or a credential failure reported as
+// unreachable (data), not as an error and not as an empty read? Does every
+// capture read afresh? Does a plugin that dies mid-capture yield an error
+// (plugin.ErrPluginShutdown) rather than a shorter read set?
+//
+//	func TestQualification(t *testing.T) {
+//		adaptertest.Run(t, adaptertest.Harness{Binary: bin, Config: ..., ...})
+//	}
+package adaptertest

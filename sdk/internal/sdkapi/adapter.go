@@ -1,0 +1,261 @@
+package sdkapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// APIVersion is the in-band adapter API version this SDK speaks. GetInfo
+// lists it; the daemon picks a version both sides speak.
+const APIVersion = "v1"
+
+// Adapter reads one kind of system of record for the daemon. The daemon calls
+// Info once, Configure once, then TestConnection and the captures any number
+// of times, possibly concurrently: implementations must be safe for
+// concurrent use after Configure returns.
+type Adapter interface {
+	// Info describes the adapter. It must not touch the system of record.
+	Info() Info
+	// Configure receives the deployment's section for this adapter. Return a
+	// *ConfigError to refuse it with the offending field's path. Do not
+	// connect here: a system of record that is down is reported by the
+	// captures, not by Configure.
+	Configure(ctx context.Context, req ConfigureRequest) error
+	// TestConnection is a preflight. It may read and must never write. An
+	// unreachable system of record is TestResult.Reachable == false, not an
+	// error; return an error only for a fault in the adapter itself.
+	TestConnection(ctx context.Context) (TestResult, error)
+	// CaptureBefore reads the baseline before the automation acts.
+	CaptureBefore(ctx context.Context, req CaptureRequest) (Capture, error)
+	// CaptureAfter reads the system of record after the automation acted.
+	// It is called repeatedly while the daemon waits for settlement, so it
+	// must read afresh every time (no caching).
+	CaptureAfter(ctx context.Context, req CaptureRequest) (Capture, error)
+}
+
+// VerdictHook is optionally implemented by an Adapter that wants to see the
+// daemon's verdict and possibly demote it (e.g. a surface that knows a
+// confirmation page can be cached). A demotion can never promote: the daemon
+// ignores anything stronger than its own verdict.
+type VerdictHook interface {
+	Verdict(ctx context.Context, req VerdictRequest) (Demotion, error)
+}
+
+// Tier is the independence of an adapter's reading mechanism from the surface
+// the automation acted on. Lower is stronger. It comes from the mechanism,
+// never from configuration.
+type Tier int
+
+const (
+	// TierIndependentSystem reads the system of record through its own API,
+	// database, files or mail (rest, sql, sftp, email, ...).
+	TierIndependentSystem Tier = 1
+	// TierIndependentSession reads through a separate signed-in, read-only
+	// session of the application.
+	TierIndependentSession Tier = 2
+	// TierReacquiredState re-opens the record by another path on screen.
+	TierReacquiredState Tier = 3
+	// TierScreenConsistency reads back the same surface the automation used.
+	TierScreenConsistency Tier = 4
+)
+
+// Valid reports whether t is one of the four tiers.
+func (t Tier) Valid() bool { return t >= TierIndependentSystem && t <= TierScreenConsistency }
+
+// Info describes an adapter.
+type Info struct {
+	// Kind is the name a deployment's `kind:` uses, e.g. "csv-ledger".
+	Kind string
+	// Tier of the adapter's mechanism.
+	Tier Tier
+	// NeedsBaseline is true when the adapter can only be judged with a
+	// baseline captured before the action.
+	NeedsBaseline bool
+	// AbsenceNotProof is true when the adapter's surface can hide records (a
+	// record page, a screen): not finding a record there does not prove it
+	// was not written, so the daemon never halts a step on its "refuted".
+	AbsenceNotProof bool
+	// Description is one line for operators.
+	Description string
+}
+
+// ConfigureRequest carries the deployment's section for one adapter.
+type ConfigureRequest struct {
+	// Kind is the kind the deployment section names.
+	Kind string
+	// Config is the adapter's section as a JSON object, secrets removed.
+	Config json.RawMessage
+	// Params are the run's parameters.
+	Params map[string]string
+	// Secrets maps each secret slot to its resolved value. Never log them.
+	Secrets map[string]string
+	// EffectTimeout bounds one effect's settlement window.
+	EffectTimeout time.Duration
+	// APIVersion is the version the daemon picked.
+	APIVersion string
+}
+
+// DecodeConfig unmarshals Config into v, refusing unknown fields so that a
+// misspelt option is reported instead of ignored.
+func (r ConfigureRequest) DecodeConfig(v any) error {
+	if len(r.Config) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.Config))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return &ConfigError{Message: err.Error()}
+	}
+	return nil
+}
+
+// ConfigError refuses a configuration. Path names the field inside the
+// adapter's section ("options.table"); Message says what is wrong and what to
+// write instead.
+type ConfigError struct {
+	Path    string
+	Message string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+// TestResult is the answer of a preflight.
+type TestResult struct {
+	// Reachable is true when the system of record answered with the
+	// configured credentials.
+	Reachable bool
+	// Message says what was tried and what happened, without secrets.
+	Message string
+	// Warnings are things that work but will hurt later.
+	Warnings []string
+	// Latency is the round-trip time of the probe.
+	Latency time.Duration
+}
+
+// CaptureRequest says what to read for one effect.
+type CaptureRequest struct {
+	// CaptureID is unique per call, for log correlation.
+	CaptureID string
+	// EffectIndex is the effect's position in the step.
+	EffectIndex int
+	// Selector is the contract's `match` with parameters bound. An adapter
+	// may use it to narrow its read; the daemon's judge filters again.
+	Selector map[string]string
+	// IdentityField names the field that identifies a record.
+	IdentityField string
+	// Timeout is the deadline for this capture; ctx carries it too.
+	Timeout time.Duration
+	// ContractHash is the bound contract's hash, for audit logs.
+	ContractHash string
+	// EffectKind is record_written, field_equals or exact_new_set.
+	EffectKind string
+}
+
+// Record is one flat record as a JSON object. Values are strings, numbers
+// (json.Number keeps the exact text; int64 and float64 are accepted when
+// sending), booleans, nil, or nested values that the judge compares as
+// compact JSON.
+type Record map[string]any
+
+// RecordSource yields the records of a capture one at a time, so an adapter
+// reading a million rows never holds them all. Yield a non-nil error to abort
+// the capture: the daemon then discards every record of it.
+type RecordSource = iter.Seq2[Record, error]
+
+// Capture is one read of the system of record. An unreachable system of
+// record (down, credentials refused, timed out) is Reachable == false with a
+// Reason, not an error; its Records are ignored.
+type Capture struct {
+	Reachable bool
+	Reason    string
+	// At is when the read was taken; the zero time means "now".
+	At time.Time
+	// Records may be nil when there are none.
+	Records RecordSource
+}
+
+// Records returns a RecordSource over a slice, for adapters whose reads are
+// small.
+func Records(rs ...Record) RecordSource {
+	return func(yield func(Record, error) bool) {
+		for _, r := range rs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Unreachable is a Capture of a system of record that could not be read.
+func Unreachable(format string, args ...any) Capture {
+	return Capture{Reason: fmt.Sprintf(format, args...), At: time.Now()}
+}
+
+// Verdict is the daemon's judgement of one effect.
+type Verdict string
+
+const (
+	VerdictConfirmed     Verdict = "CONFIRMED"
+	VerdictRefuted       Verdict = "REFUTED"
+	VerdictIndeterminate Verdict = "INDETERMINATE"
+)
+
+// Reason is one machine-readable reason with a human message.
+type Reason struct {
+	Code    string
+	Message string
+}
+
+// VerdictRequest reports the daemon's verdict on one effect to the adapter's
+// VerdictHook.
+type VerdictRequest struct {
+	// CaptureID is the CaptureAfter call that was judged.
+	CaptureID    string
+	EffectIndex  int
+	ContractHash string
+	Verdict      Verdict
+	Reasons      []Reason
+	// ObservedCount and ExpectedCount are nil on INDETERMINATE.
+	ObservedCount *int64
+	ExpectedCount *int64
+	Tier          Tier
+}
+
+// Demotion lowers a verdict. The zero Demotion leaves the verdict as it is.
+type Demotion struct {
+	Verdict    Verdict
+	ReasonCode string
+	Message    string
+}
+
+// IsZero reports whether d demotes nothing.
+func (d Demotion) IsZero() bool { return d.Verdict == "" }
+
+type loggerKey struct{}
+
+// WithLogger returns ctx carrying l; the SDK's server does this for every
+// call so that adapters log through Logger(ctx).
+func WithLogger(ctx context.Context, l hclog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// Logger returns the logger the SDK put in ctx, or a logger that discards
+// everything.
+func Logger(ctx context.Context) hclog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(hclog.Logger); ok {
+		return l
+	}
+	return hclog.NewNullLogger()
+}

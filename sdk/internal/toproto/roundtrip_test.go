@@ -1,0 +1,248 @@
+package toproto_test
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+
+	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
+	"github.com/verifierd/verifierd/sdk/internal/fromproto"
+	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk/internal/toproto"
+)
+
+// wire marshals and unmarshals m, so that a round trip also crosses the real
+// encoding and not only the Go structs.
+func wire[M proto.Message](t *testing.T, m M) M {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := m.ProtoReflect().New().Interface().(M)
+	if err := proto.Unmarshal(b, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestInfoRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := sdkapi.Info{Kind: "csv-ledger", Tier: sdkapi.TierReacquiredState, NeedsBaseline: true, AbsenceNotProof: true, Description: "ledger files"}
+	got, versions := fromproto.Info(wire(t, toproto.GetInfoResponse(in, []string{"v1", "v2"})))
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"v1", "v2"}, versions); diff != "" {
+		t.Errorf("versions (-want +got):\n%s", diff)
+	}
+}
+
+func TestConfigureRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   sdkapi.ConfigureRequest
+	}{
+		{"full", sdkapi.ConfigureRequest{
+			Kind: "sql", Config: json.RawMessage(`{"sql_query":"SELECT 1"}`),
+			Params: map[string]string{"pid": "p1"}, Secrets: map[string]string{"password": "s3cret"},
+			EffectTimeout: 1500 * time.Millisecond, APIVersion: "v1",
+		}},
+		{"empty maps come back empty, not nil", sdkapi.ConfigureRequest{Kind: "x", Params: map[string]string{}, Secrets: map[string]string{}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := fromproto.ConfigureRequest(wire(t, toproto.ConfigureRequest(tc.in)))
+			if diff := cmp.Diff(tc.in, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfigureResponseRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   error
+		want error
+	}{
+		{"accepted", nil, nil},
+		{"refusal keeps its path", &sdkapi.ConfigError{Path: "options.table", Message: "required"}, &sdkapi.ConfigError{Path: "options.table", Message: "required"}},
+		{"wrapped refusal", errors.Join(errors.New("context"), &sdkapi.ConfigError{Path: "a", Message: "b"}), &sdkapi.ConfigError{Path: "a", Message: "b"}},
+		{"any other error refuses without a path", errors.New("no"), &sdkapi.ConfigError{Message: "no"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := fromproto.ConfigureResponse(wire(t, toproto.ConfigureResponse(tc.in)))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// A response that is neither ok nor carries a refusal is still a refusal.
+	if err := fromproto.ConfigureResponse(&adapterv1.ConfigureResponse{}); err == nil {
+		t.Error("an empty ConfigureResponse was taken as accepted")
+	}
+}
+
+func TestTestResultRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := sdkapi.TestResult{Reachable: true, Message: "ok", Warnings: []string{"role can write"}, Latency: 3 * time.Millisecond}
+	if diff := cmp.Diff(in, fromproto.TestResult(wire(t, toproto.TestConnectionResponse(in)))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestCaptureRequestRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := sdkapi.CaptureRequest{
+		CaptureID: "cap-1", EffectIndex: 2, Selector: map[string]string{"patient_id": "p1", "type": "Triage"},
+		IdentityField: "id", Timeout: 5 * time.Second, ContractHash: "sha256:ee92", EffectKind: "record_written",
+	}
+	if diff := cmp.Diff(in, fromproto.CaptureRequest(wire(t, toproto.CaptureSpec(in)))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestHeaderRoundTrip(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
+	now := func() time.Time { return at }
+	tests := []struct {
+		name string
+		in   sdkapi.Capture
+		want fromproto.Header
+	}{
+		{"reachable", sdkapi.Capture{Reachable: true, At: at}, fromproto.Header{Reachable: true, At: at}},
+		{"zero time is now", sdkapi.Capture{Reachable: true}, fromproto.Header{Reachable: true, At: at}},
+		{"unreachable", sdkapi.Capture{Reason: "refused", At: at}, fromproto.Header{Reason: "refused", At: at}},
+		{"unreachable always says why", sdkapi.Capture{At: at}, fromproto.Header{Reason: "the adapter gave no reason", At: at}},
+		{"a reason on a reachable read is dropped", sdkapi.Capture{Reachable: true, Reason: "x", At: at}, fromproto.Header{Reachable: true, At: at}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			chunk := wire(t, toproto.HeaderChunk(tc.in, now))
+			if diff := cmp.Diff(tc.want, fromproto.CaptureHeader(chunk.GetHeader())); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   sdkapi.Record
+		want sdkapi.Record
+	}{
+		{"exact numbers keep their text", sdkapi.Record{"big": json.Number("12345678901234567890"), "dec": json.Number("0.10")},
+			sdkapi.Record{"big": json.Number("12345678901234567890"), "dec": json.Number("0.10")}},
+		{"int64 and float64 become json.Number", sdkapi.Record{"i": int64(math.MaxInt64), "f": 42.5, "one": 1.0},
+			sdkapi.Record{"i": json.Number("9223372036854775807"), "f": json.Number("42.5"), "one": json.Number("1")}},
+		{"strings, booleans and null", sdkapi.Record{"s": "Zoë \"q\" <b>", "t": true, "n": nil, "empty": ""},
+			sdkapi.Record{"s": "Zoë \"q\" <b>", "t": true, "n": nil, "empty": ""}},
+		{"nested values survive as JSON", sdkapi.Record{"o": map[string]any{"a": 1}},
+			sdkapi.Record{"o": map[string]any{"a": json.Number("1")}}},
+		{"empty record", sdkapi.Record{}, sdkapi.Record{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := toproto.Record(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := fromproto.Record(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRecordRefusals(t *testing.T) {
+	t.Parallel()
+	for _, in := range []sdkapi.Record{nil, {"nan": math.NaN()}, {"inf": math.Inf(1)}, {"bad": json.Number("1e")}} {
+		if b, err := toproto.Record(in); err == nil {
+			t.Errorf("toproto.Record(%v) = %s; want an error", in, b)
+		}
+	}
+	for _, in := range []string{``, `null`, `[1]`, `"s"`, `{"a":1} {"b":2}`, `{"a":`} {
+		if r, err := fromproto.Record([]byte(in)); err == nil {
+			t.Errorf("fromproto.Record(%q) = %v; want an error", in, r)
+		}
+	}
+}
+
+func TestBatcherBoundsCountAndBytes(t *testing.T) {
+	t.Parallel()
+	b := toproto.Batcher{MaxRecords: 3, MaxBytes: 100}
+	var batches [][][]byte
+	add := func(rec string) {
+		if full := b.Add([]byte(rec)); full != nil {
+			batches = append(batches, full)
+		}
+	}
+	for range 7 {
+		add("x") // 7 bytes each on the wire: count bound first
+	}
+	add(strings.Repeat("y", 90))  // would overflow the bytes of the open batch
+	add(strings.Repeat("z", 200)) // alone over MaxBytes: a batch of one
+	add("w")
+	if rest := b.Flush(); rest != nil {
+		batches = append(batches, rest)
+	}
+	var sizes []int
+	for _, batch := range batches {
+		sizes = append(sizes, len(batch))
+	}
+	if diff := cmp.Diff([]int{3, 3, 1, 1, 1, 1}, sizes); diff != "" {
+		t.Errorf("batch sizes (-want +got):\n%s", diff)
+	}
+	if b.Flush() != nil {
+		t.Error("Flush after Flush returned records")
+	}
+}
+
+func TestVerdictRoundTrip(t *testing.T) {
+	t.Parallel()
+	obs, exp := int64(2), int64(1)
+	in := sdkapi.VerdictRequest{
+		CaptureID: "c", EffectIndex: 1, ContractHash: "sha256:x", Verdict: sdkapi.VerdictRefuted,
+		Reasons:       []sdkapi.Reason{{Code: "COUNT_OVER", Message: "2 > 1"}},
+		ObservedCount: &obs, ExpectedCount: &exp, Tier: sdkapi.TierIndependentSystem,
+	}
+	if diff := cmp.Diff(in, fromproto.VerdictRequest(wire(t, toproto.VerdictRequest(in)))); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	in.ObservedCount, in.ExpectedCount, in.Verdict = nil, nil, sdkapi.VerdictIndeterminate
+	if diff := cmp.Diff(in, fromproto.VerdictRequest(wire(t, toproto.VerdictRequest(in)))); diff != "" {
+		t.Errorf("nil counts (-want +got):\n%s", diff)
+	}
+
+	for _, d := range []sdkapi.Demotion{{}, {Verdict: sdkapi.VerdictIndeterminate, ReasonCode: "CACHED_PAGE", Message: "m"}} {
+		if diff := cmp.Diff(d, fromproto.Demotion(wire(t, toproto.VerdictResponse(d)))); diff != "" {
+			t.Errorf("demotion (-want +got):\n%s", diff)
+		}
+	}
+	// A demotion with a verdict the daemon cannot read is taken cautiously.
+	got := fromproto.Demotion(&adapterv1.VerdictResponse{Demotion: &adapterv1.Demotion{Verdict: 99, ReasonCode: "X"}})
+	if got.Verdict != sdkapi.VerdictIndeterminate {
+		t.Errorf("unknown demotion verdict = %q; want INDETERMINATE", got.Verdict)
+	}
+}

@@ -1,0 +1,182 @@
+package toproto
+
+import (
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
+	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+)
+
+// GetInfoResponse describes an adapter speaking apiVersions.
+func GetInfoResponse(info sdkapi.Info, apiVersions []string) *adapterv1.GetInfoResponse {
+	return &adapterv1.GetInfoResponse{
+		Kind:            info.Kind,
+		ApiVersions:     apiVersions,
+		Tier:            int32(info.Tier),
+		NeedsBaseline:   info.NeedsBaseline,
+		AbsenceNotProof: info.AbsenceNotProof,
+		Description:     info.Description,
+	}
+}
+
+// ConfigureRequest converts the daemon's configure call.
+func ConfigureRequest(r sdkapi.ConfigureRequest) *adapterv1.ConfigureRequest {
+	return &adapterv1.ConfigureRequest{
+		Kind:          r.Kind,
+		ConfigJson:    r.Config,
+		Params:        r.Params,
+		Secrets:       r.Secrets,
+		EffectTimeout: Duration(r.EffectTimeout),
+		ApiVersion:    r.APIVersion,
+	}
+}
+
+// ConfigureResponse turns an adapter's Configure result into the wire answer.
+// Every error is a refusal; a *sdkapi.ConfigError keeps its field path.
+func ConfigureResponse(err error) *adapterv1.ConfigureResponse {
+	if err == nil {
+		return &adapterv1.ConfigureResponse{Ok: true}
+	}
+	refusal := &adapterv1.ConfigRefusal{Message: err.Error()}
+	var ce *sdkapi.ConfigError
+	if errors.As(err, &ce) {
+		refusal = &adapterv1.ConfigRefusal{Path: ce.Path, Message: ce.Message}
+	}
+	return &adapterv1.ConfigureResponse{Refusal: refusal}
+}
+
+// TestConnectionResponse converts a preflight result.
+func TestConnectionResponse(r sdkapi.TestResult) *adapterv1.TestConnectionResponse {
+	return &adapterv1.TestConnectionResponse{
+		Reachable: r.Reachable,
+		Message:   r.Message,
+		Warnings:  r.Warnings,
+		Latency:   Duration(r.Latency),
+	}
+}
+
+// CaptureSpec converts what the daemon asks an adapter to read.
+func CaptureSpec(r sdkapi.CaptureRequest) *adapterv1.CaptureSpec {
+	return &adapterv1.CaptureSpec{
+		CaptureId:     r.CaptureID,
+		EffectIndex:   int32(r.EffectIndex),
+		Selector:      r.Selector,
+		IdentityField: r.IdentityField,
+		Timeout:       Duration(r.Timeout),
+		ContractHash:  r.ContractHash,
+		EffectKind:    r.EffectKind,
+	}
+}
+
+// HeaderChunk opens a capture stream. A zero At becomes now.
+func HeaderChunk(c sdkapi.Capture, now func() time.Time) *adapterv1.CaptureChunk {
+	at := c.At
+	if at.IsZero() {
+		at = now()
+	}
+	h := &adapterv1.CaptureHeader{Reachable: c.Reachable, CapturedAt: timestamppb.New(at)}
+	if !c.Reachable {
+		h.UnreachableReason = c.Reason
+		if h.UnreachableReason == "" {
+			h.UnreachableReason = "the adapter gave no reason"
+		}
+	}
+	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Header{Header: h}}
+}
+
+// BatchChunk carries encoded records.
+func BatchChunk(records [][]byte) *adapterv1.CaptureChunk {
+	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Batch{Batch: &adapterv1.RecordBatch{RecordsJson: records}}}
+}
+
+// TrailerChunk closes a complete capture stream.
+func TrailerChunk(count int64) *adapterv1.CaptureChunk {
+	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Trailer{Trailer: &adapterv1.CaptureTrailer{RecordCount: count}}}
+}
+
+// Batcher groups encoded records into batches bounded by a record count and a
+// byte size, so that no message carries a whole read set and none exceeds
+// the transport's message limit.
+type Batcher struct {
+	MaxRecords int
+	MaxBytes   int
+
+	pending [][]byte
+	size    int
+}
+
+// Add appends one encoded record and reports a full batch to send, if adding
+// it would overflow the current one. A record alone larger than MaxBytes
+// still forms a batch of one (the caller bounds single records).
+func (b *Batcher) Add(rec []byte) (full [][]byte) {
+	// Per-entry overhead on the wire: tag plus length varint.
+	n := len(rec) + 6
+	if len(b.pending) > 0 && (len(b.pending) >= b.MaxRecords || b.size+n > b.MaxBytes) {
+		full = b.pending
+		b.pending, b.size = nil, 0
+	}
+	b.pending = append(b.pending, rec)
+	b.size += n
+	return full
+}
+
+// Flush returns the pending records, if any.
+func (b *Batcher) Flush() [][]byte {
+	full := b.pending
+	b.pending, b.size = nil, 0
+	return full
+}
+
+// VerdictRequest converts the daemon's verdict for a VerdictHook.
+func VerdictRequest(r sdkapi.VerdictRequest) *adapterv1.VerdictRequest {
+	out := &adapterv1.VerdictRequest{
+		CaptureId:     r.CaptureID,
+		EffectIndex:   int32(r.EffectIndex),
+		ContractHash:  r.ContractHash,
+		Verdict:       Verdict(r.Verdict),
+		ObservedCount: r.ObservedCount,
+		ExpectedCount: r.ExpectedCount,
+		Tier:          int32(r.Tier),
+	}
+	for _, reason := range r.Reasons {
+		out.Reasons = append(out.Reasons, &adapterv1.Reason{Code: reason.Code, Message: reason.Message})
+	}
+	return out
+}
+
+// VerdictResponse converts a hook's answer; the zero Demotion is no demotion.
+func VerdictResponse(d sdkapi.Demotion) *adapterv1.VerdictResponse {
+	if d.IsZero() {
+		return &adapterv1.VerdictResponse{}
+	}
+	return &adapterv1.VerdictResponse{Demotion: &adapterv1.Demotion{
+		Verdict:    Verdict(d.Verdict),
+		ReasonCode: d.ReasonCode,
+		Message:    d.Message,
+	}}
+}
+
+// Verdict maps a verdict to its enum; anything unknown is UNSPECIFIED.
+func Verdict(v sdkapi.Verdict) adapterv1.Verdict {
+	switch v {
+	case sdkapi.VerdictConfirmed:
+		return adapterv1.Verdict_VERDICT_CONFIRMED
+	case sdkapi.VerdictRefuted:
+		return adapterv1.Verdict_VERDICT_REFUTED
+	case sdkapi.VerdictIndeterminate:
+		return adapterv1.Verdict_VERDICT_INDETERMINATE
+	}
+	return adapterv1.Verdict_VERDICT_UNSPECIFIED
+}
+
+// Duration converts a duration; zero stays unset.
+func Duration(d time.Duration) *durationpb.Duration {
+	if d == 0 {
+		return nil
+	}
+	return durationpb.New(d)
+}

@@ -1,0 +1,57 @@
+package plugin
+
+import (
+	"fmt"
+	"slices"
+
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+)
+
+// ProtocolVersion is the go-plugin protocol version. It changes only for a
+// breaking change of the wire contract; additive changes are negotiated in
+// band through APIVersions.
+const ProtocolVersion = 1
+
+// PluginName is the key of the adapter in go-plugin's plugin map.
+const PluginName = "adapter"
+
+// Handshake is shared by the daemon and every adapter binary.
+//
+// The magic cookie is a UX guard, not a security control: it only stops a
+// person from running an adapter binary by hand and wondering why it prints
+// a cryptic line and waits. Anyone can read it here. Security comes from
+// AutoMTLS, the empty plugin environment and the daemon's SHA-256 pins.
+var Handshake = goplugin.HandshakeConfig{
+	ProtocolVersion:  ProtocolVersion,
+	MagicCookieKey:   "VERIFIERD_ADAPTER_PLUGIN",
+	MagicCookieValue: "7c1f0d9a4be35e62a8d04f17c93b5e2d61f8a0c47e9b3d25f6a1c08e74d2b9f3",
+}
+
+// APIVersions lists the in-band API versions this SDK speaks, newest first.
+var APIVersions = []string{sdkapi.APIVersion}
+
+// Transport limits. Every gRPC message is bounded by MaxMessageBytes on both
+// sides; captures are cut into batches of at most MaxBatchRecords records and
+// MaxBatchBytes bytes, well under that bound, so a read set of any size
+// streams and no single record set sits in one message.
+const (
+	MaxMessageBytes = 8 << 20
+	MaxBatchRecords = 1000
+	MaxBatchBytes   = 1 << 20
+	// MaxRecordBytes bounds one encoded record; a larger one fails the
+	// capture with codes.ResourceExhausted.
+	MaxRecordBytes = 4 << 20
+)
+
+// NegotiateAPIVersion picks the newest API version that both this side and
+// an adapter (its GetInfo list) speak.
+func NegotiateAPIVersion(theirs []string) (string, error) {
+	for _, v := range APIVersions {
+		if slices.Contains(theirs, v) {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("adapter speaks API versions %q, this side speaks %q: rebuild the adapter with a matching SDK", theirs, APIVersions)
+}
