@@ -46,6 +46,7 @@ func run(args []string) error {
 	logLevel := fs.String("log-level", "info", "trace, debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
 	drain := fs.Duration("drain", 30*time.Second, "how long SIGTERM waits for in-flight calls")
+	storeSync := fs.Bool("store-sync", true, "fsync every session write; false survives a daemon crash but not a machine crash")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func run(args []string) error {
 	}
 	defer host.Close()
 
-	st, err := store.Open(*dataDir)
+	st, err := store.OpenWith(*dataDir, store.Options{NoSync: !*storeSync})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,9 @@ type Instance struct {
 	info       plugin.Info
 	failures   int
 	nextLaunch time.Time
+	// noHook is set once the adapter answered that it has no Verdict hook,
+	// so later verdicts skip the round trip.
+	noHook bool
 }
 
 // Backoff between failed launches of one instance.
@@ -188,11 +191,23 @@ func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*
 // Verdict calls the adapter's optional demotion hook. It returns
 // plugin.ErrNoVerdictHook (wrapped) when the adapter has none.
 func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	in.mu.Lock()
+	noHook := in.noHook
+	in.mu.Unlock()
+	if noHook {
+		return sdk.Demotion{}, fmt.Errorf("adapter %s: %w", in.spec.Kind, plugin.ErrNoVerdictHook)
+	}
 	c, err := in.client(ctx)
 	if err != nil {
 		return sdk.Demotion{}, err
 	}
-	return c.Verdict(ctx, req)
+	d, err := c.Verdict(ctx, req)
+	if errors.Is(err, plugin.ErrNoVerdictHook) {
+		in.mu.Lock()
+		in.noHook = true
+		in.mu.Unlock()
+	}
+	return d, err
 }
 
 // Kill stops the adapter process abruptly (tests use it to simulate a

@@ -171,9 +171,14 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	return data, nil
 }
 
+// parsedDocs caches parsed deployment and effects documents by content, so
+// that a runtime sending the same deployment on every step parses it once.
+// Both parsers are pure and their results are never mutated.
+var parsedDocs = newDocCache(256)
+
 // parse loads the deployment and the contracts and binds the contracts.
 func parse(deployment, effects []byte, params map[string]string) (*config.Deployment, []*judge.Contract, error) {
-	dep, err := config.ParseDeployment(deployment)
+	dep, err := parsedDocs.deployment(deployment)
 	if err != nil {
 		var ce *config.Error
 		if errors.As(err, &ce) {
@@ -181,7 +186,7 @@ func parse(deployment, effects []byte, params map[string]string) (*config.Deploy
 		}
 		return nil, nil, &Error{Kind: Invalid, Path: "deployment", Message: err.Error()}
 	}
-	list, err := judge.ParseEffects(effects, "effects")
+	list, err := parsedDocs.effects(effects)
 	if err != nil {
 		return nil, nil, judgeError(err)
 	}
@@ -306,6 +311,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	}
 
 	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: deployment, Effects: req.Effects, Params: params, Begin: *res}
+	var writers []*store.BaselineWriter
 	cands := make([]int, 0, len(byCandidate))
 	for ci := range byCandidate {
 		cands = append(cands, ci)
@@ -313,10 +319,13 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	sort.Ints(cands)
 	for n, ci := range cands {
 		effects := byCandidate[ci]
-		cm, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects)
+		cm, w, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects)
 		if err != nil {
 			m.Store.DropBaseline(id)
 			return nil, err
+		}
+		if w != nil {
+			writers = append(writers, w)
 		}
 		cm.Candidate = ci
 		md.Captures = append(md.Captures, cm)
@@ -326,7 +335,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 		m.Store.DropBaseline(id)
 		return nil, err
 	}
-	if err := m.Store.CreateSession(id, raw); err != nil {
+	if err := m.Store.CreateSession(id, raw, writers...); err != nil {
 		m.Store.DropBaseline(id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
@@ -343,7 +352,7 @@ func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
 // captureBaseline reads one selected adapter's baseline once, streaming its
 // records into the store. A needed baseline that cannot be read completely
 // refuses the session.
-func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int) (captureMeta, error) {
+func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int) (captureMeta, *store.BaselineWriter, error) {
 	cm := captureMeta{Effects: effects}
 	var needed []string
 	for _, i := range effects {
@@ -353,7 +362,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	}
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
-	reason, count, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects))
+	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects))
 	cm.Records = count
 	if err != nil {
 		reason = err.Error()
@@ -361,45 +370,46 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	cm.Reachable = reason == ""
 	cm.Reason = reason
 	if !cm.Reachable && len(needed) > 0 {
-		return cm, &Error{Kind: Refused, Path: strings.Join(needed, ", "),
+		return cm, nil, &Error{Kind: Refused, Path: strings.Join(needed, ", "),
 			Message: fmt.Sprintf("the baseline from %s could not be read (%s) and these contracts need it; do not actuate", inst.Kind(), reason)}
 	}
-	return cm, nil
+	if !cm.Reachable {
+		w = nil
+	}
+	return cm, w, nil
 }
 
 // streamBaseline copies a capture into the store. It returns the
-// unreachable reason ("" when read completely) and the record count.
-func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest) (string, int, error) {
+// unreachable reason ("" when read completely), the record count, and the
+// writer whose last chunk CreateSession commits.
+func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest) (string, int, *store.BaselineWriter, error) {
 	capt, err := inst.CaptureBefore(ctx, req)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	defer capt.Close()
 	if !capt.Reachable {
 		for range capt.RawBatches() {
 		}
 		if capt.Reason == "" {
-			return "unreachable", 0, nil
+			return "unreachable", 0, nil, nil
 		}
-		return capt.Reason, 0, nil
+		return capt.Reason, 0, nil, nil
 	}
 	w := m.Store.NewBaseline(id, n)
 	count := 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
-			return "", count, err
+			return "", count, nil, err
 		}
 		for _, rec := range batch {
 			if err := w.Add(rec); err != nil {
-				return "", count, fmt.Errorf("storing the baseline: %w", err)
+				return "", count, nil, fmt.Errorf("storing the baseline: %w", err)
 			}
 			count++
 		}
 	}
-	if err := w.Close(); err != nil {
-		return "", count, fmt.Errorf("storing the baseline: %w", err)
-	}
-	return "", count, nil
+	return "", count, w, nil
 }
 
 func captureRequest(id, phase string, n int, contracts []*judge.Contract, effects []int) sdk.CaptureRequest {

@@ -32,12 +32,24 @@ type Store struct {
 	db *bolt.DB
 }
 
+// Options tune the store.
+type Options struct {
+	// NoSync skips fsync on commit. Sessions then survive a daemon crash
+	// (the kernel still holds the writes) but not a machine crash, which can
+	// lose or corrupt the file; a lost session answers NotFound, never a
+	// verdict. Off by default.
+	NoSync bool
+}
+
 // Open opens (creating if needed) the store file verifierd.db in dir.
-func Open(dir string) (*Store, error) {
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith opens the store with options.
+func OpenWith(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data dir: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, "verifierd.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(filepath.Join(dir, "verifierd.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.NoSync})
 	if err != nil {
 		return nil, fmt.Errorf("opening the store in %s: %w (is another verifierd using this data dir?)", dir, err)
 	}
@@ -59,12 +71,19 @@ func Open(dir string) (*Store, error) {
 // Close closes the store file.
 func (s *Store) Close() error { return s.db.Close() }
 
-// CreateSession records a new session's metadata.
-func (s *Store) CreateSession(id string, meta []byte) error {
+// CreateSession records a new session's metadata. The baselines' last
+// chunks are committed in the same transaction, so a small session costs
+// one durable write.
+func (s *Store) CreateSession(id string, meta []byte, baselines ...*BaselineWriter) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSessions)
 		if b.Get([]byte(id)) != nil {
 			return ErrExists
+		}
+		for _, w := range baselines {
+			if err := w.commit(tx); err != nil {
+				return err
+			}
 		}
 		return b.Put([]byte(id), meta)
 	})
@@ -146,10 +165,17 @@ func (w *BaselineWriter) Add(rec []byte) error {
 	return nil
 }
 
-// Close writes what is pending.
+// Close writes what is pending in a transaction of its own. A writer handed
+// to CreateSession needs no Close: its last chunk is committed there.
 func (w *BaselineWriter) Close() error { return w.flush() }
 
 func (w *BaselineWriter) flush() error {
+	return w.s.db.Update(w.commit)
+}
+
+// commit writes the pending chunk (an empty one for an empty baseline, so
+// that the capture exists) inside tx.
+func (w *BaselineWriter) commit(tx *bolt.Tx) error {
 	if w.n == 0 && w.seq > 0 {
 		return nil
 	}
@@ -157,17 +183,15 @@ func (w *BaselineWriter) flush() error {
 	w.pending, w.n = nil, 0
 	seq := w.seq
 	w.seq++
-	return w.s.db.Update(func(tx *bolt.Tx) error {
-		parent, err := tx.Bucket(bucketBaselines).CreateBucketIfNotExists(sessionOf(w.key))
-		if err != nil {
-			return err
-		}
-		b, err := parent.CreateBucketIfNotExists(w.key)
-		if err != nil {
-			return err
-		}
-		return b.Put(binary.BigEndian.AppendUint64(nil, seq), chunk)
-	})
+	parent, err := tx.Bucket(bucketBaselines).CreateBucketIfNotExists(sessionOf(w.key))
+	if err != nil {
+		return err
+	}
+	b, err := parent.CreateBucketIfNotExists(w.key)
+	if err != nil {
+		return err
+	}
+	return b.Put(binary.BigEndian.AppendUint64(nil, seq), chunk)
 }
 
 func sessionOf(key []byte) []byte {
