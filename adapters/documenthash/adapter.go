@@ -1,0 +1,332 @@
+package documenthash
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "document-hash"
+
+// DefaultGlob matches every file directly under root.
+const DefaultGlob = "*"
+
+type config struct {
+	Kind string `json:"kind"`
+	Root string `json:"root"`
+	Glob string `json:"glob"`
+}
+
+var configKeys = []string{"kind", "root", "glob"}
+
+type settings struct {
+	root string   // absolute
+	glob string   // slash-separated, relative to root
+	segs []string // glob split on '/', for pruning the walk
+}
+
+// Adapter hashes the documents of a store on disk.
+type Adapter struct {
+	settings atomic.Pointer[settings]
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured document-hash adapter; it is the factory for
+// sdk.Serve.
+func New() sdk.Adapter { return &Adapter{} }
+
+// Info describes the adapter: the bytes of the store itself are an
+// independent system-of-record read, and a listing of a folder hides
+// nothing, so absence is proof.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:        Kind,
+		Tier:        sdk.TierIndependentSystem,
+		Description: "SHA-256, size and modification time of each document under a folder",
+	}
+}
+
+// Configure checks that root is an existing folder and that glob is a valid
+// pattern.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	if err := refuseUnknownKeys(req.Config); err != nil {
+		return err
+	}
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
+		return err
+	}
+	if cfg.Kind != "" && cfg.Kind != Kind {
+		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
+	}
+	if cfg.Root == "" {
+		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder that holds the documents"}
+	}
+	root, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+	}
+	fi, err := os.Stat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &sdk.ConfigError{Path: "root", Message: root + " does not exist; name an existing folder"}
+	case err != nil:
+		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+	case !fi.IsDir():
+		return &sdk.ConfigError{Path: "root", Message: root + " is not a folder"}
+	}
+	glob := cfg.Glob
+	if glob == "" {
+		glob = DefaultGlob
+	}
+	if err := checkGlob(glob); err != nil {
+		return &sdk.ConfigError{Path: "glob", Message: err.Error()}
+	}
+	a.settings.Store(&settings{root: root, glob: glob, segs: strings.Split(glob, "/")})
+	return nil
+}
+
+func refuseUnknownKeys(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var section map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &section); err != nil {
+		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
+	}
+	keys := make([]string, 0, len(section))
+	for k := range section {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		known := false
+		for _, c := range configKeys {
+			known = known || k == c
+		}
+		if !known {
+			return &sdk.ConfigError{Path: k, Message: "unknown key for kind document-hash; the keys are root and glob"}
+		}
+	}
+	return nil
+}
+
+// checkGlob accepts a filepath.Match pattern over slash-separated paths
+// relative to root.
+func checkGlob(glob string) error {
+	if strings.HasPrefix(glob, "/") {
+		return errors.New("must be relative to root, e.g. *.pdf or reports/*.pdf")
+	}
+	for _, seg := range strings.Split(glob, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("%q has an empty, . or .. segment; write a path below root such as reports/*.pdf", glob)
+		}
+		if seg == "**" {
+			return fmt.Errorf("%q: ** is not supported; * matches within one folder level, so write one level per segment (*/*.pdf)", glob)
+		}
+	}
+	if _, err := path.Match(glob, ""); err != nil {
+		return fmt.Errorf("%q is not a valid pattern: %v", glob, err)
+	}
+	return nil
+}
+
+var errNotConfigured = errors.New("document-hash adapter: called before Configure")
+
+// TestConnection checks that root can be opened and listed.
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	start := time.Now()
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", s.root, unwrapPath(err)), Latency: time.Since(start)}, nil
+	}
+	defer r.Close()
+	entries, err := fs.ReadDir(r.FS(), ".")
+	latency := time.Since(start)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", s.root, unwrapPath(err)), Latency: latency}, nil
+	}
+	return sdk.TestResult{
+		Reachable: true,
+		Message:   fmt.Sprintf("root %s is readable (%d entries at its top level); documents matching %q are hashed", s.root, len(entries), s.glob),
+		Latency:   latency,
+	}, nil
+}
+
+// CaptureBefore hashes the matching documents before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// CaptureAfter hashes them again, reading every byte afresh.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// capture opens root and streams one record per matching regular file. A
+// root that cannot be opened or listed is unreachable; a failure during the
+// walk aborts the stream, so a partial listing is never judged.
+func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	at := time.Now()
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return sdk.Unreachable("root %s cannot be opened: %v", s.root, unwrapPath(err)), nil
+	}
+	rootInfo, err := r.Stat(".")
+	if err == nil {
+		_, err = fs.ReadDir(r.FS(), ".")
+	}
+	if err != nil {
+		r.Close()
+		return sdk.Unreachable("root %s cannot be listed: %v", s.root, unwrapPath(err)), nil
+	}
+	deadline := req.Timeout
+	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
+		defer r.Close()
+		ctx := ctx
+		if deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, deadline)
+			defer cancel()
+		}
+		stopped := false
+		buf := make([]byte, 64<<10)
+		err := fs.WalkDir(r.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if rel != "." && !s.mayHoldMatches(rel) {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if ok, _ := path.Match(s.glob, rel); !ok {
+				return nil
+			}
+			rec, err := hashFile(ctx, r, rel, d, buf)
+			if err != nil || rec == nil {
+				return err
+			}
+			if !yield(rec, nil) {
+				stopped = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if stopped {
+			return
+		}
+		if err == nil {
+			// A root moved or deleted during the walk leaves the open
+			// folder readable where it went; the read is then not of the
+			// configured root.
+			if now, serr := os.Stat(s.root); serr != nil || !os.SameFile(now, rootInfo) {
+				err = fmt.Errorf("root %s was moved or removed during the read", s.root)
+			}
+		}
+		if err != nil {
+			yield(nil, fmt.Errorf("hashing the documents under %s: %w", s.root, err))
+		}
+	}}, nil
+}
+
+// mayHoldMatches reports whether the folder at rel (slash-separated, not
+// ".") can contain a path the glob matches: * never crosses a '/', so only
+// folders whose path matches the glob's leading segments can.
+func (s *settings) mayHoldMatches(rel string) bool {
+	depth := strings.Count(rel, "/") + 1
+	if depth >= len(s.segs) {
+		return false
+	}
+	ok, _ := path.Match(strings.Join(s.segs[:depth], "/"), rel)
+	return ok
+}
+
+// hashFile returns the record of the document at rel, or nil when it is not
+// a regular file (a folder, a device, a symlink leading out of root or
+// nowhere) or vanished since it was listed.
+func hashFile(ctx context.Context, r *os.Root, rel string, d fs.DirEntry, buf []byte) (sdk.Record, error) {
+	// Root follows a symlink only while it stays inside root, so a link to
+	// /etc/passwd is never read.
+	f, err := r.Open(rel)
+	if err != nil {
+		if d.Type()&fs.ModeSymlink != 0 || errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	h := sha256.New()
+	// Streamed through a fixed buffer: a document is never read whole.
+	n, err := io.CopyBuffer(h, ctxReader{ctx: ctx, r: f}, buf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return sdk.Record{
+		"id":     rel,
+		"path":   rel,
+		"name":   path.Base(rel),
+		"size":   json.Number(strconv.FormatInt(n, 10)),
+		"mtime":  fi.ModTime().UTC().Format(time.RFC3339Nano),
+		"sha256": hex.EncodeToString(h.Sum(nil)),
+	}, nil
+}
+
+// ctxReader stops a long read when the capture's deadline passes.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// unwrapPath drops the *PathError wrapper, whose path repeats what the
+// message already names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

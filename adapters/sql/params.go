@@ -1,0 +1,186 @@
+package sql
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// valueExpr is one sql_query_params entry: a literal, or the name of a run
+// parameter bound at configure time.
+type valueExpr struct {
+	literal string
+	param   string
+}
+
+// parseValueExpr reads "text", {literal: "text"} or {param: name}.
+func parseValueExpr(raw json.RawMessage, path string) (valueExpr, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return valueExpr{literal: s}, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err == nil && len(m) == 1 {
+		if v, ok := m["literal"]; ok {
+			if err := json.Unmarshal(v, &s); err == nil {
+				return valueExpr{literal: s}, nil
+			}
+		}
+		if v, ok := m["param"]; ok {
+			if err := json.Unmarshal(v, &s); err == nil && s != "" {
+				return valueExpr{param: s}, nil
+			}
+		}
+	}
+	return valueExpr{}, &sdk.ConfigError{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
+}
+
+// bindParams resolves every sql_query_params entry against the run's
+// parameters. A {param: name} the run does not supply refuses the
+// configuration: a query must never run with a hole where its subject goes.
+func bindParams(raw map[string]json.RawMessage, params map[string]string) (map[string]string, error) {
+	bound := make(map[string]string, len(raw))
+	for _, name := range sortedKeys(raw) {
+		path := "sql_query_params." + name
+		if !validPlaceholderName(name) {
+			return nil, &sdk.ConfigError{Path: path, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
+		}
+		expr, err := parseValueExpr(raw[name], path)
+		if err != nil {
+			return nil, err
+		}
+		if expr.param == "" {
+			bound[name] = expr.literal
+			continue
+		}
+		v, ok := params[expr.param]
+		if !ok {
+			return nil, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", expr.param, expr.param)}
+		}
+		bound[name] = v
+	}
+	return bound, nil
+}
+
+func validPlaceholderName(s string) bool {
+	if s == "" || !isIdentStart(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isIdentStart(s[i]) && !(s[i] >= '0' && s[i] <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// translatePlaceholders rewrites the named placeholders of q, %(name)s (as
+// in the Python kit) and :name, into the driver's positional '?' and
+// returns the names in the order the driver binds them. Literals and quoted
+// identifiers are left alone, so ':x' inside a string stays text. Values
+// are only ever bound as driver parameters; nothing is spliced into SQL.
+func translatePlaceholders(q string, d dialect) (string, []string, error) {
+	toks, lerr := lex(q, d)
+	if lerr != nil {
+		// The filter has already accepted q; this is only reachable if
+		// they disagree, which is refused rather than guessed at.
+		return "", nil, &sdk.ConfigError{Path: "sql_query", Message: "cannot read " + lerr.token}
+	}
+	var out strings.Builder
+	var names []string
+	last := 0
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.kind != tokPunct {
+			continue
+		}
+		switch t.text {
+		case "%":
+			if n := pyformatAt(toks, i); n > 0 {
+				names = append(names, toks[i+2].text)
+				out.WriteString(q[last:t.start])
+				out.WriteString("?")
+				last = toks[i+n-1].end
+				i += n - 1
+				continue
+			}
+			if adjacent(toks, i, "(") {
+				return "", nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("malformed placeholder at byte %d; write %%(name)s", t.start)}
+			}
+		case ":":
+			prevColon := i > 0 && toks[i-1].kind == tokPunct && toks[i-1].text == ":" && toks[i-1].end == t.start
+			if !prevColon && i+1 < len(toks) && toks[i+1].kind == tokWord && toks[i+1].start == t.end {
+				names = append(names, toks[i+1].text)
+				out.WriteString(q[last:t.start])
+				out.WriteString("?")
+				last = toks[i+1].end
+				i++
+				continue
+			}
+		case "?":
+			return "", nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("positional placeholder ? at byte %d; name it %%(name)s or :name and bind it under sql_query_params", t.start)}
+		case "@", "$":
+			if i+1 < len(toks) && toks[i+1].start == t.end && (toks[i+1].kind == tokWord || toks[i+1].kind == tokNumber) {
+				return "", nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("placeholder %s%s is not supported; write %%(%s)s or :%s and bind it under sql_query_params", t.text, toks[i+1].text, toks[i+1].text, toks[i+1].text)}
+			}
+		}
+	}
+	out.WriteString(q[last:])
+	return out.String(), names, nil
+}
+
+// pyformatAt matches "%(name)s" starting at toks[i], with nothing between the
+// pieces, and returns how many tokens it spans (0 if it does not match).
+func pyformatAt(toks []token, i int) int {
+	if i+4 >= len(toks) {
+		return 0
+	}
+	open, name, closing, s := toks[i+1], toks[i+2], toks[i+3], toks[i+4]
+	if open.text != "(" || name.kind != tokWord || closing.text != ")" || s.kind != tokWord || s.text != "s" {
+		return 0
+	}
+	for k := i; k < i+4; k++ {
+		if toks[k].end != toks[k+1].start {
+			return 0
+		}
+	}
+	return 5
+}
+
+func adjacent(toks []token, i int, text string) bool {
+	return i+1 < len(toks) && toks[i+1].text == text && toks[i+1].start == toks[i].end
+}
+
+// bindArgs lines up the bound values with the query's placeholders. Every
+// placeholder needs an entry and every entry a placeholder, so that a typo
+// on either side is refused instead of reading with a missing value.
+func bindArgs(names []string, bound map[string]string) ([]any, error) {
+	used := make(map[string]bool, len(names))
+	args := make([]any, len(names))
+	for i, n := range names {
+		v, ok := bound[n]
+		if !ok {
+			return nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("placeholder %q has no entry in sql_query_params; add %s: {param: NAME} or a literal", n, n)}
+		}
+		args[i] = v
+		used[n] = true
+	}
+	for _, n := range sortedKeys(bound) {
+		if !used[n] {
+			return nil, &sdk.ConfigError{Path: "sql_query_params." + n, Message: fmt.Sprintf("the query never uses it; write %%(%s)s or :%s in sql_query, or remove the entry", n, n)}
+		}
+	}
+	return args, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,12 @@
+// Command verifier-adapter-sql serves the first-party sql adapter
+// (adapters/sql) as a verifierd plugin. Build it under that name:
+//
+//	go build -o .cache/bin/verifier-adapter-sql ./cmd/plugins/sql
+package main
+
+import (
+	"github.com/verifierd/verifierd/adapters/sql"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+func main() { sdk.Serve(sql.New) }

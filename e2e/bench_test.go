@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/verifierd/verifierd/judge/harness"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// seedRows creates an encounters table with n rows for patient "bench".
+func seedRows(b *testing.B, path string, n int) {
+	b.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	stmts := []string{
+		`PRAGMA journal_mode=WAL`,
+		`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT, type TEXT, note TEXT)`,
+	}
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := tx.Prepare(`INSERT INTO encounters (id, patient_id, type, note) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if _, err := st.Exec(i, "bench", "Consult", "routine visit "+strconv.Itoa(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st.Close()
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
+}
+
+// BenchmarkBeginVerifyPlugin: Begin + Verify through the daemon and the sql
+// plugin subprocess on a 10-row SQLite read (the ten rows are there before
+// and after: an expected_count 10 contract), with the store fsyncing every
+// session write (the default) and without.
+func BenchmarkBeginVerifyPlugin(b *testing.B) {
+	b.Run("fsync", func(b *testing.B) { benchBeginVerify(b, nil) })
+	b.Run("nosync", func(b *testing.B) { benchBeginVerify(b, []string{"--store-sync=false"}) })
+}
+
+func benchBeginVerify(b *testing.B, args []string) {
+	dir := b.TempDir()
+	db := filepath.Join(dir, "bench.db")
+	seedRows(b, db, 10)
+	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: args})
+	client := d.client(b)
+	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db))
+	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10, "timeout_s": 1}]`)
+	ctx := context.Background()
+	run := func() {
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}, Effects: effects, Params: map[string]string{"p": "bench"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := client.Verify(ctx, &verifierv1.VerifyRequest{SessionId: begun.GetSessionId()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+			b.Fatalf("outcome %v", res.GetResult().GetOutcome())
+		}
+	}
+	run() // launch and configure the plugin outside the timing
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		run()
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+}
+
+// BenchmarkJudgeInProcess: the same 10-record judgement with no daemon, no
+// plugin and no store: the floor the plugin path is compared with.
+func BenchmarkJudgeInProcess(b *testing.B) {
+	var recs []string
+	for i := 1; i <= 10; i++ {
+		recs = append(recs, fmt.Sprintf(`{"id": %d, "patient_id": "bench", "type": "Consult", "note": "routine visit %d"}`, i, i))
+	}
+	read := `{"reachable": true, "records": [` + strings.Join(recs, ",") + `]}`
+	input := []byte(`{"effects": [{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10}], "params": {"p": "bench"}, "before": ` + read + `, "after": ` + read + `}`)
+	now := time.Now()
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		t0 := time.Now()
+		if _, code := harness.Run(input, now); code != 0 {
+			b.Fatal("refused")
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+}
+
+// vmHWM is a process's peak resident memory in KiB.
+func vmHWM(pid int) int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkBaselineCapture1M: Begin on a 1,000,000-row SQLite table captures
+// the whole baseline through the sql plugin into the daemon's store; then
+// Verify reads it back and judges it against a second 1,000,000-row read.
+// Reports rows/s of the capture and the peak memory of daemon and plugin.
+func BenchmarkBaselineCapture1M(b *testing.B) {
+	const rows = 1_000_000
+	dir := b.TempDir()
+	db := filepath.Join(dir, "big.db")
+	seedRows(b, db, rows)
+	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data")})
+	client := d.client(b)
+	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters ORDER BY id\n", db))
+	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": "nobody"}, "expected_count": 0, "count_new_only": true, "timeout_s": 60}]`)
+	ctx := context.Background()
+	var beginTotal, verifyTotal time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}, Effects: effects})
+		if err != nil {
+			b.Fatal(err)
+		}
+		beginTotal += time.Since(t0)
+		t1 := time.Now()
+		res, err := client.Verify(ctx, &verifierv1.VerifyRequest{SessionId: begun.GetSessionId()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		verifyTotal += time.Since(t1)
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+			b.Fatalf("outcome %v %v", res.GetResult().GetOutcome(), res.GetResult().GetEffects()[0].GetReasons())
+		}
+	}
+	b.ReportMetric(float64(rows)*float64(b.N)/beginTotal.Seconds(), "capture-rows/s")
+	b.ReportMetric(verifyTotal.Seconds()/float64(b.N), "verify-s")
+	b.ReportMetric(float64(vmHWM(d.cmd.Process.Pid))/1024, "daemon-peak-MiB")
+	if pids := childPIDs(b, d.cmd.Process.Pid, "verifier-adapter-sql"); len(pids) == 1 {
+		b.ReportMetric(float64(vmHWM(pids[0]))/1024, "plugin-peak-MiB")
+	}
+}

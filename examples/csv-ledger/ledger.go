@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// kind is the name deployments use in `kind:`.
+const kind = "csv-ledger"
+
+// ReasonClockSkew is the reason code of the verdict hook's demotion.
+const ReasonClockSkew = "LEDGER_CLOCK_SKEW"
+
+// section is what the daemon sends: the deployment's section with `kind`
+// and the resolved plugin `options` (secret_env is resolved into
+// ConfigureRequest.Secrets and removed).
+type section struct {
+	Kind    string          `json:"kind"`
+	Options json.RawMessage `json:"options"`
+}
+
+type options struct {
+	Path     string `json:"path"`
+	IDColumn string `json:"id_column"`
+}
+
+// ledger reads one CSV file. It is safe for concurrent captures.
+type ledger struct {
+	path     string
+	idColumn string
+
+	mu    sync.Mutex
+	reads map[string]readStamp // by capture id, for the verdict hook
+	order []string             // capture ids, oldest first
+}
+
+// readStamp is what the verdict hook needs to know about one read.
+type readStamp struct {
+	at    time.Time // when the read was taken
+	mtime time.Time // the ledger's modification time as the read saw it
+}
+
+// maxRemembered bounds the reads the verdict hook remembers; a verdict for
+// an older read is left as it is.
+const maxRemembered = 1024
+
+var (
+	_ sdk.Adapter     = (*ledger)(nil)
+	_ sdk.VerdictHook = (*ledger)(nil)
+)
+
+func newLedger() sdk.Adapter { return &ledger{reads: map[string]readStamp{}} }
+
+func (l *ledger) Info() sdk.Info {
+	return sdk.Info{
+		Kind: kind,
+		// The ledger file is the system of record itself.
+		Tier:        sdk.TierIndependentSystem,
+		Description: "rows of a CSV ledger file, one record per row",
+	}
+}
+
+func (l *ledger) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	var sec section
+	if err := req.DecodeConfig(&sec); err != nil {
+		return err
+	}
+	if len(sec.Options) == 0 {
+		return &sdk.ConfigError{Path: "options", Message: "missing: write options: {path: /path/to/ledger.csv}"}
+	}
+	var opts options
+	dec := json.NewDecoder(strings.NewReader(string(sec.Options)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&opts); err != nil {
+		return &sdk.ConfigError{Path: "options", Message: fmt.Sprintf("%v; the options are path and id_column", err)}
+	}
+	if opts.Path == "" {
+		return &sdk.ConfigError{Path: "options.path", Message: "missing: name the CSV ledger file"}
+	}
+	if !filepath.IsAbs(opts.Path) {
+		// The daemon starts plugins in its own working folder, which an
+		// operator should not have to guess.
+		return &sdk.ConfigError{Path: "options.path", Message: fmt.Sprintf("%q is relative; write an absolute path", opts.Path)}
+	}
+	if opts.IDColumn == "" {
+		opts.IDColumn = "id"
+	}
+	l.path, l.idColumn = opts.Path, opts.IDColumn
+	return nil
+}
+
+func (l *ledger) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	start := time.Now()
+	f, _, header, err := l.open()
+	if err != nil {
+		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil
+	}
+	f.Close()
+	return sdk.TestResult{
+		Reachable: true,
+		Message:   fmt.Sprintf("%s is readable; columns %s", l.path, strings.Join(header, ", ")),
+		Latency:   time.Since(start),
+	}, nil
+}
+
+func (l *ledger) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return l.capture(ctx, req)
+}
+
+func (l *ledger) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return l.capture(ctx, req)
+}
+
+// capture streams the ledger's rows. A ledger that cannot be opened or has
+// no usable header is unreachable (data, not an error); a malformed row
+// later aborts the stream, so the daemon never judges part of the file.
+func (l *ledger) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	f, r, header, err := l.open()
+	if err != nil {
+		return sdk.Unreachable("%v", err), nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return sdk.Unreachable("%s: %v", l.path, err), nil
+	}
+	// The read's time is taken after the file's metadata: a write landing
+	// between the two can then never look like a clock running ahead.
+	at := time.Now()
+	l.remember(req.CaptureID, readStamp{at: at, mtime: fi.ModTime()})
+
+	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
+		defer f.Close()
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			row, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, fmt.Errorf("%s: %w", l.path, err))
+				return
+			}
+			rec := make(sdk.Record, len(header))
+			for i, col := range header {
+				rec[col] = row[i]
+			}
+			if !yield(rec, nil) {
+				return
+			}
+		}
+	}}, nil
+}
+
+// open opens the ledger and reads its header row.
+func (l *ledger) open() (*os.File, *csv.Reader, []string, error) {
+	f, err := os.Open(l.path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("the ledger cannot be opened: %w", err)
+	}
+	r := csv.NewReader(f)
+	r.ReuseRecord = true
+	header, err := r.Read()
+	if err != nil {
+		f.Close()
+		if errors.Is(err, io.EOF) {
+			return nil, nil, nil, fmt.Errorf("%s is empty: a ledger starts with a header row", l.path)
+		}
+		return nil, nil, nil, fmt.Errorf("%s: the header row cannot be read: %w", l.path, err)
+	}
+	header = append([]string(nil), header...) // ReuseRecord would overwrite it
+	seen := map[string]bool{}
+	for _, col := range header {
+		if seen[col] {
+			f.Close()
+			return nil, nil, nil, fmt.Errorf("%s: the header names column %q twice", l.path, col)
+		}
+		seen[col] = true
+	}
+	if !seen[l.idColumn] {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("%s has no %q column (id_column); its columns are %s", l.path, l.idColumn, strings.Join(header, ", "))
+	}
+	return f, r, header, nil
+}
+
+func (l *ledger) remember(captureID string, s readStamp) {
+	if captureID == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.reads[captureID]; !ok {
+		l.order = append(l.order, captureID)
+	}
+	l.reads[captureID] = s
+	for len(l.order) > maxRemembered {
+		delete(l.reads, l.order[0])
+		l.order = l.order[1:]
+	}
+}
+
+// Verdict demotes a CONFIRMED verdict when the ledger the judged read came
+// from was modified "after" the read: the machine that wrote it has a
+// clock ahead of this one, so freshness and ordering drawn from the ledger
+// cannot be trusted. It never touches REFUTED or INDETERMINATE, and the
+// daemon would ignore a promotion anyway.
+func (l *ledger) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	if req.Verdict != sdk.VerdictConfirmed {
+		return sdk.Demotion{}, nil
+	}
+	l.mu.Lock()
+	s, ok := l.reads[req.CaptureID]
+	l.mu.Unlock()
+	if !ok || !s.mtime.After(s.at) {
+		return sdk.Demotion{}, nil
+	}
+	return sdk.Demotion{
+		Verdict:    sdk.VerdictIndeterminate,
+		ReasonCode: ReasonClockSkew,
+		Message: fmt.Sprintf("the ledger was last modified at %s, %s after it was read at %s: the writer's clock is ahead, so the read cannot be placed in time; fix the clock (NTP) and verify again",
+			s.mtime.UTC().Format(time.RFC3339Nano), s.mtime.Sub(s.at).Round(time.Millisecond), s.at.UTC().Format(time.RFC3339Nano)),
+	}, nil
+}
