@@ -307,14 +307,9 @@ func (m *Manager) applyHook(ctx context.Context, inst *pluginhost.Instance, info
 
 // decodeRecord decodes one adapter record, keeping numbers exact.
 func decodeRecord(raw []byte) (judge.Record, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var r judge.Record
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("a record is not a JSON object: %w", err)
+	r, err := plugin.DecodeRecord(raw)
+	if err != nil {
+		return nil, err
 	}
-	if r == nil {
-		return nil, errors.New("a record is null, not a JSON object")
-	}
-	return r, nil
+	return judge.Record(r), nil
 }

@@ -309,3 +309,9 @@ func (c *Capture) Records() ([]sdkapi.Record, error) {
 	}
 	return all, nil
 }
+
+// DecodeRecord decodes one record as adapters send it: exactly one JSON
+// object, numbers as json.Number so their text stays exact. Flat records
+// take a fast path; anything else goes through encoding/json. The daemon
+// uses it for stored baselines, which it keeps as the adapter's bytes.
+func DecodeRecord(b []byte) (sdkapi.Record, error) { return fromproto.Record(b) }
