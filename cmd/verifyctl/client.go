@@ -134,23 +134,22 @@ func usageError(stderr io.Writer, format string, args ...any) int {
 	return exitInvalid
 }
 
-func cmdPreflight(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("preflight", flag.ContinueOnError)
+// clientCommand runs one call against the daemon: parse the flags (the
+// shared client flags plus the command's own, registered by flags), check
+// them, dial, call, and print the answer as JSON.
+func clientCommand(name string, args []string, stdout, stderr io.Writer,
+	flags func(fs *flag.FlagSet) (check func() error),
+	call func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error)) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cf clientFlags
 	cf.register(fs)
-	deployment := fs.String("deployment", "", "deployment file (YAML)")
-	ps := params{}
-	fs.Var(ps, "param", "run parameter name=value (repeatable)")
+	check := flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitInvalid
 	}
-	if *deployment == "" {
-		return usageError(stderr, "preflight needs --deployment FILE")
-	}
-	dep, err := os.ReadFile(*deployment)
-	if err != nil {
-		return usageError(stderr, "%v", err)
+	if err := check(); err != nil {
+		return usageError(stderr, "%s: %v", name, err)
 	}
 	conn, ctx, cancel, err := cf.dial()
 	if err != nil {
@@ -158,68 +157,81 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 	}
 	defer conn.Close()
 	defer cancel()
-	res, err := verifierv1.NewVerifierServiceClient(conn).TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, Params: ps})
+	out, err := call(ctx, verifierv1.NewVerifierServiceClient(conn))
 	if err != nil {
 		return callError(stdout, stderr, err)
-	}
-	out := []map[string]any{}
-	for _, c := range res.GetCandidates() {
-		warnings := c.GetWarnings()
-		if warnings == nil {
-			warnings = []string{}
-		}
-		out = append(out, map[string]any{
-			"candidate_index": c.GetCandidateIndex(), "kind": c.GetKind(), "tier": c.GetTier(),
-			"reachable": c.GetReachable(), "message": c.GetMessage(), "warnings": warnings,
-		})
 	}
 	writeJSON(stdout, out)
 	return exitOK
 }
 
-func cmdBegin(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("begin", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clientFlags
-	cf.register(fs)
-	deployment := fs.String("deployment", "", "deployment file (YAML)")
-	deploymentName := fs.String("deployment-name", "", "name of a deployment in the daemon config (instead of --deployment)")
-	effects := fs.String("effects", "", "effects file: a YAML or JSON list of contracts")
+func cmdPreflight(args []string, stdout, stderr io.Writer) int {
+	var deployment string
 	ps := params{}
-	fs.Var(ps, "param", "run parameter name=value (repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return exitInvalid
-	}
-	if (*deployment == "") == (*deploymentName == "") || *effects == "" {
-		return usageError(stderr, "begin needs --effects FILE and one of --deployment FILE or --deployment-name NAME")
-	}
-	req := &verifierv1.BeginRequest{Params: ps}
-	if *deployment != "" {
-		dep, err := os.ReadFile(*deployment)
-		if err != nil {
-			return usageError(stderr, "%v", err)
+	var dep []byte
+	return clientCommand("preflight", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
+		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML)")
+		fs.Var(ps, "param", "run parameter name=value (repeatable)")
+		return func() (err error) {
+			if deployment == "" {
+				return fmt.Errorf("needs --deployment FILE")
+			}
+			dep, err = os.ReadFile(deployment)
+			return err
 		}
-		req.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}
-	} else {
-		req.Deployment = &verifierv1.BeginRequest_DeploymentName{DeploymentName: *deploymentName}
-	}
-	eff, err := os.ReadFile(*effects)
-	if err != nil {
-		return usageError(stderr, "%v", err)
-	}
-	req.Effects = eff
-	conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return usageError(stderr, "%v", err)
-	}
-	defer conn.Close()
-	defer cancel()
-	res, err := verifierv1.NewVerifierServiceClient(conn).Begin(ctx, req)
-	if err != nil {
-		return callError(stdout, stderr, err)
-	}
-	writeJSON(stdout, beginJSON(res))
-	return exitOK
+	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, Params: ps})
+		if err != nil {
+			return nil, err
+		}
+		out := []map[string]any{}
+		for _, cand := range res.GetCandidates() {
+			warnings := cand.GetWarnings()
+			if warnings == nil {
+				warnings = []string{}
+			}
+			out = append(out, map[string]any{
+				"candidate_index": cand.GetCandidateIndex(), "kind": cand.GetKind(), "tier": cand.GetTier(),
+				"reachable": cand.GetReachable(), "message": cand.GetMessage(), "warnings": warnings,
+			})
+		}
+		return out, nil
+	})
+}
+
+func cmdBegin(args []string, stdout, stderr io.Writer) int {
+	var deployment, deploymentName, effects string
+	ps := params{}
+	req := &verifierv1.BeginRequest{}
+	return clientCommand("begin", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
+		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML)")
+		fs.StringVar(&deploymentName, "deployment-name", "", "name of a deployment in the daemon config (instead of --deployment)")
+		fs.StringVar(&effects, "effects", "", "effects file: a YAML or JSON list of contracts")
+		fs.Var(ps, "param", "run parameter name=value (repeatable)")
+		return func() error {
+			if (deployment == "") == (deploymentName == "") || effects == "" {
+				return fmt.Errorf("needs --effects FILE and one of --deployment FILE or --deployment-name NAME")
+			}
+			if deployment != "" {
+				dep, err := os.ReadFile(deployment)
+				if err != nil {
+					return err
+				}
+				req.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}
+			} else {
+				req.Deployment = &verifierv1.BeginRequest_DeploymentName{DeploymentName: deploymentName}
+			}
+			eff, err := os.ReadFile(effects)
+			req.Effects, req.Params = eff, ps
+			return err
+		}
+	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.Begin(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return beginJSON(res), nil
+	})
 }
 
 func beginJSON(res *verifierv1.BeginResponse) map[string]any {
@@ -233,68 +245,51 @@ func beginJSON(res *verifierv1.BeginResponse) map[string]any {
 	return map[string]any{"session_id": res.GetSessionId(), "effects": effects}
 }
 
+// sessionFlag registers --session and checks it was given.
+func sessionFlag(id *string) func(fs *flag.FlagSet) func() error {
+	return func(fs *flag.FlagSet) func() error {
+		fs.StringVar(id, "session", "", "session id from begin")
+		return func() error {
+			if *id == "" {
+				return fmt.Errorf("needs --session ID")
+			}
+			return nil
+		}
+	}
+}
+
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clientFlags
-	cf.register(fs)
-	id := fs.String("session", "", "session id from begin")
-	if err := fs.Parse(args); err != nil {
-		return exitInvalid
-	}
-	if *id == "" {
-		return usageError(stderr, "verify needs --session ID")
-	}
-	conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return usageError(stderr, "%v", err)
-	}
-	defer conn.Close()
-	defer cancel()
-	res, err := verifierv1.NewVerifierServiceClient(conn).Verify(ctx, &verifierv1.VerifyRequest{SessionId: *id})
-	if err != nil {
-		return callError(stdout, stderr, err)
-	}
-	out := stepJSON(res.GetResult())
-	out["session_id"] = res.GetSessionId()
-	writeJSON(stdout, out)
-	return exitOK
+	var id string
+	return clientCommand("verify", args, stdout, stderr, sessionFlag(&id), func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: id})
+		if err != nil {
+			return nil, err
+		}
+		out := stepJSON(res.GetResult())
+		out["session_id"] = res.GetSessionId()
+		return out, nil
+	})
 }
 
 func cmdSession(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("session", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clientFlags
-	cf.register(fs)
-	id := fs.String("session", "", "session id from begin")
-	if err := fs.Parse(args); err != nil {
-		return exitInvalid
-	}
-	if *id == "" {
-		return usageError(stderr, "session needs --session ID")
-	}
-	conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return usageError(stderr, "%v", err)
-	}
-	defer conn.Close()
-	defer cancel()
-	res, err := verifierv1.NewVerifierServiceClient(conn).GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: *id})
-	if err != nil {
-		return callError(stdout, stderr, err)
-	}
-	out := map[string]any{
-		"session_id": res.GetSessionId(),
-		"state":      strings.ToLower(strings.TrimPrefix(res.GetState().String(), "SESSION_STATE_")),
-		"begin":      beginJSON(res.GetBegin()),
-		"begun_at":   res.GetBegunAt().AsTime().Format(time.RFC3339Nano),
-		"result":     nil,
-	}
-	if res.GetResult() != nil {
-		out["result"] = stepJSON(res.GetResult())
-	}
-	writeJSON(stdout, out)
-	return exitOK
+	var id string
+	return clientCommand("session", args, stdout, stderr, sessionFlag(&id), func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: id})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{
+			"session_id": res.GetSessionId(),
+			"state":      strings.ToLower(strings.TrimPrefix(res.GetState().String(), "SESSION_STATE_")),
+			"begin":      beginJSON(res.GetBegin()),
+			"begun_at":   res.GetBegunAt().AsTime().Format(time.RFC3339Nano),
+			"result":     nil,
+		}
+		if res.GetResult() != nil {
+			out["result"] = stepJSON(res.GetResult())
+		}
+		return out, nil
+	})
 }
 
 // stepJSON renders a StepResult in the shape of `verifyctl judge`, plus the
