@@ -27,22 +27,7 @@ import (
 var pluginBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "document-hash-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pluginBinary = filepath.Join(dir, "verifier-adapter-document-hash")
-	build := exec.Command("go", "build", "-o", pluginBinary, "github.com/verifierd/verifierd/cmd/plugins/document-hash")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building verifier-adapter-document-hash:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/cmd/plugins/document-hash", "document-hash", &pluginBinary)
 }
 
 func section(t testing.TB, kv ...string) json.RawMessage {

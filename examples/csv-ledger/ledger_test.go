@@ -25,22 +25,7 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "csv-ledger-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "verifier-adapter-csv-ledger")
-	build := exec.Command("go", "build", "-o", binary, "github.com/verifierd/verifierd/examples/csv-ledger")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building verifier-adapter-csv-ledger:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/examples/csv-ledger", "csv-ledger", &binary)
 }
 
 // start runs the binary as the daemon does: go-plugin, AutoMTLS, an empty
