@@ -17,7 +17,7 @@ BINARIES := \
 	$(BIN)/verifier-adapter-document-hash=./cmd/plugins/document-hash \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench fuzz clean
+.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench fuzz clean
 
 all: build
 
@@ -37,8 +37,13 @@ run: build
 demo: build
 	bash scripts/demo.sh
 
-test: vet fmt-check check-sdk
-	$(GO) test -count=1 ./...
+# deps: the Debian packages of the real servers the tests start on loopback
+# (PostgreSQL, MariaDB, OpenSSH, Chromium); installs only what is missing.
+deps:
+	bash scripts/deps.sh
+
+test: deps vet fmt-check check-sdk
+	$(GO) test -count=1 -timeout 30m ./...
 
 vet:
 	$(GO) vet ./...

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests run against: real servers started on
+# loopback by the tests themselves (PostgreSQL, MariaDB, OpenSSH's sshd and
+# sftp-server) and Chromium for the UI read-back. Idempotent: it installs only
+# what is missing, and does nothing when everything is there.
+set -euo pipefail
+
+packages=(
+	postgresql        # adapters/sql: PostgreSQL through pgx
+	mariadb-server    # adapters/sql: MySQL/MariaDB
+	openssh-server    # adapters/file: SFTP against a real sshd
+	chromium          # adapters/uireadback: headless browser
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+	sudo="sudo"
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Package installs must not start services: the tests start their own
+# servers on loopback and stop them by PID.
+policy=/usr/sbin/policy-rc.d
+created_policy=0
+if [[ ! -e $policy ]]; then
+	printf '#!/bin/sh\nexit 101\n' | $sudo tee $policy >/dev/null
+	$sudo chmod +x $policy
+	created_policy=1
+fi
+cleanup() { if [[ $created_policy == 1 ]]; then $sudo rm -f $policy; fi; }
+trap cleanup EXIT
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps: installed ${missing[*]}"
