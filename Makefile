@@ -15,6 +15,9 @@ BINARIES := \
 	$(BIN)/verifyctl=./cmd/verifyctl \
 	$(BIN)/verifier-adapter-sql=./cmd/plugins/sql \
 	$(BIN)/verifier-adapter-document-hash=./cmd/plugins/document-hash \
+	$(BIN)/verifier-adapter-rest=./cmd/plugins/rest \
+	$(BIN)/verifier-adapter-graphql=./cmd/plugins/graphql \
+	$(BIN)/verifier-adapter-fhir=./cmd/plugins/fhir \
 	$(BIN)/clinic=./examples/demo/clinic
 
 .PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench fuzz clean
@@ -76,6 +79,10 @@ bench:
 fuzz:
 	$(GO) test ./judge -run '^$$' -fuzz FuzzLoadEffects -fuzztime 30s
 	$(GO) test ./judge -run '^$$' -fuzz FuzzJudge -fuzztime 30s
+	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParseDeployment -fuzztime 30s
+	$(GO) test ./adapters/sql -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 30s
+	$(GO) test ./adapters/graphql -run '^$$' -fuzz FuzzParseReadQuery -fuzztime 30s
+	$(GO) test ./adapters/fhir -run '^$$' -fuzz FuzzFlatten -fuzztime 30s
 
 clean:
 	rm -rf .cache

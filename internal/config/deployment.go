@@ -47,6 +47,11 @@ type Candidate struct {
 	SettleS   float64
 	// OptionParams are plugin option_params, bound at Resolve.
 	OptionParams map[string]judge.Value
+	// Compensator is the optional compensator section. It is the daemon's:
+	// it never reaches the adapter, and neither do its write credentials
+	// (CompensatorSecrets, slot -> variable name).
+	Compensator        map[string]any
+	CompensatorSecrets map[string]string
 }
 
 // FreshnessSetting is a deployment's freshness window.
@@ -59,7 +64,7 @@ type FreshnessSetting struct {
 var commonKeys = map[string]bool{
 	"kind": true, "evidence_redact_fields": true, "evidence_keep_fields": true,
 	"freshness_field": true, "freshness_window_s": true, "settle_s": true,
-	"options": true, "option_params": true, "secret_env": true,
+	"options": true, "option_params": true, "secret_env": true, "compensator": true,
 }
 
 // defaultableKeys may also be set once at the effects level for all
@@ -249,6 +254,17 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 			c.Secrets["secret_env."+slot] = name
 		}
 	}
+	if v, ok := sec["compensator"]; ok && v != nil {
+		cm, isMap := v.(map[string]any)
+		if !isMap {
+			return c, errorf(path+".compensator", "must be a map (kind: rest_delete, base_url, delete_path, auth)")
+		}
+		c.Compensator = cm
+		c.CompensatorSecrets = map[string]string{}
+		if err := collectEnvRefs(cm, "compensator", path, c.CompensatorSecrets); err != nil {
+			return c, err
+		}
+	}
 	for _, k := range sortedKeys(sec) {
 		if commonKeys[k] {
 			continue
@@ -360,6 +376,24 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 		return nil, nil, errorf(fmt.Sprintf("candidates[%d]", c.Index), "cannot encode the section: %v", err)
 	}
 	return configJSON, secrets, nil
+}
+
+// ResolveCompensator resolves the compensator's credentials under the same
+// rules as Resolve. Slots keep their "compensator." prefix.
+func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), allow func(string) bool) (map[string]string, error) {
+	out := make(map[string]string, len(c.CompensatorSecrets))
+	for _, slot := range sortedKeys(c.CompensatorSecrets) {
+		name := c.CompensatorSecrets[slot]
+		if allow != nil && !allow(name) {
+			return nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)
+		}
+		v, ok := lookupEnv(name)
+		if !ok || v == "" {
+			return nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "environment variable %s is not set in the daemon's environment", name)
+		}
+		out[slot] = v
+	}
+	return out, nil
 }
 
 func loadValue(v any, path string) (judge.Value, error) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/compensate"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
@@ -111,15 +112,16 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 	insts, instErrs := m.configure(ctx, dep, contracts, md.Params)
 
 	verdicts := make([]judge.Verdict, len(contracts))
+	tasks := make([]*judge.Task, len(contracts)) // set only by a compensation
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			inst, instErr := insts[cm.Candidate], instErrs[cm.Candidate]
-			vs := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, dep.Candidates[cm.Candidate].Freshness, dep.Candidates[cm.Candidate].SettleS)
+			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, &dep.Candidates[cm.Candidate])
 			for k, i := range cm.Effects {
-				verdicts[i] = vs[k]
+				verdicts[i], tasks[i] = vs[k], ts[k]
 			}
 		}()
 	}
@@ -130,7 +132,10 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 		sel := md.Begin.Effects[i]
 		cand := dep.Candidates[sel.CandidateIndex]
 		v := verdicts[i]
-		task := judge.NewTask(id, i, cand.Kind, c, &v)
+		task := tasks[i]
+		if task == nil {
+			task = judge.NewTask(id, i, cand.Kind, c, &v)
+		}
 		shown := cand.Redaction.Apply(v, c)
 		matched := shown.Matched
 		if matched == nil {
@@ -169,17 +174,19 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 // verifyGroup settles and judges every effect read through one adapter.
 // Effects sharing an adapter share each after read and settle together,
 // within the group's longest timeout_s.
-func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, fresh *config.FreshnessSetting, settleS float64) []judge.Verdict {
+func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, cand *config.Candidate) ([]judge.Verdict, []*judge.Task) {
+	fresh, settleS := cand.Freshness, cand.SettleS
 	group := make([]*judge.Contract, len(cm.Effects))
 	for k, i := range cm.Effects {
 		group[k] = contracts[i]
 	}
 	out := make([]judge.Verdict, len(group))
-	unreachable := func(reason string) []judge.Verdict {
+	tasks := make([]*judge.Task, len(group))
+	unreachable := func(reason string) ([]judge.Verdict, []*judge.Task) {
 		for k, c := range group {
 			out[k] = judge.Judge(c, judge.Snapshot{}, judge.Snapshot{Reachable: false, Reason: reason}, judge.Options{})
 		}
-		return out
+		return out, tasks
 	}
 	if instErr != nil {
 		return unreachable(instErr.Error())
@@ -235,7 +242,68 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	for k, c := range group {
 		m.applyHook(ctx, inst, info, lastCapture, cm.Effects[k], c, &out[k])
 	}
-	return out
+	for k, c := range group {
+		recheck := func(ctx context.Context) judge.Verdict {
+			req := captureRequest(id, "after", n, contracts, cm.Effects)
+			readCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
+			defer cancel()
+			if fresh != nil {
+				opts.Freshness = &judge.Freshness{Field: fresh.Field, WindowS: fresh.WindowS, Now: m.clock().Now().UTC()}
+			}
+			return judge.Judge(c, before, m.readAfter(readCtx, inst, req), opts)
+		}
+		tasks[k] = m.compensate(ctx, id, cm.Effects[k], cand, c, &out[k], recheck)
+	}
+	return out, tasks
+}
+
+// ReasonCompensated marks a verdict given after the compensator deleted
+// duplicates: the re-verification against the original baseline.
+const ReasonCompensated = "COMPENSATED"
+
+// compensate runs the one automatic repair when the deployment configures
+// it: an irreversible record_written refuted only for duplicates gets its
+// extra records deleted (keeping expected_count, lowest identities first),
+// then a fresh read is judged against the original baseline and replaces
+// the verdict. Any failure leaves the verdict REFUTED and returns a
+// compensation_failed task naming (by digest) what was deleted so far.
+func (m *Manager) compensate(ctx context.Context, id string, index int, cand *config.Candidate, c *judge.Contract, v *judge.Verdict, recheck func(context.Context) judge.Verdict) *judge.Task {
+	if cand.Compensator == nil || c.Kind != judge.RecordWritten || c.Risk != judge.Irreversible || v.Decision != judge.Refuted {
+		return nil
+	}
+	plan, err := judge.PlanCompensation(c, v)
+	if err != nil {
+		return nil // not a duplicate: the ordinary reconciliation task stands
+	}
+	allow := func(string) bool { return false }
+	if m.Daemon != nil {
+		allow = m.Daemon.AllowSecret
+	}
+	failed := func(deleted []judge.Record, why error) *judge.Task {
+		m.logger().Error("compensation failed", "session", id, "effect", index, "deleted", len(deleted), "error", why)
+		return judge.CompensationFailedTask(id, index, cand.Kind, c, v, deleted)
+	}
+	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
+	if err != nil {
+		return failed(nil, err)
+	}
+	comp, err := compensate.Parse(cand.Compensator, secrets)
+	if err != nil {
+		return failed(nil, err)
+	}
+	deleted, err := comp.Delete(ctx, plan.Delete)
+	if err != nil {
+		return failed(deleted, err)
+	}
+	nv := recheck(ctx)
+	nv.Reasons = append(nv.Reasons, judge.Reason{Code: ReasonCompensated,
+		Message: fmt.Sprintf("the compensator deleted %d duplicate(s); this verdict re-verifies against the original baseline", len(deleted))})
+	*v = nv
+	m.logger().Info("compensated duplicates", "session", id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
+	if nv.Decision != judge.Confirmed {
+		return judge.CompensationFailedTask(id, index, cand.Kind, c, v, deleted)
+	}
+	return nil
 }
 
 // readAfter reads the pinned adapter once. Every failure, transport or

@@ -1,0 +1,419 @@
+package fhir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "fhir"
+
+// DefaultMaxPages bounds the Bundle pages one read follows unless max_pages
+// says otherwise.
+const DefaultMaxPages = 100
+
+var configKeys = []string{
+	"base_url", "resource_type", "search_params", "search_param_exprs", "field_paths",
+	"access_token_env", "verify_tls", "ca_file", "max_pages",
+}
+
+var resourceTypeRE = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
+
+// settings is what Configure resolved; it never changes afterwards.
+type settings struct {
+	base     *url.URL
+	first    *url.URL // [base]/[type]?[search]
+	typ      string
+	fields   fieldPaths
+	maxPages int
+	client   *http.Client
+	creds    httpread.Credentials
+	warnings []string
+}
+
+// Adapter reads FHIR R4 resources with one search.
+type Adapter struct {
+	settings atomic.Pointer[settings]
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured fhir adapter; it is the factory for sdk.Serve.
+func New() sdk.Adapter { return &Adapter{} }
+
+// Info describes the adapter: a FHIR server's search API is an independent
+// read of the record store, and a searchset holds every match, so absence
+// is proof.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:        Kind,
+		Tier:        sdk.TierIndependentSystem,
+		Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
+	}
+}
+
+// Configure checks the section, binds search_param_exprs, and builds the
+// search URL and the HTTP client. It does not connect.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	sec, err := httpread.Root(req.Config, Kind, configKeys)
+	if err != nil {
+		return err
+	}
+	s := &settings{}
+	if s.base, err = httpread.BaseURL(sec, "base_url"); err != nil {
+		return err
+	}
+	if s.typ, err = sec.String("resource_type"); err != nil {
+		return err
+	}
+	if !resourceTypeRE.MatchString(s.typ) {
+		return &sdk.ConfigError{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
+	}
+	query, err := searchQuery(sec, req.Params)
+	if err != nil {
+		return err
+	}
+	s.first = s.base.JoinPath(s.typ)
+	s.first.RawQuery = query
+	raw, err := sec.StringMap("field_paths")
+	if err != nil {
+		return err
+	}
+	if s.fields, err = parseFieldPaths(raw); err != nil {
+		return err
+	}
+	if s.fields != nil && s.fields["id"] == nil {
+		s.warnings = append(s.warnings, "field_paths maps no id: records are then identified by their whole content, so two identical resources count as one identity; add id: id")
+	}
+	if s.maxPages, err = sec.Int("max_pages", DefaultMaxPages, 1, 100_000); err != nil {
+		return err
+	}
+	if sec.Has("access_token_env") {
+		tok, err := httpread.Secret(sec, "access_token_env", req.Secrets)
+		if err != nil {
+			return err
+		}
+		s.creds = httpread.Bearer(tok)
+	}
+	var more []string
+	if s.client, more, err = httpread.NewClient(sec, s.base, s.creds); err != nil {
+		return err
+	}
+	s.warnings = append(s.warnings, more...)
+	a.settings.Store(s)
+	return nil
+}
+
+// searchQuery encodes search_params (literal strings, or lists of strings
+// for a repeated parameter) and search_param_exprs (bound values).
+func searchQuery(sec *httpread.Section, params map[string]string) (string, error) {
+	q := url.Values{}
+	if raw := sec.Raw("search_params"); raw != nil {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+			return "", &sdk.ConfigError{Path: "search_params", Message: "must be a map of search parameter to a string or a list of strings"}
+		}
+		for name, v := range m {
+			var one string
+			var many []string
+			switch {
+			case json.Unmarshal(v, &one) == nil:
+				q.Add(name, one)
+			case json.Unmarshal(v, &many) == nil && len(many) > 0:
+				for _, x := range many {
+					q.Add(name, x)
+				}
+			default:
+				return "", &sdk.ConfigError{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
+			}
+		}
+	}
+	bound, err := sec.BoundValues("search_param_exprs", params)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(bound))
+	for k := range bound {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, dup := q[name]; dup {
+			return "", &sdk.ConfigError{Path: "search_param_exprs." + name, Message: "also set under search_params; set it in one place"}
+		}
+		q.Set(name, bound[name])
+	}
+	for name := range q {
+		if name == "" || strings.ContainsAny(name, "&=#? ") {
+			return "", &sdk.ConfigError{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
+		}
+	}
+	return q.Encode(), nil
+}
+
+var errNotConfigured = errors.New("fhir adapter: called before Configure")
+
+// TestConnection runs the search's first page and reports what came back.
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	ctx, cancel := httpread.ProbeContext(ctx)
+	defer cancel()
+	start := time.Now()
+	r := s.reader()
+	pg, why := r.fetch(ctx)
+	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
+	if why != "" {
+		res.Message = why
+		return res, nil
+	}
+	res.Reachable = true
+	total := "no total"
+	if pg.total >= 0 {
+		total = fmt.Sprintf("total %d", pg.total)
+	}
+	res.Message = fmt.Sprintf("%s answered a searchset Bundle (%s, %d %s on the first page) using %s; records are %s",
+		httpread.Target(http.MethodGet, s.first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
+	return res, nil
+}
+
+// CaptureBefore runs the search before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// CaptureAfter runs the search afresh.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// capture reads the first Bundle before answering, so that a refused or
+// failed search is an unreachable capture; later pages are read while the
+// records stream, and a failure there, more pages than max_pages, or a
+// count of matches that disagrees with the Bundle's total aborts the
+// stream, so a partial result is never judged.
+func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	ctx, cancel := httpread.WithTimeout(ctx, req.Timeout)
+	at := time.Now()
+	r := s.reader()
+	pg, why := r.fetch(ctx)
+	if why != "" {
+		cancel()
+		return sdk.Unreachable("%s", why), nil
+	}
+	total := pg.total
+	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
+		defer cancel()
+		matches := 0
+		for {
+			matches += pg.matches
+			for _, rec := range pg.records {
+				if !yield(rec, nil) {
+					return
+				}
+			}
+			if pg.next == nil {
+				break
+			}
+			if pg, why = r.fetch(ctx); why != "" {
+				yield(nil, errors.New(why))
+				return
+			}
+		}
+		if total >= 0 && int64(matches) != total {
+			yield(nil, fmt.Errorf("the searchset announced total %d but its pages held %d matches: the result changed while it was read, so it is not judged", total, matches))
+		}
+	}}, nil
+}
+
+// reader follows one search's pages.
+type reader struct {
+	s     *settings
+	next  *url.URL
+	pages int
+}
+
+func (s *settings) reader() *reader { return &reader{s: s, next: s.first} }
+
+// page is one searchset Bundle, read.
+type page struct {
+	records []sdk.Record
+	matches int      // entries of mode match (or no mode) of the searched type
+	total   int64    // Bundle.total, -1 when absent
+	next    *url.URL // link[relation=next], nil on the last page
+}
+
+// bundle is the part of a Bundle (or OperationOutcome) the adapter reads.
+type bundle struct {
+	ResourceType string `json:"resourceType"`
+	Type         string `json:"type"`
+	Total        *json.Number
+	Link         []struct {
+		Relation string `json:"relation"`
+		URL      string `json:"url"`
+	} `json:"link"`
+	Entry []struct {
+		Resource json.RawMessage `json:"resource"`
+		Search   struct {
+			Mode string `json:"mode"`
+		} `json:"search"`
+	} `json:"entry"`
+	Issue []issue `json:"issue"`
+}
+
+type issue struct {
+	Severity    string `json:"severity"`
+	Code        string `json:"code"`
+	Diagnostics string `json:"diagnostics"`
+	Details     struct {
+		Text string `json:"text"`
+	} `json:"details"`
+}
+
+// fetch reads the next Bundle. why is non-empty when the read failed.
+func (r *reader) fetch(ctx context.Context) (page, string) {
+	s := r.s
+	if r.pages >= s.maxPages {
+		return page{}, fmt.Sprintf("the search has more than %d pages; raise max_pages or narrow the search (a result cut short is never judged)", s.maxPages)
+	}
+	r.pages++
+	u := r.next
+	what := httpread.Target(http.MethodGet, u)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return page{}, fmt.Sprintf("%s: %v", what, err)
+	}
+	req.Header.Set("Accept", "application/fhir+json")
+	s.creds.Set(req.Header)
+	res, err := httpread.Do(s.client, req)
+	if err != nil {
+		return page{}, httpread.TransportFailure(ctx, what, err, s.creds)
+	}
+	var b bundle
+	jsonErr := json.Unmarshal(res.Body, &b)
+	if res.Status < 200 || res.Status > 299 {
+		if jsonErr == nil && b.ResourceType == "OperationOutcome" {
+			return page{}, fmt.Sprintf("%s answered %d %s with an OperationOutcome: %s", what, res.Status, http.StatusText(res.Status), s.outcome(b.Issue))
+		}
+		return page{}, httpread.StatusFailure(what, res, s.creds)
+	}
+	switch {
+	case jsonErr != nil:
+		return page{}, fmt.Sprintf("%s answered %d with a body that is not a FHIR resource (%v): %s", what, res.Status, jsonErr, httpread.Excerpt(res.Body, s.creds))
+	case b.ResourceType == "OperationOutcome":
+		return page{}, fmt.Sprintf("%s answered an OperationOutcome instead of a Bundle: %s", what, s.outcome(b.Issue))
+	case b.ResourceType != "Bundle" || b.Type != "searchset":
+		return page{}, fmt.Sprintf("%s answered a %s %s, not a searchset Bundle: %s", what, orNone(b.Type), orNone(b.ResourceType), httpread.Excerpt(res.Body, s.creds))
+	}
+	pg := page{total: -1}
+	if b.Total != nil {
+		n, err := b.Total.Int64()
+		if err != nil || n < 0 {
+			return page{}, fmt.Sprintf("%s: Bundle.total %q is not a count", what, b.Total.String())
+		}
+		pg.total = n
+	}
+	for i, e := range b.Entry {
+		v, err := httpread.DecodeJSON(e.Resource)
+		res, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return page{}, fmt.Sprintf("%s: entry %d has no resource object", what, i)
+		}
+		switch e.Search.Mode {
+		case "outcome":
+			if why := s.outcomeEntry(ctx, e.Resource); why != "" {
+				return page{}, fmt.Sprintf("%s: the searchset carries an OperationOutcome: %s", what, why)
+			}
+			continue
+		case "include":
+			continue
+		}
+		if rt, _ := res["resourceType"].(string); rt != s.typ {
+			continue // included without a search mode
+		}
+		pg.matches++
+		pg.records = append(pg.records, s.fields.flatten(res))
+	}
+	for _, l := range b.Link {
+		if l.Relation != "next" || l.URL == "" {
+			continue
+		}
+		next, err := httpread.Follow(s.base, u, l.URL)
+		if err != nil {
+			return page{}, fmt.Sprintf("%s: %v", what, err)
+		}
+		pg.next = next
+		r.next = next
+	}
+	sdk.Logger(ctx).Debug("read a searchset page", "page", r.pages, "matches", pg.matches, "next", pg.next != nil)
+	return pg, ""
+}
+
+// outcomeEntry returns why an outcome entry fails the read (an error or
+// fatal issue), or "" for warnings and information, which are logged.
+func (s *settings) outcomeEntry(ctx context.Context, raw json.RawMessage) string {
+	var oo bundle
+	if json.Unmarshal(raw, &oo) != nil {
+		return "an outcome entry that is not an OperationOutcome"
+	}
+	for _, is := range oo.Issue {
+		if is.Severity == "error" || is.Severity == "fatal" {
+			return s.outcome(oo.Issue)
+		}
+	}
+	sdk.Logger(ctx).Info("the searchset carries a non-fatal OperationOutcome", "issue", s.outcome(oo.Issue))
+	return ""
+}
+
+// outcome summarises an OperationOutcome's issues: severity, code, and the
+// details text and diagnostics, redacted and clipped.
+func (s *settings) outcome(issues []issue) string {
+	if len(issues) == 0 {
+		return "no issues listed"
+	}
+	var parts []string
+	for i, is := range issues {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more issues", len(issues)-3))
+			break
+		}
+		text := strings.TrimSpace(strings.Join(nonEmpty(is.Details.Text, is.Diagnostics), " — "))
+		parts = append(parts, httpread.Clip(s.creds.Redact(fmt.Sprintf("%s %s: %s", orNone(is.Severity), orNone(is.Code), text)), 200))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

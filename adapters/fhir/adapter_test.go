@@ -1,0 +1,547 @@
+package fhir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// pluginBinary is verifier-adapter-fhir, built once by TestMain.
+var pluginBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fhir-adapter-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pluginBinary = filepath.Join(dir, "verifier-adapter-fhir")
+	build := exec.Command("go", "build", "-o", pluginBinary, "github.com/verifierd/verifierd/cmd/plugins/fhir")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building verifier-adapter-fhir:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var observationPaths = map[string]any{
+	"id":      "id",
+	"patient": "subject.reference",
+	"status":  "status",
+	"code":    "code.coding.0.code",
+	"value":   "valueQuantity.value",
+	"issued":  "issued",
+}
+
+func section(f *testsor.FHIR, edit func(map[string]any)) map[string]any {
+	sec := map[string]any{
+		"kind":               "fhir",
+		"base_url":           f.URL,
+		"resource_type":      "Observation",
+		"search_param_exprs": map[string]any{"patient": map[string]any{"param": "patient_ref"}},
+		"field_paths":        observationPaths,
+		"access_token_env":   "FHIR_TOKEN",
+		"ca_file":            f.CAFile,
+	}
+	if edit != nil {
+		edit(sec)
+	}
+	return sec
+}
+
+func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
+	t.Helper()
+	raw, err := json.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params, Secrets: secrets}
+}
+
+func inProcess(t testing.TB) *plugin.InProcess {
+	t.Helper()
+	ip, err := plugin.NewInProcess(New, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ip.Close() })
+	return ip
+}
+
+var patient = map[string]string{"patient_ref": "Patient/example"}
+
+func configured(t testing.TB, f *testsor.FHIR, edit func(map[string]any)) *plugin.InProcess {
+	t.Helper()
+	ip := inProcess(t)
+	if err := ip.Configure(t.Context(), request(t, section(f, edit), patient, map[string]string{"access_token_env": f.Token})); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	return ip
+}
+
+func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (testsor.Read, error) {
+	t.Helper()
+	call := c.CaptureBefore
+	if after {
+		call = c.CaptureAfter
+	}
+	capt, err := call(t.Context(), sdk.CaptureRequest{CaptureID: "test", Timeout: timeout, IdentityField: "id", EffectKind: "record_written"})
+	if err != nil {
+		t.Fatalf("capture: %v", err)
+	}
+	recs, err := capt.Records()
+	return testsor.Read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}, err
+}
+
+func mustRead(t testing.TB, c plugin.Client, after bool) testsor.Read {
+	t.Helper()
+	r, err := read(t, c, after, 10*time.Second)
+	if err != nil {
+		t.Fatalf("records: %v", err)
+	}
+	return r
+}
+
+func TestConfigureRefusals(t *testing.T) {
+	t.Parallel()
+	f := testsor.NewFHIR(t, true)
+	tests := []struct {
+		name     string
+		edit     func(map[string]any)
+		params   map[string]string
+		secrets  map[string]string
+		wantPath string
+		wantMsg  string
+	}{
+		{"wrong kind", func(s map[string]any) { s["kind"] = "rest" }, nil, nil, "kind", `reads kind "fhir"`},
+		{"unknown key", func(s map[string]any) { s["search"] = "x" }, nil, nil, "search", "unknown key for kind fhir"},
+		{"no resource type", func(s map[string]any) { delete(s, "resource_type") }, nil, nil, "resource_type", "write a FHIR resource type"},
+		{"resource type with a path", func(s map[string]any) { s["resource_type"] = "Observation/1" }, nil, nil, "resource_type", "write a FHIR resource type"},
+		{"missing run parameter", nil, map[string]string{}, nil, "search_param_exprs.patient", `the run has no parameter "patient_ref"`},
+		{"same parameter twice", func(s map[string]any) { s["search_params"] = map[string]any{"patient": "Patient/1"} }, nil, nil,
+			"search_param_exprs.patient", "also set under search_params"},
+		{"number as a search value", func(s map[string]any) { s["search_params"] = map[string]any{"_count": 10} }, nil, nil,
+			"search_params._count", "numbers are written as strings"},
+		{"empty path segment", func(s map[string]any) { s["field_paths"] = map[string]any{"code": "code..code"} }, nil, nil,
+			"field_paths.code", "is empty"},
+		{"path not a string", func(s map[string]any) { s["field_paths"] = map[string]any{"code": []string{"code"}} }, nil, nil,
+			"field_paths.code", "must be a string"},
+		{"token not delivered", nil, nil, map[string]string{}, "access_token_env", "FHIR_TOKEN"},
+		{"max_pages negative", func(s map[string]any) { s["max_pages"] = -1 }, nil, nil, "max_pages", "whole number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			params, secrets := patient, map[string]string{"access_token_env": f.Token}
+			if tt.params != nil {
+				params = tt.params
+			}
+			if tt.secrets != nil {
+				secrets = tt.secrets
+			}
+			err := inProcess(t).Configure(t.Context(), request(t, section(f, tt.edit), params, secrets))
+			var ce *sdk.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
+			}
+			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
+				t.Errorf("refused %q: %q\nwant path %q and a message containing %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestRecords: resources written through the server's API come back
+// flattened by field_paths, numbers with their exact text, an explicit
+// array index choosing the element, a path that leads nowhere leaving the
+// field out; without field_paths the record is the resource.
+func TestRecords(t *testing.T) {
+	t.Parallel()
+	f := testsor.NewFHIR(t, true)
+	heavy := f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
+	exact := f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T11:00:00Z", "72.50"))
+	f.Create(t, "Observation", testsor.Observation("Patient/other", "final", "2026-01-01T11:00:00Z", "80"))
+	pat := f.Create(t, "Patient", testsor.FHIRFixture("patient-example.json"))
+
+	tests := []struct {
+		name  string
+		edit  func(map[string]any)
+		check func(t *testing.T, recs []sdk.Record)
+	}{
+		{"observations by field_paths", func(s map[string]any) {
+			s["field_paths"] = map[string]any{"id": "id", "patient": "subject.reference", "value": "valueQuantity.value",
+				"code": "code.coding.0.code", "second_code": "code.coding.1.code", "note": "note.0.text", "status": "status"}
+			s["search_params"] = map[string]any{"status": "final", "code": "http://loinc.org|29463-7"}
+		}, func(t *testing.T, recs []sdk.Record) {
+			want := []sdk.Record{
+				{"id": heavy, "patient": "Patient/example", "value": json.Number("185"), "code": "29463-7", "second_code": "3141-9", "status": "final"},
+				{"id": exact, "patient": "Patient/example", "value": json.Number("72.50"), "code": "29463-7", "second_code": "3141-9", "status": "final"},
+			}
+			if diff := cmp.Diff(want, recs); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+		}},
+		{"patients by field_paths", func(s map[string]any) {
+			s["resource_type"] = "Patient"
+			delete(s, "search_param_exprs")
+			s["search_params"] = map[string]any{"family": "Chalmers"}
+			s["field_paths"] = map[string]any{"id": "id", "family": "name.0.family", "middle": "name.0.given.1", "mrn": "identifier.0.value", "active": "active", "born": "birthDate"}
+		}, func(t *testing.T, recs []sdk.Record) {
+			want := []sdk.Record{{"id": pat, "family": "Chalmers", "middle": "James", "mrn": "12345", "active": true, "born": "1974-12-25"}}
+			if diff := cmp.Diff(want, recs); diff != "" {
+				t.Errorf("records (-want +got):\n%s", diff)
+			}
+		}},
+		{"whole resources without field_paths", func(s map[string]any) {
+			s["resource_type"] = "Patient"
+			delete(s, "search_param_exprs")
+			delete(s, "field_paths")
+		}, func(t *testing.T, recs []sdk.Record) {
+			if len(recs) != 1 || recs[0]["resourceType"] != "Patient" || recs[0]["id"] != pat || recs[0]["gender"] != "male" {
+				t.Fatalf("records %v", recs)
+			}
+			if _, nested := recs[0]["name"].([]any); !nested {
+				t.Errorf("name is %T; a whole resource keeps its nested values", recs[0]["name"])
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := mustRead(t, configured(t, f, tt.edit), true)
+			if !got.Reachable {
+				t.Fatalf("unreachable: %s", got.Reason)
+			}
+			tt.check(t, got.Records)
+		})
+	}
+}
+
+// TestVerdicts: before read -> the automation creates through the FHIR API
+// -> after read -> the daemon's judge.
+func TestVerdicts(t *testing.T) {
+	t.Parallel()
+	const written = `{kind: record_written, match: {patient: {param: patient_ref}, status: final}, count_new_only: true}`
+	const value = `{kind: field_equals, match: {patient: {param: patient_ref}, status: final}, field: value, value: "185"}`
+	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
+	create := func(t *testing.T, f *testsor.FHIR, subject, v string) {
+		f.Create(t, "Observation", testsor.Observation(subject, "final", now(), v))
+	}
+	tests := []struct {
+		name    string
+		effect  string
+		act     func(t *testing.T, f *testsor.FHIR)
+		timeout time.Duration
+		want    string
+	}{
+		{"confirmed", written, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/example", "185") }, 0, "CONFIRMED/confirmed/COUNT_EXACT"},
+		{"duplicate", written, func(t *testing.T, f *testsor.FHIR) {
+			create(t, f, "Patient/example", "185")
+			create(t, f, "Patient/example", "185")
+		}, 0, "REFUTED/conflicting/COUNT_OVER"},
+		{"wrong subject", written, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/other", "185") }, 0, "REFUTED/refuted/COUNT_UNDER"},
+		{"value read back", value, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/example", "185.0") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
+		{"partial save", value, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/example", "") }, 0, "REFUTED/conflicting/FIELD_MISMATCH"},
+		{"401 after the action", written, func(t *testing.T, f *testsor.FHIR) {
+			create(t, f, "Patient/example", "185")
+			f.Rotate()
+		}, 0, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
+		{"500 after the action", written, func(t *testing.T, f *testsor.FHIR) {
+			create(t, f, "Patient/example", "185")
+			f.FailWith(http.StatusInternalServerError)
+		}, 0, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
+		{"slow past the deadline", written, func(t *testing.T, f *testsor.FHIR) {
+			create(t, f, "Patient/example", "185")
+			f.SetDelay(5 * time.Second)
+		}, 300 * time.Millisecond, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := testsor.NewFHIR(t, true)
+			f.Create(t, "Observation", testsor.Observation("Patient/example", "preliminary", now(), "180"))
+			ip := configured(t, f, nil)
+			before := mustRead(t, ip, false)
+			tt.act(t, f)
+			timeout := 10 * time.Second
+			if tt.timeout > 0 {
+				timeout = tt.timeout
+			}
+			start := time.Now()
+			after, err := read(t, ip, true, timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if took := time.Since(start); took > timeout+2*time.Second {
+				t.Errorf("the read took %v with a %v deadline", took, timeout)
+			}
+			if got := testsor.Judge(t, tt.effect, patient, before, after, ""); got != tt.want {
+				t.Errorf("verdict = %s, want %s (after: %+v)", got, tt.want, after)
+			}
+		})
+	}
+}
+
+// TestUnreachableReasons: an OperationOutcome, a 401/403 or any failed
+// search is unreachable, with the outcome's diagnostics.
+func TestUnreachableReasons(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		fault func(f *testsor.FHIR)
+		edit  func(map[string]any)
+		want  string
+	}{
+		{"token refused", func(f *testsor.FHIR) { f.Rotate() }, nil,
+			"answered 401 Unauthorized with an OperationOutcome: error login: Authentication failed — The access token is missing, expired or not valid"},
+		{"server failure", func(f *testsor.FHIR) { f.FailWith(http.StatusInternalServerError) }, nil,
+			"500 Internal Server Error with an OperationOutcome: fatal exception: Failed to call access method"},
+		{"forbidden", func(f *testsor.FHIR) { f.FailWith(http.StatusForbidden) }, nil, "403 Forbidden with an OperationOutcome"},
+		{"outcome instead of a bundle", func(f *testsor.FHIR) { f.OutcomeAt200(true) }, nil,
+			"answered an OperationOutcome instead of a Bundle: error too-costly: The search is too costly to process"},
+		{"unknown search parameter", func(f *testsor.FHIR) {}, func(s map[string]any) { s["search_params"] = map[string]any{"colour": "red"} },
+			`400 Bad Request with an OperationOutcome: error processing: Unknown search parameter "colour"`},
+		{"error outcome inside the searchset", func(f *testsor.FHIR) { f.OutcomeEntry("error") }, nil,
+			"the searchset carries an OperationOutcome: error informational: The search ran against a replica"},
+		{"proxy down", func(f *testsor.FHIR) { f.SetDown(true) }, nil, "502 Bad Gateway"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := testsor.NewFHIR(t, true)
+			f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
+			secret := f.Token
+			ip := configured(t, f, tt.edit)
+			tt.fault(f)
+			got, err := read(t, ip, true, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Reachable || !strings.Contains(got.Reason, tt.want) {
+				t.Errorf("read = reachable %v, reason %q\nwant unreachable with %q", got.Reachable, got.Reason, tt.want)
+			}
+			if strings.Contains(got.Reason, secret) {
+				t.Error("the reason carries the token")
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if res, err := ip.TestConnection(ctx); err != nil || res.Reachable {
+				t.Errorf("TestConnection = %+v, %v; want unreachable and no error", res, err)
+			}
+		})
+	}
+}
+
+// TestPaging follows link[relation=next] through the server's pages.
+func TestPaging(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		count    string
+		maxPages int
+		outcome  string
+		wantReqs int
+		wantErr  string
+	}{
+		{"three pages", "1", 0, "", 3, ""},
+		{"one page", "10", 0, "", 1, ""},
+		{"a warning outcome is not a failure", "2", 0, "warning", 2, ""},
+		{"more pages than max_pages", "1", 2, "", 2, "more than 2 pages"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := testsor.NewFHIR(t, true)
+			var want []any
+			for i := range 3 {
+				want = append(want, f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", fmt.Sprint(180+i))))
+				f.Create(t, "Observation", testsor.Observation("Patient/other", "final", "2026-01-01T00:00:00Z", "1"))
+			}
+			f.OutcomeEntry(tt.outcome)
+			ip := configured(t, f, func(s map[string]any) {
+				s["search_params"] = map[string]any{"_count": tt.count}
+				if tt.maxPages > 0 {
+					s["max_pages"] = tt.maxPages
+				}
+			})
+			reqs := f.Requests()
+			got, err := read(t, ip, true, 10*time.Second)
+			if n := f.Requests() - reqs; n != tt.wantReqs {
+				t.Errorf("%d requests, want %d", n, tt.wantReqs)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("read ended with %v; want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !got.Reachable {
+				t.Fatalf("read: %v %+v", err, got)
+			}
+			var ids []any
+			for _, r := range got.Records {
+				ids = append(ids, r["id"])
+			}
+			if diff := cmp.Diff(want, ids); diff != "" {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBundleFaults serves hand-written Bundles: a total the pages do not
+// add up to, and a next link to another server.
+func TestBundleFaults(t *testing.T) {
+	t.Parallel()
+	obs := string(testsor.FHIRFixture("observation-example.json"))
+	var base string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", testsor.FHIRContentType)
+		switch r.URL.Query().Get("page") {
+		case "":
+			next := base + "/Observation?page=2"
+			if r.URL.Query().Get("patient") == "Patient/away" {
+				next = "http://127.0.0.2:1/fhir/Observation?page=2"
+			}
+			fmt.Fprintf(w, `{"resourceType":"Bundle","type":"searchset","total":3,"link":[{"relation":"self","url":"%s/Observation"},{"relation":"next","url":"%s"}],"entry":[{"fullUrl":"%s/Observation/example","resource":%s,"search":{"mode":"match"}}]}`, base, next, base, obs)
+		case "2":
+			fmt.Fprintf(w, `{"resourceType":"Bundle","type":"searchset","link":[{"relation":"self","url":"%s/Observation?page=2"}],"entry":[{"fullUrl":"%s/Observation/example","resource":%s,"search":{"mode":"match"}}]}`, base, base, obs)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	base = srv.URL + "/fhir"
+	for _, tt := range []struct{ patient, want string }{
+		{"Patient/example", "announced total 3 but its pages held 2 matches"},
+		{"Patient/away", "leads to another origin"},
+	} {
+		ip := inProcess(t)
+		sec := map[string]any{"base_url": base, "resource_type": "Observation", "search_params": map[string]any{"patient": tt.patient}}
+		if err := ip.Configure(t.Context(), request(t, sec, nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+		// The first page fails the capture as unreachable; a later one
+		// aborts the stream.
+		got, err := read(t, ip, true, 10*time.Second)
+		why := got.Reason
+		if err != nil {
+			why = err.Error()
+		}
+		if got.Reachable && err == nil || !strings.Contains(why, tt.want) {
+			t.Errorf("%s: read = %+v, %v; want a failure saying %q", tt.patient, got, err, tt.want)
+		}
+	}
+}
+
+func TestTestConnection(t *testing.T) {
+	t.Parallel()
+	f := testsor.NewFHIR(t, true)
+	f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
+	ip := configured(t, f, func(s map[string]any) { s["field_paths"] = map[string]any{"patient": "subject.reference"} })
+	res, err := ip.TestConnection(t.Context())
+	if err != nil || !res.Reachable {
+		t.Fatalf("TestConnection = %+v, %v", res, err)
+	}
+	if !strings.Contains(res.Message, "total 1, 1 Observation on the first page") || !strings.Contains(res.Message, "a bearer token") {
+		t.Errorf("message %q", res.Message)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "field_paths maps no id") {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+}
+
+func TestPluginBinary(t *testing.T) {
+	t.Parallel()
+	f := testsor.NewFHIR(t, true)
+	id := f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
+	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Kill()
+	if err := sp.Configure(t.Context(), request(t, section(f, nil), patient, map[string]string{"access_token_env": f.Token})); err != nil {
+		t.Fatal(err)
+	}
+	got := mustRead(t, sp, true)
+	if !got.Reachable || len(got.Records) != 1 || got.Records[0]["id"] != id || got.Records[0]["value"] != json.Number("185") {
+		t.Errorf("read through the binary: %+v", got)
+	}
+}
+
+func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
+	f := testsor.NewFHIR(t, true)
+	config := func(token string) sdk.ConfigureRequest {
+		return request(t, section(f, func(s map[string]any) { s["search_params"] = map[string]any{"_count": "2000"} }),
+			patient, map[string]string{"access_token_env": token})
+	}
+	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
+	minimal := []byte(`{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"29463-7"}]},"subject":{"reference":"Patient/example"},"issued":"2026-01-01T00:00:00Z","valueQuantity":{"value":185,"unit":"lbs"}}`)
+	h := adaptertest.Harness{
+		Config:         func(t *testing.T) sdk.ConfigureRequest { return config(f.Token) },
+		BadCredentials: func(t *testing.T) sdk.ConfigureRequest { return config("expired-token") },
+		Selector:       map[string]string{"patient": "Patient/example", "status": "final"},
+		Reset:          func(t *testing.T) { f.Reset("Observation") },
+		WriteCorrect: func(t *testing.T) string {
+			return f.Create(t, "Observation", testsor.Observation("Patient/example", "final", now(), "185"))
+		},
+		WriteWrongEntity: func(t *testing.T) string {
+			return f.Create(t, "Observation", testsor.Observation("Patient/other", "final", now(), "185"))
+		},
+		WriteDuplicate: func(t *testing.T) string {
+			return f.Create(t, "Observation", testsor.Observation("Patient/example", "final", now(), "185"))
+		},
+		WriteStale: func(t *testing.T) (string, string) {
+			const old = "2001-02-03T04:05:06Z"
+			f.Create(t, "Observation", testsor.Observation("Patient/example", "final", old, "185"))
+			return "issued", old
+		},
+		WriteLater: func(t *testing.T, d time.Duration) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				time.Sleep(d)
+				f.Store("Observation", minimal)
+			}()
+			t.Cleanup(func() { <-done })
+		},
+		SetReachable: func(t *testing.T, up bool) { f.SetDown(!up) },
+		SeedMany: func(t *testing.T, n int) {
+			for range n {
+				f.Store("Observation", minimal)
+			}
+		},
+	}
+	if binary != "" {
+		h.Binary = binary
+	} else {
+		h.Factory = New
+	}
+	return h
+}
+
+func TestQualification(t *testing.T) {
+	adaptertest.Run(t, qualificationHarness(t, ""))
+}
+
+func TestQualificationSubprocess(t *testing.T) {
+	adaptertest.Run(t, qualificationHarness(t, pluginBinary))
+}

@@ -1,0 +1,42 @@
+// Package fhir is verifierd's first-party adapter for FHIR R4 servers
+// (HAPI, OpenEMR, Epic), kind `fhir`: it runs one search and flattens each
+// matching resource into a record for the judge.
+//
+// Configuration (the deployment's effects section; docs/adapters/fhir.md
+// has the full reference):
+//
+//	kind: fhir
+//	base_url: https://emr.example.com/apis/default/fhir
+//	resource_type: Observation
+//	search_params: {status: final, _count: "100"}        # literal
+//	search_param_exprs: {patient: {param: patient_ref}}  # bound from the run
+//	field_paths:
+//	  id: id
+//	  patient: subject.reference
+//	  code: code.coding.0.code
+//	  value: valueQuantity.value
+//	access_token_env: EMR_FHIR_TOKEN
+//	ca_file: /etc/verifierd/emr-ca.pem
+//
+// The search is GET [base]/[type]?[params] with Accept application/fhir+json.
+// The answer must be a searchset Bundle; its pages are followed through
+// link[relation=next] (same origin only, at most max_pages, default 100),
+// and when the Bundle states a total, the matches read must add up to it.
+// Entries in search mode match of resource_type become records; include
+// entries are skipped; an outcome entry with an error or fatal issue fails
+// the read. An OperationOutcome (with any status), a 401 or 403, or any
+// other failure makes the capture unreachable with the outcome's severity,
+// code, details and diagnostics; a failure after the first page aborts the
+// stream, so a partial result is never judged.
+//
+// field_paths maps a record field to a dotted path into the resource; a
+// segment of digits indexes an array (code.coding.0.code), and arrays are
+// never entered otherwise. A path that leads nowhere or to null leaves the
+// field out. Numbers keep their exact text (185.00 stays 185.00 in the
+// evidence; the judge compares 185.00 and 185 as equal). Without
+// field_paths the record is the whole resource.
+//
+// The package imports only the public sdk (and the HTTP adapters' shared
+// internal/httpread), as a customer's adapter would; cmd/plugins/fhir
+// serves it as verifier-adapter-fhir.
+package fhir

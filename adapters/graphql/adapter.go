@@ -1,0 +1,274 @@
+package graphql
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "graphql"
+
+var configKeys = []string{
+	"base_url", "graphql_query", "graphql_variables", "graphql_records_path", "auth",
+	"verify_tls", "ca_file",
+	// Refused with a pointer to the daemon's freshness_field (see Configure).
+	"graphql_freshness_field", "graphql_freshness_window_s",
+}
+
+// settings is what Configure resolved; it never changes afterwards.
+type settings struct {
+	endpoint *url.URL
+	body     []byte        // the POST body: query, variables, operationName
+	records  httpread.Path // inside data
+	client   *http.Client
+	creds    httpread.Credentials
+	warnings []string
+}
+
+// Adapter reads records with one read-only GraphQL query.
+type Adapter struct {
+	settings atomic.Pointer[settings]
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured graphql adapter; it is the factory for
+// sdk.Serve.
+func New() sdk.Adapter { return &Adapter{} }
+
+// Info describes the adapter: the system of record's own API is an
+// independent read, and a query answers everything it selects, so absence
+// is proof.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:        Kind,
+		Tier:        sdk.TierIndependentSystem,
+		Description: "one read-only GraphQL query; records are the list at graphql_records_path",
+	}
+}
+
+// Configure parses graphql_query with a GraphQL parser (refusing a
+// mutation, a subscription or several operations), binds graphql_variables
+// to the declared variable types and builds the HTTP client. It does not
+// connect.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	sec, err := httpread.Root(req.Config, Kind, configKeys)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"graphql_freshness_field", "graphql_freshness_window_s"} {
+		if sec.Has(k) {
+			return &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
+		}
+	}
+	s := &settings{}
+	if s.endpoint, err = httpread.BaseURL(sec, "base_url"); err != nil {
+		return err
+	}
+	text, err := sec.String("graphql_query")
+	if err != nil {
+		return err
+	}
+	rq, err := parseReadQuery(text)
+	if err != nil {
+		return &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
+	}
+	values, err := sec.BoundValues("graphql_variables", req.Params)
+	if err != nil {
+		return err
+	}
+	vars, bad, err := rq.bindVariables(values)
+	if err != nil {
+		path := "graphql_variables"
+		if bad != "" {
+			path += "." + bad
+		}
+		return &sdk.ConfigError{Path: path, Message: err.Error()}
+	}
+	if s.records, err = recordsPath(sec, rq); err != nil {
+		return err
+	}
+	body := map[string]any{"query": text}
+	if len(vars) > 0 {
+		body["variables"] = vars
+	}
+	if rq.name != "" {
+		body["operationName"] = rq.name
+	}
+	if s.body, err = json.Marshal(body); err != nil {
+		return fmt.Errorf("graphql adapter: encoding the request: %w", err)
+	}
+	auth, err := sec.Sub("auth", httpread.AuthKeys)
+	if err != nil {
+		return err
+	}
+	if s.creds, err = httpread.ParseAuth(auth, req.Secrets); err != nil {
+		return err
+	}
+	if s.client, s.warnings, err = httpread.NewClient(sec, s.endpoint, s.creds); err != nil {
+		return err
+	}
+	a.settings.Store(s)
+	return nil
+}
+
+// recordsPath reads graphql_records_path, a dotted path inside the answer's
+// data. Without it, a query selecting one top-level field reads that field.
+func recordsPath(sec *httpread.Section, rq *readQuery) (httpread.Path, error) {
+	raw, err := sec.String("graphql_records_path")
+	if err != nil {
+		return nil, err
+	}
+	if raw == "" {
+		if len(rq.fields) != 1 {
+			return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: "missing: the query selects several top-level fields; name the list of records inside data, e.g. encounters or patient.encounters"}
+		}
+		return httpread.Path{rq.fields[0]}, nil
+	}
+	// The path is inside data; a path written from the response's root
+	// (data.encounters) means the same, unless the query selects a field
+	// named data.
+	if rest, ok := strings.CutPrefix(raw, "data."); ok && !slices.Contains(rq.fields, "data") {
+		raw = rest
+	}
+	p, err := httpread.ParsePath(raw)
+	if err != nil {
+		return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: err.Error()}
+	}
+	if rq.fields != nil && !slices.Contains(rq.fields, p[0]) {
+		return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: fmt.Sprintf("the query selects no top-level field %q (it selects %s)", p[0], strings.Join(rq.fields, ", "))}
+	}
+	return p, nil
+}
+
+var errNotConfigured = errors.New("graphql adapter: called before Configure")
+
+// TestConnection runs the query once and reports what came back.
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	ctx, cancel := httpread.ProbeContext(ctx)
+	defer cancel()
+	start := time.Now()
+	recs, why := s.read(ctx)
+	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
+	if why != "" {
+		res.Message = why
+		return res, nil
+	}
+	res.Reachable = true
+	res.Message = fmt.Sprintf("%s answered the query with %d records at %s using %s", httpread.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
+	return res, nil
+}
+
+// CaptureBefore runs the query before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// CaptureAfter runs the query afresh.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	ctx, cancel := httpread.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	at := time.Now()
+	recs, why := s.read(ctx)
+	if why != "" {
+		return sdk.Unreachable("%s", why), nil
+	}
+	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
+}
+
+// gqlAnswer is a GraphQL response: data, and errors when anything failed.
+type gqlAnswer struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []struct {
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// read POSTs the query (a GraphQL read is a POST; it is the only method
+// this adapter sends) and returns the records, or why there are none to
+// judge.
+func (s *settings) read(ctx context.Context) ([]sdk.Record, string) {
+	what := httpread.Target(http.MethodPost, s.endpoint)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(s.body))
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", what, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/graphql-response+json, application/json")
+	s.creds.Set(req.Header)
+	res, err := httpread.Do(s.client, req)
+	if err != nil {
+		return nil, httpread.TransportFailure(ctx, what, err, s.creds)
+	}
+	var ans gqlAnswer
+	jsonErr := json.Unmarshal(res.Body, &ans)
+	if res.Status < 200 || res.Status > 299 {
+		if jsonErr == nil && len(ans.Errors) > 0 {
+			return nil, fmt.Sprintf("%s answered %d %s: %s", what, res.Status, http.StatusText(res.Status), s.messages(ans))
+		}
+		return nil, httpread.StatusFailure(what, res, s.creds)
+	}
+	if jsonErr != nil {
+		return nil, fmt.Sprintf("%s answered %d with a body that is not a GraphQL response (%v): %s", what, res.Status, jsonErr, httpread.Excerpt(res.Body, s.creds))
+	}
+	// Partial data next to errors is still a failed read: a list that a
+	// failing resolver nulled out is not "no records".
+	if len(ans.Errors) > 0 {
+		return nil, fmt.Sprintf("%s: the GraphQL answer carries errors: %s", what, s.messages(ans))
+	}
+	data, err := httpread.DecodeJSON(ans.Data)
+	if err != nil || data == nil {
+		return nil, fmt.Sprintf("%s answered %d without data: %s", what, res.Status, httpread.Excerpt(res.Body, s.creds))
+	}
+	v, found := s.records.Lookup(data)
+	switch found {
+	case httpread.Null:
+		// The query resolved to null on the way (the entity has no such
+		// record): an answer with no records, not a failure.
+		return nil, ""
+	case httpread.Missing:
+		return nil, fmt.Sprintf("%s: the answer has no %s in data: %s", what, s.records, httpread.Excerpt(ans.Data, s.creds))
+	}
+	recs, err := httpread.ListRecords(v, "data."+s.records.String())
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", what, err)
+	}
+	return recs, ""
+}
+
+// messages joins the first error messages, redacted and clipped.
+func (s *settings) messages(ans gqlAnswer) string {
+	var parts []string
+	for i, e := range ans.Errors {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ans.Errors)-3))
+			break
+		}
+		parts = append(parts, httpread.Clip(s.creds.Redact(e.Message), 160))
+	}
+	return strings.Join(parts, "; ")
+}

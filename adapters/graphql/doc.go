@@ -1,0 +1,42 @@
+// Package graphql is verifierd's first-party adapter for systems of record
+// with a GraphQL API, kind `graphql`: it runs one read-only query and
+// streams the list at graphql_records_path as records for the judge.
+//
+// Configuration (the deployment's effects section; docs/adapters/graphql.md
+// has the full reference):
+//
+//	kind: graphql
+//	base_url: https://emr.example.com/graphql     # the endpoint itself
+//	graphql_query: |
+//	  query Encounters($patient: String!) {
+//	    encounters(patientId: $patient) { id patientId type note updatedAt }
+//	  }
+//	graphql_variables: {patient: {param: patient_id}}
+//	graphql_records_path: encounters              # inside data; optional for one top-level field
+//	auth: {bearer_env: EMR_READ_TOKEN}
+//	freshness_field: updatedAt                    # the daemon's freshness window
+//	freshness_window_s: 300
+//
+// graphql_query is parsed at configure time with a GraphQL parser
+// (vektah/gqlparser): a mutation, a subscription, or more than one
+// operation refuses the configuration. Variables are bound from the run's
+// parameters and typed as the query declares them (Int and Float as
+// numbers, Boolean as true/false, anything else as a string).
+//
+// The query is POSTed as JSON, the one method this adapter sends (a GraphQL
+// read is a POST). A transport error, a status outside 2xx, a body that is
+// not a GraphQL response, an answer with errors (even next to partial data),
+// or a records path missing from data makes the capture unreachable, with
+// the error messages or a redacted excerpt. A null on the way to the list
+// (the query resolved the entity to nothing) is an answer with no records.
+//
+// Freshness is judged by the daemon (freshness_field, freshness_window_s):
+// the kit's graphql_freshness_field and graphql_freshness_window_s are
+// refused with a pointer to them. A verdict hook cannot do it cleanly: the
+// hook sees neither the matched records nor, when effects share a read,
+// the selector, and its demotion would class as indeterminate, not stale.
+//
+// The package imports only the public sdk (and the HTTP adapters' shared
+// internal/httpread), as a customer's adapter would; cmd/plugins/graphql
+// serves it as verifier-adapter-graphql.
+package graphql

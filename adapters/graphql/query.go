@@ -1,0 +1,124 @@
+package graphql
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
+)
+
+// maxQueryTokens bounds the parser's work on an operator's query.
+const maxQueryTokens = 15_000
+
+// readQuery is the one read-only operation of graphql_query.
+type readQuery struct {
+	name      string               // operationName, "" when anonymous
+	variables map[string]*ast.Type // declared variables
+	required  []string             // non-null variables without a default
+	fields    []string             // top-level response keys, when all selections are fields
+}
+
+// parseReadQuery parses q with a real GraphQL parser and refuses anything
+// but exactly one query operation: a mutation or subscription writes or
+// holds a stream open, and several operations leave the server to pick.
+func parseReadQuery(q string) (*readQuery, error) {
+	if strings.TrimSpace(q) == "" {
+		return nil, fmt.Errorf("missing: write the one read-only query whose answer holds the records")
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Name: "graphql_query", Input: q}, maxQueryTokens)
+	if err != nil {
+		return nil, fmt.Errorf("is not a GraphQL document: %v", err)
+	}
+	for _, op := range doc.Operations {
+		switch op.Operation {
+		case ast.Mutation:
+			return nil, fmt.Errorf("refused: %s is a mutation; verification only reads, so write a query", describe(op))
+		case ast.Subscription:
+			return nil, fmt.Errorf("refused: %s is a subscription; write a query that answers once", describe(op))
+		}
+	}
+	switch len(doc.Operations) {
+	case 0:
+		return nil, fmt.Errorf("holds no operation; write one query { ... }")
+	case 1:
+	default:
+		return nil, fmt.Errorf("refused: holds %d operations; write exactly one query", len(doc.Operations))
+	}
+	op := doc.Operations[0]
+	rq := &readQuery{name: op.Name, variables: map[string]*ast.Type{}}
+	for _, v := range op.VariableDefinitions {
+		rq.variables[v.Variable] = v.Type
+		if v.DefaultValue == nil && v.Type.NonNull {
+			rq.required = append(rq.required, v.Variable)
+		}
+	}
+	for _, sel := range op.SelectionSet {
+		f, ok := sel.(*ast.Field)
+		if !ok {
+			rq.fields = nil
+			break
+		}
+		rq.fields = append(rq.fields, f.Alias)
+	}
+	return rq, nil
+}
+
+func describe(op *ast.OperationDefinition) string {
+	if op.Name == "" {
+		return "the anonymous " + string(op.Operation)
+	}
+	return fmt.Sprintf("operation %q", op.Name)
+}
+
+// bindVariables turns the bound graphql_variables into JSON values of the
+// types the query declares: Int and Float become numbers (their text must
+// be one), Boolean true or false, every other type a string. A variable the
+// query does not declare, a list variable, or a required variable left
+// unbound is refused.
+func (rq *readQuery) bindVariables(values map[string]string) (map[string]any, string, error) {
+	out := make(map[string]any, len(values))
+	names := make([]string, 0, len(values))
+	for k := range values {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := values[name]
+		typ, ok := rq.variables[name]
+		if !ok {
+			return nil, name, fmt.Errorf("the query declares no $%s; declare it (query Q($%s: String!) { ... }) or remove the entry", name, name)
+		}
+		if typ.NamedType == "" {
+			return nil, name, fmt.Errorf("$%s is a list (%s); one run parameter binds one value, so declare a scalar", name, typ.String())
+		}
+		switch typ.NamedType {
+		case "Int":
+			if _, err := strconv.ParseInt(v, 10, 32); err != nil {
+				return nil, name, fmt.Errorf("$%s is an Int, but the bound value is not a 32-bit integer", name)
+			}
+			out[name] = json.Number(v)
+		case "Float":
+			if _, err := strconv.ParseFloat(v, 64); err != nil || strings.ContainsAny(v, "xXnNiI_") {
+				return nil, name, fmt.Errorf("$%s is a Float, but the bound value is not a decimal number", name)
+			}
+			out[name] = json.Number(v)
+		case "Boolean":
+			if v != "true" && v != "false" {
+				return nil, name, fmt.Errorf("$%s is a Boolean; bind \"true\" or \"false\"", name)
+			}
+			out[name] = v == "true"
+		default:
+			out[name] = v
+		}
+	}
+	for _, name := range rq.required {
+		if _, ok := out[name]; !ok {
+			return nil, "", fmt.Errorf("the query requires $%s (%s); bind it under graphql_variables", name, rq.variables[name].String())
+		}
+	}
+	return out, "", nil
+}

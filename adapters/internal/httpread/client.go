@@ -1,0 +1,281 @@
+package httpread
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// MaxBodyBytes bounds one response body: a page larger than this is a
+// failed read, never a truncated one.
+const MaxBodyBytes = 64 << 20
+
+// TLSKeys are the section keys NewClient reads.
+var TLSKeys = []string{"verify_tls", "ca_file"}
+
+// BaseURL reads the http or https URL at key. It must have a host and no
+// user info, query or fragment.
+func BaseURL(s *Section, key string) (*url.URL, error) {
+	raw, err := s.String(key)
+	if err != nil {
+		return nil, err
+	}
+	if raw == "" {
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "missing: write the server's URL, e.g. https://erp.example.com"}
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "not a URL: " + err.Error()}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: fmt.Sprintf("must start with https:// or http://, not %q", u.Scheme)}
+	case u.Host == "":
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "has no host"}
+	case u.User != nil:
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not carry credentials; name their environment variable under auth instead"}
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not have a query or fragment; put the path and query of the read in the adapter's own keys"}
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// NewClient builds the HTTP client for reads from base, from the section's
+// verify_tls (default true) and ca_file (a PEM bundle trusted in addition to
+// the system's roots). Redirects are followed only within base's origin, so
+// a credential header is never sent to another server. It returns warnings
+// for settings that work but weaken the read.
+func NewClient(s *Section, base *url.URL, creds Credentials) (*http.Client, []string, error) {
+	verify, err := s.Bool("verify_tls", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	caFile, err := s.String("ca_file")
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, nil, &sdk.ConfigError{Path: s.At("ca_file"), Message: fmt.Sprintf("cannot read %s: %v", caFile, unwrapPath(err))}
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, &sdk.ConfigError{Path: s.At("ca_file"), Message: caFile + " holds no PEM certificate"}
+		}
+		cfg.RootCAs = pool
+	}
+	if !verify {
+		cfg.InsecureSkipVerify = true
+		warnings = append(warnings, "verify_tls is false: the server's certificate is not checked, so anyone on the path can answer in its name; give its CA under ca_file instead")
+	}
+	if base.Scheme == "http" && !creds.None() {
+		warnings = append(warnings, "base_url is http://: the credentials travel unencrypted")
+	}
+	tr := &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       cfg,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          8,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	client := &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("stopped after 5 redirects")
+			}
+			if !SameOrigin(req.URL, base) {
+				return fmt.Errorf("refused a redirect to another origin (%s://%s)", req.URL.Scheme, req.URL.Host)
+			}
+			return nil
+		},
+	}
+	return client, warnings, nil
+}
+
+// SameOrigin reports whether u has base's scheme, host and port.
+func SameOrigin(u, base *url.URL) bool {
+	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(hostPort(u), hostPort(base))
+}
+
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return net.JoinHostPort(u.Hostname(), "443")
+	case "http":
+		return net.JoinHostPort(u.Hostname(), "80")
+	}
+	return u.Host
+}
+
+// Follow resolves a next-page reference against the page it came from and
+// refuses one that leaves base's origin: the credentials go with it.
+func Follow(base, current *url.URL, ref string) (*url.URL, error) {
+	r, err := url.Parse(ref)
+	if err != nil {
+		return nil, fmt.Errorf("the next-page link is not a URL: %v", err)
+	}
+	next := current.ResolveReference(r)
+	if !SameOrigin(next, base) {
+		return nil, fmt.Errorf("the next-page link leads to another origin (%s://%s); refusing to send the credentials there", next.Scheme, next.Host)
+	}
+	next.Fragment = ""
+	return next, nil
+}
+
+// Response is a whole, bounded response.
+type Response struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+// Do sends req, which must carry its context, and reads the body whole,
+// refusing one larger than MaxBodyBytes. Every request asks caches to
+// revalidate: a capture must read afresh.
+func Do(c *http.Client, req *http.Request) (*Response, error) {
+	req.Header.Set("Cache-Control", "no-cache")
+	res, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the body: %w", err)
+	}
+	if len(body) > MaxBodyBytes {
+		return nil, fmt.Errorf("the response is larger than %d MiB; narrow the read or page it", MaxBodyBytes>>20)
+	}
+	return &Response{Status: res.StatusCode, ContentType: res.Header.Get("Content-Type"), Body: body}, nil
+}
+
+// Target names a request for messages: method and URL without its query,
+// which may hold a run's values.
+func Target(method string, u *url.URL) string {
+	v := *u
+	v.RawQuery, v.ForceQuery, v.Fragment, v.User = "", false, "", nil
+	return method + " " + v.String()
+}
+
+// TransportFailure describes a request that got no answer. what is a
+// Target.
+func TransportFailure(ctx context.Context, what string, err error, creds Credentials) string {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return what + ": no complete answer before the capture deadline"
+	}
+	if ctx.Err() != nil {
+		return what + ": the read was cancelled"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return creds.Redact(what + ": " + err.Error())
+}
+
+// StatusFailure describes a non-2xx answer with an excerpt of its body.
+func StatusFailure(what string, r *Response, creds Credentials) string {
+	msg := fmt.Sprintf("%s answered %d %s", what, r.Status, http.StatusText(r.Status))
+	if ex := Excerpt(r.Body, creds); ex != "" {
+		msg += ": " + ex
+	}
+	return msg
+}
+
+// ExcerptRunes bounds an excerpt of a body.
+const ExcerptRunes = 240
+
+// Excerpt is the start of body on one line, secrets redacted, at most
+// ExcerptRunes runes.
+func Excerpt(body []byte, creds Credentials) string {
+	// Redact before cutting, so a secret straddling the cut cannot leak
+	// its first half.
+	head := body
+	if len(head) > 4*ExcerptRunes+4096 {
+		head = head[:4*ExcerptRunes+4096]
+	}
+	return Clip(creds.Redact(string(head)), ExcerptRunes)
+}
+
+// Clip makes s one printable line of at most n runes.
+func Clip(s string, n int) string {
+	var b strings.Builder
+	runes, space := 0, false
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		s = s[size:]
+		if r == utf8.RuneError && size <= 1 {
+			r = '?'
+		}
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if runes >= n {
+			b.WriteString("…")
+			return b.String()
+		}
+		if space {
+			b.WriteByte(' ')
+			runes++
+			space = false
+		}
+		b.WriteRune(r)
+		runes++
+	}
+	return b.String()
+}
+
+// WithTimeout bounds ctx by a capture's timeout (none when 0).
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ProbeContext bounds a TestConnection: 10 seconds, or four fifths of what
+// remains of the caller's deadline, so that a silent server is reported as
+// unreachable before the caller gives up on the adapter.
+func ProbeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, time.Until(dl)*4/5)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -1,0 +1,90 @@
+package httpread
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestExcerptRedactsEveryForm(t *testing.T) {
+	t.Parallel()
+	sec, err := Root(json.RawMessage(`{"auth":{"basic_env":"B"}}`), "rest", []string{"auth"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := sec.Sub("auth", AuthKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := ParseAuth(auth, map[string]string{"auth.basic_env": "reader:pa55word-XYZ"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("x", ExcerptRunes-5) + " reader:pa55word-XYZ\n\tcmVhZGVyOnBhNTV3b3JkLVhZWg== pa55word-XYZ"
+	got := Excerpt([]byte(body), creds)
+	for _, leak := range []string{"pa55", "cmVhZGVyOnBhNTV3b3JkLVhZWg"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("excerpt leaks %q: %q", leak, got)
+		}
+	}
+	if !strings.Contains(got, "[red") || !strings.HasSuffix(got, "…") {
+		t.Errorf("excerpt %q: want a redaction and a cut", got)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	doc, err := DecodeJSON([]byte(`{"a":{"b":[{"c":1.50},null]},"n":null,"0":"key"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path  string
+		want  any
+		found Found
+	}{
+		{"a.b.0.c", json.Number("1.50"), Present},
+		{"a.b.1", nil, Null},
+		{"a.b.1.c", nil, Null},
+		{"n.x", nil, Null},
+		{"a.b.2", nil, Missing},
+		{"a.b.00", nil, Missing},
+		{"a.b.c", nil, Missing},
+		{"a.x", nil, Missing},
+		{"0", "key", Present},
+	}
+	for _, tt := range tests {
+		p, err := ParsePath(tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, found := p.Lookup(doc)
+		if got != tt.want || found != tt.found {
+			t.Errorf("%s = %v, %v; want %v, %v", tt.path, got, found, tt.want, tt.found)
+		}
+	}
+	if _, err := DecodeJSON([]byte(`{"a":1} {"b":2}`)); err == nil {
+		t.Error("two JSON values decoded as one")
+	}
+}
+
+func TestFollowStaysOnOrigin(t *testing.T) {
+	t.Parallel()
+	base, _ := url.Parse("https://erp.example.com/api")
+	cur, _ := url.Parse("https://erp.example.com:443/api/list?page=1")
+	for ref, ok := range map[string]bool{
+		"/api/list?page=2":                       true,
+		"?page=2":                                true,
+		"https://ERP.example.com/api/list":       true,
+		"http://erp.example.com/api/list":        false,
+		"https://erp.example.com:8443/api/list":  false,
+		"//evil.example.com/api/list":            false,
+		"https://erp.example.com.evil.com/steal": false,
+	} {
+		_, err := Follow(base, cur, ref)
+		if (err == nil) != ok {
+			t.Errorf("Follow(%q) = %v; want allowed=%v", ref, err, ok)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package httpread
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Section is one JSON object of an adapter's deployment section. Every
+// accessor refuses a wrongly typed value with a *sdk.ConfigError naming the
+// dotted path of the key.
+type Section struct {
+	path string
+	m    map[string]json.RawMessage
+}
+
+// Root reads the adapter's whole section and refuses keys outside known
+// (kind is always allowed and must be kind when present).
+func Root(raw json.RawMessage, kind string, known []string) (*Section, error) {
+	s := &Section{m: map[string]json.RawMessage{}}
+	if len(bytes.TrimSpace(raw)) != 0 {
+		if err := json.Unmarshal(raw, &s.m); err != nil || s.m == nil {
+			return nil, &sdk.ConfigError{Message: "the section must be a map of settings"}
+		}
+	}
+	if v, ok := s.m["kind"]; ok {
+		var k string
+		if json.Unmarshal(v, &k) != nil || k != kind {
+			return nil, &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, string(v))}
+		}
+	}
+	if err := s.refuseUnknown("kind "+kind, append([]string{"kind"}, known...)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Section) refuseUnknown(what string, known []string) error {
+	for _, k := range sortedKeys(s.m) {
+		if !contains(known, k) {
+			shown := make([]string, 0, len(known))
+			for _, c := range known {
+				if c != "kind" {
+					shown = append(shown, c)
+				}
+			}
+			return &sdk.ConfigError{Path: s.At(k), Message: fmt.Sprintf("unknown key for %s; the keys are %s", what, strings.Join(shown, ", "))}
+		}
+	}
+	return nil
+}
+
+// At is the dotted path of key inside this section.
+func (s *Section) At(key string) string {
+	if s.path == "" {
+		return key
+	}
+	return s.path + "." + key
+}
+
+// Has reports whether key is present and not null.
+func (s *Section) Has(key string) bool {
+	v, ok := s.m[key]
+	return ok && string(bytes.TrimSpace(v)) != "null"
+}
+
+// Sub returns the map under key, refusing keys outside known; nil when the
+// key is absent or null.
+func (s *Section) Sub(key string, known []string) (*Section, error) {
+	if !s.Has(key) {
+		return nil, nil
+	}
+	sub := &Section{path: s.At(key)}
+	if err := json.Unmarshal(s.m[key], &sub.m); err != nil || sub.m == nil {
+		return nil, &sdk.ConfigError{Path: sub.path, Message: "must be a map"}
+	}
+	if err := sub.refuseUnknown(sub.path, known); err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// String returns the string under key, "" when absent.
+func (s *Section) String(key string) (string, error) {
+	if !s.Has(key) {
+		return "", nil
+	}
+	var v string
+	if err := json.Unmarshal(s.m[key], &v); err != nil {
+		return "", &sdk.ConfigError{Path: s.At(key), Message: "must be a string"}
+	}
+	return v, nil
+}
+
+// Bool returns the boolean under key, def when absent.
+func (s *Section) Bool(key string, def bool) (bool, error) {
+	if !s.Has(key) {
+		return def, nil
+	}
+	var v bool
+	if err := json.Unmarshal(s.m[key], &v); err != nil {
+		return false, &sdk.ConfigError{Path: s.At(key), Message: "must be true or false"}
+	}
+	return v, nil
+}
+
+// Int returns the whole number under key, def when absent, refusing values
+// outside [lo, hi].
+func (s *Section) Int(key string, def, lo, hi int) (int, error) {
+	if !s.Has(key) {
+		return def, nil
+	}
+	var f float64
+	if err := json.Unmarshal(s.m[key], &f); err != nil || f != math.Trunc(f) || f < float64(lo) || f > float64(hi) {
+		return 0, &sdk.ConfigError{Path: s.At(key), Message: fmt.Sprintf("must be a whole number from %d to %d", lo, hi)}
+	}
+	return int(f), nil
+}
+
+// StringMap returns the map of strings under key, nil when absent.
+func (s *Section) StringMap(key string) (map[string]string, error) {
+	if !s.Has(key) {
+		return nil, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(s.m[key], &raw); err != nil || raw == nil {
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to strings"}
+	}
+	out := make(map[string]string, len(raw))
+	for _, k := range sortedKeys(raw) {
+		var v string
+		if err := json.Unmarshal(raw[k], &v); err != nil {
+			return nil, &sdk.ConfigError{Path: s.At(key) + "." + k, Message: `must be a string; write numbers as strings ("42")`}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Raw returns the undecoded value under key (nil when absent).
+func (s *Section) Raw(key string) json.RawMessage {
+	if !s.Has(key) {
+		return nil
+	}
+	return s.m[key]
+}
+
+// BoundValues reads a map of value expressions under key (a bare string or
+// {literal: "text"} is a literal, {param: name} names a run parameter) and
+// binds each against params. A parameter the run does not supply refuses
+// the configuration: a read must never go out with a hole where its subject
+// belongs.
+func (s *Section) BoundValues(key string, params map[string]string) (map[string]string, error) {
+	if !s.Has(key) {
+		return nil, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(s.m[key], &raw); err != nil || raw == nil {
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to values: a string, {literal: \"text\"} or {param: name}"}
+	}
+	out := make(map[string]string, len(raw))
+	for _, k := range sortedKeys(raw) {
+		v, err := BindValue(raw[k], s.At(key)+"."+k, params)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// BindValue reads one value expression at path and binds it.
+func BindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
+	var lit string
+	if err := json.Unmarshal(raw, &lit); err == nil {
+		return lit, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err == nil && len(m) == 1 {
+		if v, ok := m["literal"]; ok && json.Unmarshal(v, &lit) == nil {
+			return lit, nil
+		}
+		var name string
+		if v, ok := m["param"]; ok && json.Unmarshal(v, &name) == nil && name != "" {
+			val, ok := params[name]
+			if !ok {
+				return "", &sdk.ConfigError{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", name, name)}
+			}
+			return val, nil
+		}
+	}
+	return "", &sdk.ConfigError{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,380 @@
+package rest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "rest"
+
+// DefaultMaxPages bounds a paged read unless pagination.max_pages says
+// otherwise.
+const DefaultMaxPages = 100
+
+var configKeys = []string{
+	"base_url", "records_path", "records_key", "path_params", "pagination", "auth",
+	"verify_tls", "ca_file",
+}
+
+var paginationKeys = []string{"next_key", "offset_param", "limit_param", "page_size", "max_pages"}
+
+// settings is what Configure resolved; it never changes afterwards.
+type settings struct {
+	base       *url.URL
+	first      *url.URL      // the records URL, placeholders filled
+	recordsKey httpread.Path // nil: the body itself is the list
+	nextKey    httpread.Path // next-link paging
+	offset     *offsetPaging // offset/limit paging
+	maxPages   int
+	client     *http.Client
+	creds      httpread.Credentials
+	warnings   []string
+}
+
+type offsetPaging struct {
+	offsetParam, limitParam string
+	size                    int
+}
+
+// Adapter reads a JSON list of records over HTTP GET.
+type Adapter struct {
+	settings atomic.Pointer[settings]
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured rest adapter; it is the factory for sdk.Serve.
+func New() sdk.Adapter { return &Adapter{} }
+
+// Info describes the adapter: the system of record's own API is an
+// independent read, and a list endpoint returns every record it selects,
+// so absence is proof.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:        Kind,
+		Tier:        sdk.TierIndependentSystem,
+		Description: "GET a JSON list of records from the system of record's REST API",
+	}
+}
+
+// Configure checks the section, binds path_params into records_path and
+// builds the HTTP client. It does not connect.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	sec, err := httpread.Root(req.Config, Kind, configKeys)
+	if err != nil {
+		return err
+	}
+	s := &settings{}
+	if s.base, err = httpread.BaseURL(sec, "base_url"); err != nil {
+		return err
+	}
+	rawPath, err := sec.String("records_path")
+	if err != nil {
+		return err
+	}
+	if rawPath == "" {
+		return &sdk.ConfigError{Path: "records_path", Message: "missing: write the path (and query) of the list to read, e.g. /api/resource/Encounter?filters=..."}
+	}
+	tmpl, err := parseTemplate(rawPath)
+	if err != nil {
+		return &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+	}
+	values, err := sec.BoundValues("path_params", req.Params)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(values) {
+		if !slices.Contains(tmpl.names, name) {
+			return &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
+		}
+	}
+	expanded, err := tmpl.expand(values)
+	if err != nil {
+		return &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+	}
+	if s.first, err = url.Parse(s.base.String() + expanded); err != nil {
+		return &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
+	}
+	if key, err := sec.String("records_key"); err != nil {
+		return err
+	} else if key != "" {
+		if s.recordsKey, err = httpread.ParsePath(key); err != nil {
+			return &sdk.ConfigError{Path: "records_key", Message: err.Error()}
+		}
+	}
+	if err := s.parsePagination(sec); err != nil {
+		return err
+	}
+	auth, err := sec.Sub("auth", httpread.AuthKeys)
+	if err != nil {
+		return err
+	}
+	if s.creds, err = httpread.ParseAuth(auth, req.Secrets); err != nil {
+		return err
+	}
+	if s.client, s.warnings, err = httpread.NewClient(sec, s.base, s.creds); err != nil {
+		return err
+	}
+	a.settings.Store(s)
+	return nil
+}
+
+func (s *settings) parsePagination(sec *httpread.Section) error {
+	s.maxPages = 1
+	p, err := sec.Sub("pagination", paginationKeys)
+	if err != nil || p == nil {
+		return err
+	}
+	if s.maxPages, err = p.Int("max_pages", DefaultMaxPages, 1, 100_000); err != nil {
+		return err
+	}
+	next, err := p.String("next_key")
+	if err != nil {
+		return err
+	}
+	offsetParam, err := p.String("offset_param")
+	if err != nil {
+		return err
+	}
+	switch {
+	case next != "" && (offsetParam != "" || p.Has("limit_param") || p.Has("page_size")):
+		return &sdk.ConfigError{Path: p.At("next_key"), Message: "choose one paging style: next_key, or offset_param with limit_param and page_size"}
+	case next != "":
+		if s.nextKey, err = httpread.ParsePath(next); err != nil {
+			return &sdk.ConfigError{Path: p.At("next_key"), Message: err.Error()}
+		}
+		return nil
+	case offsetParam == "":
+		return &sdk.ConfigError{Path: p.At("next_key"), Message: "pagination needs next_key (where the body holds the next page's URL) or offset_param, limit_param and page_size"}
+	}
+	o := &offsetPaging{offsetParam: offsetParam}
+	if o.limitParam, err = p.String("limit_param"); err != nil {
+		return err
+	}
+	if o.limitParam == "" || o.limitParam == o.offsetParam {
+		return &sdk.ConfigError{Path: p.At("limit_param"), Message: "name the query parameter that sets the page size (Frappe: limit_page_length), other than offset_param"}
+	}
+	if !p.Has("page_size") {
+		return &sdk.ConfigError{Path: p.At("page_size"), Message: "missing: the number of records to ask for per page, e.g. 500"}
+	}
+	if o.size, err = p.Int("page_size", 0, 1, 1_000_000); err != nil {
+		return err
+	}
+	s.offset = o
+	return nil
+}
+
+var errNotConfigured = errors.New("rest adapter: called before Configure")
+
+// TestConnection reads the first page and reports what came back.
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	ctx, cancel := httpread.ProbeContext(ctx)
+	defer cancel()
+	start := time.Now()
+	p := s.pager()
+	recs, _, why := p.fetch(ctx)
+	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
+	if why != "" {
+		res.Message = why
+		return res, nil
+	}
+	res.Reachable = true
+	res.Message = fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",
+		httpread.Target(http.MethodGet, s.first), s.describeKey(), len(recs), s.creds.Scheme())
+	return res, nil
+}
+
+func (s *settings) describeKey() string {
+	if s.recordsKey == nil {
+		return "a list of records"
+	}
+	return "a list of records at " + s.recordsKey.String()
+}
+
+// CaptureBefore reads the list before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// CaptureAfter reads the list afresh.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// capture reads the first page before answering, so that a refused or
+// broken read is an unreachable capture; later pages are read while the
+// records stream, and a failure there aborts the stream, so a partial list
+// is never judged. The whole read is bounded by the capture's deadline.
+func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	ctx, cancel := httpread.WithTimeout(ctx, req.Timeout)
+	at := time.Now()
+	p := s.pager()
+	recs, more, why := p.fetch(ctx)
+	if why != "" {
+		cancel()
+		return sdk.Unreachable("%s", why), nil
+	}
+	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
+		defer cancel()
+		for {
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+			if recs, more, why = p.fetch(ctx); why != "" {
+				yield(nil, errors.New(why))
+				return
+			}
+		}
+	}}, nil
+}
+
+// pager walks the pages of one read.
+type pager struct {
+	s       *settings
+	next    *url.URL
+	pages   int
+	offset  int
+	visited map[string]bool
+}
+
+func (s *settings) pager() *pager {
+	return &pager{s: s, next: s.first, visited: map[string]bool{}}
+}
+
+// fetch reads the next page. why is non-empty when the read failed; more
+// says whether another page follows.
+func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why string) {
+	s := p.s
+	if p.pages >= s.maxPages {
+		return nil, false, fmt.Sprintf("the list has more than %d pages; raise pagination.max_pages or narrow records_path (a read cut short is never judged)", s.maxPages)
+	}
+	u := p.next
+	if s.offset != nil {
+		u = withQuery(s.first, map[string]string{
+			s.offset.offsetParam: strconv.Itoa(p.offset),
+			s.offset.limitParam:  strconv.Itoa(s.offset.size),
+		})
+	}
+	p.pages++
+	what := httpread.Target(http.MethodGet, u)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, false, fmt.Sprintf("%s: %v", what, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	s.creds.Set(req.Header)
+	start := time.Now()
+	res, err := httpread.Do(s.client, req)
+	if err != nil {
+		return nil, false, httpread.TransportFailure(ctx, what, err, s.creds)
+	}
+	sdk.Logger(ctx).Debug("read a page", "page", p.pages, "status", res.Status, "bytes", len(res.Body), "took", time.Since(start))
+	if res.Status < 200 || res.Status > 299 {
+		return nil, false, httpread.StatusFailure(what, res, s.creds)
+	}
+	body, err := httpread.DecodeJSON(res.Body)
+	if err != nil {
+		return nil, false, fmt.Sprintf("%s answered %d with a body that is not JSON (%v): %s", what, res.Status, err, httpread.Excerpt(res.Body, s.creds))
+	}
+	list := body
+	where := "the body"
+	if s.recordsKey != nil {
+		where = "records_key " + s.recordsKey.String()
+		v, found := s.recordsKey.Lookup(body)
+		if found != httpread.Present {
+			return nil, false, fmt.Sprintf("%s answered %d, but the body has no list at %s: %s", what, res.Status, where, httpread.Excerpt(res.Body, s.creds))
+		}
+		list = v
+	}
+	if recs, err = httpread.ListRecords(list, where); err != nil {
+		return nil, false, fmt.Sprintf("%s answered %d, but %v", what, res.Status, err)
+	}
+	switch {
+	case s.offset != nil:
+		// Only an empty page ends the list: a server that caps the page
+		// size below page_size answers short pages that are not the last.
+		p.offset += len(recs)
+		return recs, len(recs) > 0, ""
+	case s.nextKey != nil:
+		p.visited[u.String()] = true
+		ref, found := s.nextKey.Lookup(body)
+		if found != httpread.Present {
+			return recs, false, ""
+		}
+		link, ok := ref.(string)
+		if !ok {
+			return nil, false, fmt.Sprintf("%s: pagination.next_key %s holds %s, not a URL", what, s.nextKey, httpread.KindOf(ref))
+		}
+		if link == "" {
+			return recs, false, ""
+		}
+		next, err := httpread.Follow(s.base, u, link)
+		if err != nil {
+			return nil, false, fmt.Sprintf("%s: %v", what, err)
+		}
+		if p.visited[next.String()] {
+			return nil, false, fmt.Sprintf("%s: the next-page link leads back to a page already read; the list cannot be read to its end", what)
+		}
+		p.next = next
+		return recs, true, ""
+	}
+	return recs, false, ""
+}
+
+// withQuery returns u with params set in its query, replacing any earlier
+// value; the rest of the query is kept byte for byte.
+func withQuery(u *url.URL, params map[string]string) *url.URL {
+	var kept []string
+	if u.RawQuery != "" {
+		for _, pair := range strings.Split(u.RawQuery, "&") {
+			k, _, _ := strings.Cut(pair, "=")
+			if name, err := url.QueryUnescape(k); err == nil {
+				if _, replaced := params[name]; replaced {
+					continue
+				}
+			}
+			kept = append(kept, pair)
+		}
+	}
+	for _, k := range sortedKeys(params) {
+		kept = append(kept, url.QueryEscape(k)+"="+url.QueryEscape(params[k]))
+	}
+	v := *u
+	v.RawQuery = strings.Join(kept, "&")
+	return &v
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

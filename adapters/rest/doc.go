@@ -1,0 +1,31 @@
+// Package rest is verifierd's first-party adapter for systems of record
+// with a REST API, kind `rest`: it GETs a JSON list of records (a Frappe
+// /api/resource list, or any endpoint answering a list) and streams its
+// elements as records for the judge. It only ever sends GET.
+//
+// Configuration (the deployment's effects section; docs/adapters/rest.md
+// has the full reference):
+//
+//	kind: rest
+//	base_url: https://erp.example.com
+//	records_path: /api/resource/Patient%20Encounter?fields=["*"]&filters=[["patient","=","{patient}"]]
+//	path_params: {patient: {param: patient_id}}
+//	records_key: data
+//	pagination: {offset_param: limit_start, limit_param: limit_page_length, page_size: 500}
+//	auth: {header: Authorization, value_env: ERP_READ_TOKEN}
+//	ca_file: /etc/verifierd/erp-ca.pem
+//
+// A placeholder is filled at configure time from path_params, path-escaped
+// before the first '?' and query-escaped after it. The first page is read
+// before the capture answers: a transport error, a status outside 2xx, a
+// body that is not JSON, or no list at records_key makes the capture
+// unreachable, with the status and a short excerpt of the body in which
+// every form of the credential is redacted. Later pages stream; a failure
+// there aborts the capture, so a partial list is never judged, and so does
+// a list longer than pagination.max_pages. The whole read is bounded by
+// the capture's deadline.
+//
+// The package imports only the public sdk (and the HTTP adapters' shared
+// internal/httpread), as a customer's adapter would; cmd/plugins/rest
+// serves it as verifier-adapter-rest.
+package rest
