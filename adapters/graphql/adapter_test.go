@@ -334,7 +334,12 @@ func TestUnreachableReasons(t *testing.T) {
 			if strings.Contains(got.Reason, secret) {
 				t.Errorf("the reason carries the token")
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), timeout)
+			// The preflight's own deadline must leave the adapter time to
+			// answer "unreachable" before the call itself times out: it
+			// probes for four fifths of it. At least 3 s here (still below
+			// the slow server's 5 s), so that a loaded machine cannot turn
+			// that answer into a transport timeout.
+			ctx, cancel := context.WithTimeout(t.Context(), max(timeout, 3*time.Second))
 			defer cancel()
 			if res, err := ip.TestConnection(ctx); err != nil || res.Reachable {
 				t.Errorf("TestConnection = %+v, %v; want unreachable and no error", res, err)

@@ -437,7 +437,12 @@ func TestUnreachable(t *testing.T) {
 					}
 				}
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), timeout)
+			// The preflight's own deadline must leave the adapter time to
+			// answer "unreachable" before the call itself times out: it
+			// probes for four fifths of it. At least 3 s here (still below
+			// the slow server's 5 s), so that a loaded machine cannot turn
+			// that answer into a transport timeout.
+			ctx, cancel := context.WithTimeout(t.Context(), max(timeout, 3*time.Second))
 			defer cancel()
 			res, err := ip.TestConnection(ctx)
 			if err != nil || res.Reachable {
