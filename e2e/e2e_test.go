@@ -55,6 +55,7 @@ func TestMain(m *testing.M) {
 		{filepath.Join(bins.dir, "verifier-adapter-rest"), "../cmd/plugins/rest"},
 		{filepath.Join(bins.dir, "verifier-adapter-graphql"), "../cmd/plugins/graphql"},
 		{filepath.Join(bins.dir, "verifier-adapter-fhir"), "../cmd/plugins/fhir"},
+		{filepath.Join(bins.dir, "verifier-adapter-ui_readback"), "../cmd/plugins/ui_readback"},
 		{filepath.Join(bins.dir, "clinic"), "../examples/demo/clinic"},
 		{filepath.Join(bins.pluginDir, "verifier-adapter-csv-ledger"), "../examples/csv-ledger"},
 		{filepath.Join(bins.pluginDir, "verifier-adapter-slow"), "./testdata/slowadapter"},

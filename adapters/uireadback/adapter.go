@@ -1,0 +1,179 @@
+package uireadback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "ui_readback"
+
+// Description is what the adapter says about itself, in GetInfo.
+const Description = "reads the application's record page in a separate, separately signed-in, read-only headless Chromium session: a record page read (tier 2), not a read of the system of record"
+
+// Adapter reads a record page of a GUI application in a fresh browser
+// context of a shared headless Chromium.
+type Adapter struct {
+	settings    atomic.Pointer[settings]
+	browser     *Browser
+	ownsBrowser bool
+
+	// Test hooks: run with one of the two read-only guards switched off.
+	noPageGuard, noNetworkGuard bool
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured adapter with a browser of its own, started on
+// the first read; it is the factory for sdk.Serve.
+func New() sdk.Adapter {
+	return &Adapter{browser: NewBrowser(BrowserOptions{}), ownsBrowser: true}
+}
+
+// NewWithBrowser returns a factory whose adapters share b (a test package,
+// or a process serving several adapters, keeps one browser process). The
+// adapters never close b; its owner does.
+func NewWithBrowser(b *Browser) func() sdk.Adapter {
+	return func() sdk.Adapter { return &Adapter{browser: b} }
+}
+
+// Close stops the adapter's own browser; a shared one is left running.
+func (a *Adapter) Close() error {
+	if a.ownsBrowser {
+		return a.browser.Close()
+	}
+	return nil
+}
+
+// Info declares the mechanism: tier 2, and absence is not proof, because a
+// record page can hide rows (paging, filters, a display limit), so the
+// daemon never ends a step as HALTED_BEFORE_EFFECT on what this adapter
+// does not see.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:            Kind,
+		Tier:            sdk.TierIndependentSession,
+		AbsenceNotProof: true,
+		Description:     Description,
+	}
+}
+
+// Configure checks the section and binds the record URL, the identity and
+// the read-back account for this run. It opens no browser.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	s, err := parseSettings(req)
+	if err != nil {
+		return err
+	}
+	a.settings.Store(s)
+	return nil
+}
+
+var errNotConfigured = errors.New("ui_readback adapter: called before Configure")
+
+// TestConnection is a complete read-back: sign in with the read-back
+// account in a fresh context, open the record page, check the identity and
+// read the rows. It writes nothing (the sign-in is the one request that
+// posts).
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	start := time.Now()
+	res, err := a.readBack(ctx, s)
+	latency := time.Since(start)
+	if err != nil {
+		return sdk.TestResult{}, err
+	}
+	var warnings []string
+	if s.emptySelector == "" {
+		warnings = append(warnings, "no empty_selector: a record page with no rows will read as unusable, never as empty")
+	}
+	if len(s.truncation) == 0 {
+		warnings = append(warnings, "truncation_markers is empty: a value the page shortens with a marker is read as it is shown")
+	}
+	if res.unusable != "" {
+		return sdk.TestResult{Message: "the record page read in a separate session is unusable: " + res.unusable, Warnings: warnings, Latency: latency}, nil
+	}
+	return sdk.TestResult{
+		Reachable: true,
+		Message:   fmt.Sprintf("signed in as the read-back account in a fresh browser context, opened %s and read %d rows of the record it names (a record page read in a separate session, not the system of record)", s.recordURL, len(res.records)),
+		Warnings:  warnings,
+		Latency:   latency,
+	}, nil
+}
+
+// CaptureBefore reads the record page before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// CaptureAfter reads it again, in another fresh context.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	// ctx carries the daemon's deadline for this read (for a baseline it is
+	// longer than the effect's timeout_s); req.Timeout only stands in when
+	// a caller set none.
+	if _, ok := ctx.Deadline(); !ok && req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	start := time.Now()
+	res, err := a.readBack(ctx, s)
+	if err != nil {
+		return sdk.Capture{}, err
+	}
+	log := sdk.Logger(ctx)
+	if res.unusable != "" {
+		log.Info("record page read-back unusable", "capture", req.CaptureID, "took", time.Since(start).String(), "reason", res.unusable)
+		return sdk.Capture{Reason: "record page read in a separate session: " + res.unusable, At: res.at}, nil
+	}
+	log.Debug("record page read back", "capture", req.CaptureID, "rows", len(res.records), "took", time.Since(start).String())
+	return sdk.Capture{Reachable: true, At: res.at, Records: sdk.Records(res.records...)}, nil
+}
+
+// readBack runs one read-back in a fresh browser context. The error is for
+// the adapter's own faults (no Chromium to start); everything the page or
+// the application does is in the result.
+func (a *Adapter) readBack(ctx context.Context, s *settings) (readResult, error) {
+	deadline := readDeadline(ctx, s)
+	t, release, err := a.browser.acquire(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return readResult{unusable: "timed out starting the browser: the effect's deadline passed", at: time.Now()}, nil
+		}
+		return readResult{}, err
+	}
+	defer release()
+	rb := newReadback(s)
+	rb.noPageGuard, rb.noNetworkGuard = a.noPageGuard, a.noNetworkGuard
+	return rb.read(ctx, t, deadline), nil
+}
+
+// readDeadline bounds a whole read-back: three navigation waits and the
+// extraction, and always a little inside the caller's deadline, so that a
+// timeout is answered as an unusable read rather than a cut-off call.
+func readDeadline(ctx context.Context, s *settings) time.Time {
+	d := time.Now().Add(3*s.navTimeout + 5*time.Second)
+	if dl, ok := ctx.Deadline(); ok {
+		margin := min(500*time.Millisecond, time.Until(dl)/10)
+		if inner := dl.Add(-margin); inner.Before(d) {
+			d = inner
+		}
+	}
+	return d
+}

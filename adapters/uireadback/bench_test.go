@@ -1,0 +1,112 @@
+package uireadback
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// BenchmarkReadBack measures one read-back (fresh context, sign-in, record
+// page, identity, rows) of a patient with five encounters, and reports its
+// latency percentiles as p50-ms and p95-ms:
+//
+//   - cold: a new Chromium process for every read-back, as the first read
+//     of a plugin process;
+//   - warm: the pooled browser, whose fresh context for the read-back was
+//     opened when the previous read-back ended (the usual case: a Begin's
+//     read, then the automation acts, then the Verify's read);
+//   - warm_back_to_back: the pooled browser read again at once, so the read
+//     also waits for its fresh context to open (settlement polling).
+//
+// Run with a fixed count, e.g. go test -run '^$' -bench ReadBack -benchtime 30x.
+func BenchmarkReadBack(b *testing.B) {
+	a := startApp(b)
+	for i := range 5 {
+		a.Add(recordapp.Encounter{PatientID: "b1", Type: "Triage", Note: "Follow-up " + string(rune('A'+i)), Date: "2026-05-06"})
+	}
+	req := request(b, a.section(), "b1", recordapp.ReaderPassword)
+
+	read := func(b *testing.B, ad *Adapter) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := ad.CaptureAfter(ctx, sdk.CaptureRequest{CaptureID: "bench", Timeout: 30 * time.Second})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !c.Reachable {
+			b.Fatal(c.Reason)
+		}
+	}
+	configured := func(b *testing.B, br *Browser) *Adapter {
+		ad := &Adapter{browser: br}
+		if err := ad.Configure(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		return ad
+	}
+
+	b.Run("cold", func(b *testing.B) {
+		var took []time.Duration
+		for b.Loop() {
+			br := NewBrowser(BrowserOptions{IdleTimeout: -1, NoSpare: true})
+			ad := configured(b, br)
+			start := time.Now()
+			read(b, ad)
+			took = append(took, time.Since(start))
+			b.StopTimer()
+			br.Close()
+			b.StartTimer()
+		}
+		report(b, took)
+	})
+	b.Run("warm", func(b *testing.B) {
+		br := NewBrowser(BrowserOptions{IdleTimeout: -1})
+		defer br.Close()
+		ad := configured(b, br)
+		read(b, ad) // start the browser
+		var took []time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			if err := br.waitSpare(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			read(b, ad)
+			took = append(took, time.Since(start))
+		}
+		report(b, took)
+	})
+	b.Run("warm_back_to_back", func(b *testing.B) {
+		br := NewBrowser(BrowserOptions{IdleTimeout: -1})
+		defer br.Close()
+		ad := configured(b, br)
+		read(b, ad)
+		var took []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			read(b, ad)
+			took = append(took, time.Since(start))
+		}
+		report(b, took)
+	})
+}
+
+// report adds the p50 and p95 of took, in milliseconds.
+func report(b *testing.B, took []time.Duration) {
+	if len(took) == 0 {
+		return
+	}
+	slices.Sort(took)
+	at := func(p float64) float64 {
+		i := int(p*float64(len(took))+0.5) - 1
+		i = max(0, min(i, len(took)-1))
+		return float64(took[i]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.95), "p95-ms")
+}

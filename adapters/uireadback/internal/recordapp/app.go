@@ -1,0 +1,581 @@
+// Package recordapp is a small server-rendered record application, written
+// for the ui_readback tests: the kind of legacy GUI the adapter exists for.
+// It has a sign-in form with cookie sessions, one encounters page per patient
+// (an HTML table rendered on the server with html/template), and a JSON API
+// that only tests use, to write as the automation would and to inject the
+// display faults a record page can show (a slow replica, shortened text, a
+// redesign, a page that posts as it loads, another record's header). It
+// logs every request with the session cookie it carried, so a test can prove
+// which session read what.
+package recordapp
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The two accounts: the read-back's and the one the automation acts with.
+const (
+	ReaderUser     = "reader"
+	ReaderPassword = "reader-pass-7c1"
+	ClerkUser      = "clerk"
+	ClerkPassword  = "clerk-pass-4e9"
+)
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "sid"
+
+// ShortNoteLength is how many characters of a note a shortening fault shows.
+const ShortNoteLength = 10
+
+// Encounter is one row of a patient's encounters page. Date is ISO
+// (2006-01-02); the page shows it as 02/01/2006 and the type in capitals.
+type Encounter struct {
+	ID        int    `json:"id"`
+	PatientID string `json:"patient_id"`
+	Type      string `json:"type"`
+	Note      string `json:"note"`
+	Date      string `json:"date"`
+	Author    string `json:"author,omitempty"`
+}
+
+// Faults change how the record pages display correct data.
+type Faults struct {
+	// ReplicaDelayMS delays every record page, as a lagging read replica.
+	ReplicaDelayMS int `json:"replica_delay_ms,omitempty"`
+	// ShortenNotes shows only the first ShortNoteLength characters of each
+	// note: "marker" appends "…", "cut" appends nothing. The title attribute
+	// keeps the whole note.
+	ShortenNotes string `json:"shorten_notes,omitempty"`
+	// Redesign renders the encounters as cards with other class names.
+	Redesign bool `json:"redesign,omitempty"`
+	// PostOnLoad makes the record page POST to PostTo (default
+	// /api/viewed) with fetch as it loads.
+	PostOnLoad bool   `json:"post_on_load,omitempty"`
+	PostTo     string `json:"post_to,omitempty"`
+	// ShowPatient makes every record page's header show this identifier
+	// (a page of another record).
+	ShowPatient string `json:"show_patient,omitempty"`
+	// HideIdentity drops the identifier from the header.
+	HideIdentity bool `json:"hide_identity,omitempty"`
+	// Down answers every request with 503.
+	Down bool `json:"down,omitempty"`
+}
+
+// Request is one logged request.
+type Request struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Query  string `json:"query,omitempty"`
+	// SessionID is the session cookie's value ("" when none) and
+	// SessionUser the user it belongs to ("" when none or unknown).
+	SessionID   string   `json:"session_id,omitempty"`
+	SessionUser string   `json:"session_user,omitempty"`
+	Cookies     []string `json:"cookies,omitempty"`
+}
+
+// App is the record application. Its zero value is not usable; call New.
+type App struct {
+	mu         sync.Mutex
+	users      map[string]string
+	sessions   map[string]string
+	patients   map[string]bool
+	encounters []Encounter // ordered by ID
+	nextID     int
+	faults     Faults
+	log        []Request
+	views      int // record pages served, the value of the last_viewed cookie
+}
+
+// New returns an application with the two accounts and no patients.
+func New() *App {
+	return &App{
+		users:    map[string]string{ReaderUser: ReaderPassword, ClerkUser: ClerkPassword},
+		sessions: map[string]string{},
+		patients: map[string]bool{},
+		nextID:   1,
+	}
+}
+
+// AddPatient makes a patient's encounters page exist.
+func (a *App) AddPatient(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.patients[id] = true
+}
+
+// Add stores an encounter (its ID is assigned) and returns the ID. The
+// patient is created when missing.
+func (a *App) Add(e Encounter) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.addLocked(e)
+}
+
+func (a *App) addLocked(e Encounter) int {
+	e.ID = a.nextID
+	a.nextID++
+	a.patients[e.PatientID] = true
+	a.encounters = append(a.encounters, e)
+	return e.ID
+}
+
+// Update replaces the encounter with e's ID in place.
+func (a *App) Update(e Encounter) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.encounters {
+		if a.encounters[i].ID == e.ID {
+			a.patients[e.PatientID] = true
+			a.encounters[i] = e
+			return nil
+		}
+	}
+	return fmt.Errorf("no encounter %d", e.ID)
+}
+
+// Delete removes an encounter.
+func (a *App) Delete(id int) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.encounters {
+		if a.encounters[i].ID == id {
+			a.encounters = append(a.encounters[:i], a.encounters[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("no encounter %d", id)
+}
+
+// Reset deletes every encounter of a patient (the patient stays).
+func (a *App) Reset(patient string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.patients[patient] = true
+	kept := a.encounters[:0]
+	for _, e := range a.encounters {
+		if e.PatientID != patient {
+			kept = append(kept, e)
+		}
+	}
+	a.encounters = kept
+}
+
+// Seed adds n encounters for a patient in one step.
+func (a *App) Seed(patient string, n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range n {
+		a.addLocked(Encounter{PatientID: patient, Type: "Vitals", Note: "seeded " + strconv.Itoa(i), Date: "2026-01-02", Author: ClerkUser})
+	}
+}
+
+// Encounters returns a patient's encounters.
+func (a *App) Encounters(patient string) []Encounter {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.forPatientLocked(patient)
+}
+
+func (a *App) forPatientLocked(patient string) []Encounter {
+	var out []Encounter
+	for _, e := range a.encounters {
+		if e.PatientID == patient {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// SetFaults replaces the display faults.
+func (a *App) SetFaults(f Faults) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.faults = f
+}
+
+// Requests returns the request log.
+func (a *App) Requests() []Request {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Request(nil), a.log...)
+}
+
+// ClearRequests empties the request log.
+func (a *App) ClearRequests() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.log = nil
+}
+
+// SignIn opens a session for a user, as the sign-in form does, and returns
+// the session cookie's value.
+func (a *App) SignIn(user, password string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.signInLocked(user, password)
+}
+
+func (a *App) signInLocked(user, password string) (string, error) {
+	if want, ok := a.users[user]; !ok || want != password {
+		return "", errors.New("wrong user name or password")
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	sid := hex.EncodeToString(b)
+	a.sessions[sid] = user
+	return sid, nil
+}
+
+// Handler serves the application.
+func (a *App) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login", a.loginPage)
+	mux.HandleFunc("POST /login", a.login)
+	mux.HandleFunc("GET /{$}", a.home)
+	mux.HandleFunc("GET /patients/{patient}/encounters", a.encountersPage)
+	mux.HandleFunc("GET /api/beacon", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("POST /api/viewed", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("POST /api/patients", a.apiAddPatient)
+	mux.HandleFunc("POST /api/encounters", a.apiAdd)
+	mux.HandleFunc("PUT /api/encounters/{id}", a.apiUpdate)
+	mux.HandleFunc("DELETE /api/encounters/{id}", a.apiDelete)
+	mux.HandleFunc("POST /api/faults", a.apiFaults)
+	mux.HandleFunc("GET /api/requests", a.apiRequests)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
+		for _, c := range r.Cookies() {
+			req.Cookies = append(req.Cookies, c.Name+"="+c.Value)
+			if c.Name == SessionCookie {
+				req.SessionID = c.Value
+				req.SessionUser = a.sessions[c.Value]
+			}
+		}
+		a.log = append(a.log, req)
+		down := a.faults.Down
+		a.mu.Unlock()
+		if down {
+			http.Error(w, "the record application is down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// user returns the signed-in user of a request, or "".
+func (a *App) user(r *http.Request) string {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[c.Value]
+}
+
+var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
+	"upper": strings.ToUpper,
+	"displayDate": func(iso string) string {
+		t, err := time.Parse("2006-01-02", iso)
+		if err != nil {
+			return iso
+		}
+		return t.Format("02/01/2006")
+	},
+}).Parse(`
+{{define "login"}}<!doctype html>
+<html><head><title>Sign in</title></head><body>
+<h1>Clinic records</h1>
+{{if .Error}}<p id="login-error">{{.Error}}</p>{{end}}
+<form method="post" action="/login">
+  <label>User <input id="username" name="username" autocomplete="username"></label>
+  <label>Password <input id="password" name="password" type="password"></label>
+  <button type="submit">Sign in</button>
+</form>
+</body></html>{{end}}
+
+{{define "home"}}<!doctype html>
+<html><head><title>Clinic records</title></head><body>
+<nav><span id="user-menu">{{.}}</span></nav>
+<p>Open a patient's encounters from the patient list.</p>
+</body></html>{{end}}
+
+{{define "notfound"}}<!doctype html>
+<html><head><title>Not found</title></head><body>
+<nav><span id="user-menu">{{.User}}</span></nav>
+<p id="not-found">No patient {{.Patient}}.</p>
+</body></html>{{end}}
+
+{{define "encounters"}}<!doctype html>
+<html><head><title>Encounters</title></head><body>
+<nav><span id="user-menu">{{.User}}</span></nav>
+<h1>Patient {{if not .HideIdentity}}<span id="patient-mrn">
+    {{.Shown}}
+  </span>{{end}}</h1>
+{{if .Redesign}}<div id="encounters" class="v2">
+{{range .Rows}}  <article class="enc" data-key="{{.ID}}"><h3>{{.Type}}</h3><p>{{.Note}}</p><time>{{.Date}}</time></article>
+{{else}}  <p class="empty-state">Nothing recorded yet.</p>
+{{end}}</div>
+{{else}}<section id="encounters">
+{{if .Rows}}<table>
+  <thead><tr><th>Type</th><th>Date</th><th>Note</th></tr></thead>
+  <tbody>
+{{range .Rows}}    <tr class="encounter" data-id="{{.ID}}">
+      <td class="type">{{upper .Type}}</td>
+      <td class="date">{{displayDate .Date}}</td>
+      <td class="note" title="{{.Note}}">
+        {{.Shown}}
+      </td>
+    </tr>
+{{end}}  </tbody>
+</table>
+{{else}}<p id="no-encounters">No encounters recorded.</p>
+{{end}}</section>
+{{end}}<script>
+  var views = +(localStorage.getItem("views") || 0);
+  localStorage.setItem("views", String(views + 1));
+  document.querySelectorAll("tr.encounter").forEach(function (tr) { tr.setAttribute("data-views", String(views)); });
+  fetch("/api/beacon?views=" + views);
+{{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})});
+{{end}}</script>
+</body></html>{{end}}
+`))
+
+type row struct {
+	Encounter
+	Shown string
+}
+
+func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
+	pages.ExecuteTemplate(w, "login", struct{ Error string }{})
+}
+
+func (a *App) login(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	sid, err := a.SignIn(r.PostForm.Get("username"), r.PostForm.Get("password"))
+	if err != nil {
+		w.WriteHeader(http.StatusOK)
+		pages.ExecuteTemplate(w, "login", struct{ Error string }{err.Error()})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (a *App) home(w http.ResponseWriter, r *http.Request) {
+	u := a.user(r)
+	if u == "" {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	pages.ExecuteTemplate(w, "home", u)
+}
+
+func (a *App) encountersPage(w http.ResponseWriter, r *http.Request) {
+	u := a.user(r)
+	if u == "" {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	patient := r.PathValue("patient")
+	a.mu.Lock()
+	f := a.faults
+	a.mu.Unlock()
+	if f.ReplicaDelayMS > 0 {
+		t := time.NewTimer(time.Duration(f.ReplicaDelayMS) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	a.mu.Lock()
+	known := a.patients[patient]
+	encs := a.forPatientLocked(patient)
+	a.mu.Unlock()
+	if !known {
+		w.WriteHeader(http.StatusNotFound)
+		pages.ExecuteTemplate(w, "notfound", struct{ User, Patient string }{u, patient})
+		return
+	}
+	rows := make([]row, len(encs))
+	for i, e := range encs {
+		rows[i] = row{Encounter: e, Shown: e.Note}
+		if f.ShortenNotes != "" && len([]rune(e.Note)) > ShortNoteLength {
+			rows[i].Shown = string([]rune(e.Note)[:ShortNoteLength])
+			if f.ShortenNotes == "marker" {
+				rows[i].Shown += "…"
+			}
+		}
+	}
+	shown := patient
+	if f.ShowPatient != "" {
+		shown = f.ShowPatient
+	}
+	a.mu.Lock()
+	a.views++
+	view := a.views
+	a.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: "last_viewed", Value: strconv.Itoa(view), Path: "/"})
+	postTo := f.PostTo
+	if postTo == "" {
+		postTo = "/api/viewed"
+	}
+	pages.ExecuteTemplate(w, "encounters", struct {
+		User, Patient, Shown, PostTo       string
+		Rows                               []row
+		Redesign, PostOnLoad, HideIdentity bool
+	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// actor is the API's session check: writes need a signed-in session, as
+// the acting screen has.
+func (a *App) actor(w http.ResponseWriter, r *http.Request) (string, bool) {
+	u := a.user(r)
+	if u == "" {
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+		return "", false
+	}
+	return u, true
+}
+
+func (a *App) apiAddPatient(w http.ResponseWriter, r *http.Request) {
+	var p struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.ID == "" {
+		http.Error(w, "send {\"id\": \"...\"}", http.StatusBadRequest)
+		return
+	}
+	a.AddPatient(p.ID)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *App) apiAdd(w http.ResponseWriter, r *http.Request) {
+	u, ok := a.actor(w, r)
+	if !ok {
+		return
+	}
+	var e Encounter
+	if err := json.NewDecoder(r.Body).Decode(&e); err != nil || e.PatientID == "" {
+		http.Error(w, "send an encounter with a patient_id", http.StatusBadRequest)
+		return
+	}
+	e.Author = u
+	writeJSON(w, map[string]int{"id": a.Add(e)})
+}
+
+func (a *App) apiUpdate(w http.ResponseWriter, r *http.Request) {
+	u, ok := a.actor(w, r)
+	if !ok {
+		return
+	}
+	id, err := strconv.Atoi(r.PathValue("id"))
+	var e Encounter
+	if err == nil {
+		err = json.NewDecoder(r.Body).Decode(&e)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	e.ID, e.Author = id, u
+	if err := a.Update(e); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *App) apiDelete(w http.ResponseWriter, r *http.Request) {
+	if _, ok := a.actor(w, r); !ok {
+		return
+	}
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err == nil {
+		err = a.Delete(id)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *App) apiFaults(w http.ResponseWriter, r *http.Request) {
+	var f Faults
+	if err := json.NewDecoder(r.Body).Decode(&f); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	a.SetFaults(f)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *App) apiRequests(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, a.Requests())
+}
+
+// Server is the application listening on loopback.
+type Server struct {
+	App *App
+	URL string // http://127.0.0.1:port, no trailing slash
+	srv *http.Server
+}
+
+// Start serves a new App on 127.0.0.1 (addr "" picks a free port).
+func Start(addr string) (*Server, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	app := New()
+	s := &Server{App: app, URL: "http://" + l.Addr().String(), srv: &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	go s.srv.Serve(l)
+	return s, nil
+}
+
+// Close stops the server at once.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// SessionIDs returns the distinct session cookie values logged for user,
+// sorted.
+func SessionIDs(log []Request, user string) []string {
+	seen := map[string]bool{}
+	for _, r := range log {
+		if r.SessionUser == user && r.SessionID != "" {
+			seen[r.SessionID] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

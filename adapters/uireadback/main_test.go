@@ -1,0 +1,176 @@
+package uireadback
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// shared is the one Chromium process the package's tests read through; each
+// read-back still gets a brand-new browser context in it.
+var shared *Browser
+
+// pluginBinary is verifier-adapter-ui_readback, built once by TestMain.
+var pluginBinary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	path, cleanup, err := adaptertest.BuildPlugin("github.com/verifierd/verifierd/cmd/plugins/ui_readback", Kind)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pluginBinary = path
+	shared = NewBrowser(BrowserOptions{IdleTimeout: -1})
+	code := m.Run()
+	shared.Close()
+	cleanup()
+	os.Exit(code)
+}
+
+// The environment variable names a deployment gives, and the secret slots
+// the daemon fills from them.
+const (
+	userEnv     = "UIRB_USER"
+	passwordEnv = "UIRB_PASSWORD"
+)
+
+// app is a running record application for one test.
+type app struct {
+	*recordapp.App
+	URL string
+}
+
+func startApp(t testing.TB) *app {
+	t.Helper()
+	s, err := recordapp.Start("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &app{App: s.App, URL: s.URL}
+}
+
+// section is the deployment section the tests use, as the daemon passes it:
+// the kit's example, pointed at the test application.
+func (a *app) section() map[string]any {
+	return map[string]any{
+		"kind": Kind,
+		"ui_readback": map[string]any{
+			"record_url": a.URL + "/patients/{patient}/encounters",
+			"url_params": map[string]any{"patient": map[string]any{"param": "patient_id"}},
+			"sign_in": map[string]any{
+				"url":                a.URL + "/login",
+				"username_selector":  "#username",
+				"password_selector":  "#password",
+				"submit_selector":    "button[type=submit]",
+				"signed_in_selector": "#user-menu",
+				"username_env":       userEnv,
+				"password_env":       passwordEnv,
+			},
+			"ready_selector":     "#encounters",
+			"empty_selector":     "#no-encounters",
+			"not_found_selector": "#not-found",
+			"row_selector":       "tr.encounter",
+			"fields": map[string]any{
+				"id":   map[string]any{"attribute": "data-id"},
+				"type": map[string]any{"selector": "td.type", "casefold": true},
+				"date": map[string]any{"selector": "td.date", "date_format": "%d/%m/%Y"},
+				"note": map[string]any{"selector": "td.note"},
+			},
+			"identity": map[string]any{
+				"reader": map[string]any{"selector": "#patient-mrn"},
+				"value":  map[string]any{"param": "patient_id"},
+				"field":  "patient_id",
+			},
+			"navigation_timeout_s": 5,
+		},
+	}
+}
+
+// inner returns the ui_readback map of a section, for edits.
+func inner(sec map[string]any) map[string]any { return sec["ui_readback"].(map[string]any) }
+
+// request is a ConfigureRequest for sec and the patient, with the reader's
+// credentials (or the given password).
+func request(t testing.TB, sec map[string]any, patient, password string) sdk.ConfigureRequest {
+	t.Helper()
+	raw, err := json.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sdk.ConfigureRequest{
+		Kind:    Kind,
+		Config:  raw,
+		Params:  map[string]string{"patient_id": patient},
+		Secrets: map[string]string{usernameSlot: recordapp.ReaderUser, passwordSlot: password},
+	}
+}
+
+// adapterClient runs the adapter in process behind the SDK's plugin client,
+// on the shared browser, configured with req.
+func adapterClient(t testing.TB, req sdk.ConfigureRequest) plugin.Client {
+	t.Helper()
+	return adapterClientWith(t, req, NewWithBrowser(shared))
+}
+
+func adapterClientWith(t testing.TB, req sdk.ConfigureRequest, factory func() sdk.Adapter) plugin.Client {
+	t.Helper()
+	ip, err := plugin.NewInProcess(factory, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ip.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ip.Configure(ctx, req); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	return ip
+}
+
+// read is one capture's outcome.
+type read struct {
+	Reachable bool
+	Reason    string
+	Records   []sdk.Record
+}
+
+// capture reads once through c (after = CaptureAfter) within timeout.
+func capture(t testing.TB, c plugin.Client, after bool, timeout time.Duration) read {
+	t.Helper()
+	r, err := tryCapture(c, after, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tryCapture is capture for goroutines other than the test's.
+func tryCapture(c plugin.Client, after bool, timeout time.Duration) (read, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req := sdk.CaptureRequest{CaptureID: "test", IdentityField: "id", Timeout: timeout, EffectKind: "record_written"}
+	call := c.CaptureBefore
+	if after {
+		call = c.CaptureAfter
+	}
+	capt, err := call(ctx, req)
+	if err != nil {
+		return read{}, fmt.Errorf("capture: %w", err)
+	}
+	recs, err := capt.Records()
+	if err != nil {
+		return read{}, fmt.Errorf("capture records: %w", err)
+	}
+	return read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}, nil
+}

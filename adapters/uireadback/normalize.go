@@ -1,0 +1,119 @@
+package uireadback
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// collapseSpace trims a value and collapses every run of whitespace
+// (Unicode, non-breaking spaces included) into one space, as an HTML page
+// renders it. A whitespace-only difference is therefore invisible to the
+// read-back.
+func collapseSpace(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// strftime directives and the Go layout element each one becomes.
+var strftime = map[byte]string{
+	'Y': "2006", 'y': "06", 'm': "01", 'd': "02", 'e': "_2", 'j': "002",
+	'H': "15", 'I': "03", 'M': "04", 'S': "05", 'p': "PM",
+	'b': "Jan", 'h': "Jan", 'B': "January", 'a': "Mon", 'A': "Monday",
+	'z': "-0700", 'Z': "MST", 'F': "2006-01-02", 'T': "15:04:05", 'D': "01/02/06",
+}
+
+// strftimeNoPad are the %-x forms (no padding) that Go can parse.
+var strftimeNoPad = map[byte]string{'m': "1", 'd': "2", 'H': "15", 'I': "3", 'M': "4", 'S': "5"}
+
+// dateLayout turns a date_format into a Go layout and picks the ISO 8601
+// layout the parsed value is written in: a date (2006-01-02), a local date
+// and time (2006-01-02T15:04:05), or, when the format reads a zone, RFC 3339.
+// A format with a % is strftime-like (%d/%m/%Y); any other is a Go layout
+// (02/01/2006).
+func dateLayout(format string) (layout, iso string, err error) {
+	layout = format
+	if strings.Contains(format, "%") {
+		var b, lit strings.Builder
+		flush := func() error {
+			if err := checkLiteral(lit.String()); err != nil {
+				return fmt.Errorf("%q: %v", format, err)
+			}
+			b.WriteString(lit.String())
+			lit.Reset()
+			return nil
+		}
+		for i := 0; i < len(format); i++ {
+			c := format[i]
+			if c != '%' {
+				lit.WriteByte(c)
+				continue
+			}
+			if i+1 >= len(format) {
+				return "", "", fmt.Errorf("%q ends with a lone %%", format)
+			}
+			i++
+			d := format[i]
+			if d == '%' {
+				lit.WriteByte('%')
+				continue
+			}
+			if err := flush(); err != nil {
+				return "", "", err
+			}
+			switch {
+			case d == '-' && i+1 < len(format) && strftimeNoPad[format[i+1]] != "":
+				i++
+				b.WriteString(strftimeNoPad[format[i]])
+			case strftime[d] != "":
+				b.WriteString(strftime[d])
+			default:
+				return "", "", fmt.Errorf("%q: %%%c is not supported; use %%Y %%y %%m %%d %%e %%j %%H %%I %%M %%S %%p %%b %%B %%a %%A %%z %%Z %%F %%T %%D (or %%-m %%-d %%-H %%-I %%-M %%-S), or write a Go layout such as 02/01/2006", format, d)
+			}
+		}
+		if err := flush(); err != nil {
+			return "", "", err
+		}
+		layout = b.String()
+	}
+
+	// Find what the layout reads by writing a reference instant with it and
+	// reading it back.
+	zone := time.FixedZone("UTC+0530", 5*3600+30*60)
+	ref := time.Date(2031, time.November, 23, 13, 45, 57, 0, zone)
+	back, perr := time.Parse(layout, ref.Format(layout))
+	if perr != nil || back.Year() != ref.Year() || back.Month() != ref.Month() || back.Day() != ref.Day() {
+		return "", "", fmt.Errorf("%q does not read a year, a month and a day; write e.g. %%d/%%m/%%Y or the Go layout 02/01/2006", format)
+	}
+	_, offset := back.Zone()
+	switch {
+	case offset == 5*3600+30*60:
+		iso = time.RFC3339
+	case back.Hour() == ref.Hour() && back.Minute() == ref.Minute():
+		iso = "2006-01-02T15:04:05"
+	case back.Hour() != 0 || back.Minute() != 0:
+		return "", "", fmt.Errorf("%q reads the hour without the minutes (or the reverse); read both or neither", format)
+	default:
+		iso = "2006-01-02"
+	}
+	return layout, iso, nil
+}
+
+// goLayoutWords are literal texts that a Go layout would read as a date
+// element.
+var goLayoutWords = []string{"Jan", "Mon", "MST", "PM", "pm", "Z0", "_2"}
+
+// checkLiteral refuses strftime literal text that the Go layout it becomes
+// would misread as a date element: a digit, or a word such as Jan or PM.
+func checkLiteral(lit string) error {
+	for _, r := range lit {
+		if r >= '0' && r <= '9' {
+			return fmt.Errorf("the literal text %q has a digit, which the date parser would read as part of the date", lit)
+		}
+	}
+	for _, w := range goLayoutWords {
+		if strings.Contains(lit, w) {
+			return fmt.Errorf("the literal text %q contains %q, which the date parser would read as part of the date", lit, w)
+		}
+	}
+	return nil
+}

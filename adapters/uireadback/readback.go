@@ -1,0 +1,632 @@
+package uireadback
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// pollInterval is how often a wait looks at the page again.
+const pollInterval = 10 * time.Millisecond
+
+// readback is one read of the record page: a fresh browser context, the
+// sign-in, the record page, the identity check and the rows. It is used
+// once.
+type readback struct {
+	s       *settings
+	policy  *policy
+	refused refusals
+	binding string // name of the page guard's reporting binding
+	queue   pausedQueue
+
+	// The guards can be switched off one at a time by the package's tests,
+	// to show that each one alone stops a write.
+	noPageGuard, noNetworkGuard bool
+}
+
+// readResult is what a read-back saw. A non-empty unusable says why the
+// page could not be read as a record page; records are then meaningless.
+type readResult struct {
+	unusable string
+	records  []sdk.Record
+	at       time.Time
+}
+
+func newReadback(s *settings) *readback {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return &readback{
+		s:       s,
+		policy:  newPolicy(s),
+		binding: "__verifierdReadOnly_" + hex.EncodeToString(b),
+		queue:   pausedQueue{notify: make(chan struct{}, 1)},
+	}
+}
+
+// pausedQueue hands the network guard's decisions from the target's event
+// loop (which must never block or send commands) to the goroutine that
+// answers the browser.
+type pausedQueue struct {
+	mu     sync.Mutex
+	items  []pausedRequest
+	notify chan struct{}
+}
+
+type pausedRequest struct {
+	id    fetch.RequestID
+	allow bool
+}
+
+func (q *pausedQueue) push(p pausedRequest) {
+	q.mu.Lock()
+	q.items = append(q.items, p)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *pausedQueue) drain() []pausedRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+// listen runs in the tab's event loop, in the order events arrive: every
+// decision and refusal is recorded before any later command returns, so a
+// refusal caused by a page load is seen by the read that follows the load.
+func (rb *readback) listen(ev any) {
+	switch e := ev.(type) {
+	case *fetch.EventRequestPaused:
+		allow := rb.policy.allows(e.Request.Method, e.Request.URL)
+		if !allow {
+			rb.refused.add(refusal{layer: "network guard", how: strings.ToLower(string(e.ResourceType)) + " request", method: strings.ToUpper(e.Request.Method), target: originPath(e.Request.URL)})
+		}
+		rb.queue.push(pausedRequest{id: e.RequestID, allow: allow})
+	case *runtime.EventBindingCalled:
+		if e.Name == rb.binding {
+			rb.refused.add(parsePageReport(e.Payload))
+		}
+	}
+}
+
+// answer continues allowed requests and fails refused ones until ctx ends.
+func (rb *readback) answer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rb.queue.notify:
+		}
+		for _, p := range rb.queue.drain() {
+			if p.allow {
+				chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.id})
+			} else {
+				chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.id, ErrorReason: network.ErrorReasonBlockedByClient})
+			}
+		}
+	}
+}
+
+// failure is a step that could not finish.
+type failure struct{ reason string }
+
+func (f *failure) Error() string { return f.reason }
+
+func unusable(format string, args ...any) error {
+	return &failure{reason: fmt.Sprintf(format, args...)}
+}
+
+// read runs the read-back in tab, which it owns and disposes of. ctx
+// bounds it, and so does deadline.
+func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readResult {
+	listen := rb.listen
+	t.listener.Store(&listen)
+	defer t.dispose()
+	readCtx, cancel := context.WithDeadline(t.ctx, deadline)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+
+	res := readResult{}
+	err := t.wait(readCtx)
+	if err != nil {
+		if readCtx.Err() != nil {
+			err = unusable("timed out opening a fresh browser context")
+		} else {
+			err = unusable("the browser failed while opening a fresh browser context: %v", err)
+		}
+	} else {
+		err = rb.steps(readCtx, &res)
+	}
+	if err == nil {
+		// A request refused after the rows were read still means the page
+		// tried to write while it was being read.
+		err = rb.refusalError()
+	}
+	if err != nil {
+		var f *failure
+		if !errors.As(err, &f) {
+			err = unusable("the browser failed during the read-back: %v", err)
+		}
+		return readResult{unusable: err.Error(), at: time.Now()}
+	}
+	return res
+}
+
+func (rb *readback) refusalError() error {
+	list := rb.refused.snapshot()
+	if len(list) == 0 {
+		return nil
+	}
+	more := ""
+	if len(list) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(list)-1)
+	}
+	return unusable("the record page attempted a non-read request: %s%s; a read-back that had to refuse a write is not a clean read of the record page", list[0], more)
+}
+
+// steps runs the read-back proper.
+func (rb *readback) steps(ctx context.Context, res *readResult) error {
+	go rb.answer(ctx)
+
+	guard := func(ctx context.Context, t *chromedp.Target) (page.ScriptIdentifier, error) {
+		if rb.noPageGuard {
+			return "", nil
+		}
+		r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageGuardJS(rb.binding, rb.policy.allowedPosts())})
+		return r.Identifier, err
+	}
+	var script page.ScriptIdentifier
+	err := rb.timed(ctx, "installing the read-only guards", func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: rb.binding}); err != nil {
+				return err
+			}
+			var err error
+			if script, err = guard(ctx, t); err != nil {
+				return err
+			}
+			if _, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+				return err
+			}
+			if _, err := cdp.Call(ctx, t, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
+				return err
+			}
+			if rb.noNetworkGuard {
+				return nil
+			}
+			_, err = cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+			return err
+		}))
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := rb.signIn(ctx); err != nil {
+		return err
+	}
+	if err := rb.refusalError(); err != nil {
+		return err
+	}
+
+	// From here on, not even the sign-in page may be posted to.
+	rb.policy.phase.Store(phaseRead)
+	err = rb.timed(ctx, "switching the page guard to the read phase", func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			if rb.noPageGuard {
+				return nil
+			}
+			if _, err := cdp.Call(ctx, t, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: script}); err != nil {
+				return err
+			}
+			_, err := guard(ctx, t)
+			return err
+		}))
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := rb.openRecord(ctx); err != nil {
+		return err
+	}
+	if err := rb.refusalError(); err != nil {
+		return err
+	}
+	return rb.extract(ctx, res)
+}
+
+// timed runs one step under navigation_timeout_s (and the read's deadline)
+// and turns a timeout or a browser error into a reason.
+func (rb *readback) timed(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, rb.s.navTimeout)
+	defer cancel()
+	start := time.Now()
+	err := f(sctx)
+	if err == nil {
+		return nil
+	}
+	var fl *failure
+	switch {
+	case errors.As(err, &fl):
+		return err
+	case sctx.Err() != nil && ctx.Err() == nil:
+		return unusable("timed out after %v %s (navigation_timeout_s is %v)", time.Since(start).Round(time.Millisecond), what, rb.s.navTimeout)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return unusable("timed out after %v %s: the effect's deadline passed", time.Since(start).Round(time.Millisecond), what)
+	case ctx.Err() != nil:
+		return unusable("the read-back was cancelled while %s", what)
+	}
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		return unusable("%s failed: %s", what, le.ErrorText)
+	}
+	return unusable("the browser failed while %s: %v", what, err)
+}
+
+// poll evaluates expr in the page until it returns something other than
+// "wait", and returns that. A page between two documents cannot be
+// evaluated for a moment; that counts as "wait". A script exception (an
+// invalid selector) ends the wait.
+func poll(ctx context.Context, expr string) (string, error) {
+	for {
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		var ex *chromedp.ExceptionError
+		switch {
+		case errors.As(err, &ex):
+			return "", unusable("the page could not evaluate the configured selectors: %s", exceptionText(ex))
+		case err == nil && state != "wait":
+			return state, nil
+		}
+		t := time.NewTimer(pollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func exceptionText(ex *chromedp.ExceptionError) string {
+	if d := ex.ExceptionDetails; d != nil && d.Exception != nil && d.Exception.Description != "" {
+		first, _, _ := strings.Cut(d.Exception.Description, "\n")
+		return first
+	}
+	return ex.Error()
+}
+
+// js quotes s as a JavaScript string literal.
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// signIn signs in with the read-back account. The credentials go to the
+// page through Input.insertText, never inside a script, so they appear in no
+// evaluated source and no log.
+func (rb *readback) signIn(ctx context.Context) error {
+	si := rb.s.signIn
+	err := rb.timed(ctx, "opening the sign-in page", func(ctx context.Context) error {
+		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(si.url))
+		if err != nil {
+			return err
+		}
+		if resp != nil && resp.Status >= 400 {
+			return unusable("the sign-in page answered HTTP %d", resp.Status)
+		}
+		_, err = poll(ctx, fmt.Sprintf(`(function () {
+			return document.querySelector(%s) && document.querySelector(%s) && document.querySelector(%s) ? "form" : "wait";
+		})()`, js(si.usernameSelector), js(si.passwordSelector), js(si.submitSelector)))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	err = rb.timed(ctx, "filling in the sign-in form", func(ctx context.Context) error {
+		for _, f := range []struct{ sel, value string }{{si.usernameSelector, si.username}, {si.passwordSelector, si.password}} {
+			focused, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(function () {
+				var e = document.querySelector(%s);
+				if (!e) { return false; }
+				e.focus();
+				if ("value" in e) { e.value = ""; }
+				return document.activeElement === e;
+			})()`, js(f.sel))))
+			if err != nil {
+				return err
+			}
+			if !focused {
+				return unusable("the sign-in field %s cannot take the focus", f.sel)
+			}
+			if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+				_, err := cdp.Call(ctx, t, input.InsertText, input.InsertTextParams{Text: f.value})
+				return err
+			})); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return rb.timed(ctx, "signing in (waiting for signed_in_selector)", func(ctx context.Context) error {
+		// timeOrigin tells the document the form was on from the one the
+		// submission leads to.
+		before, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(function () {
+			var b = document.querySelector(`+js(si.submitSelector)+`);
+			var t = performance.timeOrigin;
+			if (b) { b.click(); }
+			return t;
+		})()`))
+		if err != nil {
+			return err
+		}
+		state, err := poll(ctx, fmt.Sprintf(`(function () {
+			if (document.querySelector(%s)) { return "in"; }
+			if (performance.timeOrigin !== %s && document.readyState === "complete" && document.querySelector(%s)) { return "form"; }
+			return "wait";
+		})()`, js(si.signedInSelector), strconv.FormatFloat(before, 'g', -1, 64), js(si.passwordSelector)))
+		if err != nil {
+			return err
+		}
+		if state != "in" {
+			return unusable("the sign-in failed: the sign-in form came back and %s never appeared (is the read-back account's user name or password wrong, or the account locked?)", si.signedInSelector)
+		}
+		return nil
+	})
+}
+
+// openRecord opens the record page and waits until it is ready.
+func (rb *readback) openRecord(ctx context.Context) error {
+	s := rb.s
+	return rb.timed(ctx, "waiting for the record page", func(ctx context.Context) error {
+		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(s.recordURL))
+		if err != nil {
+			return err
+		}
+		notFound := "false"
+		if s.notFoundSelector != "" {
+			notFound = "!!document.querySelector(" + js(s.notFoundSelector) + ")"
+		}
+		state, err := poll(ctx, fmt.Sprintf(`(function () {
+			if (%s) { return "notfound"; }
+			if (document.querySelector(%s)) { return "ready"; }
+			if (document.readyState === "complete" && document.querySelector(%s) && !document.querySelector(%s)) { return "signin"; }
+			return "wait";
+		})()`, notFound, js(s.readySelector), js(s.signIn.passwordSelector), js(s.signIn.signedInSelector)))
+		switch {
+		case err != nil && resp != nil && resp.Status >= 400:
+			return unusable("the record page answered HTTP %d", resp.Status)
+		case err != nil:
+			return err
+		case state == "notfound":
+			return unusable("the record page says the record does not exist (not_found_selector %s is shown)", s.notFoundSelector)
+		case state == "signin":
+			return unusable("the record page sent the read-back to the sign-in form again: the read-back account's session did not hold")
+		case resp != nil && resp.Status >= 400:
+			return unusable("the record page answered HTTP %d", resp.Status)
+		}
+		return nil
+	})
+}
+
+// extracted is what the extraction script returns.
+type extracted struct {
+	Error    string `json:"error"`
+	Identity struct {
+		Found bool    `json:"found"`
+		Value *string `json:"value"`
+	} `json:"identity"`
+	Empty bool              `json:"empty"`
+	Rows  [][]*fieldReading `json:"rows"`
+}
+
+type fieldReading struct {
+	Text  string  `json:"t"`
+	Attr  *string `json:"a"`
+	Title *string `json:"title"`
+}
+
+// extractSource reads the identifier, the empty-state element and every
+// row's fields straight from the DOM. It runs in an isolated world, where
+// the page's own scripts cannot have replaced the DOM methods it uses.
+const extractSource = `function (spec) {
+  function text(el) {
+    var t = el.innerText;
+    return typeof t === "string" ? t : (el.textContent || "");
+  }
+  var out = {identity: {found: false}, empty: false, rows: []};
+  try {
+    var id = document.querySelector(spec.identity.selector);
+    if (id) {
+      out.identity.found = true;
+      out.identity.value = spec.identity.attribute ? id.getAttribute(spec.identity.attribute) : text(id);
+    }
+    if (spec.empty) {
+      var e = document.querySelector(spec.empty);
+      out.empty = !!e && e.getClientRects().length > 0;
+    }
+    var rows = document.querySelectorAll(spec.row);
+    for (var i = 0; i < rows.length; i++) {
+      var vals = [];
+      for (var j = 0; j < spec.fields.length; j++) {
+        var f = spec.fields[j];
+        var el = f.selector ? rows[i].querySelector(f.selector) : rows[i];
+        if (!el) { vals.push(null); continue; }
+        if (f.attribute) {
+          vals.push({a: el.getAttribute(f.attribute)});
+        } else {
+          vals.push({t: text(el), title: el.getAttribute("title")});
+        }
+      }
+      out.rows.push(vals);
+    }
+  } catch (err) {
+    return {error: String(err && err.message || err)};
+  }
+  return out;
+}`
+
+func (rb *readback) extract(ctx context.Context, res *readResult) error {
+	s := rb.s
+	type fieldSpec struct {
+		Selector  string `json:"selector"`
+		Attribute string `json:"attribute"`
+	}
+	spec := struct {
+		Identity fieldSpec   `json:"identity"`
+		Row      string      `json:"row"`
+		Empty    string      `json:"empty"`
+		Fields   []fieldSpec `json:"fields"`
+	}{Identity: fieldSpec{s.identity.selector, s.identity.attribute}, Row: s.rowSelector, Empty: s.emptySelector}
+	for _, f := range s.fields {
+		spec.Fields = append(spec.Fields, fieldSpec{f.selector, f.attribute})
+	}
+	specJSON, _ := json.Marshal(spec)
+
+	var pg extracted
+	err := rb.timed(ctx, "reading the record page", func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			world, err := cdp.Call(ctx, t, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: cdp.FrameID(t.TargetID), WorldName: "verifierd-readback"})
+			if err != nil {
+				return err
+			}
+			r, err := cdp.Call(ctx, t, runtime.Evaluate, runtime.EvaluateParams{
+				Expression:    "(" + extractSource + ")(" + string(specJSON) + ")",
+				ContextID:     world.ExecutionContextID,
+				ReturnByValue: new(true),
+			})
+			if err != nil {
+				return err
+			}
+			if r.ExceptionDetails != nil {
+				return unusable("reading the record page raised %s", exceptionText(&chromedp.ExceptionError{ExceptionDetails: r.ExceptionDetails}))
+			}
+			return json.Unmarshal(r.Result.Value, &pg)
+		}))
+	})
+	if err != nil {
+		return err
+	}
+	res.at = time.Now()
+	if pg.Error != "" {
+		return unusable("the page could not evaluate the configured selectors: %s", pg.Error)
+	}
+	ident, err := rb.checkIdentity(pg)
+	if err != nil {
+		return err
+	}
+	if len(pg.Rows) == 0 {
+		switch {
+		case pg.Empty:
+			return nil
+		case s.emptySelector == "":
+			return unusable("no element matches row_selector %s and no empty_selector is configured, so an empty record page cannot be told from one whose structure changed; declare empty_selector", s.rowSelector)
+		default:
+			return unusable("neither row_selector %s nor empty_selector %s matches: the record page no longer has the structure the configuration describes (a redesign?)", s.rowSelector, s.emptySelector)
+		}
+	}
+	if pg.Empty {
+		return unusable("the record page shows %d rows and its empty-state element (%s) at once; its structure is not what the configuration describes", len(pg.Rows), s.emptySelector)
+	}
+	res.records = make([]sdk.Record, 0, len(pg.Rows))
+	for i, row := range pg.Rows {
+		rec := make(sdk.Record, len(s.fields)+1)
+		for j, f := range s.fields {
+			v, err := f.read(row[j], s.truncation)
+			if err != nil {
+				return unusable("row %d of %d, field %s: %v", i+1, len(pg.Rows), f.name, err)
+			}
+			rec[f.name] = v
+		}
+		if s.identity.field != "" {
+			rec[s.identity.field] = ident
+		}
+		res.records = append(res.records, rec)
+	}
+	return nil
+}
+
+// checkIdentity checks that the page shows the record this run reads. The
+// identifiers are not quoted in the reason; they may be personal data.
+func (rb *readback) checkIdentity(p extracted) (string, error) {
+	s := rb.s
+	where := s.identity.selector
+	if s.identity.attribute != "" {
+		where += " (attribute " + s.identity.attribute + ")"
+	}
+	if !p.Identity.Found {
+		return "", unusable("no readable identifier: identity.reader %s matches nothing on the record page", s.identity.selector)
+	}
+	if p.Identity.Value == nil || collapseSpace(*p.Identity.Value) == "" {
+		return "", unusable("no readable identifier: identity.reader %s is empty on the record page", where)
+	}
+	got := collapseSpace(*p.Identity.Value)
+	if got != s.identity.value {
+		return "", unusable("the page is another record's: identity.reader %s shows an identifier other than identity.value", where)
+	}
+	return got, nil
+}
+
+// read turns one field's reading into its record value: whitespace
+// collapsed, refused when shortened, then date_format and casefold.
+func (f field) read(r *fieldReading, markers []string) (string, error) {
+	if r == nil {
+		return "", fmt.Errorf("%s matches nothing in the row; the record page no longer has the structure the configuration describes", f.selector)
+	}
+	var v string
+	if f.attribute != "" {
+		if r.Attr == nil {
+			return "", fmt.Errorf("the element has no %s attribute", f.attribute)
+		}
+		v = collapseSpace(*r.Attr)
+	} else {
+		v = collapseSpace(r.Text)
+		if r.Title != nil {
+			// A title that starts with the shown text and goes on is the
+			// whole value; the page shows only its beginning.
+			if title := collapseSpace(*r.Title); title != v && strings.HasPrefix(title, v) {
+				return "", errors.New("the page shows a shortened value (its title attribute holds a longer one); read the field from attribute: title")
+			}
+		}
+	}
+	for _, m := range markers {
+		if strings.Contains(v, m) {
+			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, or narrow truncation_markers", m)
+		}
+	}
+	if f.layout != "" {
+		t, err := time.Parse(f.layout, v)
+		if err != nil {
+			return "", fmt.Errorf("the value does not parse with date_format")
+		}
+		v = t.Format(f.isoLayout)
+	}
+	if f.casefold {
+		v = strings.ToLower(v)
+	}
+	return v, nil
+}

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The record application's accounts (adapters/uireadback/internal/recordapp).
+const (
+	readerUser     = "reader"
+	readerPassword = "reader-pass-7c1"
+	clerkUser      = "clerk"
+	clerkPassword  = "clerk-pass-4e9"
+)
+
+var recordappBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// recordApp is the ui_readback tests' record application, run as its own
+// process on loopback.
+type recordApp struct {
+	url string
+	cmd *exec.Cmd
+}
+
+func startRecordApp(t *testing.T) *recordApp {
+	t.Helper()
+	recordappBuild.once.Do(func() {
+		recordappBuild.path = filepath.Join(bins.dir, "recordapp")
+		out, err := exec.Command("go", "build", "-o", recordappBuild.path, "../adapters/uireadback/internal/recordapp/cmd/recordapp").CombinedOutput()
+		if err != nil {
+			recordappBuild.err = fmt.Errorf("building recordapp: %v\n%s", err, out)
+		}
+	})
+	if recordappBuild.err != nil {
+		t.Fatal(recordappBuild.err)
+	}
+	cmd := exec.Command(recordappBuild.path, "-listen", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	u, ok := strings.CutPrefix(strings.TrimSpace(line), "recordapp listening on ")
+	if err != nil || !ok {
+		t.Fatalf("recordapp did not start: %q %v", line, err)
+	}
+	return &recordApp{url: u, cmd: cmd}
+}
+
+// clerk signs in through the sign-in form, as the automation's screen does,
+// and writes through the application's API.
+func (a *recordApp) clerk(t *testing.T) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	res, err := c.PostForm(a.url+"/login", url.Values{"username": {clerkUser}, "password": {clerkPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return c
+}
+
+func (a *recordApp) post(t *testing.T, c *http.Client, path string, body any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	res, err := c.Post(a.url+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode >= 300 {
+		t.Fatalf("POST %s: %s", path, res.Status)
+	}
+}
+
+// TestUIReadback: begin -> the automation saves (or not) through the record
+// application -> verify, through the real daemon and the real
+// verifier-adapter-ui_readback driving a headless Chromium.
+func TestUIReadback(t *testing.T) {
+	app := startRecordApp(t)
+	d := startDaemon(t, daemonOpts{
+		config: "secrets:\n  allow: [UIRB_*]\n",
+		env:    []string{"UIRB_USER=" + readerUser, "UIRB_PASSWORD=" + readerPassword},
+	})
+	dir := t.TempDir()
+	deployment := writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
+  kind: ui_readback
+  ui_readback:
+    record_url: "%[1]s/patients/{patient}/encounters"
+    url_params: {patient: {param: patient_id}}
+    sign_in:
+      url: %[1]s/login
+      username_selector: "#username"
+      password_selector: "#password"
+      submit_selector: "button[type=submit]"
+      signed_in_selector: "#user-menu"
+      username_env: UIRB_USER
+      password_env: UIRB_PASSWORD
+    ready_selector: "#encounters"
+    empty_selector: "#no-encounters"
+    not_found_selector: "#not-found"
+    row_selector: "tr.encounter"
+    fields:
+      id: {attribute: data-id}
+      type: {selector: td.type, casefold: true}
+      date: {selector: td.date, date_format: "%%d/%%m/%%Y"}
+      note: {selector: td.note}
+    identity:
+      reader: {selector: "#patient-mrn"}
+      value: {param: patient_id}
+      field: patient_id
+    navigation_timeout_s: 10
+`, app.url))
+	effects := writeFile(t, dir, "effects.yaml", `
+- kind: record_written
+  match: {patient_id: {param: patient_id}, type: triage}
+  count_new_only: true
+  risk: irreversible
+  timeout_s: 2
+- kind: field_equals
+  match: {patient_id: {param: patient_id}, type: triage}
+  field: note
+  value: {param: note}
+  timeout_s: 2
+`)
+	clerk := app.clerk(t)
+	const note = "Follow-up in 2 weeks"
+
+	tests := []struct {
+		name    string
+		save    bool
+		want    string
+		observe int
+	}{
+		{"correct save verified at tier 2", true,
+			"VERIFIED CONFIRMED/confirmed/COUNT_EXACT CONFIRMED/confirmed/FIELD_EQUAL", 1},
+		{"missing row needs reconciliation, never halts", false,
+			"RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER REFUTED/conflicting/FIELD_NO_MATCH", 0},
+	}
+	var outputs []string
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			patient := fmt.Sprintf("e%d", i)
+			app.post(t, http.DefaultClient, "/api/patients", map[string]string{"id": patient})
+			app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Vitals", "note": "BP 120/80", "date": "2026-05-05"})
+			out, code := d.ctl(t, "begin", "--deployment", deployment, "--effects", effects, "--param", "patient_id="+patient, "--param", "note="+note)
+			outputs = append(outputs, out)
+			if code != 0 {
+				t.Fatalf("begin exit %d: %s\ndaemon log:\n%s", code, out, d.logs())
+			}
+			b := mustJSON[beginOutput](t, out)
+			for _, e := range b.Effects {
+				if e.Tier != 2 || e.Candidate != "ui_readback" {
+					t.Errorf("begin effect %+v; want tier 2 through ui_readback", e)
+				}
+			}
+			if tt.save {
+				app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Triage", "note": note, "date": "2026-05-06"})
+			}
+			v := d.verify(t, b.SessionID)
+			raw, _ := json.Marshal(v)
+			outputs = append(outputs, string(raw))
+			if got := v.summary(); got != tt.want {
+				t.Errorf("verify = %s\nwant     %s\ndaemon log:\n%s", got, tt.want, d.logs())
+			}
+			for _, e := range v.Effects {
+				if e.Tier != 2 || e.Substrate != "ui_readback" {
+					t.Errorf("verdict tier/substrate = %d/%s; want 2/ui_readback", e.Tier, e.Substrate)
+				}
+			}
+			if n := v.Effects[0].ObservedCount; n == nil || *n != tt.observe {
+				t.Errorf("observed_count = %v; want %d", n, tt.observe)
+			}
+		})
+	}
+	d.stop()
+	for _, s := range append(outputs, d.logs()) {
+		if strings.Contains(s, readerPassword) {
+			t.Error("the read-back password appears in a response or the daemon log")
+		}
+	}
+}
