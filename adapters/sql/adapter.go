@@ -2,7 +2,6 @@ package sql
 
 import (
 	"context"
-	stdsql "database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,23 +37,61 @@ type config struct {
 	SQLDriver      string                     `json:"sql_driver"`
 	SQLQuery       string                     `json:"sql_query"`
 	SQLQueryParams map[string]json.RawMessage `json:"sql_query_params"`
-	// SQLConnectArgs (host, port, user, database, TLS mode) and
-	// SQLPasswordEnv are for the server drivers; the sqlite driver accepts
-	// and ignores them.
+	// SQLConnectArgs (host, port, user, database, TLS mode, unix socket)
+	// and SQLPasswordEnv are for the server drivers; the sqlite driver
+	// accepts and ignores them.
 	SQLConnectArgs map[string]any `json:"sql_connect_args"`
-	SQLPasswordEnv string         `json:"sql_password_env"`
+	// SQLPasswordEnv is the NAME of the variable; the daemon resolves it
+	// and passes the value as the secret slot "sql_password_env".
+	SQLPasswordEnv string `json:"sql_password_env"`
 }
 
 var configKeys = []string{"kind", "sqlite_database", "sql_driver", "sql_query", "sql_query_params", "sql_connect_args", "sql_password_env"}
 
+// passwordSlot is the secret slot the daemon fills from sql_password_env.
+const passwordSlot = "sql_password_env"
+
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
-	pool     *pool
-	driver   string
-	database string // absolute path of the SQLite file
-	query    string // the operator's query, placeholders translated to '?'
-	args     []any  // the bound values, in placeholder order
+	driver string
+	reader reader
+	query  string // the operator's query, placeholders in the driver's form
+	args   []any  // the bound values, in the driver's parameter order
 }
+
+// reader is one driver's way into the system of record. Every method reads
+// inside a read-only transaction and is safe for concurrent use.
+type reader interface {
+	// where names the database for messages, never with a secret.
+	where() string
+	// read runs query with args, bounded by ctx, and returns its rows.
+	// Errors are *connectError when the database could not be reached or
+	// refused the login, *timeoutError when the server stopped the query
+	// at the statement timeout derived from ctx's deadline.
+	read(ctx context.Context, query string, args []any) (rowSource, error)
+	// probe is TestConnection: connect, SELECT 1, compile query, and warn
+	// when the login could write.
+	probe(ctx context.Context, query string, args []any) sdk.TestResult
+	// count returns the row count of each table, all read in one
+	// read-only transaction.
+	count(ctx context.Context, tables []TableName) ([]int64, error)
+	// close releases the connections.
+	close()
+}
+
+// connectError is a database that could not be reached or refused the
+// login: an unreachable capture, never a configuration error.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
+
+// timeoutError is a query the server itself stopped at the statement
+// timeout derived from the capture's deadline.
+type timeoutError struct{ err error }
+
+func (e *timeoutError) Error() string { return e.err.Error() }
+func (e *timeoutError) Unwrap() error { return e.err }
 
 // Adapter reads a relational system of record with one read-only query.
 type Adapter struct {
@@ -74,30 +111,19 @@ func (a *Adapter) Info() sdk.Info {
 	return sdk.Info{
 		Kind:        Kind,
 		Tier:        sdk.TierIndependentSystem,
-		Description: "one read-only SELECT against a relational database (SQLite today)",
+		Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
 	}
 }
 
-// Configure checks the section and binds the query's parameters. It checks
-// that the SQLite file exists and is an SQLite database, but does not
-// connect: a database that cannot be read later is the captures' business.
+// Configure checks the section, binds the query's parameters and prepares
+// the driver. It does not connect: a server that is down or refuses the
+// login is the captures' business, which report it unreachable. For
+// SQLite it checks that the file exists and is an SQLite database.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
-	}
-	driver, err := pickDriver(cfg)
+	cfg, driver, err := decodeConfig(req.Config)
 	if err != nil {
 		return err
 	}
-	s := &settings{driver: driver}
-
 	if strings.TrimSpace(cfg.SQLQuery) == "" {
 		return &sdk.ConfigError{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
 	}
@@ -112,30 +138,38 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return err
 	}
-	query, names, err := translatePlaceholders(cfg.SQLQuery, sqliteDialect)
+	query, names, err := translatePlaceholders(cfg.SQLQuery, driverDialect(driver), driver == driverPostgres)
 	if err != nil {
 		return err
 	}
+	s := &settings{driver: driver, query: query}
 	if s.args, err = bindArgs(names, bound); err != nil {
 		return err
 	}
-	s.query = query
-
-	if s.database, err = filepath.Abs(cfg.SQLiteDatabase); err != nil {
-		return &sdk.ConfigError{Path: "sqlite_database", Message: err.Error()}
+	if s.reader, err = newReader(ctx, cfg, driver, req.Secrets); err != nil {
+		return err
 	}
-	if _, err := checkSQLiteFile(s.database); errors.Is(err, errNoAccess) {
-		// Like a password the server refuses: the captures report it.
-		sdk.Logger(ctx).Warn("the adapter's user cannot read sqlite_database; captures will be unreachable until it can", "path", s.database)
-	} else if err != nil {
-		return &sdk.ConfigError{Path: "sqlite_database", Message: err.Error()}
+	if old := a.settings.Swap(s); old != nil {
+		// Closing waits for reads still streaming from the old settings.
+		go old.reader.close()
 	}
-	if len(cfg.SQLConnectArgs) > 0 || cfg.SQLPasswordEnv != "" {
-		sdk.Logger(ctx).Info("sql_connect_args and sql_password_env are ignored by the sqlite driver")
-	}
-	s.pool = &pool{path: s.database}
-	a.settings.Store(s)
 	return nil
+}
+
+// decodeConfig reads the section and picks its driver.
+func decodeConfig(raw json.RawMessage) (config, string, error) {
+	var cfg config
+	if err := refuseUnknownKeys(raw); err != nil {
+		return cfg, "", err
+	}
+	if err := (sdk.ConfigureRequest{Config: raw}).DecodeConfig(&cfg); err != nil {
+		return cfg, "", err
+	}
+	if cfg.Kind != "" && cfg.Kind != Kind {
+		return cfg, "", &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
+	}
+	driver, err := pickDriver(cfg)
+	return cfg, driver, err
 }
 
 func refuseUnknownKeys(raw json.RawMessage) error {
@@ -162,29 +196,78 @@ func pickDriver(cfg config) (string, error) {
 	name := strings.ToLower(strings.TrimSpace(cfg.SQLDriver))
 	if name == "" {
 		if cfg.SQLiteDatabase == "" {
-			return "", &sdk.ConfigError{Path: "sqlite_database", Message: "missing: name the SQLite database file (sql_driver defaults to sqlite)"}
+			return "", &sdk.ConfigError{Path: "sqlite_database", Message: "missing: name the SQLite database file, or write sql_driver: postgres or mysql with sql_connect_args"}
 		}
 		return driverSQLite, nil
 	}
 	driver, ok := driverAliases[name]
 	if !ok {
-		return "", &sdk.ConfigError{Path: "sql_driver", Message: fmt.Sprintf("unknown driver %q; write sqlite", cfg.SQLDriver)}
+		return "", &sdk.ConfigError{Path: "sql_driver", Message: fmt.Sprintf("unknown driver %q; write postgres, mysql (MySQL and MariaDB) or sqlite", cfg.SQLDriver)}
 	}
-	if driver != driverSQLite {
-		return "", &sdk.ConfigError{Path: "sql_driver", Message: fmt.Sprintf("%s is not built yet: this verifierd reads SQLite only (sql_driver: sqlite with sqlite_database: PATH)", cfg.SQLDriver)}
-	}
-	if cfg.SQLiteDatabase == "" {
+	if driver == driverSQLite && cfg.SQLiteDatabase == "" {
 		return "", &sdk.ConfigError{Path: "sqlite_database", Message: "missing: the sqlite driver reads the database file named here"}
+	}
+	if driver != driverSQLite && cfg.SQLiteDatabase != "" {
+		return "", &sdk.ConfigError{Path: "sqlite_database", Message: fmt.Sprintf("the %s driver reads the server named by sql_connect_args; remove sqlite_database", driver)}
 	}
 	return driver, nil
 }
 
+// driverDialect is how the driver's engine reads quotes, for translating
+// placeholders.
+func driverDialect(driver string) dialect {
+	switch driver {
+	case driverPostgres:
+		return postgresDialect
+	case driverMySQL:
+		return mysqlDialect
+	}
+	return sqliteDialect
+}
+
+// newReader prepares the driver's connections without opening any.
+func newReader(ctx context.Context, cfg config, driver string, secrets map[string]string) (reader, error) {
+	if driver == driverSQLite {
+		path, err := filepath.Abs(cfg.SQLiteDatabase)
+		if err != nil {
+			return nil, &sdk.ConfigError{Path: "sqlite_database", Message: err.Error()}
+		}
+		if _, err := checkSQLiteFile(path); errors.Is(err, errNoAccess) {
+			// Like a password the server refuses: the captures report it.
+			sdk.Logger(ctx).Warn("the adapter's user cannot read sqlite_database; captures will be unreachable until it can", "path", path)
+		} else if err != nil {
+			return nil, &sdk.ConfigError{Path: "sqlite_database", Message: err.Error()}
+		}
+		if len(cfg.SQLConnectArgs) > 0 || cfg.SQLPasswordEnv != "" {
+			sdk.Logger(ctx).Info("sql_connect_args and sql_password_env are ignored by the sqlite driver")
+		}
+		return &sqliteReader{pool: &pool{path: path}}, nil
+	}
+	args, err := parseConnectArgs(cfg.SQLConnectArgs, driver)
+	if err != nil {
+		return nil, err
+	}
+	password := ""
+	if cfg.SQLPasswordEnv != "" {
+		v, ok := secrets[passwordSlot]
+		if !ok {
+			return nil, &sdk.ConfigError{Path: "sql_password_env", Message: fmt.Sprintf("no value for %s reached the adapter; the daemon resolves it from its own environment (allow it under secrets.allow in the daemon config)", cfg.SQLPasswordEnv)}
+		}
+		password = v
+	}
+	if driver == driverPostgres {
+		return newPostgresReader(ctx, args, password)
+	}
+	return newMySQLReader(ctx, args, password)
+}
+
 var errNotConfigured = errors.New("sql adapter: called before Configure")
 
-// TestConnection opens the database read-only, runs SELECT 1, compiles the
-// configured query without running it, and warns when the file could be
-// written through: the read-only connection is defence in depth, and the
-// safe setup is a file the daemon's user cannot write.
+// TestConnection connects as the configured login, runs SELECT 1 and
+// compiles the configured query without running it, all in a read-only
+// transaction, and warns when the login could write: the filter and the
+// read-only transaction are defence in depth, and the safe setup is a
+// login (or, for SQLite, a file) that can only read.
 func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
@@ -195,36 +278,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	start := time.Now()
-	db, fi, err := s.pool.get()
-	if err != nil {
-		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil
-	}
-	tx, err := db.BeginTx(ctx, &stdsql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("opening %s read-only failed: %v", s.database, err), Latency: time.Since(start)}, nil
-	}
-	defer tx.Rollback()
-	var one int
-	if err := tx.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("SELECT 1 on %s failed: %v", s.database, err), Latency: time.Since(start)}, nil
-	}
-	latency := time.Since(start)
-	res := sdk.TestResult{Reachable: true, Latency: latency}
-	stmt, err := tx.PrepareContext(ctx, s.query)
-	if err != nil {
-		res.Reachable = false
-		res.Message = fmt.Sprintf("%s opened read-only, but sql_query does not compile against it: %v", s.database, err)
-		return res, nil
-	}
-	stmt.Close()
-	res.Message = fmt.Sprintf("%s opened read-only; SELECT 1 answered in %s and sql_query compiles", s.database, latency.Round(time.Microsecond))
-	if perm := fi.Mode().Perm(); perm&0o222 != 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"%s is writable (mode %04o): the adapter only opens it read-only, but point sqlite_database at a read-only copy, or remove write permission for the daemon's user (chmod a-w), so that nothing running as that user can change the system of record",
-			s.database, perm))
-	}
-	return res, nil
+	return s.reader.probe(ctx, s.query, s.args), nil
 }
 
 // CaptureBefore reads the query's rows before the automation acts.
@@ -238,9 +292,10 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 // capture runs the query and streams its rows. Anything that stops the read
-// from starting (the file gone or replaced, a lock held past the deadline,
-// a query error) is an unreachable capture; an error after the first row
-// aborts the stream, so a partial read is never judged.
+// from starting (the database down or the login refused, a lock or a query
+// still running at the deadline, a query error) is an unreachable capture;
+// an error after the first row aborts the stream, so a partial read is
+// never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	s := a.settings.Load()
 	if s == nil {
@@ -253,26 +308,55 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	at := time.Now()
-	db, _, err := s.pool.get()
+	st, err := openRead(ctx, cancel, s.reader, s.query, s.args)
 	if err != nil {
-		cancel()
-		return sdk.Unreachable("sqlite_database: %v", err), nil
-	}
-	cur, err := runQuery(ctx, cancel, db, s.query, s.args)
-	if err != nil {
-		reason := unreachableReason(ctx, s.database, err)
+		reason := unreachableReason(ctx, s.reader.where(), err)
 		cancel()
 		return sdk.Unreachable("%s", reason), nil
 	}
-	return sdk.Capture{Reachable: true, At: at, Records: cur.records()}, nil
+	return sdk.Capture{Reachable: true, At: at, Records: st.records()}, nil
 }
 
-func unreachableReason(ctx context.Context, path string, err error) string {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Sprintf("reading %s did not finish before the capture deadline", path)
+// openRead runs the query through r and opens its stream. It is the only
+// way the adapter runs the operator's SQL.
+func openRead(ctx context.Context, cancel context.CancelFunc, r reader, query string, args []any) (*stream, error) {
+	src, err := r.read(ctx, query, args)
+	if err != nil {
+		return nil, err
 	}
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-		return fmt.Sprintf("reading %s was cancelled", path)
+	return openStream(ctx, cancel, src)
+}
+
+func unreachableReason(ctx context.Context, where string, err error) string {
+	var te *timeoutError
+	var ce *connectError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("reading %s did not finish before the capture deadline; the server stopped the query at its statement timeout", where)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Sprintf("reading %s did not finish before the capture deadline", where)
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return fmt.Sprintf("reading %s was cancelled", where)
+	case errors.As(err, &ce):
+		return fmt.Sprintf("cannot read %s: %v", where, ce.err)
 	}
-	return fmt.Sprintf("sql_query failed on %s: %v", path, err)
+	return fmt.Sprintf("sql_query failed on %s: %v", where, err)
+}
+
+// statementTimeout is the server-side limit for a statement that must end
+// by ctx's deadline: a little earlier, so that the server stops the query
+// and says why before the client abandons the connection. It is zero
+// (no limit) when ctx has no deadline, and ok is false when the deadline
+// leaves no time at all.
+func statementTimeout(ctx context.Context) (limit time.Duration, ok bool) {
+	deadline, has := ctx.Deadline()
+	if !has {
+		return 0, true
+	}
+	left := time.Until(deadline)
+	limit = left - min(left/5, 500*time.Millisecond)
+	if limit < time.Millisecond {
+		return 0, false
+	}
+	return limit, true
 }

@@ -24,22 +24,25 @@ import (
 // pluginBinary is verifier-adapter-sql, built once by TestMain.
 var pluginBinary string
 
+// TestMain builds the plugin binary and prepares the folder of the real
+// database servers, which start at the first test that needs them and stop
+// here, by their PIDs, when the tests are done.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sql-adapter-test")
+	var cleanup func()
+	var err error
+	pluginBinary, cleanup, err = adaptertest.BuildPlugin("github.com/verifierd/verifierd/cmd/plugins/sql", Kind)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pluginBinary = filepath.Join(dir, "verifier-adapter-sql")
-	build := exec.Command("go", "build", "-o", pluginBinary, "github.com/verifierd/verifierd/cmd/plugins/sql")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building verifier-adapter-sql:", err)
-		os.RemoveAll(dir)
+	if err := prepareServers(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		cleanup()
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	stopServers()
+	cleanup()
 	os.Exit(code)
 }
 
@@ -175,10 +178,12 @@ func TestConfigureRefusals(t *testing.T) {
 			"sql_query", "positional placeholder ?"},
 		{"number as param value", map[string]any{"sqlite_database": good, "sql_query": "SELECT :x", "sql_query_params": map[string]any{"x": 5}}, nil,
 			"sql_query_params.x", `write a string, {literal: "text"} or {param: name}`},
-		{"postgres not built yet", map[string]any{"sql_driver": "postgres", "sql_query": "SELECT 1", "sql_connect_args": map[string]any{"host": "127.0.0.1"}}, nil,
-			"sql_driver", "postgres is not built yet"},
-		{"pymysql not built yet", map[string]any{"sql_driver": "pymysql", "sql_query": "SELECT 1"}, nil,
-			"sql_driver", "pymysql is not built yet"},
+		{"postgres without a user", map[string]any{"sql_driver": "postgres", "sql_query": "SELECT 1", "sql_connect_args": map[string]any{"host": "127.0.0.1", "database": "d"}}, nil,
+			"sql_connect_args.user", "missing"},
+		{"pymysql without a host", map[string]any{"sql_driver": "pymysql", "sql_query": "SELECT 1"}, nil,
+			"sql_connect_args.host", "needs host"},
+		{"postgres with sqlite_database", map[string]any{"sql_driver": "postgres", "sqlite_database": good, "sql_query": "SELECT 1"}, nil,
+			"sqlite_database", "remove sqlite_database"},
 		{"unknown driver", map[string]any{"sql_driver": "oracle", "sql_query": "SELECT 1"}, nil,
 			"sql_driver", `unknown driver "oracle"`},
 		{"wrong kind", map[string]any{"kind": "rest", "sqlite_database": good, "sql_query": "SELECT 1"}, nil,
@@ -334,14 +339,14 @@ func TestReadOnlyConnectionStopsWrites(t *testing.T) {
 		"PRAGMA user_version = 7",
 		"VACUUM",
 	}
-	ro := openReadOnly(db)
-	defer ro.Close()
+	r := &sqliteReader{pool: &pool{path: db}}
+	defer r.close()
 	for _, w := range writes {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		cur, err := runQuery(ctx, cancel, ro, w, nil)
+		st, err := openRead(ctx, cancel, r, w, nil)
 		if err == nil {
 			// A statement that returns rows may only fail once stepped.
-			for _, rerr := range cur.records() {
+			for _, rerr := range st.records() {
 				err = rerr
 			}
 		}
@@ -355,6 +360,8 @@ func TestReadOnlyConnectionStopsWrites(t *testing.T) {
 
 	// Below the transaction, the connection itself is read-only: even with
 	// query_only switched back off, mode=ro refuses the write.
+	ro := openReadOnly(db)
+	defer ro.Close()
 	conn, err := ro.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)

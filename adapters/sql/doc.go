@@ -1,47 +1,52 @@
 // Package sql is verifierd's first-party adapter for relational systems of
-// record, kind `sql`: it runs one operator-written SELECT, read-only, and
-// streams its rows as records for the judge.
+// record, kind `sql`: it runs one operator-written SELECT, read-only, on
+// PostgreSQL (jackc/pgx, native protocol and pool), MySQL or MariaDB
+// (go-sql-driver/mysql) or an SQLite file (modernc.org/sqlite), and streams
+// its rows as records for the judge. It also owns the table-delta audit
+// (audit.go) that `verifyctl audit-tables` runs around a whole run.
 //
 // It owns three layers of read-only protection. At configure time the
 // statement filter (CheckReadOnly, filter.go) refuses anything but one
 // SELECT or WITH without comments, writing or locking keywords, or functions
-// with side effects. Every capture then runs the query on a connection that
-// is itself read-only (SQLite: mode=ro, query_only, trusted_schema off),
-// inside a read-only transaction bounded by the capture's deadline. The
-// third layer is the operator's: a database file or role the daemon cannot
-// write, which TestConnection checks and warns about.
+// with side effects, read the way each engine reads quotes. Every read then
+// runs inside a read-only transaction with a statement timeout derived from
+// the capture's deadline: PostgreSQL BEGIN READ ONLY with SET LOCAL
+// statement_timeout; MySQL/MariaDB a read-only session (so that DDL's
+// implicit commit cannot escape) and START TRANSACTION READ ONLY with
+// max_statement_time / max_execution_time; SQLite a mode=ro, query_only
+// connection. The third layer is the operator's: a login (or a file) that
+// can only read, which TestConnection checks and warns about.
 //
-// Each capture checks that sqlite_database still names the same SQLite
-// file; a file deleted or replaced since makes the capture unreachable or
-// reopens the connections on the new file, never reads the old one. The
-// deadline stops a query that is waiting for a lock or has not produced
-// its first row yet, which the capture then reports as unreachable; once
-// rows stream, a passing deadline aborts the stream with an error so the
-// daemon discards the partial read. The SQLite driver cannot interrupt a
-// single step that is slow between two rows (a heavy correlated subquery):
-// the daemon still gives up at its deadline, but the adapter finishes that
-// step in the background.
+// Configure never connects. A server that is down, a login it refuses, a
+// query the server stopped at its statement timeout: each makes the
+// capture unreachable (data, not an error). Once rows stream, a failure or
+// a passing deadline aborts the stream with an error so the daemon discards
+// the partial read. Rows are converted one at a time as the SDK consumes
+// them (stream.go); no result is held whole.
 //
 // Configuration (the deployment's effects section):
 //
 //	kind: sql
-//	sqlite_database: /srv/records/clinic.db   # the SQLite file (header checked)
-//	sql_driver: sqlite                        # optional; postgres and mysql are not built yet
+//	sql_driver: postgres                      # postgres | mysql (mariadb, pymysql) | sqlite
 //	sql_query: SELECT id, patient_id, type FROM encounters WHERE patient_id = %(patient)s
 //	sql_query_params:
 //	  patient: {param: patient_id}            # or "literal" or {literal: "x"}
-//	sql_connect_args: {...}                   # accepted; for the server drivers
-//	sql_password_env: DB_PASSWORD             # accepted; for the server drivers
+//	sql_connect_args: {host: 127.0.0.1, port: 5432, user: reader, database: clinic, sslmode: verify-full}
+//	sql_password_env: DB_PASSWORD             # the NAME; the daemon passes the value as secret slot "sql_password_env"
+//	sqlite_database: /srv/records/clinic.db   # instead, for the sqlite driver (header checked)
 //
 // Placeholders are written %(name)s (as in the Python kit) or :name; they
-// become driver parameters, never text spliced into the SQL.
+// become driver parameters ($1.. or ?), never text spliced into the SQL.
 //
-// Values map as follows: NULL -> null; INTEGER -> a JSON integer; REAL -> the
-// shortest decimal that reads back as the same float; TEXT -> a string (a
-// column declared DATE, DATETIME or TIMESTAMP holding a time the driver
-// parses becomes RFC 3339 in UTC); BLOB -> base64. SQLite booleans are the
-// integers 0 and 1.
+// Values: NULL -> null; integers -> JSON integers; NUMERIC/DECIMAL -> the
+// exact decimal text ("10.50"); floats -> the shortest number that reads
+// back the same; timestamps -> RFC 3339 in UTC; dates -> YYYY-MM-DD;
+// booleans -> true/false (MySQL's TINYINT(1) stays an integer); bytea and
+// blobs -> base64; UUID -> text; JSON columns -> nested JSON (MariaDB's
+// JSON is text on the wire and stays a string). docs/adapters/sql.md has
+// the full table.
 //
 // The package imports only the public sdk, as a customer's adapter would;
-// cmd/plugins/sql serves it as the verifier-adapter-sql binary.
+// cmd/plugins/sql serves it as the verifier-adapter-sql binary. Its tests
+// start real servers through the sqltest subpackage.
 package sql

@@ -126,13 +126,17 @@ func CheckReadOnly(query string) error {
 }
 
 // checkForDriver applies CheckReadOnly and then the driver's own reading of
-// quotes (SQLite's [bracketed] identifiers, and no dollar quotes).
+// quotes: SQLite's [bracketed] identifiers, and for SQLite and MySQL no
+// dollar quotes. PostgreSQL's reading is one of CheckReadOnly's own.
 func checkForDriver(query, driver string) error {
 	if err := CheckReadOnly(query); err != nil {
 		return err
 	}
-	if driver == driverSQLite {
+	switch driver {
+	case driverSQLite:
 		return checkReadOnly(query, sqliteDialect)
+	case driverMySQL:
+		return checkReadOnly(query, mysqlDialect)
 	}
 	return nil
 }
@@ -166,8 +170,11 @@ func checkToken(toks []token, i int, t token) error {
 	switch t.kind {
 	case tokWord:
 		upper := strings.ToUpper(t.text)
-		if phrase := lockingPhraseAt(toks, i); phrase != "" {
+		if phrase := phraseAt(toks, i, lockingPhrases); phrase != "" {
 			return &RefusalError{Token: phrase, Reason: "row locking is not reading; " + readOnlyRequired}
+		}
+		if phrase := phraseAt(toks, i, sequencePhrases); phrase != "" {
+			return &RefusalError{Token: phrase, Reason: "it advances a sequence; " + readOnlyRequired}
 		}
 		if forbiddenKeywords[upper] && !(callableKeywords[upper] && nextIs(toks, i, "(")) {
 			return &RefusalError{Token: upper, Reason: readOnlyRequired}
@@ -197,9 +204,15 @@ func isSideEffectFunction(name string) bool {
 	return false
 }
 
-// lockingPhraseAt returns the locking clause starting at toks[i], if any.
-func lockingPhraseAt(toks []token, i int) string {
-	for _, phrase := range lockingPhrases {
+// sequencePhrases advance a sequence: MariaDB's NEXT VALUE FOR seq (and
+// NEXTVAL(seq), refused as a function).
+var sequencePhrases = [][]string{
+	{"NEXT", "VALUE", "FOR"},
+}
+
+// phraseAt returns the phrase of phrases starting at toks[i], if any.
+func phraseAt(toks []token, i int, phrases [][]string) string {
+	for _, phrase := range phrases {
 		if i+len(phrase) > len(toks) {
 			continue
 		}

@@ -44,6 +44,8 @@ func TestCheckReadOnlyRefusesCorpus(t *testing.T) {
 			for name, check := range map[string]func(string) error{
 				"CheckReadOnly": CheckReadOnly,
 				"sqlite":        func(q string) error { return checkForDriver(q, driverSQLite) },
+				"mysql":         func(q string) error { return checkForDriver(q, driverMySQL) },
+				"postgres":      func(q string) error { return checkForDriver(q, driverPostgres) },
 			} {
 				err := check(q)
 				var r *RefusalError
@@ -107,6 +109,24 @@ func TestRefusalNamesTheToken(t *testing.T) {
 	}
 }
 
+// TestMySQLReading covers queries that only MySQL reads as code: '$' is an
+// identifier character there, not a dollar quote.
+func TestMySQLReading(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{
+		"SELECT $$; DELETE FROM t; $$",
+		"SELECT $tag$ x; DROP TABLE t; $tag$",
+	} {
+		if err := CheckReadOnly(q); err != nil {
+			t.Fatalf("CheckReadOnly(%q) = %v; the case needs a query PostgreSQL reads as one literal", q, err)
+		}
+		var r *RefusalError
+		if err := checkForDriver(q, driverMySQL); !errors.As(err, &r) {
+			t.Errorf("the mysql reading accepted %q", q)
+		}
+	}
+}
+
 // TestSQLiteReading covers queries whose meaning depends on the engine's
 // quoting rules: the sqlite driver checks them both ways.
 func TestSQLiteReading(t *testing.T) {
@@ -150,9 +170,10 @@ func FuzzCheckReadOnly(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		err := CheckReadOnly(q)
-		sqliteErr := checkForDriver(q, driverSQLite)
-		if err != nil && sqliteErr == nil {
-			t.Fatalf("the sqlite check accepted %q, which CheckReadOnly refused: %v", q, err)
+		for _, driver := range []string{driverSQLite, driverMySQL, driverPostgres} {
+			if err != nil && checkForDriver(q, driver) == nil {
+				t.Fatalf("the %s check accepted %q, which CheckReadOnly refused: %v", driver, q, err)
+			}
 		}
 		if err != nil {
 			var r *RefusalError

@@ -47,6 +47,10 @@ var (
 	postgresDialect  = dialect{name: "postgres", dollarQuotes: true, eStrings: true}
 	backslashDialect = dialect{name: "backslash-escaped", dollarQuotes: true, backslashEscapes: true}
 	sqliteDialect    = dialect{name: "sqlite", bracketIdents: true}
+	// mysqlDialect is MySQL and MariaDB: backslash escapes, "..." strings,
+	// and no dollar quotes ($ is an identifier character there, so $$ is
+	// a name and what follows it is code).
+	mysqlDialect = dialect{name: "mysql", backslashEscapes: true}
 )
 
 // lexError is a query the lexer cannot read safely; token names what it

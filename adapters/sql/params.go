@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -78,11 +79,13 @@ func validPlaceholderName(s string) bool {
 }
 
 // translatePlaceholders rewrites the named placeholders of q, %(name)s (as
-// in the Python kit) and :name, into the driver's positional '?' and
-// returns the names in the order the driver binds them. Literals and quoted
-// identifiers are left alone, so ':x' inside a string stays text. Values
-// are only ever bound as driver parameters; nothing is spliced into SQL.
-func translatePlaceholders(q string, d dialect) (string, []string, error) {
+// in the Python kit) and :name, into the driver's positional form, '?' or
+// (numbered, for PostgreSQL) $1, $2 ..., and returns the names in the order
+// the driver binds them. A name used twice is bound twice with '?' and
+// reuses its number with $n. Literals and quoted identifiers are left
+// alone, so ':x' inside a string stays text. Values are only ever bound as
+// driver parameters; nothing is spliced into SQL.
+func translatePlaceholders(q string, d dialect, numbered bool) (string, []string, error) {
 	toks, lerr := lex(q, d)
 	if lerr != nil {
 		// The filter has already accepted q; this is only reachable if
@@ -91,6 +94,22 @@ func translatePlaceholders(q string, d dialect) (string, []string, error) {
 	}
 	var out strings.Builder
 	var names []string
+	number := map[string]int{}
+	uses := 0
+	placeholder := func(name string) string {
+		uses++
+		if !numbered {
+			names = append(names, name)
+			return "?"
+		}
+		n, ok := number[name]
+		if !ok {
+			names = append(names, name)
+			n = len(names)
+			number[name] = n
+		}
+		return "$" + strconv.Itoa(n)
+	}
 	last := 0
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
@@ -100,9 +119,8 @@ func translatePlaceholders(q string, d dialect) (string, []string, error) {
 		switch t.text {
 		case "%":
 			if n := pyformatAt(toks, i); n > 0 {
-				names = append(names, toks[i+2].text)
 				out.WriteString(q[last:t.start])
-				out.WriteString("?")
+				out.WriteString(placeholder(toks[i+2].text))
 				last = toks[i+n-1].end
 				i += n - 1
 				continue
@@ -113,9 +131,8 @@ func translatePlaceholders(q string, d dialect) (string, []string, error) {
 		case ":":
 			prevColon := i > 0 && toks[i-1].kind == tokPunct && toks[i-1].text == ":" && toks[i-1].end == t.start
 			if !prevColon && i+1 < len(toks) && toks[i+1].kind == tokWord && toks[i+1].start == t.end {
-				names = append(names, toks[i+1].text)
 				out.WriteString(q[last:t.start])
-				out.WriteString("?")
+				out.WriteString(placeholder(toks[i+1].text))
 				last = toks[i+1].end
 				i++
 				continue
@@ -129,7 +146,43 @@ func translatePlaceholders(q string, d dialect) (string, []string, error) {
 		}
 	}
 	out.WriteString(q[last:])
-	return out.String(), names, nil
+	translated := out.String()
+	if err := checkTranslation(translated, d, numbered, uses); err != nil {
+		return "", nil, err
+	}
+	return translated, names, nil
+}
+
+// checkTranslation reads the translated query again: it must pass the
+// filter in the same reading and hold exactly the placeholders written into
+// it. A placeholder glued to the text before it could otherwise change how
+// the engine reads it ("$" + "$1" opens a dollar quote, "a" + "$1" is an
+// identifier).
+func checkTranslation(q string, d dialect, numbered bool, want int) error {
+	glued := &sdk.ConfigError{Path: "sql_query", Message: "a placeholder runs into the text just before it; put a space before each %(name)s or :name"}
+	if err := checkReadOnly(q, d); err != nil {
+		return glued
+	}
+	toks, lerr := lex(q, d)
+	if lerr != nil {
+		return glued
+	}
+	got := 0
+	for i, t := range toks {
+		if t.kind != tokPunct {
+			continue
+		}
+		if !numbered && t.text == "?" {
+			got++
+		}
+		if numbered && t.text == "$" && i+1 < len(toks) && toks[i+1].kind == tokNumber && toks[i+1].start == t.end {
+			got++
+		}
+	}
+	if got != want {
+		return glued
+	}
+	return nil
 }
 
 // pyformatAt matches "%(name)s" starting at toks[i], with nothing between the

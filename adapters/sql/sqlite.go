@@ -125,150 +125,107 @@ func (p *pool) get() (*stdsql.DB, fs.FileInfo, error) {
 	return p.db, fi, nil
 }
 
-// cursor is one query running inside a read-only transaction. Rows are
-// converted one at a time as they are consumed, so a read of any size is
-// never held whole.
-type cursor struct {
-	tx      *stdsql.Tx
-	rows    *stdsql.Rows
-	columns []string
-	// first is the row read when the query started: reading it surfaces
-	// errors (a lock, a missing table) before the capture is reported
-	// reachable.
-	first    sdk.Record
-	hasFirst bool
-
-	ctx       context.Context
-	closeOnce sync.Once
-	stop      func() bool // unregisters the context hook
-	cancel    context.CancelFunc
-	used      sync.Once
+// sqliteReader reads an SQLite file through its read-only pool.
+type sqliteReader struct {
+	pool *pool
 }
 
-// runQuery runs query with args in a read-only transaction on db. It is
-// the only way the adapter executes SQL, on connections that are read-only
-// themselves, whatever the query says. ctx bounds the whole read; cancel is
-// called when the returned cursor closes (on an error, the caller still
-// owns it).
-func runQuery(ctx context.Context, cancel context.CancelFunc, db *stdsql.DB, query string, args []any) (*cursor, error) {
-	c := &cursor{ctx: ctx}
-	if err := c.start(ctx, db, query, args); err != nil {
-		c.close()
+func (r *sqliteReader) where() string { return r.pool.path }
+
+func (r *sqliteReader) close() {
+	r.pool.mu.Lock()
+	defer r.pool.mu.Unlock()
+	if r.pool.db != nil {
+		r.pool.db.Close()
+		r.pool.db = nil
+	}
+}
+
+// read runs query with args in a read-only transaction on a connection
+// that is read-only itself (mode=ro, query_only), whatever the query says.
+func (r *sqliteReader) read(ctx context.Context, query string, args []any) (rowSource, error) {
+	db, _, err := r.pool.get()
+	if err != nil {
+		return nil, &connectError{err: err}
+	}
+	return readDB(ctx, db, query, args, sqliteConvert)
+}
+
+// readDB begins a read-only transaction on a connection of db and runs
+// query in it. On an error everything it opened is released.
+func readDB(ctx context.Context, db *stdsql.DB, query string, args []any, convertFor func(*stdsql.ColumnType) func(any) any) (rowSource, error) {
+	tx, err := db.BeginTx(ctx, &stdsql.TxOptions{ReadOnly: true})
+	if err != nil {
 		return nil, err
 	}
-	c.cancel = cancel
-	// database/sql rolls the transaction back and closes its rows when ctx
-	// ends; the hook does it too, so the connection returns to the pool
-	// even if nobody ever consumes the records.
-	c.stop = context.AfterFunc(ctx, c.close)
-	return c, nil
-}
-
-func (c *cursor) start(ctx context.Context, db *stdsql.DB, query string, args []any) error {
-	var err error
-	if c.tx, err = db.BeginTx(ctx, &stdsql.TxOptions{ReadOnly: true}); err != nil {
-		return err
-	}
-	if c.rows, err = c.tx.QueryContext(ctx, query, args...); err != nil {
-		return err
-	}
-	if c.columns, err = c.rows.Columns(); err != nil {
-		return err
-	}
-	if err = uniqueColumns(c.columns); err != nil {
-		return err
-	}
-	if c.rows.Next() {
-		if c.first, err = c.scan(); err != nil {
-			return err
-		}
-		c.hasFirst = true
-	} else if err = c.rows.Err(); err != nil {
-		return err
-	}
-	return nil
-}
-
-func uniqueColumns(cols []string) error {
-	seen := make(map[string]bool, len(cols))
-	for _, c := range cols {
-		if seen[c] {
-			return fmt.Errorf("the query returns two columns named %q; give them distinct names with AS", c)
-		}
-		seen[c] = true
-	}
-	return nil
-}
-
-// records streams the cursor's rows and closes it at the end, on an error,
-// or when the consumer stops early.
-func (c *cursor) records() sdk.RecordSource {
-	return func(yield func(sdk.Record, error) bool) {
-		first := false
-		c.used.Do(func() { first = true })
-		if !first {
-			yield(nil, errors.New("sql: a capture's records can be read once"))
-			return
-		}
-		defer func() {
-			c.stop()
-			c.close()
-		}()
-		if c.hasFirst && !yield(c.first, nil) {
-			return
-		}
-		c.first = nil
-		for c.rows.Next() {
-			rec, err := c.scan()
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(rec, nil) {
-				return
-			}
-		}
-		if err := c.rows.Err(); err != nil {
-			// The header already said reachable; an error now aborts the
-			// capture and the daemon discards every record of it.
-			yield(nil, fmt.Errorf("reading the query's rows: %w", err))
-			return
-		}
-		// Rows closed because the deadline passed end like a finished
-		// result set; only the context tells them apart.
-		if err := c.ctx.Err(); err != nil {
-			yield(nil, fmt.Errorf("reading the query's rows: %w", err))
-		}
-	}
-}
-
-func (c *cursor) scan() (sdk.Record, error) {
-	vals := make([]any, len(c.columns))
-	ptrs := make([]any, len(c.columns))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	if err := c.rows.Scan(ptrs...); err != nil {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		tx.Rollback()
 		return nil, err
 	}
-	rec := make(sdk.Record, len(c.columns))
-	for i, name := range c.columns {
-		rec[name] = jsonValue(vals[i])
+	r, err := newDBRows(nil, tx, rows, convertFor)
+	if err != nil {
+		(&dbRows{tx: tx, rows: rows}).close()
+		return nil, err
 	}
-	return rec, nil
+	return r, nil
 }
 
-func (c *cursor) close() {
-	c.closeOnce.Do(func() {
-		if c.rows != nil {
-			c.rows.Close()
-		}
-		if c.tx != nil {
-			c.tx.Rollback()
-		}
-		if c.cancel != nil {
-			c.cancel()
-		}
+func sqliteConvert(*stdsql.ColumnType) func(any) any { return jsonValue }
+
+// probe opens the database read-only, runs SELECT 1, compiles the
+// configured query without running it, and warns when the file could be
+// written through: the read-only connection is defence in depth, and the
+// safe setup is a file the daemon's user cannot write.
+func (r *sqliteReader) probe(ctx context.Context, query string, _ []any) sdk.TestResult {
+	start := time.Now()
+	path := r.pool.path
+	db, fi, err := r.pool.get()
+	if err != nil {
+		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}
+	}
+	tx, err := db.BeginTx(ctx, &stdsql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("opening %s read-only failed: %v", path, err), Latency: time.Since(start)}
+	}
+	defer tx.Rollback()
+	var one int
+	if err := tx.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("SELECT 1 on %s failed: %v", path, err), Latency: time.Since(start)}
+	}
+	latency := time.Since(start)
+	res := sdk.TestResult{Reachable: true, Latency: latency}
+	stmt, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		res.Reachable = false
+		res.Message = fmt.Sprintf("%s opened read-only, but sql_query does not compile against it: %v", path, err)
+		return res
+	}
+	stmt.Close()
+	res.Message = fmt.Sprintf("%s opened read-only; SELECT 1 answered in %s and sql_query compiles", path, latency.Round(time.Microsecond))
+	if perm := fi.Mode().Perm(); perm&0o222 != 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"%s is writable (mode %04o): the adapter only opens it read-only, but point sqlite_database at a read-only copy, or remove write permission for the daemon's user (chmod a-w), so that nothing running as that user can change the system of record",
+			path, perm))
+	}
+	return res
+}
+
+// count reads the row count of each table in one read-only transaction.
+func (r *sqliteReader) count(ctx context.Context, tables []TableName) ([]int64, error) {
+	db, _, err := r.pool.get()
+	if err != nil {
+		return nil, &connectError{err: err}
+	}
+	tx, err := db.BeginTx(ctx, &stdsql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	return countIn(ctx, tables, `"`, func(q string) (int64, error) {
+		var n int64
+		err := tx.QueryRowContext(ctx, q).Scan(&n)
+		return n, err
 	})
 }
 
@@ -300,6 +257,19 @@ func jsonValue(v any) any {
 	default:
 		return fmt.Sprint(x)
 	}
+}
+
+// float32Value is floatValue for a single-precision float: the shortest
+// text that reads back as the same float32 (1.1, not 1.100000023841858).
+func float32Value(f float32) any {
+	if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
+		return floatValue(float64(f))
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return strconv.FormatFloat(float64(f), 'g', -1, 32)
+	}
+	return json.Number(b)
 }
 
 // floatValue is the shortest text that reads back as f, spelt as JSON spells
