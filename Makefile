@@ -15,6 +15,9 @@ BINARIES := \
 	$(BIN)/verifyctl=./cmd/verifyctl \
 	$(BIN)/verifier-adapter-sql=./cmd/plugins/sql \
 	$(BIN)/verifier-adapter-document-hash=./cmd/plugins/document-hash \
+	$(BIN)/verifier-adapter-file=./cmd/plugins/file \
+	$(BIN)/verifier-adapter-email=./cmd/plugins/email \
+	$(BIN)/verifier-adapter-document=./cmd/plugins/document \
 	$(BIN)/verifier-adapter-rest=./cmd/plugins/rest \
 	$(BIN)/verifier-adapter-graphql=./cmd/plugins/graphql \
 	$(BIN)/verifier-adapter-fhir=./cmd/plugins/fhir \
@@ -84,6 +87,7 @@ fuzz:
 	$(GO) test ./adapters/sql -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 30s
 	$(GO) test ./adapters/graphql -run '^$$' -fuzz FuzzParseReadQuery -fuzztime 30s
 	$(GO) test ./adapters/fhir -run '^$$' -fuzz FuzzFlatten -fuzztime 30s
+	$(GO) test ./adapters/email -run '^$$' -fuzz FuzzReadMessage -fuzztime 30s
 
 clean:
 	rm -rf .cache

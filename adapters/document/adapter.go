@@ -1,0 +1,362 @@
+package document
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/internal/filewalk"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "document"
+
+// The two document formats.
+const (
+	FormatJSON = "json"
+	FormatText = "text"
+)
+
+// reserved are the fields the adapter sets itself; parsed fields cannot
+// take these names.
+var reserved = map[string]bool{
+	"id": true, "name": true, "path": true, "size": true, "mtime": true,
+	"fresh": true, "parseable": true, "parse_error": true,
+}
+
+type config struct {
+	Kind                string            `json:"kind"`
+	Root                string            `json:"root"`
+	FilePattern         string            `json:"file_pattern"`
+	DocumentFormat      string            `json:"document_format"`
+	DocumentFieldPaths  map[string]string `json:"document_field_paths"`
+	DocumentTextPattern string            `json:"document_text_pattern"`
+	FileMtimeWindowS    json.Number       `json:"file_mtime_window_s"`
+}
+
+var configKeys = []string{"kind", "root", "file_pattern", "document_format", "document_field_paths", "document_text_pattern", "file_mtime_window_s"}
+
+type settings struct {
+	root    string // absolute
+	pattern *filewalk.Pattern
+	format  string
+	fields  []fieldPath // json: in field order; nil maps the top-level keys
+	text    *regexp.Regexp
+	window  time.Duration
+}
+
+// fieldPath maps a record field to a dotted path into a JSON document.
+type fieldPath struct {
+	field string
+	segs  []string
+}
+
+// Adapter reads the documents (reports, exports, confirmations) written to a
+// folder and parses each into a record.
+type Adapter struct {
+	settings atomic.Pointer[settings]
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured document adapter; it is the factory for
+// sdk.Serve.
+func New() sdk.Adapter { return &Adapter{} }
+
+// Info describes the adapter: the documents are read from the store they
+// were written to, an independent read, and a listing hides nothing.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:        Kind,
+		Tier:        sdk.TierIndependentSystem,
+		Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
+	}
+}
+
+// Configure checks the section and compiles the parsing rules. It does not
+// look at the folder, whose absence is an outage the captures report.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	if err := refuseUnknownKeys(req.Config); err != nil {
+		return err
+	}
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
+		return err
+	}
+	if cfg.Kind != "" && cfg.Kind != Kind {
+		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
+	}
+	if cfg.Root == "" {
+		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder the documents are written to"}
+	}
+	s := &settings{format: strings.ToLower(cfg.DocumentFormat)}
+	var err error
+	if s.root, err = filepath.Abs(cfg.Root); err != nil {
+		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+	}
+	if s.pattern, err = filewalk.Compile(cfg.FilePattern); err != nil {
+		return &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
+	}
+	if cfg.FileMtimeWindowS != "" {
+		if s.window, err = filewalk.ParseWindow(cfg.FileMtimeWindowS); err != nil {
+			return &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
+		}
+	}
+	switch s.format {
+	case "", FormatJSON:
+		s.format = FormatJSON
+		if cfg.DocumentTextPattern != "" {
+			return &sdk.ConfigError{Path: "document_text_pattern", Message: "is read with document_format: text; a JSON document is mapped with document_field_paths"}
+		}
+		if s.fields, err = compileFieldPaths(cfg.DocumentFieldPaths); err != nil {
+			return err
+		}
+	case FormatText:
+		if cfg.DocumentFieldPaths != nil {
+			return &sdk.ConfigError{Path: "document_field_paths", Message: "is read with document_format: json; a text document is mapped with the named groups of document_text_pattern"}
+		}
+		if s.text, err = compileTextPattern(cfg.DocumentTextPattern); err != nil {
+			return err
+		}
+	default:
+		return &sdk.ConfigError{Path: "document_format", Message: fmt.Sprintf("%q is not a format: write json or text", cfg.DocumentFormat)}
+	}
+	a.settings.Store(s)
+	return nil
+}
+
+func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
+	if m == nil {
+		return nil, nil
+	}
+	if len(m) == 0 {
+		return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "is empty: map record fields to dotted paths (order: order.id), or leave it out to read the top-level keys"}
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]fieldPath, 0, len(m))
+	for _, field := range names {
+		p := "document_field_paths." + field
+		if field == "" {
+			return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "a record field name is empty"}
+		}
+		if reserved[field] {
+			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is a field the adapter sets itself (%s); choose another name", field, reservedList())}
+		}
+		segs := strings.Split(m[field], ".")
+		for _, seg := range segs {
+			if seg == "" {
+				return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
+			}
+		}
+		out = append(out, fieldPath{field: field, segs: segs})
+	}
+	return out, nil
+}
+
+func compileTextPattern(pattern string) (*regexp.Regexp, error) {
+	if pattern == "" {
+		return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: `missing: document_format text needs a regular expression whose named groups become fields, e.g. "Order (?P<order>\\d+) total (?P<total>[0-9.]+)"`}
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
+	}
+	seen := map[string]bool{}
+	for _, name := range re.SubexpNames() {
+		switch {
+		case name == "":
+			continue
+		case reserved[name]:
+			return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: fmt.Sprintf("the group name %q is a field the adapter sets itself (%s); choose another name", name, reservedList())}
+		case seen[name]:
+			return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: fmt.Sprintf("the group name %q is used twice; each field needs one group", name)}
+		}
+		seen[name] = true
+	}
+	if len(seen) == 0 {
+		return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: "has no named group: write (?P<field>...) for every value the record should carry"}
+	}
+	return re, nil
+}
+
+func reservedList() string {
+	names := make([]string, 0, len(reserved))
+	for k := range reserved {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func refuseUnknownKeys(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var section map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &section); err != nil {
+		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
+	}
+	keys := make([]string, 0, len(section))
+	for k := range section {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		known := false
+		for _, c := range configKeys {
+			known = known || k == c
+		}
+		if !known {
+			return &sdk.ConfigError{Path: k, Message: "unknown key for kind document; the keys are " + strings.Join(configKeys[1:], ", ")}
+		}
+	}
+	return nil
+}
+
+var errNotConfigured = errors.New("document adapter: called before Configure")
+
+// TestConnection opens and lists the folder.
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	start := time.Now()
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), Latency: time.Since(start)}, nil
+	}
+	defer r.Close()
+	entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
+	latency := time.Since(start)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", s.root, err), Latency: latency}, nil
+	}
+	return sdk.TestResult{
+		Reachable: true,
+		Message:   fmt.Sprintf("root %s is readable: %d documents match %q and are read as %s", s.root, len(entries), s.pattern, s.format),
+		Latency:   latency,
+	}, nil
+}
+
+// CaptureBefore reads the documents before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx)
+}
+
+// CaptureAfter reads and parses them again, afresh.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx)
+}
+
+// capture lists the folder before it answers (a folder that cannot be
+// listed is unreachable), then streams one record per document, parsing
+// each as it goes. A document that does not parse is a record too, never
+// skipped; a failure to read one aborts the capture.
+func (a *Adapter) capture(ctx context.Context) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	at := time.Now()
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return sdk.Unreachable("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), nil
+	}
+	entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
+	if err != nil {
+		r.Close()
+		return sdk.Unreachable("root %s cannot be listed: %v", s.root, err), nil
+	}
+	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
+		defer r.Close()
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				yield(nil, fmt.Errorf("reading the documents under %s: %w", s.root, err))
+				return
+			}
+			rec, err := s.readDocument(ctx, r, e, at)
+			if err != nil {
+				yield(nil, fmt.Errorf("reading document %s: %w", e.Rel, err))
+				return
+			}
+			if rec != nil && !yield(rec, nil) {
+				return
+			}
+		}
+	}}, nil
+}
+
+// readDocument returns the record of one document, or nil when it is not
+// a regular file (a folder, a device, a symbolic link leading out of root
+// or nowhere) or vanished since it was listed.
+func (s *settings) readDocument(ctx context.Context, r *os.Root, e filewalk.Entry, now time.Time) (sdk.Record, error) {
+	if t := e.Type(); t&^fs.ModeSymlink != 0 {
+		return nil, nil
+	}
+	f, err := r.Open(e.Rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || e.Type()&fs.ModeSymlink != 0 {
+			return nil, nil
+		}
+		return nil, filewalk.Unwrap(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	rec := sdk.Record{
+		"id":    e.Rel,
+		"name":  path.Base(e.Rel),
+		"path":  filepath.Join(s.root, filepath.FromSlash(e.Rel)),
+		"size":  json.Number(strconv.FormatInt(fi.Size(), 10)),
+		"mtime": fi.ModTime().UTC().Format(time.RFC3339Nano),
+	}
+	if s.window > 0 {
+		rec["fresh"] = filewalk.Fresh(fi.ModTime(), now, s.window)
+	}
+	data, tooBig, err := readCapped(filewalk.Reader(ctx, f))
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]any
+	var parseErr error
+	switch {
+	case tooBig:
+		parseErr = fmt.Errorf("larger than the %d MiB a document may be to be parsed", maxDocumentBytes>>20)
+	case s.format == FormatJSON:
+		fields, parseErr = s.parseJSON(data)
+	default:
+		fields, parseErr = s.parseText(data)
+	}
+	if parseErr != nil {
+		rec["parseable"] = false
+		rec["parse_error"] = parseErr.Error()
+		return rec, nil
+	}
+	rec["parseable"] = true
+	for k, v := range fields {
+		rec[k] = v
+	}
+	return rec, nil
+}

@@ -1,0 +1,107 @@
+package document
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// maxDocumentBytes bounds what is parsed of one document; a larger one is
+// a record with parseable false, never a partial parse.
+const maxDocumentBytes = 64 << 20
+
+// readCapped reads r whole, up to maxDocumentBytes; tooBig reports more.
+func readCapped(r io.Reader) (data []byte, tooBig bool, err error) {
+	data, err = io.ReadAll(io.LimitReader(r, maxDocumentBytes+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if len(data) > maxDocumentBytes {
+		return nil, true, nil
+	}
+	return data, false, nil
+}
+
+// parseJSON reads one JSON value (nothing may follow it) and maps it to
+// fields: each document_field_paths entry when configured, else the
+// top-level keys of an object (a key the adapter sets itself is offered as
+// "document.<key>"). Numbers keep their exact text. A path that leads
+// nowhere leaves its field out.
+func (s *settings) parseJSON(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty document: no JSON value")
+		}
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("not valid JSON: something follows the value at byte %d", dec.InputOffset())
+	}
+	fields := map[string]any{}
+	if s.fields == nil {
+		if obj, ok := doc.(map[string]any); ok {
+			for k, v := range obj {
+				if reserved[k] {
+					k = "document." + k
+				}
+				fields[k] = v
+			}
+		}
+		return fields, nil
+	}
+	for _, fp := range s.fields {
+		if v, ok := resolve(doc, fp.segs); ok {
+			fields[fp.field] = v
+		}
+	}
+	return fields, nil
+}
+
+// resolve follows a dotted path: a key into an object, an index (0, 1, ...)
+// into an array.
+func resolve(v any, segs []string) (any, bool) {
+	for _, seg := range segs {
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[seg]
+			if !ok {
+				return nil, false
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != seg {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// parseText applies document_text_pattern to the document: its first match
+// gives one field per named group that took part in it. No match means the
+// document does not parse.
+func (s *settings) parseText(data []byte) (map[string]any, error) {
+	m := s.text.FindSubmatchIndex(data)
+	if m == nil {
+		return nil, errors.New("document_text_pattern does not match")
+	}
+	fields := map[string]any{}
+	for i, name := range s.text.SubexpNames() {
+		if name == "" || m[2*i] < 0 {
+			continue
+		}
+		fields[name] = strings.ToValidUTF8(string(data[m[2*i]:m[2*i+1]]), "\uFFFD")
+	}
+	return fields, nil
+}

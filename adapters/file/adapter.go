@@ -1,0 +1,340 @@
+package file
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/verifierd/verifierd/adapters/internal/filewalk"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "file"
+
+// DefaultMinSize is file_min_size when the section leaves it out: a
+// zero-byte file is not an arrival.
+const DefaultMinSize = 1
+
+// defaultTimeout bounds a capture or a preflight whose caller set no
+// deadline, so that a hung server can never hang the daemon.
+const defaultTimeout = 2 * time.Minute
+
+// config is the adapter's deployment section.
+type config struct {
+	Kind             string       `json:"kind"`
+	Root             string       `json:"root"`
+	FilePattern      string       `json:"file_pattern"`
+	FileMinSize      json.Number  `json:"file_min_size"`
+	FileMtimeWindowS json.Number  `json:"file_mtime_window_s"`
+	FileContentProbe string       `json:"file_content_probe"`
+	SFTP             *sftpSection `json:"sftp"`
+}
+
+var configKeys = []string{"kind", "root", "file_pattern", "file_min_size", "file_mtime_window_s", "file_content_probe", "sftp"}
+
+// settings is what Configure resolved; it never changes afterwards.
+type settings struct {
+	root    string // local: absolute; SFTP: as the server resolves it
+	pattern *filewalk.Pattern
+	minSize int64
+	window  time.Duration // 0: no freshness window, no `fresh` field
+	probe   *regexp.Regexp
+	sftp    *sftpSettings // nil: a local folder
+}
+
+// Adapter reads the files that arrived in a local folder or on an SFTP
+// server.
+type Adapter struct {
+	settings atomic.Pointer[settings]
+}
+
+var _ sdk.Adapter = (*Adapter)(nil)
+
+// New returns an unconfigured file adapter; it is the factory for
+// sdk.Serve.
+func New() sdk.Adapter { return &Adapter{} }
+
+// Info describes the adapter: a listing of the folder where files land is an
+// independent read of that system of record, and it hides nothing, so
+// absence is proof.
+func (a *Adapter) Info() sdk.Info {
+	return sdk.Info{
+		Kind:        Kind,
+		Tier:        sdk.TierIndependentSystem,
+		Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
+	}
+}
+
+// Configure checks the section, compiles the pattern and the probe, and for
+// SFTP loads the host-key trust and the credentials. It does not connect:
+// a server that is down or refuses the credentials is the captures'
+// business.
+func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	if err := refuseUnknownKeys(req.Config, "", configKeys); err != nil {
+		return err
+	}
+	if err := refuseUnknownKeys(req.Config, "sftp", sftpKeys); err != nil {
+		return err
+	}
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
+		return err
+	}
+	if cfg.Kind != "" && cfg.Kind != Kind {
+		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
+	}
+	s := &settings{minSize: DefaultMinSize}
+	var err error
+	if s.pattern, err = filewalk.Compile(cfg.FilePattern); err != nil {
+		return &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
+	}
+	if cfg.FileMinSize != "" {
+		n, err := strconv.ParseInt(string(cfg.FileMinSize), 10, 64)
+		if err != nil || n < 0 {
+			return &sdk.ConfigError{Path: "file_min_size", Message: "must be a whole number of bytes, 0 or more (0 accepts empty files)"}
+		}
+		s.minSize = n
+	}
+	if cfg.FileMtimeWindowS != "" {
+		if s.window, err = filewalk.ParseWindow(cfg.FileMtimeWindowS); err != nil {
+			return &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
+		}
+	}
+	if cfg.FileContentProbe != "" {
+		if s.probe, err = regexp.Compile(cfg.FileContentProbe); err != nil {
+			return &sdk.ConfigError{Path: "file_content_probe", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
+		}
+	}
+	if cfg.Root == "" {
+		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder where the files land"}
+	}
+	if cfg.SFTP == nil {
+		// A local folder that is missing is an outage the captures report,
+		// not a malformed section.
+		if s.root, err = filepath.Abs(cfg.Root); err != nil {
+			return &sdk.ConfigError{Path: "root", Message: err.Error()}
+		}
+	} else {
+		s.root = path.Clean(cfg.Root)
+		if s.sftp, err = configureSFTP(cfg.SFTP, req.Secrets); err != nil {
+			return err
+		}
+	}
+	a.settings.Store(s)
+	return nil
+}
+
+// refuseUnknownKeys names the first key of the section (or of its map at
+// sub) that the adapter does not read, so a misspelt key is reported
+// rather than ignored.
+func refuseUnknownKeys(raw json.RawMessage, sub string, known []string) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var section map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &section); err != nil {
+		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
+	}
+	prefix := ""
+	if sub != "" {
+		inner, ok := section[sub]
+		if !ok {
+			return nil
+		}
+		section = nil
+		if err := json.Unmarshal(inner, &section); err != nil || section == nil {
+			return &sdk.ConfigError{Path: sub, Message: "must be a map of host, port, user, known_hosts or host_key_fingerprint, and private_key_env or password_env"}
+		}
+		prefix = sub + "."
+	}
+	keys := make([]string, 0, len(section))
+	for k := range section {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(known, k) {
+			var list []string
+			for _, c := range known {
+				if c != "kind" {
+					list = append(list, c)
+				}
+			}
+			return &sdk.ConfigError{Path: prefix + k, Message: fmt.Sprintf("unknown key for kind file; the keys here are %s", strings.Join(list, ", "))}
+		}
+	}
+	return nil
+}
+
+var errNotConfigured = errors.New("file adapter: called before Configure")
+
+// TestConnection opens the folder (connecting and checking the host key and
+// the credentials for SFTP) and lists it.
+func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.TestResult{}, errNotConfigured
+	}
+	ctx, cancel := withDeadline(ctx, 0)
+	defer cancel()
+	start := time.Now()
+	t, err := s.open(ctx)
+	if err != nil {
+		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil
+	}
+	defer t.close()
+	entries, err := fs.ReadDir(t.fsys, ".")
+	latency := time.Since(start)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("%s cannot be listed: %v", t.where, filewalk.Unwrap(t.cause(err))), Latency: latency}, nil
+	}
+	msg := fmt.Sprintf("%s is readable (%d entries at its top level); files matching %q are read", t.where, len(entries), s.pattern)
+	if t.note != "" {
+		msg += "; " + t.note
+	}
+	return sdk.TestResult{Reachable: true, Message: msg, Latency: latency}, nil
+}
+
+// CaptureBefore reads the candidate files before the automation acts.
+func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// CaptureAfter reads them again, afresh: a new listing, every byte reread.
+func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.capture(ctx, req)
+}
+
+// capture opens the folder, lists it, and reads every candidate before it
+// answers, so that a server that fails anywhere in the read (refused,
+// unreachable, gone or hung mid-read) is reported as unreachable and never
+// as a shorter list of files.
+func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	s := a.settings.Load()
+	if s == nil {
+		return sdk.Capture{}, errNotConfigured
+	}
+	ctx, cancel := withDeadline(ctx, req.Timeout)
+	defer cancel()
+	at := time.Now()
+	t, err := s.open(ctx)
+	if err != nil {
+		return sdk.Unreachable("%v", err), nil
+	}
+	defer t.close()
+	recs, err := s.read(ctx, t, at)
+	if err != nil {
+		return sdk.Unreachable("%s: %v", t.where, t.cause(err)), nil
+	}
+	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
+}
+
+// withDeadline gives ctx a deadline when it has none: timeout when set,
+// defaultTimeout otherwise.
+func withDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// pastDeadline reports whether ctx ended: cancelled, or at its deadline.
+// The connection's own deadline is ctx's, so a read it cut off can return
+// a moment before ctx's timer has fired; the clock settles which.
+func pastDeadline(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
+// tree is an opened folder: local or on an SFTP server.
+type tree struct {
+	fsys  fs.FS
+	where string // for reasons: the folder, and the server for SFTP
+	note  string // for preflight: what was verified on the way
+	// close releases the folder (and the connection).
+	close func()
+	// cause explains an error seen while reading: a deadline or a dropped
+	// connection says more than the error of the call it broke.
+	cause func(error) error
+}
+
+func (s *settings) open(ctx context.Context) (*tree, error) {
+	if s.sftp != nil {
+		return s.openSFTP(ctx)
+	}
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err))
+	}
+	return &tree{
+		fsys:  localFS{ctx: ctx, fsys: r.FS()},
+		where: "root " + s.root,
+		close: func() { r.Close() },
+		cause: func(err error) error {
+			if pastDeadline(ctx) {
+				return errors.New("the read did not finish before its deadline")
+			}
+			return err
+		},
+	}, nil
+}
+
+// localFS is an os.Root's FS whose files stop reading when the capture's
+// deadline passes (a stalled network mount must not hang a capture).
+type localFS struct {
+	ctx  context.Context
+	fsys fs.FS
+}
+
+func (l localFS) Open(name string) (fs.File, error) {
+	f, err := l.fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return ctxFile{File: f, r: filewalk.Reader(l.ctx, f)}, nil
+}
+
+func (l localFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := l.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return fs.ReadDir(l.fsys, name)
+}
+
+type ctxFile struct {
+	fs.File
+	r io.Reader
+}
+
+func (c ctxFile) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// display is the path a record shows for rel.
+func (s *settings) display(rel string) string {
+	if s.sftp != nil {
+		return path.Join(s.root, rel)
+	}
+	return filepath.Join(s.root, filepath.FromSlash(rel))
+}
+
+// jsonInt is n as an exact JSON integer.
+func jsonInt(n int64) json.Number { return json.Number(strconv.FormatInt(n, 10)) }
