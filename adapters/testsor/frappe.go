@@ -164,6 +164,19 @@ func (f *Frappe) Names(doctype string) []string {
 	return out
 }
 
+// Count returns how many documents of doctype have field equal to value.
+func (f *Frappe) Count(doctype, field string, value any) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, d := range f.docs[doctype] {
+		if d[field] == value {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *Frappe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.apply(w, r) {
 		return
