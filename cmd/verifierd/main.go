@@ -47,6 +47,7 @@ func run(args []string) error {
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
 	drain := fs.Duration("drain", 30*time.Second, "how long SIGTERM waits for in-flight calls")
 	storeSync := fs.Bool("store-sync", true, "fsync every session write; false survives a daemon crash but not a machine crash")
+	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func run(args []string) error {
 	for kind, p := range daemon.Plugins {
 		pins[kind] = p.SHA256
 	}
-	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger})
+	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger, Spares: *spares})
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,13 @@ type Options struct {
 	// MaxInstances bounds the cached configured adapters (default 64); the
 	// least recently used is stopped past it.
 	MaxInstances int
+	// Spares is how many started, handshaken adapter processes to keep
+	// ready per kind once that kind has been used (0: none). An instance
+	// for new run parameters then takes a spare instead of waiting for a
+	// process to start (about 40 ms), and a replacement starts in the
+	// background. A spare is configured once, when taken, like any
+	// adapter.
+	Spares int
 }
 
 // Host starts and caches adapters.
@@ -64,6 +71,8 @@ type Host struct {
 	mu        sync.Mutex
 	instances map[string]*Instance
 	closed    bool
+	spares    map[string][]conn // kind -> started, unconfigured adapters
+	refilling map[string]bool
 }
 
 // New discovers the adapter binaries. A binary in the plugin dir named for a
@@ -80,6 +89,8 @@ func New(opts Options) (*Host, error) {
 		binaries:  map[string]string{},
 		inProcess: map[string]func() sdk.Adapter{},
 		instances: map[string]*Instance{},
+		spares:    map[string][]conn{},
+		refilling: map[string]bool{},
 	}
 	if err := h.scan(opts.BuiltinDir, true); err != nil {
 		return nil, err
@@ -225,26 +236,112 @@ func (h *Host) evictLocked() {
 	}
 }
 
-// Close stops every adapter.
+// Close stops every adapter, spares included.
 func (h *Host) Close() {
 	h.mu.Lock()
 	h.closed = true
 	insts := h.instances
 	h.instances = map[string]*Instance{}
+	spares := h.spares
+	h.spares = map[string][]conn{}
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, in := range insts {
 		wg.Add(1)
 		go func() { defer wg.Done(); in.stop() }()
 	}
+	for _, list := range spares {
+		for _, c := range list {
+			wg.Add(1)
+			go func() { defer wg.Done(); stopConn(c) }()
+		}
+	}
 	wg.Wait()
+}
+
+// takeSpare returns a started adapter of kind if one is ready, and starts
+// refilling the spares in the background.
+func (h *Host) takeSpare(kind string) conn {
+	if h.opts.Spares <= 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var got conn
+	for len(h.spares[kind]) > 0 && got == nil {
+		list := h.spares[kind]
+		c := list[len(list)-1]
+		h.spares[kind] = list[:len(list)-1]
+		if exited(c) {
+			stopConn(c)
+			continue
+		}
+		got = c
+	}
+	h.refillLocked(kind)
+	return got
+}
+
+// refillLocked starts spares of kind in the background until there are
+// opts.Spares of them; one refill per kind at a time.
+func (h *Host) refillLocked(kind string) {
+	if h.closed || h.refilling[kind] || len(h.spares[kind]) >= h.opts.Spares {
+		return
+	}
+	if _, ok := h.binaries[kind]; !ok {
+		return // in-process adapters need no spares
+	}
+	h.refilling[kind] = true
+	go func() {
+		logger := h.logger.Named("adapter." + kind)
+		for {
+			h.mu.Lock()
+			done := h.closed || len(h.spares[kind]) >= h.opts.Spares
+			if done {
+				h.refilling[kind] = false
+				h.mu.Unlock()
+				return
+			}
+			h.mu.Unlock()
+			c, err := h.start(kind, logger)
+			h.mu.Lock()
+			if err != nil || h.closed {
+				h.refilling[kind] = false
+				h.mu.Unlock()
+				if c != nil {
+					stopConn(c)
+				}
+				if err != nil {
+					logger.Warn("could not start a spare adapter", "error", err)
+				}
+				return
+			}
+			h.spares[kind] = append(h.spares[kind], c)
+			h.mu.Unlock()
+		}
+	}()
 }
 
 // ConfigError is an adapter's refusal of its configuration.
 type ConfigError = sdk.ConfigError
 
-// launch starts a fresh adapter process (or in-process server) for kind.
+// launch returns a started adapter for kind: a spare when one is ready,
+// otherwise a process (or in-process server) started now.
 func (h *Host) launch(kind string, logger hclog.Logger) (conn, error) {
+	if c := h.takeSpare(kind); c != nil {
+		return c, nil
+	}
+	c, err := h.start(kind, logger)
+	if err == nil {
+		h.mu.Lock()
+		h.refillLocked(kind)
+		h.mu.Unlock()
+	}
+	return c, err
+}
+
+// start starts a fresh adapter process (or in-process server) for kind.
+func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
 	h.mu.Lock()
 	factory := h.inProcess[kind]
 	path, hasBinary := h.binaries[kind]

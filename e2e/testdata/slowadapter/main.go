@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -51,7 +52,9 @@ func (a *adapter) records(after bool) sdk.Capture {
 		for i := range n {
 			if after && i == n/2 && a.opts.Marker != "" {
 				if _, err := os.Stat(a.opts.Marker); err != nil {
-					os.WriteFile(a.opts.Marker, []byte("after read paused mid-stream"), 0o600)
+					// The marker names this process, so that the test kills
+					// exactly the adapter serving the capture.
+					os.WriteFile(a.opts.Marker, []byte(strconv.Itoa(os.Getpid())), 0o600)
 					time.Sleep(time.Duration(a.opts.DelayMS) * time.Millisecond)
 				}
 			}
