@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,22 +24,7 @@ import (
 var pluginBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fhir-adapter-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pluginBinary = filepath.Join(dir, "verifier-adapter-fhir")
-	build := exec.Command("go", "build", "-o", pluginBinary, "github.com/verifierd/verifierd/cmd/plugins/fhir")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building verifier-adapter-fhir:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/cmd/plugins/fhir", "fhir", &pluginBinary)
 }
 
 var observationPaths = map[string]any{

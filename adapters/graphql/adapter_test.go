@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,22 +22,7 @@ import (
 var pluginBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "graphql-adapter-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pluginBinary = filepath.Join(dir, "verifier-adapter-graphql")
-	build := exec.Command("go", "build", "-o", pluginBinary, "github.com/verifierd/verifierd/cmd/plugins/graphql")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building verifier-adapter-graphql:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/cmd/plugins/graphql", "graphql", &pluginBinary)
 }
 
 const encountersQuery = `query Encounters($patient: String!) {

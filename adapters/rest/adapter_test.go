@@ -27,22 +27,7 @@ import (
 var pluginBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rest-adapter-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pluginBinary = filepath.Join(dir, "verifier-adapter-rest")
-	build := exec.Command("go", "build", "-o", pluginBinary, "github.com/verifierd/verifierd/cmd/plugins/rest")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building verifier-adapter-rest:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/cmd/plugins/rest", "rest", &pluginBinary)
 }
 
 const doctype = "Patient Encounter"
