@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -25,7 +25,7 @@ import (
 const Kind = "document-hash"
 
 // DefaultGlob matches every file directly under root.
-const DefaultGlob = "*"
+const DefaultGlob = filewalk.DefaultPattern
 
 type config struct {
 	Kind string `json:"kind"`
@@ -36,9 +36,8 @@ type config struct {
 var configKeys = []string{"kind", "root", "glob"}
 
 type settings struct {
-	root string   // absolute
-	glob string   // slash-separated, relative to root
-	segs []string // glob split on '/', for pruning the walk
+	root    string // absolute
+	pattern *filewalk.Pattern
 }
 
 // Adapter hashes the documents of a store on disk.
@@ -92,14 +91,11 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	case !fi.IsDir():
 		return &sdk.ConfigError{Path: "root", Message: root + " is not a folder"}
 	}
-	glob := cfg.Glob
-	if glob == "" {
-		glob = DefaultGlob
-	}
-	if err := checkGlob(glob); err != nil {
+	pattern, err := filewalk.Compile(cfg.Glob)
+	if err != nil {
 		return &sdk.ConfigError{Path: "glob", Message: err.Error()}
 	}
-	a.settings.Store(&settings{root: root, glob: glob, segs: strings.Split(glob, "/")})
+	a.settings.Store(&settings{root: root, pattern: pattern})
 	return nil
 }
 
@@ -128,26 +124,6 @@ func refuseUnknownKeys(raw json.RawMessage) error {
 	return nil
 }
 
-// checkGlob accepts a filepath.Match pattern over slash-separated paths
-// relative to root.
-func checkGlob(glob string) error {
-	if strings.HasPrefix(glob, "/") {
-		return errors.New("must be relative to root, e.g. *.pdf or reports/*.pdf")
-	}
-	for _, seg := range strings.Split(glob, "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Errorf("%q has an empty, . or .. segment; write a path below root such as reports/*.pdf", glob)
-		}
-		if seg == "**" {
-			return fmt.Errorf("%q: ** is not supported; * matches within one folder level, so write one level per segment (*/*.pdf)", glob)
-		}
-	}
-	if _, err := path.Match(glob, ""); err != nil {
-		return fmt.Errorf("%q is not a valid pattern: %v", glob, err)
-	}
-	return nil
-}
-
 var errNotConfigured = errors.New("document-hash adapter: called before Configure")
 
 // TestConnection checks that root can be opened and listed.
@@ -159,17 +135,17 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	start := time.Now()
 	r, err := os.OpenRoot(s.root)
 	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", s.root, unwrapPath(err)), Latency: time.Since(start)}, nil
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), Latency: time.Since(start)}, nil
 	}
 	defer r.Close()
 	entries, err := fs.ReadDir(r.FS(), ".")
 	latency := time.Since(start)
 	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", s.root, unwrapPath(err)), Latency: latency}, nil
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", s.root, filewalk.Unwrap(err)), Latency: latency}, nil
 	}
 	return sdk.TestResult{
 		Reachable: true,
-		Message:   fmt.Sprintf("root %s is readable (%d entries at its top level); documents matching %q are hashed", s.root, len(entries), s.glob),
+		Message:   fmt.Sprintf("root %s is readable (%d entries at its top level); documents matching %q are hashed", s.root, len(entries), s.pattern),
 		Latency:   latency,
 	}, nil
 }
@@ -195,7 +171,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)
 	if err != nil {
-		return sdk.Unreachable("root %s cannot be opened: %v", s.root, unwrapPath(err)), nil
+		return sdk.Unreachable("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), nil
 	}
 	rootInfo, err := r.Stat(".")
 	if err == nil {
@@ -203,7 +179,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	}
 	if err != nil {
 		r.Close()
-		return sdk.Unreachable("root %s cannot be listed: %v", s.root, unwrapPath(err)), nil
+		return sdk.Unreachable("root %s cannot be listed: %v", s.root, filewalk.Unwrap(err)), nil
 	}
 	deadline := req.Timeout
 	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
@@ -216,32 +192,19 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 		}
 		stopped := false
 		buf := make([]byte, 64<<10)
-		err := fs.WalkDir(r.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		// The listing is complete before any document is hashed: a
+		// listing error fails the whole read.
+		entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
+		for _, e := range entries {
+			var rec sdk.Record
+			if rec, err = hashFile(ctx, r, e.Rel, e.DirEntry, buf); err != nil {
+				break
 			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if rel != "." && !s.mayHoldMatches(rel) {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if ok, _ := path.Match(s.glob, rel); !ok {
-				return nil
-			}
-			rec, err := hashFile(ctx, r, rel, d, buf)
-			if err != nil || rec == nil {
-				return err
-			}
-			if !yield(rec, nil) {
+			if rec != nil && !yield(rec, nil) {
 				stopped = true
-				return fs.SkipAll
+				break
 			}
-			return nil
-		})
+		}
 		if stopped {
 			return
 		}
@@ -257,18 +220,6 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 			yield(nil, fmt.Errorf("hashing the documents under %s: %w", s.root, err))
 		}
 	}}, nil
-}
-
-// mayHoldMatches reports whether the folder at rel (slash-separated, not
-// ".") can contain a path the glob matches: * never crosses a '/', so only
-// folders whose path matches the glob's leading segments can.
-func (s *settings) mayHoldMatches(rel string) bool {
-	depth := strings.Count(rel, "/") + 1
-	if depth >= len(s.segs) {
-		return false
-	}
-	ok, _ := path.Match(strings.Join(s.segs[:depth], "/"), rel)
-	return ok
 }
 
 // hashFile returns the record of the document at rel, or nil when it is not
@@ -294,7 +245,7 @@ func hashFile(ctx context.Context, r *os.Root, rel string, d fs.DirEntry, buf []
 	}
 	h := sha256.New()
 	// Streamed through a fixed buffer: a document is never read whole.
-	n, err := io.CopyBuffer(h, ctxReader{ctx: ctx, r: f}, buf)
+	n, err := io.CopyBuffer(h, filewalk.Reader(ctx, f), buf)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
@@ -306,27 +257,4 @@ func hashFile(ctx context.Context, r *os.Root, rel string, d fs.DirEntry, buf []
 		"mtime":  fi.ModTime().UTC().Format(time.RFC3339Nano),
 		"sha256": hex.EncodeToString(h.Sum(nil)),
 	}, nil
-}
-
-// ctxReader stops a long read when the capture's deadline passes.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
-// unwrapPath drops the *PathError wrapper, whose path repeats what the
-// message already names.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
