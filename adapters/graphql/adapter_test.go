@@ -46,21 +46,12 @@ func section(g *testsor.GraphQL, edit func(map[string]any)) map[string]any {
 
 func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
 	t.Helper()
-	raw, err := json.Marshal(sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params, Secrets: secrets}
+	return testsor.Request(t, Kind, sec, params, secrets)
 }
 
 func inProcess(t testing.TB) *plugin.InProcess {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return testsor.InProcess(t, New)
 }
 
 func configured(t testing.TB, g *testsor.GraphQL, edit func(map[string]any), params map[string]string) *plugin.InProcess {
@@ -72,21 +63,15 @@ func configured(t testing.TB, g *testsor.GraphQL, edit func(map[string]any), par
 	return ip
 }
 
+// read captures once and collects the whole read; an incomplete read fails
+// the test.
 func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) testsor.Read {
 	t.Helper()
-	call := c.CaptureBefore
-	if after {
-		call = c.CaptureAfter
-	}
-	capt, err := call(t.Context(), sdk.CaptureRequest{CaptureID: "test", Timeout: timeout, IdentityField: "id", EffectKind: "record_written"})
-	if err != nil {
-		t.Fatalf("capture: %v", err)
-	}
-	recs, err := capt.Records()
+	r, err := testsor.Capture(t, c, after, timeout, "id")
 	if err != nil {
 		t.Fatalf("records: %v", err)
 	}
-	return testsor.Read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}
+	return r
 }
 
 func TestConfigureRefusals(t *testing.T) {

@@ -54,21 +54,12 @@ func frappeSection(f *testsor.Frappe, edit func(map[string]any)) map[string]any 
 
 func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
 	t.Helper()
-	raw, err := json.Marshal(sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params, Secrets: secrets}
+	return testsor.Request(t, Kind, sec, params, secrets)
 }
 
 func inProcess(t testing.TB) *plugin.InProcess {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return testsor.InProcess(t, New)
 }
 
 func configured(t testing.TB, req sdk.ConfigureRequest) *plugin.InProcess {
@@ -83,16 +74,7 @@ func configured(t testing.TB, req sdk.ConfigureRequest) *plugin.InProcess {
 // read captures once (after or before) and collects the whole read.
 func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (testsor.Read, error) {
 	t.Helper()
-	call := c.CaptureBefore
-	if after {
-		call = c.CaptureAfter
-	}
-	capt, err := call(t.Context(), sdk.CaptureRequest{CaptureID: "test", Timeout: timeout, IdentityField: "name", EffectKind: "record_written"})
-	if err != nil {
-		t.Fatalf("capture: %v", err)
-	}
-	recs, err := capt.Records()
-	return testsor.Read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}, err
+	return testsor.Capture(t, c, after, timeout, "name")
 }
 
 func mustRead(t testing.TB, c plugin.Client, after bool) testsor.Read {
