@@ -1,0 +1,246 @@
+package workflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// Policy holds the contract guards. A nil field inherits from the layer
+// below: the daemon config's `policy:` is the base, a registered deployment's
+// `policy:` overrides it, and a workflow's `policy:` overrides both for that
+// workflow's steps. All three are the operator's files; a caller never sends
+// a policy.
+type Policy struct {
+	// RequireRegisteredContracts refuses caller-supplied effects: a Begin
+	// must name a registered workflow step.
+	RequireRegisteredContracts *bool
+	// RequireChangeClaim refuses a step whose effects make no claim of
+	// change (no record_written with count_new_only, no exact_new_set).
+	RequireChangeClaim *bool
+	// SubjectParams must each be bound through a selector of every
+	// record_written, field_equals and exact_new_set.
+	SubjectParams []string
+	// subjectSet is true when subject_params was written (possibly empty).
+	subjectSet bool
+	// MinTier is the weakest tier (1 strongest .. 4 weakest) a selected
+	// candidate may have.
+	MinTier *int
+}
+
+var policyKeys = []string{"require_registered_contracts", "require_change_claim", "subject_params", "min_tier"}
+
+// ParsePolicy loads a decoded `policy:` block.
+func ParsePolicy(tree any, path string) (*Policy, error) {
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return nil, refuse(path, "must be a map with any of %s", strings.Join(policyKeys, ", "))
+	}
+	if err := checkKeys(m, policyKeys, path); err != nil {
+		return nil, err
+	}
+	p := &Policy{}
+	for _, key := range []string{"require_registered_contracts", "require_change_claim"} {
+		v, present := m[key]
+		if !present || v == nil {
+			continue
+		}
+		b, ok := v.(bool)
+		if !ok {
+			return nil, refuse(path+"."+key, "must be true or false")
+		}
+		if key == "require_registered_contracts" {
+			p.RequireRegisteredContracts = &b
+		} else {
+			p.RequireChangeClaim = &b
+		}
+	}
+	if v, present := m["subject_params"]; present && v != nil {
+		list, ok := v.([]any)
+		if !ok {
+			return nil, refuse(path+".subject_params", "must be a list of run-parameter names")
+		}
+		p.subjectSet = true
+		p.SubjectParams = []string{}
+		for i, item := range list {
+			s, ok := item.(string)
+			if !ok || !validName(s) {
+				return nil, refuse(fmt.Sprintf("%s.subject_params[%d]", path, i), "must be a run-parameter name")
+			}
+			p.SubjectParams = append(p.SubjectParams, s)
+		}
+	}
+	if v, present := m["min_tier"]; present && v != nil {
+		n, ok := asInt(v)
+		if !ok || n < 1 || n > 4 {
+			return nil, refuse(path+".min_tier", "must be a whole number from 1 (independent system) to 4 (screen consistency)")
+		}
+		p.MinTier = &n
+	}
+	return p, nil
+}
+
+func asInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		if n == float64(int(n)) {
+			return int(n), true
+		}
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
+	}
+	return 0, false
+}
+
+// Effective is a fully resolved policy.
+type Effective struct {
+	RequireRegisteredContracts bool     `json:"require_registered_contracts"`
+	RequireChangeClaim         bool     `json:"require_change_claim"`
+	SubjectParams              []string `json:"subject_params"`
+	MinTier                    int      `json:"min_tier"`
+}
+
+// Defaults is the policy with no policy block anywhere.
+func Defaults() Effective {
+	return Effective{RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}}
+}
+
+// Resolve layers policies, base first; nil layers are skipped.
+func Resolve(layers ...*Policy) Effective {
+	e := Defaults()
+	for _, p := range layers {
+		if p == nil {
+			continue
+		}
+		if p.RequireRegisteredContracts != nil {
+			e.RequireRegisteredContracts = *p.RequireRegisteredContracts
+		}
+		if p.RequireChangeClaim != nil {
+			e.RequireChangeClaim = *p.RequireChangeClaim
+		}
+		if p.subjectSet || p.SubjectParams != nil {
+			e.SubjectParams = slices.Clone(p.SubjectParams)
+		}
+		if p.MinTier != nil {
+			e.MinTier = *p.MinTier
+		}
+	}
+	return e
+}
+
+// Finding codes, shared by the daemon's refusals and `verifyctl lint`.
+const (
+	CodeMissingEffectContract = "missing_effect_contract"
+	CodeNoChangeClaim         = "no_change_claim"
+	CodeSubjectNotSelected    = "subject_not_selected"
+	CodeSecretParamInContract = "secret_param_in_contract"
+	CodeSameChannelOracle     = "same_channel_oracle"
+	CodeWeakTier              = "weak_tier"
+)
+
+// Finding is one guard that a step's contracts break.
+type Finding struct {
+	Code string `json:"code"`
+	// Effect is the index of the effect in the step, or -1 for the step.
+	Effect  int    `json:"effect"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// HasChangeClaim reports whether the effects claim a change: a
+// record_written with count_new_only, or an exact_new_set.
+func HasChangeClaim(effects []judge.Effect) bool {
+	for _, e := range effects {
+		if e.Kind == judge.ExactNewSet || (e.Kind == judge.RecordWritten && e.CountNewOnly) {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectorParams returns the run parameters an effect binds through a
+// selector: match, new_records or idempotency_key (a {param} in value does
+// not select anything).
+func SelectorParams(e judge.Effect) map[string]bool {
+	out := map[string]bool{}
+	add := func(s judge.Selector) {
+		for _, v := range s {
+			if v.IsParam() {
+				out[v.Param] = true
+			}
+		}
+	}
+	add(e.Match)
+	for _, s := range e.NewRecords {
+		add(s)
+	}
+	if e.IdempotencyKey != nil && e.IdempotencyKey.IsParam() {
+		out[e.IdempotencyKey.Param] = true
+	}
+	return out
+}
+
+// ReferencedParams returns every run parameter an effect references.
+func ReferencedParams(e judge.Effect) map[string]bool {
+	out := SelectorParams(e)
+	if e.Value != nil && e.Value.IsParam() {
+		out[e.Value.Param] = true
+	}
+	return out
+}
+
+// CheckContracts applies the policy's contract guards (change claim, subject
+// selection, secret parameters) to one step's effects. path names the
+// effects list in messages (e.g. "effects" or "steps[0].effects"). Tier
+// guards need the selected candidates: see CheckTiers.
+func CheckContracts(p Effective, effects []judge.Effect, secret map[string]bool, path string) []Finding {
+	var out []Finding
+	if p.RequireChangeClaim && !HasChangeClaim(effects) {
+		out = append(out, Finding{Code: CodeNoChangeClaim, Effect: -1, Path: path,
+			Message: "no effect claims a change (a record_written with count_new_only: true, or an exact_new_set): an idle automation would pass; add one, or set policy.require_change_claim: false in the operator's deployment or workflow file"})
+	}
+	for i, e := range effects {
+		epath := fmt.Sprintf("%s[%d]", path, i)
+		if e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals || e.Kind == judge.ExactNewSet {
+			sel := SelectorParams(e)
+			for _, sp := range p.SubjectParams {
+				if !sel[sp] {
+					out = append(out, Finding{Code: CodeSubjectNotSelected, Effect: i, Path: epath,
+						Message: fmt.Sprintf("the subject parameter %q is not bound through a selector (match, new_records or idempotency_key); a write to another subject would pass; add %s: {param: %s} to match", sp, sp, sp)})
+				}
+			}
+		}
+		refs := ReferencedParams(e)
+		names := make([]string, 0, len(refs))
+		for n := range refs {
+			if secret[n] {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, Finding{Code: CodeSecretParamInContract, Effect: i, Path: epath,
+				Message: fmt.Sprintf("the contract references the secret parameter %q; a contract is hashed, stored and shown as evidence, so it may not carry a secret; compare a non-secret field instead", n)})
+		}
+	}
+	return out
+}
+
+// CheckTier applies the tier guards to one effect's selected candidate.
+func CheckTier(p Effective, tier int, candidate string, effect int, path string) []Finding {
+	var out []Finding
+	if tier > p.MinTier {
+		out = append(out, Finding{Code: CodeWeakTier, Effect: effect, Path: path,
+			Message: fmt.Sprintf("the selected candidate %s reads at tier %d, weaker than policy.min_tier %d; offer a stronger candidate or lower the requirement in the operator's policy", candidate, tier, p.MinTier)})
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package workflow
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLoadExample(t *testing.T) {
+	w, err := Load("testdata/claim-intake.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Name != "claim-intake" || len(w.Steps) != 1 || !strings.HasPrefix(w.Digest, "sha256:") {
+		t.Fatalf("loaded %+v", w)
+	}
+	s, ok := w.Step("save_claim")
+	if !ok || s.Risk != RiskIrreversible || len(s.Effects) != 2 || len(s.Enters) != 3 {
+		t.Fatalf("step %+v", s)
+	}
+	if diff := cmp.Diff(map[string]bool{"password": true}, w.SecretParams()); diff != "" {
+		t.Fatal(diff)
+	}
+	got := CheckContracts(Resolve(&Policy{SubjectParams: []string{"claim_no"}}), s.Effects, w.SecretParams(), "effects")
+	if len(got) != 0 {
+		t.Fatalf("findings on a clean step: %+v", got)
+	}
+}
+
+func TestParseRefusals(t *testing.T) {
+	t.Parallel()
+	head := "schema: verifierd.workflow/v1\nname: w\nparams: {a: {}}\n"
+	for name, tc := range map[string]struct{ doc, path string }{
+		"schema":        {"schema: other/v1\nname: w\nsteps: [{step: s}]\n", "schema"},
+		"unknown key":   {head + "steps: [{step: s}]\nextra: 1\n", "extra"},
+		"step key":      {head + "steps: [{step: s, action: click}]\n", "steps[0].action"},
+		"no steps":      {head + "steps: []\n", "steps"},
+		"dup step":      {head + "steps: [{step: s}, {step: s}]\n", "steps[1].step"},
+		"bad risk":      {head + "steps: [{step: s, risk: maybe}]\n", "steps[0].risk"},
+		"enters undecl": {head + "steps: [{step: s, enters: [b]}]\n", "steps[0].enters[0]"},
+		"bad effect":    {head + "steps: [{step: s, effects: [{kind: nope}]}]\n", "steps[0].effects[0].kind"},
+		"bad secret":    {"schema: verifierd.workflow/v1\nname: w\nparams: {a: {secret: yes please}}\nsteps: [{step: s}]\n", "params.a.secret"},
+		"bad min_tier":  {head + "policy: {min_tier: 5}\nsteps: [{step: s}]\n", "policy.min_tier"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			var we *Error
+			if errors.As(err, &we) {
+				if we.Path != tc.path {
+					t.Fatalf("path %q, want %q (%v)", we.Path, tc.path, err)
+				}
+				return
+			}
+			if !strings.HasPrefix(err.Error(), tc.path) {
+				t.Fatalf("error %q does not name %q", err, tc.path)
+			}
+		})
+	}
+}
+
+func TestGuards(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`schema: verifierd.workflow/v1
+name: w
+params: {pid: {}, note: {}, pw: {secret: true}}
+steps:
+  - step: idle
+    effects: [{kind: field_equals, match: {type: Triage}, field: note, value: {param: note}}]
+  - step: secret
+    effects: [{kind: record_written, match: {pid: {param: pid}, pw: {param: pw}}, count_new_only: true}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Resolve(&Policy{SubjectParams: []string{"pid"}})
+	var codes []string
+	for _, f := range CheckContracts(p, w.Steps[0].Effects, w.SecretParams(), "effects") {
+		codes = append(codes, f.Code)
+	}
+	if diff := cmp.Diff([]string{CodeNoChangeClaim, CodeSubjectNotSelected}, codes); diff != "" {
+		t.Fatal(diff)
+	}
+	codes = nil
+	for _, f := range CheckContracts(p, w.Steps[1].Effects, w.SecretParams(), "effects") {
+		codes = append(codes, f.Code)
+	}
+	if diff := cmp.Diff([]string{CodeSecretParamInContract}, codes); diff != "" {
+		t.Fatal(diff)
+	}
+	off := false
+	relaxed := Resolve(&Policy{SubjectParams: []string{"pid"}}, &Policy{RequireChangeClaim: &off})
+	if relaxed.RequireChangeClaim || len(relaxed.SubjectParams) != 1 {
+		t.Fatalf("layering: %+v", relaxed)
+	}
+	if got := CheckTier(Resolve(&Policy{MinTier: ptr(2)}), 3, "ui_readback", 0, "effects[0]"); len(got) != 1 || got[0].Code != CodeWeakTier {
+		t.Fatalf("tier: %+v", got)
+	}
+	if got := CheckTier(Resolve(), 4, "x", 0, "effects[0]"); len(got) != 0 {
+		t.Fatalf("default min_tier refused tier 4: %+v", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
