@@ -116,3 +116,44 @@ func ReadEntries(r io.Reader) ([]Entry, error) {
 	}
 	return out, sc.Err()
 }
+
+// Position is where a receipt says it was appended: the entry's seq and the
+// head (the previous entry's digest) it was chained onto. A receipt payload
+// carries it under "ledger".
+type Position struct {
+	Seq  uint64 `json:"seq"`
+	Head string `json:"head"`
+}
+
+// PayloadDigest is the digest a ledger entry records for a receipt payload.
+func PayloadDigest(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// FindReceipt checks that a verified chain holds the receipt whose payload
+// is given: the entry at the payload's ledger.seq was chained onto
+// ledger.head and records the payload's digest.
+func FindReceipt(entries []Entry, payload []byte) (*Entry, error) {
+	var p struct {
+		Ledger *Position `json:"ledger"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil || p.Ledger == nil || p.Ledger.Seq == 0 {
+		return nil, fmt.Errorf("the receipt names no ledger position")
+	}
+	want := PayloadDigest(payload)
+	for i := range entries {
+		e := &entries[i]
+		if e.Seq != p.Ledger.Seq {
+			continue
+		}
+		if e.Prev != p.Ledger.Head {
+			return nil, fmt.Errorf("entry seq %d was chained onto %s, the receipt says %s", e.Seq, e.Prev, p.Ledger.Head)
+		}
+		if e.Digest != want {
+			return nil, fmt.Errorf("entry seq %d records %s, not this receipt's digest %s", e.Seq, e.Digest, want)
+		}
+		return e, nil
+	}
+	return nil, fmt.Errorf("the ledger has no entry seq %d", p.Ledger.Seq)
+}

@@ -23,6 +23,10 @@ commands:
   verify --session ID                       judge the session (exit 0 whatever the verdict)
   session --session ID                      show a session's state and result
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
+  receipt verify --receipt FILE (--public-key FILE | --key-id ID)
+                                            check a signed receipt offline; exit 1: not valid
+  ledger verify --file ledger.jsonl [--receipt FILE]
+                                            check an exported ledger's hash chain offline; exit 1: broken
 
 client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D
 `
@@ -45,6 +49,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdSession(args[1:], stdout, stderr)
 	case "audit-tables":
 		return cmdAuditTables(args[1:], stdout, stderr)
+	case "receipt":
+		return cmdReceipt(args[1:], stdout, stderr)
+	case "ledger":
+		return cmdLedger(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

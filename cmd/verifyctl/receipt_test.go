@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verifierd/verifierd/receipt"
+)
+
+func runCtl(t *testing.T, args ...string) (map[string]any, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, nil, &out, &errb)
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("%v: output is not JSON: %q (stderr %q)", args, out.String(), errb.String())
+	}
+	return m, code
+}
+
+func TestReceiptVerifyOffline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	otherPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	payload, _ := json.Marshal(map[string]any{
+		"outcome": "VERIFIED",
+		"signer":  map[string]any{"public_key": base64.StdEncoding.EncodeToString(pub), "key_id": receipt.KeyID(pub)},
+	})
+	env, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, payload))
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rc := write("receipt.json", env)
+	key := write("key.json", []byte(`{"public_key": "`+base64.StdEncoding.EncodeToString(pub)+`", "key_id": "`+receipt.KeyID(pub)+`"}`))
+	other := write("other.pub", []byte(base64.StdEncoding.EncodeToString(otherPub)+"\n"))
+	wrapped := write("verify.json", []byte(`{"outcome": "VERIFIED", "receipt": `+string(env)+`}`))
+
+	out, code := runCtl(t, "receipt", "verify", "--receipt", rc, "--public-key", key)
+	if code != 0 || out["valid"] != true || out["payload"].(map[string]any)["outcome"] != "VERIFIED" {
+		t.Fatalf("valid receipt: exit %d %v", code, out)
+	}
+	if out, code = runCtl(t, "receipt", "verify", "--receipt", wrapped, "--key-id", receipt.KeyID(pub)); code != 0 || out["key_id"] != receipt.KeyID(pub) {
+		t.Fatalf("by key id, from verify output: exit %d %v", code, out)
+	}
+	if out, code = runCtl(t, "receipt", "verify", "--receipt", rc, "--public-key", other); code != 1 || out["valid"] != false {
+		t.Fatalf("another daemon's key: exit %d %v", code, out)
+	}
+	if out, code = runCtl(t, "receipt", "verify", "--receipt", rc, "--key-id", receipt.KeyID(otherPub)); code != 1 || !strings.Contains(out["reason"].(string), "signed by") {
+		t.Fatalf("another key id: exit %d %v", code, out)
+	}
+	// One flipped byte of the payload (inside the base64) breaks it.
+	var e receipt.Envelope
+	_ = json.Unmarshal(env, &e)
+	e.Payload[len(e.Payload)/2] ^= 1
+	flipped, _ := json.Marshal(e)
+	if out, code = runCtl(t, "receipt", "verify", "--receipt", write("flipped.json", flipped), "--public-key", key); code != 1 || out["valid"] != false {
+		t.Fatalf("flipped payload: exit %d %v", code, out)
+	}
+	if out, code = runCtl(t, "receipt", "verify", "--receipt", rc); code != 2 || out["error"] == nil {
+		t.Fatalf("no key: exit %d %v", code, out)
+	}
+}
+
+func TestLedgerVerifyOffline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	var entries []receipt.Entry
+	prev := receipt.Genesis
+	at := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	var rcptPayload []byte
+	for i := 1; i <= 4; i++ {
+		e := receipt.Entry{Seq: uint64(i), Prev: prev, Type: "begin", Session: "s", Digest: "sha256:00", At: at}
+		if i == 3 {
+			rcptPayload, _ = json.Marshal(map[string]any{"ledger": receipt.Position{Seq: 3, Head: prev}})
+			e.Type, e.Digest = "receipt", receipt.PayloadDigest(rcptPayload)
+		}
+		entries = append(entries, e)
+		prev = e.Hash()
+	}
+	lines := func(es []receipt.Entry) []byte {
+		var b bytes.Buffer
+		for _, e := range es {
+			b.Write(e.Canonical())
+			b.WriteByte('\n')
+		}
+		return b.Bytes()
+	}
+	good := filepath.Join(dir, "ledger.jsonl")
+	os.WriteFile(good, lines(entries), 0o600)
+	env, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, rcptPayload))
+	rc := filepath.Join(dir, "r.json")
+	os.WriteFile(rc, env, 0o600)
+
+	out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", rc)
+	if code != 0 || out["valid"] != true || out["entries"] != float64(4) || out["receipt_seq"] != float64(3) {
+		t.Fatalf("good ledger: exit %d %v", code, out)
+	}
+	text := strings.Split(strings.TrimSpace(string(lines(entries))), "\n")
+	for name, tc := range map[string]struct {
+		lines []string
+		seq   float64
+	}{
+		"deleted":   {[]string{text[0], text[2], text[3]}, 2},
+		"reordered": {[]string{text[0], text[2], text[1], text[3]}, 2},
+		"edited":    {[]string{text[0], strings.Replace(text[1], `"begin"`, `"verify"`, 1), text[2], text[3]}, 2},
+	} {
+		p := filepath.Join(dir, name+".jsonl")
+		os.WriteFile(p, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o600)
+		out, code := runCtl(t, "ledger", "verify", "--file", p)
+		if code != 1 || out["valid"] != false || out["seq"] != tc.seq {
+			t.Errorf("%s: exit %d %v, want exit 1 naming seq %v", name, code, out, tc.seq)
+		}
+	}
+	// A receipt that is not in this chain.
+	otherPayload, _ := json.Marshal(map[string]any{"ledger": receipt.Position{Seq: 3, Head: receipt.Genesis}})
+	otherEnv, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, otherPayload))
+	orc := filepath.Join(dir, "other.json")
+	os.WriteFile(orc, otherEnv, 0o600)
+	if out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", orc); code != 1 || out["valid"] != false {
+		t.Fatalf("foreign receipt: exit %d %v", code, out)
+	}
+}
