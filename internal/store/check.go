@@ -365,10 +365,6 @@ func (w *walker) elems(buf []byte, page int64) (flags uint16, out []elem, ok boo
 			return flags, nil, false
 		}
 	}
-	if count == 0 && flags == flagBranch {
-		w.rep.add(page, "an empty branch page")
-		return flags, nil, false
-	}
 	return flags, out, true
 }
 

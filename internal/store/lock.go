@@ -22,10 +22,10 @@ var ErrLocked = errors.New("the store is locked by another process (is another v
 func lockStore(path string, exclusive, create bool, timeout time.Duration) (*os.File, error) {
 	flag, how := os.O_RDONLY, syscall.LOCK_SH
 	if exclusive {
-		how = syscall.LOCK_EX
+		flag, how = os.O_RDWR, syscall.LOCK_EX
 	}
 	if create {
-		flag = os.O_RDWR | os.O_CREATE
+		flag |= os.O_CREATE
 	}
 	deadline := time.Now().Add(timeout)
 	for {
