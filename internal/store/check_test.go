@@ -12,7 +12,9 @@ import (
 
 // seedStore writes a store with a few sessions, one with a baseline of
 // several MB, and returns its dir.
-func seedStore(t *testing.T) string {
+func seedStore(t *testing.T) string { return seedStoreN(t, 20_000) }
+
+func seedStoreN(t *testing.T, records int) string {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := Open(dir)
@@ -22,7 +24,7 @@ func seedStore(t *testing.T) string {
 	for i := range 3 {
 		id := fmt.Sprintf("s%d", i)
 		w := s.NewBaseline(id, 0)
-		for r := range 20_000 {
+		for r := range records {
 			if err := w.Add(fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, r, r)); err != nil {
 				t.Fatal(err)
 			}
