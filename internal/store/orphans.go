@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -119,12 +118,4 @@ func (s *Store) removeBatches(ctx context.Context, bucket []byte, match func(tx 
 			return removed, err
 		}
 	}
-}
-
-// begunAt decodes a begun stamp (for tests and salvage).
-func begunAt(v []byte) time.Time {
-	if len(v) != 8 {
-		return time.Time{}
-	}
-	return time.Unix(0, int64(binary.BigEndian.Uint64(v)))
 }
