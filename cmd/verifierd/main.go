@@ -3,6 +3,7 @@
 // plugin subprocesses; the daemon does all the judging.
 //
 //	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE]
+//	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
 //
 // SIGTERM or SIGINT drains in-flight calls, then stops the adapters.
 package main
@@ -30,6 +31,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "store" {
+		os.Exit(storeMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "verifierd:", err)
 		os.Exit(1)
@@ -47,11 +51,30 @@ func run(args []string) error {
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
 	drain := fs.Duration("drain", 30*time.Second, "how long SIGTERM waits for in-flight calls")
 	storeSync := fs.Bool("store-sync", true, "fsync every session write; false survives a daemon crash but not a machine crash")
+	initStore := fs.Bool("init-store", false, "accept a missing or empty store in a data dir that held one before (its sessions are lost)")
+	retain := fs.Duration("retain-unfinished", 24*time.Hour, "remove sessions begun but never verified after this long, with their baselines (0: keep)")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifierd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: os.Stderr})
+
+	// The store first: a damaged one stops the daemon before anything
+	// starts, with the message `verifierd store check` prints.
+	st, err := store.OpenWith(*dataDir, store.Options{NoSync: !*storeSync, InitStore: *initStore})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// At start nothing is in flight: every uncommitted baseline is an orphan.
+	if stats, err := st.RemoveOrphans(context.Background(), time.Now(), *retain); err != nil {
+		return fmt.Errorf("removing orphans from the store: %w", err)
+	} else if stats != (store.Stats{}) {
+		logger.Info("store: removed orphans", "orphan_baselines", stats.OrphanBaselines, "unfinished_sessions", stats.UnfinishedSessions)
+	}
+	maintainCtx, stopMaintain := context.WithCancel(context.Background())
+	defer stopMaintain()
+	go removeOrphansEvery(maintainCtx, st, orphanInterval(*retain), *retain, logger)
 
 	daemon := &config.Daemon{}
 	if *configPath != "" {
@@ -77,12 +100,6 @@ func run(args []string) error {
 		return err
 	}
 	defer host.Close()
-
-	st, err := store.OpenWith(*dataDir, store.Options{NoSync: !*storeSync})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 
 	opts := server.Options{Logger: logger}
 	if env := daemon.API.BearerTokenEnv; env != "" {
@@ -134,4 +151,34 @@ func run(args []string) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// orphanInterval is how often the daemon looks for orphans: every 10
+// minutes, or more often for a retention shorter than 20 minutes.
+func orphanInterval(retain time.Duration) time.Duration {
+	if retain > 0 && retain/2 < 10*time.Minute {
+		return max(retain/2, time.Second)
+	}
+	return 10 * time.Minute
+}
+
+// removeOrphansEvery runs the store's orphan cleanup off the request path
+// until ctx ends; each run works in small transactions.
+func removeOrphansEvery(ctx context.Context, st *store.Store, every, retain time.Duration, logger hclog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		stats, err := st.RemoveOrphans(ctx, time.Now(), retain)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Error("store: removing orphans", "error", err)
+		case stats != (store.Stats{}):
+			logger.Info("store: removed orphans", "orphan_baselines", stats.OrphanBaselines, "unfinished_sessions", stats.UnfinishedSessions)
+		}
+	}
 }

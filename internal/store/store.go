@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,11 +27,23 @@ var (
 	bucketSessions  = []byte("sessions")
 	bucketResults   = []byte("results")
 	bucketBaselines = []byte("baselines")
+	// bucketBegun holds, per unfinished session, when it was begun (unix
+	// nanoseconds, big-endian); FinishSession removes the entry.
+	bucketBegun = []byte("begun")
 )
+
+func beginStamp(t time.Time) []byte { return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())) }
 
 // Store is the embedded session store.
 type Store struct {
-	db *bolt.DB
+	db   *bolt.DB
+	path string
+
+	mu sync.Mutex
+	// inflight holds the sessions whose baseline is being written and not
+	// yet committed by CreateSession (a Begin in progress), with when the
+	// first writer started: RemoveOrphans leaves their chunks alone.
+	inflight map[string]time.Time
 }
 
 // Options tune the store.
@@ -39,43 +53,152 @@ type Options struct {
 	// lose or corrupt the file; a lost session answers NotFound, never a
 	// verdict. Off by default.
 	NoSync bool
+	// InitStore accepts a missing or empty store file in a data dir that
+	// held a store before, starting afresh.
+	InitStore bool
 }
 
 // Open opens (creating if needed) the store file verifierd.db in dir.
 func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
 
-// OpenWith opens the store with options.
+// File names in the data dir.
+const (
+	storeFile  = "verifierd.db"
+	markerFile = "verifierd.store-id"
+)
+
+// OpenWith opens the store with options. The file is checked before bbolt
+// maps it (see check.go): a damaged store is refused with a *CorruptError
+// naming the file, the page and the way out, never a panic. A missing or
+// empty store in a data dir whose marker file shows that it held a store
+// before is refused too, unless opts.InitStore.
 func OpenWith(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the data dir: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(dir, "verifierd.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.NoSync})
-	if err != nil {
-		return nil, fmt.Errorf("opening the store in %s: %w (is another verifierd using this data dir?)", dir, err)
+	path := filepath.Join(dir, storeFile)
+	if !opts.InitStore {
+		if err := refuseEmpty(path); err != nil {
+			return nil, err
+		}
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	f, err := lockStore(path, true, true, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	_, err = os.Stat(filepath.Join(dir, markerFile))
+	hadMarker := err == nil
+	if !opts.InitStore {
+		// Again under the lock: the file may have changed meanwhile.
+		if err := refuseEmpty(path); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		if rep := checkFile(f, path); rep.Err() != nil {
+			f.Close()
+			return nil, rep.Err()
+		}
+	}
+	// bbolt takes the already locked file: no other daemon can slip in
+	// between the check and the open.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.NoSync,
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil }})
+	if err != nil {
+		return nil, fmt.Errorf("opening the store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, inflight: map[string]time.Time{}}
+	if err := s.boltCheck(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketSessions, bucketResults, bucketBaselines} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		if tx.Bucket(bucketBegun) != nil {
+			return nil
+		}
+		// A store written before sessions carried a begin time: count
+		// its unfinished sessions as begun now.
+		begun, err := tx.CreateBucket(bucketBegun)
+		if err != nil {
+			return err
+		}
+		now := beginStamp(time.Now())
+		results := tx.Bucket(bucketResults)
+		return tx.Bucket(bucketSessions).ForEach(func(k, _ []byte) error {
+			if results.Get(k) != nil {
+				return nil
+			}
+			return begun.Put(k, now)
+		})
 	})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db}, nil
+	if !hadMarker {
+		if err := writeMarker(dir); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// boltCheck runs bbolt's own consistency check; after checkFile passed,
+// every page it follows lies inside the file.
+func (s *Store) boltCheck() error {
+	var first error
+	err := s.view(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			if first == nil {
+				first = fromBoltCheck(s.path, err)
+			}
+		}
+		return nil
+	})
+	if first != nil {
+		return first
+	}
+	return err
 }
 
 // Close closes the store file.
 func (s *Store) Close() error { return s.db.Close() }
 
+// update and view run a transaction, turning a panic or a memory fault
+// inside bbolt (damage that appeared after the open check) into a
+// *CorruptError instead of a crash.
+func (s *Store) update(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverCorrupt(&err)
+	return s.db.Update(fn)
+}
+
+func (s *Store) view(fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverCorrupt(&err)
+	return s.db.View(fn)
+}
+
+func (s *Store) recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = &CorruptError{Path: s.path, Page: -1, Problem: fmt.Sprintf("bbolt failed reading it: %v", r)}
+	}
+}
+
 // CreateSession records a new session's metadata. The baselines' last
 // chunks are committed in the same transaction, so a small session costs
 // one durable write.
 func (s *Store) CreateSession(id string, meta []byte, baselines ...*BaselineWriter) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	defer s.done(id)
+	now := beginStamp(time.Now())
+	return s.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSessions)
 		if b.Get([]byte(id)) != nil {
 			return ErrExists
@@ -85,13 +208,16 @@ func (s *Store) CreateSession(id string, meta []byte, baselines ...*BaselineWrit
 				return err
 			}
 		}
+		if err := tx.Bucket(bucketBegun).Put([]byte(id), now); err != nil {
+			return err
+		}
 		return b.Put([]byte(id), meta)
 	})
 }
 
 // Session returns a session's metadata and, once verified, its result.
 func (s *Store) Session(id string) (meta, result []byte, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.view(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bucketSessions).Get([]byte(id))
 		if m == nil {
 			return ErrNotFound
@@ -108,7 +234,7 @@ func (s *Store) Session(id string) (meta, result []byte, err error) {
 // FinishSession stores a session's result once. When a result is already
 // stored (a concurrent or repeated Verify), that one is returned and kept.
 func (s *Store) FinishSession(id string, result []byte) (stored []byte, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
 			return ErrNotFound
 		}
@@ -119,6 +245,9 @@ func (s *Store) FinishSession(id string, result []byte) (stored []byte, err erro
 		}
 		stored = result
 		if err := b.Put([]byte(id), result); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketBegun).Delete([]byte(id)); err != nil {
 			return err
 		}
 		// The baseline is no longer needed once the result is final.
@@ -147,6 +276,11 @@ const chunkBytes = 4 << 20
 
 // NewBaseline starts writing capture number capture of session id.
 func (s *Store) NewBaseline(id string, capture int) *BaselineWriter {
+	s.mu.Lock()
+	if _, ok := s.inflight[id]; !ok {
+		s.inflight[id] = time.Now()
+	}
+	s.mu.Unlock()
 	return &BaselineWriter{s: s, key: baselineKey(id, capture)}
 }
 
@@ -170,7 +304,7 @@ func (w *BaselineWriter) Add(rec []byte) error {
 func (w *BaselineWriter) Close() error { return w.flush() }
 
 func (w *BaselineWriter) flush() error {
-	return w.s.db.Update(w.commit)
+	return w.s.update(w.commit)
 }
 
 // commit writes the pending chunk (an empty one for an empty baseline, so
@@ -208,7 +342,7 @@ func sessionOf(key []byte) []byte {
 // during the call.
 func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) error {
 	key := baselineKey(id, capture)
-	return s.db.View(func(tx *bolt.Tx) error {
+	return s.view(func(tx *bolt.Tx) error {
 		parent := tx.Bucket(bucketBaselines).Bucket([]byte(id))
 		if parent == nil {
 			return ErrNotFound
@@ -236,11 +370,19 @@ func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) 
 // DropBaseline removes every baseline capture of a session that was never
 // created (a Begin that was refused part-way).
 func (s *Store) DropBaseline(id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	defer s.done(id)
+	return s.update(func(tx *bolt.Tx) error {
 		bb := tx.Bucket(bucketBaselines)
 		if bb.Bucket([]byte(id)) == nil {
 			return nil
 		}
 		return bb.DeleteBucket([]byte(id))
 	})
+}
+
+// done forgets a Begin in progress: its session is committed or dropped.
+func (s *Store) done(id string) {
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
 }
