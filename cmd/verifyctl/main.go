@@ -22,6 +22,8 @@ commands:
                                             capture baselines; exit 3: refused, do not actuate
   verify --session ID                       judge the session (exit 0 whatever the verdict)
   session --session ID                      show a session's state and result
+  lint --workflow FILE [--deployment-name NAME] [--require-effects-for-irreversible]
+                                            check a workflow's contracts; exit 1: findings under --require-…
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
 
 client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D
@@ -43,6 +45,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdVerify(args[1:], stdout, stderr)
 	case "session":
 		return cmdSession(args[1:], stdout, stderr)
+	case "lint":
+		return cmdLint(args[1:], stdout, stderr)
 	case "audit-tables":
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
