@@ -24,6 +24,8 @@ commands:
   session --session ID                      show a session's state and result
   lint --workflow FILE [--deployment-name NAME] [--require-effects-for-irreversible]
                                             check a workflow's contracts; exit 1: findings under --require-…
+  bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
+                                            attach reviewed contracts to steps that have none
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
 
 client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D
@@ -47,6 +49,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdSession(args[1:], stdout, stderr)
 	case "lint":
 		return cmdLint(args[1:], stdout, stderr)
+	case "bind":
+		return cmdBind(args[1:], stdout, stderr)
 	case "audit-tables":
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
