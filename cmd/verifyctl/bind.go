@@ -390,6 +390,11 @@ func boundWorkflow(source, bindingData []byte, b *binding, cov bindCoverage) ([]
 		return nil, fmt.Errorf("re-reading the binding file: %w", err)
 	}
 	root, broot := docRoot(&doc), docRoot(&bdoc)
+	if root.Style&yaml.FlowStyle != 0 {
+		// A JSON (or flow-style) source: the new file is YAML in block style,
+		// not one long flow line.
+		blockStyle(root)
+	}
 	wsteps, bsteps := mapValue(root, "steps"), mapValue(broot, "steps")
 	if wsteps == nil || bsteps == nil || wsteps.Kind != yaml.SequenceNode || bsteps.Kind != yaml.SequenceNode {
 		return nil, errors.New("the workflow or binding file has no steps list as YAML")
@@ -440,6 +445,17 @@ func boundWorkflow(source, bindingData []byte, b *binding, cov bindCoverage) ([]
 func workflowDigest(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func blockStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle
+	if n.Kind == yaml.ScalarNode {
+		// JSON quotes every string; YAML quotes only where it must.
+		n.Style &^= yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
 }
 
 func docRoot(doc *yaml.Node) *yaml.Node {
