@@ -287,6 +287,7 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 		add("", "the workflow file already records a binding (binding_digest %s); bind the original source with one binding that names every step", w.Binding.BindingDigest)
 	}
 	secret := w.SecretParams()
+	policy := workflow.Resolve(w.Policy)
 	names := make([]string, 0, len(b.notCompared))
 	for p := range b.notCompared {
 		names = append(names, p)
@@ -323,11 +324,23 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 		if !workflow.HasChangeClaim(bs.effects) {
 			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true, or an exact_new_set), so an automation that did nothing would pass; add one")
 		}
+		// The workflow's own subject_params apply to the bound contracts, so
+		// that what bind writes lints clean. A contract that selects through
+		// no parameter at all is refused once, below.
+		for _, f := range workflow.CheckContracts(policy, bs.effects, secret, path+".effects") {
+			if f.Code == workflow.CodeSubjectNotSelected && len(workflow.SelectorParams(bs.effects[f.Effect])) > 0 {
+				add(f.Path, "%s", f.Message)
+			}
+		}
 		compared := map[string][]int{}
 		for j, e := range bs.effects {
 			epath := fmt.Sprintf("%s.effects[%d]", path, j)
-			if (e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals) && len(workflow.SelectorParams(e)) == 0 {
-				add(epath+".match", "a %s must select its record through a run parameter, or another run's record would pass; write e.g. match: {code: {param: claim_no}}", e.Kind)
+			if (e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals || e.Kind == judge.ExactNewSet) && len(workflow.SelectorParams(e)) == 0 {
+				where := "match"
+				if e.Kind == judge.ExactNewSet {
+					where = "new_records"
+				}
+				add(epath+"."+where, "a %s must select its records through a run parameter, or another run's record would pass; write e.g. match: {code: {param: claim_no}}", e.Kind)
 			}
 			refs := workflow.ReferencedParams(e)
 			params := make([]string, 0, len(refs))

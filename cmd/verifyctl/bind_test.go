@@ -188,6 +188,10 @@ func TestBindRefusals(t *testing.T) {
 			doc: head + step("{kind: record_written, match: {type: claim}, count_new_only: true}", member) + note, paths: []string{"steps[0].effects[0].match"}, phrase: "through a run parameter"},
 		"field_equals selects through no parameter": {
 			doc: head + step(claim, "{kind: field_equals, match: {type: claim}, field: member_no, value: {param: member_no}}") + note, paths: []string{"steps[0].effects[1].match"}, phrase: "field_equals must select"},
+		"subject parameter of the workflow's policy": {
+			doc: head + step(claim, "{kind: field_equals, match: {member_no: {param: member_no}}, field: status, value: open}") + note, paths: []string{"steps[0].effects[1]"}, phrase: `subject parameter "claim_no"`},
+		"exact_new_set selects through no parameter": {
+			doc: head + step(claim, member, "{kind: exact_new_set, new_records: [{type: claim}]}") + note, paths: []string{"steps[0].effects[2].new_records"}, phrase: "exact_new_set must select"},
 		"secret parameter": {
 			doc: head + step(claim, member, "{kind: field_equals, match: {claim_no: {param: claim_no}}, field: pw, value: {param: clerk_password}}") + note, paths: []string{"steps[0].effects[2]"}, phrase: `"clerk_password"`},
 		"intent guard": {
