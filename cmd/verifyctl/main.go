@@ -22,6 +22,10 @@ commands:
                                             capture baselines; exit 3: refused, do not actuate
   verify --session ID                       judge the session (exit 0 whatever the verdict)
   session --session ID                      show a session's state and result
+  lint --workflow FILE [--deployment-name NAME] [--require-effects-for-irreversible]
+                                            check a workflow's contracts; exit 1: findings under --require-…
+  bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
+                                            attach reviewed contracts to steps that have none
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
   receipt verify --receipt FILE (--public-key FILE | --key-id ID)
                                             check a signed receipt offline; exit 1: not valid
@@ -47,6 +51,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdVerify(args[1:], stdout, stderr)
 	case "session":
 		return cmdSession(args[1:], stdout, stderr)
+	case "lint":
+		return cmdLint(args[1:], stdout, stderr)
+	case "bind":
+		return cmdBind(args[1:], stdout, stderr)
 	case "audit-tables":
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "receipt":

@@ -40,6 +40,21 @@ type Workflow struct {
 	// Digest is "sha256:" + hex SHA-256 of the file's bytes: what a session
 	// records as the reviewed source of its contracts.
 	Digest string
+	// Binding is the record `verifyctl bind` leaves in the file it writes
+	// (nil when absent).
+	Binding *Binding
+}
+
+// Binding records that reviewed contracts were attached to a workflow that
+// had none (`verifyctl bind`): which binding file, which source, and the
+// per-field coverage it had. It certifies nothing by itself.
+type Binding struct {
+	// BindingDigest is "sha256:" + hex SHA-256 of the binding file's bytes.
+	BindingDigest string
+	// SourceDigest is the Digest of the workflow file that was bound.
+	SourceDigest string
+	// Coverage is the coverage as written (a map), kept for review.
+	Coverage map[string]any
 }
 
 // Param is one declared run parameter.
@@ -107,7 +122,8 @@ func Load(path string) (*Workflow, error) {
 	return w, nil
 }
 
-var workflowKeys = []string{"schema", "name", "params", "steps", "policy"}
+var workflowKeys = []string{"schema", "name", "params", "steps", "policy", "binding"}
+var bindingKeys = []string{"binding_digest", "source_digest", "coverage"}
 var stepKeys = []string{"step", "intent", "risk", "enters", "effects"}
 var paramKeys = []string{"secret"}
 
@@ -170,6 +186,13 @@ func Parse(data []byte) (*Workflow, error) {
 			return nil, err
 		}
 		w.Policy = p
+	}
+	if raw, present := m["binding"]; present && raw != nil {
+		b, err := parseBinding(raw)
+		if err != nil {
+			return nil, err
+		}
+		w.Binding = b
 	}
 	steps, ok := m["steps"].([]any)
 	if !ok || len(steps) == 0 {
@@ -242,6 +265,49 @@ func Parse(data []byte) (*Workflow, error) {
 		w.Steps = append(w.Steps, s)
 	}
 	return w, nil
+}
+
+func parseBinding(raw any) (*Binding, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, refuse("binding", "must be a map with %s", strings.Join(bindingKeys, ", "))
+	}
+	if err := checkKeys(m, bindingKeys, "binding"); err != nil {
+		return nil, err
+	}
+	b := &Binding{}
+	for _, key := range []string{"binding_digest", "source_digest"} {
+		s, _ := m[key].(string)
+		if !isDigest(s) {
+			return nil, refuse("binding."+key, "must be sha256: followed by 64 lowercase hex digits, got %v", m[key])
+		}
+		if key == "binding_digest" {
+			b.BindingDigest = s
+		} else {
+			b.SourceDigest = s
+		}
+	}
+	if v, present := m["coverage"]; present && v != nil {
+		cov, ok := v.(map[string]any)
+		if !ok {
+			return nil, refuse("binding.coverage", "must be a map (the coverage verifyctl bind recorded)")
+		}
+		b.Coverage = cov
+	}
+	return b, nil
+}
+
+func isDigest(s string) bool {
+	hexPart, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	for _, r := range hexPart {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func validName(s string) bool {

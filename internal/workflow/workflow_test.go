@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -43,6 +44,11 @@ func TestParseRefusals(t *testing.T) {
 		"bad effect":    {head + "steps: [{step: s, effects: [{kind: nope}]}]\n", "steps[0].effects[0].kind"},
 		"bad secret":    {"schema: verifierd.workflow/v1\nname: w\nparams: {a: {secret: yes please}}\nsteps: [{step: s}]\n", "params.a.secret"},
 		"bad min_tier":  {head + "policy: {min_tier: 5}\nsteps: [{step: s}]\n", "policy.min_tier"},
+		"binding map":   {head + "binding: yes\nsteps: [{step: s}]\n", "binding"},
+		"binding key":   {head + "binding: {binding_digest: " + zeroDigest + ", source_digest: " + zeroDigest + ", by: me}\nsteps: [{step: s}]\n", "binding.by"},
+		"binding dgst":  {head + "binding: {binding_digest: sha256:abc, source_digest: " + zeroDigest + "}\nsteps: [{step: s}]\n", "binding.binding_digest"},
+		"binding src":   {head + "binding: {binding_digest: " + zeroDigest + "}\nsteps: [{step: s}]\n", "binding.source_digest"},
+		"binding cov":   {head + "binding: {binding_digest: " + zeroDigest + ", source_digest: " + zeroDigest + ", coverage: [1]}\nsteps: [{step: s}]\n", "binding.coverage"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -107,3 +113,23 @@ steps:
 }
 
 func ptr[T any](v T) *T { return &v }
+
+var zeroDigest = "sha256:" + strings.Repeat("0", 64)
+
+func TestParseBinding(t *testing.T) {
+	t.Parallel()
+	one := "sha256:" + strings.Repeat("1", 64)
+	w, err := Parse([]byte("schema: verifierd.workflow/v1\nname: w\nsteps: [{step: s}]\nbinding:\n  binding_digest: " + one +
+		"\n  source_digest: " + zeroDigest + "\n  coverage: {compared: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Binding{BindingDigest: one, SourceDigest: zeroDigest, Coverage: map[string]any{"compared": json.Number("1")}}
+	if diff := cmp.Diff(want, w.Binding); diff != "" {
+		t.Fatal(diff)
+	}
+	w, err = Parse([]byte("schema: verifierd.workflow/v1\nname: w\nsteps: [{step: s}]\n"))
+	if err != nil || w.Binding != nil {
+		t.Fatalf("no binding block: %+v, %v", w, err)
+	}
+}

@@ -360,9 +360,12 @@ type TestConnectionRequest struct {
 	// The deployment's effects section, YAML.
 	DeploymentYaml []byte `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3" json:"deployment_yaml,omitempty"`
 	// Run parameters, for option_params.
-	Params        map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Params map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Name of a deployment registered in the daemon config, instead of
+	// deployment_yaml.
+	DeploymentName string `protobuf:"bytes,3,opt,name=deployment_name,json=deploymentName,proto3" json:"deployment_name,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TestConnectionRequest) Reset() {
@@ -407,6 +410,13 @@ func (x *TestConnectionRequest) GetParams() map[string]string {
 		return x.Params
 	}
 	return nil
+}
+
+func (x *TestConnectionRequest) GetDeploymentName() string {
+	if x != nil {
+		return x.DeploymentName
+	}
+	return ""
 }
 
 type TestConnectionResponse struct {
@@ -1665,10 +1675,11 @@ var File_verifierd_verifier_v1_verifier_proto protoreflect.FileDescriptor
 
 const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\n" +
-	"$verifierd/verifier/v1/verifier.proto\x12\x15verifierd.verifier.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcd\x01\n" +
+	"$verifierd/verifier/v1/verifier.proto\x12\x15verifierd.verifier.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf6\x01\n" +
 	"\x15TestConnectionRequest\x12'\n" +
 	"\x0fdeployment_yaml\x18\x01 \x01(\fR\x0edeploymentYaml\x12P\n" +
-	"\x06params\x18\x02 \x03(\v28.verifierd.verifier.v1.TestConnectionRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\x06params\x18\x02 \x03(\v28.verifierd.verifier.v1.TestConnectionRequest.ParamsEntryR\x06params\x12'\n" +
+	"\x0fdeployment_name\x18\x03 \x01(\tR\x0edeploymentName\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"d\n" +

@@ -1,0 +1,504 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// Binding file schemas: ours, and the reference kit's, read the same way.
+const (
+	bindingSchema        = "verifierd.record-check-binding/v1"
+	bindingSchemaCarried = "openadapt.record-check-binding/v1"
+)
+
+var (
+	bindingKeys     = []string{"schema", "workflow_name", "source_content_digest", "steps", "not_compared"}
+	bindingStepKeys = []string{"step", "intent", "effects"}
+)
+
+// binding is a loaded record-check binding file.
+type binding struct {
+	workflowName string
+	sourcePin    string
+	steps        []bindingStep
+	// notCompared maps a parameter to the reason no contract compares it.
+	notCompared map[string]string
+	digest      string
+}
+
+type bindingStep struct {
+	name      string
+	intent    *string
+	effects   []judge.Effect
+	stepIndex int // in the workflow
+}
+
+// refusal is one reason a binding is refused, with its path in the binding
+// file.
+type refusal struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// bindCoverage is, per bound step, which contracts compare each non-secret
+// parameter the step enters, or why none does.
+type bindCoverage struct {
+	Fields      int                `json:"fields" yaml:"fields"`
+	Compared    int                `json:"compared" yaml:"compared"`
+	NotCompared int                `json:"not_compared" yaml:"not_compared"`
+	Steps       []bindStepCoverage `json:"steps" yaml:"steps"`
+}
+
+type bindStepCoverage struct {
+	Step   string          `json:"step" yaml:"step"`
+	Fields []fieldCoverage `json:"fields" yaml:"fields"`
+}
+
+type fieldCoverage struct {
+	Param string `json:"param" yaml:"param"`
+	// ComparedBy lists the indexes of the step's effects that compare it.
+	ComparedBy []int `json:"compared_by" yaml:"compared_by,flow"`
+	// NotCompared is the reason from not_compared, when nothing compares it.
+	NotCompared *string `json:"not_compared" yaml:"not_compared,omitempty"`
+}
+
+// bindReport is what `verifyctl bind` prints.
+type bindReport struct {
+	Workflow      string       `json:"workflow"`
+	SourceDigest  string       `json:"source_digest"`
+	BindingDigest string       `json:"binding_digest"`
+	Coverage      bindCoverage `json:"coverage"`
+	// Written is the new workflow file, null with --check.
+	Written *string `json:"written"`
+}
+
+func cmdBind(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bind", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wfPath := fs.String("workflow", "", "workflow file (verifierd.workflow/v1) whose steps have no contracts yet")
+	bindPath := fs.String("binding", "", "record-check binding file (verifierd.record-check-binding/v1)")
+	check := fs.Bool("check", false, "print the per-field coverage and write nothing")
+	out := fs.String("out", "", "new workflow file to write (must not exist)")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	if *wfPath == "" || *bindPath == "" || *check == (*out != "") || fs.NArg() > 0 {
+		return usageError(stderr, "bind: needs --workflow FILE --binding FILE and one of --check or --out NEW_FILE")
+	}
+	if *out != "" {
+		if _, err := os.Lstat(*out); err == nil {
+			return refuseBinding(stdout, []refusal{{Path: "--out", Message: fmt.Sprintf("%s exists; bind writes a new file and never overwrites one, so name a path that does not exist", *out)}})
+		}
+	}
+	source, err := os.ReadFile(*wfPath)
+	if err != nil {
+		return workflowError(stdout, fmt.Errorf("reading the workflow file: %w", err))
+	}
+	w, err := workflow.Parse(source)
+	if err != nil {
+		return workflowError(stdout, fmt.Errorf("%s: %w", *wfPath, err))
+	}
+	data, err := os.ReadFile(*bindPath)
+	if err != nil {
+		return refuseBinding(stdout, []refusal{{Path: "", Message: fmt.Sprintf("cannot read the binding file: %v", err)}})
+	}
+	b, cov, refusals := checkBinding(w, data)
+	if len(refusals) > 0 {
+		return refuseBinding(stdout, refusals)
+	}
+	report := bindReport{Workflow: w.Name, SourceDigest: w.Digest, BindingDigest: b.digest, Coverage: cov}
+	if *out != "" {
+		bound, err := boundWorkflow(source, data, b, cov)
+		if err != nil {
+			return refuseBinding(stdout, []refusal{{Path: "", Message: err.Error()}})
+		}
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return refuseBinding(stdout, []refusal{{Path: "--out", Message: fmt.Sprintf("cannot create the new workflow file: %v", err)}})
+		}
+		if _, err := f.Write(bound); err != nil {
+			f.Close()
+			os.Remove(*out)
+			fmt.Fprintln(stderr, "verifyctl: writing", *out+":", err)
+			return exitFailure
+		}
+		if err := f.Close(); err != nil {
+			os.Remove(*out)
+			fmt.Fprintln(stderr, "verifyctl: writing", *out+":", err)
+			return exitFailure
+		}
+		report.Written = out
+	}
+	writeJSON(stdout, report)
+	return exitOK
+}
+
+// refuseBinding prints the first refusal in the client commands' JSON error
+// shape, and every refusal under "refusals".
+func refuseBinding(stdout io.Writer, rs []refusal) int {
+	writeJSON(stdout, map[string]any{
+		"error":    map[string]any{"code": "BINDING_REFUSED", "message": rs[0].Message, "path": rs[0].Path},
+		"refusals": rs,
+	})
+	return exitInvalid
+}
+
+// parseBinding reads a binding file's structure. Paths are the binding
+// file's.
+func parseBinding(data []byte) (*binding, error) {
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, &workflow.Error{Path: "", Message: fmt.Sprintf("cannot parse the binding file: %v", err)}
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return nil, &workflow.Error{Path: "", Message: "a binding file is a map with schema, workflow_name, steps and not_compared"}
+	}
+	if err := strictKeys(m, bindingKeys, ""); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	b := &binding{notCompared: map[string]string{}, digest: "sha256:" + hex.EncodeToString(sum[:])}
+	if s, _ := m["schema"].(string); s != bindingSchema && s != bindingSchemaCarried {
+		return nil, &workflow.Error{Path: "schema", Message: fmt.Sprintf("must be %q, got %v", bindingSchema, m["schema"])}
+	}
+	b.workflowName, _ = m["workflow_name"].(string)
+	if b.workflowName == "" {
+		return nil, &workflow.Error{Path: "workflow_name", Message: "name the workflow this binding is for (its name: key)"}
+	}
+	if v, present := m["source_content_digest"]; present && v != nil {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return nil, &workflow.Error{Path: "source_content_digest", Message: "must be the workflow file's digest, sha256:<hex>, or absent"}
+		}
+		b.sourcePin = s
+	}
+	if v, present := m["not_compared"]; present && v != nil {
+		nc, ok := v.(map[string]any)
+		if !ok {
+			return nil, &workflow.Error{Path: "not_compared", Message: "must be a map of parameter name to the reason no contract compares it"}
+		}
+		for p, r := range nc {
+			reason, _ := r.(string)
+			if strings.TrimSpace(reason) == "" {
+				return nil, &workflow.Error{Path: "not_compared." + p, Message: "give the reason no contract compares this parameter, as text"}
+			}
+			b.notCompared[p] = reason
+		}
+	}
+	steps, ok := m["steps"].([]any)
+	if !ok || len(steps) == 0 {
+		return nil, &workflow.Error{Path: "steps", Message: "give a non-empty list of {step, intent, effects}"}
+	}
+	for i, raw := range steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		sm, ok := raw.(map[string]any)
+		if !ok {
+			return nil, &workflow.Error{Path: path, Message: "a bound step is a map with step, effects and optionally intent"}
+		}
+		if err := strictKeys(sm, bindingStepKeys, path); err != nil {
+			return nil, err
+		}
+		var s bindingStep
+		s.name, _ = sm["step"].(string)
+		if s.name == "" {
+			return nil, &workflow.Error{Path: path + ".step", Message: "name the workflow step to bind"}
+		}
+		if v, present := sm["intent"]; present && v != nil {
+			str, ok := v.(string)
+			if !ok {
+				return nil, &workflow.Error{Path: path + ".intent", Message: "must be text: the step's intent as the workflow states it"}
+			}
+			s.intent = &str
+		}
+		list, ok := sm["effects"].([]any)
+		if !ok || len(list) == 0 {
+			return nil, &workflow.Error{Path: path + ".effects", Message: "give a non-empty list of effect contracts"}
+		}
+		effects, err := judge.LoadEffects(list, path+".effects")
+		if err != nil {
+			return nil, err
+		}
+		s.effects = effects
+		b.steps = append(b.steps, s)
+	}
+	return b, nil
+}
+
+func strictKeys(m map[string]any, allowed []string, path string) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(allowed, k) {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			return &workflow.Error{Path: p, Message: "unknown key; the keys here are " + strings.Join(allowed, ", ")}
+		}
+	}
+	return nil
+}
+
+// checkBinding loads a binding and checks it against the workflow. It
+// returns every refusal it finds, so that one --check shows them all.
+func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []refusal) {
+	cov := bindCoverage{Steps: []bindStepCoverage{}}
+	b, err := parseBinding(data)
+	if err != nil {
+		var we *workflow.Error
+		var je *judge.Error
+		switch {
+		case errors.As(err, &we):
+			return nil, cov, []refusal{{Path: we.Path, Message: we.Message}}
+		case errors.As(err, &je):
+			return nil, cov, []refusal{{Path: je.Path, Message: je.Message}}
+		}
+		return nil, cov, []refusal{{Message: err.Error()}}
+	}
+	var rs []refusal
+	add := func(path, format string, args ...any) {
+		rs = append(rs, refusal{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if b.workflowName != w.Name {
+		add("workflow_name", "the binding is for workflow %q but the workflow file is %q; bind the workflow it was reviewed for", b.workflowName, w.Name)
+	}
+	if b.sourcePin != "" && b.sourcePin != w.Digest {
+		add("source_content_digest", "the binding pins source %s but the workflow file is %s: the workflow changed since the binding was reviewed; review the binding against this file and update the pin", b.sourcePin, w.Digest)
+	}
+	if w.Binding != nil {
+		add("", "the workflow file already records a binding (binding_digest %s); bind the original source with one binding that names every step", w.Binding.BindingDigest)
+	}
+	secret := w.SecretParams()
+	policy := workflow.Resolve(w.Policy)
+	names := make([]string, 0, len(b.notCompared))
+	for p := range b.notCompared {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		if _, ok := w.Params[p]; !ok {
+			add("not_compared."+p, "parameter %q is not declared in the workflow's params", p)
+		} else if secret[p] {
+			add("not_compared."+p, "parameter %q is secret: no contract may compare it, so it needs no entry; remove it", p)
+		}
+	}
+	seen := map[string]int{}
+	for i := range b.steps {
+		bs := &b.steps[i]
+		path := fmt.Sprintf("steps[%d]", i)
+		if prev, dup := seen[bs.name]; dup {
+			add(path+".step", "step %q is already bound by steps[%d]; give each step once, with all its contracts", bs.name, prev)
+			continue
+		}
+		seen[bs.name] = i
+		bs.stepIndex = slices.IndexFunc(w.Steps, func(s workflow.Step) bool { return s.Name == bs.name })
+		if bs.stepIndex < 0 {
+			add(path+".step", "the workflow has no step %q", bs.name)
+			continue
+		}
+		ws := w.Steps[bs.stepIndex]
+		if bs.intent != nil && *bs.intent != ws.Intent {
+			add(path+".intent", "the guard expects intent %q but step %q now reads %q: the workflow was recompiled; review the binding against the new step", *bs.intent, bs.name, ws.Intent)
+		}
+		if len(ws.Effects) > 0 {
+			add(path+".step", "step %q already has %d contract(s); bind attaches contracts to steps that have none, so edit the reviewed workflow instead", bs.name, len(ws.Effects))
+		}
+		if !workflow.HasChangeClaim(bs.effects) {
+			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true, or an exact_new_set), so an automation that did nothing would pass; add one")
+		}
+		// The workflow's own subject_params apply to the bound contracts, so
+		// that what bind writes lints clean. A contract that selects through
+		// no parameter at all is refused once, below.
+		for _, f := range workflow.CheckContracts(policy, bs.effects, secret, path+".effects") {
+			if f.Code == workflow.CodeSubjectNotSelected && len(workflow.SelectorParams(bs.effects[f.Effect])) > 0 {
+				add(f.Path, "%s", f.Message)
+			}
+		}
+		compared := map[string][]int{}
+		for j, e := range bs.effects {
+			epath := fmt.Sprintf("%s.effects[%d]", path, j)
+			if (e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals || e.Kind == judge.ExactNewSet) && len(workflow.SelectorParams(e)) == 0 {
+				where := "match"
+				if e.Kind == judge.ExactNewSet {
+					where = "new_records"
+				}
+				add(epath+"."+where, "a %s must select its records through a run parameter, or another run's record would pass; write e.g. match: {code: {param: claim_no}}", e.Kind)
+			}
+			refs := workflow.ReferencedParams(e)
+			params := make([]string, 0, len(refs))
+			for p := range refs {
+				params = append(params, p)
+			}
+			sort.Strings(params)
+			for _, p := range params {
+				switch {
+				case secret[p]:
+					add(epath, "the contract references the secret parameter %q; a contract is hashed, stored and shown as evidence, so compare a non-secret field instead", p)
+				case !hasParam(w, p):
+					add(epath, "the contract references %q, which the workflow's params do not declare", p)
+				default:
+					compared[p] = append(compared[p], j)
+				}
+			}
+		}
+		sc := bindStepCoverage{Step: bs.name, Fields: []fieldCoverage{}}
+		for _, p := range ws.Enters {
+			if secret[p] || slices.ContainsFunc(sc.Fields, func(f fieldCoverage) bool { return f.Param == p }) {
+				continue
+			}
+			fc := fieldCoverage{Param: p, ComparedBy: compared[p]}
+			cov.Fields++
+			switch reason, listed := b.notCompared[p]; {
+			case len(fc.ComparedBy) > 0:
+				cov.Compared++
+			case listed:
+				fc.NotCompared = &reason
+				cov.NotCompared++
+			default:
+				add(path+".effects", "step %q enters %q but no contract compares it; compare it (e.g. a field_equals with value: {param: %s}) or list it under not_compared with the reason", bs.name, p, p)
+			}
+			if fc.ComparedBy == nil {
+				fc.ComparedBy = []int{}
+			}
+			sc.Fields = append(sc.Fields, fc)
+		}
+		cov.Steps = append(cov.Steps, sc)
+	}
+	return b, cov, rs
+}
+
+func hasParam(w *workflow.Workflow, p string) bool {
+	_, ok := w.Params[p]
+	return ok
+}
+
+// boundWorkflow writes the new workflow file: the source document with each
+// bound step's effects taken from the binding file as written, and a
+// binding block. Both files are edited as YAML node trees so that the
+// source's order and comments survive.
+func boundWorkflow(source, bindingData []byte, b *binding, cov bindCoverage) ([]byte, error) {
+	var doc, bdoc yaml.Node
+	if err := yaml.Unmarshal(source, &doc); err != nil {
+		return nil, fmt.Errorf("re-reading the workflow file: %w", err)
+	}
+	if err := yaml.Unmarshal(bindingData, &bdoc); err != nil {
+		return nil, fmt.Errorf("re-reading the binding file: %w", err)
+	}
+	root, broot := docRoot(&doc), docRoot(&bdoc)
+	if root.Style&yaml.FlowStyle != 0 {
+		// A JSON (or flow-style) source: the new file is YAML in block style,
+		// not one long flow line.
+		blockStyle(root)
+	}
+	wsteps, bsteps := mapValue(root, "steps"), mapValue(broot, "steps")
+	if wsteps == nil || bsteps == nil || wsteps.Kind != yaml.SequenceNode || bsteps.Kind != yaml.SequenceNode {
+		return nil, errors.New("the workflow or binding file has no steps list as YAML")
+	}
+	for i, bs := range b.steps {
+		if bs.stepIndex >= len(wsteps.Content) || i >= len(bsteps.Content) {
+			return nil, errors.New("the steps lists changed while binding")
+		}
+		effects := mapValue(bsteps.Content[i], "effects")
+		if effects == nil {
+			return nil, fmt.Errorf("steps[%d] has no effects as YAML", i)
+		}
+		setMapValue(wsteps.Content[bs.stepIndex], "effects", effects)
+	}
+	block := struct {
+		BindingDigest string       `yaml:"binding_digest"`
+		SourceDigest  string       `yaml:"source_digest"`
+		Coverage      bindCoverage `yaml:"coverage"`
+	}{b.digest, workflowDigest(source), cov}
+	var bnode yaml.Node
+	if err := bnode.Encode(block); err != nil {
+		return nil, err
+	}
+	bnode.Style = 0
+	setMapValue(root, "binding", &bnode)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	// What was written must read back as a workflow with the contracts.
+	got, err := workflow.Parse(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("the bound workflow does not load (%v); report this", err)
+	}
+	for _, bs := range b.steps {
+		if len(got.Steps[bs.stepIndex].Effects) != len(bs.effects) {
+			return nil, fmt.Errorf("the bound workflow lost contracts of step %q; report this", bs.name)
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+func workflowDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func blockStyle(n *yaml.Node) {
+	n.Style &^= yaml.FlowStyle
+	if n.Kind == yaml.ScalarNode {
+		// JSON quotes every string; YAML quotes only where it must.
+		n.Style &^= yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+func docRoot(doc *yaml.Node) *yaml.Node {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0]
+	}
+	return doc
+}
+
+// mapValue returns the value of key in a mapping node, or nil.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// setMapValue replaces the value of key in a mapping node, or appends the
+// key.
+func setMapValue(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}

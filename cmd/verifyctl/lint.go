@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// exitFindings is lint's exit code for findings under
+// --require-effects-for-irreversible.
+const exitFindings = 1
+
+// lintReport is what `verifyctl lint` prints.
+type lintReport struct {
+	Workflow string        `json:"workflow"`
+	Coverage lintCoverage  `json:"coverage"`
+	Findings []lintFinding `json:"findings"`
+	// Oracle is present only with --deployment-name.
+	Oracle *lintOracle `json:"oracle,omitempty"`
+}
+
+// lintCoverage counts the irreversible steps that carry a contract.
+type lintCoverage struct {
+	IrreversibleSteps int     `json:"irreversible_steps"`
+	WithContract      int     `json:"with_contract"`
+	Percent           float64 `json:"percent"`
+}
+
+// lintFinding is one guard a step breaks. Effect is the index of the effect
+// in the step, or null for a finding about the whole step.
+type lintFinding struct {
+	Code    string `json:"code"`
+	Step    string `json:"step"`
+	Effect  *int   `json:"effect"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// lintOracle is the candidate the daemon would select for the deployment:
+// the reachable candidate of the strongest tier, ties to the first declared.
+type lintOracle struct {
+	DeploymentName string  `json:"deployment_name"`
+	Reachable      bool    `json:"reachable"`
+	CandidateIndex *int32  `json:"candidate_index"`
+	Kind           *string `json:"kind"`
+	Tier           *int32  `json:"tier"`
+	// Message says why no candidate was selected.
+	Message string `json:"message,omitempty"`
+}
+
+func cmdLint(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	path := fs.String("workflow", "", "workflow file (verifierd.workflow/v1)")
+	deploymentName := fs.String("deployment-name", "", "deployment in the daemon config whose selected candidate's tier to check")
+	requireEffects := fs.Bool("require-effects-for-irreversible", false, "exit 1 when there is any finding")
+	ps := params{}
+	fs.Var(ps, "param", "run parameter name=value for the connection test (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	if *path == "" || fs.NArg() > 0 {
+		return usageError(stderr, "lint: needs --workflow FILE and no other arguments")
+	}
+	w, err := workflow.Load(*path)
+	if err != nil {
+		return workflowError(stdout, err)
+	}
+	report := lintWorkflow(w)
+	if *deploymentName != "" {
+		conn, ctx, cancel, err := cf.dial()
+		if err != nil {
+			return usageError(stderr, "%v", err)
+		}
+		defer conn.Close()
+		defer cancel()
+		res, err := testConnectionByName(ctx, verifierv1.NewVerifierServiceClient(conn), *deploymentName, ps)
+		if err != nil {
+			return callError(stdout, stderr, err)
+		}
+		oracle, findings := tierFindings(w, *deploymentName, res)
+		report.Oracle = oracle
+		report.Findings = sortFindings(w, append(report.Findings, findings...))
+	}
+	writeJSON(stdout, report)
+	if *requireEffects && len(report.Findings) > 0 {
+		return exitFindings
+	}
+	return exitOK
+}
+
+// testConnectionByName asks the daemon to test the candidates of a
+// deployment registered in its config.
+func testConnectionByName(ctx context.Context, c verifierv1.VerifierServiceClient, name string, ps map[string]string) (*verifierv1.TestConnectionResponse, error) {
+	return c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentName: name, Params: ps})
+}
+
+// workflowError prints an unreadable or invalid workflow file as the JSON
+// error shape of the client commands.
+func workflowError(stdout io.Writer, err error) int {
+	out := map[string]any{"code": "INVALID_WORKFLOW", "message": err.Error(), "path": ""}
+	var we *workflow.Error
+	var je *judge.Error
+	switch {
+	case errors.As(err, &we):
+		out["message"], out["path"] = we.Message, we.Path
+	case errors.As(err, &je):
+		out["message"], out["path"] = je.Message, je.Path
+	}
+	writeJSON(stdout, map[string]any{"error": out})
+	return exitInvalid
+}
+
+// lintWorkflow applies the guards that need no daemon: contracts on
+// irreversible steps, the change claim, subject selection and secret
+// parameters, under the workflow's own policy over the defaults.
+func lintWorkflow(w *workflow.Workflow) lintReport {
+	p := workflow.Resolve(w.Policy)
+	secret := w.SecretParams()
+	report := lintReport{Workflow: w.Name, Findings: []lintFinding{}}
+	for i, s := range w.Steps {
+		path := fmt.Sprintf("steps[%d].effects", i)
+		if s.Risk == workflow.RiskIrreversible {
+			report.Coverage.IrreversibleSteps++
+			if len(s.Effects) > 0 {
+				report.Coverage.WithContract++
+			} else {
+				report.Findings = append(report.Findings, lintFinding{Code: workflow.CodeMissingEffectContract, Step: s.Name, Path: path,
+					Message: "an irreversible step has no effect contract, so nothing proves its write; bind reviewed contracts with verifyctl bind, or add effects: to the step"})
+			}
+		}
+		if len(s.Effects) == 0 {
+			continue
+		}
+		for _, f := range workflow.CheckContracts(p, s.Effects, secret, path) {
+			report.Findings = append(report.Findings, fromFinding(s.Name, f))
+		}
+		if len(p.SubjectParams) > 0 {
+			continue
+		}
+		// With no subject_params in the policy, a contract must still select
+		// its record through some run parameter; otherwise any run's record
+		// (or another subject's) would satisfy it.
+		for j, e := range s.Effects {
+			if e.Kind != judge.RecordWritten && e.Kind != judge.FieldEquals && e.Kind != judge.ExactNewSet {
+				continue
+			}
+			if len(workflow.SelectorParams(e)) == 0 {
+				report.Findings = append(report.Findings, lintFinding{Code: workflow.CodeSubjectNotSelected, Step: s.Name, Effect: intPtr(j),
+					Path:    fmt.Sprintf("%s[%d]", path, j),
+					Message: "the contract selects its record through no run parameter (match, new_records or idempotency_key), so another run's or another subject's record would pass; add e.g. match: {id: {param: record_id}}"})
+			}
+		}
+	}
+	if n := report.Coverage.IrreversibleSteps; n == 0 {
+		report.Coverage.Percent = 100
+	} else {
+		report.Coverage.Percent = math.Round(1000*float64(report.Coverage.WithContract)/float64(n)) / 10
+	}
+	report.Findings = sortFindings(w, report.Findings)
+	return report
+}
+
+// tierFindings applies the tier guards to the candidate the daemon would
+// select from a TestConnection answer. With no reachable candidate it
+// reports the oracle as unreachable and finds nothing: a tier cannot be
+// judged from a connection that failed.
+func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestConnectionResponse) (*lintOracle, []lintFinding) {
+	oracle := &lintOracle{DeploymentName: deployment}
+	var selected *verifierv1.CandidateConnection
+	var reasons []string
+	for _, c := range res.GetCandidates() {
+		if !c.GetReachable() {
+			reasons = append(reasons, fmt.Sprintf("candidate %d (%s): %s", c.GetCandidateIndex(), c.GetKind(), c.GetMessage()))
+			continue
+		}
+		if selected == nil || c.GetTier() < selected.GetTier() {
+			selected = c
+		}
+	}
+	if selected == nil {
+		oracle.Message = "no candidate is reachable, so no tier was checked"
+		if len(reasons) > 0 {
+			oracle.Message += ": " + strings.Join(reasons, "; ")
+		}
+		return oracle, nil
+	}
+	idx, kind, tier := selected.GetCandidateIndex(), selected.GetKind(), selected.GetTier()
+	oracle.Reachable, oracle.CandidateIndex, oracle.Kind, oracle.Tier = true, &idx, &kind, &tier
+	p := workflow.Resolve(w.Policy)
+	candidate := fmt.Sprintf("%d (%s)", idx, kind)
+	var out []lintFinding
+	for i, s := range w.Steps {
+		for j := range s.Effects {
+			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
+			if tier == 4 {
+				out = append(out, lintFinding{Code: workflow.CodeSameChannelOracle, Step: s.Name, Effect: intPtr(j), Path: path,
+					Message: fmt.Sprintf("the selected candidate %s reads at tier 4, the same channel the automation wrote through; it can confirm what the screen shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate)})
+			}
+			for _, f := range workflow.CheckTier(p, int(tier), candidate, j, path) {
+				out = append(out, fromFinding(s.Name, f))
+			}
+		}
+	}
+	return oracle, out
+}
+
+func fromFinding(step string, f workflow.Finding) lintFinding {
+	out := lintFinding{Code: f.Code, Step: step, Path: f.Path, Message: f.Message}
+	if f.Effect >= 0 {
+		out.Effect = intPtr(f.Effect)
+	}
+	return out
+}
+
+// sortFindings orders findings by step, then the step's own findings before
+// its effects', then effect index; codes keep the order they were found in.
+func sortFindings(w *workflow.Workflow, fs []lintFinding) []lintFinding {
+	order := map[string]int{}
+	for i, s := range w.Steps {
+		order[s.Name] = i
+	}
+	effect := func(f lintFinding) int {
+		if f.Effect == nil {
+			return -1
+		}
+		return *f.Effect
+	}
+	sort.SliceStable(fs, func(a, b int) bool {
+		if order[fs[a].Step] != order[fs[b].Step] {
+			return order[fs[a].Step] < order[fs[b].Step]
+		}
+		return effect(fs[a]) < effect(fs[b])
+	})
+	return fs
+}
+
+func intPtr(i int) *int { return &i }

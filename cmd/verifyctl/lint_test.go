@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"google.golang.org/grpc"
+
+	"github.com/verifierd/verifierd/internal/workflow"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+const claimIntake = "../../examples/claim-intake/"
+
+// runCLI runs verifyctl in-process and returns stdout and the exit code.
+func runCLI(t *testing.T, args ...string) ([]byte, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(args, strings.NewReader(""), &stdout, &stderr)
+	if stderr.Len() > 0 {
+		t.Logf("stderr: %s", stderr.String())
+	}
+	return stdout.Bytes(), code
+}
+
+func decodeLint(t *testing.T, out []byte) lintReport {
+	t.Helper()
+	var r lintReport
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("decoding %s: %v", out, err)
+	}
+	for _, f := range r.Findings {
+		if f.Message == "" {
+			t.Errorf("finding %+v has no message", f)
+		}
+	}
+	return r
+}
+
+// ignoreMessages compares findings field by field except the prose, which
+// the tests check by a phrase where it matters.
+var ignoreMessages = cmpopts.IgnoreFields(lintFinding{}, "Message")
+
+func finding(code, step string, effect int, path string) lintFinding {
+	f := lintFinding{Code: code, Step: step, Path: path}
+	if effect >= 0 {
+		f.Effect = intPtr(effect)
+	}
+	return f
+}
+
+func TestLintClaimIntake(t *testing.T) {
+	t.Parallel()
+	want := lintReport{
+		Workflow: "claim-intake",
+		Coverage: lintCoverage{IrreversibleSteps: 1, WithContract: 0, Percent: 0},
+		Findings: []lintFinding{finding(workflow.CodeMissingEffectContract, "save_claim", -1, "steps[2].effects")},
+	}
+	out, code := runCLI(t, "lint", "--workflow", claimIntake+"workflow.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0 without --require-effects-for-irreversible: %s", code, out)
+	}
+	got := decodeLint(t, out)
+	if diff := cmp.Diff(want, got, ignoreMessages); diff != "" {
+		t.Fatalf("lint (-want +got):\n%s", diff)
+	}
+	// The effect of a step-level finding is JSON null, not absent and not 0.
+	var raw struct {
+		Findings []map[string]any `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if v, present := raw.Findings[0]["effect"]; !present || v != nil {
+		t.Fatalf("effect of a step-level finding: %v (present %v), want null", v, present)
+	}
+	out, code = runCLI(t, "lint", "--workflow", claimIntake+"workflow.yaml", "--require-effects-for-irreversible")
+	if code != exitFindings {
+		t.Fatalf("exit %d under --require-effects-for-irreversible, want 1: %s", code, out)
+	}
+	if diff := cmp.Diff(want, decodeLint(t, out), ignoreMessages); diff != "" {
+		t.Fatalf("lint --require (-want +got):\n%s", diff)
+	}
+}
+
+func TestLintUnselected(t *testing.T) {
+	t.Parallel()
+	out, code := runCLI(t, "lint", "--workflow", "testdata/lint/unselected.yaml", "--require-effects-for-irreversible")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want 1: %s", code, out)
+	}
+	want := lintReport{
+		Workflow: "unselected",
+		Coverage: lintCoverage{IrreversibleSteps: 3, WithContract: 1, Percent: 33.3},
+		Findings: []lintFinding{
+			finding(workflow.CodeSubjectNotSelected, "place_order", 0, "steps[0].effects[0]"),
+			finding(workflow.CodeMissingEffectContract, "confirm", -1, "steps[1].effects"),
+			finding(workflow.CodeMissingEffectContract, "archive", -1, "steps[2].effects"),
+		},
+	}
+	got := decodeLint(t, out)
+	if diff := cmp.Diff(want, got, ignoreMessages); diff != "" {
+		t.Fatalf("lint (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(got.Findings[0].Message, "no run parameter") {
+		t.Errorf("message %q does not say the contract selects through no run parameter", got.Findings[0].Message)
+	}
+}
+
+// connectionStub answers TestConnection with fixed candidates and records
+// the deployment name it was asked for. A real daemon would need a
+// registered deployment whose candidate reads at tier 4; what lint does with
+// the answer is the same either way.
+type connectionStub struct {
+	verifierv1.UnimplementedVerifierServiceServer
+	res   *verifierv1.TestConnectionResponse
+	asked chan *verifierv1.TestConnectionRequest
+}
+
+func (s *connectionStub) TestConnection(_ context.Context, req *verifierv1.TestConnectionRequest) (*verifierv1.TestConnectionResponse, error) {
+	s.asked <- req
+	return s.res, nil
+}
+
+func startStub(t *testing.T, stub *connectionStub) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	verifierv1.RegisterVerifierServiceServer(srv, stub)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return lis.Addr().String()
+}
+
+func TestLintEveryFinding(t *testing.T) {
+	t.Parallel()
+	stub := &connectionStub{asked: make(chan *verifierv1.TestConnectionRequest, 1), res: &verifierv1.TestConnectionResponse{
+		Candidates: []*verifierv1.CandidateConnection{
+			{CandidateIndex: 0, Kind: "sql", Tier: 1, Reachable: false, Message: "connection refused"},
+			{CandidateIndex: 1, Kind: "screen", Tier: 4, Reachable: true},
+		},
+	}}
+	addr := startStub(t, stub)
+	out, code := runCLI(t, "lint", "--workflow", "testdata/lint/every-finding.yaml", "--deployment-name", "clinic",
+		"--addr", addr, "--timeout", "20s", "--require-effects-for-irreversible")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want 1: %s", code, out)
+	}
+	req := <-stub.asked
+	if req.GetDeploymentName() != "clinic" || len(req.GetDeploymentYaml()) != 0 {
+		t.Fatalf("TestConnection asked for %q (yaml %q), want the registered deployment clinic", req.GetDeploymentName(), req.GetDeploymentYaml())
+	}
+	idx, kind, tier := int32(1), "screen", int32(4)
+	want := lintReport{
+		Workflow: "every-finding",
+		Coverage: lintCoverage{IrreversibleSteps: 2, WithContract: 1, Percent: 50},
+		Findings: []lintFinding{
+			finding(workflow.CodeMissingEffectContract, "submit_order", -1, "steps[0].effects"),
+			finding(workflow.CodeNoChangeClaim, "set_note", -1, "steps[1].effects"),
+			finding(workflow.CodeSubjectNotSelected, "set_note", 0, "steps[1].effects[0]"),
+			finding(workflow.CodeSameChannelOracle, "set_note", 0, "steps[1].effects[0]"),
+			finding(workflow.CodeWeakTier, "set_note", 0, "steps[1].effects[0]"),
+			finding(workflow.CodeSecretParamInContract, "save_with_key", 0, "steps[2].effects[0]"),
+			finding(workflow.CodeSameChannelOracle, "save_with_key", 0, "steps[2].effects[0]"),
+			finding(workflow.CodeWeakTier, "save_with_key", 0, "steps[2].effects[0]"),
+		},
+		Oracle: &lintOracle{DeploymentName: "clinic", Reachable: true, CandidateIndex: &idx, Kind: &kind, Tier: &tier},
+	}
+	got := decodeLint(t, out)
+	if diff := cmp.Diff(want, got, ignoreMessages); diff != "" {
+		t.Fatalf("lint (-want +got):\n%s", diff)
+	}
+	for _, f := range got.Findings {
+		if f.Code == workflow.CodeSecretParamInContract && !strings.Contains(f.Message, `"api_key"`) {
+			t.Errorf("secret finding %q does not name api_key", f.Message)
+		}
+	}
+}
+
+func TestTierFindings(t *testing.T) {
+	t.Parallel()
+	w, err := workflow.Parse([]byte(`schema: verifierd.workflow/v1
+name: tiers
+params: {pid: {}}
+policy: {min_tier: 2}
+steps:
+  - step: open
+    risk: read_only
+  - step: save
+    risk: irreversible
+    effects:
+      - {kind: record_written, match: {pid: {param: pid}}, count_new_only: true}
+      - {kind: field_equals, match: {pid: {param: pid}}, field: status, value: done}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand := func(i int32, kind string, tier int32, reachable bool) *verifierv1.CandidateConnection {
+		return &verifierv1.CandidateConnection{CandidateIndex: i, Kind: kind, Tier: tier, Reachable: reachable, Message: kind + " says no"}
+	}
+	both := func(code string) []lintFinding {
+		return []lintFinding{finding(code, "save", 0, "steps[1].effects[0]"), finding(code, "save", 1, "steps[1].effects[1]")}
+	}
+	for name, tc := range map[string]struct {
+		cands    []*verifierv1.CandidateConnection
+		codes    [][]lintFinding
+		selected int32 // -1: none reachable
+	}{
+		"tier 4 is the same channel and below min_tier 2": {
+			cands:    []*verifierv1.CandidateConnection{cand(0, "screen", 4, true)},
+			codes:    [][]lintFinding{both(workflow.CodeSameChannelOracle), both(workflow.CodeWeakTier)},
+			selected: 0,
+		},
+		"tier 3 is below min_tier 2": {
+			cands:    []*verifierv1.CandidateConnection{cand(0, "screen", 4, true), cand(1, "ui_readback", 3, true)},
+			codes:    [][]lintFinding{both(workflow.CodeWeakTier)},
+			selected: 1,
+		},
+		"the strongest reachable candidate is selected": {
+			cands:    []*verifierv1.CandidateConnection{cand(0, "sql", 1, false), cand(1, "ui_readback", 2, true), cand(2, "rest", 2, true)},
+			selected: 1,
+		},
+		"nothing reachable: no tier finding": {
+			cands:    []*verifierv1.CandidateConnection{cand(0, "sql", 1, false), cand(1, "screen", 4, false)},
+			selected: -1,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			oracle, got := tierFindings(w, "d", &verifierv1.TestConnectionResponse{Candidates: tc.cands})
+			var want []lintFinding
+			// Same-channel first, then weak tier, per effect, as lint sorts them.
+			if len(tc.codes) > 0 {
+				for i := range tc.codes[0] {
+					for _, c := range tc.codes {
+						want = append(want, c[i])
+					}
+				}
+			}
+			if diff := cmp.Diff(want, sortFindings(w, got), ignoreMessages); diff != "" {
+				t.Fatalf("findings (-want +got):\n%s", diff)
+			}
+			if tc.selected < 0 {
+				if oracle.Reachable || oracle.Tier != nil || !strings.Contains(oracle.Message, "sql says no") {
+					t.Fatalf("oracle %+v, want unreachable with the candidates' messages", oracle)
+				}
+				return
+			}
+			if !oracle.Reachable || *oracle.CandidateIndex != tc.selected || *oracle.Tier != tc.cands[tc.selected].Tier || oracle.Message != "" {
+				t.Fatalf("oracle %+v, want candidate %d", oracle, tc.selected)
+			}
+		})
+	}
+}
+
+func TestLintInvalid(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("schema: verifierd.workflow/v1\nname: w\nsteps: [{step: s, risk: maybe}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badEffect := filepath.Join(dir, "bad-effect.yaml")
+	if err := os.WriteFile(badEffect, []byte("schema: verifierd.workflow/v1\nname: w\nsteps: [{step: s, effects: [{kind: nope}]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		path string // "" with no JSON: a usage error on stderr
+	}{
+		"no workflow":  {args: []string{"lint"}},
+		"bad flag":     {args: []string{"lint", "--workflow", bad, "--nope"}},
+		"extra arg":    {args: []string{"lint", "--workflow", bad, "more"}},
+		"missing file": {args: []string{"lint", "--workflow", filepath.Join(dir, "absent.yaml")}, path: "-"},
+		"bad risk":     {args: []string{"lint", "--workflow", bad}, path: "steps[0].risk"},
+		"bad effect":   {args: []string{"lint", "--workflow", badEffect}, path: "steps[0].effects[0].kind"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, code := runCLI(t, tc.args...)
+			if code != exitInvalid {
+				t.Fatalf("exit %d, want 2: %s", code, out)
+			}
+			if tc.path == "" {
+				if len(out) != 0 {
+					t.Fatalf("stdout %s on a usage error", out)
+				}
+				return
+			}
+			var got struct {
+				Error struct{ Code, Message, Path string } `json:"error"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			wantPath := tc.path
+			if wantPath == "-" {
+				wantPath = ""
+			}
+			if got.Error.Code != "INVALID_WORKFLOW" || got.Error.Path != wantPath || got.Error.Message == "" {
+				t.Fatalf("error %+v, want INVALID_WORKFLOW at %q", got.Error, wantPath)
+			}
+		})
+	}
+}
