@@ -2,9 +2,11 @@
 // before a consequential step and Verify after it, over gRPC; adapters run as
 // plugin subprocesses; the daemon does all the judging.
 //
-//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE]
+//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--insecure]
 //
-// SIGTERM or SIGINT drains in-flight calls, then stops the adapters.
+// SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1
+// runs a garbage collection and returns freed memory to the OS (for
+// measuring resident memory, as the soak test does).
 package main
 
 import (
@@ -17,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -47,6 +51,7 @@ func run(args []string) error {
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
 	drain := fs.Duration("drain", 30*time.Second, "how long SIGTERM waits for in-flight calls")
 	storeSync := fs.Bool("store-sync", true, "fsync every session write; false survives a daemon crash but not a machine crash")
+	insecure := fs.Bool("insecure", false, "serve a non-loopback --listen address without a bearer token and TLS")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -60,6 +65,15 @@ func run(args []string) error {
 			return err
 		}
 		daemon = d
+	}
+	// Decide on exposure before starting anything.
+	hasToken, hasTLS := daemon.API.BearerTokenEnv != "", daemon.API.TLSCertFile != ""
+	warning, err := checkListenSecurity(*listen, hasToken, hasTLS, *insecure)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		logger.Warn(warning)
 	}
 	if *builtinDir == "" {
 		exe, err := os.Executable()
@@ -112,11 +126,19 @@ func run(args []string) error {
 	go func() { errc <- srv.Serve(lis) }()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case err := <-errc:
-		return err
-	case s := <-sig:
-		logger.Info("draining in-flight calls", "signal", s.String())
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+wait:
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-usr1:
+			freeMemory(logger)
+		case s := <-sig:
+			logger.Info("draining in-flight calls", "signal", s.String())
+			break wait
+		}
 	}
 	healthSrv.Shutdown()
 	done := make(chan struct{})
@@ -134,4 +156,13 @@ func run(args []string) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// freeMemory answers SIGUSR1: a forced GC that returns freed pages to the
+// OS, so that resident memory shows what is really held.
+func freeMemory(logger hclog.Logger) {
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	logger.Info("freed memory on SIGUSR1", "heap_alloc_bytes", ms.HeapAlloc, "heap_sys_bytes", ms.HeapSys, "goroutines", runtime.NumGoroutine())
 }

@@ -24,7 +24,8 @@ commands:
   session --session ID                      show a session's state and result
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
 
-client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D
+client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D,
+  --insecure (send the token without --tls-ca to a non-loopback address)
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
