@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test ./judge -run '^$$' -fuzz FuzzLoadEffects -fuzztime 30s
 	$(GO) test ./judge -run '^$$' -fuzz FuzzJudge -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParseDeployment -fuzztime 30s
+	$(GO) test ./internal/session -run '^$$' -fuzz FuzzBeginRequest -fuzztime 30s
 	$(GO) test ./adapters/sql -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 30s
 	$(GO) test ./adapters/graphql -run '^$$' -fuzz FuzzParseReadQuery -fuzztime 30s
 	$(GO) test ./adapters/fhir -run '^$$' -fuzz FuzzFlatten -fuzztime 30s
