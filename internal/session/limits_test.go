@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // refusal asserts err is a session refusal of the kind, at the path, whose
@@ -84,9 +85,11 @@ func TestBeginLimits(t *testing.T) {
 func TestRefusedDocumentsNotCached(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "nocache-test", tier: 1, table: &table{}})
-	dep := []byte("effects: {kind: nocache-test}\n# refused-only\n")
+	// Documents no other test or run (-count) has sent: the cache is shared.
+	nonce := time.Now().UnixNano()
+	dep := []byte(fmt.Sprintf("effects: {kind: nocache-test}\n# %d\n", nonce))
 	// Parses, but refers to a parameter the request does not give.
-	unbound := manyEffects(500)
+	unbound := []byte(fmt.Sprintf(`[{"kind": "record_written", "match": {"p": {"param": "p"}, "nonce": "%d"}}]`, nonce))
 	_, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: unbound})
 	refusal(t, err, Invalid, "effects[0].match.p.param", "missing run parameter")
 	if _, ok := parsedEffects.get(docKey(unbound)); ok {
