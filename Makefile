@@ -24,7 +24,7 @@ BINARIES := \
 	$(BIN)/verifier-adapter-ui_readback=./cmd/plugins/ui_readback \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench fuzz clean
+.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench soak fuzz clean
 
 all: build
 
@@ -80,10 +80,17 @@ lint: vet fmt-check check-sdk buf-lint
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
 
+# soak: 50 clients for 60 s of Begin/Verify through the daemon binary and the
+# sql plugin, with hostile requests alongside; checks the refusal codes and
+# the daemon's memory (figures in BENCHMARKS.md). Not part of `make test`.
+soak:
+	VERIFIERD_SOAK=1 $(GO) test ./e2e -run Soak -v -count=1 -timeout 10m
+
 fuzz:
 	$(GO) test ./judge -run '^$$' -fuzz FuzzLoadEffects -fuzztime 30s
 	$(GO) test ./judge -run '^$$' -fuzz FuzzJudge -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParseDeployment -fuzztime 30s
+	$(GO) test ./internal/session -run '^$$' -fuzz FuzzBeginRequest -fuzztime 30s
 	$(GO) test ./adapters/sql -run '^$$' -fuzz FuzzCheckReadOnly -fuzztime 30s
 	$(GO) test ./adapters/graphql -run '^$$' -fuzz FuzzParseReadQuery -fuzztime 30s
 	$(GO) test ./adapters/fhir -run '^$$' -fuzz FuzzFlatten -fuzztime 30s

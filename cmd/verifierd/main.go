@@ -2,10 +2,12 @@
 // before a consequential step and Verify after it, over gRPC; adapters run as
 // plugin subprocesses; the daemon does all the judging.
 //
-//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE]
+//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--insecure]
 //	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
 //
-// SIGTERM or SIGINT drains in-flight calls, then stops the adapters.
+// SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1
+// runs a garbage collection and returns freed memory to the OS (for
+// measuring resident memory, as the soak test does).
 package main
 
 import (
@@ -18,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -53,6 +57,7 @@ func run(args []string) error {
 	storeSync := fs.Bool("store-sync", true, "fsync every session write; false survives a daemon crash but not a machine crash")
 	initStore := fs.Bool("init-store", false, "accept a missing or empty store in a data dir that held one before (its sessions are lost)")
 	retain := fs.Duration("retain-unfinished", 24*time.Hour, "remove sessions begun but never verified after this long, with their baselines (0: keep)")
+	insecure := fs.Bool("insecure", false, "serve a non-loopback --listen address without a bearer token and TLS")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,6 +88,15 @@ func run(args []string) error {
 			return err
 		}
 		daemon = d
+	}
+	// Decide on exposure before starting anything.
+	hasToken, hasTLS := daemon.API.BearerTokenEnv != "", daemon.API.TLSCertFile != ""
+	warning, err := checkListenSecurity(*listen, hasToken, hasTLS, *insecure)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		logger.Warn(warning)
 	}
 	if *builtinDir == "" {
 		exe, err := os.Executable()
@@ -119,6 +133,12 @@ func run(args []string) error {
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session")}
 	srv, healthSrv := server.New(mgr, opts)
 
+	// Signals are handled before the daemon says it listens, so that a
+	// supervisor's SIGTERM right after that line is never lost.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -127,13 +147,17 @@ func run(args []string) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	select {
-	case err := <-errc:
-		return err
-	case s := <-sig:
-		logger.Info("draining in-flight calls", "signal", s.String())
+wait:
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-usr1:
+			freeMemory(logger)
+		case s := <-sig:
+			logger.Info("draining in-flight calls", "signal", s.String())
+			break wait
+		}
 	}
 	healthSrv.Shutdown()
 	done := make(chan struct{})
@@ -181,4 +205,13 @@ func removeOrphansEvery(ctx context.Context, st *store.Store, every, retain time
 			logger.Info("store: removed orphans", "orphan_baselines", stats.OrphanBaselines, "unfinished_sessions", stats.UnfinishedSessions)
 		}
 	}
+}
+
+// freeMemory answers SIGUSR1: a forced GC that returns freed pages to the
+// OS, so that resident memory shows what is really held.
+func freeMemory(logger hclog.Logger) {
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	logger.Info("freed memory on SIGUSR1", "heap_alloc_bytes", ms.HeapAlloc, "heap_sys_bytes", ms.HeapSys, "goroutines", runtime.NumGoroutine())
 }

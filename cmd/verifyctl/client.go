@@ -53,6 +53,7 @@ type clientFlags struct {
 	addr     string
 	tokenEnv string
 	caFile   string
+	insecure bool
 	timeout  time.Duration
 }
 
@@ -61,9 +62,13 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenEnv, "token-env", "", "environment variable holding the API bearer token")
 	fs.StringVar(&c.caFile, "tls-ca", "", "CA certificate (PEM) to verify the daemon's TLS; without it the connection is plaintext")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "deadline of the call")
+	fs.BoolVar(&c.insecure, "insecure", false, "send the --token-env token without --tls-ca to a non-loopback address (in plaintext)")
 }
 
 func (c *clientFlags) dial() (*grpc.ClientConn, context.Context, context.CancelFunc, error) {
+	if err := c.checkTokenTransport(); err != nil {
+		return nil, nil, nil, err
+	}
 	creds := insecure.NewCredentials()
 	if c.caFile != "" {
 		pem, err := os.ReadFile(c.caFile)

@@ -32,7 +32,8 @@ commands:
   ledger verify --file ledger.jsonl [--receipt FILE]
                                             check an exported ledger's hash chain offline; exit 1: broken
 
-client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D
+client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D,
+  --insecure (send the token without --tls-ca to a non-loopback address)
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

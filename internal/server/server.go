@@ -32,8 +32,8 @@ import (
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
-// MaxMessageBytes bounds one public API message (a Judge request carries
-// client-supplied reads).
+// MaxMessageBytes bounds one public API response (a result carries matched
+// records). Requests are bounded by session.MaxRequestBytes.
 const MaxMessageBytes = 64 << 20
 
 // Options configure the server.
@@ -52,9 +52,10 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 		logger = hclog.NewNullLogger()
 	}
 	sopts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(MaxMessageBytes),
+		grpc.MaxRecvMsgSize(session.MaxRequestBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.ChainUnaryInterceptor(recoverUnary(logger), authUnary(opts.BearerToken)),
+		grpc.ForceServerCodec(wireCodec{}),
+		grpc.ChainUnaryInterceptor(recoverUnary(logger), vetUnary(), authUnary(opts.BearerToken)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
 	}
 	if opts.TLS != nil {
@@ -113,9 +114,6 @@ func beginToProto(res *session.BeginResult) *verifierv1.BeginResponse {
 }
 
 func (s *service) Verify(ctx context.Context, req *verifierv1.VerifyRequest) (*verifierv1.VerifyResponse, error) {
-	if req.GetSessionId() == "" {
-		return nil, invalid("session_id", "give the session id that Begin returned")
-	}
 	res, err := s.m.Verify(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
@@ -195,7 +193,7 @@ func toStatus(err error) error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return status.FromContextError(err).Err()
 		}
-		return status.Error(codes.Internal, err.Error())
+		return status.Error(codes.Internal, clip(err.Error()))
 	}
 	code := codes.InvalidArgument
 	switch se.Kind {
@@ -204,13 +202,13 @@ func toStatus(err error) error {
 	case session.NotFound:
 		code = codes.NotFound
 	}
-	st := status.New(code, se.Error())
+	st := status.New(code, clip(se.Error()))
 	if se.Path != "" {
 		desc := se.Message
 		if se.Code != "" {
 			desc = se.Code + ": " + desc
 		}
-		if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: se.Path, Description: desc}}}); err == nil {
+		if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: clip(se.Path), Description: clip(desc)}}}); err == nil {
 			st = d
 		}
 	}
@@ -220,6 +218,17 @@ func toStatus(err error) error {
 		}
 	}
 	return st.Err()
+}
+
+// clip bounds what a status may carry: the status travels in an HTTP/2
+// trailer, and a message quoting a 10 MB input once tore the client's
+// connection down (COMPRESSION_ERROR) instead of answering.
+func clip(s string) string {
+	const limit = 2048
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 func invalid(path, msg string) error {
@@ -316,8 +325,9 @@ func checkToken(ctx context.Context, token string) error {
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, v := range md.Get("authorization") {
-		got, ok := strings.CutPrefix(v, "Bearer ")
-		if ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1 {
+		// The scheme is case-insensitive (RFC 6750 via RFC 9110 §11.1).
+		scheme, got, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1 {
 			return nil
 		}
 	}

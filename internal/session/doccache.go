@@ -1,65 +1,76 @@
 package session
 
 import (
+	"container/list"
 	"crypto/sha256"
 	"sync"
-
-	"github.com/verifierd/verifierd/internal/config"
-	"github.com/verifierd/verifierd/judge"
 )
 
-// docCache remembers successfully parsed documents by the SHA-256 of their
-// bytes. Refusals are not cached, so each one is reported afresh. When full
-// it is simply emptied: the documents are few and cheap to parse again.
-type docCache struct {
-	mu    sync.Mutex
-	max   int
-	deps  map[[32]byte]*config.Deployment
-	lists map[[32]byte][]judge.Effect
+// docCache remembers parsed documents by the SHA-256 of their bytes, so that
+// a runtime sending the same deployment on every step parses it once. Only
+// documents that passed every check are put in it (refusals are reported
+// afresh and hold no memory), and it is bounded both by entry count and by
+// the bytes of the source documents it holds, evicting the least recently
+// used. The cached values are never mutated.
+type docCache[V any] struct {
+	mu         sync.Mutex
+	maxEntries int
+	maxBytes   int
+	bytes      int
+	order      *list.List // front: most recently used
+	index      map[[32]byte]*list.Element
 }
 
-func newDocCache(max int) *docCache {
-	return &docCache{max: max, deps: map[[32]byte]*config.Deployment{}, lists: map[[32]byte][]judge.Effect{}}
+type docEntry[V any] struct {
+	key  [32]byte
+	size int
+	val  V
 }
 
-func (c *docCache) deployment(data []byte) (*config.Deployment, error) {
-	key := sha256.Sum256(data)
-	c.mu.Lock()
-	d, ok := c.deps[key]
-	c.mu.Unlock()
-	if ok {
-		return d, nil
-	}
-	d, err := config.ParseDeployment(data)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if len(c.deps) >= c.max {
-		clear(c.deps)
-	}
-	c.deps[key] = d
-	c.mu.Unlock()
-	return d, nil
+func newDocCache[V any](maxEntries, maxBytes int) *docCache[V] {
+	return &docCache[V]{maxEntries: maxEntries, maxBytes: maxBytes, order: list.New(), index: map[[32]byte]*list.Element{}}
 }
 
-func (c *docCache) effects(data []byte) ([]judge.Effect, error) {
-	key := sha256.Sum256(data)
+func docKey(data []byte) [32]byte { return sha256.Sum256(data) }
+
+func (c *docCache[V]) get(key [32]byte) (V, bool) {
 	c.mu.Lock()
-	l, ok := c.lists[key]
-	c.mu.Unlock()
-	if ok {
-		return l, nil
+	defer c.mu.Unlock()
+	el, ok := c.index[key]
+	if !ok {
+		var zero V
+		return zero, false
 	}
-	l, err := judge.ParseEffects(data, "effects")
-	if err != nil {
-		return nil, err
+	c.order.MoveToFront(el)
+	return el.Value.(*docEntry[V]).val, true
+}
+
+// put stores a validated document. One larger than an eighth of the byte
+// budget is not kept: it would evict many small ones for one reuse.
+func (c *docCache[V]) put(key [32]byte, size int, v V) {
+	if size > c.maxBytes/8 {
+		return
 	}
 	c.mu.Lock()
-	if len(c.lists) >= c.max {
-		clear(c.lists)
+	defer c.mu.Unlock()
+	if el, ok := c.index[key]; ok {
+		c.order.MoveToFront(el)
+		return
 	}
-	c.lists[key] = l
-	c.mu.Unlock()
-	return l, nil
+	c.index[key] = c.order.PushFront(&docEntry[V]{key: key, size: size, val: v})
+	c.bytes += size
+	for c.order.Len() > c.maxEntries || c.bytes > c.maxBytes {
+		el := c.order.Back()
+		e := el.Value.(*docEntry[V])
+		c.order.Remove(el)
+		delete(c.index, e.key)
+		c.bytes -= e.size
+	}
+}
+
+// stats reports the entries and bytes held (tests read it).
+func (c *docCache[V]) stats() (entries, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len(), c.bytes
 }

@@ -79,9 +79,12 @@ type JudgeRequest struct {
 
 // Judge judges client-supplied reads with exactly the daemon's judge.
 func Judge(req JudgeRequest) (*Result, error) {
-	list, err := judge.ParseEffects(req.Effects, "effects")
+	if err := checkParams(req.Params); err != nil {
+		return nil, err
+	}
+	list, err := parseEffectsDoc(req.Effects)
 	if err != nil {
-		return nil, judgeError(err)
+		return nil, err
 	}
 	if len(list) == 0 {
 		return nil, &Error{Kind: Invalid, Code: judge.CodeInvalidContract, Path: "effects", Message: "no effects declared"}

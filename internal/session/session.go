@@ -17,7 +17,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,7 +70,7 @@ type Manager struct {
 	// when zero).
 	PollInterval time.Duration
 
-	locks sync.Map // session id -> *sync.Mutex
+	locks keyedMutex // serialises Verify per session id
 }
 
 func (m *Manager) lookupEnv(name string) (string, bool) {
@@ -157,12 +156,15 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	if len(req.Deployment) > 0 {
 		return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or its name, not both"}
 	}
+	if len(req.DeploymentName) > MaxNameBytes {
+		return nil, overLimit("deployment_name", len(req.DeploymentName), MaxNameBytes, "bytes", "name a deployment of the daemon config")
+	}
 	var path string
 	if m.Daemon != nil {
 		path = m.Daemon.Deployments[req.DeploymentName]
 	}
 	if path == "" {
-		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", req.DeploymentName)}
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", clip(req.DeploymentName))}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -171,24 +173,62 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	return data, nil
 }
 
-// parsedDocs caches parsed deployment and effects documents by content, so
-// that a runtime sending the same deployment on every step parses it once.
+// Parsed deployments and effects lists, cached by content (doccache.go).
 // Both parsers are pure and their results are never mutated.
-var parsedDocs = newDocCache(256)
+var (
+	parsedDeployments = newDocCache[*config.Deployment](docCacheEntries, docCacheBytes)
+	parsedEffects     = newDocCache[[]judge.Effect](docCacheEntries, docCacheBytes)
+)
 
-// parse loads the deployment and the contracts and binds the contracts.
-func parse(deployment, effects []byte, params map[string]string) (*config.Deployment, []*judge.Contract, error) {
-	dep, err := parsedDocs.deployment(deployment)
+// parseDeployment parses a deployment within the limits, or takes it from
+// the cache. The caller caches it once the whole request has been accepted.
+func parseDeployment(data []byte) (*config.Deployment, bool, error) {
+	if d, ok := parsedDeployments.get(docKey(data)); ok {
+		return d, true, nil
+	}
+	if err := checkDocument("deployment", data); err != nil {
+		return nil, false, err
+	}
+	if tree, err := judge.DecodeDocument(data); err == nil {
+		if err := checkDepth("deployment", tree); err != nil {
+			return nil, false, err
+		}
+	} // a document that does not decode is refused by ParseDeployment below
+	dep, err := config.ParseDeployment(data)
 	if err != nil {
 		var ce *config.Error
 		if errors.As(err, &ce) {
-			return nil, nil, &Error{Kind: Invalid, Path: "deployment." + ce.Path, Message: ce.Message}
+			return nil, false, &Error{Kind: Invalid, Path: "deployment." + clipMsg(ce.Path), Message: clipMsg(ce.Message)}
 		}
-		return nil, nil, &Error{Kind: Invalid, Path: "deployment", Message: err.Error()}
+		return nil, false, &Error{Kind: Invalid, Path: "deployment", Message: clipMsg(err.Error())}
 	}
-	list, err := parsedDocs.effects(effects)
+	if len(dep.Candidates) > MaxCandidates {
+		return nil, false, overLimit("deployment.effects.candidates", len(dep.Candidates), MaxCandidates, "candidates", "keep the strongest few")
+	}
+	for i, c := range dep.Candidates {
+		if len(c.Kind) > MaxNameBytes {
+			return nil, false, overLimit(fmt.Sprintf("deployment.effects.candidates[%d].kind", i), len(c.Kind), MaxNameBytes, "bytes", "name an installed adapter kind")
+		}
+	}
+	return dep, false, nil
+}
+
+// parse loads the deployment and the contracts and binds the contracts.
+// Documents enter the cache only when the whole step is accepted.
+func parse(deployment, effects []byte, params map[string]string) (*config.Deployment, []*judge.Contract, error) {
+	if err := checkParams(params); err != nil {
+		return nil, nil, err
+	}
+	dep, depCached, err := parseDeployment(deployment)
 	if err != nil {
-		return nil, nil, judgeError(err)
+		return nil, nil, err
+	}
+	effKey := docKey(effects)
+	list, effCached := parsedEffects.get(effKey)
+	if !effCached {
+		if list, err = parseEffectsDoc(effects); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(list) == 0 {
 		return nil, nil, &Error{Kind: Invalid, Code: judge.CodeInvalidContract, Path: "effects", Message: "no effects declared; a step with no contract proves nothing"}
@@ -201,15 +241,21 @@ func parse(deployment, effects []byte, params map[string]string) (*config.Deploy
 		}
 		contracts[i] = c
 	}
+	if !depCached {
+		parsedDeployments.put(docKey(deployment), len(deployment), dep)
+	}
+	if !effCached {
+		parsedEffects.put(effKey, len(effects), list)
+	}
 	return dep, contracts, nil
 }
 
 func judgeError(err error) error {
 	var je *judge.Error
 	if errors.As(err, &je) {
-		return &Error{Kind: Invalid, Code: je.Code, Path: je.Path, Message: je.Message}
+		return &Error{Kind: Invalid, Code: je.Code, Path: clipMsg(je.Path), Message: clipMsg(je.Message)}
 	}
-	return &Error{Kind: Invalid, Message: err.Error()}
+	return &Error{Kind: Invalid, Message: clipMsg(err.Error())}
 }
 
 // effectTimeout is the longest settlement window among contracts.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,10 @@ type memAdapter struct {
 	absence bool
 	table   *table
 	hook    func(sdk.VerdictRequest) sdk.Demotion
+	// afterRead, when set, runs after the n-th after read (from 1): a
+	// synchronisation point for a write landing between two reads.
+	afterRead func(n int)
+	after     atomic.Int32
 }
 
 type table struct {
@@ -59,7 +64,34 @@ func (a *memAdapter) CaptureBefore(context.Context, sdk.CaptureRequest) (sdk.Cap
 	return a.read()
 }
 func (a *memAdapter) CaptureAfter(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.read()
+	c, err := a.read()
+	if a.afterRead != nil {
+		a.afterRead(int(a.after.Add(1)))
+	}
+	return c, err
+}
+
+// fakeClock is an injected clock: Sleep advances it at once, so a settle
+// window is walked through in poll steps without real waiting.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return nil
 }
 
 type hooked struct{ *memAdapter }
@@ -183,17 +215,23 @@ func TestBeginRefusedWithoutBaseline(t *testing.T) {
 func TestSettleCatchesLateDuplicate(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
-	m := newManager(t, &memAdapter{kind: "late-test", tier: 1, table: tab})
+	// The double submit lands right after the first after read, which
+	// confirms and opens the settle window; the injected clock walks the
+	// window in poll steps, so the next read must see it, on any machine.
+	a := &memAdapter{kind: "late-test", tier: 1, table: tab}
+	a.afterRead = func(n int) {
+		if n == 1 {
+			tab.add(sdk.Record{"id": json.Number("2"), "p": "1"})
+		}
+	}
+	m := newManager(t, a)
+	m.Clock = &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	dep := []byte("effects: {kind: late-test, settle_s: 0.3}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tab.add(sdk.Record{"id": json.Number("1"), "p": "1"})
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		tab.add(sdk.Record{"id": json.Number("2"), "p": "1"}) // the double submit lands late
-	}()
 	v, err := m.Verify(context.Background(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)

@@ -50,18 +50,15 @@ type State struct {
 	Result    *Result     `json:"result,omitempty"`
 }
 
-func (m *Manager) lock(id string) func() {
-	mu, _ := m.locks.LoadOrStore(id, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
-}
-
 // Get returns a session's state.
 func (m *Manager) Get(id string) (*State, error) {
+	if err := CheckSessionID(id); err != nil {
+		return nil, err
+	}
 	raw, result, err := m.Store.Session(id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", id)}
+			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
 		}
 		return nil, err
 	}
@@ -88,12 +85,15 @@ func decodeResult(raw []byte, r *Result) error {
 
 // Verify judges a begun session, or returns its recorded result.
 func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
-	unlock := m.lock(id)
+	if err := CheckSessionID(id); err != nil {
+		return nil, err
+	}
+	unlock := m.locks.lock(id)
 	defer unlock()
 	raw, stored, err := m.Store.Session(id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", id)}
+			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
 		}
 		return nil, err
 	}

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// apiPackage is the proto package of the requests the codec vets.
+const apiPackage = "verifierd.verifier.v1."
+
+// wireCodec is gRPC's proto codec, except for one case: a VerifierService
+// request whose strings are not valid UTF-8. gRPC answers any unmarshal
+// failure with Internal, which blames the daemon for the client's bytes; here
+// such a request reaches the handler chain empty and marked, and
+// vetUnary answers InvalidArgument naming the field.
+type wireCodec struct{}
+
+// badUTF8 maps a marked request (by pointer) to the offending field path.
+// vetUnary, first in the chain, removes every mark it finds; only unary
+// VerifierService requests are marked.
+var badUTF8 sync.Map
+
+func (wireCodec) Name() string { return "proto" }
+
+func (wireCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+
+func (wireCodec) Unmarshal(data []byte, v any) error {
+	m := v.(proto.Message)
+	err := proto.Unmarshal(data, m)
+	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		return err
+	}
+	desc := m.ProtoReflect().Descriptor()
+	if !strings.HasPrefix(string(desc.FullName()), apiPackage) {
+		return err
+	}
+	proto.Reset(m)
+	path := invalidUTF8Field(data, desc, "")
+	if path == "" {
+		path = "request"
+	}
+	badUTF8.Store(m, path)
+	return nil
+}
+
+// invalidUTF8Field finds the first string field of data (a message of desc)
+// that is not valid UTF-8, as a path such as "params.value".
+func invalidUTF8Field(data []byte, desc protoreflect.MessageDescriptor, prefix string) string {
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return ""
+		}
+		data = data[n:]
+		n = protowire.ConsumeFieldValue(num, typ, data)
+		if n < 0 {
+			return ""
+		}
+		value := data[:n]
+		data = data[n:]
+		fd := desc.Fields().ByNumber(num)
+		if fd == nil || typ != protowire.BytesType {
+			continue
+		}
+		b, _ := protowire.ConsumeBytes(value)
+		path := prefix + string(fd.Name())
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			if !utf8.Valid(b) {
+				return path
+			}
+		case protoreflect.MessageKind:
+			if p := invalidUTF8Field(b, fd.Message(), path+"."); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// vetUnary refuses a request the codec marked as invalid UTF-8.
+func vetUnary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if path, ok := badUTF8.LoadAndDelete(req); ok {
+			return nil, invalid(path.(string), "not valid UTF-8; proto3 strings must be UTF-8 text")
+		}
+		return h(ctx, req)
+	}
+}
