@@ -1,0 +1,279 @@
+package judge
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+)
+
+// KeyedPrefix starts every keyed digest and every keyed baseline value.
+const KeyedPrefix = "hmac-sha256:"
+
+// Digester turns a record into the digest a reconciliation task lists.
+type Digester func(Record) string
+
+// KeyedDigester digests records as "hmac-sha256:" and the hex HMAC-SHA-256,
+// under key, of their canonical JSON. Without the key a digest of a
+// low-entropy record ({"id":"1","patient_id":"p1"}) cannot be matched by
+// trying candidate records; with it, an operator can still check that a
+// record they hold is the one a task names.
+func KeyedDigester(key []byte) Digester {
+	return func(r Record) string {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(CanonicalJSON(r)))
+		return KeyedPrefix + hex.EncodeToString(mac.Sum(nil))
+	}
+}
+
+// NewTaskWithDigest is NewTask with the record digests made by digest.
+func NewTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, digest Digester) *Task {
+	t := NewTask(scope, index, substrate, c, v)
+	if t == nil {
+		return nil
+	}
+	for i, r := range v.Matched {
+		t.Evidence.RecordDigests[i] = digest(r)
+	}
+	return t
+}
+
+// CompensationFailedTaskWithDigest is CompensationFailedTask with the
+// record digests made by digest.
+func CompensationFailedTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, deleted []Record, digest Digester) *Task {
+	t := CompensationFailedTask(scope, index, substrate, c, v, nil)
+	if t == nil {
+		return nil
+	}
+	for i, r := range v.Matched {
+		t.Evidence.RecordDigests[i] = digest(r)
+	}
+	for _, r := range deleted {
+		t.Evidence.DeletedDigests = append(t.Evidence.DeletedDigests, digest(r))
+	}
+	return t
+}
+
+// Keyed baselines. The daemon stores a baseline for days; under an active
+// redaction policy it must not keep the hidden values in clear. KeyBaseline
+// replaces each hidden value by a keyed token of its canonical JSON, and
+// RestoreBaseline puts back, before judging, every token whose value the
+// judge can still compare against: a value read after the action (in any
+// hidden field) or a value with the same canonical text as a hidden-field
+// selector value. A token left in place stands for a value equal to nothing
+// the judge compares it with, and a token is equal to nothing either, so
+// every identity, selector and whole-record comparison, and so the verdict,
+// is exactly what the clear baseline would give.
+
+// KeyBaseline returns r with every non-null value of a field p hides
+// replaced by its keyed token. Under an inactive policy r is returned as is.
+func (p Redaction) KeyBaseline(key []byte, r Record) Record {
+	if !p.Active() {
+		return r
+	}
+	out := make(Record, len(r))
+	for f, v := range r {
+		if v != nil && p.redacts(f) {
+			out[f] = valueToken(key, v)
+		} else {
+			out[f] = v
+		}
+	}
+	return out
+}
+
+// Restorer puts the clear values back into a keyed baseline.
+type Restorer struct {
+	p      Redaction
+	tokens map[string]any
+}
+
+// NewRestorer collects the values a keyed baseline can be restored from:
+// the hidden fields' values in the after read, and the selector values of
+// hidden fields in contracts, in every type whose canonical text they have.
+func (p Redaction) NewRestorer(key []byte, contracts []*Contract, after []Record) *Restorer {
+	rs := &Restorer{p: p, tokens: map[string]any{}}
+	if !p.Active() {
+		return rs
+	}
+	add := func(v any) { rs.tokens[valueToken(key, v)] = v }
+	addText := func(text string) {
+		add(text)
+		// The same text as another JSON type (1, true, {"a":1}): a
+		// selector or an identity compares text, not type.
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil && !dec.More() && v != nil {
+			if s, ok := Canon(v); ok && s == text {
+				if _, isStr := v.(string); !isStr {
+					add(v)
+				}
+			}
+		}
+	}
+	for _, r := range after {
+		for f, v := range r {
+			if v == nil || !p.redacts(f) {
+				continue
+			}
+			add(v)
+			if text, ok := Canon(v); ok {
+				addText(text)
+			}
+		}
+	}
+	for _, c := range contracts {
+		for _, pr := range c.Match {
+			if p.redacts(pr.Field) {
+				addText(pr.Value)
+			}
+		}
+	}
+	return rs
+}
+
+// Restore returns the baseline with every token it knows replaced by a
+// value of the same canonical JSON as the one keyed at Begin.
+func (rs *Restorer) Restore(before []Record) []Record {
+	if !rs.p.Active() {
+		return before
+	}
+	out := make([]Record, len(before))
+	for i, r := range before {
+		cp := make(Record, len(r))
+		for f, v := range r {
+			if s, ok := v.(string); ok && rs.p.redacts(f) && strings.HasPrefix(s, KeyedPrefix) {
+				if clear, known := rs.tokens[s]; known {
+					v = clear
+				}
+			}
+			cp[f] = v
+		}
+		out[i] = cp
+	}
+	return out
+}
+
+// valueToken is the keyed token of one value: equal values (by canonical
+// JSON) share a token, and nothing else does.
+func valueToken(key []byte, v any) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("verifierd baseline value\x00"))
+	mac.Write([]byte(CanonicalJSON(v)))
+	return KeyedPrefix + hex.EncodeToString(mac.Sum(nil))
+}
+
+// KeyID names a key without revealing it, so that a keyed baseline is
+// never restored with another key.
+func KeyID(key []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("verifierd evidence key id"))
+	return hex.EncodeToString(mac.Sum(nil)[:8])
+}
+
+// MinHiddenText is the shortest hidden value RedactText searches for:
+// single characters are not searched, or every message would lose its
+// letters and digits to a one-character field.
+const MinHiddenText = 2
+
+// RedactText masks, in text an adapter supplied (a capture failure, a
+// Verdict-hook message, an error), every value that p hides: the hidden
+// fields' values in the given reads and the values contracts give for
+// hidden fields. Each occurrence becomes RedactedMarker, longest value
+// first, in one pass, so a marker is never itself searched.
+func (p Redaction) RedactText(text string, contracts []*Contract, reads ...[]Record) string {
+	if !p.Active() || text == "" {
+		return text
+	}
+	found := map[string]bool{}
+	consider := func(s string) {
+		if len(s) >= MinHiddenText && !found[s] && strings.Contains(text, s) {
+			found[s] = true
+		}
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case nil:
+		case string:
+			consider(x)
+		case json.Number:
+			consider(string(x))
+			consider(canonNumber(string(x)))
+		case map[string]any:
+			consider(CanonicalJSON(x))
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			consider(CanonicalJSON(x))
+			for _, e := range x {
+				walk(e)
+			}
+		default:
+			if s, ok := Canon(x); ok {
+				consider(s)
+			}
+		}
+	}
+	for _, recs := range reads {
+		for _, r := range recs {
+			for f, v := range r {
+				if p.redacts(f) {
+					walk(v)
+				}
+			}
+		}
+	}
+	for _, c := range contracts {
+		if c == nil {
+			continue
+		}
+		for _, pr := range c.Match {
+			if p.redacts(pr.Field) {
+				consider(pr.Value)
+			}
+		}
+		for _, sel := range c.NewRecords {
+			for _, pr := range sel {
+				if p.redacts(pr.Field) {
+					consider(pr.Value)
+				}
+			}
+		}
+		if c.Value != nil && p.redacts(c.Field) {
+			consider(*c.Value)
+		}
+		if c.IdempotencyKey != nil && p.redacts(c.KeyField) {
+			consider(*c.IdempotencyKey)
+		}
+	}
+	if len(found) == 0 {
+		return text
+	}
+	hidden := make([][]byte, 0, len(found))
+	for s := range found {
+		hidden = append(hidden, []byte(s))
+	}
+	var b strings.Builder
+	src := []byte(text)
+	for i := 0; i < len(src); {
+		best := 0
+		for _, h := range hidden {
+			if len(h) > best && bytes.HasPrefix(src[i:], h) {
+				best = len(h)
+			}
+		}
+		if best > 0 {
+			b.WriteString(RedactedMarker)
+			i += best
+			continue
+		}
+		b.WriteByte(src[i])
+		i++
+	}
+	return b.String()
+}
