@@ -277,3 +277,78 @@ func (p Redaction) RedactText(text string, contracts []*Contract, reads ...[]Rec
 	}
 	return b.String()
 }
+
+// maxKeyedText is the longest substring RedactKeyedText tries.
+const maxKeyedText = 256
+
+// Tokens returns the keyed tokens in the fields p hides of keyed baseline
+// records: the values the daemon knows only by their token.
+func (p Redaction) Tokens(keyed []Record) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range keyed {
+		for f, v := range r {
+			if s, ok := v.(string); ok && p.redacts(f) && strings.HasPrefix(s, KeyedPrefix) {
+				out[s] = true
+			}
+		}
+	}
+	return out
+}
+
+// RedactKeyedText masks in text every value known only by its keyed token
+// (a baseline value no longer in clear anywhere): each substring of up to
+// 256 bytes that does not cut through a word is keyed, as text and as the
+// JSON number or boolean it spells, and masked when its token is in
+// tokens. The longest match at each position wins.
+func RedactKeyedText(key []byte, text string, tokens map[string]bool) string {
+	if len(tokens) == 0 || text == "" {
+		return text
+	}
+	word := func(c byte) bool {
+		return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+	}
+	startsAt := func(i int) bool { return i == 0 || !word(text[i-1]) || !word(text[i]) }
+	endsAt := func(j int) bool { return j == len(text) || !word(text[j]) || !word(text[j-1]) }
+	hit := func(s string) bool {
+		if len(s) < MinHiddenText {
+			return false
+		}
+		if tokens[valueToken(key, s)] {
+			return true
+		}
+		if strings.TrimSpace(s) != s {
+			return false // JSON would skip the space and mask it too
+		}
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil || dec.More() {
+			return false
+		}
+		switch v.(type) {
+		case json.Number, bool:
+			return tokens[valueToken(key, v)]
+		}
+		return false
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		best := 0
+		if startsAt(i) {
+			for j := min(len(text), i+maxKeyedText); j > i+best; j-- {
+				if endsAt(j) && hit(text[i:j]) {
+					best = j - i
+					break
+				}
+			}
+		}
+		if best > 0 {
+			b.WriteString(RedactedMarker)
+			i += best
+			continue
+		}
+		b.WriteByte(text[i])
+		i++
+	}
+	return b.String()
+}

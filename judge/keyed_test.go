@@ -296,3 +296,29 @@ func TestKeyBaselineHidesValues(t *testing.T) {
 		t.Errorf("KeyID does not tell keys apart")
 	}
 }
+
+func TestRedactKeyedText(t *testing.T) {
+	t.Parallel()
+	p := Redaction{RedactFields: []string{"ssn", "n", "note"}}
+	keyed := p.KeyBaseline(testKey, recs(t, `[{"id": 1, "ssn": "123-45-6789", "n": 12.5, "note": "Dr Who", "type": "ab"}]`)[0])
+	tokens := p.Tokens([]Record{keyed})
+	if len(tokens) != 3 {
+		t.Fatalf("tokens %v, want the 3 hidden values", tokens)
+	}
+	tests := map[string]string{
+		`locked: ssn=123-45-6789, retry`:      `locked: ssn=[REDACTED], retry`,
+		`amount 12.50 (12.5) over`:            `amount [REDACTED] ([REDACTED]) over`,
+		`seen by Dr Who.`:                     `seen by [REDACTED].`,
+		`a0123-45-67890 is another word`:      `a0123-45-67890 is another word`,
+		`type ab and id 1 are not hidden`:     `type ab and id 1 are not hidden`,
+		`123-45-6789123-45-6789 glued values`: `123-45-6789123-45-6789 glued values`,
+	}
+	for in, want := range tests {
+		if got := RedactKeyedText(testKey, in, tokens); got != want {
+			t.Errorf("RedactKeyedText(%q)\n got %q\nwant %q", in, got, want)
+		}
+	}
+	if got := RedactKeyedText([]byte("another key........................"), `ssn 123-45-6789`, tokens); got != `ssn 123-45-6789` {
+		t.Errorf("another key found %q", got)
+	}
+}
