@@ -1,0 +1,98 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// Evidence that cannot leak what redaction hides (docs/daemon.md): under a
+// deployment's redaction policy the daemon keys the hidden values of every
+// baseline it stores, keys the record digests of reconciliation tasks, and
+// passes adapter-supplied text through the same policy as records before it
+// reaches a verdict, a stored result or a log line.
+
+// evidenceKey is the daemon's evidence key, or, for a Manager built without
+// one (tests), a random key that lives as long as the Manager.
+func (m *Manager) evidenceKey() []byte {
+	if len(m.EvidenceKey) > 0 {
+		return m.EvidenceKey
+	}
+	m.keyOnce.Do(func() {
+		m.ephemeralKey = make([]byte, EvidenceKeySize)
+		if _, err := rand.Read(m.ephemeralKey); err != nil {
+			panic(err)
+		}
+	})
+	return m.ephemeralKey
+}
+
+// digester digests task records under the evidence key.
+func (m *Manager) digester() judge.Digester { return judge.KeyedDigester(m.evidenceKey()) }
+
+// keyRecord rewrites one raw baseline record with its hidden values keyed.
+func (m *Manager) keyRecord(p judge.Redaction, raw []byte) ([]byte, error) {
+	r, err := decodeRecord(raw)
+	if err != nil {
+		return nil, fmt.Errorf("a baseline record is not a JSON object: %w", err)
+	}
+	return json.Marshal(p.KeyBaseline(m.evidenceKey(), r))
+}
+
+// keyedBaseline turns a stored baseline into the judge's view of it. A
+// baseline keyed with another key (a data dir copied without its keys
+// folder) cannot be restored, so it counts as unreadable: the contracts that
+// need it become INDETERMINATE, never a guess.
+type keyedBaseline struct {
+	snap   judge.Snapshot // as stored: hidden values keyed
+	keyed  bool
+	policy judge.Redaction
+	key    []byte
+	group  []*judge.Contract
+}
+
+func (m *Manager) newKeyedBaseline(cm captureMeta, stored judge.Snapshot, p judge.Redaction, group []*judge.Contract) keyedBaseline {
+	kb := keyedBaseline{snap: stored, policy: p, key: m.evidenceKey(), group: group}
+	if cm.KeyID == "" || !stored.Reachable {
+		return kb
+	}
+	if cm.KeyID != judge.KeyID(kb.key) {
+		kb.snap = judge.Snapshot{Reachable: false, Reason: "the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir"}
+		return kb
+	}
+	kb.keyed = true
+	return kb
+}
+
+// against returns the baseline to judge an after read against.
+func (kb keyedBaseline) against(after judge.Snapshot) judge.Snapshot {
+	if !kb.keyed {
+		return kb.snap
+	}
+	out := kb.snap
+	out.Records = kb.policy.NewRestorer(kb.key, kb.group, after.Records).Restore(kb.snap.Records)
+	return out
+}
+
+// redactText masks hidden values in adapter-supplied text, given the reads
+// the verdict is about.
+func (kb keyedBaseline) redactText(text string, after judge.Snapshot) string {
+	text = kb.policy.RedactText(text, kb.group, kb.against(after).Records, after.Records)
+	if kb.keyed {
+		// Baseline values read nowhere after the action are known only by
+		// their token.
+		text = judge.RedactKeyedText(kb.key, text, kb.policy.Tokens(kb.snap.Records))
+	}
+	return text
+}
+
+// groupOf lists the contracts of the given effects.
+func groupOf(contracts []*judge.Contract, effects []int) []*judge.Contract {
+	out := make([]*judge.Contract, len(effects))
+	for k, i := range effects {
+		out[k] = contracts[i]
+	}
+	return out
+}
