@@ -83,6 +83,10 @@ func run(args []string) error {
 		return err
 	}
 	defer st.Close()
+	evidenceKey, err := session.LoadEvidenceKey(*dataDir)
+	if err != nil {
+		return err
+	}
 
 	opts := server.Options{Logger: logger}
 	if env := daemon.API.BearerTokenEnv; env != "" {
@@ -99,7 +103,7 @@ func run(args []string) error {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session")}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), EvidenceKey: evidenceKey}
 	srv, healthSrv := server.New(mgr, opts)
 
 	lis, err := net.Listen("tcp", *listen)
