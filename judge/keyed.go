@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
 	"strings"
 )
 
@@ -67,16 +68,52 @@ func CompensationFailedTaskWithDigest(scope string, index int, substrate string,
 // every identity, selector and whole-record comparison, and so the verdict,
 // is exactly what the clear baseline would give.
 
+// Keyer makes the keyed tokens of values. It remembers the tokens it made
+// (up to a bound), so that re-reading the same values while a verdict
+// settles costs a map lookup. A Keyer is not safe for concurrent use.
+type Keyer struct {
+	mac   hash.Hash
+	cache map[string]string
+}
+
+// keyerCache bounds the tokens a Keyer remembers.
+const keyerCache = 1 << 17
+
+// NewKeyer returns a Keyer for key.
+func NewKeyer(key []byte) *Keyer {
+	return &Keyer{mac: hmac.New(sha256.New, key), cache: map[string]string{}}
+}
+
+// token is the keyed token of one value: equal values (by canonical JSON)
+// share a token, and nothing else does.
+func (k *Keyer) token(v any) string {
+	return k.tokenOfJSON(CanonicalJSON(v))
+}
+
+func (k *Keyer) tokenOfJSON(canonical string) string {
+	if t, ok := k.cache[canonical]; ok {
+		return t
+	}
+	k.mac.Reset()
+	k.mac.Write([]byte("verifierd baseline value\x00"))
+	k.mac.Write([]byte(canonical))
+	t := KeyedPrefix + hex.EncodeToString(k.mac.Sum(nil))
+	if len(k.cache) < keyerCache {
+		k.cache[canonical] = t
+	}
+	return t
+}
+
 // KeyBaseline returns r with every non-null value of a field p hides
 // replaced by its keyed token. Under an inactive policy r is returned as is.
-func (p Redaction) KeyBaseline(key []byte, r Record) Record {
+func (p Redaction) KeyBaseline(k *Keyer, r Record) Record {
 	if !p.Active() {
 		return r
 	}
 	out := make(Record, len(r))
 	for f, v := range r {
 		if v != nil && p.redacts(f) {
-			out[f] = valueToken(key, v)
+			out[f] = k.token(v)
 		} else {
 			out[f] = v
 		}
@@ -93,25 +130,18 @@ type Restorer struct {
 // NewRestorer collects the values a keyed baseline can be restored from:
 // the hidden fields' values in the after read, and the selector values of
 // hidden fields in contracts, in every type whose canonical text they have.
-func (p Redaction) NewRestorer(key []byte, contracts []*Contract, after []Record) *Restorer {
+func (p Redaction) NewRestorer(k *Keyer, contracts []*Contract, after []Record) *Restorer {
 	rs := &Restorer{p: p, tokens: map[string]any{}}
 	if !p.Active() {
 		return rs
 	}
-	add := func(v any) { rs.tokens[valueToken(key, v)] = v }
+	add := func(v any) { rs.tokens[k.token(v)] = v }
 	addText := func(text string) {
 		add(text)
 		// The same text as another JSON type (1, true, {"a":1}): a
 		// selector or an identity compares text, not type.
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.UseNumber()
-		var v any
-		if dec.Decode(&v) == nil && !dec.More() && v != nil {
-			if s, ok := Canon(v); ok && s == text {
-				if _, isStr := v.(string); !isStr {
-					add(v)
-				}
-			}
+		if v, ok := nonStringJSON(text); ok {
+			add(v)
 		}
 	}
 	for _, r := range after {
@@ -119,9 +149,13 @@ func (p Redaction) NewRestorer(key []byte, contracts []*Contract, after []Record
 			if v == nil || !p.redacts(f) {
 				continue
 			}
-			add(v)
-			if text, ok := Canon(v); ok {
-				addText(text)
+			if s, isStr := v.(string); isStr {
+				addText(s)
+			} else if text, ok := Canon(v); ok {
+				add(v)
+				add(text)
+			} else {
+				add(v)
 			}
 		}
 	}
@@ -157,13 +191,25 @@ func (rs *Restorer) Restore(before []Record) []Record {
 	return out
 }
 
-// valueToken is the keyed token of one value: equal values (by canonical
-// JSON) share a token, and nothing else does.
-func valueToken(key []byte, v any) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("verifierd baseline value\x00"))
-	mac.Write([]byte(CanonicalJSON(v)))
-	return KeyedPrefix + hex.EncodeToString(mac.Sum(nil))
+// nonStringJSON returns the number, boolean, object or array whose
+// canonical text is exactly text, if there is one.
+func nonStringJSON(text string) (any, bool) {
+	if text == "" || !strings.ContainsRune("-0123456789tf{[", rune(text[0])) {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() || v == nil {
+		return nil, false
+	}
+	if _, isStr := v.(string); isStr {
+		return nil, false
+	}
+	if s, ok := Canon(v); !ok || s != text {
+		return nil, false
+	}
+	return v, true
 }
 
 // KeyID names a key without revealing it, so that a keyed baseline is
@@ -300,7 +346,7 @@ func (p Redaction) Tokens(keyed []Record) map[string]bool {
 // 256 bytes that does not cut through a word is keyed, as text and as the
 // JSON number or boolean it spells, and masked when its token is in
 // tokens. The longest match at each position wins.
-func RedactKeyedText(key []byte, text string, tokens map[string]bool) string {
+func RedactKeyedText(k *Keyer, text string, tokens map[string]bool) string {
 	if len(tokens) == 0 || text == "" {
 		return text
 	}
@@ -313,10 +359,10 @@ func RedactKeyedText(key []byte, text string, tokens map[string]bool) string {
 		if len(s) < MinHiddenText {
 			return false
 		}
-		if tokens[valueToken(key, s)] {
+		if tokens[k.token(s)] {
 			return true
 		}
-		if strings.TrimSpace(s) != s {
+		if strings.TrimSpace(s) != s || s[0] == '{' || s[0] == '[' {
 			return false // JSON would skip the space and mask it too
 		}
 		dec := json.NewDecoder(strings.NewReader(s))
@@ -327,7 +373,7 @@ func RedactKeyedText(key []byte, text string, tokens map[string]bool) string {
 		}
 		switch v.(type) {
 		case json.Number, bool:
-			return tokens[valueToken(key, v)]
+			return tokens[k.token(v)]
 		}
 		return false
 	}

@@ -32,16 +32,24 @@ func (m *Manager) evidenceKey() []byte {
 // digester digests task records under the evidence key.
 func (m *Manager) digester() judge.Digester { return judge.KeyedDigester(m.evidenceKey()) }
 
-// keyRecord rewrites one raw baseline record with its hidden values keyed.
-func (m *Manager) keyRecord(p judge.Redaction, raw []byte) ([]byte, error) {
-	r, err := decodeRecord(raw)
-	if err != nil {
-		return nil, fmt.Errorf("a baseline record is not a JSON object: %w", err)
+// baselineKeying returns what rewrites a raw baseline record with its
+// hidden values keyed, or nil when the policy hides nothing.
+func (m *Manager) baselineKeying(p judge.Redaction) func(raw []byte) ([]byte, error) {
+	if !p.Active() {
+		return nil
 	}
-	return json.Marshal(p.KeyBaseline(m.evidenceKey(), r))
+	k := judge.NewKeyer(m.evidenceKey())
+	return func(raw []byte) ([]byte, error) {
+		r, err := decodeRecord(raw)
+		if err != nil {
+			return nil, fmt.Errorf("a baseline record is not a JSON object: %w", err)
+		}
+		return json.Marshal(p.KeyBaseline(k, r))
+	}
 }
 
-// keyedBaseline turns a stored baseline into the judge's view of it. A
+// keyedBaseline turns a stored baseline into the judge's view of it; its
+// Keyer remembers tokens across the reads of one settlement. A
 // baseline keyed with another key (a data dir copied without its keys
 // folder) cannot be restored, so it counts as unreadable: the contracts that
 // need it become INDETERMINATE, never a guess.
@@ -49,16 +57,16 @@ type keyedBaseline struct {
 	snap   judge.Snapshot // as stored: hidden values keyed
 	keyed  bool
 	policy judge.Redaction
-	key    []byte
+	keyer  *judge.Keyer
 	group  []*judge.Contract
 }
 
 func (m *Manager) newKeyedBaseline(cm captureMeta, stored judge.Snapshot, p judge.Redaction, group []*judge.Contract) keyedBaseline {
-	kb := keyedBaseline{snap: stored, policy: p, key: m.evidenceKey(), group: group}
+	kb := keyedBaseline{snap: stored, policy: p, keyer: judge.NewKeyer(m.evidenceKey()), group: group}
 	if cm.KeyID == "" || !stored.Reachable {
 		return kb
 	}
-	if cm.KeyID != judge.KeyID(kb.key) {
+	if cm.KeyID != judge.KeyID(m.evidenceKey()) {
 		kb.snap = judge.Snapshot{Reachable: false, Reason: "the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir"}
 		return kb
 	}
@@ -72,7 +80,7 @@ func (kb keyedBaseline) against(after judge.Snapshot) judge.Snapshot {
 		return kb.snap
 	}
 	out := kb.snap
-	out.Records = kb.policy.NewRestorer(kb.key, kb.group, after.Records).Restore(kb.snap.Records)
+	out.Records = kb.policy.NewRestorer(kb.keyer, kb.group, after.Records).Restore(kb.snap.Records)
 	return out
 }
 
@@ -83,7 +91,7 @@ func (kb keyedBaseline) redactText(text string, after judge.Snapshot) string {
 	if kb.keyed {
 		// Baseline values read nowhere after the action are known only by
 		// their token.
-		text = judge.RedactKeyedText(kb.key, text, kb.policy.Tokens(kb.snap.Records))
+		text = judge.RedactKeyedText(kb.keyer, text, kb.policy.Tokens(kb.snap.Records))
 	}
 	return text
 }

@@ -411,15 +411,16 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		return capt.Reason, 0, nil, nil
 	}
 	w := m.Store.NewBaseline(id, n)
+	keyRecord := m.baselineKeying(redaction) // nil when nothing is hidden
 	count := 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
 			return "", count, nil, err
 		}
 		for _, rec := range batch {
-			if redaction.Active() {
+			if keyRecord != nil {
 				// The store never holds a hidden value in clear.
-				if rec, err = m.keyRecord(redaction, rec); err != nil {
+				if rec, err = keyRecord(rec); err != nil {
 					return "", count, nil, err
 				}
 			}
