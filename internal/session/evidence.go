@@ -87,6 +87,9 @@ func (kb keyedBaseline) against(after judge.Snapshot) judge.Snapshot {
 // redactText masks hidden values in adapter-supplied text, given the reads
 // the verdict is about.
 func (kb keyedBaseline) redactText(text string, after judge.Snapshot) string {
+	if text == "" || !kb.policy.Active() {
+		return text
+	}
 	text = kb.policy.RedactText(text, kb.group, kb.against(after).Records, after.Records)
 	if kb.keyed {
 		// Baseline values read nowhere after the action are known only by
