@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"hash"
+	"net/url"
 	"strings"
 )
 
@@ -236,8 +237,15 @@ func (p Redaction) RedactText(text string, contracts []*Contract, reads ...[]Rec
 	}
 	found := map[string]bool{}
 	consider := func(s string) {
-		if len(s) >= MinHiddenText && !found[s] && strings.Contains(text, s) {
-			found[s] = true
+		if len(s) < MinHiddenText {
+			return
+		}
+		// As written, and as a URL path or query would carry it (a
+		// compensator's DELETE target, an HTTP adapter's error).
+		for _, form := range []string{s, url.PathEscape(s), url.QueryEscape(s)} {
+			if !found[form] && strings.Contains(text, form) {
+				found[form] = true
+			}
 		}
 	}
 	var walk func(v any)

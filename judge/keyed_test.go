@@ -98,6 +98,11 @@ func TestRedactText(t *testing.T) {
 			text:   `row 12345 (Triage) ssn 123-45-6789 pan 4111-1111 amount 12.5 or 12.50`,
 			want:   `row [REDACTED] (Triage) ssn [REDACTED] pan [REDACTED] amount [REDACTED] or [REDACTED]`,
 		},
+		"URL-escaped forms": {
+			policy: Redaction{RedactFields: []string{"note"}},
+			text:   `DELETE /rows/observed%20note?n=observed+note failed`,
+			want:   `DELETE /rows/[REDACTED]?n=[REDACTED] failed`,
+		},
 		"single characters are not searched": {
 			policy: Redaction{RedactFields: []string{"flag"}},
 			text:   `x marks the spot`,

@@ -305,3 +305,38 @@ func TestKeyedBaselineOtherKey(t *testing.T) {
 		t.Errorf("verified with another key: %s %+v, want INDETERMINATE BASELINE_UNREACHABLE", e.Verdict, e.Reasons)
 	}
 }
+
+// A failed compensation's error quotes the DELETE target, and so an
+// identity: the log line masks it when the identity field is redacted.
+func TestCompensationFailureLogRedacted(t *testing.T) {
+	t.Parallel()
+	tab := &table{}
+	srv, _ := deleteServer(t, tab, 1)
+	m, _, logs := evidenceManager(t, bytes.Repeat([]byte{3}, EvidenceKeySize), &memAdapter{kind: "comp-evidence-test", tier: 1, table: tab})
+	dep := "effects:\n  kind: comp-evidence-test\n  evidence_redact_fields: [id]\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
+	const effects = `[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0}]`
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effects)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"730301", "730302", "730303"} {
+		tab.add(sdk.Record{"id": json.Number(id), "p": "1"})
+	}
+	v, err := m.Verify(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := v.Effects[0].ReconciliationTask
+	if task == nil || task.Kind != judge.TaskCompensationFailed || len(task.Evidence.DeletedDigests) != 1 || !strings.HasPrefix(task.Evidence.DeletedDigests[0], judge.KeyedPrefix) {
+		t.Fatalf("task %+v, want compensation_failed with one keyed deleted digest", task)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "compensation failed") || !strings.Contains(out, "/rows/[REDACTED]") {
+		t.Errorf("no masked compensation failure in the log:\n%s", out)
+	}
+	for _, id := range []string{"730302", "730303"} {
+		if strings.Contains(out, id) {
+			t.Errorf("identity %s is in the log:\n%s", id, out)
+		}
+	}
+}
