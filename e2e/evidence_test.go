@@ -30,7 +30,8 @@ type evidenceRun struct {
 
 // runEvidence runs a double submit through a named deployment (registered
 // in the daemon config, begun over gRPC by name) with a low-entropy secret
-// in the note of every record, before and after the action.
+// in the note of every record, before and after the action, and a daemon
+// crash between Begin and Verify.
 func runEvidence(t *testing.T, redact string) evidenceRun {
 	t.Helper()
 	const secret = "123-45-6789"
@@ -61,7 +62,14 @@ func runEvidence(t *testing.T, redact string) evidenceRun {
 	raw, _ := protojson.Marshal(b)
 	run.shown = append(run.shown, raw...)
 
+	// A crash between Begin and Verify: the restarted daemon must read the
+	// same evidence key from the data dir, or the keyed baseline (ids are
+	// redacted too) could not be compared and the verdict would change.
+	d.kill9()
 	c.save(t, "p1", secret, 2) // the double submit
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
 
 	out, code := d.ctl(t, "verify", "--session", b.GetSessionId())
 	if code != 0 {
