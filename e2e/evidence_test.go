@@ -189,3 +189,26 @@ func TestRedactedValueNeverLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonRefusesReadableEvidenceKey: a key file others can read stops
+// the daemon at start, with what to do.
+func TestDaemonRefusesReadableEvidenceKey(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	keyPath := filepath.Join(dataDir, "keys", "evidence-hmac.key")
+	if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyPath, make([]byte, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(keyPath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{addr: freeAddr(t), dataDir: dataDir}
+	d.args = []string{"--listen", d.addr, "--data-dir", dataDir}
+	err := d.start()
+	t.Cleanup(d.stop)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600 "+keyPath) {
+		t.Fatalf("start = %v; want a refusal naming chmod 600 %s", err, keyPath)
+	}
+}
