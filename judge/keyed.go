@@ -61,7 +61,7 @@ func CompensationFailedTaskWithDigest(scope string, index int, substrate string,
 // Keyed baselines. The daemon stores a baseline for days; under an active
 // redaction policy it must not keep the hidden values in clear. KeyBaseline
 // replaces each hidden value by a keyed token of its canonical JSON, and
-// RestoreBaseline puts back, before judging, every token whose value the
+// Restorer.Restore puts back, before judging, every token whose value the
 // judge can still compare against: a value read after the action (in any
 // hidden field) or a value with the same canonical text as a hidden-field
 // selector value. A token left in place stands for a value equal to nothing
