@@ -3,6 +3,7 @@ package session
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/verifierd/verifierd/judge"
@@ -32,20 +33,53 @@ func (m *Manager) evidenceKey() []byte {
 // digester digests task records under the evidence key.
 func (m *Manager) digester() judge.Digester { return judge.KeyedDigester(m.evidenceKey()) }
 
-// baselineKeying returns what rewrites a raw baseline record with its
-// hidden values keyed, or nil when the policy hides nothing.
-func (m *Manager) baselineKeying(p judge.Redaction) func(raw []byte) ([]byte, error) {
+// baselineKeyer rewrites raw baseline records with their hidden values
+// keyed as Begin streams them into the store. It remembers the tokens it
+// made (up to maxMaskTokens), so that an adapter error part-way through the
+// read can be masked too: its records are nowhere in clear any more.
+type baselineKeyer struct {
+	p        judge.Redaction
+	k        *judge.Keyer
+	tokens   map[string]bool
+	overflow bool
+}
+
+// maxMaskTokens bounds the tokens a baselineKeyer remembers; past it, an
+// error part-way through the read is withheld rather than searched.
+const maxMaskTokens = 1 << 16
+
+// newBaselineKeyer returns nil when the policy hides nothing.
+func (m *Manager) newBaselineKeyer(p judge.Redaction) *baselineKeyer {
 	if !p.Active() {
 		return nil
 	}
-	k := judge.NewKeyer(m.evidenceKey())
-	return func(raw []byte) ([]byte, error) {
-		r, err := decodeRecord(raw)
-		if err != nil {
-			return nil, fmt.Errorf("a baseline record is not a JSON object: %w", err)
-		}
-		return json.Marshal(p.KeyBaseline(k, r))
+	return &baselineKeyer{p: p, k: judge.NewKeyer(m.evidenceKey()), tokens: map[string]bool{}}
+}
+
+func (bk *baselineKeyer) key(raw []byte) ([]byte, error) {
+	r, err := decodeRecord(raw)
+	if err != nil {
+		return nil, fmt.Errorf("a baseline record is not a JSON object: %w", err)
 	}
+	keyed := bk.p.KeyBaseline(bk.k, r)
+	if !bk.overflow {
+		for t := range bk.p.Tokens([]judge.Record{keyed}) {
+			bk.tokens[t] = true
+		}
+		bk.overflow = len(bk.tokens) > maxMaskTokens
+	}
+	return json.Marshal(keyed)
+}
+
+// maskErr masks the hidden values of the records read so far in err.
+func (bk *baselineKeyer) maskErr(err error) error {
+	if bk == nil || err == nil {
+		return err
+	}
+	if bk.overflow {
+		return errors.New("the baseline read failed part-way; the adapter's message is withheld because it may quote a hidden value (see the adapter's log)")
+	}
+	return errors.New(judge.RedactKeyedText(bk.k, err.Error(), bk.tokens))
 }
 
 // keyedBaseline turns a stored baseline into the judge's view of it; its

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 func TestLoadEvidenceKey(t *testing.T) {
@@ -337,6 +340,49 @@ func TestCompensationFailureLogRedacted(t *testing.T) {
 	for _, id := range []string{"730302", "730303"} {
 		if strings.Contains(out, id) {
 			t.Errorf("identity %s is in the log:\n%s", id, out)
+		}
+	}
+}
+
+// brokenBaseline streams more than one batch of records, then fails
+// quoting the hidden value of the first, which the daemon has received.
+type brokenBaseline struct{ *memAdapter }
+
+func (a brokenBaseline) CaptureBefore(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
+	return sdk.Capture{Reachable: true, Records: func(yield func(sdk.Record, error) bool) {
+		for i := 0; i <= plugin.MaxBatchRecords; i++ {
+			ssn := secretSSN
+			if i > 0 {
+				ssn = fmt.Sprintf("%09d", i)
+			}
+			if !yield(sdk.Record{"id": json.Number(fmt.Sprint(i)), "p": "0", "ssn": ssn}, nil) {
+				return
+			}
+		}
+		yield(nil, errors.New("cursor lost; the first row had ssn "+secretSSN))
+	}}, nil
+}
+
+// A baseline read that fails part-way refuses the session; the refusal
+// quotes the adapter's error with the hidden value of a record already read
+// masked, though that record is nowhere in clear any more.
+func TestBaselineFailurePartWayMasked(t *testing.T) {
+	t.Parallel()
+	a := brokenBaseline{&memAdapter{kind: "broken-baseline-test", tier: 1, table: &table{}}}
+	m, dbPath, logs := evidenceManager(t, bytes.Repeat([]byte{4}, EvidenceKeySize), a)
+	dep := "effects: {kind: broken-baseline-test, evidence_redact_fields: [ssn]}\n"
+	_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	var se *Error
+	if !errors.As(err, &se) || se.Kind != Refused {
+		t.Fatalf("Begin = %v, want a refusal", err)
+	}
+	if !strings.Contains(se.Message, "cursor lost; the first row had ssn [REDACTED]") {
+		t.Errorf("refusal %q does not carry the masked adapter error", se.Message)
+	}
+	raw, _ := os.ReadFile(dbPath)
+	for what, b := range map[string]string{"refusal": se.Error(), "log": logs.String(), "store": string(raw)} {
+		if strings.Contains(b, secretSSN) {
+			t.Errorf("the %s holds the hidden value: %s", what, b)
 		}
 	}
 }

@@ -411,16 +411,16 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		return capt.Reason, 0, nil, nil
 	}
 	w := m.Store.NewBaseline(id, n)
-	keyRecord := m.baselineKeying(redaction) // nil when nothing is hidden
+	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
 	count := 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
-			return "", count, nil, err
+			return "", count, nil, keyer.maskErr(err)
 		}
 		for _, rec := range batch {
-			if keyRecord != nil {
+			if keyer != nil {
 				// The store never holds a hidden value in clear.
-				if rec, err = keyRecord(rec); err != nil {
+				if rec, err = keyer.key(rec); err != nil {
 					return "", count, nil, err
 				}
 			}
