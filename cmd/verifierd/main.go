@@ -71,6 +71,10 @@ func run(args []string) error {
 		return err
 	}
 	defer st.Close()
+	evidenceKey, err := session.LoadEvidenceKey(*dataDir)
+	if err != nil {
+		return err
+	}
 	// At start nothing is in flight: every uncommitted baseline is an orphan.
 	if stats, err := st.RemoveOrphans(context.Background(), time.Now(), *retain); err != nil {
 		return fmt.Errorf("removing orphans from the store: %w", err)
@@ -130,7 +134,7 @@ func run(args []string) error {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session")}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), EvidenceKey: evidenceKey}
 	srv, healthSrv := server.New(mgr, opts)
 
 	// Signals are handled before the daemon says it listens, so that a

@@ -113,6 +113,8 @@ func Judge(req JudgeRequest) (*Result, error) {
 			ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
 			ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
 			ContractHash: c.Hash, MatchedRecords: v.Matched,
+			// Unkeyed digests: the client sent these records, and a keyed
+			// digest would make the daemon an oracle for its task digests.
 			ReconciliationTask: judge.NewTask("judge", i, "client", c, &v),
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -69,8 +70,14 @@ type Manager struct {
 	// PollInterval is the first wait between after reads (judge default
 	// when zero).
 	PollInterval time.Duration
+	// EvidenceKey keys task digests and the hidden values of stored
+	// baselines (LoadEvidenceKey); a Manager without one uses a random key
+	// of its own lifetime.
+	EvidenceKey []byte
 
-	locks keyedMutex // serialises Verify per session id
+	locks        keyedMutex // serialises Verify per session id
+	keyOnce      sync.Once
+	ephemeralKey []byte
 }
 
 func (m *Manager) lookupEnv(name string) (string, bool) {
@@ -135,6 +142,9 @@ type captureMeta struct {
 	Reachable bool   `json:"reachable"`
 	Reason    string `json:"reason,omitempty"`
 	Records   int    `json:"records"`
+	// KeyID names the evidence key the baseline's hidden values were keyed
+	// with; empty when the deployment redacts nothing.
+	KeyID string `json:"key_id,omitempty"`
 }
 
 // prepared is a parsed, bound and configured step.
@@ -365,7 +375,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	sort.Ints(cands)
 	for n, ci := range cands {
 		effects := byCandidate[ci]
-		cm, w, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects)
+		cm, w, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects, dep.Candidates[ci].Redaction)
 		if err != nil {
 			m.Store.DropBaseline(id)
 			return nil, err
@@ -398,7 +408,7 @@ func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
 // captureBaseline reads one selected adapter's baseline once, streaming its
 // records into the store. A needed baseline that cannot be read completely
 // refuses the session.
-func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int) (captureMeta, *store.BaselineWriter, error) {
+func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction) (captureMeta, *store.BaselineWriter, error) {
 	cm := captureMeta{Effects: effects}
 	var needed []string
 	for _, i := range effects {
@@ -408,10 +418,15 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	}
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
-	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects))
+	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), redaction)
 	cm.Records = count
 	if err != nil {
 		reason = err.Error()
+	}
+	// Adapter text, kept in the store and shown to the client.
+	reason = redaction.RedactText(reason, groupOf(contracts, effects))
+	if redaction.Active() {
+		cm.KeyID = judge.KeyID(m.evidenceKey())
 	}
 	cm.Reachable = reason == ""
 	cm.Reason = reason
@@ -428,7 +443,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 // streamBaseline copies a capture into the store. It returns the
 // unreachable reason ("" when read completely), the record count, and the
 // writer whose last chunk CreateSession commits.
-func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest) (string, int, *store.BaselineWriter, error) {
+func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest, redaction judge.Redaction) (string, int, *store.BaselineWriter, error) {
 	capt, err := inst.CaptureBefore(ctx, req)
 	if err != nil {
 		return "", 0, nil, err
@@ -443,12 +458,19 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		return capt.Reason, 0, nil, nil
 	}
 	w := m.Store.NewBaseline(id, n)
+	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
 	count := 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
-			return "", count, nil, err
+			return "", count, nil, keyer.maskErr(err)
 		}
 		for _, rec := range batch {
+			if keyer != nil {
+				// The store never holds a hidden value in clear.
+				if rec, err = keyer.key(rec); err != nil {
+					return "", count, nil, err
+				}
+			}
 			if err := w.Add(rec); err != nil {
 				return "", count, nil, fmt.Errorf("storing the baseline: %w", err)
 			}

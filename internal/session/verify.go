@@ -134,7 +134,7 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 		v := verdicts[i]
 		task := tasks[i]
 		if task == nil {
-			task = judge.NewTask(id, i, cand.Kind, c, &v)
+			task = judge.NewTaskWithDigest(id, i, cand.Kind, c, &v, m.digester())
 		}
 		shown := cand.Redaction.Apply(v, c)
 		matched := shown.Matched
@@ -189,7 +189,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		return out, tasks
 	}
 	if instErr != nil {
-		return unreachable(instErr.Error())
+		return unreachable(cand.Redaction.RedactText(instErr.Error(), group))
 	}
 	info := inst.Info()
 
@@ -210,6 +210,8 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 			before.Records = recs
 		}
 	}
+	baseline := m.newKeyedBaseline(cm, before, cand.Redaction, group)
+	var lastAfter judge.Snapshot
 
 	timeout := effectTimeout(group)
 	opts := judge.Options{AbsenceNotProof: info.AbsenceNotProof}
@@ -220,6 +222,9 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		readCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second)+seconds(settleS))
 		after := m.readAfter(readCtx, inst, req)
 		cancel()
+		after.Reason = baseline.redactText(after.Reason, after)
+		lastAfter = after
+		before := baseline.against(after)
 		if fresh != nil {
 			opts.Freshness = &judge.Freshness{Field: fresh.Field, WindowS: fresh.WindowS, Now: m.clock().Now().UTC()}
 		}
@@ -240,7 +245,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		}
 	}
 	for k, c := range group {
-		m.applyHook(ctx, inst, info, lastCapture, cm.Effects[k], c, &out[k])
+		m.applyHook(ctx, inst, info, lastCapture, cm.Effects[k], c, &out[k], func(text string) string { return baseline.redactText(text, lastAfter) })
 	}
 	for k, c := range group {
 		recheck := func(ctx context.Context) judge.Verdict {
@@ -250,7 +255,9 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 			if fresh != nil {
 				opts.Freshness = &judge.Freshness{Field: fresh.Field, WindowS: fresh.WindowS, Now: m.clock().Now().UTC()}
 			}
-			return judge.Judge(c, before, m.readAfter(readCtx, inst, req), opts)
+			after := m.readAfter(readCtx, inst, req)
+			after.Reason = baseline.redactText(after.Reason, after)
+			return judge.Judge(c, baseline.against(after), after, opts)
 		}
 		tasks[k] = m.compensate(ctx, id, cm.Effects[k], cand, c, &out[k], recheck)
 	}
@@ -280,8 +287,10 @@ func (m *Manager) compensate(ctx context.Context, id string, index int, cand *co
 		allow = m.Daemon.AllowSecret
 	}
 	failed := func(deleted []judge.Record, why error) *judge.Task {
-		m.logger().Error("compensation failed", "session", id, "effect", index, "deleted", len(deleted), "error", why)
-		return judge.CompensationFailedTask(id, index, cand.Kind, c, v, deleted)
+		// A failed DELETE's error may quote the URL, and so an identity.
+		msg := cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched)
+		m.logger().Error("compensation failed", "session", id, "effect", index, "deleted", len(deleted), "error", msg)
+		return judge.CompensationFailedTaskWithDigest(id, index, cand.Kind, c, v, deleted, m.digester())
 	}
 	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
 	if err != nil {
@@ -301,7 +310,7 @@ func (m *Manager) compensate(ctx context.Context, id string, index int, cand *co
 	*v = nv
 	m.logger().Info("compensated duplicates", "session", id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
 	if nv.Decision != judge.Confirmed {
-		return judge.CompensationFailedTask(id, index, cand.Kind, c, v, deleted)
+		return judge.CompensationFailedTaskWithDigest(id, index, cand.Kind, c, v, deleted, m.digester())
 	}
 	return nil
 }
@@ -339,7 +348,7 @@ func (m *Manager) readAfter(ctx context.Context, inst *pluginhost.Instance, req 
 
 // applyHook lets the adapter demote the verdict. A hook that fails (other
 // than not existing) leaves doubt: a CONFIRMED becomes INDETERMINATE.
-func (m *Manager) applyHook(ctx context.Context, inst *pluginhost.Instance, info sdk.Info, captureID string, index int, c *judge.Contract, v *judge.Verdict) {
+func (m *Manager) applyHook(ctx context.Context, inst *pluginhost.Instance, info sdk.Info, captureID string, index int, c *judge.Contract, v *judge.Verdict, redact func(string) string) {
 	req := sdk.VerdictRequest{
 		CaptureID: captureID, EffectIndex: index, ContractHash: c.Hash,
 		Verdict: sdk.Verdict(v.Decision), Tier: info.Tier,
@@ -363,12 +372,12 @@ func (m *Manager) applyHook(ctx context.Context, inst *pluginhost.Instance, info
 		return
 	case err != nil:
 		judge.Demote(v, judge.Indeterminate, "ADAPTER_HOOK_FAILED",
-			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+err.Error(), info.AbsenceNotProof)
+			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+redact(err.Error()), info.AbsenceNotProof)
 		return
 	case d.IsZero():
 		return
 	}
-	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, d.Message, info.AbsenceNotProof) {
+	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, redact(d.Message), info.AbsenceNotProof) {
 		m.logger().Warn("ignored a verdict hook answer that is not a demotion", "kind", inst.Kind(), "from", v.Decision, "to", d.Verdict)
 	}
 }
