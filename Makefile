@@ -95,6 +95,9 @@ fuzz:
 	$(GO) test ./adapters/graphql -run '^$$' -fuzz FuzzParseReadQuery -fuzztime 30s
 	$(GO) test ./adapters/fhir -run '^$$' -fuzz FuzzFlatten -fuzztime 30s
 	$(GO) test ./adapters/email -run '^$$' -fuzz FuzzReadMessage -fuzztime 30s
+	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzExpandURL -fuzztime 30s
+	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzFileName -fuzztime 30s
+	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzParseValue -fuzztime 30s
 
 clean:
 	rm -rf .cache

@@ -2,11 +2,14 @@ package judge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Kind names the judgement an effect asks for.
@@ -53,14 +56,9 @@ func refuse(path, format string, args ...any) *Error {
 	return &Error{Code: CodeInvalidContract, Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
-// Value is a contract value: literal text, or a reference to a run parameter.
-type Value struct {
-	Literal string
-	Param   string // non-empty for a {param: name} reference
-}
-
-// IsParam reports whether v refers to a run parameter.
-func (v Value) IsParam() bool { return v.Param != "" }
+// Value is a contract value: literal text, or a reference to a run parameter
+// ({param: name}). The grammar is shared with the daemon and the adapters.
+type Value = param.Value
 
 // Selector maps a record field to the value it must have.
 type Selector map[string]Value
@@ -304,32 +302,18 @@ func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 	return sel, nil
 }
 
+// loadValue reads a value with the shared grammar (sdk/param), suggesting a
+// number's canonical text when one is written unquoted.
 func loadValue(v any, path string) (Value, error) {
-	switch x := v.(type) {
-	case string:
-		return Value{Literal: x}, nil
-	case map[string]any:
-		if len(x) != 1 {
-			return Value{}, refuse(path, `a value object has exactly one key, literal or param: write {literal: "text"} or {param: name}`)
+	val, err := param.Parse(v, path, param.NumberText(canonNumber))
+	if err != nil {
+		var perr *param.Error
+		if errors.As(err, &perr) {
+			return Value{}, refuse(perr.Path, "%s", perr.Message)
 		}
-		if lit, ok := x["literal"]; ok {
-			s, isStr := lit.(string)
-			if !isStr {
-				return Value{}, refuse(join(path, "literal"), "a literal must be a string, got %s; write %q", typeName(lit), quoteSuggestion(lit))
-			}
-			return Value{Literal: s}, nil
-		}
-		if p, ok := x["param"]; ok {
-			s, isStr := p.(string)
-			if !isStr || s == "" {
-				return Value{}, refuse(join(path, "param"), "a param reference must name a run parameter (a non-empty string), got %s", show(p))
-			}
-			return Value{Param: s}, nil
-		}
-		return Value{}, refuse(path, `malformed value object with key %q: write {literal: "text"} or {param: name}`, sortedKeys(x)[0])
-	default:
-		return Value{}, refuse(path, "a value must be a string, got %s; write %q (%s)", typeName(v), quoteSuggestion(v), lastKey(path))
+		return Value{}, refuse(path, "%s", err.Error())
 	}
+	return val, nil
 }
 
 func loadCount(v any, path string) (int, error) {
@@ -430,18 +414,6 @@ func show(v any) string {
 		return strconv.FormatBool(x)
 	}
 	return typeName(v)
-}
-
-func quoteSuggestion(v any) string {
-	switch x := v.(type) {
-	case json.Number:
-		return canonNumber(string(x))
-	case bool:
-		return strconv.FormatBool(x)
-	case nil:
-		return ""
-	}
-	return "text"
 }
 
 func knownKeyList() string {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/internal/httpread"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Kind is the deployment's `kind:` for this adapter.
@@ -144,6 +145,9 @@ func searchQuery(sec *httpread.Section, params map[string]string) (string, error
 	if err != nil {
 		return "", err
 	}
+	if err := checkSearchParams(sec.Raw("search_param_exprs"), bound); err != nil {
+		return "", err
+	}
 	names := make([]string, 0, len(bound))
 	for k := range bound {
 		names = append(names, k)
@@ -161,6 +165,42 @@ func searchQuery(sec *httpread.Section, params map[string]string) (string, error
 		}
 	}
 	return q.Encode(), nil
+}
+
+// checkSearchParams refuses a run parameter that would widen the search.
+// url.Values query-escapes every value, so none can add a parameter; but a
+// comma inside a FHIR search value means OR (patient=a,b reads both
+// patients), so a value bound from a run parameter may not hold one. A
+// literal written by the operator may.
+func checkSearchParams(raw json.RawMessage, bound map[string]string) error {
+	var exprs map[string]json.RawMessage
+	if json.Unmarshal(raw, &exprs) != nil {
+		return nil
+	}
+	for _, name := range sortedNames(bound) {
+		path := "search_param_exprs." + name
+		v, err := param.ParseJSON(exprs[name], path)
+		if err != nil || !v.IsParam() {
+			continue
+		}
+		value := bound[name]
+		if _, err := param.QueryValue(value); err != nil {
+			return &sdk.ConfigError{Path: path, Message: fmt.Sprintf("run parameter %q %v", v.Param, err)}
+		}
+		if strings.Contains(value, ",") {
+			return &sdk.ConfigError{Path: path, Message: fmt.Sprintf("run parameter %q holds a comma, which FHIR search reads as OR between values; a run parameter binds exactly one value", v.Param)}
+		}
+	}
+	return nil
+}
+
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 var errNotConfigured = errors.New("fhir adapter: called before Configure")

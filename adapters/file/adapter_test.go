@@ -130,6 +130,8 @@ func TestConfigureRefusals(t *testing.T) {
 		{"wrong kind", map[string]any{"kind": "document", "root": "/x"}, nil, "kind", `not "document"`},
 		{"bad pattern", map[string]any{"root": "/x", "file_pattern": "[a-"}, nil, "file_pattern", "not a valid pattern"},
 		{"absolute pattern", map[string]any{"root": "/x", "file_pattern": "/etc/*"}, nil, "file_pattern", "relative to root"},
+		// The pattern is the operator's: a run parameter can never reach the glob.
+		{"run parameter in the pattern", map[string]any{"root": "/x", "file_pattern": map[string]any{"param": "p"}}, nil, "", "file_pattern of type string"},
 		{"negative min size", map[string]any{"root": "/x", "file_min_size": -1}, nil, "file_min_size", "0 or more"},
 		{"fractional min size", map[string]any{"root": "/x", "file_min_size": 1.5}, nil, "file_min_size", "whole number"},
 		{"zero window", map[string]any{"root": "/x", "file_mtime_window_s": 0}, nil, "file_mtime_window_s", "above 0"},

@@ -119,6 +119,7 @@ func TestConfigureRefusals(t *testing.T) {
 			s["graphql_variables"] = map[string]any{"ids": "1"}
 		}, nil, "graphql_variables.ids", "is a list"},
 		{"missing run parameter", nil, map[string]string{}, "graphql_variables.patient", `the run has no parameter "patient_id"`},
+		{"control character in a variable", nil, map[string]string{"patient_id": "p1\x00"}, "graphql_variables.patient", "control character"},
 		{"records path on an unselected field", func(s map[string]any) { s["graphql_records_path"] = "patients" }, nil, "graphql_records_path", `selects no top-level field "patients"`},
 		{"several fields without a records path", func(s map[string]any) {
 			s["graphql_query"] = `query Q($patient: String!) { encounters(patientId: $patient) { id } patient(id: $patient) { id } }`

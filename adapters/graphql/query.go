@@ -9,6 +9,8 @@ import (
 
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
+
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // maxQueryTokens bounds the parser's work on an operator's query.
@@ -91,6 +93,11 @@ func (rq *readQuery) bindVariables(values map[string]string) (map[string]any, st
 		typ, ok := rq.variables[name]
 		if !ok {
 			return nil, name, fmt.Errorf("the query declares no $%s; declare it (query Q($%s: String!) { ... }) or remove the entry", name, name)
+		}
+		// A variable is a JSON value, so it needs no escaping, but it is
+		// still one value a caller supplies: no NUL or control characters.
+		if err := param.Check(v); err != nil {
+			return nil, name, fmt.Errorf("$%s %v", name, err)
 		}
 		if typ.NamedType == "" {
 			return nil, name, fmt.Errorf("$%s is a list (%s); one run parameter binds one value, so declare a scalar", name, typ.String())

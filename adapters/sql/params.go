@@ -2,46 +2,21 @@ package sql
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// valueExpr is one sql_query_params entry: a literal, or the name of a run
-// parameter bound at configure time.
-type valueExpr struct {
-	literal string
-	param   string
-}
-
-// parseValueExpr reads "text", {literal: "text"} or {param: name}.
-func parseValueExpr(raw json.RawMessage, path string) (valueExpr, error) {
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return valueExpr{literal: s}, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err == nil && len(m) == 1 {
-		if v, ok := m["literal"]; ok {
-			if err := json.Unmarshal(v, &s); err == nil {
-				return valueExpr{literal: s}, nil
-			}
-		}
-		if v, ok := m["param"]; ok {
-			if err := json.Unmarshal(v, &s); err == nil && s != "" {
-				return valueExpr{param: s}, nil
-			}
-		}
-	}
-	return valueExpr{}, &sdk.ConfigError{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
-}
-
-// bindParams resolves every sql_query_params entry against the run's
-// parameters. A {param: name} the run does not supply refuses the
+// bindParams resolves every sql_query_params entry (a string,
+// {literal: "text"} or {param: name}; the grammar of sdk/param) against the
+// run's parameters. A {param: name} the run does not supply refuses the
 // configuration: a query must never run with a hole where its subject goes.
+// Values are only ever bound as driver arguments, so they need no escaping.
 func bindParams(raw map[string]json.RawMessage, params map[string]string) (map[string]string, error) {
 	bound := make(map[string]string, len(raw))
 	for _, name := range sortedKeys(raw) {
@@ -49,17 +24,13 @@ func bindParams(raw map[string]json.RawMessage, params map[string]string) (map[s
 		if !validPlaceholderName(name) {
 			return nil, &sdk.ConfigError{Path: path, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
 		}
-		expr, err := parseValueExpr(raw[name], path)
+		v, err := param.BindJSON(raw[name], path, params)
 		if err != nil {
+			var perr *param.Error
+			if errors.As(err, &perr) {
+				return nil, &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
+			}
 			return nil, err
-		}
-		if expr.param == "" {
-			bound[name] = expr.literal
-			continue
-		}
-		v, ok := params[expr.param]
-		if !ok {
-			return nil, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", expr.param, expr.param)}
 		}
 		bound[name] = v
 	}

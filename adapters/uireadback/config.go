@@ -3,14 +3,16 @@ package uireadback
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // The secret slots the daemon fills from the deployment's *_env keys.
@@ -371,34 +373,26 @@ func str(m map[string]json.RawMessage, key, path string, required bool, dst *str
 	return nil
 }
 
-// bindValue reads "text", {literal: "text"} or {param: name} and binds it.
+// bindValue reads "text", {literal: "text"} or {param: name} (the grammar
+// of sdk/param) and binds it.
 func bindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) == nil && len(m) == 1 {
-		if v, ok := m["literal"]; ok && json.Unmarshal(v, &s) == nil {
-			return s, nil
+	v, err := param.BindJSON(raw, path, params)
+	if err != nil {
+		var perr *param.Error
+		if errors.As(err, &perr) {
+			return "", configError(perr.Path, "%s", perr.Message)
 		}
-		if v, ok := m["param"]; ok && json.Unmarshal(v, &s) == nil && s != "" {
-			bound, ok := params[s]
-			if !ok {
-				return "", configError(path, "the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", s, s)
-			}
-			return bound, nil
-		}
+		return "", err
 	}
-	return "", configError(path, `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`)
+	return v, nil
 }
 
-var placeholderRE = regexp.MustCompile(`\{([^{}]*)\}`)
-
 // expandRecordURL fills the {name} placeholders of the record_url template
-// with their bound url_params, escaped for where they stand: path escaping
-// before the query, query escaping after it. Placeholders may not stand in
-// the scheme or host, so a parameter can never send the read elsewhere.
+// with their bound url_params through param.Expand: a value before the
+// query is exactly one path segment (never "", "." or "..", never holding
+// '/' or '\'), a value after '?' or '#' is query-escaped, and neither may
+// carry control characters. Placeholders may not stand in the scheme or
+// host, so a parameter can never send the read elsewhere.
 func expandRecordURL(tmpl string, bound map[string]string, p string) (string, error) {
 	path := p + ".record_url"
 	if err := checkPageURL(tmpl, path); err != nil {
@@ -414,32 +408,24 @@ func expandRecordURL(tmpl string, bound map[string]string, p string) (string, er
 	if strings.ContainsAny(tmpl[:authority], "{}") {
 		return "", configError(path, "a placeholder may not stand in the scheme or host; the read-back only opens the configured site")
 	}
-	queryAt := strings.IndexAny(tmpl, "?#")
-	used := map[string]bool{}
-	var out strings.Builder
-	last := 0
-	for _, m := range placeholderRE.FindAllStringSubmatchIndex(tmpl, -1) {
-		name := tmpl[m[2]:m[3]]
-		v, ok := bound[name]
-		if !ok {
+	names := param.Names(tmpl)
+	for _, name := range names {
+		if _, ok := bound[name]; !ok {
 			return "", configError(path, "placeholder {%s} has no entry under url_params; add %s: {param: ...}", name, name)
 		}
-		used[name] = true
-		out.WriteString(tmpl[last:m[0]])
-		if queryAt >= 0 && m[0] > queryAt {
-			out.WriteString(url.QueryEscape(v))
-		} else {
-			out.WriteString(url.PathEscape(v))
-		}
-		last = m[1]
 	}
-	out.WriteString(tmpl[last:])
 	for _, name := range sortedKeys(bound) {
-		if !used[name] {
+		if !slices.Contains(names, name) {
 			return "", configError(p+".url_params."+name, "record_url has no {%s} placeholder for it", name)
 		}
 	}
-	expanded := out.String()
+	expanded, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+		v, ok := bound[name]
+		return v, ok
+	})
+	if err != nil {
+		return "", configError(path, "%v", err)
+	}
 	if _, err := url.Parse(expanded); err != nil {
 		return "", configError(path, "the bound URL is not valid: %v", err)
 	}
@@ -448,7 +434,15 @@ func expandRecordURL(tmpl string, bound map[string]string, p string) (string, er
 
 // checkPageURL accepts an absolute http or https URL.
 func checkPageURL(raw, path string) error {
-	u, err := url.Parse(placeholderRE.ReplaceAllString(raw, "x"))
+	var filled strings.Builder
+	last := 0
+	for _, ph := range param.Placeholders(raw) {
+		filled.WriteString(raw[last:ph.Start])
+		filled.WriteString("x")
+		last = ph.End
+	}
+	filled.WriteString(raw[last:])
+	u, err := url.Parse(filled.String())
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return configError(path, "%q: write an absolute http:// or https:// URL", raw)
 	}

@@ -34,14 +34,14 @@ func configure(t *testing.T, sec map[string]any, params, secrets map[string]stri
 }
 
 func TestConfigureAccepts(t *testing.T) {
-	s, err := configure(t, testSection(), map[string]string{"patient_id": "a b/ç?&"}, nil)
+	s, err := configure(t, testSection(), map[string]string{"patient_id": "a b;ç?&"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "https://records.example.org/patients/a%20b%2F%C3%A7%3F&/encounters"; s.recordURL != want {
+	if want := "https://records.example.org/patients/a%20b%3B%C3%A7%3F&/encounters"; s.recordURL != want {
 		t.Errorf("record URL %q; want %q", s.recordURL, want)
 	}
-	if s.identity.value != "a b/ç?&" || s.identity.field != "patient_id" {
+	if s.identity.value != "a b;ç?&" || s.identity.field != "patient_id" {
 		t.Errorf("identity %+v", s.identity)
 	}
 	if s.signIn.username != "reader" || s.signIn.password != "s3cret" {
@@ -90,6 +90,10 @@ func TestConfigureRefuses(t *testing.T) {
 		{"no section", func(sec, _ map[string]any) { delete(sec, "ui_readback") }, nil, nil, "ui_readback", "missing"},
 		{"other kind", func(sec, _ map[string]any) { sec["kind"] = "sql" }, nil, nil, "kind", "ui_readback"},
 		{"missing param", nil, map[string]string{}, nil, "ui_readback.url_params.patient", `no parameter "patient_id"`},
+		{"path separator in a param", nil, map[string]string{"patient_id": "../admin"}, nil, "ui_readback.record_url", "placeholder {patient} in the path holds a path separator"},
+		{"slash in a param", nil, map[string]string{"patient_id": "p1/../../x"}, nil, "ui_readback.record_url", "path separator"},
+		{"dot-dot param", nil, map[string]string{"patient_id": ".."}, nil, "ui_readback.record_url", "names another resource"},
+		{"control character in a param", nil, map[string]string{"patient_id": "p1\r\nX: y"}, nil, "ui_readback.record_url", "control character"},
 		{"placeholder without url_params", func(_, ui map[string]any) { delete(ui, "url_params") }, nil, nil, "ui_readback.record_url", "{patient}"},
 		{"unused url_params", func(_, ui map[string]any) {
 			ui["url_params"].(map[string]any)["extra"] = "x"

@@ -302,8 +302,8 @@ func TestUnusablePages(t *testing.T) {
 func TestRecordShape(t *testing.T) {
 	a := startApp(t)
 	ac := signInActor(t, a)
-	id := ac.save(recordapp.Encounter{PatientID: "s 1/ä", Type: "Triage", Note: "  two\n\tspaces   here ", Date: "2026-12-31"})
-	c := adapterClient(t, request(t, a.section(), "s 1/ä", recordapp.ReaderPassword))
+	id := ac.save(recordapp.Encounter{PatientID: "s 1;ä", Type: "Triage", Note: "  two\n\tspaces   here ", Date: "2026-12-31"})
+	c := adapterClient(t, request(t, a.section(), "s 1;ä", recordapp.ReaderPassword))
 	r := capture(t, c, false, 20*time.Second)
 	if !r.Reachable {
 		t.Fatal(r.Reason)
@@ -312,7 +312,7 @@ func TestRecordShape(t *testing.T) {
 		t.Fatalf("records %v", r.Records)
 	}
 	got := r.Records[0]
-	want := map[string]string{"id": strconv.Itoa(id), "type": "triage", "date": "2026-12-31", "note": "two spaces here", "patient_id": "s 1/ä"}
+	want := map[string]string{"id": strconv.Itoa(id), "type": "triage", "date": "2026-12-31", "note": "two spaces here", "patient_id": "s 1;ä"}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %#v; want %#v (record %v)", k, got[k], v, got)

@@ -19,8 +19,9 @@
 //	  ca_file: /etc/verifierd/erp-ca.pem
 //	  timeout_s: 10
 //
-// Each {field} in delete_path is filled from the record being deleted,
-// path-escaped before the first '?' and query-escaped after it.
+// Each {field} in delete_path is filled from the record being deleted with
+// sdk/param: one path segment before the first '?' (a value holding '/',
+// '\', or being "", "." or "..", is refused), query-escaped after it.
 package compensate
 
 import (
@@ -37,13 +38,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // KindRESTDelete is the compensator kind this package runs.
@@ -337,9 +339,6 @@ func parseBase(v any) (*url.URL, error) {
 	return u, nil
 }
 
-// fieldRE is one {field} of delete_path.
-var fieldRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_.\-]*)\}`)
-
 func parseDeletePath(v any) (string, error) {
 	s, _ := v.(string)
 	switch {
@@ -350,38 +349,34 @@ func parseDeletePath(v any) (string, error) {
 	case strings.ContainsAny(s, "# \t\r\n"):
 		return "", &Error{Path: "delete_path", Message: "must be URL-encoded (a space is %20) and have no fragment"}
 	}
-	first := strings.IndexByte(s, '{')
-	if q := strings.IndexByte(s, '?'); !fieldRE.MatchString(s) || q >= 0 && first > q {
+	fields := param.Placeholders(s)
+	if q := strings.IndexByte(s, '?'); len(fields) == 0 || q >= 0 && fields[0].Start > q {
 		return "", &Error{Path: "delete_path", Message: "must name the record in its path with a {field} placeholder (e.g. /api/resource/Encounter/{name}); a path without one would delete the same URL for every duplicate"}
 	}
 	return s, nil
 }
 
-// expand fills delete_path from one record. A value in the path may not
-// be empty, "." or "..", which would address another resource.
+// expand fills delete_path from one record with param.Expand: a value in
+// the path is exactly one segment (never empty, "." or "..", never holding
+// '/' or '\'), which would address another resource; a value in the query
+// is query-escaped; control characters are refused in both.
 func expand(tmpl string, rec map[string]any) (string, error) {
-	query := strings.IndexByte(tmpl, '?')
-	var b strings.Builder
-	last := 0
-	for _, loc := range fieldRE.FindAllStringSubmatchIndex(tmpl, -1) {
-		field := tmpl[loc[2]:loc[3]]
-		v, err := text(rec[field])
+	values := map[string]string{}
+	for _, ph := range param.Placeholders(tmpl) {
+		v, err := text(rec[ph.Name])
 		if err != nil {
-			return "", fmt.Errorf("the record's %q %v, so delete_path cannot address it", field, err)
+			return "", fmt.Errorf("the record's %q %v, so delete_path cannot address it", ph.Name, err)
 		}
-		b.WriteString(tmpl[last:loc[0]])
-		if query < 0 || loc[0] < query {
-			if v == "" || v == "." || v == ".." {
-				return "", fmt.Errorf("the record's %q is %q, which would address another resource", field, v)
-			}
-			b.WriteString(url.PathEscape(v))
-		} else {
-			b.WriteString(url.QueryEscape(v))
-		}
-		last = loc[1]
+		values[ph.Name] = v
 	}
-	b.WriteString(tmpl[last:])
-	return b.String(), nil
+	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+		v, ok := values[name]
+		return v, ok
+	})
+	if err != nil {
+		return "", fmt.Errorf("the record does not fill delete_path: %v", err)
+	}
+	return out, nil
 }
 
 // text is a record value as the judge would print it.

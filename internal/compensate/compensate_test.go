@@ -246,7 +246,8 @@ func TestStopsAtFirstFailure(t *testing.T) {
 }
 
 // TestAddressesEveryRecordFirst: a record that cannot fill the template
-// deletes nothing at all; values are escaped for their place in the URL.
+// deletes nothing at all; values are escaped for their place in the URL,
+// and a path value may not climb out of its segment.
 func TestAddressesEveryRecordFirst(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -271,11 +272,21 @@ func TestAddressesEveryRecordFirst(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"id" is missing or null`) || len(seen) != 0 {
 		t.Fatalf("Delete = %v; want a refusal for the missing id", err)
 	}
-	deleted, err := c.Delete(t.Context(), []map[string]any{{"type": "Observation", "id": "a/b c", "mode": "x&y=1"}})
+	for _, id := range []string{"a/b", "../../admin", `..\x`} {
+		_, err = c.Delete(t.Context(), []map[string]any{{"type": "Observation", "id": "7", "mode": "x"}, {"type": "Observation", "id": id, "mode": "x"}})
+		if err == nil || !strings.Contains(err.Error(), "path separator") || len(seen) != 0 {
+			t.Fatalf("Delete(id %q) = %v after %d requests; want a refusal before any request", id, err, len(seen))
+		}
+	}
+	_, err = c.Delete(t.Context(), []map[string]any{{"type": "Observation", "id": "7", "mode": "x\x00"}})
+	if err == nil || !strings.Contains(err.Error(), "control character") || len(seen) != 0 {
+		t.Fatalf("Delete = %v; want a refusal for the NUL", err)
+	}
+	deleted, err := c.Delete(t.Context(), []map[string]any{{"type": "Observation", "id": "a;b c", "mode": "x&y=1"}})
 	if err != nil || len(deleted) != 1 {
 		t.Fatalf("Delete = %v, %v", deleted, err)
 	}
-	if want := []string{"DELETE /fhir/Observation/a%2Fb%20c?_cascade=x%26y%3D1"}; !slices.Equal(seen, want) {
+	if want := []string{"DELETE /fhir/Observation/a%3Bb%20c?_cascade=x%26y%3D1"}; !slices.Equal(seen, want) {
 		t.Errorf("requests %q, want %q", seen, want)
 	}
 }

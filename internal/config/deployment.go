@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // BuiltinKinds are the kinds verifierd ships. A plugin can never take one of
@@ -349,6 +350,12 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 					missing = append(missing, strconv.Quote(v.Param))
 					continue
 				}
+				// An option goes to a plugin as data; what the plugin
+				// does with it is its own, so only NUL and control
+				// characters are refused here.
+				if err := param.Check(s); err != nil {
+					return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params.%s", c.Index, k), "run parameter %q %v", v.Param, err)
+				}
 				opts[k] = s
 			} else {
 				opts[k] = v.Literal
@@ -397,18 +404,15 @@ func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), al
 }
 
 func loadValue(v any, path string) (judge.Value, error) {
-	switch x := v.(type) {
-	case string:
-		return judge.Value{Literal: x}, nil
-	case map[string]any:
-		if p, ok := x["param"].(string); ok && len(x) == 1 && p != "" {
-			return judge.Value{Param: p}, nil
+	val, err := param.Parse(v, path)
+	if err != nil {
+		var perr *param.Error
+		if errors.As(err, &perr) {
+			return judge.Value{}, errorf(perr.Path, "%s", perr.Message)
 		}
-		if l, ok := x["literal"].(string); ok && len(x) == 1 {
-			return judge.Value{Literal: l}, nil
-		}
+		return judge.Value{}, errorf(path, "%s", err.Error())
 	}
-	return judge.Value{}, errorf(path, `write a string, {literal: "text"} or {param: name}`)
+	return val, nil
 }
 
 func stringList(get func(string) (any, bool), key, path string) ([]string, error) {

@@ -119,6 +119,9 @@ effects:
 	if _, _, err := c.Resolve(map[string]string{}, lookup, allowAll); err == nil || !strings.Contains(err.Error(), `"claim_no"`) {
 		t.Errorf("missing option param: err = %v, want one naming claim_no", err)
 	}
+	if _, _, err := c.Resolve(map[string]string{"claim_no": "C-9\x00; x"}, lookup, allowAll); err == nil || !strings.Contains(err.Error(), "option_params.claim_code") || !strings.Contains(err.Error(), "control character") {
+		t.Errorf("NUL in an option param: err = %v, want a refusal naming the option", err)
+	}
 	_, _, err = c.Resolve(map[string]string{"claim_no": "x"}, func(string) (string, bool) { return "", false }, allowAll)
 	if err == nil || !strings.Contains(err.Error(), "ACME_BEARER") {
 		t.Errorf("missing variable: err = %v, want one naming ACME_BEARER", err)

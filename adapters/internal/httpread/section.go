@@ -3,12 +3,14 @@ package httpread
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Section is one JSON object of an adapter's deployment section. Every
@@ -151,10 +153,11 @@ func (s *Section) Raw(key string) json.RawMessage {
 }
 
 // BoundValues reads a map of value expressions under key (a bare string or
-// {literal: "text"} is a literal, {param: name} names a run parameter) and
-// binds each against params. A parameter the run does not supply refuses
-// the configuration: a read must never go out with a hole where its subject
-// belongs.
+// {literal: "text"} is a literal, {param: name} names a run parameter; the
+// grammar of sdk/param) and binds each against params. A parameter the run
+// does not supply refuses the configuration: a read must never go out with
+// a hole where its subject belongs. The values are not yet escaped; the
+// caller escapes each for the place it fills.
 func (s *Section) BoundValues(key string, params map[string]string) (map[string]string, error) {
 	if !s.Has(key) {
 		return nil, nil
@@ -163,38 +166,24 @@ func (s *Section) BoundValues(key string, params map[string]string) (map[string]
 	if err := json.Unmarshal(s.m[key], &raw); err != nil || raw == nil {
 		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to values: a string, {literal: \"text\"} or {param: name}"}
 	}
-	out := make(map[string]string, len(raw))
-	for _, k := range sortedKeys(raw) {
-		v, err := BindValue(raw[k], s.At(key)+"."+k, params)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = v
-	}
-	return out, nil
+	out, err := param.BindMap(raw, s.At(key), params)
+	return out, ConfigError(err)
 }
 
 // BindValue reads one value expression at path and binds it.
 func BindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
-	var lit string
-	if err := json.Unmarshal(raw, &lit); err == nil {
-		return lit, nil
+	v, err := param.BindJSON(raw, path, params)
+	return v, ConfigError(err)
+}
+
+// ConfigError turns a *param.Error into the *sdk.ConfigError an adapter
+// returns; other errors (and nil) pass through.
+func ConfigError(err error) error {
+	var perr *param.Error
+	if errors.As(err, &perr) {
+		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err == nil && len(m) == 1 {
-		if v, ok := m["literal"]; ok && json.Unmarshal(v, &lit) == nil {
-			return lit, nil
-		}
-		var name string
-		if v, ok := m["param"]; ok && json.Unmarshal(v, &name) == nil && name != "" {
-			val, ok := params[name]
-			if !ok {
-				return "", &sdk.ConfigError{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", name, name)}
-			}
-			return val, nil
-		}
-	}
-	return "", &sdk.ConfigError{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
+	return err
 }
 
 func sortedKeys[V any](m map[string]V) []string {

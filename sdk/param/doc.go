@@ -1,0 +1,49 @@
+// Package param owns how a run parameter enters a read: the value grammar
+// written in contracts and deployment sections, and the escaping of a
+// parameter's value for the place it is substituted into. The judge, the
+// daemon's configuration, the compensator and every adapter use this one
+// implementation, so they cannot disagree about what a value means.
+//
+// # The value grammar
+//
+// A value is written in one of three forms:
+//
+//	"text"            a literal
+//	{literal: "text"} a literal (for text that would otherwise be ambiguous)
+//	{param: name}     the run parameter called name, bound at each run
+//
+// Parse reads a decoded YAML or JSON tree, ParseJSON raw JSON; Value.Bind
+// looks the parameter up and refuses one the run does not supply. Numbers,
+// booleans, null and lists are refused with a hint to quote them.
+//
+// # Where a value goes
+//
+// A caller supplies run parameters, and the caller is the party being
+// checked, so a value must never widen or redirect a read. Every place
+// refuses a value holding NUL, any other control character or invalid
+// UTF-8, and then:
+//
+//   - Text (Check): a value passed as data, such as a GraphQL variable or a
+//     plugin option, is used as is.
+//   - A URL path segment (PathSegment): the value is one segment. It is
+//     percent-escaped; "", "." and ".." are refused (they name another
+//     resource) and so is any '/' or '\', even escaped, because many servers
+//     and proxies decode %2F before routing.
+//   - A URL query value or fragment (QueryValue): the value is
+//     query-escaped, so '&', '=', '#' and '+' cannot add parameters of their
+//     own.
+//   - A file name or one segment of a glob pattern (FileName): "", "." and
+//     ".." and any '/' or '\' are refused; the glob metacharacters * ? [ ]
+//     are escaped so the value matches only a file of exactly that name.
+//
+// Expand fills the {name} placeholders of a template, choosing the place of
+// each placeholder from where it stands: in a URL template, before the
+// first '?' is the path and after it the query (or fragment); in a file
+// pattern every placeholder is a file name. A placeholder name is a letter
+// or '_' followed by letters, digits, '_', '.' or '-'; a brace that does not
+// open such a placeholder is literal text. A placeholder may not stand in a
+// URL's scheme or host.
+//
+// The package imports only the standard library, so a customer's adapter
+// can use it as well.
+package param
