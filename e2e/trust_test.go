@@ -311,3 +311,15 @@ func TestContractGuardsThroughDaemon(t *testing.T) {
 		begins(t, d, "begin", "--deployment-name", "clinic", "--workflow", "triage", "--step", "save_triage", "--param", "patient_id=p1", "--param", "note=x")
 	})
 }
+
+// TestBrokenWorkflowStopsStart: a registered workflow that does not load
+// stops the daemon at start, naming the file and the path in it.
+func TestBrokenWorkflowStopsStart(t *testing.T) {
+	dir := t.TempDir()
+	wf := writeFile(t, dir, "triage.yaml", strings.Replace(triageWorkflow, "    risk: irreversible\n", "    risk: maybe\n", 1))
+	cfg := writeFile(t, dir, "daemon.yaml", "workflows:\n  triage: "+wf+"\n")
+	out, err := exec.Command(filepath.Join(bins.dir, "verifierd"), "--listen", freeAddr(t), "--data-dir", t.TempDir(), "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), wf) || !strings.Contains(string(out), "steps[0].risk") {
+		t.Errorf("daemon with a broken workflow: err %v, output %s; want a refusal naming %s and steps[0].risk", err, out, wf)
+	}
+}

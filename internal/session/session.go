@@ -293,11 +293,9 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 // Begin starts a session, or refuses it. A refusal of kind Refused means the
 // client must not actuate.
 func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error) {
-	deployment, inline, err := m.deploymentSource(req, "Begin")
-	if err != nil {
-		return nil, err
-	}
-	effects, registered, wf, err := m.contractSource(req)
+	// The trust checks come first: nothing is configured or read for a
+	// request the operator's rules refuse.
+	a, err := m.admit(req)
 	if err != nil {
 		return nil, err
 	}
@@ -305,21 +303,8 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	if params == nil {
 		params = map[string]string{}
 	}
-	dep, contracts, err := parse(deployment, effects, params)
+	dep, contracts, err := parse(a.deployment, a.effects, params)
 	if err != nil {
-		return nil, err
-	}
-	if inline {
-		if err := checkInline(dep); err != nil {
-			return nil, err
-		}
-	}
-	pol := m.policy(dep, wf)
-	if registered == nil && pol.RequireRegisteredContracts {
-		return nil, &Error{Kind: Denied, Code: CodeRegisteredContractsRequired, Path: "effects",
-			Message: "the daemon's policy requires registered contracts (require_registered_contracts); name a registered workflow and step (--workflow NAME --step NAME) instead of sending effects"}
-	}
-	if err := checkContracts(pol, effects, wf); err != nil {
 		return nil, err
 	}
 	insts, errs := m.configure(ctx, dep, contracts, params)
@@ -333,7 +318,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 
 	// Select per effect the strongest tier; ties go to declaration order.
 	id := newID()
-	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts)), Registered: registered}
+	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts)), Registered: a.registered}
 	byCandidate := map[int][]int{}
 	for i, c := range contracts {
 		best := -1
@@ -347,11 +332,11 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	}
 	// The tier is the adapter's (GetInfo), never the deployment's: refuse
 	// a weaker one than the policy allows before anything is read.
-	if err := checkTiers(pol, res); err != nil {
+	if err := checkTiers(a.policy, res); err != nil {
 		return nil, err
 	}
 
-	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: deployment, Effects: effects, Params: params, Begin: *res}
+	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
 	var writers []*store.BaselineWriter
 	cands := make([]int, 0, len(byCandidate))
 	for ci := range byCandidate {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -56,6 +57,58 @@ func LoadWorkflows(d *config.Daemon) (map[string]*workflow.Workflow, error) {
 		out[name] = w
 	}
 	return out, nil
+}
+
+// admitted is a Begin request the trust checks let through: its deployment
+// and contracts, where the contracts come from, and the effective policy.
+type admitted struct {
+	deployment []byte
+	effects    []byte
+	registered *RegisteredStep
+	policy     workflow.Effective
+}
+
+// admit applies the trust rules to a Begin before anything is configured
+// or read: named deployments only (unless the development switch is on,
+// and then no secret, compensator or policy inline), the contracts of a
+// registered step or, unless the policy requires those, the caller's, and
+// the contract guards. The tier guard needs the selected candidates and
+// comes later (checkTiers).
+func (m *Manager) admit(req BeginRequest) (*admitted, error) {
+	deployment, inline, err := m.deploymentSource(req, "Begin")
+	if err != nil {
+		return nil, err
+	}
+	effects, registered, wf, err := m.contractSource(req)
+	if err != nil {
+		return nil, err
+	}
+	dep, err := parsedDocs.deployment(deployment)
+	if err != nil {
+		return nil, deploymentError(err)
+	}
+	if inline {
+		if err := checkInline(dep); err != nil {
+			return nil, err
+		}
+	}
+	pol := m.policy(dep, wf)
+	if registered == nil && pol.RequireRegisteredContracts {
+		return nil, &Error{Kind: Denied, Code: CodeRegisteredContractsRequired, Path: "effects",
+			Message: "the daemon's policy requires registered contracts (require_registered_contracts); name a registered workflow and step (--workflow NAME --step NAME) instead of sending effects"}
+	}
+	if err := checkContracts(pol, effects, wf); err != nil {
+		return nil, err
+	}
+	return &admitted{deployment: deployment, effects: effects, registered: registered, policy: pol}, nil
+}
+
+func deploymentError(err error) error {
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		return &Error{Kind: Invalid, Path: "deployment." + ce.Path, Message: ce.Message}
+	}
+	return &Error{Kind: Invalid, Path: "deployment", Message: err.Error()}
 }
 
 // deploymentSource resolves the deployment bytes and refuses an inline

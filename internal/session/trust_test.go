@@ -163,6 +163,9 @@ func TestRequireRegisteredContracts(t *testing.T) {
 	params := map[string]string{"p": "1", "note": "x"}
 	_, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "mem", Effects: []byte(effectsRW), Params: params})
 	wantRefusal(t, err, Denied, CodeRegisteredContractsRequired, "effects")
+	// Refused before the caller's contracts are even bound.
+	_, err = m.Begin(context.Background(), BeginRequest{DeploymentName: "mem", Effects: []byte(effectsRW)})
+	wantRefusal(t, err, Denied, CodeRegisteredContractsRequired, "effects")
 	if _, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "mem", Workflow: "intake", Step: "save", Params: params}); err != nil {
 		t.Fatalf("registered step: %v", err)
 	}
@@ -239,5 +242,29 @@ func TestContractGuards(t *testing.T) {
 				t.Errorf("message does not name the rule: %v", err)
 			}
 		})
+	}
+}
+
+func TestLoadWorkflows(t *testing.T) {
+	t.Parallel()
+	m := newManager(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte(testWorkflow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(testWorkflow, "risk: irreversible", "risk: maybe", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.Daemon.Workflows = map[string]string{"intake": good}
+	ws, err := LoadWorkflows(m.Daemon)
+	if err != nil || ws["intake"] == nil || len(ws["intake"].Steps) != 3 {
+		t.Fatalf("loaded %v, %v", ws, err)
+	}
+	m.Daemon.Workflows["broken"] = bad
+	_, err = LoadWorkflows(m.Daemon)
+	if err == nil || !strings.Contains(err.Error(), "workflows.broken") || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "steps[0].risk") {
+		t.Fatalf("err %v, want one naming workflows.broken, the file and steps[0].risk", err)
 	}
 }
