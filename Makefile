@@ -33,8 +33,9 @@ build:
 	@for b in $(BINARIES); do echo "go build $${b#*=}"; $(GO) build -o $${b%%=*} $${b#*=} || exit 1; done
 	$(GO) build -o $(PLUGINS)/verifier-adapter-csv-ledger ./examples/csv-ledger
 
-# run: the daemon on embedded defaults with the demo deployment (a small
-# SQLite clinic). Try it from another shell with the commands in README.md.
+# run: the daemon with the demo's daemon config: the registered deployment
+# `clinic` (a small SQLite clinic) and workflow `triage`. Try it from another
+# shell with the commands in README.md.
 run: build
 	@mkdir -p .cache/demo
 	$(BIN)/clinic init .cache/demo/clinic.db

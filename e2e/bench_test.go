@@ -78,9 +78,10 @@ func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.D
 	dir := b.TempDir()
 	db := filepath.Join(dir, "bench.db")
 	seedRows(b, db, 10)
-	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: args})
+	// The contract counts the ten rows there (no change claim).
+	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: args, config: noChangeClaim})
 	client := d.client(b)
-	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db))
+	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db)))
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10, "timeout_s": 1}]`)
 	ctx := context.Background()
 	n := 0
@@ -90,7 +91,7 @@ func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.D
 			n++
 			params["run"] = strconv.Itoa(n) // unused by the query, but a new parameter set
 		}
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}, Effects: effects, Params: params})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects, Params: params})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -170,13 +171,13 @@ func BenchmarkBaselineCapture1M(b *testing.B) {
 	seedRows(b, db, rows)
 	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data")})
 	client := d.client(b)
-	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters ORDER BY id\n", db))
+	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters ORDER BY id\n", db)))
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": "nobody"}, "expected_count": 0, "count_new_only": true, "timeout_s": 60}]`)
 	ctx := context.Background()
 	var beginTotal, verifyTotal time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}, Effects: effects})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects})
 		if err != nil {
 			b.Fatal(err)
 		}

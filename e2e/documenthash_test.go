@@ -39,7 +39,7 @@ func TestDocumentHashThroughDaemon(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := fmt.Sprintf("invoice-%d.pdf", i+1)
-			out, code := d.ctl(t, "begin", "--deployment", dep, "--effects", effects, "--param", "file="+file, "--param", "sum="+hex.EncodeToString(sum[:]))
+			out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, dep), "--effects", effects, "--param", "file="+file, "--param", "sum="+hex.EncodeToString(sum[:]))
 			if code != 0 {
 				t.Fatalf("begin exit %d: %s", code, out)
 			}

@@ -88,7 +88,16 @@ type daemon struct {
 	logMu   sync.Mutex
 	log     bytes.Buffer
 	exited  chan struct{}
+
+	// slots are the registered deployments the harness writes (register).
+	slotMu   sync.Mutex
+	slotDir  string
+	slots    map[string]string // deployment file -> registered name
+	nextSlot int
 }
+
+// deploymentSlots is how many deployments a test daemon registers.
+const deploymentSlots = 32
 
 type daemonOpts struct {
 	pluginDir string
@@ -96,6 +105,8 @@ type daemonOpts struct {
 	env       []string
 	dataDir   string
 	args      []string
+	// inline starts the daemon with --allow-inline-deployments.
+	inline bool
 }
 
 func freeAddr(t testing.TB) string {
@@ -106,6 +117,35 @@ func freeAddr(t testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// register makes the deployment file a registered deployment of the daemon
+// and returns its name: a copy in one of the daemon config's slots (the same
+// file keeps its slot, with its current content).
+func (d *daemon) register(t testing.TB, deployment string) string {
+	t.Helper()
+	raw, err := os.ReadFile(deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.slotMu.Lock()
+	defer d.slotMu.Unlock()
+	if d.slots == nil {
+		t.Fatal("this daemon's config has its own deployments: section; name one of those")
+	}
+	name, ok := d.slots[deployment]
+	if !ok {
+		if d.nextSlot == deploymentSlots {
+			t.Fatalf("all %d deployment slots are taken", deploymentSlots)
+		}
+		name = fmt.Sprintf("dep%d", d.nextSlot)
+		d.nextSlot++
+		d.slots[deployment] = name
+	}
+	if err := os.WriteFile(filepath.Join(d.slotDir, name+".yaml"), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
 
 // startDaemon starts verifierd and waits until it answers.
@@ -119,14 +159,28 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	if o.pluginDir != "" {
 		d.args = append(d.args, "--plugin-dir", o.pluginDir)
 	}
-	d.args = append(d.args, o.args...)
-	if o.config != "" {
-		p := filepath.Join(t.TempDir(), "daemon.yaml")
-		if err := os.WriteFile(p, []byte(o.config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		d.args = append(d.args, "--config", p)
+	if o.inline {
+		d.args = append(d.args, "--allow-inline-deployments")
 	}
+	d.args = append(d.args, o.args...)
+	// The harness plays the operator: unless the test writes its own
+	// deployments: section, the daemon config registers slot names whose
+	// files register writes when a test names a deployment (the daemon
+	// reads a registered file at each Begin).
+	cfg := o.config
+	if !strings.Contains(cfg, "deployments:") {
+		d.slotDir = t.TempDir()
+		d.slots = map[string]string{}
+		cfg += "deployments:\n"
+		for i := range deploymentSlots {
+			cfg += fmt.Sprintf("  dep%d: %s\n", i, filepath.Join(d.slotDir, fmt.Sprintf("dep%d.yaml", i)))
+		}
+	}
+	p := filepath.Join(t.TempDir(), "daemon.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.args = append(d.args, "--config", p)
 	if err := d.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +396,7 @@ type beginOutput struct {
 
 func (d *daemon) begin(t *testing.T, c *clinicDB, patient, note string) beginOutput {
 	t.Helper()
-	out, code := d.ctl(t, "begin", "--deployment", c.deployment, "--effects", c.effects, "--param", "patient_id="+patient, "--param", "note="+note)
+	out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, c.deployment), "--effects", c.effects, "--param", "patient_id="+patient, "--param", "note="+note)
 	if code != 0 {
 		t.Fatalf("begin exit %d: %s\ndaemon log:\n%s", code, out, d.logs())
 	}
@@ -419,11 +473,11 @@ func TestRefusals(t *testing.T) {
 	dir := t.TempDir()
 
 	badEffects := writeFile(t, dir, "bad.yaml", "- kind: record_written\n  match: {id: 1}\n")
-	out, code := d.ctl(t, "begin", "--deployment", c.deployment, "--effects", badEffects, "--param", "patient_id=p1")
+	out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, c.deployment), "--effects", badEffects, "--param", "patient_id=p1")
 	if r := mustJSON[beginOutput](t, out); code != 2 || r.Error == nil || r.Error.Path != "effects[0].match.id" {
 		t.Errorf("int literal: exit %d, %s; want exit 2 naming effects[0].match.id", code, out)
 	}
-	out, code = d.ctl(t, "begin", "--deployment", c.deployment, "--effects", c.effects, "--param", "patient_id=p1")
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, c.deployment), "--effects", c.effects, "--param", "patient_id=p1")
 	if r := mustJSON[beginOutput](t, out); code != 2 || r.Error == nil || !strings.Contains(r.Error.Message, `"note"`) {
 		t.Errorf("missing param: exit %d, %s; want exit 2 naming note", code, out)
 	}
@@ -433,7 +487,7 @@ func TestRefusals(t *testing.T) {
   sqlite_database: %s
   sql_query: SELECT id FROM no_such_table
 `, c.path))
-	out, code = d.ctl(t, "begin", "--deployment", broken, "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, broken), "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")
 	r := mustJSON[beginOutput](t, out)
 	if code != 3 || r.Error == nil || r.Error.Code != "FailedPrecondition" || !strings.Contains(r.Error.Message, "do not actuate") {
 		t.Errorf("unreadable baseline: exit %d, %s; want exit 3, FailedPrecondition, do not actuate", code, out)
@@ -444,7 +498,7 @@ func TestRefusals(t *testing.T) {
   sqlite_database: %s
   sql_query: DELETE FROM encounters
 `, c.path))
-	out, code = d.ctl(t, "begin", "--deployment", writer, "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, writer), "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")
 	if r := mustJSON[beginOutput](t, out); code != 2 || r.Error == nil || !strings.Contains(r.Error.Message, "DELETE") {
 		t.Errorf("writing query: exit %d, %s; want exit 2 naming DELETE", code, out)
 	}
@@ -486,14 +540,16 @@ func childPIDs(t testing.TB, parent int, name string) []int {
 // TestPluginKilledMidCapture: the adapter process dies during the after read;
 // the verdict is INDETERMINATE/unavailable, and the next session works.
 func TestPluginKilledMidCapture(t *testing.T) {
-	d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir})
+	// The contract counts all 3000 rows, claiming no change: the test is
+	// about the adapter dying, so the operator's policy allows that.
+	d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: noChangeClaim})
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "marker")
 	dep := writeFile(t, dir, "slow.yaml", fmt.Sprintf("effects:\n  kind: slow\n  options: {records: 3000, delay_ms: 5000, marker: %s}\n", marker))
 	effects := writeFile(t, dir, "effects.yaml", "- {kind: record_written, match: {kind: row}, expected_count: 3000, forbid_collateral_loss: false, timeout_s: 0}\n")
 
 	begin := func() string {
-		out, code := d.ctl(t, "begin", "--deployment", dep, "--effects", effects)
+		out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, dep), "--effects", effects)
 		if code != 0 {
 			t.Fatalf("begin exit %d: %s\n%s", code, out, d.logs())
 		}
@@ -534,6 +590,10 @@ func TestPluginKilledMidCapture(t *testing.T) {
 	}
 }
 
+// noChangeClaim is the daemon policy of tests whose contracts only count
+// the records there (no count_new_only): they are about something else.
+const noChangeClaim = "policy: {require_change_claim: false}\n"
+
 // TestPluginPinsAndNames: a wrong SHA-256 pin refuses the plugin; a plugin
 // named like a built-in kind stops the daemon from starting.
 func TestPluginPinsAndNames(t *testing.T) {
@@ -549,8 +609,8 @@ func TestPluginPinsAndNames(t *testing.T) {
 	effects := writeFile(t, dir, "effects.yaml", "- {kind: record_written, match: {account: acme}, forbid_collateral_loss: false}\n")
 
 	t.Run("right pin runs", func(t *testing.T) {
-		d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: fmt.Sprintf("plugins:\n  csv-ledger: {sha256: %s}\n", hex.EncodeToString(sum[:]))})
-		out, code := d.ctl(t, "begin", "--deployment", dep, "--effects", effects)
+		d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: noChangeClaim + fmt.Sprintf("plugins:\n  csv-ledger: {sha256: %s}\n", hex.EncodeToString(sum[:]))})
+		out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, dep), "--effects", effects)
 		if code != 0 {
 			t.Fatalf("begin exit %d: %s", code, out)
 		}
@@ -559,8 +619,8 @@ func TestPluginPinsAndNames(t *testing.T) {
 		}
 	})
 	t.Run("wrong pin refused", func(t *testing.T) {
-		d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: fmt.Sprintf("plugins:\n  csv-ledger: {sha256: %s}\n", strings.Repeat("0", 64))})
-		out, code := d.ctl(t, "begin", "--deployment", dep, "--effects", effects)
+		d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: noChangeClaim + fmt.Sprintf("plugins:\n  csv-ledger: {sha256: %s}\n", strings.Repeat("0", 64))})
+		out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, dep), "--effects", effects)
 		if r := mustJSON[beginOutput](t, out); code != 3 || r.Error == nil || !strings.Contains(r.Error.Message, "pinned SHA-256") {
 			t.Errorf("wrong pin: exit %d, %s; want exit 3 naming the pin", code, out)
 		}
@@ -586,15 +646,15 @@ func TestSecretsNeverLeak(t *testing.T) {
 	csvPath := writeFile(t, dir, "ledger.csv", "id,account,amount\n1,acme,10.50\n")
 	dep := writeFile(t, dir, "ledger.yaml", fmt.Sprintf("effects:\n  kind: csv-ledger\n  options: {path: %s, id_column: id}\n  secret_env: {password: LEDGER_PASSWORD}\n", csvPath))
 	effects := writeFile(t, dir, "effects.yaml", "- {kind: record_written, match: {account: acme}, forbid_collateral_loss: false}\n")
-	d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: "secrets:\n  allow: [LEDGER_*]\n", env: []string{"LEDGER_PASSWORD=" + secret}})
+	d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: noChangeClaim + "secrets:\n  allow: [LEDGER_*]\n", env: []string{"LEDGER_PASSWORD=" + secret}})
 
 	var responses []string
-	out, code := d.ctl(t, "preflight", "--deployment", dep)
+	out, code := d.ctl(t, "preflight", "--deployment-name", d.register(t, dep))
 	responses = append(responses, out)
 	if code != 0 {
 		t.Fatalf("preflight exit %d: %s", code, out)
 	}
-	out, code = d.ctl(t, "begin", "--deployment", dep, "--effects", effects)
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, dep), "--effects", effects)
 	responses = append(responses, out)
 	if code != 0 {
 		t.Fatalf("begin exit %d: %s", code, out)
@@ -610,7 +670,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 
 	// A deployment naming a variable the daemon does not allow is refused.
 	denied := writeFile(t, dir, "denied.yaml", fmt.Sprintf("effects:\n  kind: csv-ledger\n  options: {path: %s}\n  secret_env: {password: HOME}\n", csvPath))
-	out, code = d.ctl(t, "begin", "--deployment", denied, "--effects", effects)
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, denied), "--effects", effects)
 	responses = append(responses, out)
 	if code != 3 || !strings.Contains(out, "secrets.allow") {
 		t.Errorf("disallowed variable: exit %d %s; want exit 3 pointing at secrets.allow", code, out)

@@ -21,7 +21,7 @@ import (
 // parameters, and fails the test unless it succeeds.
 func (d *daemon) beginWith(t *testing.T, deployment, effects string, params ...string) beginOutput {
 	t.Helper()
-	args := []string{"begin", "--deployment", deployment, "--effects", effects}
+	args := []string{"begin", "--deployment-name", d.register(t, deployment), "--effects", effects}
 	for _, p := range params {
 		args = append(args, "--param", p)
 	}
@@ -36,7 +36,7 @@ func (d *daemon) beginWith(t *testing.T, deployment, effects string, params ...s
 // candidate reachable at tier 1.
 func (d *daemon) preflightOK(t *testing.T, deployment, kind string) {
 	t.Helper()
-	out, code := d.ctl(t, "preflight", "--deployment", deployment)
+	out, code := d.ctl(t, "preflight", "--deployment-name", d.register(t, deployment))
 	type cand struct {
 		Kind      string `json:"kind"`
 		Tier      int    `json:"tier"`
@@ -210,7 +210,7 @@ func TestFileArrivalSFTP(t *testing.T) {
 	}
 	for _, tc := range refused {
 		t.Run(tc.name+" refuses the session", func(t *testing.T) {
-			out, code := d.ctl(t, "begin", "--deployment", tc.dep, "--effects", effects, "--param", "file=export-x.csv")
+			out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, tc.dep), "--effects", effects, "--param", "file=export-x.csv")
 			responses = append(responses, out)
 			r := mustJSON[beginOutput](t, out)
 			if code != 3 || r.Error == nil || r.Error.Code != "FailedPrecondition" || !strings.Contains(r.Error.Message, tc.want) {

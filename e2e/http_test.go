@@ -30,7 +30,7 @@ func newBoundary(t *testing.T, deployment, effects string) *httpBoundary {
 // beginHTTP begins a session; params are name=value pairs.
 func (d *daemon) beginHTTP(t *testing.T, b *httpBoundary, params ...string) beginOutput {
 	t.Helper()
-	args := []string{"begin", "--deployment", b.deployment, "--effects", b.effects}
+	args := []string{"begin", "--deployment-name", d.register(t, b.deployment), "--effects", b.effects}
 	for _, p := range params {
 		args = append(args, "--param", p)
 	}
@@ -148,7 +148,9 @@ func TestRESTThroughDaemon(t *testing.T) {
 			want: "RECONCILIATION_REQUIRED CONFIRMED/confirmed/COUNT_EXACT REFUTED/conflicting/FIELD_MISMATCH"},
 	})
 
-	fb := newBoundary(t, deployment(faulty, "ERP_FAULTY_TOKEN"),
+	// The fault cases count every record of the patient (no change claim);
+	// they are about faults, so this registered deployment relaxes that.
+	fb := newBoundary(t, "policy: {require_change_claim: false}\n"+deployment(faulty, "ERP_FAULTY_TOKEN"),
 		"- {kind: record_written, match: {patient: {param: patient_id}}, risk: irreversible, timeout_s: 0.5}\n")
 	// Each fault is set after the write and cleared when its case ends,
 	// so the next case can read its baseline.
@@ -222,9 +224,9 @@ func TestGraphQLThroughDaemon(t *testing.T) {
   graphql_query: 'mutation { addEncounter(patientId: "p", type: "Triage") { id } }'
   auth: {bearer_env: GQL_TOKEN}
   ca_file: %s
-`, g.URL, g.CAFile), "- {kind: record_written, match: {patientId: p}}\n")
+`, g.URL, g.CAFile), "- {kind: record_written, match: {patientId: p}, count_new_only: true}\n")
 	before := g.Requests()
-	out, code := d.ctl(t, "begin", "--deployment", mutation.deployment, "--effects", mutation.effects)
+	out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, mutation.deployment), "--effects", mutation.effects)
 	if r := mustJSON[beginOutput](t, out); code == 0 || r.Error == nil || !strings.Contains(r.Error.Message, "mutation") {
 		t.Errorf("a mutation: exit %d, %s; want a refusal naming the mutation", code, out)
 	}

@@ -135,7 +135,7 @@ func (s sqlServer) verifyThroughDaemon(t *testing.T) {
 		env:    []string{"VERIFIER_DB_PASSWORD=" + s.reader.Password},
 	})
 
-	out, code := d.ctl(t, "preflight", "--deployment", records.deployment, "--param", "patient_id=p-0")
+	out, code := d.ctl(t, "preflight", "--deployment-name", d.register(t, records.deployment), "--param", "patient_id=p-0")
 	if code != 0 || !strings.Contains(out, `"reachable": true`) || !strings.Contains(out, `"warnings": []`) {
 		t.Fatalf("preflight exit %d: %s\n%s", code, out, d.logs())
 	}

@@ -176,7 +176,7 @@ func TestUIReadback(t *testing.T) {
 			patient := fmt.Sprintf("e%d", i)
 			app.post(t, http.DefaultClient, "/api/patients", map[string]string{"id": patient})
 			app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Vitals", "note": "BP 120/80", "date": "2026-05-05"})
-			out, code := d.ctl(t, "begin", "--deployment", deployment, "--effects", effects, "--param", "patient_id="+patient, "--param", "note="+note)
+			out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, deployment), "--effects", effects, "--param", "patient_id="+patient, "--param", "note="+note)
 			outputs = append(outputs, out)
 			if code != 0 {
 				t.Fatalf("begin exit %d: %s\ndaemon log:\n%s", code, out, d.logs())

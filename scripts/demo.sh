@@ -16,24 +16,24 @@ $bin/verifierd --listen "$addr" --data-dir "$work/data" --config examples/demo/d
 daemon=$!
 trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 50); do
-  $bin/verifyctl preflight --addr "$addr" --deployment examples/demo/deployment.yaml --param patient_id=p1 >/dev/null 2>&1 && break
+  $bin/verifyctl preflight --addr "$addr" --deployment-name clinic --param patient_id=p1 >/dev/null 2>&1 && break
   sleep 0.1
 done
 ctl() { $bin/verifyctl "$@" --addr "$addr"; }
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 echo "== preflight"
-ctl preflight --deployment examples/demo/deployment.yaml --param patient_id=p1
+ctl preflight --deployment-name clinic --param patient_id=p1
 
-echo "== 1. a save that lands once, with the right note"
-sid=$(ctl begin --deployment examples/demo/deployment.yaml --effects examples/demo/effects.yaml \
+echo "== 1. a save that lands once, with the right note (the registered workflow step's contracts)"
+sid=$(ctl begin --deployment-name clinic --workflow triage --step save_triage \
       --param patient_id=p1 --param note=Follow-up | field "['session_id']")
 $bin/clinic save "$db" p1 Triage Follow-up
 ctl verify --session "$sid" | tee "$work/v1.json" | head -20
-echo "   outcome: $(field "['outcome']" < "$work/v1.json")"
+echo "   outcome: $(field "['outcome']" < "$work/v1.json"), step: $(field "['registered_step']['step']" < "$work/v1.json") $(field "['registered_step']['workflow_digest']" < "$work/v1.json")"
 
 echo "== 2. a double submit"
-sid=$(ctl begin --deployment examples/demo/deployment.yaml --effects examples/demo/effects.yaml \
+sid=$(ctl begin --deployment-name clinic --effects examples/demo/effects.yaml \
       --param patient_id=p2 --param note=Follow-up | field "['session_id']")
 $bin/clinic save "$db" p2 Triage Follow-up 2
 ctl verify --session "$sid" > "$work/v2.json"
@@ -41,7 +41,7 @@ echo "   outcome: $(field "['outcome']" < "$work/v2.json"), record_written: $(fi
 
 echo "== 3. a session refused before the action (the baseline cannot be read)"
 set +e
-ctl begin --deployment examples/demo/deployment-broken.yaml --effects examples/demo/effects.yaml \
+ctl begin --deployment-name clinic-broken --workflow triage --step save_triage \
     --param patient_id=p3 --param note=x
 code=$?
 set -e

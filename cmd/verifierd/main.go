@@ -50,7 +50,7 @@ func run(args []string) error {
 	dataDir := fs.String("data-dir", "verifierd-data", "folder of the embedded session store")
 	pluginDir := fs.String("plugin-dir", "", "folder of customer adapter binaries (verifier-adapter-<kind>)")
 	builtinDir := fs.String("builtin-dir", "", "folder of the first-party adapter binaries (default: beside the verifierd binary)")
-	configPath := fs.String("config", "", "daemon config file (YAML): plugin pins, secrets allowlist, API auth, named deployments")
+	configPath := fs.String("config", "", "daemon config file (YAML): plugin pins, secrets allowlist, API auth, named deployments and workflows, policy")
 	logLevel := fs.String("log-level", "info", "trace, debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log as JSON lines")
 	drain := fs.Duration("drain", 30*time.Second, "how long SIGTERM waits for in-flight calls")
@@ -58,6 +58,7 @@ func run(args []string) error {
 	initStore := fs.Bool("init-store", false, "accept a missing or empty store in a data dir that held one before (its sessions are lost)")
 	retain := fs.Duration("retain-unfinished", 24*time.Hour, "remove sessions begun but never verified after this long, with their baselines (0: keep)")
 	insecure := fs.Bool("insecure", false, "serve a non-loopback --listen address without a bearer token and TLS")
+	allowInline := fs.Bool("allow-inline-deployments", false, "development only: accept deployments sent by the caller (who then chooses where the daemon reads); never with secrets or a compensator")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -102,6 +103,13 @@ func run(args []string) error {
 	if warning != "" {
 		logger.Warn(warning)
 	}
+	workflows, err := session.LoadWorkflows(daemon)
+	if err != nil {
+		return err
+	}
+	if *allowInline {
+		logger.Warn("--allow-inline-deployments: callers may send their own deployment and so choose where the daemon reads; a development switch, never for production")
+	}
 	if *builtinDir == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -134,7 +142,7 @@ func run(args []string) error {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), EvidenceKey: evidenceKey}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows}
 	srv, healthSrv := server.New(mgr, opts)
 
 	// Signals are handled before the daemon says it listens, so that a

@@ -121,7 +121,7 @@ func callError(stdout, stderr io.Writer, err error) int {
 	switch st.Code() {
 	case codes.InvalidArgument:
 		return exitInvalid
-	case codes.FailedPrecondition:
+	case codes.FailedPrecondition, codes.PermissionDenied:
 		return exitRefused
 	}
 	return exitFailure
@@ -171,21 +171,24 @@ func clientCommand(name string, args []string, stdout, stderr io.Writer,
 }
 
 func cmdPreflight(args []string, stdout, stderr io.Writer) int {
-	var deployment string
+	var deployment, deploymentName string
 	ps := params{}
 	var dep []byte
 	return clientCommand("preflight", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
-		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML)")
+		fs.StringVar(&deploymentName, "deployment-name", "", "name of a deployment in the daemon config")
+		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML); only a daemon run with --allow-inline-deployments accepts it")
 		fs.Var(ps, "param", "run parameter name=value (repeatable)")
 		return func() (err error) {
-			if deployment == "" {
-				return fmt.Errorf("needs --deployment FILE")
+			if (deployment == "") == (deploymentName == "") {
+				return fmt.Errorf("needs one of --deployment-name NAME or --deployment FILE")
 			}
-			dep, err = os.ReadFile(deployment)
+			if deployment != "" {
+				dep, err = os.ReadFile(deployment)
+			}
 			return err
 		}
 	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
-		res, err := c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, Params: ps})
+		res, err := c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, DeploymentName: deploymentName, Params: ps})
 		if err != nil {
 			return nil, err
 		}
@@ -209,13 +212,19 @@ func cmdBegin(args []string, stdout, stderr io.Writer) int {
 	ps := params{}
 	req := &verifierv1.BeginRequest{}
 	return clientCommand("begin", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
-		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML)")
-		fs.StringVar(&deploymentName, "deployment-name", "", "name of a deployment in the daemon config (instead of --deployment)")
+		fs.StringVar(&deploymentName, "deployment-name", "", "name of a deployment in the daemon config")
+		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML); only a daemon run with --allow-inline-deployments accepts it")
+		fs.StringVar(&req.Workflow, "workflow", "", "name of a workflow in the daemon config (with --step, instead of --effects)")
+		fs.StringVar(&req.Step, "step", "", "step of the --workflow whose registered contracts to judge")
 		fs.StringVar(&effects, "effects", "", "effects file: a YAML or JSON list of contracts")
 		fs.Var(ps, "param", "run parameter name=value (repeatable)")
 		return func() error {
-			if (deployment == "") == (deploymentName == "") || effects == "" {
-				return fmt.Errorf("needs --effects FILE and one of --deployment FILE or --deployment-name NAME")
+			if (deployment == "") == (deploymentName == "") {
+				return fmt.Errorf("needs one of --deployment-name NAME or --deployment FILE")
+			}
+			registered := req.Workflow != "" || req.Step != ""
+			if registered == (effects != "") || (registered && (req.Workflow == "" || req.Step == "")) {
+				return fmt.Errorf("needs --workflow NAME --step NAME, or --effects FILE")
 			}
 			if deployment != "" {
 				dep, err := os.ReadFile(deployment)
@@ -226,8 +235,12 @@ func cmdBegin(args []string, stdout, stderr io.Writer) int {
 			} else {
 				req.Deployment = &verifierv1.BeginRequest_DeploymentName{DeploymentName: deploymentName}
 			}
+			req.Params = ps
+			if effects == "" {
+				return nil
+			}
 			eff, err := os.ReadFile(effects)
-			req.Effects, req.Params = eff, ps
+			req.Effects = eff
 			return err
 		}
 	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
@@ -247,7 +260,15 @@ func beginJSON(res *verifierv1.BeginResponse) map[string]any {
 			"candidate": e.GetCandidate(), "candidate_index": e.GetCandidateIndex(),
 		})
 	}
-	return map[string]any{"session_id": res.GetSessionId(), "effects": effects}
+	return map[string]any{"session_id": res.GetSessionId(), "effects": effects, "registered_step": registeredJSON(res.GetRegisteredStep())}
+}
+
+// registeredJSON renders the registered workflow step of a session, or nil.
+func registeredJSON(r *verifierv1.RegisteredStep) any {
+	if r == nil {
+		return nil
+	}
+	return map[string]any{"workflow": r.GetWorkflow(), "workflow_digest": r.GetWorkflowDigest(), "step": r.GetStep()}
 }
 
 // sessionFlag registers --session and checks it was given.
@@ -272,6 +293,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		out := stepJSON(res.GetResult())
 		out["session_id"] = res.GetSessionId()
+		out["registered_step"] = registeredJSON(res.GetRegisteredStep())
 		return out, nil
 	})
 }

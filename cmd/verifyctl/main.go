@@ -17,9 +17,11 @@ const usage = `usage: verifyctl <command> [flags]
 
 commands:
   judge --case FILE|-                       judge one conformance case (JUDGE.md §8) with no daemon
-  preflight --deployment FILE [--param k=v] test every candidate's connection (never writes)
-  begin --deployment FILE --effects FILE [--param k=v]
+  preflight --deployment-name NAME [--param k=v]
+                                            test every candidate's connection (never writes)
+  begin --deployment-name NAME (--workflow NAME --step NAME | --effects FILE) [--param k=v]
                                             capture baselines; exit 3: refused, do not actuate
+        (--deployment FILE instead of --deployment-name: only a daemon run with --allow-inline-deployments)
   verify --session ID                       judge the session (exit 0 whatever the verdict)
   session --session ID                      show a session's state and result
   lint --workflow FILE [--deployment-name NAME] [--require-effects-for-irreversible]

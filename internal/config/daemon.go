@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/verifierd/verifierd/internal/workflow"
 )
 
 // Daemon is the daemon's own configuration file (verifierd --config FILE).
@@ -24,6 +27,19 @@ type Daemon struct {
 	API APIConfig `yaml:"api"`
 	// Deployments names deployment files that a Begin may refer to by name.
 	Deployments map[string]string `yaml:"deployments"`
+	// Workflows names reviewed workflow files (verifierd.workflow/v1) whose
+	// steps carry the contracts a Begin may name instead of sending effects.
+	Workflows map[string]string `yaml:"workflows"`
+	// Policy is the base layer of the contract guards (nil: the defaults).
+	// A registered deployment's or workflow's own policy: overrides it.
+	Policy *workflow.Policy `yaml:"-"`
+}
+
+// daemonFile is the file's shape: the policy block is read by
+// workflow.ParsePolicy, like a deployment's or a workflow's.
+type daemonFile struct {
+	Daemon `yaml:",inline"`
+	Policy any `yaml:"policy"`
 }
 
 // PluginConfig is one plugin's settings.
@@ -56,11 +72,23 @@ func LoadDaemon(path string) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the daemon config: %w", err)
 	}
-	var d Daemon
+	var f daemonFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil {
+	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	d := f.Daemon
+	if f.Policy != nil {
+		p, err := workflow.ParsePolicy(f.Policy, "policy")
+		if err != nil {
+			var we *workflow.Error
+			if errors.As(err, &we) {
+				return nil, errorf(we.Path, "%s", we.Message)
+			}
+			return nil, err
+		}
+		d.Policy = p
 	}
 	for kind, p := range d.Plugins {
 		p.SHA256 = strings.TrimPrefix(strings.ToLower(p.SHA256), "sha256:")
@@ -83,6 +111,14 @@ func LoadDaemon(path string) (*Daemon, error) {
 	for name, p := range d.Deployments {
 		if !filepath.IsAbs(p) {
 			d.Deployments[name] = filepath.Join(filepath.Dir(path), p)
+		}
+	}
+	for name, p := range d.Workflows {
+		if p == "" {
+			return nil, errorf("workflows."+name, "give the path of the workflow file")
+		}
+		if !filepath.IsAbs(p) {
+			d.Workflows[name] = filepath.Join(filepath.Dir(path), p)
 		}
 	}
 	return &d, nil

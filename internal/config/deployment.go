@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/param"
 )
@@ -29,6 +30,11 @@ var BuiltinKinds = map[string]bool{
 // Deployment is a parsed effects section.
 type Deployment struct {
 	Candidates []Candidate
+	// Policy is the deployment's top-level policy: block (nil when absent):
+	// the operator's tightening or relaxing of the daemon's contract guards
+	// for steps read through this deployment. Only a registered deployment
+	// may carry one.
+	Policy *workflow.Policy
 }
 
 // Candidate is one read boundary a deployment offers.
@@ -107,6 +113,17 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 		return nil, errorf("effects", "must be a map with kind: or candidates:")
 	}
 	d := &Deployment{}
+	if raw, present := top["policy"]; present && raw != nil {
+		p, err := workflow.ParsePolicy(raw, "policy")
+		if err != nil {
+			var we *workflow.Error
+			if errors.As(err, &we) {
+				return nil, errorf(we.Path, "%s", we.Message)
+			}
+			return nil, err
+		}
+		d.Policy = p
+	}
 	cands, hasCands := em["candidates"]
 	_, hasKind := em["kind"]
 	switch {

@@ -2,7 +2,9 @@
 // gRPC health checking and server reflection, an optional bearer token and
 // TLS. Verdicts are data in responses; gRPC status codes are for transport
 // and contract violations: InvalidArgument (with the field path) for bad
-// input, FailedPrecondition for a session that must not proceed.
+// input, FailedPrecondition for a session that must not proceed,
+// PermissionDenied for what only the operator may decide (an inline
+// deployment, caller contracts under require_registered_contracts).
 package server
 
 import (
@@ -78,7 +80,7 @@ type service struct {
 }
 
 func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnectionRequest) (*verifierv1.TestConnectionResponse, error) {
-	checks, err := s.m.TestConnection(ctx, req.GetDeploymentYaml(), "", req.GetParams())
+	checks, err := s.m.TestConnection(ctx, req.GetDeploymentYaml(), req.GetDeploymentName(), req.GetParams())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -96,6 +98,7 @@ func (s *service) Begin(ctx context.Context, req *verifierv1.BeginRequest) (*ver
 	res, err := s.m.Begin(ctx, session.BeginRequest{
 		Deployment: req.GetDeploymentYaml(), DeploymentName: req.GetDeploymentName(),
 		Effects: req.GetEffects(), Params: req.GetParams(),
+		Workflow: req.GetWorkflow(), Step: req.GetStep(),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -104,7 +107,7 @@ func (s *service) Begin(ctx context.Context, req *verifierv1.BeginRequest) (*ver
 }
 
 func beginToProto(res *session.BeginResult) *verifierv1.BeginResponse {
-	out := &verifierv1.BeginResponse{SessionId: res.SessionID}
+	out := &verifierv1.BeginResponse{SessionId: res.SessionID, RegisteredStep: registeredToProto(res.Registered)}
 	for _, e := range res.Effects {
 		out.Effects = append(out.Effects, &verifierv1.BegunEffect{
 			ContractHash: e.ContractHash, Tier: int32(e.Tier), Candidate: e.Candidate, CandidateIndex: int32(e.CandidateIndex),
@@ -118,7 +121,14 @@ func (s *service) Verify(ctx context.Context, req *verifierv1.VerifyRequest) (*v
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &verifierv1.VerifyResponse{SessionId: req.GetSessionId(), Result: resultToProto(res)}, nil
+	return &verifierv1.VerifyResponse{SessionId: req.GetSessionId(), Result: resultToProto(res), RegisteredStep: registeredToProto(res.Registered)}, nil
+}
+
+func registeredToProto(r *session.RegisteredStep) *verifierv1.RegisteredStep {
+	if r == nil {
+		return nil
+	}
+	return &verifierv1.RegisteredStep{Workflow: r.Workflow, WorkflowDigest: r.WorkflowDigest, Step: r.Step}
 }
 
 func (s *service) GetSession(_ context.Context, req *verifierv1.GetSessionRequest) (*verifierv1.GetSessionResponse, error) {
@@ -201,6 +211,8 @@ func toStatus(err error) error {
 		code = codes.FailedPrecondition
 	case session.NotFound:
 		code = codes.NotFound
+	case session.Denied:
+		code = codes.PermissionDenied
 	}
 	st := status.New(code, clip(se.Error()))
 	if se.Path != "" {

@@ -71,7 +71,10 @@ func TestCompensatorRemovesDuplicates(t *testing.T) {
 			if tt.configured {
 				dep = "effects:\n  kind: " + kind + "\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
 			}
-			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effects)})
+			// A compensator is the operator's: only a registered deployment
+			// may configure one.
+			m.Daemon.Deployments = map[string]string{kind: writeDeployment(t, dep)}
+			res, err := m.Begin(context.Background(), BeginRequest{DeploymentName: kind, Effects: []byte(effects)})
 			if err != nil {
 				t.Fatal(err)
 			}

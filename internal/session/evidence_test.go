@@ -139,7 +139,7 @@ func evidenceManager(t *testing.T, key []byte, adapters ...sdk.Adapter) (*Manage
 	t.Cleanup(func() { host.Close(); st.Close() })
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond,
+	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond, AllowInline: true,
 		Logger: logger, EvidenceKey: key}, filepath.Join(dir, "verifierd.db"), logs
 }
 
@@ -299,7 +299,7 @@ func TestKeyedBaselineOtherKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab.add(sdk.Record{"id": json.Number("2"), "p": "1", "ssn": secretSSN})
-	other := &Manager{Host: m.Host, Store: m.Store, Daemon: m.Daemon, PollInterval: m.PollInterval, EvidenceKey: bytes.Repeat([]byte{2}, EvidenceKeySize)}
+	other := &Manager{Host: m.Host, Store: m.Store, Daemon: m.Daemon, PollInterval: m.PollInterval, AllowInline: true, EvidenceKey: bytes.Repeat([]byte{2}, EvidenceKeySize)}
 	v, err := other.Verify(context.Background(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
@@ -318,7 +318,9 @@ func TestCompensationFailureLogRedacted(t *testing.T) {
 	m, _, logs := evidenceManager(t, bytes.Repeat([]byte{3}, EvidenceKeySize), &memAdapter{kind: "comp-evidence-test", tier: 1, table: tab})
 	dep := "effects:\n  kind: comp-evidence-test\n  evidence_redact_fields: [id]\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
 	const effects = `[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0}]`
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effects)})
+	// A compensator is the operator's: only a registered deployment has one.
+	m.Daemon.Deployments = map[string]string{"comp": writeDeployment(t, dep)}
+	res, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "comp", Effects: []byte(effects)})
 	if err != nil {
 		t.Fatal(err)
 	}

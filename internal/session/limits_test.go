@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/workflow"
 )
 
 // refusal asserts err is a session refusal of the kind, at the path, whose
@@ -37,6 +39,9 @@ func nested(depth int) []byte {
 func TestBeginLimits(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "limit-test", tier: 1, table: &table{}})
+	// These tests are about limits, not the change-claim guard.
+	noClaim := false
+	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
 	dep := []byte("effects: {kind: limit-test}\n")
 	p := map[string]string{"p": "1"}
 	many := map[string]string{}
@@ -85,6 +90,9 @@ func TestBeginLimits(t *testing.T) {
 func TestRefusedDocumentsNotCached(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "nocache-test", tier: 1, table: &table{}})
+	// These tests are about limits, not the change-claim guard.
+	noClaim := false
+	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
 	// Documents no other test or run (-count) has sent: the cache is shared.
 	nonce := time.Now().UnixNano()
 	dep := []byte(fmt.Sprintf("effects: {kind: nocache-test}\n# %d\n", nonce))

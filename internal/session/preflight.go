@@ -26,7 +26,7 @@ type CandidateCheck struct {
 // reported unreachable with the reason; only a malformed deployment is an
 // error.
 func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploymentName string, params map[string]string) ([]CandidateCheck, error) {
-	data, err := m.deploymentBytes(BeginRequest{Deployment: deployment, DeploymentName: deploymentName})
+	data, inline, err := m.deploymentSource(BeginRequest{Deployment: deployment, DeploymentName: deploymentName}, "TestConnection")
 	if err != nil {
 		return nil, err
 	}
@@ -37,6 +37,11 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 	dep, _, err := parse(data, []byte(`[{"kind": "record_written"}]`), params)
 	if err != nil {
 		return nil, err
+	}
+	if inline {
+		if err := checkInline(dep); err != nil {
+			return nil, err
+		}
 	}
 	probe := []*judge.Contract{{TimeoutS: judge.DefaultTimeoutS}}
 	insts, errs := m.configure(ctx, dep, probe, params)

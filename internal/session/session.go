@@ -25,6 +25,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -40,12 +41,16 @@ const (
 	Refused
 	// NotFound: no such session.
 	NotFound
+	// Denied: the caller asked for something only the operator may decide
+	// (an inline deployment, its own contracts under
+	// require_registered_contracts).
+	Denied
 )
 
 // Error is a refusal with the path of the offending input.
 type Error struct {
 	Kind    ErrorKind
-	Code    string // judge code (INVALID_CONTRACT, UNBOUND_PARAM) when relevant
+	Code    string // judge code (INVALID_CONTRACT, UNBOUND_PARAM) or rule code (no_change_claim, …) when relevant
 	Path    string
 	Message string
 }
@@ -74,6 +79,13 @@ type Manager struct {
 	// baselines (LoadEvidenceKey); a Manager without one uses a random key
 	// of its own lifetime.
 	EvidenceKey []byte
+	// AllowInline accepts deployments sent by the caller (the development
+	// switch --allow-inline-deployments). Even then an inline deployment
+	// may carry no secret, compensator or policy.
+	AllowInline bool
+	// Workflows are the registered workflows, loaded at start
+	// (LoadWorkflows), by their name in the daemon config.
+	Workflows map[string]*workflow.Workflow
 
 	locks        keyedMutex // serialises Verify per session id
 	keyOnce      sync.Once
@@ -107,6 +119,10 @@ type BeginRequest struct {
 	DeploymentName string
 	Effects        []byte
 	Params         map[string]string
+	// Workflow and Step name a registered workflow step whose contracts
+	// the session judges (instead of Effects).
+	Workflow string
+	Step     string
 }
 
 // BegunEffect is what Begin reports per effect.
@@ -121,6 +137,9 @@ type BegunEffect struct {
 type BeginResult struct {
 	SessionID string        `json:"session_id"`
 	Effects   []BegunEffect `json:"effects"`
+	// Registered is the workflow step whose contracts the session judges
+	// (nil when the caller sent the effects).
+	Registered *RegisteredStep `json:"registered_step,omitempty"`
 }
 
 // meta is what the store keeps of a begun session. Secrets are not in it:
@@ -330,7 +349,9 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 // Begin starts a session, or refuses it. A refusal of kind Refused means the
 // client must not actuate.
 func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error) {
-	deployment, err := m.deploymentBytes(req)
+	// The trust checks come first: nothing is configured or read for a
+	// request the operator's rules refuse.
+	a, err := m.admit(req)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +359,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	if params == nil {
 		params = map[string]string{}
 	}
-	dep, contracts, err := parse(deployment, req.Effects, params)
+	dep, contracts, err := parse(a.deployment, a.effects, params)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +374,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 
 	// Select per effect the strongest tier; ties go to declaration order.
 	id := newID()
-	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts))}
+	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts)), Registered: a.registered}
 	byCandidate := map[int][]int{}
 	for i, c := range contracts {
 		best := -1
@@ -365,8 +386,13 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 		res.Effects[i] = BegunEffect{ContractHash: c.Hash, Tier: int(insts[best].Info().Tier), Candidate: dep.Candidates[best].Kind, CandidateIndex: best}
 		byCandidate[best] = append(byCandidate[best], i)
 	}
+	// The tier is the adapter's (GetInfo), never the deployment's: refuse
+	// a weaker one than the policy allows before anything is read.
+	if err := checkTiers(a.policy, res); err != nil {
+		return nil, err
+	}
 
-	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: deployment, Effects: req.Effects, Params: params, Begin: *res}
+	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
 	var writers []*store.BaselineWriter
 	cands := make([]int, 0, len(byCandidate))
 	for ci := range byCandidate {

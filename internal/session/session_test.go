@@ -13,6 +13,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -117,7 +118,9 @@ func newManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond}
+	// Most tests here are about the lifecycle, not the trust rules: they
+	// send inline deployments (trust_test.go covers the default refusal).
+	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond, AllowInline: true}
 }
 
 const effectsRW = `[{"kind": "record_written", "match": {"p": {"param": "p"}}, "count_new_only": true, "timeout_s": 0.2}]`
@@ -197,7 +200,10 @@ func TestBeginRefusedWithoutBaseline(t *testing.T) {
 	if !errors.As(err, &se) || se.Kind != Refused || se.Path != "effects[0]" {
 		t.Fatalf("err = %v, want a Refused error on effects[0]", err)
 	}
-	// A field_equals read-back does not need the baseline: it begins.
+	// A field_equals read-back does not need the baseline: it begins. A
+	// lone read-back claims no change, so the operator's policy allows it.
+	noClaim := false
+	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
 	fe := `[{"kind": "field_equals", "match": {"p": "1"}, "field": "note", "value": "x", "timeout_s": 0}]`
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test}\n"), Effects: []byte(fe)})
 	if err != nil {

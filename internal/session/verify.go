@@ -40,6 +40,9 @@ type Result struct {
 	Outcome    judge.Outcome  `json:"outcome"`
 	Effects    []EffectResult `json:"effects"`
 	VerifiedAt time.Time      `json:"verified_at"`
+	// Registered is the workflow step whose contracts were judged (nil when
+	// the caller sent the effects).
+	Registered *RegisteredStep `json:"registered_step,omitempty"`
 }
 
 // State is what GetSession reports.
@@ -127,7 +130,7 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 	}
 	wg.Wait()
 
-	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC()}
+	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC(), Registered: md.Begin.Registered}
 	for i, c := range contracts {
 		sel := md.Begin.Effects[i]
 		cand := dep.Candidates[sel.CandidateIndex]

@@ -361,8 +361,9 @@ type TestConnectionRequest struct {
 	DeploymentYaml []byte `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3" json:"deployment_yaml,omitempty"`
 	// Run parameters, for option_params.
 	Params map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Name of a deployment registered in the daemon config, instead of
-	// deployment_yaml.
+	// The name of a deployment in the daemon's configuration (instead of
+	// deployment_yaml, which the daemon refuses unless it runs with
+	// --allow-inline-deployments).
 	DeploymentName string `protobuf:"bytes,3,opt,name=deployment_name,json=deploymentName,proto3" json:"deployment_name,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -557,10 +558,15 @@ type BeginRequest struct {
 	//	*BeginRequest_DeploymentYaml
 	//	*BeginRequest_DeploymentName
 	Deployment isBeginRequest_Deployment `protobuf_oneof:"deployment"`
-	// The step's contracts: a YAML or JSON list.
+	// The step's contracts: a YAML or JSON list. Leave empty when naming a
+	// registered workflow step.
 	Effects []byte `protobuf:"bytes,3,opt,name=effects,proto3" json:"effects,omitempty"`
 	// Run parameters bound into {param} references.
-	Params        map[string]string `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Params map[string]string `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// A workflow registered in the daemon config (workflows:) and one of its
+	// steps: the contracts come from the operator's file, not the caller.
+	Workflow      string `protobuf:"bytes,5,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	Step          string `protobuf:"bytes,6,opt,name=step,proto3" json:"step,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -634,6 +640,20 @@ func (x *BeginRequest) GetParams() map[string]string {
 	return nil
 }
 
+func (x *BeginRequest) GetWorkflow() string {
+	if x != nil {
+		return x.Workflow
+	}
+	return ""
+}
+
+func (x *BeginRequest) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
 type isBeginRequest_Deployment interface {
 	isBeginRequest_Deployment()
 }
@@ -656,9 +676,12 @@ type BeginResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// One entry per effect, in the order of the request's list.
-	Effects       []*BegunEffect `protobuf:"bytes,2,rep,name=effects,proto3" json:"effects,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Effects []*BegunEffect `protobuf:"bytes,2,rep,name=effects,proto3" json:"effects,omitempty"`
+	// The registered workflow step whose contracts the session judges; unset
+	// when the caller sent the effects.
+	RegisteredStep *RegisteredStep `protobuf:"bytes,3,opt,name=registered_step,json=registeredStep,proto3" json:"registered_step,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *BeginResponse) Reset() {
@@ -705,6 +728,76 @@ func (x *BeginResponse) GetEffects() []*BegunEffect {
 	return nil
 }
 
+func (x *BeginResponse) GetRegisteredStep() *RegisteredStep {
+	if x != nil {
+		return x.RegisteredStep
+	}
+	return nil
+}
+
+// RegisteredStep names the reviewed source of a session's contracts.
+type RegisteredStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The workflow's name in the daemon config.
+	Workflow string `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// "sha256:" + hex SHA-256 of the workflow file's bytes.
+	WorkflowDigest string `protobuf:"bytes,2,opt,name=workflow_digest,json=workflowDigest,proto3" json:"workflow_digest,omitempty"`
+	Step           string `protobuf:"bytes,3,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RegisteredStep) Reset() {
+	*x = RegisteredStep{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisteredStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisteredStep) ProtoMessage() {}
+
+func (x *RegisteredStep) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisteredStep.ProtoReflect.Descriptor instead.
+func (*RegisteredStep) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RegisteredStep) GetWorkflow() string {
+	if x != nil {
+		return x.Workflow
+	}
+	return ""
+}
+
+func (x *RegisteredStep) GetWorkflowDigest() string {
+	if x != nil {
+		return x.WorkflowDigest
+	}
+	return ""
+}
+
+func (x *RegisteredStep) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
 // BegunEffect says which candidate was pinned for one effect.
 type BegunEffect struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -722,7 +815,7 @@ type BegunEffect struct {
 
 func (x *BegunEffect) Reset() {
 	*x = BegunEffect{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[5]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -734,7 +827,7 @@ func (x *BegunEffect) String() string {
 func (*BegunEffect) ProtoMessage() {}
 
 func (x *BegunEffect) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[5]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -747,7 +840,7 @@ func (x *BegunEffect) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BegunEffect.ProtoReflect.Descriptor instead.
 func (*BegunEffect) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{5}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BegunEffect) GetContractHash() string {
@@ -787,7 +880,7 @@ type VerifyRequest struct {
 
 func (x *VerifyRequest) Reset() {
 	*x = VerifyRequest{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[6]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +892,7 @@ func (x *VerifyRequest) String() string {
 func (*VerifyRequest) ProtoMessage() {}
 
 func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[6]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +905,7 @@ func (x *VerifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyRequest.ProtoReflect.Descriptor instead.
 func (*VerifyRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{6}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *VerifyRequest) GetSessionId() string {
@@ -823,16 +916,19 @@ func (x *VerifyRequest) GetSessionId() string {
 }
 
 type VerifyResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Result        *StepResult            `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Result    *StepResult            `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// The registered workflow step judged; unset when the caller sent the
+	// effects.
+	RegisteredStep *RegisteredStep `protobuf:"bytes,3,opt,name=registered_step,json=registeredStep,proto3" json:"registered_step,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *VerifyResponse) Reset() {
 	*x = VerifyResponse{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[7]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +940,7 @@ func (x *VerifyResponse) String() string {
 func (*VerifyResponse) ProtoMessage() {}
 
 func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[7]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +953,7 @@ func (x *VerifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyResponse.ProtoReflect.Descriptor instead.
 func (*VerifyResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{7}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VerifyResponse) GetSessionId() string {
@@ -870,6 +966,13 @@ func (x *VerifyResponse) GetSessionId() string {
 func (x *VerifyResponse) GetResult() *StepResult {
 	if x != nil {
 		return x.Result
+	}
+	return nil
+}
+
+func (x *VerifyResponse) GetRegisteredStep() *RegisteredStep {
+	if x != nil {
+		return x.RegisteredStep
 	}
 	return nil
 }
@@ -891,7 +994,7 @@ type JudgeRequest struct {
 
 func (x *JudgeRequest) Reset() {
 	*x = JudgeRequest{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[8]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1006,7 @@ func (x *JudgeRequest) String() string {
 func (*JudgeRequest) ProtoMessage() {}
 
 func (x *JudgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[8]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1019,7 @@ func (x *JudgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeRequest.ProtoReflect.Descriptor instead.
 func (*JudgeRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{8}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *JudgeRequest) GetEffects() []byte {
@@ -970,7 +1073,7 @@ type JudgeResponse struct {
 
 func (x *JudgeResponse) Reset() {
 	*x = JudgeResponse{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[9]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1085,7 @@ func (x *JudgeResponse) String() string {
 func (*JudgeResponse) ProtoMessage() {}
 
 func (x *JudgeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[9]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1098,7 @@ func (x *JudgeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeResponse.ProtoReflect.Descriptor instead.
 func (*JudgeResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{9}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JudgeResponse) GetResult() *StepResult {
@@ -1017,7 +1120,7 @@ type Read struct {
 
 func (x *Read) Reset() {
 	*x = Read{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[10]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1132,7 @@ func (x *Read) String() string {
 func (*Read) ProtoMessage() {}
 
 func (x *Read) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[10]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1145,7 @@ func (x *Read) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Read.ProtoReflect.Descriptor instead.
 func (*Read) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{10}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Read) GetReachable() bool {
@@ -1072,7 +1175,7 @@ type Freshness struct {
 
 func (x *Freshness) Reset() {
 	*x = Freshness{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[11]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1187,7 @@ func (x *Freshness) String() string {
 func (*Freshness) ProtoMessage() {}
 
 func (x *Freshness) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[11]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1200,7 @@ func (x *Freshness) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Freshness.ProtoReflect.Descriptor instead.
 func (*Freshness) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{11}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Freshness) GetField() string {
@@ -1123,7 +1226,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[12]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1238,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[12]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1251,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{12}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetSessionRequest) GetSessionId() string {
@@ -1174,7 +1277,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[13]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1289,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[13]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1302,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{13}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetSessionResponse) GetSessionId() string {
@@ -1256,7 +1359,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[14]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1371,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[14]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1384,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{14}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepResult) GetOutcome() Outcome {
@@ -1308,7 +1411,7 @@ type Reason struct {
 
 func (x *Reason) Reset() {
 	*x = Reason{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1423,7 @@ func (x *Reason) String() string {
 func (*Reason) ProtoMessage() {}
 
 func (x *Reason) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1436,7 @@ func (x *Reason) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reason.ProtoReflect.Descriptor instead.
 func (*Reason) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{15}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Reason) GetCode() string {
@@ -1379,7 +1482,7 @@ type EffectResult struct {
 
 func (x *EffectResult) Reset() {
 	*x = EffectResult{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1494,7 @@ func (x *EffectResult) String() string {
 func (*EffectResult) ProtoMessage() {}
 
 func (x *EffectResult) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1507,7 @@ func (x *EffectResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectResult.ProtoReflect.Descriptor instead.
 func (*EffectResult) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{16}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EffectResult) GetVerdict() Verdict {
@@ -1510,7 +1613,7 @@ type ReconciliationTask struct {
 
 func (x *ReconciliationTask) Reset() {
 	*x = ReconciliationTask{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1625,7 @@ func (x *ReconciliationTask) String() string {
 func (*ReconciliationTask) ProtoMessage() {}
 
 func (x *ReconciliationTask) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1638,7 @@ func (x *ReconciliationTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationTask.ProtoReflect.Descriptor instead.
 func (*ReconciliationTask) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{17}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReconciliationTask) GetId() string {
@@ -1615,7 +1718,7 @@ type ReconciliationEvidence struct {
 
 func (x *ReconciliationEvidence) Reset() {
 	*x = ReconciliationEvidence{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1730,7 @@ func (x *ReconciliationEvidence) String() string {
 func (*ReconciliationEvidence) ProtoMessage() {}
 
 func (x *ReconciliationEvidence) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1743,7 @@ func (x *ReconciliationEvidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationEvidence.ProtoReflect.Descriptor instead.
 func (*ReconciliationEvidence) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{18}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReconciliationEvidence) GetObservedCount() int64 {
@@ -1693,21 +1796,28 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x04tier\x18\x03 \x01(\x05R\x04tier\x12\x1c\n" +
 	"\treachable\x18\x04 \x01(\bR\treachable\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1a\n" +
-	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"\x90\x02\n" +
+	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"\xc0\x02\n" +
 	"\fBeginRequest\x12)\n" +
 	"\x0fdeployment_yaml\x18\x01 \x01(\fH\x00R\x0edeploymentYaml\x12)\n" +
 	"\x0fdeployment_name\x18\x02 \x01(\tH\x00R\x0edeploymentName\x12\x18\n" +
 	"\aeffects\x18\x03 \x01(\fR\aeffects\x12G\n" +
-	"\x06params\x18\x04 \x03(\v2/.verifierd.verifier.v1.BeginRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\x06params\x18\x04 \x03(\v2/.verifierd.verifier.v1.BeginRequest.ParamsEntryR\x06params\x12\x1a\n" +
+	"\bworkflow\x18\x05 \x01(\tR\bworkflow\x12\x12\n" +
+	"\x04step\x18\x06 \x01(\tR\x04step\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"deployment\"l\n" +
+	"deployment\"\xbc\x01\n" +
 	"\rBeginResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12<\n" +
-	"\aeffects\x18\x02 \x03(\v2\".verifierd.verifier.v1.BegunEffectR\aeffects\"\x8d\x01\n" +
+	"\aeffects\x18\x02 \x03(\v2\".verifierd.verifier.v1.BegunEffectR\aeffects\x12N\n" +
+	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\"i\n" +
+	"\x0eRegisteredStep\x12\x1a\n" +
+	"\bworkflow\x18\x01 \x01(\tR\bworkflow\x12'\n" +
+	"\x0fworkflow_digest\x18\x02 \x01(\tR\x0eworkflowDigest\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\tR\x04step\"\x8d\x01\n" +
 	"\vBegunEffect\x12#\n" +
 	"\rcontract_hash\x18\x01 \x01(\tR\fcontractHash\x12\x12\n" +
 	"\x04tier\x18\x02 \x01(\x05R\x04tier\x12\x1c\n" +
@@ -1715,11 +1825,12 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x0fcandidate_index\x18\x04 \x01(\x05R\x0ecandidateIndex\".\n" +
 	"\rVerifyRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"j\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xba\x01\n" +
 	"\x0eVerifyResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
-	"\x06result\x18\x02 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\"\x82\x03\n" +
+	"\x06result\x18\x02 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x12N\n" +
+	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\"\x82\x03\n" +
 	"\fJudgeRequest\x12\x18\n" +
 	"\aeffects\x18\x01 \x01(\fR\aeffects\x12G\n" +
 	"\x06params\x18\x02 \x03(\v2/.verifierd.verifier.v1.JudgeRequest.ParamsEntryR\x06params\x123\n" +
@@ -1847,7 +1958,7 @@ func file_verifierd_verifier_v1_verifier_proto_rawDescGZIP() []byte {
 }
 
 var file_verifierd_verifier_v1_verifier_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_verifierd_verifier_v1_verifier_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_verifierd_verifier_v1_verifier_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	(SessionState)(0),              // 0: verifierd.verifier.v1.SessionState
 	(Outcome)(0),                   // 1: verifierd.verifier.v1.Outcome
@@ -1860,67 +1971,70 @@ var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	(*CandidateConnection)(nil),    // 8: verifierd.verifier.v1.CandidateConnection
 	(*BeginRequest)(nil),           // 9: verifierd.verifier.v1.BeginRequest
 	(*BeginResponse)(nil),          // 10: verifierd.verifier.v1.BeginResponse
-	(*BegunEffect)(nil),            // 11: verifierd.verifier.v1.BegunEffect
-	(*VerifyRequest)(nil),          // 12: verifierd.verifier.v1.VerifyRequest
-	(*VerifyResponse)(nil),         // 13: verifierd.verifier.v1.VerifyResponse
-	(*JudgeRequest)(nil),           // 14: verifierd.verifier.v1.JudgeRequest
-	(*JudgeResponse)(nil),          // 15: verifierd.verifier.v1.JudgeResponse
-	(*Read)(nil),                   // 16: verifierd.verifier.v1.Read
-	(*Freshness)(nil),              // 17: verifierd.verifier.v1.Freshness
-	(*GetSessionRequest)(nil),      // 18: verifierd.verifier.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),     // 19: verifierd.verifier.v1.GetSessionResponse
-	(*StepResult)(nil),             // 20: verifierd.verifier.v1.StepResult
-	(*Reason)(nil),                 // 21: verifierd.verifier.v1.Reason
-	(*EffectResult)(nil),           // 22: verifierd.verifier.v1.EffectResult
-	(*ReconciliationTask)(nil),     // 23: verifierd.verifier.v1.ReconciliationTask
-	(*ReconciliationEvidence)(nil), // 24: verifierd.verifier.v1.ReconciliationEvidence
-	nil,                            // 25: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
-	nil,                            // 26: verifierd.verifier.v1.BeginRequest.ParamsEntry
-	nil,                            // 27: verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
+	(*RegisteredStep)(nil),         // 11: verifierd.verifier.v1.RegisteredStep
+	(*BegunEffect)(nil),            // 12: verifierd.verifier.v1.BegunEffect
+	(*VerifyRequest)(nil),          // 13: verifierd.verifier.v1.VerifyRequest
+	(*VerifyResponse)(nil),         // 14: verifierd.verifier.v1.VerifyResponse
+	(*JudgeRequest)(nil),           // 15: verifierd.verifier.v1.JudgeRequest
+	(*JudgeResponse)(nil),          // 16: verifierd.verifier.v1.JudgeResponse
+	(*Read)(nil),                   // 17: verifierd.verifier.v1.Read
+	(*Freshness)(nil),              // 18: verifierd.verifier.v1.Freshness
+	(*GetSessionRequest)(nil),      // 19: verifierd.verifier.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),     // 20: verifierd.verifier.v1.GetSessionResponse
+	(*StepResult)(nil),             // 21: verifierd.verifier.v1.StepResult
+	(*Reason)(nil),                 // 22: verifierd.verifier.v1.Reason
+	(*EffectResult)(nil),           // 23: verifierd.verifier.v1.EffectResult
+	(*ReconciliationTask)(nil),     // 24: verifierd.verifier.v1.ReconciliationTask
+	(*ReconciliationEvidence)(nil), // 25: verifierd.verifier.v1.ReconciliationEvidence
+	nil,                            // 26: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
+	nil,                            // 27: verifierd.verifier.v1.BeginRequest.ParamsEntry
+	nil,                            // 28: verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),  // 29: google.protobuf.Timestamp
 }
 var file_verifierd_verifier_v1_verifier_proto_depIdxs = []int32{
-	25, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
+	26, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
 	8,  // 1: verifierd.verifier.v1.TestConnectionResponse.candidates:type_name -> verifierd.verifier.v1.CandidateConnection
-	26, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
-	11, // 3: verifierd.verifier.v1.BeginResponse.effects:type_name -> verifierd.verifier.v1.BegunEffect
-	20, // 4: verifierd.verifier.v1.VerifyResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	27, // 5: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	16, // 6: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
-	16, // 7: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
-	28, // 8: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
-	17, // 9: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
-	20, // 10: verifierd.verifier.v1.JudgeResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	0,  // 11: verifierd.verifier.v1.GetSessionResponse.state:type_name -> verifierd.verifier.v1.SessionState
-	10, // 12: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
-	20, // 13: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	28, // 14: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
-	28, // 15: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
-	1,  // 16: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
-	22, // 17: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
-	2,  // 18: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
-	3,  // 19: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
-	21, // 20: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
-	23, // 21: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
-	4,  // 22: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
-	2,  // 23: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
-	24, // 24: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
-	5,  // 25: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
-	6,  // 26: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
-	9,  // 27: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
-	12, // 28: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
-	14, // 29: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
-	18, // 30: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
-	7,  // 31: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
-	10, // 32: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
-	13, // 33: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
-	15, // 34: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
-	19, // 35: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
-	31, // [31:36] is the sub-list for method output_type
-	26, // [26:31] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	27, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
+	12, // 3: verifierd.verifier.v1.BeginResponse.effects:type_name -> verifierd.verifier.v1.BegunEffect
+	11, // 4: verifierd.verifier.v1.BeginResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
+	21, // 5: verifierd.verifier.v1.VerifyResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	11, // 6: verifierd.verifier.v1.VerifyResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
+	28, // 7: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	17, // 8: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
+	17, // 9: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
+	29, // 10: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
+	18, // 11: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
+	21, // 12: verifierd.verifier.v1.JudgeResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	0,  // 13: verifierd.verifier.v1.GetSessionResponse.state:type_name -> verifierd.verifier.v1.SessionState
+	10, // 14: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
+	21, // 15: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	29, // 16: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
+	29, // 17: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
+	1,  // 18: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
+	23, // 19: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
+	2,  // 20: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
+	3,  // 21: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
+	22, // 22: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
+	24, // 23: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
+	4,  // 24: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
+	2,  // 25: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
+	25, // 26: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
+	5,  // 27: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
+	6,  // 28: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
+	9,  // 29: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
+	13, // 30: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
+	15, // 31: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
+	19, // 32: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
+	7,  // 33: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
+	10, // 34: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
+	14, // 35: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
+	16, // 36: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
+	20, // 37: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
+	33, // [33:38] is the sub-list for method output_type
+	28, // [28:33] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_verifier_v1_verifier_proto_init() }
@@ -1932,15 +2046,15 @@ func file_verifierd_verifier_v1_verifier_proto_init() {
 		(*BeginRequest_DeploymentYaml)(nil),
 		(*BeginRequest_DeploymentName)(nil),
 	}
-	file_verifierd_verifier_v1_verifier_proto_msgTypes[16].OneofWrappers = []any{}
-	file_verifierd_verifier_v1_verifier_proto_msgTypes[18].OneofWrappers = []any{}
+	file_verifierd_verifier_v1_verifier_proto_msgTypes[17].OneofWrappers = []any{}
+	file_verifierd_verifier_v1_verifier_proto_msgTypes[19].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verifierd_verifier_v1_verifier_proto_rawDesc), len(file_verifierd_verifier_v1_verifier_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,89 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/internal/workflow"
+)
+
+func writeDaemon(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "daemon.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadDaemonPolicyAndWorkflows(t *testing.T) {
+	t.Parallel()
+	p := writeDaemon(t, `deployments: {clinic: deployment.yaml}
+workflows: {triage: flows/triage.yaml, abs: /srv/w.yaml}
+policy:
+  require_registered_contracts: true
+  subject_params: [patient_id]
+  min_tier: 2
+`)
+	d, err := LoadDaemon(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(p)
+	if diff := cmp.Diff(map[string]string{"triage": filepath.Join(dir, "flows/triage.yaml"), "abs": "/srv/w.yaml"}, d.Workflows); diff != "" {
+		t.Errorf("workflows (-want +got):\n%s", diff)
+	}
+	got := workflow.Resolve(d.Policy)
+	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("policy (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadDaemonPolicyRefusals(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ body, want string }{
+		"min_tier":    {"policy: {min_tier: 0}\n", "policy.min_tier"},
+		"unknown key": {"policy: {require_everything: true}\n", "policy.require_everything"},
+		"not bool":    {"policy: {require_change_claim: maybe}\n", "policy.require_change_claim"},
+		"empty path":  {"workflows: {triage: ''}\n", "workflows.triage"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadDaemon(writeDaemon(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDeploymentPolicyLayers: a registered deployment's policy overrides the
+// daemon's, and a workflow's overrides both.
+func TestDeploymentPolicyLayers(t *testing.T) {
+	t.Parallel()
+	dep, err := ParseDeployment([]byte("policy: {require_change_claim: false, min_tier: 1}\neffects: {kind: sql, sqlite_database: x.db, sql_query: SELECT 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon, err := LoadDaemon(writeDaemon(t, "policy: {subject_params: [p], min_tier: 3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := workflow.Parse([]byte("schema: verifierd.workflow/v1\nname: w\npolicy: {min_tier: 2}\nsteps: [{step: s}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := workflow.Resolve(daemon.Policy, dep.Policy, wf.Policy)
+	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("effective (-want +got):\n%s", diff)
+	}
+	if _, err := ParseDeployment([]byte("policy: {min_tier: 9}\neffects: {kind: sql}\n")); err == nil || !strings.Contains(err.Error(), "policy.min_tier") {
+		t.Errorf("bad deployment policy: %v", err)
+	}
+}

@@ -1,0 +1,245 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// Rule codes of the trust refusals (PermissionDenied). The contract guards'
+// codes are workflow.Code*.
+const (
+	// CodeInlineDeploymentRefused: the caller sent a deployment instead of
+	// naming a registered one, and the daemon does not allow that.
+	CodeInlineDeploymentRefused = "inline_deployment_refused"
+	// CodeInlineSecretRefused: an inline deployment named a secret.
+	CodeInlineSecretRefused = "inline_secret_refused"
+	// CodeInlineCompensatorRefused: an inline deployment configured a
+	// compensator.
+	CodeInlineCompensatorRefused = "inline_compensator_refused"
+	// CodeInlinePolicyRefused: an inline deployment carried a policy block;
+	// the caller may not set policy.
+	CodeInlinePolicyRefused = "inline_policy_refused"
+	// CodeRegisteredContractsRequired: the caller sent effects while the
+	// policy requires a registered workflow step.
+	CodeRegisteredContractsRequired = "registered_contracts_required"
+)
+
+// RegisteredStep names the reviewed source of a session's contracts.
+type RegisteredStep struct {
+	Workflow       string `json:"workflow"`
+	WorkflowDigest string `json:"workflow_digest"`
+	Step           string `json:"step"`
+}
+
+// LoadWorkflows loads every workflow file the daemon config registers. A
+// file that does not load stops the daemon from starting, naming the file
+// and the path in it.
+func LoadWorkflows(d *config.Daemon) (map[string]*workflow.Workflow, error) {
+	out := map[string]*workflow.Workflow{}
+	if d == nil {
+		return out, nil
+	}
+	names := make([]string, 0, len(d.Workflows))
+	for name := range d.Workflows {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		w, err := workflow.Load(d.Workflows[name])
+		if err != nil {
+			return nil, fmt.Errorf("workflows.%s: %w", name, err)
+		}
+		out[name] = w
+	}
+	return out, nil
+}
+
+// admitted is a Begin request the trust checks let through: its deployment
+// and contracts, where the contracts come from, and the effective policy.
+type admitted struct {
+	deployment []byte
+	effects    []byte
+	registered *RegisteredStep
+	policy     workflow.Effective
+}
+
+// admit applies the trust rules to a Begin before anything is configured
+// or read: named deployments only (unless the development switch is on,
+// and then no secret, compensator or policy inline), the contracts of a
+// registered step or, unless the policy requires those, the caller's, and
+// the contract guards. The tier guard needs the selected candidates and
+// comes later (checkTiers).
+func (m *Manager) admit(req BeginRequest) (*admitted, error) {
+	if err := checkParams(req.Params); err != nil {
+		return nil, err
+	}
+	deployment, inline, err := m.deploymentSource(req, "Begin")
+	if err != nil {
+		return nil, err
+	}
+	effects, registered, wf, err := m.contractSource(req)
+	if err != nil {
+		return nil, err
+	}
+	dep, _, err := parseDeployment(deployment)
+	if err != nil {
+		return nil, err
+	}
+	if inline {
+		if err := checkInline(dep); err != nil {
+			return nil, err
+		}
+	}
+	pol := m.policy(dep, wf)
+	if registered == nil && pol.RequireRegisteredContracts {
+		return nil, &Error{Kind: Denied, Code: CodeRegisteredContractsRequired, Path: "effects",
+			Message: "the daemon's policy requires registered contracts (require_registered_contracts); name a registered workflow and step (--workflow NAME --step NAME) instead of sending effects"}
+	}
+	if err := checkContracts(pol, effects, req.Params, wf); err != nil {
+		return nil, err
+	}
+	return &admitted{deployment: deployment, effects: effects, registered: registered, policy: pol}, nil
+}
+
+// deploymentSource resolves the deployment bytes and refuses an inline
+// deployment unless the daemon runs with the development switch.
+func (m *Manager) deploymentSource(req BeginRequest, call string) ([]byte, bool, error) {
+	data, err := m.deploymentBytes(req)
+	if err != nil {
+		return nil, false, err
+	}
+	if req.DeploymentName != "" {
+		return data, false, nil
+	}
+	if !m.AllowInline {
+		return nil, false, &Error{Kind: Denied, Code: CodeInlineDeploymentRefused, Path: "deployment",
+			Message: "the daemon reads only deployments registered in its config (deployments:); name one with --deployment-name NAME (deployment_name), or, for development only, start the daemon with --allow-inline-deployments"}
+	}
+	m.logger().Warn("inline deployment accepted (--allow-inline-deployments is a development switch: the caller chooses where the daemon reads)", "call", call)
+	return data, true, nil
+}
+
+// contractSource resolves the contracts: the caller's effects, or a
+// registered workflow step's.
+func (m *Manager) contractSource(req BeginRequest) ([]byte, *RegisteredStep, *workflow.Workflow, error) {
+	if req.Workflow == "" && req.Step == "" {
+		return req.Effects, nil, nil, nil
+	}
+	if len(req.Effects) > 0 {
+		return nil, nil, nil, &Error{Kind: Invalid, Path: "effects", Message: "give effects or a registered workflow and step, not both"}
+	}
+	if req.Workflow == "" || req.Step == "" {
+		return nil, nil, nil, &Error{Kind: Invalid, Path: "workflow", Message: "give both workflow and step"}
+	}
+	w := m.Workflows[req.Workflow]
+	if w == nil {
+		return nil, nil, nil, &Error{Kind: Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", req.Workflow)}
+	}
+	st, ok := w.Step(req.Step)
+	if !ok {
+		return nil, nil, nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("workflow %q has no step %q", req.Workflow, req.Step)}
+	}
+	if len(st.EffectsTree) == 0 {
+		return nil, nil, nil, &Error{Kind: Refused, Code: workflow.CodeMissingEffectContract, Path: "step",
+			Message: fmt.Sprintf("step %q of workflow %q declares no effects; a step with no contract proves nothing", req.Step, req.Workflow)}
+	}
+	effects, err := json.Marshal(st.EffectsTree)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("encoding the effects of step %q: %w", req.Step, err)
+	}
+	return effects, &RegisteredStep{Workflow: req.Workflow, WorkflowDigest: w.Digest, Step: req.Step}, w, nil
+}
+
+// checkInline refuses what an inline deployment may never carry: a
+// secret, a compensator or a policy.
+func checkInline(dep *config.Deployment) error {
+	if dep.Policy != nil {
+		return &Error{Kind: Denied, Code: CodeInlinePolicyRefused, Path: "deployment.policy",
+			Message: "an inline deployment may not set policy; the operator sets it in the daemon config or a registered deployment"}
+	}
+	for i, c := range dep.Candidates {
+		path := fmt.Sprintf("deployment.effects.candidates[%d]", i)
+		if len(dep.Candidates) == 1 {
+			path = "deployment.effects"
+		}
+		if len(c.Secrets) > 0 {
+			slots := make([]string, 0, len(c.Secrets))
+			for slot := range c.Secrets {
+				slots = append(slots, slot)
+			}
+			sort.Strings(slots)
+			return &Error{Kind: Denied, Code: CodeInlineSecretRefused, Path: path + "." + slots[0],
+				Message: "an inline deployment may reference no secret; register the deployment in the daemon config (deployments:) and name it with --deployment-name"}
+		}
+		if c.Compensator != nil {
+			return &Error{Kind: Denied, Code: CodeInlineCompensatorRefused, Path: path + ".compensator",
+				Message: "an inline deployment may configure no compensator; register the deployment in the daemon config (deployments:) and name it with --deployment-name"}
+		}
+	}
+	return nil
+}
+
+// policy resolves the effective contract guards: daemon, then the
+// registered deployment, then the workflow.
+func (m *Manager) policy(dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
+	var layers []*workflow.Policy
+	if m.Daemon != nil {
+		layers = append(layers, m.Daemon.Policy)
+	}
+	layers = append(layers, dep.Policy)
+	if wf != nil {
+		layers = append(layers, wf.Policy)
+	}
+	return workflow.Resolve(layers...)
+}
+
+// checkContracts applies the contract guards before anything is read.
+func checkContracts(p workflow.Effective, effects []byte, params map[string]string, wf *workflow.Workflow) error {
+	list, err := effectsList(effects)
+	if err != nil {
+		return err
+	}
+	// Malformed input is reported before any policy rule: a contract whose
+	// {param} the run does not supply is InvalidArgument, not a guard.
+	for i, e := range list {
+		if _, err := judge.Bind(e, params, fmt.Sprintf("effects[%d]", i)); err != nil {
+			return judgeError(err)
+		}
+	}
+	secret := map[string]bool{}
+	if wf != nil {
+		secret = wf.SecretParams()
+	}
+	if fs := workflow.CheckContracts(p, list, secret, "effects"); len(fs) > 0 {
+		return findingError(fs[0])
+	}
+	return nil
+}
+
+// effectsList takes a parsed effects list from the cache or parses it
+// within the limits; the caller (parse) caches it once the step is accepted.
+func effectsList(effects []byte) ([]judge.Effect, error) {
+	if list, ok := parsedEffects.get(docKey(effects)); ok {
+		return list, nil
+	}
+	return parseEffectsDoc(effects)
+}
+
+func findingError(f workflow.Finding) error {
+	return &Error{Kind: Refused, Code: f.Code, Path: f.Path, Message: f.Code + ": " + f.Message}
+}
+
+// checkTiers applies min_tier to the selected candidates, before capture.
+func checkTiers(p workflow.Effective, res *BeginResult) error {
+	for i, e := range res.Effects {
+		if fs := workflow.CheckTier(p, e.Tier, e.Candidate, i, fmt.Sprintf("effects[%d]", i)); len(fs) > 0 {
+			return findingError(fs[0])
+		}
+	}
+	return nil
+}
