@@ -316,3 +316,17 @@ func TestLintInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestLintDemoWorkflow lints the demo's registered workflow: one
+// irreversible step, fully covered, no findings even under the strict flag.
+func TestLintDemoWorkflow(t *testing.T) {
+	t.Parallel()
+	out, code := runCLI(t, "lint", "--workflow", "../../examples/demo/workflow.yaml", "--require-effects-for-irreversible")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	r := decodeLint(t, out)
+	if r.Workflow != "triage" || r.Coverage.IrreversibleSteps != 1 || r.Coverage.WithContract != 1 || r.Coverage.Percent != 100 || len(r.Findings) != 0 {
+		t.Fatalf("demo workflow: %+v", r)
+	}
+}
