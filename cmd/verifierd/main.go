@@ -27,6 +27,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 )
 
@@ -53,6 +54,7 @@ func run(args []string) error {
 	storeSync := fs.Bool("store-sync", true, "fsync every session write; false survives a daemon crash but not a machine crash")
 	initStore := fs.Bool("init-store", false, "accept a missing or empty store in a data dir that held one before (its sessions are lost)")
 	retain := fs.Duration("retain-unfinished", 24*time.Hour, "remove sessions begun but never verified after this long, with their baselines (0: keep)")
+	signingKey := fs.String("signing-key", "", "Ed25519 key file that signs receipts (default: <data-dir>/keys/receipt-signing.key, created on first start)")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,14 +118,18 @@ func run(args []string) error {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session")}
+	signer, err := signing.LoadOrCreate(*dataDir, *signingKey)
+	if err != nil {
+		return err
+	}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer}
 	srv, healthSrv := server.New(mgr, opts)
 
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "kinds", host.Kinds())
+	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "kinds", host.Kinds(), "key_id", signer.KeyID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -48,6 +49,15 @@ type Error struct {
 	Code    string // judge code (INVALID_CONTRACT, UNBOUND_PARAM) when relevant
 	Path    string
 	Message string
+
+	// Reason classifies a refusal for its terminal outcome (reasonPolicy,
+	// reasonPlatform); empty otherwise.
+	Reason string
+	// TerminalOutcome and Receipt are set on a refused Begin recorded in
+	// the ledger: REJECTED_POLICY, FAILED_PLATFORM or HALTED_BEFORE_EFFECT,
+	// and the signed receipt of the refusal (DSSE envelope JSON).
+	TerminalOutcome string
+	Receipt         json.RawMessage
 }
 
 func (e *Error) Error() string {
@@ -70,6 +80,12 @@ type Manager struct {
 	// PollInterval is the first wait between after reads (judge default
 	// when zero).
 	PollInterval time.Duration
+	// Signer signs every receipt; without one, results carry no receipt
+	// (the ledger is kept all the same).
+	Signer *signing.Signer
+	// EvidenceKey keys the evidence digests of receipts; when nil, a key
+	// derived from the signing seed (see EvidenceDigestKey).
+	EvidenceKey []byte
 
 	locks sync.Map // session id -> *sync.Mutex
 }
@@ -120,13 +136,16 @@ type BeginResult struct {
 // meta is what the store keeps of a begun session. Secrets are not in it:
 // Verify resolves them again from the daemon's environment.
 type meta struct {
-	ID         string            `json:"id"`
-	BegunAt    time.Time         `json:"begun_at"`
-	Deployment []byte            `json:"deployment"`
-	Effects    []byte            `json:"effects"`
-	Params     map[string]string `json:"params"`
-	Begin      BeginResult       `json:"begin"`
-	Captures   []captureMeta     `json:"captures"`
+	ID string `json:"id"`
+	// DeploymentName is the registered deployment's name; empty for inline
+	// YAML. Receipts bind it (see sessionNames).
+	DeploymentName string            `json:"deployment_name,omitempty"`
+	BegunAt        time.Time         `json:"begun_at"`
+	Deployment     []byte            `json:"deployment"`
+	Effects        []byte            `json:"effects"`
+	Params         map[string]string `json:"params"`
+	Begin          BeginResult       `json:"begin"`
+	Captures       []captureMeta     `json:"captures"`
 }
 
 // captureMeta is one baseline capture: one per selected candidate.
@@ -166,7 +185,7 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Kind: Refused, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
+		return nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
 	}
 	return data, nil
 }
@@ -243,9 +262,15 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 		if err != nil {
 			var ce *config.Error
 			if errors.As(err, &ce) {
-				errs[i] = &Error{Kind: Refused, Path: "deployment.effects." + ce.Path, Message: ce.Message}
+				// A secret outside secrets.allow is the operator's policy;
+				// a secret missing from the environment is the platform's.
+				reason := reasonPlatform
+				if strings.Contains(ce.Message, "secrets.allow") {
+					reason = reasonPolicy
+				}
+				errs[i] = &Error{Kind: Refused, Reason: reason, Path: "deployment.effects." + ce.Path, Message: ce.Message}
 			} else {
-				errs[i] = &Error{Kind: Refused, Path: path, Message: err.Error()}
+				errs[i] = &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: err.Error()}
 			}
 			continue
 		}
@@ -262,7 +287,7 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 				}
 				errs[i] = &Error{Kind: Invalid, Path: p, Message: ce.Message}
 			} else {
-				errs[i] = &Error{Kind: Refused, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, c.Kind, err)}
+				errs[i] = &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, c.Kind, err)}
 			}
 			continue
 		}
@@ -276,8 +301,16 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error) {
 	deployment, err := m.deploymentBytes(req)
 	if err != nil {
-		return nil, err
+		return nil, m.recordBeginRefusal(req, nil, err)
 	}
+	res, err := m.begin(ctx, req, deployment)
+	if err != nil {
+		return nil, m.recordBeginRefusal(req, deployment, err)
+	}
+	return res, nil
+}
+
+func (m *Manager) begin(ctx context.Context, req BeginRequest, deployment []byte) (*BeginResult, error) {
 	params := req.Params
 	if params == nil {
 		params = map[string]string{}
@@ -310,7 +343,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 		byCandidate[best] = append(byCandidate[best], i)
 	}
 
-	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: deployment, Effects: req.Effects, Params: params, Begin: *res}
+	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: deployment, Effects: req.Effects, Params: params, Begin: *res}
 	var writers []*store.BaselineWriter
 	cands := make([]int, 0, len(byCandidate))
 	for ci := range byCandidate {
@@ -335,7 +368,13 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 		m.Store.DropBaseline(id)
 		return nil, err
 	}
-	if err := m.Store.CreateSession(id, raw, writers...); err != nil {
+	// The ledger's begin entry binds the session id, the contract hashes,
+	// tiers and candidates (what Begin answered), never parameter values.
+	beginEntry := func(l *store.Ledger) error {
+		_, err := l.Append(EntryBegin, id, jsonDigest(res))
+		return err
+	}
+	if err := m.Store.CreateSessionLedger(id, raw, beginEntry, writers...); err != nil {
 		m.Store.DropBaseline(id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
