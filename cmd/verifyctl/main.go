@@ -20,8 +20,13 @@ commands:
   preflight --deployment FILE [--param k=v] test every candidate's connection (never writes)
   begin --deployment FILE --effects FILE [--param k=v]
                                             capture baselines; exit 3: refused, do not actuate
-  verify --session ID                       judge the session (exit 0 whatever the verdict)
-  session --session ID                      show a session's state and result
+  verify --session ID [--receipt-out FILE]  judge the session (exit 0 whatever the verdict); the signed receipt under "receipt"
+  reverify --session ID --reason TEXT       judge a fresh read against the original baseline after a repair
+  session --session ID                      show a session's state, its result and any re-verifications
+  key                                       print the daemon's signing public key and key id
+  ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines
+  artifact verify --deployment-name NAME --file PATH
+                                            is exactly this file (digest and size) in the registered store?
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
   receipt verify --receipt FILE (--public-key FILE | --key-id ID)
                                             check a signed receipt offline; exit 1: not valid
@@ -51,6 +56,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "receipt":
 		return cmdReceipt(args[1:], stdout, stderr)
+	case "key":
+		return cmdKey(args[1:], stdout, stderr)
+	case "reverify":
+		return cmdReverify(args[1:], stdout, stderr)
+	case "artifact":
+		return cmdArtifact(args[1:], stdout, stderr)
 	case "ledger":
 		return cmdLedger(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
