@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,10 +66,20 @@ type offlineResult struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
+// offline runs an offline verifyctl command (no --addr).
 func (d *daemon) offline(t *testing.T, args ...string) (offlineResult, int) {
 	t.Helper()
-	out, code := d.ctl(t, args...)
-	return mustJSON[offlineResult](t, out), code
+	cmd := exec.Command(filepath.Join(bins.dir, "verifyctl"), args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("verifyctl %v: %v", args, err)
+	}
+	return mustJSON[offlineResult](t, stdout.String()), code
 }
 
 func decodePayload(t *testing.T, file string) (map[string]any, []byte) {
