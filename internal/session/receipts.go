@@ -424,6 +424,11 @@ func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err er
 	return &out
 }
 
+func isKind(err error, k ErrorKind) bool {
+	var se *Error
+	return errors.As(err, &se) && se.Kind == k
+}
+
 // KeyInfo is the daemon's signing identity and ledger head.
 type KeyInfo struct {
 	PublicKey string `json:"public_key"`

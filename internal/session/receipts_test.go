@@ -104,11 +104,6 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	}
 }
 
-func isKind(err error, k ErrorKind) bool {
-	var se *Error
-	return errors.As(err, &se) && se.Kind == k
-}
-
 // An unreachable system of record is RECONCILIATION_REQUIRED in the ledger,
 // never FAILED_PLATFORM: the adapter itself ran.
 func TestUnreachableSystemOfRecordIsNotAPlatformFailure(t *testing.T) {

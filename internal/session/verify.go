@@ -232,7 +232,10 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		return out, tasks
 	}
 	if instErr != nil {
-		ge.PlatformFailed = true
+		// An adapter that would not start is the platform's failure; one
+		// that refused its configuration (a root that is gone) reports on
+		// the system of record.
+		ge.PlatformFailed = !isKind(instErr, Invalid)
 		return unreachable(instErr.Error())
 	}
 	info := inst.Info()
