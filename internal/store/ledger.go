@@ -77,21 +77,44 @@ func (s *Store) LedgerHead() (pos receipt.Position, err error) {
 	return pos, err
 }
 
-// ExportLedger calls fn with each entry from seq from on, oldest first.
+// exportBatch bounds the entries read per transaction by ExportLedger, so
+// that a slow reader never holds a read transaction (which would stop the
+// file from growing under writers) for long.
+const exportBatch = 512
+
+// ExportLedger calls fn with each entry from seq from on, oldest first. fn
+// runs outside any store transaction.
 func (s *Store) ExportLedger(from uint64, fn func(receipt.Entry, []byte) error) error {
-	return s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLedger).Cursor()
-		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil; k, v = c.Next() {
-			var e receipt.Entry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("ledger entry %d is corrupt: %w", binary.BigEndian.Uint64(k), err)
+	type row struct {
+		e receipt.Entry
+		c []byte
+	}
+	for {
+		var batch []row
+		err := s.view(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketLedger).Cursor()
+			for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(batch) < exportBatch; k, v = c.Next() {
+				var e receipt.Entry
+				if err := json.Unmarshal(v, &e); err != nil {
+					return fmt.Errorf("ledger entry %d is corrupt: %w", binary.BigEndian.Uint64(k), err)
+				}
+				batch = append(batch, row{e, append([]byte(nil), v...)})
 			}
-			if err := fn(e, v); err != nil {
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range batch {
+			if err := fn(r.e, r.c); err != nil {
 				return err
 			}
 		}
-		return nil
-	})
+		if len(batch) < exportBatch {
+			return nil
+		}
+		from = batch[len(batch)-1].e.Seq + 1
+	}
 }
 
 // CreateSessionLedger is CreateSession with ledger entries appended by fn in

@@ -84,3 +84,35 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 		t.Fatalf("reverifications %q %v", rs, err)
 	}
 }
+
+func TestExportLedgerInBatches(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = exportBatch*2 + 3
+	if err := s.AppendLedger(func(l *Ledger) error {
+		for range n {
+			if _, err := l.Append("artifact", "", "sha256:00"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var got []receipt.Entry
+	if err := s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := receipt.VerifyChain(got, false); err != nil || len(got) != n {
+		t.Fatalf("%d entries, %v", len(got), err)
+	}
+	got = nil
+	s.ExportLedger(n-1, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil })
+	if len(got) != 2 || got[0].Seq != n-1 {
+		t.Fatalf("from seq %d: %+v", n-1, got)
+	}
+}
