@@ -165,7 +165,7 @@ func TestReceiptsAndLedger(t *testing.T) {
 		"one flipped byte": {"--receipt", tampered("flipped.json", func(e *receipt.Envelope) {
 			e.Payload = bytes.Replace(e.Payload, []byte(`"CONFIRMED"`), []byte(`"CONFIRMEE"`), 1)
 		}), "--public-key", key},
-		"swapped signature": {"--receipt", tampered("swapped.json", func(e *receipt.Envelope) {
+		"a changed signature": {"--receipt", tampered("changed-sig.json", func(e *receipt.Envelope) {
 			e.Signatures[0].Sig[0] ^= 1
 		}), "--public-key", key},
 		"another daemon's key": {"--receipt", rcpt, "--public-key", otherKey},
@@ -226,6 +226,13 @@ func TestReceiptsAndLedger(t *testing.T) {
 	}
 	if r, code := d.offline(t, "receipt", "verify", "--receipt", rcpt2, "--public-key", key); code != 0 || !r.Valid {
 		t.Fatalf("receipt after restart: exit %d %+v", code, r)
+	}
+	// The daemon's valid signature of another receipt, swapped in.
+	data2, _ := os.ReadFile(rcpt2)
+	env2, _ := receipt.ParseEnvelope(data2)
+	swapped := tampered("swapped.json", func(e *receipt.Envelope) { e.Signatures = env2.Signatures })
+	if r, code := d.offline(t, "receipt", "verify", "--receipt", swapped, "--public-key", key); code != 1 || r.Valid {
+		t.Errorf("swapped signature: exit %d %+v, want exit 1", code, r)
 	}
 }
 
