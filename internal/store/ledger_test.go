@@ -116,3 +116,43 @@ func TestExportLedgerInBatches(t *testing.T) {
 		t.Fatalf("from seq %d: %+v", n-1, got)
 	}
 }
+
+func TestSalvageCopiesTheLedger(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSessionLedger("s1", []byte(`{}`), func(l *Ledger) error {
+		_, err := l.Append("begin", "s1", "sha256:aa")
+		return err
+	}, s.NewBaseline("s1", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishSessionLedger("s1", func(l *Ledger) ([]byte, bool, error) {
+		_, err := l.Append("verify", "s1", "sha256:bb")
+		return []byte(`{"outcome":"RECONCILIATION_REQUIRED"}`), true, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	out := t.TempDir()
+	rep, err := Salvage(dir, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LedgerEntries != 2 || rep.LedgerIncomplete || rep.Baselines != 1 {
+		t.Fatalf("salvage %+v", rep)
+	}
+	s, err = Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []receipt.Entry
+	s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil })
+	if _, err := receipt.VerifyChain(got, false); err != nil || len(got) != 2 {
+		t.Fatalf("salvaged ledger %+v: %v", got, err)
+	}
+}
