@@ -65,8 +65,10 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.Store.AddReverification(id, func(l *store.Ledger, attempt int) ([]byte, error) {
-		return m.seal(l, raw, &md, res, ev, &reverifyOf{attempt: attempt, reason: reason, openTasks: open})
+	out, err := m.Store.AddReverification(id, func(l *store.Ledger, attempt int) ([]byte, bool, error) {
+		out, err := m.seal(l, raw, &md, res, ev, &reverifyOf{attempt: attempt, reason: reason, openTasks: open})
+		// Once VERIFIED the session is settled and its baseline goes.
+		return out, res.Outcome != judge.Verified, err
 	})
 	if err != nil {
 		return nil, err

@@ -180,8 +180,9 @@ func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byt
 // AddReverification stores a further result of a finished session, built
 // by build with its attempt number (1 for the first re-verification) inside
 // the transaction that appends its ledger entries. The first result is never
-// touched.
-func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) ([]byte, error)) ([]byte, error) {
+// touched. Unless build asks to keep it, the baseline is removed (the
+// session is settled).
+func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var out []byte
 	err := s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
@@ -196,12 +197,18 @@ func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) 
 		for k, _ := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix); k, _ = c.Next() {
 			attempt++
 		}
-		result, err := build(newLedger(tx), attempt)
+		result, keep, err := build(newLedger(tx), attempt)
 		if err != nil {
 			return err
 		}
 		out = result
-		return tx.Bucket(bucketReverified).Put(fmt.Appendf(nil, "%s/%08d", id, attempt), result)
+		if err := tx.Bucket(bucketReverified).Put(fmt.Appendf(nil, "%s/%08d", id, attempt), result); err != nil {
+			return err
+		}
+		if bb := tx.Bucket(bucketBaselines); !keep && bb.Bucket([]byte(id)) != nil {
+			return bb.DeleteBucket([]byte(id))
+		}
+		return nil
 	})
 	return out, err
 }

@@ -46,12 +46,12 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AddReverification("s1", func(l *Ledger, attempt int) ([]byte, error) {
+	if _, err := s.AddReverification("s1", func(l *Ledger, attempt int) ([]byte, bool, error) {
 		if attempt != 1 {
 			t.Errorf("attempt %d", attempt)
 		}
 		_, err := l.Append("reverify", "s1", "sha256:cc")
-		return []byte(`{"r":2}`), err
+		return []byte(`{"r":2}`), true, err
 	}); err != nil {
 		t.Fatal(err)
 	}
