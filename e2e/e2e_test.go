@@ -343,8 +343,9 @@ func writeFile(t testing.TB, dir, name, content string) string {
 
 // verifyOutput is the JSON verifyctl verify prints.
 type verifyOutput struct {
-	Outcome string `json:"outcome"`
-	Effects []struct {
+	Outcome         string `json:"outcome"`
+	TerminalOutcome string `json:"terminal_outcome"`
+	Effects         []struct {
 		Verdict       string `json:"verdict"`
 		Result        string `json:"result"`
 		ObservedCount *int   `json:"observed_count"`
@@ -577,6 +578,11 @@ func TestPluginKilledMidCapture(t *testing.T) {
 	v := <-done
 	if got, want := v.summary(), "RECONCILIATION_REQUIRED INDETERMINATE/unavailable/SOR_UNREACHABLE"; got != want {
 		t.Errorf("verify = %s, want %s", got, want)
+	}
+	// The adapter process failed, not the system of record: the verdict
+	// stays INDETERMINATE, and the ledger's terminal outcome says so.
+	if v.TerminalOutcome != "FAILED_PLATFORM" {
+		t.Errorf("terminal_outcome = %q, want FAILED_PLATFORM", v.TerminalOutcome)
 	}
 
 	// The next call relaunches the same configured adapter; the marker now

@@ -31,6 +31,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 )
 
@@ -59,6 +60,7 @@ func run(args []string) error {
 	retain := fs.Duration("retain-unfinished", 24*time.Hour, "remove sessions begun but never verified after this long, with their baselines (0: keep)")
 	insecure := fs.Bool("insecure", false, "serve a non-loopback --listen address without a bearer token and TLS")
 	allowInline := fs.Bool("allow-inline-deployments", false, "development only: accept deployments sent by the caller (who then chooses where the daemon reads); never with secrets or a compensator")
+	signingKey := fs.String("signing-key", "", "Ed25519 key file that signs receipts (default: <data-dir>/keys/receipt-signing.key, created on first start)")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -142,7 +144,11 @@ func run(args []string) error {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows}
+	signer, err := signing.LoadOrCreate(*dataDir, *signingKey)
+	if err != nil {
+		return err
+	}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows}
 	srv, healthSrv := server.New(mgr, opts)
 
 	// Signals are handled before the daemon says it listens, so that a
@@ -155,7 +161,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "kinds", host.Kinds())
+	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "kinds", host.Kinds(), "key_id", signer.KeyID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()

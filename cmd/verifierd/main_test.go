@@ -280,3 +280,18 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	}
 	startDaemon(t, "--data-dir", dir, "--init-store")
 }
+
+// TestOpenSigningKeyStopsDaemon: a --signing-key readable by others stops
+// the daemon at start with a message saying what to do.
+func TestOpenSigningKeyStopsDaemon(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "open.key")
+	if err := os.WriteFile(key, []byte("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runBin(t, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--signing-key", key)
+	if code != 1 || !strings.Contains(stderr, "chmod 600") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 saying chmod 600", code, stderr)
+	}
+	noTrace(t, stderr)
+}

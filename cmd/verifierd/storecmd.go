@@ -74,7 +74,10 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "salvaged into %s: %d sessions, %d results, %d baselines\n", filepath.Join(*out, "verifierd.db"), rep.Sessions, rep.Results, rep.Baselines)
+		fmt.Fprintf(stdout, "salvaged into %s: %d sessions, %d results, %d baselines, %d ledger entries\n", filepath.Join(*out, "verifierd.db"), rep.Sessions, rep.Results, rep.Baselines, rep.LedgerEntries)
+		if rep.LedgerIncomplete {
+			fmt.Fprintln(stdout, "lost: part of the ledger; `verifyctl ledger verify` on an export names where the chain breaks")
+		}
 		for _, id := range rep.LostSessions {
 			fmt.Fprintf(stdout, "lost: session %s (its record is unreadable)\n", id)
 		}

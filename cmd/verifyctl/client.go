@@ -114,6 +114,14 @@ func callError(stdout, stderr io.Writer, err error) int {
 				out["path"] = x.FieldViolations[0].Field
 			}
 		case *errdetails.ErrorInfo:
+			if x.Domain == receiptDomain {
+				// A refused Begin recorded in the ledger, with its receipt.
+				out["terminal_outcome"] = x.Metadata["terminal_outcome"]
+				if r := x.Metadata["receipt"]; r != "" {
+					out["receipt"] = json.RawMessage(r)
+				}
+				continue
+			}
 			out["reason"] = x.Reason
 		}
 	}
@@ -285,8 +293,11 @@ func sessionFlag(id *string) func(fs *flag.FlagSet) func() error {
 }
 
 func cmdVerify(args []string, stdout, stderr io.Writer) int {
-	var id string
-	return clientCommand("verify", args, stdout, stderr, sessionFlag(&id), func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+	var id, receiptOut string
+	return clientCommand("verify", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
+		fs.StringVar(&receiptOut, "receipt-out", "", "also write the signed receipt (DSSE envelope JSON) alone to this file")
+		return sessionFlag(&id)(fs)
+	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
 		res, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: id})
 		if err != nil {
 			return nil, err
@@ -294,6 +305,10 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		out := stepJSON(res.GetResult())
 		out["session_id"] = res.GetSessionId()
 		out["registered_step"] = registeredJSON(res.GetRegisteredStep())
+		out["receipt"] = receiptJSON(res.GetReceiptJson())
+		if err := saveReceipt(receiptOut, res.GetReceiptJson()); err != nil {
+			return nil, err
+		}
 		return out, nil
 	})
 }
@@ -314,7 +329,13 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 		}
 		if res.GetResult() != nil {
 			out["result"] = stepJSON(res.GetResult())
+			out["receipt"] = receiptJSON(res.GetReceiptJson())
 		}
+		revs := []map[string]any{}
+		for _, r := range res.GetReverifications() {
+			revs = append(revs, reverificationJSON(r))
+		}
+		out["reverifications"] = revs
 		return out, nil
 	})
 }
@@ -365,5 +386,9 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 			"reconciliation_task": task,
 		})
 	}
-	return map[string]any{"outcome": strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"), "effects": effects}
+	out := map[string]any{"outcome": strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"), "effects": effects}
+	if t := r.GetTerminalOutcome(); t != verifierv1.Outcome_OUTCOME_UNSPECIFIED {
+		out["terminal_outcome"] = strings.TrimPrefix(t.String(), "OUTCOME_")
+	}
+	return out
 }

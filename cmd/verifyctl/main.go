@@ -22,8 +22,13 @@ commands:
   begin --deployment-name NAME (--workflow NAME --step NAME | --effects FILE) [--param k=v]
                                             capture baselines; exit 3: refused, do not actuate
         (--deployment FILE instead of --deployment-name: only a daemon run with --allow-inline-deployments)
-  verify --session ID                       judge the session (exit 0 whatever the verdict)
-  session --session ID                      show a session's state and result
+  verify --session ID [--receipt-out FILE]  judge the session (exit 0 whatever the verdict); the signed receipt under "receipt"
+  reverify --session ID --reason TEXT       judge a fresh read against the original baseline after a repair
+  session --session ID                      show a session's state, its result and any re-verifications
+  key                                       print the daemon's signing public key and key id
+  ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines
+  artifact verify --deployment-name NAME --file PATH
+                                            is exactly this file (digest and size) in the registered store?
   lint --workflow FILE [--deployment-name NAME] [--require-effects-for-irreversible]
                                             check a workflow's contracts; exit 1: findings under --require-…
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
@@ -62,6 +67,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "receipt":
 		return cmdReceipt(args[1:], stdout, stderr)
+	case "key":
+		return cmdKey(args[1:], stdout, stderr)
+	case "reverify":
+		return cmdReverify(args[1:], stdout, stderr)
+	case "artifact":
+		return cmdArtifact(args[1:], stdout, stderr)
 	case "ledger":
 		return cmdLedger(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

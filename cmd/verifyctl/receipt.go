@@ -63,8 +63,11 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 
 // cmdLedger: `ledger verify` checks an exported ledger offline.
 func cmdLedger(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "export" {
+		return cmdLedgerExport(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(stderr, "usage: verifyctl ledger verify --file ledger.jsonl [--receipt FILE]")
+		fmt.Fprintln(stderr, "usage: verifyctl ledger verify --file ledger.jsonl [--receipt FILE] | ledger export --addr HOST:PORT > ledger.jsonl")
 		return exitInvalid
 	}
 	fs := flag.NewFlagSet("ledger verify", flag.ContinueOnError)

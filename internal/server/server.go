@@ -121,7 +121,7 @@ func (s *service) Verify(ctx context.Context, req *verifierv1.VerifyRequest) (*v
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &verifierv1.VerifyResponse{SessionId: req.GetSessionId(), Result: resultToProto(res), RegisteredStep: registeredToProto(res.Registered)}, nil
+	return &verifierv1.VerifyResponse{SessionId: req.GetSessionId(), Result: resultToProto(res), RegisteredStep: registeredToProto(res.Registered), ReceiptJson: res.Receipt}, nil
 }
 
 func registeredToProto(r *session.RegisteredStep) *verifierv1.RegisteredStep {
@@ -144,6 +144,10 @@ func (s *service) GetSession(_ context.Context, req *verifierv1.GetSessionReques
 		out.State = verifierv1.SessionState_SESSION_STATE_VERIFIED
 		out.Result = resultToProto(st.Result)
 		out.VerifiedAt = timestamppb.New(st.Result.VerifiedAt)
+		out.ReceiptJson = st.Result.Receipt
+	}
+	for _, r := range st.Reverifications {
+		out.Reverifications = append(out.Reverifications, reverificationToProto(r))
 	}
 	return out, nil
 }
@@ -215,6 +219,16 @@ func toStatus(err error) error {
 		code = codes.PermissionDenied
 	}
 	st := status.New(code, clip(se.Error()))
+	if se.TerminalOutcome != "" {
+		// A refused Begin recorded in the ledger: its outcome and receipt.
+		md := map[string]string{"terminal_outcome": se.TerminalOutcome}
+		if len(se.Receipt) > 0 {
+			md["receipt"] = string(se.Receipt)
+		}
+		if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: se.TerminalOutcome, Domain: ReceiptDomain, Metadata: md}); err == nil {
+			st = d
+		}
+	}
 	if se.Path != "" {
 		desc := se.Message
 		if se.Code != "" {
@@ -280,7 +294,7 @@ func optInt(p *int) *int64 {
 }
 
 func resultToProto(r *session.Result) *verifierv1.StepResult {
-	out := &verifierv1.StepResult{Outcome: outcomeToProto[r.Outcome]}
+	out := &verifierv1.StepResult{Outcome: outcomeToProto[r.Outcome], TerminalOutcome: terminalToProto[r.TerminalOutcome]}
 	for _, e := range r.Effects {
 		pe := &verifierv1.EffectResult{
 			Verdict: verdictToProto[e.Verdict], Result: classToProto[e.Result],

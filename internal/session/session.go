@@ -24,6 +24,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
@@ -53,6 +54,15 @@ type Error struct {
 	Code    string // judge code (INVALID_CONTRACT, UNBOUND_PARAM) or rule code (no_change_claim, …) when relevant
 	Path    string
 	Message string
+
+	// Reason classifies a refusal for its terminal outcome (reasonPolicy,
+	// reasonPlatform); empty otherwise.
+	Reason string
+	// TerminalOutcome and Receipt are set on a refused Begin recorded in
+	// the ledger: REJECTED_POLICY, FAILED_PLATFORM or HALTED_BEFORE_EFFECT,
+	// and the signed receipt of the refusal (DSSE envelope JSON).
+	TerminalOutcome string
+	Receipt         json.RawMessage
 }
 
 func (e *Error) Error() string {
@@ -75,10 +85,13 @@ type Manager struct {
 	// PollInterval is the first wait between after reads (judge default
 	// when zero).
 	PollInterval time.Duration
-	// EvidenceKey keys task digests and the hidden values of stored
-	// baselines (LoadEvidenceKey); a Manager without one uses a random key
-	// of its own lifetime.
+	// EvidenceKey keys task digests, the hidden values of stored baselines
+	// and the evidence digests of receipts (LoadEvidenceKey); a Manager
+	// without one uses a random key of its own lifetime.
 	EvidenceKey []byte
+	// Signer signs every receipt; without one, results carry no receipt
+	// (the ledger is kept all the same).
+	Signer *signing.Signer
 	// AllowInline accepts deployments sent by the caller (the development
 	// switch --allow-inline-deployments). Even then an inline deployment
 	// may carry no secret, compensator or policy.
@@ -145,13 +158,16 @@ type BeginResult struct {
 // meta is what the store keeps of a begun session. Secrets are not in it:
 // Verify resolves them again from the daemon's environment.
 type meta struct {
-	ID         string            `json:"id"`
-	BegunAt    time.Time         `json:"begun_at"`
-	Deployment []byte            `json:"deployment"`
-	Effects    []byte            `json:"effects"`
-	Params     map[string]string `json:"params"`
-	Begin      BeginResult       `json:"begin"`
-	Captures   []captureMeta     `json:"captures"`
+	ID string `json:"id"`
+	// DeploymentName is the registered deployment's name; empty for inline
+	// YAML. Receipts bind it (see sessionNames).
+	DeploymentName string            `json:"deployment_name,omitempty"`
+	BegunAt        time.Time         `json:"begun_at"`
+	Deployment     []byte            `json:"deployment"`
+	Effects        []byte            `json:"effects"`
+	Params         map[string]string `json:"params"`
+	Begin          BeginResult       `json:"begin"`
+	Captures       []captureMeta     `json:"captures"`
 }
 
 // captureMeta is one baseline capture: one per selected candidate.
@@ -197,7 +213,7 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Kind: Refused, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
+		return nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
 	}
 	return data, nil
 }
@@ -318,9 +334,15 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 		if err != nil {
 			var ce *config.Error
 			if errors.As(err, &ce) {
-				errs[i] = &Error{Kind: Refused, Path: "deployment.effects." + ce.Path, Message: ce.Message}
+				// A secret outside secrets.allow is the operator's policy;
+				// a secret missing from the environment is the platform's.
+				reason := reasonPlatform
+				if strings.Contains(ce.Message, "secrets.allow") {
+					reason = reasonPolicy
+				}
+				errs[i] = &Error{Kind: Refused, Reason: reason, Path: "deployment.effects." + ce.Path, Message: ce.Message}
 			} else {
-				errs[i] = &Error{Kind: Refused, Path: path, Message: err.Error()}
+				errs[i] = &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: err.Error()}
 			}
 			continue
 		}
@@ -337,7 +359,7 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 				}
 				errs[i] = &Error{Kind: Invalid, Path: p, Message: ce.Message}
 			} else {
-				errs[i] = &Error{Kind: Refused, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, c.Kind, err)}
+				errs[i] = &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, c.Kind, err)}
 			}
 			continue
 		}
@@ -353,8 +375,16 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 	// request the operator's rules refuse.
 	a, err := m.admit(req)
 	if err != nil {
-		return nil, err
+		return nil, m.recordBeginRefusal(req, nil, err)
 	}
+	res, err := m.begin(ctx, req, a)
+	if err != nil {
+		return nil, m.recordBeginRefusal(req, a.deployment, err)
+	}
+	return res, nil
+}
+
+func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*BeginResult, error) {
 	params := req.Params
 	if params == nil {
 		params = map[string]string{}
@@ -392,7 +422,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 		return nil, err
 	}
 
-	md := meta{ID: id, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
+	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
 	var writers []*store.BaselineWriter
 	cands := make([]int, 0, len(byCandidate))
 	for ci := range byCandidate {
@@ -417,7 +447,13 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, er
 		m.Store.DropBaseline(id)
 		return nil, err
 	}
-	if err := m.Store.CreateSession(id, raw, writers...); err != nil {
+	// The ledger's begin entry binds the session id, the contract hashes,
+	// tiers and candidates (what Begin answered), never parameter values.
+	beginEntry := func(l *store.Ledger) error {
+		_, err := l.Append(EntryBegin, id, jsonDigest(res))
+		return err
+	}
+	if err := m.Store.CreateSessionLedger(id, raw, beginEntry, writers...); err != nil {
 		m.Store.DropBaseline(id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}

@@ -231,7 +231,7 @@ func effectsList(effects []byte) ([]judge.Effect, error) {
 }
 
 func findingError(f workflow.Finding) error {
-	return &Error{Kind: Refused, Code: f.Code, Path: f.Path, Message: f.Code + ": " + f.Message}
+	return &Error{Kind: Refused, Reason: reasonPolicy, Code: f.Code, Path: f.Path, Message: f.Code + ": " + f.Message}
 }
 
 // checkTiers applies min_tier to the selected candidates, before capture.

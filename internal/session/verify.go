@@ -43,6 +43,16 @@ type Result struct {
 	// Registered is the workflow step whose contracts were judged (nil when
 	// the caller sent the effects).
 	Registered *RegisteredStep `json:"registered_step,omitempty"`
+	// TerminalOutcome is what the ledger and the receipt record: Outcome,
+	// or FAILED_PLATFORM (see terminalOutcome). Empty in results stored
+	// before receipts.
+	TerminalOutcome string `json:"terminal_outcome,omitempty"`
+	// Attempt and ReverifyReason are set on a re-verification (1, 2, …).
+	Attempt        int    `json:"attempt,omitempty"`
+	ReverifyReason string `json:"reverify_reason,omitempty"`
+	// Receipt is the signed DSSE envelope of this result (JSON), when the
+	// daemon has a signing key.
+	Receipt json.RawMessage `json:"receipt,omitempty"`
 }
 
 // State is what GetSession reports.
@@ -51,6 +61,8 @@ type State struct {
 	Begin     BeginResult `json:"begin"`
 	BegunAt   time.Time   `json:"begun_at"`
 	Result    *Result     `json:"result,omitempty"`
+	// Reverifications are the results of Reverify, oldest first.
+	Reverifications []*Result `json:"reverifications,omitempty"`
 }
 
 // Get returns a session's state.
@@ -76,6 +88,17 @@ func (m *Manager) Get(id string) (*State, error) {
 			return nil, err
 		}
 		st.Result = &r
+	}
+	more, err := m.Store.Reverifications(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range more {
+		var r Result
+		if err := decodeResult(raw, &r); err != nil {
+			return nil, err
+		}
+		st.Reverifications = append(st.Reverifications, &r)
 	}
 	return st, nil
 }
@@ -108,21 +131,52 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 	if err := json.Unmarshal(raw, &md); err != nil {
 		return nil, fmt.Errorf("session %s is corrupt: %w", id, err)
 	}
+	res, ev, err := m.judgeStep(ctx, id, &md, false)
+	if err != nil {
+		return nil, err
+	}
+	final, err := m.Store.FinishSessionLedger(id, func(l *store.Ledger) ([]byte, bool, error) {
+		out, err := m.seal(l, raw, &md, res, ev, nil)
+		// A VERIFIED session cannot be re-verified, so its baseline goes.
+		return out, res.Outcome != judge.Verified, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := decodeResult(final, &r); err != nil {
+		return nil, err
+	}
+	if r.VerifiedAt.Equal(res.VerifiedAt) {
+		m.logger().Info("session verified", "session", id, "outcome", res.Outcome)
+	} // else another replica finished first; its result stands.
+	return &r, nil
+}
+
+// judgeStep reads through the session's pinned adapters, judges every
+// effect against the stored baseline and builds the result (not stored).
+// noCompensate leaves the compensator out (a re-verification after a
+// person's repair never deletes anything).
+func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensate bool) (*Result, *stepEvidence, error) {
 	dep, contracts, err := parse(md.Deployment, md.Effects, md.Params)
 	if err != nil {
-		return nil, fmt.Errorf("session %s no longer parses: %w", id, err)
+		return nil, nil, fmt.Errorf("session %s no longer parses: %w", id, err)
 	}
 	insts, instErrs := m.configure(ctx, dep, contracts, md.Params)
 
 	verdicts := make([]judge.Verdict, len(contracts))
 	tasks := make([]*judge.Task, len(contracts)) // set only by a compensation
+	ev := &stepEvidence{Groups: make([]groupEvidence, len(md.Captures))}
+	for n := range ev.Groups {
+		ev.Groups[n].noCompensate = noCompensate
+	}
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			inst, instErr := insts[cm.Candidate], instErrs[cm.Candidate]
-			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, &dep.Candidates[cm.Candidate])
+			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, &dep.Candidates[cm.Candidate], &ev.Groups[n])
 			for k, i := range cm.Effects {
 				verdicts[i], tasks[i] = vs[k], ts[k]
 			}
@@ -131,10 +185,12 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 	wg.Wait()
 
 	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC(), Registered: md.Begin.Registered}
+	ev.Matched = make([][]judge.Record, len(contracts))
 	for i, c := range contracts {
 		sel := md.Begin.Effects[i]
 		cand := dep.Candidates[sel.CandidateIndex]
 		v := verdicts[i]
+		ev.Matched[i] = v.Matched
 		task := tasks[i]
 		if task == nil {
 			task = judge.NewTaskWithDigest(id, i, cand.Kind, c, &v, m.digester())
@@ -157,27 +213,14 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 		}
 	}
 	res.Outcome = judge.OutcomeOf(verdicts)
-	out, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	final, err := m.Store.FinishSession(id, out)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(final, out) {
-		// Another replica finished first; its result stands.
-		var r Result
-		return &r, decodeResult(final, &r)
-	}
-	m.logger().Info("session verified", "session", id, "outcome", res.Outcome)
-	return res, nil
+	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
+	return res, ev, nil
 }
 
 // verifyGroup settles and judges every effect read through one adapter.
 // Effects sharing an adapter share each after read and settle together,
 // within the group's longest timeout_s.
-func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, cand *config.Candidate) ([]judge.Verdict, []*judge.Task) {
+func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, cand *config.Candidate, ge *groupEvidence) ([]judge.Verdict, []*judge.Task) {
 	fresh, settleS := cand.Freshness, cand.SettleS
 	group := make([]*judge.Contract, len(cm.Effects))
 	for k, i := range cm.Effects {
@@ -192,6 +235,10 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		return out, tasks
 	}
 	if instErr != nil {
+		// An adapter that would not start is the platform's failure; one
+		// that refused its configuration (a root that is gone) reports on
+		// the system of record.
+		ge.PlatformFailed = !isKind(instErr, Invalid)
 		return unreachable(cand.Redaction.RedactText(instErr.Error(), group))
 	}
 	info := inst.Info()
@@ -215,6 +262,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	}
 	baseline := m.newKeyedBaseline(cm, before, cand.Redaction, group)
 	var lastAfter judge.Snapshot
+	ge.Baseline = m.readDigest(before)
 
 	timeout := effectTimeout(group)
 	opts := judge.Options{AbsenceNotProof: info.AbsenceNotProof}
@@ -223,11 +271,12 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		req := captureRequest(id, "after", n, contracts, cm.Effects)
 		lastCapture = req.CaptureID
 		readCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second)+seconds(settleS))
-		after := m.readAfter(readCtx, inst, req)
+		after, platform := m.readAfterChecked(readCtx, inst, req)
 		cancel()
 		after.Reason = baseline.redactText(after.Reason, after)
 		lastAfter = after
 		before := baseline.against(after)
+		ge.After, ge.PlatformFailed = m.readDigest(after), platform
 		if fresh != nil {
 			opts.Freshness = &judge.Freshness{Field: fresh.Field, WindowS: fresh.WindowS, Now: m.clock().Now().UTC()}
 		}
@@ -251,6 +300,9 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		m.applyHook(ctx, inst, info, lastCapture, cm.Effects[k], c, &out[k], func(text string) string { return baseline.redactText(text, lastAfter) })
 	}
 	for k, c := range group {
+		if ge.noCompensate {
+			break
+		}
 		recheck := func(ctx context.Context) judge.Verdict {
 			req := captureRequest(id, "after", n, contracts, cm.Effects)
 			readCtx, cancel := context.WithTimeout(ctx, max(timeout, time.Second))
@@ -258,8 +310,9 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 			if fresh != nil {
 				opts.Freshness = &judge.Freshness{Field: fresh.Field, WindowS: fresh.WindowS, Now: m.clock().Now().UTC()}
 			}
-			after := m.readAfter(readCtx, inst, req)
+			after, platform := m.readAfterChecked(readCtx, inst, req)
 			after.Reason = baseline.redactText(after.Reason, after)
+			ge.After, ge.PlatformFailed = m.readDigest(after), platform
 			return judge.Judge(c, baseline.against(after), after, opts)
 		}
 		tasks[k] = m.compensate(ctx, id, cm.Effects[k], cand, c, &out[k], recheck)
@@ -318,12 +371,19 @@ func (m *Manager) compensate(ctx context.Context, id string, index int, cand *co
 	return nil
 }
 
-// readAfter reads the pinned adapter once. Every failure, transport or
-// protocol, is an unreachable read: never a partial read set.
-func (m *Manager) readAfter(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) judge.Snapshot {
+// readAfterChecked reads the pinned adapter once. Every failure, transport
+// or protocol, is an unreachable read: never a partial read set. It also
+// says whether the read failed because the adapter process itself failed
+// (ErrPluginShutdown), not the system of record.
+func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, bool) {
+	snap, err := m.readAfterErr(ctx, inst, req)
+	return snap, err != nil && errors.Is(err, plugin.ErrPluginShutdown)
+}
+
+func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
 	capt, err := inst.CaptureAfter(ctx, req)
 	if err != nil {
-		return judge.Snapshot{Reachable: false, Reason: err.Error()}
+		return judge.Snapshot{Reachable: false, Reason: err.Error()}, err
 	}
 	defer capt.Close()
 	if !capt.Reachable {
@@ -331,22 +391,22 @@ func (m *Manager) readAfter(ctx context.Context, inst *pluginhost.Instance, req 
 		if reason == "" {
 			reason = "unreachable"
 		}
-		return judge.Snapshot{Reachable: false, Reason: reason}
+		return judge.Snapshot{Reachable: false, Reason: reason}, nil
 	}
 	var recs []judge.Record
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
-			return judge.Snapshot{Reachable: false, Reason: err.Error()}
+			return judge.Snapshot{Reachable: false, Reason: err.Error()}, err
 		}
 		for _, raw := range batch {
 			r, err := decodeRecord(raw)
 			if err != nil {
-				return judge.Snapshot{Reachable: false, Reason: err.Error()}
+				return judge.Snapshot{Reachable: false, Reason: err.Error()}, nil
 			}
 			recs = append(recs, r)
 		}
 	}
-	return judge.Snapshot{Reachable: true, Records: recs}
+	return judge.Snapshot{Reachable: true, Records: recs}, nil
 }
 
 // applyHook lets the adapter demote the verdict. A hook that fails (other

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -131,6 +132,14 @@ func Compact(dir string) (res CompactResult, err error) {
 	return res, nil
 }
 
+// verifiedResult reports whether a stored result's outcome is VERIFIED.
+func verifiedResult(raw []byte) bool {
+	var r struct {
+		Outcome string `json:"outcome"`
+	}
+	return json.Unmarshal(raw, &r) == nil && r.Outcome == "VERIFIED"
+}
+
 func countSessions(s *Store) int {
 	n := -1
 	s.view(func(tx *bolt.Tx) error {
@@ -154,6 +163,11 @@ type SalvageReport struct {
 	// Damage lists the unreadable pages; records on them are lost without
 	// a trace when nothing else names them.
 	Damage []*CorruptError
+	// LedgerEntries counts the ledger entries copied (as they were: a lost
+	// page shows as a break that `verifyctl ledger verify` names);
+	// LedgerIncomplete is set when some of the ledger could not be read.
+	LedgerEntries    int
+	LedgerIncomplete bool
 }
 
 // Salvage copies every readable session, result and complete baseline of
@@ -249,8 +263,8 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 				lost[id] = true
 				continue
 			}
-			if results[id] != nil {
-				continue // a finished session needs no baseline
+			if r := results[id]; r != nil && verifiedResult(r) {
+				continue // a VERIFIED session needs no baseline; others keep it for Reverify
 			}
 			var caps []elem
 			complete := w.bucket(sess.val, int64(m.root), func(e elem) {
@@ -296,6 +310,34 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 				}
 				res.Baselines++
 			}
+		}
+	}
+	// The ledger, re-verifications and standalone receipts: copied as they
+	// are, key by key.
+	for _, name := range ledgerBuckets {
+		v, ok := top[string(name)]
+		if !ok {
+			continue
+		}
+		var kvs []elem
+		complete := w.bucket(v, int64(m.root), func(e elem) {
+			if !e.bucket {
+				kvs = append(kvs, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
+			}
+		})
+		if string(name) == string(bucketLedger) {
+			res.LedgerEntries, res.LedgerIncomplete = len(kvs), !complete
+		}
+		err := dst.update(func(tx *bolt.Tx) error {
+			for _, kv := range kvs {
+				if err := tx.Bucket(name).Put(kv.key, kv.val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if !whole["results"] {

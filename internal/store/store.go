@@ -114,7 +114,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	err = s.update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketSessions, bucketResults, bucketBaselines} {
+		for _, b := range append([][]byte{bucketSessions, bucketResults, bucketBaselines}, ledgerBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -93,6 +93,13 @@ const (
 	Outcome_OUTCOME_RECONCILIATION_REQUIRED Outcome = 2
 	// Every effect is affirmatively absent: nothing landed.
 	Outcome_OUTCOME_HALTED_BEFORE_EFFECT Outcome = 3
+	// Begin was refused by the operator's policy; nothing was read or done.
+	// Only a terminal_outcome, never a judged outcome.
+	Outcome_OUTCOME_REJECTED_POLICY Outcome = 4
+	// The daemon or an adapter process failed (not the system of record):
+	// the verdicts stay INDETERMINATE and the step needs reconciling. Only a
+	// terminal_outcome, never a judged outcome.
+	Outcome_OUTCOME_FAILED_PLATFORM Outcome = 5
 )
 
 // Enum value maps for Outcome.
@@ -102,12 +109,16 @@ var (
 		1: "OUTCOME_VERIFIED",
 		2: "OUTCOME_RECONCILIATION_REQUIRED",
 		3: "OUTCOME_HALTED_BEFORE_EFFECT",
+		4: "OUTCOME_REJECTED_POLICY",
+		5: "OUTCOME_FAILED_PLATFORM",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED":             0,
 		"OUTCOME_VERIFIED":                1,
 		"OUTCOME_RECONCILIATION_REQUIRED": 2,
 		"OUTCOME_HALTED_BEFORE_EFFECT":    3,
+		"OUTCOME_REJECTED_POLICY":         4,
+		"OUTCOME_FAILED_PLATFORM":         5,
 	}
 )
 
@@ -922,8 +933,11 @@ type VerifyResponse struct {
 	// The registered workflow step judged; unset when the caller sent the
 	// effects.
 	RegisteredStep *RegisteredStep `protobuf:"bytes,3,opt,name=registered_step,json=registeredStep,proto3" json:"registered_step,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The signed receipt of this result: a DSSE envelope, JSON. Verifying a
+	// finished session again returns the same bytes.
+	ReceiptJson   []byte `protobuf:"bytes,4,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VerifyResponse) Reset() {
@@ -973,6 +987,13 @@ func (x *VerifyResponse) GetResult() *StepResult {
 func (x *VerifyResponse) GetRegisteredStep() *RegisteredStep {
 	if x != nil {
 		return x.RegisteredStep
+	}
+	return nil
+}
+
+func (x *VerifyResponse) GetReceiptJson() []byte {
+	if x != nil {
+		return x.ReceiptJson
 	}
 	return nil
 }
@@ -1268,11 +1289,15 @@ type GetSessionResponse struct {
 	// What Begin answered.
 	Begin *BeginResponse `protobuf:"bytes,3,opt,name=begin,proto3" json:"begin,omitempty"`
 	// Set once the session is verified.
-	Result        *StepResult            `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
-	BegunAt       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=begun_at,json=begunAt,proto3" json:"begun_at,omitempty"`
-	VerifiedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Result     *StepResult            `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
+	BegunAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=begun_at,json=begunAt,proto3" json:"begun_at,omitempty"`
+	VerifiedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	// The receipt of the first result (DSSE envelope, JSON).
+	ReceiptJson []byte `protobuf:"bytes,7,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	// Re-verifications after a repair, oldest first; the first result stays.
+	Reverifications []*Reverification `protobuf:"bytes,8,rep,name=reverifications,proto3" json:"reverifications,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *GetSessionResponse) Reset() {
@@ -1347,19 +1372,715 @@ func (x *GetSessionResponse) GetVerifiedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *GetSessionResponse) GetReceiptJson() []byte {
+	if x != nil {
+		return x.ReceiptJson
+	}
+	return nil
+}
+
+func (x *GetSessionResponse) GetReverifications() []*Reverification {
+	if x != nil {
+		return x.Reverifications
+	}
+	return nil
+}
+
+// Reverification is one result of Reverify.
+type Reverification struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 for the first re-verification.
+	Attempt       int32                  `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Result        *StepResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	VerifiedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	ReceiptJson   []byte                 `protobuf:"bytes,5,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reverification) Reset() {
+	*x = Reverification{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reverification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reverification) ProtoMessage() {}
+
+func (x *Reverification) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reverification.ProtoReflect.Descriptor instead.
+func (*Reverification) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Reverification) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Reverification) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Reverification) GetResult() *StepResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *Reverification) GetVerifiedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.VerifiedAt
+	}
+	return nil
+}
+
+func (x *Reverification) GetReceiptJson() []byte {
+	if x != nil {
+		return x.ReceiptJson
+	}
+	return nil
+}
+
+type GetInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInfoRequest) Reset() {
+	*x = GetInfoRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInfoRequest) ProtoMessage() {}
+
+func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
+func (*GetInfoRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{16}
+}
+
+type GetInfoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The Ed25519 public key that signs receipts: base64 of its 32 raw bytes.
+	PublicKey string `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	// "sha256:" and the hex SHA-256 of the raw 32-byte key.
+	KeyId string `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The digest of the newest ledger entry and its seq (0 for an empty ledger).
+	LedgerHead    string `protobuf:"bytes,3,opt,name=ledger_head,json=ledgerHead,proto3" json:"ledger_head,omitempty"`
+	LedgerSeq     uint64 `protobuf:"varint,4,opt,name=ledger_seq,json=ledgerSeq,proto3" json:"ledger_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInfoResponse) Reset() {
+	*x = GetInfoResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInfoResponse) ProtoMessage() {}
+
+func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
+func (*GetInfoResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GetInfoResponse) GetPublicKey() string {
+	if x != nil {
+		return x.PublicKey
+	}
+	return ""
+}
+
+func (x *GetInfoResponse) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *GetInfoResponse) GetLedgerHead() string {
+	if x != nil {
+		return x.LedgerHead
+	}
+	return ""
+}
+
+func (x *GetInfoResponse) GetLedgerSeq() uint64 {
+	if x != nil {
+		return x.LedgerSeq
+	}
+	return 0
+}
+
+type ExportLedgerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// First seq to send; 0 or 1 sends the whole ledger.
+	FromSeq       uint64 `protobuf:"varint,1,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportLedgerRequest) Reset() {
+	*x = ExportLedgerRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportLedgerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportLedgerRequest) ProtoMessage() {}
+
+func (x *ExportLedgerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportLedgerRequest.ProtoReflect.Descriptor instead.
+func (*ExportLedgerRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ExportLedgerRequest) GetFromSeq() uint64 {
+	if x != nil {
+		return x.FromSeq
+	}
+	return 0
+}
+
+type ExportLedgerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *LedgerEntry           `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportLedgerResponse) Reset() {
+	*x = ExportLedgerResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportLedgerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportLedgerResponse) ProtoMessage() {}
+
+func (x *ExportLedgerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportLedgerResponse.ProtoReflect.Descriptor instead.
+func (*ExportLedgerResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ExportLedgerResponse) GetEntry() *LedgerEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+// LedgerEntry is one ledger record. prev is the digest ("sha256:" + hex)
+// of the previous entry's canonical JSON.
+type LedgerEntry struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Seq     uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Prev    string                 `protobuf:"bytes,2,opt,name=prev,proto3" json:"prev,omitempty"`
+	Type    string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	Session string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	Digest  string                 `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
+	At      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	// The entry's canonical JSON, exactly as hashed by the next entry.
+	CanonicalJson []byte `protobuf:"bytes,7,opt,name=canonical_json,json=canonicalJson,proto3" json:"canonical_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LedgerEntry) Reset() {
+	*x = LedgerEntry{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LedgerEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LedgerEntry) ProtoMessage() {}
+
+func (x *LedgerEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LedgerEntry.ProtoReflect.Descriptor instead.
+func (*LedgerEntry) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *LedgerEntry) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *LedgerEntry) GetPrev() string {
+	if x != nil {
+		return x.Prev
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *LedgerEntry) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *LedgerEntry) GetCanonicalJson() []byte {
+	if x != nil {
+		return x.CanonicalJson
+	}
+	return nil
+}
+
+type ReverifyRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// Why the session is re-verified (what was repaired); kept with the result.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReverifyRequest) Reset() {
+	*x = ReverifyRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReverifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReverifyRequest) ProtoMessage() {}
+
+func (x *ReverifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReverifyRequest.ProtoReflect.Descriptor instead.
+func (*ReverifyRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ReverifyRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReverifyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReverifyResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	SessionId      string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Reverification *Reverification        `protobuf:"bytes,2,opt,name=reverification,proto3" json:"reverification,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ReverifyResponse) Reset() {
+	*x = ReverifyResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReverifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReverifyResponse) ProtoMessage() {}
+
+func (x *ReverifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReverifyResponse.ProtoReflect.Descriptor instead.
+func (*ReverifyResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ReverifyResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReverifyResponse) GetReverification() *Reverification {
+	if x != nil {
+		return x.Reverification
+	}
+	return nil
+}
+
+type VerifyArtifactRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A document-hash or file deployment registered in the daemon config.
+	DeploymentName string    `protobuf:"bytes,1,opt,name=deployment_name,json=deploymentName,proto3" json:"deployment_name,omitempty"`
+	Artifact       *Artifact `protobuf:"bytes,2,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *VerifyArtifactRequest) Reset() {
+	*x = VerifyArtifactRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyArtifactRequest) ProtoMessage() {}
+
+func (x *VerifyArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyArtifactRequest.ProtoReflect.Descriptor instead.
+func (*VerifyArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *VerifyArtifactRequest) GetDeploymentName() string {
+	if x != nil {
+		return x.DeploymentName
+	}
+	return ""
+}
+
+func (x *VerifyArtifactRequest) GetArtifact() *Artifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+// Artifact names one exact file: its content digest and size.
+type Artifact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hex SHA-256 of the content (64 hex digits, optionally "sha256:").
+	Sha256    string `protobuf:"bytes,1,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Size      int64  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	MediaType string `protobuf:"bytes,3,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	// The logical name (file name) under the deployment's root.
+	Name          string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Artifact) Reset() {
+	*x = Artifact{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Artifact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Artifact) ProtoMessage() {}
+
+func (x *Artifact) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Artifact.ProtoReflect.Descriptor instead.
+func (*Artifact) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Artifact) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *Artifact) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *Artifact) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *Artifact) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type VerifyArtifactResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Verdict Verdict                `protobuf:"varint,1,opt,name=verdict,proto3,enum=verifierd.verifier.v1.Verdict" json:"verdict,omitempty"`
+	Reasons []*Reason              `protobuf:"bytes,2,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	// Tier of the adapter that read the store.
+	Tier      int32  `protobuf:"varint,3,opt,name=tier,proto3" json:"tier,omitempty"`
+	Substrate string `protobuf:"bytes,4,opt,name=substrate,proto3" json:"substrate,omitempty"`
+	// DSSE envelope, JSON, payload type
+	// application/vnd.verifierd.artifact-verification.v1+json.
+	ReceiptJson   []byte `protobuf:"bytes,5,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyArtifactResponse) Reset() {
+	*x = VerifyArtifactResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyArtifactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyArtifactResponse) ProtoMessage() {}
+
+func (x *VerifyArtifactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyArtifactResponse.ProtoReflect.Descriptor instead.
+func (*VerifyArtifactResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *VerifyArtifactResponse) GetVerdict() Verdict {
+	if x != nil {
+		return x.Verdict
+	}
+	return Verdict_VERDICT_UNSPECIFIED
+}
+
+func (x *VerifyArtifactResponse) GetReasons() []*Reason {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *VerifyArtifactResponse) GetTier() int32 {
+	if x != nil {
+		return x.Tier
+	}
+	return 0
+}
+
+func (x *VerifyArtifactResponse) GetSubstrate() string {
+	if x != nil {
+		return x.Substrate
+	}
+	return ""
+}
+
+func (x *VerifyArtifactResponse) GetReceiptJson() []byte {
+	if x != nil {
+		return x.ReceiptJson
+	}
+	return nil
+}
+
 // StepResult is the judgement of one step (a list of effects).
 type StepResult struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Outcome Outcome                `protobuf:"varint,1,opt,name=outcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"outcome,omitempty"`
 	// One entry per effect, in the order of the contracts.
-	Effects       []*EffectResult `protobuf:"bytes,2,rep,name=effects,proto3" json:"effects,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Effects []*EffectResult `protobuf:"bytes,2,rep,name=effects,proto3" json:"effects,omitempty"`
+	// The step's terminal outcome as the ledger and receipt record it: the
+	// judged outcome, or FAILED_PLATFORM when a non-confirmed verdict comes
+	// from an adapter process that failed (outcome then stays
+	// RECONCILIATION_REQUIRED). Unset from Judge.
+	TerminalOutcome Outcome `protobuf:"varint,3,opt,name=terminal_outcome,json=terminalOutcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"terminal_outcome,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +2092,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[15]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +2105,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{15}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StepResult) GetOutcome() Outcome {
@@ -1401,6 +2122,13 @@ func (x *StepResult) GetEffects() []*EffectResult {
 	return nil
 }
 
+func (x *StepResult) GetTerminalOutcome() Outcome {
+	if x != nil {
+		return x.TerminalOutcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
 type Reason struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Code          string                 `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
@@ -1411,7 +2139,7 @@ type Reason struct {
 
 func (x *Reason) Reset() {
 	*x = Reason{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +2151,7 @@ func (x *Reason) String() string {
 func (*Reason) ProtoMessage() {}
 
 func (x *Reason) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[16]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +2164,7 @@ func (x *Reason) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reason.ProtoReflect.Descriptor instead.
 func (*Reason) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{16}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Reason) GetCode() string {
@@ -1482,7 +2210,7 @@ type EffectResult struct {
 
 func (x *EffectResult) Reset() {
 	*x = EffectResult{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +2222,7 @@ func (x *EffectResult) String() string {
 func (*EffectResult) ProtoMessage() {}
 
 func (x *EffectResult) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[17]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +2235,7 @@ func (x *EffectResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EffectResult.ProtoReflect.Descriptor instead.
 func (*EffectResult) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{17}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EffectResult) GetVerdict() Verdict {
@@ -1613,7 +2341,7 @@ type ReconciliationTask struct {
 
 func (x *ReconciliationTask) Reset() {
 	*x = ReconciliationTask{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +2353,7 @@ func (x *ReconciliationTask) String() string {
 func (*ReconciliationTask) ProtoMessage() {}
 
 func (x *ReconciliationTask) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[18]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +2366,7 @@ func (x *ReconciliationTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationTask.ProtoReflect.Descriptor instead.
 func (*ReconciliationTask) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{18}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReconciliationTask) GetId() string {
@@ -1718,7 +2446,7 @@ type ReconciliationEvidence struct {
 
 func (x *ReconciliationEvidence) Reset() {
 	*x = ReconciliationEvidence{}
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[19]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +2458,7 @@ func (x *ReconciliationEvidence) String() string {
 func (*ReconciliationEvidence) ProtoMessage() {}
 
 func (x *ReconciliationEvidence) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[19]
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +2471,7 @@ func (x *ReconciliationEvidence) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconciliationEvidence.ProtoReflect.Descriptor instead.
 func (*ReconciliationEvidence) Descriptor() ([]byte, []int) {
-	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{19}
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReconciliationEvidence) GetObservedCount() int64 {
@@ -1825,12 +2553,13 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x0fcandidate_index\x18\x04 \x01(\x05R\x0ecandidateIndex\".\n" +
 	"\rVerifyRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xba\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xdd\x01\n" +
 	"\x0eVerifyResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
 	"\x06result\x18\x02 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x12N\n" +
-	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\"\x82\x03\n" +
+	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\x12!\n" +
+	"\freceipt_json\x18\x04 \x01(\fR\vreceiptJson\"\x82\x03\n" +
 	"\fJudgeRequest\x12\x18\n" +
 	"\aeffects\x18\x01 \x01(\fR\aeffects\x12G\n" +
 	"\x06params\x18\x02 \x03(\v2/.verifierd.verifier.v1.JudgeRequest.ParamsEntryR\x06params\x123\n" +
@@ -1851,7 +2580,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\bwindow_s\x18\x02 \x01(\x01R\awindowS\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xd9\x02\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xcd\x03\n" +
 	"\x12GetSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
@@ -1860,11 +2589,65 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x06result\x18\x04 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x125\n" +
 	"\bbegun_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\abegunAt\x12;\n" +
 	"\vverified_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"verifiedAt\"\x85\x01\n" +
+	"verifiedAt\x12!\n" +
+	"\freceipt_json\x18\a \x01(\fR\vreceiptJson\x12O\n" +
+	"\x0freverifications\x18\b \x03(\v2%.verifierd.verifier.v1.ReverificationR\x0freverifications\"\xdd\x01\n" +
+	"\x0eReverification\x12\x18\n" +
+	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x129\n" +
+	"\x06result\x18\x03 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x12;\n" +
+	"\vverified_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"verifiedAt\x12!\n" +
+	"\freceipt_json\x18\x05 \x01(\fR\vreceiptJson\"\x10\n" +
+	"\x0eGetInfoRequest\"\x87\x01\n" +
+	"\x0fGetInfoResponse\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x01 \x01(\tR\tpublicKey\x12\x15\n" +
+	"\x06key_id\x18\x02 \x01(\tR\x05keyId\x12\x1f\n" +
+	"\vledger_head\x18\x03 \x01(\tR\n" +
+	"ledgerHead\x12\x1d\n" +
+	"\n" +
+	"ledger_seq\x18\x04 \x01(\x04R\tledgerSeq\"0\n" +
+	"\x13ExportLedgerRequest\x12\x19\n" +
+	"\bfrom_seq\x18\x01 \x01(\x04R\afromSeq\"P\n" +
+	"\x14ExportLedgerResponse\x128\n" +
+	"\x05entry\x18\x01 \x01(\v2\".verifierd.verifier.v1.LedgerEntryR\x05entry\"\xcc\x01\n" +
+	"\vLedgerEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04prev\x18\x02 \x01(\tR\x04prev\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x18\n" +
+	"\asession\x18\x04 \x01(\tR\asession\x12\x16\n" +
+	"\x06digest\x18\x05 \x01(\tR\x06digest\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12%\n" +
+	"\x0ecanonical_json\x18\a \x01(\fR\rcanonicalJson\"H\n" +
+	"\x0fReverifyRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x80\x01\n" +
+	"\x10ReverifyResponse\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12M\n" +
+	"\x0ereverification\x18\x02 \x01(\v2%.verifierd.verifier.v1.ReverificationR\x0ereverification\"}\n" +
+	"\x15VerifyArtifactRequest\x12'\n" +
+	"\x0fdeployment_name\x18\x01 \x01(\tR\x0edeploymentName\x12;\n" +
+	"\bartifact\x18\x02 \x01(\v2\x1f.verifierd.verifier.v1.ArtifactR\bartifact\"i\n" +
+	"\bArtifact\x12\x16\n" +
+	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x03 \x01(\tR\tmediaType\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\"\xe0\x01\n" +
+	"\x16VerifyArtifactResponse\x128\n" +
+	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x127\n" +
+	"\areasons\x18\x02 \x03(\v2\x1d.verifierd.verifier.v1.ReasonR\areasons\x12\x12\n" +
+	"\x04tier\x18\x03 \x01(\x05R\x04tier\x12\x1c\n" +
+	"\tsubstrate\x18\x04 \x01(\tR\tsubstrate\x12!\n" +
+	"\freceipt_json\x18\x05 \x01(\fR\vreceiptJson\"\xd0\x01\n" +
 	"\n" +
 	"StepResult\x128\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12=\n" +
-	"\aeffects\x18\x02 \x03(\v2#.verifierd.verifier.v1.EffectResultR\aeffects\"6\n" +
+	"\aeffects\x18\x02 \x03(\v2#.verifierd.verifier.v1.EffectResultR\aeffects\x12I\n" +
+	"\x10terminal_outcome\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x9e\x05\n" +
@@ -1908,12 +2691,14 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SESSION_STATE_BEGUN\x10\x01\x12\x1a\n" +
-	"\x16SESSION_STATE_VERIFIED\x10\x02*\x7f\n" +
+	"\x16SESSION_STATE_VERIFIED\x10\x02*\xb9\x01\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10OUTCOME_VERIFIED\x10\x01\x12#\n" +
 	"\x1fOUTCOME_RECONCILIATION_REQUIRED\x10\x02\x12 \n" +
-	"\x1cOUTCOME_HALTED_BEFORE_EFFECT\x10\x03*i\n" +
+	"\x1cOUTCOME_HALTED_BEFORE_EFFECT\x10\x03\x12\x1b\n" +
+	"\x17OUTCOME_REJECTED_POLICY\x10\x04\x12\x1b\n" +
+	"\x17OUTCOME_FAILED_PLATFORM\x10\x05*i\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11VERDICT_CONFIRMED\x10\x01\x12\x13\n" +
@@ -1936,14 +2721,18 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x1cSUGGESTED_ACTION_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fSUGGESTED_ACTION_RESTORE_ACCESS\x10\x01\x12&\n" +
 	"\"SUGGESTED_ACTION_REMOVE_DUPLICATES\x10\x02\x12\"\n" +
-	"\x1eSUGGESTED_ACTION_MANUAL_REPAIR\x10\x032\xe2\x03\n" +
+	"\x1eSUGGESTED_ACTION_MANUAL_REPAIR\x10\x032\xf3\x06\n" +
 	"\x0fVerifierService\x12m\n" +
 	"\x0eTestConnection\x12,.verifierd.verifier.v1.TestConnectionRequest\x1a-.verifierd.verifier.v1.TestConnectionResponse\x12R\n" +
 	"\x05Begin\x12#.verifierd.verifier.v1.BeginRequest\x1a$.verifierd.verifier.v1.BeginResponse\x12U\n" +
 	"\x06Verify\x12$.verifierd.verifier.v1.VerifyRequest\x1a%.verifierd.verifier.v1.VerifyResponse\x12R\n" +
 	"\x05Judge\x12#.verifierd.verifier.v1.JudgeRequest\x1a$.verifierd.verifier.v1.JudgeResponse\x12a\n" +
 	"\n" +
-	"GetSession\x12(.verifierd.verifier.v1.GetSessionRequest\x1a).verifierd.verifier.v1.GetSessionResponseBGZEgithub.com/verifierd/verifierd/proto/verifierd/verifier/v1;verifierv1b\x06proto3"
+	"GetSession\x12(.verifierd.verifier.v1.GetSessionRequest\x1a).verifierd.verifier.v1.GetSessionResponse\x12X\n" +
+	"\aGetInfo\x12%.verifierd.verifier.v1.GetInfoRequest\x1a&.verifierd.verifier.v1.GetInfoResponse\x12i\n" +
+	"\fExportLedger\x12*.verifierd.verifier.v1.ExportLedgerRequest\x1a+.verifierd.verifier.v1.ExportLedgerResponse0\x01\x12[\n" +
+	"\bReverify\x12&.verifierd.verifier.v1.ReverifyRequest\x1a'.verifierd.verifier.v1.ReverifyResponse\x12m\n" +
+	"\x0eVerifyArtifact\x12,.verifierd.verifier.v1.VerifyArtifactRequest\x1a-.verifierd.verifier.v1.VerifyArtifactResponseBGZEgithub.com/verifierd/verifierd/proto/verifierd/verifier/v1;verifierv1b\x06proto3"
 
 var (
 	file_verifierd_verifier_v1_verifier_proto_rawDescOnce sync.Once
@@ -1958,7 +2747,7 @@ func file_verifierd_verifier_v1_verifier_proto_rawDescGZIP() []byte {
 }
 
 var file_verifierd_verifier_v1_verifier_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_verifierd_verifier_v1_verifier_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_verifierd_verifier_v1_verifier_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	(SessionState)(0),              // 0: verifierd.verifier.v1.SessionState
 	(Outcome)(0),                   // 1: verifierd.verifier.v1.Outcome
@@ -1981,60 +2770,89 @@ var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	(*Freshness)(nil),              // 18: verifierd.verifier.v1.Freshness
 	(*GetSessionRequest)(nil),      // 19: verifierd.verifier.v1.GetSessionRequest
 	(*GetSessionResponse)(nil),     // 20: verifierd.verifier.v1.GetSessionResponse
-	(*StepResult)(nil),             // 21: verifierd.verifier.v1.StepResult
-	(*Reason)(nil),                 // 22: verifierd.verifier.v1.Reason
-	(*EffectResult)(nil),           // 23: verifierd.verifier.v1.EffectResult
-	(*ReconciliationTask)(nil),     // 24: verifierd.verifier.v1.ReconciliationTask
-	(*ReconciliationEvidence)(nil), // 25: verifierd.verifier.v1.ReconciliationEvidence
-	nil,                            // 26: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
-	nil,                            // 27: verifierd.verifier.v1.BeginRequest.ParamsEntry
-	nil,                            // 28: verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),  // 29: google.protobuf.Timestamp
+	(*Reverification)(nil),         // 21: verifierd.verifier.v1.Reverification
+	(*GetInfoRequest)(nil),         // 22: verifierd.verifier.v1.GetInfoRequest
+	(*GetInfoResponse)(nil),        // 23: verifierd.verifier.v1.GetInfoResponse
+	(*ExportLedgerRequest)(nil),    // 24: verifierd.verifier.v1.ExportLedgerRequest
+	(*ExportLedgerResponse)(nil),   // 25: verifierd.verifier.v1.ExportLedgerResponse
+	(*LedgerEntry)(nil),            // 26: verifierd.verifier.v1.LedgerEntry
+	(*ReverifyRequest)(nil),        // 27: verifierd.verifier.v1.ReverifyRequest
+	(*ReverifyResponse)(nil),       // 28: verifierd.verifier.v1.ReverifyResponse
+	(*VerifyArtifactRequest)(nil),  // 29: verifierd.verifier.v1.VerifyArtifactRequest
+	(*Artifact)(nil),               // 30: verifierd.verifier.v1.Artifact
+	(*VerifyArtifactResponse)(nil), // 31: verifierd.verifier.v1.VerifyArtifactResponse
+	(*StepResult)(nil),             // 32: verifierd.verifier.v1.StepResult
+	(*Reason)(nil),                 // 33: verifierd.verifier.v1.Reason
+	(*EffectResult)(nil),           // 34: verifierd.verifier.v1.EffectResult
+	(*ReconciliationTask)(nil),     // 35: verifierd.verifier.v1.ReconciliationTask
+	(*ReconciliationEvidence)(nil), // 36: verifierd.verifier.v1.ReconciliationEvidence
+	nil,                            // 37: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
+	nil,                            // 38: verifierd.verifier.v1.BeginRequest.ParamsEntry
+	nil,                            // 39: verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	(*timestamppb.Timestamp)(nil),  // 40: google.protobuf.Timestamp
 }
 var file_verifierd_verifier_v1_verifier_proto_depIdxs = []int32{
-	26, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
+	37, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
 	8,  // 1: verifierd.verifier.v1.TestConnectionResponse.candidates:type_name -> verifierd.verifier.v1.CandidateConnection
-	27, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
+	38, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
 	12, // 3: verifierd.verifier.v1.BeginResponse.effects:type_name -> verifierd.verifier.v1.BegunEffect
 	11, // 4: verifierd.verifier.v1.BeginResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
-	21, // 5: verifierd.verifier.v1.VerifyResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	32, // 5: verifierd.verifier.v1.VerifyResponse.result:type_name -> verifierd.verifier.v1.StepResult
 	11, // 6: verifierd.verifier.v1.VerifyResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
-	28, // 7: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	39, // 7: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
 	17, // 8: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
 	17, // 9: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
-	29, // 10: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
+	40, // 10: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
 	18, // 11: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
-	21, // 12: verifierd.verifier.v1.JudgeResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	32, // 12: verifierd.verifier.v1.JudgeResponse.result:type_name -> verifierd.verifier.v1.StepResult
 	0,  // 13: verifierd.verifier.v1.GetSessionResponse.state:type_name -> verifierd.verifier.v1.SessionState
 	10, // 14: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
-	21, // 15: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	29, // 16: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
-	29, // 17: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
-	1,  // 18: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
-	23, // 19: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
-	2,  // 20: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
-	3,  // 21: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
-	22, // 22: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
-	24, // 23: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
-	4,  // 24: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
-	2,  // 25: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
-	25, // 26: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
-	5,  // 27: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
-	6,  // 28: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
-	9,  // 29: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
-	13, // 30: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
-	15, // 31: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
-	19, // 32: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
-	7,  // 33: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
-	10, // 34: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
-	14, // 35: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
-	16, // 36: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
-	20, // 37: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
-	33, // [33:38] is the sub-list for method output_type
-	28, // [28:33] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	32, // 15: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	40, // 16: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
+	40, // 17: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
+	21, // 18: verifierd.verifier.v1.GetSessionResponse.reverifications:type_name -> verifierd.verifier.v1.Reverification
+	32, // 19: verifierd.verifier.v1.Reverification.result:type_name -> verifierd.verifier.v1.StepResult
+	40, // 20: verifierd.verifier.v1.Reverification.verified_at:type_name -> google.protobuf.Timestamp
+	26, // 21: verifierd.verifier.v1.ExportLedgerResponse.entry:type_name -> verifierd.verifier.v1.LedgerEntry
+	40, // 22: verifierd.verifier.v1.LedgerEntry.at:type_name -> google.protobuf.Timestamp
+	21, // 23: verifierd.verifier.v1.ReverifyResponse.reverification:type_name -> verifierd.verifier.v1.Reverification
+	30, // 24: verifierd.verifier.v1.VerifyArtifactRequest.artifact:type_name -> verifierd.verifier.v1.Artifact
+	2,  // 25: verifierd.verifier.v1.VerifyArtifactResponse.verdict:type_name -> verifierd.verifier.v1.Verdict
+	33, // 26: verifierd.verifier.v1.VerifyArtifactResponse.reasons:type_name -> verifierd.verifier.v1.Reason
+	1,  // 27: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
+	34, // 28: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
+	1,  // 29: verifierd.verifier.v1.StepResult.terminal_outcome:type_name -> verifierd.verifier.v1.Outcome
+	2,  // 30: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
+	3,  // 31: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
+	33, // 32: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
+	35, // 33: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
+	4,  // 34: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
+	2,  // 35: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
+	36, // 36: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
+	5,  // 37: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
+	6,  // 38: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
+	9,  // 39: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
+	13, // 40: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
+	15, // 41: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
+	19, // 42: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
+	22, // 43: verifierd.verifier.v1.VerifierService.GetInfo:input_type -> verifierd.verifier.v1.GetInfoRequest
+	24, // 44: verifierd.verifier.v1.VerifierService.ExportLedger:input_type -> verifierd.verifier.v1.ExportLedgerRequest
+	27, // 45: verifierd.verifier.v1.VerifierService.Reverify:input_type -> verifierd.verifier.v1.ReverifyRequest
+	29, // 46: verifierd.verifier.v1.VerifierService.VerifyArtifact:input_type -> verifierd.verifier.v1.VerifyArtifactRequest
+	7,  // 47: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
+	10, // 48: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
+	14, // 49: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
+	16, // 50: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
+	20, // 51: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
+	23, // 52: verifierd.verifier.v1.VerifierService.GetInfo:output_type -> verifierd.verifier.v1.GetInfoResponse
+	25, // 53: verifierd.verifier.v1.VerifierService.ExportLedger:output_type -> verifierd.verifier.v1.ExportLedgerResponse
+	28, // 54: verifierd.verifier.v1.VerifierService.Reverify:output_type -> verifierd.verifier.v1.ReverifyResponse
+	31, // 55: verifierd.verifier.v1.VerifierService.VerifyArtifact:output_type -> verifierd.verifier.v1.VerifyArtifactResponse
+	47, // [47:56] is the sub-list for method output_type
+	38, // [38:47] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_verifier_v1_verifier_proto_init() }
@@ -2046,15 +2864,15 @@ func file_verifierd_verifier_v1_verifier_proto_init() {
 		(*BeginRequest_DeploymentYaml)(nil),
 		(*BeginRequest_DeploymentName)(nil),
 	}
-	file_verifierd_verifier_v1_verifier_proto_msgTypes[17].OneofWrappers = []any{}
-	file_verifierd_verifier_v1_verifier_proto_msgTypes[19].OneofWrappers = []any{}
+	file_verifierd_verifier_v1_verifier_proto_msgTypes[28].OneofWrappers = []any{}
+	file_verifierd_verifier_v1_verifier_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verifierd_verifier_v1_verifier_proto_rawDesc), len(file_verifierd_verifier_v1_verifier_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   23,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

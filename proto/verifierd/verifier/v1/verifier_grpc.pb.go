@@ -35,6 +35,10 @@ const (
 	VerifierService_Verify_FullMethodName         = "/verifierd.verifier.v1.VerifierService/Verify"
 	VerifierService_Judge_FullMethodName          = "/verifierd.verifier.v1.VerifierService/Judge"
 	VerifierService_GetSession_FullMethodName     = "/verifierd.verifier.v1.VerifierService/GetSession"
+	VerifierService_GetInfo_FullMethodName        = "/verifierd.verifier.v1.VerifierService/GetInfo"
+	VerifierService_ExportLedger_FullMethodName   = "/verifierd.verifier.v1.VerifierService/ExportLedger"
+	VerifierService_Reverify_FullMethodName       = "/verifierd.verifier.v1.VerifierService/Reverify"
+	VerifierService_VerifyArtifact_FullMethodName = "/verifierd.verifier.v1.VerifierService/VerifyArtifact"
 )
 
 // VerifierServiceClient is the client API for VerifierService service.
@@ -58,6 +62,20 @@ type VerifierServiceClient interface {
 	Judge(ctx context.Context, in *JudgeRequest, opts ...grpc.CallOption) (*JudgeResponse, error)
 	// GetSession reports a session's state.
 	GetSession(ctx context.Context, in *GetSessionRequest, opts ...grpc.CallOption) (*GetSessionResponse, error)
+	// GetInfo reports the daemon's signing identity: the Ed25519 public key
+	// that signs every receipt, and its key id.
+	GetInfo(ctx context.Context, in *GetInfoRequest, opts ...grpc.CallOption) (*GetInfoResponse, error)
+	// ExportLedger streams the hash-chained ledger, oldest entry first, one
+	// entry per message.
+	ExportLedger(ctx context.Context, in *ExportLedgerRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportLedgerResponse], error)
+	// Reverify judges a fresh read through the session's pinned adapter against
+	// its original baseline, after a repair. The new result is stored beside
+	// the first, never replacing it. A session whose first result was VERIFIED
+	// cannot be re-verified (FailedPrecondition).
+	Reverify(ctx context.Context, in *ReverifyRequest, opts ...grpc.CallOption) (*ReverifyResponse, error)
+	// VerifyArtifact asks whether a registered document-hash or file
+	// deployment holds a document with exactly the given digest and size.
+	VerifyArtifact(ctx context.Context, in *VerifyArtifactRequest, opts ...grpc.CallOption) (*VerifyArtifactResponse, error)
 }
 
 type verifierServiceClient struct {
@@ -118,6 +136,55 @@ func (c *verifierServiceClient) GetSession(ctx context.Context, in *GetSessionRe
 	return out, nil
 }
 
+func (c *verifierServiceClient) GetInfo(ctx context.Context, in *GetInfoRequest, opts ...grpc.CallOption) (*GetInfoResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetInfoResponse)
+	err := c.cc.Invoke(ctx, VerifierService_GetInfo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verifierServiceClient) ExportLedger(ctx context.Context, in *ExportLedgerRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportLedgerResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &VerifierService_ServiceDesc.Streams[0], VerifierService_ExportLedger_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExportLedgerRequest, ExportLedgerResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type VerifierService_ExportLedgerClient = grpc.ServerStreamingClient[ExportLedgerResponse]
+
+func (c *verifierServiceClient) Reverify(ctx context.Context, in *ReverifyRequest, opts ...grpc.CallOption) (*ReverifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReverifyResponse)
+	err := c.cc.Invoke(ctx, VerifierService_Reverify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verifierServiceClient) VerifyArtifact(ctx context.Context, in *VerifyArtifactRequest, opts ...grpc.CallOption) (*VerifyArtifactResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VerifyArtifactResponse)
+	err := c.cc.Invoke(ctx, VerifierService_VerifyArtifact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VerifierServiceServer is the server API for VerifierService service.
 // All implementations must embed UnimplementedVerifierServiceServer
 // for forward compatibility.
@@ -139,6 +206,20 @@ type VerifierServiceServer interface {
 	Judge(context.Context, *JudgeRequest) (*JudgeResponse, error)
 	// GetSession reports a session's state.
 	GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error)
+	// GetInfo reports the daemon's signing identity: the Ed25519 public key
+	// that signs every receipt, and its key id.
+	GetInfo(context.Context, *GetInfoRequest) (*GetInfoResponse, error)
+	// ExportLedger streams the hash-chained ledger, oldest entry first, one
+	// entry per message.
+	ExportLedger(*ExportLedgerRequest, grpc.ServerStreamingServer[ExportLedgerResponse]) error
+	// Reverify judges a fresh read through the session's pinned adapter against
+	// its original baseline, after a repair. The new result is stored beside
+	// the first, never replacing it. A session whose first result was VERIFIED
+	// cannot be re-verified (FailedPrecondition).
+	Reverify(context.Context, *ReverifyRequest) (*ReverifyResponse, error)
+	// VerifyArtifact asks whether a registered document-hash or file
+	// deployment holds a document with exactly the given digest and size.
+	VerifyArtifact(context.Context, *VerifyArtifactRequest) (*VerifyArtifactResponse, error)
 	mustEmbedUnimplementedVerifierServiceServer()
 }
 
@@ -163,6 +244,18 @@ func (UnimplementedVerifierServiceServer) Judge(context.Context, *JudgeRequest) 
 }
 func (UnimplementedVerifierServiceServer) GetSession(context.Context, *GetSessionRequest) (*GetSessionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetSession not implemented")
+}
+func (UnimplementedVerifierServiceServer) GetInfo(context.Context, *GetInfoRequest) (*GetInfoResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetInfo not implemented")
+}
+func (UnimplementedVerifierServiceServer) ExportLedger(*ExportLedgerRequest, grpc.ServerStreamingServer[ExportLedgerResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExportLedger not implemented")
+}
+func (UnimplementedVerifierServiceServer) Reverify(context.Context, *ReverifyRequest) (*ReverifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reverify not implemented")
+}
+func (UnimplementedVerifierServiceServer) VerifyArtifact(context.Context, *VerifyArtifactRequest) (*VerifyArtifactResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method VerifyArtifact not implemented")
 }
 func (UnimplementedVerifierServiceServer) mustEmbedUnimplementedVerifierServiceServer() {}
 func (UnimplementedVerifierServiceServer) testEmbeddedByValue()                         {}
@@ -275,6 +368,71 @@ func _VerifierService_GetSession_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerifierService_GetInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).GetInfo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_GetInfo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).GetInfo(ctx, req.(*GetInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerifierService_ExportLedger_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ExportLedgerRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(VerifierServiceServer).ExportLedger(m, &grpc.GenericServerStream[ExportLedgerRequest, ExportLedgerResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type VerifierService_ExportLedgerServer = grpc.ServerStreamingServer[ExportLedgerResponse]
+
+func _VerifierService_Reverify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReverifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).Reverify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_Reverify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).Reverify(ctx, req.(*ReverifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerifierService_VerifyArtifact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VerifyArtifactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).VerifyArtifact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_VerifyArtifact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).VerifyArtifact(ctx, req.(*VerifyArtifactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // VerifierService_ServiceDesc is the grpc.ServiceDesc for VerifierService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -302,7 +460,25 @@ var VerifierService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "GetSession",
 			Handler:    _VerifierService_GetSession_Handler,
 		},
+		{
+			MethodName: "GetInfo",
+			Handler:    _VerifierService_GetInfo_Handler,
+		},
+		{
+			MethodName: "Reverify",
+			Handler:    _VerifierService_Reverify_Handler,
+		},
+		{
+			MethodName: "VerifyArtifact",
+			Handler:    _VerifierService_VerifyArtifact_Handler,
+		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ExportLedger",
+			Handler:       _VerifierService_ExportLedger_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "verifierd/verifier/v1/verifier.proto",
 }

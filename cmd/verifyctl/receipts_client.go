@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// receiptDomain is the ErrorInfo domain of a refused Begin's terminal
+// outcome and receipt (internal/server.ReceiptDomain).
+const receiptDomain = "verifierd.receipt"
+
+// receiptJSON shows a receipt envelope as JSON (null when there is none).
+func receiptJSON(raw []byte) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return json.RawMessage(raw)
+}
+
+// saveReceipt writes the envelope alone, for `receipt verify --receipt`.
+func saveReceipt(path string, raw []byte) error {
+	if path == "" {
+		return nil
+	}
+	if len(raw) == 0 {
+		return errors.New("--receipt-out: the daemon returned no receipt")
+	}
+	return os.WriteFile(path, append(append([]byte(nil), raw...), '\n'), 0o644)
+}
+
+func reverificationJSON(r *verifierv1.Reverification) map[string]any {
+	return map[string]any{
+		"attempt": r.GetAttempt(), "reason": r.GetReason(),
+		"verified_at": r.GetVerifiedAt().AsTime().Format(time.RFC3339Nano),
+		"result":      stepJSON(r.GetResult()), "receipt": receiptJSON(r.GetReceiptJson()),
+	}
+}
+
+// cmdKey prints the daemon's signing identity.
+func cmdKey(args []string, stdout, stderr io.Writer) int {
+	return clientCommand("key", args, stdout, stderr, func(*flag.FlagSet) func() error {
+		return func() error { return nil }
+	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.GetInfo(ctx, &verifierv1.GetInfoRequest{})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"public_key": res.GetPublicKey(), "key_id": res.GetKeyId(), "ledger_seq": res.GetLedgerSeq(), "ledger_head": res.GetLedgerHead()}, nil
+	})
+}
+
+// cmdLedgerExport writes the daemon's ledger as JSON lines: each line the
+// entry's canonical JSON, exactly the bytes the next entry's prev hashes.
+func cmdLedgerExport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ledger export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	from := fs.Uint64("from-seq", 0, "first seq to export (default: the whole ledger)")
+	if err := fs.Parse(args); err != nil {
+		return exitInvalid
+	}
+	conn, ctx, cancel, err := cf.dial()
+	if err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	defer conn.Close()
+	defer cancel()
+	stream, err := verifierv1.NewVerifierServiceClient(conn).ExportLedger(ctx, &verifierv1.ExportLedgerRequest{FromSeq: *from})
+	if err != nil {
+		return callError(stdout, stderr, err)
+	}
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return exitOK
+		}
+		if err != nil {
+			return callError(stdout, stderr, err)
+		}
+		stdout.Write(append(msg.GetEntry().GetCanonicalJson(), '\n'))
+	}
+}
+
+// cmdReverify re-verifies a session after a repair.
+func cmdReverify(args []string, stdout, stderr io.Writer) int {
+	var id, reason, receiptOut string
+	return clientCommand("reverify", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
+		fs.StringVar(&reason, "reason", "", "what was repaired (kept with the result)")
+		fs.StringVar(&receiptOut, "receipt-out", "", "also write the new receipt alone to this file")
+		check := sessionFlag(&id)(fs)
+		return func() error {
+			if reason == "" {
+				return fmt.Errorf("needs --reason TEXT: what was repaired")
+			}
+			return check()
+		}
+	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.Reverify(ctx, &verifierv1.ReverifyRequest{SessionId: id, Reason: reason})
+		if err != nil {
+			return nil, err
+		}
+		if err := saveReceipt(receiptOut, res.GetReverification().GetReceiptJson()); err != nil {
+			return nil, err
+		}
+		out := reverificationJSON(res.GetReverification())
+		out["session_id"] = res.GetSessionId()
+		return out, nil
+	})
+}
+
+// cmdArtifact: `artifact verify` digests a local file and asks the daemon
+// whether a registered deployment holds exactly those bytes.
+func cmdArtifact(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "verify" {
+		fmt.Fprintln(stderr, "usage: verifyctl artifact verify --deployment-name NAME --file PATH [--name NAME] [--media-type TYPE] [--receipt-out FILE]")
+		return exitInvalid
+	}
+	var depName, file, name, mediaType, receiptOut string
+	a := &verifierv1.Artifact{}
+	return clientCommand("artifact verify", args[1:], stdout, stderr, func(fs *flag.FlagSet) func() error {
+		fs.StringVar(&depName, "deployment-name", "", "a document-hash or file deployment registered in the daemon config")
+		fs.StringVar(&file, "file", "", "the local file whose exact bytes must be present")
+		fs.StringVar(&name, "name", "", "the file name in the store (default: the base name of --file)")
+		fs.StringVar(&mediaType, "media-type", "", "the media type to record (default: from the extension)")
+		fs.StringVar(&receiptOut, "receipt-out", "", "also write the receipt alone to this file")
+		return func() error {
+			if depName == "" || file == "" {
+				return fmt.Errorf("needs --deployment-name NAME and --file PATH")
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			h := sha256.New()
+			n, err := io.Copy(h, f)
+			if err != nil {
+				return err
+			}
+			if name == "" {
+				name = filepath.Base(file)
+			}
+			if mediaType == "" {
+				mediaType, _, _ = strings.Cut(mime.TypeByExtension(filepath.Ext(file)), ";")
+			}
+			a.Sha256, a.Size, a.Name, a.MediaType = hex.EncodeToString(h.Sum(nil)), n, name, mediaType
+			return nil
+		}
+	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
+		res, err := c.VerifyArtifact(ctx, &verifierv1.VerifyArtifactRequest{DeploymentName: depName, Artifact: a})
+		if err != nil {
+			return nil, err
+		}
+		if err := saveReceipt(receiptOut, res.GetReceiptJson()); err != nil {
+			return nil, err
+		}
+		reasons := []map[string]string{}
+		for _, r := range res.GetReasons() {
+			reasons = append(reasons, map[string]string{"code": r.GetCode(), "message": r.GetMessage()})
+		}
+		return map[string]any{
+			"verdict": strings.TrimPrefix(res.GetVerdict().String(), "VERDICT_"), "reasons": reasons,
+			"tier": res.GetTier(), "substrate": res.GetSubstrate(),
+			"artifact": map[string]any{"sha256": a.Sha256, "size": a.Size, "name": a.Name, "media_type": a.MediaType},
+			"receipt":  receiptJSON(res.GetReceiptJson()),
+		}, nil
+	})
+}

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/judge"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/receipt"
+)
+
+// ReceiptDomain is the ErrorInfo domain of a refused Begin's terminal
+// outcome; its metadata carries "terminal_outcome" and "receipt" (the
+// DSSE envelope JSON).
+const ReceiptDomain = "verifierd.receipt"
+
+var terminalToProto = map[string]verifierv1.Outcome{
+	string(judge.Verified): verifierv1.Outcome_OUTCOME_VERIFIED, string(judge.ReconciliationRequired): verifierv1.Outcome_OUTCOME_RECONCILIATION_REQUIRED,
+	string(judge.HaltedBeforeEffect): verifierv1.Outcome_OUTCOME_HALTED_BEFORE_EFFECT,
+	session.OutcomeRejectedPolicy:    verifierv1.Outcome_OUTCOME_REJECTED_POLICY, session.OutcomeFailedPlatform: verifierv1.Outcome_OUTCOME_FAILED_PLATFORM,
+}
+
+func reverificationToProto(r *session.Result) *verifierv1.Reverification {
+	return &verifierv1.Reverification{
+		Attempt: int32(r.Attempt), Reason: r.ReverifyReason, Result: resultToProto(r),
+		VerifiedAt: timestamppb.New(r.VerifiedAt), ReceiptJson: r.Receipt,
+	}
+}
+
+func (s *service) GetInfo(context.Context, *verifierv1.GetInfoRequest) (*verifierv1.GetInfoResponse, error) {
+	ki, err := s.m.Info()
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &verifierv1.GetInfoResponse{PublicKey: ki.PublicKey, KeyId: ki.KeyID, LedgerSeq: ki.Head.Seq - 1}
+	if out.LedgerSeq > 0 {
+		out.LedgerHead = ki.Head.Head
+	}
+	return out, nil
+}
+
+func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verifierv1.VerifierService_ExportLedgerServer) error {
+	err := s.m.Store.ExportLedger(req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
+		return stream.Send(&verifierv1.ExportLedgerResponse{Entry: &verifierv1.LedgerEntry{
+			Seq: e.Seq, Prev: e.Prev, Type: e.Type, Session: e.Session, Digest: e.Digest,
+			At: timestamppb.New(e.At), CanonicalJson: canonical,
+		}})
+	})
+	if err != nil {
+		return toStatus(err)
+	}
+	return nil
+}
+
+func (s *service) Reverify(ctx context.Context, req *verifierv1.ReverifyRequest) (*verifierv1.ReverifyResponse, error) {
+	if req.GetSessionId() == "" {
+		return nil, invalid("session_id", "give the session id that Begin returned")
+	}
+	r, err := s.m.Reverify(ctx, req.GetSessionId(), req.GetReason())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &verifierv1.ReverifyResponse{SessionId: req.GetSessionId(), Reverification: reverificationToProto(r)}, nil
+}
+
+func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArtifactRequest) (*verifierv1.VerifyArtifactResponse, error) {
+	a := req.GetArtifact()
+	if a == nil {
+		return nil, invalid("artifact", "give {sha256, size, name}")
+	}
+	res, err := s.m.VerifyArtifact(ctx, req.GetDeploymentName(), session.Artifact{
+		SHA256: a.GetSha256(), Size: a.GetSize(), MediaType: a.GetMediaType(), Name: a.GetName(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, ReceiptJson: res.Receipt}
+	for _, r := range res.Reasons {
+		out.Reasons = append(out.Reasons, &verifierv1.Reason{Code: r.Code, Message: r.Message})
+	}
+	return out, nil
+}

@@ -1,0 +1,178 @@
+package session
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Artifact names one exact file by content: the digest and size decide;
+// the name says where to look; the media type is recorded.
+type Artifact struct {
+	SHA256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"media_type,omitempty"`
+	Name      string `json:"name"`
+}
+
+// Reason codes of an artifact verification.
+const (
+	ReasonArtifactExact    = "ARTIFACT_EXACT"
+	ReasonArtifactOther    = "ARTIFACT_OTHER_BYTES"
+	ReasonArtifactAbsent   = "ARTIFACT_ABSENT"
+	ReasonArtifactNoAccess = judge.ReasonSORUnreachable
+)
+
+// ArtifactResult is VerifyArtifact's answer.
+type ArtifactResult struct {
+	Verdict   judge.Decision `json:"verdict"`
+	Reasons   []judge.Reason `json:"reasons"`
+	Tier      int            `json:"tier"`
+	Substrate string         `json:"substrate"`
+	Receipt   json.RawMessage
+}
+
+// ArtifactPayload is the payload of an artifact receipt
+// (receipt.PayloadTypeArtifact).
+type ArtifactPayload struct {
+	Deployment DeploymentRef    `json:"deployment"`
+	Artifact   Artifact         `json:"artifact"`
+	Verdict    string           `json:"verdict"`
+	Reasons    []string         `json:"reason_codes"`
+	Tier       int              `json:"tier"`
+	Substrate  string           `json:"substrate"`
+	Read       ReadDigest       `json:"read"`
+	IssuedAt   time.Time        `json:"issued_at"`
+	Ledger     receipt.Position `json:"ledger"`
+	Signer     SignerRef        `json:"signer"`
+}
+
+// artifactKinds read files with name, size and sha256 fields.
+var artifactKinds = map[string]bool{"document-hash": true, "file": true}
+
+// VerifyArtifact answers whether the registered deployment name (a
+// document-hash or file deployment) holds a document with exactly the
+// artifact's digest and size under its name: CONFIRMED only then; a file of
+// that name with other bytes, or no file of that name, REFUTED; a store that
+// cannot be read INDETERMINATE. Every answer is signed and in the ledger.
+func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a Artifact) (*ArtifactResult, error) {
+	a.SHA256 = strings.ToLower(strings.TrimPrefix(a.SHA256, "sha256:"))
+	if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != 32 {
+		return nil, &Error{Kind: Invalid, Path: "artifact.sha256", Message: "write the 64 hex digits of the content's SHA-256"}
+	}
+	if a.Size < 0 {
+		return nil, &Error{Kind: Invalid, Path: "artifact.size", Message: "a size is 0 or more bytes"}
+	}
+	if a.Name == "" || strings.ContainsAny(a.Name, "/\\") {
+		return nil, &Error{Kind: Invalid, Path: "artifact.name", Message: "give the file name (no folder) under the deployment's root"}
+	}
+	if deploymentName == "" {
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: "name a document-hash or file deployment registered in the daemon config"}
+	}
+	raw, err := m.deploymentBytes(BeginRequest{DeploymentName: deploymentName})
+	if err != nil {
+		return nil, err
+	}
+	dep, _, err := parseDeployment(raw)
+	if err != nil {
+		return nil, err
+	}
+	ci := -1
+	for i, c := range dep.Candidates {
+		if artifactKinds[c.Kind] {
+			ci = i
+			break
+		}
+	}
+	if ci < 0 {
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("deployment %q has no document-hash or file candidate", deploymentName)}
+	}
+	cand := dep.Candidates[ci]
+	insts, errs := m.configure(ctx, dep, nil, map[string]string{})
+	res := &ArtifactResult{Substrate: cand.Kind}
+	var read ReadDigest
+	switch {
+	case errs[ci] != nil:
+		res.Verdict = judge.Indeterminate
+		res.Reasons = []judge.Reason{{Code: ReasonArtifactNoAccess, Message: "the adapter could not be configured: " + errs[ci].Error()}}
+	default:
+		inst := insts[ci]
+		res.Tier = int(inst.Info().Tier)
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		snap, _ := m.readAfterChecked(rctx, inst, sdk.CaptureRequest{
+			CaptureID: fmt.Sprintf("artifact/%s/%d", a.SHA256, time.Now().UnixNano()), EffectKind: string(judge.RecordWritten), Timeout: time.Minute,
+		})
+		cancel()
+		read = m.readDigest(snap)
+		res.Verdict, res.Reasons = judgeArtifact(snap, a, inst.Info().AbsenceNotProof)
+	}
+	env, err := m.Store.PutReceipt("artifact/"+newID(), func(l *store.Ledger) ([]byte, error) {
+		claim := ArtifactPayload{
+			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
+			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, Substrate: res.Substrate, Read: read,
+		}
+		if _, err := l.Append(EntryArtifact, "", jsonDigest(claim)); err != nil {
+			return nil, err
+		}
+		env, err := m.sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
+			claim.IssuedAt, claim.Ledger, claim.Signer = time.Now().UTC(), pos, signer
+			return claim
+		})
+		if env == nil {
+			return []byte("{}"), err
+		}
+		return env, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if m.Signer != nil {
+		res.Receipt = env
+	}
+	return res, nil
+}
+
+func codesOf(rs []judge.Reason) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.Code)
+	}
+	return out
+}
+
+// judgeArtifact decides from one read. A file matches the name by its name
+// or by its path's last element.
+func judgeArtifact(s judge.Snapshot, a Artifact, absenceNotProof bool) (judge.Decision, []judge.Reason) {
+	if !s.Reachable {
+		return judge.Indeterminate, []judge.Reason{{Code: ReasonArtifactNoAccess, Message: "the store could not be read: " + s.Reason}}
+	}
+	named := 0
+	for _, r := range s.Records {
+		name, _ := r["name"].(string)
+		p, _ := r["path"].(string)
+		if name != a.Name && path.Base(p) != a.Name {
+			continue
+		}
+		named++
+		sum, _ := r["sha256"].(string)
+		if strings.EqualFold(sum, a.SHA256) && fmt.Sprint(r["size"]) == fmt.Sprint(a.Size) {
+			return judge.Confirmed, []judge.Reason{{Code: ReasonArtifactExact, Message: "a document with exactly this digest and size is present"}}
+		}
+	}
+	if named > 0 {
+		return judge.Refuted, []judge.Reason{{Code: ReasonArtifactOther, Message: fmt.Sprintf("%d document(s) of that name hold other bytes", named)}}
+	}
+	if absenceNotProof {
+		return judge.Indeterminate, []judge.Reason{{Code: ReasonArtifactAbsent, Message: "no document of that name was seen, and this adapter cannot prove absence"}}
+	}
+	return judge.Refuted, []judge.Reason{{Code: ReasonArtifactAbsent, Message: "no document of that name is present"}}
+}

@@ -1,0 +1,456 @@
+package session
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
+)
+
+// Terminal outcomes recorded in the ledger and the receipts, beside the
+// judged outcomes (judge.Verified, judge.HaltedBeforeEffect,
+// judge.ReconciliationRequired).
+const (
+	// OutcomeRejectedPolicy: Begin was refused by the operator's policy.
+	OutcomeRejectedPolicy = "REJECTED_POLICY"
+	// OutcomeFailedPlatform: the daemon or an adapter process failed, not
+	// the system of record.
+	OutcomeFailedPlatform = "FAILED_PLATFORM"
+)
+
+// Ledger entry types.
+const (
+	EntryBegin                = "begin"
+	EntryBeginRefused         = "begin_refused"
+	EntryVerify               = "verify"
+	EntryReverify             = "reverify"
+	EntryReceipt              = "receipt"
+	EntryReconciliationOpen   = "reconciliation_opened"
+	EntryReconciliationClosed = "reconciliation_closed"
+	EntryArtifact             = "artifact"
+)
+
+// EvidenceDigestKey is the key of every keyed evidence digest in a receipt:
+// the daemon's evidence key, the same that keys reconciliation-task digests
+// (Manager.EvidenceKey; a random one of the Manager's lifetime when unset).
+func (m *Manager) EvidenceDigestKey() []byte { return m.evidenceKey() }
+
+// KeyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under the
+// evidence key: it proves which exact bytes were seen without disclosing a
+// guessable value to anyone without the key.
+func (m *Manager) KeyedDigest(data []byte) string {
+	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
+	mac.Write(data)
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// stepEvidence is what a Verify saw, for the receipt: never values, only
+// keyed digests.
+type stepEvidence struct {
+	Groups  []groupEvidence  // per capture, in md.Captures order
+	Matched [][]judge.Record // per effect, unredacted (digested only)
+}
+
+// groupEvidence is one pinned adapter's reads.
+type groupEvidence struct {
+	Baseline, After ReadDigest
+	// PlatformFailed: the adapter could not be configured or started, or
+	// its process failed during the last read.
+	PlatformFailed bool
+	noCompensate   bool
+}
+
+// ReadDigest names one read by a keyed digest over its records' canonical
+// JSON, in read order.
+type ReadDigest struct {
+	Reachable bool   `json:"reachable"`
+	Records   int    `json:"records"`
+	Digest    string `json:"digest,omitempty"`
+}
+
+func (m *Manager) readDigest(s judge.Snapshot) ReadDigest {
+	if !s.Reachable {
+		return ReadDigest{}
+	}
+	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
+	for _, r := range s.Records {
+		mac.Write([]byte(judge.CanonicalJSON(r)))
+		mac.Write([]byte{'\n'})
+	}
+	return ReadDigest{Reachable: true, Records: len(s.Records), Digest: "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))}
+}
+
+// terminalOutcome is FAILED_PLATFORM when the step is not verified and
+// every non-confirmed effect was read through an adapter whose process
+// failed; else the judged outcome. An unreachable system of record stays
+// RECONCILIATION_REQUIRED (JUDGE.md): only the platform's own failure
+// changes the name, never a verdict.
+func terminalOutcome(o judge.Outcome, verdicts []judge.Verdict, caps []captureMeta, ev *stepEvidence) string {
+	if o == judge.Verified {
+		return string(o)
+	}
+	failed := make([]bool, len(verdicts))
+	for n, cm := range caps {
+		for _, i := range cm.Effects {
+			failed[i] = ev.Groups[n].PlatformFailed
+		}
+	}
+	any := false
+	for i, v := range verdicts {
+		if v.Decision == judge.Confirmed {
+			continue
+		}
+		if !failed[i] || v.Decision != judge.Indeterminate {
+			return string(o)
+		}
+		any = true
+	}
+	if any {
+		return OutcomeFailedPlatform
+	}
+	return string(o)
+}
+
+// Names a receipt binds the session to. The Begin of named deployments and
+// workflows fills these in the session meta; a session begun from inline
+// YAML has no name.
+type sessionNames struct {
+	DeploymentName string `json:"deployment_name"`
+	// Workflow fields: empty unless the session was begun as a workflow
+	// step.
+	WorkflowName   string `json:"workflow_name"`
+	WorkflowDigest string `json:"workflow_digest"`
+	WorkflowStep   string `json:"workflow_step"`
+}
+
+// DeploymentRef names the deployment a receipt was judged through.
+type DeploymentRef struct {
+	Name   string `json:"name,omitempty"`
+	Digest string `json:"digest"`
+}
+
+// WorkflowRef names the reviewed workflow step, when used.
+type WorkflowRef struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+	Step   string `json:"step"`
+}
+
+// SignerRef is the public key that signed a receipt.
+type SignerRef struct {
+	PublicKey string `json:"public_key"`
+	KeyID     string `json:"key_id"`
+}
+
+// EffectClaim is one effect's verdict as a receipt binds it.
+type EffectClaim struct {
+	Index              int      `json:"index"`
+	ContractHash       string   `json:"contract_hash"`
+	Verdict            string   `json:"verdict"`
+	Result             string   `json:"result"`
+	Tier               int      `json:"tier"`
+	Substrate          string   `json:"substrate"`
+	ReasonCodes        []string `json:"reason_codes"`
+	ObservedCount      *int     `json:"observed_count"`
+	EvidenceDigests    []string `json:"evidence_digests"`
+	ReconciliationTask string   `json:"reconciliation_task,omitempty"`
+}
+
+// VerdictPayload is the payload of a verdict receipt
+// (receipt.PayloadTypeVerdict). It holds no record value, parameter value
+// or secret: contracts by hash, evidence by keyed digest.
+type VerdictPayload struct {
+	Kind       string        `json:"kind"` // "verify", "reverify" or "begin_refused"
+	SessionID  string        `json:"session_id,omitempty"`
+	Deployment DeploymentRef `json:"deployment"`
+	Workflow   *WorkflowRef  `json:"workflow,omitempty"`
+	// Attempt is 0 for the first Verify, n for the nth Reverify.
+	Attempt int `json:"attempt"`
+	// ReverifyReasonDigest is the SHA-256 of the operator's reason text.
+	ReverifyReasonDigest string `json:"reverify_reason_digest,omitempty"`
+	// Outcome is the judged outcome; TerminalOutcome adds REJECTED_POLICY
+	// and FAILED_PLATFORM.
+	Outcome         string        `json:"outcome,omitempty"`
+	TerminalOutcome string        `json:"terminal_outcome"`
+	Effects         []EffectClaim `json:"effects"`
+	Baseline        []ReadDigest  `json:"baseline_reads"`
+	After           []ReadDigest  `json:"after_reads"`
+	// Refusal (begin_refused only): the path and code of the refusal and
+	// the SHA-256 of its message.
+	Refusal *RefusalClaim `json:"refusal,omitempty"`
+	// EvidenceDigest names the algorithm of evidence_digests and the reads.
+	EvidenceDigest string           `json:"evidence_digest"`
+	IssuedAt       time.Time        `json:"issued_at"`
+	Ledger         receipt.Position `json:"ledger"`
+	Signer         SignerRef        `json:"signer"`
+}
+
+// RefusalClaim is what a refusal receipt says about the refusal.
+type RefusalClaim struct {
+	Path          string `json:"path,omitempty"`
+	Code          string `json:"code,omitempty"`
+	MessageDigest string `json:"message_digest"`
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func jsonDigest(v any) string {
+	b, _ := json.Marshal(v)
+	return sha256Hex(b)
+}
+
+func (m *Manager) signerRef() SignerRef {
+	return SignerRef{PublicKey: m.Signer.PublicKeyBase64(), KeyID: m.Signer.KeyID()}
+}
+
+// sign marshals a payload whose ledger position is taken now, signs it and
+// appends its receipt entry. Without a signer it appends nothing.
+func (m *Manager) sign(l *store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
+	if m.Signer == nil {
+		return nil, nil
+	}
+	pos := l.Next()
+	payload, err := json.Marshal(set(pos, m.signerRef()))
+	if err != nil {
+		return nil, err
+	}
+	env := m.Signer.Sign(payloadType, payload)
+	if _, err := l.Append(EntryReceipt, session, receipt.PayloadDigest(payload)); err != nil {
+		return nil, err
+	}
+	return json.Marshal(env)
+}
+
+func namesOf(raw []byte) sessionNames {
+	var md struct {
+		DeploymentName string `json:"deployment_name"`
+		Begin          struct {
+			Registered *RegisteredStep `json:"registered_step"`
+		} `json:"begin"`
+	}
+	_ = json.Unmarshal(raw, &md) // absent fields stay empty
+	n := sessionNames{DeploymentName: md.DeploymentName}
+	if r := md.Begin.Registered; r != nil {
+		n.WorkflowName, n.WorkflowDigest, n.WorkflowStep = r.Workflow, r.WorkflowDigest, r.Step
+	}
+	return n
+}
+
+func (n sessionNames) workflow() *WorkflowRef {
+	if n.WorkflowName == "" && n.WorkflowDigest == "" && n.WorkflowStep == "" {
+		return nil
+	}
+	return &WorkflowRef{Name: n.WorkflowName, Digest: n.WorkflowDigest, Step: n.WorkflowStep}
+}
+
+// seal appends a result's ledger entries (verify or reverify, the opened or
+// closed reconciliation tasks, the receipt) inside the store transaction
+// that stores it, and returns the result JSON with its receipt. rev is nil
+// for the first Verify; for a Reverify it names the attempt, its reason and
+// the first result.
+func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, ev *stepEvidence, rev *reverifyOf) ([]byte, error) {
+	kind, entry := EntryVerify, EntryVerify
+	if rev != nil {
+		kind, entry = EntryReverify, EntryReverify
+		res.Attempt, res.ReverifyReason = rev.attempt, rev.reason
+	}
+	res.Receipt = nil
+	body, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.Append(entry, res.SessionID, sha256Hex(body)); err != nil {
+		return nil, err
+	}
+	var open []string
+	for _, e := range res.Effects {
+		if e.ReconciliationTask != nil {
+			open = append(open, e.ReconciliationTask.ID)
+		}
+	}
+	if rev != nil && len(rev.openTasks) > 0 && res.Outcome == judge.Verified {
+		if _, err := l.Append(EntryReconciliationClosed, res.SessionID, jsonDigest(map[string]any{"tasks": rev.openTasks, "attempt": rev.attempt})); err != nil {
+			return nil, err
+		}
+	}
+	if len(open) > 0 {
+		if _, err := l.Append(EntryReconciliationOpen, res.SessionID, jsonDigest(map[string]any{"tasks": open, "attempt": res.Attempt})); err != nil {
+			return nil, err
+		}
+	}
+	names := namesOf(rawMeta)
+	env, err := m.sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
+		p := VerdictPayload{
+			Kind: kind, SessionID: res.SessionID,
+			Deployment: DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},
+			Workflow:   names.workflow(), Attempt: res.Attempt,
+			Outcome: string(res.Outcome), TerminalOutcome: res.TerminalOutcome,
+			Effects:        make([]EffectClaim, len(res.Effects)),
+			EvidenceDigest: "hmac-sha256", IssuedAt: res.VerifiedAt, Ledger: pos, Signer: signer,
+		}
+		if rev != nil {
+			p.ReverifyReasonDigest = sha256Hex([]byte(rev.reason))
+		}
+		for i, e := range res.Effects {
+			codes := []string{}
+			for _, r := range e.Reasons {
+				codes = append(codes, r.Code)
+			}
+			digests := []string{}
+			for _, rec := range ev.Matched[i] {
+				digests = append(digests, m.KeyedDigest([]byte(judge.CanonicalJSON(rec))))
+			}
+			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
+				Tier: e.Tier, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests}
+			if e.ReconciliationTask != nil {
+				c.ReconciliationTask = e.ReconciliationTask.ID
+			}
+			p.Effects[i] = c
+		}
+		for _, g := range ev.Groups {
+			p.Baseline = append(p.Baseline, g.Baseline)
+			p.After = append(p.After, g.After)
+		}
+		return p
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Receipt = env
+	return json.Marshal(res)
+}
+
+// reverifyOf is what seal needs of a re-verification.
+type reverifyOf struct {
+	attempt   int
+	reason    string
+	openTasks []string // the reconciliation tasks still open before it
+}
+
+// Refusal is a Begin refused before anything was read or done, to record in
+// the ledger with a signed receipt. The policy checks call RecordRefusal
+// with Outcome OutcomeRejectedPolicy.
+type Refusal struct {
+	Outcome        string // OutcomeRejectedPolicy, OutcomeFailedPlatform or judge.HaltedBeforeEffect
+	DeploymentName string
+	Deployment     []byte // the deployment YAML, when known (digested only)
+	Workflow       *WorkflowRef
+	Err            *Error
+}
+
+// RecordRefusal appends a refused Begin to the ledger and returns its
+// signed receipt (nil without a signing key). The refusal message is
+// recorded by digest only: it may name a parameter value.
+func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
+	if m.Store == nil {
+		return nil, nil
+	}
+	key := fmt.Sprintf("refusal/%s", newID())
+	// Keyed: a message can quote a low-entropy parameter value.
+	claim := &RefusalClaim{MessageDigest: m.KeyedDigest([]byte(r.Err.Message)), Path: r.Err.Path, Code: r.Err.Code}
+	var dep DeploymentRef
+	dep.Name = r.DeploymentName
+	if len(r.Deployment) > 0 {
+		dep.Digest = sha256Hex(r.Deployment)
+	}
+	var env json.RawMessage
+	_, err := m.Store.PutReceipt(key, func(l *store.Ledger) ([]byte, error) {
+		if _, err := l.Append(EntryBeginRefused, "", jsonDigest(map[string]any{"outcome": r.Outcome, "refusal": claim, "deployment": dep})); err != nil {
+			return nil, err
+		}
+		var err error
+		env, err = m.sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
+			return VerdictPayload{
+				Kind: EntryBeginRefused, Deployment: dep, Workflow: r.Workflow, TerminalOutcome: r.Outcome,
+				Effects: []EffectClaim{}, Refusal: claim, EvidenceDigest: "hmac-sha256",
+				IssuedAt: time.Now().UTC(), Ledger: pos, Signer: signer,
+			}
+		})
+		if env == nil {
+			return []byte("{}"), err
+		}
+		return env, err
+	})
+	return env, err
+}
+
+// refusalOutcome names the terminal outcome of a Begin refusal: a trust
+// rule or contract guard (Denied, or a guard's rule code) and a secret
+// outside secrets.allow are the operator's policy; a
+// plugin that cannot start or a deployment file that cannot be read is the
+// platform; a baseline that cannot be read halts before any effect.
+func refusalOutcome(e *Error) string {
+	if e.Kind == Denied {
+		return OutcomeRejectedPolicy
+	}
+	switch e.Reason {
+	case reasonPolicy:
+		return OutcomeRejectedPolicy
+	case reasonPlatform:
+		return OutcomeFailedPlatform
+	}
+	return string(judge.HaltedBeforeEffect)
+}
+
+// Reasons a refusal carries for refusalOutcome.
+const (
+	reasonPolicy   = "policy"
+	reasonPlatform = "platform"
+)
+
+// recordBeginRefusal records a Refused Begin error and attaches its
+// receipt; other errors pass unchanged.
+func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err error) error {
+	var se *Error
+	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) {
+		return err
+	}
+	var wf *WorkflowRef
+	if req.Workflow != "" {
+		wf = &WorkflowRef{Name: req.Workflow, Step: req.Step}
+		if w := m.Workflows[req.Workflow]; w != nil {
+			wf.Digest = w.Digest
+		}
+	}
+	env, rerr := m.RecordRefusal(Refusal{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
+	if rerr != nil {
+		m.logger().Error("recording a refused Begin in the ledger", "error", rerr)
+		return err
+	}
+	out := *se
+	out.TerminalOutcome, out.Receipt = refusalOutcome(se), env
+	return &out
+}
+
+func isKind(err error, k ErrorKind) bool {
+	var se *Error
+	return errors.As(err, &se) && se.Kind == k
+}
+
+// KeyInfo is the daemon's signing identity and ledger head.
+type KeyInfo struct {
+	PublicKey string `json:"public_key"`
+	KeyID     string `json:"key_id"`
+	Head      receipt.Position
+}
+
+// Info reports the signing identity; empty key fields without a signer.
+func (m *Manager) Info() (*KeyInfo, error) {
+	ki := &KeyInfo{}
+	if m.Signer != nil {
+		ki.PublicKey, ki.KeyID = m.Signer.PublicKeyBase64(), m.Signer.KeyID()
+	}
+	pos, err := m.Store.LedgerHead()
+	ki.Head = pos
+	return ki, err
+}

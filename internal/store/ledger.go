@@ -1,0 +1,243 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/verifierd/verifierd/receipt"
+)
+
+var (
+	// bucketLedger holds the hash-chained ledger: seq (big-endian uint64)
+	// -> the entry's canonical JSON, exactly the bytes the next entry's
+	// prev hashes.
+	bucketLedger = []byte("ledger")
+	// bucketReverified holds the results of Reverify: "<session>/<attempt,
+	// 8 digits>" -> result JSON. The first result stays in bucketResults.
+	bucketReverified = []byte("reverified")
+	// bucketReceipts holds receipts that belong to no session result: a
+	// refused Begin, an artifact verification. key -> envelope JSON.
+	bucketReceipts = []byte("receipts")
+)
+
+// ledgerBuckets are created at open with the session buckets.
+var ledgerBuckets = [][]byte{bucketLedger, bucketReverified, bucketReceipts}
+
+// Ledger appends entries inside one store transaction. bbolt runs one
+// writing transaction at a time, so seq assignment is serialized and an
+// entry commits together with the result it records, or not at all.
+type Ledger struct {
+	tx  *bolt.Tx
+	now func() time.Time
+}
+
+func newLedger(tx *bolt.Tx) *Ledger {
+	return &Ledger{tx: tx, now: func() time.Time { return time.Now().UTC() }}
+}
+
+// Next is the position the next Append takes: its seq and the head (the
+// digest of the newest entry, or receipt.Genesis) it chains onto.
+func (l *Ledger) Next() receipt.Position {
+	k, v := l.tx.Bucket(bucketLedger).Cursor().Last()
+	if k == nil {
+		return receipt.Position{Seq: 1, Head: receipt.Genesis}
+	}
+	return receipt.Position{Seq: binary.BigEndian.Uint64(k) + 1, Head: digestOf(v)}
+}
+
+// Append adds one entry at Next and returns it.
+func (l *Ledger) Append(typ, session, digest string) (receipt.Entry, error) {
+	pos := l.Next()
+	e := receipt.Entry{Seq: pos.Seq, Prev: pos.Head, Type: typ, Session: session, Digest: digest, At: l.now()}
+	return e, l.tx.Bucket(bucketLedger).Put(binary.BigEndian.AppendUint64(nil, e.Seq), e.Canonical())
+}
+
+func digestOf(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// AppendLedger runs fn in a transaction of its own.
+func (s *Store) AppendLedger(fn func(*Ledger) error) error {
+	return s.update(func(tx *bolt.Tx) error { return fn(newLedger(tx)) })
+}
+
+// LedgerHead is the position the next entry would take.
+func (s *Store) LedgerHead() (pos receipt.Position, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		pos = newLedger(tx).Next()
+		return nil
+	})
+	return pos, err
+}
+
+// exportBatch bounds the entries read per transaction by ExportLedger, so
+// that a slow reader never holds a read transaction (which would stop the
+// file from growing under writers) for long.
+const exportBatch = 512
+
+// ExportLedger calls fn with each entry from seq from on, oldest first. fn
+// runs outside any store transaction.
+func (s *Store) ExportLedger(from uint64, fn func(receipt.Entry, []byte) error) error {
+	type row struct {
+		e receipt.Entry
+		c []byte
+	}
+	for {
+		var batch []row
+		err := s.view(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketLedger).Cursor()
+			for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(batch) < exportBatch; k, v = c.Next() {
+				var e receipt.Entry
+				if err := json.Unmarshal(v, &e); err != nil {
+					return fmt.Errorf("ledger entry %d is corrupt: %w", binary.BigEndian.Uint64(k), err)
+				}
+				batch = append(batch, row{e, append([]byte(nil), v...)})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range batch {
+			if err := fn(r.e, r.c); err != nil {
+				return err
+			}
+		}
+		if len(batch) < exportBatch {
+			return nil
+		}
+		from = batch[len(batch)-1].e.Seq + 1
+	}
+}
+
+// CreateSessionLedger is CreateSession with ledger entries appended by fn in
+// the same transaction.
+func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*Ledger) error, baselines ...*BaselineWriter) error {
+	defer s.done(id)
+	now := beginStamp(time.Now())
+	return s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		if b.Get([]byte(id)) != nil {
+			return ErrExists
+		}
+		for _, w := range baselines {
+			if err := w.commit(tx); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketBegun).Put([]byte(id), now); err != nil {
+			return err
+		}
+		if err := fn(newLedger(tx)); err != nil {
+			return err
+		}
+		return b.Put([]byte(id), meta)
+	})
+}
+
+// FinishSessionLedger stores a session's result once, built by build inside
+// the transaction so that the result (and the receipt it carries) names the
+// ledger entries build appends. When a result is already stored, build is
+// not called and that result is returned. When build asks to keep the
+// baseline (a result that Reverify may judge a later read against), it
+// stays; otherwise it is removed as by FinishSession.
+func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byte, keepBaseline bool, err error)) (stored []byte, err error) {
+	err = s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		b := tx.Bucket(bucketResults)
+		if r := b.Get([]byte(id)); r != nil {
+			stored = append([]byte(nil), r...)
+			return nil
+		}
+		result, keep, err := build(newLedger(tx))
+		if err != nil {
+			return err
+		}
+		stored = result
+		if err := b.Put([]byte(id), result); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketBegun).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if bb := tx.Bucket(bucketBaselines); !keep && bb.Bucket([]byte(id)) != nil {
+			return bb.DeleteBucket([]byte(id))
+		}
+		return nil
+	})
+	return stored, err
+}
+
+// AddReverification stores a further result of a finished session, built
+// by build with its attempt number (1 for the first re-verification) inside
+// the transaction that appends its ledger entries. The first result is never
+// touched. Unless build asks to keep it, the baseline is removed (the
+// session is settled).
+func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
+	var out []byte
+	err := s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		if tx.Bucket(bucketResults).Get([]byte(id)) == nil {
+			return fmt.Errorf("session %s has no first result to re-verify", id)
+		}
+		attempt := 1
+		c := tx.Bucket(bucketReverified).Cursor()
+		prefix := []byte(id + "/")
+		for k, _ := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix); k, _ = c.Next() {
+			attempt++
+		}
+		result, keep, err := build(newLedger(tx), attempt)
+		if err != nil {
+			return err
+		}
+		out = result
+		if err := tx.Bucket(bucketReverified).Put(fmt.Appendf(nil, "%s/%08d", id, attempt), result); err != nil {
+			return err
+		}
+		if bb := tx.Bucket(bucketBaselines); !keep && bb.Bucket([]byte(id)) != nil {
+			return bb.DeleteBucket([]byte(id))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Reverifications returns a session's further results, oldest first.
+func (s *Store) Reverifications(id string) ([][]byte, error) {
+	var out [][]byte
+	err := s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketReverified).Cursor()
+		prefix := []byte(id + "/")
+		for k, v := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+			out = append(out, append([]byte(nil), v...))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PutReceipt stores a receipt that belongs to no session result under key,
+// built by build inside the transaction that appends its ledger entries.
+func (s *Store) PutReceipt(key string, build func(*Ledger) ([]byte, error)) ([]byte, error) {
+	var out []byte
+	err := s.update(func(tx *bolt.Tx) error {
+		env, err := build(newLedger(tx))
+		if err != nil {
+			return err
+		}
+		out = env
+		return tx.Bucket(bucketReceipts).Put([]byte(key), env)
+	})
+	return out, err
+}
