@@ -18,6 +18,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/workflow"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -49,7 +50,12 @@ func serve(t *testing.T, opts Options) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := New(&session.Manager{Host: host, Store: st, Daemon: &config.Daemon{}}, opts)
+	// These tests are about the API layer: inline deployments and contracts
+	// with no change claim (an absence check on an empty adapter) keep them
+	// small; the trust rules have tests of their own.
+	noClaim := false
+	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim}}
+	srv, _ := New(&session.Manager{Host: host, Store: st, Daemon: daemon, AllowInline: true}, opts)
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
 	conn, err := grpc.NewClient("passthrough:///bufconn",

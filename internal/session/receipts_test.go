@@ -111,7 +111,7 @@ func TestUnreachableSystemOfRecordIsNotAPlatformFailure(t *testing.T) {
 	tab := &table{}
 	m := signedManager(t, &memAdapter{kind: "offline-test", tier: 1, table: tab})
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: offline-test}\n"),
-		Effects: []byte(`[{"kind": "record_written", "match": {"p": "1"}, "risk": "irreversible", "timeout_s": 0.05}]`)})
+		Effects: []byte(`[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0.05}]`)})
 	if err != nil {
 		t.Fatal(err)
 	}
