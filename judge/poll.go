@@ -32,6 +32,18 @@ type PollOptions struct {
 // verdict is returned, so a write that never settles is a failure. check
 // performs one after read and judges it against the fixed baseline.
 func Poll(ctx context.Context, clock Clock, opts PollOptions, check func(context.Context) Verdict) Verdict {
+	return PollGroup(ctx, clock, opts, func(ctx context.Context) []Verdict {
+		return []Verdict{check(ctx)}
+	})[0]
+}
+
+// PollGroup is Poll for effects that share every after read (one adapter):
+// check judges one read for all of them and returns their verdicts; the
+// group counts as CONFIRMED only when every verdict is. With Settle, the
+// first read in the window where any verdict is not CONFIRMED is returned;
+// a window cut short demotes the CONFIRMED verdicts to INDETERMINATE
+// (SETTLE_INTERRUPTED).
+func PollGroup(ctx context.Context, clock Clock, opts PollOptions, check func(context.Context) []Verdict) []Verdict {
 	interval := opts.Interval
 	if interval <= 0 {
 		interval = 50 * time.Millisecond
@@ -42,43 +54,55 @@ func Poll(ctx context.Context, clock Clock, opts PollOptions, check func(context
 	}
 	start := clock.Now()
 	deadline := start.Add(opts.Timeout)
-	var confirmed *Verdict
+	var confirmed []Verdict
 	var settleEnd time.Time
 	for {
-		v := check(ctx)
+		vs := check(ctx)
 		now := clock.Now()
-		if v.Decision == Confirmed {
+		if allConfirmed(vs) {
 			if opts.Settle <= 0 {
-				return v
+				return vs
 			}
 			if confirmed == nil {
 				settleEnd = now.Add(opts.Settle)
 			}
-			confirmed = &v
+			confirmed = vs
 		} else if confirmed != nil {
-			return v // a late duplicate or a vanished write inside the settle window
+			return vs // a late duplicate or a vanished write inside the settle window
 		}
 		stop := deadline
 		if confirmed != nil {
 			stop = settleEnd
 		}
 		if !now.Before(stop) {
-			return v
+			return vs
 		}
 		wait := min(interval, stop.Sub(now))
 		if err := clock.Sleep(ctx, wait); err != nil {
 			if confirmed != nil {
 				// The settle window was not watched to its end: doubt.
-				out := *confirmed
-				out.Decision = Indeterminate
-				out.ObservedCount, out.ExpectedCount = nil, nil
-				out.Reasons = []Reason{{Code: ReasonSettleInterrupted,
-					Message: "the settle window was cut short before it could rule out a late write: " + err.Error()}}
-				out.Class = ClassIndeterminate
+				out := make([]Verdict, len(confirmed))
+				for i, v := range confirmed {
+					v.Decision = Indeterminate
+					v.ObservedCount, v.ExpectedCount = nil, nil
+					v.Reasons = []Reason{{Code: ReasonSettleInterrupted,
+						Message: "the settle window was cut short before it could rule out a late write: " + err.Error()}}
+					v.Class = ClassIndeterminate
+					out[i] = v
+				}
 				return out
 			}
-			return v
+			return vs
 		}
 		interval = min(interval+interval/2, maxInterval)
 	}
+}
+
+func allConfirmed(vs []Verdict) bool {
+	for _, v := range vs {
+		if v.Decision != Confirmed {
+			return false
+		}
+	}
+	return true
 }

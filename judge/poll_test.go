@@ -260,3 +260,42 @@ func TestPollCancelledWhileWaiting(t *testing.T) {
 		t.Errorf("decision %s after %d reads, want REFUTED after 1", v.Decision, reads)
 	}
 }
+
+// A group settles only when every verdict is CONFIRMED, and returns the
+// verdicts of the read that decided it, each with its own contract hash.
+func TestPollGroup(t *testing.T) {
+	t.Parallel()
+	mk := func(hash string, d Decision) Verdict { return Verdict{Decision: d, ContractHash: hash} }
+	reads := [][]Verdict{
+		{mk("a", Confirmed), mk("b", Refuted)},
+		{mk("a", Confirmed), mk("b", Confirmed)},
+		{mk("a", Confirmed), mk("b", Refuted)}, // a late change inside the settle window
+	}
+	calls := 0
+	check := func(context.Context) []Verdict { v := reads[min(calls, len(reads)-1)]; calls++; return v }
+
+	got := PollGroup(context.Background(), newFakeClock(), PollOptions{Timeout: 5 * time.Second, Interval: 100 * time.Millisecond}, check)
+	if calls != 2 || got[0].Decision != Confirmed || got[1].Decision != Confirmed {
+		t.Fatalf("no settle: %d reads, %v", calls, got)
+	}
+	calls = 0
+	got = PollGroup(context.Background(), newFakeClock(), PollOptions{Timeout: 5 * time.Second, Settle: time.Second, Interval: 100 * time.Millisecond}, check)
+	if calls != 3 || got[1].Decision != Refuted || got[1].ContractHash != "b" {
+		t.Fatalf("settle: %d reads, %v; want the third read's REFUTED b", calls, got)
+	}
+
+	// A cut-short settle window demotes every CONFIRMED of the group.
+	calls = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	allOK := func(context.Context) []Verdict {
+		calls++
+		cancel()
+		return []Verdict{mk("a", Confirmed), mk("b", Confirmed)}
+	}
+	got = PollGroup(ctx, newFakeClock(), PollOptions{Timeout: 5 * time.Second, Settle: time.Second}, allOK)
+	for i, v := range got {
+		if v.Decision != Indeterminate || v.Class != ClassIndeterminate || len(v.Reasons) != 1 || v.Reasons[0].Code != ReasonSettleInterrupted || v.ContractHash != []string{"a", "b"}[i] {
+			t.Errorf("interrupted verdict %d = %+v", i, v)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/compensate"
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// group is the effects of one session that were captured through one
+// pinned adapter: they share every after read and settle together, within
+// the group's longest timeout_s. Verify runs its steps in order: read the
+// stored baseline, settle (read and judge until settled), let the adapter's
+// hook demote, compensate.
+type group struct {
+	m         *Manager
+	id        string
+	n         int // index of the capture in the session
+	cm        captureMeta
+	contracts []*judge.Contract // the session's, for capture requests
+	effects   []*judge.Contract // this group's, in cm.Effects order
+	cand      *config.Candidate
+	inst      *pluginhost.Instance
+	info      sdk.Info
+	ev        *groupEvidence
+
+	baseline keyedBaseline
+	opts     judge.Options
+	timeout  time.Duration
+	settle   time.Duration
+	// What the last after read was, for hook messages and the hook's
+	// capture id.
+	lastAfter   judge.Snapshot
+	lastCapture string
+}
+
+// verifyGroup settles and judges every effect of one capture and returns
+// their verdicts, and the tasks a compensation left (nil otherwise).
+func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, cand *config.Candidate, ev *groupEvidence) ([]judge.Verdict, []*judge.Task) {
+	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev}
+	g.effects = make([]*judge.Contract, len(cm.Effects))
+	for k, i := range cm.Effects {
+		g.effects[k] = contracts[i]
+	}
+	if instErr != nil {
+		// An adapter that would not start is the platform's failure; one
+		// that refused its configuration (a root that is gone) reports on
+		// the system of record.
+		ev.PlatformFailed = !isKind(instErr, Invalid)
+		return g.unreachable(cand.Redaction.RedactText(instErr.Error(), g.effects)), make([]*judge.Task, len(g.effects))
+	}
+	g.info = inst.Info()
+	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
+	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
+	g.readBaseline()
+	verdicts := g.settleAll(ctx)
+	for k := range verdicts {
+		g.hook(ctx, k, &verdicts[k])
+	}
+	tasks := make([]*judge.Task, len(verdicts))
+	if !ev.noCompensate {
+		for k := range verdicts {
+			tasks[k] = g.compensate(ctx, k, &verdicts[k])
+		}
+	}
+	return verdicts, tasks
+}
+
+// unreachable judges every effect on an after read that failed.
+func (g *group) unreachable(reason string) []judge.Verdict {
+	out := make([]judge.Verdict, len(g.effects))
+	for k, c := range g.effects {
+		out[k] = judge.Judge(c, judge.Snapshot{}, judge.Snapshot{Reachable: false, Reason: reason}, judge.Options{})
+	}
+	return out
+}
+
+// readBaseline loads the stored baseline of this capture.
+func (g *group) readBaseline() {
+	before := judge.Snapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}
+	if g.cm.Reachable {
+		recs := make([]judge.Record, 0, g.cm.Records)
+		err := g.m.Store.ReadBaseline(g.id, g.n, func(raw []byte) error {
+			r, err := decodeRecord(raw)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, r)
+			return nil
+		})
+		if err != nil {
+			before = judge.Snapshot{Reachable: false, Reason: "the stored baseline could not be read: " + err.Error()}
+		} else {
+			before.Records = recs
+		}
+	}
+	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
+	g.ev.Baseline = g.m.readDigest(before)
+}
+
+// read makes one after read through the pinned adapter, within the group's
+// timeout plus extra, and records its digest; adapter text in it is
+// redacted.
+func (g *group) read(ctx context.Context, extra time.Duration) judge.Snapshot {
+	req := captureRequest(g.id, "after", g.n, g.contracts, g.cm.Effects)
+	g.lastCapture = req.CaptureID
+	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
+	defer cancel()
+	after, platform := g.m.readAfterChecked(readCtx, g.inst, req)
+	after.Reason = g.baseline.redactText(after.Reason, after)
+	g.lastAfter = after
+	g.ev.After, g.ev.PlatformFailed = g.m.readDigest(after), platform
+	return after
+}
+
+// judgeRead judges every effect of the group on one after read against the
+// baseline.
+func (g *group) judgeRead(after judge.Snapshot) []judge.Verdict {
+	if f := g.cand.Freshness; f != nil {
+		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock().Now().UTC()}
+	}
+	before := g.baseline.against(after)
+	out := make([]judge.Verdict, len(g.effects))
+	for k, c := range g.effects {
+		out[k] = judge.Judge(c, before, after, g.opts)
+	}
+	return out
+}
+
+// settleAll reads and judges until the group settles (JUDGE.md §6).
+func (g *group) settleAll(ctx context.Context) []judge.Verdict {
+	return judge.PollGroup(ctx, g.m.clock(), judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.PollInterval},
+		func(ctx context.Context) []judge.Verdict { return g.judgeRead(g.read(ctx, g.settle)) })
+}
+
+// hook lets the adapter demote effect k's verdict. A hook that fails (other
+// than not existing) leaves doubt: a CONFIRMED becomes INDETERMINATE.
+func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
+	c := g.effects[k]
+	req := sdk.VerdictRequest{
+		CaptureID: g.lastCapture, EffectIndex: g.cm.Effects[k], ContractHash: c.Hash,
+		Verdict: sdk.Verdict(v.Decision), Tier: g.info.Tier,
+	}
+	for _, r := range v.Reasons {
+		req.Reasons = append(req.Reasons, sdk.Reason{Code: r.Code, Message: r.Message})
+	}
+	if v.ObservedCount != nil {
+		n := int64(*v.ObservedCount)
+		req.ObservedCount = &n
+	}
+	if v.ExpectedCount != nil {
+		n := int64(*v.ExpectedCount)
+		req.ExpectedCount = &n
+	}
+	redact := func(text string) string { return g.baseline.redactText(text, g.lastAfter) }
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := g.inst.Verdict(hctx, req)
+	switch {
+	case errors.Is(err, plugin.ErrNoVerdictHook):
+		return
+	case err != nil:
+		judge.Demote(v, judge.Indeterminate, "ADAPTER_HOOK_FAILED",
+			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+redact(err.Error()), g.info.AbsenceNotProof)
+		return
+	case d.IsZero():
+		return
+	}
+	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, redact(d.Message), g.info.AbsenceNotProof) {
+		g.m.logger().Warn("ignored a verdict hook answer that is not a demotion", "kind", g.inst.Kind(), "from", v.Decision, "to", d.Verdict)
+	}
+}
+
+// ReasonCompensated marks a verdict given after the compensator deleted
+// duplicates: the re-verification against the original baseline.
+const ReasonCompensated = "COMPENSATED"
+
+// compensate runs the one automatic repair when the deployment configures
+// it: an irreversible record_written refuted only for duplicates gets its
+// extra records deleted (keeping expected_count, lowest identities first),
+// then a fresh read is judged against the original baseline and replaces
+// the verdict. Any failure leaves the verdict REFUTED and returns a
+// compensation_failed task naming (by digest) what was deleted so far.
+func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.Task {
+	c, index, cand := g.effects[k], g.cm.Effects[k], g.cand
+	if cand.Compensator == nil || c.Kind != judge.RecordWritten || c.Risk != judge.Irreversible || v.Decision != judge.Refuted {
+		return nil
+	}
+	plan, err := judge.PlanCompensation(c, v)
+	if err != nil {
+		return nil // not a duplicate: the ordinary reconciliation task stands
+	}
+	m := g.m
+	allow := func(string) bool { return false }
+	if m.Daemon != nil {
+		allow = m.Daemon.AllowSecret
+	}
+	failed := func(deleted []judge.Record, why error) *judge.Task {
+		// A failed DELETE's error may quote the URL, and so an identity.
+		msg := cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched)
+		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
+		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
+	}
+	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
+	if err != nil {
+		return failed(nil, err)
+	}
+	comp, err := compensate.Parse(cand.Compensator, secrets)
+	if err != nil {
+		return failed(nil, err)
+	}
+	deleted, err := comp.Delete(ctx, plan.Delete)
+	if err != nil {
+		return failed(deleted, err)
+	}
+	// Re-verify this effect alone against the original baseline.
+	nv := g.judgeRead(g.read(ctx, 0))[k]
+	nv.Reasons = append(nv.Reasons, judge.Reason{Code: ReasonCompensated,
+		Message: fmt.Sprintf("the compensator deleted %d duplicate(s); this verdict re-verifies against the original baseline", len(deleted))})
+	*v = nv
+	m.logger().Info("compensated duplicates", "session", g.id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
+	if nv.Decision != judge.Confirmed {
+		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
+	}
+	return nil
+}
