@@ -184,7 +184,7 @@ func TestRewardRoutesPolicyUpdateMark(t *testing.T) {
 func assertNoValues(t *testing.T, bodies []string) {
 	t.Helper()
 	all := strings.Join(bodies, "\n")
-	for _, s := range []string{"patient-0", "Triage", "Discharge", "saved", `"trajectory"`, `"screenshot"`, `"records"`, `"note"`} {
+	for _, s := range []string{"patient-0", "Triage", "Discharge", "saved", "trajectory", "screenshot", `"records"`, `"note"`} {
 		if strings.Contains(all, s) {
 			t.Errorf("a response body contains %q", s)
 		}

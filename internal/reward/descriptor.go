@@ -153,7 +153,9 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 			return nil, refuse(CodeInvalidEpisode, "metadata: must be an object")
 		}
 		if k := forbiddenKey(md); k != "" {
-			return nil, refuse(CodeInvalidEpisode, "metadata: the key %q is forbidden; a descriptor carries no observation, typed value or record", k)
+			// The key is not echoed: a refusal body is held to the same
+			// rule as a receipt.
+			return nil, refuse(CodeInvalidEpisode, "metadata carries a forbidden key (the list is in docs/rewards.md): a descriptor carries no observation, typed value or record")
 		}
 		metaIdentity, metaSignal = md["oracle_identity"], md["runtime_signal"]
 	}
