@@ -91,15 +91,12 @@ func TestRewardEndToEnd(t *testing.T) {
 		t.Fatalf("register exit %d: %s\n%s", code, out, d.logs())
 	}
 	c.run(t, "save", c.path, "patient-honest-0001", "Triage", "Follow-up")
-	var digest string
-	for _, line := range strings.Split(d.logs(), "\n") {
-		if i := strings.Index(line, "digest=sha256:"); i >= 0 && strings.Contains(line, "name=mockmed") {
-			digest = strings.Fields(line[i+len("digest="):])[0]
-		}
+	out, code = d.ctl(t, "reward", "contracts")
+	var listed []map[string]any
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil || len(listed) != 2 || listed[1]["name"] != "mockmed" || listed[1]["certificate_id"] == "" {
+		t.Fatalf("reward contracts exit %d: %s", code, out)
 	}
-	if digest == "" {
-		t.Fatalf("the daemon log names no contract digest:\n%s", d.logs())
-	}
+	digest, _ := listed[1]["reward_contract_digest"].(string)
 	desc := writeFile(t, dir, "descriptor.json", fmt.Sprintf(`{"episode_id": "episode-0001", "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": %q}`, digest))
 	out, code = d.ctl(t, "episode", "score", "--descriptor", desc)
 	res := mustJSON[map[string]any](t, out)

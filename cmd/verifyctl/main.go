@@ -42,6 +42,7 @@ commands:
                                             fix an RL episode's subject and read its baseline, before the rollout
   episode score [--contract NAME] --descriptor FILE|-
                                             score the episode: outcome, scalar (null when unscored), signed receipt
+  reward contracts                          the registered reward contracts and their digests
   reward get --receipt-id ID                an issued reward
   reward calibrate --contract NAME [--trials 300] [--delta 0.05] [--seed N] --out DIR
                                             calibrate a reward contract; writes calibration.json and a signed certificate.json

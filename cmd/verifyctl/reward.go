@@ -113,9 +113,27 @@ func cmdEpisode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // cmdReward: verifyctl reward calibrate|get.
 func cmdReward(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return usageError(stderr, "reward: calibrate or get")
+		return usageError(stderr, "reward: contracts, calibrate or get")
 	}
 	switch args[0] {
+	case "contracts":
+		return rewardCommand("reward contracts", args[1:], stdout, stderr, func(*flag.FlagSet) func() error {
+			return func() error { return nil }
+		}, func(ctx context.Context, c verifierv1.RewardServiceClient) (any, error) {
+			res, err := c.ListRewardContracts(ctx, &verifierv1.ListRewardContractsRequest{})
+			if err != nil {
+				return nil, err
+			}
+			out := []map[string]any{}
+			for _, rc := range res.GetContracts() {
+				out = append(out, map[string]any{
+					"name": rc.GetName(), "id": rc.GetId(), "version": rc.GetVersion(), "reward_contract_digest": rc.GetDigest(),
+					"calibration_corpus_digest": rc.GetCorpusDigest(), "deployment": rc.GetDeployment(), "identity_keys": rc.GetIdentityKeys(),
+					"certificate_id": rc.GetCertificateId(), "certificate_epsilon": rc.GetCertificateEpsilon(),
+				})
+			}
+			return out, nil
+		})
 	case "get":
 		var id string
 		return rewardCommand("reward get", args[1:], stdout, stderr, func(fs *flag.FlagSet) func() error {
@@ -182,5 +200,5 @@ func cmdReward(args []string, stdout, stderr io.Writer) int {
 			}, nil
 		})
 	}
-	return usageError(stderr, "reward: unknown subcommand %q (calibrate or get)", args[0])
+	return usageError(stderr, "reward: unknown subcommand %q (contracts, calibrate or get)", args[0])
 }

@@ -17,12 +17,16 @@ import (
 //	POST /v1/rewards           score an episode (the descriptor)
 //	GET  /v1/rewards/{id}      an issued reward
 //	POST /v1/graders/openai    {sample, item}: a grade in [0, 1], or 422 unscored
+//	GET  /v1/reward-contracts  the registered contracts and their digests
 func RegisterReward(a *API, svc *reward.Service) {
 	h := rewardHandler{svc: svc}
 	a.Handle("POST /v1/episodes", h.register)
 	a.Handle("POST /v1/rewards", h.score)
 	a.Handle("GET /v1/rewards/{id}", h.get)
 	a.Handle("POST /v1/graders/openai", h.grade)
+	a.Handle("GET /v1/reward-contracts", func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]any{"contracts": svc.List()})
+	})
 }
 
 type rewardHandler struct{ svc *reward.Service }

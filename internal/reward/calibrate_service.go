@@ -3,6 +3,7 @@ package reward
 import (
 	"encoding/json"
 	"errors"
+	"sort"
 )
 
 // Calibrated is CalibrateReward's answer: calibration.json and
@@ -46,4 +47,40 @@ func (s *Service) Calibrate(name string, trials int, delta float64, seed *uint64
 		return nil, err
 	}
 	return &Calibrated{Calibration: cal, CalibrationJSON: calJSON, CertificateJSON: cert}, nil
+}
+
+// ContractInfo describes a registered contract for callers: no effects.
+type ContractInfo struct {
+	Name               string   `json:"name"`
+	ID                 string   `json:"id"`
+	Version            string   `json:"version"`
+	Digest             string   `json:"reward_contract_digest"`
+	CorpusDigest       string   `json:"calibration_corpus_digest"`
+	Deployment         string   `json:"deployment"`
+	IdentityKeys       []string `json:"identity_keys"`
+	CertificateID      string   `json:"certificate_id,omitempty"`
+	CertificateEpsilon float64  `json:"certificate_epsilon,omitempty"`
+}
+
+// List describes the registered contracts, sorted by name.
+func (s *Service) List() []ContractInfo {
+	out := make([]ContractInfo, 0, len(s.Contracts))
+	for _, name := range sortedContractNames(s.Contracts) {
+		c := s.Contracts[name]
+		info := ContractInfo{Name: name, ID: c.ID, Version: c.Version, Digest: c.Digest, CorpusDigest: c.CorpusDigest, Deployment: c.Deployment, IdentityKeys: c.IdentityKeys}
+		if c.Certificate != nil {
+			info.CertificateID, info.CertificateEpsilon = c.Certificate.CertificateID, c.Certificate.Epsilon
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func sortedContractNames(m map[string]*Contract) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -94,6 +94,17 @@ func (s *rewardService) CalibrateReward(_ context.Context, req *verifierv1.Calib
 	}, nil
 }
 
+func (s *rewardService) ListRewardContracts(context.Context, *verifierv1.ListRewardContractsRequest) (*verifierv1.ListRewardContractsResponse, error) {
+	out := &verifierv1.ListRewardContractsResponse{}
+	for _, c := range s.svc.List() {
+		out.Contracts = append(out.Contracts, &verifierv1.RewardContract{
+			Name: c.Name, Id: c.ID, Version: c.Version, Digest: c.Digest, CorpusDigest: c.CorpusDigest,
+			Deployment: c.Deployment, IdentityKeys: c.IdentityKeys, CertificateId: c.CertificateID, CertificateEpsilon: c.CertificateEpsilon,
+		})
+	}
+	return out, nil
+}
+
 func rewardToProto(res *reward.Result) *verifierv1.RewardResult {
 	r := res.Receipt
 	out := &verifierv1.RewardResult{

@@ -710,6 +710,196 @@ func (x *CalibrateRewardResponse) GetFaultClasses() []string {
 	return nil
 }
 
+type ListRewardContractsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRewardContractsRequest) Reset() {
+	*x = ListRewardContractsRequest{}
+	mi := &file_verifierd_verifier_v1_reward_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRewardContractsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRewardContractsRequest) ProtoMessage() {}
+
+func (x *ListRewardContractsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_reward_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRewardContractsRequest.ProtoReflect.Descriptor instead.
+func (*ListRewardContractsRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_reward_proto_rawDescGZIP(), []int{10}
+}
+
+// RewardContract is a registered reward contract, without its effects.
+type RewardContract struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Id           string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Version      string                 `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Digest       string                 `protobuf:"bytes,4,opt,name=digest,proto3" json:"digest,omitempty"`
+	CorpusDigest string                 `protobuf:"bytes,5,opt,name=corpus_digest,json=corpusDigest,proto3" json:"corpus_digest,omitempty"`
+	Deployment   string                 `protobuf:"bytes,6,opt,name=deployment,proto3" json:"deployment,omitempty"`
+	IdentityKeys []string               `protobuf:"bytes,7,rep,name=identity_keys,json=identityKeys,proto3" json:"identity_keys,omitempty"`
+	// certificate_id is empty when the contract has no certificate.
+	CertificateId      string  `protobuf:"bytes,8,opt,name=certificate_id,json=certificateId,proto3" json:"certificate_id,omitempty"`
+	CertificateEpsilon float64 `protobuf:"fixed64,9,opt,name=certificate_epsilon,json=certificateEpsilon,proto3" json:"certificate_epsilon,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RewardContract) Reset() {
+	*x = RewardContract{}
+	mi := &file_verifierd_verifier_v1_reward_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewardContract) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewardContract) ProtoMessage() {}
+
+func (x *RewardContract) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_reward_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewardContract.ProtoReflect.Descriptor instead.
+func (*RewardContract) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_reward_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RewardContract) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RewardContract) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RewardContract) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *RewardContract) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+func (x *RewardContract) GetCorpusDigest() string {
+	if x != nil {
+		return x.CorpusDigest
+	}
+	return ""
+}
+
+func (x *RewardContract) GetDeployment() string {
+	if x != nil {
+		return x.Deployment
+	}
+	return ""
+}
+
+func (x *RewardContract) GetIdentityKeys() []string {
+	if x != nil {
+		return x.IdentityKeys
+	}
+	return nil
+}
+
+func (x *RewardContract) GetCertificateId() string {
+	if x != nil {
+		return x.CertificateId
+	}
+	return ""
+}
+
+func (x *RewardContract) GetCertificateEpsilon() float64 {
+	if x != nil {
+		return x.CertificateEpsilon
+	}
+	return 0
+}
+
+type ListRewardContractsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Contracts     []*RewardContract      `protobuf:"bytes,1,rep,name=contracts,proto3" json:"contracts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRewardContractsResponse) Reset() {
+	*x = ListRewardContractsResponse{}
+	mi := &file_verifierd_verifier_v1_reward_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRewardContractsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRewardContractsResponse) ProtoMessage() {}
+
+func (x *ListRewardContractsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_reward_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRewardContractsResponse.ProtoReflect.Descriptor instead.
+func (*ListRewardContractsResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_reward_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListRewardContractsResponse) GetContracts() []*RewardContract {
+	if x != nil {
+		return x.Contracts
+	}
+	return nil
+}
+
 var File_verifierd_verifier_v1_reward_proto protoreflect.FileDescriptor
 
 const file_verifierd_verifier_v1_reward_proto_rawDesc = "" +
@@ -775,12 +965,28 @@ const file_verifierd_verifier_v1_reward_proto_rawDesc = "" +
 	"\x06trials\x18\x04 \x01(\x05R\x06trials\x12#\n" +
 	"\rfalse_accepts\x18\x05 \x01(\x05R\ffalseAccepts\x12#\n" +
 	"\rcorpus_digest\x18\x06 \x01(\tR\fcorpusDigest\x12#\n" +
-	"\rfault_classes\x18\a \x03(\tR\ffaultClasses2\xbc\x03\n" +
+	"\rfault_classes\x18\a \x03(\tR\ffaultClasses\"\x1c\n" +
+	"\x1aListRewardContractsRequest\"\xa8\x02\n" +
+	"\x0eRewardContract\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\tR\aversion\x12\x16\n" +
+	"\x06digest\x18\x04 \x01(\tR\x06digest\x12#\n" +
+	"\rcorpus_digest\x18\x05 \x01(\tR\fcorpusDigest\x12\x1e\n" +
+	"\n" +
+	"deployment\x18\x06 \x01(\tR\n" +
+	"deployment\x12#\n" +
+	"\ridentity_keys\x18\a \x03(\tR\fidentityKeys\x12%\n" +
+	"\x0ecertificate_id\x18\b \x01(\tR\rcertificateId\x12/\n" +
+	"\x13certificate_epsilon\x18\t \x01(\x01R\x12certificateEpsilon\"b\n" +
+	"\x1bListRewardContractsResponse\x12C\n" +
+	"\tcontracts\x18\x01 \x03(\v2%.verifierd.verifier.v1.RewardContractR\tcontracts2\xba\x04\n" +
 	"\rRewardService\x12p\n" +
 	"\x0fRegisterEpisode\x12-.verifierd.verifier.v1.RegisterEpisodeRequest\x1a..verifierd.verifier.v1.RegisterEpisodeResponse\x12g\n" +
 	"\fScoreEpisode\x12*.verifierd.verifier.v1.ScoreEpisodeRequest\x1a+.verifierd.verifier.v1.ScoreEpisodeResponse\x12^\n" +
 	"\tGetReward\x12'.verifierd.verifier.v1.GetRewardRequest\x1a(.verifierd.verifier.v1.GetRewardResponse\x12p\n" +
-	"\x0fCalibrateReward\x12-.verifierd.verifier.v1.CalibrateRewardRequest\x1a..verifierd.verifier.v1.CalibrateRewardResponseBGZEgithub.com/verifierd/verifierd/proto/verifierd/verifier/v1;verifierv1b\x06proto3"
+	"\x0fCalibrateReward\x12-.verifierd.verifier.v1.CalibrateRewardRequest\x1a..verifierd.verifier.v1.CalibrateRewardResponse\x12|\n" +
+	"\x13ListRewardContracts\x121.verifierd.verifier.v1.ListRewardContractsRequest\x1a2.verifierd.verifier.v1.ListRewardContractsResponseBGZEgithub.com/verifierd/verifierd/proto/verifierd/verifier/v1;verifierv1b\x06proto3"
 
 var (
 	file_verifierd_verifier_v1_reward_proto_rawDescOnce sync.Once
@@ -794,38 +1000,44 @@ func file_verifierd_verifier_v1_reward_proto_rawDescGZIP() []byte {
 	return file_verifierd_verifier_v1_reward_proto_rawDescData
 }
 
-var file_verifierd_verifier_v1_reward_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_verifierd_verifier_v1_reward_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_verifierd_verifier_v1_reward_proto_goTypes = []any{
-	(*RegisterEpisodeRequest)(nil),  // 0: verifierd.verifier.v1.RegisterEpisodeRequest
-	(*RegisterEpisodeResponse)(nil), // 1: verifierd.verifier.v1.RegisterEpisodeResponse
-	(*ScoreEpisodeRequest)(nil),     // 2: verifierd.verifier.v1.ScoreEpisodeRequest
-	(*ScoreEpisodeResponse)(nil),    // 3: verifierd.verifier.v1.ScoreEpisodeResponse
-	(*GetRewardRequest)(nil),        // 4: verifierd.verifier.v1.GetRewardRequest
-	(*GetRewardResponse)(nil),       // 5: verifierd.verifier.v1.GetRewardResponse
-	(*RewardComponent)(nil),         // 6: verifierd.verifier.v1.RewardComponent
-	(*RewardResult)(nil),            // 7: verifierd.verifier.v1.RewardResult
-	(*CalibrateRewardRequest)(nil),  // 8: verifierd.verifier.v1.CalibrateRewardRequest
-	(*CalibrateRewardResponse)(nil), // 9: verifierd.verifier.v1.CalibrateRewardResponse
-	nil,                             // 10: verifierd.verifier.v1.RegisterEpisodeRequest.OracleIdentityEntry
+	(*RegisterEpisodeRequest)(nil),      // 0: verifierd.verifier.v1.RegisterEpisodeRequest
+	(*RegisterEpisodeResponse)(nil),     // 1: verifierd.verifier.v1.RegisterEpisodeResponse
+	(*ScoreEpisodeRequest)(nil),         // 2: verifierd.verifier.v1.ScoreEpisodeRequest
+	(*ScoreEpisodeResponse)(nil),        // 3: verifierd.verifier.v1.ScoreEpisodeResponse
+	(*GetRewardRequest)(nil),            // 4: verifierd.verifier.v1.GetRewardRequest
+	(*GetRewardResponse)(nil),           // 5: verifierd.verifier.v1.GetRewardResponse
+	(*RewardComponent)(nil),             // 6: verifierd.verifier.v1.RewardComponent
+	(*RewardResult)(nil),                // 7: verifierd.verifier.v1.RewardResult
+	(*CalibrateRewardRequest)(nil),      // 8: verifierd.verifier.v1.CalibrateRewardRequest
+	(*CalibrateRewardResponse)(nil),     // 9: verifierd.verifier.v1.CalibrateRewardResponse
+	(*ListRewardContractsRequest)(nil),  // 10: verifierd.verifier.v1.ListRewardContractsRequest
+	(*RewardContract)(nil),              // 11: verifierd.verifier.v1.RewardContract
+	(*ListRewardContractsResponse)(nil), // 12: verifierd.verifier.v1.ListRewardContractsResponse
+	nil,                                 // 13: verifierd.verifier.v1.RegisterEpisodeRequest.OracleIdentityEntry
 }
 var file_verifierd_verifier_v1_reward_proto_depIdxs = []int32{
-	10, // 0: verifierd.verifier.v1.RegisterEpisodeRequest.oracle_identity:type_name -> verifierd.verifier.v1.RegisterEpisodeRequest.OracleIdentityEntry
+	13, // 0: verifierd.verifier.v1.RegisterEpisodeRequest.oracle_identity:type_name -> verifierd.verifier.v1.RegisterEpisodeRequest.OracleIdentityEntry
 	7,  // 1: verifierd.verifier.v1.ScoreEpisodeResponse.result:type_name -> verifierd.verifier.v1.RewardResult
 	7,  // 2: verifierd.verifier.v1.GetRewardResponse.result:type_name -> verifierd.verifier.v1.RewardResult
 	6,  // 3: verifierd.verifier.v1.RewardResult.components:type_name -> verifierd.verifier.v1.RewardComponent
-	0,  // 4: verifierd.verifier.v1.RewardService.RegisterEpisode:input_type -> verifierd.verifier.v1.RegisterEpisodeRequest
-	2,  // 5: verifierd.verifier.v1.RewardService.ScoreEpisode:input_type -> verifierd.verifier.v1.ScoreEpisodeRequest
-	4,  // 6: verifierd.verifier.v1.RewardService.GetReward:input_type -> verifierd.verifier.v1.GetRewardRequest
-	8,  // 7: verifierd.verifier.v1.RewardService.CalibrateReward:input_type -> verifierd.verifier.v1.CalibrateRewardRequest
-	1,  // 8: verifierd.verifier.v1.RewardService.RegisterEpisode:output_type -> verifierd.verifier.v1.RegisterEpisodeResponse
-	3,  // 9: verifierd.verifier.v1.RewardService.ScoreEpisode:output_type -> verifierd.verifier.v1.ScoreEpisodeResponse
-	5,  // 10: verifierd.verifier.v1.RewardService.GetReward:output_type -> verifierd.verifier.v1.GetRewardResponse
-	9,  // 11: verifierd.verifier.v1.RewardService.CalibrateReward:output_type -> verifierd.verifier.v1.CalibrateRewardResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	11, // 4: verifierd.verifier.v1.ListRewardContractsResponse.contracts:type_name -> verifierd.verifier.v1.RewardContract
+	0,  // 5: verifierd.verifier.v1.RewardService.RegisterEpisode:input_type -> verifierd.verifier.v1.RegisterEpisodeRequest
+	2,  // 6: verifierd.verifier.v1.RewardService.ScoreEpisode:input_type -> verifierd.verifier.v1.ScoreEpisodeRequest
+	4,  // 7: verifierd.verifier.v1.RewardService.GetReward:input_type -> verifierd.verifier.v1.GetRewardRequest
+	8,  // 8: verifierd.verifier.v1.RewardService.CalibrateReward:input_type -> verifierd.verifier.v1.CalibrateRewardRequest
+	10, // 9: verifierd.verifier.v1.RewardService.ListRewardContracts:input_type -> verifierd.verifier.v1.ListRewardContractsRequest
+	1,  // 10: verifierd.verifier.v1.RewardService.RegisterEpisode:output_type -> verifierd.verifier.v1.RegisterEpisodeResponse
+	3,  // 11: verifierd.verifier.v1.RewardService.ScoreEpisode:output_type -> verifierd.verifier.v1.ScoreEpisodeResponse
+	5,  // 12: verifierd.verifier.v1.RewardService.GetReward:output_type -> verifierd.verifier.v1.GetRewardResponse
+	9,  // 13: verifierd.verifier.v1.RewardService.CalibrateReward:output_type -> verifierd.verifier.v1.CalibrateRewardResponse
+	12, // 14: verifierd.verifier.v1.RewardService.ListRewardContracts:output_type -> verifierd.verifier.v1.ListRewardContractsResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_verifier_v1_reward_proto_init() }
@@ -841,7 +1053,7 @@ func file_verifierd_verifier_v1_reward_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verifierd_verifier_v1_reward_proto_rawDesc), len(file_verifierd_verifier_v1_reward_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

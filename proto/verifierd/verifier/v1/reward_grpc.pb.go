@@ -30,10 +30,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RewardService_RegisterEpisode_FullMethodName = "/verifierd.verifier.v1.RewardService/RegisterEpisode"
-	RewardService_ScoreEpisode_FullMethodName    = "/verifierd.verifier.v1.RewardService/ScoreEpisode"
-	RewardService_GetReward_FullMethodName       = "/verifierd.verifier.v1.RewardService/GetReward"
-	RewardService_CalibrateReward_FullMethodName = "/verifierd.verifier.v1.RewardService/CalibrateReward"
+	RewardService_RegisterEpisode_FullMethodName     = "/verifierd.verifier.v1.RewardService/RegisterEpisode"
+	RewardService_ScoreEpisode_FullMethodName        = "/verifierd.verifier.v1.RewardService/ScoreEpisode"
+	RewardService_GetReward_FullMethodName           = "/verifierd.verifier.v1.RewardService/GetReward"
+	RewardService_CalibrateReward_FullMethodName     = "/verifierd.verifier.v1.RewardService/CalibrateReward"
+	RewardService_ListRewardContracts_FullMethodName = "/verifierd.verifier.v1.RewardService/ListRewardContracts"
 )
 
 // RewardServiceClient is the client API for RewardService service.
@@ -52,6 +53,9 @@ type RewardServiceClient interface {
 	// control trial and the faulted trials through the daemon's judge, and
 	// returns calibration.json and a certificate signed by the daemon key.
 	CalibrateReward(ctx context.Context, in *CalibrateRewardRequest, opts ...grpc.CallOption) (*CalibrateRewardResponse, error)
+	// ListRewardContracts lists the registered contracts with their digests
+	// (what a descriptor's reward_contract_digest names).
+	ListRewardContracts(ctx context.Context, in *ListRewardContractsRequest, opts ...grpc.CallOption) (*ListRewardContractsResponse, error)
 }
 
 type rewardServiceClient struct {
@@ -102,6 +106,16 @@ func (c *rewardServiceClient) CalibrateReward(ctx context.Context, in *Calibrate
 	return out, nil
 }
 
+func (c *rewardServiceClient) ListRewardContracts(ctx context.Context, in *ListRewardContractsRequest, opts ...grpc.CallOption) (*ListRewardContractsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRewardContractsResponse)
+	err := c.cc.Invoke(ctx, RewardService_ListRewardContracts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RewardServiceServer is the server API for RewardService service.
 // All implementations must embed UnimplementedRewardServiceServer
 // for forward compatibility.
@@ -118,6 +132,9 @@ type RewardServiceServer interface {
 	// control trial and the faulted trials through the daemon's judge, and
 	// returns calibration.json and a certificate signed by the daemon key.
 	CalibrateReward(context.Context, *CalibrateRewardRequest) (*CalibrateRewardResponse, error)
+	// ListRewardContracts lists the registered contracts with their digests
+	// (what a descriptor's reward_contract_digest names).
+	ListRewardContracts(context.Context, *ListRewardContractsRequest) (*ListRewardContractsResponse, error)
 	mustEmbedUnimplementedRewardServiceServer()
 }
 
@@ -139,6 +156,9 @@ func (UnimplementedRewardServiceServer) GetReward(context.Context, *GetRewardReq
 }
 func (UnimplementedRewardServiceServer) CalibrateReward(context.Context, *CalibrateRewardRequest) (*CalibrateRewardResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CalibrateReward not implemented")
+}
+func (UnimplementedRewardServiceServer) ListRewardContracts(context.Context, *ListRewardContractsRequest) (*ListRewardContractsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRewardContracts not implemented")
 }
 func (UnimplementedRewardServiceServer) mustEmbedUnimplementedRewardServiceServer() {}
 func (UnimplementedRewardServiceServer) testEmbeddedByValue()                       {}
@@ -233,6 +253,24 @@ func _RewardService_CalibrateReward_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RewardService_ListRewardContracts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRewardContractsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RewardServiceServer).ListRewardContracts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RewardService_ListRewardContracts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RewardServiceServer).ListRewardContracts(ctx, req.(*ListRewardContractsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RewardService_ServiceDesc is the grpc.ServiceDesc for RewardService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -255,6 +293,10 @@ var RewardService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CalibrateReward",
 			Handler:    _RewardService_CalibrateReward_Handler,
+		},
+		{
+			MethodName: "ListRewardContracts",
+			Handler:    _RewardService_ListRewardContracts_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
