@@ -104,6 +104,18 @@ func TestRewardEndToEnd(t *testing.T) {
 		t.Fatalf("score exit %d: %s\n%s", code, out, d.logs())
 	}
 	all := out
+	// The receipt checks offline, and the ledger holds it.
+	env := writeFile(t, dir, "reward-receipt.json", string(mustJSON[map[string]json.RawMessage](t, out)["envelope"]))
+	key, _ := d.ctl(t, "key")
+	keyFile := writeFile(t, dir, "key.json", key)
+	if r, code := d.offline(t, "receipt", "verify", "--receipt", env, "--public-key", keyFile); code != 0 || !r.Valid {
+		t.Errorf("receipt verify exit %d: %+v", code, r)
+	}
+	ledger, _ := d.ctl(t, "ledger", "export")
+	ledgerFile := writeFile(t, dir, "ledger.jsonl", ledger)
+	if r, code := d.offline(t, "ledger", "verify", "--file", ledgerFile, "--receipt", env); code != 0 {
+		t.Errorf("ledger verify exit %d: %+v", code, r)
+	}
 
 	// The banner lie over HTTP: nothing written, wrong_effect 0.
 	post := func(path, body string) (int, string) {
@@ -127,7 +139,29 @@ func TestRewardEndToEnd(t *testing.T) {
 		t.Fatalf("POST /v1/rewards: %d %s", status, body)
 	}
 	all += body
-	for _, s := range []string{"patient-honest-0001", "patient-lie-0002", "Triage", "Follow-up"} {
+
+	// The policy-update mark across a real restart and a renamed checkpoint:
+	// 10^9 scores (expired, not certified); after a restart, 0 is refused.
+	status, body = post("/v1/episodes", `{"contract": "mockmed", "episode_id": "episode-0003", "oracle_identity": {"patient_id": "patient-late-0003"}}`)
+	if status != 200 {
+		t.Fatalf("POST /v1/episodes: %d %s", status, body)
+	}
+	c.run(t, "save", c.path, "patient-late-0003", "Triage", "Late")
+	status, body = post("/v1/rewards", fmt.Sprintf(`{"episode_id": "episode-0003", "policy_checkpoint_id": "ckpt-0001", "policy_update": 1000000000, "reward_contract_digest": %q}`, digest))
+	if status != 200 || !strings.Contains(body, `"certificate_state":"expired"`) || !strings.Contains(body, `"certified":false`) || !strings.Contains(body, `"reward_outcome":"verified"`) {
+		t.Fatalf("update 10^9: %d %s", status, body)
+	}
+	all += body
+	d.stop()
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	status, body = post("/v1/rewards", fmt.Sprintf(`{"episode_id": "episode-0004", "policy_checkpoint_id": "renamed-checkpoint", "policy_update": 0, "reward_contract_digest": %q, "oracle_identity": {"patient_id": "patient-new-0004"}}`, digest))
+	if status != 422 || !strings.Contains(body, `"error":"policy_update_regressed"`) {
+		t.Fatalf("update 0 after a restart: %d %s", status, body)
+	}
+	all += body
+	for _, s := range []string{"patient-honest-0001", "patient-lie-0002", "patient-late-0003", "patient-new-0004", "Triage", "Follow-up", "Late"} {
 		if strings.Contains(all, s) {
 			t.Errorf("a response contains %q", s)
 		}

@@ -192,6 +192,11 @@ func checkIdentity(c *Contract, identity map[string]string) error {
 	if len(identity) == 0 {
 		return refuse(CodeIdentityMissing, "give oracle_identity with %s", strings.Join(c.IdentityKeys, ", "))
 	}
+	for _, v := range identity {
+		if len(v) > 256 {
+			return refuse(CodeInvalidEpisode, "oracle_identity: each value at most 256 bytes")
+		}
+	}
 	var extra, missing []string
 	want := map[string]bool{}
 	for _, k := range c.IdentityKeys {
