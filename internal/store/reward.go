@@ -15,6 +15,9 @@ var (
 	bucketRewardMarks    = []byte("reward_marks")
 )
 
+// rewardBuckets are copied by salvage like the ledger's.
+var rewardBuckets = [][]byte{bucketRewardEpisodes, bucketRewardReceipts, bucketRewardMarks}
+
 // RewardBucket names one of the reward buckets.
 type RewardBucket int
 
