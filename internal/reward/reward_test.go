@@ -500,3 +500,40 @@ func TestPolicyUpdateMark(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Scoring one episode from many goroutines issues exactly one receipt; the
+// others are duplicate_episode.
+func TestConcurrentScoringIssuesOneReceipt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	ctx := context.Background()
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+		t.Fatal(err)
+	}
+	r.oracle.add(1, "patient-0001", "Triage")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, dup := 0, 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
+			mu.Lock()
+			defer mu.Unlock()
+			var rf *Refusal
+			switch {
+			case err == nil:
+				ok++
+			case errors.As(err, &rf) && rf.Code == CodeDuplicateEpisode:
+				dup++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 || dup != 7 {
+		t.Fatalf("%d receipts and %d duplicates, want 1 and 7", ok, dup)
+	}
+}

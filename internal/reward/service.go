@@ -47,7 +47,43 @@ type Service struct {
 	EvidenceKey []byte
 	Now         func() time.Time
 
-	mu sync.Mutex // serialises registration and scoring
+	locks episodeLocks // serialise registration and scoring per episode
+}
+
+// episodeLocks is one mutex per episode key, dropped when unused. Marks
+// are checked again inside the transaction that advances them, so scoring
+// different episodes runs in parallel.
+type episodeLocks struct {
+	mu    sync.Mutex
+	locks map[string]*episodeLock
+}
+
+type episodeLock struct {
+	sync.Mutex
+	users int
+}
+
+func (l *episodeLocks) lock(key string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*episodeLock{}
+	}
+	e := l.locks[key]
+	if e == nil {
+		e = &episodeLock{}
+		l.locks[key] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	e.Lock()
+	return func() {
+		e.Unlock()
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.locks, key)
+		}
+		l.mu.Unlock()
+	}
 }
 
 func (s *Service) now() time.Time {
@@ -129,9 +165,8 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	if err := checkIdentity(c, identity); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	key := episodeKey(c.Name, episodeID)
+	defer s.locks.lock(key)()
 	prev, err := s.loadEpisode(key)
 	if err != nil {
 		return nil, err
@@ -287,9 +322,8 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	if d.RewardContractDigest != c.Digest {
 		return nil, refuse(CodeContractMismatch, "reward_contract_digest %s is not the served contract's %s", clip(d.RewardContractDigest), c.Digest)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	key := episodeKey(c.Name, d.EpisodeID)
+	defer s.locks.lock(key)()
 	ep, err := s.loadEpisode(key)
 	if err != nil {
 		return nil, err
