@@ -55,6 +55,14 @@ func (a *API) authorized(r *http.Request) bool {
 // ServeHTTP serves the mux; an unknown route is a JSON 404.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := a.mux.Handler(r); pattern == "" {
+		// The mux's own answer decides between 404 and 405 (with Allow);
+		// the body is ours, in the {error, detail} shape.
+		rec := &statusOnly{header: w.Header()}
+		a.mux.ServeHTTP(rec, r)
+		if rec.code == http.StatusMethodNotAllowed {
+			WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this route takes "+w.Header().Get("Allow"))
+			return
+		}
 		WriteError(w, http.StatusNotFound, "not_found", "no such route")
 		return
 	}
@@ -75,3 +83,14 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func WriteError(w http.ResponseWriter, status int, code, detail string) {
 	WriteJSON(w, status, map[string]string{"error": code, "detail": detail})
 }
+
+// statusOnly records the status the mux would answer, keeping its headers
+// (Allow) and dropping its plain-text body.
+type statusOnly struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusOnly) Header() http.Header         { return s.header }
+func (s *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusOnly) WriteHeader(code int)        { s.code = code }

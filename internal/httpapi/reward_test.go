@@ -87,6 +87,8 @@ func TestRewardRoutesRefusals(t *testing.T) {
 		{"regressed update", "POST", "/v1/rewards", rig.Descriptor("episode-0010", "ckpt-0001", 6, `, "oracle_identity": {"patient_id": "patient-0010"}`), token, 422, "policy_update_regressed"},
 		{"unknown receipt", "GET", "/v1/rewards/rwd_" + strings.Repeat("0", 32), "", token, 404, "not_found"},
 		{"grader without item", "POST", "/v1/graders/openai", `{"sample": {}}`, token, 400, "bad_request"},
+		{"unknown route", "GET", "/v1/nothing", "", token, 404, "not_found"},
+		{"wrong method", "GET", "/v1/episodes", "", token, 405, "method_not_allowed"},
 	}
 	for _, s := range steps {
 		status, body := c.do(s.method, s.path, s.body, s.token)
