@@ -537,3 +537,28 @@ func TestConcurrentScoringIssuesOneReceipt(t *testing.T) {
 		t.Fatalf("%d receipts and %d duplicates, want 1 and 7", ok, dup)
 	}
 }
+
+// The digest is over the loaded model with its defaults: writing a default
+// out changes nothing, changing an effect changes it (and the corpus).
+func TestContractDigest(t *testing.T) {
+	t.Parallel()
+	load := func(contract, required string) *Contract {
+		c, err := LoadContract("m", writeContract(t, contract, required, mockmedForbidden), Trust{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	base := load(mockmedContract, mockmedRequired)
+	explicit := load(strings.Replace(mockmedContract, "scoring: {wrong_effect_reward: 0.0}", "scoring: {wrong_effect_reward: 0, verified_reward: 1.0, refused_reward: 0, uncertain_episodes: unscored}", 1), mockmedRequired)
+	if base.Digest != explicit.Digest {
+		t.Errorf("defaults written out changed the digest: %s vs %s", base.Digest, explicit.Digest)
+	}
+	tampered := load(mockmedContract, strings.Replace(mockmedRequired, "expected_count: 1", "expected_count: 2", 1))
+	if tampered.Digest == base.Digest || tampered.CorpusDigest == base.CorpusDigest {
+		t.Errorf("a changed expected_count kept the digest or the corpus digest")
+	}
+	if !digestRE.MatchString(base.Digest) || !digestRE.MatchString(base.CorpusDigest) {
+		t.Errorf("digests %s %s", base.Digest, base.CorpusDigest)
+	}
+}
