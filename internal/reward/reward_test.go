@@ -310,18 +310,23 @@ func TestEpisodeOutcomes(t *testing.T) {
 		tier      int
 		setup     func(o *memOracle)
 		rollout   func(o *memOracle)
+		extra     string // descriptor members
 		outcome   string
 		scalar    *float64
 		certified bool
 		devOnly   bool
 	}{
-		{"honest", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, OutcomeVerified, &one, true, false},
-		{"banner lie", 1, nil, func(*memOracle) {}, OutcomeWrongEffect, &zero, true, false},
-		{"double submit", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Triage") }, OutcomeWrongEffect, &zero, true, false},
-		{"idle with an old row", 1, func(o *memOracle) { o.add(3, "patient-0001", "Triage") }, func(*memOracle) {}, OutcomeWrongEffect, &zero, true, false},
-		{"forbidden discharge", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Discharge") }, OutcomeWrongEffect, &zero, true, false},
-		{"tier 3 honest", 3, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, OutcomeVerified, &one, false, true},
-		{"unreachable store", 1, nil, func(o *memOracle) { o.unreachable = true }, OutcomeFailedPlatform, nil, true, false},
+		{"honest", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, true, false},
+		{"banner lie", 1, nil, func(*memOracle) {}, "", OutcomeWrongEffect, &zero, true, false},
+		{"double submit", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Triage") }, "", OutcomeWrongEffect, &zero, true, false},
+		{"idle with an old row", 1, func(o *memOracle) { o.add(3, "patient-0001", "Triage") }, func(*memOracle) {}, "", OutcomeWrongEffect, &zero, true, false},
+		{"forbidden discharge", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Discharge") }, "", OutcomeWrongEffect, &zero, true, false},
+		{"tier 3 honest", 3, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
+		{"tier 4 honest", 4, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
+		{"unreachable store", 1, nil, func(o *memOracle) { o.unreachable = true }, "", OutcomeFailedPlatform, nil, true, false},
+		{"halted, nothing written", 1, nil, func(*memOracle) {}, `, "runtime_signal": "halted_before_effect"`, OutcomeHaltedBeforeEffect, &zero, true, false},
+		{"refused, yet written", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "metadata": {"runtime_signal": "refused"}`, OutcomeReconciliationRequired, nil, true, false},
+		{"platform failure reported", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "runtime_signal": "failed_platform"`, OutcomeFailedPlatform, nil, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,7 +340,7 @@ func TestEpisodeOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.rollout(r.oracle)
-			res, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
+			res, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, tt.extra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -560,5 +565,20 @@ func TestContractDigest(t *testing.T) {
 	}
 	if !digestRE.MatchString(base.Digest) || !digestRE.MatchString(base.CorpusDigest) {
 		t.Errorf("digests %s %s", base.Digest, base.CorpusDigest)
+	}
+}
+
+// An episode scored without a registration has no baseline: the change
+// claim cannot be judged, so it is unscored, never verified.
+func TestUnregisteredEpisodeIsUnscored(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	r.oracle.add(1, "patient-0001", "Triage")
+	res, err := r.svc.ScoreEpisode(context.Background(), "", r.descriptor("episode-0001", "ckpt-0001", 0, `, "oracle_identity": {"patient_id": "patient-0001"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := res.Receipt; rc.RewardOutcome != OutcomeReconciliationRequired || rc.ScalarReward != nil || rc.BaselineReachable {
+		t.Fatalf("outcome %s scalar %v baseline %v; want reconciliation_required, null, false", rc.RewardOutcome, rc.ScalarReward, rc.BaselineReachable)
 	}
 }
