@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -267,5 +268,44 @@ func TestRewardRefusesRenamedJSONAsSQLite(t *testing.T) {
 	_, err := m.LoadRewardContracts()
 	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database file") || !strings.Contains(err.Error(), "contract.yaml") {
 		t.Fatalf("got %v, want the SQLite header refusal naming contract.yaml", err)
+	}
+}
+
+// A certificate signed by another key loads only when rewards_trust lists
+// that key.
+func TestRewardsTrust(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "records.db")
+	rw, err := stdsql.Open("sqlite", db)
+	must(t, err)
+	_, err = rw.Exec(`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT, type TEXT)`)
+	must(t, err)
+	rw.Close()
+	must(t, os.WriteFile(filepath.Join(dir, "deployment.yaml"), []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type FROM encounters\n", db)), 0o600))
+	cdir := filepath.Join(dir, "c")
+	must(t, os.MkdirAll(cdir, 0o755))
+	for name, text := range map[string]string{reward.ContractFile: mockmedContract, reward.RequiredFile: mockmedRequired, reward.ForbiddenFile: mockmedForbidden} {
+		must(t, os.WriteFile(filepath.Join(cdir, name), []byte(text), 0o600))
+	}
+	_, issuerKey, _ := ed25519.GenerateKey(nil)
+	issuer := signing.New(issuerKey)
+	c, err := reward.LoadContract("m", cdir, reward.Trust{})
+	must(t, err)
+	cal, err := reward.Calibrate(c, 30, 0.05, 1)
+	must(t, err)
+	cert, err := reward.SignCertificate(issuer, reward.NewCertificate(c, cal, issuer.KeyID(), time.Now()))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(cdir, reward.CertificateFile), cert, 0o600))
+
+	_, daemonKey, _ := ed25519.GenerateKey(nil)
+	m := &Manager{Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(daemonKey)}
+	if _, err := m.LoadRewardContracts(); err == nil || !strings.Contains(err.Error(), reward.RuleCertificateUntrust) {
+		t.Fatalf("an issuer outside rewards_trust: %v", err)
+	}
+	m.Daemon.RewardsTrust = []string{issuer.PublicKeyBase64()}
+	got, err := m.LoadRewardContracts()
+	if err != nil || got["m"].Certificate == nil {
+		t.Fatalf("an issuer in rewards_trust: %v", err)
 	}
 }
