@@ -42,11 +42,21 @@ func (s *Service) Calibrate(name string, trials int, delta float64, seed *uint64
 	if err != nil {
 		return nil, err
 	}
-	cert, err := SignCertificate(s.Signer, NewCertificate(c, cal, s.Signer.KeyID(), s.now()))
+	cert := NewCertificate(c, cal, s.Signer.KeyID(), s.now())
+	// The certificate starts at the contract's high-water mark: updates
+	// below it can no longer be scored, so its expiry counts from there.
+	mk, err := s.loadMark(c.Digest)
 	if err != nil {
 		return nil, err
 	}
-	return &Calibrated{Calibration: cal, CalibrationJSON: calJSON, CertificateJSON: cert}, nil
+	if mk != nil {
+		cert.IssuedAtPolicyUpdate = mk.Highest
+	}
+	certJSON, err := SignCertificate(s.Signer, cert)
+	if err != nil {
+		return nil, err
+	}
+	return &Calibrated{Calibration: cal, CalibrationJSON: calJSON, CertificateJSON: certJSON}, nil
 }
 
 // ContractInfo describes a registered contract for callers: no effects.

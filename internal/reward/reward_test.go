@@ -582,3 +582,29 @@ func TestUnregisteredEpisodeIsUnscored(t *testing.T) {
 		t.Fatalf("outcome %s scalar %v baseline %v; want reconciliation_required, null, false", rc.RewardOutcome, rc.ScalarReward, rc.BaselineReachable)
 	}
 }
+
+// A certificate calibrated after episodes were scored starts at the
+// contract's high-water mark.
+func TestCertificateStartsAtTheMark(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	ctx := context.Background()
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 5000, "")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.svc.Calibrate("mockmed", 20, 0.05, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct{ Payload []byte }
+	var cert Certificate
+	if err := json.Unmarshal(out.CertificateJSON, &env); err != nil || json.Unmarshal(env.Payload, &cert) != nil {
+		t.Fatalf("certificate.json: %v", err)
+	}
+	if cert.IssuedAtPolicyUpdate != 5000 || cert.State(5999) != CertCurrent || cert.State(6000) != CertExpired {
+		t.Fatalf("issued at %d", cert.IssuedAtPolicyUpdate)
+	}
+}
