@@ -2,7 +2,7 @@
 // before a consequential step and Verify after it, over gRPC; adapters run as
 // plugin subprocesses; the daemon does all the judging.
 //
-//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--insecure]
+//	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--http-listen ADDR] [--insecure]
 //	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
 //
 // SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1
@@ -61,6 +61,7 @@ func run(args []string) error {
 	insecure := fs.Bool("insecure", false, "serve a non-loopback --listen address without a bearer token and TLS")
 	allowInline := fs.Bool("allow-inline-deployments", false, "development only: accept deployments sent by the caller (who then chooses where the daemon reads); never with secrets or a compensator")
 	signingKey := fs.String("signing-key", "", "Ed25519 key file that signs receipts (default: <data-dir>/keys/receipt-signing.key, created on first start)")
+	httpListen := fs.String("http-listen", "", "address of the HTTP listener (reward routes for trainers; docs/rewards.md); empty: off")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +105,15 @@ func run(args []string) error {
 	}
 	if warning != "" {
 		logger.Warn(warning)
+	}
+	if *httpListen != "" {
+		warning, err := checkListenSecurity(*httpListen, hasToken, hasTLS, *insecure)
+		if err != nil {
+			return fmt.Errorf("--http-listen: %w", err)
+		}
+		if warning != "" {
+			logger.Warn("http listener: " + warning)
+		}
 	}
 	workflows, err := session.LoadWorkflows(daemon)
 	if err != nil {
@@ -150,6 +160,17 @@ func run(args []string) error {
 	}
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows}
 	srv, healthSrv := server.New(mgr, opts)
+	rewards, err := startRewards(mgr, srv, logger.Named("reward"))
+	if err != nil {
+		return err
+	}
+	if *httpListen != "" {
+		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, newHTTPAPI(opts.BearerToken, rewards), opts.TLS, logger)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+	}
 
 	// Signals are handled before the daemon says it listens, so that a
 	// supervisor's SIGTERM right after that line is never lost.

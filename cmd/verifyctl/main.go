@@ -38,6 +38,14 @@ commands:
                                             check a signed receipt offline; exit 1: not valid
   ledger verify --file ledger.jsonl [--receipt FILE]
                                             check an exported ledger's hash chain offline; exit 1: broken
+  episode register [--contract NAME] --episode ID --identity k=v
+                                            fix an RL episode's subject and read its baseline, before the rollout
+  episode score [--contract NAME] --descriptor FILE|-
+                                            score the episode: outcome, scalar (null when unscored), signed receipt
+  reward contracts                          the registered reward contracts and their digests
+  reward get --receipt-id ID                an issued reward
+  reward calibrate --contract NAME [--trials 300] [--delta 0.05] [--seed N] --out DIR
+                                            calibrate a reward contract; writes calibration.json and a signed certificate.json
 
 client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D,
   --insecure (send the token without --tls-ca to a non-loopback address)
@@ -75,6 +83,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdArtifact(args[1:], stdout, stderr)
 	case "ledger":
 		return cmdLedger(args[1:], stdout, stderr)
+	case "episode":
+		return cmdEpisode(args[1:], stdin, stdout, stderr)
+	case "reward":
+		return cmdReward(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

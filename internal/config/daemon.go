@@ -30,6 +30,13 @@ type Daemon struct {
 	// Workflows names reviewed workflow files (verifierd.workflow/v1) whose
 	// steps carry the contracts a Begin may name instead of sending effects.
 	Workflows map[string]string `yaml:"workflows"`
+	// Rewards names reward-contract directories (contract.yaml,
+	// required_effects.yaml, forbidden_effects.yaml, certificate.json);
+	// see docs/rewards.md.
+	Rewards map[string]string `yaml:"rewards"`
+	// RewardsTrust lists further public keys (base64 of the raw 32 bytes)
+	// whose signature a reward certificate may carry besides the daemon's.
+	RewardsTrust []string `yaml:"rewards_trust"`
 	// Policy is the base layer of the contract guards (nil: the defaults).
 	// A registered deployment's or workflow's own policy: overrides it.
 	Policy *workflow.Policy `yaml:"-"`
@@ -119,6 +126,14 @@ func LoadDaemon(path string) (*Daemon, error) {
 		}
 		if !filepath.IsAbs(p) {
 			d.Workflows[name] = filepath.Join(filepath.Dir(path), p)
+		}
+	}
+	for name, p := range d.Rewards {
+		if p == "" {
+			return nil, errorf("rewards."+name, "give the path of the reward contract directory")
+		}
+		if !filepath.IsAbs(p) {
+			d.Rewards[name] = filepath.Join(filepath.Dir(path), p)
 		}
 	}
 	return &d, nil

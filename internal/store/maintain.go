@@ -312,9 +312,9 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 			}
 		}
 	}
-	// The ledger, re-verifications and standalone receipts: copied as they
-	// are, key by key.
-	for _, name := range ledgerBuckets {
+	// The ledger, re-verifications, standalone receipts and the reward
+	// buckets: copied as they are, key by key.
+	for _, name := range append(append([][]byte{}, ledgerBuckets...), rewardBuckets...) {
 		v, ok := top[string(name)]
 		if !ok {
 			continue
@@ -329,8 +329,12 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 			res.LedgerEntries, res.LedgerIncomplete = len(kvs), !complete
 		}
 		err := dst.update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists(name)
+			if err != nil {
+				return err
+			}
 			for _, kv := range kvs {
-				if err := tx.Bucket(name).Put(kv.key, kv.val); err != nil {
+				if err := b.Put(kv.key, kv.val); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+
+	"github.com/verifierd/verifierd/internal/httpapi"
+	"github.com/verifierd/verifierd/internal/reward"
+	"github.com/verifierd/verifierd/internal/server"
+	"github.com/verifierd/verifierd/internal/session"
+)
+
+// startRewards loads the registered reward contracts (a refused one stops
+// the daemon, naming the file and the rule) and adds RewardService to the
+// gRPC server. It returns the service for the HTTP routes.
+func startRewards(mgr *session.Manager, srv *grpc.Server, logger hclog.Logger) (*reward.Service, error) {
+	contracts, err := mgr.LoadRewardContracts()
+	if err != nil {
+		return nil, err
+	}
+	svc := &reward.Service{Contracts: contracts, Oracle: session.RewardOracle{M: mgr}, Store: mgr.Store, Signer: mgr.Signer, EvidenceKey: mgr.Signer.DerivedKey("reward-evidence")}
+	server.RegisterReward(srv, svc)
+	for name, c := range contracts {
+		state := reward.CertAbsent
+		if c.Certificate != nil {
+			state = "present"
+		}
+		logger.Info("reward contract loaded", "name", name, "digest", c.Digest, "deployment", c.Deployment, "certificate", state)
+	}
+	return svc, nil
+}
+
+// serveHTTP serves the HTTP listener (--http-listen) until ctx ends.
+func serveHTTP(ctx context.Context, addr string, api http.Handler, tlsConf *tls.Config, logger hclog.Logger) (func(), error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: api, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	go func() {
+		var err error
+		if tlsConf != nil {
+			err = hs.ServeTLS(lis, "", "")
+		} else {
+			err = hs.Serve(lis)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http listener stopped", "error", err)
+		}
+	}()
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	logger.Info("verifierd http listening", "addr", scheme+"://"+lis.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}, nil
+}
+
+// newHTTPAPI builds the HTTP mux with the reward routes.
+func newHTTPAPI(token string, svc *reward.Service) *httpapi.API {
+	api := httpapi.New(strings.TrimSpace(token))
+	httpapi.RegisterReward(api, svc)
+	return api
+}

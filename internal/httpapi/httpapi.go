@@ -1,0 +1,96 @@
+// Package httpapi is the daemon's HTTP listener (verifierd --http-listen):
+// one http.ServeMux that feature packages join with their routes, behind
+// the daemon's bearer token (compared in constant time). Errors are JSON
+// {error, detail} bodies. The reward routes live in reward.go.
+package httpapi
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 1 << 20
+
+// API is the HTTP listener's mux.
+type API struct {
+	mux   *http.ServeMux
+	token string
+}
+
+// New returns an API requiring token as "Authorization: Bearer <token>" on
+// every route joined with Handle (none when token is empty).
+func New(token string) *API {
+	a := &API{mux: http.NewServeMux(), token: token}
+	a.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd"})
+	})
+	return a
+}
+
+// Handle joins a route (an http.ServeMux pattern such as "POST /v1/x")
+// behind the bearer token.
+func (a *API) Handle(pattern string, h http.HandlerFunc) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if !a.authorized(r) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			WriteError(w, http.StatusUnauthorized, "unauthorized", "send the API token as 'Authorization: Bearer <token>'")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		h(w, r)
+	})
+}
+
+func (a *API) authorized(r *http.Request) bool {
+	if a.token == "" {
+		return true
+	}
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) == 1
+}
+
+// ServeHTTP serves the mux; an unknown route is a JSON 404.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		// The mux's own answer decides between 404 and 405 (with Allow);
+		// the body is ours, in the {error, detail} shape.
+		rec := &statusOnly{header: w.Header()}
+		a.mux.ServeHTTP(rec, r)
+		if rec.code == http.StatusMethodNotAllowed {
+			WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", "this route takes "+w.Header().Get("Allow"))
+			return
+		}
+		WriteError(w, http.StatusNotFound, "not_found", "no such route")
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// WriteJSON writes v with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// WriteError writes {error, detail}.
+func WriteError(w http.ResponseWriter, status int, code, detail string) {
+	WriteJSON(w, status, map[string]string{"error": code, "detail": detail})
+}
+
+// statusOnly records the status the mux would answer, keeping its headers
+// (Allow) and dropping its plain-text body.
+type statusOnly struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusOnly) Header() http.Header         { return s.header }
+func (s *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusOnly) WriteHeader(code int)        { s.code = code }

@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+
+	"github.com/verifierd/verifierd/internal/reward"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// RegisterReward joins the reward routes a trainer speaks:
+//
+//	POST /v1/episodes          register an episode before its rollout
+//	POST /v1/rewards           score an episode (the descriptor)
+//	GET  /v1/rewards/{id}      an issued reward
+//	POST /v1/graders/openai    {sample, item}: a grade in [0, 1], or 422 unscored
+//	GET  /v1/reward-contracts  the registered contracts and their digests
+func RegisterReward(a *API, svc *reward.Service) {
+	h := rewardHandler{svc: svc}
+	a.Handle("POST /v1/episodes", h.register)
+	a.Handle("POST /v1/rewards", h.score)
+	a.Handle("GET /v1/rewards/{id}", h.get)
+	a.Handle("POST /v1/graders/openai", h.grade)
+	a.Handle("GET /v1/reward-contracts", func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]any{"contracts": svc.List()})
+	})
+}
+
+type rewardHandler struct{ svc *reward.Service }
+
+// readObject reads a JSON object body (duplicate keys refused); 400 when
+// the body is not one.
+func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any, bool) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "bad_request", "the body could not be read (at most 1 MiB): "+err.Error())
+		return nil, nil, false
+	}
+	tree, err := judge.DecodeJSON(raw)
+	m, ok := tree.(map[string]any)
+	if err != nil || !ok {
+		WriteError(w, http.StatusBadRequest, "bad_request", "the body must be one JSON object")
+		return nil, nil, false
+	}
+	return raw, m, true
+}
+
+func (h rewardHandler) fail(w http.ResponseWriter, err error) {
+	var rf *reward.Refusal
+	if errors.As(err, &rf) {
+		WriteError(w, rf.Status, rf.Code, rf.Detail)
+		return
+	}
+	WriteError(w, http.StatusInternalServerError, "internal", "the daemon log has the details")
+}
+
+func (h rewardHandler) register(w http.ResponseWriter, r *http.Request) {
+	_, m, ok := readObject(w, r)
+	if !ok {
+		return
+	}
+	for k := range m {
+		switch k {
+		case "episode_id", "oracle_identity", "contract", "reward_contract_digest":
+		default:
+			WriteError(w, http.StatusUnprocessableEntity, reward.CodeInvalidEpisode, "unknown key "+clip(k)+"; send episode_id, oracle_identity and optionally contract or reward_contract_digest")
+			return
+		}
+	}
+	str := func(k string) (string, bool) {
+		v, present := m[k]
+		if !present {
+			return "", true
+		}
+		s, ok := v.(string)
+		return s, ok
+	}
+	ep, ok1 := str("episode_id")
+	contract, ok2 := str("contract")
+	digest, ok3 := str("reward_contract_digest")
+	if !ok1 || !ok2 || !ok3 {
+		WriteError(w, http.StatusUnprocessableEntity, reward.CodeInvalidEpisode, "episode_id, contract and reward_contract_digest are strings")
+		return
+	}
+	var identity map[string]string
+	if v, present := m["oracle_identity"]; present && v != nil {
+		id, err := reward.ParseIdentity(v)
+		if err != nil {
+			h.fail(w, err)
+			return
+		}
+		identity = id
+	}
+	res, err := h.svc.RegisterEpisode(r.Context(), contract, digest, ep, identity)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+// rewardBody is a scored episode on the wire: the receipt (the signed
+// payload, decoded) and the DSSE envelope that signs it.
+type rewardBody struct {
+	Issuer         string `json:"issuer"`
+	IssuerKeyID    string `json:"issuer_key_id"`
+	ExecuteSeal    bool   `json:"execute_seal"`
+	ProductionSeal bool   `json:"production_seal"`
+	Unscored       bool   `json:"unscored"`
+	Receipt        any    `json:"receipt"`
+	Envelope       any    `json:"envelope"`
+}
+
+func body(res *reward.Result) rewardBody {
+	return rewardBody{Issuer: "self_signed", IssuerKeyID: res.Receipt.IssuerKeyID, Unscored: res.Receipt.Unscored, Receipt: res.Receipt, Envelope: res.Envelope}
+}
+
+func (h rewardHandler) score(w http.ResponseWriter, r *http.Request) {
+	raw, _, ok := readObject(w, r)
+	if !ok {
+		return
+	}
+	res, err := h.svc.ScoreEpisode(r.Context(), r.URL.Query().Get("contract"), raw)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("X-Verifierd-Issuer-Key-Id", res.Receipt.IssuerKeyID)
+	WriteJSON(w, http.StatusOK, body(res))
+}
+
+func (h rewardHandler) get(w http.ResponseWriter, r *http.Request) {
+	res, err := h.svc.GetReward(r.PathValue("id"))
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, body(res))
+}
+
+// grade answers an OpenAI-style grader call. An unscored episode is never
+// graded 0: it is a 422 with error "unscored", and its receipt is kept, so
+// a retry is a duplicate_episode.
+func (h rewardHandler) grade(w http.ResponseWriter, r *http.Request) {
+	_, m, ok := readObject(w, r)
+	if !ok {
+		return
+	}
+	_, hasSample := m["sample"].(map[string]any)
+	item, hasItem := m["item"].(map[string]any)
+	if !hasSample || !hasItem {
+		WriteError(w, http.StatusBadRequest, "bad_request", "send {sample: {...}, item: {...}}; the episode descriptor is the item")
+		return
+	}
+	raw, _ := json.Marshal(item)
+	res, err := h.svc.ScoreEpisode(r.Context(), r.URL.Query().Get("contract"), raw)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	rc := res.Receipt
+	if rc.Unscored || rc.ScalarReward == nil {
+		WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{
+			"error": reward.CodeUnscored, "detail": "the episode's effect is unknown (" + rc.RewardOutcome + "), so it has no grade; it is never graded 0",
+			"reward_outcome": rc.RewardOutcome, "uncertainty": rc.Uncertainty, "receipt_id": rc.ReceiptID,
+		})
+		return
+	}
+	verified := 1.0
+	if c, ok := h.svc.Contracts[rc.Contract]; ok {
+		verified = c.Scoring.VerifiedReward
+	}
+	score := math.Min(1, math.Max(0, *rc.ScalarReward/verified))
+	WriteJSON(w, http.StatusOK, map[string]any{
+		"score": score, "scalar_reward": *rc.ScalarReward, "reward_outcome": rc.RewardOutcome,
+		"certified": rc.Certified, "development_only": rc.DevelopmentOnly, "receipt_id": rc.ReceiptID,
+	})
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

@@ -1,0 +1,402 @@
+package reward
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// ContractSchema is the schema key of contract.yaml.
+const ContractSchema = "verifierd.reward-contract/v1"
+
+// Files of a reward contract directory.
+const (
+	ContractFile    = "contract.yaml"
+	RequiredFile    = "required_effects.yaml"
+	ForbiddenFile   = "forbidden_effects.yaml"
+	CertificateFile = "certificate.json"
+)
+
+// Limits of the scoring block (the reference's).
+const (
+	maxMagnitude   = 1e6
+	maxIdentity    = 32
+	maxComponents  = 64
+	unscoredPolicy = "unscored"
+)
+
+// Component is one named share of the scalar.
+type Component struct {
+	Name   string  `json:"name" yaml:"name"`
+	Weight float64 `json:"weight" yaml:"weight"`
+}
+
+// Scoring maps outcomes to scalars. Uncertain episodes and platform
+// failures are always unscored: they can never be declared 0.
+type Scoring struct {
+	VerifiedReward           float64 `json:"verified_reward"`
+	WrongEffectReward        float64 `json:"wrong_effect_reward"`
+	HaltedBeforeEffectReward float64 `json:"halted_before_effect_reward"`
+	RefusedReward            float64 `json:"refused_reward"`
+	RejectedPolicyReward     float64 `json:"rejected_policy_reward"`
+	UncertainEpisodes        string  `json:"uncertain_episodes"`
+	PlatformFailures         string  `json:"platform_failures"`
+}
+
+// CertificatePolicy is what a certificate for this contract must satisfy.
+type CertificatePolicy struct {
+	Epsilon                 float64 `json:"epsilon"`
+	Delta                   float64 `json:"delta"`
+	Threshold               float64 `json:"threshold"`
+	CalibrationCorpusDigest string  `json:"calibration_corpus_digest"`
+	ExpiryPolicyUpdates     int64   `json:"expiry_policy_updates"`
+}
+
+// Contract is a loaded reward contract.
+type Contract struct {
+	// Name is the contract's name in the daemon config (rewards: NAME).
+	Name string `json:"-"`
+	Dir  string `json:"-"`
+
+	Schema            string             `json:"schema"`
+	ID                string             `json:"id"`
+	Version           string             `json:"version"`
+	Deployment        string             `json:"deployment"`
+	IdentityKeys      []string           `json:"identity_keys"`
+	Components        []Component        `json:"components"`
+	Scoring           Scoring            `json:"scoring"`
+	CertificatePolicy *CertificatePolicy `json:"certificate_policy"`
+	RequiredTree      any                `json:"required_effects"`
+	ForbiddenTree     any                `json:"forbidden_effects"`
+
+	Required  []judge.Effect `json:"-"`
+	Forbidden []judge.Effect `json:"-"`
+	// Digest is "sha256:" over the canonical JSON of the loaded model
+	// (defaults included, effects as parsed).
+	Digest string `json:"-"`
+	// CorpusDigest is the digest of the corpus derived from the effects.
+	CorpusDigest string `json:"-"`
+	// Certificate is the verified certificate.json, or nil.
+	Certificate *Certificate `json:"-"`
+}
+
+// LoadError is a refused contract: the file and the rule.
+type LoadError struct {
+	File string
+	Rule string
+	Msg  string
+}
+
+func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
+
+// Load-time rules, named in LoadError.Rule.
+const (
+	RuleInvalid            = "invalid_contract"
+	RuleNoRequiredEffects  = "no_required_effects"
+	RuleNoChangeClaim      = workflow.CodeNoChangeClaim
+	RuleUnknownParam       = "param_not_identity_key"
+	RuleIdentityNotBound   = "identity_key_not_selected"
+	RuleCertificateDigest  = "certificate_contract_mismatch"
+	RuleCertificateCorpus  = "certificate_corpus_mismatch"
+	RuleCertificateInvalid = "certificate_invalid"
+	RuleCertificateUntrust = "certificate_signature"
+)
+
+type contractFile struct {
+	Schema       string      `yaml:"schema"`
+	ID           string      `yaml:"id"`
+	Version      string      `yaml:"version"`
+	Deployment   string      `yaml:"deployment"`
+	IdentityKeys []string    `yaml:"identity_keys"`
+	Components   []Component `yaml:"components"`
+	Scoring      *struct {
+		VerifiedReward           *float64 `yaml:"verified_reward"`
+		WrongEffectReward        *float64 `yaml:"wrong_effect_reward"`
+		HaltedBeforeEffectReward *float64 `yaml:"halted_before_effect_reward"`
+		RefusedReward            *float64 `yaml:"refused_reward"`
+		RejectedPolicyReward     *float64 `yaml:"rejected_policy_reward"`
+		UncertainEpisodes        *string  `yaml:"uncertain_episodes"`
+		PlatformFailures         *string  `yaml:"platform_failures"`
+	} `yaml:"scoring"`
+	CertificatePolicy *struct {
+		Epsilon                 *float64 `yaml:"epsilon"`
+		Delta                   *float64 `yaml:"delta"`
+		Threshold               *float64 `yaml:"threshold"`
+		CalibrationCorpusDigest string   `yaml:"calibration_corpus_digest"`
+		ExpiryPolicyUpdates     *int64   `yaml:"expiry_policy_updates"`
+	} `yaml:"certificate_policy"`
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// Trust is how a certificate's signature is checked: by the daemon's own
+// key, or by one listed under rewards_trust.
+type Trust struct {
+	// Keys maps key ids to raw Ed25519 public keys.
+	Keys map[string][]byte
+}
+
+// LoadContract reads and checks a contract directory. name is the
+// contract's name in the daemon config. Every refusal names the file and
+// the rule.
+func LoadContract(name, dir string, trust Trust) (*Contract, error) {
+	cpath := filepath.Join(dir, ContractFile)
+	data, err := os.ReadFile(cpath)
+	if err != nil {
+		return nil, &LoadError{File: cpath, Rule: RuleInvalid, Msg: err.Error()}
+	}
+	bad := func(file, rule, format string, args ...any) error {
+		return &LoadError{File: file, Rule: rule, Msg: fmt.Sprintf(format, args...)}
+	}
+	var f contractFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, bad(cpath, RuleInvalid, "%v", err)
+	}
+	c := &Contract{Name: name, Dir: dir, Schema: f.Schema, ID: f.ID, Version: f.Version, Deployment: f.Deployment}
+	switch {
+	case f.Schema != ContractSchema:
+		return nil, bad(cpath, RuleInvalid, "schema: must be %q", ContractSchema)
+	case f.ID == "" || len(f.ID) > 128:
+		return nil, bad(cpath, RuleInvalid, "id: give the contract an id of 1 to 128 characters")
+	case f.Version == "":
+		return nil, bad(cpath, RuleInvalid, "version: give the contract a version")
+	case f.Deployment == "":
+		return nil, bad(cpath, RuleInvalid, "deployment: name the registered deployment that is the oracle")
+	}
+	if len(f.IdentityKeys) == 0 || len(f.IdentityKeys) > maxIdentity {
+		return nil, bad(cpath, RuleInvalid, "identity_keys: give 1 to %d run-parameter names that name the graded subject", maxIdentity)
+	}
+	seen := map[string]bool{}
+	for i, k := range f.IdentityKeys {
+		if !nameRE.MatchString(k) || seen[k] {
+			return nil, bad(cpath, RuleInvalid, "identity_keys[%d]: %q must be a unique parameter name (letters, digits, _)", i, k)
+		}
+		seen[k] = true
+	}
+	c.IdentityKeys = append([]string(nil), f.IdentityKeys...)
+	sort.Strings(c.IdentityKeys)
+	if len(f.Components) == 0 {
+		f.Components = []Component{{Name: "terminal_effect", Weight: 1}}
+	}
+	if len(f.Components) > maxComponents {
+		return nil, bad(cpath, RuleInvalid, "components: at most %d", maxComponents)
+	}
+	cseen := map[string]bool{}
+	for i, comp := range f.Components {
+		if comp.Name == "" || cseen[comp.Name] || !(comp.Weight > 0) || comp.Weight > maxMagnitude {
+			return nil, bad(cpath, RuleInvalid, "components[%d]: a unique name and a weight in (0, 1e6]", i)
+		}
+		cseen[comp.Name] = true
+	}
+	c.Components = append([]Component(nil), f.Components...)
+	sort.Slice(c.Components, func(i, j int) bool { return c.Components[i].Name < c.Components[j].Name })
+
+	c.Scoring = Scoring{VerifiedReward: 1, WrongEffectReward: -1, UncertainEpisodes: unscoredPolicy, PlatformFailures: unscoredPolicy}
+	if s := f.Scoring; s != nil {
+		set := func(dst *float64, src *float64, key string, positive bool) error {
+			if src == nil {
+				return nil
+			}
+			v := *src
+			if math.IsNaN(v) || math.Abs(v) > maxMagnitude || (positive && !(v > 0)) || (!positive && v > 0) {
+				if positive {
+					return bad(cpath, RuleInvalid, "scoring.%s: must be > 0 and at most 1e6", key)
+				}
+				return bad(cpath, RuleInvalid, "scoring.%s: must be ≤ 0 and at least -1e6", key)
+			}
+			*dst = v
+			return nil
+		}
+		for _, x := range []struct {
+			dst *float64
+			src *float64
+			key string
+			pos bool
+		}{
+			{&c.Scoring.VerifiedReward, s.VerifiedReward, "verified_reward", true},
+			{&c.Scoring.WrongEffectReward, s.WrongEffectReward, "wrong_effect_reward", false},
+			{&c.Scoring.HaltedBeforeEffectReward, s.HaltedBeforeEffectReward, "halted_before_effect_reward", false},
+			{&c.Scoring.RefusedReward, s.RefusedReward, "refused_reward", false},
+			{&c.Scoring.RejectedPolicyReward, s.RejectedPolicyReward, "rejected_policy_reward", false},
+		} {
+			if err := set(x.dst, x.src, x.key, x.pos); err != nil {
+				return nil, err
+			}
+		}
+		for key, v := range map[string]*string{"uncertain_episodes": s.UncertainEpisodes, "platform_failures": s.PlatformFailures} {
+			if v != nil && *v != unscoredPolicy {
+				return nil, bad(cpath, RuleInvalid, "scoring.%s: is always %q; an episode whose effect is unknown is never scored 0", key, unscoredPolicy)
+			}
+		}
+	}
+	if p := f.CertificatePolicy; p != nil {
+		cp := &CertificatePolicy{Epsilon: 0.05, Delta: 0.05, Threshold: 0.5, ExpiryPolicyUpdates: 1000, CalibrationCorpusDigest: p.CalibrationCorpusDigest}
+		if p.Epsilon != nil {
+			cp.Epsilon = *p.Epsilon
+		}
+		if p.Delta != nil {
+			cp.Delta = *p.Delta
+		}
+		if p.Threshold != nil {
+			cp.Threshold = *p.Threshold
+		}
+		if p.ExpiryPolicyUpdates != nil {
+			cp.ExpiryPolicyUpdates = *p.ExpiryPolicyUpdates
+		}
+		switch {
+		case !(cp.Epsilon > 0 && cp.Epsilon < 1):
+			return nil, bad(cpath, RuleInvalid, "certificate_policy.epsilon: must be in (0, 1)")
+		case !(cp.Delta > 0 && cp.Delta < 1):
+			return nil, bad(cpath, RuleInvalid, "certificate_policy.delta: must be in (0, 1)")
+		case cp.ExpiryPolicyUpdates < 1:
+			return nil, bad(cpath, RuleInvalid, "certificate_policy.expiry_policy_updates: must be at least 1")
+		case cp.CalibrationCorpusDigest != "" && !digestRE.MatchString(cp.CalibrationCorpusDigest):
+			return nil, bad(cpath, RuleInvalid, "certificate_policy.calibration_corpus_digest: must be sha256:<64 hex>")
+		}
+		c.CertificatePolicy = cp
+	}
+
+	// The effects.
+	rpath := filepath.Join(dir, RequiredFile)
+	req, rtree, err := loadEffects(rpath, "required_effects", true)
+	if err != nil {
+		return nil, err
+	}
+	fpath := filepath.Join(dir, ForbiddenFile)
+	forb, ftree, err := loadEffects(fpath, "forbidden_effects", false)
+	if err != nil {
+		return nil, err
+	}
+	c.Required, c.RequiredTree, c.Forbidden, c.ForbiddenTree = req, rtree, forb, ftree
+	if len(req) == 0 {
+		return nil, bad(rpath, RuleNoRequiredEffects, "declare at least one required effect; a reward with nothing required proves nothing")
+	}
+	if !workflow.HasChangeClaim(req) {
+		return nil, bad(rpath, RuleNoChangeClaim, "the required effects assert only what the store holds now, so a record that was already there satisfies them and an idle rollout earns the full reward; add a record_written with count_new_only: true or an exact_new_set")
+	}
+	for _, x := range []struct {
+		path string
+		list []judge.Effect
+		name string
+	}{{rpath, req, "required_effects"}, {fpath, forb, "forbidden_effects"}} {
+		for i, e := range x.list {
+			refs := workflow.ReferencedParams(e)
+			for _, p := range sortedNames(refs) {
+				if !seen[p] {
+					return nil, bad(x.path, RuleUnknownParam, "%s[%d]: {param: %s} is not one of identity_keys (%s); an episode supplies only its subject's identity", x.name, i, p, strings.Join(c.IdentityKeys, ", "))
+				}
+			}
+		}
+	}
+	bound := map[string]bool{}
+	for _, e := range req {
+		for p := range workflow.SelectorParams(e) {
+			bound[p] = true
+		}
+	}
+	var unbound []string
+	for _, k := range c.IdentityKeys {
+		if !bound[k] {
+			unbound = append(unbound, k)
+		}
+	}
+	if len(unbound) > 0 {
+		return nil, bad(rpath, RuleIdentityNotBound, "identity key(s) %s are not selected by any required effect (match, new_records or idempotency_key; value does not count), so a write to another subject would pass; add e.g. match: {%s: {param: %s}}", strings.Join(unbound, ", "), unbound[0], unbound[0])
+	}
+
+	c.Digest = "sha256:" + canonicalDigest(c)
+	corpus, err := DeriveCorpus(c)
+	if err != nil {
+		return nil, bad(rpath, RuleInvalid, "%v", err)
+	}
+	c.CorpusDigest = corpus.Digest
+	if cp := c.CertificatePolicy; cp != nil && cp.CalibrationCorpusDigest != "" && cp.CalibrationCorpusDigest != c.CorpusDigest {
+		return nil, bad(cpath, RuleCertificateCorpus, "certificate_policy.calibration_corpus_digest %s differs from the corpus derived from these effects (%s); recalibrate", cp.CalibrationCorpusDigest, c.CorpusDigest)
+	}
+
+	certPath := filepath.Join(dir, CertificateFile)
+	if raw, err := os.ReadFile(certPath); err == nil {
+		cert, err := checkCertificate(raw, c, trust)
+		if err != nil {
+			var le *LoadError
+			if errors.As(err, &le) {
+				le.File = certPath
+				return nil, le
+			}
+			return nil, bad(certPath, RuleCertificateInvalid, "%v", err)
+		}
+		c.Certificate = cert
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, bad(certPath, RuleCertificateInvalid, "%v", err)
+	}
+	return c, nil
+}
+
+func loadEffects(path, name string, required bool) ([]judge.Effect, any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !required && errors.Is(err, os.ErrNotExist) {
+			return nil, []any{}, nil
+		}
+		return nil, nil, &LoadError{File: path, Rule: RuleInvalid, Msg: err.Error()}
+	}
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, nil, &LoadError{File: path, Rule: RuleInvalid, Msg: "cannot parse: " + err.Error()}
+	}
+	if tree == nil {
+		tree = []any{}
+	}
+	list, err := judge.LoadEffects(tree, name)
+	if err != nil {
+		return nil, nil, &LoadError{File: path, Rule: RuleInvalid, Msg: err.Error()}
+	}
+	return list, tree, nil
+}
+
+func sortedNames(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// canonicalDigest is the hex SHA-256 of v's canonical JSON: v is marshalled,
+// decoded with exact numbers and re-encoded with sorted keys.
+func canonicalDigest(v any) string {
+	sum := sha256.Sum256([]byte(canonicalJSON(v)))
+	return hex.EncodeToString(sum[:])
+}
+
+func canonicalJSON(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own types reach here
+	}
+	tree, err := judge.DecodeJSON(raw)
+	if err != nil {
+		panic(err)
+	}
+	return judge.CanonicalJSON(tree)
+}

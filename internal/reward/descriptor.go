@@ -1,0 +1,232 @@
+package reward
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// Refusal codes (the reference's names) and their HTTP statuses.
+const (
+	CodeInvalidEpisode        = "invalid_episode"
+	CodeContractMismatch      = "contract_mismatch"
+	CodeIdentityMissing       = "identity_missing"
+	CodeIdentityMismatch      = "identity_mismatch"
+	CodeIdentityConflict      = "identity_conflict"
+	CodeDuplicateEpisode      = "duplicate_episode"
+	CodePolicyUpdateRegressed = "policy_update_regressed"
+	CodeNotFound              = "not_found"
+	CodeUnscored              = "unscored"
+)
+
+// Refusal is a refused registration or scoring: Code names the rule,
+// Status is its HTTP status (422 unless said otherwise).
+type Refusal struct {
+	Code   string
+	Status int
+	Detail string
+}
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Detail }
+
+func refuse(code, format string, args ...any) *Refusal {
+	status := 422
+	if code == CodeNotFound {
+		status = 404
+	}
+	return &Refusal{Code: code, Status: status, Detail: fmt.Sprintf(format, args...)}
+}
+
+func refuseStatus(code string, status int, format string, args ...any) *Refusal {
+	r := refuse(code, format, args...)
+	r.Status = status
+	return r
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+var (
+	opaqueID    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{7,127}$`)
+	receiptIDRE = regexp.MustCompile(`^rwd_[0-9a-f]{32}$`)
+)
+
+// ForbiddenMetadataKeys may appear neither in a descriptor's metadata nor
+// in a receipt: they would carry what the episode saw or typed.
+var ForbiddenMetadataKeys = []string{
+	"screenshot", "screenshots", "frame", "frames", "video", "trajectory", "observation", "observations",
+	"action", "actions", "ocr", "ocr_text", "typed_value", "typed_values", "parameter", "parameters",
+	"prompt", "prompts", "completion", "completions", "completion_ids", "url", "hostname",
+	"coordinate", "coordinates", "application_name", "organization_name", "user_name", "workflow_name",
+	"phi", "image", "after_png", "before_png", "note", "record_id", "records",
+}
+
+var forbiddenMeta = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range ForbiddenMetadataKeys {
+		m[k] = true
+	}
+	return m
+}()
+
+var descriptorKeys = map[string]bool{
+	"schema_version": true, "episode_id": true, "policy_checkpoint_id": true, "policy_update": true,
+	"reward_contract_digest": true, "task_id": true, "environment_id": true, "metadata": true,
+	"oracle_identity": true, "runtime_signal": true,
+}
+
+// Descriptor is a trainer's episode descriptor, checked.
+type Descriptor struct {
+	EpisodeID            string
+	PolicyCheckpointID   string
+	PolicyUpdate         int64
+	RewardContractDigest string
+	Identity             map[string]string // nil when none was declared
+	Signal               string
+}
+
+// ParseDescriptor checks a descriptor: known keys only, opaque ids, a
+// non-negative integer policy_update, a sha256 digest, a metadata object
+// without forbidden keys, a valid signal. Every failure is invalid_episode.
+func ParseDescriptor(data []byte) (*Descriptor, error) {
+	tree, err := judge.DecodeJSON(data)
+	if err != nil {
+		return nil, refuse(CodeInvalidEpisode, "the descriptor is not JSON: %v", err)
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return nil, refuse(CodeInvalidEpisode, "the descriptor must be a JSON object")
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !descriptorKeys[k] {
+			return nil, refuse(CodeInvalidEpisode, "unknown key %q; a descriptor has episode_id, policy_checkpoint_id, policy_update, reward_contract_digest and optionally oracle_identity, runtime_signal, metadata, task_id, environment_id, schema_version", clip(k))
+		}
+	}
+	d := &Descriptor{Signal: SignalCompleted}
+	str := func(k string) (string, bool) { s, ok := m[k].(string); return s, ok }
+	if v, present := m["schema_version"]; present {
+		if s, ok := v.(string); !ok || !strings.HasSuffix(s, "reward-episode/v1") {
+			return nil, refuse(CodeInvalidEpisode, "schema_version: must name reward-episode/v1")
+		}
+	}
+	for _, k := range []string{"task_id", "environment_id"} {
+		if v, present := m[k]; present {
+			if s, ok := v.(string); !ok || len(s) > 256 {
+				return nil, refuse(CodeInvalidEpisode, "%s: a string of at most 256 bytes", k)
+			}
+		}
+	}
+	if d.EpisodeID, ok = str("episode_id"); !ok || !opaqueID.MatchString(d.EpisodeID) {
+		return nil, refuse(CodeInvalidEpisode, "episode_id: 8 to 128 characters, the first a letter or digit, then letters, digits or ._:-")
+	}
+	if d.PolicyCheckpointID, ok = str("policy_checkpoint_id"); !ok || !opaqueID.MatchString(d.PolicyCheckpointID) {
+		return nil, refuse(CodeInvalidEpisode, "policy_checkpoint_id: 8 to 128 characters, the first a letter or digit, then letters, digits or ._:-")
+	}
+	n, ok := m["policy_update"].(json.Number)
+	if !ok {
+		return nil, refuse(CodeInvalidEpisode, "policy_update: a whole number ≥ 0")
+	}
+	if d.PolicyUpdate, err = n.Int64(); err != nil || d.PolicyUpdate < 0 || d.PolicyUpdate > 1<<53-1 {
+		return nil, refuse(CodeInvalidEpisode, "policy_update: a whole number from 0 to 2^53-1")
+	}
+	if d.RewardContractDigest, ok = str("reward_contract_digest"); !ok || !digestRE.MatchString(d.RewardContractDigest) {
+		return nil, refuse(CodeInvalidEpisode, "reward_contract_digest: sha256:<64 lowercase hex>")
+	}
+	var metaIdentity, metaSignal any
+	if v, present := m["metadata"]; present {
+		md, ok := v.(map[string]any)
+		if !ok {
+			return nil, refuse(CodeInvalidEpisode, "metadata: must be an object")
+		}
+		if k := forbiddenKey(md); k != "" {
+			// The key is not echoed: a refusal body is held to the same
+			// rule as a receipt.
+			return nil, refuse(CodeInvalidEpisode, "metadata carries a forbidden key (the list is in docs/rewards.md): a descriptor carries no observation, typed value or record")
+		}
+		metaIdentity, metaSignal = md["oracle_identity"], md["runtime_signal"]
+	}
+	idv := m["oracle_identity"]
+	if idv == nil {
+		idv = metaIdentity
+	}
+	if idv != nil {
+		id, err := parseIdentity(idv)
+		if err != nil {
+			return nil, err
+		}
+		d.Identity = id
+	}
+	sig := m["runtime_signal"]
+	if sig == nil {
+		sig = metaSignal
+	}
+	if sig != nil {
+		s, ok := sig.(string)
+		if !ok || !signals[s] {
+			return nil, refuse(CodeInvalidEpisode, "runtime_signal: one of completed, halted_before_effect, refused, rejected_policy, failed_platform")
+		}
+		d.Signal = s
+	}
+	return d, nil
+}
+
+// forbiddenKey finds a forbidden key at any depth.
+func forbiddenKey(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if forbiddenMeta[strings.ToLower(k)] {
+				return k
+			}
+			if f := forbiddenKey(x[k]); f != "" {
+				return f
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if f := forbiddenKey(e); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// parseIdentity checks 1–32 non-empty string pairs.
+func parseIdentity(v any) (map[string]string, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 || len(m) > maxIdentity {
+		return nil, refuse(CodeInvalidEpisode, "oracle_identity: an object of 1 to %d non-empty string pairs", maxIdentity)
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok || k == "" || s == "" || len(s) > 256 || !utf8.ValidString(s) {
+			return nil, refuse(CodeInvalidEpisode, "oracle_identity: an object of 1 to %d non-empty string pairs", maxIdentity)
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// ParseIdentity is parseIdentity for callers outside the descriptor.
+func ParseIdentity(v any) (map[string]string, error) { return parseIdentity(v) }

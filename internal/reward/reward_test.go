@@ -1,0 +1,610 @@
+package reward
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/signing"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+)
+
+const mockmedContract = `schema: verifierd.reward-contract/v1
+id: mockmed-triage
+version: "1"
+deployment: mockmed
+identity_keys: [patient_id]
+components: [{name: terminal_effect, weight: 1}]
+scoring: {wrong_effect_reward: 0.0}
+certificate_policy: {epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_updates: 1000}
+`
+
+const mockmedRequired = `- kind: record_written
+  match: {patient_id: {param: patient_id}, type: Triage}
+  expected_count: 1
+  count_new_only: true
+`
+
+const mockmedForbidden = `- kind: record_written
+  match: {patient_id: {param: patient_id}, type: Discharge}
+  expected_count: 1
+`
+
+// writeContract writes a contract directory; an empty text leaves a file out.
+func writeContract(t *testing.T, contract, required, forbidden string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range map[string]string{ContractFile: contract, RequiredFile: required, ForbiddenFile: forbidden} {
+		if text == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func testSigner(t *testing.T) *signing.Signer {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signing.New(priv)
+}
+
+func trustOf(s *signing.Signer) Trust {
+	return Trust{Keys: map[string][]byte{s.KeyID(): s.PublicKey()}}
+}
+
+func TestClopperPearsonUpper(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		k, n   int
+		digits int
+		want   string
+	}{
+		{0, 300, 7, "0.0099361"},
+		{0, 15, 6, "0.181036"},
+		{0, 20, 4, "0.1391"},
+		{1, 20, 4, "0.2161"},
+		{20, 20, 1, "1.0"},
+	} {
+		got := fmt.Sprintf("%.*f", tt.digits, ClopperPearsonUpper(tt.k, tt.n, 0.05))
+		if got != tt.want {
+			t.Errorf("k=%d n=%d: ε = %s, want %s", tt.k, tt.n, got, tt.want)
+		}
+	}
+	// The bound inverts the exact CDF: at ε the tail is δ.
+	eps := ClopperPearsonUpper(3, 100, 0.05)
+	if cdf := BinomialCDF(3, 100, eps); cdf < 0.0499999 || cdf > 0.0500001 {
+		t.Errorf("P[Bin(100, %g) ≤ 3] = %g, want 0.05", eps, cdf)
+	}
+}
+
+func TestCalibrateMockMed(t *testing.T) {
+	t.Parallel()
+	c, err := LoadContract("mockmed", writeContract(t, mockmedContract, mockmedRequired, mockmedForbidden), Trust{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := Calibrate(c, 300, 0.05, DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.FalseAccepts != 0 || fmt.Sprintf("%.7f", cal.Epsilon) != "0.0099361" {
+		t.Errorf("false accepts %d, ε %.7f; want 0 and 0.0099361", cal.FalseAccepts, cal.Epsilon)
+	}
+	want := "duplicate_record,extra_record,forbidden_present,missing_record,wrong_field,wrong_subject"
+	if got := strings.Join(cal.ClassesPlaced, ","); got != want {
+		t.Errorf("classes sampled %s, want %s", got, want)
+	}
+	if cal.CorpusDigest != c.CorpusDigest {
+		t.Errorf("corpus digest %s, want the contract's %s", cal.CorpusDigest, c.CorpusDigest)
+	}
+}
+
+func TestCorpusMergesFieldEquals(t *testing.T) {
+	t.Parallel()
+	req := mockmedRequired + `- kind: field_equals
+  match: {patient_id: {param: patient_id}, type: Triage}
+  field: status
+  value: saved
+`
+	c, err := LoadContract("m", writeContract(t, mockmedContract, req, ""), Trust{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, _ := DeriveCorpus(c)
+	if len(cp.Intended) != 1 || cp.Intended[0].Fields["status"].Literal != "saved" || cp.Intended[0].Fields["type"].Literal != "Triage" {
+		t.Fatalf("intended %+v, want one Triage row with status saved", cp.Intended)
+	}
+}
+
+func TestCalibrateRefusesContradictoryContract(t *testing.T) {
+	t.Parallel()
+	// The read-back asks for type Radiology on the Triage selector: a clean
+	// store built from these effects cannot be verified.
+	req := mockmedRequired + `- kind: field_equals
+  match: {patient_id: {param: patient_id}, type: Triage}
+  field: type
+  value: Radiology
+`
+	c, err := LoadContract("m", writeContract(t, mockmedContract, req, ""), Trust{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Calibrate(c, 300, 0.05, DefaultSeed)
+	if !errors.Is(err, ErrCalibrationRefused) || !strings.Contains(err.Error(), "does not exercise the contract") {
+		t.Fatalf("got %v, want the control trial's refusal", err)
+	}
+}
+
+func TestLoadRefusals(t *testing.T) {
+	t.Parallel()
+	signer, other := testSigner(t), testSigner(t)
+	// A certificate for another contract (required type Radiology).
+	otherDir := writeContract(t, mockmedContract, strings.Replace(mockmedRequired, "Triage", "Radiology", 1), mockmedForbidden)
+	oc, err := LoadContract("other", otherDir, trustOf(signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := Calibrate(oc, 50, 0.05, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := SignCertificate(signer, NewCertificate(oc, cal, signer.KeyID(), mustNow()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A certificate for the right contract, signed by an untrusted key.
+	mc, err := LoadContract("m", writeContract(t, mockmedContract, mockmedRequired, mockmedForbidden), Trust{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcal, _ := Calibrate(mc, 50, 0.05, 1)
+	untrusted, _ := SignCertificate(other, NewCertificate(mc, mcal, other.KeyID(), mustNow()))
+	own, _ := SignCertificate(signer, NewCertificate(mc, mcal, signer.KeyID(), mustNow()))
+
+	tests := []struct {
+		name                          string
+		contract, required, forbidden string
+		cert                          []byte
+		file, rule                    string
+	}{
+		{"no required effects", mockmedContract, "[]\n", "", nil, RequiredFile, RuleNoRequiredEffects},
+		{"no change claim", mockmedContract, "- kind: record_written\n  match: {patient_id: {param: patient_id}}\n", "", nil, RequiredFile, RuleNoChangeClaim},
+		{"param not an identity key", mockmedContract, mockmedRequired + "- kind: field_equals\n  match: {patient_id: {param: patient_id}}\n  field: note\n  value: {param: note}\n", "", nil, RequiredFile, RuleUnknownParam},
+		{"identity key not selected", strings.Replace(mockmedContract, "[patient_id]", "[patient_id, visit]", 1), mockmedRequired, "", nil, RequiredFile, RuleIdentityNotBound},
+		{"identity key only in a value", strings.Replace(mockmedContract, "[patient_id]", "[patient_id, visit]", 1), mockmedRequired + "- kind: field_equals\n  match: {patient_id: {param: patient_id}}\n  field: visit\n  value: {param: visit}\n", "", nil, RequiredFile, RuleIdentityNotBound},
+		{"policy names another corpus", strings.Replace(mockmedContract, "threshold: 0.5", "threshold: 0.5, calibration_corpus_digest: \"sha256:"+strings.Repeat("0", 64)+"\"", 1), mockmedRequired, mockmedForbidden, nil, ContractFile, RuleCertificateCorpus},
+		{"certificate of another contract", mockmedContract, mockmedRequired, mockmedForbidden, foreign, CertificateFile, RuleCertificateDigest},
+		{"certificate by an untrusted key", mockmedContract, mockmedRequired, mockmedForbidden, untrusted, CertificateFile, RuleCertificateUntrust},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeContract(t, tt.contract, tt.required, tt.forbidden)
+			if tt.cert != nil {
+				if err := os.WriteFile(filepath.Join(dir, CertificateFile), tt.cert, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := LoadContract("m", dir, trustOf(signer))
+			if tt.rule == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var le *LoadError
+			if !errors.As(err, &le) || le.Rule != tt.rule || filepath.Base(le.File) != tt.file {
+				t.Fatalf("got %v, want rule %s in %s", err, tt.rule, tt.file)
+			}
+		})
+	}
+	// The daemon's own certificate loads and is current at update 0.
+	dir := writeContract(t, mockmedContract, mockmedRequired, mockmedForbidden)
+	if err := os.WriteFile(filepath.Join(dir, CertificateFile), own, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadContract("m", dir, trustOf(signer))
+	if err != nil || c.Certificate.State(0) != CertCurrent || c.Certificate.State(1000) != CertExpired {
+		t.Fatalf("own certificate: %v", err)
+	}
+	// Unscored can never be declared 0.
+	bad := strings.Replace(mockmedContract, "scoring: {wrong_effect_reward: 0.0}", "scoring: {uncertain_episodes: 0}", 1)
+	if _, err := LoadContract("m", writeContract(t, bad, mockmedRequired, ""), Trust{}); err == nil {
+		t.Fatal("a contract scoring uncertain episodes as 0 loaded")
+	}
+}
+
+// memOracle is a table the test writes as the rollout would.
+type memOracle struct {
+	mu          sync.Mutex
+	rows        []judge.Record
+	tier        int
+	unreachable bool
+}
+
+func (o *memOracle) add(id int, patient, typ string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rows = append(o.rows, judge.Record{"id": json.Number(fmt.Sprint(id)), "patient_id": patient, "type": typ})
+}
+
+func (o *memOracle) Read(_ context.Context, _ string, _ []*judge.Contract, _ map[string]string, _ string) OracleRead {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unreachable {
+		return OracleRead{Tier: o.tier, Kind: "mem", Snapshot: judge.Snapshot{Reason: "store offline"}}
+	}
+	return OracleRead{Tier: o.tier, Kind: "mem", Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
+}
+
+type rig struct {
+	svc    *Service
+	oracle *memOracle
+	c      *Contract
+	dir    string
+	signer *signing.Signer
+	data   string
+}
+
+func newRig(t *testing.T, tier int) *rig {
+	t.Helper()
+	signer := testSigner(t)
+	dir := writeContract(t, mockmedContract, mockmedRequired, mockmedForbidden)
+	c, err := LoadContract("mockmed", dir, trustOf(signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := Calibrate(c, 300, 0.05, DefaultSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := SignCertificate(signer, NewCertificate(c, cal, signer.KeyID(), mustNow()))
+	if err := os.WriteFile(filepath.Join(dir, CertificateFile), cert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = LoadContract("mockmed", dir, trustOf(signer)); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{oracle: &memOracle{tier: tier}, c: c, dir: dir, signer: signer, data: t.TempDir()}
+	r.open(t)
+	return r
+}
+
+func (r *rig) open(t *testing.T) {
+	t.Helper()
+	st, err := store.Open(r.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	r.svc = &Service{Contracts: map[string]*Contract{"mockmed": r.c}, Oracle: r.oracle, Store: st, Signer: r.signer, EvidenceKey: []byte("k")}
+}
+
+func (r *rig) descriptor(episode, checkpoint string, update int64, extra string) []byte {
+	return []byte(fmt.Sprintf(`{"episode_id": %q, "policy_checkpoint_id": %q, "policy_update": %d, "reward_contract_digest": %q%s}`, episode, checkpoint, update, r.c.Digest, extra))
+}
+
+func mustNow() time.Time { return time.Now() }
+
+func TestEpisodeOutcomes(t *testing.T) {
+	t.Parallel()
+	one := 1.0
+	zero := 0.0
+	tests := []struct {
+		name      string
+		tier      int
+		setup     func(o *memOracle)
+		rollout   func(o *memOracle)
+		extra     string // descriptor members
+		outcome   string
+		scalar    *float64
+		certified bool
+		devOnly   bool
+	}{
+		{"honest", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, true, false},
+		{"banner lie", 1, nil, func(*memOracle) {}, "", OutcomeWrongEffect, &zero, true, false},
+		{"double submit", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Triage") }, "", OutcomeWrongEffect, &zero, true, false},
+		{"idle with an old row", 1, func(o *memOracle) { o.add(3, "patient-0001", "Triage") }, func(*memOracle) {}, "", OutcomeWrongEffect, &zero, true, false},
+		{"forbidden discharge", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Discharge") }, "", OutcomeWrongEffect, &zero, true, false},
+		{"tier 3 honest", 3, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
+		{"tier 4 honest", 4, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
+		{"unreachable store", 1, nil, func(o *memOracle) { o.unreachable = true }, "", OutcomeFailedPlatform, nil, true, false},
+		{"halted, nothing written", 1, nil, func(*memOracle) {}, `, "runtime_signal": "halted_before_effect"`, OutcomeHaltedBeforeEffect, &zero, true, false},
+		{"refused, yet written", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "metadata": {"runtime_signal": "refused"}`, OutcomeReconciliationRequired, nil, true, false},
+		{"platform failure reported", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "runtime_signal": "failed_platform"`, OutcomeFailedPlatform, nil, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, tt.tier)
+			if tt.setup != nil {
+				tt.setup(r.oracle)
+			}
+			ctx := context.Background()
+			if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+				t.Fatal(err)
+			}
+			tt.rollout(r.oracle)
+			res, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, tt.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := res.Receipt
+			if rc.RewardOutcome != tt.outcome || rc.Certified != tt.certified || rc.DevelopmentOnly != tt.devOnly {
+				t.Errorf("outcome %s certified %v dev_only %v; want %s %v %v", rc.RewardOutcome, rc.Certified, rc.DevelopmentOnly, tt.outcome, tt.certified, tt.devOnly)
+			}
+			switch {
+			case tt.scalar == nil && (rc.ScalarReward != nil || !rc.Unscored || len(rc.Components) != 0):
+				t.Errorf("scalar %v unscored %v components %v; want null, unscored, none", rc.ScalarReward, rc.Unscored, rc.Components)
+			case tt.scalar != nil && (rc.ScalarReward == nil || *rc.ScalarReward != *tt.scalar):
+				t.Errorf("scalar %v, want %v", rc.ScalarReward, *tt.scalar)
+			}
+			if payload, err := res.Envelope.Open(r.signer.PublicKey()); err != nil || !strings.Contains(string(payload), rc.ReceiptID) {
+				t.Errorf("envelope does not open with the daemon key: %v", err)
+			}
+			assertNoValues(t, res)
+		})
+	}
+}
+
+// assertNoValues searches a result for the subject's identity, record
+// values and forbidden metadata keys.
+func assertNoValues(t *testing.T, v any) {
+	t.Helper()
+	raw, _ := json.Marshal(v)
+	text := string(raw)
+	if env, ok := v.(*Result); ok && env.Envelope != nil {
+		text += string(env.Envelope.Payload)
+	}
+	for _, s := range []string{"patient-0001", "Triage", "Discharge", `"note"`, `"records"`, `"screenshot"`} {
+		if strings.Contains(text, s) {
+			t.Errorf("the result contains %q", s)
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	ctx := context.Background()
+	id := map[string]string{"patient_id": "patient-0001"}
+	code := func(err error) string {
+		var rf *Refusal
+		if errors.As(err, &rf) {
+			return fmt.Sprintf("%s/%d", rf.Code, rf.Status)
+		}
+		return fmt.Sprint(err)
+	}
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", id); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name string
+		do   func() error
+		want string
+	}{
+		{"register: identity keys differ", func() error {
+			_, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0002", map[string]string{"patient_id": "p", "extra": "x"})
+			return err
+		}, "identity_mismatch/422"},
+		{"register: another subject", func() error {
+			_, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0002"})
+			return err
+		}, "identity_conflict/409"},
+		{"register: same subject re-reads", func() error {
+			_, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", id)
+			return err
+		}, "<nil>"},
+		{"score: extra key", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, `, "extra": 1`))
+			return err
+		}, "invalid_episode/422"},
+		{"score: forbidden metadata key", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, `, "metadata": {"screenshot": "x"}`))
+			return err
+		}, "invalid_episode/422"},
+		{"score: bad episode id", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("../x", "ckpt-0001", 0, ""))
+			return err
+		}, "invalid_episode/422"},
+		{"score: wrong digest", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", []byte(`{"episode_id": "episode-0001", "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": "sha256:`+strings.Repeat("a", 64)+`"}`))
+			return err
+		}, "contract_mismatch/422"},
+		{"score: another subject than registered", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, `, "oracle_identity": {"patient_id": "patient-0002"}`))
+			return err
+		}, "identity_conflict/422"},
+		{"score: unregistered, no identity", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0009", "ckpt-0001", 0, ""))
+			return err
+		}, "identity_missing/422"},
+		{"score: unregistered, wrong keys", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0009", "ckpt-0001", 0, `, "oracle_identity": {"visit": "v"}`))
+			return err
+		}, "identity_mismatch/422"},
+		{"score", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 5, ""))
+			return err
+		}, "<nil>"},
+		{"score again", func() error {
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 5, ""))
+			return err
+		}, "duplicate_episode/409"},
+		{"register a scored episode", func() error {
+			_, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", id)
+			return err
+		}, "duplicate_episode/409"},
+		{"unknown receipt", func() error {
+			_, err := r.svc.GetReward("rwd_" + strings.Repeat("0", 32))
+			return err
+		}, "not_found/404"},
+	}
+	for _, s := range steps {
+		if got := code(s.do()); got != s.want {
+			t.Errorf("%s: got %s, want %s", s.name, got, s.want)
+		}
+	}
+}
+
+func TestPolicyUpdateMark(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	ctx := context.Background()
+	score := func(n int, checkpoint string, update int64) (*Result, error) {
+		ep := fmt.Sprintf("episode-%04d", n)
+		r.oracle.mu.Lock()
+		r.oracle.rows = nil
+		r.oracle.mu.Unlock()
+		if _, err := r.svc.RegisterEpisode(ctx, "", "", ep, map[string]string{"patient_id": fmt.Sprintf("patient-%04d", n)}); err != nil {
+			return nil, err
+		}
+		r.oracle.add(n, fmt.Sprintf("patient-%04d", n), "Triage")
+		return r.svc.ScoreEpisode(ctx, "", r.descriptor(ep, checkpoint, update, ""))
+	}
+	for i, s := range []struct {
+		update    int64
+		state     string
+		certified bool
+	}{{0, CertCurrent, true}, {999, CertCurrent, true}, {1_000_000_000, CertExpired, false}} {
+		res, err := score(i+1, "ckpt-0001", s.update)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc := res.Receipt; rc.CertificateState != s.state || rc.Certified != s.certified || rc.RewardOutcome != OutcomeVerified {
+			t.Errorf("update %d: %s certified %v outcome %s", s.update, rc.CertificateState, rc.Certified, rc.RewardOutcome)
+		}
+	}
+	var rf *Refusal
+	if _, err := score(4, "ckpt-0001", 0); !errors.As(err, &rf) || rf.Code != CodePolicyUpdateRegressed {
+		t.Fatalf("update 0 after 10^9: %v, want policy_update_regressed", err)
+	}
+	// A daemon restart and a renamed checkpoint do not reset the mark.
+	r.svc.Store.Close()
+	r.open(t)
+	if _, err := score(5, "renamed-checkpoint", 0); !errors.As(err, &rf) || rf.Code != CodePolicyUpdateRegressed || !strings.Contains(rf.Detail, "ckpt-0001") {
+		t.Fatalf("after restart and rename: %v, want policy_update_regressed naming ckpt-0001", err)
+	}
+	// A refused episode never advanced the mark; an equal update is allowed.
+	if _, err := score(6, "renamed-checkpoint", 1_000_000_000); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Scoring one episode from many goroutines issues exactly one receipt; the
+// others are duplicate_episode.
+func TestConcurrentScoringIssuesOneReceipt(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	ctx := context.Background()
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+		t.Fatal(err)
+	}
+	r.oracle.add(1, "patient-0001", "Triage")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, dup := 0, 0
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
+			mu.Lock()
+			defer mu.Unlock()
+			var rf *Refusal
+			switch {
+			case err == nil:
+				ok++
+			case errors.As(err, &rf) && rf.Code == CodeDuplicateEpisode:
+				dup++
+			default:
+				t.Errorf("unexpected: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 || dup != 7 {
+		t.Fatalf("%d receipts and %d duplicates, want 1 and 7", ok, dup)
+	}
+}
+
+// The digest is over the loaded model with its defaults: writing a default
+// out changes nothing, changing an effect changes it (and the corpus).
+func TestContractDigest(t *testing.T) {
+	t.Parallel()
+	load := func(contract, required string) *Contract {
+		c, err := LoadContract("m", writeContract(t, contract, required, mockmedForbidden), Trust{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	base := load(mockmedContract, mockmedRequired)
+	explicit := load(strings.Replace(mockmedContract, "scoring: {wrong_effect_reward: 0.0}", "scoring: {wrong_effect_reward: 0, verified_reward: 1.0, refused_reward: 0, uncertain_episodes: unscored}", 1), mockmedRequired)
+	if base.Digest != explicit.Digest {
+		t.Errorf("defaults written out changed the digest: %s vs %s", base.Digest, explicit.Digest)
+	}
+	tampered := load(mockmedContract, strings.Replace(mockmedRequired, "expected_count: 1", "expected_count: 2", 1))
+	if tampered.Digest == base.Digest || tampered.CorpusDigest == base.CorpusDigest {
+		t.Errorf("a changed expected_count kept the digest or the corpus digest")
+	}
+	if !digestRE.MatchString(base.Digest) || !digestRE.MatchString(base.CorpusDigest) {
+		t.Errorf("digests %s %s", base.Digest, base.CorpusDigest)
+	}
+}
+
+// An episode scored without a registration has no baseline: the change
+// claim cannot be judged, so it is unscored, never verified.
+func TestUnregisteredEpisodeIsUnscored(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	r.oracle.add(1, "patient-0001", "Triage")
+	res, err := r.svc.ScoreEpisode(context.Background(), "", r.descriptor("episode-0001", "ckpt-0001", 0, `, "oracle_identity": {"patient_id": "patient-0001"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := res.Receipt; rc.RewardOutcome != OutcomeReconciliationRequired || rc.ScalarReward != nil || rc.BaselineReachable {
+		t.Fatalf("outcome %s scalar %v baseline %v; want reconciliation_required, null, false", rc.RewardOutcome, rc.ScalarReward, rc.BaselineReachable)
+	}
+}
+
+// A certificate calibrated after episodes were scored starts at the
+// contract's high-water mark.
+func TestCertificateStartsAtTheMark(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 1)
+	ctx := context.Background()
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 5000, "")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.svc.Calibrate("mockmed", 20, 0.05, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct{ Payload []byte }
+	var cert Certificate
+	if err := json.Unmarshal(out.CertificateJSON, &env); err != nil || json.Unmarshal(env.Payload, &cert) != nil {
+		t.Fatalf("certificate.json: %v", err)
+	}
+	if cert.IssuedAtPolicyUpdate != 5000 || cert.State(5999) != CertCurrent || cert.State(6000) != CertExpired {
+		t.Fatalf("issued at %d", cert.IssuedAtPolicyUpdate)
+	}
+}

@@ -1,0 +1,516 @@
+package reward
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
+)
+
+// ReceiptSchema is the schema of a reward receipt's payload.
+const ReceiptSchema = "verifierd.reward-receipt/v1"
+
+// OracleRead is one read of the contract's deployment.
+type OracleRead struct {
+	Snapshot judge.Snapshot
+	// Tier is the selected adapter's (GetInfo), 0 when no adapter could be
+	// configured; Kind is its kind.
+	Tier int
+	Kind string
+}
+
+// Oracle reads a registered deployment for bound effects. phase is
+// "before" or "after". A failure to read is an unreachable snapshot, never
+// an empty one.
+type Oracle interface {
+	Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string) OracleRead
+}
+
+// Service registers and scores episodes.
+type Service struct {
+	Contracts map[string]*Contract
+	Oracle    Oracle
+	Store     *store.Store
+	Signer    Signer
+	// EvidenceKey keys the subject and evidence digests of receipts.
+	EvidenceKey []byte
+	Now         func() time.Time
+
+	locks episodeLocks // serialise registration and scoring per episode
+}
+
+// episodeLocks is one mutex per episode key, dropped when unused. Marks
+// are checked again inside the transaction that advances them, so scoring
+// different episodes runs in parallel.
+type episodeLocks struct {
+	mu    sync.Mutex
+	locks map[string]*episodeLock
+}
+
+type episodeLock struct {
+	sync.Mutex
+	users int
+}
+
+func (l *episodeLocks) lock(key string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*episodeLock{}
+	}
+	e := l.locks[key]
+	if e == nil {
+		e = &episodeLock{}
+		l.locks[key] = e
+	}
+	e.users++
+	l.mu.Unlock()
+	e.Lock()
+	return func() {
+		e.Unlock()
+		l.mu.Lock()
+		if e.users--; e.users == 0 {
+			delete(l.locks, key)
+		}
+		l.mu.Unlock()
+	}
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// episode is what the store keeps per registered episode.
+type episode struct {
+	Contract     string            `json:"contract"`
+	EpisodeID    string            `json:"episode_id"`
+	Identity     map[string]string `json:"identity"`
+	Reachable    bool              `json:"baseline_reachable"`
+	Reason       string            `json:"baseline_reason,omitempty"`
+	Records      []judge.Record    `json:"baseline_records"`
+	RegisteredAt time.Time         `json:"registered_at"`
+	ReceiptID    string            `json:"receipt_id,omitempty"`
+}
+
+// mark is the policy-update high-water mark of one contract.
+type mark struct {
+	Contract           string `json:"reward_contract_digest"`
+	Highest            int64  `json:"highest_policy_update"`
+	PolicyCheckpointID string `json:"policy_checkpoint_id"`
+	ReceiptID          string `json:"receipt_id"`
+}
+
+func episodeKey(contract, id string) string { return contract + "/" + id }
+
+// contract picks the contract by name, or by digest, or the only one.
+func (s *Service) contract(name, digest string) (*Contract, error) {
+	if name != "" {
+		c, ok := s.Contracts[name]
+		if !ok {
+			return nil, refuse(CodeNotFound, "no reward contract named %q in the daemon config", clip(name))
+		}
+		if digest != "" && digest != c.Digest {
+			return nil, refuse(CodeContractMismatch, "reward_contract_digest %s is not the digest of contract %s (%s)", clip(digest), c.Name, c.Digest)
+		}
+		return c, nil
+	}
+	if digest != "" {
+		for _, c := range s.Contracts {
+			if c.Digest == digest {
+				return c, nil
+			}
+		}
+		return nil, refuse(CodeContractMismatch, "no registered reward contract has digest %s; ask the operator for the served contract's digest", clip(digest))
+	}
+	if len(s.Contracts) == 1 {
+		for _, c := range s.Contracts {
+			return c, nil
+		}
+	}
+	return nil, refuse(CodeInvalidEpisode, "name the reward contract (contract or reward_contract_digest); the daemon serves %d", len(s.Contracts))
+}
+
+// Registration is RegisterEpisode's answer. It never echoes the identity.
+type Registration struct {
+	Contract            string `json:"contract"`
+	EpisodeID           string `json:"episode_id"`
+	BaselineReachable   bool   `json:"baseline_reachable"`
+	BaselineRecordCount int    `json:"baseline_record_count"`
+}
+
+// RegisterEpisode fixes an episode's subject and reads its baseline once,
+// before the rollout. Registering again under the same subject re-reads
+// the baseline; another subject or a scored episode is refused.
+func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDigest, episodeID string, identity map[string]string) (*Registration, error) {
+	c, err := s.contract(contractName, contractDigest)
+	if err != nil {
+		return nil, err
+	}
+	if !opaqueID.MatchString(episodeID) {
+		return nil, refuse(CodeInvalidEpisode, "episode_id: 8 to 128 characters, the first a letter or digit, then letters, digits or ._:-")
+	}
+	if err := checkIdentity(c, identity); err != nil {
+		return nil, err
+	}
+	key := episodeKey(c.Name, episodeID)
+	defer s.locks.lock(key)()
+	prev, err := s.loadEpisode(key)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		if prev.ReceiptID != "" {
+			return nil, refuseStatus(CodeDuplicateEpisode, 409, "episode %s was already scored (receipt %s); an episode is scored once", episodeID, prev.ReceiptID)
+		}
+		if !sameIdentity(prev.Identity, identity) {
+			return nil, refuseStatus(CodeIdentityConflict, 409, "episode %s is registered for another subject; an episode's subject is fixed before its rollout", episodeID)
+		}
+	}
+	req, forb, err := BindEffects(c, identity)
+	if err != nil {
+		return nil, refuse(CodeIdentityMismatch, "%v", err)
+	}
+	read := s.Oracle.Read(ctx, c.Deployment, append(req, forb...), identity, "before")
+	ep := episode{Contract: c.Name, EpisodeID: episodeID, Identity: identity, Reachable: read.Snapshot.Reachable,
+		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, RegisteredAt: s.now()}
+	raw, err := json.Marshal(ep)
+	if err != nil {
+		return nil, err
+	}
+	err = s.Store.RewardUpdate(func(tx *store.RewardTx) error {
+		return tx.Put(store.RewardEpisodes, key, raw)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Registration{Contract: c.Name, EpisodeID: episodeID, BaselineReachable: ep.Reachable, BaselineRecordCount: len(ep.Records)}, nil
+}
+
+func (s *Service) loadEpisode(key string) (*episode, error) {
+	raw, err := s.Store.RewardGet(store.RewardEpisodes, key)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var ep episode
+	if err := json.Unmarshal(raw, &ep); err != nil {
+		return nil, fmt.Errorf("reading episode %s from the store: %w", key, err)
+	}
+	return &ep, nil
+}
+
+func sameIdentity(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func checkIdentity(c *Contract, identity map[string]string) error {
+	if len(identity) == 0 {
+		return refuse(CodeIdentityMissing, "give oracle_identity with %s", strings.Join(c.IdentityKeys, ", "))
+	}
+	for _, v := range identity {
+		if len(v) > 256 {
+			return refuse(CodeInvalidEpisode, "oracle_identity: each value at most 256 bytes")
+		}
+	}
+	var extra, missing []string
+	want := map[string]bool{}
+	for _, k := range c.IdentityKeys {
+		want[k] = true
+		if v, ok := identity[k]; !ok || v == "" {
+			missing = append(missing, k)
+		}
+	}
+	for k := range identity {
+		if !want[k] {
+			extra = append(extra, clip(k))
+		}
+	}
+	sort.Strings(extra)
+	if len(extra) > 0 || len(missing) > 0 {
+		return refuse(CodeIdentityMismatch, "oracle_identity must have exactly the keys %s (missing: %s; not identity keys: %s)",
+			strings.Join(c.IdentityKeys, ", "), strings.Join(missing, ", "), strings.Join(extra, ", "))
+	}
+	return nil
+}
+
+// Verdict is one effect's judgement as a receipt states it: no values.
+type Verdict struct {
+	Effect       string   `json:"effect"`
+	ContractHash string   `json:"contract_hash"`
+	Decision     string   `json:"decision"`
+	Reasons      []string `json:"reason_codes"`
+}
+
+// Receipt is a reward receipt's signed payload. It carries digests, never a
+// record value or the subject's identity.
+type Receipt struct {
+	Schema               string           `json:"schema"`
+	ReceiptID            string           `json:"receipt_id"`
+	Contract             string           `json:"contract"`
+	ContractID           string           `json:"contract_id"`
+	ContractVersion      string           `json:"contract_version"`
+	RewardContractDigest string           `json:"reward_contract_digest"`
+	EpisodeID            string           `json:"episode_id"`
+	PolicyCheckpointID   string           `json:"policy_checkpoint_id"`
+	PolicyUpdate         int64            `json:"policy_update"`
+	Deployment           string           `json:"deployment"`
+	OracleKind           string           `json:"oracle_kind"`
+	OracleTier           int              `json:"oracle_tier"`
+	RuntimeSignal        string           `json:"runtime_signal"`
+	RewardOutcome        string           `json:"reward_outcome"`
+	Uncertainty          string           `json:"uncertainty"`
+	ReasonCode           string           `json:"reason_code,omitempty"`
+	ScalarReward         *float64         `json:"scalar_reward"`
+	Unscored             bool             `json:"unscored"`
+	Components           []ComponentValue `json:"reward_components"`
+	Verdicts             []Verdict        `json:"verdicts"`
+	CertificateID        string           `json:"certificate_id,omitempty"`
+	CertificateDigest    string           `json:"certificate_digest,omitempty"`
+	CertificateState     string           `json:"certificate_state"`
+	CorpusDigest         string           `json:"calibration_corpus_digest,omitempty"`
+	CalibrationScope     string           `json:"calibration_scope,omitempty"`
+	Epsilon              *float64         `json:"epsilon,omitempty"`
+	Certified            bool             `json:"certified"`
+	DevelopmentOnly      bool             `json:"development_only"`
+	SubjectDigest        string           `json:"subject_digest"`
+	EvidenceDigest       string           `json:"evidence_digest"`
+	BaselineReachable    bool             `json:"baseline_reachable"`
+	IssuedAt             time.Time        `json:"issued_at"`
+	IssuerKeyID          string           `json:"issuer_key_id"`
+	Nonce                string           `json:"nonce"`
+	Ledger               receipt.Position `json:"ledger"`
+}
+
+// Result is a scored episode as stored and returned: the receipt and its
+// signed envelope.
+type Result struct {
+	Receipt  Receipt           `json:"receipt"`
+	Envelope *receipt.Envelope `json:"envelope"`
+}
+
+// ScoreEpisode judges an episode after its rollout and issues a signed
+// receipt. descriptor is the trainer's JSON descriptor.
+func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descriptor []byte) (*Result, error) {
+	d, err := ParseDescriptor(descriptor)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.contract(contractName, d.RewardContractDigest)
+	if err != nil {
+		return nil, err
+	}
+	if d.RewardContractDigest != c.Digest {
+		return nil, refuse(CodeContractMismatch, "reward_contract_digest %s is not the served contract's %s", clip(d.RewardContractDigest), c.Digest)
+	}
+	key := episodeKey(c.Name, d.EpisodeID)
+	defer s.locks.lock(key)()
+	ep, err := s.loadEpisode(key)
+	if err != nil {
+		return nil, err
+	}
+	if ep != nil && ep.ReceiptID != "" {
+		return nil, refuseStatus(CodeDuplicateEpisode, 409, "episode %s was already scored (receipt %s)", d.EpisodeID, ep.ReceiptID)
+	}
+	identity := d.Identity
+	if ep != nil {
+		if identity != nil && !sameIdentity(identity, ep.Identity) {
+			return nil, refuse(CodeIdentityConflict, "the environment registered episode %s for another subject before the rollout; the descriptor may not name a different one", d.EpisodeID)
+		}
+		identity = ep.Identity
+	}
+	if identity == nil {
+		return nil, refuse(CodeIdentityMissing, "episode %s was not registered and the descriptor names no oracle_identity; register it with POST /v1/episodes before the rollout", d.EpisodeID)
+	}
+	if err := checkIdentity(c, identity); err != nil {
+		return nil, err
+	}
+	mk, err := s.loadMark(c.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if mk != nil && d.PolicyUpdate < mk.Highest {
+		return nil, regressed(c, d.PolicyUpdate, mk)
+	}
+	req, forb, err := BindEffects(c, identity)
+	if err != nil {
+		return nil, refuse(CodeIdentityMismatch, "%v", err)
+	}
+	before := judge.Snapshot{Reachable: false, Reason: "the episode was not registered before its rollout"}
+	if ep != nil {
+		before = judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}
+	}
+	read := s.Oracle.Read(ctx, c.Deployment, append(append([]*judge.Contract{}, req...), forb...), identity, "after")
+	j := JudgeEpisode(req, forb, before, read.Snapshot, d.Signal)
+
+	r := Receipt{
+		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
+		RewardContractDigest: c.Digest, EpisodeID: d.EpisodeID, PolicyCheckpointID: d.PolicyCheckpointID, PolicyUpdate: d.PolicyUpdate,
+		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, RuntimeSignal: d.Signal,
+		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason,
+		BaselineReachable: before.Reachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
+		Components: []ComponentValue{},
+	}
+	if scalar, ok := c.Scoring.Scalar(j.Outcome); ok {
+		r.ScalarReward = &scalar
+		r.Components = c.ComponentValues(scalar)
+	} else {
+		r.Unscored = true
+	}
+	r.CertificateState = c.Certificate.State(d.PolicyUpdate)
+	if cert := c.Certificate; cert != nil {
+		eps := cert.Epsilon
+		r.CertificateID, r.CertificateDigest, r.CorpusDigest, r.CalibrationScope, r.Epsilon = cert.CertificateID, cert.Digest, cert.CalibrationCorpusDigest, cert.Scope, &eps
+	}
+	satisfies := c.Certificate != nil && (c.CertificatePolicy == nil || c.Certificate.Epsilon <= c.CertificatePolicy.Epsilon)
+	r.Certified = (read.Tier == 1 || read.Tier == 2) && r.CertificateState == CertCurrent && satisfies
+	r.DevelopmentOnly = read.Tier != 1 && read.Tier != 2
+	r.SubjectDigest = s.keyedDigest("subject", canonicalJSON(identity))
+	r.Verdicts, r.EvidenceDigest = s.verdicts(req, forb, j)
+
+	var res *Result
+	err = s.Store.RewardUpdate(func(tx *store.RewardTx) error {
+		// Checked again inside the transaction that advances the mark.
+		if raw := tx.Get(store.RewardMarks, c.Digest); raw != nil {
+			var m mark
+			if err := json.Unmarshal(raw, &m); err == nil && d.PolicyUpdate < m.Highest {
+				return regressed(c, d.PolicyUpdate, &m)
+			}
+		}
+		r.Ledger = tx.Ledger.Next()
+		payload, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		env := s.Signer.Sign(PayloadTypeReceipt, payload)
+		if _, err := tx.Ledger.Append("reward", r.ReceiptID, receipt.PayloadDigest(payload)); err != nil {
+			return err
+		}
+		res = &Result{Receipt: r, Envelope: env}
+		raw, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(store.RewardReceipts, r.ReceiptID, raw); err != nil {
+			return err
+		}
+		stored := episode{Contract: c.Name, EpisodeID: d.EpisodeID, Identity: identity, RegisteredAt: s.now(), ReceiptID: r.ReceiptID}
+		if ep != nil {
+			stored = *ep
+			stored.ReceiptID = r.ReceiptID
+		}
+		raw, err = json.Marshal(stored)
+		if err != nil {
+			return err
+		}
+		if err := tx.Put(store.RewardEpisodes, key, raw); err != nil {
+			return err
+		}
+		m := mark{Contract: c.Digest, Highest: d.PolicyUpdate, PolicyCheckpointID: d.PolicyCheckpointID, ReceiptID: r.ReceiptID}
+		if old := tx.Get(store.RewardMarks, c.Digest); old != nil {
+			var prev mark
+			if json.Unmarshal(old, &prev) == nil && prev.Highest > m.Highest {
+				m = prev
+			}
+		}
+		raw, err = json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		return tx.Put(store.RewardMarks, c.Digest, raw)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func regressed(c *Contract, u int64, m *mark) error {
+	return refuse(CodePolicyUpdateRegressed, "contract %s has already scored policy update %d (set by checkpoint %s); policy_update %d is below it, and the mark is per contract, so a renamed checkpoint does not reset it",
+		c.Name, m.Highest, m.PolicyCheckpointID, u)
+}
+
+func (s *Service) loadMark(digest string) (*mark, error) {
+	raw, err := s.Store.RewardGet(store.RewardMarks, digest)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var m mark
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("reading the policy-update mark: %w", err)
+	}
+	return &m, nil
+}
+
+// verdicts states each verdict by code and the evidence by a keyed digest
+// of the matched records: the receipt shows no value.
+func (s *Service) verdicts(req, forb []*judge.Contract, j Judged) ([]Verdict, string) {
+	var out []Verdict
+	var evidence []string
+	add := func(name string, i int, c *judge.Contract, v judge.Verdict) {
+		out = append(out, Verdict{Effect: fmt.Sprintf("%s[%d]", name, i), ContractHash: c.Hash, Decision: string(v.Decision), Reasons: v.Codes()})
+		for _, m := range v.Matched {
+			evidence = append(evidence, judge.CanonicalJSON(map[string]any(m)))
+		}
+	}
+	for i, v := range j.Required {
+		add("required_effects", i, req[i], v)
+	}
+	for i, v := range j.Forbidden {
+		add("forbidden_effects", i, forb[i], v)
+	}
+	sort.Strings(evidence)
+	return out, s.keyedDigest("evidence", strings.Join(evidence, "\n"))
+}
+
+func (s *Service) keyedDigest(purpose, text string) string {
+	mac := hmac.New(sha256.New, s.EvidenceKey)
+	mac.Write([]byte("verifierd.reward." + purpose + "\n" + text))
+	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// GetReward returns a stored result by receipt id.
+func (s *Service) GetReward(id string) (*Result, error) {
+	if !receiptIDRE.MatchString(id) {
+		return nil, refuseStatus(CodeNotFound, 404, "no reward receipt %q", clip(id))
+	}
+	raw, err := s.Store.RewardGet(store.RewardReceipts, id)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, refuseStatus(CodeNotFound, 404, "no reward receipt %q", id)
+	}
+	var res Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}

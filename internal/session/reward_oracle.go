@@ -1,0 +1,168 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/reward"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
+)
+
+// sqliteHeader opens every SQLite 3 database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// CheckOracleDeployment checks a reward contract's oracle at load: the
+// deployment is registered and parses, and a SQLite file it names is a
+// SQLite database (a renamed JSON dump is refused, not read).
+func (m *Manager) CheckOracleDeployment(name string) error {
+	data, err := m.deploymentBytes(BeginRequest{DeploymentName: name})
+	if err != nil {
+		return err
+	}
+	dep, _, err := parseDeployment(data)
+	if err != nil {
+		return err
+	}
+	return checkSQLiteFiles(dep)
+}
+
+func checkSQLiteFiles(dep *config.Deployment) error {
+	for i, c := range dep.Candidates {
+		if c.Kind != "sql" {
+			continue
+		}
+		path, _ := c.Section["sqlite_database"].(string)
+		if path == "" {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("deployment.effects candidate %d: %w", i, err)
+		}
+		head := make([]byte, len(sqliteHeader))
+		_, err = io.ReadFull(f, head)
+		f.Close()
+		if err != nil || !bytes.Equal(head, sqliteHeader) {
+			return fmt.Errorf("deployment.effects candidate %d: %s is not a SQLite database file (it does not start with \"SQLite format 3\\0\"), so the sql adapter cannot read it as one", i, path)
+		}
+	}
+	return nil
+}
+
+// RewardOracle reads registered deployments for the reward service.
+type RewardOracle struct{ M *Manager }
+
+// Read configures the deployment's candidates with the subject as run
+// parameters, selects the strongest tier (ties by declaration order) and
+// reads it once. Every failure is an unreachable snapshot.
+func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string) reward.OracleRead {
+	m := o.M
+	fail := func(read reward.OracleRead, err error) reward.OracleRead {
+		read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
+		return read
+	}
+	data, err := m.deploymentBytes(BeginRequest{DeploymentName: deployment})
+	if err != nil {
+		return fail(reward.OracleRead{}, err)
+	}
+	dep, _, err := parseDeployment(data)
+	if err != nil {
+		return fail(reward.OracleRead{}, err)
+	}
+	insts, errs := m.configure(ctx, dep, effects, identity)
+	best := -1
+	for i, inst := range insts {
+		if inst != nil && (best < 0 || inst.Info().Tier < insts[best].Info().Tier) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return fail(reward.OracleRead{}, errors.Join(errs...))
+	}
+	inst := insts[best]
+	read := reward.OracleRead{Tier: int(inst.Info().Tier), Kind: inst.Kind()}
+	if err := checkSQLiteFiles(&config.Deployment{Candidates: dep.Candidates[best : best+1]}); err != nil {
+		return fail(read, err)
+	}
+	all := make([]int, len(effects))
+	for i := range all {
+		all[i] = i
+	}
+	req := captureRequest("reward", phase, 0, effects, all)
+	rctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(effects))
+	defer cancel()
+	if phase == "after" {
+		snap, _ := m.readAfterErr(rctx, inst, req)
+		read.Snapshot = snap
+		return read
+	}
+	capt, err := inst.CaptureBefore(rctx, req)
+	if err != nil {
+		return fail(read, err)
+	}
+	defer capt.Close()
+	if !capt.Reachable {
+		for range capt.RawBatches() {
+		}
+		reason := capt.Reason
+		if reason == "" {
+			reason = "unreachable"
+		}
+		read.Snapshot = judge.Snapshot{Reachable: false, Reason: reason}
+		return read
+	}
+	recs := []judge.Record{}
+	for batch, err := range capt.RawBatches() {
+		if err != nil {
+			return fail(read, err)
+		}
+		for _, raw := range batch {
+			r, err := decodeRecord(raw)
+			if err != nil {
+				return fail(read, err)
+			}
+			recs = append(recs, r)
+		}
+	}
+	read.Snapshot = judge.Snapshot{Reachable: true, Records: recs}
+	return read
+}
+
+// LoadRewardContracts loads the reward contracts of the daemon config. A
+// certificate must be signed by the daemon's key or one listed under
+// rewards_trust; the oracle deployment must be registered (and a SQLite
+// file it names must be one). Every refusal names the file and the rule.
+func (m *Manager) LoadRewardContracts() (map[string]*reward.Contract, error) {
+	out := map[string]*reward.Contract{}
+	if m.Daemon == nil || len(m.Daemon.Rewards) == 0 {
+		return out, nil
+	}
+	trust := reward.Trust{Keys: map[string][]byte{}}
+	if m.Signer != nil {
+		trust.Keys[m.Signer.KeyID()] = m.Signer.PublicKey()
+	}
+	for i, text := range m.Daemon.RewardsTrust {
+		pub, err := receipt.ParsePublicKey(text)
+		if err != nil {
+			return nil, fmt.Errorf("rewards_trust[%d]: %w", i, err)
+		}
+		trust.Keys[receipt.KeyID(pub)] = pub
+	}
+	for name, dir := range m.Daemon.Rewards {
+		c, err := reward.LoadContract(name, dir, trust)
+		if err != nil {
+			return nil, fmt.Errorf("rewards.%s: %w", name, err)
+		}
+		if err := m.CheckOracleDeployment(c.Deployment); err != nil {
+			return nil, fmt.Errorf("rewards.%s: %s: deployment %q: %w", name, dir+"/"+reward.ContractFile, c.Deployment, err)
+		}
+		out[name] = c
+	}
+	return out, nil
+}

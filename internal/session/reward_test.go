@@ -1,0 +1,311 @@
+package session
+
+import (
+	"context"
+	"crypto/ed25519"
+	stdsql "database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	sqladapter "github.com/verifierd/verifierd/adapters/sql"
+	"github.com/verifierd/verifierd/adapters/sql/sqltest"
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/reward"
+	"github.com/verifierd/verifierd/internal/signing"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// The MockMed reward contract: one new Triage encounter for the registered
+// patient, no Discharge; a wrong effect scores 0.
+const (
+	mockmedContract = `schema: verifierd.reward-contract/v1
+id: mockmed-triage
+version: "1"
+deployment: mockmed
+identity_keys: [patient_id]
+components: [{name: terminal_effect, weight: 1}]
+scoring: {wrong_effect_reward: 0.0}
+certificate_policy: {epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_updates: 1000}
+`
+	mockmedRequired = `- kind: record_written
+  match: {patient_id: {param: patient_id}, type: Triage}
+  expected_count: 1
+  count_new_only: true
+  timeout_s: 2
+`
+	mockmedForbidden = `- kind: record_written
+  match: {patient_id: {param: patient_id}, type: Discharge}
+  expected_count: 1
+  timeout_s: 2
+`
+)
+
+type rewardRig struct {
+	svc    *reward.Service
+	m      *Manager
+	signer *signing.Signer
+}
+
+// newRewardRig loads the MockMed contract over deployment (YAML), with a
+// certificate calibrated by the daemon key, through LoadRewardContracts.
+func newRewardRig(t *testing.T, deployment string, env map[string]string, adapters ...sdk.Adapter) *rewardRig {
+	t.Helper()
+	host, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host.RegisterInProcess("sql", sqladapter.New)
+	for _, a := range adapters {
+		a := a
+		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
+	}
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close(); st.Close() })
+	dir := t.TempDir()
+	depPath := filepath.Join(dir, "deployment.yaml")
+	contractDir := filepath.Join(dir, "mockmed")
+	must(t, os.MkdirAll(contractDir, 0o755))
+	must(t, os.WriteFile(depPath, []byte(deployment), 0o600))
+	for name, text := range map[string]string{reward.ContractFile: mockmedContract, reward.RequiredFile: mockmedRequired, reward.ForbiddenFile: mockmedForbidden} {
+		must(t, os.WriteFile(filepath.Join(contractDir, name), []byte(text), 0o600))
+	}
+	_, priv, _ := ed25519.GenerateKey(nil)
+	signer := signing.New(priv)
+	daemon := &config.Daemon{Deployments: map[string]string{"mockmed": depPath}, Rewards: map[string]string{"mockmed": contractDir},
+		Secrets: config.SecretsConfig{Allow: []string{"MOCKMED_*"}}}
+	m := &Manager{Host: host, Store: st, Daemon: daemon, Signer: signer, EvidenceKey: make([]byte, EvidenceKeySize),
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	// Calibrate with the daemon key, as `verifyctl reward calibrate` does.
+	contracts, err := m.LoadRewardContracts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &reward.Service{Contracts: contracts, Oracle: RewardOracle{M: m}, Store: st, Signer: signer, EvidenceKey: []byte("evidence")}
+	cal, err := svc.Calibrate("mockmed", 300, 0.05, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(contractDir, reward.CertificateFile), cal.CertificateJSON, 0o600))
+	if svc.Contracts, err = m.LoadRewardContracts(); err != nil {
+		t.Fatal(err)
+	}
+	return &rewardRig{svc: svc, m: m, signer: signer}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type episodeCase struct {
+	name      string
+	patient   string
+	rollout   func(t *testing.T, patient string)
+	outcome   string
+	scalar    *float64
+	certified bool
+	devOnly   bool
+}
+
+func (r *rewardRig) run(t *testing.T, i int, tc episodeCase) {
+	t.Helper()
+	ctx := context.Background()
+	ep := fmt.Sprintf("episode-%04d", i)
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", ep, map[string]string{"patient_id": tc.patient}); err != nil {
+		t.Fatalf("%s: register: %v", tc.name, err)
+	}
+	tc.rollout(t, tc.patient)
+	desc := fmt.Sprintf(`{"episode_id": %q, "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": %q}`, ep, r.svc.Contracts["mockmed"].Digest)
+	res, err := r.svc.ScoreEpisode(ctx, "", []byte(desc))
+	if err != nil {
+		t.Fatalf("%s: score: %v", tc.name, err)
+	}
+	rc := res.Receipt
+	if rc.RewardOutcome != tc.outcome || rc.Certified != tc.certified || rc.DevelopmentOnly != tc.devOnly {
+		t.Errorf("%s: outcome %s (%s) certified %v dev_only %v tier %d; want %s %v %v", tc.name, rc.RewardOutcome, rc.ReasonCode, rc.Certified, rc.DevelopmentOnly, rc.OracleTier, tc.outcome, tc.certified, tc.devOnly)
+	}
+	switch {
+	case tc.scalar == nil && (rc.ScalarReward != nil || !rc.Unscored):
+		t.Errorf("%s: scalar %v, want null (unscored)", tc.name, *rc.ScalarReward)
+	case tc.scalar != nil && (rc.ScalarReward == nil || *rc.ScalarReward != *tc.scalar):
+		t.Errorf("%s: scalar %v, want %v", tc.name, rc.ScalarReward, *tc.scalar)
+	}
+	if _, err := res.Envelope.Open(r.signer.PublicKey()); err != nil {
+		t.Errorf("%s: the envelope does not verify with the daemon key: %v", tc.name, err)
+	}
+	raw, _ := json.Marshal(res)
+	text := string(raw) + string(res.Envelope.Payload)
+	for _, secret := range []string{tc.patient, "Triage", "Discharge", "saved"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%s: the receipt contains %q", tc.name, secret)
+		}
+	}
+}
+
+func episodeCases(insert func(t *testing.T, patient, typ string), breakStore func(t *testing.T)) []episodeCase {
+	one, zero := 1.0, 0.0
+	return []episodeCase{
+		{"honest", "patient-honest-0001", func(t *testing.T, p string) { insert(t, p, "Triage") }, reward.OutcomeVerified, &one, true, false},
+		{"banner lie", "patient-lie-0002", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false},
+		{"double submit", "patient-double-0004", func(t *testing.T, p string) { insert(t, p, "Triage"); insert(t, p, "Triage") }, reward.OutcomeWrongEffect, &zero, true, false},
+		{"idle with a pre-existing row", "patient-dup-0003", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false},
+		{"forbidden discharge", "patient-disc-0005", func(t *testing.T, p string) { insert(t, p, "Triage"); insert(t, p, "Discharge") }, reward.OutcomeWrongEffect, &zero, true, false},
+		// Last: the store goes away after the registration.
+		{"unreachable store", "patient-gone-0006", func(t *testing.T, _ string) { breakStore(t) }, reward.OutcomeFailedPlatform, nil, true, false},
+	}
+}
+
+func TestRewardMockMedSQLite(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "records.db")
+	rw, err := stdsql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	_, err = rw.Exec(`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT NOT NULL, type TEXT NOT NULL, status TEXT);
+		INSERT INTO encounters (patient_id, type, status) VALUES ('patient-dup-0003', 'Triage', 'saved'), ('patient-dup-0003', 'Triage', 'saved')`)
+	must(t, err)
+	r := newRewardRig(t, fmt.Sprintf(`effects:
+  kind: sql
+  sqlite_database: %s
+  sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = :patient_id ORDER BY id
+  sql_query_params: {patient_id: {param: patient_id}}
+`, db), nil)
+	insert := func(t *testing.T, p, typ string) {
+		_, err := rw.Exec(`INSERT INTO encounters (patient_id, type, status) VALUES (?, ?, 'saved')`, p, typ)
+		must(t, err)
+	}
+	for i, tc := range episodeCases(insert, func(t *testing.T) { must(t, os.Rename(db, db+".gone")) }) {
+		r.run(t, i, tc)
+	}
+}
+
+func TestRewardMockMedPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	t.Parallel()
+	parent, err := os.MkdirTemp("", "reward-pg-")
+	must(t, err)
+	os.Chmod(parent, 0o755) // the server runs as its own user
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	pg, err := sqltest.StartPostgres(parent)
+	if pg != nil {
+		t.Cleanup(func() { pg.Close() })
+	}
+	if err != nil {
+		t.Fatalf("PostgreSQL could not start: %v", err)
+	}
+	ctx := context.Background()
+	must(t, pg.Exec(ctx, pg.Database, `CREATE TABLE encounters (id BIGSERIAL PRIMARY KEY, patient_id TEXT NOT NULL, type TEXT NOT NULL, status TEXT)`,
+		`INSERT INTO encounters (patient_id, type, status) VALUES ('patient-dup-0003', 'Triage', 'saved'), ('patient-dup-0003', 'Triage', 'saved')`))
+	r := newRewardRig(t, fmt.Sprintf(`effects:
+  kind: sql
+  sql_driver: postgres
+  sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = %%(patient_id)s ORDER BY id
+  sql_query_params: {patient_id: {param: patient_id}}
+  sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}
+  sql_password_env: MOCKMED_DB_PASSWORD
+`, pg.Port, pg.Reader.User, pg.Database), map[string]string{"MOCKMED_DB_PASSWORD": pg.Reader.Password})
+	insert := func(t *testing.T, p, typ string) {
+		must(t, pg.Exec(ctx, pg.Database, fmt.Sprintf(`INSERT INTO encounters (patient_id, type, status) VALUES ('%s', '%s', 'saved')`, p, typ)))
+	}
+	for i, tc := range episodeCases(insert, func(t *testing.T) { must(t, pg.Stop()) }) {
+		r.run(t, i, tc)
+	}
+}
+
+// A tier-3 oracle: the onscreen adapter is not on this branch, so an
+// in-process adapter declaring tier 3 (reacquired state) stands in for it.
+// Its verdict is scored but development only, never certified.
+func TestRewardTier3DevelopmentOnly(t *testing.T) {
+	t.Parallel()
+	tab := &table{}
+	screen := &memAdapter{kind: "screen-reward-test", tier: sdk.TierReacquiredState, table: tab}
+	r := newRewardRig(t, "effects: {kind: screen-reward-test}\n", nil, screen)
+	one := 1.0
+	r.run(t, 0, episodeCase{"tier 3 honest", "patient-screen-0001", func(_ *testing.T, p string) {
+		tab.add(sdk.Record{"id": json.Number("7"), "patient_id": p, "type": "Triage"})
+	}, reward.OutcomeVerified, &one, false, true})
+	// The banner lie on a screen read that agrees with the banner: verified,
+	// and still only development.
+	r.run(t, 1, episodeCase{"tier 3 banner lie", "patient-screen-0002", func(_ *testing.T, p string) {
+		tab.add(sdk.Record{"id": json.Number("8"), "patient_id": p, "type": "Triage"})
+	}, reward.OutcomeVerified, &one, false, true})
+}
+
+// A JSON dump renamed records.db is not a SQLite database: the contract is
+// refused at load, naming the rule.
+func TestRewardRefusesRenamedJSONAsSQLite(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "records.db")
+	must(t, os.WriteFile(db, []byte(`{"records": []}`), 0o600))
+	host, _ := pluginhost.New(pluginhost.Options{})
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "deployment.yaml"), []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type FROM encounters\n", db)), 0o600))
+	cdir := filepath.Join(dir, "c")
+	must(t, os.MkdirAll(cdir, 0o755))
+	for name, text := range map[string]string{reward.ContractFile: mockmedContract, reward.RequiredFile: mockmedRequired} {
+		must(t, os.WriteFile(filepath.Join(cdir, name), []byte(text), 0o600))
+	}
+	_, priv, _ := ed25519.GenerateKey(nil)
+	m := &Manager{Host: host, Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(priv)}
+	_, err := m.LoadRewardContracts()
+	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database file") || !strings.Contains(err.Error(), "contract.yaml") {
+		t.Fatalf("got %v, want the SQLite header refusal naming contract.yaml", err)
+	}
+}
+
+// A certificate signed by another key loads only when rewards_trust lists
+// that key.
+func TestRewardsTrust(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "records.db")
+	rw, err := stdsql.Open("sqlite", db)
+	must(t, err)
+	_, err = rw.Exec(`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT, type TEXT)`)
+	must(t, err)
+	rw.Close()
+	must(t, os.WriteFile(filepath.Join(dir, "deployment.yaml"), []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type FROM encounters\n", db)), 0o600))
+	cdir := filepath.Join(dir, "c")
+	must(t, os.MkdirAll(cdir, 0o755))
+	for name, text := range map[string]string{reward.ContractFile: mockmedContract, reward.RequiredFile: mockmedRequired, reward.ForbiddenFile: mockmedForbidden} {
+		must(t, os.WriteFile(filepath.Join(cdir, name), []byte(text), 0o600))
+	}
+	_, issuerKey, _ := ed25519.GenerateKey(nil)
+	issuer := signing.New(issuerKey)
+	c, err := reward.LoadContract("m", cdir, reward.Trust{})
+	must(t, err)
+	cal, err := reward.Calibrate(c, 30, 0.05, 1)
+	must(t, err)
+	cert, err := reward.SignCertificate(issuer, reward.NewCertificate(c, cal, issuer.KeyID(), time.Now()))
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(cdir, reward.CertificateFile), cert, 0o600))
+
+	_, daemonKey, _ := ed25519.GenerateKey(nil)
+	m := &Manager{Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(daemonKey)}
+	if _, err := m.LoadRewardContracts(); err == nil || !strings.Contains(err.Error(), reward.RuleCertificateUntrust) {
+		t.Fatalf("an issuer outside rewards_trust: %v", err)
+	}
+	m.Daemon.RewardsTrust = []string{issuer.PublicKeyBase64()}
+	got, err := m.LoadRewardContracts()
+	if err != nil || got["m"].Certificate == nil {
+		t.Fatalf("an issuer in rewards_trust: %v", err)
+	}
+}
