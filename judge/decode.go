@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
