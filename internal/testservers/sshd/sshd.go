@@ -1,4 +1,4 @@
-// Package sshdtest runs a real, throwaway OpenSSH sshd on 127.0.0.1 for
+// Package sshd runs a real, throwaway OpenSSH sshd on 127.0.0.1 for
 // tests that need an SFTP server: host and client keys generated for the
 // test, a generated sshd_config in the test's temporary folder, the
 // server's own log, and stop, freeze and restart by the server's PID (and
@@ -8,7 +8,7 @@
 //
 // It needs /usr/sbin/sshd (Debian: openssh-server); a test without it is
 // skipped with a message saying what to install.
-package sshdtest
+package sshd
 
 import (
 	"bufio"
