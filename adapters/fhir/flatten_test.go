@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 )
 
@@ -33,7 +33,7 @@ func FuzzFlatten(f *testing.F) {
 				t.Fatalf("accepted %q with an empty segment", path)
 			}
 		}
-		v, err := httpread.DecodeJSON([]byte(doc))
+		v, err := httpx.DecodeJSON([]byte(doc))
 		res, ok := v.(map[string]any)
 		if err != nil || !ok {
 			return

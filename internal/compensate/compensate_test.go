@@ -117,7 +117,9 @@ func TestSecretRefs(t *testing.T) {
 	// The daemon may deliver slots as it collected them inside a candidate.
 	c := mustParse(t, map[string]any{"kind": "rest_delete", "base_url": "https://127.0.0.1:1", "delete_path": "/x/{id}", "auth": map[string]any{"bearer_env": "T"}},
 		map[string]string{"compensator.auth.bearer_env": "tok"})
-	if c.value != "Bearer tok" {
+	h := http.Header{}
+	c.creds.Set(h)
+	if h.Get("Authorization") != "Bearer tok" {
 		t.Errorf("credential from a prefixed slot not used")
 	}
 }

@@ -1,4 +1,4 @@
-package httpread
+package httpx
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func BaseURL(s *Section, key string) (*url.URL, error) {
 	case u.User != nil:
 		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not carry credentials; name their environment variable under auth instead"}
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not have a query or fragment; put the path and query of the read in the adapter's own keys"}
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be scheme://host[:port][/path], without credentials, query or fragment; put the path and query of a request in its own keys"}
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
