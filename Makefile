@@ -9,19 +9,13 @@ BIN := .cache/bin
 PLUGINS := .cache/plugins
 
 # First-party binaries: the daemon, the CLI, the built-in adapters (found by
-# the daemon beside its own binary) and the demo's system of record.
+# the daemon beside its own binary) and the demo's system of record. Every
+# folder under cmd/plugins is a built-in adapter, verifier-adapter-<kind>;
+# internal/builtin is the table of them, and its test keeps the two the same.
 BINARIES := \
 	$(BIN)/verifierd=./cmd/verifierd \
 	$(BIN)/verifyctl=./cmd/verifyctl \
-	$(BIN)/verifier-adapter-sql=./cmd/plugins/sql \
-	$(BIN)/verifier-adapter-document-hash=./cmd/plugins/document-hash \
-	$(BIN)/verifier-adapter-file=./cmd/plugins/file \
-	$(BIN)/verifier-adapter-email=./cmd/plugins/email \
-	$(BIN)/verifier-adapter-document=./cmd/plugins/document \
-	$(BIN)/verifier-adapter-rest=./cmd/plugins/rest \
-	$(BIN)/verifier-adapter-graphql=./cmd/plugins/graphql \
-	$(BIN)/verifier-adapter-fhir=./cmd/plugins/fhir \
-	$(BIN)/verifier-adapter-ui_readback=./cmd/plugins/ui_readback \
+	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
 .PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench soak fuzz clean

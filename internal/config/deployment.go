@@ -15,16 +15,24 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// BuiltinKinds are the kinds verifierd ships. A plugin can never take one of
-// these names, and plugin-only fields are refused on them.
-var BuiltinKinds = map[string]bool{
-	"sql": true, "document-hash": true, "document": true, "file": true, "email": true,
-	"rest": true, "graphql": true, "fhir": true, "ui_readback": true, "onscreen": true,
-}
+// BuiltinKinds are the kinds verifierd ships or reserves (internal/builtin).
+// A plugin can never take one of these names, and plugin-only fields are
+// refused on them.
+var BuiltinKinds = func() map[string]bool {
+	m := map[string]bool{}
+	for _, a := range builtin.Adapters {
+		m[a.Kind] = true
+	}
+	for _, k := range builtin.Reserved {
+		m[k] = true
+	}
+	return m
+}()
 
 // Deployment is a parsed effects section.
 type Deployment struct {

@@ -27,13 +27,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // BinaryPrefix starts every adapter binary's name.
-const BinaryPrefix = "verifier-adapter-"
+const BinaryPrefix = builtin.BinaryPrefix
 
 // ErrPluginShutdown is every transport failure to an adapter. A session
 // turns it into INDETERMINATE (unavailable), never CONFIRMED.
@@ -106,13 +106,13 @@ func New(opts Options) (*Host, error) {
 	return h, nil
 }
 
-func (h *Host) scan(dir string, builtin bool) error {
+func (h *Host) scan(dir string, firstParty bool) error {
 	if dir == "" {
 		return nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && builtin {
+		if errors.Is(err, os.ErrNotExist) && firstParty {
 			return nil
 		}
 		return fmt.Errorf("reading adapter dir %s: %w", dir, err)
@@ -124,14 +124,14 @@ func (h *Host) scan(dir string, builtin bool) error {
 		}
 		kind := strings.TrimPrefix(name, BinaryPrefix)
 		path := filepath.Join(dir, name)
-		if builtin {
-			if !config.BuiltinKinds[kind] {
+		if firstParty {
+			if !builtin.IsKind(kind) {
 				continue // only first-party kinds come from the builtin dir
 			}
-		} else if config.BuiltinKinds[kind] {
+		} else if builtin.IsKind(kind) {
 			return fmt.Errorf("plugin %s takes the name of the built-in kind %q; a plugin can never shadow a built-in kind: rename it or remove it from %s", path, kind, dir)
 		}
-		if prev, dup := h.binaries[kind]; dup && !builtin {
+		if prev, dup := h.binaries[kind]; dup && !firstParty {
 			return fmt.Errorf("two adapter binaries for kind %q: %s and %s", kind, prev, path)
 		}
 		h.binaries[kind] = path

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
@@ -92,8 +92,8 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 	case !info.Tier.Valid():
 		return fail(fmt.Errorf("adapter %s declares tier %d; a tier is 1 to 4", kind, info.Tier))
 	}
-	if want, ok := builtinTiers[kind]; ok && info.Tier != want {
-		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, want))
+	if b, ok := builtin.Lookup(kind); ok && info.Tier != b.Tier {
+		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, b.Tier))
 	}
 	version, err := plugin.NegotiateAPIVersion(info.APIVersions)
 	if err != nil {
@@ -115,20 +115,6 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))
 	}
 	return c, info, nil
-}
-
-// builtinTiers pins the tier of each first-party mechanism (DESIGN.md).
-var builtinTiers = map[string]sdk.Tier{
-	"sql": 1, "document-hash": 1, "document": 1, "file": 1, "email": 1,
-	"rest": 1, "graphql": 1, "fhir": 1, "ui_readback": 2,
-}
-
-func init() {
-	for k := range builtinTiers {
-		if !config.BuiltinKinds[k] {
-			panic("builtin tier for unknown kind " + k)
-		}
-	}
 }
 
 // client returns the running adapter, relaunching it if it died.
