@@ -46,8 +46,6 @@ type config struct {
 	FileMtimeWindowS    json.Number       `json:"file_mtime_window_s"`
 }
 
-var configKeys = []string{"kind", "root", "file_pattern", "document_format", "document_field_paths", "document_text_pattern", "file_mtime_window_s"}
-
 type settings struct {
 	root    string // absolute
 	pattern *filewalk.Pattern
@@ -88,9 +86,6 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks the section and compiles the parsing rules. It does not
 // look at the folder, whose absence is an outage the captures report.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
@@ -202,31 +197,6 @@ func reservedList() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind document; the keys are " + strings.Join(configKeys[1:], ", ")}
-		}
-	}
-	return nil
 }
 
 var errNotConfigured = errors.New("document adapter: called before Configure")

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -32,8 +31,6 @@ type config struct {
 	Root string `json:"root"`
 	Glob string `json:"glob"`
 }
-
-var configKeys = []string{"kind", "root", "glob"}
 
 type settings struct {
 	root    string // absolute
@@ -65,9 +62,6 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks that root is an existing folder and that glob is a valid
 // pattern.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
@@ -96,31 +90,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return &sdk.ConfigError{Path: "glob", Message: err.Error()}
 	}
 	a.settings.Store(&settings{root: root, pattern: pattern})
-	return nil
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind document-hash; the keys are root and glob"}
-		}
-	}
 	return nil
 }
 

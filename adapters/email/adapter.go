@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -48,8 +47,6 @@ type config struct {
 	FileContentProbe   string      `json:"file_content_probe"`
 	ExpectedRecipients []string    `json:"expected_recipients"`
 }
-
-var configKeys = []string{"kind", "root", "mail_pattern", "file_mtime_window_s", "file_content_probe", "expected_recipients"}
 
 type settings struct {
 	root     string // absolute
@@ -88,9 +85,6 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks the section; it does not look at the folder, whose
 // absence is an outage the captures report.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
@@ -138,31 +132,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		}
 	}
 	a.settings.Store(s)
-	return nil
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind email; the keys are " + strings.Join(configKeys[1:], ", ")}
-		}
-	}
 	return nil
 }
 

@@ -46,8 +46,6 @@ type config struct {
 	SQLPasswordEnv string `json:"sql_password_env"`
 }
 
-var configKeys = []string{"kind", "sqlite_database", "sql_driver", "sql_query", "sql_query_params", "sql_connect_args", "sql_password_env"}
-
 // passwordSlot is the secret slot the daemon fills from sql_password_env.
 const passwordSlot = "sql_password_env"
 
@@ -159,10 +157,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 // decodeConfig reads the section and picks its driver.
 func decodeConfig(raw json.RawMessage) (config, string, error) {
 	var cfg config
-	if err := refuseUnknownKeys(raw); err != nil {
-		return cfg, "", err
-	}
-	if err := (sdk.ConfigureRequest{Config: raw}).DecodeConfig(&cfg); err != nil {
+	if err := (sdk.ConfigureRequest{Kind: Kind, Config: raw}).DecodeConfig(&cfg); err != nil {
 		return cfg, "", err
 	}
 	if cfg.Kind != "" && cfg.Kind != Kind {
@@ -170,26 +165,6 @@ func decodeConfig(raw json.RawMessage) (config, string, error) {
 	}
 	driver, err := pickDriver(cfg)
 	return cfg, driver, err
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	for _, k := range sortedKeys(section) {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind sql; the keys are " + strings.Join(configKeys[1:], ", ")}
-		}
-	}
-	return nil
 }
 
 func pickDriver(cfg config) (string, error) {

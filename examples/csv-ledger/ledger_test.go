@@ -96,7 +96,7 @@ func TestConfigureRefusals(t *testing.T) {
 		{"no options", sdk.ConfigureRequest{Kind: kind, Config: json.RawMessage(`{"kind":"csv-ledger"}`)}, "options", "missing"},
 		{"no path", configReq(t, map[string]any{"id_column": "id"}), "options.path", "missing"},
 		{"relative path", configReq(t, map[string]any{"path": "ledger.csv"}), "options.path", "write an absolute path"},
-		{"unknown option", configReq(t, map[string]any{"path": "/x.csv", "delimiter": ";"}), "options", `unknown field "delimiter"`},
+		{"unknown option", configReq(t, map[string]any{"path": "/x.csv", "delimiter": ";"}), "options.delimiter", "unknown key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
