@@ -73,6 +73,11 @@ type Host struct {
 	closed    bool
 	spares    map[string][]conn // kind -> started, unconfigured adapters
 	refilling map[string]bool
+
+	// now and startConn are seams for the package's tests: the clock of
+	// eviction and launch backoff, and how an adapter is started.
+	now       func() time.Time
+	startConn func(kind string, logger hclog.Logger) (conn, error)
 }
 
 // New discovers the adapter binaries. A binary in the plugin dir named for a
@@ -91,7 +96,9 @@ func New(opts Options) (*Host, error) {
 		instances: map[string]*Instance{},
 		spares:    map[string][]conn{},
 		refilling: map[string]bool{},
+		now:       time.Now,
 	}
+	h.startConn = h.start
 	if err := h.scan(opts.BuiltinDir, true); err != nil {
 		return nil, err
 	}
@@ -205,7 +212,7 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 		inst = &Instance{host: h, spec: spec, logger: h.logger.Named("adapter." + spec.Kind)}
 		h.instances[key] = inst
 	}
-	inst.lastUsed = time.Now()
+	inst.lastUsed = h.now()
 	h.evictLocked()
 	h.mu.Unlock()
 
@@ -303,7 +310,7 @@ func (h *Host) refillLocked(kind string) {
 				return
 			}
 			h.mu.Unlock()
-			c, err := h.start(kind, logger)
+			c, err := h.startConn(kind, logger)
 			h.mu.Lock()
 			if err != nil || h.closed {
 				h.refilling[kind] = false
@@ -331,7 +338,7 @@ func (h *Host) launch(kind string, logger hclog.Logger) (conn, error) {
 	if c := h.takeSpare(kind); c != nil {
 		return c, nil
 	}
-	c, err := h.start(kind, logger)
+	c, err := h.startConn(kind, logger)
 	if err == nil {
 		h.mu.Lock()
 		h.refillLocked(kind)
@@ -382,14 +389,19 @@ func stopConn(c conn) {
 	switch x := c.(type) {
 	case *plugin.Subprocess:
 		x.Kill()
-	case *plugin.InProcess:
+	case io.Closer:
 		x.Close()
 	}
 }
 
+// exited reports whether a conn's process has died; an in-process adapter
+// never exits unless it says so (the package's tests make one that does).
 func exited(c conn) bool {
-	if sp, ok := c.(*plugin.Subprocess); ok {
-		return sp.Plugin.Exited()
+	switch x := c.(type) {
+	case *plugin.Subprocess:
+		return x.Plugin.Exited()
+	case interface{ Exited() bool }:
+		return x.Exited()
 	}
 	return false
 }

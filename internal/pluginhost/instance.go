@@ -52,7 +52,7 @@ func (in *Instance) ensure(ctx context.Context) error {
 		stopConn(in.c)
 		in.c = nil
 	}
-	if wait := time.Until(in.nextLaunch); wait > 0 {
+	if wait := in.nextLaunch.Sub(in.host.now()); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -65,7 +65,7 @@ func (in *Instance) ensure(ctx context.Context) error {
 	if err != nil {
 		in.failures++
 		backoff := min(firstBackoff<<min(in.failures-1, 10), maxBackoff)
-		in.nextLaunch = time.Now().Add(backoff)
+		in.nextLaunch = in.host.now().Add(backoff)
 		return err
 	}
 	in.c, in.info, in.failures = c, info, 0
