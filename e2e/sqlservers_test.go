@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 )
 
@@ -51,6 +53,12 @@ func TestSQLServers(t *testing.T) {
 	}
 	if my != nil {
 		t.Cleanup(func() { my.Close() })
+	}
+	if errors.Is(pgErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
+	if errors.Is(myErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "MariaDB", "apt-get install mariadb-server")
 	}
 	if pgErr != nil {
 		log := ""

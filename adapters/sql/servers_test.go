@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -19,8 +21,10 @@ import (
 
 // The package's real servers: one PostgreSQL and one MariaDB, each started
 // at most once per test binary, by the first test that needs it, and
-// stopped by TestMain. A server that cannot start fails every test that
-// needs it, with its log; nothing is skipped.
+// stopped by TestMain. A server that is not installed skips every test
+// that needs it with what to install, or fails them when CI is set
+// (testservers.Missing); one that is installed but cannot start fails them
+// with its log.
 var servers struct {
 	dir string
 
@@ -63,6 +67,9 @@ func stopServers() {
 func postgresServer(t testing.TB) *sqlservers.Postgres {
 	t.Helper()
 	servers.pgOnce.Do(func() { servers.pg, servers.pgErr = sqlservers.StartPostgres(servers.dir) })
+	if errors.Is(servers.pgErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
 	if servers.pgErr != nil {
 		log := ""
 		if servers.pg != nil {
@@ -76,6 +83,9 @@ func postgresServer(t testing.TB) *sqlservers.Postgres {
 func mariadbServer(t testing.TB) *sqlservers.MariaDB {
 	t.Helper()
 	servers.myOnce.Do(func() { servers.my, servers.myErr = sqlservers.StartMariaDB(servers.dir) })
+	if errors.Is(servers.myErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "MariaDB", "apt-get install mariadb-server")
+	}
 	if servers.myErr != nil {
 		log := ""
 		if servers.my != nil {

@@ -29,6 +29,10 @@ import (
 	"time"
 )
 
+// ErrNotInstalled is wrapped by StartPostgres and StartMariaDB when the
+// server's package is not installed; a test then calls testservers.Missing.
+var ErrNotInstalled = errors.New("not installed")
+
 // startTimeout bounds a server's start, bootstrap included.
 const startTimeout = 60 * time.Second
 

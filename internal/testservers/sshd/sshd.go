@@ -7,7 +7,8 @@
 // requires, created when missing.
 //
 // It needs /usr/sbin/sshd (Debian: openssh-server); a test without it is
-// skipped with a message saying what to install.
+// skipped with a message saying what to install, or fails when CI is set
+// (testservers.Missing).
 package sshd
 
 import (
@@ -33,6 +34,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // SSHD is the server binary.
@@ -71,7 +74,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHD); err != nil {
-		t.Skipf("%s is not installed (Debian: apt-get install openssh-server): %v", SSHD, err)
+		testservers.Missing(t, "OpenSSH's sshd ("+SSHD+")", "apt-get install openssh-server")
 	}
 	if os.Geteuid() == 0 {
 		// A root sshd chroots its unprivileged child here.
