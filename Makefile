@@ -18,7 +18,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench soak fuzz clean
+.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
 
 all: build
 
@@ -68,8 +68,19 @@ check-generated:
 buf-lint:
 	bash scripts/tools.sh
 	$(BIN)/buf lint
+	$(BIN)/buf format -d --exit-code
 
-lint: vet fmt-check check-sdk buf-lint
+# buf-breaking: the protos must stay wire-compatible with main (FILE rules,
+# buf.yaml). It reads main from the local git repository: no network.
+buf-breaking:
+	bash scripts/tools.sh
+	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#branch=main"
+
+golangci-lint:
+	bash scripts/tools.sh
+	$(BIN)/golangci-lint run ./...
+
+lint: vet fmt-check check-sdk golangci-lint buf-lint buf-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
