@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -154,10 +155,8 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is a field the adapter sets itself (%s); choose another name", field, reservedList())}
 		}
 		segs := strings.Split(m[field], ".")
-		for _, seg := range segs {
-			if seg == "" {
-				return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
-			}
+		if slices.Contains(segs, "") {
+			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
 		}
 		out = append(out, fieldPath{field: field, segs: segs})
 	}
@@ -277,24 +276,11 @@ func (a *Adapter) capture(ctx context.Context) (sdk.Capture, error) {
 // a regular file (a folder, a device, a symbolic link leading out of root
 // or nowhere) or vanished since it was listed.
 func (s *settings) readDocument(ctx context.Context, r *os.Root, e filewalk.Entry, now time.Time) (sdk.Record, error) {
-	if t := e.Type(); t&^fs.ModeSymlink != 0 {
-		return nil, nil
-	}
-	f, err := r.Open(e.Rel)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || e.Type()&fs.ModeSymlink != 0 {
-			return nil, nil
-		}
+	f, fi, err := filewalk.OpenRegular(r.FS(), e)
+	if err != nil || f == nil {
 		return nil, filewalk.Unwrap(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil
-	}
 	rec := sdk.Record{
 		"id":    e.Rel,
 		"name":  path.Base(e.Rel),
@@ -325,8 +311,6 @@ func (s *settings) readDocument(ctx context.Context, r *os.Root, e filewalk.Entr
 		return rec, nil
 	}
 	rec["parseable"] = true
-	for k, v := range fields {
-		rec[k] = v
-	}
+	maps.Copy(rec, fields)
 	return rec, nil
 }

@@ -166,7 +166,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 		entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
 		for _, e := range entries {
 			var rec sdk.Record
-			if rec, err = hashFile(ctx, r, e.Rel, e.DirEntry, buf); err != nil {
+			if rec, err = hashFile(ctx, r, e, buf); err != nil {
 				break
 			}
 			if rec != nil && !yield(rec, nil) {
@@ -194,24 +194,15 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 // hashFile returns the record of the document at rel, or nil when it is not
 // a regular file (a folder, a device, a symlink leading out of root or
 // nowhere) or vanished since it was listed.
-func hashFile(ctx context.Context, r *os.Root, rel string, d fs.DirEntry, buf []byte) (sdk.Record, error) {
+func hashFile(ctx context.Context, r *os.Root, e filewalk.Entry, buf []byte) (sdk.Record, error) {
 	// Root follows a symlink only while it stays inside root, so a link to
 	// /etc/passwd is never read.
-	f, err := r.Open(rel)
-	if err != nil {
-		if d.Type()&fs.ModeSymlink != 0 || errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+	f, fi, err := filewalk.OpenRegular(r.FS(), e)
+	if err != nil || f == nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil
-	}
+	rel := e.Rel
 	h := sha256.New()
 	// Streamed through a fixed buffer: a document is never read whole.
 	n, err := io.CopyBuffer(h, filewalk.Reader(ctx, f), buf)

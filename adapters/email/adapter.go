@@ -249,8 +249,7 @@ func (s *settings) readFile(box *mailbox, f listed, now time.Time) (sdk.Record, 
 		rec["fresh"] = filewalk.Fresh(fi.ModTime(), now, s.window)
 	}
 	m, err := readMessage(file, s.probe)
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if _, ok := errors.AsType[*fs.PathError](err); ok {
 		return nil, nil, err // the disk failed, not the message
 	}
 	if err != nil {

@@ -40,7 +40,7 @@ func qualify(t *testing.T, binary string) {
 			if err := os.Mkdir(locked, 0); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.Chmod(locked, 0o755) })
+			t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 			return sdk.ConfigureRequest{Kind: Kind, Config: section(t, map[string]any{"root": locked})}
 		},
 		Selector:      map[string]string{"to": "alice@example.com", "subject": "Invoice 42", "body_match": "true"},

@@ -175,7 +175,7 @@ func searchQuery(sec *httpx.Section, params map[string]string) (string, error) {
 func checkSearchParams(raw json.RawMessage, bound map[string]string) error {
 	var exprs map[string]json.RawMessage
 	if json.Unmarshal(raw, &exprs) != nil {
-		return nil
+		return nil //nolint:nilerr // Configure has already refused a malformed search_params
 	}
 	for _, name := range sortedNames(bound) {
 		path := "search_param_exprs." + name

@@ -126,7 +126,7 @@ func TestQualificationLocal(t *testing.T) {
 		if err := os.Mkdir(locked, 0); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Chmod(locked, 0o755) })
+		t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 		return sdk.ConfigureRequest{Kind: Kind, Config: section(t, probeSection(locked))}
 	}
 	h.SetReachable = func(t *testing.T, reachable bool) {

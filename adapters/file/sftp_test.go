@@ -4,6 +4,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,9 +28,7 @@ func testKey(t testing.TB) []byte {
 // logging in with its authorised client key, as the daemon would send it.
 func sftpConfig(srv *sshd.Server, cfg map[string]any) (map[string]any, map[string]string) {
 	out := map[string]any{}
-	for k, v := range cfg {
-		out[k] = v
-	}
+	maps.Copy(out, cfg)
 	out["sftp"] = map[string]any{
 		"host": srv.Host, "port": srv.Port, "user": srv.User,
 		"host_key_fingerprint": srv.HostKeyFingerprint,
@@ -41,9 +40,7 @@ func sftpConfig(srv *sshd.Server, cfg map[string]any) (map[string]any, map[strin
 // withSFTP changes keys of cfg's sftp map (nil deletes).
 func withSFTP(cfg map[string]any, kv map[string]any) map[string]any {
 	s := map[string]any{}
-	for k, v := range cfg["sftp"].(map[string]any) {
-		s[k] = v
-	}
+	maps.Copy(s, cfg["sftp"].(map[string]any))
 	for k, v := range kv {
 		if v == nil {
 			delete(s, k)
@@ -52,9 +49,7 @@ func withSFTP(cfg map[string]any, kv map[string]any) map[string]any {
 		}
 	}
 	out := map[string]any{}
-	for k, v := range cfg {
-		out[k] = v
-	}
+	maps.Copy(out, cfg)
 	out["sftp"] = s
 	return out
 }

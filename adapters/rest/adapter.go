@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -96,7 +96,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		if !slices.Contains(tmpl.names, name) {
 			return &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
 		}
@@ -352,7 +352,7 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 func withQuery(u *url.URL, params map[string]string) *url.URL {
 	var kept []string
 	if u.RawQuery != "" {
-		for _, pair := range strings.Split(u.RawQuery, "&") {
+		for pair := range strings.SplitSeq(u.RawQuery, "&") {
 			k, _, _ := strings.Cut(pair, "=")
 			if name, err := url.QueryUnescape(k); err == nil {
 				if _, replaced := params[name]; replaced {
@@ -362,19 +362,10 @@ func withQuery(u *url.URL, params map[string]string) *url.URL {
 			kept = append(kept, pair)
 		}
 	}
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		kept = append(kept, url.QueryEscape(k)+"="+url.QueryEscape(params[k]))
 	}
 	v := *u
 	v.RawQuery = strings.Join(kept, "&")
 	return &v
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -126,8 +126,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return &sdk.ConfigError{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
 	}
 	if err := checkForDriver(cfg.SQLQuery, driver); err != nil {
-		var r *RefusalError
-		if errors.As(err, &r) {
+		if r, ok := errors.AsType[*RefusalError](err); ok {
 			return &sdk.ConfigError{Path: "sql_query", Message: r.Message()}
 		}
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -243,9 +244,7 @@ func (e *engine) request(t testing.TB, section map[string]any, params map[string
 
 func withUser(args map[string]any, user string) map[string]any {
 	out := make(map[string]any, len(args)+1)
-	for k, v := range args {
-		out[k] = v
-	}
+	maps.Copy(out, args)
 	out["user"] = user
 	return out
 }

@@ -460,8 +460,7 @@ func str(m map[string]json.RawMessage, key, path string, required bool, dst *str
 func bindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
 	v, err := param.BindJSON(raw, path, params)
 	if err != nil {
-		var perr *param.Error
-		if errors.As(err, &perr) {
+		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return "", configError(perr.Path, "%s", perr.Message)
 		}
 		return "", err

@@ -54,9 +54,7 @@ func (p *policy) allowedPosts() []string {
 	if p.phase.Load() == phaseSignIn {
 		out = append(out, p.signInPost)
 	}
-	for _, rp := range slices.Sorted(maps.Keys(p.readPosts)) {
-		out = append(out, rp)
-	}
+	out = append(out, slices.Sorted(maps.Keys(p.readPosts))...)
 	return out
 }
 

@@ -99,7 +99,7 @@ func (l *ledger) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	start := time.Now()
 	f, _, header, err := l.open()
 	if err != nil {
-		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil
+		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil //nolint:nilerr // an unreadable ledger is an unreachable result, not a fault
 	}
 	f.Close()
 	return sdk.TestResult{

@@ -132,8 +132,7 @@ func Parse(section map[string]any, secrets map[string]string) (*Compensator, err
 		return nil, &Error{Message: "the section cannot be read: " + err.Error()}
 	}
 	c, err := parse(raw, slots(secrets))
-	var ce *sdk.ConfigError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
 		return nil, &Error{Path: ce.Path, Message: ce.Message}
 	}
 	return c, err
@@ -244,8 +243,7 @@ func (c *Compensator) deleteOne(ctx context.Context, index int, u *url.URL) erro
 	c.creds.Set(req.Header)
 	res, err := c.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
 		if errors.Is(err, context.DeadlineExceeded) {

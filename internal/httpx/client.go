@@ -193,8 +193,7 @@ func TransportFailure(ctx context.Context, what string, err error, creds Credent
 	if ctx.Err() != nil {
 		return what + ": the read was cancelled"
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	return creds.Redact(what + ": " + err.Error())
@@ -262,8 +261,7 @@ func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return pe.Err
 	}
 	return err

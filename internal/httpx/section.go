@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -43,7 +44,7 @@ func Root(raw json.RawMessage, kind string, known []string) (*Section, error) {
 }
 
 func (s *Section) refuseUnknown(what string, known []string) error {
-	for _, k := range sortedKeys(s.m) {
+	for _, k := range slices.Sorted(maps.Keys(s.m)) {
 		if !contains(known, k) {
 			shown := make([]string, 0, len(known))
 			for _, c := range known {
@@ -134,7 +135,7 @@ func (s *Section) StringMap(key string) (map[string]string, error) {
 		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to strings"}
 	}
 	out := make(map[string]string, len(raw))
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		var v string
 		if err := json.Unmarshal(raw[k], &v); err != nil {
 			return nil, &sdk.ConfigError{Path: s.At(key) + "." + k, Message: `must be a string; write numbers as strings ("42")`}
@@ -179,27 +180,12 @@ func BindValue(raw json.RawMessage, path string, params map[string]string) (stri
 // ConfigError turns a *param.Error into the *sdk.ConfigError an adapter
 // returns; other errors (and nil) pass through.
 func ConfigError(err error) error {
-	var perr *param.Error
-	if errors.As(err, &perr) {
+	if perr, ok := errors.AsType[*param.Error](err); ok {
 		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
 	}
 	return err
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }

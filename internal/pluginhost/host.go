@@ -254,13 +254,11 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, in := range insts {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.stop() }()
+		wg.Go(func() { ; in.stop() })
 	}
 	for _, list := range spares {
 		for _, c := range list {
-			wg.Add(1)
-			go func() { defer wg.Done(); stopConn(c) }()
+			wg.Go(func() { ; stopConn(c) })
 		}
 	}
 	wg.Wait()

@@ -241,7 +241,9 @@ func TestBackoffBetweenFailedLaunches(t *testing.T) {
 
 	for range 10 {
 		clk.advance(time.Minute)
-		in.ensure(ctx)
+		if err := in.ensure(ctx); err == nil {
+			t.Fatal("a failing launch succeeded")
+		}
 	}
 	if got := in.nextLaunch.Sub(clk.now()); got != maxBackoff {
 		t.Errorf("the backoff grew to %v, want the cap %v", got, maxBackoff)

@@ -108,8 +108,7 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 		APIVersion:    version,
 	})
 	if err != nil {
-		var ce *sdk.ConfigError
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
 			return fail(ce)
 		}
 		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,9 +268,9 @@ func (s *Server) Stop() {
 	for _, p := range append(tree, pid) {
 		syscall.Kill(p, syscall.SIGCONT) // a frozen parent cannot reap
 	}
-	for i := len(tree) - 1; i >= 0; i-- {
-		syscall.Kill(tree[i], syscall.SIGKILL)
-		waitReaped(tree[i], time.Second)
+	for _, t := range slices.Backward(tree) {
+		syscall.Kill(t, syscall.SIGKILL)
+		waitReaped(t, time.Second)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	<-s.exited
@@ -281,7 +282,7 @@ func (s *Server) Stop() {
 func waitReaped(pid int, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); os.IsNotExist(err) {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -328,7 +329,7 @@ func (s *Server) OpenFiles() []string {
 	}
 	var out []string
 	for _, p := range append(descendants(pid), pid) {
-		dir := filepath.Join("/proc", strconv.Itoa(p), "fd")
+		dir := "/proc/" + strconv.Itoa(p) + "/fd"
 		fds, _ := os.ReadDir(dir)
 		for _, fd := range fds {
 			if target, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(target, "/") {
@@ -351,7 +352,7 @@ func descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -58,10 +59,10 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil {
-			return nil // the decoder reports the wrong type
+			return nil //nolint:nilerr // the decoder reports the wrong type, with its own message
 		}
 		keys := jsonKeys(t)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			at := join(path, k)
 			f, ok := field(t, k)
 			if !ok {
@@ -77,7 +78,7 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 		}
 		var items []json.RawMessage
 		if json.Unmarshal(raw, &items) != nil {
-			return nil
+			return nil //nolint:nilerr // as above
 		}
 		for i, item := range items {
 			if err := refuseUnknown(kind, path+"["+strconv.Itoa(i)+"]", item, t.Elem(), false); err != nil {
@@ -87,9 +88,9 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 	case reflect.Map:
 		var m map[string]json.RawMessage
 		if t.Key().Kind() != reflect.String || json.Unmarshal(raw, &m) != nil {
-			return nil
+			return nil //nolint:nilerr // as above
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if err := refuseUnknown(kind, join(path, k), m[k], t.Elem(), false); err != nil {
 				return err
 			}
@@ -162,13 +163,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
