@@ -37,6 +37,7 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 		"map of structs":   {`{"fields":{"note":{"selector":"td","format":"x"}}}`, "", "fields.note.format", []string{"keys of fields.note: selector"}},
 		"first in order":   {`{"zz":1,"aa":2}`, "", "aa", []string{"unknown key"}},
 		"kind is not data": {`{"kind":"demo","nope":1}`, "", "nope", []string{"not one of: root"}},
+		"another kind":     {`{"kind":"other","root":"/x"}`, "demo", "kind", []string{`this adapter reads kind "demo", not "other"`}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

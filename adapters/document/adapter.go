@@ -38,7 +38,6 @@ var reserved = map[string]bool{
 }
 
 type config struct {
-	Kind                string            `json:"kind"`
 	Root                string            `json:"root"`
 	FilePattern         string            `json:"file_pattern"`
 	DocumentFormat      string            `json:"document_format"`
@@ -90,9 +89,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	if cfg.Root == "" {
 		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder the documents are written to"}

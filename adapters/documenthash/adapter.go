@@ -27,7 +27,6 @@ const Kind = "document-hash"
 const DefaultGlob = filewalk.DefaultPattern
 
 type config struct {
-	Kind string `json:"kind"`
 	Root string `json:"root"`
 	Glob string `json:"glob"`
 }
@@ -65,9 +64,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	if cfg.Root == "" {
 		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder that holds the documents"}

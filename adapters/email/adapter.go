@@ -40,7 +40,6 @@ const (
 )
 
 type config struct {
-	Kind               string      `json:"kind"`
 	Root               string      `json:"root"`
 	MailPattern        string      `json:"mail_pattern"`
 	FileMtimeWindowS   json.Number `json:"file_mtime_window_s"`
@@ -88,9 +87,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	if cfg.Root == "" {
 		return &sdk.ConfigError{Path: "root", Message: "missing: name the maildir (the folder holding cur/ and new/) or the folder of captured .eml files"}

@@ -32,7 +32,6 @@ const defaultTimeout = 2 * time.Minute
 
 // config is the adapter's deployment section.
 type config struct {
-	Kind             string       `json:"kind"`
 	Root             string       `json:"root"`
 	FilePattern      string       `json:"file_pattern"`
 	FileMinSize      json.Number  `json:"file_min_size"`
@@ -82,9 +81,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	s := &settings{minSize: DefaultMinSize}
 	var err error

@@ -32,7 +32,6 @@ var driverAliases = map[string]string{
 
 // config is the adapter's deployment section.
 type config struct {
-	Kind           string                     `json:"kind"`
 	SQLiteDatabase string                     `json:"sqlite_database"`
 	SQLDriver      string                     `json:"sql_driver"`
 	SQLQuery       string                     `json:"sql_query"`
@@ -158,9 +157,6 @@ func decodeConfig(raw json.RawMessage) (config, string, error) {
 	var cfg config
 	if err := (sdk.ConfigureRequest{Kind: Kind, Config: raw}).DecodeConfig(&cfg); err != nil {
 		return cfg, "", err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return cfg, "", &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	driver, err := pickDriver(cfg)
 	return cfg, driver, err

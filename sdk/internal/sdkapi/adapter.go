@@ -102,7 +102,8 @@ type ConfigureRequest struct {
 
 // DecodeConfig unmarshals Config into v with the SDK's strict decoder
 // (DecodeConfig in this package): a misspelt option is refused with its
-// path, the kind, and the keys allowed there, instead of being ignored.
+// path, the kind, and the keys allowed there, instead of being ignored; a
+// section whose `kind` names another adapter is refused at kind.
 func (r ConfigureRequest) DecodeConfig(v any) error {
 	return DecodeConfig(r.Kind, r.Config, v)
 }

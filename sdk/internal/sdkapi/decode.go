@@ -15,7 +15,8 @@ import (
 // exact numbers (json.Number where v holds any). Unknown keys are refused at
 // any depth of v's structs, naming the key's path and the keys allowed
 // there; kind names the adapter in that message ("" leaves it out). The key
-// `kind` is always allowed at the top: the daemon may pass it along.
+// `kind` is always allowed at the top (the daemon may pass it along), and
+// when kind is given it must name it.
 func DecodeConfig(kind string, raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
@@ -28,6 +29,9 @@ func DecodeConfig(kind string, raw json.RawMessage, v any) error {
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &top); err != nil || top == nil {
 			return &ConfigError{Message: "the section must be a map of settings"}
+		}
+		if err := checkKind(kind, top["kind"]); err != nil {
+			return err
 		}
 		if _, ok := top["kind"]; ok && !slices.Contains(jsonKeys(t), "kind") {
 			delete(top, "kind")
@@ -42,6 +46,19 @@ func DecodeConfig(kind string, raw json.RawMessage, v any) error {
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return &ConfigError{Message: err.Error()}
+	}
+	return nil
+}
+
+// checkKind refuses a section whose kind names another adapter than the
+// one the daemon configures.
+func checkKind(kind string, raw json.RawMessage) error {
+	if kind == "" || raw == nil {
+		return nil
+	}
+	var named string
+	if json.Unmarshal(raw, &named) != nil || named != kind {
+		return &ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, raw)}
 	}
 	return nil
 }
