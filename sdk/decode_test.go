@@ -86,3 +86,23 @@ func TestDecodeConfigAccepts(t *testing.T) {
 		t.Errorf("into a map: %v, %v; want exact numbers", m, err)
 	}
 }
+
+func TestRefuseUnknownKeys(t *testing.T) {
+	t.Parallel()
+	section := map[string]json.RawMessage{"kind": nil, "url": nil, "ur1": nil}
+	err := sdk.RefuseUnknownKeys("rest", "", section, []string{"url"})
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url` {
+		t.Errorf("top level: %v", err)
+	}
+	err = sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"token_env": 1, "bearer_env": 2}, []string{"bearer_env"})
+	if !errors.As(err, &ce) || ce.Path != "auth.token_env" || !strings.Contains(ce.Message, `"token_env" is not one of the keys of auth: bearer_env`) {
+		t.Errorf("nested: %v", err)
+	}
+	if err := sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"kind": 1}, []string{"bearer_env"}); err == nil {
+		t.Error("kind is allowed only at the top")
+	}
+	if err := sdk.RefuseUnknownKeys("", "", map[string]int{"kind": 1, "url": 2}, []string{"url"}); err != nil {
+		t.Errorf("known keys refused: %v", err)
+	}
+}

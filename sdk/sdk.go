@@ -70,6 +70,15 @@ type ConfigureRequest = sdkapi.ConfigureRequest
 // DecodeConfig method does the same and names the kind in the refusal.
 func DecodeConfig(raw json.RawMessage, v any) error { return sdkapi.DecodeConfig("", raw, v) }
 
+// RefuseUnknownKeys refuses the first key of section, in sorted order, that
+// is not in allowed, with DecodeConfig's message: the key's dotted path, the
+// kind, and the keys allowed there. path is the section's own path ("" at
+// the top, where `kind` is always allowed). For adapters that read their
+// section key by key instead of into a struct.
+func RefuseUnknownKeys[V any](kind, path string, section map[string]V, allowed []string) error {
+	return sdkapi.RefuseUnknownKeys(kind, path, section, allowed)
+}
+
 // ConfigError refuses a configuration: Path names the field inside the
 // adapter's section, Message says what is wrong and what to write instead.
 type ConfigError = sdkapi.ConfigError

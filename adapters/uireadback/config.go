@@ -428,10 +428,8 @@ func object(raw json.RawMessage, path string, allowed []string) (map[string]json
 		return nil, configError(path, "%s must be a map", where)
 	}
 	if allowed != nil {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if !slices.Contains(allowed, k) {
-				return nil, configError(join(path, k), "unknown key; the keys here are %s", strings.Join(allowed, ", "))
-			}
+		if err := sdk.RefuseUnknownKeys(Kind, path, m, allowed); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
@@ -18,6 +17,7 @@ import (
 // accessor refuses a wrongly typed value with a *sdk.ConfigError naming the
 // dotted path of the key.
 type Section struct {
+	kind string
 	path string
 	m    map[string]json.RawMessage
 }
@@ -25,7 +25,7 @@ type Section struct {
 // Root reads the adapter's whole section and refuses keys outside known
 // (kind is always allowed and must be kind when present).
 func Root(raw json.RawMessage, kind string, known []string) (*Section, error) {
-	s := &Section{m: map[string]json.RawMessage{}}
+	s := &Section{kind: kind, m: map[string]json.RawMessage{}}
 	if len(bytes.TrimSpace(raw)) != 0 {
 		if err := json.Unmarshal(raw, &s.m); err != nil || s.m == nil {
 			return nil, &sdk.ConfigError{Message: "the section must be a map of settings"}
@@ -37,25 +37,10 @@ func Root(raw json.RawMessage, kind string, known []string) (*Section, error) {
 			return nil, &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, string(v))}
 		}
 	}
-	if err := s.refuseUnknown("kind "+kind, append([]string{"kind"}, known...)); err != nil {
+	if err := sdk.RefuseUnknownKeys(kind, "", s.m, known); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func (s *Section) refuseUnknown(what string, known []string) error {
-	for _, k := range slices.Sorted(maps.Keys(s.m)) {
-		if !contains(known, k) {
-			shown := make([]string, 0, len(known))
-			for _, c := range known {
-				if c != "kind" {
-					shown = append(shown, c)
-				}
-			}
-			return &sdk.ConfigError{Path: s.At(k), Message: fmt.Sprintf("unknown key for %s; the keys are %s", what, strings.Join(shown, ", "))}
-		}
-	}
-	return nil
 }
 
 // At is the dotted path of key inside this section.
@@ -78,11 +63,11 @@ func (s *Section) Sub(key string, known []string) (*Section, error) {
 	if !s.Has(key) {
 		return nil, nil
 	}
-	sub := &Section{path: s.At(key)}
+	sub := &Section{kind: s.kind, path: s.At(key)}
 	if err := json.Unmarshal(s.m[key], &sub.m); err != nil || sub.m == nil {
 		return nil, &sdk.ConfigError{Path: sub.path, Message: "must be a map"}
 	}
-	if err := sub.refuseUnknown(sub.path, known); err != nil {
+	if err := sdk.RefuseUnknownKeys(s.kind, sub.path, sub.m, known); err != nil {
 		return nil, err
 	}
 	return sub, nil
@@ -184,8 +169,4 @@ func ConfigError(err error) error {
 		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
 	}
 	return err
-}
-
-func contains(list []string, s string) bool {
-	return slices.Contains(list, s)
 }

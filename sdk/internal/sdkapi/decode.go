@@ -50,6 +50,19 @@ func DecodeConfig(kind string, raw json.RawMessage, v any) error {
 	return nil
 }
 
+// RefuseUnknownKeys refuses the first key of section, in sorted order, that
+// is not in allowed, naming its path and the allowed keys. path is the
+// section's own path ("" at the top, where `kind` is always allowed).
+func RefuseUnknownKeys[V any](kind, path string, section map[string]V, allowed []string) error {
+	for _, k := range slices.Sorted(maps.Keys(section)) {
+		if (path == "" && k == "kind") || slices.Contains(allowed, k) {
+			continue
+		}
+		return &ConfigError{Path: join(path, k), Message: unknownKey(kind, path, k, allowed, path == "")}
+	}
+	return nil
+}
+
 // checkKind refuses a section whose kind names another adapter than the
 // one the daemon configures.
 func checkKind(kind string, raw json.RawMessage) error {
