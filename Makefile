@@ -70,11 +70,14 @@ buf-lint:
 	$(BIN)/buf lint
 	$(BIN)/buf format -d --exit-code
 
-# buf-breaking: the protos must stay wire-compatible with main (FILE rules,
-# buf.yaml). It reads main from the local git repository: no network.
+# buf-breaking: the protos must stay wire-compatible (FILE rules, buf.yaml)
+# with where this branch left main (its merge base; on main itself, HEAD),
+# or with BREAKING_AGAINST (a git ref). It reads the local repository: no
+# network.
+BREAKING_AGAINST ?= $$(git merge-base HEAD main)
 buf-breaking:
 	bash scripts/tools.sh
-	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#branch=main"
+	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"
 
 golangci-lint:
 	bash scripts/tools.sh
