@@ -9,22 +9,16 @@ BIN := .cache/bin
 PLUGINS := .cache/plugins
 
 # First-party binaries: the daemon, the CLI, the built-in adapters (found by
-# the daemon beside its own binary) and the demo's system of record.
+# the daemon beside its own binary) and the demo's system of record. Every
+# folder under cmd/plugins is a built-in adapter, verifier-adapter-<kind>;
+# internal/builtin is the table of them, and its test keeps the two the same.
 BINARIES := \
 	$(BIN)/verifierd=./cmd/verifierd \
 	$(BIN)/verifyctl=./cmd/verifyctl \
-	$(BIN)/verifier-adapter-sql=./cmd/plugins/sql \
-	$(BIN)/verifier-adapter-document-hash=./cmd/plugins/document-hash \
-	$(BIN)/verifier-adapter-file=./cmd/plugins/file \
-	$(BIN)/verifier-adapter-email=./cmd/plugins/email \
-	$(BIN)/verifier-adapter-document=./cmd/plugins/document \
-	$(BIN)/verifier-adapter-rest=./cmd/plugins/rest \
-	$(BIN)/verifier-adapter-graphql=./cmd/plugins/graphql \
-	$(BIN)/verifier-adapter-fhir=./cmd/plugins/fhir \
-	$(BIN)/verifier-adapter-ui_readback=./cmd/plugins/ui_readback \
+	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench soak fuzz clean
+.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
 
 all: build
 
@@ -75,8 +69,22 @@ check-generated:
 buf-lint:
 	bash scripts/tools.sh
 	$(BIN)/buf lint
+	$(BIN)/buf format -d --exit-code
 
-lint: vet fmt-check check-sdk buf-lint
+# buf-breaking: the protos must stay wire-compatible (FILE rules, buf.yaml)
+# with where this branch left main (its merge base; on main itself, HEAD),
+# or with BREAKING_AGAINST (a git ref). It reads the local repository: no
+# network.
+BREAKING_AGAINST ?= $$(git merge-base HEAD main)
+buf-breaking:
+	bash scripts/tools.sh
+	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"
+
+golangci-lint:
+	bash scripts/tools.sh
+	$(BIN)/golangci-lint run ./...
+
+lint: vet fmt-check check-sdk golangci-lint buf-lint buf-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 )
 
 // TestCompensatorThroughDaemon: a double submit of an irreversible write
@@ -15,7 +15,7 @@ import (
 // against the original baseline. A template the server cannot serve leaves
 // the verdict REFUTED with a compensation_failed task.
 func TestCompensatorThroughDaemon(t *testing.T) {
-	erp := testsor.NewFrappe(t, true)
+	erp := httprecords.NewFrappe(t, true)
 	d := httpDaemon(t, "ERP_READ_TOKEN="+erp.Token(), "ERP_WRITE_TOKEN="+erp.Token())
 	deployment := func(deletePath string) string {
 		return fmt.Sprintf(`effects:

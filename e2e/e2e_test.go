@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/verifierd/verifierd/internal/builtin"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -51,18 +52,12 @@ func TestMain(m *testing.M) {
 	builds := [][2]string{
 		{filepath.Join(bins.dir, "verifierd"), "../cmd/verifierd"},
 		{filepath.Join(bins.dir, "verifyctl"), "../cmd/verifyctl"},
-		{filepath.Join(bins.dir, "verifier-adapter-sql"), "../cmd/plugins/sql"},
-		{filepath.Join(bins.dir, "verifier-adapter-document-hash"), "../cmd/plugins/document-hash"},
-		{filepath.Join(bins.dir, "verifier-adapter-file"), "../cmd/plugins/file"},
-		{filepath.Join(bins.dir, "verifier-adapter-email"), "../cmd/plugins/email"},
-		{filepath.Join(bins.dir, "verifier-adapter-document"), "../cmd/plugins/document"},
-		{filepath.Join(bins.dir, "verifier-adapter-ui_readback"), "../cmd/plugins/ui_readback"},
-		{filepath.Join(bins.dir, "verifier-adapter-rest"), "../cmd/plugins/rest"},
-		{filepath.Join(bins.dir, "verifier-adapter-graphql"), "../cmd/plugins/graphql"},
-		{filepath.Join(bins.dir, "verifier-adapter-fhir"), "../cmd/plugins/fhir"},
 		{filepath.Join(bins.dir, "clinic"), "../examples/demo/clinic"},
 		{filepath.Join(bins.pluginDir, "verifier-adapter-csv-ledger"), "../examples/csv-ledger"},
 		{filepath.Join(bins.pluginDir, "verifier-adapter-slow"), "./testdata/slowadapter"},
+	}
+	for _, a := range builtin.Adapters {
+		builds = append(builds, [2]string{filepath.Join(bins.dir, a.Binary()), "." + a.Package()})
 	}
 	for _, b := range builds {
 		cmd := exec.Command("go", "build", "-o", b[0], b[1])

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/verifierd/verifierd/adapters/email/smtptest"
-	"github.com/verifierd/verifierd/adapters/file/sshdtest"
+	"github.com/verifierd/verifierd/internal/testservers/smtp"
+	"github.com/verifierd/verifierd/internal/testservers/sshd"
 )
 
 // The file, email and document adapters through the real daemon: begin ->
@@ -164,9 +164,9 @@ func TestFileArrivalLocal(t *testing.T) {
 // key refuses the session before the automation acts; a server gone after
 // begin is unavailable, never confirmed.
 func TestFileArrivalSFTP(t *testing.T) {
-	srv := sshdtest.Start(t)
-	wrongKey, _ := sshdtest.NewKey(t)
-	_, otherHostKey := sshdtest.NewKey(t)
+	srv := sshd.Start(t)
+	wrongKey, _ := sshd.NewKey(t)
+	_, otherHostKey := sshd.NewKey(t)
 	d := startDaemon(t, daemonOpts{
 		config: "secrets:\n  allow: [E2E_SFTP_*]\n",
 		env:    []string{"E2E_SFTP_KEY=" + string(srv.ClientKey), "E2E_SFTP_WRONG_KEY=" + string(wrongKey)},
@@ -255,7 +255,7 @@ func TestEmailDelivery(t *testing.T) {
 	d := startDaemon(t, daemonOpts{})
 	dir := t.TempDir()
 	maildir := filepath.Join(dir, "Maildir")
-	srv := smtptest.Start(t, maildir)
+	srv := smtp.Start(t, maildir)
 	dep := writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
   kind: email
   root: %s

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 )
 
 // httpBoundary is one HTTP system of record wired into a deployment.
@@ -96,10 +96,10 @@ func runHTTPCases(t *testing.T, d *daemon, b *httpBoundary, kind string, param f
 // Frappe-shaped API over TLS -> verify, through the real daemon and the
 // verifier-adapter-rest plugin.
 func TestRESTThroughDaemon(t *testing.T) {
-	erp := testsor.NewFrappe(t, true)
-	faulty := testsor.NewFrappe(t, true)
+	erp := httprecords.NewFrappe(t, true)
+	faulty := httprecords.NewFrappe(t, true)
 	d := httpDaemon(t, "ERP_READ_TOKEN="+erp.Token(), "ERP_FAULTY_TOKEN="+faulty.Token())
-	deployment := func(f *testsor.Frappe, env string) string {
+	deployment := func(f *httprecords.Frappe, env string) string {
 		return fmt.Sprintf(`effects:
   kind: rest
   base_url: %s
@@ -111,7 +111,7 @@ func TestRESTThroughDaemon(t *testing.T) {
   ca_file: %s
 `, f.URL, env, f.CAFile)
 	}
-	save := func(f *testsor.Frappe, patient, notes string, times int) func(*testing.T, string) {
+	save := func(f *httprecords.Frappe, patient, notes string, times int) func(*testing.T, string) {
 		return func(t *testing.T, p string) {
 			for range times {
 				f.Post(t, "Patient Encounter", map[string]any{"patient": p + patient, "encounter_type": "Triage", "notes": notes})
@@ -154,7 +154,7 @@ func TestRESTThroughDaemon(t *testing.T) {
 		"- {kind: record_written, match: {patient: {param: patient_id}}, risk: irreversible, timeout_s: 0.5}\n")
 	// Each fault is set after the write and cleared when its case ends,
 	// so the next case can read its baseline.
-	write := func(f *testsor.Frappe, fault, undo func()) func(*testing.T, string) {
+	write := func(f *httprecords.Frappe, fault, undo func()) func(*testing.T, string) {
 		return func(t *testing.T, p string) {
 			f.Post(t, "Patient Encounter", map[string]any{"patient": p, "encounter_type": "Triage"})
 			fault()
@@ -177,7 +177,7 @@ func TestRESTThroughDaemon(t *testing.T) {
 // reads through verifier-adapter-graphql; the deployment's freshness window
 // demotes a stale match; a mutation is refused before anything runs.
 func TestGraphQLThroughDaemon(t *testing.T) {
-	g := testsor.NewGraphQL(t, true)
+	g := httprecords.NewGraphQL(t, true)
 	d := httpDaemon(t, "GQL_TOKEN="+g.Token)
 	b := newBoundary(t, fmt.Sprintf(`effects:
   kind: graphql
@@ -238,7 +238,7 @@ func TestGraphQLThroughDaemon(t *testing.T) {
 // TestFHIRThroughDaemon: Observations created through a FHIR R4 API,
 // searched through verifier-adapter-fhir across Bundle pages.
 func TestFHIRThroughDaemon(t *testing.T) {
-	f := testsor.NewFHIR(t, true)
+	f := httprecords.NewFHIR(t, true)
 	d := httpDaemon(t, "FHIR_TOKEN="+f.Token)
 	b := newBoundary(t, fmt.Sprintf(`effects:
   kind: fhir
@@ -269,7 +269,7 @@ func TestFHIRThroughDaemon(t *testing.T) {
 	observe := func(status, value string, times int) func(*testing.T, string) {
 		return func(t *testing.T, p string) {
 			for range times {
-				f.Create(t, "Observation", testsor.Observation(p, status, time.Now().UTC().Format(time.RFC3339), value))
+				f.Create(t, "Observation", httprecords.Observation(p, status, time.Now().UTC().Format(time.RFC3339), value))
 			}
 		}
 	}
@@ -277,7 +277,7 @@ func TestFHIRThroughDaemon(t *testing.T) {
 		p := fmt.Sprintf("Patient/e2e-%d", i)
 		// Two earlier preliminary readings: the search spans pages.
 		for range 2 {
-			f.Create(t, "Observation", testsor.Observation(p, "preliminary", "2026-01-01T00:00:00Z", "180"))
+			f.Create(t, "Observation", httprecords.Observation(p, "preliminary", "2026-01-01T00:00:00Z", "180"))
 		}
 		return []string{"patient_ref=" + p, "weight=185"}
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/sql/sqltest"
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 )
 
 // sqlServer is one real database server for the end-to-end tests, with
@@ -20,7 +22,7 @@ type sqlServer struct {
 	name, driver string
 	port         int
 	database     string
-	reader       sqltest.Account
+	reader       sqlservers.Account
 	exec         func(stmts ...string) error
 	createTable  string // %s is the table name
 	insert       string // %s table; patient, note, amount as literals
@@ -38,19 +40,25 @@ func TestSQLServers(t *testing.T) {
 	os.Chmod(parent, 0o755) // the servers run as their own users
 	t.Cleanup(func() { os.RemoveAll(parent) })
 
-	var pg *sqltest.Postgres
-	var my *sqltest.MariaDB
+	var pg *sqlservers.Postgres
+	var my *sqlservers.MariaDB
 	var pgErr, myErr error
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); pg, pgErr = sqltest.StartPostgres(parent) }()
-	go func() { defer wg.Done(); my, myErr = sqltest.StartMariaDB(parent) }()
+	go func() { defer wg.Done(); pg, pgErr = sqlservers.StartPostgres(parent) }()
+	go func() { defer wg.Done(); my, myErr = sqlservers.StartMariaDB(parent) }()
 	wg.Wait()
 	if pg != nil {
 		t.Cleanup(func() { pg.Close() })
 	}
 	if my != nil {
 		t.Cleanup(func() { my.Close() })
+	}
+	if errors.Is(pgErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
+	if errors.Is(myErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "MariaDB", "apt-get install mariadb-server")
 	}
 	if pgErr != nil {
 		log := ""

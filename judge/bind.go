@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -103,7 +105,7 @@ func (b *binder) value(v Value, path string) string {
 
 func (b *binder) selector(sel Selector, path string) []Pair {
 	pairs := make([]Pair, 0, len(sel))
-	for _, k := range sortedKeys(sel) {
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		pairs = append(pairs, Pair{Field: k, Value: b.value(sel[k], join(path, k))})
 	}
 	return pairs

@@ -24,8 +24,6 @@ func bindOne(t testing.TB, src string, params map[string]string) *Contract {
 	return c
 }
 
-func strp(s string) *string { return &s }
-
 func TestBindParams(t *testing.T) {
 	t.Parallel()
 	params := map[string]string{"pid": "p1", "note": "Follow-up", "key": "abc", "song": "199", "empty": ""}
@@ -37,17 +35,17 @@ func TestBindParams(t *testing.T) {
 		{
 			"match and idempotency_key",
 			`{"kind": "record_written", "match": {"patient_id": {"param": "pid"}, "type": "Triage"}, "idempotency_key": {"param": "key"}}`,
-			Contract{Match: []Pair{{"patient_id", "p1"}, {"type", "Triage"}}, IdempotencyKey: strp("abc")},
+			Contract{Match: []Pair{{"patient_id", "p1"}, {"type", "Triage"}}, IdempotencyKey: new("abc")},
 		},
 		{
 			"value",
 			`{"kind": "field_equals", "match": {"id": "1"}, "field": "note", "value": {"param": "note"}}`,
-			Contract{Match: []Pair{{"id", "1"}}, Value: strp("Follow-up")},
+			Contract{Match: []Pair{{"id", "1"}}, Value: new("Follow-up")},
 		},
 		{
 			"empty parameter is bound, not missing",
 			`{"kind": "field_equals", "field": "note", "value": {"param": "empty"}}`,
-			Contract{Match: []Pair{}, Value: strp("")},
+			Contract{Match: []Pair{}, Value: new("")},
 		},
 		{
 			"new_records",

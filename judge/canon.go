@@ -97,7 +97,7 @@ func canonNumber(s string) string {
 		i++
 	}
 	var digits []byte
-	exp := 0 // value = digits * 10^exp
+	exp := 0 //nolint:gocritic // value = digits * 10^exp: a formula, not code
 	sawDigit := false
 	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
 		digits = append(digits, s[i])

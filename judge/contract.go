@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,7 +112,7 @@ func ParseEffects(data []byte, path string) ([]Effect, error) {
 func LoadEffects(tree any, path string) ([]Effect, error) {
 	list, ok := tree.([]any)
 	if !ok {
-		return nil, refuse(path, "must be a list of effect contracts, got %s", typeName(tree))
+		return nil, refuse(path, "must be a list of effect contracts, got %s", param.TypeName(tree))
 	}
 	out := make([]Effect, 0, len(list))
 	for i, item := range list {
@@ -129,9 +130,9 @@ func LoadEffects(tree any, path string) ([]Effect, error) {
 func LoadEffect(tree any, path string) (Effect, error) {
 	m, ok := tree.(map[string]any)
 	if !ok {
-		return Effect{}, refuse(path, "an effect contract must be a map, got %s", typeName(tree))
+		return Effect{}, refuse(path, "an effect contract must be a map, got %s", param.TypeName(tree))
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !effectKeys[k] {
 			hint := ""
 			if s := closestKey(k); s != "" {
@@ -156,7 +157,7 @@ func LoadEffect(tree any, path string) (Effect, error) {
 	case !present:
 		return Effect{}, refuse(join(path, "kind"), "kind is missing; write one of record_written, field_equals, exact_new_set")
 	case !isStr || (Kind(ks) != RecordWritten && Kind(ks) != FieldEquals && Kind(ks) != ExactNewSet):
-		return Effect{}, refuse(join(path, "kind"), "bad kind %s; write one of record_written, field_equals, exact_new_set", show(kind))
+		return Effect{}, refuse(join(path, "kind"), "bad kind %s; write one of record_written, field_equals, exact_new_set", param.Show(kind))
 	}
 	e.Kind = Kind(ks)
 
@@ -224,7 +225,7 @@ func LoadEffect(tree any, path string) (Effect, error) {
 	if v, ok := m["new_records"]; ok && (v != nil || e.Kind == ExactNewSet) {
 		list, isList := v.([]any)
 		if !isList {
-			return Effect{}, refuse(join(path, "new_records"), "must be a list of selectors, got %s", typeName(v))
+			return Effect{}, refuse(join(path, "new_records"), "must be a list of selectors, got %s", param.TypeName(v))
 		}
 		if e.Kind != ExactNewSet && len(list) > 0 {
 			return Effect{}, refuse(join(path, "new_records"), "new_records applies only to exact_new_set; remove it or use kind: exact_new_set")
@@ -251,7 +252,7 @@ func LoadEffect(tree any, path string) (Effect, error) {
 	if v, ok := m["risk"]; ok {
 		s, isStr := v.(string)
 		if !isStr || (Risk(s) != Reversible && Risk(s) != Irreversible) {
-			return Effect{}, refuse(join(path, "risk"), "risk must be reversible or irreversible, got %s", show(v))
+			return Effect{}, refuse(join(path, "risk"), "risk must be reversible or irreversible, got %s", param.Show(v))
 		}
 		e.Risk = Risk(s)
 	}
@@ -259,7 +260,7 @@ func LoadEffect(tree any, path string) (Effect, error) {
 		n, isNum := v.(json.Number)
 		f, perr := strconv.ParseFloat(string(n), 64)
 		if !isNum || perr != nil || math.IsNaN(f) || f < 0 || f > MaxTimeoutS {
-			return Effect{}, refuse(join(path, "timeout_s"), "timeout_s must be a number of seconds from 0 to %d, got %s", MaxTimeoutS, show(v))
+			return Effect{}, refuse(join(path, "timeout_s"), "timeout_s must be a number of seconds from 0 to %d, got %s", MaxTimeoutS, param.Show(v))
 		}
 		e.TimeoutS = f
 	}
@@ -286,13 +287,13 @@ func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 		if !allowEmpty {
 			hint = "write a map such as {user_id: \"32\"}"
 		}
-		return nil, refuse(path, "must be a map of field to value, got %s (%s)", typeName(v), hint)
+		return nil, refuse(path, "must be a map of field to value, got %s (%s)", param.TypeName(v), hint)
 	}
 	if !allowEmpty && len(m) == 0 {
 		return nil, refuse(path, "an empty selector names no record; give at least one field: value")
 	}
 	sel := make(Selector, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val, err := loadValue(m[k], join(path, k))
 		if err != nil {
 			return nil, err
@@ -307,8 +308,7 @@ func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 func loadValue(v any, path string) (Value, error) {
 	val, err := param.Parse(v, path, param.NumberText(canonNumber))
 	if err != nil {
-		var perr *param.Error
-		if errors.As(err, &perr) {
+		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return Value{}, refuse(perr.Path, "%s", perr.Message)
 		}
 		return Value{}, refuse(path, "%s", err.Error())
@@ -319,7 +319,7 @@ func loadValue(v any, path string) (Value, error) {
 func loadCount(v any, path string) (int, error) {
 	n, ok := v.(json.Number)
 	if !ok {
-		return 0, refuse(path, "expected_count must be a whole number >= 0, got %s", show(v))
+		return 0, refuse(path, "expected_count must be a whole number >= 0, got %s", param.Show(v))
 	}
 	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
 		if i < 0 {
@@ -346,7 +346,7 @@ func loadCount(v any, path string) (int, error) {
 func loadBool(v any, path string) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
-		return false, refuse(path, "%s must be true or false, got %s", lastKey(path), show(v))
+		return false, refuse(path, "%s must be true or false, got %s", lastKey(path), param.Show(v))
 	}
 	return b, nil
 }
@@ -354,7 +354,7 @@ func loadBool(v any, path string) (bool, error) {
 func loadString(v any, path string) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", refuse(path, "%s must be a string, got %s", lastKey(path), show(v))
+		return "", refuse(path, "%s must be a string, got %s", lastKey(path), param.Show(v))
 	}
 	return s, nil
 }
@@ -374,56 +374,14 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// show renders a decoded value for an error message.
-func show(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return strconv.Quote(x)
-	case json.Number:
-		return string(x)
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	return typeName(v)
-}
-
 func knownKeyList() string {
-	return strings.Join(sortedKeys(effectKeys), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(effectKeys)), ", ")
 }
 
 // closestKey suggests a known key within edit distance 2 of k.
 func closestKey(k string) string {
 	best, bestD := "", 3
-	for _, known := range sortedKeys(effectKeys) {
+	for _, known := range slices.Sorted(maps.Keys(effectKeys)) {
 		if d := editDistance(k, known); d < bestD {
 			best, bestD = known, d
 		}

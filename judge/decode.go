@@ -8,7 +8,7 @@ import (
 	"io"
 	"strconv"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
@@ -108,13 +108,13 @@ func decodeYAML(data []byte) (any, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil, errors.New("the document is empty")
 		}
 		return nil, err
 	}
 	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one YAML document; write one")
 	}
 	return yamlTree(&doc, 0)
@@ -178,7 +178,7 @@ func yamlTree(n *yaml.Node, depth int) (any, error) {
 		case "!!int":
 			var i int64
 			if err := n.Decode(&i); err != nil {
-				return json.Number(n.Value), nil
+				return json.Number(n.Value), nil //nolint:nilerr // too large for int64: keep the exact text
 			}
 			return json.Number(strconv.FormatInt(i, 10)), nil
 		case "!!float":

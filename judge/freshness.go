@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // applyFreshness demotes a CONFIRMED verdict to INDETERMINATE (stale) when a
@@ -89,7 +91,7 @@ func ParseTimestamp(v any) (time.Time, error) {
 		}
 		return time.Time{}, fmt.Errorf("%q is neither epoch seconds nor an RFC 3339 / ISO 8601 timestamp", x)
 	}
-	return time.Time{}, fmt.Errorf("a %s is not a timestamp", typeName(v))
+	return time.Time{}, fmt.Errorf("a %s is not a timestamp", param.TypeName(v))
 }
 
 func epoch(s string) (time.Time, error) {

@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func paramsOf(e Effect) []string {
 			names = append(names, v.Param)
 		}
 	}
-	for _, k := range sortedKeys(e.Match) {
+	for _, k := range slices.Sorted(maps.Keys(e.Match)) {
 		add(e.Match[k])
 	}
 	if e.IdempotencyKey != nil {
@@ -30,7 +31,7 @@ func paramsOf(e Effect) []string {
 		add(*e.Value)
 	}
 	for _, sel := range e.NewRecords {
-		for _, k := range sortedKeys(sel) {
+		for _, k := range slices.Sorted(maps.Keys(sel)) {
 			add(sel[k])
 		}
 	}

@@ -178,8 +178,6 @@ func indeterminate(code, message string) Verdict {
 	return Verdict{Decision: Indeterminate, Reasons: []Reason{{Code: code, Message: message}}}
 }
 
-func intp(n int) *int { return &n }
-
 // matchRecord reports whether r satisfies every pair of sel. A field that is
 // missing or null matches nothing.
 func matchRecord(r Record, sel []Pair) bool {
@@ -266,7 +264,7 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 	}
 
 	n := len(matched)
-	v := Verdict{Matched: matched, ObservedCount: intp(n), ExpectedCount: intp(c.ExpectedCount)}
+	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
 	what := "matching records"
 	if c.CountNewOnly {
 		what = "new matching records"
@@ -313,7 +311,7 @@ func judgeFieldEquals(c *Contract, after Snapshot) Verdict {
 		}
 	}
 	n := len(matched)
-	v := Verdict{Matched: matched, ObservedCount: intp(n), ExpectedCount: intp(1)}
+	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(1)}
 	switch {
 	case n == 0:
 		v.Decision = Refuted
@@ -385,7 +383,7 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 	}
 
 	n := len(added)
-	v := Verdict{Matched: added, ObservedCount: intp(n), ExpectedCount: intp(c.ExpectedCount)}
+	v := Verdict{Matched: added, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
 	if n != c.ExpectedCount {
 		v.Reasons = append(v.Reasons, Reason{Code: ReasonSetCardinality,
 			Message: fmt.Sprintf("%d record(s) were added in scope, expected exactly %d", n, c.ExpectedCount)})

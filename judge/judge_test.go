@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,8 +36,6 @@ func read(t testing.TB, js string) Snapshot {
 }
 
 var down = Snapshot{Reachable: false, Reason: "connection refused"}
-
-func intptr(n int) *int { return &n }
 
 // summary is the comparable part of a verdict.
 type summary struct {
@@ -106,7 +105,7 @@ func runJudgeCases(t *testing.T, tests []judgeCase) {
 
 // with fills counts into a summary.
 func (s summary) with(observed, expected int) summary {
-	s.Observed, s.Expected = intptr(observed), intptr(expected)
+	s.Observed, s.Expected = new(observed), new(expected)
 	return s
 }
 
@@ -141,7 +140,7 @@ func TestCanon(t *testing.T) {
 		{"negative", json.Number("-7"), "-7", true},
 		{"float64 integral", 1.0, "1", true},
 		{"float64 fraction", 42.5, "42.5", true},
-		{"float64 negative zero", -0.0, "0", true},
+		{"float64 negative zero", math.Copysign(0, -1), "0", true},
 		{"int Go", 7, "7", true},
 		{"true", true, "true", true},
 		{"false", false, "false", true},
@@ -339,39 +338,39 @@ func TestFieldEquals(t *testing.T) {
 	empty := read(t, `[]`)
 	tests := []judgeCase{
 		{name: "no match", contract: fe(`"N"`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p2", "type": "Triage", "note": "N"}]`),
-			want: summary{Decision: Refuted, Class: ClassRefuted, Codes: []string{"FIELD_NO_MATCH"}, Observed: intptr(0), Expected: intptr(1), ExpectedValue: strp("N")}},
+			want: summary{Decision: Refuted, Class: ClassRefuted, Codes: []string{"FIELD_NO_MATCH"}, Observed: new(0), Expected: new(1), ExpectedValue: new("N")}},
 		{name: "ambiguous even if values agree", contract: fe(`"N"`), before: empty,
 			after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}, {"id": 2, "patient_id": "p1", "type": "Triage", "note": "N"}]`),
-			want:  summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_AMBIGUOUS"}, Observed: intptr(2), Expected: intptr(1), ExpectedValue: strp("N")}},
+			want:  summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_AMBIGUOUS"}, Observed: new(2), Expected: new(1), ExpectedValue: new("N")}},
 		{name: "equal", contract: fe(`"N"`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}]`),
-			want:    summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("N"), ExpectedValue: strp("N")},
+			want:    summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("N"), ExpectedValue: new("N")},
 			matched: []string{"1"}},
 		{name: "equal canonical number", contract: fe(`"1000"`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": 1e3}]`),
-			want: summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("1000"), ExpectedValue: strp("1000")}},
+			want: summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("1000"), ExpectedValue: new("1000")}},
 		{name: "equal param", contract: fe(`{"param": "n"}`), params: map[string]string{"n": "Follow-up"}, before: empty,
 			after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "Follow-up"}]`),
-			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("Follow-up"), ExpectedValue: strp("Follow-up")}},
+			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("Follow-up"), ExpectedValue: new("Follow-up")}},
 		{name: "mismatch", contract: fe(`"N"`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "n"}]`),
-			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("n"), ExpectedValue: strp("N")}},
+			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: new(1), Expected: new(1), ObservedValue: new("n"), ExpectedValue: new("N")}},
 		{name: "mismatch blank partial save", contract: fe(`"N"`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": ""}]`),
-			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp(""), ExpectedValue: strp("N")}},
+			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: new(1), Expected: new(1), ObservedValue: new(""), ExpectedValue: new("N")}},
 		{name: "missing field with value empty is mismatch", contract: fe(`""`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage"}]`),
-			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: intptr(1), Expected: intptr(1), ExpectedValue: strp("")}},
+			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: new(1), Expected: new(1), ExpectedValue: new("")}},
 		{name: "null field with value empty is mismatch", contract: fe(`""`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": null}]`),
-			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: intptr(1), Expected: intptr(1), ExpectedValue: strp("")}},
+			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: new(1), Expected: new(1), ExpectedValue: new("")}},
 		{name: "null field with value None is mismatch", contract: fe(`"None"`), before: empty, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": null}]`),
-			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: intptr(1), Expected: intptr(1), ExpectedValue: strp("None")}},
+			want: summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: new(1), Expected: new(1), ExpectedValue: new("None")}},
 		{name: "baseline not needed", contract: fe(`"N"`), before: down, after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}]`),
-			want: summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("N"), ExpectedValue: strp("N")}},
+			want: summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("N"), ExpectedValue: new("N")}},
 		{name: "baseline not used", contract: fe(`"N"`), before: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}, {"id": 5}]`),
 			after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "N"}]`),
-			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("N"), ExpectedValue: strp("N")}},
+			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("N"), ExpectedValue: new("N")}},
 		{name: "idempotency key narrows to one", contract: "{" + base + `, "value": "N", "idempotency_key": "k2"}`, before: empty,
 			after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "X", "key": "k1"}, {"id": 2, "patient_id": "p1", "type": "Triage", "note": "N", "key": "k2"}]`),
-			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("N"), ExpectedValue: strp("N")}, matched: []string{"2"}},
+			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("N"), ExpectedValue: new("N")}, matched: []string{"2"}},
 		{name: "object field canonical", contract: `{"kind": "field_equals", "match": {"id": "1"}, "field": "o", "value": "{\"a\":1,\"b\":2}"}`, before: empty,
 			after: read(t, `[{"id": 1, "o": {"b": 2, "a": 1.0}}]`),
-			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp(`{"a":1,"b":2}`), ExpectedValue: strp(`{"a":1,"b":2}`)}},
+			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new(`{"a":1,"b":2}`), ExpectedValue: new(`{"a":1,"b":2}`)}},
 	}
 	runJudgeCases(t, tests)
 }
@@ -460,7 +459,7 @@ func TestExactNewSetUndeclaredMessage(t *testing.T) {
 	c := bindOne(t, `{"kind": "exact_new_set", "new_records": [], "expected_count": 0}`, nil)
 	var after strings.Builder
 	after.WriteString("[")
-	for i := 0; i < 7; i++ {
+	for i := range 7 {
 		if i > 0 {
 			after.WriteString(",")
 		}
@@ -476,7 +475,7 @@ func TestExactNewSetUndeclaredMessage(t *testing.T) {
 		t.Errorf("SET_UNDECLARED message %q does not give the exact count 7", msg)
 	}
 	samples := 0
-	for i := 0; i < 7; i++ {
+	for i := range 7 {
 		if strings.Contains(msg, fmt.Sprint(101+i)) {
 			samples++
 		}
@@ -494,7 +493,7 @@ func TestUnreachable(t *testing.T) {
 		{name: "after down record_written", contract: `{"kind": "record_written", "match": {"patient_id": "p1"}}`, before: good, after: down,
 			want: indet(ClassUnavailable, "SOR_UNREACHABLE")},
 		{name: "after down field_equals", contract: `{"kind": "field_equals", "match": {"patient_id": "p1"}, "field": "id", "value": "1"}`, before: good, after: down,
-			want: summary{Decision: Indeterminate, Class: ClassUnavailable, Codes: []string{"SOR_UNREACHABLE"}, ExpectedValue: strp("1")}},
+			want: summary{Decision: Indeterminate, Class: ClassUnavailable, Codes: []string{"SOR_UNREACHABLE"}, ExpectedValue: new("1")}},
 		{name: "after down exact_new_set", contract: `{"kind": "exact_new_set", "new_records": [{"a": "b"}]}`, before: good, after: down,
 			want: indet(ClassUnavailable, "SOR_UNREACHABLE")},
 		{name: "both down: after first", contract: `{"kind": "record_written"}`, before: down, after: down,
@@ -510,7 +509,7 @@ func TestUnreachable(t *testing.T) {
 		{name: "baseline not needed: record_written collateral off", contract: `{"kind": "record_written", "match": {"patient_id": "p1"}, "forbid_collateral_loss": false}`, before: down, after: good,
 			want: okv("COUNT_EXACT").with(1, 1)},
 		{name: "baseline not needed: field_equals", contract: `{"kind": "field_equals", "match": {"patient_id": "p1"}, "field": "id", "value": "1"}`, before: down, after: good,
-			want: summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: intptr(1), Expected: intptr(1), ObservedValue: strp("1"), ExpectedValue: strp("1")}},
+			want: summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("1"), ExpectedValue: new("1")}},
 	}
 	runJudgeCases(t, tests)
 
@@ -590,7 +589,7 @@ func TestFreshness(t *testing.T) {
 			want: refuted(ClassConflicting, "COUNT_OVER").with(2, 1)},
 		{name: "field_equals stale", contract: `{"kind": "field_equals", "match": {"p": "1"}, "field": "n", "value": "x"}`, before: empty,
 			after: read(t, `[{"id": 1, "p": "1", "n": "x", "ts": "2020-01-01T00:00:00Z"}]`), opts: fresh,
-			want: summary{Decision: Indeterminate, Class: ClassStale, Codes: []string{"STALE"}, ObservedValue: strp("x"), ExpectedValue: strp("x")}},
+			want: summary{Decision: Indeterminate, Class: ClassStale, Codes: []string{"STALE"}, ObservedValue: new("x"), ExpectedValue: new("x")}},
 		{name: "exact_new_set stale", contract: `{"kind": "exact_new_set", "new_records": [{"p": "1"}]}`, before: empty,
 			after: read(t, `[{"id": 1, "p": "1", "ts": "2020-01-01T00:00:00Z"}]`), opts: fresh, want: stale},
 		{name: "exact_new_set fresh", contract: `{"kind": "exact_new_set", "new_records": [{"p": "1"}]}`, before: empty,
@@ -685,19 +684,19 @@ func TestClassify(t *testing.T) {
 		absenceNotProof bool
 		want            Class
 	}{
-		{"confirmed", Verdict{Decision: Confirmed, ObservedCount: intptr(1)}, false, ClassConfirmed},
-		{"confirmed absence-not-proof", Verdict{Decision: Confirmed, ObservedCount: intptr(0)}, true, ClassConfirmed},
+		{"confirmed", Verdict{Decision: Confirmed, ObservedCount: new(1)}, false, ClassConfirmed},
+		{"confirmed absence-not-proof", Verdict{Decision: Confirmed, ObservedCount: new(0)}, true, ClassConfirmed},
 		{"stale", Verdict{Decision: Indeterminate, Stale: true}, false, ClassStale},
 		{"unavailable", Verdict{Decision: Indeterminate, Unavailable: true}, false, ClassUnavailable},
 		{"indeterminate", Verdict{Decision: Indeterminate, Reasons: []Reason{{Code: ReasonBaselineUnreachable}}}, false, ClassIndeterminate},
 		{"indeterminate absence-not-proof", Verdict{Decision: Indeterminate}, true, ClassIndeterminate},
-		{"refuted nothing landed", Verdict{Decision: Refuted, ObservedCount: intptr(0), Reasons: []Reason{{Code: ReasonCountUnder}}}, false, ClassRefuted},
+		{"refuted nothing landed", Verdict{Decision: Refuted, ObservedCount: new(0), Reasons: []Reason{{Code: ReasonCountUnder}}}, false, ClassRefuted},
 		{"refuted nil count", Verdict{Decision: Refuted, Reasons: []Reason{{Code: ReasonCountUnder}}}, false, ClassRefuted},
-		{"refuted observed > 0", Verdict{Decision: Refuted, ObservedCount: intptr(1), Reasons: []Reason{{Code: ReasonCountUnder}}}, false, ClassConflicting},
-		{"refuted collateral loss", Verdict{Decision: Refuted, ObservedCount: intptr(0), Reasons: []Reason{{Code: ReasonCountUnder}, {Code: ReasonCollateralLoss}}}, false, ClassConflicting},
-		{"refuted scope loss", Verdict{Decision: Refuted, ObservedCount: intptr(0), Reasons: []Reason{{Code: ReasonSetScopeLoss}}}, false, ClassConflicting},
-		{"absence not proof", Verdict{Decision: Refuted, ObservedCount: intptr(0), Reasons: []Reason{{Code: ReasonCountUnder}}}, true, ClassConflicting},
-		{"absence not proof field no match", Verdict{Decision: Refuted, ObservedCount: intptr(0), Reasons: []Reason{{Code: ReasonFieldNoMatch}}}, true, ClassConflicting},
+		{"refuted observed > 0", Verdict{Decision: Refuted, ObservedCount: new(1), Reasons: []Reason{{Code: ReasonCountUnder}}}, false, ClassConflicting},
+		{"refuted collateral loss", Verdict{Decision: Refuted, ObservedCount: new(0), Reasons: []Reason{{Code: ReasonCountUnder}, {Code: ReasonCollateralLoss}}}, false, ClassConflicting},
+		{"refuted scope loss", Verdict{Decision: Refuted, ObservedCount: new(0), Reasons: []Reason{{Code: ReasonSetScopeLoss}}}, false, ClassConflicting},
+		{"absence not proof", Verdict{Decision: Refuted, ObservedCount: new(0), Reasons: []Reason{{Code: ReasonCountUnder}}}, true, ClassConflicting},
+		{"absence not proof field no match", Verdict{Decision: Refuted, ObservedCount: new(0), Reasons: []Reason{{Code: ReasonFieldNoMatch}}}, true, ClassConflicting},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"strings"
 	"testing"
@@ -186,9 +187,7 @@ func TestKeyedBaselineSameVerdict(t *testing.T) {
 	}
 	copyRecord := func(r Record) Record {
 		cp := Record{}
-		for k, v := range r {
-			cp[k] = v
-		}
+		maps.Copy(cp, r)
 		return cp
 	}
 	bound := make([]*Contract, len(contracts))
@@ -197,7 +196,7 @@ func TestKeyedBaselineSameVerdict(t *testing.T) {
 	}
 	const rounds = 3000
 	kinds := map[string]int{}
-	for round := 0; round < rounds; round++ {
+	for round := range rounds {
 		var before, after []Record
 		for n := rng.Intn(5); n > 0; n-- {
 			before = append(before, record())
@@ -335,7 +334,7 @@ func BenchmarkKeyedBaseline(b *testing.B) {
 	c := bindOne(b, `{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true}`, nil)
 	var before, after []Record
 	k := NewKeyer(testKey)
-	for i := 0; i < 10000; i++ {
+	for i := range 10000 {
 		r := Record{"id": json.Number(fmt.Sprint(i)), "patient_id": fmt.Sprintf("p%d", i%100), "ssn": fmt.Sprintf("%03d-45-6789", i%1000)}
 		before = append(before, p.KeyBaseline(k, r))
 		after = append(after, r)

@@ -54,9 +54,9 @@ func script(decisions ...Decision) (func(context.Context) Verdict, *int) {
 		v := Verdict{Decision: d, Reasons: []Reason{{Code: "READ", Message: fmt.Sprint(*calls)}}}
 		switch d {
 		case Confirmed:
-			v.ObservedCount, v.ExpectedCount = intptr(1), intptr(1)
+			v.ObservedCount, v.ExpectedCount = new(1), new(1)
 		case Refuted:
-			v.ObservedCount, v.ExpectedCount = intptr(0), intptr(1)
+			v.ObservedCount, v.ExpectedCount = new(0), new(1)
 		}
 		v.Class = Classify(&v, false)
 		return v
@@ -223,7 +223,7 @@ func TestPollSettleInterrupted(t *testing.T) {
 		if reads == 2 {
 			cancel() // the caller gives up inside the settle window
 		}
-		v := Verdict{Decision: Confirmed, ObservedCount: intptr(1), ExpectedCount: intptr(1), ContractHash: "sha256:x",
+		v := Verdict{Decision: Confirmed, ObservedCount: new(1), ExpectedCount: new(1), ContractHash: "sha256:x",
 			Reasons: []Reason{{Code: ReasonCountExact, Message: "found exactly 1"}}}
 		v.Class = Classify(&v, false)
 		return v
@@ -251,7 +251,7 @@ func TestPollCancelledWhileWaiting(t *testing.T) {
 	check := func(context.Context) Verdict {
 		reads++
 		cancel()
-		v := Verdict{Decision: Refuted, ObservedCount: intptr(0), ExpectedCount: intptr(1)}
+		v := Verdict{Decision: Refuted, ObservedCount: new(0), ExpectedCount: new(1)}
 		v.Class = Classify(&v, false)
 		return v
 	}

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,19 +42,9 @@ func (p Redaction) redacts(field string) bool {
 		return true
 	}
 	if len(p.KeepFields) > 0 {
-		for _, k := range p.KeepFields {
-			if k == field {
-				return false
-			}
-		}
-		return true
+		return !slices.Contains(p.KeepFields, field)
 	}
-	for _, r := range p.RedactFields {
-		if r == field {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(p.RedactFields, field)
 }
 
 // Apply returns a copy of v with redacted fields masked in the matched

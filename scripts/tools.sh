@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Builds the pinned code generators declared as `tool` directives in
+# Builds the pinned code generators and the linter declared as `tool` directives in
 # tools/go.mod into .cache/bin/. The versions live only in tools/go.mod (and
 # tools/go.sum); this script never picks a version itself.
 #
 # Idempotent: a stamp file records the sha256 of tools/go.sum (and of this
 # script) that the binaries were built from. When the stamp matches and every
-# binary exists, nothing is rebuilt. buf takes minutes to compile the first
-# time, so the cache matters.
+# binary exists, nothing is rebuilt. buf and golangci-lint take minutes to
+# compile the first time, so the cache matters.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="$root/.cache/bin"
 stamp="$bin/.tools.sha256"
 
-# name=import path, one per generator.
+# name=import path, one per tool.
 tools=(
 	"buf=github.com/bufbuild/buf/cmd/buf"
 	"protoc-gen-go=google.golang.org/protobuf/cmd/protoc-gen-go"
 	"protoc-gen-go-grpc=google.golang.org/grpc/cmd/protoc-gen-go-grpc"
+	"golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
 )
 
 want="$(cat "$root/tools/go.mod" "$root/tools/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"

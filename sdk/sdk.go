@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -61,6 +62,22 @@ const (
 // resolved Secrets (slot -> value; never log them), the EffectTimeout and
 // the negotiated APIVersion.
 type ConfigureRequest = sdkapi.ConfigureRequest
+
+// DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
+// with exact numbers. A key that v's structs have no field for is refused
+// with a *ConfigError naming its dotted path and the keys allowed there, at
+// any depth; `kind` is always allowed at the top. ConfigureRequest's
+// DecodeConfig method does the same and names the kind in the refusal.
+func DecodeConfig(raw json.RawMessage, v any) error { return sdkapi.DecodeConfig("", raw, v) }
+
+// RefuseUnknownKeys refuses the first key of section, in sorted order, that
+// is not in allowed, with DecodeConfig's message: the key's dotted path, the
+// kind, and the keys allowed there. path is the section's own path ("" at
+// the top, where `kind` is always allowed). For adapters that read their
+// section key by key instead of into a struct.
+func RefuseUnknownKeys[V any](kind, path string, section map[string]V, allowed []string) error {
+	return sdkapi.RefuseUnknownKeys(kind, path, section, allowed)
+}
 
 // ConfigError refuses a configuration: Path names the field inside the
 // adapter's section, Message says what is wrong and what to write instead.

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,7 +38,6 @@ var reserved = map[string]bool{
 }
 
 type config struct {
-	Kind                string            `json:"kind"`
 	Root                string            `json:"root"`
 	FilePattern         string            `json:"file_pattern"`
 	DocumentFormat      string            `json:"document_format"`
@@ -45,8 +45,6 @@ type config struct {
 	DocumentTextPattern string            `json:"document_text_pattern"`
 	FileMtimeWindowS    json.Number       `json:"file_mtime_window_s"`
 }
-
-var configKeys = []string{"kind", "root", "file_pattern", "document_format", "document_field_paths", "document_text_pattern", "file_mtime_window_s"}
 
 type settings struct {
 	root    string // absolute
@@ -88,15 +86,9 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks the section and compiles the parsing rules. It does not
 // look at the folder, whose absence is an outage the captures report.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	if cfg.Root == "" {
 		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder the documents are written to"}
@@ -159,10 +151,8 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is a field the adapter sets itself (%s); choose another name", field, reservedList())}
 		}
 		segs := strings.Split(m[field], ".")
-		for _, seg := range segs {
-			if seg == "" {
-				return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
-			}
+		if slices.Contains(segs, "") {
+			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
 		}
 		out = append(out, fieldPath{field: field, segs: segs})
 	}
@@ -202,31 +192,6 @@ func reservedList() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind document; the keys are " + strings.Join(configKeys[1:], ", ")}
-		}
-	}
-	return nil
 }
 
 var errNotConfigured = errors.New("document adapter: called before Configure")
@@ -307,24 +272,11 @@ func (a *Adapter) capture(ctx context.Context) (sdk.Capture, error) {
 // a regular file (a folder, a device, a symbolic link leading out of root
 // or nowhere) or vanished since it was listed.
 func (s *settings) readDocument(ctx context.Context, r *os.Root, e filewalk.Entry, now time.Time) (sdk.Record, error) {
-	if t := e.Type(); t&^fs.ModeSymlink != 0 {
-		return nil, nil
-	}
-	f, err := r.Open(e.Rel)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || e.Type()&fs.ModeSymlink != 0 {
-			return nil, nil
-		}
+	f, fi, err := filewalk.OpenRegular(r.FS(), e)
+	if err != nil || f == nil {
 		return nil, filewalk.Unwrap(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil
-	}
 	rec := sdk.Record{
 		"id":    e.Rel,
 		"name":  path.Base(e.Rel),
@@ -355,8 +307,6 @@ func (s *settings) readDocument(ctx context.Context, r *os.Root, e filewalk.Entr
 		return rec, nil
 	}
 	rec["parseable"] = true
-	for k, v := range fields {
-		rec[k] = v
-	}
+	maps.Copy(rec, fields)
 	return rec, nil
 }

@@ -393,7 +393,7 @@ func qualify(t *testing.T, binary string) {
 			if err := os.Mkdir(locked, 0); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.Chmod(locked, 0o755) })
+			t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 			return config(locked)
 		},
 		Selector:      map[string]string{"order": "42", "parseable": "true"},

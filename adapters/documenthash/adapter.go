@@ -12,7 +12,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -28,12 +27,9 @@ const Kind = "document-hash"
 const DefaultGlob = filewalk.DefaultPattern
 
 type config struct {
-	Kind string `json:"kind"`
 	Root string `json:"root"`
 	Glob string `json:"glob"`
 }
-
-var configKeys = []string{"kind", "root", "glob"}
 
 type settings struct {
 	root    string // absolute
@@ -65,15 +61,9 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks that root is an existing folder and that glob is a valid
 // pattern.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	if cfg.Root == "" {
 		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder that holds the documents"}
@@ -96,31 +86,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return &sdk.ConfigError{Path: "glob", Message: err.Error()}
 	}
 	a.settings.Store(&settings{root: root, pattern: pattern})
-	return nil
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind document-hash; the keys are root and glob"}
-		}
-	}
 	return nil
 }
 
@@ -197,7 +162,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 		entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
 		for _, e := range entries {
 			var rec sdk.Record
-			if rec, err = hashFile(ctx, r, e.Rel, e.DirEntry, buf); err != nil {
+			if rec, err = hashFile(ctx, r, e, buf); err != nil {
 				break
 			}
 			if rec != nil && !yield(rec, nil) {
@@ -225,24 +190,15 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 // hashFile returns the record of the document at rel, or nil when it is not
 // a regular file (a folder, a device, a symlink leading out of root or
 // nowhere) or vanished since it was listed.
-func hashFile(ctx context.Context, r *os.Root, rel string, d fs.DirEntry, buf []byte) (sdk.Record, error) {
+func hashFile(ctx context.Context, r *os.Root, e filewalk.Entry, buf []byte) (sdk.Record, error) {
 	// Root follows a symlink only while it stays inside root, so a link to
 	// /etc/passwd is never read.
-	f, err := r.Open(rel)
-	if err != nil {
-		if d.Type()&fs.ModeSymlink != 0 || errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+	f, fi, err := filewalk.OpenRegular(r.FS(), e)
+	if err != nil || f == nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil
-	}
+	rel := e.Rel
 	h := sha256.New()
 	// Streamed through a fixed buffer: a document is never read whole.
 	n, err := io.CopyBuffer(h, filewalk.Reader(ctx, f), buf)

@@ -414,7 +414,7 @@ func TestQualification(t *testing.T) {
 			if err := os.Chmod(locked, 0); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.Chmod(locked, 0o755) })
+			t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 			return config(locked)
 		},
 		Selector:      map[string]string{"sha256": sum(wantedContent)},
@@ -461,7 +461,7 @@ func TestQualification(t *testing.T) {
 			}
 		},
 		SeedMany: func(t *testing.T, n int) {
-			for i := 0; i < n; i++ {
+			for range n {
 				if err := os.WriteFile(filepath.Join(s.root, s.name()), []byte(wantedContent), 0o644); err != nil {
 					t.Fatal(err)
 				}

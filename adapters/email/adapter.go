@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,15 +40,12 @@ const (
 )
 
 type config struct {
-	Kind               string      `json:"kind"`
 	Root               string      `json:"root"`
 	MailPattern        string      `json:"mail_pattern"`
 	FileMtimeWindowS   json.Number `json:"file_mtime_window_s"`
 	FileContentProbe   string      `json:"file_content_probe"`
 	ExpectedRecipients []string    `json:"expected_recipients"`
 }
-
-var configKeys = []string{"kind", "root", "mail_pattern", "file_mtime_window_s", "file_content_probe", "expected_recipients"}
 
 type settings struct {
 	root     string // absolute
@@ -88,15 +84,9 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks the section; it does not look at the folder, whose
 // absence is an outage the captures report.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	if cfg.Root == "" {
 		return &sdk.ConfigError{Path: "root", Message: "missing: name the maildir (the folder holding cur/ and new/) or the folder of captured .eml files"}
@@ -138,31 +128,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		}
 	}
 	a.settings.Store(s)
-	return nil
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind email; the keys are " + strings.Join(configKeys[1:], ", ")}
-		}
-	}
 	return nil
 }
 
@@ -280,8 +245,7 @@ func (s *settings) readFile(box *mailbox, f listed, now time.Time) (sdk.Record, 
 		rec["fresh"] = filewalk.Fresh(fi.ModTime(), now, s.window)
 	}
 	m, err := readMessage(file, s.probe)
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if _, ok := errors.AsType[*fs.PathError](err); ok {
 		return nil, nil, err // the disk failed, not the message
 	}
 	if err != nil {

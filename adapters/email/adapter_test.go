@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/adapters/email/smtptest"
+	"github.com/verifierd/verifierd/internal/testservers/smtp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -252,7 +252,7 @@ AAECAw==
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			maildir := filepath.Join(t.TempDir(), "Maildir")
-			srv := smtptest.Start(t, maildir)
+			srv := smtp.Start(t, maildir)
 			c := configured(t, map[string]any{"root": maildir, "file_mtime_window_s": 300, "file_content_probe": `Invoice 42 — 100,00 €`})
 			if _, _, recs := read(t, c, nil); len(recs) != 0 {
 				t.Fatalf("a new maildir reads as %d messages", len(recs))
@@ -328,7 +328,7 @@ func TestUnexpectedRecipientHook(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			maildir := filepath.Join(t.TempDir(), "Maildir")
-			srv := smtptest.Start(t, maildir)
+			srv := smtp.Start(t, maildir)
 			cfg := map[string]any{"root": maildir, "file_content_probe": `Invoice 42`}
 			if tt.expected != nil {
 				cfg["expected_recipients"] = tt.expected
@@ -370,7 +370,7 @@ func TestUnexpectedRecipientHook(t *testing.T) {
 func TestMaildirMove(t *testing.T) {
 	t.Parallel()
 	maildir := filepath.Join(t.TempDir(), "Maildir")
-	srv := smtptest.Start(t, maildir)
+	srv := smtp.Start(t, maildir)
 	c := configured(t, map[string]any{"root": maildir})
 	name := srv.Send(t, "b@shop.example", []string{"alice@example.com"}, invoice("alice@example.com", "Invoice 42", "m1@shop"))
 	ids := func() []string {
@@ -474,7 +474,7 @@ func TestRootGone(t *testing.T) {
 	if capt.Reachable || !strings.Contains(capt.Reason, root) {
 		t.Errorf("missing capture point: reachable=%v reason %q", capt.Reachable, capt.Reason)
 	}
-	smtptest.Start(t, root)
+	smtp.Start(t, root)
 	res, err := c.TestConnection(t.Context())
 	if err != nil || !res.Reachable || !strings.Contains(res.Message, "maildir") {
 		t.Errorf("TestConnection on a maildir = %+v, %v", res, err)
@@ -486,7 +486,7 @@ func TestRootGone(t *testing.T) {
 func TestPluginBinary(t *testing.T) {
 	t.Parallel()
 	maildir := filepath.Join(t.TempDir(), "Maildir")
-	srv := smtptest.Start(t, maildir)
+	srv := smtp.Start(t, maildir)
 	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
 	if err != nil {
 		t.Fatal(err)

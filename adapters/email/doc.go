@@ -21,6 +21,6 @@
 // What a record proves is delivery to the capture point, not that a person
 // received or read the message. See docs/adapters/email.md. The package
 // imports only the public sdk; cmd/plugins/email serves it as
-// verifier-adapter-email, and package smtptest runs a real SMTP server that
+// verifier-adapter-email, and internal/testservers/smtp runs a real SMTP server that
 // delivers into a maildir for its tests.
 package email

@@ -73,7 +73,8 @@ func (c *leakCollector) add(rec sdk.Record, recipients []string) {
 		}
 	}
 	if len(unexpected) > 0 {
-		c.found = append(c.found, leak{id: rec["id"].(string), unexpected: unexpected})
+		id, _ := rec["id"].(string) // the message reader always sets a string id
+		c.found = append(c.found, leak{id: id, unexpected: unexpected})
 	}
 }
 

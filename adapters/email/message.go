@@ -96,7 +96,7 @@ func readMessage(r io.Reader, probe *regexp.Regexp) (*message, error) {
 		m.bodyMatch = t.matched
 		// Read what the parts left, so a read error at the end of the file
 		// is still seen.
-		io.Copy(io.Discard, msg.Body)
+		_, _ = io.Copy(io.Discard, msg.Body)
 	}
 	if src.err != nil {
 		return nil, src.err
@@ -117,7 +117,7 @@ func addresses(v string, dec *mime.WordDecoder) []string {
 		return out
 	}
 	var out []string
-	for _, part := range strings.Split(v, ",") {
+	for part := range strings.SplitSeq(v, ",") {
 		if a, err := p.Parse(part); err == nil {
 			out = append(out, strings.ToLower(a.Address))
 		} else if s := strings.ToLower(strings.TrimSpace(part)); s != "" {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/email/smtptest"
+	"github.com/verifierd/verifierd/internal/testservers/smtp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
@@ -20,7 +20,7 @@ import (
 // nothing but time.
 func qualify(t *testing.T, binary string) {
 	maildir := filepath.Join(t.TempDir(), "Maildir")
-	srv := smtptest.Start(t, maildir)
+	srv := smtp.Start(t, maildir)
 	const sender = "billing@shop.example"
 	var seeded atomic.Int64
 	config := func(t *testing.T) sdk.ConfigureRequest {
@@ -40,7 +40,7 @@ func qualify(t *testing.T, binary string) {
 			if err := os.Mkdir(locked, 0); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { os.Chmod(locked, 0o755) })
+			t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 			return sdk.ConfigureRequest{Kind: Kind, Config: section(t, map[string]any{"root": locked})}
 		},
 		Selector:      map[string]string{"to": "alice@example.com", "subject": "Invoice 42", "body_match": "true"},

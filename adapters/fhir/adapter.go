@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
 )
@@ -40,7 +40,7 @@ type settings struct {
 	fields   fieldPaths
 	maxPages int
 	client   *http.Client
-	creds    httpread.Credentials
+	creds    httpx.Credentials
 	warnings []string
 }
 
@@ -68,12 +68,12 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks the section, binds search_param_exprs, and builds the
 // search URL and the HTTP client. It does not connect.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	sec, err := httpread.Root(req.Config, Kind, configKeys)
+	sec, err := httpx.Root(req.Config, Kind, configKeys)
 	if err != nil {
 		return err
 	}
 	s := &settings{}
-	if s.base, err = httpread.BaseURL(sec, "base_url"); err != nil {
+	if s.base, err = httpx.BaseURL(sec, "base_url"); err != nil {
 		return err
 	}
 	if s.typ, err = sec.String("resource_type"); err != nil {
@@ -102,14 +102,14 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return err
 	}
 	if sec.Has("access_token_env") {
-		tok, err := httpread.Secret(sec, "access_token_env", req.Secrets)
+		tok, err := httpx.Secret(sec, "access_token_env", req.Secrets)
 		if err != nil {
 			return err
 		}
-		s.creds = httpread.Bearer(tok)
+		s.creds = httpx.Bearer(tok)
 	}
 	var more []string
-	if s.client, more, err = httpread.NewClient(sec, s.base, s.creds); err != nil {
+	if s.client, more, err = httpx.NewClient(sec, s.base, s.creds); err != nil {
 		return err
 	}
 	s.warnings = append(s.warnings, more...)
@@ -119,7 +119,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 
 // searchQuery encodes search_params (literal strings, or lists of strings
 // for a repeated parameter) and search_param_exprs (bound values).
-func searchQuery(sec *httpread.Section, params map[string]string) (string, error) {
+func searchQuery(sec *httpx.Section, params map[string]string) (string, error) {
 	q := url.Values{}
 	if raw := sec.Raw("search_params"); raw != nil {
 		var m map[string]json.RawMessage
@@ -175,7 +175,7 @@ func searchQuery(sec *httpread.Section, params map[string]string) (string, error
 func checkSearchParams(raw json.RawMessage, bound map[string]string) error {
 	var exprs map[string]json.RawMessage
 	if json.Unmarshal(raw, &exprs) != nil {
-		return nil
+		return nil //nolint:nilerr // Configure has already refused a malformed search_params
 	}
 	for _, name := range sortedNames(bound) {
 		path := "search_param_exprs." + name
@@ -211,7 +211,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured
 	}
-	ctx, cancel := httpread.ProbeContext(ctx)
+	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
 	r := s.reader()
@@ -227,7 +227,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 		total = fmt.Sprintf("total %d", pg.total)
 	}
 	res.Message = fmt.Sprintf("%s answered a searchset Bundle (%s, %d %s on the first page) using %s; records are %s",
-		httpread.Target(http.MethodGet, s.first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
+		httpx.Target(http.MethodGet, s.first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
 	return res, nil
 }
 
@@ -251,7 +251,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	if s == nil {
 		return sdk.Capture{}, errNotConfigured
 	}
-	ctx, cancel := httpread.WithTimeout(ctx, req.Timeout)
+	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	at := time.Now()
 	r := s.reader()
 	pg, why := r.fetch(ctx)
@@ -336,16 +336,16 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 	}
 	r.pages++
 	u := r.next
-	what := httpread.Target(http.MethodGet, u)
+	what := httpx.Target(http.MethodGet, u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return page{}, fmt.Sprintf("%s: %v", what, err)
 	}
 	req.Header.Set("Accept", "application/fhir+json")
 	s.creds.Set(req.Header)
-	res, err := httpread.Do(s.client, req)
+	res, err := httpx.Do(s.client, req)
 	if err != nil {
-		return page{}, httpread.TransportFailure(ctx, what, err, s.creds)
+		return page{}, httpx.TransportFailure(ctx, what, err, s.creds)
 	}
 	var b bundle
 	jsonErr := json.Unmarshal(res.Body, &b)
@@ -353,15 +353,15 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 		if jsonErr == nil && b.ResourceType == "OperationOutcome" {
 			return page{}, fmt.Sprintf("%s answered %d %s with an OperationOutcome: %s", what, res.Status, http.StatusText(res.Status), s.outcome(b.Issue))
 		}
-		return page{}, httpread.StatusFailure(what, res, s.creds)
+		return page{}, httpx.StatusFailure(what, res, s.creds)
 	}
 	switch {
 	case jsonErr != nil:
-		return page{}, fmt.Sprintf("%s answered %d with a body that is not a FHIR resource (%v): %s", what, res.Status, jsonErr, httpread.Excerpt(res.Body, s.creds))
+		return page{}, fmt.Sprintf("%s answered %d with a body that is not a FHIR resource (%v): %s", what, res.Status, jsonErr, httpx.Excerpt(res.Body, s.creds))
 	case b.ResourceType == "OperationOutcome":
 		return page{}, fmt.Sprintf("%s answered an OperationOutcome instead of a Bundle: %s", what, s.outcome(b.Issue))
 	case b.ResourceType != "Bundle" || b.Type != "searchset":
-		return page{}, fmt.Sprintf("%s answered a %s %s, not a searchset Bundle: %s", what, orNone(b.Type), orNone(b.ResourceType), httpread.Excerpt(res.Body, s.creds))
+		return page{}, fmt.Sprintf("%s answered a %s %s, not a searchset Bundle: %s", what, orNone(b.Type), orNone(b.ResourceType), httpx.Excerpt(res.Body, s.creds))
 	}
 	pg := page{total: -1}
 	if b.Total != nil {
@@ -372,7 +372,7 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 		pg.total = n
 	}
 	for i, e := range b.Entry {
-		v, err := httpread.DecodeJSON(e.Resource)
+		v, err := httpx.DecodeJSON(e.Resource)
 		res, ok := v.(map[string]any)
 		if err != nil || !ok {
 			return page{}, fmt.Sprintf("%s: entry %d has no resource object", what, i)
@@ -396,7 +396,7 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 		if l.Relation != "next" || l.URL == "" {
 			continue
 		}
-		next, err := httpread.Follow(s.base, u, l.URL)
+		next, err := httpx.Follow(s.base, u, l.URL)
 		if err != nil {
 			return page{}, fmt.Sprintf("%s: %v", what, err)
 		}
@@ -436,7 +436,7 @@ func (s *settings) outcome(issues []issue) string {
 			break
 		}
 		text := strings.TrimSpace(strings.Join(nonEmpty(is.Details.Text, is.Diagnostics), " — "))
-		parts = append(parts, httpread.Clip(s.creds.Redact(fmt.Sprintf("%s %s: %s", orNone(is.Severity), orNone(is.Code), text)), 200))
+		parts = append(parts, httpx.Clip(s.creds.Redact(fmt.Sprintf("%s %s: %s", orNone(is.Severity), orNone(is.Code), text)), 200))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -36,7 +36,7 @@ var observationPaths = map[string]any{
 	"issued":  "issued",
 }
 
-func section(f *testsor.FHIR, edit func(map[string]any)) map[string]any {
+func section(f *httprecords.FHIR, edit func(map[string]any)) map[string]any {
 	sec := map[string]any{
 		"kind":               "fhir",
 		"base_url":           f.URL,
@@ -54,17 +54,17 @@ func section(f *testsor.FHIR, edit func(map[string]any)) map[string]any {
 
 func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
 	t.Helper()
-	return testsor.Request(t, Kind, sec, params, secrets)
+	return httprecords.Request(t, Kind, sec, params, secrets)
 }
 
 func inProcess(t testing.TB) *plugin.InProcess {
 	t.Helper()
-	return testsor.InProcess(t, New)
+	return httprecords.InProcess(t, New)
 }
 
 var patient = map[string]string{"patient_ref": "Patient/example"}
 
-func configured(t testing.TB, f *testsor.FHIR, edit func(map[string]any)) *plugin.InProcess {
+func configured(t testing.TB, f *httprecords.FHIR, edit func(map[string]any)) *plugin.InProcess {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), request(t, section(f, edit), patient, map[string]string{"access_token_env": f.Token})); err != nil {
@@ -74,12 +74,12 @@ func configured(t testing.TB, f *testsor.FHIR, edit func(map[string]any)) *plugi
 }
 
 // read captures once (after or before) and collects the whole read.
-func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (testsor.Read, error) {
+func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (httprecords.Read, error) {
 	t.Helper()
-	return testsor.Capture(t, c, after, timeout, "id")
+	return httprecords.Capture(t, c, after, timeout, "id")
 }
 
-func mustRead(t testing.TB, c plugin.Client, after bool) testsor.Read {
+func mustRead(t testing.TB, c plugin.Client, after bool) httprecords.Read {
 	t.Helper()
 	r, err := read(t, c, after, 10*time.Second)
 	if err != nil {
@@ -90,7 +90,7 @@ func mustRead(t testing.TB, c plugin.Client, after bool) testsor.Read {
 
 func TestConfigureRefusals(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFHIR(t, true)
+	f := httprecords.NewFHIR(t, true)
 	tests := []struct {
 		name     string
 		edit     func(map[string]any)
@@ -147,11 +147,11 @@ func TestConfigureRefusals(t *testing.T) {
 // field out; without field_paths the record is the resource.
 func TestRecords(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFHIR(t, true)
-	heavy := f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
-	exact := f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T11:00:00Z", "72.50"))
-	f.Create(t, "Observation", testsor.Observation("Patient/other", "final", "2026-01-01T11:00:00Z", "80"))
-	pat := f.Create(t, "Patient", testsor.FHIRFixture("patient-example.json"))
+	f := httprecords.NewFHIR(t, true)
+	heavy := f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
+	exact := f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T11:00:00Z", "72.50"))
+	f.Create(t, "Observation", httprecords.Observation("Patient/other", "final", "2026-01-01T11:00:00Z", "80"))
+	pat := f.Create(t, "Patient", httprecords.FHIRFixture("patient-example.json"))
 
 	tests := []struct {
 		name  string
@@ -214,33 +214,33 @@ func TestVerdicts(t *testing.T) {
 	const written = `{kind: record_written, match: {patient: {param: patient_ref}, status: final}, count_new_only: true}`
 	const value = `{kind: field_equals, match: {patient: {param: patient_ref}, status: final}, field: value, value: "185"}`
 	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
-	create := func(t *testing.T, f *testsor.FHIR, subject, v string) {
-		f.Create(t, "Observation", testsor.Observation(subject, "final", now(), v))
+	create := func(t *testing.T, f *httprecords.FHIR, subject, v string) {
+		f.Create(t, "Observation", httprecords.Observation(subject, "final", now(), v))
 	}
 	tests := []struct {
 		name    string
 		effect  string
-		act     func(t *testing.T, f *testsor.FHIR)
+		act     func(t *testing.T, f *httprecords.FHIR)
 		timeout time.Duration
 		want    string
 	}{
-		{"confirmed", written, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/example", "185") }, 0, "CONFIRMED/confirmed/COUNT_EXACT"},
-		{"duplicate", written, func(t *testing.T, f *testsor.FHIR) {
+		{"confirmed", written, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "185") }, 0, "CONFIRMED/confirmed/COUNT_EXACT"},
+		{"duplicate", written, func(t *testing.T, f *httprecords.FHIR) {
 			create(t, f, "Patient/example", "185")
 			create(t, f, "Patient/example", "185")
 		}, 0, "REFUTED/conflicting/COUNT_OVER"},
-		{"wrong subject", written, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/other", "185") }, 0, "REFUTED/refuted/COUNT_UNDER"},
-		{"value read back", value, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/example", "185.0") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
-		{"partial save", value, func(t *testing.T, f *testsor.FHIR) { create(t, f, "Patient/example", "") }, 0, "REFUTED/conflicting/FIELD_MISMATCH"},
-		{"401 after the action", written, func(t *testing.T, f *testsor.FHIR) {
+		{"wrong subject", written, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/other", "185") }, 0, "REFUTED/refuted/COUNT_UNDER"},
+		{"value read back", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "185.0") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
+		{"partial save", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "") }, 0, "REFUTED/conflicting/FIELD_MISMATCH"},
+		{"401 after the action", written, func(t *testing.T, f *httprecords.FHIR) {
 			create(t, f, "Patient/example", "185")
 			f.Rotate()
 		}, 0, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"500 after the action", written, func(t *testing.T, f *testsor.FHIR) {
+		{"500 after the action", written, func(t *testing.T, f *httprecords.FHIR) {
 			create(t, f, "Patient/example", "185")
 			f.FailWith(http.StatusInternalServerError)
 		}, 0, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"slow past the deadline", written, func(t *testing.T, f *testsor.FHIR) {
+		{"slow past the deadline", written, func(t *testing.T, f *httprecords.FHIR) {
 			create(t, f, "Patient/example", "185")
 			f.SetDelay(5 * time.Second)
 		}, 300 * time.Millisecond, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
@@ -248,8 +248,8 @@ func TestVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := testsor.NewFHIR(t, true)
-			f.Create(t, "Observation", testsor.Observation("Patient/example", "preliminary", now(), "180"))
+			f := httprecords.NewFHIR(t, true)
+			f.Create(t, "Observation", httprecords.Observation("Patient/example", "preliminary", now(), "180"))
 			ip := configured(t, f, nil)
 			before := mustRead(t, ip, false)
 			tt.act(t, f)
@@ -265,7 +265,7 @@ func TestVerdicts(t *testing.T) {
 			if took := time.Since(start); took > timeout+2*time.Second {
 				t.Errorf("the read took %v with a %v deadline", took, timeout)
 			}
-			if got := testsor.Judge(t, tt.effect, patient, before, after, ""); got != tt.want {
+			if got := httprecords.Judge(t, tt.effect, patient, before, after, ""); got != tt.want {
 				t.Errorf("verdict = %s, want %s (after: %+v)", got, tt.want, after)
 			}
 		})
@@ -278,28 +278,28 @@ func TestUnreachableReasons(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		fault func(f *testsor.FHIR)
+		fault func(f *httprecords.FHIR)
 		edit  func(map[string]any)
 		want  string
 	}{
-		{"token refused", func(f *testsor.FHIR) { f.Rotate() }, nil,
+		{"token refused", func(f *httprecords.FHIR) { f.Rotate() }, nil,
 			"answered 401 Unauthorized with an OperationOutcome: error login: Authentication failed — The access token is missing, expired or not valid"},
-		{"server failure", func(f *testsor.FHIR) { f.FailWith(http.StatusInternalServerError) }, nil,
+		{"server failure", func(f *httprecords.FHIR) { f.FailWith(http.StatusInternalServerError) }, nil,
 			"500 Internal Server Error with an OperationOutcome: fatal exception: Failed to call access method"},
-		{"forbidden", func(f *testsor.FHIR) { f.FailWith(http.StatusForbidden) }, nil, "403 Forbidden with an OperationOutcome"},
-		{"outcome instead of a bundle", func(f *testsor.FHIR) { f.OutcomeAt200(true) }, nil,
+		{"forbidden", func(f *httprecords.FHIR) { f.FailWith(http.StatusForbidden) }, nil, "403 Forbidden with an OperationOutcome"},
+		{"outcome instead of a bundle", func(f *httprecords.FHIR) { f.OutcomeAt200(true) }, nil,
 			"answered an OperationOutcome instead of a Bundle: error too-costly: The search is too costly to process"},
-		{"unknown search parameter", func(f *testsor.FHIR) {}, func(s map[string]any) { s["search_params"] = map[string]any{"colour": "red"} },
+		{"unknown search parameter", func(f *httprecords.FHIR) {}, func(s map[string]any) { s["search_params"] = map[string]any{"colour": "red"} },
 			`400 Bad Request with an OperationOutcome: error processing: Unknown search parameter "colour"`},
-		{"error outcome inside the searchset", func(f *testsor.FHIR) { f.OutcomeEntry("error") }, nil,
+		{"error outcome inside the searchset", func(f *httprecords.FHIR) { f.OutcomeEntry("error") }, nil,
 			"the searchset carries an OperationOutcome: error informational: The search ran against a replica"},
-		{"proxy down", func(f *testsor.FHIR) { f.SetDown(true) }, nil, "502 Bad Gateway"},
+		{"proxy down", func(f *httprecords.FHIR) { f.SetDown(true) }, nil, "502 Bad Gateway"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := testsor.NewFHIR(t, true)
-			f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
+			f := httprecords.NewFHIR(t, true)
+			f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
 			secret := f.Token
 			ip := configured(t, f, tt.edit)
 			tt.fault(f)
@@ -341,11 +341,11 @@ func TestPaging(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := testsor.NewFHIR(t, true)
+			f := httprecords.NewFHIR(t, true)
 			var want []any
 			for i := range 3 {
-				want = append(want, f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", fmt.Sprint(180+i))))
-				f.Create(t, "Observation", testsor.Observation("Patient/other", "final", "2026-01-01T00:00:00Z", "1"))
+				want = append(want, f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", fmt.Sprint(180+i))))
+				f.Create(t, "Observation", httprecords.Observation("Patient/other", "final", "2026-01-01T00:00:00Z", "1"))
 			}
 			f.OutcomeEntry(tt.outcome)
 			ip := configured(t, f, func(s map[string]any) {
@@ -383,10 +383,10 @@ func TestPaging(t *testing.T) {
 // add up to, and a next link to another server.
 func TestBundleFaults(t *testing.T) {
 	t.Parallel()
-	obs := string(testsor.FHIRFixture("observation-example.json"))
+	obs := string(httprecords.FHIRFixture("observation-example.json"))
 	var base string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", testsor.FHIRContentType)
+		w.Header().Set("Content-Type", httprecords.FHIRContentType)
 		switch r.URL.Query().Get("page") {
 		case "":
 			next := base + "/Observation?page=2"
@@ -424,8 +424,8 @@ func TestBundleFaults(t *testing.T) {
 
 func TestTestConnection(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFHIR(t, true)
-	f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
+	f := httprecords.NewFHIR(t, true)
+	f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
 	ip := configured(t, f, func(s map[string]any) { s["field_paths"] = map[string]any{"patient": "subject.reference"} })
 	res, err := ip.TestConnection(t.Context())
 	if err != nil || !res.Reachable {
@@ -441,8 +441,8 @@ func TestTestConnection(t *testing.T) {
 
 func TestPluginBinary(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFHIR(t, true)
-	id := f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
+	f := httprecords.NewFHIR(t, true)
+	id := f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
 	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
 	if err != nil {
 		t.Fatal(err)
@@ -458,7 +458,7 @@ func TestPluginBinary(t *testing.T) {
 }
 
 func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
-	f := testsor.NewFHIR(t, true)
+	f := httprecords.NewFHIR(t, true)
 	config := func(token string) sdk.ConfigureRequest {
 		return request(t, section(f, func(s map[string]any) { s["search_params"] = map[string]any{"_count": "2000"} }),
 			patient, map[string]string{"access_token_env": token})
@@ -471,17 +471,17 @@ func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 		Selector:       map[string]string{"patient": "Patient/example", "status": "final"},
 		Reset:          func(t *testing.T) { f.Reset("Observation") },
 		WriteCorrect: func(t *testing.T) string {
-			return f.Create(t, "Observation", testsor.Observation("Patient/example", "final", now(), "185"))
+			return f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", now(), "185"))
 		},
 		WriteWrongEntity: func(t *testing.T) string {
-			return f.Create(t, "Observation", testsor.Observation("Patient/other", "final", now(), "185"))
+			return f.Create(t, "Observation", httprecords.Observation("Patient/other", "final", now(), "185"))
 		},
 		WriteDuplicate: func(t *testing.T) string {
-			return f.Create(t, "Observation", testsor.Observation("Patient/example", "final", now(), "185"))
+			return f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", now(), "185"))
 		},
 		WriteStale: func(t *testing.T) (string, string) {
 			const old = "2001-02-03T04:05:06Z"
-			f.Create(t, "Observation", testsor.Observation("Patient/example", "final", old, "185"))
+			f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", old, "185"))
 			return "issued", old
 		},
 		WriteLater: func(t *testing.T, d time.Duration) {

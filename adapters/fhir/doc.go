@@ -36,7 +36,7 @@
 // evidence; the judge compares 185.00 and 185 as equal). Without
 // field_paths the record is the whole resource.
 //
-// The package imports only the public sdk (and the HTTP adapters' shared
-// internal/httpread), as a customer's adapter would; cmd/plugins/fhir
-// serves it as verifier-adapter-fhir.
+// The package imports only the public sdk and internal/httpx (the HTTP
+// helpers it shares with the other HTTP adapters and the compensator), as
+// a customer's adapter would; cmd/plugins/fhir serves it as verifier-adapter-fhir.
 package fhir

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 )
 
 // fieldPaths maps a record field to a path into each resource.
-type fieldPaths map[string]httpread.Path
+type fieldPaths map[string]httpx.Path
 
 // parseFieldPaths reads field_paths: record field -> dotted path, where a
 // segment of digits indexes an array (code.coding.0.code). Arrays are never
@@ -28,7 +28,7 @@ func parseFieldPaths(raw map[string]string) (fieldPaths, error) {
 		if name == "" {
 			return nil, &sdk.ConfigError{Path: "field_paths", Message: "a record field name is empty"}
 		}
-		p, err := httpread.ParsePath(raw[name])
+		p, err := httpx.ParsePath(raw[name])
 		if err != nil {
 			return nil, &sdk.ConfigError{Path: "field_paths." + name, Message: err.Error()}
 		}
@@ -47,7 +47,7 @@ func (fp fieldPaths) flatten(resource map[string]any) sdk.Record {
 	}
 	rec := make(sdk.Record, len(fp))
 	for name, p := range fp {
-		if v, found := p.Lookup(resource); found == httpread.Present {
+		if v, found := p.Lookup(resource); found == httpx.Present {
 			rec[name] = v
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/internal/httpread"
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/httpx"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 )
 
 // FuzzFlatten feeds the field_paths flattener arbitrary resources and
@@ -15,9 +15,9 @@ import (
 // segments; a number it returns keeps the exact text it had in the
 // resource; and a one-segment path reads exactly that top-level key.
 func FuzzFlatten(f *testing.F) {
-	f.Add(string(testsor.FHIRFixture("observation-example.json")), "valueQuantity.value")
-	f.Add(string(testsor.FHIRFixture("observation-example.json")), "code.coding.1.code")
-	f.Add(string(testsor.FHIRFixture("patient-example.json")), "name.0.given.1")
+	f.Add(string(httprecords.FHIRFixture("observation-example.json")), "valueQuantity.value")
+	f.Add(string(httprecords.FHIRFixture("observation-example.json")), "code.coding.1.code")
+	f.Add(string(httprecords.FHIRFixture("patient-example.json")), "name.0.given.1")
 	f.Add(`{"a":[1.50,{"b":null}]}`, "a.1.b")
 	f.Add(`{"a":{"0":"key, not index"}}`, "a.0")
 	f.Add(`{"n":1e400}`, "n")
@@ -33,7 +33,7 @@ func FuzzFlatten(f *testing.F) {
 				t.Fatalf("accepted %q with an empty segment", path)
 			}
 		}
-		v, err := httpread.DecodeJSON([]byte(doc))
+		v, err := httpx.DecodeJSON([]byte(doc))
 		res, ok := v.(map[string]any)
 		if err != nil || !ok {
 			return

@@ -3,7 +3,7 @@ package fhir
 import (
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 )
 
 // TestParamValueIsOneSearchValue: a run parameter with '&' and '=' reaches
@@ -11,9 +11,9 @@ import (
 // exactly it; it cannot add search parameters of its own.
 func TestParamValueIsOneSearchValue(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFHIR(t, true)
-	f.Create(t, "Observation", testsor.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
-	odd := f.Create(t, "Observation", testsor.Observation("Patient/a&_count=999", "final", "2026-01-01T10:00:00Z", "80"))
+	f := httprecords.NewFHIR(t, true)
+	f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
+	odd := f.Create(t, "Observation", httprecords.Observation("Patient/a&_count=999", "final", "2026-01-01T10:00:00Z", "80"))
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), request(t, section(f, nil), map[string]string{"patient_ref": "Patient/a&_count=999"}, map[string]string{"access_token_env": f.Token})); err != nil {
 		t.Fatalf("Configure: %v", err)

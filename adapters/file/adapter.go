@@ -11,10 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"sort"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,7 +32,6 @@ const defaultTimeout = 2 * time.Minute
 
 // config is the adapter's deployment section.
 type config struct {
-	Kind             string       `json:"kind"`
 	Root             string       `json:"root"`
 	FilePattern      string       `json:"file_pattern"`
 	FileMinSize      json.Number  `json:"file_min_size"`
@@ -43,8 +39,6 @@ type config struct {
 	FileContentProbe string       `json:"file_content_probe"`
 	SFTP             *sftpSection `json:"sftp"`
 }
-
-var configKeys = []string{"kind", "root", "file_pattern", "file_min_size", "file_mtime_window_s", "file_content_probe", "sftp"}
 
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
@@ -84,18 +78,9 @@ func (a *Adapter) Info() sdk.Info {
 // a server that is down or refuses the credentials is the captures'
 // business.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	if err := refuseUnknownKeys(req.Config, "", configKeys); err != nil {
-		return err
-	}
-	if err := refuseUnknownKeys(req.Config, "sftp", sftpKeys); err != nil {
-		return err
-	}
 	var cfg config
 	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	s := &settings{minSize: DefaultMinSize}
 	var err error
@@ -135,48 +120,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		}
 	}
 	a.settings.Store(s)
-	return nil
-}
-
-// refuseUnknownKeys names the first key of the section (or of its map at
-// sub) that the adapter does not read, so a misspelt key is reported
-// rather than ignored.
-func refuseUnknownKeys(raw json.RawMessage, sub string, known []string) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	prefix := ""
-	if sub != "" {
-		inner, ok := section[sub]
-		if !ok {
-			return nil
-		}
-		section = nil
-		if err := json.Unmarshal(inner, &section); err != nil || section == nil {
-			return &sdk.ConfigError{Path: sub, Message: "must be a map of host, port, user, known_hosts or host_key_fingerprint, and private_key_env or password_env"}
-		}
-		prefix = sub + "."
-	}
-	keys := make([]string, 0, len(section))
-	for k := range section {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(known, k) {
-			var list []string
-			for _, c := range known {
-				if c != "kind" {
-					list = append(list, c)
-				}
-			}
-			return &sdk.ConfigError{Path: prefix + k, Message: fmt.Sprintf("unknown key for kind file; the keys here are %s", strings.Join(list, ", "))}
-		}
-	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -218,9 +219,7 @@ func checkArrival(t *testing.T, c plugin.Client, root, display string, tc arriva
 		"mtime":  mtime.UTC().Format(time.RFC3339),
 		"sha256": sum(tc.content),
 	}
-	for k, v := range tc.want {
-		want[k] = v
-	}
+	maps.Copy(want, tc.want)
 	if diff := cmp.Diff([]sdk.Record{want}, recs); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}

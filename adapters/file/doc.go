@@ -26,6 +26,6 @@
 //
 // See docs/adapters/file.md for a deployment example and every field. The
 // package imports only the public sdk, as a customer's adapter would;
-// cmd/plugins/file serves it as verifier-adapter-file, and package sshdtest
+// cmd/plugins/file serves it as verifier-adapter-file, and internal/testservers/sshd
 // runs a real OpenSSH server for its tests.
 package file

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/file/sshdtest"
+	"github.com/verifierd/verifierd/internal/testservers/sshd"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
@@ -126,7 +126,7 @@ func TestQualificationLocal(t *testing.T) {
 		if err := os.Mkdir(locked, 0); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Chmod(locked, 0o755) })
+		t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 		return sdk.ConfigureRequest{Kind: Kind, Config: section(t, probeSection(locked))}
 	}
 	h.SetReachable = func(t *testing.T, reachable bool) {
@@ -148,7 +148,7 @@ func TestQualificationLocal(t *testing.T) {
 // TestQualificationSFTP runs the kit through the real plugin binary against
 // a real sshd serving the drop folder; the outage is the server stopped.
 func TestQualificationSFTP(t *testing.T) {
-	srv := sshdtest.Start(t)
+	srv := sshd.Start(t)
 	d := newDropFolder(t)
 	h := d.harness(t)
 	h.Binary = pluginBinary

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -39,9 +38,7 @@ func (s *settings) read(ctx context.Context, t *tree, now time.Time) ([]sdk.Reco
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(readers, len(entries)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			buf := make([]byte, 64<<10)
 			for i := range next {
 				rec, err := s.readFile(ctx, t.fsys, entries[i], now, buf)
@@ -51,7 +48,7 @@ func (s *settings) read(ctx context.Context, t *tree, now time.Time) ([]sdk.Reco
 				}
 				recs[i] = rec
 			}
-		}()
+		})
 	}
 feed:
 	for i := range entries {
@@ -83,26 +80,12 @@ func (s *settings) readFile(ctx context.Context, fsys fs.FS, e filewalk.Entry, n
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if t := e.Type(); t&^fs.ModeSymlink != 0 {
-		// Listed as a FIFO, socket or device: opening one can block or
-		// never end, and it is not a file that arrived.
-		return nil, nil
-	}
-	f, err := fsys.Open(e.Rel)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || e.Type()&fs.ModeSymlink != 0 {
-			return nil, nil
-		}
+	// A FIFO, socket or device is not a file that arrived.
+	f, fi, err := filewalk.OpenRegular(fsys, e)
+	if err != nil || f == nil {
 		return nil, filewalk.Unwrap(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil
-	}
 	h := sha256.New()
 	var dst io.Writer = h
 	var p *probe
@@ -163,7 +146,7 @@ func startProbe(re *regexp.Regexp) *probe {
 	go func() {
 		matched := re.MatchReader(bufio.NewReaderSize(pr, 64<<10))
 		// Whatever follows a match is drained, so the writer never blocks.
-		io.Copy(io.Discard, pr)
+		_, _ = io.Copy(io.Discard, pr)
 		p.done <- matched
 	}()
 	return p

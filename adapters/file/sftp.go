@@ -41,8 +41,6 @@ type sftpSection struct {
 	PasswordEnv             string      `json:"password_env"`
 }
 
-var sftpKeys = []string{"host", "port", "user", "known_hosts", "host_key_fingerprint", "private_key_env", "private_key_passphrase_env", "password_env"}
-
 // The secret slots, as the daemon names them.
 const (
 	slotPrivateKey = "sftp.private_key_env"

@@ -4,6 +4,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,24 +13,22 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/verifierd/verifierd/adapters/file/sshdtest"
+	"github.com/verifierd/verifierd/internal/testservers/sshd"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 func testKey(t testing.TB) []byte {
 	t.Helper()
-	pem, _ := sshdtest.NewKey(t)
+	pem, _ := sshd.NewKey(t)
 	return pem
 }
 
 // sftpConfig is cfg reading root on srv, trusting its key by fingerprint and
 // logging in with its authorised client key, as the daemon would send it.
-func sftpConfig(srv *sshdtest.Server, cfg map[string]any) (map[string]any, map[string]string) {
+func sftpConfig(srv *sshd.Server, cfg map[string]any) (map[string]any, map[string]string) {
 	out := map[string]any{}
-	for k, v := range cfg {
-		out[k] = v
-	}
+	maps.Copy(out, cfg)
 	out["sftp"] = map[string]any{
 		"host": srv.Host, "port": srv.Port, "user": srv.User,
 		"host_key_fingerprint": srv.HostKeyFingerprint,
@@ -41,9 +40,7 @@ func sftpConfig(srv *sshdtest.Server, cfg map[string]any) (map[string]any, map[s
 // withSFTP changes keys of cfg's sftp map (nil deletes).
 func withSFTP(cfg map[string]any, kv map[string]any) map[string]any {
 	s := map[string]any{}
-	for k, v := range cfg["sftp"].(map[string]any) {
-		s[k] = v
-	}
+	maps.Copy(s, cfg["sftp"].(map[string]any))
 	for k, v := range kv {
 		if v == nil {
 			delete(s, k)
@@ -52,16 +49,14 @@ func withSFTP(cfg map[string]any, kv map[string]any) map[string]any {
 		}
 	}
 	out := map[string]any{}
-	for k, v := range cfg {
-		out[k] = v
-	}
+	maps.Copy(out, cfg)
 	out["sftp"] = s
 	return out
 }
 
 func TestSFTPArrivals(t *testing.T) {
 	t.Parallel()
-	srv := sshdtest.Start(t)
+	srv := sshd.Start(t)
 	for _, tc := range arrivalCases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -131,10 +126,10 @@ func TestSFTPArrivals(t *testing.T) {
 // no secret in it; a refused host key never reaches authentication.
 func TestSFTPRefusals(t *testing.T) {
 	t.Parallel()
-	srv := sshdtest.Start(t)
+	srv := sshd.Start(t)
 	root := t.TempDir()
 	writeAt(t, root, "export-42.csv", "invoice 42", time.Time{})
-	_, otherHostKey := sshdtest.NewKey(t)
+	_, otherHostKey := sshd.NewKey(t)
 	wrongClientKey := testKey(t)
 	const password = "Pa55-not-the-root-password"
 	base, secrets := sftpConfig(srv, map[string]any{"root": root})
@@ -212,7 +207,7 @@ func emptyKnownHosts(t *testing.T) string {
 // readable again once it is back.
 func TestSFTPServerDown(t *testing.T) {
 	t.Parallel()
-	srv := sshdtest.Start(t)
+	srv := sshd.Start(t)
 	root := t.TempDir()
 	writeAt(t, root, "export-42.csv", "invoice 42", time.Time{})
 	cfg, secrets := sftpConfig(srv, map[string]any{"root": root})
@@ -237,16 +232,16 @@ func TestSFTPMidRead(t *testing.T) {
 	const deadline = 3 * time.Second
 	tests := []struct {
 		name    string
-		act     func(srv *sshdtest.Server)
+		act     func(srv *sshd.Server)
 		wantWhy string
 	}{
-		{"server killed", func(srv *sshdtest.Server) { srv.Freeze(); srv.Stop() }, "lost"},
-		{"server hung", func(srv *sshdtest.Server) { srv.Freeze() }, "deadline"},
+		{"server killed", func(srv *sshd.Server) { srv.Freeze(); srv.Stop() }, "lost"},
+		{"server hung", func(srv *sshd.Server) { srv.Freeze() }, "deadline"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := sshdtest.Start(t)
+			srv := sshd.Start(t)
 			root := t.TempDir()
 			for i := range files {
 				writeAt(t, root, fmt.Sprintf("export-%05d.csv", i), "invoice 42", time.Time{})
@@ -293,7 +288,7 @@ func TestSFTPMidRead(t *testing.T) {
 
 // waitReading waits until the server holds open a file whose path starts
 // with prefix: the client's read is under way.
-func waitReading(t *testing.T, srv *sshdtest.Server, prefix string) {
+func waitReading(t *testing.T, srv *sshd.Server, prefix string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -314,7 +309,7 @@ func waitReading(t *testing.T, srv *sshdtest.Server, prefix string) {
 // naming the field and never the secret.
 func TestEncryptedClientKey(t *testing.T) {
 	t.Parallel()
-	srv := sshdtest.Start(t)
+	srv := sshd.Start(t)
 	raw, err := ssh.ParseRawPrivateKey(srv.ClientKey)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -30,10 +30,10 @@ var configKeys = []string{
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
 	endpoint *url.URL
-	body     []byte        // the POST body: query, variables, operationName
-	records  httpread.Path // inside data
+	body     []byte     // the POST body: query, variables, operationName
+	records  httpx.Path // inside data
 	client   *http.Client
-	creds    httpread.Credentials
+	creds    httpx.Credentials
 	warnings []string
 }
 
@@ -64,7 +64,7 @@ func (a *Adapter) Info() sdk.Info {
 // to the declared variable types and builds the HTTP client. It does not
 // connect.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	sec, err := httpread.Root(req.Config, Kind, configKeys)
+	sec, err := httpx.Root(req.Config, Kind, configKeys)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		}
 	}
 	s := &settings{}
-	if s.endpoint, err = httpread.BaseURL(sec, "base_url"); err != nil {
+	if s.endpoint, err = httpx.BaseURL(sec, "base_url"); err != nil {
 		return err
 	}
 	text, err := sec.String("graphql_query")
@@ -110,14 +110,14 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if s.body, err = json.Marshal(body); err != nil {
 		return fmt.Errorf("graphql adapter: encoding the request: %w", err)
 	}
-	auth, err := sec.Sub("auth", httpread.AuthKeys)
+	auth, err := sec.Sub("auth", httpx.AuthKeys)
 	if err != nil {
 		return err
 	}
-	if s.creds, err = httpread.ParseAuth(auth, req.Secrets); err != nil {
+	if s.creds, err = httpx.ParseAuth(auth, req.Secrets); err != nil {
 		return err
 	}
-	if s.client, s.warnings, err = httpread.NewClient(sec, s.endpoint, s.creds); err != nil {
+	if s.client, s.warnings, err = httpx.NewClient(sec, s.endpoint, s.creds); err != nil {
 		return err
 	}
 	a.settings.Store(s)
@@ -126,7 +126,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 
 // recordsPath reads graphql_records_path, a dotted path inside the answer's
 // data. Without it, a query selecting one top-level field reads that field.
-func recordsPath(sec *httpread.Section, rq *readQuery) (httpread.Path, error) {
+func recordsPath(sec *httpx.Section, rq *readQuery) (httpx.Path, error) {
 	raw, err := sec.String("graphql_records_path")
 	if err != nil {
 		return nil, err
@@ -135,7 +135,7 @@ func recordsPath(sec *httpread.Section, rq *readQuery) (httpread.Path, error) {
 		if len(rq.fields) != 1 {
 			return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: "missing: the query selects several top-level fields; name the list of records inside data, e.g. encounters or patient.encounters"}
 		}
-		return httpread.Path{rq.fields[0]}, nil
+		return httpx.Path{rq.fields[0]}, nil
 	}
 	// The path is inside data; a path written from the response's root
 	// (data.encounters) means the same, unless the query selects a field
@@ -143,7 +143,7 @@ func recordsPath(sec *httpread.Section, rq *readQuery) (httpread.Path, error) {
 	if rest, ok := strings.CutPrefix(raw, "data."); ok && !slices.Contains(rq.fields, "data") {
 		raw = rest
 	}
-	p, err := httpread.ParsePath(raw)
+	p, err := httpx.ParsePath(raw)
 	if err != nil {
 		return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: err.Error()}
 	}
@@ -161,7 +161,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured
 	}
-	ctx, cancel := httpread.ProbeContext(ctx)
+	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
 	recs, why := s.read(ctx)
@@ -171,7 +171,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 		return res, nil
 	}
 	res.Reachable = true
-	res.Message = fmt.Sprintf("%s answered the query with %d records at %s using %s", httpread.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
+	res.Message = fmt.Sprintf("%s answered the query with %d records at %s using %s", httpx.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
 	return res, nil
 }
 
@@ -190,7 +190,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	if s == nil {
 		return sdk.Capture{}, errNotConfigured
 	}
-	ctx, cancel := httpread.WithTimeout(ctx, req.Timeout)
+	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	at := time.Now()
 	recs, why := s.read(ctx)
@@ -212,7 +212,7 @@ type gqlAnswer struct {
 // this adapter sends) and returns the records, or why there are none to
 // judge.
 func (s *settings) read(ctx context.Context) ([]sdk.Record, string) {
-	what := httpread.Target(http.MethodPost, s.endpoint)
+	what := httpx.Target(http.MethodPost, s.endpoint)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(s.body))
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", what, err)
@@ -220,9 +220,9 @@ func (s *settings) read(ctx context.Context) ([]sdk.Record, string) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/graphql-response+json, application/json")
 	s.creds.Set(req.Header)
-	res, err := httpread.Do(s.client, req)
+	res, err := httpx.Do(s.client, req)
 	if err != nil {
-		return nil, httpread.TransportFailure(ctx, what, err, s.creds)
+		return nil, httpx.TransportFailure(ctx, what, err, s.creds)
 	}
 	var ans gqlAnswer
 	jsonErr := json.Unmarshal(res.Body, &ans)
@@ -230,30 +230,30 @@ func (s *settings) read(ctx context.Context) ([]sdk.Record, string) {
 		if jsonErr == nil && len(ans.Errors) > 0 {
 			return nil, fmt.Sprintf("%s answered %d %s: %s", what, res.Status, http.StatusText(res.Status), s.messages(ans))
 		}
-		return nil, httpread.StatusFailure(what, res, s.creds)
+		return nil, httpx.StatusFailure(what, res, s.creds)
 	}
 	if jsonErr != nil {
-		return nil, fmt.Sprintf("%s answered %d with a body that is not a GraphQL response (%v): %s", what, res.Status, jsonErr, httpread.Excerpt(res.Body, s.creds))
+		return nil, fmt.Sprintf("%s answered %d with a body that is not a GraphQL response (%v): %s", what, res.Status, jsonErr, httpx.Excerpt(res.Body, s.creds))
 	}
 	// Partial data next to errors is still a failed read: a list that a
 	// failing resolver nulled out is not "no records".
 	if len(ans.Errors) > 0 {
 		return nil, fmt.Sprintf("%s: the GraphQL answer carries errors: %s", what, s.messages(ans))
 	}
-	data, err := httpread.DecodeJSON(ans.Data)
+	data, err := httpx.DecodeJSON(ans.Data)
 	if err != nil || data == nil {
-		return nil, fmt.Sprintf("%s answered %d without data: %s", what, res.Status, httpread.Excerpt(res.Body, s.creds))
+		return nil, fmt.Sprintf("%s answered %d without data: %s", what, res.Status, httpx.Excerpt(res.Body, s.creds))
 	}
 	v, found := s.records.Lookup(data)
 	switch found {
-	case httpread.Null:
+	case httpx.Null:
 		// The query resolved to null on the way (the entity has no such
 		// record): an answer with no records, not a failure.
 		return nil, ""
-	case httpread.Missing:
-		return nil, fmt.Sprintf("%s: the answer has no %s in data: %s", what, s.records, httpread.Excerpt(ans.Data, s.creds))
+	case httpx.Missing:
+		return nil, fmt.Sprintf("%s: the answer has no %s in data: %s", what, s.records, httpx.Excerpt(ans.Data, s.creds))
 	}
-	recs, err := httpread.ListRecords(v, "data."+s.records.String())
+	recs, err := httpx.ListRecords(v, "data."+s.records.String())
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", what, err)
 	}
@@ -268,7 +268,7 @@ func (s *settings) messages(ans gqlAnswer) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(ans.Errors)-3))
 			break
 		}
-		parts = append(parts, httpread.Clip(s.creds.Redact(e.Message), 160))
+		parts = append(parts, httpx.Clip(s.creds.Redact(e.Message), 160))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -29,7 +29,7 @@ const encountersQuery = `query Encounters($patient: String!) {
   encounters(patientId: $patient) { id patientId type note updatedAt }
 }`
 
-func section(g *testsor.GraphQL, edit func(map[string]any)) map[string]any {
+func section(g *httprecords.GraphQL, edit func(map[string]any)) map[string]any {
 	sec := map[string]any{
 		"kind":              "graphql",
 		"base_url":          g.URL,
@@ -46,15 +46,15 @@ func section(g *testsor.GraphQL, edit func(map[string]any)) map[string]any {
 
 func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
 	t.Helper()
-	return testsor.Request(t, Kind, sec, params, secrets)
+	return httprecords.Request(t, Kind, sec, params, secrets)
 }
 
 func inProcess(t testing.TB) *plugin.InProcess {
 	t.Helper()
-	return testsor.InProcess(t, New)
+	return httprecords.InProcess(t, New)
 }
 
-func configured(t testing.TB, g *testsor.GraphQL, edit func(map[string]any), params map[string]string) *plugin.InProcess {
+func configured(t testing.TB, g *httprecords.GraphQL, edit func(map[string]any), params map[string]string) *plugin.InProcess {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), request(t, section(g, edit), params, map[string]string{"auth.bearer_env": g.Token})); err != nil {
@@ -65,9 +65,9 @@ func configured(t testing.TB, g *testsor.GraphQL, edit func(map[string]any), par
 
 // read captures once and collects the whole read; an incomplete read fails
 // the test.
-func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) testsor.Read {
+func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) httprecords.Read {
 	t.Helper()
-	r, err := testsor.Capture(t, c, after, timeout, "id")
+	r, err := httprecords.Capture(t, c, after, timeout, "id")
 	if err != nil {
 		t.Fatalf("records: %v", err)
 	}
@@ -76,7 +76,7 @@ func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) test
 
 func TestConfigureRefusals(t *testing.T) {
 	t.Parallel()
-	g := testsor.NewGraphQL(t, true)
+	g := httprecords.NewGraphQL(t, true)
 	tests := []struct {
 		name     string
 		edit     func(map[string]any)
@@ -159,11 +159,11 @@ func TestConfigureRefusals(t *testing.T) {
 // (no such patient) as no records, and numbers with their exact text.
 func TestRecords(t *testing.T) {
 	t.Parallel()
-	g := testsor.NewGraphQL(t, true)
+	g := httprecords.NewGraphQL(t, true)
 	g.AddPatient("p-1")
 	w := 72.5
-	a := g.Insert(testsor.Encounter{PatientID: "p-1", Type: "Triage", WeightKg: &w, UpdatedAt: "2026-01-01T00:00:00Z"})
-	g.Insert(testsor.Encounter{PatientID: "p-2", Type: "Triage", UpdatedAt: "2026-01-01T00:00:00Z"})
+	a := g.Insert(httprecords.Encounter{PatientID: "p-1", Type: "Triage", WeightKg: &w, UpdatedAt: "2026-01-01T00:00:00Z"})
+	g.Insert(httprecords.Encounter{PatientID: "p-2", Type: "Triage", UpdatedAt: "2026-01-01T00:00:00Z"})
 	nested := `query Q($p: String!, $want: Boolean = true) { patient(id: $p) { id encounters @include(if: $want) { id patientId weightKg note } } }`
 	tests := []struct {
 		name    string
@@ -209,32 +209,32 @@ func TestVerdicts(t *testing.T) {
 	tests := []struct {
 		name      string
 		effect    string
-		act       func(t *testing.T, g *testsor.GraphQL)
+		act       func(t *testing.T, g *httprecords.GraphQL)
 		timeout   time.Duration
 		freshness string
 		want      string
 	}{
-		{"confirmed", written, func(t *testing.T, g *testsor.GraphQL) { g.Add(t, "p-1", "Triage", "Follow-up", "") }, 0, "updatedAt=60", "CONFIRMED/confirmed/COUNT_EXACT"},
-		{"duplicate", written, func(t *testing.T, g *testsor.GraphQL) {
+		{"confirmed", written, func(t *testing.T, g *httprecords.GraphQL) { g.Add(t, "p-1", "Triage", "Follow-up", "") }, 0, "updatedAt=60", "CONFIRMED/confirmed/COUNT_EXACT"},
+		{"duplicate", written, func(t *testing.T, g *httprecords.GraphQL) {
 			g.Add(t, "p-1", "Triage", "Follow-up", "")
 			g.Add(t, "p-1", "Triage", "Follow-up", "")
 		}, 0, "", "REFUTED/conflicting/COUNT_OVER"},
-		{"wrong subject", written, func(t *testing.T, g *testsor.GraphQL) { g.Add(t, "p-2", "Triage", "Follow-up", "") }, 0, "", "REFUTED/refuted/COUNT_UNDER"},
-		{"partial save", note, func(t *testing.T, g *testsor.GraphQL) { g.Add(t, "p-1", "Triage", "", "") }, 0, "", "REFUTED/conflicting/FIELD_MISMATCH"},
-		{"stale", written, func(t *testing.T, g *testsor.GraphQL) { g.Add(t, "p-1", "Triage", "Follow-up", old) }, 0, "updatedAt=60", "INDETERMINATE/stale/STALE"},
-		{"401 after the action", written, func(t *testing.T, g *testsor.GraphQL) {
+		{"wrong subject", written, func(t *testing.T, g *httprecords.GraphQL) { g.Add(t, "p-2", "Triage", "Follow-up", "") }, 0, "", "REFUTED/refuted/COUNT_UNDER"},
+		{"partial save", note, func(t *testing.T, g *httprecords.GraphQL) { g.Add(t, "p-1", "Triage", "", "") }, 0, "", "REFUTED/conflicting/FIELD_MISMATCH"},
+		{"stale", written, func(t *testing.T, g *httprecords.GraphQL) { g.Add(t, "p-1", "Triage", "Follow-up", old) }, 0, "updatedAt=60", "INDETERMINATE/stale/STALE"},
+		{"401 after the action", written, func(t *testing.T, g *httprecords.GraphQL) {
 			g.Add(t, "p-1", "Triage", "Follow-up", "")
 			g.Rotate()
 		}, 0, "", "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"errors in the answer", written, func(t *testing.T, g *testsor.GraphQL) {
+		{"errors in the answer", written, func(t *testing.T, g *httprecords.GraphQL) {
 			g.Add(t, "p-1", "Triage", "Follow-up", "")
 			g.ReadErrors(true)
 		}, 0, "", "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"500 after the action", written, func(t *testing.T, g *testsor.GraphQL) {
+		{"500 after the action", written, func(t *testing.T, g *httprecords.GraphQL) {
 			g.Add(t, "p-1", "Triage", "Follow-up", "")
 			g.FailWith(http.StatusInternalServerError)
 		}, 0, "", "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"slow past the deadline", written, func(t *testing.T, g *testsor.GraphQL) {
+		{"slow past the deadline", written, func(t *testing.T, g *httprecords.GraphQL) {
 			g.Add(t, "p-1", "Triage", "Follow-up", "")
 			g.SetDelay(5 * time.Second)
 		}, 300 * time.Millisecond, "", "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
@@ -242,7 +242,7 @@ func TestVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := testsor.NewGraphQL(t, true)
+			g := httprecords.NewGraphQL(t, true)
 			g.Add(t, "p-1", "Vitals", "earlier", "")
 			params := map[string]string{"patient_id": "p-1"}
 			ip := configured(t, g, nil, params)
@@ -257,7 +257,7 @@ func TestVerdicts(t *testing.T) {
 			if took := time.Since(start); took > timeout+2*time.Second {
 				t.Errorf("the read took %v with a %v deadline", took, timeout)
 			}
-			if got := testsor.Judge(t, tt.effect, params, before, after, tt.freshness); got != tt.want {
+			if got := httprecords.Judge(t, tt.effect, params, before, after, tt.freshness); got != tt.want {
 				t.Errorf("verdict = %s, want %s (after: %+v)", got, tt.want, after)
 			}
 		})
@@ -268,17 +268,17 @@ func TestUnreachableReasons(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		fault   func(g *testsor.GraphQL)
+		fault   func(g *httprecords.GraphQL)
 		edit    func(map[string]any)
 		timeout time.Duration
 		want    string
 	}{
-		{"token refused", func(g *testsor.GraphQL) { g.Rotate() }, nil, 0, "401 Unauthorized: authentication required"},
-		{"resolver error", func(g *testsor.GraphQL) { g.ReadErrors(true) }, nil, 0, "the GraphQL answer carries errors: encounter store: connection reset by peer"},
-		{"server error", func(g *testsor.GraphQL) { g.FailWith(http.StatusServiceUnavailable) }, nil, 0, "503 Service Unavailable: upstream resolver pool exhausted"},
-		{"proxy down", func(g *testsor.GraphQL) { g.SetDown(true) }, nil, 0, "502 Bad Gateway"},
-		{"slow", func(g *testsor.GraphQL) { g.SetDelay(5 * time.Second) }, nil, 300 * time.Millisecond, "no complete answer before the capture deadline"},
-		{"records path missing from the answer", func(g *testsor.GraphQL) {}, func(s map[string]any) {
+		{"token refused", func(g *httprecords.GraphQL) { g.Rotate() }, nil, 0, "401 Unauthorized: authentication required"},
+		{"resolver error", func(g *httprecords.GraphQL) { g.ReadErrors(true) }, nil, 0, "the GraphQL answer carries errors: encounter store: connection reset by peer"},
+		{"server error", func(g *httprecords.GraphQL) { g.FailWith(http.StatusServiceUnavailable) }, nil, 0, "503 Service Unavailable: upstream resolver pool exhausted"},
+		{"proxy down", func(g *httprecords.GraphQL) { g.SetDown(true) }, nil, 0, "502 Bad Gateway"},
+		{"slow", func(g *httprecords.GraphQL) { g.SetDelay(5 * time.Second) }, nil, 300 * time.Millisecond, "no complete answer before the capture deadline"},
+		{"records path missing from the answer", func(g *httprecords.GraphQL) {}, func(s map[string]any) {
 			s["graphql_query"] = `query Q($patient: String!) { encounters(patientId: $patient) { id } patient(id: $patient) { id } }`
 			s["graphql_records_path"] = "encounters.items"
 		}, 0, "the answer has no encounters.items in data"},
@@ -286,7 +286,7 @@ func TestUnreachableReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			g := testsor.NewGraphQL(t, true)
+			g := httprecords.NewGraphQL(t, true)
 			g.Add(t, "p-1", "Triage", "", "")
 			secret := g.Token
 			ip := configured(t, g, tt.edit, map[string]string{"patient_id": "p-1"})
@@ -318,7 +318,7 @@ func TestUnreachableReasons(t *testing.T) {
 
 func TestPluginBinary(t *testing.T) {
 	t.Parallel()
-	g := testsor.NewGraphQL(t, true)
+	g := httprecords.NewGraphQL(t, true)
 	id := g.Add(t, "p-1", "Triage", "x", "")
 	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
 	if err != nil {
@@ -342,7 +342,7 @@ func TestPluginBinary(t *testing.T) {
 }
 
 func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
-	g := testsor.NewGraphQL(t, true)
+	g := httprecords.NewGraphQL(t, true)
 	config := func(token string) sdk.ConfigureRequest {
 		return request(t, section(g, nil), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": token})
 	}
@@ -364,14 +364,14 @@ func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 			go func() {
 				defer close(done)
 				time.Sleep(d)
-				g.Insert(testsor.Encounter{PatientID: "p-1", Type: "Triage"})
+				g.Insert(httprecords.Encounter{PatientID: "p-1", Type: "Triage"})
 			}()
 			t.Cleanup(func() { <-done })
 		},
 		SetReachable: func(t *testing.T, up bool) { g.SetDown(!up) },
 		SeedMany: func(t *testing.T, n int) {
 			for range n {
-				g.Insert(testsor.Encounter{PatientID: "p-1", Type: "Triage", UpdatedAt: "2026-01-01T00:00:00Z"})
+				g.Insert(httprecords.Encounter{PatientID: "p-1", Type: "Triage", UpdatedAt: "2026-01-01T00:00:00Z"})
 			}
 		},
 	}

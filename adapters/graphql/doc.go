@@ -36,7 +36,7 @@
 // hook sees neither the matched records nor, when effects share a read,
 // the selector, and its demotion would class as indeterminate, not stale.
 //
-// The package imports only the public sdk (and the HTTP adapters' shared
-// internal/httpread), as a customer's adapter would; cmd/plugins/graphql
-// serves it as verifier-adapter-graphql.
+// The package imports only the public sdk and internal/httpx (the HTTP
+// helpers it shares with the other HTTP adapters and the compensator), as
+// a customer's adapter would; cmd/plugins/graphql serves it as verifier-adapter-graphql.
 package graphql

@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/internal/httpread"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -35,12 +35,12 @@ var paginationKeys = []string{"next_key", "offset_param", "limit_param", "page_s
 type settings struct {
 	base       *url.URL
 	first      *url.URL      // the records URL, placeholders filled
-	recordsKey httpread.Path // nil: the body itself is the list
-	nextKey    httpread.Path // next-link paging
+	recordsKey httpx.Path    // nil: the body itself is the list
+	nextKey    httpx.Path    // next-link paging
 	offset     *offsetPaging // offset/limit paging
 	maxPages   int
 	client     *http.Client
-	creds      httpread.Credentials
+	creds      httpx.Credentials
 	warnings   []string
 }
 
@@ -73,12 +73,12 @@ func (a *Adapter) Info() sdk.Info {
 // Configure checks the section, binds path_params into records_path and
 // builds the HTTP client. It does not connect.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	sec, err := httpread.Root(req.Config, Kind, configKeys)
+	sec, err := httpx.Root(req.Config, Kind, configKeys)
 	if err != nil {
 		return err
 	}
 	s := &settings{}
-	if s.base, err = httpread.BaseURL(sec, "base_url"); err != nil {
+	if s.base, err = httpx.BaseURL(sec, "base_url"); err != nil {
 		return err
 	}
 	rawPath, err := sec.String("records_path")
@@ -96,7 +96,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		if !slices.Contains(tmpl.names, name) {
 			return &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
 		}
@@ -111,28 +111,28 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if key, err := sec.String("records_key"); err != nil {
 		return err
 	} else if key != "" {
-		if s.recordsKey, err = httpread.ParsePath(key); err != nil {
+		if s.recordsKey, err = httpx.ParsePath(key); err != nil {
 			return &sdk.ConfigError{Path: "records_key", Message: err.Error()}
 		}
 	}
 	if err := s.parsePagination(sec); err != nil {
 		return err
 	}
-	auth, err := sec.Sub("auth", httpread.AuthKeys)
+	auth, err := sec.Sub("auth", httpx.AuthKeys)
 	if err != nil {
 		return err
 	}
-	if s.creds, err = httpread.ParseAuth(auth, req.Secrets); err != nil {
+	if s.creds, err = httpx.ParseAuth(auth, req.Secrets); err != nil {
 		return err
 	}
-	if s.client, s.warnings, err = httpread.NewClient(sec, s.base, s.creds); err != nil {
+	if s.client, s.warnings, err = httpx.NewClient(sec, s.base, s.creds); err != nil {
 		return err
 	}
 	a.settings.Store(s)
 	return nil
 }
 
-func (s *settings) parsePagination(sec *httpread.Section) error {
+func (s *settings) parsePagination(sec *httpx.Section) error {
 	s.maxPages = 1
 	p, err := sec.Sub("pagination", paginationKeys)
 	if err != nil || p == nil {
@@ -153,7 +153,7 @@ func (s *settings) parsePagination(sec *httpread.Section) error {
 	case next != "" && (offsetParam != "" || p.Has("limit_param") || p.Has("page_size")):
 		return &sdk.ConfigError{Path: p.At("next_key"), Message: "choose one paging style: next_key, or offset_param with limit_param and page_size"}
 	case next != "":
-		if s.nextKey, err = httpread.ParsePath(next); err != nil {
+		if s.nextKey, err = httpx.ParsePath(next); err != nil {
 			return &sdk.ConfigError{Path: p.At("next_key"), Message: err.Error()}
 		}
 		return nil
@@ -185,7 +185,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured
 	}
-	ctx, cancel := httpread.ProbeContext(ctx)
+	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
 	p := s.pager()
@@ -197,7 +197,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	}
 	res.Reachable = true
 	res.Message = fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",
-		httpread.Target(http.MethodGet, s.first), s.describeKey(), len(recs), s.creds.Scheme())
+		httpx.Target(http.MethodGet, s.first), s.describeKey(), len(recs), s.creds.Scheme())
 	return res, nil
 }
 
@@ -227,7 +227,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	if s == nil {
 		return sdk.Capture{}, errNotConfigured
 	}
-	ctx, cancel := httpread.WithTimeout(ctx, req.Timeout)
+	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	at := time.Now()
 	p := s.pager()
 	recs, more, why := p.fetch(ctx)
@@ -282,7 +282,7 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 		})
 	}
 	p.pages++
-	what := httpread.Target(http.MethodGet, u)
+	what := httpx.Target(http.MethodGet, u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, false, fmt.Sprintf("%s: %v", what, err)
@@ -290,29 +290,29 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 	req.Header.Set("Accept", "application/json")
 	s.creds.Set(req.Header)
 	start := time.Now()
-	res, err := httpread.Do(s.client, req)
+	res, err := httpx.Do(s.client, req)
 	if err != nil {
-		return nil, false, httpread.TransportFailure(ctx, what, err, s.creds)
+		return nil, false, httpx.TransportFailure(ctx, what, err, s.creds)
 	}
 	sdk.Logger(ctx).Debug("read a page", "page", p.pages, "status", res.Status, "bytes", len(res.Body), "took", time.Since(start))
 	if res.Status < 200 || res.Status > 299 {
-		return nil, false, httpread.StatusFailure(what, res, s.creds)
+		return nil, false, httpx.StatusFailure(what, res, s.creds)
 	}
-	body, err := httpread.DecodeJSON(res.Body)
+	body, err := httpx.DecodeJSON(res.Body)
 	if err != nil {
-		return nil, false, fmt.Sprintf("%s answered %d with a body that is not JSON (%v): %s", what, res.Status, err, httpread.Excerpt(res.Body, s.creds))
+		return nil, false, fmt.Sprintf("%s answered %d with a body that is not JSON (%v): %s", what, res.Status, err, httpx.Excerpt(res.Body, s.creds))
 	}
 	list := body
 	where := "the body"
 	if s.recordsKey != nil {
 		where = "records_key " + s.recordsKey.String()
 		v, found := s.recordsKey.Lookup(body)
-		if found != httpread.Present {
-			return nil, false, fmt.Sprintf("%s answered %d, but the body has no list at %s: %s", what, res.Status, where, httpread.Excerpt(res.Body, s.creds))
+		if found != httpx.Present {
+			return nil, false, fmt.Sprintf("%s answered %d, but the body has no list at %s: %s", what, res.Status, where, httpx.Excerpt(res.Body, s.creds))
 		}
 		list = v
 	}
-	if recs, err = httpread.ListRecords(list, where); err != nil {
+	if recs, err = httpx.ListRecords(list, where); err != nil {
 		return nil, false, fmt.Sprintf("%s answered %d, but %v", what, res.Status, err)
 	}
 	switch {
@@ -324,17 +324,17 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 	case s.nextKey != nil:
 		p.visited[u.String()] = true
 		ref, found := s.nextKey.Lookup(body)
-		if found != httpread.Present {
+		if found != httpx.Present {
 			return recs, false, ""
 		}
 		link, ok := ref.(string)
 		if !ok {
-			return nil, false, fmt.Sprintf("%s: pagination.next_key %s holds %s, not a URL", what, s.nextKey, httpread.KindOf(ref))
+			return nil, false, fmt.Sprintf("%s: pagination.next_key %s holds %s, not a URL", what, s.nextKey, httpx.KindOf(ref))
 		}
 		if link == "" {
 			return recs, false, ""
 		}
-		next, err := httpread.Follow(s.base, u, link)
+		next, err := httpx.Follow(s.base, u, link)
 		if err != nil {
 			return nil, false, fmt.Sprintf("%s: %v", what, err)
 		}
@@ -352,7 +352,7 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 func withQuery(u *url.URL, params map[string]string) *url.URL {
 	var kept []string
 	if u.RawQuery != "" {
-		for _, pair := range strings.Split(u.RawQuery, "&") {
+		for pair := range strings.SplitSeq(u.RawQuery, "&") {
 			k, _, _ := strings.Cut(pair, "=")
 			if name, err := url.QueryUnescape(k); err == nil {
 				if _, replaced := params[name]; replaced {
@@ -362,19 +362,10 @@ func withQuery(u *url.URL, params map[string]string) *url.URL {
 			kept = append(kept, pair)
 		}
 	}
-	for _, k := range sortedKeys(params) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		kept = append(kept, url.QueryEscape(k)+"="+url.QueryEscape(params[k]))
 	}
 	v := *u
 	v.RawQuery = strings.Join(kept, "&")
 	return &v
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -36,7 +36,7 @@ const doctype = "Patient Encounter"
 // page (limit_page_length=0).
 const listPath = `/api/resource/Patient%20Encounter?fields=["name","patient","encounter_type","notes","modified"]&filters=[["Patient Encounter","patient","=","{patient}"]]&order_by=creation%20asc&limit_page_length=0`
 
-func frappeSection(f *testsor.Frappe, edit func(map[string]any)) map[string]any {
+func frappeSection(f *httprecords.Frappe, edit func(map[string]any)) map[string]any {
 	sec := map[string]any{
 		"kind":         "rest",
 		"base_url":     f.URL,
@@ -54,12 +54,12 @@ func frappeSection(f *testsor.Frappe, edit func(map[string]any)) map[string]any 
 
 func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
 	t.Helper()
-	return testsor.Request(t, Kind, sec, params, secrets)
+	return httprecords.Request(t, Kind, sec, params, secrets)
 }
 
 func inProcess(t testing.TB) *plugin.InProcess {
 	t.Helper()
-	return testsor.InProcess(t, New)
+	return httprecords.InProcess(t, New)
 }
 
 func configured(t testing.TB, req sdk.ConfigureRequest) *plugin.InProcess {
@@ -72,12 +72,12 @@ func configured(t testing.TB, req sdk.ConfigureRequest) *plugin.InProcess {
 }
 
 // read captures once (after or before) and collects the whole read.
-func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (testsor.Read, error) {
+func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (httprecords.Read, error) {
 	t.Helper()
-	return testsor.Capture(t, c, after, timeout, "name")
+	return httprecords.Capture(t, c, after, timeout, "name")
 }
 
-func mustRead(t testing.TB, c plugin.Client, after bool) testsor.Read {
+func mustRead(t testing.TB, c plugin.Client, after bool) httprecords.Read {
 	t.Helper()
 	r, err := read(t, c, after, 10*time.Second)
 	if err != nil {
@@ -92,7 +92,7 @@ func encounter(patient, typ, notes string) map[string]any {
 
 func TestConfigureRefusals(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	secrets := map[string]string{"auth.value_env": f.Token()}
 	params := map[string]string{"patient_id": "PAT-1"}
 	notPEM := filepath.Join(t.TempDir(), "ca.pem")
@@ -189,7 +189,7 @@ func TestInfo(t *testing.T) {
 // are the list's elements, values untouched.
 func TestRecordsFromFrappe(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	first := f.Post(t, doctype, map[string]any{"patient": "PAT 1/a", "encounter_type": "Triage", "notes": "naïve  spacing", "weight": json.Number("72.50")})
 	f.Post(t, doctype, encounter("PAT-2", "Triage", "other patient"))
 	second := f.Post(t, doctype, encounter("PAT 1/a", "Vitals", ""))
@@ -232,31 +232,37 @@ func TestVerdicts(t *testing.T) {
 	tests := []struct {
 		name    string
 		effect  string
-		act     func(t *testing.T, f *testsor.Frappe)
+		act     func(t *testing.T, f *httprecords.Frappe)
 		timeout time.Duration
 		want    string
 	}{
-		{"confirmed", written, func(t *testing.T, f *testsor.Frappe) { f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up")) },
+		{"confirmed", written, func(t *testing.T, f *httprecords.Frappe) {
+			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
+		},
 			0, "CONFIRMED/confirmed/COUNT_EXACT"},
-		{"duplicate", written, func(t *testing.T, f *testsor.Frappe) {
+		{"duplicate", written, func(t *testing.T, f *httprecords.Frappe) {
 			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
 			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
 		}, 0, "REFUTED/conflicting/COUNT_OVER"},
-		{"wrong subject", written, func(t *testing.T, f *testsor.Frappe) { f.Post(t, doctype, encounter("PAT-2", "Triage", "Follow-up")) },
+		{"wrong subject", written, func(t *testing.T, f *httprecords.Frappe) {
+			f.Post(t, doctype, encounter("PAT-2", "Triage", "Follow-up"))
+		},
 			0, "REFUTED/refuted/COUNT_UNDER"},
-		{"partial save", notes, func(t *testing.T, f *testsor.Frappe) { f.Post(t, doctype, encounter("PAT-1", "Triage", "")) },
+		{"partial save", notes, func(t *testing.T, f *httprecords.Frappe) { f.Post(t, doctype, encounter("PAT-1", "Triage", "")) },
 			0, "REFUTED/conflicting/FIELD_MISMATCH"},
-		{"saved field", notes, func(t *testing.T, f *testsor.Frappe) { f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up")) },
+		{"saved field", notes, func(t *testing.T, f *httprecords.Frappe) {
+			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
+		},
 			0, "CONFIRMED/confirmed/FIELD_EQUAL"},
-		{"401 after the action", written, func(t *testing.T, f *testsor.Frappe) {
+		{"401 after the action", written, func(t *testing.T, f *httprecords.Frappe) {
 			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
 			f.Rotate()
 		}, 0, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"500 after the action", written, func(t *testing.T, f *testsor.Frappe) {
+		{"500 after the action", written, func(t *testing.T, f *httprecords.Frappe) {
 			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
 			f.FailWith(http.StatusInternalServerError)
 		}, 0, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
-		{"slow past the deadline", written, func(t *testing.T, f *testsor.Frappe) {
+		{"slow past the deadline", written, func(t *testing.T, f *httprecords.Frappe) {
 			f.Post(t, doctype, encounter("PAT-1", "Triage", "Follow-up"))
 			f.SetDelay(5 * time.Second)
 		}, 300 * time.Millisecond, "INDETERMINATE/unavailable/SOR_UNREACHABLE"},
@@ -264,7 +270,7 @@ func TestVerdicts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := testsor.NewFrappe(t, true)
+			f := httprecords.NewFrappe(t, true)
 			f.Post(t, doctype, encounter("PAT-1", "Vitals", "earlier visit"))
 			params := map[string]string{"patient_id": "PAT-1"}
 			ip := configured(t, request(t, frappeSection(f, nil), params, map[string]string{"auth.value_env": f.Token()}))
@@ -282,7 +288,7 @@ func TestVerdicts(t *testing.T) {
 			if took := time.Since(start); took > timeout+2*time.Second {
 				t.Errorf("the read took %v with a %v deadline", took, timeout)
 			}
-			if got := testsor.Judge(t, tt.effect, params, before, after, ""); got != tt.want {
+			if got := httprecords.Judge(t, tt.effect, params, before, after, ""); got != tt.want {
 				t.Errorf("verdict = %s, want %s (after: %+v)", got, tt.want, after)
 			}
 		})
@@ -318,63 +324,63 @@ func TestUnreachable(t *testing.T) {
 	}()
 	tests := []struct {
 		name    string
-		setup   func(f *testsor.Frappe) (edit func(map[string]any), secrets map[string]string)
+		setup   func(f *httprecords.Frappe) (edit func(map[string]any), secrets map[string]string)
 		timeout time.Duration
 		want    []string
 	}{
-		{"wrong token, echoed by the server", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"wrong token, echoed by the server", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			f.EchoAuth(true)
 			return nil, map[string]string{"auth.value_env": "token wrongkey:wrong-secret-value"}
 		}, 0, []string{"401 Unauthorized", "AuthenticationError", "[redacted]"}},
-		{"no credentials", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"no credentials", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) { delete(s, "auth") }, nil
 		}, 0, []string{"403 Forbidden", "PermissionError"}},
-		{"server error", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"server error", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			f.FailWith(http.StatusInternalServerError)
 			return nil, nil
 		}, 0, []string{"500 Internal Server Error", "Lost connection to MySQL"}},
-		{"proxy in front of a stopped server", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"proxy in front of a stopped server", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			f.SetDown(true)
 			return nil, nil
 		}, 0, []string{"502 Bad Gateway", "nginx"}},
-		{"slow past the deadline", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"slow past the deadline", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			f.SetDelay(5 * time.Second)
 			return nil, nil
 		}, 300 * time.Millisecond, []string{"no complete answer before the capture deadline"}},
-		{"no list at records_key", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"no list at records_key", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) { s["records_key"] = "message" }, nil
 		}, 0, []string{"no list at records_key message", `{"data":[`}},
-		{"records_key holds an object", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"records_key holds an object", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) {
 				s["base_url"], s["path_params"], s["ca_file"], s["records_path"] = odd.URL, nil, "", "/object"
 			}, nil
 		}, 0, []string{"records_key data holds an object, not a list"}},
-		{"list of scalars", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"list of scalars", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) {
 				s["base_url"], s["path_params"], s["ca_file"], s["records_path"] = odd.URL, nil, "", "/scalars"
 			}, nil
 		}, 0, []string{"records_key data[0] is a number, not a record"}},
-		{"HTML with 200", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"HTML with 200", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) {
 				s["base_url"], s["path_params"], s["ca_file"], s["records_path"] = odd.URL, nil, "", "/html"
 			}, nil
 		}, 0, []string{"not JSON", "Login required"}},
-		{"redirect to another origin", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"redirect to another origin", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) {
 				s["base_url"], s["path_params"], s["ca_file"], s["records_path"] = odd.URL, nil, "", "/away"
 			}, nil
 		}, 0, []string{"refused a redirect to another origin"}},
-		{"connection refused", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"connection refused", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) { s["base_url"], s["ca_file"] = closed, "" }, nil
 		}, 0, []string{"connection refused"}},
-		{"unknown certificate authority", func(f *testsor.Frappe) (func(map[string]any), map[string]string) {
+		{"unknown certificate authority", func(f *httprecords.Frappe) (func(map[string]any), map[string]string) {
 			return func(s map[string]any) { delete(s, "ca_file") }, nil
 		}, 0, []string{"certificate signed by unknown authority"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := testsor.NewFrappe(t, true)
+			f := httprecords.NewFrappe(t, true)
 			f.Post(t, doctype, encounter("PAT-1", "Triage", ""))
 			edit, secrets := tt.setup(f)
 			if secrets == nil {
@@ -441,7 +447,7 @@ func TestPagination(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := testsor.NewFrappe(t, true)
+			f := httprecords.NewFrappe(t, true)
 			var want []string
 			for i := range 6 {
 				want = append(want, f.Post(t, doctype, encounter("PAT-1", "Triage", fmt.Sprint(i))))
@@ -481,7 +487,7 @@ func TestPagination(t *testing.T) {
 
 func TestTestConnection(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	f.Post(t, doctype, encounter("PAT-1", "Triage", ""))
 	ip := configured(t, request(t, frappeSection(f, func(s map[string]any) { s["verify_tls"] = false; delete(s, "ca_file") }),
 		map[string]string{"patient_id": "PAT-1"}, map[string]string{"auth.value_env": f.Token()}))
@@ -501,7 +507,7 @@ func TestTestConnection(t *testing.T) {
 // as the daemon does.
 func TestPluginBinary(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	name := f.Post(t, doctype, encounter("PAT-1", "Triage", "x"))
 	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
 	if err != nil {
@@ -522,7 +528,7 @@ func TestPluginBinary(t *testing.T) {
 }
 
 func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	const patient = "PAT-0001"
 	path := `/api/resource/Patient%20Encounter?fields=["*"]&filters=[["patient","=","{patient}"]]&order_by=creation%20asc`
 	config := func(token string) sdk.ConfigureRequest {

@@ -25,7 +25,7 @@
 // a list longer than pagination.max_pages. The whole read is bounded by
 // the capture's deadline.
 //
-// The package imports only the public sdk (and the HTTP adapters' shared
-// internal/httpread), as a customer's adapter would; cmd/plugins/rest
-// serves it as verifier-adapter-rest.
+// The package imports only the public sdk and internal/httpx (the HTTP
+// helpers it shares with the other HTTP adapters and the compensator), as
+// a customer's adapter would; cmd/plugins/rest serves it as verifier-adapter-rest.
 package rest

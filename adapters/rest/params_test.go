@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -15,7 +15,7 @@ import (
 // '=' stays one query value and selects only records holding exactly it.
 func TestParamValuesDoNotReshapeTheRead(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	secrets := map[string]string{"auth.value_env": f.Token()}
 	f.Post(t, doctype, encounter("PAT-1", "Triage", "a"))
 	f.Post(t, doctype, encounter("PAT-1", "Vitals", "b"))

@@ -32,7 +32,6 @@ var driverAliases = map[string]string{
 
 // config is the adapter's deployment section.
 type config struct {
-	Kind           string                     `json:"kind"`
 	SQLiteDatabase string                     `json:"sqlite_database"`
 	SQLDriver      string                     `json:"sql_driver"`
 	SQLQuery       string                     `json:"sql_query"`
@@ -45,8 +44,6 @@ type config struct {
 	// and passes the value as the secret slot "sql_password_env".
 	SQLPasswordEnv string `json:"sql_password_env"`
 }
-
-var configKeys = []string{"kind", "sqlite_database", "sql_driver", "sql_query", "sql_query_params", "sql_connect_args", "sql_password_env"}
 
 // passwordSlot is the secret slot the daemon fills from sql_password_env.
 const passwordSlot = "sql_password_env"
@@ -128,8 +125,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return &sdk.ConfigError{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
 	}
 	if err := checkForDriver(cfg.SQLQuery, driver); err != nil {
-		var r *RefusalError
-		if errors.As(err, &r) {
+		if r, ok := errors.AsType[*RefusalError](err); ok {
 			return &sdk.ConfigError{Path: "sql_query", Message: r.Message()}
 		}
 		return err
@@ -159,37 +155,11 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 // decodeConfig reads the section and picks its driver.
 func decodeConfig(raw json.RawMessage) (config, string, error) {
 	var cfg config
-	if err := refuseUnknownKeys(raw); err != nil {
+	if err := (sdk.ConfigureRequest{Kind: Kind, Config: raw}).DecodeConfig(&cfg); err != nil {
 		return cfg, "", err
-	}
-	if err := (sdk.ConfigureRequest{Config: raw}).DecodeConfig(&cfg); err != nil {
-		return cfg, "", err
-	}
-	if cfg.Kind != "" && cfg.Kind != Kind {
-		return cfg, "", &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", Kind, cfg.Kind)}
 	}
 	driver, err := pickDriver(cfg)
 	return cfg, driver, err
-}
-
-func refuseUnknownKeys(raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	var section map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &section); err != nil {
-		return &sdk.ConfigError{Message: "the section must be a map: " + err.Error()}
-	}
-	for _, k := range sortedKeys(section) {
-		known := false
-		for _, c := range configKeys {
-			known = known || k == c
-		}
-		if !known {
-			return &sdk.ConfigError{Path: k, Message: "unknown key for kind sql; the keys are " + strings.Join(configKeys[1:], ", ")}
-		}
-	}
-	return nil
 }
 
 func pickDriver(cfg config) (string, error) {

@@ -463,7 +463,7 @@ func TestUnreachableWhenLocked(t *testing.T) {
 	if _, err := conn.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
 		t.Fatal(err)
 	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	defer func() { _, _ = conn.ExecContext(context.Background(), "ROLLBACK") }()
 
 	capt, err := ip.CaptureAfter(t.Context(), captureReq(300*time.Millisecond))
 	if err != nil {

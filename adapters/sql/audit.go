@@ -72,7 +72,7 @@ func checkIdentifier(p string) error {
 	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if !(isIdentByte(c) || c == '-' || c == ' ') {
+		if !isIdentByte(c) && c != '-' && c != ' ' {
 			return fmt.Errorf("%q is not allowed in a name (letters, digits, _, $, - and spaces)", c)
 		}
 	}
@@ -83,7 +83,7 @@ func checkIdentifier(p string) error {
 func ParseTables(list string) ([]TableName, error) {
 	var out []TableName
 	seen := map[string]bool{}
-	for _, s := range strings.Split(list, ",") {
+	for s := range strings.SplitSeq(list, ",") {
 		t, err := ParseTableName(strings.TrimSpace(s))
 		if err != nil {
 			return nil, err
@@ -112,7 +112,7 @@ func ParseExpect(s string, tables []TableName) (map[string]int64, error) {
 	for _, t := range tables {
 		audited[t.String()] = true
 	}
-	for _, item := range strings.Split(s, ",") {
+	for item := range strings.SplitSeq(s, ",") {
 		name, delta, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok {
 			return nil, fmt.Errorf("%q: write table=+N, table=-N or table=0", item)

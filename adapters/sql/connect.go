@@ -5,9 +5,11 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +60,7 @@ const defaultConnectTimeout = 10 * time.Second
 func parseConnectArgs(raw map[string]any, driver string) (connectArgs, error) {
 	a := connectArgs{timeout: defaultConnectTimeout}
 	seen := map[string]string{}
-	for _, key := range sortedKeys(raw) {
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
 		path := "sql_connect_args." + key
 		lower := strings.ToLower(key)
 		if lower == "password" || lower == "passwd" || strings.Contains(lower, "password") {

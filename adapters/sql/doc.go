@@ -48,5 +48,5 @@
 //
 // The package imports only the public sdk, as a customer's adapter would;
 // cmd/plugins/sql serves it as the verifier-adapter-sql binary. Its tests
-// start real servers through the sqltest subpackage.
+// start real servers through internal/testservers/sqlservers.
 package sql

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/adapters/sql/sqltest"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
@@ -316,7 +316,7 @@ func TestServerCredentialFailure(t *testing.T) {
 		wrong.Password = "not-" + e.reader.Password
 		unknown := wrong
 		unknown.User = "nobody_here"
-		for name, account := range map[string]sqltest.Account{"wrong password": wrong, "unknown user": unknown} {
+		for name, account := range map[string]sqlservers.Account{"wrong password": wrong, "unknown user": unknown} {
 			t.Run(name, func(t *testing.T) {
 				ip := e.configuredAs(t, account, fmt.Sprintf("SELECT id, patient_id FROM %s", table), nil, nil)
 				res, err := ip.TestConnection(t.Context())
@@ -464,7 +464,7 @@ func TestServerTestConnection(t *testing.T) {
 	forEachEngine(t, true, func(t *testing.T, e *engine) {
 		table := e.newTable(t)
 		writerGrant := fmt.Sprintf("GRANT SELECT, INSERT ON %s TO verifier_writer_%s", table, table)
-		writer := sqltest.Account{User: "verifier_writer_" + table, Password: "writer-pw"}
+		writer := sqlservers.Account{User: "verifier_writer_" + table, Password: "writer-pw"}
 		if e.name == "postgres" {
 			e.exec(t, fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", writer.User, writer.Password), writerGrant)
 		} else {
@@ -474,7 +474,7 @@ func TestServerTestConnection(t *testing.T) {
 		query := fmt.Sprintf("SELECT id, patient_id FROM %s", table)
 		tests := []struct {
 			name      string
-			account   sqltest.Account
+			account   sqlservers.Account
 			query     string
 			reachable bool
 			warning   string

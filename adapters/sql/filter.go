@@ -155,7 +155,7 @@ func checkReadOnly(query string, d dialect) error {
 		}
 	}
 	first := toks[0]
-	if first.kind != tokWord || !(strings.EqualFold(first.text, "SELECT") || strings.EqualFold(first.text, "WITH")) {
+	if first.kind != tokWord || (!strings.EqualFold(first.text, "SELECT") && !strings.EqualFold(first.text, "WITH")) {
 		return &RefusalError{Token: describe(first), Reason: readOnlyRequired, Starts: true}
 	}
 	for i, t := range toks {
@@ -176,7 +176,7 @@ func checkToken(toks []token, i int, t token) error {
 		if phrase := phraseAt(toks, i, sequencePhrases); phrase != "" {
 			return &RefusalError{Token: phrase, Reason: "it advances a sequence; " + readOnlyRequired}
 		}
-		if forbiddenKeywords[upper] && !(callableKeywords[upper] && nextIs(toks, i, "(")) {
+		if forbiddenKeywords[upper] && (!callableKeywords[upper] || !nextIs(toks, i, "(")) {
 			return &RefusalError{Token: upper, Reason: readOnlyRequired}
 		}
 		if name := strings.ToLower(t.text); isSideEffectFunction(name) {

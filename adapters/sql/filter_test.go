@@ -48,8 +48,7 @@ func TestCheckReadOnlyRefusesCorpus(t *testing.T) {
 				"postgres":      func(q string) error { return checkForDriver(q, driverPostgres) },
 			} {
 				err := check(q)
-				var r *RefusalError
-				if !errors.As(err, &r) {
+				if _, ok := errors.AsType[*RefusalError](err); !ok {
 					t.Fatalf("%s(%q) = %v, want a *RefusalError", name, q, err)
 				}
 				if !strings.HasPrefix(err.Error(), "sql_query: refused: ") {

@@ -197,8 +197,7 @@ func classifyMySQL(ctx context.Context, err error, connecting bool) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
+	if me, ok := errors.AsType[*mysql.MySQLError](err); ok {
 		switch me.Number {
 		case erMariaDBStmtTime, erMySQLExecTimeout:
 			return &timeoutError{err: err}

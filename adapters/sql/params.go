@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,15 +20,14 @@ import (
 // Values are only ever bound as driver arguments, so they need no escaping.
 func bindParams(raw map[string]json.RawMessage, params map[string]string) (map[string]string, error) {
 	bound := make(map[string]string, len(raw))
-	for _, name := range sortedKeys(raw) {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		path := "sql_query_params." + name
 		if !validPlaceholderName(name) {
 			return nil, &sdk.ConfigError{Path: path, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
 		}
 		v, err := param.BindJSON(raw[name], path, params)
 		if err != nil {
-			var perr *param.Error
-			if errors.As(err, &perr) {
+			if perr, ok := errors.AsType[*param.Error](err); ok {
 				return nil, &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
 			}
 			return nil, err
@@ -42,7 +42,7 @@ func validPlaceholderName(s string) bool {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
-		if !isIdentStart(s[i]) && !(s[i] >= '0' && s[i] <= '9') {
+		if !isIdentStart(s[i]) && (s[i] < '0' || s[i] > '9') {
 			return false
 		}
 	}
@@ -192,19 +192,10 @@ func bindArgs(names []string, bound map[string]string) ([]any, error) {
 		args[i] = v
 		used[n] = true
 	}
-	for _, n := range sortedKeys(bound) {
+	for _, n := range slices.Sorted(maps.Keys(bound)) {
 		if !used[n] {
 			return nil, &sdk.ConfigError{Path: "sql_query_params." + n, Message: fmt.Sprintf("the query never uses it; write %%(%s)s or :%s in sql_query, or remove the entry", n, n)}
 		}
 	}
 	return args, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -210,8 +210,7 @@ func classifyPG(ctx context.Context, err error, connecting bool) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch {
 		case pgErr.Code == "57014" && strings.Contains(pgErr.Message, "statement timeout"):
 			return &timeoutError{err: err}

@@ -3,7 +3,9 @@ package sql
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -11,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/sql/sqltest"
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -19,17 +22,19 @@ import (
 
 // The package's real servers: one PostgreSQL and one MariaDB, each started
 // at most once per test binary, by the first test that needs it, and
-// stopped by TestMain. A server that cannot start fails every test that
-// needs it, with its log; nothing is skipped.
+// stopped by TestMain. A server that is not installed skips every test
+// that needs it with what to install, or fails them when CI is set
+// (testservers.Missing); one that is installed but cannot start fails them
+// with its log.
 var servers struct {
 	dir string
 
 	pgOnce sync.Once
-	pg     *sqltest.Postgres
+	pg     *sqlservers.Postgres
 	pgErr  error
 
 	myOnce sync.Once
-	my     *sqltest.MariaDB
+	my     *sqlservers.MariaDB
 	myErr  error
 }
 
@@ -60,9 +65,12 @@ func stopServers() {
 	os.RemoveAll(servers.dir)
 }
 
-func postgresServer(t testing.TB) *sqltest.Postgres {
+func postgresServer(t testing.TB) *sqlservers.Postgres {
 	t.Helper()
-	servers.pgOnce.Do(func() { servers.pg, servers.pgErr = sqltest.StartPostgres(servers.dir) })
+	servers.pgOnce.Do(func() { servers.pg, servers.pgErr = sqlservers.StartPostgres(servers.dir) })
+	if errors.Is(servers.pgErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
 	if servers.pgErr != nil {
 		log := ""
 		if servers.pg != nil {
@@ -73,9 +81,12 @@ func postgresServer(t testing.TB) *sqltest.Postgres {
 	return servers.pg
 }
 
-func mariadbServer(t testing.TB) *sqltest.MariaDB {
+func mariadbServer(t testing.TB) *sqlservers.MariaDB {
 	t.Helper()
-	servers.myOnce.Do(func() { servers.my, servers.myErr = sqltest.StartMariaDB(servers.dir) })
+	servers.myOnce.Do(func() { servers.my, servers.myErr = sqlservers.StartMariaDB(servers.dir) })
+	if errors.Is(servers.myErr, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "MariaDB", "apt-get install mariadb-server")
+	}
 	if servers.myErr != nil {
 		log := ""
 		if servers.my != nil {
@@ -90,7 +101,7 @@ func mariadbServer(t testing.TB) *sqltest.MariaDB {
 type engine struct {
 	name          string // postgres, mariadb
 	driver        string // what sql_driver says
-	admin, reader sqltest.Account
+	admin, reader sqlservers.Account
 	// connectArgs is sql_connect_args for the server.
 	connectArgs map[string]any
 	// exec runs statements as the administrator.
@@ -224,7 +235,7 @@ func (e *engine) section(query string, qparams map[string]any) map[string]any {
 
 // request is the ConfigureRequest the daemon would send: the section, the
 // run's parameters and the resolved password.
-func (e *engine) request(t testing.TB, section map[string]any, params map[string]string, a sqltest.Account) sdk.ConfigureRequest {
+func (e *engine) request(t testing.TB, section map[string]any, params map[string]string, a sqlservers.Account) sdk.ConfigureRequest {
 	t.Helper()
 	section["sql_connect_args"] = withUser(section["sql_connect_args"].(map[string]any), a.User)
 	return sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, section), Params: params,
@@ -233,15 +244,13 @@ func (e *engine) request(t testing.TB, section map[string]any, params map[string
 
 func withUser(args map[string]any, user string) map[string]any {
 	out := make(map[string]any, len(args)+1)
-	for k, v := range args {
-		out[k] = v
-	}
+	maps.Copy(out, args)
 	out["user"] = user
 	return out
 }
 
 // configuredAs starts the adapter in process and configures it.
-func (e *engine) configuredAs(t testing.TB, a sqltest.Account, query string, qparams map[string]any, params map[string]string) *plugin.InProcess {
+func (e *engine) configuredAs(t testing.TB, a sqlservers.Account, query string, qparams map[string]any, params map[string]string) *plugin.InProcess {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), e.request(t, e.section(query, qparams), params, a)); err != nil {

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -90,9 +90,48 @@ func configError(path, format string, args ...any) error {
 }
 
 // parseSettings reads and checks the deployment section and binds it to the
-// run's parameters and secrets.
+// run's parameters and secrets, one part of the section at a time.
 func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
-	top, err := object(req.Config, "", topKeys)
+	sec, err := readSection(req.Config)
+	if err != nil {
+		return nil, err
+	}
+	s := &settings{}
+	if s.recordURL, err = parseRecordURL(sec, req.Params); err != nil {
+		return nil, err
+	}
+	if s.signIn, err = parseSignIn(sec, req.Secrets); err != nil {
+		return nil, err
+	}
+	if err := parseSelectors(sec, s); err != nil {
+		return nil, err
+	}
+	// identity before fields, so a field cannot shadow identity.field
+	if s.identity, err = parseIdentity(sec, req.Params); err != nil {
+		return nil, err
+	}
+	if s.fields, err = parseFields(sec, s.identity.field); err != nil {
+		return nil, err
+	}
+	if s.readPostPaths, err = parseReadPostPaths(sec, s.recordURL); err != nil {
+		return nil, err
+	}
+	if s.truncation, err = parseTruncationMarkers(sec); err != nil {
+		return nil, err
+	}
+	if s.navTimeout, err = parseNavigationTimeout(sec); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// section is the path of the adapter's own map inside its deployment
+// section.
+const section = "ui_readback"
+
+// readSection checks kind and returns the ui_readback: map.
+func readSection(config json.RawMessage) (map[string]json.RawMessage, error) {
+	top, err := object(config, "", topKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -102,236 +141,279 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 			return nil, configError("kind", "this adapter reads kind %q", Kind)
 		}
 	}
-	raw, ok := top["ui_readback"]
+	raw, ok := top[section]
 	if !ok {
-		return nil, configError("ui_readback", "missing: the ui_readback: section holds record_url, sign_in, ready_selector, row_selector, fields and identity")
+		return nil, configError(section, "missing: the ui_readback: section holds record_url, sign_in, ready_selector, row_selector, fields and identity")
 	}
-	const p = "ui_readback"
-	sec, err := object(raw, p, sectionKeys)
-	if err != nil {
-		return nil, err
-	}
-	s := &settings{}
+	return object(raw, section, sectionKeys)
+}
 
-	// record_url and url_params
+// parseRecordURL binds url_params and fills record_url with them.
+func parseRecordURL(sec map[string]json.RawMessage, runParams map[string]string) (string, error) {
+	const p = section
 	var tmpl string
 	if err := str(sec, "record_url", p, true, &tmpl); err != nil {
-		return nil, err
+		return "", err
 	}
 	params := map[string]json.RawMessage{}
 	if rawParams, ok := sec["url_params"]; ok {
+		var err error
 		if params, err = object(rawParams, p+".url_params", nil); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	bound := map[string]string{}
-	for _, name := range sortedKeys(params) {
-		v, err := bindValue(params[name], p+".url_params."+name, req.Params)
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		v, err := bindValue(params[name], p+".url_params."+name, runParams)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		bound[name] = v
 	}
-	if s.recordURL, err = expandRecordURL(tmpl, bound, p); err != nil {
-		return nil, err
-	}
-	recordOrigin, _ := url.Parse(s.recordURL)
+	return expandRecordURL(tmpl, bound, p)
+}
 
-	// sign_in
+// parseSignIn reads sign_in: the page, its selectors and the read-back
+// account's credentials, which the daemon delivered as secrets.
+func parseSignIn(sec map[string]json.RawMessage, secrets map[string]string) (signIn, error) {
+	const sp = section + ".sign_in"
+	var out signIn
 	rawSignIn, ok := sec["sign_in"]
 	if !ok {
-		return nil, configError(p+".sign_in", "missing: name the sign-in page, its selectors and the read-back account's environment variables (url, username_selector, password_selector, submit_selector, signed_in_selector, username_env, password_env)")
+		return out, configError(sp, "missing: name the sign-in page, its selectors and the read-back account's environment variables (url, username_selector, password_selector, submit_selector, signed_in_selector, username_env, password_env)")
 	}
-	si, err := object(rawSignIn, p+".sign_in", signInKeys)
+	si, err := object(rawSignIn, sp, signInKeys)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	sp := p + ".sign_in"
 	for _, k := range []struct {
 		key string
 		dst *string
 	}{
-		{"url", &s.signIn.url},
-		{"username_selector", &s.signIn.usernameSelector},
-		{"password_selector", &s.signIn.passwordSelector},
-		{"submit_selector", &s.signIn.submitSelector},
-		{"signed_in_selector", &s.signIn.signedInSelector},
+		{"url", &out.url},
+		{"username_selector", &out.usernameSelector},
+		{"password_selector", &out.passwordSelector},
+		{"submit_selector", &out.submitSelector},
+		{"signed_in_selector", &out.signedInSelector},
 	} {
 		if err := str(si, k.key, sp, true, k.dst); err != nil {
-			return nil, err
+			return out, err
 		}
 	}
-	if err := checkPageURL(s.signIn.url, sp+".url"); err != nil {
-		return nil, err
+	if err := checkPageURL(out.url, sp+".url"); err != nil {
+		return out, err
 	}
-	for _, k := range []struct{ key, slot string }{{"username_env", usernameSlot}, {"password_env", passwordSlot}} {
+	for _, k := range []struct {
+		key, slot string
+		dst       *string
+	}{{"username_env", usernameSlot, &out.username}, {"password_env", passwordSlot, &out.password}} {
 		var name string
 		if err := str(si, k.key, sp, true, &name); err != nil {
-			return nil, err
+			return out, err
 		}
-		v, ok := req.Secrets[k.slot]
+		v, ok := secrets[k.slot]
 		if !ok {
-			return nil, configError(sp+"."+k.key, "the daemon delivered no value for %s (environment variable %s); allow it under secrets.allow in the daemon config and set it", k.slot, name)
+			return out, configError(sp+"."+k.key, "the daemon delivered no value for %s (environment variable %s); allow it under secrets.allow in the daemon config and set it", k.slot, name)
 		}
-		if k.key == "username_env" {
-			s.signIn.username = v
-		} else {
-			s.signIn.password = v
+		*k.dst = v
+	}
+	if out.username == "" {
+		return out, configError(sp+".username_env", "the read-back account's user name is empty")
+	}
+	return out, nil
+}
+
+// parseSelectors reads the selectors that say where the page is ready,
+// empty or missing, and where its rows are.
+func parseSelectors(sec map[string]json.RawMessage, s *settings) error {
+	for _, k := range []struct {
+		key      string
+		required bool
+		dst      *string
+	}{
+		{"ready_selector", true, &s.readySelector},
+		{"row_selector", true, &s.rowSelector},
+		{"empty_selector", false, &s.emptySelector},
+		{"not_found_selector", false, &s.notFoundSelector},
+	} {
+		if err := str(sec, k.key, section, k.required, k.dst); err != nil {
+			return err
 		}
 	}
-	if s.signIn.username == "" {
-		return nil, configError(sp+".username_env", "the read-back account's user name is empty")
-	}
+	return nil
+}
 
-	// selectors
-	if err := str(sec, "ready_selector", p, true, &s.readySelector); err != nil {
-		return nil, err
-	}
-	if err := str(sec, "row_selector", p, true, &s.rowSelector); err != nil {
-		return nil, err
-	}
-	if err := str(sec, "empty_selector", p, false, &s.emptySelector); err != nil {
-		return nil, err
-	}
-	if err := str(sec, "not_found_selector", p, false, &s.notFoundSelector); err != nil {
-		return nil, err
-	}
-
-	// identity (before fields, so a field cannot shadow identity.field)
+// parseIdentity reads where the page shows the record's identifier and
+// binds the value it must show.
+func parseIdentity(sec map[string]json.RawMessage, params map[string]string) (identity, error) {
+	const ip = section + ".identity"
+	var out identity
 	rawID, ok := sec["identity"]
 	if !ok {
-		return nil, configError(p+".identity", "missing: say where the page shows the record's identifier (reader: {selector}) and what it must be (value: {param: ...})")
+		return out, configError(ip, "missing: say where the page shows the record's identifier (reader: {selector}) and what it must be (value: {param: ...})")
 	}
-	ip := p + ".identity"
 	id, err := object(rawID, ip, identityKeys)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	rawReader, ok := id["reader"]
 	if !ok {
-		return nil, configError(ip+".reader", "missing: write reader: {selector: \"#patient-mrn\"} (and attribute: when the identifier is in an attribute)")
+		return out, configError(ip+".reader", "missing: write reader: {selector: \"#patient-mrn\"} (and attribute: when the identifier is in an attribute)")
 	}
 	rd, err := object(rawReader, ip+".reader", readerKeys)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	if err := str(rd, "selector", ip+".reader", true, &s.identity.selector); err != nil {
-		return nil, err
+	if err := str(rd, "selector", ip+".reader", true, &out.selector); err != nil {
+		return out, err
 	}
-	if err := str(rd, "attribute", ip+".reader", false, &s.identity.attribute); err != nil {
-		return nil, err
+	if err := str(rd, "attribute", ip+".reader", false, &out.attribute); err != nil {
+		return out, err
 	}
 	rawValue, ok := id["value"]
 	if !ok {
-		return nil, configError(ip+".value", "missing: write the identifier the page must show, usually {param: patient_id}")
+		return out, configError(ip+".value", "missing: write the identifier the page must show, usually {param: patient_id}")
 	}
-	if s.identity.value, err = bindValue(rawValue, ip+".value", req.Params); err != nil {
-		return nil, err
+	if out.value, err = bindValue(rawValue, ip+".value", params); err != nil {
+		return out, err
 	}
-	if strings.TrimSpace(s.identity.value) == "" {
-		return nil, configError(ip+".value", "the identifier is empty; a record page cannot be told apart by an empty identifier")
+	if strings.TrimSpace(out.value) == "" {
+		return out, configError(ip+".value", "the identifier is empty; a record page cannot be told apart by an empty identifier")
 	}
-	s.identity.value = collapseSpace(s.identity.value)
-	if err := str(id, "field", ip, false, &s.identity.field); err != nil {
-		return nil, err
+	out.value = collapseSpace(out.value)
+	if err := str(id, "field", ip, false, &out.field); err != nil {
+		return out, err
 	}
+	return out, nil
+}
 
-	// fields
+// parseFields reads fields: where a row shows each record field, sorted by
+// name. identityField is the field the identifier fills, which no other
+// may name.
+func parseFields(sec map[string]json.RawMessage, identityField string) ([]field, error) {
+	const p = section + ".fields"
 	rawFields, ok := sec["fields"]
 	if !ok {
-		return nil, configError(p+".fields", "missing: map each record field to where a row shows it, e.g. id: {attribute: data-id}")
+		return nil, configError(p, "missing: map each record field to where a row shows it, e.g. id: {attribute: data-id}")
 	}
-	fs, err := object(rawFields, p+".fields", nil)
+	fs, err := object(rawFields, p, nil)
 	if err != nil {
 		return nil, err
 	}
 	if len(fs) == 0 {
-		return nil, configError(p+".fields", "empty: declare at least one field")
+		return nil, configError(p, "empty: declare at least one field")
 	}
-	for _, name := range sortedKeys(fs) {
-		fp := p + ".fields." + name
+	var out []field
+	for _, name := range slices.Sorted(maps.Keys(fs)) {
 		if strings.TrimSpace(name) == "" {
-			return nil, configError(p+".fields", "a field name is empty")
+			return nil, configError(p, "a field name is empty")
 		}
-		if name == s.identity.field {
-			return nil, configError(fp, "identity.field already names %q: the record page's identifier fills it", name)
+		if name == identityField {
+			return nil, configError(p+"."+name, "identity.field already names %q: the record page's identifier fills it", name)
 		}
-		fm, err := object(fs[name], fp, fieldKeys)
+		f, err := parseField(name, fs[name], p+"."+name)
 		if err != nil {
 			return nil, err
 		}
-		f := field{name: name}
-		if err := str(fm, "selector", fp, false, &f.selector); err != nil {
-			return nil, err
-		}
-		if err := str(fm, "attribute", fp, false, &f.attribute); err != nil {
-			return nil, err
-		}
-		if f.selector == "" && f.attribute == "" {
-			return nil, configError(fp, "write a selector (the element inside the row whose text is the value), an attribute (of the row itself), or both")
-		}
-		var df string
-		if err := str(fm, "date_format", fp, false, &df); err != nil {
-			return nil, err
-		}
-		if df != "" {
-			if f.layout, f.isoLayout, err = dateLayout(df); err != nil {
-				return nil, configError(fp+".date_format", "%v", err)
-			}
-		}
-		if rawCF, ok := fm["casefold"]; ok {
-			if json.Unmarshal(rawCF, &f.casefold) != nil {
-				return nil, configError(fp+".casefold", "must be true or false")
-			}
-		}
-		s.fields = append(s.fields, f)
+		out = append(out, f)
 	}
+	return out, nil
+}
 
-	// read_post_paths
-	if rawPaths, ok := sec["read_post_paths"]; ok {
-		var paths []string
-		if json.Unmarshal(rawPaths, &paths) != nil {
-			return nil, configError(p+".read_post_paths", "must be a list of paths such as /graphql")
-		}
-		for i, path := range paths {
-			if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
-				return nil, configError(fmt.Sprintf("%s.read_post_paths[%d]", p, i), "%q: write a path on the record page's site that starts with / and has no query, such as /graphql", path)
-			}
-			s.readPostPaths = append(s.readPostPaths, recordOrigin.Scheme+"://"+recordOrigin.Host+path)
+// parseField reads one entry of fields.
+func parseField(name string, raw json.RawMessage, fp string) (field, error) {
+	f := field{name: name}
+	fm, err := object(raw, fp, fieldKeys)
+	if err != nil {
+		return f, err
+	}
+	if err := str(fm, "selector", fp, false, &f.selector); err != nil {
+		return f, err
+	}
+	if err := str(fm, "attribute", fp, false, &f.attribute); err != nil {
+		return f, err
+	}
+	if f.selector == "" && f.attribute == "" {
+		return f, configError(fp, "write a selector (the element inside the row whose text is the value), an attribute (of the row itself), or both")
+	}
+	var df string
+	if err := str(fm, "date_format", fp, false, &df); err != nil {
+		return f, err
+	}
+	if df != "" {
+		if f.layout, f.isoLayout, err = dateLayout(df); err != nil {
+			return f, configError(fp+".date_format", "%v", err)
 		}
 	}
+	if rawCF, ok := fm["casefold"]; ok {
+		if json.Unmarshal(rawCF, &f.casefold) != nil {
+			return f, configError(fp+".casefold", "must be true or false")
+		}
+	}
+	return f, nil
+}
 
-	// truncation_markers
-	s.truncation = DefaultTruncationMarkers
-	if rawMarkers, ok := sec["truncation_markers"]; ok {
-		var markers []string
-		if json.Unmarshal(rawMarkers, &markers) != nil || markers == nil {
-			return nil, configError(p+".truncation_markers", "must be a list of strings, such as [\"…\", \"...\"]; write [] for none")
-		}
-		for i, m := range markers {
-			if m == "" {
-				return nil, configError(fmt.Sprintf("%s.truncation_markers[%d]", p, i), "a marker is empty, which every value contains")
-			}
-		}
-		s.truncation = markers
+// parseReadPostPaths reads read_post_paths: the POST requests of the record
+// site that only read, as origin+path.
+func parseReadPostPaths(sec map[string]json.RawMessage, recordURL string) ([]string, error) {
+	const p = section + ".read_post_paths"
+	rawPaths, ok := sec["read_post_paths"]
+	if !ok {
+		return nil, nil
 	}
+	var paths []string
+	if json.Unmarshal(rawPaths, &paths) != nil {
+		return nil, configError(p, "must be a list of paths such as /graphql")
+	}
+	origin, _ := url.Parse(recordURL)
+	var out []string
+	for i, path := range paths {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
+			return nil, configError(fmt.Sprintf("%s[%d]", p, i), "%q: write a path on the record page's site that starts with / and has no query, such as /graphql", path)
+		}
+		out = append(out, origin.Scheme+"://"+origin.Host+path)
+	}
+	return out, nil
+}
 
-	// navigation_timeout_s
-	s.navTimeout = DefaultNavigationTimeout
-	if rawT, ok := sec["navigation_timeout_s"]; ok {
-		var n json.Number
-		dec := json.NewDecoder(bytes.NewReader(rawT))
-		dec.UseNumber()
-		f, err := 0.0, dec.Decode(&n)
-		if err == nil {
-			f, err = n.Float64()
-		}
-		if err != nil || f <= 0 || f > maxNavigationTimeoutS {
-			return nil, configError(p+".navigation_timeout_s", "must be a number of seconds above 0 and at most %d", maxNavigationTimeoutS)
-		}
-		s.navTimeout = time.Duration(f * float64(time.Second))
+// parseTruncationMarkers reads truncation_markers, DefaultTruncationMarkers
+// when absent.
+func parseTruncationMarkers(sec map[string]json.RawMessage) ([]string, error) {
+	const p = section + ".truncation_markers"
+	rawMarkers, ok := sec["truncation_markers"]
+	if !ok {
+		return DefaultTruncationMarkers, nil
 	}
-	return s, nil
+	var markers []string
+	if json.Unmarshal(rawMarkers, &markers) != nil || markers == nil {
+		return nil, configError(p, "must be a list of strings, such as [\"…\", \"...\"]; write [] for none")
+	}
+	for i, m := range markers {
+		if m == "" {
+			return nil, configError(fmt.Sprintf("%s[%d]", p, i), "a marker is empty, which every value contains")
+		}
+	}
+	return markers, nil
+}
+
+// parseNavigationTimeout reads navigation_timeout_s, DefaultNavigationTimeout
+// when absent.
+func parseNavigationTimeout(sec map[string]json.RawMessage) (time.Duration, error) {
+	rawT, ok := sec["navigation_timeout_s"]
+	if !ok {
+		return DefaultNavigationTimeout, nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(rawT))
+	dec.UseNumber()
+	f, err := 0.0, dec.Decode(&n)
+	if err == nil {
+		f, err = n.Float64()
+	}
+	if err != nil || f <= 0 || f > maxNavigationTimeoutS {
+		return 0, configError(section+".navigation_timeout_s", "must be a number of seconds above 0 and at most %d", maxNavigationTimeoutS)
+	}
+	return time.Duration(f * float64(time.Second)), nil
 }
 
 // object decodes raw as a JSON object and, when allowed is not nil, refuses
@@ -346,10 +428,8 @@ func object(raw json.RawMessage, path string, allowed []string) (map[string]json
 		return nil, configError(path, "%s must be a map", where)
 	}
 	if allowed != nil {
-		for _, k := range sortedKeys(m) {
-			if !contains(allowed, k) {
-				return nil, configError(join(path, k), "unknown key; the keys here are %s", strings.Join(allowed, ", "))
-			}
+		if err := sdk.RefuseUnknownKeys(Kind, path, m, allowed); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil
@@ -378,8 +458,7 @@ func str(m map[string]json.RawMessage, key, path string, required bool, dst *str
 func bindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
 	v, err := param.BindJSON(raw, path, params)
 	if err != nil {
-		var perr *param.Error
-		if errors.As(err, &perr) {
+		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return "", configError(perr.Path, "%s", perr.Message)
 		}
 		return "", err
@@ -414,7 +493,7 @@ func expandRecordURL(tmpl string, bound map[string]string, p string) (string, er
 			return "", configError(path, "placeholder {%s} has no entry under url_params; add %s: {param: ...}", name, name)
 		}
 	}
-	for _, name := range sortedKeys(bound) {
+	for _, name := range slices.Sorted(maps.Keys(bound)) {
 		if !slices.Contains(names, name) {
 			return "", configError(p+".url_params."+name, "record_url has no {%s} placeholder for it", name)
 		}
@@ -454,22 +533,4 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -288,8 +288,7 @@ func FuzzConfigure(f *testing.F) {
 		if err == nil {
 			return
 		}
-		var ce *sdk.ConfigError
-		if !errors.As(err, &ce) {
+		if _, ok := errors.AsType[*sdk.ConfigError](err); !ok {
 			t.Fatalf("a refusal that is not a *sdk.ConfigError: %v", err)
 		}
 		if strings.Contains(err.Error(), "pw-\x00-secret") {

@@ -3,7 +3,9 @@ package uireadback
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,9 +54,7 @@ func (p *policy) allowedPosts() []string {
 	if p.phase.Load() == phaseSignIn {
 		out = append(out, p.signInPost)
 	}
-	for _, rp := range sortedKeys(p.readPosts) {
-		out = append(out, rp)
-	}
+	out = append(out, slices.Sorted(maps.Keys(p.readPosts))...)
 	return out
 }
 

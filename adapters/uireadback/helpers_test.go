@@ -13,7 +13,6 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
@@ -67,7 +66,9 @@ func (ac *actor) do(method, path string, body any) []byte {
 	}
 	defer res.Body.Close()
 	var out bytes.Buffer
-	out.ReadFrom(res.Body)
+	if _, err := out.ReadFrom(res.Body); err != nil {
+		ac.t.Fatal(err)
+	}
 	if res.StatusCode >= 300 {
 		ac.t.Fatalf("%s %s: %s %s", method, path, res.Status, out.String())
 	}
@@ -151,14 +152,5 @@ func judgeStep(t testing.TB, c plugin.Client, params map[string]string, before, 
 		out.verdicts = append(out.verdicts, judge.Judge(bound, snapshot(before), snapshot(after), judge.Options{AbsenceNotProof: info.AbsenceNotProof}))
 	}
 	out.outcome = judge.OutcomeOf(out.verdicts)
-	return out
-}
-
-// ids returns the identities of records, in order.
-func ids(rs []sdk.Record) []string {
-	var out []string
-	for _, r := range rs {
-		out = append(out, fmt.Sprint(r["id"]))
-	}
 	return out
 }

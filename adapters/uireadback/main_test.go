@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
+	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -44,6 +45,18 @@ const (
 	passwordEnv = "UIRB_PASSWORD"
 )
 
+// needChromium stops a test that reads through a browser when Chromium is
+// not installed (testservers.Missing: a skip, or a failure in CI).
+func needChromium(t testing.TB) {
+	t.Helper()
+	for _, p := range ExecPaths {
+		if _, err := os.Stat(p); err == nil {
+			return
+		}
+	}
+	testservers.Missing(t, "Chromium", "apt-get install chromium")
+}
+
 // app is a running record application for one test.
 type app struct {
 	*recordapp.App
@@ -52,6 +65,7 @@ type app struct {
 
 func startApp(t testing.TB) *app {
 	t.Helper()
+	needChromium(t)
 	s, err := recordapp.Start("")
 	if err != nil {
 		t.Fatal(err)

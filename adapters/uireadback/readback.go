@@ -119,10 +119,12 @@ func (rb *readback) answer(ctx context.Context) {
 		case <-rb.queue.notify:
 		}
 		for _, p := range rb.queue.drain() {
+			// A request the browser could not be told about waits until
+			// the read's deadline, which fails the read.
 			if p.allow {
-				chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.id})
+				_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.id})
 			} else {
-				chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.id, ErrorReason: network.ErrorReasonBlockedByClient})
+				_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.id, ErrorReason: network.ErrorReasonBlockedByClient})
 			}
 		}
 	}
@@ -165,8 +167,7 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 		err = rb.refusalError()
 	}
 	if err != nil {
-		var f *failure
-		if !errors.As(err, &f) {
+		if _, ok := errors.AsType[*failure](err); !ok {
 			err = unusable("the browser failed during the read-back: %v", err)
 		}
 		return readResult{unusable: err.Error(), at: time.Now()}
@@ -279,8 +280,7 @@ func (rb *readback) timed(ctx context.Context, what string, f func(ctx context.C
 	case ctx.Err() != nil:
 		return unusable("the read-back was cancelled while %s", what)
 	}
-	var le *chromedp.LoadError
-	if errors.As(err, &le) {
+	if le, ok := errors.AsType[*chromedp.LoadError](err); ok {
 		return unusable("%s failed: %s", what, le.ErrorText)
 	}
 	return unusable("the browser failed while %s: %v", what, err)

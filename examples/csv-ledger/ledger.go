@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +25,8 @@ const ReasonClockSkew = "LEDGER_CLOCK_SKEW"
 // and the resolved plugin `options` (secret_env is resolved into
 // ConfigureRequest.Secrets and removed).
 type section struct {
-	Kind    string          `json:"kind"`
-	Options json.RawMessage `json:"options"`
+	Kind    string   `json:"kind"`
+	Options *options `json:"options"`
 }
 
 type options struct {
@@ -72,19 +71,15 @@ func (l *ledger) Info() sdk.Info {
 }
 
 func (l *ledger) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	// The SDK's decoder refuses a misspelt key at any depth, naming it.
 	var sec section
 	if err := req.DecodeConfig(&sec); err != nil {
 		return err
 	}
-	if len(sec.Options) == 0 {
+	if sec.Options == nil {
 		return &sdk.ConfigError{Path: "options", Message: "missing: write options: {path: /path/to/ledger.csv}"}
 	}
-	var opts options
-	dec := json.NewDecoder(strings.NewReader(string(sec.Options)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&opts); err != nil {
-		return &sdk.ConfigError{Path: "options", Message: fmt.Sprintf("%v; the options are path and id_column", err)}
-	}
+	opts := *sec.Options
 	if opts.Path == "" {
 		return &sdk.ConfigError{Path: "options.path", Message: "missing: name the CSV ledger file"}
 	}
@@ -104,7 +99,7 @@ func (l *ledger) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	start := time.Now()
 	f, _, header, err := l.open()
 	if err != nil {
-		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil
+		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil //nolint:nilerr // an unreadable ledger is an unreachable result, not a fault
 	}
 	f.Close()
 	return sdk.TestResult{

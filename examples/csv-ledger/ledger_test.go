@@ -96,7 +96,7 @@ func TestConfigureRefusals(t *testing.T) {
 		{"no options", sdk.ConfigureRequest{Kind: kind, Config: json.RawMessage(`{"kind":"csv-ledger"}`)}, "options", "missing"},
 		{"no path", configReq(t, map[string]any{"id_column": "id"}), "options.path", "missing"},
 		{"relative path", configReq(t, map[string]any{"path": "ledger.csv"}), "options.path", "write an absolute path"},
-		{"unknown option", configReq(t, map[string]any{"path": "/x.csv", "delimiter": ";"}), "options", `unknown field "delimiter"`},
+		{"unknown option", configReq(t, map[string]any{"path": "/x.csv", "delimiter": ";"}), "options.delimiter", "unknown key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,9 +147,9 @@ func TestUnreachable(t *testing.T) {
 		wantReason string
 	}{
 		{"missing file", nil, "id", "cannot be opened"},
-		{"empty file", ptr(""), "id", "is empty"},
-		{"no id column", ptr("a,b\n1,2\n"), "id", `has no "id" column`},
-		{"duplicate column", ptr("id,id\n1,2\n"), "id", `names column "id" twice`},
+		{"empty file", new(""), "id", "is empty"},
+		{"no id column", new("a,b\n1,2\n"), "id", `has no "id" column`},
+		{"duplicate column", new("id,id\n1,2\n"), "id", `names column "id" twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,8 +174,6 @@ func TestUnreachable(t *testing.T) {
 		})
 	}
 }
-
-func ptr(s string) *string { return &s }
 
 func TestMalformedRowAbortsTheRead(t *testing.T) {
 	t.Parallel()
@@ -269,7 +267,7 @@ func TestQualification(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		var id string
-		for i := 0; i < n; i++ {
+		for range n {
 			next++
 			id = fmt.Sprint(next)
 			rows = append(rows, []string{id, patient, "10.00", updatedAt})

@@ -26,25 +26,18 @@ package compensate
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/verifierd/verifierd/internal/httpx"
+	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
@@ -58,8 +51,7 @@ const DefaultTimeout = 10 * time.Second
 // compensator section, so nothing is ever deleted.
 var ErrNotConfigured = errors.New("compensate: no compensator is configured")
 
-var sectionKeys = []string{"kind", "base_url", "delete_path", "auth", "verify_tls", "ca_file", "timeout_s"}
-var authKeys = []string{"bearer_env", "header", "value_env", "basic_env"}
+var sectionKeys = []string{"base_url", "delete_path", "auth", "verify_tls", "ca_file", "timeout_s"}
 
 // Error refuses a compensator section: Path is the key inside the section
 // (auth.bearer_env), Message what is wrong and what to write instead.
@@ -91,9 +83,7 @@ type Compensator struct {
 	base    *url.URL
 	tmpl    string
 	client  *http.Client
-	header  string
-	value   string
-	redact  []string
+	creds   httpx.Credentials
 	timeout time.Duration
 }
 
@@ -128,40 +118,80 @@ func SecretRefs(section map[string]any) map[string]string {
 // Parse checks a compensator section and resolves its credentials from
 // secrets (slot -> value, slots as SecretRefs names them; a slot prefixed
 // "compensator." is accepted too). A nil section means no compensator:
-// Parse returns nil, nil, and the daemon must not compensate.
+// Parse returns nil, nil, and the daemon must not compensate. The section is
+// read with internal/httpx, as the HTTP adapters read theirs.
 func Parse(section map[string]any, secrets map[string]string) (*Compensator, error) {
 	if section == nil {
 		return nil, nil
 	}
-	if err := refuseUnknown(section, "", sectionKeys); err != nil {
-		return nil, err
-	}
-	kind, _ := section["kind"].(string)
-	if kind != KindRESTDelete {
+	if kind, _ := section["kind"].(string); kind != KindRESTDelete {
 		return nil, &Error{Path: "kind", Message: fmt.Sprintf("must be %s (the only compensator: a REST DELETE of each duplicate)", KindRESTDelete)}
 	}
+	raw, err := json.Marshal(section)
+	if err != nil {
+		return nil, &Error{Message: "the section cannot be read: " + err.Error()}
+	}
+	c, err := parse(raw, slots(secrets))
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		return nil, &Error{Path: ce.Path, Message: ce.Message}
+	}
+	return c, err
+}
+
+func parse(raw json.RawMessage, secrets map[string]string) (*Compensator, error) {
+	s, err := httpx.Root(raw, KindRESTDelete, sectionKeys)
+	if err != nil {
+		return nil, err
+	}
 	c := &Compensator{timeout: DefaultTimeout}
-	var err error
-	if c.base, err = parseBase(section["base_url"]); err != nil {
+	if c.base, err = httpx.BaseURL(s, "base_url"); err != nil {
 		return nil, err
 	}
-	if c.tmpl, err = parseDeletePath(section["delete_path"]); err != nil {
+	tmpl, err := s.String("delete_path")
+	if err != nil {
 		return nil, err
 	}
-	if v, ok := section["timeout_s"]; ok {
-		f, isNum := number(v)
-		if !isNum || f <= 0 || f > 600 {
-			return nil, &Error{Path: "timeout_s", Message: "must be a number of seconds above 0 and at most 600"}
+	if c.tmpl, err = parseDeletePath(tmpl); err != nil {
+		return nil, err
+	}
+	if s.Has("timeout_s") {
+		var f float64
+		if err := json.Unmarshal(s.Raw("timeout_s"), &f); err != nil || f <= 0 || f > 600 {
+			return nil, &sdk.ConfigError{Path: "timeout_s", Message: "must be a number of seconds above 0 and at most 600"}
 		}
 		c.timeout = time.Duration(f * float64(time.Second))
 	}
-	if err := c.parseAuth(section["auth"], secrets); err != nil {
+	auth, err := s.Sub("auth", httpx.AuthKeys)
+	if err != nil {
 		return nil, err
 	}
-	if c.client, err = newClient(section); err != nil {
+	if c.creds, err = httpx.ParseAuth(auth, secrets); err != nil {
 		return nil, err
 	}
+	if c.client, _, err = httpx.NewClient(s, c.base, c.creds); err != nil {
+		return nil, err
+	}
+	// A redirected DELETE is not followed: it would delete something other
+	// than the record the template names.
+	c.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return c, nil
+}
+
+// slots accepts a secret under its slot inside the section (auth.bearer_env)
+// or under the section's own path (compensator.auth.bearer_env).
+func slots(secrets map[string]string) map[string]string {
+	out := make(map[string]string, len(secrets))
+	for k, v := range secrets {
+		if !strings.HasPrefix(k, "compensator.") {
+			out[k] = v
+		}
+	}
+	for k, v := range secrets {
+		if rest, ok := strings.CutPrefix(k, "compensator."); ok && out[rest] == "" {
+			out[rest] = v
+		}
+	}
+	return out
 }
 
 // Delete deletes records one by one, in order, with DELETE base_url +
@@ -196,9 +226,9 @@ func (c *Compensator) Delete(ctx context.Context, records []map[string]any) (del
 }
 
 func (c *Compensator) deleteOne(ctx context.Context, index int, u *url.URL) error {
-	target := "DELETE " + withoutQuery(u)
+	target := httpx.Target(http.MethodDelete, u)
 	fail := func(status int, reason string) error {
-		return &DeleteError{Index: index, Target: target, Status: status, Reason: c.redactText(reason)}
+		return &DeleteError{Index: index, Target: target, Status: status, Reason: c.creds.Redact(reason)}
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(0, "not sent: "+err.Error())
@@ -210,13 +240,10 @@ func (c *Compensator) deleteOne(ctx context.Context, index int, u *url.URL) erro
 		return fail(0, err.Error())
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.header != "" {
-		req.Header.Set(c.header, c.value)
-	}
+	c.creds.Set(req.Header)
 	res, err := c.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -231,127 +258,24 @@ func (c *Compensator) deleteOne(ctx context.Context, index int, u *url.URL) erro
 		return nil
 	}
 	reason := fmt.Sprintf("answered %d %s", res.StatusCode, http.StatusText(res.StatusCode))
-	// Redacted before clipping, so a secret straddling the cut cannot leak
-	// its first half.
-	if ex := clip(c.redactText(string(body)), 240); ex != "" {
+	if ex := httpx.Excerpt(body, c.creds); ex != "" {
 		reason += ": " + ex
 	}
 	return fail(res.StatusCode, reason)
 }
 
-// redactText replaces every form of the credential in s.
-func (c *Compensator) redactText(s string) string {
-	for _, f := range c.redact {
-		s = strings.ReplaceAll(s, f, "[redacted]")
-	}
-	return s
-}
-
-func (c *Compensator) parseAuth(v any, secrets map[string]string) error {
-	if v == nil {
-		return nil
-	}
-	auth, ok := v.(map[string]any)
-	if !ok {
-		return &Error{Path: "auth", Message: "must be a map: bearer_env, basic_env, or header with value_env"}
-	}
-	if err := refuseUnknown(auth, "auth.", authKeys); err != nil {
-		return err
-	}
-	var set []string
-	for _, k := range []string{"bearer_env", "basic_env", "header"} {
-		if _, ok := auth[k]; ok {
-			set = append(set, k)
-		}
-	}
-	if len(set) != 1 {
-		return &Error{Path: "auth", Message: "set exactly one of bearer_env, basic_env, or header with value_env"}
-	}
-	secret := func(key string) (string, error) {
-		name, ok := auth[key].(string)
-		if !ok || name == "" {
-			return "", &Error{Path: "auth." + key, Message: "must name an environment variable"}
-		}
-		v, ok := secrets["auth."+key]
-		if !ok {
-			v, ok = secrets["compensator.auth."+key]
-		}
-		if !ok || v == "" {
-			return "", &Error{Path: "auth." + key, Message: fmt.Sprintf("no value was delivered for the environment variable %s", name)}
-		}
-		if strings.ContainsAny(v, "\r\n") {
-			return "", &Error{Path: "auth." + key, Message: fmt.Sprintf("the value of %s holds a line break", name)}
-		}
-		return v, nil
-	}
-	switch set[0] {
-	case "bearer_env":
-		tok, err := secret("bearer_env")
-		if err != nil {
-			return err
-		}
-		c.header, c.value, c.redact = "Authorization", "Bearer "+tok, longestFirst(tok)
-	case "basic_env":
-		pair, err := secret("basic_env")
-		if err != nil {
-			return err
-		}
-		user, pass, ok := strings.Cut(pair, ":")
-		if !ok || user == "" {
-			return &Error{Path: "auth.basic_env", Message: "the variable must hold user:password"}
-		}
-		enc := base64.StdEncoding.EncodeToString([]byte(pair))
-		c.header, c.value, c.redact = "Authorization", "Basic "+enc, longestFirst(enc, pair, pass)
-	default:
-		name, _ := auth["header"].(string)
-		if !validHeader(name) {
-			return &Error{Path: "auth.header", Message: fmt.Sprintf("%q is not a usable header name", name)}
-		}
-		if _, ok := auth["value_env"]; !ok {
-			return &Error{Path: "auth.value_env", Message: "missing: name the environment variable that holds the header's value"}
-		}
-		v, err := secret("value_env")
-		if err != nil {
-			return err
-		}
-		_, rest, _ := strings.Cut(v, " ")
-		c.header, c.value, c.redact = http.CanonicalHeaderKey(name), v, longestFirst(v, rest)
-	}
-	return nil
-}
-
-func parseBase(v any) (*url.URL, error) {
-	s, _ := v.(string)
-	if s == "" {
-		return nil, &Error{Path: "base_url", Message: "missing: write the server's URL, e.g. https://erp.example.com"}
-	}
-	u, err := url.Parse(s)
-	switch {
-	case err != nil:
-		return nil, &Error{Path: "base_url", Message: "not a URL: " + err.Error()}
-	case u.Scheme != "https" && u.Scheme != "http":
-		return nil, &Error{Path: "base_url", Message: "must start with https:// or http://"}
-	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return nil, &Error{Path: "base_url", Message: "must be scheme://host[:port][/path], without credentials, query or fragment"}
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u, nil
-}
-
-func parseDeletePath(v any) (string, error) {
-	s, _ := v.(string)
+func parseDeletePath(s string) (string, error) {
 	switch {
 	case s == "":
-		return "", &Error{Path: "delete_path", Message: "missing: write the path that deletes one record, e.g. /api/resource/Encounter/{name}"}
+		return "", &sdk.ConfigError{Path: "delete_path", Message: "missing: write the path that deletes one record, e.g. /api/resource/Encounter/{name}"}
 	case !strings.HasPrefix(s, "/"):
-		return "", &Error{Path: "delete_path", Message: "must start with /"}
+		return "", &sdk.ConfigError{Path: "delete_path", Message: "must start with /"}
 	case strings.ContainsAny(s, "# \t\r\n"):
-		return "", &Error{Path: "delete_path", Message: "must be URL-encoded (a space is %20) and have no fragment"}
+		return "", &sdk.ConfigError{Path: "delete_path", Message: "must be URL-encoded (a space is %20) and have no fragment"}
 	}
 	fields := param.Placeholders(s)
 	if q := strings.IndexByte(s, '?'); len(fields) == 0 || q >= 0 && fields[0].Start > q {
-		return "", &Error{Path: "delete_path", Message: "must name the record in its path with a {field} placeholder (e.g. /api/resource/Encounter/{name}); a path without one would delete the same URL for every duplicate"}
+		return "", &sdk.ConfigError{Path: "delete_path", Message: "must name the record in its path with a {field} placeholder (e.g. /api/resource/Encounter/{name}); a path without one would delete the same URL for every duplicate"}
 	}
 	return s, nil
 }
@@ -398,132 +322,4 @@ func text(v any) (string, error) {
 		return strconv.FormatFloat(x, 'f', -1, 64), nil
 	}
 	return "", fmt.Errorf("is a %T, not a scalar", v)
-}
-
-func newClient(section map[string]any) (*http.Client, error) {
-	verify := true
-	if v, ok := section["verify_tls"]; ok {
-		b, isBool := v.(bool)
-		if !isBool {
-			return nil, &Error{Path: "verify_tls", Message: "must be true or false"}
-		}
-		verify = b
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !verify}
-	if v, ok := section["ca_file"]; ok {
-		path, _ := v.(string)
-		pem, err := os.ReadFile(path)
-		if err != nil {
-			return nil, &Error{Path: "ca_file", Message: fmt.Sprintf("cannot read %q: %v", path, err)}
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, &Error{Path: "ca_file", Message: path + " holds no PEM certificate"}
-		}
-		cfg.RootCAs = pool
-	}
-	return &http.Client{
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
-			TLSClientConfig:     cfg,
-			TLSHandshakeTimeout: 10 * time.Second,
-			ForceAttemptHTTP2:   true,
-			MaxIdleConnsPerHost: 2,
-		},
-		// A redirected DELETE is not followed: it would delete something
-		// other than the record the template names.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, nil
-}
-
-func refuseUnknown(m map[string]any, prefix string, known []string) error {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ok := false
-		for _, c := range known {
-			ok = ok || k == c
-		}
-		if !ok {
-			return &Error{Path: prefix + k, Message: "unknown key; the keys are " + strings.Join(known, ", ")}
-		}
-	}
-	return nil
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, !math.IsNaN(x)
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-func validHeader(s string) bool {
-	if s == "" || strings.EqualFold(s, "Host") || strings.EqualFold(s, "Content-Length") {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func longestFirst(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out
-}
-
-func withoutQuery(u *url.URL) string {
-	v := *u
-	v.RawQuery, v.ForceQuery, v.Fragment = "", false, ""
-	return v.String()
-}
-
-// clip makes s one printable line of at most n runes.
-func clip(s string, n int) string {
-	var b strings.Builder
-	runes, space := 0, false
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		s = s[size:]
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			space = b.Len() > 0
-			continue
-		}
-		if runes >= n {
-			b.WriteString("…")
-			break
-		}
-		if space {
-			b.WriteByte(' ')
-			runes++
-			space = false
-		}
-		b.WriteRune(r)
-		runes++
-	}
-	return b.String()
 }

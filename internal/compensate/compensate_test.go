@@ -13,12 +13,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/adapters/testsor"
+	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 )
 
 const doctype = "Patient Encounter"
 
-func frappeSection(f *testsor.Frappe) map[string]any {
+func frappeSection(f *httprecords.Frappe) map[string]any {
 	return map[string]any{
 		"kind":        "rest_delete",
 		"base_url":    f.URL,
@@ -39,7 +39,7 @@ func mustParse(t *testing.T, section map[string]any, secrets map[string]string) 
 
 // duplicates writes n identical encounters through the API and returns
 // them as the records a plan would name.
-func duplicates(t *testing.T, f *testsor.Frappe, n int) []map[string]any {
+func duplicates(t *testing.T, f *httprecords.Frappe, n int) []map[string]any {
 	var recs []map[string]any
 	for range n {
 		name := f.Post(t, doctype, map[string]any{"patient": "PAT-1", "encounter_type": "Triage"})
@@ -117,7 +117,9 @@ func TestSecretRefs(t *testing.T) {
 	// The daemon may deliver slots as it collected them inside a candidate.
 	c := mustParse(t, map[string]any{"kind": "rest_delete", "base_url": "https://127.0.0.1:1", "delete_path": "/x/{id}", "auth": map[string]any{"bearer_env": "T"}},
 		map[string]string{"compensator.auth.bearer_env": "tok"})
-	if c.value != "Bearer tok" {
+	h := http.Header{}
+	c.creds.Set(h)
+	if h.Get("Authorization") != "Bearer tok" {
 		t.Errorf("credential from a prefixed slot not used")
 	}
 }
@@ -126,7 +128,7 @@ func TestSecretRefs(t *testing.T) {
 // Frappe-shaped server over TLS and leaves the kept one.
 func TestDeleteDuplicates(t *testing.T) {
 	t.Parallel()
-	f := testsor.NewFrappe(t, true)
+	f := httprecords.NewFrappe(t, true)
 	recs := duplicates(t, f, 3)
 	other := f.Post(t, doctype, map[string]any{"patient": "PAT-2", "encounter_type": "Triage"})
 	c := mustParse(t, frappeSection(f), map[string]string{"auth.value_env": f.Token()})
@@ -148,7 +150,7 @@ func TestStopsAtFirstFailure(t *testing.T) {
 	t.Parallel()
 	t.Run("record already gone (404)", func(t *testing.T) {
 		t.Parallel()
-		f := testsor.NewFrappe(t, true)
+		f := httprecords.NewFrappe(t, true)
 		recs := duplicates(t, f, 4)
 		// Someone else deletes the second duplicate before the compensator.
 		c := mustParse(t, frappeSection(f), map[string]string{"auth.value_env": f.Token()})
@@ -169,7 +171,7 @@ func TestStopsAtFirstFailure(t *testing.T) {
 	})
 	t.Run("server error on the second DELETE", func(t *testing.T) {
 		t.Parallel()
-		f := testsor.NewFrappe(t, false)
+		f := httprecords.NewFrappe(t, false)
 		recs := duplicates(t, f, 4)
 		var mu sync.Mutex
 		var seen []string
@@ -211,7 +213,7 @@ func TestStopsAtFirstFailure(t *testing.T) {
 	})
 	t.Run("refused credentials, echoed", func(t *testing.T) {
 		t.Parallel()
-		f := testsor.NewFrappe(t, true)
+		f := httprecords.NewFrappe(t, true)
 		f.EchoAuth(true)
 		recs := duplicates(t, f, 2)
 		const wrong = "token k:wrong-write-secret"
@@ -227,7 +229,7 @@ func TestStopsAtFirstFailure(t *testing.T) {
 	})
 	t.Run("slow server", func(t *testing.T) {
 		t.Parallel()
-		f := testsor.NewFrappe(t, true)
+		f := httprecords.NewFrappe(t, true)
 		recs := duplicates(t, f, 2)
 		f.SetDelay(5 * time.Second)
 		sec := frappeSection(f)

@@ -9,23 +9,32 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// BuiltinKinds are the kinds verifierd ships. A plugin can never take one of
-// these names, and plugin-only fields are refused on them.
-var BuiltinKinds = map[string]bool{
-	"sql": true, "document-hash": true, "document": true, "file": true, "email": true,
-	"rest": true, "graphql": true, "fhir": true, "ui_readback": true, "onscreen": true,
-}
+// BuiltinKinds are the kinds verifierd ships or reserves (internal/builtin).
+// A plugin can never take one of these names, and plugin-only fields are
+// refused on them.
+var BuiltinKinds = func() map[string]bool {
+	m := map[string]bool{}
+	for _, a := range builtin.Adapters {
+		m[a.Kind] = true
+	}
+	for _, k := range builtin.Reserved {
+		m[k] = true
+	}
+	return m
+}()
 
 // Deployment is a parsed effects section.
 type Deployment struct {
@@ -192,8 +201,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 		return c, err
 	}
 	if err := c.Redaction.Validate(path); err != nil {
-		var je *judge.Error
-		if errors.As(err, &je) {
+		if je, ok := errors.AsType[*judge.Error](err); ok {
 			return c, &Error{Path: je.Path, Message: je.Message}
 		}
 		return c, err
@@ -231,7 +239,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 		if !isMap {
 			return c, errorf(path+".options", "must be a map of non-secret settings")
 		}
-		for _, k := range sortedKeys(opts) {
+		for _, k := range slices.Sorted(maps.Keys(opts)) {
 			if namesCredential(k) {
 				return c, errorf(path+".options."+k, "an option may not carry a credential; put its environment-variable name under secret_env: instead")
 			}
@@ -245,7 +253,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 		}
 		c.OptionParams = map[string]judge.Value{}
 		opts, _ := c.Section["options"].(map[string]any)
-		for _, k := range sortedKeys(op) {
+		for _, k := range slices.Sorted(maps.Keys(op)) {
 			if namesCredential(k) {
 				return c, errorf(path+".option_params."+k, "an option may not carry a credential; use secret_env:")
 			}
@@ -264,7 +272,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 		if !isMap {
 			return c, errorf(path+".secret_env", "must map a secret slot to an environment-variable name")
 		}
-		for _, slot := range sortedKeys(se) {
+		for _, slot := range slices.Sorted(maps.Keys(se)) {
 			name, isStr := se[slot].(string)
 			if !isStr || !envNameRE.MatchString(name) {
 				return c, errorf(path+".secret_env."+slot, "must be an environment-variable name such as ACME_READER_PASSWORD, not a secret value")
@@ -283,7 +291,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 			return c, err
 		}
 	}
-	for _, k := range sortedKeys(sec) {
+	for _, k := range slices.Sorted(maps.Keys(sec)) {
 		if commonKeys[k] {
 			continue
 		}
@@ -301,7 +309,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 func collectEnvRefs(v any, slot, path string, out map[string]string) error {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if err := collectEnvRefs(x[k], slot+"."+k, path, out); err != nil {
 				return err
 			}
@@ -348,18 +356,14 @@ func namesCredential(key string) bool {
 // or refused variable fails loud, naming the variable, never a value.
 func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (string, bool), allow func(string) bool) (configJSON []byte, secrets map[string]string, err error) {
 	section := make(map[string]any, len(c.Section))
-	for k, v := range c.Section {
-		section[k] = v
-	}
+	maps.Copy(section, c.Section)
 	if len(c.OptionParams) > 0 {
 		opts := map[string]any{}
 		if o, ok := section["options"].(map[string]any); ok {
-			for k, v := range o {
-				opts[k] = v
-			}
+			maps.Copy(opts, o)
 		}
 		var missing []string
-		for _, k := range sortedKeys(c.OptionParams) {
+		for _, k := range slices.Sorted(maps.Keys(c.OptionParams)) {
 			v := c.OptionParams[k]
 			if v.IsParam() {
 				s, ok := params[v.Param]
@@ -384,7 +388,7 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 		section["options"] = opts
 	}
 	secrets = make(map[string]string, len(c.Secrets))
-	for _, slot := range sortedKeys(c.Secrets) {
+	for _, slot := range slices.Sorted(maps.Keys(c.Secrets)) {
 		name := c.Secrets[slot]
 		if allow != nil && !allow(name) {
 			return nil, nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)
@@ -406,7 +410,7 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 // rules as Resolve. Slots keep their "compensator." prefix.
 func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), allow func(string) bool) (map[string]string, error) {
 	out := make(map[string]string, len(c.CompensatorSecrets))
-	for _, slot := range sortedKeys(c.CompensatorSecrets) {
+	for _, slot := range slices.Sorted(maps.Keys(c.CompensatorSecrets)) {
 		name := c.CompensatorSecrets[slot]
 		if allow != nil && !allow(name) {
 			return nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)
@@ -423,8 +427,7 @@ func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), al
 func loadValue(v any, path string) (judge.Value, error) {
 	val, err := param.Parse(v, path)
 	if err != nil {
-		var perr *param.Error
-		if errors.As(err, &perr) {
+		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return judge.Value{}, errorf(perr.Path, "%s", perr.Message)
 		}
 		return judge.Value{}, errorf(path, "%s", err.Error())
@@ -461,20 +464,6 @@ func seconds(v any, path string, max float64) (float64, error) {
 	return f, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -23,7 +24,7 @@ func FuzzParseDeployment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDeployment(data)
 		if err != nil {
-			if ce, ok := err.(*Error); !ok || ce.Path == "" || ce.Message == "" {
+			if ce, ok := errors.AsType[*Error](err); !ok || ce.Path == "" || ce.Message == "" {
 				t.Fatalf("refusal without a path and message: %#v", err)
 			}
 			return

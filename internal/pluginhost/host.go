@@ -27,13 +27,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // BinaryPrefix starts every adapter binary's name.
-const BinaryPrefix = "verifier-adapter-"
+const BinaryPrefix = builtin.BinaryPrefix
 
 // ErrPluginShutdown is every transport failure to an adapter. A session
 // turns it into INDETERMINATE (unavailable), never CONFIRMED.
@@ -73,6 +73,11 @@ type Host struct {
 	closed    bool
 	spares    map[string][]conn // kind -> started, unconfigured adapters
 	refilling map[string]bool
+
+	// now and startConn are seams for the package's tests: the clock of
+	// eviction and launch backoff, and how an adapter is started.
+	now       func() time.Time
+	startConn func(kind string, logger hclog.Logger) (conn, error)
 }
 
 // New discovers the adapter binaries. A binary in the plugin dir named for a
@@ -91,7 +96,9 @@ func New(opts Options) (*Host, error) {
 		instances: map[string]*Instance{},
 		spares:    map[string][]conn{},
 		refilling: map[string]bool{},
+		now:       time.Now,
 	}
+	h.startConn = h.start
 	if err := h.scan(opts.BuiltinDir, true); err != nil {
 		return nil, err
 	}
@@ -106,13 +113,13 @@ func New(opts Options) (*Host, error) {
 	return h, nil
 }
 
-func (h *Host) scan(dir string, builtin bool) error {
+func (h *Host) scan(dir string, firstParty bool) error {
 	if dir == "" {
 		return nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && builtin {
+		if errors.Is(err, os.ErrNotExist) && firstParty {
 			return nil
 		}
 		return fmt.Errorf("reading adapter dir %s: %w", dir, err)
@@ -124,14 +131,14 @@ func (h *Host) scan(dir string, builtin bool) error {
 		}
 		kind := strings.TrimPrefix(name, BinaryPrefix)
 		path := filepath.Join(dir, name)
-		if builtin {
-			if !config.BuiltinKinds[kind] {
+		if firstParty {
+			if !builtin.IsKind(kind) {
 				continue // only first-party kinds come from the builtin dir
 			}
-		} else if config.BuiltinKinds[kind] {
+		} else if builtin.IsKind(kind) {
 			return fmt.Errorf("plugin %s takes the name of the built-in kind %q; a plugin can never shadow a built-in kind: rename it or remove it from %s", path, kind, dir)
 		}
-		if prev, dup := h.binaries[kind]; dup && !builtin {
+		if prev, dup := h.binaries[kind]; dup && !firstParty {
 			return fmt.Errorf("two adapter binaries for kind %q: %s and %s", kind, prev, path)
 		}
 		h.binaries[kind] = path
@@ -205,7 +212,7 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 		inst = &Instance{host: h, spec: spec, logger: h.logger.Named("adapter." + spec.Kind)}
 		h.instances[key] = inst
 	}
-	inst.lastUsed = time.Now()
+	inst.lastUsed = h.now()
 	h.evictLocked()
 	h.mu.Unlock()
 
@@ -247,13 +254,11 @@ func (h *Host) Close() {
 	h.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, in := range insts {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.stop() }()
+		wg.Go(func() { ; in.stop() })
 	}
 	for _, list := range spares {
 		for _, c := range list {
-			wg.Add(1)
-			go func() { defer wg.Done(); stopConn(c) }()
+			wg.Go(func() { ; stopConn(c) })
 		}
 	}
 	wg.Wait()
@@ -303,7 +308,7 @@ func (h *Host) refillLocked(kind string) {
 				return
 			}
 			h.mu.Unlock()
-			c, err := h.start(kind, logger)
+			c, err := h.startConn(kind, logger)
 			h.mu.Lock()
 			if err != nil || h.closed {
 				h.refilling[kind] = false
@@ -331,7 +336,7 @@ func (h *Host) launch(kind string, logger hclog.Logger) (conn, error) {
 	if c := h.takeSpare(kind); c != nil {
 		return c, nil
 	}
-	c, err := h.start(kind, logger)
+	c, err := h.startConn(kind, logger)
 	if err == nil {
 		h.mu.Lock()
 		h.refillLocked(kind)
@@ -382,14 +387,19 @@ func stopConn(c conn) {
 	switch x := c.(type) {
 	case *plugin.Subprocess:
 		x.Kill()
-	case *plugin.InProcess:
+	case io.Closer:
 		x.Close()
 	}
 }
 
+// exited reports whether a conn's process has died; an in-process adapter
+// never exits unless it says so (the package's tests make one that does).
 func exited(c conn) bool {
-	if sp, ok := c.(*plugin.Subprocess); ok {
-		return sp.Plugin.Exited()
+	switch x := c.(type) {
+	case *plugin.Subprocess:
+		return x.Plugin.Exited()
+	case interface{ Exited() bool }:
+		return x.Exited()
 	}
 	return false
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
@@ -52,7 +52,7 @@ func (in *Instance) ensure(ctx context.Context) error {
 		stopConn(in.c)
 		in.c = nil
 	}
-	if wait := time.Until(in.nextLaunch); wait > 0 {
+	if wait := in.nextLaunch.Sub(in.host.now()); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -65,7 +65,7 @@ func (in *Instance) ensure(ctx context.Context) error {
 	if err != nil {
 		in.failures++
 		backoff := min(firstBackoff<<min(in.failures-1, 10), maxBackoff)
-		in.nextLaunch = time.Now().Add(backoff)
+		in.nextLaunch = in.host.now().Add(backoff)
 		return err
 	}
 	in.c, in.info, in.failures = c, info, 0
@@ -92,8 +92,8 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 	case !info.Tier.Valid():
 		return fail(fmt.Errorf("adapter %s declares tier %d; a tier is 1 to 4", kind, info.Tier))
 	}
-	if want, ok := builtinTiers[kind]; ok && info.Tier != want {
-		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, want))
+	if b, ok := builtin.Lookup(kind); ok && info.Tier != b.Tier {
+		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, b.Tier))
 	}
 	version, err := plugin.NegotiateAPIVersion(info.APIVersions)
 	if err != nil {
@@ -108,27 +108,12 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 		APIVersion:    version,
 	})
 	if err != nil {
-		var ce *sdk.ConfigError
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
 			return fail(ce)
 		}
 		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))
 	}
 	return c, info, nil
-}
-
-// builtinTiers pins the tier of each first-party mechanism (DESIGN.md).
-var builtinTiers = map[string]sdk.Tier{
-	"sql": 1, "document-hash": 1, "document": 1, "file": 1, "email": 1,
-	"rest": 1, "graphql": 1, "fhir": 1, "ui_readback": 2,
-}
-
-func init() {
-	for k := range builtinTiers {
-		if !config.BuiltinKinds[k] {
-			panic("builtin tier for unknown kind " + k)
-		}
-	}
 }
 
 // client returns the running adapter, relaunching it if it died.

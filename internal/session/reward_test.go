@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	stdsql "database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,12 +16,13 @@ import (
 	_ "modernc.org/sqlite"
 
 	sqladapter "github.com/verifierd/verifierd/adapters/sql"
-	"github.com/verifierd/verifierd/adapters/sql/sqltest"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -204,9 +206,12 @@ func TestRewardMockMedPostgres(t *testing.T) {
 	must(t, err)
 	os.Chmod(parent, 0o755) // the server runs as its own user
 	t.Cleanup(func() { os.RemoveAll(parent) })
-	pg, err := sqltest.StartPostgres(parent)
+	pg, err := sqlservers.StartPostgres(parent)
 	if pg != nil {
 		t.Cleanup(func() { pg.Close() })
+	}
+	if errors.Is(err, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql (scripts/deps.sh)")
 	}
 	if err != nil {
 		t.Fatalf("PostgreSQL could not start: %v", err)

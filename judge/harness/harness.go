@@ -6,6 +6,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -60,7 +61,7 @@ var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, 
 func Run(input []byte, now time.Time) ([]byte, int) {
 	out, err := Judge(input, now)
 	if err != nil {
-		jerr, ok := err.(*judge.Error)
+		jerr, ok := errors.AsType[*judge.Error](err)
 		if !ok {
 			jerr = &judge.Error{Code: judge.CodeInvalidCase, Message: err.Error()}
 		}

@@ -343,7 +343,7 @@ func (k *kit) duplicates(t *testing.T) {
 		t.Fatalf("WriteDuplicate returned the identity of the first write (%q); a duplicate row has its own", first)
 	}
 	got := k.identities(k.matching(t, k.capture(t, r, true)))
-	if len(got) != 2 || !(got[0] == first && got[1] == second || got[0] == second && got[1] == first) {
+	if len(got) != 2 || ((got[0] != first || got[1] != second) && (got[0] != second || got[1] != first)) {
 		t.Errorf("a double submit reads as %q; want both rows %q and %q (duplicates must never be collapsed)", got, first, second)
 	}
 }

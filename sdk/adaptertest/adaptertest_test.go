@@ -90,7 +90,10 @@ func (a *memAdapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (
 	c, err := a.read()
 	if a.store.flaw == "cache-after" && c.Reachable {
 		a.cached = []sdk.Record{}
-		for r := range c.Records {
+		for r, err := range c.Records {
+			if err != nil {
+				return sdk.Capture{}, err
+			}
 			a.cached = append(a.cached, r)
 		}
 		c.Records = sdk.Records(a.cached...)

@@ -2,6 +2,7 @@ package param
 
 import (
 	"encoding/json"
+	"maps"
 	"net/url"
 	"path"
 	"slices"
@@ -62,8 +63,8 @@ func FuzzExpandURL(f *testing.F) {
 			}
 		}
 		gotQ, wantQ := u.Query(), want.Query()
-		if !slices.Equal(sortedKeys(gotQ), sortedKeys(wantQ)) {
-			t.Fatalf("%q changed the query keys from %v to %v", v, sortedKeys(wantQ), sortedKeys(gotQ))
+		if !slices.Equal(slices.Sorted(maps.Keys(gotQ)), slices.Sorted(maps.Keys(wantQ))) {
+			t.Fatalf("%q changed the query keys from %v to %v", v, slices.Sorted(maps.Keys(wantQ)), slices.Sorted(maps.Keys(gotQ)))
 		}
 		for k, vals := range wantQ {
 			if len(gotQ[k]) != len(vals) {
@@ -100,15 +101,6 @@ func absolute(s string) string {
 		return "https://h.example" + s
 	}
 	return s
-}
-
-func sortedKeys(q url.Values) []string {
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // FuzzFileName: a value substituted into a file name never holds a

@@ -68,14 +68,14 @@ func Parse(tree any, path string, opts ...Option) (Value, error) {
 		if lit, ok := x["literal"]; ok {
 			s, isStr := lit.(string)
 			if !isStr {
-				return Value{}, refuse(join(path, "literal"), "a literal must be a string, got %s; write %q", typeName(lit), p.suggestion(lit))
+				return Value{}, refuse(join(path, "literal"), "a literal must be a string, got %s; write %q", TypeName(lit), p.suggestion(lit))
 			}
 			return Value{Literal: s}, nil
 		}
 		if name, ok := x["param"]; ok {
 			s, isStr := name.(string)
 			if !isStr || s == "" {
-				return Value{}, refuse(join(path, "param"), "a param reference must name a run parameter (a non-empty string), got %s", show(name))
+				return Value{}, refuse(join(path, "param"), "a param reference must name a run parameter (a non-empty string), got %s", Show(name))
 			}
 			return Value{Param: s}, nil
 		}
@@ -85,7 +85,7 @@ func Parse(tree any, path string, opts ...Option) (Value, error) {
 		}
 		return Value{}, refuse(path, `malformed value object with key %q: write {literal: "text"} or {param: name}`, key)
 	default:
-		return Value{}, refuse(path, "a value must be a string, got %s; write %q (%s)", typeName(tree), p.suggestion(tree), lastKey(path))
+		return Value{}, refuse(path, "a value must be a string, got %s; write %q (%s)", TypeName(tree), p.suggestion(tree), lastKey(path))
 	}
 }
 
@@ -166,7 +166,9 @@ func lastKey(path string) string {
 	return path
 }
 
-func typeName(v any) string {
+// TypeName names a decoded YAML or JSON value's type for a message ("a
+// string", "a map"), never its content.
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -184,8 +186,9 @@ func typeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// show renders a decoded value for a message.
-func show(v any) string {
+// Show renders a decoded scalar for a message (strings quoted) and names
+// the type of anything else.
+func Show(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"
@@ -196,7 +199,7 @@ func show(v any) string {
 	case bool:
 		return strconv.FormatBool(x)
 	}
-	return typeName(v)
+	return TypeName(v)
 }
 
 // suggestion is the string a refused scalar should have been written as.

@@ -21,7 +21,7 @@ func guardStdout() {
 	orig, pipe, err := redirectStdout()
 	if err != nil {
 		// Not fatal: the adapter still works while nothing prints.
-		os.Stderr.WriteString("verifierd sdk: stdout guard unavailable: " + err.Error() + "\n")
+		_, _ = os.Stderr.WriteString("verifierd sdk: stdout guard unavailable: " + err.Error() + "\n")
 		return
 	}
 	go forwardStdout(pipe, orig, os.Stderr)
@@ -41,7 +41,7 @@ func forwardStdout(from io.Reader, handshake io.WriteCloser, rest io.Writer) {
 			}
 			io.WriteString(handshake, line[i:])
 			handshake.Close()
-			io.Copy(rest, r)
+			_, _ = io.Copy(rest, r)
 			return
 		}
 		if line != "" {

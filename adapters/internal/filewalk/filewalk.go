@@ -39,7 +39,7 @@ func Compile(p string) (*Pattern, error) {
 	if strings.HasPrefix(p, "/") {
 		return nil, errors.New("must be relative to root, e.g. *.csv or exports/*.csv")
 	}
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		switch seg {
 		case "", ".", "..":
 			return nil, fmt.Errorf("%q has an empty, . or .. segment; write a path below root such as exports/*.csv", p)
@@ -107,6 +107,34 @@ func Select(ctx context.Context, fsys fs.FS, p *Pattern) ([]Entry, error) {
 	return out, err
 }
 
+// OpenRegular opens a listed entry for reading. It returns no file and no
+// error when the entry is not a regular file: a FIFO, socket or device as
+// listed (opening one can block or never end), a folder, a symbolic link
+// leading out of the root or nowhere, or a file that vanished since it was
+// listed. The caller closes the file.
+func OpenRegular(fsys fs.FS, e Entry) (fs.File, fs.FileInfo, error) {
+	if e.Type()&^fs.ModeSymlink != 0 {
+		return nil, nil, nil
+	}
+	f, err := fsys.Open(e.Rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || e.Type()&fs.ModeSymlink != 0 {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, nil
+	}
+	return f, fi, nil
+}
+
 // Fresh reports whether a modification time is within window of now, on
 // either side: a file stamped further in the future than the window is as
 // suspect as an old one. An age exactly equal to the window is fresh (the
@@ -148,8 +176,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // Unwrap drops the *fs.PathError wrapper, whose path repeats what a reason
 // already names.
 func Unwrap(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		return pe.Err
 	}
 	return err

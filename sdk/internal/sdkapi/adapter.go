@@ -1,7 +1,6 @@
 package sdkapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,19 +100,12 @@ type ConfigureRequest struct {
 	APIVersion string
 }
 
-// DecodeConfig unmarshals Config into v, refusing unknown fields so that a
-// misspelt option is reported instead of ignored.
+// DecodeConfig unmarshals Config into v with the SDK's strict decoder
+// (DecodeConfig in this package): a misspelt option is refused with its
+// path, the kind, and the keys allowed there, instead of being ignored; a
+// section whose `kind` names another adapter is refused at kind.
 func (r ConfigureRequest) DecodeConfig(v any) error {
-	if len(r.Config) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(r.Config))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return &ConfigError{Message: err.Error()}
-	}
-	return nil
+	return DecodeConfig(r.Kind, r.Config, v)
 }
 
 // ConfigError refuses a configuration. Path names the field inside the

@@ -188,7 +188,7 @@ func (a *adapter) synthetic(req sdk.CaptureRequest) (sdk.Capture, error) {
 		}}, nil
 	case "print":
 		fmt.Println("stray-fmt-after")
-		syscall.Write(1, []byte("stray-fd1-after\n"))
+		_, _ = syscall.Write(1, []byte("stray-fd1-after\n"))
 		return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(sdk.Record{"id": "1"})}, nil
 	case "env":
 		// One record per environment variable name, so a test can see

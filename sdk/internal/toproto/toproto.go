@@ -42,8 +42,7 @@ func ConfigureResponse(err error) *adapterv1.ConfigureResponse {
 		return &adapterv1.ConfigureResponse{Ok: true}
 	}
 	refusal := &adapterv1.ConfigRefusal{Message: err.Error()}
-	var ce *sdkapi.ConfigError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*sdkapi.ConfigError](err); ok {
 		refusal = &adapterv1.ConfigRefusal{Path: ce.Path, Message: ce.Message}
 	}
 	return &adapterv1.ConfigureResponse{Refusal: refusal}

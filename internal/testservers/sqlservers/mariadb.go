@@ -1,4 +1,4 @@
-package sqltest
+package sqlservers
 
 import (
 	"context"
@@ -35,12 +35,12 @@ func StartMariaDB(parent string) (*MariaDB, error) {
 	bin, err := exec.LookPath("mariadbd")
 	if err != nil {
 		if bin, err = exec.LookPath("/usr/sbin/mariadbd"); err != nil {
-			return nil, fmt.Errorf("no mariadbd; install the Debian package mariadb-server (scripts/deps.sh)")
+			return nil, fmt.Errorf("no mariadbd: %w; install the Debian package mariadb-server (scripts/deps.sh)", ErrNotInstalled)
 		}
 	}
 	installDB, err := exec.LookPath("mariadb-install-db")
 	if err != nil {
-		return nil, fmt.Errorf("no mariadb-install-db; install the Debian package mariadb-server (scripts/deps.sh)")
+		return nil, fmt.Errorf("no mariadb-install-db: %w; install the Debian package mariadb-server (scripts/deps.sh)", ErrNotInstalled)
 	}
 	cred, uid, gid, err := runAs("mysql", "nobody")
 	if err != nil {

@@ -1,4 +1,4 @@
-package testsor
+package httprecords
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package testsor
+package httprecords
 
 import (
 	"bytes"
@@ -393,7 +393,7 @@ func writeFHIR(w http.ResponseWriter, status int, body []byte) {
 
 func matchesAll(name string, have, want []string) bool {
 	for _, wv := range want {
-		for _, alt := range strings.Split(wv, ",") { // a comma is OR in FHIR search
+		for alt := range strings.SplitSeq(wv, ",") { // a comma is OR in FHIR search
 			if (name == "patient" || name == "subject") && !strings.Contains(alt, "/") {
 				alt = "Patient/" + alt
 			}

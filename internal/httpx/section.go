@@ -1,13 +1,13 @@
-package httpread
+package httpx
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
-	"strings"
+	"slices"
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
@@ -17,6 +17,7 @@ import (
 // accessor refuses a wrongly typed value with a *sdk.ConfigError naming the
 // dotted path of the key.
 type Section struct {
+	kind string
 	path string
 	m    map[string]json.RawMessage
 }
@@ -24,7 +25,7 @@ type Section struct {
 // Root reads the adapter's whole section and refuses keys outside known
 // (kind is always allowed and must be kind when present).
 func Root(raw json.RawMessage, kind string, known []string) (*Section, error) {
-	s := &Section{m: map[string]json.RawMessage{}}
+	s := &Section{kind: kind, m: map[string]json.RawMessage{}}
 	if len(bytes.TrimSpace(raw)) != 0 {
 		if err := json.Unmarshal(raw, &s.m); err != nil || s.m == nil {
 			return nil, &sdk.ConfigError{Message: "the section must be a map of settings"}
@@ -36,25 +37,10 @@ func Root(raw json.RawMessage, kind string, known []string) (*Section, error) {
 			return nil, &sdk.ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, string(v))}
 		}
 	}
-	if err := s.refuseUnknown("kind "+kind, append([]string{"kind"}, known...)); err != nil {
+	if err := sdk.RefuseUnknownKeys(kind, "", s.m, known); err != nil {
 		return nil, err
 	}
 	return s, nil
-}
-
-func (s *Section) refuseUnknown(what string, known []string) error {
-	for _, k := range sortedKeys(s.m) {
-		if !contains(known, k) {
-			shown := make([]string, 0, len(known))
-			for _, c := range known {
-				if c != "kind" {
-					shown = append(shown, c)
-				}
-			}
-			return &sdk.ConfigError{Path: s.At(k), Message: fmt.Sprintf("unknown key for %s; the keys are %s", what, strings.Join(shown, ", "))}
-		}
-	}
-	return nil
 }
 
 // At is the dotted path of key inside this section.
@@ -77,11 +63,11 @@ func (s *Section) Sub(key string, known []string) (*Section, error) {
 	if !s.Has(key) {
 		return nil, nil
 	}
-	sub := &Section{path: s.At(key)}
+	sub := &Section{kind: s.kind, path: s.At(key)}
 	if err := json.Unmarshal(s.m[key], &sub.m); err != nil || sub.m == nil {
 		return nil, &sdk.ConfigError{Path: sub.path, Message: "must be a map"}
 	}
-	if err := sub.refuseUnknown(sub.path, known); err != nil {
+	if err := sdk.RefuseUnknownKeys(s.kind, sub.path, sub.m, known); err != nil {
 		return nil, err
 	}
 	return sub, nil
@@ -134,7 +120,7 @@ func (s *Section) StringMap(key string) (map[string]string, error) {
 		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to strings"}
 	}
 	out := make(map[string]string, len(raw))
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		var v string
 		if err := json.Unmarshal(raw[k], &v); err != nil {
 			return nil, &sdk.ConfigError{Path: s.At(key) + "." + k, Message: `must be a string; write numbers as strings ("42")`}
@@ -179,27 +165,8 @@ func BindValue(raw json.RawMessage, path string, params map[string]string) (stri
 // ConfigError turns a *param.Error into the *sdk.ConfigError an adapter
 // returns; other errors (and nil) pass through.
 func ConfigError(err error) error {
-	var perr *param.Error
-	if errors.As(err, &perr) {
+	if perr, ok := errors.AsType[*param.Error](err); ok {
 		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
 	}
 	return err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

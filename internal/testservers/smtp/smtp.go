@@ -1,10 +1,10 @@
-// Package smtptest runs a real SMTP server (github.com/emersion/go-smtp) on
+// Package smtp runs a real SMTP server (github.com/emersion/go-smtp) on
 // 127.0.0.1 for tests, delivering every accepted message into a maildir the
 // way a local delivery agent does: written under tmp/, then moved into
 // new/, with a Return-Path header and one Delivered-To header per envelope
 // recipient put in front of the message as sent. Messages are sent to it
 // with net/smtp, as an application would.
-package smtptest
+package smtp
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-// Package sshdtest runs a real, throwaway OpenSSH sshd on 127.0.0.1 for
+// Package sshd runs a real, throwaway OpenSSH sshd on 127.0.0.1 for
 // tests that need an SFTP server: host and client keys generated for the
 // test, a generated sshd_config in the test's temporary folder, the
 // server's own log, and stop, freeze and restart by the server's PID (and
@@ -7,8 +7,9 @@
 // requires, created when missing.
 //
 // It needs /usr/sbin/sshd (Debian: openssh-server); a test without it is
-// skipped with a message saying what to install.
-package sshdtest
+// skipped with a message saying what to install, or fails when CI is set
+// (testservers.Missing).
+package sshd
 
 import (
 	"bufio"
@@ -24,6 +25,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // SSHD is the server binary.
@@ -71,7 +75,7 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	if _, err := os.Stat(SSHD); err != nil {
-		t.Skipf("%s is not installed (Debian: apt-get install openssh-server): %v", SSHD, err)
+		testservers.Missing(t, "OpenSSH's sshd ("+SSHD+")", "apt-get install openssh-server")
 	}
 	if os.Geteuid() == 0 {
 		// A root sshd chroots its unprivileged child here.
@@ -264,9 +268,9 @@ func (s *Server) Stop() {
 	for _, p := range append(tree, pid) {
 		syscall.Kill(p, syscall.SIGCONT) // a frozen parent cannot reap
 	}
-	for i := len(tree) - 1; i >= 0; i-- {
-		syscall.Kill(tree[i], syscall.SIGKILL)
-		waitReaped(tree[i], time.Second)
+	for _, t := range slices.Backward(tree) {
+		syscall.Kill(t, syscall.SIGKILL)
+		waitReaped(t, time.Second)
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	<-s.exited
@@ -278,7 +282,7 @@ func (s *Server) Stop() {
 func waitReaped(pid int, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); os.IsNotExist(err) {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); os.IsNotExist(err) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -325,7 +329,7 @@ func (s *Server) OpenFiles() []string {
 	}
 	var out []string
 	for _, p := range append(descendants(pid), pid) {
-		dir := filepath.Join("/proc", strconv.Itoa(p), "fd")
+		dir := "/proc/" + strconv.Itoa(p) + "/fd"
 		fds, _ := os.ReadDir(dir)
 		for _, fd := range fds {
 			if target, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(target, "/") {
@@ -348,7 +352,7 @@ func descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package sqltest
+package sqlservers
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func postgresBin() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("no PostgreSQL server under /usr/lib/postgresql/*/bin; install the Debian package postgresql (scripts/deps.sh)")
+	return "", fmt.Errorf("no PostgreSQL server under /usr/lib/postgresql/*/bin: %w; install the Debian package postgresql (scripts/deps.sh)", ErrNotInstalled)
 }
 
 // StartPostgres initialises a cluster in a new folder under parent, starts

@@ -1,4 +1,4 @@
-// Package sqltest starts real database servers for tests: PostgreSQL and
+// Package sqlservers starts real database servers for tests: PostgreSQL and
 // MariaDB from the Debian packages (postgresql, mariadb-server), each in its
 // own temporary folder, listening on 127.0.0.1 on a free port and on a unix
 // socket inside that folder. A server runs as an unprivileged system user
@@ -9,7 +9,7 @@
 // database: an administrator that the tests write through, and a reader
 // that may only SELECT, the role an operator should give the sql adapter.
 // Passwords are random per server.
-package sqltest
+package sqlservers
 
 import (
 	"bytes"
@@ -28,6 +28,10 @@ import (
 	"syscall"
 	"time"
 )
+
+// ErrNotInstalled is wrapped by StartPostgres and StartMariaDB when the
+// server's package is not installed; a test then calls testservers.Missing.
+var ErrNotInstalled = errors.New("not installed")
 
 // startTimeout bounds a server's start, bootstrap included.
 const startTimeout = 60 * time.Second

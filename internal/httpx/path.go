@@ -1,4 +1,4 @@
-package httpread
+package httpx
 
 import (
 	"bytes"

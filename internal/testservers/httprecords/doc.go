@@ -1,4 +1,4 @@
-// Package testsor runs real HTTP systems of record on loopback for the
+// Package httprecords runs real HTTP systems of record on loopback for the
 // tests of the HTTP adapters and of the daemon end to end: a Frappe-shaped
 // REST API, a GraphQL API built with graph-gophers/graphql-go, and a FHIR
 // R4 server answering searchset Bundles. Each keeps its records in memory;
@@ -9,4 +9,4 @@
 // generated for the test (CAFile names its PEM), or over plain HTTP.
 //
 // It is test support: nothing in the daemon or the adapters imports it.
-package testsor
+package httprecords

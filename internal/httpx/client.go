@@ -1,4 +1,4 @@
-package httpread
+package httpx
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func BaseURL(s *Section, key string) (*url.URL, error) {
 	case u.User != nil:
 		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not carry credentials; name their environment variable under auth instead"}
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not have a query or fragment; put the path and query of the read in the adapter's own keys"}
+		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be scheme://host[:port][/path], without credentials, query or fragment; put the path and query of a request in its own keys"}
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
@@ -193,8 +193,7 @@ func TransportFailure(ctx context.Context, what string, err error, creds Credent
 	if ctx.Err() != nil {
 		return what + ": the read was cancelled"
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	return creds.Redact(what + ": " + err.Error())
@@ -262,8 +261,7 @@ func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context
 }
 
 func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return pe.Err
 	}
 	return err

@@ -1,4 +1,4 @@
-package testsor
+package httprecords
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -127,9 +128,7 @@ func (f *Frappe) Insert(doctype string, doc map[string]any) string {
 func (f *Frappe) insertLocked(doctype string, doc map[string]any) string {
 	f.seq++
 	d := make(map[string]any, len(doc)+5)
-	for k, v := range doc {
-		d[k] = v
-	}
+	maps.Copy(d, doc)
 	now := time.Now().UTC().Format(FrappeTime)
 	d["name"] = fmt.Sprintf("HLC-ENC-2026-%05d", f.seq)
 	d["doctype"] = doctype
@@ -319,9 +318,7 @@ func (f *Frappe) cursor(w http.ResponseWriter, r *http.Request, doctype string) 
 	links := map[string]any{"next": nil}
 	if more {
 		nq := url.Values{}
-		for k, v := range q {
-			nq[k] = v
-		}
+		maps.Copy(nq, q)
 		nq.Set("after", strconv.Itoa(lastSeq(f, doctype, page)))
 		links["next"] = "/api/cursor/" + url.PathEscape(doctype) + "?" + nq.Encode()
 	}

@@ -1,0 +1,108 @@
+package sdk_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+type decodeTarget struct {
+	Root  string `json:"root"`
+	Limit int    `json:"limit"`
+	Auth  *struct {
+		TokenEnv string `json:"token_env"`
+	} `json:"auth"`
+	Fields map[string]struct {
+		Selector string `json:"selector"`
+	} `json:"fields"`
+	Extra json.RawMessage `json:"extra"`
+}
+
+func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		raw      string
+		kind     string
+		wantPath string
+		wantMsg  []string
+	}{
+		"top level":        {`{"root":"/x","rooot":"/y"}`, "", "rooot", []string{`unknown key; "rooot" is not one of: root, limit, auth, fields, extra`}},
+		"with the kind":    {`{"lmit":1}`, "demo", "lmit", []string{"unknown key for kind demo", `"lmit"`, "root, limit"}},
+		"nested map":       {`{"auth":{"token":"T"}}`, "demo", "auth.token", []string{`"token" is not one of the keys of auth: token_env`}},
+		"map of structs":   {`{"fields":{"note":{"selector":"td","format":"x"}}}`, "", "fields.note.format", []string{"keys of fields.note: selector"}},
+		"first in order":   {`{"zz":1,"aa":2}`, "", "aa", []string{"unknown key"}},
+		"kind is not data": {`{"kind":"demo","nope":1}`, "", "nope", []string{"not one of: root"}},
+		"another kind":     {`{"kind":"other","root":"/x"}`, "demo", "kind", []string{`this adapter reads kind "demo", not "other"`}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var v decodeTarget
+			var err error
+			if tt.kind == "" {
+				err = sdk.DecodeConfig(json.RawMessage(tt.raw), &v)
+			} else {
+				err = sdk.ConfigureRequest{Kind: tt.kind, Config: json.RawMessage(tt.raw)}.DecodeConfig(&v)
+			}
+			var ce *sdk.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("DecodeConfig = %v; want a *ConfigError", err)
+			}
+			if ce.Path != tt.wantPath {
+				t.Errorf("path %q, want %q (%v)", ce.Path, tt.wantPath, err)
+			}
+			for _, w := range tt.wantMsg {
+				if !strings.Contains(ce.Message, w) {
+					t.Errorf("message %q does not say %q", ce.Message, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeConfigAccepts(t *testing.T) {
+	t.Parallel()
+	raw := `{"kind":"demo","root":"/x","limit":3,"auth":{"token_env":"T"},"fields":{"note":{"selector":"td"}},"extra":{"anything":[1]}}`
+	var v decodeTarget
+	if err := sdk.DecodeConfig(json.RawMessage(raw), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Root != "/x" || v.Limit != 3 || v.Auth == nil || v.Auth.TokenEnv != "T" || v.Fields["note"].Selector != "td" {
+		t.Errorf("decoded %+v", v)
+	}
+	if diff := cmp.Diff(`{"anything":[1]}`, string(v.Extra)); diff != "" {
+		t.Errorf("raw value (-want +got):\n%s", diff)
+	}
+	if err := sdk.DecodeConfig(nil, &v); err != nil {
+		t.Errorf("an empty section: %v", err)
+	}
+	var m map[string]any
+	if err := sdk.DecodeConfig(json.RawMessage(`{"a":1}`), &m); err != nil || m["a"] != json.Number("1") {
+		t.Errorf("into a map: %v, %v; want exact numbers", m, err)
+	}
+}
+
+func TestRefuseUnknownKeys(t *testing.T) {
+	t.Parallel()
+	section := map[string]json.RawMessage{"kind": nil, "url": nil, "ur1": nil}
+	err := sdk.RefuseUnknownKeys("rest", "", section, []string{"url"})
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url` {
+		t.Errorf("top level: %v", err)
+	}
+	err = sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"token_env": 1, "bearer_env": 2}, []string{"bearer_env"})
+	if !errors.As(err, &ce) || ce.Path != "auth.token_env" || !strings.Contains(ce.Message, `"token_env" is not one of the keys of auth: bearer_env`) {
+		t.Errorf("nested: %v", err)
+	}
+	if err := sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"kind": 1}, []string{"bearer_env"}); err == nil {
+		t.Error("kind is allowed only at the top")
+	}
+	if err := sdk.RefuseUnknownKeys("", "", map[string]int{"kind": 1, "url": 2}, []string{"url"}); err != nil {
+		t.Errorf("known keys refused: %v", err)
+	}
+}
