@@ -75,7 +75,7 @@ buf-lint:
 # with where this branch left main (its merge base; on main itself, HEAD),
 # or with BREAKING_AGAINST (a git ref). It reads the local repository: no
 # network.
-BREAKING_AGAINST ?= $$(git merge-base HEAD main)
+BREAKING_AGAINST ?= $$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
 buf-breaking:
 	bash scripts/tools.sh
 	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"

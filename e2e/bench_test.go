@@ -151,7 +151,7 @@ func BenchmarkJudgeInProcess(b *testing.B) {
 // vmHWM is a process's peak resident memory in KiB.
 func vmHWM(pid int) int {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			return n

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -219,7 +220,7 @@ func (d *daemon) stop() {
 		return
 	default:
 	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.exited:
 	case <-time.After(20 * time.Second):
@@ -260,7 +261,7 @@ func (d *daemon) ctl(t *testing.T, args ...string) (string, int) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("verifyctl %v: %v", args, err)
@@ -525,9 +526,11 @@ func childPIDs(t testing.TB, parent int, name string) []int {
 	t.Helper()
 	out, _ := exec.Command("pgrep", "-P", fmt.Sprint(parent), "-f", name).Output()
 	var pids []int
-	for _, f := range strings.Fields(string(out)) {
+	for f := range strings.FieldsSeq(string(out)) {
 		var p int
-		fmt.Sscan(f, &p)
+		if _, err := fmt.Sscan(f, &p); err != nil {
+			continue
+		}
 		pids = append(pids, p)
 	}
 	return pids
@@ -558,7 +561,9 @@ func TestPluginKilledMidCapture(t *testing.T) {
 	var killed int
 	for {
 		if raw, err := os.ReadFile(marker); err == nil && len(raw) > 0 {
-			fmt.Sscan(string(raw), &killed)
+			if _, err := fmt.Sscan(string(raw), &killed); err != nil {
+				killed = 0
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -154,8 +154,12 @@ func TestRedactedValueNeverLeaves(t *testing.T) {
 		Kind            string `json:"kind"`
 		SuggestedAction string `json:"suggested_action"`
 	}
-	json.Unmarshal(plain.verify.Effects[0].ReconciliationTask, &plainTask)
-	json.Unmarshal(hidden.verify.Effects[0].ReconciliationTask, &hiddenTask)
+	if err := json.Unmarshal(plain.verify.Effects[0].ReconciliationTask, &plainTask); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(hidden.verify.Effects[0].ReconciliationTask, &hiddenTask); err != nil {
+		t.Fatal(err)
+	}
 	if plainTask != hiddenTask || hiddenTask.SuggestedAction != "REMOVE_DUPLICATES" {
 		t.Errorf("task %+v, plain run %+v; want REMOVE_DUPLICATES in both", hiddenTask, plainTask)
 	}

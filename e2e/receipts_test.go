@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,7 +75,7 @@ func (d *daemon) offline(t *testing.T, args ...string) (offlineResult, int) {
 	cmd.Stdout = &stdout
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("verifyctl %v: %v", args, err)
@@ -347,7 +348,9 @@ func TestReverifyAfterRepair(t *testing.T) {
 	var types []string
 	for _, l := range lines {
 		var e receipt.Entry
-		json.Unmarshal([]byte(l), &e)
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
 		types = append(types, e.Type)
 	}
 	want := "begin verify reconciliation_opened receipt reverify reconciliation_opened receipt reverify reconciliation_closed receipt"
@@ -386,7 +389,7 @@ func TestVerifyArtifact(t *testing.T) {
 	}
 	local := t.TempDir()
 	exact := writeFile(t, local, "invoice.pdf", string(want))
-	otherBytes := writeFile(t, filepath.Join(t.TempDir()), "other.pdf", "new bytes, not in the store")
+	otherBytes := writeFile(t, t.TempDir(), "other.pdf", "new bytes, not in the store")
 	absent := writeFile(t, local, "missing.pdf", string(want))
 
 	type answer struct {
@@ -430,7 +433,9 @@ func TestVerifyArtifact(t *testing.T) {
 			Tier    int    `json:"tier"`
 		}
 		_, payload := decodePayload(t, f)
-		json.Unmarshal(payload, &p)
+		if err := json.Unmarshal(payload, &p); err != nil {
+			t.Fatal(err)
+		}
 		if tc.file == exact && p.Artifact.SHA256 != hex.EncodeToString(sum[:]) || p.Verdict != tc.verdict || p.Tier != 1 {
 			t.Errorf("%s: payload %s", tc.name, payload)
 		}

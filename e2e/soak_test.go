@@ -113,9 +113,7 @@ func TestSoak(t *testing.T) {
 	stop := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	for c := range soakClients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			patient := fmt.Sprint("patient-", c%soakPatients)
 			for time.Now().Before(stop) {
 				t0 := time.Now()
@@ -129,13 +127,11 @@ func TestSoak(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	cases := hostileRequests(client, conn, dep)
 	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := w; time.Now().Before(stop); i++ {
 				hc := cases[i%len(cases)]
 				err := hc.call(ctx)
@@ -147,7 +143,7 @@ func TestSoak(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	rssEnd := settledRSS(t, d, pid)
@@ -256,7 +252,7 @@ func clipString(s string) string {
 // procKB reads one "Field: N kB" line of /proc/PID/status.
 func procKB(pid int, field string) int {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 			return n

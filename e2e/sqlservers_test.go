@@ -37,7 +37,9 @@ func TestSQLServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(parent, 0o755) // the servers run as their own users
+	if err := os.Chmod(parent, 0o755); err != nil { // the servers run as their own users
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { os.RemoveAll(parent) })
 
 	var pg *sqlservers.Postgres
@@ -192,7 +194,7 @@ func verifyctl(t *testing.T, env []string, args ...string) (string, int) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("verifyctl %v: %v", args, err)

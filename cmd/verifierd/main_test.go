@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,7 +34,7 @@ func verifierdBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "verifierd")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -127,7 +126,9 @@ func TestCorruptStoreStopsDaemon(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			f.WriteAt(make([]byte, 8192), 0)
+			if _, err := f.WriteAt(make([]byte, 8192), 0); err != nil {
+				panic(err)
+			}
 		},
 		"bad page flags": func(path string) {
 			f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -137,17 +138,23 @@ func TestCorruptStoreStopsDaemon(t *testing.T) {
 			defer f.Close()
 			for p := int64(2); p < 16; p++ { // every tree page near the start
 				var hdr [16]byte
-				f.ReadAt(hdr[:], p*4096)
+				if _, err := f.ReadAt(hdr[:], p*4096); err != nil {
+					panic(err)
+				}
 				if hdr[8] == 0x01 || hdr[8] == 0x02 {
-					f.WriteAt([]byte{0x55}, p*4096+8)
+					if _, err := f.WriteAt([]byte{0x55}, p*4096+8); err != nil {
+						panic(err)
+					}
 				}
 			}
 		},
 		"truncated": func(path string) {
 			fi, _ := os.Stat(path)
-			os.Truncate(path, fi.Size()/3)
+			if err := os.Truncate(path, fi.Size()/3); err != nil {
+				t.Fatal(err)
+			}
 		},
-		"0-byte with the marker": func(path string) { os.Truncate(path, 0) },
+		"0-byte with the marker": func(path string) { must(os.Truncate(path, 0)) },
 	}
 	for name, damage := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -157,7 +164,7 @@ func TestCorruptStoreStopsDaemon(t *testing.T) {
 			if code != 1 || !strings.Contains(checkErr, "page ") || !strings.Contains(checkErr, "is corrupt") {
 				t.Fatalf("store check: exit %d, stderr %s; want 1 naming the page", code, checkErr)
 			}
-			first := strings.SplitN(checkErr, "\n", 2)[0]
+			first, _, _ := strings.Cut(checkErr, "\n")
 			code, _, daemonErr := runBin(t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--builtin-dir", t.TempDir())
 			if code != 1 {
 				t.Errorf("daemon on a corrupt store: exit %d, want 1\n%s", code, daemonErr)
@@ -241,7 +248,7 @@ func startDaemon(t *testing.T, args ...string) string {
 	}
 	// The signal may arrive before the daemon handles signals; either way
 	// it stops.
-	cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	for sc.Scan() {
 		log.WriteString(sc.Text() + "\n")
 	}
@@ -274,7 +281,9 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	}
 	s.Close()
 
-	os.Truncate(filepath.Join(dir, "verifierd.db"), 0)
+	if err := os.Truncate(filepath.Join(dir, "verifierd.db"), 0); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errs := runBin(t, "--data-dir", dir, "--listen", "127.0.0.1:0", "--builtin-dir", t.TempDir()); code != 1 || !strings.Contains(errs, "--init-store") {
 		t.Errorf("empty store with the marker: exit %d %s", code, errs)
 	}
@@ -294,4 +303,12 @@ func TestOpenSigningKeyStopsDaemon(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want exit 1 saying chmod 600", code, stderr)
 	}
 	noTrace(t, stderr)
+}
+
+// must panics on a failed step of a corruption recipe (those run outside a
+// test's goroutine helpers and have no t).
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
 }

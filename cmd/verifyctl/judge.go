@@ -24,7 +24,7 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: verifyctl judge --case FILE|-")
 		return 2
 	}
-	var r io.Reader = stdin
+	var r = stdin
 	if *casePath != "-" {
 		f, err := os.Open(*casePath)
 		if err != nil {
@@ -41,7 +41,9 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return refuseCase(stdout, fmt.Sprintf("the case is larger than %d bytes", maxCaseBytes))
 	}
 	out, code := harness.Run(data, time.Now().UTC())
-	stdout.Write(out)
+	if _, err := stdout.Write(out); err != nil {
+		return exitFailure
+	}
 	return code
 }
 

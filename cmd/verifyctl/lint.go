@@ -157,7 +157,7 @@ func lintWorkflow(w *workflow.Workflow) lintReport {
 				continue
 			}
 			if len(workflow.SelectorParams(e)) == 0 {
-				report.Findings = append(report.Findings, lintFinding{Code: workflow.CodeSubjectNotSelected, Step: s.Name, Effect: intPtr(j),
+				report.Findings = append(report.Findings, lintFinding{Code: workflow.CodeSubjectNotSelected, Step: s.Name, Effect: new(j),
 					Path:    fmt.Sprintf("%s[%d]", path, j),
 					Message: "the contract selects its record through no run parameter (match, new_records or idempotency_key), so another run's or another subject's record would pass; add e.g. match: {id: {param: record_id}}"})
 			}
@@ -205,7 +205,7 @@ func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestC
 		for j := range s.Effects {
 			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
 			if tier == 4 {
-				out = append(out, lintFinding{Code: workflow.CodeSameChannelOracle, Step: s.Name, Effect: intPtr(j), Path: path,
+				out = append(out, lintFinding{Code: workflow.CodeSameChannelOracle, Step: s.Name, Effect: new(j), Path: path,
 					Message: fmt.Sprintf("the selected candidate %s reads at tier 4, the same channel the automation wrote through; it can confirm what the screen shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate)})
 			}
 			for _, f := range workflow.CheckTier(p, int(tier), candidate, j, path) {
@@ -219,7 +219,7 @@ func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestC
 func fromFinding(step string, f workflow.Finding) lintFinding {
 	out := lintFinding{Code: f.Code, Step: step, Path: f.Path, Message: f.Message}
 	if f.Effect >= 0 {
-		out.Effect = intPtr(f.Effect)
+		out.Effect = new(f.Effect)
 	}
 	return out
 }
@@ -245,5 +245,3 @@ func sortFindings(w *workflow.Workflow, fs []lintFinding) []lintFinding {
 	})
 	return fs
 }
-
-func intPtr(i int) *int { return &i }

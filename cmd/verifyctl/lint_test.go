@@ -54,7 +54,7 @@ var ignoreMessages = cmpopts.IgnoreFields(lintFinding{}, "Message")
 func finding(code, step string, effect int, path string) lintFinding {
 	f := lintFinding{Code: code, Step: step, Path: path}
 	if effect >= 0 {
-		f.Effect = intPtr(effect)
+		f.Effect = new(effect)
 	}
 	return f
 }

@@ -92,8 +92,7 @@ func cmdLedger(args []string, stdout, stderr io.Writer) int {
 	head, err := receipt.VerifyChain(entries, false)
 	if err != nil {
 		out := map[string]any{"valid": false, "reason": err.Error()}
-		var ce *receipt.ChainError
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*receipt.ChainError](err); ok {
 			out["seq"], out["line"] = ce.Seq, ce.Line
 		}
 		writeJSON(stdout, out)

@@ -100,10 +100,14 @@ func TestLedgerVerifyOffline(t *testing.T) {
 		return b.Bytes()
 	}
 	good := filepath.Join(dir, "ledger.jsonl")
-	os.WriteFile(good, lines(entries), 0o600)
+	if err := os.WriteFile(good, lines(entries), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	env, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, rcptPayload))
 	rc := filepath.Join(dir, "r.json")
-	os.WriteFile(rc, env, 0o600)
+	if err := os.WriteFile(rc, env, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", rc)
 	if code != 0 || out["valid"] != true || out["entries"] != float64(4) || out["receipt_seq"] != float64(3) {
@@ -119,7 +123,9 @@ func TestLedgerVerifyOffline(t *testing.T) {
 		"edited":    {[]string{text[0], strings.Replace(text[1], `"begin"`, `"verify"`, 1), text[2], text[3]}, 2},
 	} {
 		p := filepath.Join(dir, name+".jsonl")
-		os.WriteFile(p, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o600)
+		if err := os.WriteFile(p, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		out, code := runCtl(t, "ledger", "verify", "--file", p)
 		if code != 1 || out["valid"] != false || out["seq"] != tc.seq {
 			t.Errorf("%s: exit %d %v, want exit 1 naming seq %v", name, code, out, tc.seq)
@@ -129,7 +135,9 @@ func TestLedgerVerifyOffline(t *testing.T) {
 	otherPayload, _ := json.Marshal(map[string]any{"ledger": receipt.Position{Seq: 3, Head: receipt.Genesis}})
 	otherEnv, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, otherPayload))
 	orc := filepath.Join(dir, "other.json")
-	os.WriteFile(orc, otherEnv, 0o600)
+	if err := os.WriteFile(orc, otherEnv, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", orc); code != 1 || out["valid"] != false {
 		t.Fatalf("foreign receipt: exit %d %v", code, out)
 	}

@@ -91,7 +91,9 @@ func cmdLedgerExport(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return callError(stdout, stderr, err)
 		}
-		stdout.Write(append(msg.GetEntry().GetCanonicalJson(), '\n'))
+		if _, err := stdout.Write(append(msg.GetEntry().GetCanonicalJson(), '\n')); err != nil {
+			return exitFailure
+		}
 	}
 }
 

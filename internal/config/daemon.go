@@ -89,8 +89,7 @@ func LoadDaemon(path string) (*Daemon, error) {
 	if f.Policy != nil {
 		p, err := workflow.ParsePolicy(f.Policy, "policy")
 		if err != nil {
-			var we *workflow.Error
-			if errors.As(err, &we) {
+			if we, ok := errors.AsType[*workflow.Error](err); ok {
 				return nil, errorf(we.Path, "%s", we.Message)
 			}
 			return nil, err
@@ -142,8 +141,8 @@ func LoadDaemon(path string) (*Daemon, error) {
 // AllowSecret reports whether a deployment may name the variable.
 func (d *Daemon) AllowSecret(name string) bool {
 	for _, a := range d.Secrets.Allow {
-		if strings.HasSuffix(a, "*") {
-			if strings.HasPrefix(name, strings.TrimSuffix(a, "*")) {
+		if before, ok := strings.CutSuffix(a, "*"); ok {
+			if strings.HasPrefix(name, before) {
 				return true
 			}
 		} else if a == name {

@@ -34,7 +34,7 @@ policy:
 		t.Fatal(err)
 	}
 	dir := filepath.Dir(p)
-	if diff := cmp.Diff(map[string]string{"triage": filepath.Join(dir, "flows/triage.yaml"), "abs": "/srv/w.yaml"}, d.Workflows); diff != "" {
+	if diff := cmp.Diff(map[string]string{"triage": filepath.Join(dir, "flows", "triage.yaml"), "abs": "/srv/w.yaml"}, d.Workflows); diff != "" {
 		t.Errorf("workflows (-want +got):\n%s", diff)
 	}
 	got := workflow.Resolve(d.Policy)

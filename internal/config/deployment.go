@@ -125,8 +125,7 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 	if raw, present := top["policy"]; present && raw != nil {
 		p, err := workflow.ParsePolicy(raw, "policy")
 		if err != nil {
-			var we *workflow.Error
-			if errors.As(err, &we) {
+			if we, ok := errors.AsType[*workflow.Error](err); ok {
 				return nil, errorf(we.Path, "%s", we.Message)
 			}
 			return nil, err

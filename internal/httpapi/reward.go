@@ -49,8 +49,7 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any,
 }
 
 func (h rewardHandler) fail(w http.ResponseWriter, err error) {
-	var rf *reward.Refusal
-	if errors.As(err, &rf) {
+	if rf, ok := errors.AsType[*reward.Refusal](err); ok {
 		WriteError(w, rf.Status, rf.Code, rf.Detail)
 		return
 	}

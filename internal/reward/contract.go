@@ -337,8 +337,7 @@ func LoadContract(name, dir string, trust Trust) (*Contract, error) {
 	if raw, err := os.ReadFile(certPath); err == nil {
 		cert, err := checkCertificate(raw, c, trust)
 		if err != nil {
-			var le *LoadError
-			if errors.As(err, &le) {
+			if le, ok := errors.AsType[*LoadError](err); ok {
 				le.File = certPath
 				return nil, le
 			}

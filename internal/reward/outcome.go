@@ -2,6 +2,7 @@ package reward
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/verifierd/verifierd/judge"
 )
@@ -110,11 +111,9 @@ func JudgeEpisode(req, forb []*judge.Contract, before, after judge.Snapshot, sig
 		j.Outcome = OutcomeVerified
 		return j
 	}
-	for _, v := range j.Required {
-		if requiredPresent(v) {
-			j.Outcome, j.Uncertainty, j.Reason = OutcomeReconciliationRequired, UncertaintyEffectUncertain, "EFFECT_PRESENT_AFTER_"+signal
-			return j
-		}
+	if slices.ContainsFunc(j.Required, requiredPresent) {
+		j.Outcome, j.Uncertainty, j.Reason = OutcomeReconciliationRequired, UncertaintyEffectUncertain, "EFFECT_PRESENT_AFTER_"+signal
+		return j
 	}
 	j.Outcome = signal
 	return j

@@ -384,8 +384,7 @@ func TestRefusals(t *testing.T) {
 	ctx := context.Background()
 	id := map[string]string{"patient_id": "patient-0001"}
 	code := func(err error) string {
-		var rf *Refusal
-		if errors.As(err, &rf) {
+		if rf, ok := errors.AsType[*Refusal](err); ok {
 			return fmt.Sprintf("%s/%d", rf.Code, rf.Status)
 		}
 		return fmt.Sprint(err)
@@ -520,9 +519,7 @@ func TestConcurrentScoringIssuesOneReceipt(t *testing.T) {
 	var mu sync.Mutex
 	ok, dup := 0, 0
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
 			mu.Lock()
 			defer mu.Unlock()
@@ -535,7 +532,7 @@ func TestConcurrentScoringIssuesOneReceipt(t *testing.T) {
 			default:
 				t.Errorf("unexpected: %v", err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if ok != 1 || dup != 7 {

@@ -25,6 +25,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/workflow"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -78,7 +79,12 @@ func startAPI(t *testing.T, opts Options, adapters map[string]func() sdk.Adapter
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, hs := New(&session.Manager{Host: host, Store: st, Daemon: &config.Daemon{}}, opts)
+	// The API layer is under test: inline deployments and absence checks
+	// (no change claim) keep the cases small; the trust rules have tests of
+	// their own.
+	noClaim := false
+	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim}}
+	srv, hs := New(&session.Manager{Host: host, Store: st, Daemon: daemon, AllowInline: true}, opts)
 	lis := bufconn.Listen(1 << 20)
 	a := &api{srv: srv, health: hs, served: make(chan error, 1)}
 	go func() { a.served <- srv.Serve(lis) }()
@@ -207,7 +213,9 @@ func TestStatusMapping(t *testing.T) {
 		"refused baseline": {func() error {
 			_, err := c.Begin(ctx, &verifierv1.BeginRequest{Deployment: dep("unreachable"), Effects: []byte(judgeCase)})
 			return err
-		}, codes.FailedPrecondition, "", "effects[0]", ""},
+			// A refused Begin is recorded in the ledger; its ErrorInfo names
+			// the terminal outcome and carries the receipt.
+		}, codes.FailedPrecondition, "", "effects[0]", "HALTED_BEFORE_EFFECT"},
 		"no such session": {func() error {
 			_, err := c.GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: "ses_" + strings.Repeat("0", 32)})
 			return err

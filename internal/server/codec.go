@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -29,10 +30,19 @@ var badUTF8 sync.Map
 
 func (wireCodec) Name() string { return "proto" }
 
-func (wireCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+func (wireCodec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("codec: %T is not a protobuf message", v)
+	}
+	return proto.Marshal(m)
+}
 
 func (wireCodec) Unmarshal(data []byte, v any) error {
-	m := v.(proto.Message)
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("codec: %T is not a protobuf message", v)
+	}
 	err := proto.Unmarshal(data, m)
 	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		return err
@@ -89,7 +99,8 @@ func invalidUTF8Field(data []byte, desc protoreflect.MessageDescriptor, prefix s
 func vetUnary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if path, ok := badUTF8.LoadAndDelete(req); ok {
-			return nil, invalid(path.(string), "not valid UTF-8; proto3 strings must be UTF-8 text")
+			p, _ := path.(string)
+			return nil, invalid(p, "not valid UTF-8; proto3 strings must be UTF-8 text")
 		}
 		return h(ctx, req)
 	}

@@ -42,7 +42,8 @@ func (c *docCache[V]) get(key [32]byte) (V, bool) {
 		return zero, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*docEntry[V]).val, true
+	e, _ := el.Value.(*docEntry[V]) // only docEntry values are stored
+	return e.val, true
 }
 
 // put stores a validated document. One larger than an eighth of the byte
@@ -61,7 +62,7 @@ func (c *docCache[V]) put(key [32]byte, size int, v V) {
 	c.bytes += size
 	for c.order.Len() > c.maxEntries || c.bytes > c.maxBytes {
 		el := c.order.Back()
-		e := el.Value.(*docEntry[V])
+		e, _ := el.Value.(*docEntry[V])
 		c.order.Remove(el)
 		delete(c.index, e.key)
 		c.bytes -= e.size

@@ -58,21 +58,35 @@ func TestLoadEvidenceKey(t *testing.T) {
 	}{
 		"file readable by others": {func(t *testing.T, dir string) {
 			mustKey(t, dir)
-			os.Chmod(EvidenceKeyPath(dir), 0o644)
+			if err := os.Chmod(EvidenceKeyPath(dir), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}, "chmod 600"},
 		"folder readable by others": {func(t *testing.T, dir string) {
 			mustKey(t, dir)
-			os.Chmod(filepath.Dir(EvidenceKeyPath(dir)), 0o755)
+			if err := os.Chmod(filepath.Dir(EvidenceKeyPath(dir)), 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}, "chmod 700"},
 		"wrong length": {func(t *testing.T, dir string) {
-			os.MkdirAll(filepath.Dir(EvidenceKeyPath(dir)), 0o700)
-			os.WriteFile(EvidenceKeyPath(dir), []byte("short"), 0o600)
+			if err := os.MkdirAll(filepath.Dir(EvidenceKeyPath(dir)), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(EvidenceKeyPath(dir), []byte("short"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}, "holds 5 bytes"},
 		"a symlink": {func(t *testing.T, dir string) {
-			os.MkdirAll(filepath.Dir(EvidenceKeyPath(dir)), 0o700)
+			if err := os.MkdirAll(filepath.Dir(EvidenceKeyPath(dir)), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			target := filepath.Join(dir, "elsewhere")
-			os.WriteFile(target, make([]byte, EvidenceKeySize), 0o600)
-			os.Symlink(target, EvidenceKeyPath(dir))
+			if err := os.WriteFile(target, make([]byte, EvidenceKeySize), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, EvidenceKeyPath(dir)); err != nil {
+				t.Fatal(err)
+			}
 		}, "not a regular file"},
 	}
 	for name, tc := range refused {

@@ -108,8 +108,10 @@ func createEvidenceKey(dir string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("writing the evidence key: %w", err)
 	}
+	// Make the new name durable too; a failure here only risks the key
+	// being made again after a machine crash, before any use of it lasted.
 	if d, err := os.Open(dir); err == nil {
-		d.Sync()
+		_ = d.Sync()
 		d.Close()
 	}
 	return key, nil

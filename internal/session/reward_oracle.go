@@ -108,7 +108,11 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 	}
 	defer capt.Close()
 	if !capt.Reachable {
-		for range capt.RawBatches() {
+		// Drain the stream (an unreachable read has no batches).
+		for _, err := range capt.RawBatches() {
+			if err != nil {
+				break
+			}
 		}
 		reason := capt.Reason
 		if reason == "" {

@@ -67,7 +67,6 @@ func newRewardRig(t *testing.T, deployment string, env map[string]string, adapte
 	}
 	host.RegisterInProcess("sql", sqladapter.New)
 	for _, a := range adapters {
-		a := a
 		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
 	}
 	st, err := store.Open(t.TempDir())
@@ -204,7 +203,9 @@ func TestRewardMockMedPostgres(t *testing.T) {
 	t.Parallel()
 	parent, err := os.MkdirTemp("", "reward-pg-")
 	must(t, err)
-	os.Chmod(parent, 0o755) // the server runs as its own user
+	if err := os.Chmod(parent, 0o755); err != nil { // the server runs as its own user
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { os.RemoveAll(parent) })
 	pg, err := sqlservers.StartPostgres(parent)
 	if pg != nil {

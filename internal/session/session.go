@@ -182,15 +182,6 @@ type captureMeta struct {
 	KeyID string `json:"key_id,omitempty"`
 }
 
-// prepared is a parsed, bound and configured step.
-type prepared struct {
-	deployment []byte
-	dep        *config.Deployment
-	contracts  []*judge.Contract
-	instances  []*pluginhost.Instance // per candidate; nil when it failed (Verify only)
-	instErrs   []error
-}
-
 func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	if req.DeploymentName == "" {
 		if len(req.Deployment) == 0 {
@@ -241,8 +232,7 @@ func parseDeployment(data []byte) (*config.Deployment, bool, error) {
 	} // a document that does not decode is refused by ParseDeployment below
 	dep, err := config.ParseDeployment(data)
 	if err != nil {
-		var ce *config.Error
-		if errors.As(err, &ce) {
+		if ce, ok := errors.AsType[*config.Error](err); ok {
 			return nil, false, &Error{Kind: Invalid, Path: "deployment." + clipMsg(ce.Path), Message: clipMsg(ce.Message)}
 		}
 		return nil, false, &Error{Kind: Invalid, Path: "deployment", Message: clipMsg(err.Error())}
@@ -296,8 +286,7 @@ func parse(deployment, effects []byte, params map[string]string) (*config.Deploy
 }
 
 func judgeError(err error) error {
-	var je *judge.Error
-	if errors.As(err, &je) {
+	if je, ok := errors.AsType[*judge.Error](err); ok {
 		return &Error{Kind: Invalid, Code: je.Code, Path: clipMsg(je.Path), Message: clipMsg(je.Message)}
 	}
 	return &Error{Kind: Invalid, Message: clipMsg(err.Error())}
@@ -332,8 +321,7 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 		}
 		cfg, secrets, err := c.Resolve(params, m.lookupEnv, allow)
 		if err != nil {
-			var ce *config.Error
-			if errors.As(err, &ce) {
+			if ce, ok := errors.AsType[*config.Error](err); ok {
 				// A secret outside secrets.allow is the operator's policy;
 				// a secret missing from the environment is the platform's.
 				reason := reasonPlatform
@@ -351,8 +339,7 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 			EffectTimeout: effectTimeout(contracts),
 		})
 		if err != nil {
-			var ce *sdk.ConfigError
-			if errors.As(err, &ce) {
+			if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
 				p := path
 				if ce.Path != "" {
 					p += "." + ce.Path
@@ -433,7 +420,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		effects := byCandidate[ci]
 		cm, w, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects, dep.Candidates[ci].Redaction)
 		if err != nil {
-			m.Store.DropBaseline(id)
+			m.dropBaseline(id)
 			return nil, err
 		}
 		if w != nil {
@@ -444,7 +431,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	}
 	raw, err := json.Marshal(md)
 	if err != nil {
-		m.Store.DropBaseline(id)
+		m.dropBaseline(id)
 		return nil, err
 	}
 	// The ledger's begin entry binds the session id, the contract hashes,
@@ -454,7 +441,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return err
 	}
 	if err := m.Store.CreateSessionLedger(id, raw, beginEntry, writers...); err != nil {
-		m.Store.DropBaseline(id)
+		m.dropBaseline(id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
 	m.logger().Info("session begun", "session", id, "effects", len(contracts))
@@ -512,7 +499,11 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 	}
 	defer capt.Close()
 	if !capt.Reachable {
-		for range capt.RawBatches() {
+		// Drain the stream (an unreachable read has no batches).
+		for _, err := range capt.RawBatches() {
+			if err != nil {
+				break
+			}
 		}
 		if capt.Reason == "" {
 			return "unreachable", 0, nil, nil
@@ -588,5 +579,13 @@ func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// dropBaseline removes the chunks of a Begin that did not commit. A
+// failure leaves orphans that the store's cleanup removes later.
+func (m *Manager) dropBaseline(id string) {
+	if err := m.Store.DropBaseline(id); err != nil {
+		m.logger().Warn("dropping an uncommitted baseline; the orphan cleanup will remove it", "session", id, "error", err)
 	}
 }

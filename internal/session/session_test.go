@@ -110,7 +110,6 @@ func newManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 		t.Fatal(err)
 	}
 	for _, a := range adapters {
-		a := a
 		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
 	}
 	st, err := store.Open(t.TempDir())

@@ -170,15 +170,13 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	}
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			inst, instErr := insts[cm.Candidate], instErrs[cm.Candidate]
 			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, &dep.Candidates[cm.Candidate], &ev.Groups[n])
 			for k, i := range cm.Effects {
 				verdicts[i], tasks[i] = vs[k], ts[k]
 			}
-		}()
+		})
 	}
 	wg.Wait()
 

@@ -472,7 +472,9 @@ func fromBoltCheck(path string, err error) *CorruptError {
 	msg := err.Error()
 	page := int64(-1)
 	if rest, ok := strings.CutPrefix(msg, "page "); ok {
-		fmt.Sscanf(rest, "%d", &page)
+		if _, err := fmt.Sscanf(rest, "%d", &page); err != nil {
+			page = -1
+		}
 	}
 	return &CorruptError{Path: path, Page: page, Problem: "bbolt's consistency check: " + msg}
 }

@@ -82,7 +82,9 @@ func layout(t *testing.T, path string) (int, meta, []uint64) {
 		if !w.used[i] || i == m.freelist {
 			continue
 		}
-		f.ReadAt(buf, int64(i)*int64(w.psize))
+		if _, err := f.ReadAt(buf, int64(i)*int64(w.psize)); err != nil {
+			t.Fatal(err)
+		}
 		if binary.LittleEndian.Uint64(buf) == i && binary.LittleEndian.Uint16(buf[8:]) == flagLeaf {
 			leaves = append(leaves, i)
 		}
@@ -171,8 +173,7 @@ func TestOpenCorruptStore(t *testing.T) {
 				s.Close()
 				t.Fatal("a damaged store opened")
 			}
-			var ce *CorruptError
-			if !errors.As(err, &ce) {
+			if _, ok := errors.AsType[*CorruptError](err); !ok {
 				t.Fatalf("error %v (%T), want a *CorruptError", err, err)
 			}
 			msg := err.Error()

@@ -111,7 +111,9 @@ func TestExportLedgerInBatches(t *testing.T) {
 		t.Fatalf("%d entries, %v", len(got), err)
 	}
 	got = nil
-	s.ExportLedger(n-1, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil })
+	if err := s.ExportLedger(n-1, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if len(got) != 2 || got[0].Seq != n-1 {
 		t.Fatalf("from seq %d: %+v", n-1, got)
 	}
@@ -151,7 +153,9 @@ func TestSalvageCopiesTheLedger(t *testing.T) {
 	}
 	defer s.Close()
 	var got []receipt.Entry
-	s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil })
+	if err := s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := receipt.VerifyChain(got, false); err != nil || len(got) != 2 {
 		t.Fatalf("salvaged ledger %+v: %v", got, err)
 	}

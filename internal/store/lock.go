@@ -57,8 +57,11 @@ func lockStore(path string, exclusive, create bool, timeout time.Duration) (*os.
 // there before: the sessions it held are gone, and starting silently with
 // an empty store would answer NotFound for every one of them.
 func refuseEmpty(path string) error {
-	if _, err := os.Stat(filepath.Join(filepath.Dir(path), markerFile)); err != nil {
-		return nil
+	switch _, err := os.Stat(filepath.Join(filepath.Dir(path), markerFile)); {
+	case errors.Is(err, os.ErrNotExist):
+		return nil // a data dir that never held a store
+	case err != nil:
+		return fmt.Errorf("reading the store marker %s: %w", markerFile, err)
 	}
 	fi, err := os.Stat(path)
 	switch {

@@ -24,7 +24,11 @@ func checkTimeout(dir string, timeout time.Duration) (*Report, error) {
 	path := filepath.Join(dir, storeFile)
 	rep := &Report{Path: path}
 	if err := refuseEmpty(path); err != nil {
-		rep.Problems = append(rep.Problems, err.(*CorruptError))
+		ce, ok := errors.AsType[*CorruptError](err)
+		if !ok {
+			return nil, err
+		}
+		rep.Problems = append(rep.Problems, ce)
 		return rep, nil
 	}
 	f, err := lockStore(path, false, false, timeout)
@@ -142,7 +146,7 @@ func verifiedResult(raw []byte) bool {
 
 func countSessions(s *Store) int {
 	n := -1
-	s.view(func(tx *bolt.Tx) error {
+	_ = s.view(func(tx *bolt.Tx) error { // n stays -1 when it fails
 		if b := tx.Bucket(bucketSessions); b != nil {
 			n = b.Stats().KeyN
 		}

@@ -91,7 +91,9 @@ func TestInFlightBeginSurvivesCleanup(t *testing.T) {
 	// A refused Begin's chunks are dropped and nothing is left in flight.
 	w2 := s.NewBaseline("refused", 0)
 	addRecords(t, w2, 30_000)
-	s.DropBaseline("refused")
+	if err := s.DropBaseline("refused"); err != nil {
+		t.Fatal(err)
+	}
 	if st, _ := s.RemoveOrphans(context.Background(), time.Now(), 24*time.Hour); st.OrphanBaselines != 0 || hasBaseline(s, "refused") {
 		t.Errorf("refused Begin: %+v", st)
 	}

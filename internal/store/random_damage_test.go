@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -47,19 +46,18 @@ func TestRandomDamageNeverPanics(t *testing.T) {
 		}
 		s, err := Open(dir)
 		if err != nil {
-			var ce *CorruptError
-			if !errors.As(err, &ce) {
+			if _, ok := errors.AsType[*CorruptError](err); !ok {
 				t.Fatalf("iteration %d: %v is not a *CorruptError", i, err)
 			}
 			refused++
 			continue
 		}
 		for _, id := range []string{"s0", "s1", "s2"} {
-			s.Session(id)
-			s.ReadBaseline(id, 0, func([]byte) error { return nil })
+			_, _, _ = s.Session(id) // any answer but a panic will do
+			_ = s.ReadBaseline(id, 0, func([]byte) error { return nil })
 		}
-		s.RemoveOrphans(t.Context(), time.Now(), 0)
+		_, _ = s.RemoveOrphans(t.Context(), time.Now(), 0)
 		s.Close()
 	}
-	t.Log(fmt.Sprintf("%d of %d damaged copies refused", refused, iters))
+	t.Logf("%d of %d damaged copies refused", refused, iters)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Reward buckets (internal/reward): registered episodes with their
@@ -85,7 +86,7 @@ func (s *Store) RewardGet(b RewardBucket, key string) ([]byte, error) {
 		out = (&RewardTx{tx: tx}).Get(b, key)
 		return nil
 	})
-	if err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+	if err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 		return nil, err
 	}
 	return out, nil

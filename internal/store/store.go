@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -329,8 +330,8 @@ func (w *BaselineWriter) commit(tx *bolt.Tx) error {
 }
 
 func sessionOf(key []byte) []byte {
-	for i := len(key) - 1; i >= 0; i-- {
-		if key[i] == '/' {
+	for i, k := range slices.Backward(key) {
+		if k == '/' {
 			return key[:i]
 		}
 	}

@@ -303,7 +303,7 @@ func isDigest(s string) bool {
 		return false
 	}
 	for _, r := range hexPart {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
 			return false
 		}
 	}

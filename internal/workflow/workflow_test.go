@@ -56,8 +56,7 @@ func TestParseRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			var we *Error
-			if errors.As(err, &we) {
+			if we, ok := errors.AsType[*Error](err); ok {
 				if we.Path != tc.path {
 					t.Fatalf("path %q, want %q (%v)", we.Path, tc.path, err)
 				}
@@ -104,15 +103,13 @@ steps:
 	if relaxed.RequireChangeClaim || len(relaxed.SubjectParams) != 1 {
 		t.Fatalf("layering: %+v", relaxed)
 	}
-	if got := CheckTier(Resolve(&Policy{MinTier: ptr(2)}), 3, "ui_readback", 0, "effects[0]"); len(got) != 1 || got[0].Code != CodeWeakTier {
+	if got := CheckTier(Resolve(&Policy{MinTier: new(2)}), 3, "ui_readback", 0, "effects[0]"); len(got) != 1 || got[0].Code != CodeWeakTier {
 		t.Fatalf("tier: %+v", got)
 	}
 	if got := CheckTier(Resolve(), 4, "x", 0, "effects[0]"); len(got) != 0 {
 		t.Fatalf("default min_tier refused tier 4: %+v", got)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 var zeroDigest = "sha256:" + strings.Repeat("0", 64)
 
