@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run against: real servers started on
 # loopback by the tests themselves (PostgreSQL, MariaDB, OpenSSH's sshd and
-# sftp-server) and Chromium for the UI read-back. Idempotent: it installs only
+# sftp-server), Chromium for the UI read-backs and Tesseract for the on-screen
+# read-back's OCR. Idempotent: it installs only
 # what is missing, and does nothing when everything is there.
 set -euo pipefail
 
@@ -9,7 +10,9 @@ packages=(
 	postgresql        # adapters/sql: PostgreSQL through pgx
 	mariadb-server    # adapters/sql: MySQL/MariaDB
 	openssh-server    # adapters/file: SFTP against a real sshd
-	chromium          # adapters/uireadback: headless browser
+	chromium          # adapters/uireadback, adapters/onscreen: headless browser
+	tesseract-ocr     # adapters/onscreen: OCR of marked screen regions
+	tesseract-ocr-eng # adapters/onscreen: the English model
 )
 
 missing=()
