@@ -1,0 +1,374 @@
+package onscreen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"strings"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// pollInterval is how often a wait looks at the page again.
+const pollInterval = 20 * time.Millisecond
+
+// unusableError is a read that could not finish: the reason goes into an
+// unreachable capture.
+type unusableError struct{ reason string }
+
+func (e *unusableError) Error() string { return e.reason }
+
+func unusable(format string, args ...any) error {
+	return &unusableError{reason: fmt.Sprintf(format, args...)}
+}
+
+// result is one read: no records when the re-opened page says the record
+// does not exist, otherwise one.
+type result struct {
+	records []sdk.Record
+	// raw is what each field showed before the ratio rule, for tests and
+	// the accuracy measurement.
+	raw map[string]string
+}
+
+// quiet drops chromedp's own log lines: they can quote page content.
+func quiet(string, ...any) {}
+
+// read does one read-back through the Chromium at s.cdpURL. Tier 3 opens a
+// new tab in the browser context of the application's tab (so the same
+// sign-in), re-navigates under the read-only guards and reads the fields
+// there, then closes the tab. Tier 4 attaches to the application's tab,
+// reads the fields as the save left them and detaches, touching nothing.
+func read(ctx context.Context, s *settings) (result, error) {
+	allocCtx, cancelAlloc := remote.NewAllocator(ctx, s.cdpURL)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
+	defer cancelBrowser()
+	targets, err := chromedp.Targets(bctx)
+	if err != nil {
+		return result{}, unusable("could not reach the application's browser over the DevTools protocol: %v", errText(err))
+	}
+	var app *target.Info
+	for _, t := range targets {
+		if t.Type == "page" && (s.pageURLPrefix == "" || strings.HasPrefix(t.URL, s.pageURLPrefix)) {
+			app = t
+			break
+		}
+	}
+	if app == nil {
+		if s.pageURLPrefix != "" {
+			return result{}, unusable("the application's browser has no tab whose address begins with screen.page_url_prefix")
+		}
+		return result{}, unusable("the application's browser has no open tab")
+	}
+	if s.tier == sdk.TierScreenConsistency {
+		tctx, cancel := chromedp.NewContext(bctx, chromedp.WithTargetID(app.TargetID), chromedp.WithDetachOnCancel())
+		defer cancel()
+		return readFields(tctx, s)
+	}
+	opts := []chromedp.ContextOption{}
+	if app.BrowserContextID != "" {
+		opts = append(opts, chromedp.WithExistingBrowserContext(app.BrowserContextID))
+	}
+	g := &guard{binding: cdpguard.NewBinding(), paused: make(chan fetch.RequestID, 64), refusedIDs: make(chan fetch.RequestID, 64)}
+	opts = append(opts, chromedp.WithListener(g.listen))
+	tctx, cancel := chromedp.NewContext(bctx, opts...)
+	defer cancel()
+	if err := g.install(tctx); err != nil {
+		return result{}, unusable("could not install the read-only guards in a new tab: %v", errText(err))
+	}
+	answerCtx, stopAnswer := context.WithCancel(tctx)
+	defer stopAnswer()
+	go g.answer(answerCtx)
+
+	absent, err := renavigate(tctx, s)
+	if err == nil {
+		err = g.err()
+	}
+	if err != nil {
+		return result{}, err
+	}
+	if absent {
+		return result{raw: map[string]string{}}, nil
+	}
+	res, err := readFields(tctx, s)
+	if err == nil {
+		err = g.err()
+	}
+	return res, err
+}
+
+// errText shortens a browser error for a reason.
+func errText(err error) string {
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		return le.ErrorText
+	}
+	return err.Error()
+}
+
+// guard keeps the re-navigation read-only, as ui_readback does: the page
+// guard refuses non-read requests before they are sent, the network guard
+// aborts any that get through, and any refusal makes the read unusable.
+type guard struct {
+	binding    string
+	refused    cdpguard.Refusals
+	paused     chan fetch.RequestID
+	refusedIDs chan fetch.RequestID
+}
+
+// listen runs in the tab's event loop; it must not block or call the
+// browser, so decisions go to answer through channels.
+func (g *guard) listen(ev any) {
+	switch e := ev.(type) {
+	case *fetch.EventRequestPaused:
+		if cdpguard.IsRead(e.Request.Method) {
+			g.paused <- e.RequestID
+			return
+		}
+		g.refused.Add(cdpguard.Refusal{Layer: "network guard", How: strings.ToLower(string(e.ResourceType)) + " request", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
+		g.refusedIDs <- e.RequestID
+	case *runtime.EventBindingCalled:
+		if e.Name == g.binding {
+			g.refused.Add(cdpguard.ParsePageReport(e.Payload))
+		}
+	}
+}
+
+func (g *guard) answer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-g.paused:
+			chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+		case id := <-g.refusedIDs:
+			chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonBlockedByClient})
+		}
+	}
+}
+
+func (g *guard) install(ctx context.Context) error {
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: g.binding}); err != nil {
+			return err
+		}
+		if _, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(g.binding, nil)}); err != nil {
+			return err
+		}
+		if _, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+		return err
+	}))
+}
+
+func (g *guard) err() error {
+	list := g.refused.Snapshot()
+	if len(list) == 0 {
+		return nil
+	}
+	more := ""
+	if len(list) > 1 {
+		more = fmt.Sprintf(" (and %d more)", len(list)-1)
+	}
+	return unusable("the re-navigation attempted a non-read request: %s%s; a read-back never submits or writes", list[0], more)
+}
+
+// step runs one action under navigation_timeout_s.
+func step(ctx context.Context, s *settings, a action, f func(ctx context.Context) error) error {
+	sctx, cancel := context.WithTimeout(ctx, s.navTimeout)
+	defer cancel()
+	err := f(sctx)
+	var ue *unusableError
+	switch {
+	case err == nil || errors.As(err, &ue):
+		return err
+	case sctx.Err() != nil && ctx.Err() == nil:
+		return unusable("timed out after %v at %s (navigation_timeout_s)", s.navTimeout, a)
+	case ctx.Err() != nil:
+		return unusable("the read-back's deadline passed at %s", a)
+	}
+	return unusable("%s failed: %s", a, errText(err))
+}
+
+// renavigate runs the declared actions in the tab. It reports absent when
+// the page shows absent_selector: the re-opened record does not exist.
+func renavigate(ctx context.Context, s *settings) (bool, error) {
+	for _, a := range s.actions {
+		var absent bool
+		err := step(ctx, s, a, func(ctx context.Context) error {
+			switch a.kind {
+			case "open":
+				resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(a.url))
+				if err == nil && resp != nil && resp.Status >= 400 {
+					return unusable("%s: the page answered HTTP %d", a, resp.Status)
+				}
+				return err
+			case "click":
+				if absent, err := waitFor(ctx, s, a.selector, ""); err != nil || absent {
+					return err
+				}
+				_, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(function(){ var e = document.querySelector("+jsString(a.selector)+"); e.click(); return true; })()"))
+				return err
+			case "type":
+				if absent, err := waitFor(ctx, s, a.selector, ""); err != nil || absent {
+					return err
+				}
+				focused, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(function(){ var e = document.querySelector("+jsString(a.selector)+"); e.focus(); if ('value' in e) { e.value = ''; } return document.activeElement === e; })()"))
+				if err != nil {
+					return err
+				}
+				if !focused {
+					return unusable("%s: the element cannot take the focus", a)
+				}
+				_, err = chromedp.Call(ctx, input.InsertText, input.InsertTextParams{Text: a.text})
+				return err
+			default:
+				var err error
+				absent, err = waitFor(ctx, s, a.selector, a.text)
+				return err
+			}
+		})
+		if err != nil {
+			return false, err
+		}
+		if absent {
+			return true, nil
+		}
+	}
+	if s.absent != "" {
+		shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("document.querySelector("+jsString(s.absent)+") !== null"))
+		if err != nil {
+			return false, unusable("could not look for absent_selector: %s", errText(err))
+		}
+		return shown, nil
+	}
+	return false, nil
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// waitFor polls until selector matches (or text is shown in the page), or
+// absent_selector matches; it reports which.
+func waitFor(ctx context.Context, s *settings, selector, text string) (bool, error) {
+	want := "document.querySelector(" + jsString(selector) + ") !== null"
+	if selector == "" {
+		want = "(document.body && document.body.innerText.includes(" + jsString(text) + "))"
+	}
+	absent := "false"
+	if s.absent != "" {
+		absent = "document.querySelector(" + jsString(s.absent) + ") !== null"
+	}
+	expr := "(function(){ try { if (" + absent + ") return 'absent'; return (" + want + ") ? 'ok' : 'wait'; } catch (e) { return 'error: ' + e.message; } })()"
+	for {
+		state, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		switch {
+		case err == nil && state == "ok":
+			return false, nil
+		case err == nil && state == "absent":
+			return true, nil
+		case err == nil && strings.HasPrefix(state, "error: "):
+			return false, unusable("the page could not evaluate a configured selector: %s", strings.TrimPrefix(state, "error: "))
+		}
+		// An error here is most often the page between two documents.
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// shownText is an element's displayed text, as the page structure gives it.
+type shownText struct {
+	Found bool   `json:"found"`
+	Text  string `json:"text"`
+}
+
+// readFields reads every marked field of the page in ctx's tab: selector
+// fields from the page structure (the element's displayed text), region
+// fields by OCR of the region rendered at ocrScale. Every field must read;
+// one that cannot makes the read unusable.
+func readFields(ctx context.Context, s *settings) (result, error) {
+	rec := sdk.Record{}
+	raw := map[string]string{}
+	path, err := chromedp.Run(ctx, chromedp.Evaluate[string]("location.pathname"))
+	if err != nil {
+		return result{}, unusable("could not read the page's address: %s", errText(err))
+	}
+	rec["id"] = path
+	var regions []*image.Gray
+	var regionFields []field
+	for _, f := range s.fields {
+		if f.region == nil {
+			expr := "(function(){ var e = document.querySelector(" + jsString(f.selector) + "); if (!e) return {found:false, text:''}; return {found:true, text: e.innerText}; })()"
+			st, err := chromedp.Run(ctx, chromedp.Evaluate[shownText](expr))
+			if err != nil {
+				return result{}, unusable("field %s: the page could not evaluate its selector: %s", f.param, errText(err))
+			}
+			text := collapse(st.Text)
+			if !st.Found || text == "" {
+				return result{}, unusable("field %s: the page shows no text at its selector; every marked field must read back", f.param)
+			}
+			raw[f.param] = text
+			rec[f.param] = valueOf(f, text)
+			continue
+		}
+		r := f.region
+		shot, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format: page.CaptureScreenshotFormatPng,
+			Clip:   &page.Viewport{X: float64(r[0]), Y: float64(r[1]), Width: float64(r[2]), Height: float64(r[3]), Scale: ocrScale},
+		})
+		if err != nil {
+			return result{}, unusable("field %s: could not capture its region: %s", f.param, errText(err))
+		}
+		img, err := png.Decode(bytes.NewReader(shot.Data))
+		if err != nil {
+			return result{}, unusable("field %s: the captured region is not an image: %v", f.param, err)
+		}
+		regions = append(regions, binarize(img))
+		regionFields = append(regionFields, f)
+	}
+	if len(regions) > 0 {
+		readings, err := recognize(ctx, regions)
+		if err != nil {
+			if ctx.Err() != nil {
+				return result{}, unusable("the read-back's deadline passed during OCR")
+			}
+			return result{}, err
+		}
+		for i, f := range regionFields {
+			rd := readings[i]
+			switch {
+			case rd.text == "":
+				return result{}, unusable("field %s: OCR found no text in its region; every marked field must read back", f.param)
+			case rd.confidence < s.minConfidence:
+				return result{}, unusable("field %s: OCR read its region with confidence %.0f, below ocr_min_confidence %.0f", f.param, rd.confidence, s.minConfidence)
+			}
+			raw[f.param] = rd.text
+			rec[f.param] = valueOf(f, rd.text)
+		}
+	}
+	return result{records: []sdk.Record{rec}, raw: raw}, nil
+}
