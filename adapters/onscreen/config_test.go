@@ -105,7 +105,9 @@ func TestConfigureRefuses(t *testing.T) {
 		{"field with both sources", func(m map[string]any) {
 			m["fields"] = []any{map[string]any{"param": "name", "selector": "#a", "region": []int{0, 0, 10, 10}}}
 		}, "onscreen.fields[0]", "not both"},
-		{"bad region", func(m map[string]any) { m["fields"] = []any{map[string]any{"param": "name", "region": []int{0, 0, 10}}} }, "onscreen.fields[0].region", "[x, y, width, height]"},
+		{"bad region", func(m map[string]any) {
+			m["fields"] = []any{map[string]any{"param": "name", "region": []int{0, 0, 10}}}
+		}, "onscreen.fields[0].region", "[x, y, width, height]"},
 		{"field param not in run", func(m map[string]any) { m["fields"] = []any{map[string]any{"param": "born", "selector": "#b"}} }, "onscreen.fields[0].param", "born"},
 		{"ratio above 1", func(m map[string]any) { m["readback_min_ratio"] = 1.5 }, "onscreen.readback_min_ratio", "at most 1"},
 		{"unknown key", func(m map[string]any) { m["typo"] = 1 }, "onscreen.typo", "unknown key"},

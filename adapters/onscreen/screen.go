@@ -28,6 +28,10 @@ import (
 // pollInterval is how often a wait looks at the page again.
 const pollInterval = 20 * time.Millisecond
 
+// guardQueue is how many paused requests the network guard holds for an
+// answer at once.
+const guardQueue = 1024
+
 // unusableError is a read that could not finish: the reason goes into an
 // unreachable capture.
 type unusableError struct{ reason string }
@@ -56,11 +60,26 @@ func quiet(string, ...any) {}
 // there, then closes the tab. Tier 4 attaches to the application's tab,
 // reads the fields as the save left them and detaches, touching nothing.
 func read(ctx context.Context, s *settings) (result, error) {
-	allocCtx, cancelAlloc := remote.NewAllocator(ctx, s.cdpURL)
-	defer cancelAlloc()
+	// The connection outlives ctx by the moment it takes to close the tab:
+	// that is done in the background after the read, so that a read does
+	// not wait for it. Every step of the read is bounded by ctx.
+	base := context.WithoutCancel(ctx)
+	allocCtx, cancelAlloc := remote.NewAllocator(base, s.cdpURL)
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
-	defer cancelBrowser()
-	targets, err := chromedp.Targets(bctx)
+	var cancelTab context.CancelFunc
+	defer func() {
+		go func() {
+			if cancelTab != nil {
+				cancelTab()
+			}
+			cancelBrowser()
+			cancelAlloc()
+		}()
+	}()
+	// The first call on a chromedp context ties the connection (or the
+	// tab) to that context, so it gets the context itself and ctx bounds
+	// the wait instead.
+	targets, err := within(ctx, func() ([]*target.Info, error) { return chromedp.Targets(bctx) })
 	if err != nil {
 		return result{}, unusable("could not reach the application's browser over the DevTools protocol: %v", errText(err))
 	}
@@ -78,26 +97,33 @@ func read(ctx context.Context, s *settings) (result, error) {
 		return result{}, unusable("the application's browser has no open tab")
 	}
 	if s.tier == sdk.TierScreenConsistency {
-		tctx, cancel := chromedp.NewContext(bctx, chromedp.WithTargetID(app.TargetID), chromedp.WithDetachOnCancel())
-		defer cancel()
-		return readFields(tctx, s)
+		var tctx context.Context
+		tctx, cancelTab = chromedp.NewContext(bctx, chromedp.WithTargetID(app.TargetID), chromedp.WithDetachOnCancel())
+		if _, err := within(ctx, func() (bool, error) { return chromedp.Run(tctx, chromedp.Evaluate[bool]("true")) }); err != nil {
+			return result{}, unusable("could not attach to the application's tab: %v", errText(err))
+		}
+		op, stop := bounded(tctx, ctx)
+		defer stop()
+		return readFields(op, s)
 	}
 	opts := []chromedp.ContextOption{}
 	if app.BrowserContextID != "" {
+		// The same browser context as the application's tab: the same
+		// sign-in, so the record page opens as the automation sees it.
 		opts = append(opts, chromedp.WithExistingBrowserContext(app.BrowserContextID))
 	}
-	g := &guard{binding: cdpguard.NewBinding(), paused: make(chan fetch.RequestID, 64), refusedIDs: make(chan fetch.RequestID, 64)}
+	g := &guard{binding: cdpguard.NewBinding(), paused: make(chan fetch.RequestID, guardQueue), refusedIDs: make(chan fetch.RequestID, guardQueue)}
 	opts = append(opts, chromedp.WithListener(g.listen))
-	tctx, cancel := chromedp.NewContext(bctx, opts...)
-	defer cancel()
-	if err := g.install(tctx); err != nil {
+	var tctx context.Context
+	tctx, cancelTab = chromedp.NewContext(bctx, opts...)
+	if _, err := within(ctx, func() (struct{}, error) { return struct{}{}, g.install(tctx) }); err != nil {
 		return result{}, unusable("could not install the read-only guards in a new tab: %v", errText(err))
 	}
-	answerCtx, stopAnswer := context.WithCancel(tctx)
-	defer stopAnswer()
-	go g.answer(answerCtx)
+	op, stop := bounded(tctx, ctx)
+	defer stop()
+	go g.answer(op)
 
-	absent, err := renavigate(tctx, s)
+	absent, err := renavigate(op, s)
 	if err == nil {
 		err = g.err()
 	}
@@ -107,11 +133,41 @@ func read(ctx context.Context, s *settings) (result, error) {
 	if absent {
 		return result{raw: map[string]string{}}, nil
 	}
-	res, err := readFields(tctx, s)
+	res, err := readFields(op, s)
 	if err == nil {
 		err = g.err()
 	}
 	return res, err
+}
+
+// within runs f and returns its result, or ctx's error as soon as ctx ends.
+func within[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type out struct {
+		v   T
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		v, err := f()
+		ch <- out{v, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.v, o.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// bounded is a child of the chromedp context c that ends when ctx does.
+func bounded(c, ctx context.Context) (context.Context, context.CancelFunc) {
+	op, cancel := context.WithCancel(c)
+	if dl, ok := ctx.Deadline(); ok {
+		op, cancel = context.WithDeadline(c, dl)
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return op, func() { stop(); cancel() }
 }
 
 // errText shortens a browser error for a reason.
@@ -139,11 +195,21 @@ func (g *guard) listen(ev any) {
 	switch e := ev.(type) {
 	case *fetch.EventRequestPaused:
 		if cdpguard.IsRead(e.Request.Method) {
-			g.paused <- e.RequestID
+			select {
+			case g.paused <- e.RequestID:
+			default:
+				// Never block the event loop: a page that makes this many
+				// requests at once is refused, and its request stays
+				// paused until the tab closes.
+				g.refused.Add(cdpguard.Refusal{Layer: "network guard", How: "request beyond the guard's queue", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
+			}
 			return
 		}
 		g.refused.Add(cdpguard.Refusal{Layer: "network guard", How: strings.ToLower(string(e.ResourceType)) + " request", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
-		g.refusedIDs <- e.RequestID
+		select {
+		case g.refusedIDs <- e.RequestID:
+		default:
+		}
 	case *runtime.EventBindingCalled:
 		if e.Name == g.binding {
 			g.refused.Add(cdpguard.ParsePageReport(e.Payload))
