@@ -22,6 +22,7 @@ BINARIES := \
 	$(BIN)/verifier-adapter-graphql=./cmd/plugins/graphql \
 	$(BIN)/verifier-adapter-fhir=./cmd/plugins/fhir \
 	$(BIN)/verifier-adapter-ui_readback=./cmd/plugins/ui_readback \
+	$(BIN)/verifier-adapter-onscreen=./cmd/plugins/onscreen \
 	$(BIN)/clinic=./examples/demo/clinic
 
 .PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint bench soak fuzz clean

@@ -95,6 +95,9 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 	if want, ok := builtinTiers[kind]; ok && info.Tier != want {
 		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, want))
 	}
+	if floor, ok := builtinTierFloors[kind]; ok && info.Tier < floor {
+		return fail(fmt.Errorf("built-in adapter %s declares tier %d, stronger than its mechanism's best (%d)", kind, info.Tier, floor))
+	}
 	version, err := plugin.NegotiateAPIVersion(info.APIVersions)
 	if err != nil {
 		return fail(fmt.Errorf("adapter %s: %w", kind, err))
@@ -114,6 +117,18 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 		}
 		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))
 	}
+	// The tier may depend on the configuration (onscreen: re-opening the
+	// record is tier 3, reading the save's own screen tier 4). Ask again
+	// and keep the weaker answer, and never one stronger than the kind's
+	// floor: a configuration can weaken a tier, never strengthen it.
+	after, err := c.GetInfo(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("adapter %s: get info after configure: %w", kind, err))
+	}
+	if !after.Tier.Valid() {
+		return fail(fmt.Errorf("adapter %s declares tier %d after configure; a tier is 1 to 4", kind, after.Tier))
+	}
+	info.Tier = max(info.Tier, after.Tier, builtinTierFloors[kind])
 	return c, info, nil
 }
 
@@ -123,10 +138,18 @@ var builtinTiers = map[string]sdk.Tier{
 	"rest": 1, "graphql": 1, "fhir": 1, "ui_readback": 2,
 }
 
+// builtinTierFloors are the first-party mechanisms whose tier depends on
+// their configuration, each with the strongest tier it can have: onscreen
+// is 3 when it re-opens the record and 4 when it reads the save's own
+// screen (DESIGN.md, tiers).
+var builtinTierFloors = map[string]sdk.Tier{"onscreen": sdk.TierReacquiredState}
+
 func init() {
-	for k := range builtinTiers {
-		if !config.BuiltinKinds[k] {
-			panic("builtin tier for unknown kind " + k)
+	for _, m := range []map[string]sdk.Tier{builtinTiers, builtinTierFloors} {
+		for k := range m {
+			if !config.BuiltinKinds[k] {
+				panic("builtin tier for unknown kind " + k)
+			}
 		}
 	}
 }

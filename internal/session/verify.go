@@ -263,6 +263,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 			return judge.Judge(c, baseline.against(after), after, opts)
 		}
 		tasks[k] = m.compensate(ctx, id, cm.Effects[k], cand, c, &out[k], recheck)
+		markScreenConsistency(&out[k], info.Tier)
 	}
 	return out, tasks
 }
