@@ -52,6 +52,7 @@ type App struct {
 	mode    string
 	records map[string]Record
 	posts   int
+	down    bool
 }
 
 // Server is a running App on loopback.
@@ -90,6 +91,21 @@ func (a *App) Put(r Record) {
 	a.records[r.Ref] = r
 }
 
+// Delete removes a stored record.
+func (a *App) Delete(ref string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.records, ref)
+}
+
+// SetDown makes every page answer 503 (true), as an outage, or serves
+// again (false).
+func (a *App) SetDown(down bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.down = down
+}
+
 // Get returns a stored record.
 func (a *App) Get(ref string) (Record, bool) {
 	a.mu.Lock()
@@ -118,7 +134,16 @@ func (a *App) handler() http.Handler {
 		a.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		down := a.down
+		a.mu.Unlock()
+		if down {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (a *App) save(w http.ResponseWriter, r *http.Request) {
