@@ -1,12 +1,18 @@
 package onscreen
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 
 	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
 	"github.com/verifierd/verifierd/sdk"
@@ -154,4 +160,45 @@ func report(b *testing.B, took []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.95), "p95-ms")
+}
+
+// BenchmarkOCR measures Tesseract alone: one process per read over one
+// region, and over three regions stacked into one image (what a read of
+// three OCR fields costs).
+func BenchmarkOCR(b *testing.B) {
+	a := startApp(b)
+	rec := typed("ocr-1")
+	a.show(b, rec)
+	ad := a.ocrOnly(b, rec)
+	// Render the three regions once, as a read does.
+	var regions []*image.Gray
+	for _, f := range ad.settings.Load().fields {
+		r := f.region
+		shot, err := chromedp.Call(a.tab, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format: page.CaptureScreenshotFormatPng,
+			Clip:   &page.Viewport{X: float64(r[0]), Y: float64(r[1]), Width: float64(r[2]), Height: float64(r[3]), Scale: ocrScale},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(shot.Data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		regions = append(regions, binarize(img))
+	}
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("regions=%d", n), func(b *testing.B) {
+			var took []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				rs, err := recognize(context.Background(), regions[:n])
+				took = append(took, time.Since(start))
+				if err != nil || rs[0].text == "" {
+					b.Fatalf("%+v, %v", rs, err)
+				}
+			}
+			report(b, took)
+		})
+	}
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Defaults.
@@ -113,8 +113,6 @@ func configError(path, format string, args ...any) error {
 
 // cdpSecretSlot is the secret slot the daemon fills from screen.cdp_url_env.
 const cdpSecretSlot = Kind + ".screen.cdp_url_env"
-
-var placeholder = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // parseSettings checks the section and binds it to the run's parameters and
 // secrets. The tier comes from what the section makes the read do: a
@@ -319,6 +317,9 @@ func bindAction(as actionSection, p string, params map[string]string) (action, e
 		if as.Type.Param == "" || !ok {
 			return action{}, configError(p+".type.param", "name a run parameter to type (the run has no %q)", as.Type.Param)
 		}
+		if err := param.Check(v); err != nil {
+			return action{}, configError(p+".type.param", "the run parameter %q cannot be typed: %v", as.Type.Param, err)
+		}
 		return action{kind: "type", selector: as.Type.Selector, text: v}, nil
 	default:
 		w := as.Wait
@@ -339,45 +340,30 @@ func checkSelector(sel, p string) error {
 	return nil
 }
 
-// expandURL fills {name} placeholders with run parameters: path-escaped
-// before the query (one whole segment, never empty, "." or ".."),
-// query-escaped after it. A placeholder can never reach the scheme or host,
-// so a run parameter cannot send the read-back to another site.
+// expandURL fills {name} placeholders with run parameters through
+// sdk/param, the one implementation every read uses: one whole path segment
+// before the query (never empty, "." or "..", never holding / or \),
+// query-escaped after it, no control characters, and never in the scheme
+// or host, so a run parameter cannot send the read-back to another site.
 func expandURL(tmpl string, params map[string]string, p string) (string, error) {
-	u, err := url.Parse(placeholder.ReplaceAllString(tmpl, "x"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	filled := tmpl
+	for _, ph := range param.Placeholders(tmpl) {
+		filled = strings.Replace(filled, tmpl[ph.Start:ph.End], "x", 1)
+	}
+	if u, err := url.Parse(filled); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", configError(p, "write an absolute http(s) URL, such as https://app.example.org/records/{record_ref}")
 	}
-	schemeHost := tmpl[:strings.Index(tmpl, "//")+2]
-	rest := tmpl[len(schemeHost):]
-	if slash := strings.IndexAny(rest, "/?#"); slash < 0 || strings.Contains(rest[:slash], "{") {
-		return "", configError(p, "a placeholder may not stand in the scheme or host; put it in the path or the query")
+	for _, name := range param.Names(tmpl) {
+		if _, ok := params[name]; !ok {
+			return "", configError(p, "the run has no parameter %q for {%s}", name, name)
+		}
 	}
-	q := strings.IndexAny(tmpl, "?#")
-	var ferr error
-	out := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
-		name := m[1 : len(m)-1]
+	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
 		v, ok := params[name]
-		if !ok {
-			if ferr == nil {
-				ferr = configError(p, "the run has no parameter %q for {%s}", name, name)
-			}
-			return ""
-		}
-		idx := strings.Index(tmpl, m)
-		if q < 0 || idx < q {
-			if v == "" || v == "." || v == ".." || strings.ContainsAny(v, `/\`) {
-				if ferr == nil {
-					ferr = configError(p, "the parameter %q cannot be one path segment (empty, \".\", \"..\" or holding / or \\)", name)
-				}
-				return ""
-			}
-			return url.PathEscape(v)
-		}
-		return url.QueryEscape(v)
+		return v, ok
 	})
-	if ferr != nil {
-		return "", ferr
+	if err != nil {
+		return "", configError(p, "%v", err)
 	}
 	return out, nil
 }
