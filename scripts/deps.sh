@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run against: real servers started on
 # loopback by the tests themselves (PostgreSQL, MariaDB, OpenSSH's sshd and
-# sftp-server), Chromium for the UI read-backs and Tesseract for the on-screen
+# sftp-server), Chromium for the UI read-backs and Tesseract (library and
+# headers: the onscreen plugin links it through cgo) for the on-screen
 # read-back's OCR. Idempotent: it installs only
 # what is missing, and does nothing when everything is there.
 set -euo pipefail
@@ -13,6 +14,8 @@ packages=(
 	chromium          # adapters/uireadback, adapters/onscreen: headless browser
 	tesseract-ocr     # adapters/onscreen: OCR of marked screen regions
 	tesseract-ocr-eng # adapters/onscreen: the English model
+	libtesseract-dev  # adapters/onscreen: the warm in-process engine (cgo, gosseract)
+	libleptonica-dev  # adapters/onscreen: Tesseract's image library headers
 )
 
 missing=()

@@ -51,7 +51,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return err
 	}
-	if _, err := tesseractPath(); err != nil && hasRegion(s) {
+	if _, err := modelPath(); err != nil && hasRegion(s) {
 		return &sdk.ConfigError{Path: Kind + ".fields", Message: err.Error()}
 	}
 	a.settings.Store(s)

@@ -33,7 +33,7 @@ var chromiumPaths = []string{"/usr/lib/chromium/chromium", "/usr/bin/chromium", 
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if _, err := tesseractPath(); err != nil {
+	if _, err := modelPath(); err != nil {
 		fmt.Fprintln(os.Stderr, err, "(run scripts/deps.sh)")
 		os.Exit(1)
 	}

@@ -1,26 +1,30 @@
 package onscreen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
 	"image/png"
 	"os"
-	"os/exec"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/otiai10/gosseract/v2"
 )
 
-// TesseractPaths are where the adapter looks for Tesseract (Debian's
-// tesseract-ocr puts it in /usr/bin). The adapter runs with an empty
-// environment, so there is no PATH to search.
-var TesseractPaths = []string{"/usr/bin/tesseract", "/usr/local/bin/tesseract"}
+// TessdataPaths are where the adapter looks for Tesseract's English model
+// (Debian's tesseract-ocr-eng). The adapter runs with an empty environment,
+// so TESSDATA_PREFIX is never set and the library's own default is used;
+// these paths only let Configure say what is missing.
+var TessdataPaths = []string{
+	"/usr/share/tesseract-ocr/5/tessdata/eng.traineddata",
+	"/usr/share/tesseract-ocr/4.00/tessdata/eng.traineddata",
+	"/usr/share/tessdata/eng.traineddata",
+}
 
 // ocrScale is how much larger than on screen a region is rendered before
 // OCR: Chromium paints it at this device scale, so the text is drawn
@@ -39,14 +43,14 @@ type reading struct {
 	confidence float64 // the lowest word confidence, 0 to 100; -1 with no word
 }
 
-// tesseractPath finds the binary.
-func tesseractPath() (string, error) {
-	for _, p := range TesseractPaths {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+// modelPath finds Tesseract's English model.
+func modelPath() (string, error) {
+	for _, p := range TessdataPaths {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("onscreen: no Tesseract found (looked for %s); install Debian's tesseract-ocr and tesseract-ocr-eng", strings.Join(TesseractPaths, ", "))
+	return "", fmt.Errorf("onscreen: no Tesseract English model found (looked for %s); install Debian's tesseract-ocr and tesseract-ocr-eng", strings.Join(TessdataPaths, ", "))
 }
 
 // binarize turns a rendered region into black text on white: grey, then a
@@ -139,35 +143,53 @@ func composite(regions []*image.Gray) (*image.Gray, [][2]int) {
 	return out, bands
 }
 
-// recognize runs Tesseract once over all the regions of one read and
-// returns what it saw in each. One process per read keeps the cost of
-// starting the engine to one start per read-back, whatever the number of
-// fields (BENCHMARKS.md has the measurements behind this choice).
+// engine is the process's one Tesseract, kept warm between reads: the model
+// loads once, and each read costs only the recognition (tens of
+// milliseconds where starting the tesseract command costs hundreds;
+// BENCHMARKS.md has the measurements behind this choice). Tesseract's API is
+// not safe for concurrent use, so reads take turns.
+var engine struct {
+	mu     sync.Mutex
+	client *gosseract.Client
+}
+
+// recognize runs Tesseract once over all the regions of one read, stacked
+// into one image, and returns what it saw in each.
 func recognize(ctx context.Context, regions []*image.Gray) ([]reading, error) {
-	path, err := tesseractPath()
-	if err != nil {
-		return nil, err
-	}
 	img, bands := composite(regions)
 	var in bytes.Buffer
 	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&in, img); err != nil {
 		return nil, err
 	}
-	// --psm 6: one block of text lines; the TSV gives each word's box and
-	// confidence. One OpenMP thread: the machine is shared, and threads
-	// cost more than they give on a few lines of text.
-	cmd := exec.CommandContext(ctx, path, "stdin", "stdout", "--psm", "6", "-l", "eng", "tsv")
-	cmd.Env = []string{"OMP_THREAD_LIMIT=1"}
-	cmd.Stdin = &in
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("tesseract failed: %v: %s", err, strings.TrimSpace(stderr.String()))
+	engine.mu.Lock()
+	defer engine.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return parseTSV(out.Bytes(), bands)
+	if engine.client == nil {
+		if _, err := modelPath(); err != nil {
+			return nil, err
+		}
+		c := gosseract.NewClient()
+		if err := c.SetLanguage("eng"); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("onscreen: Tesseract: %w", err)
+		}
+		// One block of text lines: the regions, one per line band.
+		if err := c.SetPageSegMode(gosseract.PSM_SINGLE_BLOCK); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("onscreen: Tesseract: %w", err)
+		}
+		engine.client = c
+	}
+	if err := engine.client.SetImageFromBytes(in.Bytes()); err != nil {
+		return nil, fmt.Errorf("onscreen: Tesseract: %w", err)
+	}
+	boxes, err := engine.client.GetBoundingBoxes(gosseract.RIL_WORD)
+	if err != nil {
+		return nil, fmt.Errorf("onscreen: Tesseract: %w", err)
+	}
+	return assign(boxes, bands), nil
 }
 
 type word struct {
@@ -176,36 +198,20 @@ type word struct {
 	conf float64
 }
 
-// parseTSV assigns each recognised word to the band its centre lies in and
-// joins each band's words left to right.
-func parseTSV(tsv []byte, bands [][2]int) ([]reading, error) {
+// assign gives each recognised word to the band its centre lies in and
+// joins each band's words left to right; a band's confidence is its least
+// confident word's.
+func assign(boxes []gosseract.BoundingBox, bands [][2]int) []reading {
 	words := make([][]word, len(bands))
-	sc := bufio.NewScanner(bytes.NewReader(tsv))
-	header := true
-	for sc.Scan() {
-		if header {
-			header = false
-			continue
-		}
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 12 || cols[0] != "5" {
-			continue
-		}
-		text := strings.TrimSpace(cols[11])
+	for _, b := range boxes {
+		text := strings.TrimSpace(b.Word)
 		if text == "" {
 			continue
 		}
-		left, err1 := strconv.Atoi(cols[6])
-		top, err2 := strconv.Atoi(cols[7])
-		height, err3 := strconv.Atoi(cols[9])
-		conf, err4 := strconv.ParseFloat(cols[10], 64)
-		if err := errors.Join(err1, err2, err3, err4); err != nil {
-			return nil, fmt.Errorf("tesseract's TSV output: %w", err)
-		}
-		mid := top + height/2
-		for i, b := range bands {
-			if mid >= b[0] && mid < b[1] {
-				words[i] = append(words[i], word{left: left, text: text, conf: conf})
+		mid := (b.Box.Min.Y + b.Box.Max.Y) / 2
+		for i, band := range bands {
+			if mid >= band[0] && mid < band[1] {
+				words[i] = append(words[i], word{left: b.Box.Min.X, text: text, conf: b.Confidence})
 				break
 			}
 		}
@@ -223,5 +229,5 @@ func parseTSV(tsv []byte, bands [][2]int) ([]reading, error) {
 		}
 		out[i] = reading{text: strings.Join(parts, " "), confidence: low}
 	}
-	return out, nil
+	return out
 }

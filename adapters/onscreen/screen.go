@@ -366,6 +366,45 @@ func waitFor(ctx context.Context, s *settings, selector, text string) (bool, err
 	}
 }
 
+// captureRegions renders the smallest rectangle holding every region once,
+// at ocrScale, and cuts each region out of it: one capture per read,
+// whatever the number of fields.
+func captureRegions(ctx context.Context, fields []field) ([]image.Image, error) {
+	u := image.Rect(fields[0].region[0], fields[0].region[1], fields[0].region[0]+fields[0].region[2], fields[0].region[1]+fields[0].region[3])
+	for _, f := range fields[1:] {
+		r := f.region
+		u = u.Union(image.Rect(r[0], r[1], r[0]+r[2], r[1]+r[3]))
+	}
+	shot, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format: page.CaptureScreenshotFormatPng,
+		Clip:   &page.Viewport{X: float64(u.Min.X), Y: float64(u.Min.Y), Width: float64(u.Dx()), Height: float64(u.Dy()), Scale: ocrScale},
+	})
+	if err != nil {
+		return nil, unusable("could not capture the fields' regions: %s", errText(err))
+	}
+	img, err := png.Decode(bytes.NewReader(shot.Data))
+	if err != nil {
+		return nil, unusable("the captured regions are not an image: %v", err)
+	}
+	sub, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	})
+	if !ok {
+		return nil, unusable("the captured regions are an image of an unexpected kind")
+	}
+	b := img.Bounds()
+	out := make([]image.Image, len(fields))
+	for i, f := range fields {
+		r := f.region
+		cut := image.Rect((r[0]-u.Min.X)*ocrScale, (r[1]-u.Min.Y)*ocrScale, (r[0]-u.Min.X+r[2])*ocrScale, (r[1]-u.Min.Y+r[3])*ocrScale).Add(b.Min).Intersect(b)
+		if cut.Empty() {
+			return nil, unusable("field %s: its region lies outside the captured screen", f.param)
+		}
+		out[i] = sub.SubImage(cut)
+	}
+	return out, nil
+}
+
 // shownText is an element's displayed text, as the page structure gives it.
 type shownText struct {
 	Found bool   `json:"found"`
@@ -401,20 +440,16 @@ func readFields(ctx context.Context, s *settings) (result, error) {
 			rec[f.param] = valueOf(f, text)
 			continue
 		}
-		r := f.region
-		shot, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
-			Format: page.CaptureScreenshotFormatPng,
-			Clip:   &page.Viewport{X: float64(r[0]), Y: float64(r[1]), Width: float64(r[2]), Height: float64(r[3]), Scale: ocrScale},
-		})
-		if err != nil {
-			return result{}, unusable("field %s: could not capture its region: %s", f.param, errText(err))
-		}
-		img, err := png.Decode(bytes.NewReader(shot.Data))
-		if err != nil {
-			return result{}, unusable("field %s: the captured region is not an image: %v", f.param, err)
-		}
-		regions = append(regions, binarize(img))
 		regionFields = append(regionFields, f)
+	}
+	if len(regionFields) > 0 {
+		imgs, err := captureRegions(ctx, regionFields)
+		if err != nil {
+			return result{}, err
+		}
+		for _, img := range imgs {
+			regions = append(regions, binarize(img))
+		}
 	}
 	if len(regions) > 0 {
 		readings, err := recognize(ctx, regions)
