@@ -106,7 +106,10 @@ func read(ctx context.Context, s *settings) (result, error) {
 		defer stop()
 		return readFields(op, s)
 	}
-	opts := []chromedp.ContextOption{}
+	// A tab in the application's window, not a window of its own: opening
+	// a window costs about as much as the rest of the read. The tab is
+	// closed when the read ends and the window returns to the tab before it.
+	opts := []chromedp.ContextOption{chromedp.WithNewWindow(false)}
 	if app.BrowserContextID != "" {
 		// The same browser context as the application's tab: the same
 		// sign-in, so the record page opens as the automation sees it.
