@@ -126,9 +126,10 @@ func read(ctx context.Context, s *settings) (result, error) {
 	defer stop()
 	go g.answer(op)
 
-	absent, err := renavigate(op, s)
-	if err == nil {
-		err = g.err()
+	absent, err := renavigate(op, s, g.err)
+	if gerr := g.err(); gerr != nil {
+		// A refused request explains a wait that then timed out.
+		err = gerr
 	}
 	if err != nil {
 		return result{}, err
@@ -137,8 +138,8 @@ func read(ctx context.Context, s *settings) (result, error) {
 		return result{raw: map[string]string{}}, nil
 	}
 	res, err := readFields(op, s)
-	if err == nil {
-		err = g.err()
+	if gerr := g.err(); gerr != nil {
+		err = gerr
 	}
 	return res, err
 }
@@ -280,7 +281,7 @@ func step(ctx context.Context, s *settings, a action, f func(ctx context.Context
 
 // renavigate runs the declared actions in the tab. It reports absent when
 // the page shows absent_selector: the re-opened record does not exist.
-func renavigate(ctx context.Context, s *settings) (bool, error) {
+func renavigate(ctx context.Context, s *settings, refused func() error) (bool, error) {
 	for _, a := range s.actions {
 		var absent bool
 		err := step(ctx, s, a, func(ctx context.Context) error {
@@ -292,13 +293,13 @@ func renavigate(ctx context.Context, s *settings) (bool, error) {
 				}
 				return err
 			case "click":
-				if absent, err := waitFor(ctx, s, a.selector, ""); err != nil || absent {
+				if absent, err := waitFor(ctx, s, a.selector, "", refused); err != nil || absent {
 					return err
 				}
 				_, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(function(){ var e = document.querySelector("+jsString(a.selector)+"); e.click(); return true; })()"))
 				return err
 			case "type":
-				if absent, err := waitFor(ctx, s, a.selector, ""); err != nil || absent {
+				if absent, err := waitFor(ctx, s, a.selector, "", refused); err != nil || absent {
 					return err
 				}
 				focused, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(function(){ var e = document.querySelector("+jsString(a.selector)+"); e.focus(); if ('value' in e) { e.value = ''; } return document.activeElement === e; })()"))
@@ -312,7 +313,7 @@ func renavigate(ctx context.Context, s *settings) (bool, error) {
 				return err
 			default:
 				var err error
-				absent, err = waitFor(ctx, s, a.selector, a.text)
+				absent, err = waitFor(ctx, s, a.selector, a.text, refused)
 				return err
 			}
 		})
@@ -339,8 +340,9 @@ func jsString(s string) string {
 }
 
 // waitFor polls until selector matches (or text is shown in the page), or
-// absent_selector matches; it reports which.
-func waitFor(ctx context.Context, s *settings, selector, text string) (bool, error) {
+// absent_selector matches, or a guard refuses a request; it reports
+// which.
+func waitFor(ctx context.Context, s *settings, selector, text string, refused func() error) (bool, error) {
 	want := "document.querySelector(" + jsString(selector) + ") !== null"
 	if selector == "" {
 		want = "(document.body && document.body.innerText.includes(" + jsString(text) + "))"
@@ -359,6 +361,10 @@ func waitFor(ctx context.Context, s *settings, selector, text string) (bool, err
 			return true, nil
 		case err == nil && strings.HasPrefix(state, "error: "):
 			return false, unusable("the page could not evaluate a configured selector: %s", strings.TrimPrefix(state, "error: "))
+		}
+		// A refused request ends the wait: the read is already unusable.
+		if err := refused(); err != nil {
+			return false, err
 		}
 		// An error here is most often the page between two documents.
 		select {

@@ -127,6 +127,13 @@ func (a *App) handler() http.Handler {
 	mux.HandleFunc("GET /show", a.show)
 	mux.HandleFunc("GET /records/{ref}", a.recordPage)
 	mux.HandleFunc("GET /search", a.search)
+	mux.HandleFunc("GET /postform", func(w http.ResponseWriter, r *http.Request) {
+		// A page whose button submits a form with POST, and which posts
+		// with fetch when asked: what a read-back must never send.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><html><body><form method="post" action="/submit"><input name="x" value="1"><button id="send" type="submit">Send</button></form>
+<button id="fetch" type="button" onclick="fetch('/submit', {method: 'POST', body: 'x=1'})">Fetch</button></body></html>`)
+	})
 	mux.HandleFunc("POST /api/records", a.save)
 	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()

@@ -1,0 +1,39 @@
+package onscreen
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRenavigationNeverWrites: a re-navigation whose click would submit a
+// form with POST, or post with fetch, is stopped by the read-only guards
+// before the request leaves the browser; the read is unusable
+// (INDETERMINATE), never a pass, and the application receives nothing.
+func TestRenavigationNeverWrites(t *testing.T) {
+	for _, button := range []string{"#send", "#fetch"} {
+		t.Run(button, func(t *testing.T) {
+			a := startApp(t)
+			rec := typed("g-1")
+			sec := a.reopenSection()
+			inner(sec)["renavigate"] = []any{
+				map[string]any{"open": a.URL + "/postform"},
+				map[string]any{"click": button},
+				map[string]any{"wait": map[string]any{"selector": "#record"}},
+			}
+			inner(sec)["navigation_timeout_s"] = 2
+			c := client(t, request(t, sec, params(rec)))
+			got := capture(t, c, true)
+			if got.Reachable {
+				t.Fatalf("a re-navigation that posts read as reachable: %+v", got)
+			}
+			if !strings.Contains(got.Reason, "non-read request") || !strings.Contains(got.Reason, "POST") {
+				t.Errorf("reason %q; want the refused POST named", got.Reason)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if n := a.Posts(); n != 0 {
+				t.Errorf("the application received %d POST(s); the guards must stop them in the browser", n)
+			}
+		})
+	}
+}
