@@ -37,3 +37,33 @@ func TestRenavigationNeverWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchRenavigation: a re-navigation that types this run's value into
+// a search box, submits the search (a GET form, which the guards allow) and
+// follows the hit re-opens the record like a URL does.
+func TestSearchRenavigation(t *testing.T) {
+	a := startApp(t)
+	rec := typed("s-1")
+	sec := a.reopenSection()
+	inner(sec)["renavigate"] = []any{
+		map[string]any{"open": a.URL + "/search"},
+		map[string]any{"type": map[string]any{"selector": "#q", "param": "name"}},
+		map[string]any{"click": "#go"},
+		map[string]any{"wait": map[string]any{"selector": "a.hit"}},
+		map[string]any{"click": "a.hit"},
+		map[string]any{"wait": map[string]any{"selector": "#record"}},
+	}
+	c := client(t, request(t, sec, params(rec)))
+	a.fill(t, rec)
+	got := capture(t, c, true)
+	if !got.Reachable || len(got.Records) != 1 {
+		t.Fatalf("read %+v; want the one record", got)
+	}
+	r := got.Records[0]
+	if r["id"] != "/records/"+rec.Ref || r["name"] != rec.Name || r["amount"] != rec.Amount {
+		t.Errorf("record %v; want id /records/%s with the typed values", r, rec.Ref)
+	}
+	if n := a.Posts(); n != 1 {
+		t.Errorf("the application received %d POSTs; want the automation's one save", n)
+	}
+}
