@@ -69,15 +69,31 @@ func hasRegion(s *settings) bool {
 
 var errNotConfigured = errors.New("onscreen adapter: called before Configure")
 
-// TestConnection reaches the application's browser and does one read-back.
-// For tier 3 it re-navigates under the read-only guards; for tier 4 it
-// only reads the current screen.
+// TestConnection reaches the application's browser. For tier 3 it does one
+// read-back (re-navigation under the read-only guards); for tier 4 it only
+// finds the application's tab, since the screen the save will leave does
+// not exist yet.
 func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured
 	}
 	start := time.Now()
+	if s.tier == sdk.TierScreenConsistency {
+		// Before the save the screen shows the form, not the record:
+		// reach the browser and the application's tab, read nothing.
+		err := reach(ctx, s)
+		latency := time.Since(start)
+		var ue *unusableError
+		if errors.As(err, &ue) {
+			return sdk.TestResult{Message: "on-screen read-back unusable: " + ue.reason, Latency: latency}, nil
+		}
+		if err != nil {
+			return sdk.TestResult{Message: "on-screen read-back unusable: " + err.Error(), Latency: latency}, nil
+		}
+		return sdk.TestResult{Reachable: true, Latency: latency,
+			Message: "reached the application's browser and its tab; the fields are read from the screen the save leaves (tier 4, screen consistency only), not the system of record"}, nil
+	}
 	res, err := a.readBack(ctx, s)
 	latency := time.Since(start)
 	if err != nil {

@@ -67,3 +67,26 @@ func TestSearchRenavigation(t *testing.T) {
 		t.Errorf("the application received %d POSTs; want the automation's one save", n)
 	}
 }
+
+// TestPreflight: the tier-4 preflight finds the application's tab without
+// reading the fields (before the save the screen shows the form); a wrong
+// address or prefix is unreachable, never an error.
+func TestPreflight(t *testing.T) {
+	a := startApp(t)
+	rec := typed("p-1")
+	c := client(t, request(t, a.sameSurfaceSection(), params(rec)))
+	res, err := c.TestConnection(t.Context())
+	if err != nil || !res.Reachable {
+		t.Fatalf("tier-4 preflight on the empty form: %+v, %v; want reachable", res, err)
+	}
+	sec := a.sameSurfaceSection()
+	inner(sec)["screen"] = map[string]any{"cdp_url": cdpURL, "page_url_prefix": "http://nowhere.invalid/"}
+	c = client(t, request(t, sec, params(rec)))
+	if res, err := c.TestConnection(t.Context()); err != nil || res.Reachable || !strings.Contains(res.Message, "page_url_prefix") {
+		t.Errorf("preflight with no matching tab: %+v, %v; want unreachable naming page_url_prefix", res, err)
+	}
+	c = client(t, request(t, a.reopenSection(), params(rec)))
+	if res, err := c.TestConnection(t.Context()); err != nil || !res.Reachable {
+		t.Errorf("tier-3 preflight before the record exists: %+v, %v; want reachable (no record)", res, err)
+	}
+}

@@ -83,18 +83,9 @@ func read(ctx context.Context, s *settings) (result, error) {
 	if err != nil {
 		return result{}, unusable("could not reach the application's browser over the DevTools protocol: %v", errText(err))
 	}
-	var app *target.Info
-	for _, t := range targets {
-		if t.Type == "page" && (s.pageURLPrefix == "" || strings.HasPrefix(t.URL, s.pageURLPrefix)) {
-			app = t
-			break
-		}
-	}
-	if app == nil {
-		if s.pageURLPrefix != "" {
-			return result{}, unusable("the application's browser has no tab whose address begins with screen.page_url_prefix")
-		}
-		return result{}, unusable("the application's browser has no open tab")
+	app, err := findApp(targets, s)
+	if err != nil {
+		return result{}, err
 	}
 	if s.tier == sdk.TierScreenConsistency {
 		var tctx context.Context
@@ -142,6 +133,35 @@ func read(ctx context.Context, s *settings) (result, error) {
 		err = gerr
 	}
 	return res, err
+}
+
+// findApp picks the application's tab: the first page whose address begins
+// with screen.page_url_prefix, or the first page.
+func findApp(targets []*target.Info, s *settings) (*target.Info, error) {
+	for _, t := range targets {
+		if t.Type == "page" && (s.pageURLPrefix == "" || strings.HasPrefix(t.URL, s.pageURLPrefix)) {
+			return t, nil
+		}
+	}
+	if s.pageURLPrefix != "" {
+		return nil, unusable("the application's browser has no tab whose address begins with screen.page_url_prefix")
+	}
+	return nil, unusable("the application's browser has no open tab")
+}
+
+// reach connects to the application's browser and finds its tab, and
+// touches nothing: the preflight of a read of the save's own screen, which
+// before the save shows no record to read.
+func reach(ctx context.Context, s *settings) error {
+	allocCtx, cancelAlloc := remote.NewAllocator(context.WithoutCancel(ctx), s.cdpURL)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
+	defer func() { go func() { cancelBrowser(); cancelAlloc() }() }()
+	targets, err := within(ctx, func() ([]*target.Info, error) { return chromedp.Targets(bctx) })
+	if err != nil {
+		return unusable("could not reach the application's browser over the DevTools protocol: %v", errText(err))
+	}
+	_, err = findApp(targets, s)
+	return err
 }
 
 // within runs f and returns its result, or ctx's error as soon as ctx ends.
