@@ -29,7 +29,10 @@ BINARIES := \
 
 all: build
 
+# build needs Tesseract's library headers for the onscreen plugin (cgo);
+# `scripts/deps.sh build` installs only those, when missing.
 build:
+	@bash scripts/deps.sh build
 	@mkdir -p $(BIN) $(PLUGINS)
 	@for b in $(BINARIES); do echo "go build $${b#*=}"; $(GO) build -o $${b%%=*} $${b#*=} || exit 1; done
 	$(GO) build -o $(PLUGINS)/verifier-adapter-csv-ledger ./examples/csv-ledger
@@ -47,7 +50,8 @@ demo: build
 	bash scripts/demo.sh
 
 # deps: the Debian packages of the real servers the tests start on loopback
-# (PostgreSQL, MariaDB, OpenSSH, Chromium); installs only what is missing.
+# (PostgreSQL, MariaDB, OpenSSH, Chromium) and Tesseract; installs only what
+# is missing.
 deps:
 	bash scripts/deps.sh
 

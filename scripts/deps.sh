@@ -18,6 +18,12 @@ packages=(
 	libleptonica-dev  # adapters/onscreen: Tesseract's image library headers
 )
 
+# "deps.sh build" installs only what building the binaries needs: the
+# onscreen plugin links Tesseract through cgo.
+if [[ ${1:-} == build ]]; then
+	packages=(libtesseract-dev libleptonica-dev tesseract-ocr-eng)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
