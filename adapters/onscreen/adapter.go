@@ -13,11 +13,6 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "onscreen"
 
-// ReasonScreenConsistencyOnly is the reason every CONFIRMED from an
-// on-screen read-back carries (the daemon adds it for tiers 3 and 4): the
-// application's own screen agreed, which is not a read of its record store.
-const ReasonScreenConsistencyOnly = "SCREEN_CONSISTENCY_ONLY"
-
 // Description is what the adapter says about itself, in GetInfo.
 const Description = "reads the acting application's own screen (a Chromium the automation drives): tier 3 when it re-opens the record by a declared re-navigation, tier 4 when it reads the screen the save left; a consistency check, never a read of the system of record"
 
