@@ -16,6 +16,8 @@ packages=(
 	tesseract-ocr-eng # adapters/onscreen: the English model
 	libtesseract-dev  # adapters/onscreen: the warm in-process engine (cgo, gosseract)
 	libleptonica-dev  # adapters/onscreen: Tesseract's image library headers
+	x11-apps          # adapters/onscreen: xwd, the X display source's capture
+	xvfb              # adapters/onscreen: a virtual X display for its tests
 )
 
 # "deps.sh build" installs only what building the binaries needs: the

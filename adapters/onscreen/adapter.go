@@ -49,6 +49,11 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if _, err := modelPath(); err != nil && hasRegion(s) {
 		return &sdk.ConfigError{Path: Kind + ".fields", Message: err.Error()}
 	}
+	if s.display != "" {
+		if _, err := xwdPath(); err != nil {
+			return &sdk.ConfigError{Path: Kind + ".screen.display", Message: err.Error()}
+		}
+	}
 	a.settings.Store(s)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -65,6 +66,7 @@ type fieldSection struct {
 // settings are a checked configuration bound to one run's parameters.
 type settings struct {
 	cdpURL        string
+	display       string // an X display (":99"), the other source
 	pageURLPrefix string
 	tier          sdk.Tier
 	actions       []action
@@ -114,6 +116,8 @@ func configError(path, format string, args ...any) error {
 // cdpSecretSlot is the secret slot the daemon fills from screen.cdp_url_env.
 const cdpSecretSlot = Kind + ".screen.cdp_url_env"
 
+var displayName = regexp.MustCompile(`^:[0-9]{1,4}(\.[0-9]{1,2})?$`)
+
 // parseSettings checks the section and binds it to the run's parameters and
 // secrets. The tier comes from what the section makes the read do: a
 // re-navigation of two actions or more re-opens the record (tier 3);
@@ -145,8 +149,19 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		return nil, configError(sp, "missing: say where the application's screen is: cdp_url or cdp_url_env (a Chromium the automation drives)")
 	}
 	switch {
+	case sec.Screen.Display != "" && (sec.Screen.CDPURL != "" || sec.Screen.CDPURLEnv != ""):
+		return nil, configError(sp, "give one source: display, or cdp_url / cdp_url_env")
 	case sec.Screen.Display != "":
-		return nil, configError(sp+".display", "an X display source is not supported in this build; drive the application in Chromium and give cdp_url or cdp_url_env")
+		if !displayName.MatchString(sec.Screen.Display) {
+			return nil, configError(sp+".display", "write a local X display such as \":99\" (a display on another host is not read)")
+		}
+		if sec.Screen.PageURLPrefix != "" {
+			return nil, configError(sp+".page_url_prefix", "an X display has no tabs; remove page_url_prefix")
+		}
+		if len(sec.Renavigate) > 0 {
+			return nil, configError(Kind+".renavigate", "an X display is only read, never driven: re-navigation needs the DevTools source (cdp_url); remove renavigate and say same_surface: true")
+		}
+		s.display = sec.Screen.Display
 	case sec.Screen.CDPURL != "" && sec.Screen.CDPURLEnv != "":
 		return nil, configError(sp, "give one of cdp_url and cdp_url_env, not both")
 	case sec.Screen.CDPURL != "":
@@ -160,7 +175,7 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	default:
 		return nil, configError(sp, "missing: cdp_url or cdp_url_env (the DevTools address of the Chromium the automation drives, such as http://127.0.0.1:9222)")
 	}
-	if u, err := url.Parse(s.cdpURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "ws") {
+	if u, err := url.Parse(s.cdpURL); s.display == "" && (err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "ws")) {
 		// The URL may come from a secret: never quote it.
 		return nil, configError(sp, "the DevTools address must be an http:// or ws:// URL with a host, such as http://127.0.0.1:9222")
 	}

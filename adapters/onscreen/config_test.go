@@ -72,7 +72,9 @@ func TestConfigureRefuses(t *testing.T) {
 		message string
 	}{
 		{"no screen", func(m map[string]any) { delete(m, "screen") }, "onscreen.screen", "cdp_url"},
-		{"x display", func(m map[string]any) { m["screen"] = map[string]any{"display": ":99"} }, "onscreen.screen.display", "not supported in this build"},
+		{"x display with re-navigation", func(m map[string]any) { m["screen"] = map[string]any{"display": ":99"} }, "onscreen.renavigate", "never driven"},
+		{"x display on another host", func(m map[string]any) { m["screen"] = map[string]any{"display": "host:0"} }, "onscreen.screen.display", "local X display"},
+		{"x display and cdp", func(m map[string]any) { m["screen"] = map[string]any{"display": ":1", "cdp_url": "http://127.0.0.1:1"} }, "onscreen.screen", "one source"},
 		{"both urls", func(m map[string]any) {
 			m["screen"] = map[string]any{"cdp_url": "http://127.0.0.1:1", "cdp_url_env": "X"}
 		}, "onscreen.screen", "not both"},

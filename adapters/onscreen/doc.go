@@ -2,8 +2,9 @@
 // for an application with no API, database, export or separately
 // signed-in record page, it reads the fields a person marked off the acting
 // application's own screen — a Chromium the automation drives, reached over
-// the DevTools protocol — by OCR of a region (Tesseract) or from the page
-// structure (an element's displayed text).
+// the DevTools protocol, or a local X display dumped with xwd — by OCR of a
+// region (Tesseract) or, in Chromium, from the page structure (an element's
+// displayed text).
 //
 // Its tier comes from the configured mechanism: with a re-navigation of two
 // actions or more it re-opens the record in a new tab of the same browser,

@@ -60,6 +60,9 @@ func quiet(string, ...any) {}
 // there, then closes the tab. Tier 4 attaches to the application's tab,
 // reads the fields as the save left them and detaches, touching nothing.
 func read(ctx context.Context, s *settings) (result, error) {
+	if s.display != "" {
+		return readDisplay(ctx, s)
+	}
 	// The connection outlives ctx by the moment it takes to close the tab:
 	// that is done in the background after the read, so that a read does
 	// not wait for it. Every step of the read is bounded by ctx.
@@ -153,6 +156,9 @@ func findApp(targets []*target.Info, s *settings) (*target.Info, error) {
 // touches nothing: the preflight of a read of the save's own screen, which
 // before the save shows no record to read.
 func reach(ctx context.Context, s *settings) error {
+	if s.display != "" {
+		return reachDisplay(ctx, s)
+	}
 	allocCtx, cancelAlloc := remote.NewAllocator(context.WithoutCancel(ctx), s.cdpURL)
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
 	defer func() { go func() { cancelBrowser(); cancelAlloc() }() }()
