@@ -130,7 +130,9 @@ func TestDisplaySource(t *testing.T) {
 // FuzzDecodeXWD: a malformed dump is refused, never a panic.
 func FuzzDecodeXWD(f *testing.F) {
 	hdr := make([]byte, 100)
-	put := func(i int, v uint32) { hdr[i*4], hdr[i*4+1], hdr[i*4+2], hdr[i*4+3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v) }
+	put := func(i int, v uint32) {
+		hdr[i*4], hdr[i*4+1], hdr[i*4+2], hdr[i*4+3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+	}
 	for i, v := range []uint32{100, 7, 2, 24, 2, 1, 0, 0, 32, 0, 32, 32, 8, 4, 0xff0000, 0xff00, 0xff, 8, 256, 0, 2, 1, 0, 0, 0} {
 		put(i, v)
 	}
