@@ -18,14 +18,21 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
+.PHONY: all build build-deps deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
 
 all: build
 
-build:
+# build needs Tesseract's library headers for the onscreen plugin (cgo);
+# `scripts/deps.sh build` installs only those, when missing.
+build: build-deps
 	@mkdir -p $(BIN) $(PLUGINS)
 	@for b in $(BINARIES); do echo "go build $${b#*=}"; $(GO) build -o $${b%%=*} $${b#*=} || exit 1; done
 	$(GO) build -o $(PLUGINS)/verifier-adapter-csv-ledger ./examples/csv-ledger
+
+# build-deps: what compiling the whole module needs (vet and the linter
+# compile it too).
+build-deps:
+	@bash scripts/deps.sh build
 
 # run: the daemon with the demo's daemon config: the registered deployment
 # `clinic` (a small SQLite clinic) and workflow `triage`. Try it from another
@@ -40,14 +47,15 @@ demo: build
 	bash scripts/demo.sh
 
 # deps: the Debian packages of the real servers the tests start on loopback
-# (PostgreSQL, MariaDB, OpenSSH, Chromium); installs only what is missing.
+# (PostgreSQL, MariaDB, OpenSSH, Chromium) and Tesseract; installs only what
+# is missing.
 deps:
 	bash scripts/deps.sh
 
 test: deps vet fmt-check check-sdk
 	$(GO) test -count=1 -timeout 30m ./...
 
-vet:
+vet: build-deps
 	$(GO) vet ./...
 
 fmt-check:
@@ -80,7 +88,7 @@ buf-breaking:
 	bash scripts/tools.sh
 	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"
 
-golangci-lint:
+golangci-lint: build-deps
 	bash scripts/tools.sh
 	$(BIN)/golangci-lint run ./...
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests run against: real servers started on
 # loopback by the tests themselves (PostgreSQL, MariaDB, OpenSSH's sshd and
-# sftp-server) and Chromium for the UI read-back. Idempotent: it installs only
+# sftp-server), Chromium for the UI read-backs and Tesseract (library and
+# headers: the onscreen plugin links it through cgo) for the on-screen
+# read-back's OCR. Idempotent: it installs only
 # what is missing, and does nothing when everything is there.
 set -euo pipefail
 
@@ -9,8 +11,20 @@ packages=(
 	postgresql        # adapters/sql: PostgreSQL through pgx
 	mariadb-server    # adapters/sql: MySQL/MariaDB
 	openssh-server    # adapters/file: SFTP against a real sshd
-	chromium          # adapters/uireadback: headless browser
+	chromium          # adapters/uireadback, adapters/onscreen: headless browser
+	tesseract-ocr     # adapters/onscreen: OCR of marked screen regions
+	tesseract-ocr-eng # adapters/onscreen: the English model
+	libtesseract-dev  # adapters/onscreen: the warm in-process engine (cgo, gosseract)
+	libleptonica-dev  # adapters/onscreen: Tesseract's image library headers
+	x11-apps          # adapters/onscreen: xwd, the X display source's capture
+	xvfb              # adapters/onscreen: a virtual X display for its tests
 )
+
+# "deps.sh build" installs only what building the binaries needs: the
+# onscreen plugin links Tesseract through cgo.
+if [[ ${1:-} == build ]]; then
+	packages=(libtesseract-dev libleptonica-dev tesseract-ocr-eng)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

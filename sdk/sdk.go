@@ -22,8 +22,10 @@ const APIVersion = sdkapi.APIVersion
 //	CaptureBefore(ctx context.Context, req CaptureRequest) (Capture, error)
 //	CaptureAfter(ctx context.Context, req CaptureRequest) (Capture, error)
 //
-// The daemon calls Info once, Configure once, then TestConnection and the
-// captures any number of times, possibly concurrently. Configure refuses
+// The daemon calls Info, Configure once and Info again (a tier may depend on
+// the configuration: the daemon keeps the weaker answer), then
+// TestConnection and the captures any number of times, possibly
+// concurrently. Configure refuses
 // with a *ConfigError. An unreachable system of record is data
 // (Capture.Reachable == false, TestResult.Reachable == false), never an
 // error; return errors only for faults in the adapter itself. CaptureAfter

@@ -2,8 +2,6 @@ package uireadback
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -32,7 +31,7 @@ const pollInterval = 10 * time.Millisecond
 type readback struct {
 	s       *settings
 	policy  *policy
-	refused refusals
+	refused cdpguard.Refusals
 	binding string // name of the page guard's reporting binding
 	queue   pausedQueue
 
@@ -50,12 +49,10 @@ type readResult struct {
 }
 
 func newReadback(s *settings) *readback {
-	b := make([]byte, 12)
-	rand.Read(b)
 	return &readback{
 		s:       s,
 		policy:  newPolicy(s),
-		binding: "__verifierdReadOnly_" + hex.EncodeToString(b),
+		binding: cdpguard.NewBinding(),
 		queue:   pausedQueue{notify: make(chan struct{}, 1)},
 	}
 }
@@ -100,12 +97,12 @@ func (rb *readback) listen(ev any) {
 	case *fetch.EventRequestPaused:
 		allow := rb.policy.allows(e.Request.Method, e.Request.URL)
 		if !allow {
-			rb.refused.add(refusal{layer: "network guard", how: strings.ToLower(string(e.ResourceType)) + " request", method: strings.ToUpper(e.Request.Method), target: originPath(e.Request.URL)})
+			rb.refused.Add(cdpguard.Refusal{Layer: "network guard", How: strings.ToLower(string(e.ResourceType)) + " request", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
 		}
 		rb.queue.push(pausedRequest{id: e.RequestID, allow: allow})
 	case *runtime.EventBindingCalled:
 		if e.Name == rb.binding {
-			rb.refused.add(parsePageReport(e.Payload))
+			rb.refused.Add(cdpguard.ParsePageReport(e.Payload))
 		}
 	}
 }
@@ -176,7 +173,7 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 }
 
 func (rb *readback) refusalError() error {
-	list := rb.refused.snapshot()
+	list := rb.refused.Snapshot()
 	if len(list) == 0 {
 		return nil
 	}
@@ -195,7 +192,7 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 		if rb.noPageGuard {
 			return "", nil
 		}
-		r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageGuardJS(rb.binding, rb.policy.allowedPosts())})
+		r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(rb.binding, rb.policy.allowedPosts())})
 		return r.Identifier, err
 	}
 	var script page.ScriptIdentifier

@@ -21,8 +21,12 @@ type Adapter struct {
 	// main under cmd/plugins.
 	Kind string
 	// Tier is pinned: a built-in binary that reports another tier is
-	// refused.
+	// refused. With ConfiguredTier it is the strongest tier the mechanism
+	// can have; its configuration may only weaken it.
 	Tier sdk.Tier
+	// ConfiguredTier: the tier depends on the configuration (onscreen: 3
+	// when it re-opens the record, 4 when it reads the save's own screen).
+	ConfiguredTier bool
 }
 
 // Binary is the adapter binary's file name.
@@ -43,11 +47,12 @@ var Adapters = []Adapter{
 	{Kind: "graphql", Tier: sdk.TierIndependentSystem},
 	{Kind: "fhir", Tier: sdk.TierIndependentSystem},
 	{Kind: "ui_readback", Tier: sdk.TierIndependentSession},
+	{Kind: "onscreen", Tier: sdk.TierReacquiredState, ConfiguredTier: true},
 }
 
 // Reserved are kinds verifierd keeps for itself without shipping an
 // adapter yet; no plugin may take them either.
-var Reserved = []string{"onscreen"}
+var Reserved = []string{}
 
 // IsKind reports whether kind is built in or reserved: a plugin can never
 // take it.

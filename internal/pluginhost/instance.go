@@ -92,8 +92,12 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 	case !info.Tier.Valid():
 		return fail(fmt.Errorf("adapter %s declares tier %d; a tier is 1 to 4", kind, info.Tier))
 	}
-	if b, ok := builtin.Lookup(kind); ok && info.Tier != b.Tier {
+	b, isBuiltin := builtin.Lookup(kind)
+	switch {
+	case isBuiltin && !b.ConfiguredTier && info.Tier != b.Tier:
 		return fail(fmt.Errorf("built-in adapter %s declares tier %d, its mechanism is tier %d", kind, info.Tier, b.Tier))
+	case isBuiltin && b.ConfiguredTier && info.Tier < b.Tier:
+		return fail(fmt.Errorf("built-in adapter %s declares tier %d, stronger than its mechanism's best (%d)", kind, info.Tier, b.Tier))
 	}
 	version, err := plugin.NegotiateAPIVersion(info.APIVersions)
 	if err != nil {
@@ -113,6 +117,18 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 		}
 		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))
 	}
+	// The tier may depend on the configuration (onscreen: re-opening the
+	// record is tier 3, reading the save's own screen tier 4). Ask again
+	// and keep the weaker answer, and never one stronger than the kind's
+	// floor: a configuration can weaken a tier, never strengthen it.
+	after, err := c.GetInfo(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("adapter %s: get info after configure: %w", kind, err))
+	}
+	if !after.Tier.Valid() {
+		return fail(fmt.Errorf("adapter %s declares tier %d after configure; a tier is 1 to 4", kind, after.Tier))
+	}
+	info.Tier = max(info.Tier, after.Tier, b.Tier) // b.Tier is 0 for a customer kind
 	return c, info, nil
 }
 

@@ -65,10 +65,11 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		g.hook(ctx, k, &verdicts[k])
 	}
 	tasks := make([]*judge.Task, len(verdicts))
-	if !ev.noCompensate {
-		for k := range verdicts {
+	for k := range verdicts {
+		if !ev.noCompensate {
 			tasks[k] = g.compensate(ctx, k, &verdicts[k])
 		}
+		markScreenConsistency(&verdicts[k], g.info.Tier)
 	}
 	return verdicts, tasks
 }

@@ -64,20 +64,22 @@ type server struct {
 	adapterv1.UnimplementedAdapterServiceServer
 
 	adapter sdkapi.Adapter
-	info    sdkapi.Info
 	logger  hclog.Logger
 }
 
 func newServer(a sdkapi.Adapter, logger hclog.Logger) *server {
-	return &server{adapter: a, info: a.Info(), logger: logger}
+	return &server{adapter: a, logger: logger}
 }
 
 func (s *server) ctx(ctx context.Context, args ...any) context.Context {
 	return sdkapi.WithLogger(ctx, s.logger.With(args...))
 }
 
+// GetInfo asks the adapter each time: the daemon asks again after
+// Configure, and an adapter whose tier depends on its configuration
+// reports it then.
 func (s *server) GetInfo(context.Context, *adapterv1.GetInfoRequest) (*adapterv1.GetInfoResponse, error) {
-	return toproto.GetInfoResponse(s.info, APIVersions), nil
+	return toproto.GetInfoResponse(s.adapter.Info(), APIVersions), nil
 }
 
 func (s *server) Configure(ctx context.Context, req *adapterv1.ConfigureRequest) (*adapterv1.ConfigureResponse, error) {

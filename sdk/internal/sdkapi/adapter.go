@@ -15,11 +15,17 @@ import (
 const APIVersion = "v1"
 
 // Adapter reads one kind of system of record for the daemon. The daemon calls
-// Info once, Configure once, then TestConnection and the captures any number
-// of times, possibly concurrently: implementations must be safe for
+// Info, Configure once, Info again, then TestConnection and the captures any
+// number of times, possibly concurrently: implementations must be safe for
 // concurrent use after Configure returns.
 type Adapter interface {
 	// Info describes the adapter. It must not touch the system of record.
+	// The daemon asks before Configure and again after it: an adapter
+	// whose mechanism depends on its configuration (onscreen: re-opening
+	// the record or reading the save's own screen) reports the tier of
+	// that mechanism then. The daemon keeps the weaker of the two answers
+	// (and, for a built-in kind, of the kind's floor): a configuration can
+	// weaken a tier, never strengthen it.
 	Info() Info
 	// Configure receives the deployment's section for this adapter. Return a
 	// *ConfigError to refuse it with the offending field's path. Do not

@@ -1,0 +1,8 @@
+// Package cdpguard holds the read-only guards shared by the adapters that
+// read a page through the Chrome DevTools protocol (ui_readback, onscreen):
+// the page guard script, installed in every document before any page script
+// runs, that refuses requests which are not reads before they are sent; the
+// method rule the network guard applies to every paused request; and the
+// record of what either guard refused. Any refusal makes a read unusable:
+// a page that tried to write while being read is not a clean read.
+package cdpguard

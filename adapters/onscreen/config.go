@@ -1,0 +1,384 @@
+package onscreen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
+)
+
+// Defaults.
+const (
+	defaultMinRatio      = 0.9
+	defaultMinConfidence = 60
+	defaultNavTimeout    = 10 * time.Second
+)
+
+// section is the deployment's `onscreen:` section as written.
+type section struct {
+	Screen           *screenSection  `json:"screen"`
+	Renavigate       []actionSection `json:"renavigate"`
+	SameSurface      bool            `json:"same_surface"`
+	AbsentSelector   string          `json:"absent_selector"`
+	Fields           []fieldSection  `json:"fields"`
+	MinRatio         *float64        `json:"readback_min_ratio"`
+	MinConfidence    *float64        `json:"ocr_min_confidence"`
+	NavigationTimout *float64        `json:"navigation_timeout_s"`
+}
+
+type screenSection struct {
+	CDPURL        string `json:"cdp_url"`
+	CDPURLEnv     string `json:"cdp_url_env"`
+	Display       string `json:"display"`
+	PageURLPrefix string `json:"page_url_prefix"`
+}
+
+type actionSection struct {
+	Open  string       `json:"open"`
+	Click string       `json:"click"`
+	Type  *typeSection `json:"type"`
+	Wait  *waitSection `json:"wait"`
+}
+
+type typeSection struct {
+	Selector string `json:"selector"`
+	Param    string `json:"param"`
+}
+
+type waitSection struct {
+	Selector string `json:"selector"`
+	Text     string `json:"text"`
+}
+
+type fieldSection struct {
+	Param    string   `json:"param"`
+	Region   []int    `json:"region"`
+	Selector string   `json:"selector"`
+	MinRatio *float64 `json:"min_ratio"`
+}
+
+// settings are a checked configuration bound to one run's parameters.
+type settings struct {
+	cdpURL        string
+	display       string // an X display (":99"), the other source
+	pageURLPrefix string
+	tier          sdk.Tier
+	actions       []action
+	absent        string
+	fields        []field
+	minConfidence float64
+	navTimeout    time.Duration
+}
+
+// action is one step of the re-navigation, bound to the run.
+type action struct {
+	kind     string // open, click, type, wait
+	url      string // open
+	selector string // click, type, wait
+	text     string // type: the run parameter's value; wait: the text to wait for
+}
+
+func (a action) String() string {
+	switch a.kind {
+	case "open":
+		return "open " + a.url
+	case "type":
+		return "type into " + a.selector
+	case "wait":
+		if a.selector != "" {
+			return "wait for " + a.selector
+		}
+		return "wait for the text " + fmt.Sprintf("%q", a.text)
+	}
+	return a.kind + " " + a.selector
+}
+
+// field is one marked field, bound to the run: the record field it fills
+// (the parameter's name) and the value the run typed.
+type field struct {
+	param    string
+	expected string
+	region   *[4]int
+	selector string
+	minRatio float64
+}
+
+func configError(path, format string, args ...any) error {
+	return &sdk.ConfigError{Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// cdpSecretSlot is the secret slot the daemon fills from screen.cdp_url_env.
+const cdpSecretSlot = Kind + ".screen.cdp_url_env"
+
+var displayName = regexp.MustCompile(`^:[0-9]{1,4}(\.[0-9]{1,2})?$`)
+
+// parseSettings checks the section and binds it to the run's parameters and
+// secrets. The tier comes from what the section makes the read do: a
+// re-navigation of two actions or more re-opens the record (tier 3);
+// reading the surface the save left is tier 4 and must be asked for with
+// same_surface: true.
+func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
+	var top struct {
+		Kind     string          `json:"kind"`
+		OnScreen json.RawMessage `json:"onscreen"`
+	}
+	if err := strictDecode(req.Config, &top, ""); err != nil {
+		return nil, err
+	}
+	if top.Kind != "" && top.Kind != Kind {
+		return nil, configError("kind", "this adapter reads kind %q", Kind)
+	}
+	if len(top.OnScreen) == 0 || string(top.OnScreen) == "null" {
+		return nil, configError(Kind, "missing: the onscreen: section holds screen, fields and either renavigate (two actions or more) or same_surface: true")
+	}
+	var sec section
+	if err := strictDecode(top.OnScreen, &sec, Kind); err != nil {
+		return nil, err
+	}
+	s := &settings{minConfidence: defaultMinConfidence, navTimeout: defaultNavTimeout}
+
+	// screen
+	sp := Kind + ".screen"
+	if sec.Screen == nil {
+		return nil, configError(sp, "missing: say where the application's screen is: cdp_url or cdp_url_env (a Chromium the automation drives)")
+	}
+	switch {
+	case sec.Screen.Display != "" && (sec.Screen.CDPURL != "" || sec.Screen.CDPURLEnv != ""):
+		return nil, configError(sp, "give one source: display, or cdp_url / cdp_url_env")
+	case sec.Screen.Display != "":
+		if !displayName.MatchString(sec.Screen.Display) {
+			return nil, configError(sp+".display", "write a local X display such as \":99\" (a display on another host is not read)")
+		}
+		if sec.Screen.PageURLPrefix != "" {
+			return nil, configError(sp+".page_url_prefix", "an X display has no tabs; remove page_url_prefix")
+		}
+		if len(sec.Renavigate) > 0 {
+			return nil, configError(Kind+".renavigate", "an X display is only read, never driven: re-navigation needs the DevTools source (cdp_url); remove renavigate and say same_surface: true")
+		}
+		s.display = sec.Screen.Display
+	case sec.Screen.CDPURL != "" && sec.Screen.CDPURLEnv != "":
+		return nil, configError(sp, "give one of cdp_url and cdp_url_env, not both")
+	case sec.Screen.CDPURL != "":
+		s.cdpURL = sec.Screen.CDPURL
+	case sec.Screen.CDPURLEnv != "":
+		v, ok := req.Secrets[cdpSecretSlot]
+		if !ok || v == "" {
+			return nil, configError(sp+".cdp_url_env", "the daemon passed no value for %s; set the variable in the daemon's environment and allow it", sec.Screen.CDPURLEnv)
+		}
+		s.cdpURL = v
+	default:
+		return nil, configError(sp, "missing: cdp_url or cdp_url_env (the DevTools address of the Chromium the automation drives, such as http://127.0.0.1:9222)")
+	}
+	if u, err := url.Parse(s.cdpURL); s.display == "" && (err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "ws")) {
+		// The URL may come from a secret: never quote it.
+		return nil, configError(sp, "the DevTools address must be an http:// or ws:// URL with a host, such as http://127.0.0.1:9222")
+	}
+	s.pageURLPrefix = sec.Screen.PageURLPrefix
+
+	// navigation_timeout_s, ocr_min_confidence, readback_min_ratio
+	if t := sec.NavigationTimout; t != nil {
+		if *t <= 0 || *t > 300 {
+			return nil, configError(Kind+".navigation_timeout_s", "must be above 0 and at most 300 seconds")
+		}
+		s.navTimeout = time.Duration(*t * float64(time.Second))
+	}
+	if c := sec.MinConfidence; c != nil {
+		if *c < 0 || *c > 100 {
+			return nil, configError(Kind+".ocr_min_confidence", "must be between 0 and 100 (Tesseract's word confidence)")
+		}
+		s.minConfidence = *c
+	}
+	minRatio := defaultMinRatio
+	if r := sec.MinRatio; r != nil {
+		if *r <= 0 || *r > 1 {
+			return nil, configError(Kind+".readback_min_ratio", "must be above 0 and at most 1 (1 asks for an exact read)")
+		}
+		minRatio = *r
+	}
+
+	// renavigate and the tier
+	for i, as := range sec.Renavigate {
+		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), req.Params)
+		if err != nil {
+			return nil, err
+		}
+		s.actions = append(s.actions, a)
+	}
+	switch {
+	case len(s.actions) >= 2:
+		s.tier = sdk.TierReacquiredState
+		if sec.SameSurface {
+			return nil, configError(Kind+".same_surface", "a read-back that re-navigates does not read the save's own surface; remove same_surface or the renavigate list")
+		}
+		if s.actions[0].kind != "open" {
+			return nil, configError(Kind+".renavigate[0]", "the re-navigation must begin with open: a URL, so that it re-opens the record rather than reading the screen the save left")
+		}
+	case len(s.actions) == 1:
+		return nil, configError(Kind+".renavigate", "one action does not re-open a record; give two actions or more (open a URL, then wait for the record), or none with same_surface: true")
+	case !sec.SameSurface:
+		return nil, configError(Kind+".same_surface", "without a renavigate list the read-back reads the screen the save left (tier 4, screen consistency only); say same_surface: true to accept that, or add renavigate actions that re-open the record")
+	default:
+		s.tier = sdk.TierScreenConsistency
+	}
+	if sec.AbsentSelector != "" {
+		if s.tier != sdk.TierReacquiredState {
+			return nil, configError(Kind+".absent_selector", "only a read-back that re-opens the record can see that it does not exist; remove it")
+		}
+		if err := checkSelector(sec.AbsentSelector, Kind+".absent_selector"); err != nil {
+			return nil, err
+		}
+		s.absent = sec.AbsentSelector
+	}
+
+	// fields
+	if len(sec.Fields) == 0 {
+		return nil, configError(Kind+".fields", "missing: mark at least one field: {param: NAME, region: [x, y, w, h]} or {param: NAME, selector: CSS}")
+	}
+	seen := map[string]bool{}
+	for i, fs := range sec.Fields {
+		p := fmt.Sprintf("%s.fields[%d]", Kind, i)
+		if fs.Param == "" {
+			return nil, configError(p+".param", "missing: the run parameter whose value this field shows")
+		}
+		if fs.Param == "id" {
+			return nil, configError(p+".param", `"id" is the record field the adapter sets itself (the page's identity); mark another parameter`)
+		}
+		if seen[fs.Param] {
+			return nil, configError(p+".param", "%q is marked twice; mark each parameter once", fs.Param)
+		}
+		seen[fs.Param] = true
+		v, ok := req.Params[fs.Param]
+		if !ok {
+			return nil, configError(p+".param", "the run has no parameter %q; pass it with the run or mark another field", fs.Param)
+		}
+		f := field{param: fs.Param, expected: v, minRatio: minRatio}
+		if fs.MinRatio != nil {
+			if *fs.MinRatio <= 0 || *fs.MinRatio > 1 {
+				return nil, configError(p+".min_ratio", "must be above 0 and at most 1")
+			}
+			f.minRatio = *fs.MinRatio
+		}
+		switch {
+		case fs.Region != nil && fs.Selector != "":
+			return nil, configError(p, "give region or selector, not both")
+		case fs.Region != nil:
+			if len(fs.Region) != 4 || fs.Region[0] < 0 || fs.Region[1] < 0 || fs.Region[2] < 4 || fs.Region[3] < 4 || fs.Region[2] > 4000 || fs.Region[3] > 1000 {
+				return nil, configError(p+".region", "write [x, y, width, height] in CSS pixels of the viewport, width and height at least 4")
+			}
+			f.region = &[4]int{fs.Region[0], fs.Region[1], fs.Region[2], fs.Region[3]}
+		case fs.Selector != "":
+			if err := checkSelector(fs.Selector, p+".selector"); err != nil {
+				return nil, err
+			}
+			f.selector = fs.Selector
+		default:
+			return nil, configError(p, "missing: region: [x, y, w, h] (read by OCR) or selector: CSS (read from the page structure)")
+		}
+		s.fields = append(s.fields, f)
+	}
+	return s, nil
+}
+
+// strictDecode decodes raw into v, refusing unknown keys with their path.
+func strictDecode(raw json.RawMessage, v any, path string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := err.Error()
+		if _, after, ok := strings.Cut(msg, "unknown field "); ok {
+			name := strings.Trim(after, `"`)
+			return configError(join(path, name), "unknown key; see docs/adapters/onscreen.md for the keys this section takes")
+		}
+		return configError(path, "%s", strings.TrimPrefix(msg, "json: "))
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// bindAction checks one re-navigation action and binds its run parameters.
+func bindAction(as actionSection, p string, params map[string]string) (action, error) {
+	n := 0
+	for _, set := range []bool{as.Open != "", as.Click != "", as.Type != nil, as.Wait != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return action{}, configError(p, "each action is exactly one of open: URL, click: CSS, type: {selector, param} or wait: {selector | text}")
+	}
+	switch {
+	case as.Open != "":
+		u, err := expandURL(as.Open, params, p+".open")
+		return action{kind: "open", url: u}, err
+	case as.Click != "":
+		return action{kind: "click", selector: as.Click}, checkSelector(as.Click, p+".click")
+	case as.Type != nil:
+		if err := checkSelector(as.Type.Selector, p+".type.selector"); err != nil {
+			return action{}, err
+		}
+		v, ok := params[as.Type.Param]
+		if as.Type.Param == "" || !ok {
+			return action{}, configError(p+".type.param", "name a run parameter to type (the run has no %q)", as.Type.Param)
+		}
+		if err := param.Check(v); err != nil {
+			return action{}, configError(p+".type.param", "the run parameter %q cannot be typed: %v", as.Type.Param, err)
+		}
+		return action{kind: "type", selector: as.Type.Selector, text: v}, nil
+	default:
+		w := as.Wait
+		switch {
+		case (w.Selector == "") == (w.Text == ""):
+			return action{}, configError(p+".wait", "give selector or text, one of them")
+		case w.Selector != "":
+			return action{kind: "wait", selector: w.Selector}, checkSelector(w.Selector, p+".wait.selector")
+		}
+		return action{kind: "wait", text: w.Text}, nil
+	}
+}
+
+func checkSelector(sel, p string) error {
+	if strings.TrimSpace(sel) == "" {
+		return configError(p, "missing: a CSS selector")
+	}
+	return nil
+}
+
+// expandURL fills {name} placeholders with run parameters through
+// sdk/param, the one implementation every read uses: one whole path segment
+// before the query (never empty, "." or "..", never holding / or \),
+// query-escaped after it, no control characters, and never in the scheme
+// or host, so a run parameter cannot send the read-back to another site.
+func expandURL(tmpl string, params map[string]string, p string) (string, error) {
+	filled := tmpl
+	for _, ph := range param.Placeholders(tmpl) {
+		filled = strings.Replace(filled, tmpl[ph.Start:ph.End], "x", 1)
+	}
+	if u, err := url.Parse(filled); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", configError(p, "write an absolute http(s) URL, such as https://app.example.org/records/{record_ref}")
+	}
+	for _, name := range param.Names(tmpl) {
+		if _, ok := params[name]; !ok {
+			return "", configError(p, "the run has no parameter %q for {%s}", name, name)
+		}
+	}
+	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+		v, ok := params[name]
+		return v, ok
+	})
+	if err != nil {
+		return "", configError(p, "%v", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,299 @@
+// Package screenapp is a small GUI-only application for the onscreen
+// adapter's tests: a form that saves a record and paints a confirmation
+// screen, and a record page per reference. It has no API a verifier could
+// read, only its screens. Its save can be switched to the faults an
+// on-screen read-back exists to catch: an optimistic save that paints
+// success without persisting anything, and a save that stores (and shows)
+// another value than the one typed.
+package screenapp
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Save modes.
+const (
+	Honest     = "honest"     // stores what was typed and shows what it stored
+	Optimistic = "optimistic" // paints the typed values as saved; stores nothing
+	WrongValue = "wrong"      // stores and shows another name than the one typed
+)
+
+// WrongName is the name a WrongValue save stores instead of the typed one.
+const WrongName = "Zebulon Quartermaine"
+
+// Record is one saved record. Font is the CSS font family its page shows it
+// in (sans, serif or mono), so that the OCR is measured on several.
+type Record struct {
+	Ref    string `json:"ref"`
+	Name   string `json:"name"`
+	Born   string `json:"born"`
+	Amount string `json:"amount"`
+	Font   string `json:"font,omitempty"`
+}
+
+// Fields are where each value is painted, in CSS pixels of the viewport:
+// x, y, width, height. The record page and the confirmation screen use the
+// same places.
+var Fields = map[string][4]int{
+	"name":   {40, 120, 560, 44},
+	"born":   {40, 190, 560, 44},
+	"amount": {40, 260, 560, 44},
+}
+
+// App is the application's state.
+type App struct {
+	mu      sync.Mutex
+	mode    string
+	records map[string]Record
+	posts   int
+	down    bool
+}
+
+// Server is a running App on loopback.
+type Server struct {
+	*App
+	URL string
+	srv *http.Server
+}
+
+// Start serves a new App on a free loopback port.
+func Start() (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	a := &App{mode: Honest, records: map[string]Record{}}
+	s := &Server{App: a, URL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: a.handler()}}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// SetMode switches how the next saves behave.
+func (a *App) SetMode(m string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mode = m
+}
+
+// Put stores a record directly, as if saved earlier.
+func (a *App) Put(r Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.records[r.Ref] = r
+}
+
+// Delete removes a stored record.
+func (a *App) Delete(ref string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.records, ref)
+}
+
+// SetDown makes every page answer 503 (true), as an outage, or serves
+// again (false).
+func (a *App) SetDown(down bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.down = down
+}
+
+// Get returns a stored record.
+func (a *App) Get(ref string) (Record, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.records[ref]
+	return r, ok
+}
+
+// Posts counts the POST requests the application received.
+func (a *App) Posts() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.posts
+}
+
+func (a *App) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /new", a.form)
+	mux.HandleFunc("GET /show", a.show)
+	mux.HandleFunc("GET /records/{ref}", a.recordPage)
+	mux.HandleFunc("GET /search", a.search)
+	mux.HandleFunc("GET /postform", func(w http.ResponseWriter, r *http.Request) {
+		// A page whose button submits a form with POST, and which posts
+		// with fetch when asked: what a read-back must never send.
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<!doctype html><html><body><form method="post" action="/submit"><input name="x" value="1"><button id="send" type="submit">Send</button></form>
+<button id="fetch" type="button" onclick="fetch('/submit', {method: 'POST', body: 'x=1'})">Fetch</button></body></html>`)
+	})
+	mux.HandleFunc("POST /api/records", a.save)
+	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.posts++
+		a.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		down := a.down
+		a.mu.Unlock()
+		if down {
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (a *App) save(w http.ResponseWriter, r *http.Request) {
+	var rec Record
+	if err := json.NewDecoder(r.Body).Decode(&rec); err != nil || rec.Ref == "" {
+		http.Error(w, "bad record", http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	a.posts++
+	if a.mode == WrongValue {
+		rec.Name = WrongName
+	}
+	a.records[rec.Ref] = rec
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(rec)
+}
+
+var fonts = map[string]string{
+	"sans":  `"DejaVu Sans", sans-serif`,
+	"serif": `"DejaVu Serif", serif`,
+	"mono":  `"DejaVu Sans Mono", monospace`,
+}
+
+func fontFamily(name string) template.CSS {
+	if f, ok := fonts[name]; ok {
+		return template.CSS(f)
+	}
+	return template.CSS(fonts["sans"])
+}
+
+type view struct {
+	Title  string
+	Font   template.CSS
+	Rec    *Record
+	Form   bool
+	Mode   string
+	Fields map[string][4]int
+	Absent bool
+}
+
+var page = template.Must(template.New("page").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>
+ html, body { margin: 0; padding: 0; background: #fff; color: #111; }
+ .v { position: absolute; font: 24px {{.Font}}; line-height: 44px; white-space: nowrap; overflow: hidden; }
+ #head { position: absolute; left: 40px; top: 30px; font: bold 28px sans-serif; }
+ form { position: absolute; left: 40px; top: 360px; }
+</style></head>
+<body>
+<div id="head">{{.Title}}</div>
+{{if .Absent}}<div id="not-found" class="v" style="left:40px;top:120px;width:560px;height:44px">No such record</div>{{end}}
+{{with .Rec}}<div id="record" data-ref="{{.Ref}}">
+ <div id="name" class="v" style="left:{{index $.Fields.name 0}}px;top:{{index $.Fields.name 1}}px;width:{{index $.Fields.name 2}}px;height:{{index $.Fields.name 3}}px">{{.Name}}</div>
+ <div id="born" class="v" style="left:{{index $.Fields.born 0}}px;top:{{index $.Fields.born 1}}px;width:{{index $.Fields.born 2}}px;height:{{index $.Fields.born 3}}px">{{.Born}}</div>
+ <div id="amount" class="v" style="left:{{index $.Fields.amount 0}}px;top:{{index $.Fields.amount 1}}px;width:{{index $.Fields.amount 2}}px;height:{{index $.Fields.amount 3}}px">{{.Amount}}</div>
+</div>{{end}}
+{{if .Form}}<form id="f" onsubmit="return false">
+ <input id="ref" name="ref"> <input id="in-name" name="name"> <input id="in-born" name="born"> <input id="in-amount" name="amount">
+ <button id="save" type="button">Save</button>
+</form>
+<script>
+(function () {
+  var mode = {{.Mode}};
+  var fields = {{.Fields}};
+  function paint(rec) {
+    document.getElementById("f").remove();
+    document.getElementById("head").textContent = "Saved";
+    var box = document.createElement("div");
+    box.id = "record";
+    box.dataset.ref = rec.ref;
+    ["name", "born", "amount"].forEach(function (k) {
+      var d = document.createElement("div");
+      var f = fields[k];
+      d.id = k; d.className = "v";
+      d.style.left = f[0] + "px"; d.style.top = f[1] + "px"; d.style.width = f[2] + "px"; d.style.height = f[3] + "px";
+      d.textContent = rec[k];
+      box.appendChild(d);
+    });
+    document.body.appendChild(box);
+    history.replaceState(null, "", "/records/" + encodeURIComponent(rec.ref) + "?saved=1");
+  }
+  document.getElementById("save").addEventListener("click", function () {
+    var rec = {ref: document.getElementById("ref").value, name: document.getElementById("in-name").value,
+      born: document.getElementById("in-born").value, amount: document.getElementById("in-amount").value};
+    if (mode === "optimistic") { paint(rec); return; }
+    fetch("/api/records", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(rec)})
+      .then(function (r) { return r.json(); }).then(paint);
+  });
+})();
+</script>{{end}}
+</body></html>`))
+
+func (a *App) render(w http.ResponseWriter, v view) {
+	v.Fields = Fields
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := page.Execute(w, v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (a *App) form(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	mode := a.mode
+	a.mu.Unlock()
+	a.render(w, view{Title: "New record", Font: fontFamily(r.URL.Query().Get("font")), Form: true, Mode: mode})
+}
+
+// show paints the values of its query string, as a screen would: for
+// measuring the OCR on many values without saving them.
+func (a *App) show(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	rec := Record{Ref: q.Get("ref"), Name: q.Get("name"), Born: q.Get("born"), Amount: q.Get("amount")}
+	a.render(w, view{Title: "Record", Font: fontFamily(q.Get("font")), Rec: &rec})
+}
+
+func (a *App) recordPage(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("ref")
+	rec, ok := a.Get(ref)
+	font := r.URL.Query().Get("font")
+	if !ok {
+		a.render(w, view{Title: "Record " + ref, Font: fontFamily(font), Absent: true})
+		return
+	}
+	if font == "" {
+		font = rec.Font
+	}
+	a.render(w, view{Title: "Record " + ref, Font: fontFamily(font), Rec: &rec})
+}
+
+// search lists the records whose name contains q, each a link to its page.
+func (a *App) search(w http.ResponseWriter, r *http.Request) {
+	q := strings.ToLower(r.URL.Query().Get("q"))
+	a.mu.Lock()
+	var b strings.Builder
+	for _, rec := range a.records {
+		if q != "" && strings.Contains(strings.ToLower(rec.Name), q) {
+			fmt.Fprintf(&b, `<li><a class="hit" href="/records/%s">%s</a></li>`, template.HTMLEscapeString(rec.Ref), template.HTMLEscapeString(rec.Name))
+		}
+	}
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, `<!doctype html><html><body><form action="/search" method="get"><input id="q" name="q"><button id="go" type="submit">Search</button></form><ul id="hits">%s</ul></body></html>`, b.String())
+}

@@ -1,0 +1,13 @@
+// Command verifier-adapter-onscreen serves the first-party onscreen adapter
+// (adapters/onscreen) as a verifierd plugin. It reads the application's own
+// screen through the Chromium the automation drives, with Tesseract for OCR.
+//
+//	go build -o .cache/bin/verifier-adapter-onscreen ./cmd/plugins/onscreen
+package main
+
+import (
+	"github.com/verifierd/verifierd/adapters/onscreen"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+func main() { sdk.Serve(onscreen.New) }
