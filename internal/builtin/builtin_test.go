@@ -44,7 +44,11 @@ func TestIsKind(t *testing.T) {
 	if a, ok := Lookup("ui_readback"); !ok || a.Tier != 2 || a.Binary() != "verifier-adapter-ui_readback" || a.Package() != "./cmd/plugins/ui_readback" {
 		t.Errorf("Lookup(ui_readback) = %+v, %v", a, ok)
 	}
-	if _, ok := Lookup("onscreen"); ok {
-		t.Error("a reserved kind has no adapter to look up")
+	// onscreen's tier comes from its configuration: 3 is the strongest.
+	if a, ok := Lookup("onscreen"); !ok || a.Tier != 3 || !a.ConfiguredTier {
+		t.Errorf("Lookup(onscreen) = %+v, %v", a, ok)
+	}
+	if a, _ := Lookup("sql"); a.ConfiguredTier {
+		t.Error("sql's tier is pinned")
 	}
 }
