@@ -59,7 +59,10 @@ func TestSoak(t *testing.T) {
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "soak.db")
 	db := openSoakDB(t, dbPath)
-	d := startDaemon(t, daemonOpts{dataDir: filepath.Join(dir, "data"), args: []string{"--log-level", "info"}})
+	// The good traffic names a registered deployment, as production does;
+	// the hostile stream sends inline deployments too (the development
+	// switch is on), so that their size limits are exercised as well.
+	d := startDaemon(t, daemonOpts{dataDir: filepath.Join(dir, "data"), inline: true, args: []string{"--log-level", "info"}})
 	pid := d.cmd.Process.Pid
 	conn, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -68,6 +71,7 @@ func TestSoak(t *testing.T) {
 	defer conn.Close()
 	client := verifierv1.NewVerifierServiceClient(conn)
 	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", dbPath))
+	depName := d.register(t, writeFile(t, dir, "soak-deployment.yaml", string(dep)))
 
 	var seq atomic.Int64
 	session := func(ctx context.Context, patient string) error {
@@ -75,7 +79,7 @@ func TestSoak(t *testing.T) {
 		// session's row only, however the clients interleave.
 		note := fmt.Sprintf("soak-%d", seq.Add(1))
 		effects := []byte(fmt.Sprintf(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}, "note": %q}, "count_new_only": true, "expected_count": 1, "timeout_s": 5}]`, note))
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}, Effects: effects, Params: map[string]string{"p": patient}})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: depName}, Effects: effects, Params: map[string]string{"p": patient}})
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
@@ -102,6 +106,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	rssStart := settledRSS(t, d, pid)
+	anonStart := procKB(pid, "RssAnon")
 
 	var (
 		mu      sync.Mutex
@@ -147,6 +152,7 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 	rssEnd := settledRSS(t, d, pid)
+	anonEnd := procKB(pid, "RssAnon")
 
 	slices.Sort(lat)
 	total := 0
@@ -156,8 +162,8 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: %d clients for %s: %d sessions (%.1f sessions/s), Begin+Verify p50 %s p99 %s; %d hostile requests %v",
 		soakClients, duration, len(lat), float64(len(lat))/duration.Seconds(),
 		percentile(lat, 0.50).Round(time.Millisecond), percentile(lat, 0.99).Round(time.Millisecond), total, hostile)
-	t.Logf("soak: daemon VmRSS after a forced GC: %d KiB at the start, %d KiB at the end (%+d KiB); RssAnon %d KiB; peak VmHWM %d KiB",
-		rssStart, rssEnd, rssEnd-rssStart, procKB(pid, "RssAnon"), procKB(pid, "VmHWM"))
+	t.Logf("soak: daemon after a forced GC: VmRSS %d KiB at the start, %d KiB at the end (%+d KiB); RssAnon %d → %d KiB (%+d KiB); RssFile at the end %d KiB; peak VmHWM %d KiB",
+		rssStart, rssEnd, rssEnd-rssStart, anonStart, anonEnd, anonEnd-anonStart, procKB(pid, "RssFile"), procKB(pid, "VmHWM"))
 	if len(goodErr) > 0 {
 		t.Errorf("%d errors on the good traffic, first: %s", len(goodErr), goodErr[0])
 	}
@@ -167,8 +173,13 @@ func TestSoak(t *testing.T) {
 	if len(lat) == 0 {
 		t.Error("no good session completed")
 	}
-	if rssEnd-rssStart > soakRSSSlack {
-		t.Errorf("daemon VmRSS grew by %d KiB after a forced GC, over the %d KiB allowed", rssEnd-rssStart, soakRSSSlack)
+	// What the daemon holds is its anonymous memory (heap, stacks). VmRSS
+	// also counts the store file's pages that bbolt maps and has touched:
+	// page cache that grows with the sessions kept (until --retain), which
+	// the kernel reclaims under pressure. Both are reported; the anonymous
+	// part is held to the bound.
+	if anonEnd-anonStart > soakRSSSlack {
+		t.Errorf("daemon anonymous memory (RssAnon) grew by %d KiB after a forced GC, over the %d KiB allowed", anonEnd-anonStart, soakRSSSlack)
 	}
 }
 
