@@ -1,9 +1,10 @@
 // Package compensate runs verifierd's one automatic repair: deleting the
 // duplicates of an irreversible record_written effect that was refuted with
 // observed > expected, through a configured REST DELETE template. It is a
-// write, so it lives in the daemon and never in a read-only adapter. The
-// judge plans which records to delete (judge.PlanCompensation); this
-// package only sends the DELETEs, one record at a time, stopping at the
+// write, so it lives in the daemon and never in a read-only adapter. It
+// decides when a repair applies (Applies); the judge plans which records to
+// delete (judge.PlanCompensation); this package sends the DELETEs, one
+// record at a time, stopping at the
 // first failure and reporting what it had deleted by then, so that the
 // daemon can re-verify against the original baseline or raise a
 // compensation_failed task (judge.CompensationFailedTask).
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
+	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
 )
@@ -85,6 +87,21 @@ type Compensator struct {
 	client  *http.Client
 	creds   httpx.Credentials
 	timeout time.Duration
+}
+
+// Applies reports whether the compensator may repair a verdict, and with
+// which plan: only when the deployment configures one (section is not
+// nil), for an irreversible record_written refuted for duplicates alone.
+// Anything else keeps its ordinary reconciliation task.
+func Applies(section map[string]any, c *judge.Contract, v *judge.Verdict) (*judge.CompensationPlan, bool) {
+	if section == nil || c.Kind != judge.RecordWritten || c.Risk != judge.Irreversible || v.Decision != judge.Refuted {
+		return nil, false
+	}
+	plan, err := judge.PlanCompensation(c, v)
+	if err != nil {
+		return nil, false // not a duplicate
+	}
+	return plan, true
 }
 
 // SecretRefs lists the secret references of a compensator section: each

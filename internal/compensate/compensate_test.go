@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
+	"github.com/verifierd/verifierd/judge"
 )
 
 const doctype = "Patient Encounter"
@@ -290,5 +291,44 @@ func TestAddressesEveryRecordFirst(t *testing.T) {
 	}
 	if want := []string{"DELETE /fhir/Observation/a%3Bb%20c?_cascade=x%26y%3D1"}; !slices.Equal(seen, want) {
 		t.Errorf("requests %q, want %q", seen, want)
+	}
+}
+
+// TestApplies: the compensator repairs only an irreversible record_written
+// refuted for duplicates alone, and only when the deployment configures one.
+func TestApplies(t *testing.T) {
+	t.Parallel()
+	section := map[string]any{"kind": "rest_delete"}
+	dup := func() *judge.Verdict {
+		return &judge.Verdict{Decision: judge.Refuted, Reasons: []judge.Reason{{Code: judge.ReasonCountOver}},
+			Matched: []judge.Record{{"id": "2"}, {"id": "1"}}}
+	}
+	contract := func(kind judge.Kind, risk judge.Risk) *judge.Contract {
+		return &judge.Contract{Kind: kind, Risk: risk, ExpectedCount: 1, IdentityField: "id"}
+	}
+	tests := map[string]struct {
+		section  map[string]any
+		contract *judge.Contract
+		verdict  *judge.Verdict
+		want     bool
+	}{
+		"duplicates":         {section, contract(judge.RecordWritten, judge.Irreversible), dup(), true},
+		"no compensator":     {nil, contract(judge.RecordWritten, judge.Irreversible), dup(), false},
+		"reversible":         {section, contract(judge.RecordWritten, judge.Reversible), dup(), false},
+		"field_equals":       {section, contract(judge.FieldEquals, judge.Irreversible), dup(), false},
+		"confirmed":          {section, contract(judge.RecordWritten, judge.Irreversible), &judge.Verdict{Decision: judge.Confirmed}, false},
+		"missing, not extra": {section, contract(judge.RecordWritten, judge.Irreversible), &judge.Verdict{Decision: judge.Refuted, Reasons: []judge.Reason{{Code: judge.ReasonCountUnder}}}, false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			plan, ok := Applies(tt.section, tt.contract, tt.verdict)
+			if ok != tt.want {
+				t.Fatalf("Applies = %v, want %v", ok, tt.want)
+			}
+			if ok && (len(plan.Keep) != 1 || plan.Keep[0]["id"] != "1" || len(plan.Delete) != 1 || plan.Delete[0]["id"] != "2") {
+				t.Errorf("plan keeps %v and deletes %v; want keep id 1, delete id 2", plan.Keep, plan.Delete)
+			}
+		})
 	}
 }

@@ -191,12 +191,9 @@ const ReasonCompensated = "COMPENSATED"
 // compensation_failed task naming (by digest) what was deleted so far.
 func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.Task {
 	c, index, cand := g.effects[k], g.cm.Effects[k], g.cand
-	if cand.Compensator == nil || c.Kind != judge.RecordWritten || c.Risk != judge.Irreversible || v.Decision != judge.Refuted {
-		return nil
-	}
-	plan, err := judge.PlanCompensation(c, v)
-	if err != nil {
-		return nil // not a duplicate: the ordinary reconciliation task stands
+	plan, ok := compensate.Applies(cand.Compensator, c, v)
+	if !ok {
+		return nil // the ordinary reconciliation task stands
 	}
 	m := g.m
 	allow := func(string) bool { return false }
