@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/verifierd/verifierd/internal/server"
+	"github.com/verifierd/verifierd/internal/netaddr"
 )
 
 // checkListenSecurity is the start-up check on the API's exposure. On a
@@ -11,7 +11,7 @@ import (
 // operator's explicit --insecure; a token without TLS (which would travel
 // in plaintext) is served with a warning. It returns the warning to log.
 func checkListenSecurity(addr string, token, tls, insecure bool) (warning string, err error) {
-	if server.IsLoopback(addr) {
+	if netaddr.IsLoopback(addr) {
 		if token && !tls {
 			return "the API token travels in plaintext; fine on loopback, set api.tls_cert_file/api.tls_key_file before exposing the API", nil
 		}

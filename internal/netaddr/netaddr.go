@@ -1,4 +1,6 @@
-package server
+// Package netaddr answers the one question the daemon and its CLI both ask
+// of an address before a secret travels: does it name only this machine?
+package netaddr
 
 import (
 	"net"
