@@ -168,7 +168,7 @@ func parseBinding(data []byte) (*binding, error) {
 	if !ok {
 		return nil, &workflow.Error{Path: "", Message: "a binding file is a map with schema, workflow_name, steps and not_compared"}
 	}
-	if err := strictKeys(m, bindingKeys, ""); err != nil {
+	if err := workflow.CheckKeys(m, bindingKeys, ""); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
@@ -210,7 +210,7 @@ func parseBinding(data []byte) (*binding, error) {
 		if !ok {
 			return nil, &workflow.Error{Path: path, Message: "a bound step is a map with step, effects and optionally intent"}
 		}
-		if err := strictKeys(sm, bindingStepKeys, path); err != nil {
+		if err := workflow.CheckKeys(sm, bindingStepKeys, path); err != nil {
 			return nil, err
 		}
 		var s bindingStep
@@ -237,24 +237,6 @@ func parseBinding(data []byte) (*binding, error) {
 		b.steps = append(b.steps, s)
 	}
 	return b, nil
-}
-
-func strictKeys(m map[string]any, allowed []string, path string) error {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(allowed, k) {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			return &workflow.Error{Path: p, Message: "unknown key; the keys here are " + strings.Join(allowed, ", ")}
-		}
-	}
-	return nil
 }
 
 // checkBinding loads a binding and checks it against the workflow. It

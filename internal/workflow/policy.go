@@ -40,7 +40,7 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 	if !ok {
 		return nil, refuse(path, "must be a map with any of %s", strings.Join(policyKeys, ", "))
 	}
-	if err := checkKeys(m, policyKeys, path); err != nil {
+	if err := CheckKeys(m, policyKeys, path); err != nil {
 		return nil, err
 	}
 	p := &Policy{}

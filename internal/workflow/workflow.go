@@ -137,7 +137,7 @@ func Parse(data []byte) (*Workflow, error) {
 	if !ok {
 		return nil, refuse("workflow", "must be a map with schema, name, params and steps")
 	}
-	if err := checkKeys(m, workflowKeys, ""); err != nil {
+	if err := CheckKeys(m, workflowKeys, ""); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
@@ -166,7 +166,7 @@ func Parse(data []byte) (*Workflow, error) {
 				if !ok {
 					return nil, refuse(path, "must be a map, e.g. {} or {secret: true}")
 				}
-				if err := checkKeys(pvm, paramKeys, path); err != nil {
+				if err := CheckKeys(pvm, paramKeys, path); err != nil {
 					return nil, err
 				}
 				if s, present := pvm["secret"]; present {
@@ -205,7 +205,7 @@ func Parse(data []byte) (*Workflow, error) {
 		if !ok {
 			return nil, refuse(path, "a step must be a map with step, risk and effects")
 		}
-		if err := checkKeys(sm, stepKeys, path); err != nil {
+		if err := CheckKeys(sm, stepKeys, path); err != nil {
 			return nil, err
 		}
 		var s Step
@@ -272,7 +272,7 @@ func parseBinding(raw any) (*Binding, error) {
 	if !ok {
 		return nil, refuse("binding", "must be a map with %s", strings.Join(bindingKeys, ", "))
 	}
-	if err := checkKeys(m, bindingKeys, "binding"); err != nil {
+	if err := CheckKeys(m, bindingKeys, "binding"); err != nil {
 		return nil, err
 	}
 	b := &Binding{}
@@ -325,7 +325,10 @@ func validName(s string) bool {
 	return true
 }
 
-func checkKeys(m map[string]any, allowed []string, path string) error {
+// CheckKeys refuses a key of m outside allowed, naming its path (under
+// path) and the keys allowed there. Keys are checked in sorted order, so the
+// refusal is the same on every run.
+func CheckKeys(m map[string]any, allowed []string, path string) error {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
