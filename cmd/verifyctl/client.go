@@ -147,12 +147,20 @@ func usageError(stderr io.Writer, format string, args ...any) int {
 	return exitInvalid
 }
 
-// clientCommand runs one call against the daemon: parse the flags (the
-// shared client flags plus the command's own, registered by flags), check
-// them, dial, call, and print the answer as JSON.
+// clientCommand runs one call against the daemon's VerifierService: parse
+// the flags (the shared client flags plus the command's own, registered by
+// flags), check them, dial, call, and print the answer as JSON.
 func clientCommand(name string, args []string, stdout, stderr io.Writer,
 	flags func(fs *flag.FlagSet) (check func() error),
 	call func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error)) int {
+	return serviceCommand(name, args, stdout, stderr, verifierv1.NewVerifierServiceClient, flags, call)
+}
+
+// serviceCommand is clientCommand for any of the daemon's services.
+func serviceCommand[C any](name string, args []string, stdout, stderr io.Writer,
+	newClient func(grpc.ClientConnInterface) C,
+	flags func(fs *flag.FlagSet) (check func() error),
+	call func(ctx context.Context, c C) (any, error)) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cf clientFlags
@@ -170,7 +178,7 @@ func clientCommand(name string, args []string, stdout, stderr io.Writer,
 	}
 	defer conn.Close()
 	defer cancel()
-	out, err := call(ctx, verifierv1.NewVerifierServiceClient(conn))
+	out, err := call(ctx, newClient(conn))
 	if err != nil {
 		return callError(stdout, stderr, err)
 	}

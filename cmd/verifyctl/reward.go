@@ -17,29 +17,7 @@ import (
 func rewardCommand(name string, args []string, stdout, stderr io.Writer,
 	flags func(fs *flag.FlagSet) (check func() error),
 	call func(ctx context.Context, c verifierv1.RewardServiceClient) (any, error)) int {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cf clientFlags
-	cf.register(fs)
-	check := flags(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitInvalid
-	}
-	if err := check(); err != nil {
-		return usageError(stderr, "%s: %v", name, err)
-	}
-	conn, ctx, cancel, err := cf.dial()
-	if err != nil {
-		return usageError(stderr, "%v", err)
-	}
-	defer conn.Close()
-	defer cancel()
-	out, err := call(ctx, verifierv1.NewRewardServiceClient(conn))
-	if err != nil {
-		return callError(stdout, stderr, err)
-	}
-	writeJSON(stdout, out)
-	return exitOK
+	return serviceCommand(name, args, stdout, stderr, verifierv1.NewRewardServiceClient, flags, call)
 }
 
 func rewardResultJSON(r *verifierv1.RewardResult) map[string]any {
