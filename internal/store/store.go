@@ -197,23 +197,7 @@ func (s *Store) recoverCorrupt(err *error) {
 // chunks are committed in the same transaction, so a small session costs
 // one durable write.
 func (s *Store) CreateSession(id string, meta []byte, baselines ...*BaselineWriter) error {
-	defer s.done(id)
-	now := beginStamp(time.Now())
-	return s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketSessions)
-		if b.Get([]byte(id)) != nil {
-			return ErrExists
-		}
-		for _, w := range baselines {
-			if err := w.commit(tx); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bucketBegun).Put([]byte(id), now); err != nil {
-			return err
-		}
-		return b.Put([]byte(id), meta)
-	})
+	return s.CreateSessionLedger(id, meta, func(*Ledger) error { return nil }, baselines...)
 }
 
 // Session returns a session's metadata and, once verified, its result.
@@ -235,30 +219,8 @@ func (s *Store) Session(id string) (meta, result []byte, err error) {
 // FinishSession stores a session's result once. When a result is already
 // stored (a concurrent or repeated Verify), that one is returned and kept.
 func (s *Store) FinishSession(id string, result []byte) (stored []byte, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
-			return ErrNotFound
-		}
-		b := tx.Bucket(bucketResults)
-		if r := b.Get([]byte(id)); r != nil {
-			stored = append([]byte(nil), r...)
-			return nil
-		}
-		stored = result
-		if err := b.Put([]byte(id), result); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketBegun).Delete([]byte(id)); err != nil {
-			return err
-		}
-		// The baseline is no longer needed once the result is final.
-		bb := tx.Bucket(bucketBaselines)
-		if bb.Bucket([]byte(id)) != nil {
-			return bb.DeleteBucket([]byte(id))
-		}
-		return nil
-	})
-	return stored, err
+	// The baseline is no longer needed once the result is final.
+	return s.FinishSessionLedger(id, func(*Ledger) ([]byte, bool, error) { return result, false, nil })
 }
 
 // BaselineWriter appends one capture's records to a session's baseline in
