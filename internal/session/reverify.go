@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -23,18 +22,11 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	if reason == "" {
 		return nil, &Error{Kind: Invalid, Path: "reason", Message: "say what was repaired, e.g. \"deleted the duplicate encounter by hand\""}
 	}
-	if err := CheckSessionID(id); err != nil {
-		return nil, err
-	}
-	unlock := m.locks.lock(id)
-	defer unlock()
-	raw, stored, err := m.Store.Session(id)
+	unlock, raw, stored, err := m.lockSession(id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
-		}
 		return nil, err
 	}
+	defer unlock()
 	if stored == nil {
 		return nil, &Error{Kind: Refused, Path: "session_id", Message: "the session has not been verified yet; call Verify first"}
 	}

@@ -107,20 +107,31 @@ func decodeResult(raw []byte, r *Result) error {
 	return dec.Decode(r)
 }
 
+// lockSession checks the id, takes the session's lock and reads it; the
+// caller releases the lock with unlock (nil on error).
+func (m *Manager) lockSession(id string) (unlock func(), meta, result []byte, err error) {
+	if err := CheckSessionID(id); err != nil {
+		return nil, nil, nil, err
+	}
+	unlock = m.locks.lock(id)
+	meta, result, err = m.Store.Session(id)
+	if err != nil {
+		unlock()
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
+		}
+		return nil, nil, nil, err
+	}
+	return unlock, meta, result, nil
+}
+
 // Verify judges a begun session, or returns its recorded result.
 func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
-	if err := CheckSessionID(id); err != nil {
-		return nil, err
-	}
-	unlock := m.locks.lock(id)
-	defer unlock()
-	raw, stored, err := m.Store.Session(id)
+	unlock, raw, stored, err := m.lockSession(id)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
-		}
 		return nil, err
 	}
+	defer unlock()
 	if stored != nil {
 		var r Result
 		return &r, decodeResult(stored, &r)
