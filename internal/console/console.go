@@ -102,31 +102,11 @@ func Recent(st *store.Store, f Filter, limit int) ([]Row, int, error) {
 	var rows []Row
 	err := st.ForEachSession(func(id string, meta, result []byte) error {
 		var m storedMeta
-		if err := json.Unmarshal(meta, &m); err != nil {
-			return nil // a corrupt session is left to `verifierd store check`
-		}
-		r := Row{ID: id, Deployment: m.DeploymentName, BegunAt: m.BegunAt, Outcome: Pending}
-		for _, e := range m.Begin.Effects {
-			if !slices.Contains(r.Tiers, e.Tier) {
-				r.Tiers = append(r.Tiers, e.Tier)
+		// A session that does not decode is left to `verifierd store check`.
+		if json.Unmarshal(meta, &m) == nil {
+			if r := newRow(id, &m, result); f.match(&r) {
+				rows = append(rows, r)
 			}
-			if !slices.Contains(r.Kinds, e.Candidate) {
-				r.Kinds = append(r.Kinds, e.Candidate)
-			}
-		}
-		if result != nil {
-			var res session.Result
-			if err := json.Unmarshal(result, &res); err == nil {
-				r.Outcome, r.VerifiedAt = string(res.Outcome), res.VerifiedAt
-				for _, e := range res.Effects {
-					if e.ReconciliationTask != nil {
-						r.Tasks++
-					}
-				}
-			}
-		}
-		if f.match(&r) {
-			rows = append(rows, r)
 		}
 		return nil
 	})
@@ -141,6 +121,28 @@ func Recent(st *store.Store, f Filter, limit int) ([]Row, int, error) {
 		rows = rows[:limit]
 	}
 	return rows, total, err
+}
+
+func newRow(id string, m *storedMeta, result []byte) Row {
+	r := Row{ID: id, Deployment: m.DeploymentName, BegunAt: m.BegunAt, Outcome: Pending}
+	for _, e := range m.Begin.Effects {
+		if !slices.Contains(r.Tiers, e.Tier) {
+			r.Tiers = append(r.Tiers, e.Tier)
+		}
+		if !slices.Contains(r.Kinds, e.Candidate) {
+			r.Kinds = append(r.Kinds, e.Candidate)
+		}
+	}
+	var res session.Result
+	if result != nil && json.Unmarshal(result, &res) == nil {
+		r.Outcome, r.VerifiedAt = string(res.Outcome), res.VerifiedAt
+		for _, e := range res.Effects {
+			if e.ReconciliationTask != nil {
+				r.Tasks++
+			}
+		}
+	}
+	return r
 }
 
 func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {

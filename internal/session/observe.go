@@ -69,8 +69,7 @@ func (m *Manager) observeBegin(req BeginRequest, res *BeginResult, err error, to
 	fields := []any{"session", id, "deployment", req.DeploymentName, "workflow", req.Workflow, "step", req.Step,
 		"outcome", outcome, "duration_ms", took.Milliseconds(), "kinds", kindsOf(kinds)}
 	if err != nil {
-		var se *Error
-		if errors.As(err, &se) {
+		if se, ok := errors.AsType[*Error](err); ok {
 			fields = append(fields, "code", se.Code, "path", se.Path)
 		}
 		m.logger().Info("session refused", fields...)
@@ -119,8 +118,7 @@ func (m *Manager) observeVerify(id string, note *verifyNote, res *Result, err er
 // errKind names a failed Verify without its message (which may quote
 // input).
 func errKind(err error) string {
-	var se *Error
-	if errors.As(err, &se) {
+	if _, ok := errors.AsType[*Error](err); ok {
 		return beginOutcome(err)
 	}
 	return "internal"
