@@ -37,6 +37,25 @@ type table struct {
 	rows []sdk.Record
 }
 
+// keepFirst drops every row of patient but the first (a person's repair of
+// a double submit).
+func (t *table) keepFirst(patient string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	seen := false
+	kept := t.rows[:0]
+	for _, r := range t.rows {
+		if r["patient"] == patient {
+			if seen {
+				continue
+			}
+			seen = true
+		}
+		kept = append(kept, r)
+	}
+	t.rows = kept
+}
+
 func (t *table) add(r sdk.Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -75,9 +94,10 @@ const (
 // with one in-process adapter, two sessions verified through it: a double
 // submit (RECONCILIATION_REQUIRED) and a single write (VERIFIED).
 type fixture struct {
-	srv        *httptest.Server
-	dup, ok    string
-	metricsReg *metrics.Metrics
+	srv     *httptest.Server
+	dup, ok string
+	tab     *table
+	mgr     *session.Manager
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -107,7 +127,7 @@ func newFixture(t *testing.T) *fixture {
 	(&console.Console{Manager: mgr, Store: st}).Register(api)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	f := &fixture{srv: srv, metricsReg: mets}
+	f := &fixture{srv: srv, tab: tab, mgr: mgr}
 
 	ctx := context.Background()
 	run := func(patient string, writes int) string {
@@ -209,6 +229,34 @@ func TestConsoleIsReadOnly(t *testing.T) {
 	_, page = f.get(t, "GET", "/console/?tier=3", true)
 	if strings.Contains(page, f.ok) || strings.Contains(page, f.dup) {
 		t.Errorf("?tier=3 lists a tier-1 session:\n%s", page)
+	}
+}
+
+// A VERIFIED re-verification takes the session off the reconciliation
+// queue and closes its task in the metrics; the session page shows both
+// results.
+func TestRepairedSessionLeavesTheQueue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if _, page := f.get(t, "GET", "/console/reconciliation", true); !strings.Contains(page, f.dup) {
+		t.Fatalf("the queue lacks the double submit:\n%s", page)
+	}
+	f.tab.keepFirst("p-dup")
+	rv, err := f.mgr.Reverify(context.Background(), f.dup, "deleted the duplicate by hand")
+	if err != nil || rv.Outcome != judge.Verified {
+		t.Fatalf("reverify = %v, %v; want VERIFIED", rv, err)
+	}
+	if _, page := f.get(t, "GET", "/console/reconciliation", true); strings.Contains(page, f.dup) || !strings.Contains(page, "No open tasks.") {
+		t.Errorf("the repaired session is still queued:\n%s", page)
+	}
+	if _, page := f.get(t, "GET", "/console/sessions/"+f.dup, true); !strings.Contains(page, "Re-verification 1: deleted the duplicate by hand") {
+		t.Errorf("the session page lacks the re-verification:\n%s", page)
+	}
+	_, text := f.get(t, "GET", "/metrics", true)
+	for _, want := range []string{"verifierd_reconciliation_tasks_issued_total 1\n", "verifierd_reconciliation_tasks_closed_total 1\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }
 
