@@ -325,6 +325,9 @@ func TestConsoleInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if !strings.HasPrefix(string(png), "\x89PNG") {
+			t.Fatalf("%s: the screenshot is not a PNG", p.name)
+		}
 		if !strings.Contains(title, "verifierd") {
 			t.Errorf("%s: title %q, want the console's page (not an error body)", p.name, title)
 		}
