@@ -61,7 +61,7 @@ func run(args []string) error {
 	insecure := fs.Bool("insecure", false, "serve a non-loopback --listen address without a bearer token and TLS")
 	allowInline := fs.Bool("allow-inline-deployments", false, "development only: accept deployments sent by the caller (who then chooses where the daemon reads); never with secrets or a compensator")
 	signingKey := fs.String("signing-key", "", "Ed25519 key file that signs receipts (default: <data-dir>/keys/receipt-signing.key, created on first start)")
-	httpListen := fs.String("http-listen", "", "address of the HTTP listener (reward routes for trainers; docs/rewards.md); empty: off")
+	httpListen := fs.String("http-listen", "", "address of the HTTP listener (reward routes for trainers, /metrics, the operator console at /console/; docs/rewards.md, docs/operations.md); empty: off")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -133,11 +133,13 @@ func run(args []string) error {
 	for kind, p := range daemon.Plugins {
 		pins[kind] = p.SHA256
 	}
-	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger, Spares: *spares})
+	mets := newMetrics()
+	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger, Spares: *spares, Events: mets})
 	if err != nil {
 		return err
 	}
 	defer host.Close()
+	watchDaemon(mets, st, host)
 
 	opts := server.Options{Logger: logger}
 	if env := daemon.API.BearerTokenEnv; env != "" {
@@ -158,14 +160,16 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows}
+	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
 	srv, healthSrv := server.New(mgr, opts)
 	rewards, err := startRewards(mgr, srv, logger.Named("reward"))
 	if err != nil {
 		return err
 	}
 	if *httpListen != "" {
-		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, newHTTPAPI(opts.BearerToken, rewards), opts.TLS, logger)
+		api := newHTTPAPI(opts.BearerToken, rewards)
+		registerObserve(api, mets, mgr)
+		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, api, opts.TLS, logger)
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,24 @@ type Options struct {
 	// background. A spare is configured once, when taken, like any
 	// adapter.
 	Spares int
+	// Events hears of adapter starts, relaunches and crashes (the
+	// daemon's metrics); nil: no one.
+	Events Events
 }
+
+// Events is told of adapter lifecycle points. Implementations must be
+// quick and safe for concurrent use.
+type Events interface {
+	PluginStarted(kind string)
+	PluginRestarted(kind string)
+	PluginCrashed(kind string)
+}
+
+type noEvents struct{}
+
+func (noEvents) PluginStarted(string)   {}
+func (noEvents) PluginRestarted(string) {}
+func (noEvents) PluginCrashed(string)   {}
 
 // Host starts and caches adapters.
 type Host struct {
@@ -88,6 +105,9 @@ func New(opts Options) (*Host, error) {
 	}
 	if opts.MaxInstances <= 0 {
 		opts.MaxInstances = 64
+	}
+	if opts.Events == nil {
+		opts.Events = noEvents{}
 	}
 	h := &Host{
 		opts: opts, logger: opts.Logger,
@@ -323,6 +343,7 @@ func (h *Host) refillLocked(kind string) {
 			}
 			h.spares[kind] = append(h.spares[kind], c)
 			h.mu.Unlock()
+			h.opts.Events.PluginStarted(kind)
 		}
 	}()
 }
@@ -338,6 +359,7 @@ func (h *Host) launch(kind string, logger hclog.Logger) (conn, error) {
 	}
 	c, err := h.startConn(kind, logger)
 	if err == nil {
+		h.opts.Events.PluginStarted(kind)
 		h.mu.Lock()
 		h.refillLocked(kind)
 		h.mu.Unlock()
@@ -410,4 +432,33 @@ func pid(c conn) int {
 		return sp.Pid()
 	}
 	return 0
+}
+
+// LiveProcesses counts the adapter processes running now: configured
+// adapters and spares (in-process adapters are not processes).
+func (h *Host) LiveProcesses() int {
+	h.mu.Lock()
+	insts := make([]*Instance, 0, len(h.instances))
+	for _, in := range h.instances {
+		insts = append(insts, in)
+	}
+	n := 0
+	for _, list := range h.spares {
+		for _, c := range list {
+			if pid(c) != 0 && !exited(c) {
+				n++
+			}
+		}
+	}
+	h.mu.Unlock()
+	// An instance's lock is taken after the host's is released: ensure
+	// holds an instance's lock while launching, which takes the host's.
+	for _, in := range insts {
+		in.mu.Lock()
+		if in.c != nil && pid(in.c) != 0 && !exited(in.c) {
+			n++
+		}
+		in.mu.Unlock()
+	}
+	return n
 }

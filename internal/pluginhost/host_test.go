@@ -513,3 +513,48 @@ func TestDiscoveryAndPins(t *testing.T) {
 		}
 	})
 }
+
+// events counts what the host reports of adapter lifecycles.
+type events struct {
+	mu                        sync.Mutex
+	starts, restarts, crashes map[string]int
+}
+
+func (e *events) add(m *map[string]int, kind string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	(*m)[kind]++
+}
+func (e *events) PluginStarted(kind string)   { e.add(&e.starts, kind) }
+func (e *events) PluginRestarted(kind string) { e.add(&e.restarts, kind) }
+func (e *events) PluginCrashed(kind string)   { e.add(&e.crashes, kind) }
+
+func TestEventsReportStartsCrashesAndRestarts(t *testing.T) {
+	t.Parallel()
+	l, clk := &launcher{}, &clock{t: time.Unix(1e9, 0)}
+	ev := &events{}
+	h := newHost(t, Options{Events: ev}, l, clk, "fake")
+	ctx := t.Context()
+	in, err := h.Instance(ctx, spec("fake", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	first := l.started[0]
+	l.mu.Unlock()
+	first.Crash()
+	if _, err := in.TestConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.starts["fake"] != 2 || ev.crashes["fake"] != 1 || ev.restarts["fake"] != 1 {
+		t.Errorf("starts %d, crashes %d, restarts %d; want 2, 1, 1", ev.starts["fake"], ev.crashes["fake"], ev.restarts["fake"])
+	}
+	if n := h.LiveProcesses(); n != 0 {
+		t.Errorf("LiveProcesses = %d with in-process adapters only, want 0", n)
+	}
+}

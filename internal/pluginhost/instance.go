@@ -32,6 +32,9 @@ type Instance struct {
 	// noHook is set once the adapter answered that it has no Verdict hook,
 	// so later verdicts skip the round trip.
 	noHook bool
+	// relaunch is set when the adapter exited and is not running again
+	// yet, so that its next start counts as a restart.
+	relaunch bool
 }
 
 // Backoff between failed launches of one instance.
@@ -49,8 +52,10 @@ func (in *Instance) ensure(ctx context.Context) error {
 	}
 	if in.c != nil {
 		in.logger.Warn("adapter process exited; relaunching")
+		in.host.opts.Events.PluginCrashed(in.spec.Kind)
 		stopConn(in.c)
 		in.c = nil
+		in.relaunch = true
 	}
 	if wait := in.nextLaunch.Sub(in.host.now()); wait > 0 {
 		t := time.NewTimer(wait)
@@ -69,6 +74,10 @@ func (in *Instance) ensure(ctx context.Context) error {
 		return err
 	}
 	in.c, in.info, in.failures = c, info, 0
+	if in.relaunch {
+		in.relaunch = false
+		in.host.opts.Events.PluginRestarted(in.spec.Kind)
+	}
 	return nil
 }
 

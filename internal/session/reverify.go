@@ -73,6 +73,11 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 		return nil, err
 	}
 	m.logger().Info("session re-verified", "session", id, "attempt", r.Attempt, "outcome", r.Outcome)
+	// The re-verification closes (when VERIFIED) or supersedes the tasks
+	// that were open, and issues its own: issued - closed stays the
+	// number of open tasks.
+	m.Metrics.TasksClosed(len(open))
+	m.Metrics.TasksIssued(len(openTasks(&r)))
 	return &r, nil
 }
 

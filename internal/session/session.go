@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
@@ -99,6 +100,8 @@ type Manager struct {
 	// Workflows are the registered workflows, loaded at start
 	// (LoadWorkflows), by their name in the daemon config.
 	Workflows map[string]*workflow.Workflow
+	// Metrics records Begin and Verify (observe.go); nil: none.
+	Metrics *metrics.Metrics
 
 	locks        keyedMutex // serialises Verify per session id
 	keyOnce      sync.Once
@@ -357,14 +360,16 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 
 // Begin starts a session, or refuses it. A refusal of kind Refused means the
 // client must not actuate.
-func (m *Manager) Begin(ctx context.Context, req BeginRequest) (*BeginResult, error) {
+func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult, err error) {
+	start := time.Now()
+	defer func() { m.observeBegin(req, res, err, time.Since(start)) }()
 	// The trust checks come first: nothing is configured or read for a
 	// request the operator's rules refuse.
 	a, err := m.admit(req)
 	if err != nil {
 		return nil, m.recordBeginRefusal(req, nil, err)
 	}
-	res, err := m.begin(ctx, req, a)
+	res, err = m.begin(ctx, req, a)
 	if err != nil {
 		return nil, m.recordBeginRefusal(req, a.deployment, err)
 	}
@@ -444,7 +449,6 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		m.dropBaseline(id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
-	m.logger().Info("session begun", "session", id, "effects", len(contracts))
 	return res, nil
 }
 
@@ -512,7 +516,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 	}
 	w := m.Store.NewBaseline(id, n)
 	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
-	count := 0
+	count, size := 0, 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
 			return "", count, nil, keyer.maskErr(err)
@@ -528,8 +532,10 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 				return "", count, nil, fmt.Errorf("storing the baseline: %w", err)
 			}
 			count++
+			size += len(rec)
 		}
 	}
+	m.Metrics.Captured(inst.Kind(), "before", count, size)
 	return "", count, w, nil
 }
 

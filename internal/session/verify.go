@@ -127,19 +127,31 @@ func (m *Manager) lockSession(id string) (unlock func(), meta, result []byte, er
 
 // Verify judges a begun session, or returns its recorded result.
 func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
+	start := time.Now()
+	var note verifyNote
+	res, err := m.verify(ctx, id, &note)
+	m.observeVerify(id, &note, res, err, time.Since(start))
+	return res, err
+}
+
+func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Result, error) {
 	unlock, raw, stored, err := m.lockSession(id)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	var md meta
+	metaErr := json.Unmarshal(raw, &md)
+	note.deployment = md.DeploymentName
 	if stored != nil {
+		note.replay = true
 		var r Result
 		return &r, decodeResult(stored, &r)
 	}
-	var md meta
-	if err := json.Unmarshal(raw, &md); err != nil {
-		return nil, fmt.Errorf("session %s is corrupt: %w", id, err)
+	if metaErr != nil {
+		return nil, fmt.Errorf("session %s is corrupt: %w", id, metaErr)
 	}
+	note.judging = true
 	res, ev, err := m.judgeStep(ctx, id, &md, false)
 	if err != nil {
 		return nil, err
@@ -156,9 +168,10 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 	if err := decodeResult(final, &r); err != nil {
 		return nil, err
 	}
-	if r.VerifiedAt.Equal(res.VerifiedAt) {
-		m.logger().Info("session verified", "session", id, "outcome", res.Outcome)
-	} // else another replica finished first; its result stands.
+	// When another replica finished first, its result stands and was
+	// counted there.
+	note.judged = r.VerifiedAt.Equal(res.VerifiedAt)
+	note.replay = !note.judged
 	return &r, nil
 }
 
@@ -247,6 +260,7 @@ func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, r
 		return judge.Snapshot{Reachable: false, Reason: reason}, nil
 	}
 	var recs []judge.Record
+	size := 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
 			return judge.Snapshot{Reachable: false, Reason: err.Error()}, err
@@ -257,8 +271,10 @@ func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, r
 				return judge.Snapshot{Reachable: false, Reason: err.Error()}, nil
 			}
 			recs = append(recs, r)
+			size += len(raw)
 		}
 	}
+	m.Metrics.Captured(inst.Kind(), "after", len(recs), size)
 	return judge.Snapshot{Reachable: true, Records: recs}, nil
 }
 

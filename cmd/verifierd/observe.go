@@ -1,0 +1,35 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/verifierd/verifierd/internal/console"
+	"github.com/verifierd/verifierd/internal/httpapi"
+	"github.com/verifierd/verifierd/internal/metrics"
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/store"
+)
+
+// newMetrics builds the daemon's own registry (never the global default):
+// the verifierd_* metrics plus the Go runtime and process collectors.
+func newMetrics() *metrics.Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return metrics.New(reg)
+}
+
+// watchDaemon adds the gauges read at scrape time: the store file's size
+// and the live adapter processes.
+func watchDaemon(m *metrics.Metrics, st *store.Store, host *pluginhost.Host) {
+	m.GaugeFunc("store_size_bytes", "Size of the session store file (verifierd.db).", func() float64 { return float64(st.Size()) })
+	m.GaugeFunc("plugin_processes", "Adapter processes running now (configured adapters and spares).", func() float64 { return float64(host.LiveProcesses()) })
+}
+
+// registerObserve joins /metrics and the operator console to the HTTP
+// listener, behind its token like every route.
+func registerObserve(api *httpapi.API, m *metrics.Metrics, mgr *session.Manager) {
+	api.Handle("GET /metrics", m.Handler().ServeHTTP)
+	(&console.Console{Manager: mgr, Store: mgr.Store}).Register(api)
+}

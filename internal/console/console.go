@@ -1,0 +1,318 @@
+// Package console is the operator console: read-only HTML pages that the
+// daemon serves at /console/ on its HTTP listener, behind the same bearer
+// token as every other route. Pages are rendered on the server with
+// html/template; there is no script and no form, and only GET routes exist.
+// Evidence is shown as the store holds it: matched records already
+// redacted, so a redacted field shows only its marker.
+package console
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/httpapi"
+	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// PageSize bounds the sessions and tasks a page lists.
+const PageSize = 100
+
+// Pending is the outcome shown for a session begun and not yet verified.
+const Pending = "PENDING"
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"record": recordText,
+	"query":  query,
+}).ParseFS(templateFS, "templates/*.html"))
+
+// Console serves the pages from the session store through the manager.
+type Console struct {
+	Manager *session.Manager
+	Store   *store.Store
+}
+
+// Register joins the console's GET routes to api (behind its token).
+func (c *Console) Register(api *httpapi.API) {
+	api.Handle("GET /console/{$}", c.sessions)
+	api.Handle("GET /console/sessions/{id}", c.session)
+	api.Handle("GET /console/reconciliation", c.reconciliation)
+}
+
+// Row is one session in the list.
+type Row struct {
+	ID         string
+	Deployment string
+	Outcome    string
+	Tiers      []int
+	Kinds      []string
+	BegunAt    time.Time
+	VerifiedAt time.Time
+	Tasks      int
+}
+
+// storedMeta is the part of a stored session the list shows.
+type storedMeta struct {
+	DeploymentName string    `json:"deployment_name"`
+	BegunAt        time.Time `json:"begun_at"`
+	Begin          struct {
+		Effects []struct {
+			Tier      int    `json:"tier"`
+			Candidate string `json:"candidate"`
+		} `json:"effects"`
+	} `json:"begin"`
+}
+
+// Filter selects sessions by outcome, deployment name and tier (empty or
+// zero: any).
+type Filter struct {
+	Outcome    string
+	Deployment string
+	Tier       int
+}
+
+func (f Filter) match(r *Row) bool {
+	return (f.Outcome == "" || f.Outcome == r.Outcome) &&
+		(f.Deployment == "" || f.Deployment == r.Deployment) &&
+		(f.Tier == 0 || slices.Contains(r.Tiers, f.Tier))
+}
+
+// Recent lists the newest sessions matching f, at most limit. The store is
+// read whole (session ids are random, not in time order); each session
+// keeps only a small row.
+func Recent(st *store.Store, f Filter, limit int) ([]Row, int, error) {
+	var rows []Row
+	err := st.ForEachSession(func(id string, meta, result []byte) error {
+		var m storedMeta
+		// A session that does not decode is left to `verifierd store check`.
+		if json.Unmarshal(meta, &m) == nil {
+			if r := newRow(id, &m, result); f.match(&r) {
+				rows = append(rows, r)
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(rows, func(a, b Row) int {
+		if c := b.BegunAt.Compare(a.BegunAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	total := len(rows)
+	if len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows, total, err
+}
+
+func newRow(id string, m *storedMeta, result []byte) Row {
+	r := Row{ID: id, Deployment: m.DeploymentName, BegunAt: m.BegunAt, Outcome: Pending}
+	for _, e := range m.Begin.Effects {
+		if !slices.Contains(r.Tiers, e.Tier) {
+			r.Tiers = append(r.Tiers, e.Tier)
+		}
+		if !slices.Contains(r.Kinds, e.Candidate) {
+			r.Kinds = append(r.Kinds, e.Candidate)
+		}
+	}
+	var res session.Result
+	if result != nil && json.Unmarshal(result, &res) == nil {
+		r.Outcome, r.VerifiedAt = string(res.Outcome), res.VerifiedAt
+		for _, e := range res.Effects {
+			if e.ReconciliationTask != nil {
+				r.Tasks++
+			}
+		}
+	}
+	return r
+}
+
+func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := Filter{Outcome: q.Get("outcome"), Deployment: q.Get("deployment")}
+	if t := q.Get("tier"); t != "" {
+		n, err := strconv.Atoi(t)
+		if err != nil || n < 1 || n > 4 {
+			httpapi.WriteError(w, http.StatusBadRequest, "invalid_argument", "tier: a tier is 1 to 4")
+			return
+		}
+		f.Tier = n
+	}
+	rows, total, err := Recent(c.Store, f, PageSize)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
+		return
+	}
+	render(w, "sessions.html", map[string]any{"Title": "Sessions", "Rows": rows, "Total": total, "Filter": f, "PageSize": PageSize})
+}
+
+// Effect is one effect on the session page.
+type Effect struct {
+	Index int
+	session.EffectResult
+}
+
+// Attempt is one result of a session: the first Verify, or a
+// re-verification.
+type Attempt struct {
+	Label   string
+	Result  *session.Result
+	Effects []Effect
+}
+
+func (c *Console) session(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := c.Manager.Get(id)
+	if err != nil {
+		if se, ok := errors.AsType[*session.Error](err); ok && (se.Kind == session.NotFound || se.Kind == session.Invalid) {
+			httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such session")
+			return
+		}
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the session failed")
+		return
+	}
+	var deployment string
+	if meta, _, err := c.Store.Session(id); err == nil {
+		var m storedMeta
+		if json.Unmarshal(meta, &m) == nil {
+			deployment = m.DeploymentName
+		}
+	}
+	var attempts []Attempt
+	add := func(label string, res *session.Result) {
+		a := Attempt{Label: label, Result: res}
+		for i, e := range res.Effects {
+			a.Effects = append(a.Effects, Effect{Index: i, EffectResult: e})
+		}
+		attempts = append(attempts, a)
+	}
+	if st.Result != nil {
+		add("Verify", st.Result)
+	}
+	for _, rv := range st.Reverifications {
+		add("Re-verification "+strconv.Itoa(rv.Attempt)+": "+rv.ReverifyReason, rv)
+	}
+	render(w, "session.html", map[string]any{"Title": "Session " + id, "State": st, "Deployment": deployment, "Attempts": attempts})
+}
+
+// Task is one open reconciliation task in the queue.
+type Task struct {
+	SessionID  string
+	Deployment string
+	VerifiedAt time.Time
+	Effect     int
+	Task       *judge.Task
+}
+
+// OpenTasks lists the open reconciliation tasks, newest first, at most
+// limit: those of sessions whose latest result (the first Verify, or the
+// last re-verification) carries tasks and is not VERIFIED.
+func OpenTasks(m *session.Manager, st *store.Store, limit int) ([]Task, error) {
+	rows, _, err := Recent(st, Filter{}, int(^uint(0)>>1))
+	if err != nil {
+		return nil, err
+	}
+	var out []Task
+	for _, r := range rows {
+		if r.Tasks == 0 || len(out) >= limit {
+			continue
+		}
+		s, err := m.Get(r.ID)
+		if err != nil {
+			return nil, err
+		}
+		latest := s.Result
+		if n := len(s.Reverifications); n > 0 {
+			latest = s.Reverifications[n-1]
+		}
+		if latest == nil || latest.Outcome == judge.Verified {
+			continue
+		}
+		for i, e := range latest.Effects {
+			if e.ReconciliationTask != nil && len(out) < limit {
+				out = append(out, Task{SessionID: r.ID, Deployment: r.Deployment, VerifiedAt: latest.VerifiedAt, Effect: i, Task: e.ReconciliationTask})
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *Console) reconciliation(w http.ResponseWriter, _ *http.Request) {
+	tasks, err := OpenTasks(c.Manager, c.Store, PageSize)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
+		return
+	}
+	render(w, "reconciliation.html", map[string]any{"Title": "Reconciliation queue", "Tasks": tasks, "PageSize": PageSize})
+}
+
+func render(w http.ResponseWriter, name string, data any) {
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "rendering the page failed")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	// No script, no form target, no framing: the pages only show.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// recordText shows a matched record as field: value lines, in field order.
+func recordText(r judge.Record) string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v, err := json.Marshal(r[k])
+		if err != nil {
+			v = []byte("?")
+		}
+		b.WriteString(k + ": " + string(v))
+	}
+	return b.String()
+}
+
+// query builds the list page's link for a filter.
+func query(outcome, deployment string, tier int) string {
+	v := url.Values{}
+	if outcome != "" {
+		v.Set("outcome", outcome)
+	}
+	if deployment != "" {
+		v.Set("deployment", deployment)
+	}
+	if tier != 0 {
+		v.Set("tier", strconv.Itoa(tier))
+	}
+	return "/console/?" + v.Encode()
+}

@@ -1,0 +1,125 @@
+package session
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// verifyNote is what verify tells its caller for the log line and the
+// metrics: the session's deployment name, and whether this call judged the
+// session (judged), found a result already stored (replay), or failed
+// while judging (judging without judged).
+type verifyNote struct {
+	deployment string
+	judging    bool
+	judged     bool
+	replay     bool
+}
+
+// beginOutcome names a Begin's outcome for the log and the metrics: BEGUN,
+// the terminal outcome of a refusal recorded in the ledger, or the
+// refusal's kind.
+func beginOutcome(err error) string {
+	if err == nil {
+		return "BEGUN"
+	}
+	var se *Error
+	if !errors.As(err, &se) {
+		return "ERROR"
+	}
+	switch {
+	case se.TerminalOutcome != "":
+		return se.TerminalOutcome
+	case se.Kind == Invalid:
+		return "INVALID"
+	case se.Kind == NotFound:
+		return "NOT_FOUND"
+	case se.Kind == Denied:
+		return "DENIED"
+	case se.Kind == Refused:
+		return "REFUSED"
+	}
+	return "ERROR"
+}
+
+// kindsOf lists the adapter kinds a session reads through, sorted, once
+// each.
+func kindsOf(kinds []string) []string {
+	slices.Sort(kinds)
+	return slices.Compact(kinds)
+}
+
+// observeBegin writes one log line per Begin and records its metrics. The
+// line carries ids, names, kinds, outcomes and durations only: never a
+// parameter value, a record value or a secret.
+func (m *Manager) observeBegin(req BeginRequest, res *BeginResult, err error, took time.Duration) {
+	outcome := beginOutcome(err)
+	m.Metrics.BeginDone(outcome, took)
+	var id string
+	var kinds []string
+	if res != nil {
+		id = res.SessionID
+		for _, e := range res.Effects {
+			kinds = append(kinds, e.Candidate)
+		}
+	}
+	fields := []any{"session", id, "deployment", req.DeploymentName, "workflow", req.Workflow, "step", req.Step,
+		"outcome", outcome, "duration_ms", took.Milliseconds(), "kinds", kindsOf(kinds)}
+	if err != nil {
+		if se, ok := errors.AsType[*Error](err); ok {
+			fields = append(fields, "code", se.Code, "path", se.Path)
+		}
+		m.logger().Info("session refused", fields...)
+		return
+	}
+	m.logger().Info("session begun", fields...)
+}
+
+// observeVerify writes one log line per Verify and, when the call judged
+// the session (not a stored result answered again), records its metrics.
+func (m *Manager) observeVerify(id string, note *verifyNote, res *Result, err error, took time.Duration) {
+	outcome := "ERROR"
+	var kinds []string
+	if res != nil {
+		outcome = string(res.Outcome)
+		for _, e := range res.Effects {
+			kinds = append(kinds, e.Substrate)
+		}
+	}
+	switch {
+	case note.judged:
+		m.Metrics.VerifyDone(outcome, took)
+		tasks := 0
+		for _, e := range res.Effects {
+			m.Metrics.Verdict(e.Substrate, string(e.Verdict), string(e.Result), e.Tier)
+			if e.ReconciliationTask != nil {
+				tasks++
+			}
+		}
+		m.Metrics.TasksIssued(tasks)
+	case note.judging && err != nil:
+		m.Metrics.VerifyDone(outcome, took)
+	}
+	fields := []any{"session", id, "deployment", note.deployment, "outcome", outcome,
+		"duration_ms", took.Milliseconds(), "kinds", kindsOf(kinds), "replay", note.replay}
+	if res != nil && res.Outcome != judge.Verified {
+		fields = append(fields, "reconciliation_tasks", len(openTasks(res)))
+	}
+	if err != nil {
+		m.logger().Warn("session not verified", append(fields, "error", errKind(err))...)
+		return
+	}
+	m.logger().Info("session verified", fields...)
+}
+
+// errKind names a failed Verify without its message (which may quote
+// input).
+func errKind(err error) string {
+	if _, ok := errors.AsType[*Error](err); ok {
+		return beginOutcome(err)
+	}
+	return "internal"
+}

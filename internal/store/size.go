@@ -1,0 +1,30 @@
+package store
+
+import (
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Size is the store file's size in bytes (0 when it cannot be read), for
+// the daemon's store size gauge.
+func (s *Store) Size() int64 {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// ForEachSession calls fn with every session's metadata and result (nil
+// until verified), in session id order (ids are random: not time order).
+// The bytes are valid only during the call. It reads in one read
+// transaction; the operator console uses it and keeps a bounded page.
+func (s *Store) ForEachSession(fn func(id string, meta, result []byte) error) error {
+	return s.view(func(tx *bolt.Tx) error {
+		results := tx.Bucket(bucketResults)
+		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+			return fn(string(k), v, results.Get(k))
+		})
+	})
+}
