@@ -18,6 +18,8 @@ tools=(
 	"buf=github.com/bufbuild/buf/cmd/buf"
 	"protoc-gen-go=google.golang.org/protobuf/cmd/protoc-gen-go"
 	"protoc-gen-go-grpc=google.golang.org/grpc/cmd/protoc-gen-go-grpc"
+	"protoc-gen-grpc-gateway=github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway"
+	"protoc-gen-openapiv2=github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2"
 	"golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
 )
 
