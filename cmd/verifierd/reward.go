@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
 // startRewards loads the registered reward contracts (a refused one stops
@@ -68,9 +69,13 @@ func serveHTTP(ctx context.Context, addr string, api http.Handler, tlsConf *tls.
 	}, nil
 }
 
-// newHTTPAPI builds the HTTP mux with the reward routes.
-func newHTTPAPI(token string, svc *reward.Service) *httpapi.API {
+// newHTTPAPI builds the HTTP mux with the reward routes and VerifierService
+// over HTTP/JSON (the in-process gateway, with /openapi.json).
+func newHTTPAPI(token string, svc *reward.Service, verifier verifierv1.VerifierServiceServer, logger hclog.Logger) (*httpapi.API, error) {
 	api := httpapi.New(strings.TrimSpace(token))
 	httpapi.RegisterReward(api, svc)
-	return api
+	if err := httpapi.RegisterGateway(api, verifier, logger); err != nil {
+		return nil, err
+	}
+	return api, nil
 }

@@ -1,7 +1,9 @@
 // Package httpapi is the daemon's HTTP listener (verifierd --http-listen):
 // one http.ServeMux that feature packages join with their routes, behind
 // the daemon's bearer token (compared in constant time). Errors are JSON
-// {error, detail} bodies. The reward routes live in reward.go.
+// {error, detail} bodies, except on the VerifierService gateway routes,
+// which answer the gRPC status as JSON. The reward routes live in
+// reward.go, the gateway in gateway.go.
 package httpapi
 
 import (
@@ -33,13 +35,17 @@ func New(token string) *API {
 // Handle joins a route (an http.ServeMux pattern such as "POST /v1/x")
 // behind the bearer token.
 func (a *API) Handle(pattern string, h http.HandlerFunc) {
+	a.handle(pattern, MaxBodyBytes, h)
+}
+
+func (a *API) handle(pattern string, maxBody int64, h http.HandlerFunc) {
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if !a.authorized(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			WriteError(w, http.StatusUnauthorized, "unauthorized", "send the API token as 'Authorization: Bearer <token>'")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		h(w, r)
 	})
 }

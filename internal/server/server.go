@@ -73,6 +73,18 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 	return srv, hs
 }
 
+// Service returns the VerifierService implementation that New serves, for
+// the in-process HTTP/JSON gateway (internal/httpapi.RegisterGateway). Its
+// calls skip the gRPC interceptors: the HTTP listener checks the bearer
+// token itself and recovers from panics, and the gateway's JSON decoding
+// refuses strings that are not UTF-8.
+func Service(m *session.Manager, logger hclog.Logger) verifierv1.VerifierServiceServer {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &service{m: m, logger: logger}
+}
+
 type service struct {
 	verifierv1.UnimplementedVerifierServiceServer
 	m      *session.Manager
