@@ -151,7 +151,9 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	if d.dataDir == "" {
 		d.dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	d.args = []string{"--listen", d.addr, "--data-dir", d.dataDir, "--log-level", "debug"}
+	// The HTTP listener is off unless a test passes its own --http-listen
+	// (a later flag wins): the default port would collide between daemons.
+	d.args = []string{"--listen", d.addr, "--http-listen", "", "--data-dir", d.dataDir, "--log-level", "debug"}
 	if o.pluginDir != "" {
 		d.args = append(d.args, "--plugin-dir", o.pluginDir)
 	}

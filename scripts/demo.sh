@@ -12,7 +12,7 @@ mkdir -p .cache/demo
 rm -f "$db"
 $bin/clinic init "$db"
 
-$bin/verifierd --listen "$addr" --data-dir "$work/data" --config examples/demo/daemon.yaml --log-level warn &
+$bin/verifierd --listen "$addr" --http-listen "" --data-dir "$work/data" --config examples/demo/daemon.yaml --log-level warn &
 daemon=$!
 trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 50); do

@@ -224,7 +224,8 @@ func TestStoreSalvageCommand(t *testing.T) {
 // and returns its stderr.
 func startDaemon(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(verifierdBin(t), append([]string{"--listen", "127.0.0.1:0", "--builtin-dir", t.TempDir()}, args...)...)
+	// --http-listen "": the default port would collide between tests.
+	cmd := exec.Command(verifierdBin(t), append([]string{"--listen", "127.0.0.1:0", "--http-listen", "", "--builtin-dir", t.TempDir()}, args...)...)
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
