@@ -1,0 +1,548 @@
+"""The verifierd HTTP/JSON client: Begin, Verify, TestConnection and the
+``step`` context manager that wraps one consequential action.
+
+The daemon answers with the protobuf JSON mapping (lowerCamelCase keys,
+enums by full name, ``bytes`` as base64). The dataclasses here give the
+friendly form (``outcome == "VERIFIED"``) and keep the daemon's dict as
+``raw``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Dict, List, Mapping, Optional, Type, Union
+
+__all__ = [
+    "BegunEffect",
+    "Candidate",
+    "Client",
+    "EffectResult",
+    "NotConfirmed",
+    "Reason",
+    "ReconciliationTask",
+    "Refused",
+    "RegisteredStep",
+    "Session",
+    "Step",
+    "StepResult",
+    "VerifierError",
+]
+
+# A document the daemon takes as YAML or JSON bytes: the text itself (str or
+# bytes), or a parsed list/dict that the client sends as JSON.
+Document = Union[str, bytes, List[Any], Dict[str, Any]]
+Params = Mapping[str, Any]
+
+# google.rpc.Code numbers, as the gateway's error body carries them.
+_GRPC_CODES = {
+    0: "OK",
+    1: "CANCELLED",
+    2: "UNKNOWN",
+    3: "INVALID_ARGUMENT",
+    4: "DEADLINE_EXCEEDED",
+    5: "NOT_FOUND",
+    6: "ALREADY_EXISTS",
+    7: "PERMISSION_DENIED",
+    8: "RESOURCE_EXHAUSTED",
+    9: "FAILED_PRECONDITION",
+    10: "ABORTED",
+    11: "OUT_OF_RANGE",
+    12: "UNIMPLEMENTED",
+    13: "INTERNAL",
+    14: "UNAVAILABLE",
+    15: "DATA_LOSS",
+    16: "UNAUTHENTICATED",
+}
+
+# Begin refusals that mean "do not actuate": the policy or a precondition
+# (a baseline that could not be read, a contract guard) said no.
+_REFUSAL_CODES = ("PERMISSION_DENIED", "FAILED_PRECONDITION")
+
+
+def _enum(value: Any, prefix: str) -> str:
+    """OUTCOME_VERIFIED -> VERIFIED; unset -> UNSPECIFIED."""
+    if not value:
+        return "UNSPECIFIED"
+    text = str(value)
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def _int(value: Any) -> Optional[int]:
+    # int64 fields arrive as JSON strings.
+    return None if value is None else int(value)
+
+
+def _b64(value: Any) -> bytes:
+    return base64.b64decode(value) if value else b""
+
+
+def _encode_document(doc: Document) -> str:
+    if isinstance(doc, bytes):
+        data = doc
+    elif isinstance(doc, str):
+        data = doc.encode("utf-8")
+    elif isinstance(doc, (list, dict)):
+        data = json.dumps(doc).encode("utf-8")
+    else:
+        raise TypeError(
+            "a document must be YAML/JSON text (str or bytes) or a list/dict, not %s"
+            % type(doc).__name__
+        )
+    return base64.b64encode(data).decode("ascii")
+
+
+def _encode_params(params: Optional[Params]) -> Dict[str, str]:
+    if not params:
+        return {}
+    return {str(k): v if isinstance(v, str) else str(v) for k, v in params.items()}
+
+
+class VerifierError(Exception):
+    """The daemon refused a call: the HTTP status, the gRPC code name
+    (``PERMISSION_DENIED``, ``NOT_FOUND``, ...), its message and the status
+    details (``google.rpc.BadRequest``, ``ErrorInfo``, ...) as dicts.
+    ``http_status`` is 0 when the daemon could not be reached."""
+
+    def __init__(
+        self,
+        http_status: int,
+        code: str,
+        message: str,
+        details: Optional[List[Dict[str, Any]]] = None,
+    ) -> None:
+        super().__init__("%s (HTTP %d): %s" % (code, http_status, message))
+        self.http_status = http_status
+        self.code = code
+        self.message = message
+        self.details: List[Dict[str, Any]] = list(details or [])
+
+    @property
+    def rule(self) -> Optional[str]:
+        """The daemon's rule name, e.g. ``inline_deployment_refused``
+        (the ``ErrorInfo`` detail of domain ``verifierd``), if any."""
+        for d in self.details:
+            if d.get("@type", "").endswith("google.rpc.ErrorInfo") and d.get("domain") == "verifierd":
+                return d.get("reason") or None
+        return None
+
+
+class Refused(VerifierError):
+    """Begin was refused (PermissionDenied or FailedPrecondition): no
+    session was opened and the action must not be performed."""
+
+
+@dataclass(frozen=True)
+class Reason:
+    code: str
+    message: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Reason":
+        return cls(code=d.get("code", ""), message=d.get("message", ""))
+
+
+@dataclass(frozen=True)
+class RegisteredStep:
+    workflow: str
+    workflow_digest: str
+    step: str
+
+    @classmethod
+    def from_json(cls, d: Optional[Mapping[str, Any]]) -> Optional["RegisteredStep"]:
+        if not d:
+            return None
+        return cls(d.get("workflow", ""), d.get("workflowDigest", ""), d.get("step", ""))
+
+
+@dataclass(frozen=True)
+class BegunEffect:
+    """Which candidate Begin pinned for one effect."""
+
+    contract_hash: str
+    tier: int
+    candidate: str
+    candidate_index: int
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "BegunEffect":
+        return cls(
+            contract_hash=d.get("contractHash", ""),
+            tier=int(d.get("tier") or 0),
+            candidate=d.get("candidate", ""),
+            candidate_index=int(d.get("candidateIndex") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class Session:
+    """What Begin answered."""
+
+    session_id: str
+    effects: List[BegunEffect]
+    registered_step: Optional[RegisteredStep]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Session":
+        return cls(
+            session_id=d.get("sessionId", ""),
+            effects=[BegunEffect.from_json(e) for e in d.get("effects") or []],
+            registered_step=RegisteredStep.from_json(d.get("registeredStep")),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class ReconciliationTask:
+    """A request for a person to repair state (no field or selector values)."""
+
+    id: str
+    kind: str  # EFFECT_REFUTED, EFFECT_INDETERMINATE, COMPENSATION_FAILED
+    substrate: str
+    effect_kind: str
+    contract_hash: str
+    verdict: str
+    reason_codes: List[str]
+    suggested_action: str  # RESTORE_ACCESS, REMOVE_DUPLICATES, MANUAL_REPAIR, UNSPECIFIED
+    evidence: Dict[str, Any]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ReconciliationTask":
+        return cls(
+            id=d.get("id", ""),
+            kind=_enum(d.get("kind"), "RECONCILIATION_KIND_"),
+            substrate=d.get("substrate", ""),
+            effect_kind=d.get("effectKind", ""),
+            contract_hash=d.get("contractHash", ""),
+            verdict=_enum(d.get("verdict"), "VERDICT_"),
+            reason_codes=list(d.get("reasonCodes") or []),
+            suggested_action=_enum(d.get("suggestedAction"), "SUGGESTED_ACTION_"),
+            evidence=dict(d.get("evidence") or {}),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class EffectResult:
+    """The verdict on one effect, with its (already redacted) evidence."""
+
+    verdict: str  # CONFIRMED, REFUTED, INDETERMINATE
+    result_class: str  # CONFIRMED, STALE, UNAVAILABLE, INDETERMINATE, CONFLICTING, REFUTED
+    reasons: List[Reason]
+    observed_count: Optional[int]
+    expected_count: Optional[int]
+    observed_value: Optional[str]
+    expected_value: Optional[str]
+    matched_records: List[Dict[str, Any]]
+    contract_hash: str
+    tier: int
+    substrate: str
+    reconciliation_task: Optional[ReconciliationTask]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "EffectResult":
+        task = d.get("reconciliationTask")
+        return cls(
+            verdict=_enum(d.get("verdict"), "VERDICT_"),
+            result_class=_enum(d.get("result"), "RESULT_CLASS_"),
+            reasons=[Reason.from_json(r) for r in d.get("reasons") or []],
+            observed_count=_int(d.get("observedCount")),
+            expected_count=_int(d.get("expectedCount")),
+            observed_value=d.get("observedValue"),
+            expected_value=d.get("expectedValue"),
+            matched_records=[json.loads(_b64(r)) for r in d.get("matchedRecordsJson") or []],
+            contract_hash=d.get("contractHash", ""),
+            tier=int(d.get("tier") or 0),
+            substrate=d.get("substrate", ""),
+            reconciliation_task=ReconciliationTask.from_json(task) if task else None,
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What Verify answered: the step's outcome (VERIFIED,
+    RECONCILIATION_REQUIRED, HALTED_BEFORE_EFFECT), one result per effect and
+    the signed receipt (a DSSE envelope, JSON bytes)."""
+
+    session_id: str
+    outcome: str
+    terminal_outcome: str
+    effects: List[EffectResult]
+    registered_step: Optional[RegisteredStep]
+    receipt_json: bytes = field(repr=False)
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def verified(self) -> bool:
+        return self.outcome == "VERIFIED"
+
+    @property
+    def reconciliation_tasks(self) -> List[ReconciliationTask]:
+        return [e.reconciliation_task for e in self.effects if e.reconciliation_task is not None]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "StepResult":
+        result = d.get("result") or {}
+        return cls(
+            session_id=d.get("sessionId", ""),
+            outcome=_enum(result.get("outcome"), "OUTCOME_"),
+            terminal_outcome=_enum(result.get("terminalOutcome"), "OUTCOME_"),
+            effects=[EffectResult.from_json(e) for e in result.get("effects") or []],
+            registered_step=RegisteredStep.from_json(d.get("registeredStep")),
+            receipt_json=_b64(d.get("receiptJson")),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate of a deployment, configured and probed by preflight."""
+
+    candidate_index: int
+    kind: str
+    tier: int
+    reachable: bool
+    message: str
+    warnings: List[str]
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Candidate":
+        return cls(
+            candidate_index=int(d.get("candidateIndex") or 0),
+            kind=d.get("kind", ""),
+            tier=int(d.get("tier") or 0),
+            reachable=bool(d.get("reachable")),
+            message=d.get("message", ""),
+            warnings=list(d.get("warnings") or []),
+            raw=d,
+        )
+
+
+class NotConfirmed(Exception):
+    """Verify did not answer VERIFIED: the step's effects are not proven.
+    Carries the outcome, the per-effect verdicts and the reconciliation
+    tasks a person must work through."""
+
+    def __init__(self, result: StepResult) -> None:
+        codes = sorted({r.code for e in result.effects for r in e.reasons})
+        super().__init__(
+            "session %s: %s%s"
+            % (result.session_id, result.outcome, " (%s)" % ", ".join(codes) if codes else "")
+        )
+        self.result = result
+        self.session_id = result.session_id
+        self.outcome = result.outcome
+        self.effects = result.effects
+        self.reconciliation_tasks = result.reconciliation_tasks
+
+
+class Step:
+    """The session of one ``with client.step(...)`` block. ``result`` is set
+    once the block has been verified."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.result: Optional[StepResult] = None
+        self.verify_error: Optional[BaseException] = None
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def effects(self) -> List[BegunEffect]:
+        return self.session.effects
+
+    @property
+    def registered_step(self) -> Optional[RegisteredStep]:
+        return self.session.registered_step
+
+    def __repr__(self) -> str:
+        outcome = self.result.outcome if self.result else None
+        return "Step(session_id=%r, outcome=%r)" % (self.session_id, outcome)
+
+
+class _StepContext:
+    def __init__(self, client: "Client", begin_args: Dict[str, Any]) -> None:
+        self._client = client
+        self._begin_args = begin_args
+        self._step: Optional[Step] = None
+
+    def __enter__(self) -> Step:
+        # A refusal raises here, before the body runs: nothing is actuated.
+        self._step = Step(self._client.begin(**self._begin_args))
+        return self._step
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool:
+        step = self._step
+        assert step is not None
+        if exc is not None:
+            # The action may have partly happened: verify anyway so the
+            # daemon records the outcome (and any reconciliation task), then
+            # let the body's exception propagate unchanged.
+            try:
+                step.result = self._client.verify(step.session_id)
+            except Exception as verify_exc:  # noqa: BLE001 - kept on the step
+                step.verify_error = verify_exc
+            return False
+        step.result = self._client.verify(step.session_id)
+        if not step.result.verified:
+            raise NotConfirmed(step.result)
+        return False
+
+
+class Client:
+    """A verifierd HTTP/JSON client: ``Client("http://127.0.0.1:7444",
+    token=...)``. ``token`` is sent as ``Authorization: Bearer <token>``."""
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    # -- the API -----------------------------------------------------------
+
+    def begin(
+        self,
+        deployment: Optional[str] = None,
+        *,
+        effects: Optional[Document] = None,
+        workflow: Optional[str] = None,
+        step: Optional[str] = None,
+        params: Optional[Params] = None,
+        deployment_yaml: Optional[Document] = None,
+    ) -> Session:
+        """Open a session before the action: name a registered
+        ``deployment`` and either a registered ``workflow`` and ``step`` or
+        the step's ``effects`` (YAML/JSON text, or a list of contracts).
+        Raises Refused when the daemon says not to actuate."""
+        if (deployment is None) == (deployment_yaml is None):
+            raise ValueError("give exactly one of deployment (a registered name) or deployment_yaml")
+        body: Dict[str, Any] = {"params": _encode_params(params)}
+        if deployment is not None:
+            body["deploymentName"] = deployment
+        else:
+            body["deploymentYaml"] = _encode_document(deployment_yaml)  # type: ignore[arg-type]
+        if effects is not None:
+            body["effects"] = _encode_document(effects)
+        if workflow is not None:
+            body["workflow"] = workflow
+        if step is not None:
+            body["step"] = step
+        try:
+            answer = self._call("POST", "/v1/sessions", body)
+        except VerifierError as e:
+            if e.code in _REFUSAL_CODES:
+                raise Refused(e.http_status, e.code, e.message, e.details) from None
+            raise
+        return Session.from_json(answer)
+
+    def verify(self, session_id: str) -> StepResult:
+        """Judge the session after the action. Any outcome is returned, not
+        raised; see ``StepResult.verified``."""
+        path = "/v1/sessions/%s:verify" % urllib.parse.quote(session_id, safe="")
+        return StepResult.from_json(self._call("POST", path, {}))
+
+    def preflight(
+        self,
+        deployment: Optional[str] = None,
+        *,
+        params: Optional[Params] = None,
+        deployment_yaml: Optional[Document] = None,
+    ) -> List[Candidate]:
+        """Configure and probe every candidate of a deployment (never writes)."""
+        if (deployment is None) == (deployment_yaml is None):
+            raise ValueError("give exactly one of deployment (a registered name) or deployment_yaml")
+        body: Dict[str, Any] = {"params": _encode_params(params)}
+        if deployment is not None:
+            body["deploymentName"] = deployment
+        else:
+            body["deploymentYaml"] = _encode_document(deployment_yaml)  # type: ignore[arg-type]
+        answer = self._call("POST", "/v1/connection-tests", body)
+        return [Candidate.from_json(c) for c in answer.get("candidates") or []]
+
+    def step(
+        self,
+        deployment: Optional[str] = None,
+        *,
+        effects: Optional[Document] = None,
+        workflow: Optional[str] = None,
+        step: Optional[str] = None,
+        params: Optional[Params] = None,
+        deployment_yaml: Optional[Document] = None,
+    ) -> _StepContext:
+        """``with client.step(...) as s:`` Begins on enter (a refusal raises
+        Refused and the body never runs) and Verifies on exit, raising
+        NotConfirmed unless the outcome is VERIFIED. When the body raises,
+        the session is still verified (the action may have partly
+        happened; the result is on ``s.result``) and the body's exception
+        propagates."""
+        return _StepContext(
+            self,
+            dict(
+                deployment=deployment,
+                effects=effects,
+                workflow=workflow,
+                step=step,
+                params=params,
+                deployment_yaml=deployment_yaml,
+            ),
+        )
+
+    # -- transport ---------------------------------------------------------
+
+    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as e:
+            raise _http_error(e.code, e.read()) from None
+        except urllib.error.URLError as e:
+            raise VerifierError(0, "UNAVAILABLE", "%s: %s" % (self.url, e.reason)) from e
+        answer = json.loads(raw) if raw else {}
+        if not isinstance(answer, dict):
+            raise VerifierError(200, "UNKNOWN", "the daemon answered a JSON %s, not an object" % type(answer).__name__)
+        return answer
+
+
+def _http_error(status: int, raw: bytes) -> VerifierError:
+    try:
+        body = json.loads(raw) if raw else {}
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    if "code" in body:
+        # The gRPC status as JSON: {code, message, details}.
+        code = body["code"]
+        name = _GRPC_CODES.get(code, str(code)) if isinstance(code, int) else str(code)
+        return VerifierError(status, name, str(body.get("message", "")), body.get("details") or [])
+    # The listener's own answers (e.g. 401 without a token): {error, detail}.
+    name = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 413: "RESOURCE_EXHAUSTED"}.get(
+        status, "UNKNOWN"
+    )
+    message = str(body.get("detail") or body.get("error") or raw[:1024].decode("utf-8", "replace"))
+    return VerifierError(status, name, message)
