@@ -18,7 +18,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build build-deps deps run demo test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
+.PHONY: all build build-deps deps run demo test python-test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
 
 all: build
 
@@ -54,6 +54,13 @@ deps:
 
 test: deps vet fmt-check check-sdk
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) python-test
+
+# python-test: the Python client (clients/python) against the real daemon,
+# which the tests start from the binaries `make build` leaves in $(BIN).
+# Standard library only: python3 -m unittest, ending in OK or a non-zero exit.
+python-test: build
+	VERIFIERD_BIN=$(abspath $(BIN)) python3 -m unittest discover -s clients/python/tests -v
 
 vet: build-deps
 	$(GO) vet ./...
