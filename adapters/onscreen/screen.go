@@ -278,15 +278,11 @@ func (g *guard) install(ctx context.Context) error {
 }
 
 func (g *guard) err() error {
-	list := g.refused.Snapshot()
-	if len(list) == 0 {
+	what := g.refused.Summary()
+	if what == "" {
 		return nil
 	}
-	more := ""
-	if len(list) > 1 {
-		more = fmt.Sprintf(" (and %d more)", len(list)-1)
-	}
-	return unusable("the re-navigation attempted a non-read request: %s%s; a read-back never submits or writes", list[0], more)
+	return unusable("the re-navigation attempted a non-read request: %s; a read-back never submits or writes", what)
 }
 
 // step runs one action under navigation_timeout_s.

@@ -173,15 +173,11 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 }
 
 func (rb *readback) refusalError() error {
-	list := rb.refused.Snapshot()
-	if len(list) == 0 {
+	what := rb.refused.Summary()
+	if what == "" {
 		return nil
 	}
-	more := ""
-	if len(list) > 1 {
-		more = fmt.Sprintf(" (and %d more)", len(list)-1)
-	}
-	return unusable("the record page attempted a non-read request: %s%s; a read-back that had to refuse a write is not a clean read of the record page", list[0], more)
+	return unusable("the record page attempted a non-read request: %s; a read-back that had to refuse a write is not a clean read of the record page", what)
 }
 
 // steps runs the read-back proper.

@@ -72,6 +72,19 @@ func (rs *Refusals) Add(r Refusal) {
 	rs.list = append(rs.list, r)
 }
 
+// Summary names the first refusal and how many followed it ("" when
+// there were none), for the reason of an unusable read.
+func (rs *Refusals) Summary() string {
+	list := rs.Snapshot()
+	if len(list) == 0 {
+		return ""
+	}
+	if len(list) > 1 {
+		return fmt.Sprintf("%s (and %d more)", list[0], len(list)-1)
+	}
+	return list[0].String()
+}
+
 // Snapshot returns the refusals so far.
 func (rs *Refusals) Snapshot() []Refusal {
 	rs.mu.Lock()
