@@ -7,36 +7,7 @@
         save_triage_note()  # the consequential action; NotConfirmed unless VERIFIED
 """
 
-from .client import (
-    BegunEffect,
-    Candidate,
-    Client,
-    EffectResult,
-    NotConfirmed,
-    Reason,
-    ReconciliationTask,
-    Refused,
-    RegisteredStep,
-    Session,
-    Step,
-    StepResult,
-    VerifierError,
-)
+from . import client as _client
+from .client import *  # noqa: F401,F403  (the names in client.__all__)
 
-__all__ = [
-    "BegunEffect",
-    "Candidate",
-    "Client",
-    "EffectResult",
-    "NotConfirmed",
-    "Reason",
-    "ReconciliationTask",
-    "Refused",
-    "RegisteredStep",
-    "Session",
-    "Step",
-    "StepResult",
-    "VerifierError",
-]
-
-__version__ = "0.1.0"
+__all__ = list(_client.__all__)
