@@ -63,6 +63,11 @@ func run(args []string) error {
 	signingKey := fs.String("signing-key", "", "Ed25519 key file that signs receipts (default: <data-dir>/keys/receipt-signing.key, created on first start)")
 	httpListen := fs.String("http-listen", "127.0.0.1:7444", "address of the HTTP listener (VerifierService as HTTP/JSON with /openapi.json, reward routes for trainers, /metrics, the operator console at /console/; docs/daemon.md, docs/rewards.md, docs/operations.md); empty: off")
 	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
+	storeDSN := fs.String("store", "", "session store: empty for the embedded store in --data-dir, or a PostgreSQL DSN postgres://USER@HOST:PORT/DB?sslmode=… shared by replicas (docs/operations.md)")
+	storePasswordEnv := fs.String("store-password-env", "", "environment variable holding the PostgreSQL password of --store")
+	retainFinished := fs.Duration("retain", 168*time.Hour, "remove verified sessions, their results and baselines this long after they were verified (ledger entries stay; 0: keep)")
+	evidenceKeyFile := fs.String("evidence-key", "", "file holding the 32-byte evidence key, the same on every replica of one --store (default: <data-dir>/keys/evidence-hmac.key, created on first start)")
+	onFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,12 +75,12 @@ func run(args []string) error {
 
 	// The store first: a damaged one stops the daemon before anything
 	// starts, with the message `verifierd store check` prints.
-	st, err := store.OpenWith(*dataDir, store.Options{NoSync: !*storeSync, InitStore: *initStore})
+	st, storeKind, err := openBackend(*storeDSN, *storePasswordEnv, *dataDir, store.Options{NoSync: !*storeSync, InitStore: *initStore})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	evidenceKey, err := session.LoadEvidenceKey(*dataDir)
+	evidenceKey, err := loadEvidenceKey(*evidenceKeyFile, *dataDir)
 	if err != nil {
 		return err
 	}
@@ -87,7 +92,8 @@ func run(args []string) error {
 	}
 	maintainCtx, stopMaintain := context.WithCancel(context.Background())
 	defer stopMaintain()
-	go removeOrphansEvery(maintainCtx, st, orphanInterval(*retain), *retain, logger)
+	removeExpired(context.Background(), st, *retainFinished, logger)
+	go removeOrphansEvery(maintainCtx, st, orphanInterval(shortest(*retain, *retainFinished)), *retain, *retainFinished, logger)
 
 	daemon := &config.Daemon{}
 	if *configPath != "" {
@@ -189,7 +195,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "kinds", host.Kinds(), "key_id", signer.KeyID())
+	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "store", storeKind, "kinds", host.Kinds(), "key_id", signer.KeyID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
@@ -234,7 +240,7 @@ func orphanInterval(retain time.Duration) time.Duration {
 
 // removeOrphansEvery runs the store's orphan cleanup off the request path
 // until ctx ends; each run works in small transactions.
-func removeOrphansEvery(ctx context.Context, st *store.Store, every, retain time.Duration, logger hclog.Logger) {
+func removeOrphansEvery(ctx context.Context, st store.Backend, every, retain, retainFinished time.Duration, logger hclog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -250,8 +256,22 @@ func removeOrphansEvery(ctx context.Context, st *store.Store, every, retain time
 		case stats != (store.Stats{}):
 			logger.Info("store: removed orphans", "orphan_baselines", stats.OrphanBaselines, "unfinished_sessions", stats.UnfinishedSessions)
 		}
+		removeExpired(ctx, st, retainFinished, logger)
 	}
 }
+
+// shortest is the shorter of two retentions, a zero (keep) one not
+// counting.
+func shortest(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// onFlags sees the daemon's flag set once every flag is registered (tests
+// read it; see deploy/kubernetes).
+var onFlags = func(*flag.FlagSet) {}
 
 // freeMemory answers SIGUSR1: a forced GC that returns freed pages to the
 // OS, so that resident memory shows what is really held.

@@ -22,7 +22,7 @@ func newMetrics() *metrics.Metrics {
 
 // watchDaemon adds the gauges read at scrape time: the store file's size
 // and the live adapter processes.
-func watchDaemon(m *metrics.Metrics, st *store.Store, host *pluginhost.Host) {
+func watchDaemon(m *metrics.Metrics, st store.Backend, host *pluginhost.Host) {
 	m.GaugeFunc("store_size_bytes", "Size of the session store file (verifierd.db).", func() float64 { return float64(st.Size()) })
 	m.GaugeFunc("plugin_processes", "Adapter processes running now (configured adapters and spares).", func() float64 { return float64(host.LiveProcesses()) })
 }

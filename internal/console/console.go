@@ -47,7 +47,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 // Console serves the pages from the session store through the manager.
 type Console struct {
 	Manager *session.Manager
-	Store   *store.Store
+	Store   store.Backend
 }
 
 // Register joins the console's GET routes to api (behind its token).
@@ -98,7 +98,7 @@ func (f Filter) match(r *Row) bool {
 // Recent lists the newest sessions matching f, at most limit. The store is
 // read whole (session ids are random, not in time order); each session
 // keeps only a small row.
-func Recent(st *store.Store, f Filter, limit int) ([]Row, int, error) {
+func Recent(st store.Backend, f Filter, limit int) ([]Row, int, error) {
 	var rows []Row
 	err := st.ForEachSession(func(id string, meta, result []byte) error {
 		var m storedMeta
@@ -225,7 +225,7 @@ type Task struct {
 // OpenTasks lists the open reconciliation tasks, newest first, at most
 // limit: those of sessions whose latest result (the first Verify, or the
 // last re-verification) carries tasks and is not VERIFIED.
-func OpenTasks(m *session.Manager, st *store.Store, limit int) ([]Task, error) {
+func OpenTasks(m *session.Manager, st store.Backend, limit int) ([]Task, error) {
 	rows, _, err := Recent(st, Filter{}, int(^uint(0)>>1))
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ type Oracle interface {
 type Service struct {
 	Contracts map[string]*Contract
 	Oracle    Oracle
-	Store     *store.Store
+	Store     store.Backend
 	Signer    Signer
 	// EvidenceKey keys the subject and evidence digests of receipts.
 	EvidenceKey []byte

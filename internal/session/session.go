@@ -76,7 +76,7 @@ func (e *Error) Error() string {
 // Manager runs sessions.
 type Manager struct {
 	Host   *pluginhost.Host
-	Store  *store.Store
+	Store  store.Backend
 	Daemon *config.Daemon
 	// LookupEnv resolves secret references (os.LookupEnv by default).
 	LookupEnv func(string) (string, bool)

@@ -47,10 +47,14 @@ func (b RewardBucket) name() []byte {
 type RewardTx struct {
 	tx     *bolt.Tx
 	Ledger *Ledger
+	ext    RewardKV // another backend's (see NewRewardTx)
 }
 
 // Get returns a copy of the value under key, or nil.
 func (t *RewardTx) Get(b RewardBucket, key string) []byte {
+	if t.ext != nil {
+		return t.ext.Get(b, key)
+	}
 	bk := t.tx.Bucket(b.name())
 	if bk == nil {
 		return nil
@@ -64,6 +68,9 @@ func (t *RewardTx) Get(b RewardBucket, key string) []byte {
 
 // Put stores value under key.
 func (t *RewardTx) Put(b RewardBucket, key string, value []byte) error {
+	if t.ext != nil {
+		return t.ext.Put(b, key, value)
+	}
 	bk, err := t.tx.CreateBucketIfNotExists(b.name())
 	if err != nil {
 		return err

@@ -232,6 +232,7 @@ type BaselineWriter struct {
 	pending []byte
 	n       int
 	seq     uint64
+	ext     BaselineSink // another backend's writer (see NewBaselineWriter)
 }
 
 // chunkBytes bounds one stored chunk.
@@ -253,6 +254,9 @@ func baselineKey(id string, capture int) []byte {
 
 // Add appends one record (its JSON bytes).
 func (w *BaselineWriter) Add(rec []byte) error {
+	if w.ext != nil {
+		return w.ext.Add(rec)
+	}
 	w.pending = binary.AppendUvarint(w.pending, uint64(len(rec)))
 	w.pending = append(w.pending, rec...)
 	w.n++
@@ -264,7 +268,12 @@ func (w *BaselineWriter) Add(rec []byte) error {
 
 // Close writes what is pending in a transaction of its own. A writer handed
 // to CreateSession needs no Close: its last chunk is committed there.
-func (w *BaselineWriter) Close() error { return w.flush() }
+func (w *BaselineWriter) Close() error {
+	if w.ext != nil {
+		return w.ext.Close()
+	}
+	return w.flush()
+}
 
 func (w *BaselineWriter) flush() error {
 	return w.s.update(w.commit)
