@@ -27,6 +27,13 @@ const storePasswordEnv = "VERIFIERD_STORE_PASSWORD"
 // environment holding the password.
 func storeDatabase(t *testing.T) (string, []string) {
 	t.Helper()
+	dsn, env, _ := storeServer(t)
+	return dsn, env
+}
+
+// storeServer is storeDatabase with the server.
+func storeServer(t testing.TB) (string, []string, *sqlservers.Postgres) {
+	t.Helper()
 	parent, err := os.MkdirTemp("", "e2e-store-")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +57,7 @@ func storeDatabase(t *testing.T) (string, []string) {
 		t.Fatalf("PostgreSQL could not start: %v\n%s", err, log)
 	}
 	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", pg.Admin.User, pg.Port, pg.Database),
-		[]string{storePasswordEnv + "=" + pg.Admin.Password}
+		[]string{storePasswordEnv + "=" + pg.Admin.Password}, pg
 }
 
 // replicas starts n daemons on one PostgreSQL store, sharing one signing
