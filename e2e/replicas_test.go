@@ -3,11 +3,14 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,25 +64,48 @@ func storeServer(t testing.TB) (string, []string, *sqlservers.Postgres) {
 }
 
 // replicas starts n daemons on one PostgreSQL store, sharing one signing
-// key and one evidence key, each with its own data dir.
+// key and one evidence key, each with its own data dir. The first reads the
+// evidence key from a file (--evidence-key) and creates its signing key;
+// the others get both keys through environment variables
+// (--signing-key-env, --evidence-key-env), as a Kubernetes Secret passes
+// them.
 func replicas(t *testing.T, n int, c *clinicDB, extra ...string) []*daemon {
 	t.Helper()
 	dsn, env := storeDatabase(t)
 	keys := t.TempDir()
 	evidence := filepath.Join(keys, "evidence.key")
-	if err := os.WriteFile(evidence, []byte(rand.Text()+rand.Text())[:32], 0o600); err != nil {
+	evidenceKey := make([]byte, 32)
+	if _, err := rand.Read(evidenceKey); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", evidence}, extra...)
-	first := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env, args: args})
-	ds := []*daemon{first}
-	signing := filepath.Join(first.dataDir, "keys", "receipt-signing.key")
-	for range n - 1 {
-		ds = append(ds, startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env, args: append(args, "--signing-key", signing)}))
+	if err := os.WriteFile(evidence, evidenceKey, 0o600); err != nil {
+		t.Fatal(err)
 	}
+	args := append([]string{"--store", dsn, "--store-password-env", storePasswordEnv}, extra...)
+	first := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env, args: append(args, "--evidence-key", evidence)})
+	ds := []*daemon{first}
+	pemKey, err := os.ReadFile(filepath.Join(first.dataDir, "keys", "receipt-signing.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemKey)
+	if block == nil {
+		t.Fatal("the signing key file is not PEM")
+	}
+	keyEnv := append(slices.Clone(env),
+		"VERIFIERD_SIGNING_KEY="+base64.StdEncoding.EncodeToString(block.Bytes),
+		"VERIFIERD_EVIDENCE_KEY="+base64.StdEncoding.EncodeToString(evidenceKey))
+	for range n - 1 {
+		ds = append(ds, startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: keyEnv,
+			args: append(slices.Clone(args), "--signing-key-env", "VERIFIERD_SIGNING_KEY", "--evidence-key-env", "VERIFIERD_EVIDENCE_KEY")}))
+	}
+	_, firstID := first.keyFile(t)
 	for _, d := range ds {
 		if strings.Contains(d.logs(), env[0][len(storePasswordEnv)+1:]) {
 			t.Fatal("the store password is in the daemon log")
+		}
+		if _, id := d.keyFile(t); id != firstID {
+			t.Fatalf("replica signs with key %s, the first with %s", id, firstID)
 		}
 	}
 	return ds

@@ -2,14 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/pgstore"
 )
@@ -75,4 +84,109 @@ func removeExpired(ctx context.Context, st store.Backend, retain time.Duration, 
 	case n > 0:
 		logger.Info("store: removed expired sessions", "finished_sessions", n, "retain", retain.String())
 	}
+}
+
+// serveHealth serves only the gRPC health service, in plaintext, on addr
+// (--health-listen): what a Kubernetes gRPC probe can reach when the API
+// itself requires TLS. It answers nothing else.
+func serveHealth(addr string, hs *health.Server, logger hclog.Logger) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--health-listen: %w", err)
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	go func() {
+		if err := gs.Serve(lis); err != nil {
+			logger.Debug("health listener ended", "error", err)
+		}
+	}()
+	logger.Info("health listener", "addr", lis.Addr().String())
+	return gs.Stop, nil
+}
+
+// pinger is a store that can tell whether it is reachable (PostgreSQL).
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// watchStore marks the VerifierService NOT_SERVING in the health service
+// while a shared store does not answer, and SERVING again when it does, so
+// that a readiness probe on that service takes the replica out of rotation
+// (a liveness probe on the overall service "" is not affected). The
+// embedded store has nothing to watch.
+func watchStore(ctx context.Context, st store.Backend, hs *health.Server, every time.Duration, logger hclog.Logger) {
+	p, ok := st.(pinger)
+	if !ok {
+		return
+	}
+	const service = "verifierd.verifier.v1.VerifierService"
+	t := time.NewTicker(every)
+	defer t.Stop()
+	serving := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := p.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil && serving:
+			logger.Error("store: not answering; VerifierService is NOT_SERVING until it does", "error", err)
+			hs.SetServingStatus(service, healthpb.HealthCheckResponse_NOT_SERVING)
+			serving = false
+		case err == nil && !serving:
+			logger.Info("store: answering again; VerifierService is SERVING")
+			hs.SetServingStatus(service, healthpb.HealthCheckResponse_SERVING)
+			serving = true
+		}
+	}
+}
+
+// keyFromEnv reads a base64 key of size bytes from the environment
+// variable name (--signing-key-env, --evidence-key-env): the way a
+// Kubernetes Secret reaches every replica (secretKeyRef) without a file
+// whose mode the kubelet widens. The value is never logged.
+func keyFromEnv(flagName, name string, size int) ([]byte, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return nil, fmt.Errorf("%s: environment variable %s is not set", flagName, name)
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	if err != nil || len(key) != size {
+		return nil, fmt.Errorf("%s: environment variable %s must hold %d bytes in base64 (head -c %d /dev/urandom | base64)", flagName, name, size, size)
+	}
+	return key, nil
+}
+
+// loadSigner is signing.LoadOrCreate, or the seed in --signing-key-env.
+func loadSigner(env, dataDir, file string) (*signing.Signer, error) {
+	if env == "" {
+		return signing.LoadOrCreate(dataDir, file)
+	}
+	if file != "" {
+		return nil, errors.New("--signing-key and --signing-key-env both name the signing key; pass one")
+	}
+	seed, err := keyFromEnv("--signing-key-env", env, ed25519.SeedSize)
+	if err != nil {
+		return nil, err
+	}
+	return signing.New(ed25519.NewKeyFromSeed(seed)), nil
+}
+
+// loadEvidence is loadEvidenceKey, or the key in --evidence-key-env.
+func loadEvidence(env, file, dataDir string) ([]byte, error) {
+	if env == "" {
+		return loadEvidenceKey(file, dataDir)
+	}
+	if file != "" {
+		return nil, errors.New("--evidence-key and --evidence-key-env both name the evidence key; pass one")
+	}
+	return keyFromEnv("--evidence-key-env", env, session.EvidenceKeySize)
 }

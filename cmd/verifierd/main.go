@@ -31,7 +31,6 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
-	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 )
 
@@ -67,6 +66,9 @@ func run(args []string) error {
 	storePasswordEnv := fs.String("store-password-env", "", "environment variable holding the PostgreSQL password of --store")
 	retainFinished := fs.Duration("retain", 168*time.Hour, "remove verified sessions, their results and baselines this long after they were verified (ledger entries stay; 0: keep)")
 	evidenceKeyFile := fs.String("evidence-key", "", "file holding the 32-byte evidence key, the same on every replica of one --store (default: <data-dir>/keys/evidence-hmac.key, created on first start)")
+	signingKeyEnv := fs.String("signing-key-env", "", "environment variable holding the receipt signing key as a base64 32-byte Ed25519 seed, instead of --signing-key (the same on every replica)")
+	evidenceKeyEnv := fs.String("evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
+	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
 	onFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -80,7 +82,7 @@ func run(args []string) error {
 		return err
 	}
 	defer st.Close()
-	evidenceKey, err := loadEvidenceKey(*evidenceKeyFile, *dataDir)
+	evidenceKey, err := loadEvidence(*evidenceKeyEnv, *evidenceKeyFile, *dataDir)
 	if err != nil {
 		return err
 	}
@@ -162,12 +164,20 @@ func run(args []string) error {
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	signer, err := signing.LoadOrCreate(*dataDir, *signingKey)
+	signer, err := loadSigner(*signingKeyEnv, *dataDir, *signingKey)
 	if err != nil {
 		return err
 	}
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
 	srv, healthSrv := server.New(mgr, opts)
+	if *healthListen != "" {
+		stopHealth, err := serveHealth(*healthListen, healthSrv, logger)
+		if err != nil {
+			return err
+		}
+		defer stopHealth()
+	}
+	go watchStore(maintainCtx, st, healthSrv, 5*time.Second, logger)
 	rewards, err := startRewards(mgr, srv, logger.Named("reward"))
 	if err != nil {
 		return err

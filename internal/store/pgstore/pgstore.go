@@ -197,6 +197,9 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
 // Close closes the connection pool.
 func (s *Store) Close() error {
 	s.pool.Close()
