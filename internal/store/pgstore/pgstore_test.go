@@ -71,7 +71,9 @@ func newDatabase(t testing.TB) string {
 	if err := pg.Exec(context.Background(), "postgres", "CREATE DATABASE "+name+" OWNER "+pg.Admin.User); err != nil {
 		t.Fatal(err)
 	}
-	os.Setenv(passwordEnv, pg.Admin.Password) //nolint:usetesting // shared by parallel tests; always the same value
+	if err := os.Setenv(passwordEnv, pg.Admin.Password); err != nil { //nolint:usetesting // shared by parallel tests; always the same value
+		t.Fatal(err)
+	}
 	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", pg.Admin.User, pg.Port, name)
 }
 
@@ -100,7 +102,7 @@ func TestMigrationsIdempotentUnderConcurrentStart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
-		defer stores[i].Close()
+		t.Cleanup(func() { stores[i].Close() })
 	}
 	v, err := stores[0].SchemaVersion(context.Background())
 	if err != nil || v != len(migrations) {
@@ -128,7 +130,9 @@ func TestOpenErrorsNeverShowThePassword(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "PGSTORE_TEST_UNSET_VARIABLE is not set") {
 		t.Fatalf("unset password variable: %v", err)
 	}
-	os.Setenv("PGSTORE_TEST_WRONG", "wrong-password-value") //nolint:usetesting // the test is parallel
+	if err := os.Setenv("PGSTORE_TEST_WRONG", "wrong-password-value"); err != nil { //nolint:usetesting // the test is parallel
+		t.Fatal(err)
+	}
 	_, err = Open(context.Background(), dsn, Options{PasswordEnv: "PGSTORE_TEST_WRONG"})
 	if err == nil || strings.Contains(err.Error(), "wrong-password-value") {
 		t.Fatalf("wrong password: %v", err)
@@ -381,7 +385,8 @@ func TestLedgerOneChainAcrossTwoHandles(t *testing.T) {
 
 func TestReverificationsAndRewards(t *testing.T) {
 	t.Parallel()
-	s := open(t, newDatabase(t))
+	dsn := newDatabase(t)
+	s, other := open(t, dsn), open(t, dsn)
 	if err := s.CreateSession("s1", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -408,14 +413,21 @@ func TestReverificationsAndRewards(t *testing.T) {
 	if v, err := s.RewardGet(store.RewardMarks, "c1"); err != nil || v != nil {
 		t.Fatalf("absent mark: %q %v", v, err)
 	}
-	// Concurrent read-modify-write of one mark is serialized: no lost update.
+	// Concurrent read-modify-write of one mark through two handles (two
+	// replicas) is serialized: no lost update.
 	var wg sync.WaitGroup
-	for range 20 {
+	for i := range 20 {
+		st := s
+		if i%2 == 1 {
+			st = other
+		}
 		wg.Go(func() {
-			err := s.RewardUpdate(func(tx *store.RewardTx) error {
+			err := st.RewardUpdate(func(tx *store.RewardTx) error {
 				n := 0
 				if v := tx.Get(store.RewardMarks, "c1"); v != nil {
-					fmt.Sscan(string(v), &n)
+					if _, err := fmt.Sscan(string(v), &n); err != nil {
+						return err
+					}
 				}
 				return tx.Put(store.RewardMarks, "c1", fmt.Append(nil, n+1))
 			})
