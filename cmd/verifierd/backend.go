@@ -24,10 +24,12 @@ import (
 )
 
 // openBackend opens the session store --store names: a postgres:// or
-// postgresql:// DSN selects PostgreSQL (shared by replicas), anything else
-// (the default, empty) the embedded bbolt file in the data dir.
+// postgresql:// DSN selects PostgreSQL (shared by replicas); empty (the
+// default) or "bbolt" the embedded bbolt file in the data dir. Anything else
+// is refused rather than taken for bbolt: a mistyped DSN must not leave one
+// replica on a store of its own.
 func openBackend(dsn, passwordEnv, dataDir string, opts store.Options) (store.Backend, string, error) {
-	if dsn == "" {
+	if dsn == "" || dsn == "bbolt" {
 		if passwordEnv != "" {
 			return nil, "", fmt.Errorf("--store-password-env %s is set but --store is not a postgres:// DSN; drop it or pass --store", passwordEnv)
 		}
@@ -35,7 +37,7 @@ func openBackend(dsn, passwordEnv, dataDir string, opts store.Options) (store.Ba
 		return st, "bbolt", err
 	}
 	if !pgstore.IsDSN(dsn) {
-		return nil, "", fmt.Errorf("--store must be empty (the embedded store in --data-dir) or a postgres:// DSN")
+		return nil, "", fmt.Errorf("--store must be empty or bbolt (the embedded store in --data-dir), or a PostgreSQL DSN postgres://USER@HOST:PORT/DATABASE")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

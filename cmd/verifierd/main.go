@@ -3,6 +3,7 @@
 // plugin subprocesses; the daemon does all the judging.
 //
 //	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--http-listen ADDR] [--insecure]
+//	          [--store postgres://USER@HOST:PORT/DB --store-password-env NAME] [--retain 168h]
 //	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
 //
 // SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1

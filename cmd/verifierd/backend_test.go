@@ -1,0 +1,65 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/verifierd/verifierd/internal/signing"
+	"github.com/verifierd/verifierd/internal/store"
+)
+
+// TestStoreAndKeyFlags: --store accepts empty, bbolt and a postgres DSN
+// only; keys from env vars and files are checked and never echoed.
+func TestStoreAndKeyFlags(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := openBackend("postgress://x@127.0.0.1/db", "", dir, store.Options{}); err == nil || !strings.Contains(err.Error(), "--store must be") {
+		t.Errorf("mistyped DSN: %v", err)
+	}
+	if _, _, err := openBackend("", "SOME_VAR", dir, store.Options{}); err == nil || !strings.Contains(err.Error(), "--store-password-env") {
+		t.Errorf("password env without a DSN: %v", err)
+	}
+	st, kind, err := openBackend("bbolt", "", dir, store.Options{})
+	if err != nil || kind != "bbolt" {
+		t.Fatalf("bbolt: %s %v", kind, err)
+	}
+	st.Close()
+
+	seed := make([]byte, ed25519.SeedSize)
+	seed[0] = 7
+	t.Setenv("TEST_SIGNING", base64.StdEncoding.EncodeToString(seed))
+	s, err := loadSigner("TEST_SIGNING", dir, "")
+	if err != nil || s.KeyID() != signing.New(ed25519.NewKeyFromSeed(seed)).KeyID() {
+		t.Fatalf("signing key from env: %v", err)
+	}
+	if _, err := loadSigner("TEST_SIGNING", dir, "/some/file"); err == nil {
+		t.Error("both --signing-key and --signing-key-env accepted")
+	}
+	t.Setenv("TEST_SHORT", "c2VjcmV0LXZhbHVl") // "secret-value", 12 bytes
+	for _, name := range []string{"TEST_SHORT", "TEST_UNSET"} {
+		_, err := loadEvidence(name, "", dir)
+		if err == nil || strings.Contains(err.Error(), "c2VjcmV0") || !strings.Contains(err.Error(), name) {
+			t.Errorf("evidence key %s: %v", name, err)
+		}
+	}
+	key := filepath.Join(dir, "evidence.key")
+	if err := os.WriteFile(key, make([]byte, 32), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadEvidence("", key, dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("world-readable evidence key: %v", err)
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.key")
+	if err := os.Symlink(key, link); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := loadEvidence("", link, dir); err != nil || len(k) != 32 {
+		t.Errorf("evidence key through a symlink (a Secret volume): %v", err)
+	}
+}
