@@ -206,13 +206,23 @@ func TestReplicasConcurrentVerify(t *testing.T) {
 	}
 }
 
-// TestReplicaRetention: with --retain 3s a verified session is removed
-// (Verify then answers NotFound) while an unfinished one, inside
-// --retain-unfinished, stays verifiable; the ledger still verifies.
-func TestReplicaRetention(t *testing.T) {
-	c := newClinic(t)
-	ds := replicas(t, 1, c, "--retain", "3s", "--retain-unfinished", "1h")
-	d := ds[0]
+// TestRetention: with --retain 3s a verified session is removed (Verify
+// then answers NotFound) while an unfinished one, inside
+// --retain-unfinished, stays verifiable; the ledger keeps every entry and
+// still verifies. On PostgreSQL and on the embedded store.
+func TestRetention(t *testing.T) {
+	retain := []string{"--retain", "3s", "--retain-unfinished", "1h"}
+	t.Run("postgres", func(t *testing.T) {
+		c := newClinic(t)
+		checkRetention(t, c, replicas(t, 1, c, retain...)[0])
+	})
+	t.Run("bbolt", func(t *testing.T) {
+		c := newClinic(t)
+		checkRetention(t, c, startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), args: retain}))
+	})
+}
+
+func checkRetention(t *testing.T, c *clinicDB, d *daemon) {
 	done := d.beginNamed(t, c, "clinic", "p1", "Follow-up")
 	c.save(t, "p1", "Follow-up", 1)
 	d.verify(t, done.SessionID)
