@@ -16,10 +16,11 @@ import (
 // BeginVerifyPlugin read) through a real daemon, on the embedded store and
 // on PostgreSQL. It reports the store's size after the 1,000 Begins (the
 // baselines stored) and after their 1,000 Verifies (results, receipts and
-// ledger; the baselines of verified sessions are gone), per session, and
-// the Begin+Verify latency. bbolt: the store file's size; PostgreSQL: the
-// sum of pg_total_relation_size over the store's tables, as the daemon
-// left them (no VACUUM). Run it once: -benchtime 1x.
+// ledger; the baselines of verified sessions are gone), per session, the
+// Begin+Verify latency and the daemon's peak resident memory (VmHWM).
+// bbolt: the store file's size; PostgreSQL: the sum of
+// pg_total_relation_size over the store's tables, as the daemon left them
+// (no VACUUM). Run it once: -benchtime 1x.
 func BenchmarkStoreSize1000(b *testing.B) {
 	b.Run("bbolt", func(b *testing.B) { benchStoreSize(b, false) })
 	b.Run("postgres", func(b *testing.B) { benchStoreSize(b, true) })
@@ -95,5 +96,6 @@ func benchStoreSize(b *testing.B, pg bool) {
 		b.ReportMetric(float64(verified-before)/sessions, "verified-B/session")
 		b.ReportMetric(float64(verified)/(1<<20), "store-MiB")
 		b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+		b.ReportMetric(float64(vmHWM(d.cmd.Process.Pid))/1024, "daemon-peak-MiB")
 	}
 }
