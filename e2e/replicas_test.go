@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -16,8 +17,15 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	grpcstatus "google.golang.org/grpc/status"
+
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/receipt"
 )
 
@@ -252,4 +260,59 @@ func checkRetention(t *testing.T, c *clinicDB, d *daemon) {
 	if res, code := d.offline(t, "ledger", "verify", "--file", file); code != 0 || !res.Valid {
 		t.Fatalf("ledger verify after retention: exit %d %+v", code, res)
 	}
+}
+
+// TestHealthListenerFollowsTheStore: --health-listen serves the gRPC
+// health service in plaintext; while the PostgreSQL store is down the
+// VerifierService is NOT_SERVING (a readiness probe takes the replica out)
+// and the overall status stays SERVING (a liveness probe does not restart
+// it); when the store is back, so is the service.
+func TestHealthListenerFollowsTheStore(t *testing.T) {
+	dsn, env, pg := storeServer(t)
+	healthAddr := freeAddr(t)
+	d := startDaemon(t, daemonOpts{env: env, args: []string{"--store", dsn, "--store-password-env", storePasswordEnv, "--health-listen", healthAddr}})
+	conn, err := grpc.NewClient(healthAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	status := func(service string) healthpb.HealthCheckResponse_ServingStatus {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+		if err != nil {
+			t.Fatalf("health check %q: %v", service, err)
+		}
+		return r.GetStatus()
+	}
+	const svc = "verifierd.verifier.v1.VerifierService"
+	waitFor := func(want healthpb.HealthCheckResponse_ServingStatus) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for status(svc) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is not %s after 30s\n%s", svc, want, d.logs())
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	if status("") != healthpb.HealthCheckResponse_SERVING || status(svc) != healthpb.HealthCheckResponse_SERVING {
+		t.Fatal("not SERVING at start")
+	}
+	// Only the health service is served there.
+	if _, err := verifierv1.NewVerifierServiceClient(conn).Verify(context.Background(), &verifierv1.VerifyRequest{SessionId: "x"}); grpcstatus.Code(err) != codes.Unimplemented {
+		t.Errorf("Verify on the health listener: %v, want Unimplemented", err)
+	}
+	if err := pg.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(healthpb.HealthCheckResponse_NOT_SERVING)
+	if status("") != healthpb.HealthCheckResponse_SERVING {
+		t.Error("the overall status left SERVING with the store down: a liveness probe would restart the replica")
+	}
+	if err := pg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(healthpb.HealthCheckResponse_SERVING)
 }
