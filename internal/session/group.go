@@ -189,8 +189,12 @@ func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d, err := g.inst.Verdict(hctx, req)
+	if !errors.Is(err, plugin.ErrNoVerdictHook) {
+		span.SetAttributes(telemetry.KeyHookPresent.Bool(true))
+	}
 	switch {
 	case errors.Is(err, plugin.ErrNoVerdictHook):
+		span.SetAttributes(telemetry.KeyHookPresent.Bool(false))
 		return
 	case err != nil:
 		telemetry.Fail(span, "hook_failed")

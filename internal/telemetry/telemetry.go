@@ -57,6 +57,7 @@ const (
 	KeyVerdicts    = attribute.Key("verifierd.verdicts")
 	KeyVerdict     = attribute.Key("verifierd.verdict")
 	KeyDemoted     = attribute.Key("verifierd.hook.demoted")
+	KeyHookPresent = attribute.Key("verifierd.hook.present")
 	KeyDeleted     = attribute.Key("verifierd.compensate.deleted")
 	KeyErrorKind   = attribute.Key("verifierd.error.kind")
 	KeyCandidates  = attribute.Key("verifierd.candidates")

@@ -17,6 +17,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -100,15 +101,8 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 func Env(environ []string) []string {
 	out := []string{}
 	for _, kv := range environ {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok {
-			continue
-		}
-		for _, p := range PassedEnv {
-			if name == p {
-				out = append(out, kv)
-				break
-			}
+		if name, _, ok := strings.Cut(kv, "="); ok && slices.Contains(PassedEnv, name) {
+			out = append(out, kv)
 		}
 	}
 	return out
