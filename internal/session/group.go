@@ -76,7 +76,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		}
 		markScreenConsistency(&verdicts[k], g.info.Tier)
 	}
-	span.SetAttributes(verdictAttr(verdicts))
+	telemetry.Set(span, verdictAttr(verdicts))
 	return verdicts, tasks
 }
 
@@ -108,7 +108,7 @@ func (g *group) readBaseline(ctx context.Context) {
 			telemetry.Fail(span, "baseline_unreadable")
 			before = judge.Snapshot{Reachable: false, Reason: "the stored baseline could not be read: " + err.Error()}
 		} else {
-			span.SetAttributes(telemetry.KeyRecords.Int(len(recs)))
+			telemetry.Set(span, telemetry.KeyRecords.Int(len(recs)))
 			before.Records = recs
 		}
 	}
@@ -127,7 +127,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) judge.Snapshot {
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
 	defer cancel()
 	after, platform := g.m.readAfterChecked(readCtx, g.inst, req)
-	span.SetAttributes(telemetry.KeyRecords.Int(len(after.Records)), telemetry.KeyReachable.Bool(after.Reachable))
+	telemetry.Set(span, telemetry.KeyRecords.Int(len(after.Records)), telemetry.KeyReachable.Bool(after.Reachable))
 	if !after.Reachable {
 		telemetry.Fail(span, "unreachable")
 	}
@@ -150,7 +150,7 @@ func (g *group) judgeRead(ctx context.Context, after judge.Snapshot) []judge.Ver
 	for k, c := range g.effects {
 		out[k] = judge.Judge(c, before, after, g.opts)
 	}
-	span.SetAttributes(verdictAttr(out))
+	telemetry.Set(span, verdictAttr(out))
 	return out
 }
 
@@ -183,18 +183,18 @@ func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
 	ctx, span := telemetry.Start(ctx, telemetry.SpanHook, telemetry.KeyEffectIndex.Int(g.cm.Effects[k]),
 		telemetry.KeyEffectKind.String(string(c.Kind)), telemetry.KeyKind.String(g.inst.Kind()), telemetry.KeyVerdict.String(string(v.Decision)))
 	defer func() {
-		span.SetAttributes(telemetry.KeyDemoted.Bool(string(v.Decision) != string(req.Verdict)))
+		telemetry.Set(span, telemetry.KeyDemoted.Bool(string(v.Decision) != string(req.Verdict)))
 		span.End()
 	}()
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d, err := g.inst.Verdict(hctx, req)
 	if !errors.Is(err, plugin.ErrNoVerdictHook) {
-		span.SetAttributes(telemetry.KeyHookPresent.Bool(true))
+		telemetry.Set(span, telemetry.KeyHookPresent.Bool(true))
 	}
 	switch {
 	case errors.Is(err, plugin.ErrNoVerdictHook):
-		span.SetAttributes(telemetry.KeyHookPresent.Bool(false))
+		telemetry.Set(span, telemetry.KeyHookPresent.Bool(false))
 		return
 	case err != nil:
 		telemetry.Fail(span, "hook_failed")
@@ -235,7 +235,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 	}
 	failed := func(deleted []judge.Record, why error) *judge.Task {
 		telemetry.Fail(span, "compensation_failed")
-		span.SetAttributes(telemetry.KeyDeleted.Int(len(deleted)))
+		telemetry.Set(span, telemetry.KeyDeleted.Int(len(deleted)))
 		// A failed DELETE's error may quote the URL, and so an identity.
 		msg := cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched)
 		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
@@ -254,7 +254,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		return failed(deleted, err)
 	}
 	// Re-verify this effect alone against the original baseline.
-	span.SetAttributes(telemetry.KeyDeleted.Int(len(deleted)))
+	telemetry.Set(span, telemetry.KeyDeleted.Int(len(deleted)))
 	nv := g.judgeRead(ctx, g.read(ctx, 0))[k]
 	nv.Reasons = append(nv.Reasons, judge.Reason{Code: ReasonCompensated,
 		Message: fmt.Sprintf("the compensator deleted %d duplicate(s); this verdict re-verifies against the original baseline", len(deleted))})

@@ -496,7 +496,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	defer cancel()
 	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), redaction)
 	cm.Records = count
-	span.SetAttributes(telemetry.KeyRecords.Int(count), telemetry.KeyReachable.Bool(err == nil && reason == ""))
+	telemetry.Set(span, telemetry.KeyRecords.Int(count), telemetry.KeyReachable.Bool(err == nil && reason == ""))
 	if err != nil {
 		telemetry.Fail(span, "capture_failed")
 	}

@@ -14,9 +14,9 @@ import (
 
 // endBegin closes a Begin's span with its outcome.
 func endBegin(span trace.Span, res *BeginResult, err error) {
-	span.SetAttributes(telemetry.KeyOutcome.String(beginOutcome(err)))
+	telemetry.Set(span, telemetry.KeyOutcome.String(beginOutcome(err)))
 	if res != nil {
-		span.SetAttributes(telemetry.KeySession.String(res.SessionID))
+		telemetry.Set(span, telemetry.KeySession.String(res.SessionID))
 	}
 	if err != nil {
 		telemetry.Fail(span, errKind(err))
@@ -26,12 +26,12 @@ func endBegin(span trace.Span, res *BeginResult, err error) {
 
 // endVerify closes a Verify's span with its outcome.
 func endVerify(span trace.Span, note *verifyNote, res *Result, err error) {
-	span.SetAttributes(telemetry.KeyReplay.Bool(note.replay))
+	telemetry.Set(span, telemetry.KeyReplay.Bool(note.replay))
 	if note.deployment != "" {
-		span.SetAttributes(telemetry.KeyDeployment.String(note.deployment))
+		telemetry.Set(span, telemetry.KeyDeployment.String(note.deployment))
 	}
 	if res != nil {
-		span.SetAttributes(telemetry.KeyOutcome.String(string(res.Outcome)))
+		telemetry.Set(span, telemetry.KeyOutcome.String(string(res.Outcome)))
 	}
 	if err != nil {
 		telemetry.Fail(span, errKind(err))
@@ -50,6 +50,9 @@ func endErr(span trace.Span, err error) {
 // effectAttrs describes the effects of one capture group: their indices
 // and contract kinds.
 func effectAttrs(contracts []*judge.Contract, effects []int) []attribute.KeyValue {
+	if !telemetry.On() {
+		return nil
+	}
 	idx := make([]int, len(effects))
 	kinds := make([]string, len(effects))
 	for k, i := range effects {
@@ -60,6 +63,9 @@ func effectAttrs(contracts []*judge.Contract, effects []int) []attribute.KeyValu
 
 // verdictAttr lists the decisions of a group's verdicts, in its order.
 func verdictAttr(vs []judge.Verdict) attribute.KeyValue {
+	if !telemetry.On() {
+		return attribute.KeyValue{}
+	}
 	out := make([]string, len(vs))
 	for k, v := range vs {
 		out[k] = string(v.Decision)

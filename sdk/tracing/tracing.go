@@ -19,6 +19,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
@@ -92,8 +93,17 @@ func Setup(ctx context.Context, service string) (shutdown func(context.Context) 
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(scrubExporter{exp}), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
+	active.Store(true)
 	return tp.Shutdown, nil
 }
+
+// active is set once Setup installed an exporting provider.
+var active atomic.Bool
+
+// Active reports whether Setup installed an exporting tracer provider in
+// this process. Code that builds span attributes can skip the work when it
+// did not.
+func Active() bool { return active.Load() }
 
 // Env returns the entries of environ (KEY=value, as os.Environ gives them)
 // named in PassedEnv, for a plugin's otherwise empty environment. It is
