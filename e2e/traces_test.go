@@ -190,6 +190,25 @@ func (tr spanTree) dump() string {
 	return b.String()
 }
 
+// session returns the span name (session.begin or session.verify) of
+// session id, and checks its outcome and that its parent is the daemon's
+// gRPC server span of method.
+func (tr spanTree) session(name, id, outcome, method string) collectedSpan {
+	tr.t.Helper()
+	span := tr.one(name+" of session "+id, func(s collectedSpan) bool {
+		got, _ := s.attr("verifierd.session.id")
+		return s.span.GetName() == name && got == id
+	})
+	if got, _ := span.attr("verifierd.outcome"); got != outcome {
+		tr.t.Errorf("%s outcome %q, want %s", name, got, outcome)
+	}
+	rpc := tr.one("the parent of "+name, func(s collectedSpan) bool { return s.id() == span.parent() && s.trace() == span.trace() })
+	if rpc.span.GetName() != "verifierd.verifier.v1.VerifierService/"+method || rpc.span.GetKind() != tracepb.Span_SPAN_KIND_SERVER || rpc.service != "verifierd" {
+		tr.t.Errorf("%s's parent is %s (%s, %s), want the daemon's VerifierService/%s server span", name, rpc.span.GetName(), rpc.span.GetKind(), rpc.service, method)
+	}
+	return span
+}
+
 // adapterCall checks that parent made the adapter RPC method through the
 // plugin connection: a client span in the daemon whose server span in the
 // adapter process (service adapterService) is its child in the same trace.
@@ -269,17 +288,7 @@ func TestTracesOfBeginAndVerify(t *testing.T) {
 	tr := spanTree{t: t, spans: spans}
 
 	// Begin.
-	begin := tr.one("session.begin of the clinic session", func(s collectedSpan) bool {
-		id, _ := s.attr("verifierd.session.id")
-		return s.span.GetName() == "session.begin" && id == b.SessionID
-	})
-	if got, _ := begin.attr("verifierd.outcome"); got != "BEGUN" {
-		t.Errorf("session.begin outcome %q, want BEGUN", got)
-	}
-	beginRPC := tr.one("the Begin server span", func(s collectedSpan) bool { return s.id() == begin.parent() })
-	if beginRPC.span.GetName() != "verifierd.verifier.v1.VerifierService/Begin" || beginRPC.span.GetKind() != tracepb.Span_SPAN_KIND_SERVER || beginRPC.service != "verifierd" {
-		t.Errorf("session.begin's parent is %s (%s, %s), want the daemon's VerifierService/Begin server span", beginRPC.span.GetName(), beginRPC.span.GetKind(), beginRPC.service)
-	}
+	begin := tr.session("session.begin", b.SessionID, "BEGUN", "Begin")
 	tr.child(begin, "verifierd", "session.configure")
 	capture := tr.child(begin, "verifierd", "capture.before")
 	for key, want := range map[string]string{
@@ -295,17 +304,7 @@ func TestTracesOfBeginAndVerify(t *testing.T) {
 	tr.child(begin, "verifierd", "store.create_session")
 
 	// Verify.
-	verify := tr.one("session.verify of the clinic session", func(s collectedSpan) bool {
-		id, _ := s.attr("verifierd.session.id")
-		return s.span.GetName() == "session.verify" && id == b.SessionID
-	})
-	if got, _ := verify.attr("verifierd.outcome"); got != "VERIFIED" {
-		t.Errorf("session.verify outcome %q, want VERIFIED", got)
-	}
-	verifyRPC := tr.one("the Verify server span", func(s collectedSpan) bool { return s.id() == verify.parent() })
-	if verifyRPC.span.GetName() != "verifierd.verifier.v1.VerifierService/Verify" || verifyRPC.span.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
-		t.Errorf("session.verify's parent is %s (%s), want the VerifierService/Verify server span", verifyRPC.span.GetName(), verifyRPC.span.GetKind())
-	}
+	verify := tr.session("session.verify", b.SessionID, "VERIFIED", "Verify")
 	tr.child(verify, "verifierd", "store.read_session")
 	tr.child(verify, "verifierd", "session.configure")
 	group := tr.child(verify, "verifierd", "verify.group")
@@ -352,10 +351,7 @@ func TestTracesOfBeginAndVerify(t *testing.T) {
 	tr.child(verify, "verifierd", "store.finish_session")
 
 	// The customer plugin's process joined its session's trace too.
-	ledgerBegin := tr.one("session.begin of the csv-ledger session", func(s collectedSpan) bool {
-		id, _ := s.attr("verifierd.session.id")
-		return s.span.GetName() == "session.begin" && id == ledgerID
-	})
+	ledgerBegin := tr.session("session.begin", ledgerID, "BEGUN", "Begin")
 	tr.adapterCall(tr.child(ledgerBegin, "verifierd", "capture.before"), "verifier-adapter-csv-ledger", "CaptureBefore")
 
 	for _, text := range texts {
