@@ -13,24 +13,19 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/judge/harness"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-// EffectResult is one effect's final verdict as clients see it.
+// EffectResult is one effect's final verdict as clients see it: the
+// verdict as the conformance harness prints it (its fields inline in the
+// JSON, in the same order), then how it was read and the task.
 type EffectResult struct {
-	Verdict            judge.Decision `json:"verdict"`
-	Result             judge.Class    `json:"result"`
-	Reasons            []judge.Reason `json:"reasons"`
-	ObservedCount      *int           `json:"observed_count"`
-	ExpectedCount      *int           `json:"expected_count"`
-	ObservedValue      *string        `json:"observed_value"`
-	ExpectedValue      *string        `json:"expected_value"`
-	ContractHash       string         `json:"contract_hash"`
-	MatchedRecords     []judge.Record `json:"matched_records"`
-	Tier               int            `json:"tier"`
-	Substrate          string         `json:"substrate"`
-	ReconciliationTask *judge.Task    `json:"reconciliation_task"`
+	harness.EffectResult
+	Tier               int         `json:"tier"`
+	Substrate          string      `json:"substrate"`
+	ReconciliationTask *judge.Task `json:"reconciliation_task"`
 }
 
 // Result is a verified session's result.
@@ -232,10 +227,12 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 			reasons = []judge.Reason{}
 		}
 		res.Effects[i] = EffectResult{
-			Verdict: v.Decision, Result: v.Class, Reasons: reasons,
-			ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
-			ObservedValue: shown.ObservedValue, ExpectedValue: shown.ExpectedValue,
-			ContractHash: c.Hash, MatchedRecords: matched,
+			EffectResult: harness.EffectResult{
+				Verdict: v.Decision, Result: v.Class, Reasons: reasons,
+				ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
+				ObservedValue: shown.ObservedValue, ExpectedValue: shown.ExpectedValue,
+				ContractHash: c.Hash, MatchedRecords: matched,
+			},
 			Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task,
 		}
 	}
