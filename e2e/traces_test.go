@@ -236,7 +236,9 @@ func TestTracesOfBeginAndVerify(t *testing.T) {
 	col := newOTLPCollector(t)
 	secret := fmt.Sprintf("trace-s3cr3t-%d", time.Now().UnixNano())
 	c := newClinic(t)
+	httpAddr := freeAddr(t)
 	d := startDaemon(t, daemonOpts{
+		args:      []string{"--http-listen", httpAddr},
 		pluginDir: bins.pluginDir,
 		config:    noChangeClaim + "secrets:\n  allow: [LEDGER_*]\n",
 		env: []string{
@@ -265,6 +267,23 @@ func TestTracesOfBeginAndVerify(t *testing.T) {
 	ledgerID := mustJSON[beginOutput](t, out).SessionID
 	if out, code := d.ctl(t, "verify", "--session", ledgerID); code != 0 {
 		t.Fatalf("csv-ledger verify exit %d: %s", code, out)
+	}
+
+	// Over HTTP/JSON, a caller's W3C traceparent becomes the parent of the
+	// daemon's request span.
+	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	req, err := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/v1/sessions/"+b.SessionID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/sessions/%s: %d", b.SessionID, resp.StatusCode)
 	}
 
 	// Stopping the daemon stops its adapters gracefully: both flush.
@@ -353,6 +372,14 @@ func TestTracesOfBeginAndVerify(t *testing.T) {
 	// The customer plugin's process joined its session's trace too.
 	ledgerBegin := tr.session("session.begin", ledgerID, "BEGUN", "Begin")
 	tr.adapterCall(tr.child(ledgerBegin, "verifierd", "capture.before"), "verifier-adapter-csv-ledger", "CaptureBefore")
+
+	httpSpan := tr.one("the HTTP request span", func(s collectedSpan) bool {
+		return s.service == "verifierd" && s.span.GetName() == "GET /v1/sessions/"+b.SessionID
+	})
+	if httpSpan.trace() != callerTrace || httpSpan.parent() != callerSpan || httpSpan.span.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
+		t.Errorf("the HTTP span is a %s span in trace %s under %s; want a server span in the caller's trace %s under %s",
+			httpSpan.span.GetKind(), httpSpan.trace(), httpSpan.parent(), callerTrace, callerSpan)
+	}
 
 	for _, text := range texts {
 		for _, v := range []string{patient, note, secret} {
