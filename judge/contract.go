@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/editdist"
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
@@ -393,21 +394,5 @@ func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 99
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return editdist.Levenshtein([]byte(a), []byte(b))
 }

@@ -1,13 +1,13 @@
 package document
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/verifierd/verifierd/internal/httpx"
 )
 
 // maxDocumentBytes bounds what is parsed of one document; a larger one is
@@ -32,17 +32,15 @@ func readCapped(r io.Reader) (data []byte, tooBig bool, err error) {
 // "document.<key>"). Numbers keep their exact text. A path that leads
 // nowhere leaves its field out.
 func (s *settings) parseJSON(data []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("empty document: no JSON value")
-		}
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+	doc, err := httpx.DecodeJSON(data)
+	if trailing, ok := errors.AsType[*httpx.TrailingDataError](err); ok {
+		return nil, fmt.Errorf("not valid JSON: something follows the value at byte %d", trailing.Offset)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("not valid JSON: something follows the value at byte %d", dec.InputOffset())
+	if errors.Is(err, io.EOF) {
+		return nil, errors.New("empty document: no JSON value")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	fields := map[string]any{}
 	if s.fields == nil {

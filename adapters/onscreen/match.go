@@ -3,6 +3,8 @@ package onscreen
 import (
 	"strings"
 	"unicode"
+
+	"github.com/verifierd/verifierd/internal/editdist"
 )
 
 // normalize lower-cases s and makes every run of white space one space, so
@@ -25,27 +27,7 @@ func similarity(a, b string) float64 {
 	if n == 0 {
 		return 1
 	}
-	return 1 - float64(levenshtein(ra, rb))/float64(n)
-}
-
-func levenshtein(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return 1 - float64(editdist.Levenshtein(ra, rb))/float64(n)
 }
 
 // valueOf is the record value of a field that showed text: the run's value

@@ -33,6 +33,7 @@ import (
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 func main() {
@@ -75,6 +76,22 @@ func run(args []string) error {
 		return err
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifierd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: os.Stderr})
+	// Traces only when OTEL_EXPORTER_OTLP_ENDPOINT asks for them; the
+	// spans still batched are flushed on the way out.
+	shutdownTraces, err := tracing.Setup(context.Background(), "verifierd")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTraces(ctx); err != nil {
+			logger.Warn("flushing traces", "error", err)
+		}
+	}()
+	if tracing.Enabled() {
+		logger.Info("exporting traces over OTLP", "endpoint_env", tracing.EndpointEnv)
+	}
 
 	// The store first: a damaged one stops the daemon before anything
 	// starts, with the message `verifierd store check` prints.

@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/telemetry"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -45,7 +46,7 @@ func serveHTTP(ctx context.Context, addr string, api http.Handler, tlsConf *tls.
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: api, TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: telemetry.HTTP(api), TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() {
 		var err error
 		if tlsConf != nil {

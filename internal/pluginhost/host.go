@@ -1,6 +1,7 @@
 // Package pluginhost runs adapters for the daemon: it discovers adapter
 // binaries (verifier-adapter-<kind>), verifies optional SHA-256 pins, starts
-// them as go-plugin subprocesses with AutoMTLS and an empty environment,
+// them as go-plugin subprocesses with AutoMTLS and an empty environment
+// (but for the OpenTelemetry variables of package sdk/tracing, when set),
 // configures them, restarts a crashed one (with backoff between failed
 // launches), and never lets a plugin take a built-in kind's name.
 //
@@ -30,6 +31,7 @@ import (
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 // BinaryPrefix starts every adapter binary's name.
@@ -380,7 +382,9 @@ func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
 		return nil, fmt.Errorf("no adapter for kind %q: put %s%s in the plugin dir (known kinds: %s)", kind, BinaryPrefix, kind, strings.Join(h.Kinds(), ", "))
 	}
 	cmd := exec.Command(path)
-	cmd.Env = []string{} // adapters get secrets through Configure only
+	// Adapters get secrets through Configure only; the environment holds
+	// nothing but the trace variables (tracing.PassedEnv), when set.
+	cmd.Env = tracing.Env(os.Environ())
 	setParentDeathSignal(cmd)
 	cfg := plugin.ClientConfig(cmd, logger)
 	if pin := h.opts.Pins[kind]; pin != "" {

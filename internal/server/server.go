@@ -32,6 +32,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 // MaxMessageBytes bounds one public API response (a result carries matched
@@ -63,6 +64,8 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 	if opts.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
+	// Each call is a span when traces are on (docs/operations.md, Traces).
+	sopts = append(sopts, tracing.ServerOptions()...)
 	srv := grpc.NewServer(sopts...)
 	verifierv1.RegisterVerifierServiceServer(srv, &service{m: m, logger: logger})
 	hs := health.NewServer()

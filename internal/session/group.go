@@ -9,6 +9,7 @@ import (
 	"github.com/verifierd/verifierd/internal/compensate"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
@@ -57,9 +58,13 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		return g.unreachable(cand.Redaction.RedactText(instErr.Error(), g.effects)), make([]*judge.Task, len(g.effects))
 	}
 	g.info = inst.Info()
+	ctx, span := telemetry.Start(ctx, telemetry.SpanGroup, append(effectAttrs(contracts, cm.Effects),
+		telemetry.KeySession.String(id), telemetry.KeyGroup.Int(n),
+		telemetry.KeyKind.String(inst.Kind()), telemetry.KeyTier.Int(int(g.info.Tier)))...)
+	defer span.End()
 	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
 	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
-	g.readBaseline()
+	g.readBaseline(ctx)
 	verdicts := g.settleAll(ctx)
 	for k := range verdicts {
 		g.hook(ctx, k, &verdicts[k])
@@ -71,6 +76,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		}
 		markScreenConsistency(&verdicts[k], g.info.Tier)
 	}
+	telemetry.Set(span, verdictAttr(verdicts))
 	return verdicts, tasks
 }
 
@@ -84,7 +90,9 @@ func (g *group) unreachable(reason string) []judge.Verdict {
 }
 
 // readBaseline loads the stored baseline of this capture.
-func (g *group) readBaseline() {
+func (g *group) readBaseline(ctx context.Context) {
+	_, span := telemetry.Start(ctx, telemetry.SpanStoreBaseline, telemetry.KeyGroup.Int(g.n))
+	defer span.End()
 	before := judge.Snapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}
 	if g.cm.Reachable {
 		recs := make([]judge.Record, 0, g.cm.Records)
@@ -97,8 +105,10 @@ func (g *group) readBaseline() {
 			return nil
 		})
 		if err != nil {
+			telemetry.Fail(span, "baseline_unreadable")
 			before = judge.Snapshot{Reachable: false, Reason: "the stored baseline could not be read: " + err.Error()}
 		} else {
+			telemetry.Set(span, telemetry.KeyRecords.Int(len(recs)))
 			before.Records = recs
 		}
 	}
@@ -112,9 +122,15 @@ func (g *group) readBaseline() {
 func (g *group) read(ctx context.Context, extra time.Duration) judge.Snapshot {
 	req := captureRequest(g.id, "after", g.n, g.contracts, g.cm.Effects)
 	g.lastCapture = req.CaptureID
+	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureAfter, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.inst.Kind()))
+	defer span.End()
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
 	defer cancel()
 	after, platform := g.m.readAfterChecked(readCtx, g.inst, req)
+	telemetry.Set(span, telemetry.KeyRecords.Int(len(after.Records)), telemetry.KeyReachable.Bool(after.Reachable))
+	if !after.Reachable {
+		telemetry.Fail(span, "unreachable")
+	}
 	after.Reason = g.baseline.redactText(after.Reason, after)
 	g.lastAfter = after
 	g.ev.After, g.ev.PlatformFailed = g.m.readDigest(after), platform
@@ -123,7 +139,9 @@ func (g *group) read(ctx context.Context, extra time.Duration) judge.Snapshot {
 
 // judgeRead judges every effect of the group on one after read against the
 // baseline.
-func (g *group) judgeRead(after judge.Snapshot) []judge.Verdict {
+func (g *group) judgeRead(ctx context.Context, after judge.Snapshot) []judge.Verdict {
+	_, span := telemetry.Start(ctx, telemetry.SpanJudge, effectAttrs(g.contracts, g.cm.Effects)...)
+	defer span.End()
 	if f := g.cand.Freshness; f != nil {
 		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock().Now().UTC()}
 	}
@@ -132,13 +150,14 @@ func (g *group) judgeRead(after judge.Snapshot) []judge.Verdict {
 	for k, c := range g.effects {
 		out[k] = judge.Judge(c, before, after, g.opts)
 	}
+	telemetry.Set(span, verdictAttr(out))
 	return out
 }
 
 // settleAll reads and judges until the group settles (JUDGE.md §6).
 func (g *group) settleAll(ctx context.Context) []judge.Verdict {
 	return judge.PollGroup(ctx, g.m.clock(), judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.PollInterval},
-		func(ctx context.Context) []judge.Verdict { return g.judgeRead(g.read(ctx, g.settle)) })
+		func(ctx context.Context) []judge.Verdict { return g.judgeRead(ctx, g.read(ctx, g.settle)) })
 }
 
 // hook lets the adapter demote effect k's verdict. A hook that fails (other
@@ -161,13 +180,24 @@ func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
 		req.ExpectedCount = &n
 	}
 	redact := func(text string) string { return g.baseline.redactText(text, g.lastAfter) }
+	ctx, span := telemetry.Start(ctx, telemetry.SpanHook, telemetry.KeyEffectIndex.Int(g.cm.Effects[k]),
+		telemetry.KeyEffectKind.String(string(c.Kind)), telemetry.KeyKind.String(g.inst.Kind()), telemetry.KeyVerdict.String(string(v.Decision)))
+	defer func() {
+		telemetry.Set(span, telemetry.KeyDemoted.Bool(string(v.Decision) != string(req.Verdict)))
+		span.End()
+	}()
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d, err := g.inst.Verdict(hctx, req)
+	if !errors.Is(err, plugin.ErrNoVerdictHook) {
+		telemetry.Set(span, telemetry.KeyHookPresent.Bool(true))
+	}
 	switch {
 	case errors.Is(err, plugin.ErrNoVerdictHook):
+		telemetry.Set(span, telemetry.KeyHookPresent.Bool(false))
 		return
 	case err != nil:
+		telemetry.Fail(span, "hook_failed")
 		judge.Demote(v, judge.Indeterminate, "ADAPTER_HOOK_FAILED",
 			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+redact(err.Error()), g.info.AbsenceNotProof)
 		return
@@ -196,11 +226,16 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		return nil // the ordinary reconciliation task stands
 	}
 	m := g.m
+	ctx, span := telemetry.Start(ctx, telemetry.SpanCompensate, telemetry.KeyEffectIndex.Int(index),
+		telemetry.KeyEffectKind.String(string(c.Kind)), telemetry.KeyKind.String(cand.Kind))
+	defer span.End()
 	allow := func(string) bool { return false }
 	if m.Daemon != nil {
 		allow = m.Daemon.AllowSecret
 	}
 	failed := func(deleted []judge.Record, why error) *judge.Task {
+		telemetry.Fail(span, "compensation_failed")
+		telemetry.Set(span, telemetry.KeyDeleted.Int(len(deleted)))
 		// A failed DELETE's error may quote the URL, and so an identity.
 		msg := cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched)
 		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
@@ -219,7 +254,8 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		return failed(deleted, err)
 	}
 	// Re-verify this effect alone against the original baseline.
-	nv := g.judgeRead(g.read(ctx, 0))[k]
+	telemetry.Set(span, telemetry.KeyDeleted.Int(len(deleted)))
+	nv := g.judgeRead(ctx, g.read(ctx, 0))[k]
 	nv.Reasons = append(nv.Reasons, judge.Reason{Code: ReasonCompensated,
 		Message: fmt.Sprintf("the compensator deleted %d duplicate(s); this verdict re-verifies against the original baseline", len(deleted))})
 	*v = nv

@@ -8,6 +8,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/judge/harness"
 )
 
 // CandidateCheck is the preflight answer for one candidate.
@@ -114,10 +115,12 @@ func Judge(req JudgeRequest) (*Result, error) {
 		v := judge.Judge(c, req.Before, req.After, opts)
 		verdicts[i] = v
 		res.Effects[i] = EffectResult{
-			Verdict: v.Decision, Result: v.Class, Reasons: v.Reasons,
-			ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
-			ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
-			ContractHash: c.Hash, MatchedRecords: v.Matched,
+			EffectResult: harness.EffectResult{
+				Verdict: v.Decision, Result: v.Class, Reasons: v.Reasons,
+				ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
+				ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
+				ContractHash: c.Hash, MatchedRecords: v.Matched,
+			},
 			// Unkeyed digests: the client sent these records, and a keyed
 			// digest would make the daemon an oracle for its task digests.
 			ReconciliationTask: judge.NewTask("judge", i, "client", c, &v),

@@ -27,6 +27,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -308,6 +309,20 @@ func effectTimeout(contracts []*judge.Contract) time.Duration {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// configureTraced is configure in a span of its own.
+func (m *Manager) configureTraced(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string) ([]*pluginhost.Instance, []error) {
+	ctx, span := telemetry.Start(ctx, telemetry.SpanConfigure, telemetry.KeyCandidates.Int(len(dep.Candidates)))
+	defer span.End()
+	insts, errs := m.configure(ctx, dep, contracts, params)
+	for _, err := range errs {
+		if err != nil {
+			telemetry.Fail(span, errKind(err))
+			break
+		}
+	}
+	return insts, errs
+}
+
 // configure builds (or reuses) every candidate's adapter instance.
 func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string) ([]*pluginhost.Instance, []error) {
 	insts := make([]*pluginhost.Instance, len(dep.Candidates))
@@ -361,8 +376,9 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 // Begin starts a session, or refuses it. A refusal of kind Refused means the
 // client must not actuate.
 func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult, err error) {
+	ctx, span := telemetry.Start(ctx, telemetry.SpanBegin, telemetry.KeyDeployment.String(req.DeploymentName))
 	start := time.Now()
-	defer func() { m.observeBegin(req, res, err, time.Since(start)) }()
+	defer func() { m.observeBegin(req, res, err, time.Since(start)); endBegin(span, res, err) }()
 	// The trust checks come first: nothing is configured or read for a
 	// request the operator's rules refuse.
 	a, err := m.admit(req)
@@ -385,7 +401,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if err != nil {
 		return nil, err
 	}
-	insts, errs := m.configure(ctx, dep, contracts, params)
+	insts, errs := m.configureTraced(ctx, dep, contracts, params)
 	for _, err := range errs {
 		if err != nil {
 			// Every candidate must be constructible before input: a
@@ -445,7 +461,10 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		_, err := l.Append(EntryBegin, id, jsonDigest(res))
 		return err
 	}
-	if err := m.Store.CreateSessionLedger(id, raw, beginEntry, writers...); err != nil {
+	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
+	err = m.Store.CreateSessionLedger(id, raw, beginEntry, writers...)
+	endErr(span, err)
+	if err != nil {
 		m.dropBaseline(id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
@@ -469,10 +488,18 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 			needed = append(needed, fmt.Sprintf("effects[%d]", i))
 		}
 	}
+	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureBefore, append(effectAttrs(contracts, effects),
+		telemetry.KeySession.String(id), telemetry.KeyGroup.Int(n),
+		telemetry.KeyKind.String(inst.Kind()), telemetry.KeyTier.Int(int(inst.Info().Tier)))...)
+	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
 	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), redaction)
 	cm.Records = count
+	telemetry.Set(span, telemetry.KeyRecords.Int(count), telemetry.KeyReachable.Bool(err == nil && reason == ""))
+	if err != nil {
+		telemetry.Fail(span, "capture_failed")
+	}
 	if err != nil {
 		reason = err.Error()
 	}

@@ -11,25 +11,21 @@ import (
 
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/judge/harness"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-// EffectResult is one effect's final verdict as clients see it.
+// EffectResult is one effect's final verdict as clients see it: the
+// verdict as the conformance harness prints it (its fields inline in the
+// JSON, in the same order), then how it was read and the task.
 type EffectResult struct {
-	Verdict            judge.Decision `json:"verdict"`
-	Result             judge.Class    `json:"result"`
-	Reasons            []judge.Reason `json:"reasons"`
-	ObservedCount      *int           `json:"observed_count"`
-	ExpectedCount      *int           `json:"expected_count"`
-	ObservedValue      *string        `json:"observed_value"`
-	ExpectedValue      *string        `json:"expected_value"`
-	ContractHash       string         `json:"contract_hash"`
-	MatchedRecords     []judge.Record `json:"matched_records"`
-	Tier               int            `json:"tier"`
-	Substrate          string         `json:"substrate"`
-	ReconciliationTask *judge.Task    `json:"reconciliation_task"`
+	harness.EffectResult
+	Tier               int         `json:"tier"`
+	Substrate          string      `json:"substrate"`
+	ReconciliationTask *judge.Task `json:"reconciliation_task"`
 }
 
 // Result is a verified session's result.
@@ -127,15 +123,19 @@ func (m *Manager) lockSession(id string) (unlock func(), meta, result []byte, er
 
 // Verify judges a begun session, or returns its recorded result.
 func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
+	ctx, span := telemetry.Start(ctx, telemetry.SpanVerify, telemetry.KeySession.String(id))
 	start := time.Now()
 	var note verifyNote
 	res, err := m.verify(ctx, id, &note)
 	m.observeVerify(id, &note, res, err, time.Since(start))
+	endVerify(span, &note, res, err)
 	return res, err
 }
 
 func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Result, error) {
+	_, span := telemetry.Start(ctx, telemetry.SpanStoreRead, telemetry.KeySession.String(id))
 	unlock, raw, stored, err := m.lockSession(id)
+	endErr(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +156,13 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 	if err != nil {
 		return nil, err
 	}
+	_, span = telemetry.Start(ctx, telemetry.SpanStoreFinish, telemetry.KeySession.String(id))
 	final, err := m.Store.FinishSessionLedger(id, func(l *store.Ledger) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, nil)
 		// A VERIFIED session cannot be re-verified, so its baseline goes.
 		return out, res.Outcome != judge.Verified, err
 	})
+	endErr(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +186,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s no longer parses: %w", id, err)
 	}
-	insts, instErrs := m.configure(ctx, dep, contracts, md.Params)
+	insts, instErrs := m.configureTraced(ctx, dep, contracts, md.Params)
 
 	verdicts := make([]judge.Verdict, len(contracts))
 	tasks := make([]*judge.Task, len(contracts)) // set only by a compensation
@@ -225,10 +227,12 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 			reasons = []judge.Reason{}
 		}
 		res.Effects[i] = EffectResult{
-			Verdict: v.Decision, Result: v.Class, Reasons: reasons,
-			ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
-			ObservedValue: shown.ObservedValue, ExpectedValue: shown.ExpectedValue,
-			ContractHash: c.Hash, MatchedRecords: matched,
+			EffectResult: harness.EffectResult{
+				Verdict: v.Decision, Result: v.Class, Reasons: reasons,
+				ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
+				ObservedValue: shown.ObservedValue, ExpectedValue: shown.ExpectedValue,
+				ContractHash: c.Hash, MatchedRecords: matched,
+			},
 			Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task,
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
 	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 // InProcess serves an adapter inside the calling process over an in-memory
@@ -36,11 +37,11 @@ func NewInProcess(factory func() sdkapi.Adapter, logger hclog.Logger) (*InProces
 	adapterv1.RegisterAdapterServiceServer(srv, newServer(factory(), logger))
 	go srv.Serve(lis)
 
-	conn, err := grpc.NewClient("passthrough:///in-process-adapter",
+	conn, err := grpc.NewClient("passthrough:///in-process-adapter", append([]grpc.DialOption{
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(callOptions()...),
-	)
+	}, tracing.DialOptions()...)...)
 	if err != nil {
 		srv.Stop()
 		return nil, err

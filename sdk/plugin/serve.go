@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 // LogLevelEnv names the environment variable that sets an adapter's log
@@ -27,7 +29,8 @@ const parentPollInterval = time.Second
 //
 // Before anything else it guards stdout (see guardStdout), then builds the
 // adapter with factory, logs as hclog JSON on stderr, starts the
-// parent-death watchdog and serves gRPC with the SDK's bounds.
+// parent-death watchdog, sets up traces when the environment asks for them
+// (package tracing) and serves gRPC with the SDK's bounds.
 func Serve(factory func() sdkapi.Adapter) {
 	guardStdout()
 
@@ -46,6 +49,19 @@ func Serve(factory func() sdkapi.Adapter) {
 		logger = logger.Named(kind)
 	}
 	watchParent(logger, parentPollInterval, os.Exit)
+	// Traces when the daemon passed the OTEL_* variables on (tracing.Env);
+	// the spans still batched are flushed when the daemon stops the plugin.
+	shutdownTraces, err := tracing.Setup(context.Background(), "verifier-adapter-"+adapter.Info().Kind)
+	if err != nil {
+		logger.Warn("traces are off", "error", err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdownTraces(ctx); err != nil {
+			logger.Warn("flushing traces", "error", err)
+		}
+	}()
 
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,

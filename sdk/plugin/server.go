@@ -15,11 +15,14 @@ import (
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 // NewGRPCServer returns a gRPC server with the SDK's message-size bounds and
-// panic recovery, plus opts (go-plugin passes its TLS options here).
+// panic recovery, plus opts (go-plugin passes its TLS options here). When
+// traces are on (tracing.Enabled) each call is a span under the daemon's.
 func NewGRPCServer(logger hclog.Logger, opts ...grpc.ServerOption) *grpc.Server {
+	opts = append(opts, tracing.ServerOptions()...)
 	opts = append(opts,
 		grpc.MaxRecvMsgSize(MaxMessageBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),

@@ -7,12 +7,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
 // ClientConfig is the go-plugin client configuration for one adapter binary:
 // the shared handshake, gRPC only, AutoMTLS, bounded message sizes, and an
 // environment that is exactly cmd.Env (the daemon's own environment is not
-// inherited). Plugin stderr (hclog JSON) and anything the adapter printed to
+// inherited; see tracing.Env for the trace variables a daemon passes on).
+// When traces are on (tracing.Enabled) every call carries the caller's trace
+// context. Plugin stderr (hclog JSON) and anything the adapter printed to
 // stdout after the handshake go to logger. Callers may add a SecureConfig
 // (SHA-256 pin) or adjust the rest before Start.
 func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *goplugin.ClientConfig {
@@ -29,7 +33,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *goplugin.ClientConfig {
 		Logger:           logger,
 		SyncStdout:       logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 		SyncStderr:       logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
-		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(callOptions()...)},
+		GRPCDialOptions:  append([]grpc.DialOption{grpc.WithDefaultCallOptions(callOptions()...)}, tracing.DialOptions()...),
 	}
 }
 
