@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/verifierd/verifierd/judge/harness"
@@ -25,22 +26,27 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var r = stdin
+	// The case is read into a string once, sized from the file when there
+	// is one: the fast decoder keeps substrings of it, with no second copy.
+	var buf strings.Builder
 	if *casePath != "-" {
 		f, err := os.Open(*casePath)
 		if err != nil {
 			return refuseCase(stdout, fmt.Sprintf("cannot read the case file: %v", err))
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() <= maxCaseBytes {
+			buf.Grow(int(st.Size()) + 1)
+		}
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxCaseBytes+1))
-	if err != nil {
+	if _, err := io.Copy(&buf, io.LimitReader(r, maxCaseBytes+1)); err != nil {
 		return refuseCase(stdout, fmt.Sprintf("cannot read the case: %v", err))
 	}
-	if len(data) > maxCaseBytes {
+	if buf.Len() > maxCaseBytes {
 		return refuseCase(stdout, fmt.Sprintf("the case is larger than %d bytes", maxCaseBytes))
 	}
-	out, code := harness.Run(data, time.Now().UTC())
+	out, code := harness.RunString(buf.String(), time.Now().UTC())
 	if _, err := stdout.Write(out); err != nil {
 		return exitFailure
 	}

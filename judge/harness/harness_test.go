@@ -16,7 +16,7 @@ func TestRefusals(t *testing.T) {
 	tests := []struct {
 		name, input, code, path string
 	}{
-		{"not json", `{"effects": [`, "INVALID_CASE", ""},
+		{"not json", `{"effects": [`, "INVALID_CASE", "effects"},
 		{"not an object", `[]`, "INVALID_CASE", ""},
 		{"unknown case key", `{"effects": [{"kind": "record_written"}], "extra": 1, ` + okReads + `}`, "INVALID_CASE", "extra"},
 		{"no effects", `{` + okReads + `}`, "INVALID_CASE", "effects"},
@@ -31,7 +31,12 @@ func TestRefusals(t *testing.T) {
 		{"bad now", `{"effects": [{"kind": "record_written"}], "now": "yesterday", ` + okReads + `}`, "INVALID_CASE", "now"},
 		{"bad freshness window", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": -1}, ` + okReads + `}`, "INVALID_CASE", "freshness.window_s"},
 		{"freshness unknown key", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": 1, "x": 1}, ` + okReads + `}`, "INVALID_CASE", "freshness.x"},
-		{"duplicate key", `{"effects": [{"kind": "record_written", "kind": "field_equals"}], ` + okReads + `}`, "INVALID_CASE", ""},
+		{"duplicate key", `{"effects": [{"kind": "record_written", "kind": "field_equals"}], ` + okReads + `}`, "INVALID_CASE", "effects"},
+		{"duplicate record key", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [{"id": "1"}, {"id": "2", "id": "3"}]}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records[1].id"},
+		{"bad number in a record", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [{"id": 01}]}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records[0].id"},
+		{"unterminated record", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [{"id": "1"`, "INVALID_CASE", "before.records[0].id"},
+		{"control character in a record", "{\"effects\": [{\"kind\": \"record_written\"}], \"before\": {\"reachable\": true, \"records\": [{\"note\": \"a\x01\"}]}, \"after\": {\"reachable\": true, \"records\": []}}", "INVALID_CASE", "before.records[0].note"},
+		{"trailing data", `{"effects": [{"kind": "record_written"}], ` + okReads + `} x`, "INVALID_CASE", ""},
 		{"contract refusal", `{"effects": [{"kind": "record_written", "match": {"id": 1}}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[0].match.id"},
 		{"second contract refusal", `{"effects": [{"kind": "record_written"}, {"kind": "nope"}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[1].kind"},
 		{"unbound param", `{"effects": [{"kind": "record_written", "match": {"p": {"param": "pid"}}}], ` + okReads + `}`, "UNBOUND_PARAM", "effects[0].match.p.param"},

@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/verifierd/verifierd/judge"
+)
+
+// fastSnapshot is one read as the fast decoder saw it, checked after the
+// whole document has parsed so that a syntax error anywhere wins, as it
+// does with Parse.
+type fastSnapshot struct {
+	present  bool
+	notObj   bool // present, not null, not an object
+	unknown  string
+	reach    any
+	hasReach bool
+	reason   any
+	hasRsn   bool
+	records  string // "" absent, "null", "list" or "other"
+	count    int
+	firstBad int
+	batch    *judge.Batch
+}
+
+// ParseString reads a case as Parse does, with the fast decoder: the reads
+// go straight into compact batches (BeforeBatch, AfterBatch) without a map
+// per record; the small keys (effects, params, now, freshness) are decoded
+// as trees and checked by the same code as Parse. The refusals are Parse's,
+// except that a syntax error names its path and byte offset.
+func ParseString(input string) (*Case, error) {
+	sc := judge.NewScanner(input)
+	if sc.Peek() != '{' {
+		if _, err := sc.Value(""); err != nil {
+			return nil, syntaxRefusal(err)
+		}
+		if err := sc.End(); err != nil {
+			return nil, syntaxRefusal(err)
+		}
+		return nil, invalid("", "a case is a JSON object with effects, params, before, after, now and freshness")
+	}
+	m := map[string]any{}
+	var unknown []string
+	snaps := map[string]*fastSnapshot{"before": {}, "after": {}}
+	err := sc.Object("", func(key, path string) error {
+		if snap, ok := snaps[key]; ok {
+			return readSnapshot(sc, path, snap)
+		}
+		v, err := sc.Value(path)
+		if err != nil {
+			return err
+		}
+		if !caseKeys[key] {
+			unknown = append(unknown, key)
+		}
+		m[key] = v
+		return nil
+	})
+	if err == nil {
+		err = sc.End()
+	}
+	if err != nil {
+		return nil, syntaxRefusal(err)
+	}
+	c := &Case{compact: true}
+	err = build(c, m, unknown, func(key string) error {
+		snap, err := checkSnapshot(snaps[key], key)
+		if key == "before" {
+			c.BeforeBatch = snap
+			c.Before = judge.Snapshot{Reachable: snap.Reachable, Reason: snap.Reason}
+		} else {
+			c.AfterBatch = snap
+			c.After = judge.Snapshot{Reachable: snap.Reachable, Reason: snap.Reason}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func syntaxRefusal(err error) error {
+	if se, ok := errors.AsType[*judge.SyntaxError](err); ok {
+		return invalid(se.Path, "the case is not valid JSON: %v", se)
+	}
+	return invalid("", "the case is not valid JSON: %v", err)
+}
+
+func readSnapshot(sc *judge.Scanner, path string, snap *fastSnapshot) error {
+	snap.present = true
+	if sc.Peek() != '{' {
+		v, err := sc.Value(path)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			snap.present = false
+		} else {
+			snap.notObj = true
+		}
+		return nil
+	}
+	return sc.Object(path, func(key, kpath string) error {
+		switch key {
+		case "records":
+			if sc.Peek() == '[' {
+				snap.batch = judge.NewBatch()
+				n, bad, err := sc.Records(kpath, snap.batch)
+				snap.records, snap.count, snap.firstBad = "list", n, bad
+				return err
+			}
+			v, err := sc.Value(kpath)
+			snap.records = "other"
+			if v == nil {
+				snap.records = "null"
+			}
+			return err
+		case "reachable":
+			v, err := sc.Value(kpath)
+			snap.reach, snap.hasReach = v, true
+			return err
+		case "reason":
+			v, err := sc.Value(kpath)
+			snap.reason, snap.hasRsn = v, true
+			return err
+		}
+		if snap.unknown == "" {
+			snap.unknown = key
+		}
+		_, err := sc.Value(kpath)
+		return err
+	})
+}
+
+// checkSnapshot applies parseSnapshot's rules, in its order.
+func checkSnapshot(snap *fastSnapshot, key string) (judge.BatchSnapshot, error) {
+	if !snap.present {
+		return judge.BatchSnapshot{}, invalid(key, "missing; write {\"reachable\": true, \"records\": [...]} or {\"reachable\": false}")
+	}
+	if snap.notObj {
+		return judge.BatchSnapshot{}, invalid(key, "must be an object {reachable, records}")
+	}
+	if snap.unknown != "" {
+		return judge.BatchSnapshot{}, invalid(key+"."+snap.unknown, "unknown key %q (known: reachable, records, reason)", snap.unknown)
+	}
+	reachable, isBool := snap.reach.(bool)
+	if !isBool {
+		return judge.BatchSnapshot{}, invalid(key+".reachable", "reachable must be true or false")
+	}
+	out := judge.BatchSnapshot{Reachable: reachable}
+	if snap.hasRsn {
+		s, isStr := snap.reason.(string)
+		if !isStr {
+			return judge.BatchSnapshot{}, invalid(key+".reason", "reason must be text")
+		}
+		out.Reason = s
+	}
+	if !reachable {
+		if snap.records == "other" || (snap.records == "list" && snap.count > 0) {
+			return judge.BatchSnapshot{}, invalid(key+".records", "an unreachable read has no records; remove them or set reachable: true")
+		}
+		return out, nil
+	}
+	if snap.records != "list" {
+		return judge.BatchSnapshot{}, invalid(key+".records", "a reachable read needs records: a list of objects ([] for none)")
+	}
+	if snap.firstBad >= 0 {
+		return judge.BatchSnapshot{}, invalid(fmt.Sprintf("%s.records[%d]", key, snap.firstBad), "a record must be a JSON object")
+	}
+	out.Batch = snap.batch
+	return out, nil
+}

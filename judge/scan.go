@@ -1,0 +1,481 @@
+package judge
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Scanner is the fast JSON reader of the case decoder: it walks one JSON
+// document held as a string and decodes arrays of records straight into a
+// Batch, without building a map per record. Field names are interned once
+// per batch; string values without escapes are substrings of the document
+// (no copy), numbers are kept as their canonical text. Everything it
+// accepts, encoding/json accepts with the same values, and it refuses
+// duplicate keys as DecodeJSON does; the fuzz test FuzzScanRecords holds it
+// to that. Errors are *SyntaxError, naming the path and the byte offset.
+type Scanner struct {
+	s   string
+	pos int
+
+	cur   *Batch
+	shape []uint32 // the previous record's names, in order: the likely next ones
+	seen  []uint32 // per name index: the stamp of the last record holding it
+	stamp uint32
+}
+
+// SyntaxError is malformed JSON at a path of the document.
+type SyntaxError struct {
+	Path   string
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	where := e.Path
+	if where == "" {
+		where = "the document"
+	}
+	return fmt.Sprintf("%s at byte %d (in %s)", e.Msg, e.Offset, where)
+}
+
+// NewScanner reads the JSON document s.
+func NewScanner(s string) *Scanner { return &Scanner{s: s} }
+
+func (sc *Scanner) fail(path string, at int, format string, args ...any) *SyntaxError {
+	return &SyntaxError{Path: path, Offset: at, Msg: fmt.Sprintf(format, args...)}
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// Peek returns the next non-space byte, or 0 at the end of the document.
+func (sc *Scanner) Peek() byte {
+	sc.pos = skipWS(sc.s, sc.pos)
+	if sc.pos >= len(sc.s) {
+		return 0
+	}
+	return sc.s[sc.pos]
+}
+
+// End checks that nothing but white space follows the document.
+func (sc *Scanner) End() error {
+	if sc.Peek() != 0 {
+		return sc.fail("", sc.pos, "unexpected data after the JSON document")
+	}
+	return nil
+}
+
+// Object reads an object, calling fn for each member with the scanner at
+// the member's value; fn must read the value. A duplicate key is refused.
+func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
+	if sc.Peek() != '{' {
+		return sc.fail(path, sc.pos, "expected an object")
+	}
+	sc.pos++
+	var keys []string
+	if sc.Peek() == '}' {
+		sc.pos++
+		return nil
+	}
+	for {
+		if sc.Peek() != '"' {
+			return sc.fail(path, sc.pos, "expected a member name in double quotes")
+		}
+		key, next, err := sc.str(sc.pos, path)
+		if err != nil {
+			return err
+		}
+		sc.pos = next
+		for _, k := range keys {
+			if k == key {
+				return sc.fail(join(path, key), next, "duplicate key %q", key)
+			}
+		}
+		keys = append(keys, key)
+		if sc.Peek() != ':' {
+			return sc.fail(join(path, key), sc.pos, "expected ':' after the member name")
+		}
+		sc.pos++
+		sc.Peek()
+		if err := fn(key, join(path, key)); err != nil {
+			return err
+		}
+		switch sc.Peek() {
+		case ',':
+			sc.pos++
+		case '}':
+			sc.pos++
+			return nil
+		default:
+			return sc.fail(path, sc.pos, "expected ',' or '}' after an object member")
+		}
+	}
+}
+
+// Value reads any value into the tree DecodeJSON returns.
+func (sc *Scanner) Value(path string) (any, error) {
+	start := skipWS(sc.s, sc.pos)
+	end, err := sc.skip(start, path)
+	if err != nil {
+		return nil, err
+	}
+	v, derr := DecodeJSON([]byte(sc.s[start:end]))
+	if derr != nil {
+		return nil, sc.fail(path, start, "%v", derr)
+	}
+	sc.pos = end
+	return v, nil
+}
+
+// skip finds the end of the value starting at i. It checks only what it
+// needs to find the end; the caller validates the span.
+func (sc *Scanner) skip(i int, path string) (int, error) {
+	s := sc.s
+	depth := 0
+	for i < len(s) {
+		switch c := s[i]; c {
+		case '"':
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(s) {
+				return 0, sc.fail(path, i, "unterminated string")
+			}
+			i = j + 1
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return i, nil
+			}
+			depth--
+			i++
+		case ',', ' ', '\t', '\n', '\r', ':':
+			if depth == 0 {
+				return i, nil
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && i < len(s) {
+			switch s[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r', ':':
+				return i, nil
+			}
+		}
+	}
+	if depth > 0 {
+		return 0, sc.fail(path, i, "unexpected end of JSON input")
+	}
+	return i, nil
+}
+
+// str reads the string starting at the quote at i. Without escapes it is a
+// substring of the document.
+func (sc *Scanner) str(i int, path string) (string, int, error) {
+	s := sc.s
+	ascii := true
+	for j := i + 1; j < len(s); j++ {
+		c := s[j]
+		switch {
+		case c == '"':
+			out := s[i+1 : j]
+			if !ascii && !utf8.ValidString(out) {
+				return sc.slowStr(i, path)
+			}
+			return out, j + 1, nil
+		case c == '\\':
+			return sc.slowStr(i, path)
+		case c < 0x20:
+			return "", 0, sc.fail(path, j, "control character 0x%02x in a string; escape it", c)
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", 0, sc.fail(path, i, "unterminated string")
+}
+
+// slowStr unquotes a string with escapes or invalid UTF-8 exactly as
+// encoding/json does.
+func (sc *Scanner) slowStr(i int, path string) (string, int, error) {
+	s := sc.s
+	j := i + 1
+	for j < len(s) && s[j] != '"' {
+		if s[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	if j >= len(s) {
+		return "", 0, sc.fail(path, i, "unterminated string")
+	}
+	var out string
+	if err := json.Unmarshal([]byte(s[i:j+1]), &out); err != nil {
+		return "", 0, sc.fail(path, i, "bad string: %v", err)
+	}
+	return out, j + 1, nil
+}
+
+// number reads the number starting at i and returns its canonical text.
+func (sc *Scanner) number(i int, path string) (string, int, error) {
+	s := sc.s
+	j := i
+	if j < len(s) && s[j] == '-' {
+		j++
+	}
+	digits := func() bool {
+		start := j
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return j > start
+	}
+	switch {
+	case j < len(s) && s[j] == '0':
+		j++
+	case !digits():
+		return "", 0, sc.fail(path, i, "invalid number")
+	}
+	plain := true
+	if j < len(s) && s[j] == '.' {
+		j++
+		plain = false
+		if !digits() {
+			return "", 0, sc.fail(path, i, "invalid number: a '.' needs digits after it")
+		}
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		j++
+		plain = false
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if !digits() {
+			return "", 0, sc.fail(path, i, "invalid number: an exponent needs digits")
+		}
+	}
+	text := s[i:j]
+	if plain && isPlainInteger(text) {
+		return text, j, nil
+	}
+	return canonNumber(text), j, nil
+}
+
+// Records reads an array into b: each object element becomes one record.
+// It returns the number of elements and the index of the first element that
+// is not an object (-1 when all are), which is skipped.
+func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
+	firstBad = -1
+	if sc.Peek() != '[' {
+		return 0, -1, sc.fail(path, sc.pos, "expected a list of records")
+	}
+	if sc.cur != b {
+		sc.cur, sc.shape, sc.seen = b, sc.shape[:0], sc.seen[:0]
+		for range b.Names {
+			sc.seen = append(sc.seen, 0)
+		}
+	}
+	sc.pos++
+	if sc.Peek() == ']' {
+		sc.pos++
+		return 0, -1, nil
+	}
+	for {
+		if sc.Peek() == '{' {
+			if err := sc.record(b, path, n); err != nil {
+				return n, firstBad, err
+			}
+		} else {
+			p := fmt.Sprintf("%s[%d]", path, n)
+			if _, err := sc.Value(p); err != nil {
+				return n, firstBad, err
+			}
+			if firstBad < 0 {
+				firstBad = n
+			}
+		}
+		n++
+		switch sc.Peek() {
+		case ',':
+			sc.pos++
+		case ']':
+			sc.pos++
+			return n, firstBad, nil
+		default:
+			return n, firstBad, sc.fail(fmt.Sprintf("%s[%d]", path, n-1), sc.pos, "expected ',' or ']' after a record")
+		}
+	}
+}
+
+// DecodeRecords decodes a JSON array of records into a new batch. A
+// non-object element is refused with its path.
+func DecodeRecords(data, path string) (*Batch, error) {
+	b := NewBatch()
+	sc := NewScanner(data)
+	_, bad, err := sc.Records(path, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.End(); err != nil {
+		return nil, err
+	}
+	if bad >= 0 {
+		return nil, &SyntaxError{Path: fmt.Sprintf("%s[%d]", path, bad), Msg: "a record must be a JSON object"}
+	}
+	return b, nil
+}
+
+// DecodeRecord decodes one JSON object into b as its next record. On an
+// error b is left as it was.
+func DecodeRecord(data string, path string, b *Batch) error {
+	sc := NewScanner(data)
+	if sc.Peek() != '{' {
+		return sc.fail(path, sc.pos, "a record must be a JSON object")
+	}
+	sc.cur = b
+	for range b.Names {
+		sc.seen = append(sc.seen, 0)
+	}
+	fields, ends := len(b.Fields), len(b.Ends)
+	err := sc.record(b, path, -1)
+	if err == nil {
+		err = sc.End()
+	}
+	if err != nil {
+		b.Fields, b.Ends = b.Fields[:fields], b.Ends[:ends]
+	}
+	return err
+}
+
+func recordPath(path string, idx int, key string) string {
+	p := path
+	if idx >= 0 {
+		p = fmt.Sprintf("%s[%d]", path, idx)
+	}
+	if key != "" {
+		p = join(p, key)
+	}
+	return p
+}
+
+// record reads one object (the scanner is at its '{') as the next record.
+func (sc *Scanner) record(b *Batch, path string, idx int) error {
+	s := sc.s
+	i := sc.pos + 1
+	sc.stamp++
+	if sc.stamp == 0 { // wrapped: forget every stamp
+		clear(sc.seen)
+		sc.stamp = 1
+	}
+	k := 0
+	i = skipWS(s, i)
+	if i < len(s) && s[i] == '}' {
+		sc.pos = i + 1
+		b.Ends = append(b.Ends, uint32(len(b.Fields)))
+		return nil
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return sc.fail(recordPath(path, idx, ""), i, "expected a field name in double quotes")
+		}
+		key, j, err := sc.str(i, recordPath(path, idx, ""))
+		if err != nil {
+			return err
+		}
+		i = j
+		var name uint32
+		if k < len(sc.shape) && b.Names[sc.shape[k]] == key {
+			name = sc.shape[k]
+		} else {
+			name = b.Intern(key)
+			if k < len(sc.shape) {
+				sc.shape[k] = name
+			} else {
+				sc.shape = append(sc.shape, name)
+			}
+		}
+		for int(name) >= len(sc.seen) {
+			sc.seen = append(sc.seen, 0)
+		}
+		if sc.seen[name] == sc.stamp {
+			return sc.fail(recordPath(path, idx, key), i, "duplicate key %q", key)
+		}
+		sc.seen[name] = sc.stamp
+		i = skipWS(s, i)
+		if i >= len(s) || s[i] != ':' {
+			return sc.fail(recordPath(path, idx, key), i, "expected ':' after the field name")
+		}
+		i = skipWS(s, i+1)
+		f := Field{Name: name}
+		if i >= len(s) {
+			return sc.fail(recordPath(path, idx, key), i, "unexpected end of JSON input")
+		}
+		switch c := s[i]; {
+		case c == '"':
+			f.Kind = KindString
+			f.Text, i, err = sc.str(i, recordPath(path, idx, key))
+		case c == '-' || (c >= '0' && c <= '9'):
+			f.Kind = KindNumber
+			f.Text, i, err = sc.number(i, recordPath(path, idx, key))
+		case c == 't' && strings.HasPrefix(s[i:], "true"):
+			f.Kind, f.Text = KindBool, "true"
+			i += 4
+		case c == 'f' && strings.HasPrefix(s[i:], "false"):
+			f.Kind, f.Text = KindBool, "false"
+			i += 5
+		case c == 'n' && strings.HasPrefix(s[i:], "null"):
+			i += 4
+		case c == '{' || c == '[':
+			p := recordPath(path, idx, key)
+			end, serr := sc.skip(i, p)
+			if serr != nil {
+				return serr
+			}
+			v, derr := DecodeJSON([]byte(s[i:end]))
+			if derr != nil {
+				return sc.fail(p, i, "%v", derr)
+			}
+			f.Kind = KindObject
+			if c == '[' {
+				f.Kind = KindArray
+			}
+			f.Text = CanonicalJSON(v)
+			i = end
+		default:
+			return sc.fail(recordPath(path, idx, key), i, "invalid value")
+		}
+		if err != nil {
+			return err
+		}
+		b.Fields = append(b.Fields, f)
+		k++
+		i = skipWS(s, i)
+		if i < len(s) && s[i] == ',' {
+			i = skipWS(s, i+1)
+			continue
+		}
+		if i < len(s) && s[i] == '}' {
+			sc.pos = i + 1
+			b.Ends = append(b.Ends, uint32(len(b.Fields)))
+			return nil
+		}
+		return sc.fail(recordPath(path, idx, key), i, "expected ',' or '}' after a field")
+	}
+}
