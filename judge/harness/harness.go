@@ -47,17 +47,17 @@ type Refusal struct {
 
 // Case is a parsed conformance case.
 type Case struct {
-	Effects   []judge.Effect
-	Params    map[string]string
-	Before    judge.Snapshot
-	After     judge.Snapshot
+	Effects []judge.Effect
+	Params  map[string]string
+	Before  judge.Snapshot
+	After   judge.Snapshot
 	// BeforeBatch and AfterBatch are the reads in compact form: set by
 	// ParseString (and then Before and After carry only reachability).
 	BeforeBatch judge.BatchSnapshot
 	AfterBatch  judge.BatchSnapshot
 	compact     bool
 	Now         *time.Time
-	Freshness *judge.Freshness
+	Freshness   *judge.Freshness
 }
 
 var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, "after": true, "now": true, "freshness": true}
