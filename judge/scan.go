@@ -70,7 +70,7 @@ func (sc *Scanner) Peek() byte {
 
 // End checks that nothing but white space follows the document.
 func (sc *Scanner) End() error {
-	if sc.Peek() != 0 {
+	if sc.pos = skipWS(sc.s, sc.pos); sc.pos < len(sc.s) {
 		return sc.fail("", sc.pos, "unexpected data after the JSON document")
 	}
 	return nil
@@ -92,9 +92,10 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 		if sc.Peek() != '"' {
 			return sc.fail(path, sc.pos, "expected a member name in double quotes")
 		}
-		key, next, err := sc.str(sc.pos, path)
-		if err != nil {
-			return err
+		key, next, serr := sc.str(sc.pos)
+		if serr != nil {
+			serr.Path = path
+			return serr
 		}
 		sc.pos = next
 		for _, k := range keys {
@@ -189,32 +190,47 @@ func (sc *Scanner) skip(i int, path string) (int, error) {
 
 // str reads the string starting at the quote at i. Without escapes it is a
 // substring of the document.
-func (sc *Scanner) str(i int, path string) (string, int, error) {
+func (sc *Scanner) str(i int) (string, int, *SyntaxError) {
 	s := sc.s
 	ascii := true
-	for j := i + 1; j < len(s); j++ {
-		c := s[j]
-		switch {
+	j := i + 1
+	for {
+		for j < len(s) && plainStrByte[s[j]] {
+			j++
+		}
+		if j >= len(s) {
+			return "", 0, sc.fail("", i, "unterminated string")
+		}
+		switch c := s[j]; {
 		case c == '"':
 			out := s[i+1 : j]
 			if !ascii && !utf8.ValidString(out) {
-				return sc.slowStr(i, path)
+				return sc.slowStr(i)
 			}
 			return out, j + 1, nil
 		case c == '\\':
-			return sc.slowStr(i, path)
+			return sc.slowStr(i)
 		case c < 0x20:
-			return "", 0, sc.fail(path, j, "control character 0x%02x in a string; escape it", c)
-		case c >= utf8.RuneSelf:
+			return "", 0, sc.fail("", j, "control character 0x%02x in a string; escape it", c)
+		default: // the start of a UTF-8 sequence, checked at the end
 			ascii = false
+			j++
 		}
 	}
-	return "", 0, sc.fail(path, i, "unterminated string")
 }
+
+// plainStrByte marks the bytes a string can hold as they are: printable
+// ASCII other than the quote and the backslash.
+var plainStrByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // slowStr unquotes a string with escapes or invalid UTF-8 exactly as
 // encoding/json does.
-func (sc *Scanner) slowStr(i int, path string) (string, int, error) {
+func (sc *Scanner) slowStr(i int) (string, int, *SyntaxError) {
 	s := sc.s
 	j := i + 1
 	for j < len(s) && s[j] != '"' {
@@ -224,17 +240,17 @@ func (sc *Scanner) slowStr(i int, path string) (string, int, error) {
 		j++
 	}
 	if j >= len(s) {
-		return "", 0, sc.fail(path, i, "unterminated string")
+		return "", 0, sc.fail("", i, "unterminated string")
 	}
 	var out string
 	if err := json.Unmarshal([]byte(s[i:j+1]), &out); err != nil {
-		return "", 0, sc.fail(path, i, "bad string: %v", err)
+		return "", 0, sc.fail("", i, "bad string: %v", err)
 	}
 	return out, j + 1, nil
 }
 
 // number reads the number starting at i and returns its canonical text.
-func (sc *Scanner) number(i int, path string) (string, int, error) {
+func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
 	s := sc.s
 	j := i
 	if j < len(s) && s[j] == '-' {
@@ -251,14 +267,14 @@ func (sc *Scanner) number(i int, path string) (string, int, error) {
 	case j < len(s) && s[j] == '0':
 		j++
 	case !digits():
-		return "", 0, sc.fail(path, i, "invalid number")
+		return "", 0, sc.fail("", i, "invalid number")
 	}
 	plain := true
 	if j < len(s) && s[j] == '.' {
 		j++
 		plain = false
 		if !digits() {
-			return "", 0, sc.fail(path, i, "invalid number: a '.' needs digits after it")
+			return "", 0, sc.fail("", i, "invalid number: a '.' needs digits after it")
 		}
 	}
 	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
@@ -268,7 +284,7 @@ func (sc *Scanner) number(i int, path string) (string, int, error) {
 			j++
 		}
 		if !digits() {
-			return "", 0, sc.fail(path, i, "invalid number: an exponent needs digits")
+			return "", 0, sc.fail("", i, "invalid number: an exponent needs digits")
 		}
 	}
 	text := s[i:j]
@@ -297,7 +313,11 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 		sc.pos++
 		return 0, -1, nil
 	}
+	start, fields0 := sc.pos, len(b.Fields)
 	for {
+		if n == presizeAfter {
+			sc.presize(b, start, fields0, n)
+		}
 		if sc.Peek() == '{' {
 			if err := sc.record(b, path, n); err != nil {
 				return n, firstBad, err
@@ -321,6 +341,27 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 		default:
 			return n, firstBad, sc.fail(fmt.Sprintf("%s[%d]", path, n-1), sc.pos, "expected ',' or ']' after a record")
 		}
+	}
+}
+
+// presizeAfter is the number of records after which Records sizes the
+// batch for the rest of the document.
+const presizeAfter = 256
+
+// presize reserves room for as many more records as the rest of the
+// document could hold at the size of the first ones, so that a large read
+// is not copied again and again as it grows. The guess errs high (the rest
+// of the document may hold more than this array); memory reserved and never
+// written is not touched.
+func (sc *Scanner) presize(b *Batch, start, fields0, n int) {
+	perRecord := max((sc.pos-start)/n, 1)
+	more := (len(sc.s) - sc.pos) / perRecord
+	fieldsPer := (len(b.Fields) - fields0 + n - 1) / n
+	if need := len(b.Fields) + more*fieldsPer; need > cap(b.Fields) {
+		b.Fields = append(make([]Field, 0, need), b.Fields...)
+	}
+	if need := len(b.Ends) + more; need > cap(b.Ends) {
+		b.Ends = append(make([]uint32, 0, need), b.Ends...)
 	}
 }
 
@@ -395,9 +436,10 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 		if i >= len(s) || s[i] != '"' {
 			return sc.fail(recordPath(path, idx, ""), i, "expected a field name in double quotes")
 		}
-		key, j, err := sc.str(i, recordPath(path, idx, ""))
-		if err != nil {
-			return err
+		key, j, serr := sc.str(i)
+		if serr != nil {
+			serr.Path = recordPath(path, idx, "")
+			return serr
 		}
 		i = j
 		var name uint32
@@ -424,16 +466,17 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 		}
 		i = skipWS(s, i+1)
 		f := Field{Name: name}
+		var verr *SyntaxError
 		if i >= len(s) {
 			return sc.fail(recordPath(path, idx, key), i, "unexpected end of JSON input")
 		}
 		switch c := s[i]; {
 		case c == '"':
 			f.Kind = KindString
-			f.Text, i, err = sc.str(i, recordPath(path, idx, key))
+			f.Text, i, verr = sc.str(i)
 		case c == '-' || (c >= '0' && c <= '9'):
 			f.Kind = KindNumber
-			f.Text, i, err = sc.number(i, recordPath(path, idx, key))
+			f.Text, i, verr = sc.number(i)
 		case c == 't' && strings.HasPrefix(s[i:], "true"):
 			f.Kind, f.Text = KindBool, "true"
 			i += 4
@@ -461,8 +504,9 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 		default:
 			return sc.fail(recordPath(path, idx, key), i, "invalid value")
 		}
-		if err != nil {
-			return err
+		if verr != nil {
+			verr.Path = recordPath(path, idx, key)
+			return verr
 		}
 		b.Fields = append(b.Fields, f)
 		k++
