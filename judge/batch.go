@@ -2,7 +2,6 @@ package judge
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 )
 
@@ -20,13 +19,18 @@ const (
 )
 
 // Field is one field of a record in compact form: the index of its name in
-// the batch's Names and its value as canonical text (JUDGE.md §2) with its
-// JSON kind. A null value has Kind KindNull and no text; an object or
-// array value is its canonical JSON.
+// the batch's Names and its value as canonical text (JUDGE.md §2, read with
+// Batch.Text) with its JSON kind. A null value has Kind KindNull and no
+// text; an object or array value is its canonical JSON. A Field holds no
+// pointer: its text is a span of the batch's document or one of the
+// batch's own strings, so a large batch costs the garbage collector nothing
+// to scan.
 type Field struct {
 	Name uint32
+	off  uint32 // start in the document, or index in owned
+	n    uint32 // length in the document; for a boolean 1 means true
 	Kind ValueKind
-	Text string
+	own  bool
 }
 
 // Batch is a read in compact form: field names interned once for the whole
@@ -39,7 +43,37 @@ type Batch struct {
 	Fields []Field
 	Ends   []uint32
 
+	doc   string   // the document the decoder read; texts are spans of it
+	owned []string // texts that are not spans of doc (unescaped, canonicalised)
 	index map[string]uint32
+}
+
+// Text returns the canonical text of f, a field of this batch.
+func (b *Batch) Text(f *Field) string {
+	switch {
+	case f.Kind == KindBool:
+		if f.n == 1 {
+			return "true"
+		}
+		return "false"
+	case f.own:
+		return b.owned[f.off]
+	}
+	return b.doc[f.off : f.off+f.n]
+}
+
+// setOwned gives f the text s, kept by the batch.
+func (b *Batch) setOwned(f *Field, s string) {
+	f.own, f.off, f.n = true, uint32(len(b.owned)), uint32(len(s))
+	b.owned = append(b.owned, s)
+}
+
+func boolField(name uint32, v bool) Field {
+	f := Field{Name: name, Kind: KindBool}
+	if v {
+		f.n = 1
+	}
+	return f
 }
 
 // NewBatch returns an empty batch.
@@ -108,16 +142,20 @@ func (b *Batch) Append(r Record) {
 		switch x := v.(type) {
 		case nil:
 		case string:
-			f.Kind, f.Text = KindString, x
+			f.Kind = KindString
+			b.setOwned(&f, x)
 		case bool:
-			f.Kind, f.Text = KindBool, strconv.FormatBool(x)
+			f = boolField(f.Name, x)
 		case map[string]any:
-			f.Kind, f.Text = KindObject, CanonicalJSON(x)
+			f.Kind = KindObject
+			b.setOwned(&f, CanonicalJSON(x))
 		case []any:
-			f.Kind, f.Text = KindArray, CanonicalJSON(x)
+			f.Kind = KindArray
+			b.setOwned(&f, CanonicalJSON(x))
 		default:
 			if t, ok := Canon(x); ok {
-				f.Kind, f.Text = KindNumber, t
+				f.Kind = KindNumber
+				b.setOwned(&f, t)
 			}
 		}
 		b.Fields = append(b.Fields, f)
@@ -131,44 +169,47 @@ func (b *Batch) Append(r Record) {
 func (b *Batch) Record(i int) Record {
 	fs := b.At(i)
 	r := make(Record, len(fs))
-	for _, f := range fs {
-		r[b.Names[f.Name]] = fieldValue(f)
+	for i := range fs {
+		r[b.Names[fs[i].Name]] = b.value(&fs[i])
 	}
 	return r
 }
 
-func fieldValue(f Field) any {
+func (b *Batch) value(f *Field) any {
 	switch f.Kind {
 	case KindString:
-		return f.Text
+		return b.Text(f)
 	case KindNumber:
-		return json.Number(f.Text)
+		return json.Number(b.Text(f))
 	case KindBool:
-		return f.Text == "true"
+		return f.n == 1
 	case KindObject, KindArray:
-		v, err := DecodeJSON([]byte(f.Text))
+		v, err := DecodeJSON([]byte(b.Text(f)))
 		if err != nil {
 			// Canonical JSON always decodes; keep the text rather than lose it.
-			return f.Text
+			return b.Text(f)
 		}
 		return v
 	}
 	return nil
 }
 
-// lookup returns the field named name in rec and whether it has a value
-// (present and not null).
-func lookup(rec []Field, name int64) (*Field, bool) {
+// get returns the canonical text of the field named name in rec, and
+// whether it has one (present and not null).
+func (b *Batch) get(rec []Field, name int64) (string, bool) {
 	if name < 0 {
-		return nil, false
+		return "", false
 	}
 	n := uint32(name)
 	for i := range rec {
 		if rec[i].Name == n {
-			return &rec[i], rec[i].Kind != KindNull
+			if rec[i].Kind == KindNull {
+				return "", false
+			}
+			return b.Text(&rec[i]), true
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // canonicalRecord returns the canonical JSON of a compact record: the same
@@ -196,9 +237,9 @@ func (b *Batch) canonicalRecord(rec []Field) string {
 		case KindNull:
 			sb.WriteString("null")
 		case KindString:
-			writeCanonString(&sb, rec[i].Text)
+			writeCanonString(&sb, b.Text(&rec[i]))
 		default:
-			sb.WriteString(rec[i].Text)
+			sb.WriteString(b.Text(&rec[i]))
 		}
 	}
 	sb.WriteByte('}')

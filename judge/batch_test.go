@@ -204,8 +204,8 @@ func TestScannerCanonicalText(t *testing.T) {
 			t.Fatalf("%s: %v", tt.json, err)
 		}
 		f := b.At(0)[0]
-		if f.Kind != tt.kind || f.Text != tt.text {
-			t.Errorf("%s: kind %d text %q, want %d %q", tt.json, f.Kind, f.Text, tt.kind, tt.text)
+		if f.Kind != tt.kind || b.Text(&f) != tt.text {
+			t.Errorf("%s: kind %d text %q, want %d %q", tt.json, f.Kind, b.Text(&f), tt.kind, tt.text)
 		}
 		tree, err := DecodeJSON([]byte(tt.json))
 		if err != nil {
@@ -317,8 +317,8 @@ func FuzzScanRecords(f *testing.F) {
 			m, _ := e.(map[string]any)
 			for _, fld := range b.At(i) {
 				text, has := Canon(m[b.Names[fld.Name]])
-				if has != (fld.Kind != KindNull) || text != fld.Text {
-					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.Names[fld.Name], fld.Text, text, has)
+				if has != (fld.Kind != KindNull) || text != b.Text(&fld) {
+					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.Names[fld.Name], b.Text(&fld), text, has)
 				}
 			}
 		}

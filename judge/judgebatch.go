@@ -45,10 +45,10 @@ func resolve(b *Batch, sel []Pair) []bpair {
 	return out
 }
 
-func matchB(rec []Field, sel []bpair) bool {
+func (b *Batch) match(rec []Field, sel []bpair) bool {
 	for i := range sel {
-		f, ok := lookup(rec, sel[i].name)
-		if !ok || f.Text != sel[i].value {
+		text, ok := b.get(rec, sel[i].name)
+		if !ok || text != sel[i].value {
 			return false
 		}
 	}
@@ -62,21 +62,13 @@ func keyFilter(c *Contract, b *Batch) func([]Field) bool {
 	}
 	name, want := b.nameIndex(c.KeyField), *c.IdempotencyKey
 	return func(rec []Field) bool {
-		f, ok := lookup(rec, name)
-		return ok && f.Text == want
+		text, ok := b.get(rec, name)
+		return ok && text == want
 	}
-}
-
-func idOf(rec []Field, name int64) (string, bool) {
-	f, ok := lookup(rec, name)
-	if !ok {
-		return "", false
-	}
-	return f.Text, true
 }
 
 func identityShownB(b *Batch, rec []Field, name int64, field string) shownValue {
-	if id, ok := idOf(rec, name); ok {
+	if id, ok := b.get(rec, name); ok {
 		return shownValue{field: field, quoted: strconv.Quote(id)}
 	}
 	return shownValue{field: "*", quoted: strconv.Quote(b.canonicalRecord(rec))}
@@ -110,7 +102,7 @@ func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 	haveB, haveA := false, false
 	for i < nb || j < na {
 		if i < nb && !haveB {
-			id, ok := idOf(before.At(i), bName)
+			id, ok := before.get(before.At(i), bName)
 			if !ok {
 				return false
 			}
@@ -121,7 +113,7 @@ func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 			haveB = true
 		}
 		if j < na && !haveA {
-			id, ok := idOf(after.At(j), aName)
+			id, ok := after.get(after.At(j), aName)
 			if !ok {
 				return false
 			}
@@ -166,7 +158,7 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 	for i := range before.Len() {
 		rec := before.At(i)
 		m := byField
-		id, ok := idOf(rec, bName)
+		id, ok := before.get(rec, bName)
 		if !ok {
 			if byWhole == nil {
 				byWhole = map[string]int32{}
@@ -185,7 +177,7 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 		rec := after.At(j)
 		var slot int32
 		var inBase bool
-		if id, ok := idOf(rec, aName); ok {
+		if id, ok := after.get(rec, aName); ok {
 			slot, inBase = byField[id]
 		} else if byWhole != nil {
 			slot, inBase = byWhole[after.canonicalRecord(rec)]
@@ -211,7 +203,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 		if c.CountNewOnly && inBase {
 			return
 		}
-		if rec := after.At(j); matchB(rec, aSel) && aKey(rec) {
+		if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
 			matched = append(matched, j)
 		}
 	}
@@ -223,7 +215,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 				return
 			}
 			rec := before.At(i)
-			if matchB(rec, bSel) {
+			if before.match(rec, bSel) {
 				return
 			}
 			lossCount++
@@ -244,7 +236,7 @@ func judgeFieldEqualsB(c *Contract, after *Batch) Verdict {
 	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
 	var matched []int
 	for j := range after.Len() {
-		if rec := after.At(j); matchB(rec, aSel) && aKey(rec) {
+		if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
 			matched = append(matched, j)
 		}
 	}
@@ -258,7 +250,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	lossCount := 0
 	var lossSamples []shownValue
 	take := func(j int, inBase bool) {
-		if !inBase && matchB(after.At(j), aSel) {
+		if !inBase && after.match(after.At(j), aSel) {
 			added = append(added, j)
 		}
 	}
@@ -267,7 +259,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 			return
 		}
 		rec := before.At(i)
-		if !matchB(rec, bSel) {
+		if !before.match(rec, bSel) {
 			return
 		}
 		lossCount++
@@ -280,7 +272,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		for _, side := range []*Batch{before, after} {
 			name := side.nameIndex(field)
 			for i := range side.Len() {
-				if _, ok := idOf(side.At(i), name); !ok {
+				if _, ok := side.get(side.At(i), name); !ok {
 					missing++
 				}
 			}

@@ -19,8 +19,10 @@ type Scanner struct {
 	s   string
 	pos int
 
-	cur   *Batch
-	shape []uint32 // the previous record's names, in order: the likely next ones
+	cur    *Batch
+	docOK  bool // cur's texts may be spans of s (cur.doc starts with s)
+	copied bool // the last str or number made a new string
+	shape  []uint32 // the previous record's names, in order: the likely next ones
 	seen  []uint32 // per name index: the stamp of the last record holding it
 	stamp uint32
 }
@@ -124,6 +126,56 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 	}
 }
 
+// Split hands the value at the scanner's position to a new scanner and
+// moves this one past it, so that a large value can be decoded on another
+// goroutine while this one reads on. It finds the end of the value without
+// checking it; the new scanner checks it, and its End reports a value that
+// does not end where Split thought. Texts the new scanner decodes are spans
+// of the same document.
+func (sc *Scanner) Split(path string) (*Scanner, error) {
+	s := sc.s
+	start := skipWS(s, sc.pos)
+	i, depth := start, 0
+	for i < len(s) {
+		switch s[i] {
+		case '"':
+			j := i + 1
+			for {
+				k := strings.IndexByte(s[j:], '"')
+				if k < 0 {
+					return nil, sc.fail(path, i, "unterminated string")
+				}
+				j += k
+				escapes := 0
+				for p := j - 1; p > i && s[p] == '\\'; p-- {
+					escapes++
+				}
+				if escapes%2 == 0 {
+					break
+				}
+				j++
+			}
+			i = j + 1
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			depth--
+			i++
+		default:
+			i++
+		}
+		if depth <= 0 {
+			break
+		}
+	}
+	if depth > 0 {
+		return nil, sc.fail(path, start, "unexpected end of JSON input")
+	}
+	sc.pos = i
+	return &Scanner{s: s[:i], pos: start}, nil
+}
+
 // Value reads any value into the tree DecodeJSON returns.
 func (sc *Scanner) Value(path string) (any, error) {
 	start := skipWS(sc.s, sc.pos)
@@ -207,6 +259,7 @@ func (sc *Scanner) str(i int) (string, int, *SyntaxError) {
 			if !ascii && !utf8.ValidString(out) {
 				return sc.slowStr(i)
 			}
+			sc.copied = false
 			return out, j + 1, nil
 		case c == '\\':
 			return sc.slowStr(i)
@@ -246,6 +299,7 @@ func (sc *Scanner) slowStr(i int) (string, int, *SyntaxError) {
 	if err := json.Unmarshal([]byte(s[i:j+1]), &out); err != nil {
 		return "", 0, sc.fail("", i, "bad string: %v", err)
 	}
+	sc.copied = true
 	return out, j + 1, nil
 }
 
@@ -289,8 +343,10 @@ func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
 	}
 	text := s[i:j]
 	if plain && isPlainInteger(text) {
+		sc.copied = false
 		return text, j, nil
 	}
+	sc.copied = true
 	return canonNumber(text), j, nil
 }
 
@@ -303,10 +359,7 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 		return 0, -1, sc.fail(path, sc.pos, "expected a list of records")
 	}
 	if sc.cur != b {
-		sc.cur, sc.shape, sc.seen = b, sc.shape[:0], sc.seen[:0]
-		for range b.Names {
-			sc.seen = append(sc.seen, 0)
-		}
+		sc.use(b)
 	}
 	sc.pos++
 	if sc.Peek() == ']' {
@@ -342,6 +395,20 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 			return n, firstBad, sc.fail(fmt.Sprintf("%s[%d]", path, n-1), sc.pos, "expected ',' or ']' after a record")
 		}
 	}
+}
+
+// use makes b the batch records go into. An empty batch takes the
+// document as its own, so that texts are spans of it; otherwise every text
+// is kept as a string of its own.
+func (sc *Scanner) use(b *Batch) {
+	sc.cur, sc.shape, sc.seen = b, sc.shape[:0], sc.seen[:0]
+	for range b.Names {
+		sc.seen = append(sc.seen, 0)
+	}
+	if len(b.Fields) == 0 && b.doc == "" {
+		b.doc = sc.s
+	}
+	sc.docOK = b.doc == sc.s
 }
 
 // presizeAfter is the number of records after which Records sizes the
@@ -390,17 +457,14 @@ func DecodeRecord(data string, path string, b *Batch) error {
 	if sc.Peek() != '{' {
 		return sc.fail(path, sc.pos, "a record must be a JSON object")
 	}
-	sc.cur = b
-	for range b.Names {
-		sc.seen = append(sc.seen, 0)
-	}
-	fields, ends := len(b.Fields), len(b.Ends)
+	sc.use(b)
+	fields, ends, owned := len(b.Fields), len(b.Ends), len(b.owned)
 	err := sc.record(b, path, -1)
 	if err == nil {
 		err = sc.End()
 	}
 	if err != nil {
-		b.Fields, b.Ends = b.Fields[:fields], b.Ends[:ends]
+		b.Fields, b.Ends, b.owned = b.Fields[:fields], b.Ends[:ends], b.owned[:owned]
 	}
 	return err
 }
@@ -471,17 +535,29 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			return sc.fail(recordPath(path, idx, key), i, "unexpected end of JSON input")
 		}
 		switch c := s[i]; {
-		case c == '"':
-			f.Kind = KindString
-			f.Text, i, verr = sc.str(i)
-		case c == '-' || (c >= '0' && c <= '9'):
-			f.Kind = KindNumber
-			f.Text, i, verr = sc.number(i)
+		case c == '"' || c == '-' || (c >= '0' && c <= '9'):
+			var text string
+			start := i
+			if c == '"' {
+				f.Kind = KindString
+				text, i, verr = sc.str(i)
+				start++
+			} else {
+				f.Kind = KindNumber
+				text, i, verr = sc.number(i)
+			}
+			if verr == nil {
+				if sc.copied || !sc.docOK {
+					b.setOwned(&f, text)
+				} else {
+					f.off, f.n = uint32(start), uint32(len(text))
+				}
+			}
 		case c == 't' && strings.HasPrefix(s[i:], "true"):
-			f.Kind, f.Text = KindBool, "true"
+			f = boolField(name, true)
 			i += 4
 		case c == 'f' && strings.HasPrefix(s[i:], "false"):
-			f.Kind, f.Text = KindBool, "false"
+			f = boolField(name, false)
 			i += 5
 		case c == 'n' && strings.HasPrefix(s[i:], "null"):
 			i += 4
@@ -499,7 +575,7 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			if c == '[' {
 				f.Kind = KindArray
 			}
-			f.Text = CanonicalJSON(v)
+			b.setOwned(&f, CanonicalJSON(v))
 			i = end
 		default:
 			return sc.fail(recordPath(path, idx, key), i, "invalid value")

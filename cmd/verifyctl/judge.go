@@ -26,8 +26,9 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var r = stdin
-	// The case is read into a string once, sized from the file when there
-	// is one: the fast decoder keeps substrings of it, with no second copy.
+	// The case is held as one string: the fast decoder keeps spans of it.
+	// A regular file is mapped (no copy); anything else is read, sized from
+	// the file when there is one.
 	var buf strings.Builder
 	if *casePath != "-" {
 		f, err := os.Open(*casePath)
@@ -35,7 +36,13 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return refuseCase(stdout, fmt.Sprintf("cannot read the case file: %v", err))
 		}
 		defer f.Close()
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() <= maxCaseBytes {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if st.Size() > maxCaseBytes {
+				return refuseCase(stdout, fmt.Sprintf("the case is larger than %d bytes", maxCaseBytes))
+			}
+			if text, ok := mapCase(f, st.Size()); ok {
+				return writeJudged(stdout, text)
+			}
 			buf.Grow(int(st.Size()) + 1)
 		}
 		r = f
@@ -46,7 +53,11 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if buf.Len() > maxCaseBytes {
 		return refuseCase(stdout, fmt.Sprintf("the case is larger than %d bytes", maxCaseBytes))
 	}
-	out, code := harness.RunString(buf.String(), time.Now().UTC())
+	return writeJudged(stdout, buf.String())
+}
+
+func writeJudged(stdout io.Writer, input string) int {
+	out, code := harness.RunString(input, time.Now().UTC())
 	if _, err := stdout.Write(out); err != nil {
 		return exitFailure
 	}

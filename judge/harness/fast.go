@@ -43,8 +43,28 @@ func ParseString(input string) (*Case, error) {
 	m := map[string]any{}
 	var unknown []string
 	snaps := map[string]*fastSnapshot{"before": {}, "after": {}}
+	// The first read is decoded on its own goroutine while this one reads
+	// the rest of the document (the other read, the contracts): two large
+	// reads decode in parallel.
+	var side chan error
 	err := sc.Object("", func(key, path string) error {
 		if snap, ok := snaps[key]; ok {
+			if side == nil && sc.Peek() == '{' {
+				sub, err := sc.Split(path)
+				if err != nil {
+					// Malformed: decode it here, for the exact path.
+					return readSnapshot(sc, path, snap)
+				}
+				side = make(chan error, 1)
+				go func() {
+					err := readSnapshot(sub, path, snap)
+					if err == nil {
+						err = sub.End()
+					}
+					side <- err
+				}()
+				return nil
+			}
 			return readSnapshot(sc, path, snap)
 		}
 		v, err := sc.Value(path)
@@ -59,6 +79,9 @@ func ParseString(input string) (*Case, error) {
 	})
 	if err == nil {
 		err = sc.End()
+	}
+	if side != nil {
+		err = firstError(err, <-side)
 	}
 	if err != nil {
 		return nil, syntaxRefusal(err)
@@ -79,6 +102,22 @@ func ParseString(input string) (*Case, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// firstError returns the error found earlier in the document.
+func firstError(a, b error) error {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	sa, okA := errors.AsType[*judge.SyntaxError](a)
+	sb, okB := errors.AsType[*judge.SyntaxError](b)
+	if okA && okB && sb.Offset < sa.Offset {
+		return b
+	}
+	return a
 }
 
 func syntaxRefusal(err error) error {

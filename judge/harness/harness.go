@@ -10,10 +10,15 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
 )
+
+// parallelRecords is the read size from which the effects of a case are
+// judged in parallel.
+const parallelRecords = 20_000
 
 // Exit codes.
 const (
@@ -115,15 +120,26 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 	}
 	verdicts := make([]judge.Verdict, len(contracts))
 	out := &Output{Effects: make([]EffectResult, len(contracts))}
-	for i, bound := range contracts {
-		var v judge.Verdict
+	one := func(i int) {
 		if c.compact {
-			v = judge.JudgeBatch(bound, c.BeforeBatch, c.AfterBatch, opts)
+			verdicts[i] = judge.JudgeBatch(contracts[i], c.BeforeBatch, c.AfterBatch, opts)
 		} else {
-			v = judge.Judge(bound, c.Before, c.After, opts)
+			verdicts[i] = judge.Judge(contracts[i], c.Before, c.After, opts)
 		}
-		verdicts[i] = v
-		out.Effects[i] = Result(v)
+		out.Effects[i] = Result(verdicts[i])
+	}
+	if c.compact && len(contracts) > 1 && c.BeforeBatch.Batch.Len()+c.AfterBatch.Batch.Len() >= parallelRecords {
+		// Judging reads a batch and never writes it: large reads judge
+		// every effect at once.
+		var wg sync.WaitGroup
+		for i := range contracts {
+			wg.Go(func() { one(i) })
+		}
+		wg.Wait()
+	} else {
+		for i := range contracts {
+			one(i)
+		}
 	}
 	out.Outcome = judge.OutcomeOf(verdicts)
 	return out, nil

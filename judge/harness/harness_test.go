@@ -2,9 +2,18 @@ package harness
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/verifierd/verifierd/judge"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -100,4 +109,74 @@ func TestOutputShape(t *testing.T) {
 			t.Errorf("output lacks %s:\n%s", key, out)
 		}
 	}
+}
+
+// TestFastDecoderAgrees judges every bundled conformance case and a large
+// generated case (judged in parallel) through ParseString (the fast
+// decoder, compact batches) and Parse (maps): the outputs must agree, with
+// matched records compared by canonical JSON.
+func TestFastDecoderAgrees(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../../cmd/verifyctl/testdata/cases/*.json")
+	if err != nil || len(files) < 34 {
+		t.Fatalf("found %d bundled cases (%v), want at least 34", len(files), err)
+	}
+	inputs := map[string][]byte{"generated-15k": []byte(benchCase(15_000))}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wrapper struct {
+			Case json.RawMessage `json:"case"`
+		}
+		if err := json.Unmarshal(raw, &wrapper); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		inputs[filepath.Base(f)] = wrapper.Case
+	}
+	for name, input := range inputs {
+		slow, slowErr := Parse(input)
+		fast, fastErr := ParseString(string(input))
+		if (slowErr == nil) != (fastErr == nil) {
+			t.Fatalf("%s: Parse error %v, ParseString error %v", name, slowErr, fastErr)
+		}
+		if slowErr != nil {
+			if code(slowErr) != code(fastErr) {
+				t.Errorf("%s: Parse refuses with %s, ParseString with %s", name, code(slowErr), code(fastErr))
+			}
+			continue
+		}
+		want, err1 := judgeCase(slow, now)
+		got, err2 := judgeCase(fast, now)
+		if err1 != nil || err2 != nil {
+			if code(err1) != code(err2) {
+				t.Errorf("%s: judge errors %v / %v", name, err1, err2)
+			}
+			continue
+		}
+		if diff := cmp.Diff(canonicalOutput(want), canonicalOutput(got), cmpopts.IgnoreUnexported(judge.Reason{})); diff != "" {
+			t.Errorf("%s: fast decoder output differs (-maps +fast):\n%s", name, diff)
+		}
+	}
+}
+
+func code(err error) string {
+	if e, ok := errors.AsType[*judge.Error](err); ok {
+		return e.Code
+	}
+	return fmt.Sprint(err)
+}
+
+func canonicalOutput(o *Output) *Output {
+	cp := *o
+	cp.Effects = append([]EffectResult(nil), o.Effects...)
+	for i := range cp.Effects {
+		recs := make([]judge.Record, len(cp.Effects[i].MatchedRecords))
+		for j, r := range cp.Effects[i].MatchedRecords {
+			recs[j] = judge.Record{"canonical": judge.CanonicalJSON(r)}
+		}
+		cp.Effects[i].MatchedRecords = recs
+	}
+	return &cp
 }
