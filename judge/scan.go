@@ -20,11 +20,11 @@ type Scanner struct {
 	pos int
 
 	cur    *Batch
-	docOK  bool // cur's texts may be spans of s (cur.doc starts with s)
-	copied bool // the last str or number made a new string
+	docOK  bool     // cur's texts may be spans of s (cur.doc starts with s)
+	copied bool     // the last str or number made a new string
 	shape  []uint32 // the previous record's names, in order: the likely next ones
-	seen  []uint32 // per name index: the stamp of the last record holding it
-	stamp uint32
+	seen   []uint32 // per name index: the stamp of the last record holding it
+	stamp  uint32
 }
 
 // SyntaxError is malformed JSON at a path of the document.
