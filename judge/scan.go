@@ -126,55 +126,20 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 	}
 }
 
-// Split hands the value at the scanner's position to a new scanner and
-// moves this one past it, so that a large value can be decoded on another
-// goroutine while this one reads on. It finds the end of the value without
-// checking it; the new scanner checks it, and its End reports a value that
-// does not end where Split thought. Texts the new scanner decodes are spans
-// of the same document.
-func (sc *Scanner) Split(path string) (*Scanner, error) {
-	s := sc.s
-	start := skipWS(s, sc.pos)
-	i, depth := start, 0
-	for i < len(s) {
-		switch s[i] {
-		case '"':
-			j := i + 1
-			for {
-				k := strings.IndexByte(s[j:], '"')
-				if k < 0 {
-					return nil, sc.fail(path, i, "unterminated string")
-				}
-				j += k
-				escapes := 0
-				for p := j - 1; p > i && s[p] == '\\'; p-- {
-					escapes++
-				}
-				if escapes%2 == 0 {
-					break
-				}
-				j++
-			}
-			i = j + 1
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			depth--
-			i++
-		default:
-			i++
-		}
-		if depth <= 0 {
-			break
-		}
-	}
-	if depth > 0 {
-		return nil, sc.fail(path, start, "unexpected end of JSON input")
-	}
-	sc.pos = i
-	return &Scanner{s: s[:i], pos: start}, nil
+// SplitAt hands the document from the scanner's position up to end to a
+// new scanner and moves this one to end, so that a large value can be
+// decoded on another goroutine while this one reads on. The new scanner's
+// End reports a value that does not end at end: a caller that guessed end
+// learns so from an error. Texts the new scanner decodes are spans of the
+// same document.
+func (sc *Scanner) SplitAt(end int) *Scanner {
+	sub := &Scanner{s: sc.s[:end], pos: sc.pos}
+	sc.pos = end
+	return sub
 }
+
+// Pos is the scanner's byte offset in the document.
+func (sc *Scanner) Pos() int { return sc.pos }
 
 // Value reads any value into the tree DecodeJSON returns.
 func (sc *Scanner) Value(path string) (any, error) {

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/verifierd/verifierd/judge"
 )
@@ -30,31 +31,85 @@ type fastSnapshot struct {
 // as trees and checked by the same code as Parse. The refusals are Parse's,
 // except that a syntax error names its path and byte offset.
 func ParseString(input string) (*Case, error) {
+	c, err := parseString(input, len(input) >= parallelBytes)
+	if _, syntax := errors.AsType[*syntaxFault](err); syntax {
+		// A syntax error while decoding in parallel may come from a wrong
+		// guess of where the first read ends: decode again in one pass,
+		// which also finds the exact first fault.
+		c, err = parseString(input, false)
+	}
+	if f, syntax := errors.AsType[*syntaxFault](err); syntax {
+		return nil, syntaxRefusal(f.err)
+	}
+	return c, err
+}
+
+// parallelBytes is the case size from which ParseString decodes the two
+// reads in parallel.
+const parallelBytes = 1 << 20
+
+// syntaxFault carries a syntax error out of parseString.
+type syntaxFault struct{ err error }
+
+func (f *syntaxFault) Error() string { return f.err.Error() }
+
+// splitPoint guesses where the value of the read starting at pos ends: just
+// before the member that names the other read (`, "after":`). The guess is
+// checked by decoding; -1 when there is none to make.
+func splitPoint(input string, pos int, key string) int {
+	other := `"after"`
+	if key == "after" {
+		other = `"before"`
+	}
+	for from := pos; ; {
+		k := strings.Index(input[from:], other)
+		if k < 0 {
+			return -1
+		}
+		at := from + k
+		comma := at - 1
+		for comma > pos && isSpace(input[comma]) {
+			comma--
+		}
+		colon := at + len(other)
+		for colon < len(input) && isSpace(input[colon]) {
+			colon++
+		}
+		if comma > pos && input[comma] == ',' && colon < len(input) && input[colon] == ':' {
+			return comma
+		}
+		from = at + len(other)
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func parseString(input string, parallel bool) (*Case, error) {
 	sc := judge.NewScanner(input)
 	if sc.Peek() != '{' {
 		if _, err := sc.Value(""); err != nil {
-			return nil, syntaxRefusal(err)
+			return nil, &syntaxFault{err}
 		}
 		if err := sc.End(); err != nil {
-			return nil, syntaxRefusal(err)
+			return nil, &syntaxFault{err}
 		}
 		return nil, invalid("", "a case is a JSON object with effects, params, before, after, now and freshness")
 	}
 	m := map[string]any{}
 	var unknown []string
 	snaps := map[string]*fastSnapshot{"before": {}, "after": {}}
-	// The first read is decoded on its own goroutine while this one reads
-	// the rest of the document (the other read, the contracts): two large
-	// reads decode in parallel.
+	// In parallel, the first read is decoded on its own goroutine while
+	// this one reads the rest of the document (the other read, the
+	// contracts).
 	var side chan error
 	err := sc.Object("", func(key, path string) error {
 		if snap, ok := snaps[key]; ok {
-			if side == nil && sc.Peek() == '{' {
-				sub, err := sc.Split(path)
-				if err != nil {
-					// Malformed: decode it here, for the exact path.
+			if side == nil && parallel && sc.Peek() == '{' {
+				end := splitPoint(input, sc.Pos(), key)
+				if end < 0 {
 					return readSnapshot(sc, path, snap)
 				}
+				sub := sc.SplitAt(end)
 				side = make(chan error, 1)
 				go func() {
 					err := readSnapshot(sub, path, snap)
@@ -84,7 +139,7 @@ func ParseString(input string) (*Case, error) {
 		err = firstError(err, <-side)
 	}
 	if err != nil {
-		return nil, syntaxRefusal(err)
+		return nil, &syntaxFault{err}
 	}
 	c := &Case{compact: true}
 	err = build(c, m, unknown, func(key string) error {

@@ -180,3 +180,33 @@ func canonicalOutput(o *Output) *Output {
 	}
 	return &cp
 }
+
+// TestParallelDecodeFallsBack: a large case is decoded in parallel from a
+// guess of where the first read ends; a wrong guess (a record field named
+// "after") and syntax errors on either side still give Parse's verdict or
+// the exact path of the first fault.
+func TestParallelDecodeFallsBack(t *testing.T) {
+	t.Parallel()
+	big := benchCase(10_000)
+	if len(big) < parallelBytes {
+		t.Fatalf("the case has %d bytes, below the parallel threshold", len(big))
+	}
+	// A field named "after" inside the baseline: the guess is wrong.
+	tricky := strings.Replace(big, `"note": "routine follow-up"`, `"note": "x", "after": {"reachable": 1}`, 1)
+	out, err := JudgeString(tricky, now)
+	if err != nil || out.Outcome != "VERIFIED" {
+		t.Fatalf("tricky case: outcome %v, error %v", out, err)
+	}
+	at := strings.Index(big, `"after": {"reachable": true, "records": [{"id": 1,`) + len(`"after": {"reachable": true, "records": [{"id": 1`)
+	for _, tt := range []struct{ name, input, path string }{
+		{"fault in the first read", strings.Replace(big, `"id": 7,`, `"id": 7,,`, 1), "before.records[6]"},
+		{"fault in the second read", big[:at] + " 2" + big[at:], "after.records[0].id"},
+		{"faults in both", strings.Replace(big[:at]+" 2"+big[at:], `"id": 3,`, `"id": 3 x,`, 1), "before.records[2].id"},
+	} {
+		_, err := JudgeString(tt.input, now)
+		e, ok := errors.AsType[*judge.Error](err)
+		if !ok || e.Code != judge.CodeInvalidCase || e.Path != tt.path {
+			t.Errorf("%s: %v, want INVALID_CASE at %s", tt.name, err, tt.path)
+		}
+	}
+}
