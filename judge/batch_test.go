@@ -342,3 +342,22 @@ func TestBatchRecordRoundTrip(t *testing.T) {
 		t.Fatal("one record appended")
 	}
 }
+
+// TestScannerNameFastPath: a name seen in the previous record is matched
+// without unquoting only when it is written plainly; escaped and control
+// characters still go through the full reader.
+func TestScannerNameFastPath(t *testing.T) {
+	t.Parallel()
+	ok := `[{"a\nb": 1, "c\"d": 2, "e": 3}, {"a\nb": 4, "c\"d": 5, "e": 6}, {"e": 7}]`
+	b, err := DecodeRecords(ok, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Names) != 3 || CanonicalJSON(b.Record(1)) != `{"a\nb":4,"c\"d":5,"e":6}` {
+		t.Fatalf("names %q, record %s", b.Names, CanonicalJSON(b.Record(1)))
+	}
+	// The raw bytes of a name with a newline are not JSON.
+	if _, err := DecodeRecords("[{\"a\\nb\": 1}, {\"a\nb\": 2}]", "records"); err == nil {
+		t.Fatal("a raw newline in a name was accepted")
+	}
+}

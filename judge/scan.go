@@ -22,7 +22,8 @@ type Scanner struct {
 	cur    *Batch
 	docOK  bool     // cur's texts may be spans of s (cur.doc starts with s)
 	copied bool     // the last str or number made a new string
-	shape  []uint32 // the previous record's names, in order: the likely next ones
+	shape  []uint32
+	plain  []bool // shape[k]'s name reads the same quoted (no escape) // the previous record's names, in order: the likely next ones
 	seen   []uint32 // per name index: the stamp of the last record holding it
 	stamp  uint32
 }
@@ -366,7 +367,7 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 // document as its own, so that texts are spans of it; otherwise every text
 // is kept as a string of its own.
 func (sc *Scanner) use(b *Batch) {
-	sc.cur, sc.shape, sc.seen = b, sc.shape[:0], sc.seen[:0]
+	sc.cur, sc.shape, sc.plain, sc.seen = b, sc.shape[:0], sc.plain[:0], sc.seen[:0]
 	for range b.Names {
 		sc.seen = append(sc.seen, 0)
 	}
@@ -374,6 +375,24 @@ func (sc *Scanner) use(b *Batch) {
 		b.doc = sc.s
 	}
 	sc.docOK = b.doc == sc.s
+}
+
+// plainName reports whether name, quoted, is written as it is: no
+// character in it needs an escape.
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// rawKey reports whether the document holds, at the quote at i, exactly
+// the quoted name (which has no escape and no quote in it).
+func (sc *Scanner) rawKey(i int, name string) bool {
+	end := i + 1 + len(name)
+	return end < len(sc.s) && sc.s[end] == '"' && sc.s[i+1:end] == name
 }
 
 // presizeAfter is the number of records after which Records sizes the
@@ -465,21 +484,28 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 		if i >= len(s) || s[i] != '"' {
 			return sc.fail(recordPath(path, idx, ""), i, "expected a field name in double quotes")
 		}
-		key, j, serr := sc.str(i)
-		if serr != nil {
-			serr.Path = recordPath(path, idx, "")
-			return serr
-		}
-		i = j
 		var name uint32
-		if k < len(sc.shape) && b.Names[sc.shape[k]] == key {
-			name = sc.shape[k]
+		var key string
+		if k < len(sc.shape) && sc.plain[k] && sc.rawKey(i, b.Names[sc.shape[k]]) {
+			// The name the previous record had here, written plainly:
+			// no need to unquote it.
+			name, key = sc.shape[k], b.Names[sc.shape[k]]
+			i += len(key) + 2
 		} else {
+			var j int
+			var serr *SyntaxError
+			key, j, serr = sc.str(i)
+			if serr != nil {
+				serr.Path = recordPath(path, idx, "")
+				return serr
+			}
+			i = j
 			name = b.Intern(key)
+			plain := plainName(key)
 			if k < len(sc.shape) {
-				sc.shape[k] = name
+				sc.shape[k], sc.plain[k] = name, plain
 			} else {
-				sc.shape = append(sc.shape, name)
+				sc.shape, sc.plain = append(sc.shape, name), append(sc.plain, plain)
 			}
 		}
 		for int(name) >= len(sc.seen) {
