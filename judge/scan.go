@@ -20,10 +20,10 @@ type Scanner struct {
 	pos int
 
 	cur    *Batch
-	docOK  bool     // cur's texts may be spans of s (cur.doc starts with s)
-	copied bool     // the last str or number made a new string
+	docOK  bool // cur's texts may be spans of s (cur.doc starts with s)
+	copied bool // the last str or number made a new string
 	shape  []uint32
-	plain  []bool // shape[k]'s name reads the same quoted (no escape) // the previous record's names, in order: the likely next ones
+	plain  []bool   // shape[k]'s name reads the same quoted (no escape) // the previous record's names, in order: the likely next ones
 	seen   []uint32 // per name index: the stamp of the last record holding it
 	stamp  uint32
 }
