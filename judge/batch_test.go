@@ -361,3 +361,42 @@ func TestScannerNameFastPath(t *testing.T) {
 		t.Fatal("a raw newline in a name was accepted")
 	}
 }
+
+// TestDecodeRecordList: records given one JSON object each decode into one
+// batch like the same records as an array; a bad part is refused with its
+// index.
+func TestDecodeRecordList(t *testing.T) {
+	t.Parallel()
+	parts := [][]byte{[]byte(`{"id": 1, "n": 1.50}`), []byte(` {"id": "2", "s": "Zo\u00eb"} `), []byte(`{}`)}
+	b, err := DecodeRecordList(parts, "after.records_json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodeRecords(`[{"id": 1, "n": 1.50}, {"id": "2", "s": "Zo\u00eb"}, {}]`, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 3 {
+		t.Fatalf("%d records, want 3", b.Len())
+	}
+	for i := range 3 {
+		if got, w := b.canonicalRecord(b.At(i)), want.canonicalRecord(want.At(i)); got != w {
+			t.Errorf("record %d: %s, want %s", i, got, w)
+		}
+	}
+	for _, tt := range []struct {
+		parts [][]byte
+		path  string
+	}{
+		{[][]byte{[]byte(`{"id": 1}`), []byte(`[1]`)}, "after.records_json[1]"},
+		{[][]byte{[]byte(`{"id": 1} {}`)}, "after.records_json[0]"},
+		{[][]byte{[]byte(`{"id": 1, "id": 2}`)}, "after.records_json[0].id"},
+		{[][]byte{[]byte(`{"id": 1`), []byte(`}`)}, "after.records_json[0].id"},
+		{[][]byte{[]byte(``)}, "after.records_json[0]"},
+	} {
+		_, err := DecodeRecordList(tt.parts, "after.records_json")
+		if got := pathOf(err); got != tt.path {
+			t.Errorf("%q: error %v at %q, want %q", tt.parts, err, got, tt.path)
+		}
+	}
+}

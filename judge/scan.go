@@ -453,6 +453,43 @@ func DecodeRecord(data string, path string, b *Batch) error {
 	return err
 }
 
+// DecodeRecordList decodes records given one JSON object each (a wire or
+// API read) into one batch. The parts are copied once into one document,
+// so that the batch's texts are spans of it. A part that is not one JSON
+// object is refused with the path path[i].
+func DecodeRecordList(parts [][]byte, path string) (*Batch, error) {
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	var sb strings.Builder
+	sb.Grow(size)
+	for _, p := range parts {
+		sb.Write(p)
+	}
+	doc := sb.String()
+	b := NewBatch()
+	sc := &Scanner{s: doc}
+	sc.use(b)
+	start := 0
+	for i, p := range parts {
+		end := start + len(p)
+		sc.s, sc.pos = doc[:end], start
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if sc.Peek() != '{' {
+			return nil, sc.fail(p, sc.pos, "a record must be a JSON object")
+		}
+		if err := sc.record(b, p, -1); err != nil {
+			return nil, err
+		}
+		if sc.pos = skipWS(sc.s, sc.pos); sc.pos < end {
+			return nil, sc.fail(p, sc.pos, "unexpected data after the record")
+		}
+		start = end
+	}
+	return b, nil
+}
+
 func recordPath(path string, idx int, key string) string {
 	p := path
 	if idx >= 0 {
