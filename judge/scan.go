@@ -276,36 +276,34 @@ func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
 	if j < len(s) && s[j] == '-' {
 		j++
 	}
-	digits := func() bool {
-		start := j
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		return j > start
-	}
 	switch {
 	case j < len(s) && s[j] == '0':
 		j++
-	case !digits():
+	case j < len(s) && s[j] >= '1' && s[j] <= '9':
+		j = skipDigits(s, j+1)
+	default:
 		return "", 0, sc.fail("", i, "invalid number")
 	}
 	plain := true
 	if j < len(s) && s[j] == '.' {
-		j++
 		plain = false
-		if !digits() {
+		k := skipDigits(s, j+1)
+		if k == j+1 {
 			return "", 0, sc.fail("", i, "invalid number: a '.' needs digits after it")
 		}
+		j = k
 	}
 	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
-		j++
 		plain = false
+		j++
 		if j < len(s) && (s[j] == '+' || s[j] == '-') {
 			j++
 		}
-		if !digits() {
+		k := skipDigits(s, j)
+		if k == j {
 			return "", 0, sc.fail("", i, "invalid number: an exponent needs digits")
 		}
+		j = k
 	}
 	text := s[i:j]
 	if plain && isPlainInteger(text) {
@@ -314,6 +312,13 @@ func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
 	}
 	sc.copied = true
 	return canonNumber(text), j, nil
+}
+
+func skipDigits(s string, j int) int {
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	return j
 }
 
 // Records reads an array into b: each object element becomes one record.
