@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -101,10 +102,8 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 			return serr
 		}
 		sc.pos = next
-		for _, k := range keys {
-			if k == key {
-				return sc.fail(join(path, key), next, "duplicate key %q", key)
-			}
+		if slices.Contains(keys, key) {
+			return sc.fail(join(path, key), next, "duplicate key %q", key)
 		}
 		keys = append(keys, key)
 		if sc.Peek() != ':' {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/verifierd/verifierd/receipt"
 )
@@ -257,7 +258,7 @@ func TestGroupCommitNoEarlyAck(t *testing.T) {
 		switch {
 		case errs[i] == nil && got != nil:
 			t.Errorf("q%d was acknowledged but is not in the store: %v", i, got)
-		case errs[i] != nil && !errors.Is(errs[i], bolt.ErrDatabaseNotOpen):
+		case errs[i] != nil && !errors.Is(errs[i], bolterrors.ErrDatabaseNotOpen):
 			t.Errorf("q%d: %v, want success or the closed-store error", i, errs[i])
 		case errs[i] != nil && !errors.Is(got, ErrNotFound):
 			t.Errorf("q%d failed (%v) but is in the store", i, errs[i])
