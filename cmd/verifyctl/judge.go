@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/judge/harness"
 )
 
@@ -57,6 +58,9 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func writeJudged(stdout io.Writer, input string) int {
+	if judgeArena != nil {
+		judge.SetFieldArena(judgeArena)
+	}
 	out, code := harness.RunString(input, time.Now().UTC())
 	if _, err := stdout.Write(out); err != nil {
 		return exitFailure
