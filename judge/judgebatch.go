@@ -89,7 +89,35 @@ func readDiffB(before, after *Batch, field string, reset func(), onAfter func(in
 		return
 	}
 	reset()
-	indexDiffB(before, after, field, onAfter, onGone)
+	hashDiffB(before, after, field, onAfter, onGone)
+}
+
+// hashDiffB is hashDiff on batches: the radix-partitioned join when every
+// record has an identity, else the identity index.
+func hashDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
+	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	id := func(b *Batch, name int64) func(int) (ordID, bool) {
+		return func(i int) (ordID, bool) {
+			text, ok := b.get(b.At(i), name)
+			if !ok {
+				return ordID{}, false
+			}
+			return makeOrdID(text), true
+		}
+	}
+	inBaseA, seenB, ok := partitionJoin(before.Len(), after.Len(), id(before, bName), id(after, aName))
+	if !ok {
+		indexDiffB(before, after, field, onAfter, onGone)
+		return
+	}
+	for j := range after.Len() {
+		onAfter(j, inBaseA[j])
+	}
+	for i := range before.Len() {
+		if !seenB[i] {
+			onGone(i)
+		}
+	}
 }
 
 // mergeDiffB is mergeDiff on batches. It gives up (returning false) as soon
@@ -282,7 +310,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 				"%d record(s) carry no %q value, so added records cannot be told from existing ones", missing, field))
 		}
 		added, lossCount, lossSamples = added[:0], 0, nil
-		indexDiffB(before, after, field, take, gone)
+		hashDiffB(before, after, field, take, gone)
 	}
 	return exactNewSetVerdict(c, after.records(added), lossCount, lossSamples)
 }
