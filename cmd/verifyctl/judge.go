@@ -6,11 +6,15 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/judge/harness"
 )
+
+// arenaOnce sets the judge's field arena once per process.
+var arenaOnce sync.Once
 
 // maxCaseBytes bounds a case read from a file or stdin.
 const maxCaseBytes = 512 << 20
@@ -58,9 +62,11 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func writeJudged(stdout io.Writer, input string) int {
-	if judgeArena != nil {
-		judge.SetFieldArena(judgeArena)
-	}
+	arenaOnce.Do(func() {
+		if judgeArena != nil {
+			judge.SetFieldArena(judgeArena)
+		}
+	})
 	out, code := harness.RunString(input, time.Now().UTC())
 	if _, err := stdout.Write(out); err != nil {
 		return exitFailure
