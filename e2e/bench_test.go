@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +74,75 @@ func BenchmarkBeginVerifyPlugin(b *testing.B) {
 	// The same at an automation's pace: a step every 100 ms or so leaves
 	// the spare adapter time to start (the pause is not timed).
 	b.Run("fresh-params-paced", func(b *testing.B) { benchBeginVerify(b, nil, true, 100*time.Millisecond) })
+	// Eight clients at once (group commit: concurrent sessions share the
+	// store's fsyncs).
+	b.Run("fsync-8-clients", func(b *testing.B) { benchBeginVerifyParallel(b, nil, 8) })
+	b.Run("nosync-8-clients", func(b *testing.B) { benchBeginVerifyParallel(b, []string{"--store-sync=false"}, 8) })
+}
+
+// benchBeginVerifyParallel runs Begin+Verify sessions from clients
+// goroutines at once on the 10-row read, reporting per-session latency and
+// the throughput of all clients together.
+func benchBeginVerifyParallel(b *testing.B, args []string, clients int) {
+	dir := b.TempDir()
+	db := filepath.Join(dir, "bench.db")
+	seedRows(b, db, 10)
+	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: args, config: noChangeClaim})
+	client := d.client(b)
+	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db)))
+	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10, "timeout_s": 1}]`)
+	ctx := context.Background()
+	run := func() error {
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects, Params: map[string]string{"p": "bench"}})
+		if err != nil {
+			return err
+		}
+		res, err := client.Verify(ctx, &verifierv1.VerifyRequest{SessionId: begun.GetSessionId()})
+		if err != nil {
+			return err
+		}
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+			return fmt.Errorf("outcome %v", res.GetResult().GetOutcome())
+		}
+		return nil
+	}
+	if err := run(); err != nil { // launch and configure the plugin outside the timing
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, b.N)
+	next := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range clients {
+		wg.Go(func() {
+			for range next {
+				t0 := time.Now()
+				if err := run(); err != nil {
+					failed.Store(err)
+					continue
+				}
+				d := time.Since(t0)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		next <- struct{}{}
+	}
+	close(next)
+	wg.Wait()
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
 }
 
 func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.Duration) {

@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 )
@@ -56,6 +57,9 @@ func benchJudge(b *testing.B, e Effect, ordered bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Collect the garbage of building the reads, so that the collector
+	// does not run it down inside the timed loop.
+	runtime.GC()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -108,3 +112,57 @@ func BenchmarkExactNewSetCollateral1M(b *testing.B) { benchJudge(b, ensCollatera
 // BenchmarkExactNewSetCollateral1MUnordered: the same with both reads in
 // different pseudo-random orders (hash join).
 func BenchmarkExactNewSetCollateral1MUnordered(b *testing.B) { benchJudge(b, ensCollateral, false) }
+
+// benchBatches returns the reads of benchReads in compact form, decoded by
+// the fast decoder from their JSON, as a case or a wire batch arrives.
+func benchBatches(b *testing.B, ordered bool) (BatchSnapshot, BatchSnapshot) {
+	before, after := benchReads(ordered)
+	decode := func(s Snapshot) BatchSnapshot {
+		raw, err := json.Marshal(s.Records)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch, err := DecodeRecords(string(raw), "records")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return BatchSnapshot{Reachable: true, Batch: batch}
+	}
+	return decode(before), decode(after)
+}
+
+func benchJudgeBatch(b *testing.B, e Effect, ordered bool) {
+	before, after := benchBatches(b, ordered)
+	c, err := Bind(e, nil, "effects[0]")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Collect the garbage of building the reads, so that the collector
+	// does not run it down inside the timed loop.
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		v := JudgeBatch(c, before, after, Options{})
+		if v.Decision != Confirmed {
+			b.Fatalf("verdict %s %v, want CONFIRMED", v.Decision, v.Codes())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")
+}
+
+// BenchmarkRecordWrittenNewOnlyCollateral1MBatch: the record_written
+// benchmark on compact batches (JudgeBatch), reads ordered by id.
+func BenchmarkRecordWrittenNewOnlyCollateral1MBatch(b *testing.B) {
+	benchJudgeBatch(b, rwNewOnlyCollateral, true)
+}
+
+// BenchmarkExactNewSetCollateral1MBatch: the exact_new_set benchmark on
+// compact batches (JudgeBatch), reads ordered by id.
+func BenchmarkExactNewSetCollateral1MBatch(b *testing.B) { benchJudgeBatch(b, ensCollateral, true) }
+
+// BenchmarkRecordWrittenNewOnlyCollateral1MBatchUnordered: compact batches
+// in two pseudo-random orders (hash join).
+func BenchmarkRecordWrittenNewOnlyCollateral1MBatchUnordered(b *testing.B) {
+	benchJudgeBatch(b, rwNewOnlyCollateral, false)
+}

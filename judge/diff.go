@@ -245,34 +245,57 @@ func (x *idIndex) lookup(r Record) (int32, bool) {
 // text identities on a 64-bit hash, confirmed by comparing the text. It
 // reports false (having called nothing) when a record has no identity.
 func partitionDiff(before, after []Record, field string, onAfter func(Record, bool), onGone func(Record)) bool {
-	// Integer identities need no text: their keys are exact and hold no
-	// pointers for the garbage collector to scan.
-	bKeys, bNum, ok := integerKeys(before, field)
+	inBaseA, seenB, ok := partitionJoin(len(before), len(after),
+		func(i int) (ordID, bool) { return ordIdentity(before[i], field) },
+		func(j int) (ordID, bool) { return ordIdentity(after[j], field) })
 	if !ok {
 		return false
 	}
-	aKeys, aNum, ok := integerKeys(after, field)
+	for j, r := range after {
+		onAfter(r, inBaseA[j])
+	}
+	for i, r := range before {
+		if !seenB[i] {
+			onGone(r)
+		}
+	}
+	return true
+}
+
+// partitionJoin is partitionDiff's join on any record form: idB and idA
+// give the identity of baseline record i and after record j. It returns,
+// per after record, whether its identity is in the baseline and, per
+// baseline record, whether its identity is in the after read; ok is false
+// when a record has no identity.
+func partitionJoin(nb, na int, idB, idA func(int) (ordID, bool)) (inBaseA, seenB []bool, ok bool) {
+	// Integer identities need no text: their keys are exact and hold no
+	// pointers for the garbage collector to scan.
+	bKeys, bNum, ok := integerKeys(nb, idB)
 	if !ok {
-		return false
+		return nil, nil, false
+	}
+	aKeys, aNum, ok := integerKeys(na, idA)
+	if !ok {
+		return nil, nil, false
 	}
 	numeric := bNum && aNum
 	var bIDs, aIDs []string
 	if !numeric {
 		seed := maphash.MakeSeed()
-		bIDs, bKeys = textKeys(before, field, seed)
-		aIDs, aKeys = textKeys(after, field, seed)
+		bIDs, bKeys = textKeys(nb, idB, seed)
+		aIDs, aKeys = textKeys(na, idA, seed)
 	}
 
 	// Partition count: about 8192 baseline entries per partition.
 	shift := uint(0)
-	if n := len(before) / 8192; n > 1 {
+	if n := nb / 8192; n > 1 {
 		shift = uint(bits.Len(uint(n)))
 	}
 	bParts, bOff := scatter(bKeys, shift)
 	aParts, aOff := scatter(aKeys, shift)
 
-	seenB := make([]bool, len(before))
-	inBaseA := make([]bool, len(after))
+	seenB = make([]bool, nb)
+	inBaseA = make([]bool, na)
 	var table, next []int32
 	for p := 0; p+1 < len(bOff); p++ {
 		bs, as := bParts[bOff[p]:bOff[p+1]], aParts[aOff[p]:aOff[p+1]]
@@ -321,15 +344,7 @@ func partitionDiff(before, after []Record, field string, onAfter func(Record, bo
 			}
 		}
 	}
-	for j, r := range after {
-		onAfter(r, inBaseA[j])
-	}
-	for i, r := range before {
-		if !seenB[i] {
-			onGone(r)
-		}
-	}
-	return true
+	return inBaseA, seenB, true
 }
 
 type joinEntry struct {
@@ -340,17 +355,17 @@ type joinEntry struct {
 // integerKeys returns every record's identity as an exact integer key while
 // all of them are integers that fit an int64 (allNum); it stops at the first
 // that is not. ok is false when a record has no identity.
-func integerKeys(recs []Record, field string) (keys []uint64, allNum bool, ok bool) {
-	keys = make([]uint64, len(recs))
-	for i, r := range recs {
-		id, has := ordIdentity(r, field)
+func integerKeys(n int, idOf func(int) (ordID, bool)) (keys []uint64, allNum bool, ok bool) {
+	keys = make([]uint64, n)
+	for i := range n {
+		id, has := idOf(i)
 		if !has {
 			return nil, false, false
 		}
 		if !id.num || len(id.s) > 18 {
 			// Text identities: only their presence still needs checking.
-			for _, r := range recs[i+1:] {
-				if _, has := ordIdentity(r, field); !has {
+			for k := i + 1; k < n; k++ {
+				if _, has := idOf(k); !has {
 					return nil, false, false
 				}
 			}
@@ -362,11 +377,11 @@ func integerKeys(recs []Record, field string) (keys []uint64, allNum bool, ok bo
 }
 
 // textKeys returns every record's identity text and its hash.
-func textKeys(recs []Record, field string, seed maphash.Seed) ([]string, []uint64) {
-	ids := make([]string, len(recs))
-	keys := make([]uint64, len(recs))
-	for i, r := range recs {
-		id, _ := ordIdentity(r, field)
+func textKeys(n int, idOf func(int) (ordID, bool), seed maphash.Seed) ([]string, []uint64) {
+	ids := make([]string, n)
+	keys := make([]uint64, n)
+	for i := range n {
+		id, _ := idOf(i)
 		ids[i] = id.s
 		keys[i] = maphash.String(seed, id.s)
 	}

@@ -296,6 +296,14 @@ func FuzzJudge(f *testing.F) {
 			opts.Freshness = &Freshness{Field: "ts", WindowS: 60, Now: fuzzNow}
 		}
 		v := Judge(c, before, after, opts)
+		// The compact path gives the same verdict, from maps and from the
+		// fast decoder.
+		checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+		if bb, ok := scanSnapshot(beforeJS, beforeUp); ok {
+			if ab, ok := scanSnapshot(afterJS, afterUp); ok {
+				checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, opts))
+			}
+		}
 
 		// Invariant: class is confirmed iff the verdict is CONFIRMED, and is what Classify says.
 		if (v.Class == ClassConfirmed) != (v.Decision == Confirmed) {

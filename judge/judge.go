@@ -135,32 +135,40 @@ func NeedsBaseline(c *Contract) bool {
 
 // Judge judges one bound contract on a baseline and an after read.
 func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
+	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+		switch c.Kind {
+		case RecordWritten:
+			return judgeRecordWritten(c, before, after)
+		case FieldEquals:
+			return judgeFieldEquals(c, after)
+		case ExactNewSet:
+			return judgeExactNewSet(c, before, after)
+		}
+		return indeterminate("UNKNOWN_KIND", fmt.Sprintf("unknown contract kind %q", c.Kind))
+	})
+}
+
+// judgeFrame is what every judgement shares: the reachability rules
+// (JUDGE.md §3.1-2), the kind's kernel, freshness, the expected value, the
+// hash and the class.
+func judgeFrame(c *Contract, beforeOK bool, beforeReason string, afterOK bool, afterReason string, opts Options, kernel func() Verdict) Verdict {
 	var v Verdict
 	switch {
-	case !after.Reachable:
+	case !afterOK:
 		msg := "the system of record could not be read after the action"
-		if after.Reason != "" {
-			msg += ": " + after.Reason
+		if afterReason != "" {
+			msg += ": " + afterReason
 		}
 		v = indeterminate(ReasonSORUnreachable, msg)
 		v.Unavailable = true
-	case NeedsBaseline(c) && !before.Reachable:
+	case NeedsBaseline(c) && !beforeOK:
 		msg := "the baseline read before the action failed, and this contract needs it"
-		if before.Reason != "" {
-			msg += ": " + before.Reason
+		if beforeReason != "" {
+			msg += ": " + beforeReason
 		}
 		v = indeterminate(ReasonBaselineUnreachable, msg)
 	default:
-		switch c.Kind {
-		case RecordWritten:
-			v = judgeRecordWritten(c, before, after)
-		case FieldEquals:
-			v = judgeFieldEquals(c, after)
-		case ExactNewSet:
-			v = judgeExactNewSet(c, before, after)
-		default:
-			v = indeterminate("UNKNOWN_KIND", fmt.Sprintf("unknown contract kind %q", c.Kind))
-		}
+		v = kernel()
 		if v.Decision == Confirmed && opts.Freshness != nil && len(v.Matched) > 0 {
 			applyFreshness(&v, opts.Freshness)
 		}
@@ -263,6 +271,12 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 		}
 	}
 
+	return recordWrittenVerdict(c, matched, lossCount, lossSamples)
+}
+
+// recordWrittenVerdict is record_written's verdict from its counted matches
+// and its collateral loss.
+func recordWrittenVerdict(c *Contract, matched []Record, lossCount int, lossSamples []shownValue) Verdict {
 	n := len(matched)
 	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
 	what := "matching records"
@@ -310,6 +324,11 @@ func judgeFieldEquals(c *Contract, after Snapshot) Verdict {
 			matched = append(matched, r)
 		}
 	}
+	return fieldEqualsVerdict(c, matched)
+}
+
+// fieldEqualsVerdict is field_equals' verdict from the matched records.
+func fieldEqualsVerdict(c *Contract, matched []Record) Verdict {
 	n := len(matched)
 	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(1)}
 	switch {
@@ -382,6 +401,13 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 		hashDiff(before.Records, after.Records, field, take, gone)
 	}
 
+	return exactNewSetVerdict(c, added, lossCount, lossSamples)
+}
+
+// exactNewSetVerdict is exact_new_set's verdict from the added records and
+// the scope loss.
+func exactNewSetVerdict(c *Contract, added []Record, lossCount int, lossSamples []shownValue) Verdict {
+	field := c.IdentityField
 	n := len(added)
 	v := Verdict{Matched: added, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
 	if n != c.ExpectedCount {

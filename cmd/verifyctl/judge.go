@@ -5,10 +5,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/judge/harness"
 )
+
+// arenaOnce sets the judge's field arena once per process.
+var arenaOnce sync.Once
 
 // maxCaseBytes bounds a case read from a file or stdin.
 const maxCaseBytes = 512 << 20
@@ -25,22 +31,43 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var r = stdin
+	// The case is held as one string: the fast decoder keeps spans of it.
+	// A regular file is mapped (no copy); anything else is read, sized from
+	// the file when there is one.
+	var buf strings.Builder
 	if *casePath != "-" {
 		f, err := os.Open(*casePath)
 		if err != nil {
 			return refuseCase(stdout, fmt.Sprintf("cannot read the case file: %v", err))
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if st.Size() > maxCaseBytes {
+				return refuseCase(stdout, fmt.Sprintf("the case is larger than %d bytes", maxCaseBytes))
+			}
+			if text, ok := mapCase(f, st.Size()); ok {
+				return writeJudged(stdout, text)
+			}
+			buf.Grow(int(st.Size()) + 1)
+		}
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, maxCaseBytes+1))
-	if err != nil {
+	if _, err := io.Copy(&buf, io.LimitReader(r, maxCaseBytes+1)); err != nil {
 		return refuseCase(stdout, fmt.Sprintf("cannot read the case: %v", err))
 	}
-	if len(data) > maxCaseBytes {
+	if buf.Len() > maxCaseBytes {
 		return refuseCase(stdout, fmt.Sprintf("the case is larger than %d bytes", maxCaseBytes))
 	}
-	out, code := harness.Run(data, time.Now().UTC())
+	return writeJudged(stdout, buf.String())
+}
+
+func writeJudged(stdout io.Writer, input string) int {
+	arenaOnce.Do(func() {
+		if judgeArena != nil {
+			judge.SetFieldArena(judgeArena)
+		}
+	})
+	out, code := harness.RunString(input, time.Now().UTC())
 	if _, err := stdout.Write(out); err != nil {
 		return exitFailure
 	}

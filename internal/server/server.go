@@ -176,7 +176,9 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 	if err != nil {
 		return nil, err
 	}
-	jr := session.JudgeRequest{Effects: req.GetEffects(), Params: req.GetParams(), Before: before, After: after, Now: time.Now().UTC()}
+	jr := session.JudgeRequest{Effects: req.GetEffects(), Params: req.GetParams(), Now: time.Now().UTC(),
+		Before: judge.Snapshot{Reachable: before.Reachable}, After: judge.Snapshot{Reachable: after.Reachable},
+		BeforeBatch: &before, AfterBatch: &after}
 	if req.GetNow() != nil {
 		jr.Now = req.GetNow().AsTime()
 	}
@@ -193,25 +195,29 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 	return &verifierv1.JudgeResponse{Result: resultToProto(res)}, nil
 }
 
-func readFromProto(r *verifierv1.Read, path string) (judge.Snapshot, error) {
+// readFromProto decodes a read with the fast decoder into a compact batch
+// (judge.BatchSnapshot); Before and After of the session request carry only
+// reachability then.
+func readFromProto(r *verifierv1.Read, path string) (judge.BatchSnapshot, error) {
 	if r == nil {
-		return judge.Snapshot{}, invalid(path, "missing; give {reachable, records_json}")
+		return judge.BatchSnapshot{}, invalid(path, "missing; give {reachable, records_json}")
 	}
-	snap := judge.Snapshot{Reachable: r.GetReachable()}
+	snap := judge.BatchSnapshot{Reachable: r.GetReachable()}
 	if !snap.Reachable {
 		if len(r.GetRecordsJson()) > 0 {
 			return snap, invalid(path+".records_json", "an unreachable read has no records")
 		}
 		return snap, nil
 	}
-	for i, raw := range r.GetRecordsJson() {
-		tree, err := judge.DecodeJSON(raw)
-		rec, ok := tree.(map[string]any)
-		if err != nil || !ok {
-			return snap, invalid(fmt.Sprintf("%s.records_json[%d]", path, i), "each record is one JSON object")
+	b, err := judge.DecodeRecordList(r.GetRecordsJson(), path+".records_json")
+	if err != nil {
+		at := path + ".records_json"
+		if se, ok := errors.AsType[*judge.SyntaxError](err); ok {
+			at = se.Path
 		}
-		snap.Records = append(snap.Records, rec)
+		return snap, invalid(at, fmt.Sprintf("each record is one JSON object: %v", err))
 	}
+	snap.Batch = b
 	return snap, nil
 }
 

@@ -75,12 +75,16 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 
 // JudgeRequest is the pure judge over client-supplied reads.
 type JudgeRequest struct {
-	Effects   []byte
-	Params    map[string]string
-	Before    judge.Snapshot
-	After     judge.Snapshot
-	Now       time.Time
-	Freshness *judge.Freshness
+	Effects []byte
+	Params  map[string]string
+	Before  judge.Snapshot
+	After   judge.Snapshot
+	// BeforeBatch and AfterBatch, when set, are the reads in compact form
+	// (the fast decoder's) and are judged instead of Before and After.
+	BeforeBatch *judge.BatchSnapshot
+	AfterBatch  *judge.BatchSnapshot
+	Now         time.Time
+	Freshness   *judge.Freshness
 }
 
 // Judge judges client-supplied reads with exactly the daemon's judge.
@@ -112,7 +116,12 @@ func Judge(req JudgeRequest) (*Result, error) {
 		if err != nil {
 			return nil, judgeError(err)
 		}
-		v := judge.Judge(c, req.Before, req.After, opts)
+		var v judge.Verdict
+		if req.BeforeBatch != nil && req.AfterBatch != nil {
+			v = judge.JudgeBatch(c, *req.BeforeBatch, *req.AfterBatch, opts)
+		} else {
+			v = judge.Judge(c, req.Before, req.After, opts)
+		}
 		verdicts[i] = v
 		res.Effects[i] = EffectResult{
 			EffectResult: harness.EffectResult{

@@ -70,9 +70,10 @@ func digestOf(canonical []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// AppendLedger runs fn in a transaction of its own.
+// AppendLedger runs fn in a write transaction, shared with concurrent
+// session writes (group commit: fn may run more than once, see batch).
 func (s *Store) AppendLedger(fn func(*Ledger) error) error {
-	return s.update(func(tx *bolt.Tx) error { return fn(newLedger(tx)) })
+	return s.batch(func(tx *bolt.Tx) error { return fn(newLedger(tx)) })
 }
 
 // LedgerHead is the position the next entry would take.
@@ -125,11 +126,13 @@ func (s *Store) ExportLedger(from uint64, fn func(receipt.Entry, []byte) error) 
 }
 
 // CreateSessionLedger is CreateSession with ledger entries appended by fn in
-// the same transaction.
+// the same transaction. The transaction is shared with concurrent session
+// writes (group commit): fn may run more than once and must do nothing
+// outside the transaction but assign its results (see batch).
 func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*Ledger) error, baselines ...*BaselineWriter) error {
 	defer s.done(id)
 	now := beginStamp(time.Now())
-	return s.update(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSessions)
 		if b.Get([]byte(id)) != nil {
 			return ErrExists
@@ -147,6 +150,12 @@ func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*Ledger) err
 		}
 		return b.Put([]byte(id), meta)
 	})
+	if err == nil {
+		for _, w := range baselines {
+			w.advance()
+		}
+	}
+	return err
 }
 
 // FinishSessionLedger stores a session's result once, built by build inside
@@ -154,9 +163,12 @@ func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*Ledger) err
 // ledger entries build appends. When a result is already stored, build is
 // not called and that result is returned. When build asks to keep the
 // baseline (a result that Reverify may judge a later read against), it
-// stays; otherwise it is removed as by FinishSession.
+// stays; otherwise it is removed as by FinishSession. The transaction is
+// shared with concurrent session writes (group commit): build may run more
+// than once and must do nothing outside the transaction but return its
+// result (see batch).
 func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byte, keepBaseline bool, err error)) (stored []byte, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.batch(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
 			return ErrNotFound
 		}
@@ -191,10 +203,11 @@ func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byt
 // by build with its attempt number (1 for the first re-verification) inside
 // the transaction that appends its ledger entries. The first result is never
 // touched. Unless build asks to keep it, the baseline is removed (the
-// session is settled).
+// session is settled). Group commit: build may run more than once (see
+// batch).
 func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var out []byte
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketSessions).Get([]byte(id)) == nil {
 			return ErrNotFound
 		}
@@ -239,9 +252,10 @@ func (s *Store) Reverifications(id string) ([][]byte, error) {
 
 // PutReceipt stores a receipt that belongs to no session result under key,
 // built by build inside the transaction that appends its ledger entries.
+// Group commit: build may run more than once (see batch).
 func (s *Store) PutReceipt(key string, build func(*Ledger) ([]byte, error)) ([]byte, error) {
 	var out []byte
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.batch(func(tx *bolt.Tx) error {
 		env, err := build(newLedger(tx))
 		if err != nil {
 			return err

@@ -45,6 +45,8 @@ type Store struct {
 	// yet committed by CreateSession (a Begin in progress), with when the
 	// first writer started: RemoveOrphans leaves their chunks alone.
 	inflight map[string]time.Time
+
+	group groupCommit
 }
 
 // Options tune the store.
@@ -276,19 +278,22 @@ func (w *BaselineWriter) Close() error {
 }
 
 func (w *BaselineWriter) flush() error {
-	return w.s.update(w.commit)
+	if err := w.s.update(w.commit); err != nil {
+		return err
+	}
+	w.advance()
+	return nil
 }
 
 // commit writes the pending chunk (an empty one for an empty baseline, so
-// that the capture exists) inside tx.
+// that the capture exists) inside tx. It changes nothing in w, so that a
+// transaction rolled back and run again (group commit) writes the same
+// chunk; advance moves on once it is committed.
 func (w *BaselineWriter) commit(tx *bolt.Tx) error {
 	if w.n == 0 && w.seq > 0 {
 		return nil
 	}
-	chunk := w.pending
-	w.pending, w.n = nil, 0
-	seq := w.seq
-	w.seq++
+	chunk, seq := w.pending, w.seq
 	parent, err := tx.Bucket(bucketBaselines).CreateBucketIfNotExists(sessionOf(w.key))
 	if err != nil {
 		return err
@@ -298,6 +303,15 @@ func (w *BaselineWriter) commit(tx *bolt.Tx) error {
 		return err
 	}
 	return b.Put(binary.BigEndian.AppendUint64(nil, seq), chunk)
+}
+
+// advance forgets the chunk commit wrote, once it is committed.
+func (w *BaselineWriter) advance() {
+	if w.n == 0 && w.seq > 0 {
+		return
+	}
+	w.pending, w.n = nil, 0
+	w.seq++
 }
 
 func sessionOf(key []byte) []byte {

@@ -10,10 +10,15 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
 )
+
+// parallelRecords is the read size from which the effects of a case are
+// judged in parallel.
+const parallelRecords = 20_000
 
 // Exit codes.
 const (
@@ -47,19 +52,29 @@ type Refusal struct {
 
 // Case is a parsed conformance case.
 type Case struct {
-	Effects   []judge.Effect
-	Params    map[string]string
-	Before    judge.Snapshot
-	After     judge.Snapshot
-	Now       *time.Time
-	Freshness *judge.Freshness
+	Effects []judge.Effect
+	Params  map[string]string
+	Before  judge.Snapshot
+	After   judge.Snapshot
+	// BeforeBatch and AfterBatch are the reads in compact form: set by
+	// ParseString (and then Before and After carry only reachability).
+	BeforeBatch judge.BatchSnapshot
+	AfterBatch  judge.BatchSnapshot
+	compact     bool
+	Now         *time.Time
+	Freshness   *judge.Freshness
 }
 
 var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, "after": true, "now": true, "freshness": true}
 
 // Run judges one case. now is used for freshness when the case gives none.
 func Run(input []byte, now time.Time) ([]byte, int) {
-	out, err := Judge(input, now)
+	return RunString(string(input), now)
+}
+
+// RunString is Run on a case held as a string (no copy of a large case).
+func RunString(input string, now time.Time) ([]byte, int) {
+	out, err := JudgeString(input, now)
 	if err != nil {
 		jerr, ok := errors.AsType[*judge.Error](err)
 		if !ok {
@@ -72,10 +87,20 @@ func Run(input []byte, now time.Time) ([]byte, int) {
 
 // Judge parses, binds and judges one case.
 func Judge(input []byte, now time.Time) (*Output, error) {
-	c, err := Parse(input)
+	return JudgeString(string(input), now)
+}
+
+// JudgeString parses (with the fast decoder), binds and judges one case.
+func JudgeString(input string, now time.Time) (*Output, error) {
+	c, err := ParseString(input)
 	if err != nil {
 		return nil, err
 	}
+	return judgeCase(c, now)
+}
+
+// judgeCase binds and judges a parsed case.
+func judgeCase(c *Case, now time.Time) (*Output, error) {
 	contracts := make([]*judge.Contract, len(c.Effects))
 	for i, e := range c.Effects {
 		bound, err := judge.Bind(e, c.Params, fmt.Sprintf("effects[%d]", i))
@@ -95,10 +120,26 @@ func Judge(input []byte, now time.Time) (*Output, error) {
 	}
 	verdicts := make([]judge.Verdict, len(contracts))
 	out := &Output{Effects: make([]EffectResult, len(contracts))}
-	for i, bound := range contracts {
-		v := judge.Judge(bound, c.Before, c.After, opts)
-		verdicts[i] = v
-		out.Effects[i] = Result(v)
+	one := func(i int) {
+		if c.compact {
+			verdicts[i] = judge.JudgeBatch(contracts[i], c.BeforeBatch, c.AfterBatch, opts)
+		} else {
+			verdicts[i] = judge.Judge(contracts[i], c.Before, c.After, opts)
+		}
+		out.Effects[i] = Result(verdicts[i])
+	}
+	if c.compact && len(contracts) > 1 && c.BeforeBatch.Batch.Len()+c.AfterBatch.Batch.Len() >= parallelRecords {
+		// Judging reads a batch and never writes it: large reads judge
+		// every effect at once.
+		var wg sync.WaitGroup
+		for i := range contracts {
+			wg.Go(func() { one(i) })
+		}
+		wg.Wait()
+	} else {
+		for i := range contracts {
+			one(i)
+		}
 	}
 	out.Outcome = judge.OutcomeOf(verdicts)
 	return out, nil
@@ -127,7 +168,8 @@ func invalid(path, format string, args ...any) *judge.Error {
 }
 
 // Parse reads a case strictly: unknown keys, wrong types and malformed reads
-// are refused with INVALID_CASE, contracts with INVALID_CONTRACT.
+// are refused with INVALID_CASE, contracts with INVALID_CONTRACT. It decodes
+// the reads into maps (Before, After); ParseString is the fast decoder.
 func Parse(input []byte) (*Case, error) {
 	tree, err := judge.DecodeJSON(input)
 	if err != nil {
@@ -137,78 +179,104 @@ func Parse(input []byte) (*Case, error) {
 	if !ok {
 		return nil, invalid("", "a case is a JSON object with effects, params, before, after, now and freshness")
 	}
+	var unknown []string
 	for k := range m {
 		if !caseKeys[k] {
-			return nil, invalid(k, "unknown case key %q (known: effects, params, before, after, now, freshness)", k)
+			unknown = append(unknown, k)
 		}
 	}
-	c := &Case{Params: map[string]string{}}
+	c := &Case{}
+	err = build(c, m, unknown, func(key string) error {
+		snap, err := parseSnapshot(m, key)
+		if key == "before" {
+			c.Before = snap
+		} else {
+			c.After = snap
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// build checks and fills a case from its decoded keys, in a fixed order so
+// that a case with several faults is refused for the same one by both
+// decoders: unknown keys, params, before, after, now, freshness, effects.
+func build(c *Case, m map[string]any, unknown []string, snapshot func(key string) error) error {
+	if len(unknown) > 0 {
+		k := unknown[0]
+		return invalid(k, "unknown case key %q (known: effects, params, before, after, now, freshness)", k)
+	}
+	c.Params = map[string]string{}
 	if p, ok := m["params"]; ok && p != nil {
 		pm, isMap := p.(map[string]any)
 		if !isMap {
-			return nil, invalid("params", "params must be an object of name to text")
+			return invalid("params", "params must be an object of name to text")
 		}
 		for k, v := range pm {
 			s, isStr := v.(string)
 			if !isStr {
-				return nil, invalid("params."+k, "a run parameter is text; write it as a JSON string")
+				return invalid("params."+k, "a run parameter is text; write it as a JSON string")
 			}
 			c.Params[k] = s
 		}
 	}
-	if c.Before, err = parseSnapshot(m, "before"); err != nil {
-		return nil, err
+	if err := snapshot("before"); err != nil {
+		return err
 	}
-	if c.After, err = parseSnapshot(m, "after"); err != nil {
-		return nil, err
+	if err := snapshot("after"); err != nil {
+		return err
 	}
 	if v, ok := m["now"]; ok && v != nil {
 		s, isStr := v.(string)
 		if !isStr {
-			return nil, invalid("now", "now must be an RFC 3339 timestamp string such as \"2026-01-01T12:00:00Z\"")
+			return invalid("now", "now must be an RFC 3339 timestamp string such as \"2026-01-01T12:00:00Z\"")
 		}
 		t, err := judge.ParseTimestamp(s)
 		if err != nil {
-			return nil, invalid("now", "%v", err)
+			return invalid("now", "%v", err)
 		}
 		c.Now = &t
 	}
 	if v, ok := m["freshness"]; ok && v != nil {
 		fm, isMap := v.(map[string]any)
 		if !isMap {
-			return nil, invalid("freshness", "freshness must be an object {field, window_s}")
+			return invalid("freshness", "freshness must be an object {field, window_s}")
 		}
 		for k := range fm {
 			if k != "field" && k != "window_s" {
-				return nil, invalid("freshness."+k, "unknown key %q (known: field, window_s)", k)
+				return invalid("freshness."+k, "unknown key %q (known: field, window_s)", k)
 			}
 		}
 		field, isStr := fm["field"].(string)
 		if !isStr || field == "" {
-			return nil, invalid("freshness.field", "freshness.field must name the record's timestamp field")
+			return invalid("freshness.field", "freshness.field must name the record's timestamp field")
 		}
 		n, isNum := fm["window_s"].(json.Number)
 		w, perr := strconv.ParseFloat(string(n), 64)
 		if !isNum || perr != nil || w < 0 || math.IsInf(w, 0) {
-			return nil, invalid("freshness.window_s", "freshness.window_s must be a number of seconds >= 0")
+			return invalid("freshness.window_s", "freshness.window_s must be a number of seconds >= 0")
 		}
 		c.Freshness = &judge.Freshness{Field: field, WindowS: w}
 	}
 	ev, ok := m["effects"]
 	if !ok {
-		return nil, invalid("effects", "the case has no effects; give a list of effect contracts")
+		return invalid("effects", "the case has no effects; give a list of effect contracts")
 	}
 	list, isList := ev.([]any)
 	if !isList {
-		return nil, invalid("effects", "effects must be a list of effect contracts")
+		return invalid("effects", "effects must be a list of effect contracts")
 	}
 	if len(list) == 0 {
-		return nil, invalid("effects", "effects is empty; a step with no declared effect proves nothing")
+		return invalid("effects", "effects is empty; a step with no declared effect proves nothing")
 	}
+	var err error
 	if c.Effects, err = judge.LoadEffects(list, "effects"); err != nil {
-		return nil, err
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 func parseSnapshot(m map[string]any, key string) (judge.Snapshot, error) {

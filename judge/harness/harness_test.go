@@ -2,9 +2,18 @@ package harness
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/verifierd/verifierd/judge"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -16,7 +25,7 @@ func TestRefusals(t *testing.T) {
 	tests := []struct {
 		name, input, code, path string
 	}{
-		{"not json", `{"effects": [`, "INVALID_CASE", ""},
+		{"not json", `{"effects": [`, "INVALID_CASE", "effects"},
 		{"not an object", `[]`, "INVALID_CASE", ""},
 		{"unknown case key", `{"effects": [{"kind": "record_written"}], "extra": 1, ` + okReads + `}`, "INVALID_CASE", "extra"},
 		{"no effects", `{` + okReads + `}`, "INVALID_CASE", "effects"},
@@ -31,7 +40,12 @@ func TestRefusals(t *testing.T) {
 		{"bad now", `{"effects": [{"kind": "record_written"}], "now": "yesterday", ` + okReads + `}`, "INVALID_CASE", "now"},
 		{"bad freshness window", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": -1}, ` + okReads + `}`, "INVALID_CASE", "freshness.window_s"},
 		{"freshness unknown key", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": 1, "x": 1}, ` + okReads + `}`, "INVALID_CASE", "freshness.x"},
-		{"duplicate key", `{"effects": [{"kind": "record_written", "kind": "field_equals"}], ` + okReads + `}`, "INVALID_CASE", ""},
+		{"duplicate key", `{"effects": [{"kind": "record_written", "kind": "field_equals"}], ` + okReads + `}`, "INVALID_CASE", "effects"},
+		{"duplicate record key", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [{"id": "1"}, {"id": "2", "id": "3"}]}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records[1].id"},
+		{"bad number in a record", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [{"id": 01}]}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.records[0].id"},
+		{"unterminated record", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [{"id": "1"`, "INVALID_CASE", "before.records[0].id"},
+		{"control character in a record", "{\"effects\": [{\"kind\": \"record_written\"}], \"before\": {\"reachable\": true, \"records\": [{\"note\": \"a\x01\"}]}, \"after\": {\"reachable\": true, \"records\": []}}", "INVALID_CASE", "before.records[0].note"},
+		{"trailing data", `{"effects": [{"kind": "record_written"}], ` + okReads + `} x`, "INVALID_CASE", ""},
 		{"contract refusal", `{"effects": [{"kind": "record_written", "match": {"id": 1}}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[0].match.id"},
 		{"second contract refusal", `{"effects": [{"kind": "record_written"}, {"kind": "nope"}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[1].kind"},
 		{"unbound param", `{"effects": [{"kind": "record_written", "match": {"p": {"param": "pid"}}}], ` + okReads + `}`, "UNBOUND_PARAM", "effects[0].match.p.param"},
@@ -93,6 +107,106 @@ func TestOutputShape(t *testing.T) {
 	for _, key := range []string{`"outcome"`, `"verdict"`, `"result"`, `"reasons"`, `"observed_count"`, `"expected_count"`, `"observed_value"`, `"expected_value"`, `"contract_hash"`} {
 		if !strings.Contains(string(out), key) {
 			t.Errorf("output lacks %s:\n%s", key, out)
+		}
+	}
+}
+
+// TestFastDecoderAgrees judges every bundled conformance case and a large
+// generated case (judged in parallel) through ParseString (the fast
+// decoder, compact batches) and Parse (maps): the outputs must agree, with
+// matched records compared by canonical JSON.
+func TestFastDecoderAgrees(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("../../cmd/verifyctl/testdata/cases/*.json")
+	if err != nil || len(files) < 34 {
+		t.Fatalf("found %d bundled cases (%v), want at least 34", len(files), err)
+	}
+	inputs := map[string][]byte{"generated-15k": []byte(benchCase(15_000))}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wrapper struct {
+			Case json.RawMessage `json:"case"`
+		}
+		if err := json.Unmarshal(raw, &wrapper); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		inputs[filepath.Base(f)] = wrapper.Case
+	}
+	for name, input := range inputs {
+		slow, slowErr := Parse(input)
+		fast, fastErr := ParseString(string(input))
+		if (slowErr == nil) != (fastErr == nil) {
+			t.Fatalf("%s: Parse error %v, ParseString error %v", name, slowErr, fastErr)
+		}
+		if slowErr != nil {
+			if code(slowErr) != code(fastErr) {
+				t.Errorf("%s: Parse refuses with %s, ParseString with %s", name, code(slowErr), code(fastErr))
+			}
+			continue
+		}
+		want, err1 := judgeCase(slow, now)
+		got, err2 := judgeCase(fast, now)
+		if err1 != nil || err2 != nil {
+			if code(err1) != code(err2) {
+				t.Errorf("%s: judge errors %v / %v", name, err1, err2)
+			}
+			continue
+		}
+		if diff := cmp.Diff(canonicalOutput(want), canonicalOutput(got), cmpopts.IgnoreUnexported(judge.Reason{})); diff != "" {
+			t.Errorf("%s: fast decoder output differs (-maps +fast):\n%s", name, diff)
+		}
+	}
+}
+
+func code(err error) string {
+	if e, ok := errors.AsType[*judge.Error](err); ok {
+		return e.Code
+	}
+	return fmt.Sprint(err)
+}
+
+func canonicalOutput(o *Output) *Output {
+	cp := *o
+	cp.Effects = append([]EffectResult(nil), o.Effects...)
+	for i := range cp.Effects {
+		recs := make([]judge.Record, len(cp.Effects[i].MatchedRecords))
+		for j, r := range cp.Effects[i].MatchedRecords {
+			recs[j] = judge.Record{"canonical": judge.CanonicalJSON(r)}
+		}
+		cp.Effects[i].MatchedRecords = recs
+	}
+	return &cp
+}
+
+// TestParallelDecodeFallsBack: a large case is decoded in parallel from a
+// guess of where the first read ends; a wrong guess (a record field named
+// "after") and syntax errors on either side still give Parse's verdict or
+// the exact path of the first fault.
+func TestParallelDecodeFallsBack(t *testing.T) {
+	t.Parallel()
+	big := benchCase(10_000)
+	if len(big) < parallelBytes {
+		t.Fatalf("the case has %d bytes, below the parallel threshold", len(big))
+	}
+	// A field named "after" inside the baseline: the guess is wrong.
+	tricky := strings.Replace(big, `"note": "routine follow-up"`, `"note": "x", "after": {"reachable": 1}`, 1)
+	out, err := JudgeString(tricky, now)
+	if err != nil || out.Outcome != "VERIFIED" {
+		t.Fatalf("tricky case: outcome %v, error %v", out, err)
+	}
+	at := strings.Index(big, `"after": {"reachable": true, "records": [{"id": 1,`) + len(`"after": {"reachable": true, "records": [{"id": 1`)
+	for _, tt := range []struct{ name, input, path string }{
+		{"fault in the first read", strings.Replace(big, `"id": 7,`, `"id": 7,,`, 1), "before.records[6]"},
+		{"fault in the second read", big[:at] + " 2" + big[at:], "after.records[0].id"},
+		{"faults in both", strings.Replace(big[:at]+" 2"+big[at:], `"id": 3,`, `"id": 3 x,`, 1), "before.records[2].id"},
+	} {
+		_, err := JudgeString(tt.input, now)
+		e, ok := errors.AsType[*judge.Error](err)
+		if !ok || e.Code != judge.CodeInvalidCase || e.Path != tt.path {
+			t.Errorf("%s: %v, want INVALID_CASE at %s", tt.name, err, tt.path)
 		}
 	}
 }

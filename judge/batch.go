@@ -1,0 +1,264 @@
+package judge
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// ValueKind is the JSON kind of a record value in compact form.
+type ValueKind uint8
+
+// Kinds. KindNull is a value with no canonical text (JUDGE.md §2).
+const (
+	KindNull ValueKind = iota
+	KindString
+	KindNumber
+	KindBool
+	KindObject
+	KindArray
+)
+
+// Field is one field of a record in compact form: the index of its name in
+// the batch's Names and its value as canonical text (JUDGE.md §2, read with
+// Batch.Text) with its JSON kind. A null value has Kind KindNull and no
+// text; an object or array value is its canonical JSON. A Field holds no
+// pointer: its text is a span of the batch's document or one of the
+// batch's own strings, so a large batch costs the garbage collector nothing
+// to scan.
+type Field struct {
+	Name uint32
+	off  uint32 // start in the document, or index in owned
+	n    uint32 // length in the document; for a boolean 1 means true
+	Kind ValueKind
+	own  bool
+}
+
+// Batch is a read in compact form: field names interned once for the whole
+// batch, and every record a run of Fields. Record i is
+// Fields[Ends[i-1]:Ends[i]]. A Batch is what the fast case decoder builds
+// and what JudgeBatch judges; Record turns one record back into the map form
+// for evidence.
+type Batch struct {
+	Names  []string
+	Fields []Field
+	Ends   []uint32
+
+	doc   string   // the document the decoder read; texts are spans of it
+	owned []string // texts that are not spans of doc (unescaped, canonicalised)
+	index map[string]uint32
+}
+
+// Text returns the canonical text of f, a field of this batch.
+func (b *Batch) Text(f *Field) string {
+	switch {
+	case f.Kind == KindBool:
+		if f.n == 1 {
+			return "true"
+		}
+		return "false"
+	case f.own:
+		return b.owned[f.off]
+	}
+	return b.doc[f.off : f.off+f.n]
+}
+
+// setOwned gives f the text s, kept by the batch.
+func (b *Batch) setOwned(f *Field, s string) {
+	f.own, f.off, f.n = true, uint32(len(b.owned)), uint32(len(s))
+	b.owned = append(b.owned, s)
+}
+
+func boolField(name uint32, v bool) Field {
+	f := Field{Name: name, Kind: KindBool}
+	if v {
+		f.n = 1
+	}
+	return f
+}
+
+// NewBatch returns an empty batch.
+func NewBatch() *Batch { return &Batch{index: map[string]uint32{}} }
+
+// Len is the number of records.
+func (b *Batch) Len() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.Ends)
+}
+
+// At returns record i's fields.
+func (b *Batch) At(i int) []Field {
+	start := uint32(0)
+	if i > 0 {
+		start = b.Ends[i-1]
+	}
+	return b.Fields[start:b.Ends[i]]
+}
+
+// Intern returns the index of name, adding it when new.
+func (b *Batch) Intern(name string) uint32 {
+	if b.index == nil {
+		b.index = make(map[string]uint32, len(b.Names))
+		for i, n := range b.Names {
+			b.index[n] = uint32(i)
+		}
+	}
+	if i, ok := b.index[name]; ok {
+		return i
+	}
+	i := uint32(len(b.Names))
+	b.Names = append(b.Names, name)
+	b.index[name] = i
+	return i
+}
+
+// nameIndex returns the index of name, or -1 when no record has it.
+func (b *Batch) nameIndex(name string) int64 {
+	if b == nil {
+		return -1
+	}
+	if b.index == nil {
+		// A batch not built by NewBatch: look, without changing it, so that
+		// concurrent judgements of one batch stay read-only.
+		for i, n := range b.Names {
+			if n == name {
+				return int64(i)
+			}
+		}
+		return -1
+	}
+	if i, ok := b.index[name]; ok {
+		return int64(i)
+	}
+	return -1
+}
+
+// Append adds one record given as a map (the session path's form). Values
+// are turned into canonical text exactly as Canon does.
+func (b *Batch) Append(r Record) {
+	for k, v := range r {
+		f := Field{Name: b.Intern(k)}
+		switch x := v.(type) {
+		case nil:
+		case string:
+			f.Kind = KindString
+			b.setOwned(&f, x)
+		case bool:
+			f = boolField(f.Name, x)
+		case map[string]any:
+			f.Kind = KindObject
+			b.setOwned(&f, CanonicalJSON(x))
+		case []any:
+			f.Kind = KindArray
+			b.setOwned(&f, CanonicalJSON(x))
+		default:
+			if t, ok := Canon(x); ok {
+				f.Kind = KindNumber
+				b.setOwned(&f, t)
+			}
+		}
+		b.Fields = append(b.Fields, f)
+	}
+	b.Ends = append(b.Ends, uint32(len(b.Fields)))
+}
+
+// Record returns record i in map form: strings as string, numbers as
+// json.Number of their canonical text, booleans, nil, and objects and arrays
+// decoded from their canonical JSON.
+func (b *Batch) Record(i int) Record {
+	fs := b.At(i)
+	r := make(Record, len(fs))
+	for i := range fs {
+		r[b.Names[fs[i].Name]] = b.value(&fs[i])
+	}
+	return r
+}
+
+func (b *Batch) value(f *Field) any {
+	switch f.Kind {
+	case KindString:
+		return b.Text(f)
+	case KindNumber:
+		return json.Number(b.Text(f))
+	case KindBool:
+		return f.n == 1
+	case KindObject, KindArray:
+		v, err := DecodeJSON([]byte(b.Text(f)))
+		if err != nil {
+			// Canonical JSON always decodes; keep the text rather than lose it.
+			return b.Text(f)
+		}
+		return v
+	}
+	return nil
+}
+
+// get returns the canonical text of the field named name in rec, and
+// whether it has one (present and not null).
+func (b *Batch) get(rec []Field, name int64) (string, bool) {
+	if name < 0 {
+		return "", false
+	}
+	n := uint32(name)
+	for i := range rec {
+		if rec[i].Name == n {
+			if rec[i].Kind == KindNull {
+				return "", false
+			}
+			return b.Text(&rec[i]), true
+		}
+	}
+	return "", false
+}
+
+// canonicalRecord returns the canonical JSON of a compact record: the same
+// text CanonicalJSON gives for its map form.
+func (b *Batch) canonicalRecord(rec []Field) string {
+	order := make([]int, len(rec))
+	for i := range order {
+		order[i] = i
+	}
+	// Insertion sort by name: records are small.
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && b.Names[rec[order[j]].Name] < b.Names[rec[order[j-1]].Name]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	var sb strings.Builder
+	sb.WriteByte('{')
+	for n, i := range order {
+		if n > 0 {
+			sb.WriteByte(',')
+		}
+		writeCanonString(&sb, b.Names[rec[i].Name])
+		sb.WriteByte(':')
+		switch rec[i].Kind {
+		case KindNull:
+			sb.WriteString("null")
+		case KindString:
+			writeCanonString(&sb, b.Text(&rec[i]))
+		default:
+			sb.WriteString(b.Text(&rec[i]))
+		}
+	}
+	sb.WriteByte('}')
+	return sb.String()
+}
+
+// BatchSnapshot is one read in compact form: reachable with its records, or
+// unreachable with a reason.
+type BatchSnapshot struct {
+	Reachable bool
+	Reason    string
+	Batch     *Batch
+}
+
+// BatchOf turns a map-form snapshot into compact form.
+func BatchOf(s Snapshot) BatchSnapshot {
+	b := NewBatch()
+	for _, r := range s.Records {
+		b.Append(r)
+	}
+	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Batch: b}
+}

@@ -1,0 +1,402 @@
+package judge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// scanSnapshot decodes a read with the fast decoder when every element is
+// an object (the map path of fuzzSnapshot skips the others).
+func scanSnapshot(data []byte, reachable bool) (BatchSnapshot, bool) {
+	if !reachable {
+		return BatchSnapshot{}, true
+	}
+	b, err := DecodeRecords(string(data), "records")
+	if err != nil {
+		return BatchSnapshot{}, false
+	}
+	return BatchSnapshot{Reachable: true, Batch: b}, true
+}
+
+// verdictSummary is everything a verdict says, with the matched records as
+// their canonical JSON (the compact path carries numbers canonically).
+func verdictSummary(v Verdict) map[string]any {
+	matched := make([]string, len(v.Matched))
+	for i, r := range v.Matched {
+		matched[i] = CanonicalJSON(r)
+	}
+	reasons := make([]string, len(v.Reasons))
+	for i, r := range v.Reasons {
+		reasons[i] = r.Code + ": " + r.Message + fmt.Sprint(r.shown)
+	}
+	deref := func(p *int) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	sref := func(p *string) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	return map[string]any{
+		"decision": v.Decision, "class": v.Class, "reasons": reasons,
+		"observed": deref(v.ObservedCount), "expected": deref(v.ExpectedCount),
+		"observed_value": sref(v.ObservedValue), "expected_value": sref(v.ExpectedValue),
+		"matched": matched, "hash": v.ContractHash, "stale": v.Stale, "unavailable": v.Unavailable,
+	}
+}
+
+func checkBatchAgrees(t *testing.T, via string, want, got Verdict) {
+	t.Helper()
+	if diff := cmp.Diff(verdictSummary(want), verdictSummary(got)); diff != "" {
+		t.Fatalf("%s: JudgeBatch differs from Judge (-Judge +JudgeBatch):\n%s", via, diff)
+	}
+}
+
+// randomRead makes a read whose values exercise canonical text: numbers
+// written several ways, strings that spell numbers, booleans, nulls,
+// nested values, missing identities, non-ASCII text.
+func randomRead(rng *rand.Rand, n int, ordered bool) string {
+	values := []string{`"p1"`, `"p2"`, `1`, `1.0`, `"1"`, `10e-1`, `true`, `"true"`, `null`, `{"b":1,"a":[2.50,"x"]}`,
+		`[1,2]`, `"Zoë"`, `"Zo\u00eb"`, `"\ud83d\ude00"`, `-0`, `0.000`, `"a\"b"`, `1e400`, `123456789012345678901234567890123`}
+	var sb strings.Builder
+	sb.WriteByte('[')
+	ids := rng.Perm(n * 2)[:n]
+	if ordered {
+		slices.Sort(ids)
+	}
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteByte('{')
+		sep := ""
+		switch rng.IntN(10) {
+		case 0: // no identity
+		case 1:
+			fmt.Fprintf(&sb, `"id": "%d"`, ids[i])
+			sep = ", "
+		case 2:
+			fmt.Fprintf(&sb, `"id": %s`, values[rng.IntN(len(values))])
+			sep = ", "
+		default:
+			fmt.Fprintf(&sb, `"id": %d`, ids[i])
+			sep = ", "
+		}
+		for _, f := range []string{"patient_id", "type", "key", "note"} {
+			if rng.IntN(5) == 0 {
+				continue
+			}
+			fmt.Fprintf(&sb, `%s"%s": %s`, sep, f, values[rng.IntN(len(values))])
+			sep = ", "
+		}
+		sb.WriteByte('}')
+	}
+	sb.WriteByte(']')
+	return sb.String()
+}
+
+// TestJudgeBatchAgrees judges random reads with random contracts of every
+// kind through Judge (maps) and JudgeBatch (compact, built from the maps
+// and by the fast decoder) and requires the same verdicts.
+func TestJudgeBatchAgrees(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(14, 14))
+	contracts := []string{
+		`{"kind": "record_written", "match": {"patient_id": "p1"}}`,
+		`{"kind": "record_written", "match": {"patient_id": "1"}, "count_new_only": true}`,
+		`{"kind": "record_written", "match": {"type": "true"}, "idempotency_key": "1", "forbid_collateral_loss": false}`,
+		`{"kind": "record_written", "match": {}, "expected_count": 3, "identity_field": "note"}`,
+		`{"kind": "record_written", "match": {"note": "{\"a\":[2.5,\"x\"],\"b\":1}"}}`,
+		`{"kind": "field_equals", "match": {"patient_id": "p2"}, "field": "note", "value": "Zoë"}`,
+		`{"kind": "field_equals", "match": {"id": "1"}, "field": "type", "value": "1"}`,
+		`{"kind": "exact_new_set", "new_records": [{"patient_id": "p1"}], "expected_count": 1}`,
+		`{"kind": "exact_new_set", "match": {"type": "p2"}, "new_records": [{"note": "1"}, {"note": "1"}], "expected_count": 2}`,
+		`{"kind": "exact_new_set", "new_records": [], "expected_count": 0, "forbid_collateral_loss": false}`,
+	}
+	var bound []*Contract
+	for i, js := range contracts {
+		tree, err := DecodeJSON([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := LoadEffect(tree, "effects[0]")
+		if err != nil {
+			t.Fatalf("contract %d: %v", i, err)
+		}
+		c, err := Bind(e, nil, "effects[0]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound = append(bound, c)
+	}
+	confirmed := 0
+	for round := range 400 {
+		ordered := round%2 == 0
+		beforeJS, afterJS := randomRead(rng, rng.IntN(12), ordered), randomRead(rng, rng.IntN(12), ordered)
+		before, ok1 := fuzzSnapshot([]byte(beforeJS), true)
+		after, ok2 := fuzzSnapshot([]byte(afterJS), true)
+		if !ok1 || !ok2 {
+			t.Fatalf("round %d: generated reads do not decode", round)
+		}
+		bb, ok1 := scanSnapshot([]byte(beforeJS), true)
+		ab, ok2 := scanSnapshot([]byte(afterJS), true)
+		if !ok1 || !ok2 {
+			t.Fatalf("round %d: the fast decoder refused generated reads", round)
+		}
+		for _, c := range bound {
+			v := Judge(c, before, after, Options{})
+			if v.Decision == Confirmed {
+				confirmed++
+			}
+			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), Options{}))
+			checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, Options{}))
+		}
+	}
+	if confirmed == 0 {
+		t.Fatal("no round confirmed anything: the generator does not exercise the judge")
+	}
+}
+
+// TestScannerCanonicalText pins the canonical text (JUDGE.md §2) the
+// decoder gives each kind of value.
+func TestScannerCanonicalText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		json string
+		kind ValueKind
+		text string
+	}{
+		{`"p1"`, KindString, "p1"},
+		{`" a "`, KindString, " a "},
+		{`"Zo\u00eb"`, KindString, "Zoë"},
+		{`"\ud83d\ude00"`, KindString, "😀"},
+		{`"\ud800"`, KindString, "\ufffd"},
+		{"\"a\xffb\"", KindString, "a\ufffdb"},
+		{`1`, KindNumber, "1"},
+		{`1.0`, KindNumber, "1"},
+		{`-0`, KindNumber, "0"},
+		{`0.000`, KindNumber, "0"},
+		{`42.50`, KindNumber, "42.5"},
+		{`1e3`, KindNumber, "1000"},
+		{`1.5E-3`, KindNumber, "0.0015"},
+		{`-12345678901234567890123456789012345`, KindNumber, "-12345678901234567890123456789012345"},
+		{`true`, KindBool, "true"},
+		{`false`, KindBool, "false"},
+		{`null`, KindNull, ""},
+		{`{"b": 1.0, "a": "é"}`, KindObject, `{"a":"\u00e9","b":1}`},
+		{`[1, "x", null]`, KindArray, `[1,"x",null]`},
+	}
+	for _, tt := range tests {
+		b, err := DecodeRecords(`[{"v": `+tt.json+`}]`, "records")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.json, err)
+		}
+		f := b.At(0)[0]
+		if f.Kind != tt.kind || b.Text(&f) != tt.text {
+			t.Errorf("%s: kind %d text %q, want %d %q", tt.json, f.Kind, b.Text(&f), tt.kind, tt.text)
+		}
+		tree, err := DecodeJSON([]byte(tt.json))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, has := Canon(tree); has != (tt.kind != KindNull) || want != tt.text {
+			t.Errorf("%s: Canon gives %q (%v), the decoder %q", tt.json, want, has, tt.text)
+		}
+	}
+}
+
+// TestScannerRefusals: bad input is refused with the path of the fault.
+func TestScannerRefusals(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ input, path string }{
+		{`[{"id": 1}, {"id": 1, "id": 2}]`, "records[1].id"},
+		{`[{"id": 01}]`, "records[0].id"},
+		{`[{"id": 1.}]`, "records[0].id"},
+		{`[{"id": -}]`, "records[0].id"},
+		{`[{"id": tru}]`, "records[0].id"},
+		{`[{"id": "x}]`, "records[0].id"},
+		{`[{"id": "\x"}]`, "records[0].id"},
+		{"[{\"id\": \"a\tb\"}]", "records[0].id"},
+		{`[{"id": 1,}]`, "records[0]"},
+		{`[{"id" 1}]`, "records[0].id"},
+		{`[{"id": {"a": 1, "a": 2}}]`, "records[0].id"},
+		{`[{"id": [1,}]`, "records[0].id"},
+		{`[{"id": 1}`, "records[0]"},
+		{`[1]`, "records[0]"},
+		{`[{"id": 1}] x`, ""},
+		{`{"id": 1}`, "records"},
+	}
+	for _, tt := range tests {
+		_, err := DecodeRecords(tt.input, "records")
+		if err == nil {
+			t.Errorf("%s: accepted", tt.input)
+			continue
+		}
+		se, ok := errors.AsType[*SyntaxError](err)
+		if !ok || se.Path != tt.path || se.Msg == "" {
+			t.Errorf("%s: %v (path %q), want a *SyntaxError at %q", tt.input, err, pathOf(err), tt.path)
+		}
+		if _, jerr := DecodeJSON([]byte(tt.input)); jerr == nil && !strings.HasPrefix(tt.input, "[1]") && !strings.HasPrefix(tt.input, `{"id"`) {
+			t.Errorf("%s: DecodeJSON accepts what the scanner refuses", tt.input)
+		}
+	}
+}
+
+func pathOf(err error) string {
+	if se, ok := errors.AsType[*SyntaxError](err); ok {
+		return se.Path
+	}
+	return "?"
+}
+
+// FuzzScanRecords holds the fast decoder to DecodeJSON (encoding/json with
+// duplicate keys refused): the same documents accepted, the same records
+// (by canonical JSON), and every refusal a *SyntaxError with a path.
+func FuzzScanRecords(f *testing.F) {
+	for _, s := range []string{
+		`[]`, `[{}]`, `[{"id": 1, "patient_id": "p1"}, {"id": 2.50, "n": null, "b": true}]`,
+		`[{"a": {"x": [1, {"y": "z"}]}, "s": "\u00e9\n\ud83d\ude00"}]`, "[{\"a\": \"\xff\"}]",
+		`[{"id": 1, "id": 2}]`, `[{"id": 1e999999999}]`, `[{"id": -0.0e-5}]`, ` [ { "a" : 1 } , { "a" : 2 } ] `,
+		`[{"a": 1}] [`, `[1]`, `[{"a": 01}]`, `[{"a": "\u12"}]`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		b, err := DecodeRecords(data, "records")
+		tree, jerr := DecodeJSON([]byte(data))
+		var list []any
+		if jerr == nil {
+			l, isList := tree.([]any)
+			allObjects := isList
+			for _, e := range l {
+				if _, ok := e.(map[string]any); !ok {
+					allObjects = false
+				}
+			}
+			if !allObjects {
+				jerr = errors.New("not a list of objects")
+			}
+			list = l
+		}
+		if err != nil {
+			se, ok := errors.AsType[*SyntaxError](err)
+			if !ok || se.Msg == "" || (se.Path != "" && !strings.HasPrefix(se.Path, "records")) {
+				t.Fatalf("refusal %#v is not a *SyntaxError with a path", err)
+			}
+			if jerr == nil {
+				t.Fatalf("the scanner refuses (%v) what DecodeJSON accepts", err)
+			}
+			return
+		}
+		if jerr != nil {
+			t.Fatalf("the scanner accepts what DecodeJSON refuses (%v)", jerr)
+		}
+		if b.Len() != len(list) {
+			t.Fatalf("%d records, DecodeJSON has %d", b.Len(), len(list))
+		}
+		for i, e := range list {
+			want := CanonicalJSON(e)
+			if got := b.canonicalRecord(b.At(i)); got != want {
+				t.Fatalf("record %d: canonical %s, DecodeJSON gives %s", i, got, want)
+			}
+			if got := CanonicalJSON(b.Record(i)); got != want {
+				t.Fatalf("record %d as a map: canonical %s, want %s", i, got, want)
+			}
+			m, _ := e.(map[string]any)
+			for _, fld := range b.At(i) {
+				text, has := Canon(m[b.Names[fld.Name]])
+				if has != (fld.Kind != KindNull) || text != b.Text(&fld) {
+					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.Names[fld.Name], b.Text(&fld), text, has)
+				}
+			}
+		}
+	})
+}
+
+// TestBatchRecordRoundTrip: a record in map form turned compact and back
+// keeps its canonical JSON.
+func TestBatchRecordRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := Record{"id": json.Number("1.0"), "s": "x", "n": nil, "b": false, "o": map[string]any{"k": []any{json.Number("2")}}, "f": 2.5, "i": 7}
+	b := NewBatch()
+	b.Append(r)
+	if got, want := CanonicalJSON(b.Record(0)), CanonicalJSON(r); got != want {
+		t.Fatalf("round trip %s, want %s", got, want)
+	}
+	if got, want := b.canonicalRecord(b.At(0)), CanonicalJSON(r); got != want {
+		t.Fatalf("canonical record %s, want %s", got, want)
+	}
+	if strconv.Itoa(b.Len()) != "1" {
+		t.Fatal("one record appended")
+	}
+}
+
+// TestScannerNameFastPath: a name seen in the previous record is matched
+// without unquoting only when it is written plainly; escaped and control
+// characters still go through the full reader.
+func TestScannerNameFastPath(t *testing.T) {
+	t.Parallel()
+	ok := `[{"a\nb": 1, "c\"d": 2, "e": 3}, {"a\nb": 4, "c\"d": 5, "e": 6}, {"e": 7}]`
+	b, err := DecodeRecords(ok, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Names) != 3 || CanonicalJSON(b.Record(1)) != `{"a\nb":4,"c\"d":5,"e":6}` {
+		t.Fatalf("names %q, record %s", b.Names, CanonicalJSON(b.Record(1)))
+	}
+	// The raw bytes of a name with a newline are not JSON.
+	if _, err := DecodeRecords("[{\"a\\nb\": 1}, {\"a\nb\": 2}]", "records"); err == nil {
+		t.Fatal("a raw newline in a name was accepted")
+	}
+}
+
+// TestDecodeRecordList: records given one JSON object each decode into one
+// batch like the same records as an array; a bad part is refused with its
+// index.
+func TestDecodeRecordList(t *testing.T) {
+	t.Parallel()
+	parts := [][]byte{[]byte(`{"id": 1, "n": 1.50}`), []byte(` {"id": "2", "s": "Zo\u00eb"} `), []byte(`{}`)}
+	b, err := DecodeRecordList(parts, "after.records_json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := DecodeRecords(`[{"id": 1, "n": 1.50}, {"id": "2", "s": "Zo\u00eb"}, {}]`, "records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 3 {
+		t.Fatalf("%d records, want 3", b.Len())
+	}
+	for i := range 3 {
+		if got, w := b.canonicalRecord(b.At(i)), want.canonicalRecord(want.At(i)); got != w {
+			t.Errorf("record %d: %s, want %s", i, got, w)
+		}
+	}
+	for _, tt := range []struct {
+		parts [][]byte
+		path  string
+	}{
+		{[][]byte{[]byte(`{"id": 1}`), []byte(`[1]`)}, "after.records_json[1]"},
+		{[][]byte{[]byte(`{"id": 1} {}`)}, "after.records_json[0]"},
+		{[][]byte{[]byte(`{"id": 1, "id": 2}`)}, "after.records_json[0].id"},
+		{[][]byte{[]byte(`{"id": 1`), []byte(`}`)}, "after.records_json[0].id"},
+		{[][]byte{[]byte(``)}, "after.records_json[0]"},
+	} {
+		_, err := DecodeRecordList(tt.parts, "after.records_json")
+		if got := pathOf(err); got != tt.path {
+			t.Errorf("%q: error %v at %q, want %q", tt.parts, err, got, tt.path)
+		}
+	}
+}

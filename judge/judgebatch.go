@@ -1,0 +1,316 @@
+package judge
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// JudgeBatch is Judge on reads in compact form. It gives the same verdict
+// as Judge on the same records in map form (TestJudgeBatchAgrees holds it
+// to that), with the matched records turned back into maps for evidence:
+// numbers in them carry their canonical text.
+func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict {
+	b, a := before.Batch, after.Batch
+	if b == nil {
+		b = NewBatch()
+	}
+	if a == nil {
+		a = NewBatch()
+	}
+	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+		switch c.Kind {
+		case RecordWritten:
+			return judgeRecordWrittenB(c, b, a)
+		case FieldEquals:
+			return judgeFieldEqualsB(c, a)
+		case ExactNewSet:
+			return judgeExactNewSetB(c, b, a)
+		}
+		return indeterminate("UNKNOWN_KIND", fmt.Sprintf("unknown contract kind %q", c.Kind))
+	})
+}
+
+// bpair is a selector pair with its field resolved to a batch's name index
+// (-1 when no record of the batch has the field: the pair matches nothing).
+type bpair struct {
+	name  int64
+	value string
+}
+
+func resolve(b *Batch, sel []Pair) []bpair {
+	out := make([]bpair, len(sel))
+	for i, p := range sel {
+		out[i] = bpair{name: b.nameIndex(p.Field), value: p.Value}
+	}
+	return out
+}
+
+func (b *Batch) match(rec []Field, sel []bpair) bool {
+	for i := range sel {
+		text, ok := b.get(rec, sel[i].name)
+		if !ok || text != sel[i].value {
+			return false
+		}
+	}
+	return true
+}
+
+// keyFilter is the idempotency-key filter of c on one batch.
+func keyFilter(c *Contract, b *Batch) func([]Field) bool {
+	if c.IdempotencyKey == nil {
+		return func([]Field) bool { return true }
+	}
+	name, want := b.nameIndex(c.KeyField), *c.IdempotencyKey
+	return func(rec []Field) bool {
+		text, ok := b.get(rec, name)
+		return ok && text == want
+	}
+}
+
+func identityShownB(b *Batch, rec []Field, name int64, field string) shownValue {
+	if id, ok := b.get(rec, name); ok {
+		return shownValue{field: field, quoted: strconv.Quote(id)}
+	}
+	return shownValue{field: "*", quoted: strconv.Quote(b.canonicalRecord(rec))}
+}
+
+func (b *Batch) records(idx []int) []Record {
+	out := make([]Record, len(idx))
+	for i, k := range idx {
+		out[i] = b.Record(k)
+	}
+	return out
+}
+
+// readDiffB is readDiff on batches: a merge join on reads ordered by
+// identity, else a hash join.
+func readDiffB(before, after *Batch, field string, reset func(), onAfter func(int, bool), onGone func(int)) {
+	if mergeDiffB(before, after, field, onAfter, onGone) {
+		return
+	}
+	reset()
+	hashDiffB(before, after, field, onAfter, onGone)
+}
+
+// hashDiffB is hashDiff on batches: the radix-partitioned join when every
+// record has an identity, else the identity index.
+func hashDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
+	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	id := func(b *Batch, name int64) func(int) (ordID, bool) {
+		return func(i int) (ordID, bool) {
+			text, ok := b.get(b.At(i), name)
+			if !ok {
+				return ordID{}, false
+			}
+			return makeOrdID(text), true
+		}
+	}
+	inBaseA, seenB, ok := partitionJoin(before.Len(), after.Len(), id(before, bName), id(after, aName))
+	if !ok {
+		indexDiffB(before, after, field, onAfter, onGone)
+		return
+	}
+	for j := range after.Len() {
+		onAfter(j, inBaseA[j])
+	}
+	for i := range before.Len() {
+		if !seenB[i] {
+			onGone(i)
+		}
+	}
+}
+
+// mergeDiffB is mergeDiff on batches. It gives up (returning false) as soon
+// as a record has no identity or either read is not strictly increasing.
+func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) bool {
+	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	nb, na := before.Len(), after.Len()
+	i, j := 0, 0
+	var idB, idA, prevB, prevA ordID
+	haveB, haveA := false, false
+	for i < nb || j < na {
+		if i < nb && !haveB {
+			id, ok := before.get(before.At(i), bName)
+			if !ok {
+				return false
+			}
+			idB = makeOrdID(id)
+			if i > 0 && cmpOrd(idB, prevB) <= 0 {
+				return false
+			}
+			haveB = true
+		}
+		if j < na && !haveA {
+			id, ok := after.get(after.At(j), aName)
+			if !ok {
+				return false
+			}
+			idA = makeOrdID(id)
+			if j > 0 && cmpOrd(idA, prevA) <= 0 {
+				return false
+			}
+			haveA = true
+		}
+		c := 0
+		if i < nb && j < na {
+			c = cmpOrd(idB, idA)
+		}
+		switch {
+		case j == na || (i < nb && c < 0):
+			onGone(i)
+			prevB, haveB = idB, false
+			i++
+		case i == nb || c > 0:
+			onAfter(j, false)
+			prevA, haveA = idA, false
+			j++
+		default:
+			onAfter(j, true)
+			prevB, haveB = idB, false
+			prevA, haveA = idA, false
+			i++
+			j++
+		}
+	}
+	return true
+}
+
+// indexDiffB is indexDiff on batches: field identities and whole-record
+// identities (records without the field) in separate namespaces.
+func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
+	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	byField := make(map[string]int32, before.Len())
+	var byWhole map[string]int32
+	var seen []bool
+	slots := make([]int32, before.Len())
+	for i := range before.Len() {
+		rec := before.At(i)
+		m := byField
+		id, ok := before.get(rec, bName)
+		if !ok {
+			if byWhole == nil {
+				byWhole = map[string]int32{}
+			}
+			m, id = byWhole, before.canonicalRecord(rec)
+		}
+		slot, known := m[id]
+		if !known {
+			slot = int32(len(seen))
+			m[id] = slot
+			seen = append(seen, false)
+		}
+		slots[i] = slot
+	}
+	for j := range after.Len() {
+		rec := after.At(j)
+		var slot int32
+		var inBase bool
+		if id, ok := after.get(rec, aName); ok {
+			slot, inBase = byField[id]
+		} else if byWhole != nil {
+			slot, inBase = byWhole[after.canonicalRecord(rec)]
+		}
+		if inBase {
+			seen[slot] = true
+		}
+		onAfter(j, inBase)
+	}
+	for i := range before.Len() {
+		if !seen[slots[i]] {
+			onGone(i)
+		}
+	}
+}
+
+func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
+	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
+	matched := make([]int, 0, 4)
+	lossCount := 0
+	var lossSamples []shownValue
+	take := func(j int, inBase bool) {
+		if c.CountNewOnly && inBase {
+			return
+		}
+		if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
+			matched = append(matched, j)
+		}
+	}
+	if c.CountNewOnly || c.ForbidCollateralLoss {
+		bSel, bID := resolve(before, c.Match), before.nameIndex(c.IdentityField)
+		reset := func() { matched, lossCount, lossSamples = matched[:0], 0, nil }
+		gone := func(i int) {
+			if !c.ForbidCollateralLoss {
+				return
+			}
+			rec := before.At(i)
+			if before.match(rec, bSel) {
+				return
+			}
+			lossCount++
+			if len(lossSamples) < maxSamples {
+				lossSamples = append(lossSamples, identityShownB(before, rec, bID, c.IdentityField))
+			}
+		}
+		readDiffB(before, after, c.IdentityField, reset, take, gone)
+	} else {
+		for j := range after.Len() {
+			take(j, false)
+		}
+	}
+	return recordWrittenVerdict(c, after.records(matched), lossCount, lossSamples)
+}
+
+func judgeFieldEqualsB(c *Contract, after *Batch) Verdict {
+	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
+	var matched []int
+	for j := range after.Len() {
+		if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
+			matched = append(matched, j)
+		}
+	}
+	return fieldEqualsVerdict(c, after.records(matched))
+}
+
+func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
+	field := c.IdentityField
+	aSel, bSel, bID := resolve(after, c.Match), resolve(before, c.Match), before.nameIndex(field)
+	added := make([]int, 0, len(c.NewRecords)+1)
+	lossCount := 0
+	var lossSamples []shownValue
+	take := func(j int, inBase bool) {
+		if !inBase && after.match(after.At(j), aSel) {
+			added = append(added, j)
+		}
+	}
+	gone := func(i int) {
+		if !c.ForbidCollateralLoss {
+			return
+		}
+		rec := before.At(i)
+		if !before.match(rec, bSel) {
+			return
+		}
+		lossCount++
+		if len(lossSamples) < maxSamples {
+			lossSamples = append(lossSamples, identityShownB(before, rec, bID, field))
+		}
+	}
+	if !mergeDiffB(before, after, field, take, gone) {
+		missing := 0
+		for _, side := range []*Batch{before, after} {
+			name := side.nameIndex(field)
+			for i := range side.Len() {
+				if _, ok := side.get(side.At(i), name); !ok {
+					missing++
+				}
+			}
+		}
+		if missing > 0 {
+			return indeterminate(ReasonIdentityMissing, fmt.Sprintf(
+				"%d record(s) carry no %q value, so added records cannot be told from existing ones", missing, field))
+		}
+		added, lossCount, lossSamples = added[:0], 0, nil
+		hashDiffB(before, after, field, take, gone)
+	}
+	return exactNewSetVerdict(c, after.records(added), lossCount, lossSamples)
+}
