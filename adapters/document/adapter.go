@@ -197,7 +197,7 @@ func reservedList() string {
 var errNotConfigured = errors.New("document adapter: called before Configure")
 
 // TestConnection opens and lists the folder.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured

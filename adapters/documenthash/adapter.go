@@ -92,7 +92,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 var errNotConfigured = errors.New("document-hash adapter: called before Configure")
 
 // TestConnection checks that root can be opened and listed.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured

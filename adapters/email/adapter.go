@@ -134,7 +134,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 var errNotConfigured = errors.New("email adapter: called before Configure")
 
 // TestConnection lists the capture point.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured

@@ -127,7 +127,7 @@ var errNotConfigured = errors.New("file adapter: called before Configure")
 
 // TestConnection opens the folder (connecting and checking the host key and
 // the credentials for SFTP) and lists it.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured

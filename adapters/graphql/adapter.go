@@ -15,6 +15,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Kind is the deployment's `kind:` for this adapter.
@@ -30,8 +31,10 @@ var configKeys = []string{
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
 	endpoint *url.URL
-	body     []byte     // the POST body: query, variables, operationName
-	records  httpx.Path // inside data
+	query    string       // graphql_query
+	rq       *readQuery   // its parse
+	values   param.Values // graphql_variables, bound per call
+	records  httpx.Path   // inside data
 	client   *http.Client
 	creds    httpx.Credentials
 	warnings []string
@@ -85,30 +88,15 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
 	}
-	values, err := sec.BoundValues("graphql_variables", req.Params)
-	if err != nil {
+	if s.values, err = sec.Values("graphql_variables"); err != nil {
 		return err
 	}
-	vars, bad, err := rq.bindVariables(values)
-	if err != nil {
-		path := "graphql_variables"
-		if bad != "" {
-			path += "." + bad
-		}
-		return &sdk.ConfigError{Path: path, Message: err.Error()}
+	if bad, err := rq.checkDeclared(s.values.Names()); err != nil {
+		return variablesError(bad, err)
 	}
+	s.query, s.rq = text, rq
 	if s.records, err = recordsPath(sec, rq); err != nil {
 		return err
-	}
-	body := map[string]any{"query": text}
-	if len(vars) > 0 {
-		body["variables"] = vars
-	}
-	if rq.name != "" {
-		body["operationName"] = rq.name
-	}
-	if s.body, err = json.Marshal(body); err != nil {
-		return fmt.Errorf("graphql adapter: encoding the request: %w", err)
 	}
 	auth, err := sec.Sub("auth", httpx.AuthKeys)
 	if err != nil {
@@ -155,16 +143,65 @@ func recordsPath(sec *httpx.Section, rq *readQuery) (httpx.Path, error) {
 
 var errNotConfigured = errors.New("graphql adapter: called before Configure")
 
+func variablesError(bad string, err error) error {
+	path := "graphql_variables"
+	if bad != "" {
+		path += "." + bad
+	}
+	return &sdk.ConfigError{Path: path, Message: err.Error()}
+}
+
+// body binds one call's run parameters to the declared variable types and
+// encodes the POST body: query, variables, operationName. A variable is a
+// JSON value, never spliced into the query text.
+func (s *settings) body(params map[string]string) ([]byte, error) {
+	values, err := s.values.Bind(params)
+	if err != nil {
+		return nil, httpx.ConfigError(err)
+	}
+	vars, bad, err := s.rq.bindVariables(values)
+	if err != nil {
+		return nil, variablesError(bad, err)
+	}
+	body := map[string]any{"query": s.query}
+	if len(vars) > 0 {
+		body["variables"] = vars
+	}
+	if s.rq.name != "" {
+		body["operationName"] = s.rq.name
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("graphql adapter: encoding the request: %w", err)
+	}
+	return b, nil
+}
+
+// CheckParams binds a session's run parameters to the query's variables
+// without reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	s := a.settings.Load()
+	if s == nil {
+		return errNotConfigured
+	}
+	_, err := s.body(params)
+	return err
+}
+
 // TestConnection runs the query once and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
 	s := a.settings.Load()
 	if s == nil {
 		return sdk.TestResult{}, errNotConfigured
 	}
+	body, err := s.body(req.Params)
+	if err != nil {
+		return sdk.TestResult{}, err
+	}
 	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
-	recs, why := s.read(ctx)
+	recs, why := s.read(ctx, body)
 	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
 	if why != "" {
 		res.Message = why
@@ -190,10 +227,14 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	if s == nil {
 		return sdk.Capture{}, errNotConfigured
 	}
+	body, err := s.body(req.Params)
+	if err != nil {
+		return sdk.Capture{}, err
+	}
 	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	at := time.Now()
-	recs, why := s.read(ctx)
+	recs, why := s.read(ctx, body)
 	if why != "" {
 		return sdk.Unreachable("%s", why), nil
 	}
@@ -211,9 +252,9 @@ type gqlAnswer struct {
 // read POSTs the query (a GraphQL read is a POST; it is the only method
 // this adapter sends) and returns the records, or why there are none to
 // judge.
-func (s *settings) read(ctx context.Context) ([]sdk.Record, string) {
+func (s *settings) read(ctx context.Context, body []byte) ([]sdk.Record, string) {
 	what := httpx.Target(http.MethodPost, s.endpoint)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(s.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", what, err)
 	}

@@ -69,7 +69,8 @@ type settings struct {
 	display       string // an X display (":99"), the other source
 	pageURLPrefix string
 	tier          sdk.Tier
-	actions       []action
+	renavigate    []actionSection // as written; bound per call
+	actions       []action        // bound copies: the run's values; else stand-ins
 	absent        string
 	fields        []field
 	minConfidence float64
@@ -103,7 +104,8 @@ func (a action) String() string {
 // (the parameter's name) and the value the run typed.
 type field struct {
 	param    string
-	expected string
+	path     string // of its param key, for refusals
+	expected string // bound copies only
 	region   *[4]int
 	selector string
 	minRatio float64
@@ -202,9 +204,11 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		minRatio = *r
 	}
 
-	// renavigate and the tier
+	// renavigate and the tier: checked with a stand-in for every run
+	// parameter the actions use; bind fills them per call.
+	s.renavigate = sec.Renavigate
 	for i, as := range sec.Renavigate {
-		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), req.Params)
+		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), standIns(as))
 		if err != nil {
 			return nil, err
 		}
@@ -253,11 +257,7 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 			return nil, configError(p+".param", "%q is marked twice; mark each parameter once", fs.Param)
 		}
 		seen[fs.Param] = true
-		v, ok := req.Params[fs.Param]
-		if !ok {
-			return nil, configError(p+".param", "the run has no parameter %q; pass it with the run or mark another field", fs.Param)
-		}
-		f := field{param: fs.Param, expected: v, minRatio: minRatio}
+		f := field{param: fs.Param, path: p + ".param", minRatio: minRatio}
 		if fs.MinRatio != nil {
 			if *fs.MinRatio <= 0 || *fs.MinRatio > 1 {
 				return nil, configError(p+".min_ratio", "must be above 0 and at most 1")
@@ -308,6 +308,44 @@ func join(path, key string) string {
 }
 
 // bindAction checks one re-navigation action and binds its run parameters.
+// standIns maps every run parameter an action uses to a stand-in value, to
+// check the action's shape before any run's values are known.
+func standIns(as actionSection) map[string]string {
+	out := map[string]string{}
+	for _, name := range param.Names(as.Open) {
+		out[name] = "x"
+	}
+	if as.Type != nil && as.Type.Param != "" {
+		out[as.Type.Param] = "x"
+	}
+	return out
+}
+
+// bind returns a copy of s for one call: the re-navigation and the fields'
+// expected values bound to params. A parameter the run does not supply, or
+// a value that cannot stand where it goes, is a *sdk.ConfigError.
+func (s *settings) bind(params map[string]string) (*settings, error) {
+	b := *s
+	b.actions = make([]action, 0, len(s.renavigate))
+	for i, as := range s.renavigate {
+		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), params)
+		if err != nil {
+			return nil, err
+		}
+		b.actions = append(b.actions, a)
+	}
+	b.fields = make([]field, len(s.fields))
+	for i, f := range s.fields {
+		v, ok := params[f.param]
+		if !ok {
+			return nil, configError(f.path, "the run has no parameter %q; pass it with the run or mark another field", f.param)
+		}
+		f.expected = v
+		b.fields[i] = f
+	}
+	return &b, nil
+}
+
 func bindAction(as actionSection, p string, params map[string]string) (action, error) {
 	n := 0
 	for _, set := range []bool{as.Open != "", as.Click != "", as.Type != nil, as.Wait != nil} {

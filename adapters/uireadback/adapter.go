@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,10 +30,15 @@ type Adapter struct {
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured adapter with a browser of its own, started on
-// the first read; it is the factory for sdk.Serve.
+// processBrowser is the one headless Chromium of a plugin process, shared
+// by every configured instance; each read-back runs in a fresh context of
+// it. It starts on the first read.
+var processBrowser = sync.OnceValue(func() *Browser { return NewBrowser(BrowserOptions{}) })
+
+// New returns an unconfigured adapter on the process's shared browser; it
+// is the factory for plugin.Serve.
 func New() sdk.Adapter {
-	return &Adapter{browser: NewBrowser(BrowserOptions{}), ownsBrowser: true}
+	return &Adapter{browser: processBrowser()}
 }
 
 // NewWithBrowser returns a factory whose adapters share b (a test package,
@@ -63,8 +69,9 @@ func (a *Adapter) Info() sdk.Info {
 	}
 }
 
-// Configure checks the section and binds the record URL, the identity and
-// the read-back account for this run. It opens no browser.
+// Configure checks the section and takes the read-back account; each call
+// binds its run parameters into the record URL and the identity. It opens
+// no browser.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	s, err := parseSettings(req)
 	if err != nil {
@@ -76,14 +83,29 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 
 var errNotConfigured = errors.New("ui_readback adapter: called before Configure")
 
+// CheckParams binds a session's run parameters into the record URL and the
+// identity without opening anything.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	c := a.settings.Load()
+	if c == nil {
+		return errNotConfigured
+	}
+	_, err := c.bind(params)
+	return err
+}
+
 // TestConnection is a complete read-back: sign in with the read-back
 // account in a fresh context, open the record page, check the identity and
 // read the rows. It writes nothing (the sign-in is the one request that
 // posts).
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	c := a.settings.Load()
+	if c == nil {
 		return sdk.TestResult{}, errNotConfigured
+	}
+	s, err := c.bind(req.Params)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	start := time.Now()
 	res, err := a.readBack(ctx, s)
@@ -120,9 +142,13 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
+	c := a.settings.Load()
+	if c == nil {
 		return sdk.Capture{}, errNotConfigured
+	}
+	s, err := c.bind(req.Params)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	// ctx carries the daemon's deadline for this read (for a baseline it is
 	// longer than the effect's timeout_s); req.Timeout only stands in when

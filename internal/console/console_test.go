@@ -68,7 +68,7 @@ func (a tableAdapter) Info() sdk.Info {
 	return sdk.Info{Kind: "console-test", Tier: sdk.TierIndependentSystem}
 }
 func (tableAdapter) Configure(context.Context, sdk.ConfigureRequest) error { return nil }
-func (tableAdapter) TestConnection(context.Context) (sdk.TestResult, error) {
+func (tableAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true}, nil
 }
 func (a tableAdapter) read() (sdk.Capture, error) {

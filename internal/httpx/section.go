@@ -156,6 +156,20 @@ func (s *Section) BoundValues(key string, params map[string]string) (map[string]
 	return out, ConfigError(err)
 }
 
+// Values reads the map of value expressions at key, to be bound per call
+// (empty when the key is absent).
+func (s *Section) Values(key string) (param.Values, error) {
+	if !s.Has(key) {
+		return param.Values{}, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(s.m[key], &raw); err != nil || raw == nil {
+		return param.Values{}, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to values: a string, {literal: \"text\"} or {param: name}"}
+	}
+	vs, err := param.ParseMap(raw, s.At(key))
+	return vs, ConfigError(err)
+}
+
 // BindValue reads one value expression at path and binds it.
 func BindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
 	v, err := param.BindJSON(raw, path, params)
