@@ -622,6 +622,7 @@ func (l *lockedBuffer) String() string {
 // both read, each under its own id; a released instance is gone (its id is
 // refused) while the other still reads.
 func (k *kit) instances(t *testing.T) {
+	k.h.Reset(t)
 	r := k.start(t, k.h.Config(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
