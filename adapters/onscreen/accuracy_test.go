@@ -53,10 +53,22 @@ func (a *app) ocrOnly(t testing.TB, rec screenapp.Record) *Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return configuredFor(t, raw, params(rec))
+}
+
+// configuredFor configures an adapter with raw and stores its settings
+// bound to params, for tests that read through readBack directly.
+func configuredFor(t testing.TB, raw []byte, params map[string]string) *Adapter {
+	t.Helper()
 	ad := New().(*Adapter)
-	if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params(rec)}); err != nil {
+	if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw}); err != nil {
 		t.Fatal(err)
 	}
+	s, err := ad.settings.Load().bind(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.settings.Store(s)
 	return ad
 }
 
@@ -125,10 +137,7 @@ func BenchmarkReadBack(b *testing.B) {
 	}{{"reopen", a.reopenSection()}, {"same_surface", a.sameSurfaceSection()}} {
 		b.Run(tc.name, func(b *testing.B) {
 			raw, _ := json.Marshal(tc.sec)
-			ad := New().(*Adapter)
-			if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params(rec)}); err != nil {
-				b.Fatal(err)
-			}
+			ad := configuredFor(b, raw, params(rec))
 			s := ad.settings.Load()
 			if res, err := ad.readBack(context.Background(), s); err != nil || res.unusable != "" || len(res.records) != 1 || res.records[0]["name"] != rec.Name {
 				b.Fatalf("warm-up read: %+v, %v", res, err)

@@ -33,7 +33,7 @@ func BenchmarkReadBack(b *testing.B) {
 	read := func(b *testing.B, ad *Adapter) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := ad.CaptureAfter(ctx, sdk.CaptureRequest{CaptureID: "bench", Timeout: 30 * time.Second})
+		c, err := ad.CaptureAfter(ctx, sdk.CaptureRequest{CaptureID: "bench", Timeout: 30 * time.Second, Params: req.Params})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func BenchmarkReadBack(b *testing.B) {
 	}
 	configured := func(b *testing.B, br *Browser) *Adapter {
 		ad := &Adapter{browser: br}
-		if err := ad.Configure(context.Background(), req); err != nil {
+		if err := ad.Configure(context.Background(), req.ConfigureRequest); err != nil {
 			b.Fatal(err)
 		}
 		return ad
