@@ -70,7 +70,7 @@ type Adapter struct {
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured document adapter; it is the factory for
-// sdk.Serve.
+// plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: the documents are read from the store they

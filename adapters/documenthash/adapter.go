@@ -44,7 +44,7 @@ type Adapter struct {
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured document-hash adapter; it is the factory for
-// sdk.Serve.
+// plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: the bytes of the store itself are an

@@ -67,7 +67,7 @@ var (
 )
 
 // New returns an unconfigured email adapter; it is the factory for
-// sdk.Serve.
+// plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: the messages at the capture point are read

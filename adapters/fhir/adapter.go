@@ -53,7 +53,7 @@ type Adapter struct {
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured fhir adapter; it is the factory for sdk.Serve.
+// New returns an unconfigured fhir adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: a FHIR server's search API is an independent

@@ -59,7 +59,7 @@ type Adapter struct {
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured file adapter; it is the factory for
-// sdk.Serve.
+// plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: a listing of the folder where files land is an

@@ -48,7 +48,7 @@ type Adapter struct {
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured graphql adapter; it is the factory for
-// sdk.Serve.
+// plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: the system of record's own API is an

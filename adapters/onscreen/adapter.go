@@ -23,7 +23,7 @@ type Adapter struct {
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured adapter; it is the factory for sdk.Serve.
+// New returns an unconfigured adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info declares the mechanism. Before Configure it claims the strongest

@@ -58,7 +58,7 @@ type Adapter struct {
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured rest adapter; it is the factory for sdk.Serve.
+// New returns an unconfigured rest adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter: the system of record's own API is an

@@ -99,7 +99,7 @@ type Adapter struct {
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured sql adapter; it is the factory for sdk.Serve.
+// New returns an unconfigured sql adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info describes the adapter. A database read is an independent system of
