@@ -6,9 +6,9 @@
 package main
 
 import (
-	"log"
 	"context"
 	"encoding/json"
+	"log"
 	"os"
 	"strconv"
 	"time"
