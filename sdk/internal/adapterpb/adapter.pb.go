@@ -1,7 +1,8 @@
 // The plugin contract between the verifierd daemon and one adapter
 // subprocess. The daemon is the client; the adapter serves AdapterService over
 // go-plugin's gRPC transport. Adapters are written against the Go SDK
-// (github.com/verifierd/verifierd/sdk), which hides these messages.
+// (github.com/verifierd/verifierd/sdk), which hides these messages; their Go
+// code is generated into sdk/internal/adapterpb.
 //
 // One plugin process serves many configured instances: Configure takes a
 // deployment section (no run parameters) and returns an instance id; every
@@ -1788,7 +1789,7 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\x0eTestConnection\x12+.verifierd.adapter.v1.TestConnectionRequest\x1a,.verifierd.adapter.v1.TestConnectionResponse\x12j\n" +
 	"\rCaptureBefore\x12*.verifierd.adapter.v1.CaptureBeforeRequest\x1a+.verifierd.adapter.v1.CaptureBeforeResponse0\x01\x12g\n" +
 	"\fCaptureAfter\x12).verifierd.adapter.v1.CaptureAfterRequest\x1a*.verifierd.adapter.v1.CaptureAfterResponse0\x01\x12V\n" +
-	"\aVerdict\x12$.verifierd.adapter.v1.VerdictRequest\x1a%.verifierd.adapter.v1.VerdictResponseBEZCgithub.com/verifierd/verifierd/proto/verifierd/adapter/v1;adapterv1b\x06proto3"
+	"\aVerdict\x12$.verifierd.adapter.v1.VerdictRequest\x1a%.verifierd.adapter.v1.VerdictResponseBAZ?github.com/verifierd/verifierd/sdk/internal/adapterpb;adapterv1b\x06proto3"
 
 var (
 	file_verifierd_adapter_v1_adapter_proto_rawDescOnce sync.Once

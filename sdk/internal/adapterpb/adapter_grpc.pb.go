@@ -1,7 +1,8 @@
 // The plugin contract between the verifierd daemon and one adapter
 // subprocess. The daemon is the client; the adapter serves AdapterService over
 // go-plugin's gRPC transport. Adapters are written against the Go SDK
-// (github.com/verifierd/verifierd/sdk), which hides these messages.
+// (github.com/verifierd/verifierd/sdk), which hides these messages; their Go
+// code is generated into sdk/internal/adapterpb.
 //
 // One plugin process serves many configured instances: Configure takes a
 // deployment section (no run parameters) and returns an instance id; every
