@@ -82,6 +82,9 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil // the type decodes (and refuses) its own keys, as Value does
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if t == reflect.TypeFor[json.RawMessage]() {
