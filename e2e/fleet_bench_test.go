@@ -66,7 +66,7 @@ func adapterProcs(pid int) map[string][]int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
@@ -78,7 +78,7 @@ func adapterProcs(pid int) map[string][]int {
 		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
 			continue
 		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		exe := filepath.Base(strings.SplitN(string(cmdline), "\x00", 2)[0])
 		if kind, ok := strings.CutPrefix(exe, "verifier-adapter-"); ok {
 			out[kind] = append(out[kind], child)

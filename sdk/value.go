@@ -47,8 +47,7 @@ func (v Value) String() string {
 func (v *Value) UnmarshalJSON(b []byte) error {
 	pv, err := param.ParseJSON(b, "")
 	if err != nil {
-		var perr *param.Error
-		if errors.As(err, &perr) {
+		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return errors.New(perr.Message)
 		}
 		return err
@@ -76,8 +75,7 @@ func (v Value) Bind(params map[string]string) (string, error) { return v.BindAt(
 func (v Value) BindAt(params map[string]string, path string) (string, error) {
 	s, err := v.v.Bind(params, path)
 	if err != nil {
-		var perr *param.Error
-		if errors.As(err, &perr) {
+		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return "", &ConfigError{Path: perr.Path, Message: perr.Message}
 		}
 		return "", err

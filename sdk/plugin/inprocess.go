@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // InProcess serves an adapter inside the calling process over an in-memory

@@ -8,8 +8,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // AdapterPlugin is the go-plugin glue for an adapter, gRPC only. The adapter

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
 )

@@ -6,8 +6,8 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // Info converts a GetInfo answer and returns the API versions it lists.

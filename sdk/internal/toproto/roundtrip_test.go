@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
 )
