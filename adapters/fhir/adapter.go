@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
@@ -48,7 +47,7 @@ type settings struct {
 
 // Adapter reads FHIR R4 resources with one search.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	settings sdk.Settings[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
@@ -213,26 +212,15 @@ func sortedNames(m map[string]string) []string {
 	return names
 }
 
-var errNotConfigured = errors.New("fhir adapter: called before Configure")
-
 // CheckParams binds a session's run parameters into the search without
 // reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	s := a.settings.Load()
-	if s == nil {
-		return errNotConfigured
-	}
-	_, err := s.firstURL(params)
-	return err
+	return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
 }
 
 // TestConnection runs the search's first page and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
-	}
-	first, err := s.firstURL(req.Params)
+	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -272,11 +260,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // count of matches that disagrees with the Bundle's total aborts the
 // stream, so a partial result is never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
-	}
-	first, err := s.firstURL(req.Params)
+	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

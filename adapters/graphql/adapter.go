@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
@@ -42,7 +40,7 @@ type settings struct {
 
 // Adapter reads records with one read-only GraphQL query.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	settings sdk.Settings[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
@@ -141,8 +139,6 @@ func recordsPath(sec *httpx.Section, rq *readQuery) (httpx.Path, error) {
 	return p, nil
 }
 
-var errNotConfigured = errors.New("graphql adapter: called before Configure")
-
 func variablesError(bad string, err error) error {
 	path := "graphql_variables"
 	if bad != "" {
@@ -180,21 +176,12 @@ func (s *settings) body(params map[string]string) ([]byte, error) {
 // CheckParams binds a session's run parameters to the query's variables
 // without reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	s := a.settings.Load()
-	if s == nil {
-		return errNotConfigured
-	}
-	_, err := s.body(params)
-	return err
+	return sdk.CheckParams(&a.settings, params, (*settings).body)
 }
 
 // TestConnection runs the query once and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
-	}
-	body, err := s.body(req.Params)
+	s, body, err := sdk.Bound(&a.settings, req.Params, (*settings).body)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -223,11 +210,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
-	}
-	body, err := s.body(req.Params)
+	s, body, err := sdk.Bound(&a.settings, req.Params, (*settings).body)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

@@ -64,7 +64,7 @@ func configuredFor(t testing.TB, raw []byte, params map[string]string) *Adapter 
 	if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := ad.settings.Load().bind(params)
+	s, err := loaded(ad).bind(params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestOCRAccuracy(t *testing.T) {
 			a.show(t, v)
 			ad := a.ocrOnly(t, v)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			res, err := ad.readBack(ctx, ad.settings.Load())
+			res, err := ad.readBack(ctx, loaded(ad))
 			cancel()
 			if err != nil {
 				t.Fatal(err)
@@ -138,7 +138,7 @@ func BenchmarkReadBack(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			raw, _ := json.Marshal(tc.sec)
 			ad := configuredFor(b, raw, params(rec))
-			s := ad.settings.Load()
+			s := loaded(ad)
 			if res, err := ad.readBack(context.Background(), s); err != nil || res.unusable != "" || len(res.records) != 1 || res.records[0]["name"] != rec.Name {
 				b.Fatalf("warm-up read: %+v, %v", res, err)
 			}
@@ -181,7 +181,7 @@ func BenchmarkOCR(b *testing.B) {
 	ad := a.ocrOnly(b, rec)
 	// Render the three regions once, as a read does.
 	var regions []*image.Gray
-	for _, f := range ad.settings.Load().fields {
+	for _, f := range loaded(ad).fields {
 		r := f.region
 		shot, err := chromedp.Call(a.tab, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format: page.CaptureScreenshotFormatPng,
@@ -210,4 +210,10 @@ func BenchmarkOCR(b *testing.B) {
 			report(b, took)
 		})
 	}
+}
+
+// loaded is the adapter's configured settings (nil before Configure).
+func loaded(ad *Adapter) *settings {
+	s, _ := ad.settings.Load()
+	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -18,7 +17,7 @@ const Description = "reads the acting application's own screen (a Chromium the a
 
 // Adapter reads marked fields off the application's screen.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	settings sdk.Settings[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
@@ -33,7 +32,7 @@ func New() sdk.Adapter { return &Adapter{} }
 // fail to show a record that exists.
 func (a *Adapter) Info() sdk.Info {
 	tier := sdk.TierReacquiredState
-	if s := a.settings.Load(); s != nil {
+	if s, err := a.settings.Load(); err == nil {
 		tier = s.tier
 	}
 	return sdk.Info{Kind: Kind, Tier: tier, AbsenceNotProof: true, Description: Description}
@@ -67,15 +66,10 @@ func hasRegion(s *settings) bool {
 	return false
 }
 
-var errNotConfigured = errors.New("onscreen adapter: called before Configure")
-
 // bound is the configuration with one call's run parameters bound.
 func (a *Adapter) bound(params map[string]string) (*settings, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return nil, errNotConfigured
-	}
-	return s.bind(params)
+	_, s, err := sdk.Bound(&a.settings, params, (*settings).bind)
+	return s, err
 }
 
 // CheckParams binds a session's run parameters into the re-navigation and

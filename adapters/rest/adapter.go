@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
@@ -53,7 +52,7 @@ type offsetPaging struct {
 
 // Adapter reads a JSON list of records over HTTP GET.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	settings sdk.Settings[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
@@ -181,8 +180,6 @@ func (s *settings) parsePagination(sec *httpx.Section) error {
 	return nil
 }
 
-var errNotConfigured = errors.New("rest adapter: called before Configure")
-
 // firstURL binds one call's run parameters into records_path. A value that
 // cannot stand where its placeholder is (a path segment holding '/', a
 // control character) is refused, never spliced.
@@ -205,21 +202,12 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 // CheckParams binds a session's run parameters into records_path without
 // reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	s := a.settings.Load()
-	if s == nil {
-		return errNotConfigured
-	}
-	_, err := s.firstURL(params)
-	return err
+	return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
 }
 
 // TestConnection reads the first page and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
-	}
-	first, err := s.firstURL(req.Params)
+	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -261,11 +249,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // records stream, and a failure there aborts the stream, so a partial list
 // is never judged. The whole read is bounded by the capture's deadline.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
-	}
-	first, err := s.firstURL(req.Params)
+	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -94,7 +93,7 @@ func (e *timeoutError) Unwrap() error { return e.err }
 
 // Adapter reads a relational system of record with one read-only query.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	settings sdk.Settings[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
@@ -251,17 +250,15 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 	return newMySQLReader(ctx, args, password)
 }
 
-var errNotConfigured = errors.New("sql adapter: called before Configure")
-
 // CheckParams binds a session's run parameters as the query's arguments
 // without reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	s := a.settings.Load()
-	if s == nil {
-		return errNotConfigured
-	}
-	_, err := bindParams(s.values, s.names, params)
-	return err
+	return sdk.CheckParams(&a.settings, params, (*settings).args)
+}
+
+// args binds one call's run parameters as the query's arguments.
+func (s *settings) args(params map[string]string) ([]any, error) {
+	return bindParams(s.values, s.names, params)
 }
 
 // TestConnection connects as the configured login, runs SELECT 1 and
@@ -270,11 +267,7 @@ func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error
 // read-only transaction are defence in depth, and the safe setup is a
 // login (or, for SQLite, a file) that can only read.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
-	}
-	args, err := bindParams(s.values, s.names, req.Params)
+	s, args, err := sdk.Bound(&a.settings, req.Params, (*settings).args)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -302,11 +295,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // an error after the first row aborts the stream, so a partial read is
 // never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
-	}
-	args, err := bindParams(s.values, s.names, req.Params)
+	s, args, err := sdk.Bound(&a.settings, req.Params, (*settings).args)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

@@ -278,7 +278,8 @@ func TestServerReadOnlyTransaction(t *testing.T) {
 		if err := ad.Configure(t.Context(), e.request(t, e.section("SELECT 1", nil), e.admin)); err != nil {
 			t.Fatal(err)
 		}
-		r := ad.settings.Load().reader
+		loaded, _ := ad.settings.Load()
+		r := loaded.reader
 		defer r.close()
 		for _, w := range writes {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -2,10 +2,8 @@ package uireadback
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -20,7 +18,7 @@ const Description = "reads the application's record page in a separate, separate
 // Adapter reads a record page of a GUI application in a fresh browser
 // context of a shared headless Chromium.
 type Adapter struct {
-	settings    atomic.Pointer[settings]
+	settings    sdk.Settings[settings]
 	browser     *Browser
 	ownsBrowser bool
 
@@ -81,17 +79,10 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	return nil
 }
 
-var errNotConfigured = errors.New("ui_readback adapter: called before Configure")
-
 // CheckParams binds a session's run parameters into the record URL and the
 // identity without opening anything.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	c := a.settings.Load()
-	if c == nil {
-		return errNotConfigured
-	}
-	_, err := c.bind(params)
-	return err
+	return sdk.CheckParams(&a.settings, params, (*settings).bind)
 }
 
 // TestConnection is a complete read-back: sign in with the read-back
@@ -99,11 +90,7 @@ func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error
 // read the rows. It writes nothing (the sign-in is the one request that
 // posts).
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	c := a.settings.Load()
-	if c == nil {
-		return sdk.TestResult{}, errNotConfigured
-	}
-	s, err := c.bind(req.Params)
+	_, s, err := sdk.Bound(&a.settings, req.Params, (*settings).bind)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -142,11 +129,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	c := a.settings.Load()
-	if c == nil {
-		return sdk.Capture{}, errNotConfigured
-	}
-	s, err := c.bind(req.Params)
+	_, s, err := sdk.Bound(&a.settings, req.Params, (*settings).bind)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
