@@ -180,6 +180,12 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	return u, nil
 }
 
+// CheckParams binds a session's run parameters into the search without
+// reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
+}
+
 // checkSearchParams refuses a run parameter that would widen the search.
 // url.Values query-escapes every value, so none can add a parameter; but a
 // comma inside a FHIR search value means OR (patient=a,b reads both
@@ -210,12 +216,6 @@ func sortedNames(m map[string]string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// CheckParams binds a session's run parameters into the search without
-// reading.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
 }
 
 // TestConnection runs the search's first page and reports what came back.

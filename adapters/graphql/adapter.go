@@ -147,38 +147,6 @@ func variablesError(bad string, err error) error {
 	return &sdk.ConfigError{Path: path, Message: err.Error()}
 }
 
-// body binds one call's run parameters to the declared variable types and
-// encodes the POST body: query, variables, operationName. A variable is a
-// JSON value, never spliced into the query text.
-func (s *settings) body(params map[string]string) ([]byte, error) {
-	values, err := s.values.Bind(params)
-	if err != nil {
-		return nil, httpx.ConfigError(err)
-	}
-	vars, bad, err := s.rq.bindVariables(values)
-	if err != nil {
-		return nil, variablesError(bad, err)
-	}
-	body := map[string]any{"query": s.query}
-	if len(vars) > 0 {
-		body["variables"] = vars
-	}
-	if s.rq.name != "" {
-		body["operationName"] = s.rq.name
-	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("graphql adapter: encoding the request: %w", err)
-	}
-	return b, nil
-}
-
-// CheckParams binds a session's run parameters to the query's variables
-// without reading.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).body)
-}
-
 // TestConnection runs the query once and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
 	s, body, err := sdk.Bound(&a.settings, req.Params, (*settings).body)
@@ -295,4 +263,36 @@ func (s *settings) messages(ans gqlAnswer) string {
 		parts = append(parts, httpx.Clip(s.creds.Redact(e.Message), 160))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// body binds one call's run parameters to the declared variable types and
+// encodes the POST body: query, variables, operationName. A variable is a
+// JSON value, never spliced into the query text.
+func (s *settings) body(params map[string]string) ([]byte, error) {
+	values, err := s.values.Bind(params)
+	if err != nil {
+		return nil, httpx.ConfigError(err)
+	}
+	vars, bad, err := s.rq.bindVariables(values)
+	if err != nil {
+		return nil, variablesError(bad, err)
+	}
+	body := map[string]any{"query": s.query}
+	if len(vars) > 0 {
+		body["variables"] = vars
+	}
+	if s.rq.name != "" {
+		body["operationName"] = s.rq.name
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("graphql adapter: encoding the request: %w", err)
+	}
+	return b, nil
+}
+
+// CheckParams binds a session's run parameters to the query's variables
+// without reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.settings, params, (*settings).body)
 }

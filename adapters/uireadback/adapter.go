@@ -79,12 +79,6 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	return nil
 }
 
-// CheckParams binds a session's run parameters into the record URL and the
-// identity without opening anything.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).bind)
-}
-
 // TestConnection is a complete read-back: sign in with the read-back
 // account in a fresh context, open the record page, check the identity and
 // read the rows. It writes nothing (the sign-in is the one request that

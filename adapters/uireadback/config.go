@@ -2,6 +2,7 @@ package uireadback
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,6 +155,12 @@ func (s *settings) bind(params map[string]string) (*settings, error) {
 	}
 	b.identity.value = collapseSpace(v)
 	return &b, nil
+}
+
+// CheckParams binds a session's run parameters into the record URL and the
+// identity without opening anything.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.settings, params, (*settings).bind)
 }
 
 // section is the path of the adapter's own map inside its deployment
