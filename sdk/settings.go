@@ -57,3 +57,19 @@ func CheckParams[S, B any](s *Settings[S], params map[string]string, bind func(*
 	_, _, err := Bound(s, params, bind)
 	return err
 }
+
+// Base is what most adapters embed: a fixed Info (About) and the Settings
+// of type S that Configure resolves. The adapter writes Configure, the
+// captures and TestConnection; Base answers Info and holds the settings:
+//
+//	type Adapter struct{ sdk.Base[settings] }
+//
+//	func New() sdk.Adapter { return &Adapter{sdk.Base[settings]{About: info}} }
+type Base[S any] struct {
+	Settings[S]
+	// About is what Info answers.
+	About Info
+}
+
+// Info answers About.
+func (b *Base[S]) Info() Info { return b.About }

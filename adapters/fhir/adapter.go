@@ -47,23 +47,21 @@ type settings struct {
 
 // Adapter reads FHIR R4 resources with one search.
 type Adapter struct {
-	settings sdk.Settings[settings]
+	sdk.Base[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured fhir adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{} }
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// Info describes the adapter: a FHIR server's search API is an independent
+// info describes the adapter: a FHIR server's search API is an independent
 // read of the record store, and a searchset holds every match, so absence
 // is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
-	}
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
 }
 
 // Configure checks the section and search_param_exprs and builds the HTTP
@@ -112,7 +110,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return err
 	}
 	s.warnings = append(s.warnings, more...)
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
@@ -183,7 +181,7 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 // CheckParams binds a session's run parameters into the search without
 // reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
+	return sdk.CheckParams(&a.Settings, params, (*settings).firstURL)
 }
 
 // checkSearchParams refuses a run parameter that would widen the search.
@@ -220,7 +218,7 @@ func sortedNames(m map[string]string) []string {
 
 // TestConnection runs the search's first page and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -260,7 +258,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // count of matches that disagrees with the Bundle's total aborts the
 // stream, so a partial result is never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

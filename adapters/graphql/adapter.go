@@ -40,24 +40,22 @@ type settings struct {
 
 // Adapter reads records with one read-only GraphQL query.
 type Adapter struct {
-	settings sdk.Settings[settings]
+	sdk.Base[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured graphql adapter; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter { return &Adapter{} }
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// Info describes the adapter: the system of record's own API is an
+// info describes the adapter: the system of record's own API is an
 // independent read, and a query answers everything it selects, so absence
 // is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "one read-only GraphQL query; records are the list at graphql_records_path",
-	}
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
 }
 
 // Configure parses graphql_query with a GraphQL parser (refusing a
@@ -106,7 +104,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if s.client, s.warnings, err = httpx.NewClient(sec, s.endpoint, s.creds); err != nil {
 		return err
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
@@ -149,7 +147,7 @@ func variablesError(bad string, err error) error {
 
 // TestConnection runs the query once and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, body, err := sdk.Bound(&a.settings, req.Params, (*settings).body)
+	s, body, err := sdk.Bound(&a.Settings, req.Params, (*settings).body)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -178,7 +176,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, body, err := sdk.Bound(&a.settings, req.Params, (*settings).body)
+	s, body, err := sdk.Bound(&a.Settings, req.Params, (*settings).body)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
@@ -294,5 +292,5 @@ func (s *settings) body(params map[string]string) ([]byte, error) {
 // CheckParams binds a session's run parameters to the query's variables
 // without reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).body)
+	return sdk.CheckParams(&a.Settings, params, (*settings).body)
 }

@@ -52,23 +52,21 @@ type offsetPaging struct {
 
 // Adapter reads a JSON list of records over HTTP GET.
 type Adapter struct {
-	settings sdk.Settings[settings]
+	sdk.Base[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured rest adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{} }
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// Info describes the adapter: the system of record's own API is an
+// info describes the adapter: the system of record's own API is an
 // independent read, and a list endpoint returns every record it selects,
 // so absence is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "GET a JSON list of records from the system of record's REST API",
-	}
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "GET a JSON list of records from the system of record's REST API",
 }
 
 // Configure checks the section and path_params and builds the HTTP client.
@@ -131,7 +129,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if s.client, s.warnings, err = httpx.NewClient(sec, s.base, s.creds); err != nil {
 		return err
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
@@ -202,12 +200,12 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 // CheckParams binds a session's run parameters into records_path without
 // reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
+	return sdk.CheckParams(&a.Settings, params, (*settings).firstURL)
 }
 
 // TestConnection reads the first page and reports what came back.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -249,7 +247,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // records stream, and a failure there aborts the stream, so a partial list
 // is never judged. The whole read is bounded by the capture's deadline.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, first, err := sdk.Bound(&a.settings, req.Params, (*settings).firstURL)
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

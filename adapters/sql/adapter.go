@@ -93,33 +93,31 @@ func (e *timeoutError) Unwrap() error { return e.err }
 
 // Adapter reads a relational system of record with one read-only query.
 type Adapter struct {
-	settings sdk.Settings[settings]
+	sdk.Base[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured sql adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{} }
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// Info describes the adapter. A database read is an independent system of
+// info describes the adapter. A database read is an independent system of
 // record read; whether an effect needs a baseline is the judge's call, and
 // a query's result is the whole truth of what it selects, so absence is
 // proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
-		// Captures share the instance's connection pool; the daemon
-		// keeps at most this many in flight to one process.
-		MaxConcurrentCaptures: 32,
-	}
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
+	// Captures share the instance's connection pool; the daemon
+	// keeps at most this many in flight to one process.
+	MaxConcurrentCaptures: 32,
 }
 
 // Close releases the instance's connections (the daemon released it);
 // reads still streaming finish first.
 func (a *Adapter) Close() error {
-	if s := a.settings.Swap(nil); s != nil {
+	if s := a.Swap(nil); s != nil {
 		go s.reader.close()
 	}
 	return nil
@@ -164,7 +162,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if s.reader, err = newReader(ctx, cfg, driver, req.Secrets); err != nil {
 		return err
 	}
-	if old := a.settings.Swap(s); old != nil {
+	if old := a.Swap(s); old != nil {
 		// Closing waits for reads still streaming from the old settings.
 		go old.reader.close()
 	}
@@ -253,7 +251,7 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 // CheckParams binds a session's run parameters as the query's arguments
 // without reading.
 func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).args)
+	return sdk.CheckParams(&a.Settings, params, (*settings).args)
 }
 
 // args binds one call's run parameters as the query's arguments.
@@ -267,7 +265,7 @@ func (s *settings) args(params map[string]string) ([]any, error) {
 // read-only transaction are defence in depth, and the safe setup is a
 // login (or, for SQLite, a file) that can only read.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, args, err := sdk.Bound(&a.settings, req.Params, (*settings).args)
+	s, args, err := sdk.Bound(&a.Settings, req.Params, (*settings).args)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -295,7 +293,7 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // an error after the first row aborts the stream, so a partial read is
 // never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, args, err := sdk.Bound(&a.settings, req.Params, (*settings).args)
+	s, args, err := sdk.Bound(&a.Settings, req.Params, (*settings).args)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

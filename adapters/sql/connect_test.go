@@ -132,7 +132,7 @@ func TestConfigureServerDrivers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, _ := a.settings.Load()
+			s, _ := a.Load()
 			defer s.reader.close()
 			params := map[string]string{"patient_id": "p-1"}
 			args, err := bindParams(s.values, s.names, params)

@@ -278,7 +278,7 @@ func TestServerReadOnlyTransaction(t *testing.T) {
 		if err := ad.Configure(t.Context(), e.request(t, e.section("SELECT 1", nil), e.admin)); err != nil {
 			t.Fatal(err)
 		}
-		loaded, _ := ad.settings.Load()
+		loaded, _ := ad.Load()
 		r := loaded.reader
 		defer r.close()
 		for _, w := range writes {
