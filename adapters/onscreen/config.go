@@ -1,8 +1,6 @@
 package onscreen
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -126,23 +124,22 @@ var displayName = regexp.MustCompile(`^:[0-9]{1,4}(\.[0-9]{1,2})?$`)
 // reading the surface the save left is tier 4 and must be asked for with
 // same_surface: true.
 func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
+	// The SDK's decoder refuses an unknown key at any depth, naming it
+	// and the keys allowed there.
 	var top struct {
-		Kind     string          `json:"kind"`
-		OnScreen json.RawMessage `json:"onscreen"`
+		Kind     string   `json:"kind"`
+		OnScreen *section `json:"onscreen"`
 	}
-	if err := strictDecode(req.Config, &top, ""); err != nil {
+	if err := sdk.DecodeConfig(req.Config, &top); err != nil {
 		return nil, err
 	}
 	if top.Kind != "" && top.Kind != Kind {
 		return nil, configError("kind", "this adapter reads kind %q", Kind)
 	}
-	if len(top.OnScreen) == 0 || string(top.OnScreen) == "null" {
+	if top.OnScreen == nil {
 		return nil, configError(Kind, "missing: the onscreen: section holds screen, fields and either renavigate (two actions or more) or same_surface: true")
 	}
-	var sec section
-	if err := strictDecode(top.OnScreen, &sec, Kind); err != nil {
-		return nil, err
-	}
+	sec := *top.OnScreen
 	s := &settings{minConfidence: defaultMinConfidence, navTimeout: defaultNavTimeout}
 
 	// screen
@@ -283,21 +280,6 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		s.fields = append(s.fields, f)
 	}
 	return s, nil
-}
-
-// strictDecode decodes raw into v, refusing unknown keys with their path.
-func strictDecode(raw json.RawMessage, v any, path string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		msg := err.Error()
-		if _, after, ok := strings.Cut(msg, "unknown field "); ok {
-			name := strings.Trim(after, `"`)
-			return configError(join(path, name), "unknown key; see docs/adapters/onscreen.md for the keys this section takes")
-		}
-		return configError(path, "%s", strings.TrimPrefix(msg, "json: "))
-	}
-	return nil
 }
 
 func join(path, key string) string {
