@@ -22,6 +22,14 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "document"
 
+// info describes the adapter: the documents are read from the store they
+// were written to, an independent read, and a listing hides nothing.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
+}
+
 // The two document formats.
 const (
 	FormatJSON = "json"
@@ -65,19 +73,9 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured document adapter; it is the factory for
 // plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: the documents are read from the store they
-// were written to, an independent read, and a listing hides nothing.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
-}
 
 // Configure checks the section and compiles the parsing rules. It does not
 // look at the folder, whose absence is an outage the captures report.

@@ -22,6 +22,15 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "document-hash"
 
+// info describes the adapter: the bytes of the store itself are an
+// independent system-of-record read, and a listing of a folder hides
+// nothing, so absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "SHA-256, size and modification time of each document under a folder",
+}
+
 // DefaultGlob matches every file directly under root.
 const DefaultGlob = filewalk.DefaultPattern
 
@@ -40,20 +49,9 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured document-hash adapter; it is the factory for
 // plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: the bytes of the store itself are an
-// independent system-of-record read, and a listing of a folder hides
-// nothing, so absence is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "SHA-256, size and modification time of each document under a folder",
-}
 
 // Configure checks that root is an existing folder and that glob is a valid
 // pattern.

@@ -21,6 +21,15 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "email"
 
+// info describes the adapter: the messages at the capture point are read
+// from its own files, an independent read; a listing hides nothing, so
+// absence is proof (of absence at the capture point).
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "messages delivered to a maildir or an SMTP capture folder: recipients, sender, subject, body probe",
+}
+
 // Reason codes of the verdict hook.
 const (
 	// ReasonUnexpectedRecipient: a message the effect matched was also
@@ -68,15 +77,6 @@ var (
 // New returns an unconfigured email adapter; it is the factory for
 // plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: the messages at the capture point are read
-// from its own files, an independent read; a listing hides nothing, so
-// absence is proof (of absence at the capture point).
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "messages delivered to a maildir or an SMTP capture folder: recipients, sender, subject, body probe",
-}
 
 // Configure checks the section; it does not look at the folder, whose
 // absence is an outage the captures report.

@@ -21,6 +21,15 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "fhir"
 
+// info describes the adapter: a FHIR server's search API is an independent
+// read of the record store, and a searchset holds every match, so absence
+// is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
+}
+
 // DefaultMaxPages bounds the Bundle pages one read follows unless max_pages
 // says otherwise.
 const DefaultMaxPages = 100
@@ -50,19 +59,8 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured fhir adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: a FHIR server's search API is an independent
-// read of the record store, and a searchset holds every match, so absence
-// is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
-}
 
 // Configure checks the section and search_param_exprs and builds the HTTP
 // client. It does not connect; each call binds its run parameters into the

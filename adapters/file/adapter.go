@@ -21,6 +21,15 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "file"
 
+// info describes the adapter: a listing of the folder where files land is an
+// independent read of that system of record, and it hides nothing, so
+// absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
+}
+
 // DefaultMinSize is file_min_size when the section leaves it out: a
 // zero-byte file is not an arrival.
 const DefaultMinSize = 1
@@ -55,20 +64,9 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured file adapter; it is the factory for
 // plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: a listing of the folder where files land is an
-// independent read of that system of record, and it hides nothing, so
-// absence is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
-}
 
 // Configure checks the section, compiles the pattern and the probe, and for
 // SFTP loads the host-key trust and the credentials. It does not connect:

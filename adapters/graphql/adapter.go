@@ -19,6 +19,15 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "graphql"
 
+// info describes the adapter: the system of record's own API is an
+// independent read, and a query answers everything it selects, so absence
+// is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
+}
+
 var configKeys = []string{
 	"base_url", "graphql_query", "graphql_variables", "graphql_records_path", "auth",
 	"verify_tls", "ca_file",
@@ -43,20 +52,9 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured graphql adapter; it is the factory for
 // plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: the system of record's own API is an
-// independent read, and a query answers everything it selects, so absence
-// is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
-}
 
 // Configure parses graphql_query with a GraphQL parser (refusing a
 // mutation, a subscription or several operations), binds graphql_variables

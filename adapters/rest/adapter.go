@@ -20,6 +20,15 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "rest"
 
+// info describes the adapter: the system of record's own API is an
+// independent read, and a list endpoint returns every record it selects,
+// so absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "GET a JSON list of records from the system of record's REST API",
+}
+
 // DefaultMaxPages bounds a paged read unless pagination.max_pages says
 // otherwise.
 const DefaultMaxPages = 100
@@ -55,19 +64,8 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured rest adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter: the system of record's own API is an
-// independent read, and a list endpoint returns every record it selects,
-// so absence is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "GET a JSON list of records from the system of record's REST API",
-}
 
 // Configure checks the section and path_params and builds the HTTP client.
 // It does not connect; each call binds its run parameters into

@@ -16,6 +16,19 @@ import (
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "sql"
 
+// info describes the adapter. A database read is an independent system of
+// record read; whether an effect needs a baseline is the judge's call, and
+// a query's result is the whole truth of what it selects, so absence is
+// proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
+	// Captures share the instance's connection pool; the daemon
+	// keeps at most this many in flight to one process.
+	MaxConcurrentCaptures: 32,
+}
+
 const (
 	driverSQLite   = "sqlite"
 	driverPostgres = "postgres"
@@ -96,23 +109,8 @@ type Adapter struct {
 	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
-
 // New returns an unconfigured sql adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
-
-// info describes the adapter. A database read is an independent system of
-// record read; whether an effect needs a baseline is the judge's call, and
-// a query's result is the whole truth of what it selects, so absence is
-// proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
-	// Captures share the instance's connection pool; the daemon
-	// keeps at most this many in flight to one process.
-	MaxConcurrentCaptures: 32,
-}
 
 // Close releases the instance's connections (the daemon released it);
 // reads still streaming finish first.
