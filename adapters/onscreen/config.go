@@ -282,14 +282,6 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	return s, nil
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// bindAction checks one re-navigation action and binds its run parameters.
 // standIns maps every run parameter an action uses to a stand-in value, to
 // check the action's shape before any run's values are known.
 func standIns(as actionSection) map[string]string {
@@ -328,6 +320,7 @@ func (s *settings) bind(params map[string]string) (*settings, error) {
 	return &b, nil
 }
 
+// bindAction checks one re-navigation action and binds its run parameters.
 func bindAction(as actionSection, p string, params map[string]string) (action, error) {
 	n := 0
 	for _, set := range []bool{as.Open != "", as.Click != "", as.Type != nil, as.Wait != nil} {
