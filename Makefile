@@ -90,7 +90,17 @@ buf-lint:
 # with where this branch left main (its merge base; on main itself, HEAD),
 # or with BREAKING_AGAINST (a git ref). It reads the local repository: no
 # network.
-BREAKING_AGAINST ?= $$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
+#
+# An intentional break before a release (nothing outside this repository
+# speaks the protocol yet) is acknowledged in history, never by switching
+# the check off: a commit on the branch whose message carries the trailer
+#   Proto-Break-Acknowledged: <what broke and why>
+# becomes the baseline, so that commit's break passes and every later
+# change on the branch is still checked against it. Once merged, main is
+# the baseline of every new branch. List the acknowledged breaks with
+#   git log --grep '^Proto-Break-Acknowledged:'
+BREAKING_BASE = $$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
+BREAKING_AGAINST ?= $$(git log -1 --format=%H --grep='^Proto-Break-Acknowledged:' $(BREAKING_BASE)..HEAD | grep . || echo $(BREAKING_BASE))
 buf-breaking:
 	bash scripts/tools.sh
 	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"

@@ -67,12 +67,12 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func BenchmarkBeginVerifyPlugin(b *testing.B) {
 	b.Run("fsync", func(b *testing.B) { benchBeginVerify(b, nil, false, 0) })
 	b.Run("nosync", func(b *testing.B) { benchBeginVerify(b, []string{"--store-sync=false"}, false, 0) })
-	// New run parameters every session (another patient each time): the
-	// adapter is configured per parameters, so each session starts and
-	// configures a plugin process.
+	// New run parameters every session (a new parameter set each time):
+	// they travel with each call to the one configured instance, so no
+	// process starts and nothing is configured again.
 	b.Run("fresh-params", func(b *testing.B) { benchBeginVerify(b, nil, true, 0) })
-	// The same at an automation's pace: a step every 100 ms or so leaves
-	// the spare adapter time to start (the pause is not timed).
+	// The same at an automation's pace, a step every 100 ms or so (the
+	// pause is not timed).
 	b.Run("fresh-params-paced", func(b *testing.B) { benchBeginVerify(b, nil, true, 100*time.Millisecond) })
 	// Eight clients at once (group commit: concurrent sessions share the
 	// store's fsyncs).

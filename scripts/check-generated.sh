@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the code under proto/ and fails when it differs from what is
+# Regenerates the code under proto/ (and the adapter protocol's, under
+# sdk/internal/adapterpb/) and fails when it differs from what is
 # committed or staged: the generated code in the repository must be exactly
 # what the pinned generators make from the .proto files. Works on a fresh
 # clone (the generators are built on first use).
@@ -12,11 +13,11 @@ bash scripts/generate.sh
 
 # Work tree vs index covers modified and deleted files; untracked files cover
 # generated files that were never committed.
-changed="$(git diff --name-only -- proto/)"
-untracked="$(git ls-files --others --exclude-standard -- proto/)"
+changed="$(git diff --name-only -- proto/ sdk/internal/adapterpb/)"
+untracked="$(git ls-files --others --exclude-standard -- proto/ sdk/internal/adapterpb/)"
 if [[ -n "$changed" || -n "$untracked" ]]; then
 	echo "check-generated: generated code under proto/ is out of date; run scripts/generate.sh and commit the result" >&2
-	git diff --stat -- proto/ >&2
+	git diff --stat -- proto/ sdk/internal/adapterpb/ >&2
 	if [[ -n "$untracked" ]]; then
 		echo "untracked:" >&2
 		printf '  %s\n' $untracked >&2

@@ -1,20 +1,28 @@
 // Package sdk is what an adapter author imports to teach verifierd to read a
-// new system of record: the Adapter interface, the plain Go types that go in
-// and out of it, and Serve, which turns an Adapter into a plugin binary.
+// new system of record: the Adapter interface and the plain Go types that go
+// in and out of it. sdk/plugin's Serve turns an Adapter into a plugin
+// binary:
 //
-// A plugin main is two lines:
-//
-//	func main() { sdk.Serve(func() sdk.Adapter { return ledger.New() }) }
+//	func main() {
+//		if err := plugin.Serve(ledger.New); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
 //
 // The daemon starts the binary as a hashicorp/go-plugin subprocess over gRPC
-// with mutual TLS, calls Configure with the deployment's section and secrets,
-// and streams CaptureBefore/CaptureAfter records in bounded batches. The
+// with mutual TLS. One process serves every session: the daemon calls
+// Configure once per deployment section (its secrets included, no run
+// parameters), and every later call carries the session's run parameters,
+// which the adapter binds into that one read (ParamChecker lets the daemon
+// check them at Begin without reading). CaptureBefore/CaptureAfter records
+// stream in bounded batches. The
 // daemon judges; an adapter only reads, truthfully: it reports an unreachable
 // system of record as data, returns every record the selector can see
 // (duplicates included), and never caches between captures.
 //
-// The package owns the author-facing API only. The wire transport lives in
-// sdk/plugin (which the daemon also uses as the client), the qualification
-// kit every adapter must pass in sdk/adaptertest. Generated protobuf types
+// The package owns the author-facing API only. The wire transport and Serve
+// live in sdk/plugin (which the daemon also uses as the client), the
+// qualification kit every adapter must pass, and the test helpers
+// (InProcess, Request, Capture), in sdk/adaptertest. Generated protobuf types
 // never appear here, and nothing here imports the daemon.
 package sdk

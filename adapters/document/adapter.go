@@ -3,7 +3,6 @@ package document
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
@@ -23,6 +21,14 @@ import (
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "document"
+
+// info describes the adapter: the documents are read from the store they
+// were written to, an independent read, and a listing hides nothing.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
+}
 
 // The two document formats.
 const (
@@ -64,24 +70,12 @@ type fieldPath struct {
 // Adapter reads the documents (reports, exports, confirmations) written to a
 // folder and parses each into a record.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
-
-var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured document adapter; it is the factory for
-// sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: the documents are read from the store they
-// were written to, an independent read, and a listing hides nothing.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
-	}
-}
+// plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
 // Configure checks the section and compiles the parsing rules. It does not
 // look at the folder, whose absence is an outage the captures report.
@@ -125,7 +119,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	default:
 		return &sdk.ConfigError{Path: "document_format", Message: fmt.Sprintf("%q is not a format: write json or text", cfg.DocumentFormat)}
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
@@ -194,13 +188,11 @@ func reservedList() string {
 	return strings.Join(names, ", ")
 }
 
-var errNotConfigured = errors.New("document adapter: called before Configure")
-
 // TestConnection opens and lists the folder.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	s, err := a.Load()
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	start := time.Now()
 	r, err := os.OpenRoot(s.root)
@@ -235,9 +227,9 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // each as it goes. A document that does not parse is a record too, never
 // skipped; a failure to read one aborts the capture.
 func (a *Adapter) capture(ctx context.Context) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, err := a.Load()
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)

@@ -34,17 +34,12 @@ func section(t testing.TB, m map[string]any) json.RawMessage {
 	return b
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return adaptertest.InProcess(t, New)
 }
 
-func configured(t testing.TB, cfg map[string]any) *plugin.InProcess {
+func configured(t testing.TB, cfg map[string]any) *adaptertest.Instance {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, cfg)}); err != nil {
@@ -69,7 +64,7 @@ func write(t testing.TB, root, rel, content string, mtime time.Time) {
 	}
 }
 
-func captureAll(t testing.TB, c plugin.Client) (*plugin.Capture, []sdk.Record) {
+func captureAll(t testing.TB, c *adaptertest.Instance) (*plugin.Capture, []sdk.Record) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: time.Minute})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
@@ -22,6 +21,15 @@ import (
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "document-hash"
+
+// info describes the adapter: the bytes of the store itself are an
+// independent system-of-record read, and a listing of a folder hides
+// nothing, so absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "SHA-256, size and modification time of each document under a folder",
+}
 
 // DefaultGlob matches every file directly under root.
 const DefaultGlob = filewalk.DefaultPattern
@@ -38,25 +46,12 @@ type settings struct {
 
 // Adapter hashes the documents of a store on disk.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
-
-var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured document-hash adapter; it is the factory for
-// sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: the bytes of the store itself are an
-// independent system-of-record read, and a listing of a folder hides
-// nothing, so absence is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "SHA-256, size and modification time of each document under a folder",
-	}
-}
+// plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
 // Configure checks that root is an existing folder and that glob is a valid
 // pattern.
@@ -85,17 +80,15 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return &sdk.ConfigError{Path: "glob", Message: err.Error()}
 	}
-	a.settings.Store(&settings{root: root, pattern: pattern})
+	a.Store(&settings{root: root, pattern: pattern})
 	return nil
 }
 
-var errNotConfigured = errors.New("document-hash adapter: called before Configure")
-
 // TestConnection checks that root can be opened and listed.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	s, err := a.Load()
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	start := time.Now()
 	r, err := os.OpenRoot(s.root)
@@ -129,9 +122,9 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // root that cannot be opened or listed is unreachable; a failure during the
 // walk aborts the stream, so a partial listing is never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, err := a.Load()
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)

@@ -43,17 +43,12 @@ func section(t testing.TB, kv ...string) json.RawMessage {
 	return b
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return adaptertest.InProcess(t, New)
 }
 
-func configured(t testing.TB, kv ...string) *plugin.InProcess {
+func configured(t testing.TB, kv ...string) *adaptertest.Instance {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, kv...)}); err != nil {
@@ -83,7 +78,7 @@ func sum(content string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func captureAll(t testing.TB, c plugin.Client) (*plugin.Capture, []sdk.Record) {
+func captureAll(t testing.TB, c *adaptertest.Instance) (*plugin.Capture, []sdk.Record) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: time.Minute})
 	if err != nil {
@@ -339,10 +334,11 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Kill()
-	if err := sp.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, "kind", Kind, "root", root, "glob", "*.pdf")}); err != nil {
+	bin := &adaptertest.Instance{Process: sp}
+	if err := bin.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, "kind", Kind, "root", root, "glob", "*.pdf")}); err != nil {
 		t.Fatal(err)
 	}
-	capt, recs := captureAll(t, sp)
+	capt, recs := captureAll(t, bin)
 	if !capt.Reachable || len(recs) != 1 || recs[0]["sha256"] != sum("invoice one") || recs[0]["id"] != "invoice-1.pdf" {
 		t.Errorf("through the binary: reachable=%v records=%v", capt.Reachable, recs)
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
@@ -21,6 +20,15 @@ import (
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "email"
+
+// info describes the adapter: the messages at the capture point are read
+// from its own files, an independent read; a listing hides nothing, so
+// absence is proof (of absence at the capture point).
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "messages delivered to a maildir or an SMTP capture folder: recipients, sender, subject, body probe",
+}
 
 // Reason codes of the verdict hook.
 const (
@@ -57,8 +65,8 @@ type settings struct {
 
 // Adapter reads the messages delivered to a maildir or a capture folder.
 type Adapter struct {
-	settings atomic.Pointer[settings]
-	ledger   ledger
+	sdk.Base[settings]
+	ledger ledger
 }
 
 var (
@@ -67,19 +75,8 @@ var (
 )
 
 // New returns an unconfigured email adapter; it is the factory for
-// sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: the messages at the capture point are read
-// from its own files, an independent read; a listing hides nothing, so
-// absence is proof (of absence at the capture point).
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "messages delivered to a maildir or an SMTP capture folder: recipients, sender, subject, body probe",
-	}
-}
+// plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
 // Configure checks the section; it does not look at the folder, whose
 // absence is an outage the captures report.
@@ -127,17 +124,15 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 			s.expected[strings.ToLower(addr.Address)] = true
 		}
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
-var errNotConfigured = errors.New("email adapter: called before Configure")
-
 // TestConnection lists the capture point.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	s, err := a.Load()
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	start := time.Now()
 	box, err := s.open()
@@ -172,9 +167,9 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // each as it goes. A failure mid-stream aborts the capture: a partial read
 // is never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest, after bool) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, err := a.Load()
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	at := time.Now()
 	box, err := s.open()

@@ -35,17 +35,12 @@ func section(t testing.TB, m map[string]any) json.RawMessage {
 	return b
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return adaptertest.InProcess(t, New)
 }
 
-func configured(t testing.TB, cfg map[string]any) *plugin.InProcess {
+func configured(t testing.TB, cfg map[string]any) *adaptertest.Instance {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, cfg)}); err != nil {
@@ -55,7 +50,7 @@ func configured(t testing.TB, cfg map[string]any) *plugin.InProcess {
 }
 
 // read captures once (after) with the selector and returns the capture id.
-func read(t testing.TB, c plugin.Client, selector map[string]string) (string, *plugin.Capture, []sdk.Record) {
+func read(t testing.TB, c *adaptertest.Instance, selector map[string]string) (string, *plugin.Capture, []sdk.Record) {
 	t.Helper()
 	id := fmt.Sprintf("after-%d", time.Now().UnixNano())
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: id, Selector: selector, Timeout: time.Minute})
@@ -492,16 +487,17 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Kill()
+	bin := &adaptertest.Instance{Process: sp}
 	cfg := map[string]any{"kind": Kind, "root": maildir, "file_content_probe": "Invoice 42", "expected_recipients": []string{"alice@example.com"}}
-	if err := sp.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, cfg)}); err != nil {
+	if err := bin.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, cfg)}); err != nil {
 		t.Fatal(err)
 	}
 	srv.Send(t, "b@shop.example", []string{"alice@example.com", "eve@evil.example"}, invoice("alice@example.com", "Invoice 42", "m1@shop"))
-	id, capt, recs := read(t, sp, map[string]string{"subject": "Invoice 42"})
+	id, capt, recs := read(t, bin, map[string]string{"subject": "Invoice 42"})
 	if !capt.Reachable || len(recs) != 1 || recs[0]["body_match"] != true {
 		t.Fatalf("through the binary: reachable=%v records=%v", capt.Reachable, recs)
 	}
-	d, err := sp.Verdict(t.Context(), sdk.VerdictRequest{CaptureID: id, Verdict: sdk.VerdictConfirmed})
+	d, err := bin.Verdict(t.Context(), sdk.VerdictRequest{CaptureID: id, Verdict: sdk.VerdictConfirmed})
 	if err != nil || d.Verdict != sdk.VerdictRefuted || d.ReasonCode != ReasonUnexpectedRecipient {
 		t.Errorf("hook through the binary = %+v, %v", d, err)
 	}

@@ -109,9 +109,9 @@ const maxNamed = 5
 // matched was also delivered to an address outside expected_recipients. It
 // only ever demotes, and only when expected_recipients is configured.
 func (a *Adapter) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Demotion{}, errNotConfigured
+	s, err := a.Load()
+	if err != nil {
+		return sdk.Demotion{}, err
 	}
 	if s.expected == nil || req.Verdict != sdk.VerdictConfirmed {
 		return sdk.Demotion{}, nil

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
@@ -20,6 +20,15 @@ import (
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "fhir"
+
+// info describes the adapter: a FHIR server's search API is an independent
+// read of the record store, and a searchset holds every match, so absence
+// is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
+}
 
 // DefaultMaxPages bounds the Bundle pages one read follows unless max_pages
 // says otherwise.
@@ -35,7 +44,8 @@ var resourceTypeRE = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
 	base     *url.URL
-	first    *url.URL // [base]/[type]?[search]
+	search   url.Values   // search_params
+	exprs    param.Values // search_param_exprs, bound per call
 	typ      string
 	fields   fieldPaths
 	maxPages int
@@ -46,27 +56,15 @@ type settings struct {
 
 // Adapter reads FHIR R4 resources with one search.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
+// New returns an unconfigured fhir adapter; it is the factory for plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// New returns an unconfigured fhir adapter; it is the factory for sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: a FHIR server's search API is an independent
-// read of the record store, and a searchset holds every match, so absence
-// is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
-	}
-}
-
-// Configure checks the section, binds search_param_exprs, and builds the
-// search URL and the HTTP client. It does not connect.
+// Configure checks the section and search_param_exprs and builds the HTTP
+// client. It does not connect; each call binds its run parameters into the
+// search.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	sec, err := httpx.Root(req.Config, Kind, configKeys)
 	if err != nil {
@@ -82,12 +80,9 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if !resourceTypeRE.MatchString(s.typ) {
 		return &sdk.ConfigError{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
 	}
-	query, err := searchQuery(sec, req.Params)
-	if err != nil {
+	if s.search, s.exprs, err = parseSearch(sec); err != nil {
 		return err
 	}
-	s.first = s.base.JoinPath(s.typ)
-	s.first.RawQuery = query
 	raw, err := sec.StringMap("field_paths")
 	if err != nil {
 		return err
@@ -113,18 +108,19 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		return err
 	}
 	s.warnings = append(s.warnings, more...)
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
-// searchQuery encodes search_params (literal strings, or lists of strings
-// for a repeated parameter) and search_param_exprs (bound values).
-func searchQuery(sec *httpx.Section, params map[string]string) (string, error) {
+// parseSearch reads search_params (literal strings, or lists of strings for
+// a repeated parameter) and search_param_exprs (value expressions, bound
+// per call).
+func parseSearch(sec *httpx.Section) (url.Values, param.Values, error) {
 	q := url.Values{}
 	if raw := sec.Raw("search_params"); raw != nil {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			return "", &sdk.ConfigError{Path: "search_params", Message: "must be a map of search parameter to a string or a list of strings"}
+			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params", Message: "must be a map of search parameter to a string or a list of strings"}
 		}
 		for name, v := range m {
 			var one string
@@ -137,34 +133,53 @@ func searchQuery(sec *httpx.Section, params map[string]string) (string, error) {
 					q.Add(name, x)
 				}
 			default:
-				return "", &sdk.ConfigError{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
+				return nil, param.Values{}, &sdk.ConfigError{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
 			}
 		}
 	}
-	bound, err := sec.BoundValues("search_param_exprs", params)
+	exprs, err := sec.Values("search_param_exprs")
 	if err != nil {
-		return "", err
+		return nil, param.Values{}, err
 	}
-	if err := checkSearchParams(sec.Raw("search_param_exprs"), bound); err != nil {
-		return "", err
-	}
-	names := make([]string, 0, len(bound))
-	for k := range bound {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range exprs.Names() {
 		if _, dup := q[name]; dup {
-			return "", &sdk.ConfigError{Path: "search_param_exprs." + name, Message: "also set under search_params; set it in one place"}
+			return nil, param.Values{}, &sdk.ConfigError{Path: "search_param_exprs." + name, Message: "also set under search_params; set it in one place"}
 		}
-		q.Set(name, bound[name])
+		if name == "" || strings.ContainsAny(name, "&=#? ") {
+			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
+		}
 	}
 	for name := range q {
 		if name == "" || strings.ContainsAny(name, "&=#? ") {
-			return "", &sdk.ConfigError{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
+			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
 		}
 	}
-	return q.Encode(), nil
+	return q, exprs, nil
+}
+
+// firstURL binds one call's run parameters into the search and returns the
+// first page's URL.
+func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
+	bound, err := s.exprs.Bind(params)
+	if err != nil {
+		return nil, httpx.ConfigError(err)
+	}
+	if err := checkSearchParams(s.exprs, bound); err != nil {
+		return nil, err
+	}
+	q := maps.Clone(s.search)
+	for _, name := range sortedNames(bound) {
+		q.Set(name, bound[name])
+	}
+	u := s.base.JoinPath(s.typ)
+	u.RawQuery = q.Encode()
+	return u, nil
+}
+
+// CheckParams binds a session's run parameters into the search without
+// reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.Settings, params, (*settings).firstURL)
 }
 
 // checkSearchParams refuses a run parameter that would widen the search.
@@ -172,15 +187,11 @@ func searchQuery(sec *httpx.Section, params map[string]string) (string, error) {
 // comma inside a FHIR search value means OR (patient=a,b reads both
 // patients), so a value bound from a run parameter may not hold one. A
 // literal written by the operator may.
-func checkSearchParams(raw json.RawMessage, bound map[string]string) error {
-	var exprs map[string]json.RawMessage
-	if json.Unmarshal(raw, &exprs) != nil {
-		return nil //nolint:nilerr // Configure has already refused a malformed search_params
-	}
+func checkSearchParams(exprs param.Values, bound map[string]string) error {
 	for _, name := range sortedNames(bound) {
 		path := "search_param_exprs." + name
-		v, err := param.ParseJSON(exprs[name], path)
-		if err != nil || !v.IsParam() {
+		v, ok := exprs.Get(name)
+		if !ok || !v.IsParam() {
 			continue
 		}
 		value := bound[name]
@@ -203,18 +214,16 @@ func sortedNames(m map[string]string) []string {
 	return names
 }
 
-var errNotConfigured = errors.New("fhir adapter: called before Configure")
-
 // TestConnection runs the search's first page and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
-	r := s.reader()
+	r := s.reader(first)
 	pg, why := r.fetch(ctx)
 	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
 	if why != "" {
@@ -227,7 +236,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 		total = fmt.Sprintf("total %d", pg.total)
 	}
 	res.Message = fmt.Sprintf("%s answered a searchset Bundle (%s, %d %s on the first page) using %s; records are %s",
-		httpx.Target(http.MethodGet, s.first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
+		httpx.Target(http.MethodGet, first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
 	return res, nil
 }
 
@@ -247,13 +256,13 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // count of matches that disagrees with the Bundle's total aborts the
 // stream, so a partial result is never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	at := time.Now()
-	r := s.reader()
+	r := s.reader(first)
 	pg, why := r.fetch(ctx)
 	if why != "" {
 		cancel()
@@ -291,7 +300,7 @@ type reader struct {
 	pages int
 }
 
-func (s *settings) reader() *reader { return &reader{s: s, next: s.first} }
+func (s *settings) reader(first *url.URL) *reader { return &reader{s: s, next: first} }
 
 // page is one searchset Bundle, read.
 type page struct {

@@ -52,19 +52,19 @@ func section(f *httprecords.FHIR, edit func(map[string]any)) map[string]any {
 	return sec
 }
 
-func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
+func request(t testing.TB, sec map[string]any, params, secrets map[string]string) httprecords.Setup {
 	t.Helper()
 	return httprecords.Request(t, Kind, sec, params, secrets)
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *httprecords.Process {
 	t.Helper()
 	return httprecords.InProcess(t, New)
 }
 
 var patient = map[string]string{"patient_ref": "Patient/example"}
 
-func configured(t testing.TB, f *httprecords.FHIR, edit func(map[string]any)) *plugin.InProcess {
+func configured(t testing.TB, f *httprecords.FHIR, edit func(map[string]any)) *httprecords.Process {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), request(t, section(f, edit), patient, map[string]string{"access_token_env": f.Token})); err != nil {
@@ -74,12 +74,12 @@ func configured(t testing.TB, f *httprecords.FHIR, edit func(map[string]any)) *p
 }
 
 // read captures once (after or before) and collects the whole read.
-func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (httprecords.Read, error) {
+func read(t testing.TB, c *httprecords.Process, after bool, timeout time.Duration) (httprecords.Read, error) {
 	t.Helper()
 	return httprecords.Capture(t, c, after, timeout, "id")
 }
 
-func mustRead(t testing.TB, c plugin.Client, after bool) httprecords.Read {
+func mustRead(t testing.TB, c *httprecords.Process, after bool) httprecords.Read {
 	t.Helper()
 	r, err := read(t, c, after, 10*time.Second)
 	if err != nil {
@@ -448,10 +448,11 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Kill()
-	if err := sp.Configure(t.Context(), request(t, section(f, nil), patient, map[string]string{"access_token_env": f.Token})); err != nil {
+	bin := &httprecords.Process{Instance: &adaptertest.Instance{Process: sp}}
+	if err := bin.Configure(t.Context(), request(t, section(f, nil), patient, map[string]string{"access_token_env": f.Token})); err != nil {
 		t.Fatal(err)
 	}
-	got := mustRead(t, sp, true)
+	got := mustRead(t, bin, true)
 	if !got.Reachable || len(got.Records) != 1 || got.Records[0]["id"] != id || got.Records[0]["value"] != json.Number("185") {
 		t.Errorf("read through the binary: %+v", got)
 	}
@@ -461,11 +462,12 @@ func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 	f := httprecords.NewFHIR(t, true)
 	config := func(token string) sdk.ConfigureRequest {
 		return request(t, section(f, func(s map[string]any) { s["search_params"] = map[string]any{"_count": "2000"} }),
-			patient, map[string]string{"access_token_env": token})
+			patient, map[string]string{"access_token_env": token}).Req
 	}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
 	minimal := []byte(`{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"29463-7"}]},"subject":{"reference":"Patient/example"},"issued":"2026-01-01T00:00:00Z","valueQuantity":{"value":185,"unit":"lbs"}}`)
 	h := adaptertest.Harness{
+		Params:         patient,
 		Config:         func(t *testing.T) sdk.ConfigureRequest { return config(f.Token) },
 		BadCredentials: func(t *testing.T) sdk.ConfigureRequest { return config("expired-token") },
 		Selector:       map[string]string{"patient": "Patient/example", "status": "final"},

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
@@ -21,6 +20,15 @@ import (
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "file"
+
+// info describes the adapter: a listing of the folder where files land is an
+// independent read of that system of record, and it hides nothing, so
+// absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
+}
 
 // DefaultMinSize is file_min_size when the section leaves it out: a
 // zero-byte file is not an arrival.
@@ -53,25 +61,12 @@ type settings struct {
 // Adapter reads the files that arrived in a local folder or on an SFTP
 // server.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
-
-var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured file adapter; it is the factory for
-// sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: a listing of the folder where files land is an
-// independent read of that system of record, and it hides nothing, so
-// absence is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
-	}
-}
+// plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
 // Configure checks the section, compiles the pattern and the probe, and for
 // SFTP loads the host-key trust and the credentials. It does not connect:
@@ -119,18 +114,16 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 			return err
 		}
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
-var errNotConfigured = errors.New("file adapter: called before Configure")
-
 // TestConnection opens the folder (connecting and checking the host key and
 // the credentials for SFTP) and lists it.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	s, err := a.Load()
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	ctx, cancel := withDeadline(ctx, 0)
 	defer cancel()
@@ -167,9 +160,9 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // unreachable, gone or hung mid-read) is reported as unreachable and never
 // as a shorter list of files.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, err := a.Load()
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	ctx, cancel := withDeadline(ctx, req.Timeout)
 	defer cancel()

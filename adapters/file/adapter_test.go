@@ -39,17 +39,12 @@ func section(t testing.TB, m map[string]any) json.RawMessage {
 	return b
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return adaptertest.InProcess(t, New)
 }
 
-func configured(t testing.TB, cfg map[string]any, secrets map[string]string) *plugin.InProcess {
+func configured(t testing.TB, cfg map[string]any, secrets map[string]string) *adaptertest.Instance {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, cfg), Secrets: secrets}); err != nil {
@@ -80,7 +75,7 @@ func sum(content string) string {
 }
 
 // captureAll reads once through c with the given timeout.
-func captureAll(t testing.TB, c plugin.Client, timeout time.Duration) (*plugin.Capture, []sdk.Record) {
+func captureAll(t testing.TB, c *adaptertest.Instance, timeout time.Duration) (*plugin.Capture, []sdk.Record) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: timeout})
 	if err != nil {
@@ -204,7 +199,7 @@ func arrivalConfig(root string) map[string]any {
 
 // checkArrival drops the case's file (and a file the pattern does not
 // select) and checks the capture reads exactly its record.
-func checkArrival(t *testing.T, c plugin.Client, root, display string, tc arrivalCase) {
+func checkArrival(t *testing.T, c *adaptertest.Instance, root, display string, tc arrivalCase) {
 	t.Helper()
 	mtime := time.Now().Add(-tc.age).Truncate(time.Second)
 	writeAt(t, root, "export-42.csv", tc.content, mtime)

@@ -4,21 +4,29 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "graphql"
+
+// info describes the adapter: the system of record's own API is an
+// independent read, and a query answers everything it selects, so absence
+// is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
+}
 
 var configKeys = []string{
 	"base_url", "graphql_query", "graphql_variables", "graphql_records_path", "auth",
@@ -30,8 +38,10 @@ var configKeys = []string{
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
 	endpoint *url.URL
-	body     []byte     // the POST body: query, variables, operationName
-	records  httpx.Path // inside data
+	query    string       // graphql_query
+	rq       *readQuery   // its parse
+	values   param.Values // graphql_variables, bound per call
+	records  httpx.Path   // inside data
 	client   *http.Client
 	creds    httpx.Credentials
 	warnings []string
@@ -39,25 +49,12 @@ type settings struct {
 
 // Adapter reads records with one read-only GraphQL query.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
-
-var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured graphql adapter; it is the factory for
-// sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: the system of record's own API is an
-// independent read, and a query answers everything it selects, so absence
-// is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "one read-only GraphQL query; records are the list at graphql_records_path",
-	}
-}
+// plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
 // Configure parses graphql_query with a GraphQL parser (refusing a
 // mutation, a subscription or several operations), binds graphql_variables
@@ -85,30 +82,15 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
 	}
-	values, err := sec.BoundValues("graphql_variables", req.Params)
-	if err != nil {
+	if s.values, err = sec.Values("graphql_variables"); err != nil {
 		return err
 	}
-	vars, bad, err := rq.bindVariables(values)
-	if err != nil {
-		path := "graphql_variables"
-		if bad != "" {
-			path += "." + bad
-		}
-		return &sdk.ConfigError{Path: path, Message: err.Error()}
+	if bad, err := rq.checkDeclared(s.values.Names()); err != nil {
+		return variablesError(bad, err)
 	}
+	s.query, s.rq = text, rq
 	if s.records, err = recordsPath(sec, rq); err != nil {
 		return err
-	}
-	body := map[string]any{"query": text}
-	if len(vars) > 0 {
-		body["variables"] = vars
-	}
-	if rq.name != "" {
-		body["operationName"] = rq.name
-	}
-	if s.body, err = json.Marshal(body); err != nil {
-		return fmt.Errorf("graphql adapter: encoding the request: %w", err)
 	}
 	auth, err := sec.Sub("auth", httpx.AuthKeys)
 	if err != nil {
@@ -120,7 +102,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if s.client, s.warnings, err = httpx.NewClient(sec, s.endpoint, s.creds); err != nil {
 		return err
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
@@ -153,18 +135,24 @@ func recordsPath(sec *httpx.Section, rq *readQuery) (httpx.Path, error) {
 	return p, nil
 }
 
-var errNotConfigured = errors.New("graphql adapter: called before Configure")
+func variablesError(bad string, err error) error {
+	path := "graphql_variables"
+	if bad != "" {
+		path += "." + bad
+	}
+	return &sdk.ConfigError{Path: path, Message: err.Error()}
+}
 
 // TestConnection runs the query once and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	s, body, err := sdk.Bound(&a.Settings, req.Params, (*settings).body)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
-	recs, why := s.read(ctx)
+	recs, why := s.read(ctx, body)
 	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
 	if why != "" {
 		res.Message = why
@@ -186,14 +174,14 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, body, err := sdk.Bound(&a.Settings, req.Params, (*settings).body)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	at := time.Now()
-	recs, why := s.read(ctx)
+	recs, why := s.read(ctx, body)
 	if why != "" {
 		return sdk.Unreachable("%s", why), nil
 	}
@@ -211,9 +199,9 @@ type gqlAnswer struct {
 // read POSTs the query (a GraphQL read is a POST; it is the only method
 // this adapter sends) and returns the records, or why there are none to
 // judge.
-func (s *settings) read(ctx context.Context) ([]sdk.Record, string) {
+func (s *settings) read(ctx context.Context, body []byte) ([]sdk.Record, string) {
 	what := httpx.Target(http.MethodPost, s.endpoint)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(s.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", what, err)
 	}
@@ -271,4 +259,36 @@ func (s *settings) messages(ans gqlAnswer) string {
 		parts = append(parts, httpx.Clip(s.creds.Redact(e.Message), 160))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// body binds one call's run parameters to the declared variable types and
+// encodes the POST body: query, variables, operationName. A variable is a
+// JSON value, never spliced into the query text.
+func (s *settings) body(params map[string]string) ([]byte, error) {
+	values, err := s.values.Bind(params)
+	if err != nil {
+		return nil, httpx.ConfigError(err)
+	}
+	vars, bad, err := s.rq.bindVariables(values)
+	if err != nil {
+		return nil, variablesError(bad, err)
+	}
+	body := map[string]any{"query": s.query}
+	if len(vars) > 0 {
+		body["variables"] = vars
+	}
+	if s.rq.name != "" {
+		body["operationName"] = s.rq.name
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("graphql adapter: encoding the request: %w", err)
+	}
+	return b, nil
+}
+
+// CheckParams binds a session's run parameters to the query's variables
+// without reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.Settings, params, (*settings).body)
 }

@@ -44,17 +44,17 @@ func section(g *httprecords.GraphQL, edit func(map[string]any)) map[string]any {
 	return sec
 }
 
-func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
+func request(t testing.TB, sec map[string]any, params, secrets map[string]string) httprecords.Setup {
 	t.Helper()
 	return httprecords.Request(t, Kind, sec, params, secrets)
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *httprecords.Process {
 	t.Helper()
 	return httprecords.InProcess(t, New)
 }
 
-func configured(t testing.TB, g *httprecords.GraphQL, edit func(map[string]any), params map[string]string) *plugin.InProcess {
+func configured(t testing.TB, g *httprecords.GraphQL, edit func(map[string]any), params map[string]string) *httprecords.Process {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), request(t, section(g, edit), params, map[string]string{"auth.bearer_env": g.Token})); err != nil {
@@ -65,7 +65,7 @@ func configured(t testing.TB, g *httprecords.GraphQL, edit func(map[string]any),
 
 // read captures once and collects the whole read; an incomplete read fails
 // the test.
-func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) httprecords.Read {
+func read(t testing.TB, c *httprecords.Process, after bool, timeout time.Duration) httprecords.Read {
 	t.Helper()
 	r, err := httprecords.Capture(t, c, after, timeout, "id")
 	if err != nil {
@@ -325,17 +325,18 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Kill()
-	refused := sp.Configure(t.Context(), request(t, section(g, func(s map[string]any) {
+	bin := &httprecords.Process{Instance: &adaptertest.Instance{Process: sp}}
+	refused := bin.Configure(t.Context(), request(t, section(g, func(s map[string]any) {
 		s["graphql_query"] = `mutation M($patient: String!) { addEncounter(patientId: $patient, type: "Triage") { id } }`
 	}), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": g.Token}))
 	var ce *sdk.ConfigError
 	if !errors.As(refused, &ce) || ce.Path != "graphql_query" || !strings.Contains(ce.Message, "mutation") {
 		t.Fatalf("a mutation through the binary: %v; want a refusal at graphql_query", refused)
 	}
-	if err := sp.Configure(t.Context(), request(t, section(g, nil), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": g.Token})); err != nil {
+	if err := bin.Configure(t.Context(), request(t, section(g, nil), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": g.Token})); err != nil {
 		t.Fatal(err)
 	}
-	got := read(t, sp, true, 10*time.Second)
+	got := read(t, bin, true, 10*time.Second)
 	if !got.Reachable || len(got.Records) != 1 || got.Records[0]["id"] != id {
 		t.Errorf("read through the binary: %+v", got)
 	}
@@ -344,9 +345,10 @@ func TestPluginBinary(t *testing.T) {
 func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 	g := httprecords.NewGraphQL(t, true)
 	config := func(token string) sdk.ConfigureRequest {
-		return request(t, section(g, nil), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": token})
+		return request(t, section(g, nil), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": token}).Req
 	}
 	h := adaptertest.Harness{
+		Params:           map[string]string{"patient_id": "p-1"},
 		Config:           func(t *testing.T) sdk.ConfigureRequest { return config(g.Token) },
 		BadCredentials:   func(t *testing.T) sdk.ConfigureRequest { return config("not-the-token") },
 		Selector:         map[string]string{"patientId": "p-1", "type": "Triage"},

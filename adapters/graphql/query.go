@@ -3,6 +3,7 @@ package graphql
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,27 @@ func describe(op *ast.OperationDefinition) string {
 // be one), Boolean true or false, every other type a string. A variable the
 // query does not declare, a list variable, or a required variable left
 // unbound is refused.
+// checkDeclared checks the names graphql_variables binds, before any value
+// is known: each is a declared scalar variable, and every required variable
+// is bound. It returns the offending name, if any.
+func (rq *readQuery) checkDeclared(names []string) (string, error) {
+	for _, name := range names {
+		typ, ok := rq.variables[name]
+		if !ok {
+			return name, fmt.Errorf("the query declares no $%s; declare it (query Q($%s: String!) { ... }) or remove the entry", name, name)
+		}
+		if typ.NamedType == "" {
+			return name, fmt.Errorf("$%s is a list (%s); one run parameter binds one value, so declare a scalar", name, typ.String())
+		}
+	}
+	for _, name := range rq.required {
+		if !slices.Contains(names, name) {
+			return "", fmt.Errorf("the query requires $%s (%s); bind it under graphql_variables", name, rq.variables[name].String())
+		}
+	}
+	return "", nil
+}
+
 func (rq *readQuery) bindVariables(values map[string]string) (map[string]any, string, error) {
 	out := make(map[string]any, len(values))
 	names := make([]string, 0, len(values))

@@ -53,10 +53,22 @@ func (a *app) ocrOnly(t testing.TB, rec screenapp.Record) *Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return configuredFor(t, raw, params(rec))
+}
+
+// configuredFor configures an adapter with raw and stores its settings
+// bound to params, for tests that read through readBack directly.
+func configuredFor(t testing.TB, raw []byte, params map[string]string) *Adapter {
+	t.Helper()
 	ad := New().(*Adapter)
-	if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params(rec)}); err != nil {
+	if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw}); err != nil {
 		t.Fatal(err)
 	}
+	s, err := loaded(ad).bind(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.settings.Store(s)
 	return ad
 }
 
@@ -77,7 +89,7 @@ func TestOCRAccuracy(t *testing.T) {
 			a.show(t, v)
 			ad := a.ocrOnly(t, v)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			res, err := ad.readBack(ctx, ad.settings.Load())
+			res, err := ad.readBack(ctx, loaded(ad))
 			cancel()
 			if err != nil {
 				t.Fatal(err)
@@ -125,11 +137,8 @@ func BenchmarkReadBack(b *testing.B) {
 	}{{"reopen", a.reopenSection()}, {"same_surface", a.sameSurfaceSection()}} {
 		b.Run(tc.name, func(b *testing.B) {
 			raw, _ := json.Marshal(tc.sec)
-			ad := New().(*Adapter)
-			if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params(rec)}); err != nil {
-				b.Fatal(err)
-			}
-			s := ad.settings.Load()
+			ad := configuredFor(b, raw, params(rec))
+			s := loaded(ad)
 			if res, err := ad.readBack(context.Background(), s); err != nil || res.unusable != "" || len(res.records) != 1 || res.records[0]["name"] != rec.Name {
 				b.Fatalf("warm-up read: %+v, %v", res, err)
 			}
@@ -172,7 +181,7 @@ func BenchmarkOCR(b *testing.B) {
 	ad := a.ocrOnly(b, rec)
 	// Render the three regions once, as a read does.
 	var regions []*image.Gray
-	for _, f := range ad.settings.Load().fields {
+	for _, f := range loaded(ad).fields {
 		r := f.region
 		shot, err := chromedp.Call(a.tab, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format: page.CaptureScreenshotFormatPng,
@@ -201,4 +210,10 @@ func BenchmarkOCR(b *testing.B) {
 			report(b, took)
 		})
 	}
+}
+
+// loaded is the adapter's configured settings (nil before Configure).
+func loaded(ad *Adapter) *settings {
+	s, _ := ad.settings.Load()
+	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -18,12 +17,12 @@ const Description = "reads the acting application's own screen (a Chromium the a
 
 // Adapter reads marked fields off the application's screen.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	settings sdk.Settings[settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured adapter; it is the factory for sdk.Serve.
+// New returns an unconfigured adapter; it is the factory for plugin.Serve.
 func New() sdk.Adapter { return &Adapter{} }
 
 // Info declares the mechanism. Before Configure it claims the strongest
@@ -33,14 +32,14 @@ func New() sdk.Adapter { return &Adapter{} }
 // fail to show a record that exists.
 func (a *Adapter) Info() sdk.Info {
 	tier := sdk.TierReacquiredState
-	if s := a.settings.Load(); s != nil {
+	if s, err := a.settings.Load(); err == nil {
 		tier = s.tier
 	}
 	return sdk.Info{Kind: Kind, Tier: tier, AbsenceNotProof: true, Description: Description}
 }
 
-// Configure checks the section and binds the re-navigation and the fields
-// to the run. It opens nothing.
+// Configure checks the section; each call binds its run parameters into the
+// re-navigation and the fields. It opens nothing.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	s, err := parseSettings(req)
 	if err != nil {
@@ -67,16 +66,27 @@ func hasRegion(s *settings) bool {
 	return false
 }
 
-var errNotConfigured = errors.New("onscreen adapter: called before Configure")
+// bound is the configuration with one call's run parameters bound.
+func (a *Adapter) bound(params map[string]string) (*settings, error) {
+	_, s, err := sdk.Bound(&a.settings, params, (*settings).bind)
+	return s, err
+}
+
+// CheckParams binds a session's run parameters into the re-navigation and
+// the fields without opening anything.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := a.bound(params)
+	return err
+}
 
 // TestConnection reaches the application's browser. For tier 3 it does one
 // read-back (re-navigation under the read-only guards); for tier 4 it only
 // finds the application's tab, since the screen the save will leave does
 // not exist yet.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	s, err := a.bound(req.Params)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	start := time.Now()
 	if s.tier == sdk.TierScreenConsistency {
@@ -116,9 +126,9 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 // the baseline is unreachable and a contract that needs one (a change
 // claim, count_new_only) is refused at Begin.
 func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, err := a.bound(req.Params)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	if s.tier == sdk.TierScreenConsistency {
 		return sdk.Unreachable("on-screen read-back of the save's own surface (tier 4) has no before state: a screen shows state, not a change; a contract that needs a baseline cannot be judged on it"), nil
@@ -128,9 +138,9 @@ func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sd
 
 // CaptureAfter reads the record again.
 func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, err := a.bound(req.Params)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	return a.capture(ctx, req, s)
 }

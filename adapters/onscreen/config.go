@@ -1,8 +1,6 @@
 package onscreen
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -69,7 +67,8 @@ type settings struct {
 	display       string // an X display (":99"), the other source
 	pageURLPrefix string
 	tier          sdk.Tier
-	actions       []action
+	renavigate    []actionSection // as written; bound per call
+	actions       []action        // bound copies: the run's values; else stand-ins
 	absent        string
 	fields        []field
 	minConfidence float64
@@ -103,7 +102,8 @@ func (a action) String() string {
 // (the parameter's name) and the value the run typed.
 type field struct {
 	param    string
-	expected string
+	path     string // of its param key, for refusals
+	expected string // bound copies only
 	region   *[4]int
 	selector string
 	minRatio float64
@@ -124,23 +124,22 @@ var displayName = regexp.MustCompile(`^:[0-9]{1,4}(\.[0-9]{1,2})?$`)
 // reading the surface the save left is tier 4 and must be asked for with
 // same_surface: true.
 func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
+	// The SDK's decoder refuses an unknown key at any depth, naming it
+	// and the keys allowed there.
 	var top struct {
-		Kind     string          `json:"kind"`
-		OnScreen json.RawMessage `json:"onscreen"`
+		Kind     string   `json:"kind"`
+		OnScreen *section `json:"onscreen"`
 	}
-	if err := strictDecode(req.Config, &top, ""); err != nil {
+	if err := sdk.DecodeConfig(req.Config, &top); err != nil {
 		return nil, err
 	}
 	if top.Kind != "" && top.Kind != Kind {
 		return nil, configError("kind", "this adapter reads kind %q", Kind)
 	}
-	if len(top.OnScreen) == 0 || string(top.OnScreen) == "null" {
+	if top.OnScreen == nil {
 		return nil, configError(Kind, "missing: the onscreen: section holds screen, fields and either renavigate (two actions or more) or same_surface: true")
 	}
-	var sec section
-	if err := strictDecode(top.OnScreen, &sec, Kind); err != nil {
-		return nil, err
-	}
+	sec := *top.OnScreen
 	s := &settings{minConfidence: defaultMinConfidence, navTimeout: defaultNavTimeout}
 
 	// screen
@@ -202,9 +201,11 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		minRatio = *r
 	}
 
-	// renavigate and the tier
+	// renavigate and the tier: checked with a stand-in for every run
+	// parameter the actions use; bind fills them per call.
+	s.renavigate = sec.Renavigate
 	for i, as := range sec.Renavigate {
-		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), req.Params)
+		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), standIns(as))
 		if err != nil {
 			return nil, err
 		}
@@ -253,11 +254,7 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 			return nil, configError(p+".param", "%q is marked twice; mark each parameter once", fs.Param)
 		}
 		seen[fs.Param] = true
-		v, ok := req.Params[fs.Param]
-		if !ok {
-			return nil, configError(p+".param", "the run has no parameter %q; pass it with the run or mark another field", fs.Param)
-		}
-		f := field{param: fs.Param, expected: v, minRatio: minRatio}
+		f := field{param: fs.Param, path: p + ".param", minRatio: minRatio}
 		if fs.MinRatio != nil {
 			if *fs.MinRatio <= 0 || *fs.MinRatio > 1 {
 				return nil, configError(p+".min_ratio", "must be above 0 and at most 1")
@@ -285,26 +282,42 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	return s, nil
 }
 
-// strictDecode decodes raw into v, refusing unknown keys with their path.
-func strictDecode(raw json.RawMessage, v any, path string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		msg := err.Error()
-		if _, after, ok := strings.Cut(msg, "unknown field "); ok {
-			name := strings.Trim(after, `"`)
-			return configError(join(path, name), "unknown key; see docs/adapters/onscreen.md for the keys this section takes")
-		}
-		return configError(path, "%s", strings.TrimPrefix(msg, "json: "))
+// standIns maps every run parameter an action uses to a stand-in value, to
+// check the action's shape before any run's values are known.
+func standIns(as actionSection) map[string]string {
+	out := map[string]string{}
+	for _, name := range param.Names(as.Open) {
+		out[name] = "x"
 	}
-	return nil
+	if as.Type != nil && as.Type.Param != "" {
+		out[as.Type.Param] = "x"
+	}
+	return out
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
+// bind returns a copy of s for one call: the re-navigation and the fields'
+// expected values bound to params. A parameter the run does not supply, or
+// a value that cannot stand where it goes, is a *sdk.ConfigError.
+func (s *settings) bind(params map[string]string) (*settings, error) {
+	b := *s
+	b.actions = make([]action, 0, len(s.renavigate))
+	for i, as := range s.renavigate {
+		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), params)
+		if err != nil {
+			return nil, err
+		}
+		b.actions = append(b.actions, a)
 	}
-	return path + "." + key
+	b.fields = make([]field, len(s.fields))
+	for i, f := range s.fields {
+		v, ok := params[f.param]
+		if !ok {
+			return nil, configError(f.path, "the run has no parameter %q; pass it with the run or mark another field", f.param)
+		}
+		f.expected = v
+		b.fields[i] = f
+	}
+	return &b, nil
 }
 
 // bindAction checks one re-navigation action and binds its run parameters.

@@ -31,7 +31,11 @@ func configureSection(t *testing.T, sec map[string]any, secrets map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: baseParams, Secrets: secrets})
+	s, err := parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: raw, Secrets: secrets})
+	if err != nil {
+		return nil, err
+	}
+	return s.bind(baseParams)
 }
 
 // TestTierFromMechanism: the tier follows what the section makes the read
@@ -55,7 +59,7 @@ func TestTierFromMechanism(t *testing.T) {
 		t.Errorf("unconfigured Info %+v; want tier 3 (the floor) and AbsenceNotProof", info)
 	}
 	raw, _ := json.Marshal(sec)
-	if err := a.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: baseParams}); err != nil {
+	if err := a.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: raw}); err != nil {
 		t.Fatal(err)
 	}
 	if info := a.Info(); info.Tier != sdk.TierScreenConsistency {
@@ -176,7 +180,10 @@ func FuzzConfigure(f *testing.F) {
 	f.Add(raw)
 	f.Add([]byte(`{"onscreen":{"screen":{"cdp_url":"http://h:1"},"same_surface":true,"fields":[{"param":"name","selector":"#n"}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, err := parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: data, Params: baseParams})
+		s, err := parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: data})
+		if err == nil {
+			_, err = s.bind(baseParams)
+		}
 		var ce *sdk.ConfigError
 		if err != nil && !errors.As(err, &ce) {
 			t.Fatalf("a refusal that is not a *sdk.ConfigError: %v", err)

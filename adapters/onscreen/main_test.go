@@ -18,7 +18,6 @@ import (
 	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // cdpURL is the DevTools address of the Chromium the tests drive as the
@@ -234,26 +233,28 @@ func params(rec screenapp.Record) map[string]string {
 	return map[string]string{"ref": rec.Ref, "name": rec.Name, "born": rec.Born, "amount": rec.Amount}
 }
 
-func request(t testing.TB, sec map[string]any, p map[string]string) sdk.ConfigureRequest {
+func request(t testing.TB, sec map[string]any, p map[string]string) setup {
 	t.Helper()
 	raw, err := json.Marshal(sec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: p}
+	return setup{ConfigureRequest: sdk.ConfigureRequest{Kind: Kind, Config: raw}, Params: p}
+}
+
+// setup is a ConfigureRequest and the run parameters every call carries.
+type setup struct {
+	sdk.ConfigureRequest
+	Params map[string]string
 }
 
 // client runs the adapter in process behind the SDK's plugin client.
-func client(t testing.TB, req sdk.ConfigureRequest) plugin.Client {
+func client(t testing.TB, req setup) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
+	ip := adaptertest.InProcess(t, New)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ip.Configure(ctx, req); err != nil {
+	if err := ip.Setup(ctx, req.ConfigureRequest, req.Params); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
 	return ip
@@ -266,7 +267,7 @@ type captured struct {
 	Records   []sdk.Record
 }
 
-func capture(t testing.TB, c plugin.Client, after bool) captured {
+func capture(t testing.TB, c *adaptertest.Instance, after bool) captured {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

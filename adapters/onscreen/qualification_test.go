@@ -33,13 +33,14 @@ func harness(t *testing.T) adaptertest.Harness {
 	config := func(url string) sdk.ConfigureRequest {
 		sec := a.reopenSection()
 		inner(sec)["screen"] = map[string]any{"cdp_url": url, "page_url_prefix": a.URL + "/"}
-		return request(t, sec, params(rec))
+		return request(t, sec, params(rec)).ConfigureRequest
 	}
 	other := rec
 	other.Name = "Zebulon Quartermaine"
 	stale := rec
 	stale.Born = "1901-02-03"
 	return adaptertest.Harness{
+		Params:           params(rec),
 		Config:           func(*testing.T) sdk.ConfigureRequest { return config(cdpURL) },
 		BadCredentials:   func(t *testing.T) sdk.ConfigureRequest { return config(closedCDPURL(t)) },
 		Selector:         map[string]string{"name": rec.Name},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
 
 // reopenEffects is a tier-3 step's contracts: one new record for the run's
@@ -58,7 +58,7 @@ func snapshot(r captured) judge.Snapshot {
 
 // judgeStep judges effects on the two reads with the daemon's own judge and
 // the AbsenceNotProof the adapter declares, as the daemon does.
-func judgeStep(t testing.TB, c plugin.Client, effects string, p map[string]string, before, after captured) stepVerdict {
+func judgeStep(t testing.TB, c *adaptertest.Instance, effects string, p map[string]string, before, after captured) stepVerdict {
 	t.Helper()
 	info, err := c.GetInfo(t.Context())
 	if err != nil {

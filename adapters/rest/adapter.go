@@ -10,15 +10,24 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "rest"
+
+// info describes the adapter: the system of record's own API is an
+// independent read, and a list endpoint returns every record it selects,
+// so absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "GET a JSON list of records from the system of record's REST API",
+}
 
 // DefaultMaxPages bounds a paged read unless pagination.max_pages says
 // otherwise.
@@ -34,7 +43,8 @@ var paginationKeys = []string{"next_key", "offset_param", "limit_param", "page_s
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
 	base       *url.URL
-	first      *url.URL      // the records URL, placeholders filled
+	tmpl       *pathTemplate // records_path
+	values     param.Values  // path_params, bound per call
 	recordsKey httpx.Path    // nil: the body itself is the list
 	nextKey    httpx.Path    // next-link paging
 	offset     *offsetPaging // offset/limit paging
@@ -51,27 +61,15 @@ type offsetPaging struct {
 
 // Adapter reads a JSON list of records over HTTP GET.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
+// New returns an unconfigured rest adapter; it is the factory for plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// New returns an unconfigured rest adapter; it is the factory for sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter: the system of record's own API is an
-// independent read, and a list endpoint returns every record it selects,
-// so absence is proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "GET a JSON list of records from the system of record's REST API",
-	}
-}
-
-// Configure checks the section, binds path_params into records_path and
-// builds the HTTP client. It does not connect.
+// Configure checks the section and path_params and builds the HTTP client.
+// It does not connect; each call binds its run parameters into
+// records_path.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	sec, err := httpx.Root(req.Config, Kind, configKeys)
 	if err != nil {
@@ -92,20 +90,21 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return &sdk.ConfigError{Path: "records_path", Message: err.Error()}
 	}
-	values, err := sec.BoundValues("path_params", req.Params)
-	if err != nil {
+	if s.values, err = sec.Values("path_params"); err != nil {
 		return err
 	}
-	for _, name := range slices.Sorted(maps.Keys(values)) {
+	for _, name := range s.values.Names() {
 		if !slices.Contains(tmpl.names, name) {
 			return &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
 		}
 	}
-	expanded, err := tmpl.expand(values)
-	if err != nil {
-		return &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+	for _, name := range tmpl.names {
+		if !slices.Contains(s.values.Names(), name) {
+			return &sdk.ConfigError{Path: "records_path", Message: fmt.Sprintf("placeholder {%s} has no entry in path_params", name)}
+		}
 	}
-	if s.first, err = url.Parse(s.base.String() + expanded); err != nil {
+	s.tmpl = tmpl
+	if _, err := url.Parse(s.base.String() + tmpl.text); err != nil {
 		return &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
 	}
 	if key, err := sec.String("records_key"); err != nil {
@@ -128,7 +127,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if s.client, s.warnings, err = httpx.NewClient(sec, s.base, s.creds); err != nil {
 		return err
 	}
-	a.settings.Store(s)
+	a.Store(s)
 	return nil
 }
 
@@ -177,18 +176,41 @@ func (s *settings) parsePagination(sec *httpx.Section) error {
 	return nil
 }
 
-var errNotConfigured = errors.New("rest adapter: called before Configure")
+// firstURL binds one call's run parameters into records_path. A value that
+// cannot stand where its placeholder is (a path segment holding '/', a
+// control character) is refused, never spliced.
+func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
+	values, err := s.values.Bind(params)
+	if err != nil {
+		return nil, httpx.ConfigError(err)
+	}
+	expanded, err := s.tmpl.expand(values)
+	if err != nil {
+		return nil, &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+	}
+	u, err := url.Parse(s.base.String() + expanded)
+	if err != nil {
+		return nil, &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
+	}
+	return u, nil
+}
+
+// CheckParams binds a session's run parameters into records_path without
+// reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.Settings, params, (*settings).firstURL)
+}
 
 // TestConnection reads the first page and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	ctx, cancel := httpx.ProbeContext(ctx)
 	defer cancel()
 	start := time.Now()
-	p := s.pager()
+	p := s.pager(first)
 	recs, _, why := p.fetch(ctx)
 	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
 	if why != "" {
@@ -197,7 +219,7 @@ func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	}
 	res.Reachable = true
 	res.Message = fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",
-		httpx.Target(http.MethodGet, s.first), s.describeKey(), len(recs), s.creds.Scheme())
+		httpx.Target(http.MethodGet, first), s.describeKey(), len(recs), s.creds.Scheme())
 	return res, nil
 }
 
@@ -223,13 +245,13 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // records stream, and a failure there aborts the stream, so a partial list
 // is never judged. The whole read is bounded by the capture's deadline.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
 	at := time.Now()
-	p := s.pager()
+	p := s.pager(first)
 	recs, more, why := p.fetch(ctx)
 	if why != "" {
 		cancel()
@@ -257,14 +279,15 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 // pager walks the pages of one read.
 type pager struct {
 	s       *settings
+	first   *url.URL
 	next    *url.URL
 	pages   int
 	offset  int
 	visited map[string]bool
 }
 
-func (s *settings) pager() *pager {
-	return &pager{s: s, next: s.first, visited: map[string]bool{}}
+func (s *settings) pager(first *url.URL) *pager {
+	return &pager{s: s, first: first, next: first, visited: map[string]bool{}}
 }
 
 // fetch reads the next page. why is non-empty when the read failed; more
@@ -276,7 +299,7 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 	}
 	u := p.next
 	if s.offset != nil {
-		u = withQuery(s.first, map[string]string{
+		u = withQuery(p.first, map[string]string{
 			s.offset.offsetParam: strconv.Itoa(p.offset),
 			s.offset.limitParam:  strconv.Itoa(s.offset.size),
 		})

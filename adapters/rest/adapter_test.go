@@ -52,17 +52,17 @@ func frappeSection(f *httprecords.Frappe, edit func(map[string]any)) map[string]
 	return sec
 }
 
-func request(t testing.TB, sec map[string]any, params, secrets map[string]string) sdk.ConfigureRequest {
+func request(t testing.TB, sec map[string]any, params, secrets map[string]string) httprecords.Setup {
 	t.Helper()
 	return httprecords.Request(t, Kind, sec, params, secrets)
 }
 
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *httprecords.Process {
 	t.Helper()
 	return httprecords.InProcess(t, New)
 }
 
-func configured(t testing.TB, req sdk.ConfigureRequest) *plugin.InProcess {
+func configured(t testing.TB, req httprecords.Setup) *httprecords.Process {
 	t.Helper()
 	ip := inProcess(t)
 	if err := ip.Configure(t.Context(), req); err != nil {
@@ -72,12 +72,12 @@ func configured(t testing.TB, req sdk.ConfigureRequest) *plugin.InProcess {
 }
 
 // read captures once (after or before) and collects the whole read.
-func read(t testing.TB, c plugin.Client, after bool, timeout time.Duration) (httprecords.Read, error) {
+func read(t testing.TB, c *httprecords.Process, after bool, timeout time.Duration) (httprecords.Read, error) {
 	t.Helper()
 	return httprecords.Capture(t, c, after, timeout, "name")
 }
 
-func mustRead(t testing.TB, c plugin.Client, after bool) httprecords.Read {
+func mustRead(t testing.TB, c *httprecords.Process, after bool) httprecords.Read {
 	t.Helper()
 	r, err := read(t, c, after, 10*time.Second)
 	if err != nil {
@@ -514,14 +514,15 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sp.Kill()
-	info, err := sp.GetInfo(t.Context())
+	bin := &httprecords.Process{Instance: &adaptertest.Instance{Process: sp}}
+	info, err := bin.GetInfo(t.Context())
 	if err != nil || info.Kind != Kind || info.Tier != sdk.TierIndependentSystem {
 		t.Fatalf("GetInfo = %+v, %v", info, err)
 	}
-	if err := sp.Configure(t.Context(), request(t, frappeSection(f, nil), map[string]string{"patient_id": "PAT-1"}, map[string]string{"auth.value_env": f.Token()})); err != nil {
+	if err := bin.Configure(t.Context(), request(t, frappeSection(f, nil), map[string]string{"patient_id": "PAT-1"}, map[string]string{"auth.value_env": f.Token()})); err != nil {
 		t.Fatal(err)
 	}
-	got := mustRead(t, sp, true)
+	got := mustRead(t, bin, true)
 	if !got.Reachable || len(got.Records) != 1 || got.Records[0]["name"] != name {
 		t.Errorf("read through the binary: %+v", got)
 	}
@@ -535,9 +536,10 @@ func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 		return request(t, frappeSection(f, func(s map[string]any) {
 			s["records_path"] = path
 			s["pagination"] = map[string]any{"offset_param": "limit_start", "limit_param": "limit_page_length", "page_size": 5000}
-		}), map[string]string{"patient_id": patient}, map[string]string{"auth.value_env": token})
+		}), map[string]string{"patient_id": patient}, map[string]string{"auth.value_env": token}).Req
 	}
 	h := adaptertest.Harness{
+		Params:         map[string]string{"patient_id": patient},
 		Config:         func(t *testing.T) sdk.ConfigureRequest { return config(f.Token()) },
 		BadCredentials: func(t *testing.T) sdk.ConfigureRequest { return config("token " + f.APIKey + ":not-the-secret") },
 		Selector:       map[string]string{"patient": patient, "encounter_type": "Triage"},

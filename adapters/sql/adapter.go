@@ -7,14 +7,27 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Kind is the deployment's `kind:` for this adapter.
 const Kind = "sql"
+
+// info describes the adapter. A database read is an independent system of
+// record read; whether an effect needs a baseline is the judge's call, and
+// a query's result is the whole truth of what it selects, so absence is
+// proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
+	// Captures share the instance's connection pool; the daemon
+	// keeps at most this many in flight to one process.
+	MaxConcurrentCaptures: 32,
+}
 
 const (
 	driverSQLite   = "sqlite"
@@ -52,8 +65,9 @@ const passwordSlot = "sql_password_env"
 type settings struct {
 	driver string
 	reader reader
-	query  string // the operator's query, placeholders in the driver's form
-	args   []any  // the bound values, in the driver's parameter order
+	query  string       // the operator's query, placeholders in the driver's form
+	names  []string     // the placeholders, in the driver's parameter order
+	values param.Values // sql_query_params, bound per call
 }
 
 // reader is one driver's way into the system of record. Every method reads
@@ -92,28 +106,23 @@ func (e *timeoutError) Unwrap() error { return e.err }
 
 // Adapter reads a relational system of record with one read-only query.
 type Adapter struct {
-	settings atomic.Pointer[settings]
+	sdk.Base[settings]
 }
 
-var _ sdk.Adapter = (*Adapter)(nil)
+// New returns an unconfigured sql adapter; it is the factory for plugin.Serve.
+func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
 
-// New returns an unconfigured sql adapter; it is the factory for sdk.Serve.
-func New() sdk.Adapter { return &Adapter{} }
-
-// Info describes the adapter. A database read is an independent system of
-// record read; whether an effect needs a baseline is the judge's call, and
-// a query's result is the whole truth of what it selects, so absence is
-// proof.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:        Kind,
-		Tier:        sdk.TierIndependentSystem,
-		Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
+// Close releases the instance's connections (the daemon released it);
+// reads still streaming finish first.
+func (a *Adapter) Close() error {
+	if s := a.Swap(nil); s != nil {
+		go s.reader.close()
 	}
+	return nil
 }
 
-// Configure checks the section, binds the query's parameters and prepares
-// the driver. It does not connect: a server that is down or refuses the
+// Configure checks the section and the query's parameters and prepares
+// the driver; each call binds its run parameters as driver arguments. It does not connect: a server that is down or refuses the
 // login is the captures' business, which report it unreachable. For
 // SQLite it checks that the file exists and is an SQLite database.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
@@ -130,7 +139,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		}
 		return err
 	}
-	bound, err := bindParams(cfg.SQLQueryParams, req.Params)
+	values, err := parseParams(cfg.SQLQueryParams)
 	if err != nil {
 		return err
 	}
@@ -138,14 +147,20 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if err != nil {
 		return err
 	}
-	s := &settings{driver: driver, query: query}
-	if s.args, err = bindArgs(names, bound); err != nil {
+	// Every placeholder has an entry and every entry is used, whatever
+	// the values: checked once here, with empty values.
+	shape := make(map[string]string, values.Len())
+	for _, n := range values.Names() {
+		shape[n] = ""
+	}
+	if _, err := bindArgs(names, shape); err != nil {
 		return err
 	}
+	s := &settings{driver: driver, query: query, names: names, values: values}
 	if s.reader, err = newReader(ctx, cfg, driver, req.Secrets); err != nil {
 		return err
 	}
-	if old := a.settings.Swap(s); old != nil {
+	if old := a.Swap(s); old != nil {
 		// Closing waits for reads still streaming from the old settings.
 		go old.reader.close()
 	}
@@ -231,24 +246,33 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 	return newMySQLReader(ctx, args, password)
 }
 
-var errNotConfigured = errors.New("sql adapter: called before Configure")
+// CheckParams binds a session's run parameters as the query's arguments
+// without reading.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.Settings, params, (*settings).args)
+}
+
+// args binds one call's run parameters as the query's arguments.
+func (s *settings) args(params map[string]string) ([]any, error) {
+	return bindParams(s.values, s.names, params)
+}
 
 // TestConnection connects as the configured login, runs SELECT 1 and
 // compiles the configured query without running it, all in a read-only
 // transaction, and warns when the login could write: the filter and the
 // read-only transaction are defence in depth, and the safe setup is a
 // login (or, for SQLite, a file) that can only read.
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	s, args, err := sdk.Bound(&a.Settings, req.Params, (*settings).args)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	return s.reader.probe(ctx, s.query, s.args), nil
+	return s.reader.probe(ctx, s.query, args), nil
 }
 
 // CaptureBefore reads the query's rows before the automation acts.
@@ -267,9 +291,9 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 // an error after the first row aborts the stream, so a partial read is
 // never judged.
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	s, args, err := sdk.Bound(&a.Settings, req.Params, (*settings).args)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	var cancel context.CancelFunc
 	if req.Timeout > 0 {
@@ -278,7 +302,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	at := time.Now()
-	st, err := openRead(ctx, cancel, s.reader, s.query, s.args)
+	st, err := openRead(ctx, cancel, s.reader, s.query, args)
 	if err != nil {
 		reason := unreachableReason(ctx, s.reader.where(), err)
 		cancel()

@@ -82,23 +82,14 @@ func configJSON(t testing.TB, section map[string]any) json.RawMessage {
 
 // inProcess starts the adapter behind the SDK's in-process runner: the same
 // server, converters and batching as the plugin binary.
-func inProcess(t testing.TB) *plugin.InProcess {
+func inProcess(t testing.TB) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(New, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
-	return ip
+	return adaptertest.InProcess(t, New)
 }
 
-func configured(t testing.TB, section map[string]any, params map[string]string) *plugin.InProcess {
+func configured(t testing.TB, section map[string]any, params map[string]string) *adaptertest.Instance {
 	t.Helper()
-	ip := inProcess(t)
-	if err := ip.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, section), Params: params}); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	return ip
+	return adaptertest.Configured(t, New, sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, section)}, params)
 }
 
 func captureReq(timeout time.Duration) sdk.CaptureRequest {
@@ -106,7 +97,7 @@ func captureReq(timeout time.Duration) sdk.CaptureRequest {
 }
 
 // readAll captures after and returns the records as compact JSON lines.
-func readAll(t testing.TB, c plugin.Client) (*plugin.Capture, []string) {
+func readAll(t testing.TB, c *adaptertest.Instance) (*plugin.Capture, []string) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), captureReq(10*time.Second))
 	if err != nil {
@@ -193,7 +184,7 @@ func TestConfigureRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ip := inProcess(t)
-			err := ip.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, tt.section), Params: tt.params})
+			err := ip.Setup(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, tt.section)}, tt.params)
 			var ce *sdk.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
@@ -230,7 +221,7 @@ func TestInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sdk.Info{Kind: "sql", Tier: sdk.TierIndependentSystem, NeedsBaseline: false, AbsenceNotProof: false, Description: info.Description}
+	want := sdk.Info{Kind: "sql", Tier: sdk.TierIndependentSystem, NeedsBaseline: false, AbsenceNotProof: false, Description: info.Description, MaxConcurrentCaptures: 32}
 	if diff := cmp.Diff(want, info.Info); diff != "" {
 		t.Errorf("Info (-want +got):\n%s", diff)
 	}
@@ -598,8 +589,9 @@ func TestPluginBinary(t *testing.T) {
 	}
 	defer sp.Kill()
 	ctx := t.Context()
+	bin := &adaptertest.Instance{Process: sp}
 
-	info, err := sp.GetInfo(ctx)
+	info, err := bin.GetInfo(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +599,7 @@ func TestPluginBinary(t *testing.T) {
 		t.Errorf("GetInfo = %+v", info)
 	}
 
-	refused := sp.Configure(ctx, sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, map[string]any{
+	refused := bin.Configure(ctx, sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, map[string]any{
 		"kind": "sql", "sqlite_database": db, "sql_query": "SELECT * FROM encounters; DELETE FROM encounters",
 	})})
 	var ce *sdk.ConfigError
@@ -615,14 +607,14 @@ func TestPluginBinary(t *testing.T) {
 		t.Fatalf("Configure with a stacked DELETE = %v; want the filter's refusal", refused)
 	}
 
-	if err := sp.Configure(ctx, sdk.ConfigureRequest{Kind: Kind, Params: map[string]string{"patient_id": "p-1"}, Config: configJSON(t, map[string]any{
+	if err := bin.Setup(ctx, sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, map[string]any{
 		"kind": "sql", "sqlite_database": db,
 		"sql_query":        "SELECT id, patient_id, type, note FROM encounters WHERE patient_id = %(patient)s ORDER BY id",
 		"sql_query_params": map[string]any{"patient": map[string]any{"param": "patient_id"}},
-	})}); err != nil {
+	})}, map[string]string{"patient_id": "p-1"}); err != nil {
 		t.Fatal(err)
 	}
-	capt, got := readAll(t, sp)
+	capt, got := readAll(t, bin)
 	if !capt.Reachable {
 		t.Fatalf("unreachable: %s", capt.Reason)
 	}
@@ -637,7 +629,7 @@ func TestPluginBinary(t *testing.T) {
 	if err := os.Remove(db); err != nil {
 		t.Fatal(err)
 	}
-	capt, got = readAll(t, sp)
+	capt, got = readAll(t, bin)
 	if capt.Reachable || len(got) != 0 || !strings.Contains(capt.Reason, "does not exist") {
 		t.Errorf("after the file was deleted: reachable=%v records=%d reason=%q", capt.Reachable, len(got), capt.Reason)
 	}
@@ -649,7 +641,7 @@ func TestQualification(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "clinic.db")
 	execDB(t, db, `CREATE TABLE encounters (id INTEGER PRIMARY KEY AUTOINCREMENT, patient_id TEXT NOT NULL, type TEXT, updated_at TEXT)`)
 	config := func(path string) sdk.ConfigureRequest {
-		return sdk.ConfigureRequest{Kind: Kind, Params: map[string]string{"patient_id": "p-1"}, Config: configJSON(t, map[string]any{
+		return sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, map[string]any{
 			"kind":             "sql",
 			"sqlite_database":  path,
 			"sql_query":        "SELECT id, patient_id, type, updated_at FROM encounters WHERE patient_id = %(patient)s",
@@ -676,6 +668,7 @@ func TestQualification(t *testing.T) {
 	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
 	adaptertest.Run(t, adaptertest.Harness{
 		Binary: pluginBinary,
+		Params: map[string]string{"patient_id": "p-1"},
 		Config: func(t *testing.T) sdk.ConfigureRequest { return config(db) },
 		BadCredentials: func(t *testing.T) sdk.ConfigureRequest {
 			if os.Geteuid() == 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
@@ -63,14 +64,15 @@ func benchPostgresPlugin(b *testing.B, rows int) {
 		b.Fatal(err)
 	}
 	defer sp.Kill()
+	bin := &adaptertest.Instance{Process: sp}
 	query := fmt.Sprintf("SELECT id, patient_id, type, note, amount, updated_at FROM %s", table)
-	if err := sp.Configure(b.Context(), e.request(b, e.section(query, nil), nil, e.reader)); err != nil {
+	if err := bin.Configure(b.Context(), e.request(b, e.section(query, nil), e.reader)); err != nil {
 		b.Fatal(err)
 	}
 	cpuBefore, _ := cpuTime(sp.Pid())
 	b.ResetTimer()
 	for b.Loop() {
-		capt, err := sp.CaptureBefore(b.Context(), captureReq(10*time.Minute))
+		capt, err := bin.CaptureBefore(b.Context(), captureReq(10*time.Minute))
 		if err != nil {
 			b.Fatal(err)
 		}

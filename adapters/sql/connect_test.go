@@ -128,22 +128,26 @@ func TestConfigureServerDrivers(t *testing.T) {
 			t.Parallel()
 			a := New().(*Adapter)
 			err := a.Configure(t.Context(), sdk.ConfigureRequest{Config: configJSON(t, section(tt.driver)),
-				Params: map[string]string{"patient_id": "p-1"}, Secrets: map[string]string{passwordSlot: "pw"}})
+				Secrets: map[string]string{passwordSlot: "pw"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := a.settings.Load()
+			s, _ := a.Load()
 			defer s.reader.close()
-			if s.query != tt.wantQuery || !cmp.Equal(s.args, []any{"p-1", "Triage"}) {
-				t.Errorf("query %q args %v", s.query, s.args)
+			params := map[string]string{"patient_id": "p-1"}
+			args, err := bindParams(s.values, s.names, params)
+			if s.query != tt.wantQuery || err != nil || !cmp.Equal(args, []any{"p-1", "Triage"}) {
+				t.Errorf("query %q args %v, %v", s.query, args, err)
 			}
 			// Port 1 refuses connections: the captures are unreachable,
 			// with a reason; nothing is an error.
-			res, err := a.TestConnection(t.Context())
+			res, err := a.TestConnection(t.Context(), sdk.TestRequest{Params: params})
 			if err != nil || res.Reachable || !strings.Contains(res.Message, "cannot read") {
 				t.Errorf("TestConnection = %+v, %v", res, err)
 			}
-			capt, err := a.CaptureAfter(t.Context(), captureReq(5*time.Second))
+			req := captureReq(5 * time.Second)
+			req.Params = params
+			capt, err := a.CaptureAfter(t.Context(), req)
 			if err != nil || capt.Reachable || !strings.Contains(capt.Reason, "127.0.0.1:1") {
 				t.Errorf("CaptureAfter = %+v, %v", capt, err)
 			}
@@ -151,7 +155,7 @@ func TestConfigureServerDrivers(t *testing.T) {
 	}
 	t.Run("password variable without a value", func(t *testing.T) {
 		t.Parallel()
-		err := New().Configure(t.Context(), sdk.ConfigureRequest{Config: configJSON(t, section("postgres")), Params: map[string]string{"patient_id": "p-1"}})
+		err := New().Configure(t.Context(), sdk.ConfigureRequest{Config: configJSON(t, section("postgres"))})
 		var ce *sdk.ConfigError
 		if !errors.As(err, &ce) || ce.Path != "sql_password_env" || !strings.Contains(ce.Message, "DB_PASSWORD") {
 			t.Errorf("Configure = %v", err)

@@ -275,10 +275,11 @@ func TestServerReadOnlyTransaction(t *testing.T) {
 			)
 		}
 		ad := New().(*Adapter)
-		if err := ad.Configure(t.Context(), e.request(t, e.section("SELECT 1", nil), nil, e.admin)); err != nil {
+		if err := ad.Configure(t.Context(), e.request(t, e.section("SELECT 1", nil), e.admin)); err != nil {
 			t.Fatal(err)
 		}
-		r := ad.settings.Load().reader
+		loaded, _ := ad.Load()
+		r := loaded.reader
 		defer r.close()
 		for _, w := range writes {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -520,7 +521,7 @@ func TestServerAudit(t *testing.T) {
 	forEachEngine(t, true, func(t *testing.T, e *engine) {
 		a, b := e.newTable(t), e.newTable(t)
 		e.insert(t, a, "p-0", "Triage", "seed", "1.00")
-		section := e.request(t, e.section("SELECT 1", nil), nil, e.reader).Config
+		section := e.request(t, e.section("SELECT 1", nil), e.reader).Config
 		counter, err := OpenCounter(t.Context(), section, map[string]string{passwordSlot: e.reader.Password})
 		if err != nil {
 			t.Fatal(err)
@@ -629,13 +630,14 @@ func TestServerQualification(t *testing.T) {
 		down := false
 		adaptertest.Run(t, adaptertest.Harness{
 			Binary: pluginBinary,
+			Params: params,
 			Config: func(t *testing.T) sdk.ConfigureRequest {
-				return e.request(t, e.section(query, qparams), params, e.reader)
+				return e.request(t, e.section(query, qparams), e.reader)
 			},
 			BadCredentials: func(t *testing.T) sdk.ConfigureRequest {
 				wrong := e.reader
 				wrong.Password = "wrong-" + wrong.Password
-				return e.request(t, e.section(query, qparams), params, wrong)
+				return e.request(t, e.section(query, qparams), wrong)
 			},
 			Selector:         params,
 			IdentityField:    "id",
@@ -686,16 +688,17 @@ func TestServerPluginBinaryNoSecretInLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer sp.Kill()
+		bin := &adaptertest.Instance{Process: sp}
 		wrong := e.reader
 		wrong.Password = "s3cr3t-wrong-password"
-		if err := sp.Configure(t.Context(), e.request(t, e.section("SELECT 1 AS one", nil), nil, wrong)); err != nil {
+		if err := bin.Configure(t.Context(), e.request(t, e.section("SELECT 1 AS one", nil), wrong)); err != nil {
 			t.Fatal(err)
 		}
-		res, err := sp.TestConnection(t.Context())
+		res, err := bin.TestConnection(t.Context())
 		if err != nil || res.Reachable {
 			t.Fatalf("TestConnection = %+v, %v", res, err)
 		}
-		capt, err := sp.CaptureBefore(t.Context(), captureReq(5*time.Second))
+		capt, err := bin.CaptureBefore(t.Context(), captureReq(5*time.Second))
 		if err != nil || capt.Reachable {
 			t.Fatalf("capture = %+v, %v", capt, err)
 		}

@@ -13,28 +13,38 @@ import (
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// bindParams resolves every sql_query_params entry (a string,
-// {literal: "text"} or {param: name}; the grammar of sdk/param) against the
-// run's parameters. A {param: name} the run does not supply refuses the
-// configuration: a query must never run with a hole where its subject goes.
-// Values are only ever bound as driver arguments, so they need no escaping.
-func bindParams(raw map[string]json.RawMessage, params map[string]string) (map[string]string, error) {
-	bound := make(map[string]string, len(raw))
+// parseParams reads every sql_query_params entry (a string,
+// {literal: "text"} or {param: name}; the grammar of sdk/param) once, at
+// Configure; each call binds them to its run parameters. A {param: name}
+// the run does not supply refuses the call: a query must never run with a
+// hole where its subject goes. Values are only ever bound as driver
+// arguments, so they need no escaping.
+func parseParams(raw map[string]json.RawMessage) (param.Values, error) {
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
-		path := "sql_query_params." + name
 		if !validPlaceholderName(name) {
-			return nil, &sdk.ConfigError{Path: path, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
+			return param.Values{}, &sdk.ConfigError{Path: "sql_query_params." + name, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
 		}
-		v, err := param.BindJSON(raw[name], path, params)
-		if err != nil {
-			if perr, ok := errors.AsType[*param.Error](err); ok {
-				return nil, &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
-			}
-			return nil, err
-		}
-		bound[name] = v
 	}
-	return bound, nil
+	vs, err := param.ParseMap(raw, "sql_query_params")
+	return vs, configError(err)
+}
+
+// configError turns a *param.Error into a *sdk.ConfigError.
+func configError(err error) error {
+	if perr, ok := errors.AsType[*param.Error](err); ok {
+		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
+	}
+	return err
+}
+
+// bindParams binds the parsed sql_query_params to one call's run
+// parameters, as driver arguments in the order names gives.
+func bindParams(vs param.Values, names []string, params map[string]string) ([]any, error) {
+	bound, err := vs.Bind(params)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return bindArgs(names, bound)
 }
 
 func validPlaceholderName(s string) bool {

@@ -17,7 +17,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
 
 // The package's real servers: one PostgreSQL and one MariaDB, each started
@@ -233,12 +233,12 @@ func (e *engine) section(query string, qparams map[string]any) map[string]any {
 	return s
 }
 
-// request is the ConfigureRequest the daemon would send: the section, the
-// run's parameters and the resolved password.
-func (e *engine) request(t testing.TB, section map[string]any, params map[string]string, a sqlservers.Account) sdk.ConfigureRequest {
+// request is the ConfigureRequest the daemon would send: the section and
+// the resolved password (the run's parameters travel with each call).
+func (e *engine) request(t testing.TB, section map[string]any, a sqlservers.Account) sdk.ConfigureRequest {
 	t.Helper()
 	section["sql_connect_args"] = withUser(section["sql_connect_args"].(map[string]any), a.User)
-	return sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, section), Params: params,
+	return sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, section),
 		Secrets: map[string]string{passwordSlot: a.Password}}
 }
 
@@ -250,17 +250,13 @@ func withUser(args map[string]any, user string) map[string]any {
 }
 
 // configuredAs starts the adapter in process and configures it.
-func (e *engine) configuredAs(t testing.TB, a sqlservers.Account, query string, qparams map[string]any, params map[string]string) *plugin.InProcess {
+func (e *engine) configuredAs(t testing.TB, a sqlservers.Account, query string, qparams map[string]any, params map[string]string) *adaptertest.Instance {
 	t.Helper()
-	ip := inProcess(t)
-	if err := ip.Configure(t.Context(), e.request(t, e.section(query, qparams), params, a)); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	return ip
+	return adaptertest.Configured(t, New, e.request(t, e.section(query, qparams), a), params)
 }
 
 // snapshot captures through c and returns the read as the judge takes it.
-func snapshot(t testing.TB, c plugin.Client, after bool, timeout time.Duration) judge.Snapshot {
+func snapshot(t testing.TB, c *adaptertest.Instance, after bool, timeout time.Duration) judge.Snapshot {
 	t.Helper()
 	call := c.CaptureBefore
 	if after {

@@ -2,9 +2,8 @@ package uireadback
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -19,7 +18,7 @@ const Description = "reads the application's record page in a separate, separate
 // Adapter reads a record page of a GUI application in a fresh browser
 // context of a shared headless Chromium.
 type Adapter struct {
-	settings    atomic.Pointer[settings]
+	settings    sdk.Settings[settings]
 	browser     *Browser
 	ownsBrowser bool
 
@@ -29,10 +28,15 @@ type Adapter struct {
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
-// New returns an unconfigured adapter with a browser of its own, started on
-// the first read; it is the factory for sdk.Serve.
+// processBrowser is the one headless Chromium of a plugin process, shared
+// by every configured instance; each read-back runs in a fresh context of
+// it. It starts on the first read.
+var processBrowser = sync.OnceValue(func() *Browser { return NewBrowser(BrowserOptions{}) })
+
+// New returns an unconfigured adapter on the process's shared browser; it
+// is the factory for plugin.Serve.
 func New() sdk.Adapter {
-	return &Adapter{browser: NewBrowser(BrowserOptions{}), ownsBrowser: true}
+	return &Adapter{browser: processBrowser()}
 }
 
 // NewWithBrowser returns a factory whose adapters share b (a test package,
@@ -63,8 +67,9 @@ func (a *Adapter) Info() sdk.Info {
 	}
 }
 
-// Configure checks the section and binds the record URL, the identity and
-// the read-back account for this run. It opens no browser.
+// Configure checks the section and takes the read-back account; each call
+// binds its run parameters into the record URL and the identity. It opens
+// no browser.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	s, err := parseSettings(req)
 	if err != nil {
@@ -74,16 +79,14 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	return nil
 }
 
-var errNotConfigured = errors.New("ui_readback adapter: called before Configure")
-
 // TestConnection is a complete read-back: sign in with the read-back
 // account in a fresh context, open the record page, check the identity and
 // read the rows. It writes nothing (the sign-in is the one request that
 // posts).
-func (a *Adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.TestResult{}, errNotConfigured
+func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	_, s, err := sdk.Bound(&a.settings, req.Params, (*settings).bind)
+	if err != nil {
+		return sdk.TestResult{}, err
 	}
 	start := time.Now()
 	res, err := a.readBack(ctx, s)
@@ -120,9 +123,9 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s := a.settings.Load()
-	if s == nil {
-		return sdk.Capture{}, errNotConfigured
+	_, s, err := sdk.Bound(&a.settings, req.Params, (*settings).bind)
+	if err != nil {
+		return sdk.Capture{}, err
 	}
 	// ctx carries the daemon's deadline for this read (for a baseline it is
 	// longer than the effect's timeout_s); req.Timeout only stands in when

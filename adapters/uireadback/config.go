@@ -2,6 +2,7 @@ package uireadback
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,10 +43,14 @@ var (
 	readerKeys   = []string{"selector", "attribute"}
 )
 
-// settings is a configuration resolved for one run: every parameter bound,
-// every secret in hand. It never changes after Configure.
+// settings is a configuration resolved at Configure, every secret in hand.
+// It never changes afterwards; bind copies it with one call's run
+// parameters bound.
 type settings struct {
-	recordURL        string // the record page, parameters bound and escaped
+	recordTmpl       string       // record_url, placeholders unfilled
+	urlParams        param.Values // url_params, bound per call
+	idValue          param.Value  // identity.value, bound per call
+	recordURL        string       // the record page, parameters bound and escaped (bound copies only)
 	signIn           signIn
 	readySelector    string
 	emptySelector    string
@@ -80,7 +85,7 @@ type field struct {
 type identity struct {
 	selector  string
 	attribute string
-	value     string // bound
+	value     string // bound (bound copies only)
 	field     string // record field that carries it; "" adds none
 }
 
@@ -89,15 +94,17 @@ func configError(path, format string, args ...any) error {
 	return &sdk.ConfigError{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
-// parseSettings reads and checks the deployment section and binds it to the
-// run's parameters and secrets, one part of the section at a time.
+// parseSettings reads and checks the deployment section and takes its
+// secrets, one part of the section at a time; the run parameters are bound
+// per call (bind).
 func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	sec, err := readSection(req.Config)
 	if err != nil {
 		return nil, err
 	}
 	s := &settings{}
-	if s.recordURL, err = parseRecordURL(sec, req.Params); err != nil {
+	var origin string
+	if s.recordTmpl, s.urlParams, origin, err = parseRecordURL(sec); err != nil {
 		return nil, err
 	}
 	if s.signIn, err = parseSignIn(sec, req.Secrets); err != nil {
@@ -107,13 +114,13 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		return nil, err
 	}
 	// identity before fields, so a field cannot shadow identity.field
-	if s.identity, err = parseIdentity(sec, req.Params); err != nil {
+	if s.identity, s.idValue, err = parseIdentity(sec); err != nil {
 		return nil, err
 	}
 	if s.fields, err = parseFields(sec, s.identity.field); err != nil {
 		return nil, err
 	}
-	if s.readPostPaths, err = parseReadPostPaths(sec, s.recordURL); err != nil {
+	if s.readPostPaths, err = parseReadPostPaths(sec, origin); err != nil {
 		return nil, err
 	}
 	if s.truncation, err = parseTruncationMarkers(sec); err != nil {
@@ -123,6 +130,37 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// bind returns a copy of s for one call: the record URL and the identity
+// bound to params. A parameter the run does not supply, or a value that
+// cannot stand where it goes (a path segment holding '/', an empty
+// identifier), is a *sdk.ConfigError: nothing is read.
+func (s *settings) bind(params map[string]string) (*settings, error) {
+	bound, err := s.urlParams.Bind(params)
+	if err != nil {
+		return nil, paramError(err)
+	}
+	b := *s
+	if b.recordURL, err = expandRecordURL(s.recordTmpl, bound, section); err != nil {
+		return nil, err
+	}
+	const ip = section + ".identity.value"
+	v, err := s.idValue.Bind(params, ip)
+	if err != nil {
+		return nil, paramError(err)
+	}
+	if strings.TrimSpace(v) == "" {
+		return nil, configError(ip, "the identifier is empty; a record page cannot be told apart by an empty identifier")
+	}
+	b.identity.value = collapseSpace(v)
+	return &b, nil
+}
+
+// CheckParams binds a session's run parameters into the record URL and the
+// identity without opening anything.
+func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+	return sdk.CheckParams(&a.settings, params, (*settings).bind)
 }
 
 // section is the path of the adapter's own map inside its deployment
@@ -148,29 +186,36 @@ func readSection(config json.RawMessage) (map[string]json.RawMessage, error) {
 	return object(raw, section, sectionKeys)
 }
 
-// parseRecordURL binds url_params and fills record_url with them.
-func parseRecordURL(sec map[string]json.RawMessage, runParams map[string]string) (string, error) {
+// parseRecordURL reads record_url and url_params and checks them with a
+// stand-in value for every parameter; it returns the site's origin
+// (scheme://host), which no parameter can change.
+func parseRecordURL(sec map[string]json.RawMessage) (string, param.Values, string, error) {
 	const p = section
 	var tmpl string
 	if err := str(sec, "record_url", p, true, &tmpl); err != nil {
-		return "", err
+		return "", param.Values{}, "", err
 	}
 	params := map[string]json.RawMessage{}
 	if rawParams, ok := sec["url_params"]; ok {
 		var err error
 		if params, err = object(rawParams, p+".url_params", nil); err != nil {
-			return "", err
+			return "", param.Values{}, "", err
 		}
 	}
-	bound := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(params)) {
-		v, err := bindValue(params[name], p+".url_params."+name, runParams)
-		if err != nil {
-			return "", err
-		}
-		bound[name] = v
+	vs, err := param.ParseMap(params, p+".url_params")
+	if err != nil {
+		return "", param.Values{}, "", paramError(err)
 	}
-	return expandRecordURL(tmpl, bound, p)
+	standIn := make(map[string]string, vs.Len())
+	for _, name := range vs.Names() {
+		standIn[name] = "x"
+	}
+	expanded, err := expandRecordURL(tmpl, standIn, p)
+	if err != nil {
+		return "", param.Values{}, "", err
+	}
+	u, _ := url.Parse(expanded)
+	return tmpl, vs, u.Scheme + "://" + u.Host, nil
 }
 
 // parseSignIn reads sign_in: the page, its selectors and the read-back
@@ -245,46 +290,46 @@ func parseSelectors(sec map[string]json.RawMessage, s *settings) error {
 
 // parseIdentity reads where the page shows the record's identifier and
 // binds the value it must show.
-func parseIdentity(sec map[string]json.RawMessage, params map[string]string) (identity, error) {
+func parseIdentity(sec map[string]json.RawMessage) (identity, param.Value, error) {
 	const ip = section + ".identity"
 	var out identity
 	rawID, ok := sec["identity"]
 	if !ok {
-		return out, configError(ip, "missing: say where the page shows the record's identifier (reader: {selector}) and what it must be (value: {param: ...})")
+		return out, param.Value{}, configError(ip, "missing: say where the page shows the record's identifier (reader: {selector}) and what it must be (value: {param: ...})")
 	}
 	id, err := object(rawID, ip, identityKeys)
 	if err != nil {
-		return out, err
+		return out, param.Value{}, err
 	}
 	rawReader, ok := id["reader"]
 	if !ok {
-		return out, configError(ip+".reader", "missing: write reader: {selector: \"#patient-mrn\"} (and attribute: when the identifier is in an attribute)")
+		return out, param.Value{}, configError(ip+".reader", "missing: write reader: {selector: \"#patient-mrn\"} (and attribute: when the identifier is in an attribute)")
 	}
 	rd, err := object(rawReader, ip+".reader", readerKeys)
 	if err != nil {
-		return out, err
+		return out, param.Value{}, err
 	}
 	if err := str(rd, "selector", ip+".reader", true, &out.selector); err != nil {
-		return out, err
+		return out, param.Value{}, err
 	}
 	if err := str(rd, "attribute", ip+".reader", false, &out.attribute); err != nil {
-		return out, err
+		return out, param.Value{}, err
 	}
 	rawValue, ok := id["value"]
 	if !ok {
-		return out, configError(ip+".value", "missing: write the identifier the page must show, usually {param: patient_id}")
+		return out, param.Value{}, configError(ip+".value", "missing: write the identifier the page must show, usually {param: patient_id}")
 	}
-	if out.value, err = bindValue(rawValue, ip+".value", params); err != nil {
-		return out, err
+	v, err := param.ParseJSON(rawValue, ip+".value")
+	if err != nil {
+		return out, param.Value{}, paramError(err)
 	}
-	if strings.TrimSpace(out.value) == "" {
-		return out, configError(ip+".value", "the identifier is empty; a record page cannot be told apart by an empty identifier")
+	if !v.IsParam() && strings.TrimSpace(v.Literal) == "" {
+		return out, param.Value{}, configError(ip+".value", "the identifier is empty; a record page cannot be told apart by an empty identifier")
 	}
-	out.value = collapseSpace(out.value)
 	if err := str(id, "field", ip, false, &out.field); err != nil {
-		return out, err
+		return out, param.Value{}, err
 	}
-	return out, nil
+	return out, v, nil
 }
 
 // parseFields reads fields: where a row shows each record field, sorted by
@@ -355,7 +400,7 @@ func parseField(name string, raw json.RawMessage, fp string) (field, error) {
 
 // parseReadPostPaths reads read_post_paths: the POST requests of the record
 // site that only read, as origin+path.
-func parseReadPostPaths(sec map[string]json.RawMessage, recordURL string) ([]string, error) {
+func parseReadPostPaths(sec map[string]json.RawMessage, origin string) ([]string, error) {
 	const p = section + ".read_post_paths"
 	rawPaths, ok := sec["read_post_paths"]
 	if !ok {
@@ -365,13 +410,12 @@ func parseReadPostPaths(sec map[string]json.RawMessage, recordURL string) ([]str
 	if json.Unmarshal(rawPaths, &paths) != nil {
 		return nil, configError(p, "must be a list of paths such as /graphql")
 	}
-	origin, _ := url.Parse(recordURL)
 	var out []string
 	for i, path := range paths {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
 			return nil, configError(fmt.Sprintf("%s[%d]", p, i), "%q: write a path on the record page's site that starts with / and has no query, such as /graphql", path)
 		}
-		out = append(out, origin.Scheme+"://"+origin.Host+path)
+		out = append(out, origin+path)
 	}
 	return out, nil
 }
@@ -455,15 +499,13 @@ func str(m map[string]json.RawMessage, key, path string, required bool, dst *str
 
 // bindValue reads "text", {literal: "text"} or {param: name} (the grammar
 // of sdk/param) and binds it.
-func bindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
-	v, err := param.BindJSON(raw, path, params)
-	if err != nil {
-		if perr, ok := errors.AsType[*param.Error](err); ok {
-			return "", configError(perr.Path, "%s", perr.Message)
-		}
-		return "", err
+// paramError turns a *param.Error into the *sdk.ConfigError an adapter
+// returns.
+func paramError(err error) error {
+	if perr, ok := errors.AsType[*param.Error](err); ok {
+		return configError(perr.Path, "%s", perr.Message)
 	}
-	return v, nil
+	return err
 }
 
 // expandRecordURL fills the {name} placeholders of the record_url template

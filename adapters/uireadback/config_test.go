@@ -30,7 +30,11 @@ func configure(t *testing.T, sec map[string]any, params, secrets map[string]stri
 	if secrets == nil {
 		secrets = map[string]string{usernameSlot: "reader", passwordSlot: "s3cret"}
 	}
-	return parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: raw, Params: params, Secrets: secrets})
+	s, err := parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: raw, Secrets: secrets})
+	if err != nil {
+		return nil, err
+	}
+	return s.bind(params)
 }
 
 func TestConfigureAccepts(t *testing.T) {
@@ -280,11 +284,13 @@ func FuzzConfigure(f *testing.F) {
 	f.Add([]byte(`{"ui_readback": []}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		_, err := parseSettings(sdk.ConfigureRequest{
+		s, err := parseSettings(sdk.ConfigureRequest{
 			Kind: Kind, Config: raw,
-			Params:  map[string]string{"patient_id": "p1"},
 			Secrets: map[string]string{usernameSlot: "reader", passwordSlot: "pw-\x00-secret"},
 		})
+		if err == nil {
+			_, err = s.bind(map[string]string{"patient_id": "p1"})
+		}
 		if err == nil {
 			return
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
 
 // actor is the acting session: the clerk signed in through the sign-in
@@ -133,7 +133,7 @@ func snapshot(r read) judge.Snapshot {
 
 // judgeStep judges effectsYAML on the two reads, with the AbsenceNotProof
 // the adapter declares in GetInfo, as the daemon does.
-func judgeStep(t testing.TB, c plugin.Client, params map[string]string, before, after read) stepVerdict {
+func judgeStep(t testing.TB, c *adaptertest.Instance, params map[string]string, before, after read) stepVerdict {
 	t.Helper()
 	info, err := c.GetInfo(t.Context())
 	if err != nil {

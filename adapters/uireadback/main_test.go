@@ -13,7 +13,6 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // shared is the one Chromium process the package's tests read through; each
@@ -116,37 +115,38 @@ func inner(sec map[string]any) map[string]any { return sec["ui_readback"].(map[s
 
 // request is a ConfigureRequest for sec and the patient, with the reader's
 // credentials (or the given password).
-func request(t testing.TB, sec map[string]any, patient, password string) sdk.ConfigureRequest {
+func request(t testing.TB, sec map[string]any, patient, password string) setup {
 	t.Helper()
 	raw, err := json.Marshal(sec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sdk.ConfigureRequest{
+	return setup{ConfigureRequest: sdk.ConfigureRequest{
 		Kind:    Kind,
 		Config:  raw,
-		Params:  map[string]string{"patient_id": patient},
 		Secrets: map[string]string{usernameSlot: recordapp.ReaderUser, passwordSlot: password},
-	}
+	}, Params: map[string]string{"patient_id": patient}}
+}
+
+// setup is a ConfigureRequest and the run parameters every call carries.
+type setup struct {
+	sdk.ConfigureRequest
+	Params map[string]string
 }
 
 // adapterClient runs the adapter in process behind the SDK's plugin client,
 // on the shared browser, configured with req.
-func adapterClient(t testing.TB, req sdk.ConfigureRequest) plugin.Client {
+func adapterClient(t testing.TB, req setup) *adaptertest.Instance {
 	t.Helper()
 	return adapterClientWith(t, req, NewWithBrowser(shared))
 }
 
-func adapterClientWith(t testing.TB, req sdk.ConfigureRequest, factory func() sdk.Adapter) plugin.Client {
+func adapterClientWith(t testing.TB, req setup, factory func() sdk.Adapter) *adaptertest.Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(factory, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ip.Close() })
+	ip := adaptertest.InProcess(t, factory)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ip.Configure(ctx, req); err != nil {
+	if err := ip.Setup(ctx, req.ConfigureRequest, req.Params); err != nil {
 		t.Fatalf("Configure: %v", err)
 	}
 	return ip
@@ -160,7 +160,7 @@ type read struct {
 }
 
 // capture reads once through c (after = CaptureAfter) within timeout.
-func capture(t testing.TB, c plugin.Client, after bool, timeout time.Duration) read {
+func capture(t testing.TB, c *adaptertest.Instance, after bool, timeout time.Duration) read {
 	t.Helper()
 	r, err := tryCapture(c, after, timeout)
 	if err != nil {
@@ -170,7 +170,7 @@ func capture(t testing.TB, c plugin.Client, after bool, timeout time.Duration) r
 }
 
 // tryCapture is capture for goroutines other than the test's.
-func tryCapture(c plugin.Client, after bool, timeout time.Duration) (read, error) {
+func tryCapture(c *adaptertest.Instance, after bool, timeout time.Duration) (read, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req := sdk.CaptureRequest{CaptureID: "test", IdentityField: "id", Timeout: timeout, EffectKind: "record_written"}

@@ -24,9 +24,10 @@ func harness(t *testing.T) adaptertest.Harness {
 		sec := a.section()
 		// A page of adaptertest.ManyRecords rows takes seconds to render.
 		inner(sec)["navigation_timeout_s"] = 25
-		return request(t, sec, patient, password)
+		return request(t, sec, patient, password).ConfigureRequest
 	}
 	return adaptertest.Harness{
+		Params:         map[string]string{"patient_id": patient},
 		Config:         func(*testing.T) sdk.ConfigureRequest { return config(recordapp.ReaderPassword) },
 		BadCredentials: func(*testing.T) sdk.ConfigureRequest { return config("wrong-password") },
 		Selector:       map[string]string{"patient_id": patient},

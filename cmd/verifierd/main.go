@@ -63,7 +63,6 @@ func run(args []string) error {
 	allowInline := fs.Bool("allow-inline-deployments", false, "development only: accept deployments sent by the caller (who then chooses where the daemon reads); never with secrets or a compensator")
 	signingKey := fs.String("signing-key", "", "Ed25519 key file that signs receipts (default: <data-dir>/keys/receipt-signing.key, created on first start)")
 	httpListen := fs.String("http-listen", "127.0.0.1:7444", "address of the HTTP listener (VerifierService as HTTP/JSON with /openapi.json, reward routes for trainers, /metrics, the operator console at /console/; docs/daemon.md, docs/rewards.md, docs/operations.md); empty: off")
-	spares := fs.Int("plugin-spares", 1, "started adapter processes kept ready per used kind, so that new run parameters do not wait for a process start (0: none)")
 	storeDSN := fs.String("store", "", "session store: empty for the embedded store in --data-dir, or a PostgreSQL DSN postgres://USER@HOST:PORT/DB?sslmode=… shared by replicas (docs/operations.md)")
 	storePasswordEnv := fs.String("store-password-env", "", "environment variable holding the PostgreSQL password of --store")
 	retainFinished := fs.Duration("retain", 168*time.Hour, "remove verified sessions, their results and baselines this long after they were verified (ledger entries stay; 0: keep)")
@@ -160,7 +159,7 @@ func run(args []string) error {
 		pins[kind] = p.SHA256
 	}
 	mets := newMetrics()
-	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger, Spares: *spares, Events: mets})
+	host, err := pluginhost.New(pluginhost.Options{BuiltinDir: *builtinDir, PluginDir: *pluginDir, Pins: pins, Logger: logger, Events: mets})
 	if err != nil {
 		return err
 	}

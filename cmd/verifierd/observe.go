@@ -24,7 +24,7 @@ func newMetrics() *metrics.Metrics {
 // and the live adapter processes.
 func watchDaemon(m *metrics.Metrics, st store.Backend, host *pluginhost.Host) {
 	m.GaugeFunc("store_size_bytes", "Size of the session store file (verifierd.db).", func() float64 { return float64(st.Size()) })
-	m.GaugeFunc("plugin_processes", "Adapter processes running now (configured adapters and spares).", func() float64 { return float64(host.LiveProcesses()) })
+	m.GaugeFunc("plugin_processes", "Adapter processes running now (at most one per kind).", func() float64 { return float64(host.LiveProcesses()) })
 }
 
 // registerObserve joins /metrics and the operator console to the HTTP

@@ -95,7 +95,7 @@ func (l *ledger) Configure(ctx context.Context, req sdk.ConfigureRequest) error 
 	return nil
 }
 
-func (l *ledger) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (l *ledger) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	start := time.Now()
 	f, _, header, err := l.open()
 	if err != nil {

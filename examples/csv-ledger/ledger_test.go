@@ -28,16 +28,16 @@ func TestMain(m *testing.M) {
 	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/examples/csv-ledger", "csv-ledger", &binary)
 }
 
-// start runs the binary as the daemon does: go-plugin, AutoMTLS, an empty
-// environment.
-func start(t *testing.T) *plugin.Subprocess {
+// start runs the binary as the daemon does (go-plugin, AutoMTLS, an empty
+// environment) and returns a handle whose Configure makes an instance.
+func start(t *testing.T) *adaptertest.Instance {
 	t.Helper()
 	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(binary), nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sp.Kill)
-	return sp
+	return &adaptertest.Instance{Process: sp}
 }
 
 func configReq(t testing.TB, opts map[string]any) sdk.ConfigureRequest {
@@ -71,17 +71,9 @@ func writeLedger(t testing.TB, path string, rows [][]string) {
 	}
 }
 
-func capture(t *testing.T, c plugin.Client, id string) (*plugin.Capture, []sdk.Record) {
+func capture(t *testing.T, c *adaptertest.Instance, id string) (*plugin.Capture, []sdk.Record) {
 	t.Helper()
-	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: id, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatalf("CaptureAfter: %v", err)
-	}
-	recs, err := capt.Records()
-	if err != nil {
-		t.Fatalf("records: %v", err)
-	}
-	return capt, recs
+	return adaptertest.Capture(t, c, true, sdk.CaptureRequest{CaptureID: id, Timeout: 10 * time.Second})
 }
 
 func TestConfigureRefusals(t *testing.T) {

@@ -21,6 +21,14 @@
 // demoted to INDETERMINATE with reason LEDGER_CLOCK_SKEW. See README.md.
 package main
 
-import "github.com/verifierd/verifierd/sdk"
+import (
+	"log"
 
-func main() { sdk.Serve(newLedger) }
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+func main() {
+	if err := plugin.Serve(newLedger); err != nil {
+		log.Fatal(err)
+	}
+}

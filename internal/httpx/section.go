@@ -138,28 +138,18 @@ func (s *Section) Raw(key string) json.RawMessage {
 	return s.m[key]
 }
 
-// BoundValues reads a map of value expressions under key (a bare string or
-// {literal: "text"} is a literal, {param: name} names a run parameter; the
-// grammar of sdk/param) and binds each against params. A parameter the run
-// does not supply refuses the configuration: a read must never go out with
-// a hole where its subject belongs. The values are not yet escaped; the
-// caller escapes each for the place it fills.
-func (s *Section) BoundValues(key string, params map[string]string) (map[string]string, error) {
+// Values reads the map of value expressions at key, to be bound per call
+// (empty when the key is absent).
+func (s *Section) Values(key string) (param.Values, error) {
 	if !s.Has(key) {
-		return nil, nil
+		return param.Values{}, nil
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(s.m[key], &raw); err != nil || raw == nil {
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to values: a string, {literal: \"text\"} or {param: name}"}
+		return param.Values{}, &sdk.ConfigError{Path: s.At(key), Message: "must be a map of names to values: a string, {literal: \"text\"} or {param: name}"}
 	}
-	out, err := param.BindMap(raw, s.At(key), params)
-	return out, ConfigError(err)
-}
-
-// BindValue reads one value expression at path and binds it.
-func BindValue(raw json.RawMessage, path string, params map[string]string) (string, error) {
-	v, err := param.BindJSON(raw, path, params)
-	return v, ConfigError(err)
+	vs, err := param.ParseMap(raw, s.At(key))
+	return vs, ConfigError(err)
 }
 
 // ConfigError turns a *param.Error into the *sdk.ConfigError an adapter

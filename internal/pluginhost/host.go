@@ -5,9 +5,14 @@
 // configures them, restarts a crashed one (with backoff between failed
 // launches), and never lets a plugin take a built-in kind's name.
 //
-// A configured adapter is an Instance, cached by its kind, configuration and
-// run parameters, so that a Begin and its Verify (and the next run with the
-// same parameters) reuse one process.
+// One adapter process serves every session of its kind: the host starts at
+// most one process per kind, configures one instance in it per distinct
+// deployment section (kind, configuration, secrets and settlement window,
+// never the run parameters), and every call carries the session's bound run
+// parameters, which the adapter substitutes per call. Configured instances
+// are cached and evicted least recently used (the process is told to
+// Release them); concurrent captures to one process are bounded by the
+// max_concurrent_captures its adapter declares.
 package pluginhost
 
 import (
@@ -51,16 +56,12 @@ type Options struct {
 	// Pins maps a kind to the hex SHA-256 its binary must have.
 	Pins   map[string]string
 	Logger hclog.Logger
-	// MaxInstances bounds the cached configured adapters (default 64); the
-	// least recently used is stopped past it.
+	// MaxInstances bounds the cached configured instances (default 64);
+	// the least recently used is released past it.
 	MaxInstances int
-	// Spares is how many started, handshaken adapter processes to keep
-	// ready per kind once that kind has been used (0: none). An instance
-	// for new run parameters then takes a spare instead of waiting for a
-	// process to start (about 40 ms), and a replacement starts in the
-	// background. A spare is configured once, when taken, like any
-	// adapter.
-	Spares int
+	// MaxConcurrentCaptures is the per-process bound on captures in
+	// flight for an adapter that declares none (default 16).
+	MaxConcurrentCaptures int
 	// Events hears of adapter starts, relaunches and crashes (the
 	// daemon's metrics); nil: no one.
 	Events Events
@@ -88,10 +89,9 @@ type Host struct {
 	inProcess map[string]func() sdk.Adapter
 
 	mu        sync.Mutex
-	instances map[string]*Instance
+	procs     map[string]*proc       // kind -> its one process
+	instances map[string]*configured // Spec.key -> configured instance
 	closed    bool
-	spares    map[string][]conn // kind -> started, unconfigured adapters
-	refilling map[string]bool
 
 	// now and startConn are seams for the package's tests: the clock of
 	// eviction and launch backoff, and how an adapter is started.
@@ -108,6 +108,9 @@ func New(opts Options) (*Host, error) {
 	if opts.MaxInstances <= 0 {
 		opts.MaxInstances = 64
 	}
+	if opts.MaxConcurrentCaptures <= 0 {
+		opts.MaxConcurrentCaptures = 16
+	}
 	if opts.Events == nil {
 		opts.Events = noEvents{}
 	}
@@ -115,9 +118,8 @@ func New(opts Options) (*Host, error) {
 		opts: opts, logger: opts.Logger,
 		binaries:  map[string]string{},
 		inProcess: map[string]func() sdk.Adapter{},
-		instances: map[string]*Instance{},
-		spares:    map[string][]conn{},
-		refilling: map[string]bool{},
+		procs:     map[string]*proc{},
+		instances: map[string]*configured{},
 		now:       time.Now,
 	}
 	h.startConn = h.start
@@ -197,31 +199,36 @@ func (h *Host) Kinds() []string {
 type Spec struct {
 	Kind       string
 	ConfigJSON []byte
-	Params     map[string]string
-	Secrets    map[string]string
+	// Params are the session's bound run parameters. They never select a
+	// process or an instance: every call carries them.
+	Params  map[string]string
+	Secrets map[string]string
 	// EffectTimeout is the longest settlement window of the run.
 	EffectTimeout time.Duration
 }
 
-// key identifies a configured instance: kind, config and params. Secrets are
-// never part of it; a changed secret value takes effect on the next launch.
+// key identifies a configured instance: kind, configuration, secrets and
+// settlement window, never the run parameters. The secrets enter as a
+// digest only, so a changed secret value configures a new instance.
 func (s Spec) key() string {
 	h := sha256.New()
 	io.WriteString(h, s.Kind+"\x00")
 	h.Write(s.ConfigJSON)
-	keys := make([]string, 0, len(s.Params))
-	for k := range s.Params {
+	fmt.Fprintf(h, "\x00%d", s.EffectTimeout)
+	keys := make([]string, 0, len(s.Secrets))
+	for k := range s.Secrets {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(h, "\x00%s=%s", k, s.Params[k])
+		fmt.Fprintf(h, "\x00%q=%q", k, s.Secrets[k])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Instance returns the configured adapter for spec, starting and configuring
-// it when needed. A configuration refusal is a *ConfigError.
+// Instance returns the configured adapter for spec bound to spec.Params,
+// starting the kind's process and configuring the instance when needed. A
+// configuration refusal is a *ConfigError.
 func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	key := spec.key()
 	h.mu.Lock()
@@ -229,28 +236,53 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 		h.mu.Unlock()
 		return nil, errors.New("the daemon is shutting down")
 	}
-	inst, ok := h.instances[key]
+	cfg, ok := h.instances[key]
 	if !ok {
-		inst = &Instance{host: h, spec: spec, logger: h.logger.Named("adapter." + spec.Kind)}
-		h.instances[key] = inst
+		p := h.procLocked(spec.Kind)
+		cfg = &configured{host: h, proc: p, spec: spec, logger: p.logger}
+		cfg.spec.Params = nil
+		h.instances[key] = cfg
 	}
-	inst.lastUsed = h.now()
+	cfg.lastUsed = h.now()
 	h.evictLocked()
 	h.mu.Unlock()
 
-	if err := inst.ensure(ctx); err != nil {
+	c, id, err := cfg.client(ctx)
+	if err != nil {
 		if !ok {
 			h.mu.Lock()
-			if h.instances[key] == inst {
+			if h.instances[key] == cfg {
 				delete(h.instances, key)
 			}
 			h.mu.Unlock()
 		}
 		return nil, err
 	}
-	return inst, nil
+	// The session's parameters must bind into the configured read before
+	// anything is read: a missing or refused one refuses it here, with
+	// its path, as a configuration would.
+	if err := c.CheckParams(ctx, id, spec.Params); err != nil {
+		if ce, isCE := errors.AsType[*ConfigError](err); isCE {
+			return nil, ce
+		}
+		return nil, fmt.Errorf("adapter %s: check params: %w", spec.Kind, err)
+	}
+	return &Instance{cfg: cfg, params: spec.Params}, nil
 }
 
+// procLocked returns the kind's process record, creating it (not starting
+// it) on first use.
+func (h *Host) procLocked(kind string) *proc {
+	p, ok := h.procs[kind]
+	if !ok {
+		p = &proc{host: h, kind: kind, logger: h.logger.Named("adapter." + kind)}
+		h.procs[kind] = p
+	}
+	return p
+}
+
+// evictLocked releases the least recently used instances past
+// MaxInstances; their process keeps running for the others.
 func (h *Host) evictLocked() {
 	for len(h.instances) > h.opts.MaxInstances {
 		var oldest string
@@ -260,114 +292,28 @@ func (h *Host) evictLocked() {
 				oldest, at = k, in.lastUsed
 			}
 		}
-		go h.instances[oldest].stop()
+		go h.instances[oldest].release()
 		delete(h.instances, oldest)
 	}
 }
 
-// Close stops every adapter, spares included.
+// Close stops every adapter process.
 func (h *Host) Close() {
 	h.mu.Lock()
 	h.closed = true
-	insts := h.instances
-	h.instances = map[string]*Instance{}
-	spares := h.spares
-	h.spares = map[string][]conn{}
+	procs := h.procs
+	h.procs = map[string]*proc{}
+	h.instances = map[string]*configured{}
 	h.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, in := range insts {
-		wg.Go(func() { ; in.stop() })
-	}
-	for _, list := range spares {
-		for _, c := range list {
-			wg.Go(func() { ; stopConn(c) })
-		}
+	for _, p := range procs {
+		wg.Go(p.stop)
 	}
 	wg.Wait()
 }
 
-// takeSpare returns a started adapter of kind if one is ready, and starts
-// refilling the spares in the background.
-func (h *Host) takeSpare(kind string) conn {
-	if h.opts.Spares <= 0 {
-		return nil
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var got conn
-	for len(h.spares[kind]) > 0 && got == nil {
-		list := h.spares[kind]
-		c := list[len(list)-1]
-		h.spares[kind] = list[:len(list)-1]
-		if exited(c) {
-			stopConn(c)
-			continue
-		}
-		got = c
-	}
-	h.refillLocked(kind)
-	return got
-}
-
-// refillLocked starts spares of kind in the background until there are
-// opts.Spares of them; one refill per kind at a time.
-func (h *Host) refillLocked(kind string) {
-	if h.closed || h.refilling[kind] || len(h.spares[kind]) >= h.opts.Spares {
-		return
-	}
-	if _, ok := h.binaries[kind]; !ok {
-		return // in-process adapters need no spares
-	}
-	h.refilling[kind] = true
-	go func() {
-		logger := h.logger.Named("adapter." + kind)
-		for {
-			h.mu.Lock()
-			done := h.closed || len(h.spares[kind]) >= h.opts.Spares
-			if done {
-				h.refilling[kind] = false
-				h.mu.Unlock()
-				return
-			}
-			h.mu.Unlock()
-			c, err := h.startConn(kind, logger)
-			h.mu.Lock()
-			if err != nil || h.closed {
-				h.refilling[kind] = false
-				h.mu.Unlock()
-				if c != nil {
-					stopConn(c)
-				}
-				if err != nil {
-					logger.Warn("could not start a spare adapter", "error", err)
-				}
-				return
-			}
-			h.spares[kind] = append(h.spares[kind], c)
-			h.mu.Unlock()
-			h.opts.Events.PluginStarted(kind)
-		}
-	}()
-}
-
 // ConfigError is an adapter's refusal of its configuration.
 type ConfigError = sdk.ConfigError
-
-// launch returns a started adapter for kind: a spare when one is ready,
-// otherwise a process (or in-process server) started now.
-func (h *Host) launch(kind string, logger hclog.Logger) (conn, error) {
-	if c := h.takeSpare(kind); c != nil {
-		return c, nil
-	}
-	c, err := h.startConn(kind, logger)
-	if err == nil {
-		h.opts.Events.PluginStarted(kind)
-		h.mu.Lock()
-		h.refillLocked(kind)
-		h.mu.Unlock()
-	}
-	return c, err
-}
 
 // start starts a fresh adapter process (or in-process server) for kind.
 func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
@@ -438,31 +384,33 @@ func pid(c conn) int {
 	return 0
 }
 
-// LiveProcesses counts the adapter processes running now: configured
-// adapters and spares (in-process adapters are not processes).
+// LiveProcesses counts the adapter processes running now (in-process
+// adapters are not processes).
 func (h *Host) LiveProcesses() int {
-	h.mu.Lock()
-	insts := make([]*Instance, 0, len(h.instances))
-	for _, in := range h.instances {
-		insts = append(insts, in)
-	}
 	n := 0
-	for _, list := range h.spares {
-		for _, c := range list {
-			if pid(c) != 0 && !exited(c) {
-				n++
-			}
-		}
-	}
-	h.mu.Unlock()
-	// An instance's lock is taken after the host's is released: ensure
-	// holds an instance's lock while launching, which takes the host's.
-	for _, in := range insts {
-		in.mu.Lock()
-		if in.c != nil && pid(in.c) != 0 && !exited(in.c) {
-			n++
-		}
-		in.mu.Unlock()
+	for _, c := range h.PluginPids() {
+		n += len(c)
 	}
 	return n
+}
+
+// PluginPids lists the live adapter process ids by kind.
+func (h *Host) PluginPids() map[string][]int {
+	h.mu.Lock()
+	procs := make([]*proc, 0, len(h.procs))
+	for _, p := range h.procs {
+		procs = append(procs, p)
+	}
+	h.mu.Unlock()
+	out := map[string][]int{}
+	// A process's lock is taken after the host's is released: ensure
+	// holds it while launching, which takes the host's.
+	for _, p := range procs {
+		p.mu.Lock()
+		if p.c != nil && pid(p.c) != 0 && !exited(p.c) {
+			out[p.kind] = append(out[p.kind], pid(p.c))
+		}
+		p.mu.Unlock()
+	}
+	return out
 }

@@ -17,31 +17,56 @@ import (
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-// fakeAdapter is a no-op adapter whose Info and Configure a test sets.
+// fakeAdapter is an adapter whose Info and Configure a test sets; its
+// captures return one record carrying the call's "id" run parameter, and
+// it counts configures and releases in stats.
 type fakeAdapter struct {
-	kind string
-	tier sdk.Tier
+	kind  string
+	tier  sdk.Tier
+	max   int
+	stats *stats
 }
 
-func (a fakeAdapter) Info() sdk.Info { return sdk.Info{Kind: a.kind, Tier: a.tier} }
+type stats struct{ configures, releases atomic.Int64 }
+
+func (a fakeAdapter) Info() sdk.Info {
+	return sdk.Info{Kind: a.kind, Tier: a.tier, MaxConcurrentCaptures: a.max}
+}
 
 func (a fakeAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) error {
 	if strings.Contains(string(req.Config), "refuse") {
 		return &sdk.ConfigError{Path: "refuse", Message: "refused on purpose"}
 	}
+	if a.stats != nil {
+		a.stats.configures.Add(1)
+	}
 	return nil
 }
 
-func (fakeAdapter) TestConnection(context.Context) (sdk.TestResult, error) {
+func (a fakeAdapter) Close() error {
+	if a.stats != nil {
+		a.stats.releases.Add(1)
+	}
+	return nil
+}
+
+func (fakeAdapter) CheckParams(_ context.Context, params map[string]string) error {
+	if params["id"] == "bad/id" {
+		return &sdk.ConfigError{Path: "options.id", Message: "a slash reshapes the read"}
+	}
+	return nil
+}
+
+func (fakeAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true, Message: "fake"}, nil
 }
 
-func (fakeAdapter) CaptureBefore(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
-	return sdk.Capture{Reachable: true, Records: sdk.Records()}, nil
+func (fakeAdapter) CaptureBefore(_ context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return sdk.Capture{Reachable: true, Records: sdk.Records(sdk.Record{"id": req.Params["id"]})}, nil
 }
 
-func (fakeAdapter) CaptureAfter(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
-	return sdk.Capture{Reachable: true, Records: sdk.Records()}, nil
+func (fakeAdapter) CaptureAfter(_ context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return sdk.Capture{Reachable: true, Records: sdk.Records(sdk.Record{"id": req.Params["id"]})}, nil
 }
 
 // crashable is an in-process adapter that can die like a process: after
@@ -76,6 +101,8 @@ func (c *clock) advance(d time.Duration) {
 // makes the next launches fail.
 type launcher struct {
 	tier     sdk.Tier
+	max      int // MaxConcurrentCaptures the adapters declare
+	stats    stats
 	reported string // kind the adapter reports; "" is the kind asked for
 	mu       sync.Mutex
 	launches map[string]int
@@ -101,7 +128,7 @@ func (l *launcher) start(kind string, logger hclog.Logger) (conn, error) {
 	if tier == 0 {
 		tier = sdk.TierIndependentSystem
 	}
-	ip, err := plugin.NewInProcess(func() sdk.Adapter { return fakeAdapter{kind: reported, tier: tier} }, logger)
+	ip, err := plugin.NewInProcess(func() sdk.Adapter { return fakeAdapter{kind: reported, tier: tier, max: l.max, stats: &l.stats} }, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +160,31 @@ func newHost(t *testing.T, opts Options, l *launcher, clk *clock, kinds ...strin
 	return h
 }
 
+// spec is a session's spec: one configuration of kind, run parameter id.
 func spec(kind, id string) Spec {
 	return Spec{Kind: kind, ConfigJSON: []byte(`{"kind":"` + kind + `"}`), Params: map[string]string{"id": id}}
 }
 
-func TestInstancesAreCachedByKindConfigAndParams(t *testing.T) {
+// cfgSpec is a spec of another configuration of kind, named name.
+func cfgSpec(kind, name string) Spec {
+	return Spec{Kind: kind, ConfigJSON: []byte(`{"kind":"` + kind + `","name":"` + name + `"}`), Params: map[string]string{"id": name}}
+}
+
+// readID captures once through in and returns the record's id.
+func readID(t *testing.T, in *Instance) string {
+	t.Helper()
+	c, err := in.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Records()
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records %v, %v", recs, err)
+	}
+	return recs[0]["id"].(string)
+}
+
+func TestOneProcessServesEveryConfigurationAndParameter(t *testing.T) {
 	t.Parallel()
 	l, clk := &launcher{}, &clock{t: time.Unix(1e9, 0)}
 	h := newHost(t, Options{}, l, clk, "fake")
@@ -146,24 +193,38 @@ func TestInstancesAreCachedByKindConfigAndParams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := h.Instance(ctx, spec("fake", "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	withSecret := spec("fake", "1")
 	withSecret.Secrets = map[string]string{"token": "changed"}
-	b, err := h.Instance(ctx, withSecret)
+	c, err := h.Instance(ctx, withSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := h.Instance(ctx, spec("fake", "2"))
+	d, err := h.Instance(ctx, cfgSpec("fake", "other"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a != b {
-		t.Error("the same kind, config and params (secrets aside) got a second instance")
+	if a.cfg != b.cfg {
+		t.Error("new run parameters configured a second instance; parameters must travel with each call")
 	}
-	if a == c {
-		t.Error("other params shared an instance")
+	if a.cfg == c.cfg || a.cfg == d.cfg || c.cfg == d.cfg {
+		t.Error("another secret or configuration shared an instance")
 	}
-	if got := l.count("fake"); got != 2 {
-		t.Errorf("%d launches, want 2", got)
+	if got := l.count("fake"); got != 1 {
+		t.Errorf("%d launches, want 1: one process per kind", got)
+	}
+	if got := l.stats.configures.Load(); got != 3 {
+		t.Errorf("%d configures, want 3: one per configuration", got)
+	}
+	// Each session's own parameters reach the adapter with each call.
+	if got := readID(t, a); got != "1" {
+		t.Errorf("session a read %q, want its own parameter 1", got)
+	}
+	if got := readID(t, b); got != "2" {
+		t.Errorf("session b read %q, want its own parameter 2", got)
 	}
 	if res, err := a.TestConnection(ctx); err != nil || !res.Reachable {
 		t.Errorf("TestConnection = %+v, %v", res, err)
@@ -171,17 +232,27 @@ func TestInstancesAreCachedByKindConfigAndParams(t *testing.T) {
 	if a.Kind() != "fake" || a.Info().Tier != sdk.TierIndependentSystem || a.Pid() != 0 {
 		t.Errorf("kind %q, info %+v, pid %d", a.Kind(), a.Info(), a.Pid())
 	}
+	// A parameter the adapter cannot bind refuses the session up front,
+	// with its path, and leaves the shared instance in place.
+	_, err = h.Instance(ctx, spec("fake", "bad/id"))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Path != "options.id" {
+		t.Errorf("Instance with an unbindable parameter = %v; want a *ConfigError at options.id", err)
+	}
+	if got := readID(t, a); got != "1" {
+		t.Errorf("after a refused parameter session a read %q", got)
+	}
 }
 
-func TestEvictionStopsTheLeastRecentlyUsed(t *testing.T) {
+func TestEvictionReleasesTheLeastRecentlyUsed(t *testing.T) {
 	t.Parallel()
 	l, clk := &launcher{}, &clock{t: time.Unix(1e9, 0)}
 	h := newHost(t, Options{MaxInstances: 2}, l, clk, "fake")
 	ctx := t.Context()
-	use := func(id string) *Instance {
+	use := func(name string) *Instance {
 		t.Helper()
 		clk.advance(time.Second)
-		in, err := h.Instance(ctx, spec("fake", id))
+		in, err := h.Instance(ctx, cfgSpec("fake", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,35 +260,111 @@ func TestEvictionStopsTheLeastRecentlyUsed(t *testing.T) {
 	}
 	a := use("a")
 	use("b")
-	if use("a") != a {
+	if use("a").cfg != a.cfg {
 		t.Fatal("a was not reused")
 	}
 	use("c") // b is now the least recently used
 	h.mu.Lock()
 	n := len(h.instances)
-	_, hasA := h.instances[spec("fake", "a").key()]
-	_, hasB := h.instances[spec("fake", "b").key()]
+	_, hasA := h.instances[cfgSpec("fake", "a").key()]
+	_, hasB := h.instances[cfgSpec("fake", "b").key()]
 	h.mu.Unlock()
 	if n != 2 || !hasA || hasB {
 		t.Errorf("after eviction: %d instances, a kept %v, b kept %v; want 2, true, false", n, hasA, hasB)
 	}
-	before := l.count("fake")
+	waitFor(t, "the evicted instance's Release", func() bool { return l.stats.releases.Load() == 1 })
+	before := l.stats.configures.Load()
 	use("b")
-	if got := l.count("fake"); got != before+1 {
-		t.Errorf("an evicted instance was not started afresh: %d launches, want %d", got, before+1)
+	if got := l.stats.configures.Load(); got != before+1 {
+		t.Errorf("an evicted instance was not configured afresh: %d configures, want %d", got, before+1)
 	}
+	if got := l.count("fake"); got != 1 {
+		t.Errorf("%d launches, want 1: eviction releases an instance, not the process", got)
+	}
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCapturesAreBoundedPerProcess(t *testing.T) {
+	t.Parallel()
+	l, clk := &launcher{max: 2}, &clock{t: time.Unix(1e9, 0)}
+	h := newHost(t, Options{}, l, clk, "fake")
+	ctx := t.Context()
+	a, err := h.Instance(ctx, spec("fake", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.Instance(ctx, cfgSpec("fake", "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sdk.CaptureRequest{CaptureID: "t", Timeout: time.Minute}
+	first, err := a.CaptureAfter(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.CaptureAfter(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two captures are open on the process (of two instances): a third
+	// waits for a slot, here until its context ends.
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := a.CaptureBefore(short, req); err == nil || !strings.Contains(err.Error(), "max_concurrent_captures 2") {
+		t.Fatalf("a third concurrent capture = %v; want it to wait for a slot", err)
+	}
+	// Consuming a capture gives its slot back.
+	if _, err := first.Records(); err != nil {
+		t.Fatal(err)
+	}
+	third, err := a.CaptureBefore(ctx, req)
+	if err != nil {
+		t.Fatalf("a capture after a slot was freed: %v", err)
+	}
+	third.Close()
+	second.Close()
+	// A capture whose context ends gives its slot back too.
+	gone, cancelGone := context.WithCancel(ctx)
+	if _, err := a.CaptureAfter(gone, req); err != nil {
+		t.Fatal(err)
+	}
+	cancelGone()
+	waitFor(t, "the slots to free", func() bool {
+		h.mu.Lock()
+		p := h.procs["fake"]
+		h.mu.Unlock()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.slots) == 0
+	})
 }
 
 func TestBackoffBetweenFailedLaunches(t *testing.T) {
 	t.Parallel()
 	l, clk := &launcher{fail: errors.New("exec format error")}, &clock{t: time.Unix(1e9, 0)}
 	h := newHost(t, Options{}, l, clk, "fake")
-	in := &Instance{host: h, spec: spec("fake", "1"), logger: hclog.NewNullLogger()}
+	h.mu.Lock()
+	in := h.procLocked("fake")
+	h.mu.Unlock()
 	ctx := t.Context()
+	ensure := func(ctx context.Context) error {
+		_, _, err := in.ensure(ctx)
+		return err
+	}
 
 	wantDelays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 	for i, want := range wantDelays {
-		if err := in.ensure(ctx); err == nil || !strings.Contains(err.Error(), "exec format error") {
+		if err := ensure(ctx); err == nil || !strings.Contains(err.Error(), "exec format error") {
 			t.Fatalf("launch %d: %v; want the launch failure", i+1, err)
 		}
 		if got := in.nextLaunch.Sub(clk.now()); got != want {
@@ -232,7 +379,7 @@ func TestBackoffBetweenFailedLaunches(t *testing.T) {
 	// launch is tried.
 	short, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := in.ensure(short); err == nil || !strings.Contains(err.Error(), "waiting to relaunch") {
+	if err := ensure(short); err == nil || !strings.Contains(err.Error(), "waiting to relaunch") {
 		t.Errorf("ensure inside the backoff = %v; want waiting to relaunch", err)
 	}
 	if got := l.count("fake"); got != 3 {
@@ -241,7 +388,7 @@ func TestBackoffBetweenFailedLaunches(t *testing.T) {
 
 	for range 10 {
 		clk.advance(time.Minute)
-		if err := in.ensure(ctx); err == nil {
+		if err := ensure(ctx); err == nil {
 			t.Fatal("a failing launch succeeded")
 		}
 	}
@@ -254,7 +401,7 @@ func TestBackoffBetweenFailedLaunches(t *testing.T) {
 	l.fail = nil
 	l.mu.Unlock()
 	clk.advance(time.Minute)
-	if err := in.ensure(ctx); err != nil {
+	if err := ensure(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if in.failures != 0 {
@@ -284,8 +431,14 @@ func TestCrashedAdapterIsRelaunched(t *testing.T) {
 		t.Errorf("%d launches, want 2 (one relaunch)", got)
 	}
 	again, err := h.Instance(ctx, spec("fake", "1"))
-	if err != nil || again != in {
+	if err != nil || again.cfg != in.cfg {
 		t.Errorf("the relaunched adapter is not the cached instance: %v", err)
+	}
+	if got := l.stats.configures.Load(); got != 2 {
+		t.Errorf("%d configures, want 2: the instance is configured again in the new process", got)
+	}
+	if got := readID(t, in); got != "1" {
+		t.Errorf("after the relaunch the session read %q", got)
 	}
 }
 
@@ -352,72 +505,6 @@ func TestAdapterMustMatchItsKindAndTier(t *testing.T) {
 	}
 }
 
-func TestSparesAreKeptReadyAndTaken(t *testing.T) {
-	t.Parallel()
-	l, clk := &launcher{}, &clock{t: time.Unix(1e9, 0)}
-	h := newHost(t, Options{Spares: 2}, l, clk, "fake")
-	ctx := t.Context()
-	spares := func() int {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return len(h.spares["fake"])
-	}
-	waitSpares := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for spares() != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d spares, want %d", spares(), n)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	if _, err := h.Instance(ctx, spec("fake", "1")); err != nil {
-		t.Fatal(err)
-	}
-	waitSpares(2)
-	if got := l.count("fake"); got != 3 {
-		t.Errorf("%d launches, want 3: the instance and two spares", got)
-	}
-
-	// A new instance takes a spare, and the spares are refilled.
-	if _, err := h.Instance(ctx, spec("fake", "2")); err != nil {
-		t.Fatal(err)
-	}
-	waitSpares(2)
-	if got := l.count("fake"); got != 4 {
-		t.Errorf("%d launches, want 4: one refill", got)
-	}
-
-	// A spare that died meanwhile is thrown away, not handed out.
-	h.mu.Lock()
-	for _, c := range h.spares["fake"] {
-		c.(*crashable).Crash()
-	}
-	h.mu.Unlock()
-	in, err := h.Instance(ctx, spec("fake", "3"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := in.TestConnection(ctx); err != nil || !res.Reachable {
-		t.Errorf("the instance got a dead spare: %+v, %v", res, err)
-	}
-	waitSpares(2)
-
-	// In-process adapters (no binary) get no spares.
-	h.RegisterInProcess("inproc", func() sdk.Adapter { return fakeAdapter{kind: "inproc", tier: 1} })
-	h.startConn = h.start
-	if _, err := h.Instance(ctx, spec("inproc", "1")); err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	n := len(h.spares["inproc"])
-	h.mu.Unlock()
-	if n != 0 {
-		t.Errorf("%d spares of an in-process kind, want 0", n)
-	}
-}
-
 func TestCloseStopsEverythingAndRefusesNewInstances(t *testing.T) {
 	t.Parallel()
 	l, clk := &launcher{}, &clock{t: time.Unix(1e9, 0)}
@@ -430,9 +517,9 @@ func TestCloseStopsEverythingAndRefusesNewInstances(t *testing.T) {
 	if _, err := h.Instance(t.Context(), spec("fake", "2")); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("Instance after Close = %v; want a refusal", err)
 	}
-	in.mu.Lock()
-	running := in.c != nil
-	in.mu.Unlock()
+	in.cfg.proc.mu.Lock()
+	running := in.cfg.proc.c != nil
+	in.cfg.proc.mu.Unlock()
 	if running {
 		t.Error("Close left an adapter running")
 	}

@@ -14,84 +14,92 @@ import (
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-// Instance is one configured adapter. Its methods relaunch and reconfigure
-// the adapter if its process has died since the last call; a call that was
-// in flight when it died fails with an error wrapping ErrPluginShutdown and
-// is not retried, so that the caller records the read as unavailable.
-type Instance struct {
-	host     *Host
-	spec     Spec
-	logger   hclog.Logger
-	lastUsed time.Time
-
-	mu         sync.Mutex
-	c          conn
-	info       plugin.Info
-	failures   int
-	nextLaunch time.Time
-	// noHook is set once the adapter answered that it has no Verdict hook,
-	// so later verdicts skip the round trip.
-	noHook bool
-	// relaunch is set when the adapter exited and is not running again
-	// yet, so that its next start counts as a restart.
-	relaunch bool
-}
-
-// Backoff between failed launches of one instance.
+// Backoff between failed launches of one kind's process.
 const (
 	firstBackoff = 100 * time.Millisecond
 	maxBackoff   = 5 * time.Second
 )
 
-// ensure launches and configures the adapter unless it is running.
-func (in *Instance) ensure(ctx context.Context) error {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c != nil && !exited(in.c) {
-		return nil
+// proc is the one adapter process of a kind. It relaunches the process if
+// it died since the last call (with backoff between failed launches); every
+// launch is a new generation, and an instance configured in an older
+// generation configures itself again in the new one.
+type proc struct {
+	host   *Host
+	kind   string
+	logger hclog.Logger
+
+	mu         sync.Mutex
+	c          conn
+	gen        uint64
+	info       plugin.Info // the process-level answer, checked
+	version    string      // the negotiated API version
+	slots      chan struct{}
+	failures   int
+	nextLaunch time.Time
+	// relaunch is set when the process exited and is not running again
+	// yet, so that its next start counts as a restart.
+	relaunch bool
+}
+
+// ensure starts the process unless it is running, and returns it with its
+// generation.
+func (p *proc) ensure(ctx context.Context) (conn, uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c != nil && !exited(p.c) {
+		return p.c, p.gen, nil
 	}
-	if in.c != nil {
-		in.logger.Warn("adapter process exited; relaunching")
-		in.host.opts.Events.PluginCrashed(in.spec.Kind)
-		stopConn(in.c)
-		in.c = nil
-		in.relaunch = true
+	if p.c != nil {
+		p.logger.Warn("adapter process exited; relaunching")
+		p.host.opts.Events.PluginCrashed(p.kind)
+		stopConn(p.c)
+		p.c = nil
+		p.relaunch = true
 	}
-	if wait := in.nextLaunch.Sub(in.host.now()); wait > 0 {
+	if wait := p.nextLaunch.Sub(p.host.now()); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("adapter %s: waiting to relaunch: %w", in.spec.Kind, ctx.Err())
+			return nil, 0, fmt.Errorf("adapter %s: waiting to relaunch: %w", p.kind, ctx.Err())
 		case <-t.C:
 		}
 	}
-	c, info, err := in.start(ctx)
+	c, info, version, err := p.start(ctx)
 	if err != nil {
-		in.failures++
-		backoff := min(firstBackoff<<min(in.failures-1, 10), maxBackoff)
-		in.nextLaunch = in.host.now().Add(backoff)
-		return err
+		p.failures++
+		backoff := min(firstBackoff<<min(p.failures-1, 10), maxBackoff)
+		p.nextLaunch = p.host.now().Add(backoff)
+		return nil, 0, err
 	}
-	in.c, in.info, in.failures = c, info, 0
-	if in.relaunch {
-		in.relaunch = false
-		in.host.opts.Events.PluginRestarted(in.spec.Kind)
+	n := info.MaxConcurrentCaptures
+	if n <= 0 {
+		n = p.host.opts.MaxConcurrentCaptures
 	}
-	return nil
+	p.c, p.info, p.version, p.failures = c, info, version, 0
+	p.slots = make(chan struct{}, n)
+	p.gen++
+	if p.relaunch {
+		p.relaunch = false
+		p.host.opts.Events.PluginRestarted(p.kind)
+	}
+	return c, p.gen, nil
 }
 
-func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
-	kind := in.spec.Kind
-	c, err := in.host.launch(kind, in.logger)
+// start launches the process and checks what it says about itself.
+func (p *proc) start(ctx context.Context) (conn, plugin.Info, string, error) {
+	kind := p.kind
+	c, err := p.host.startConn(kind, p.logger)
 	if err != nil {
-		return nil, plugin.Info{}, err
+		return nil, plugin.Info{}, "", err
 	}
-	fail := func(err error) (conn, plugin.Info, error) {
+	p.host.opts.Events.PluginStarted(kind)
+	fail := func(err error) (conn, plugin.Info, string, error) {
 		stopConn(c)
-		return nil, plugin.Info{}, err
+		return nil, plugin.Info{}, "", err
 	}
-	info, err := c.GetInfo(ctx)
+	info, err := c.GetInfo(ctx, "")
 	if err != nil {
 		return fail(fmt.Errorf("adapter %s: get info: %w", kind, err))
 	}
@@ -112,129 +120,237 @@ func (in *Instance) start(ctx context.Context) (conn, plugin.Info, error) {
 	if err != nil {
 		return fail(fmt.Errorf("adapter %s: %w", kind, err))
 	}
-	err = c.Configure(ctx, sdk.ConfigureRequest{
+	return c, info, version, nil
+}
+
+// current returns the running process and its generation without starting
+// it.
+func (p *proc) current() (conn, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.c, p.gen
+}
+
+// acquire takes one capture slot of generation gen's process, waiting for
+// one to free up; the returned func gives it back (once).
+func (p *proc) acquire(ctx context.Context) (func(), error) {
+	p.mu.Lock()
+	slots := p.slots
+	p.mu.Unlock()
+	if slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("adapter %s: waiting for a capture slot (max_concurrent_captures %d): %w", p.kind, cap(slots), ctx.Err())
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-slots }) }, nil
+}
+
+func (p *proc) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c != nil {
+		stopConn(p.c)
+	}
+}
+
+func (p *proc) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c != nil {
+		stopConn(p.c)
+		p.c = nil
+	}
+}
+
+// configured is one configured instance inside its kind's process.
+type configured struct {
+	host     *Host
+	proc     *proc
+	spec     Spec // Params unset
+	logger   hclog.Logger
+	lastUsed time.Time
+
+	mu   sync.Mutex
+	gen  uint64 // the process generation id belongs to
+	id   string
+	info plugin.Info
+	// noHook is set once the adapter answered that it has no Verdict hook,
+	// so later verdicts skip the round trip.
+	noHook bool
+}
+
+// client returns the running process and the instance's id in it,
+// configuring the instance again when the process was relaunched.
+func (cf *configured) client(ctx context.Context) (conn, string, error) {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	c, gen, err := cf.proc.ensure(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	if cf.id != "" && cf.gen == gen {
+		return c, cf.id, nil
+	}
+	cf.id = ""
+	kind := cf.spec.Kind
+	cf.proc.mu.Lock()
+	version, pinfo := cf.proc.version, cf.proc.info
+	cf.proc.mu.Unlock()
+	id, err := c.Configure(ctx, sdk.ConfigureRequest{
 		Kind:          kind,
-		Config:        in.spec.ConfigJSON,
-		Params:        in.spec.Params,
-		Secrets:       in.spec.Secrets,
-		EffectTimeout: in.spec.EffectTimeout,
+		Config:        cf.spec.ConfigJSON,
+		Secrets:       cf.spec.Secrets,
+		EffectTimeout: cf.spec.EffectTimeout,
 		APIVersion:    version,
 	})
 	if err != nil {
 		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
-			return fail(ce)
+			return nil, "", ce
 		}
-		return fail(fmt.Errorf("adapter %s: configure: %w", kind, err))
+		return nil, "", fmt.Errorf("adapter %s: configure: %w", kind, err)
+	}
+	if id == "" {
+		return nil, "", fmt.Errorf("adapter %s: configure: %w: no instance id", kind, plugin.ErrProtocol)
 	}
 	// The tier may depend on the configuration (onscreen: re-opening the
-	// record is tier 3, reading the save's own screen tier 4). Ask again
-	// and keep the weaker answer, and never one stronger than the kind's
-	// floor: a configuration can weaken a tier, never strengthen it.
-	after, err := c.GetInfo(ctx)
+	// record is tier 3, reading the save's own screen tier 4). Ask about
+	// the instance and keep the weaker answer, and never one stronger than
+	// the kind's floor: a configuration can weaken a tier, never
+	// strengthen it.
+	after, err := c.GetInfo(ctx, id)
 	if err != nil {
-		return fail(fmt.Errorf("adapter %s: get info after configure: %w", kind, err))
+		go func() { _ = c.Release(context.Background(), id) }()
+		return nil, "", fmt.Errorf("adapter %s: get info after configure: %w", kind, err)
 	}
 	if !after.Tier.Valid() {
-		return fail(fmt.Errorf("adapter %s declares tier %d after configure; a tier is 1 to 4", kind, after.Tier))
+		go func() { _ = c.Release(context.Background(), id) }()
+		return nil, "", fmt.Errorf("adapter %s declares tier %d after configure; a tier is 1 to 4", kind, after.Tier)
 	}
-	info.Tier = max(info.Tier, after.Tier, b.Tier) // b.Tier is 0 for a customer kind
-	return c, info, nil
+	b, _ := builtin.Lookup(kind)
+	info := pinfo
+	info.Tier = max(pinfo.Tier, after.Tier, b.Tier) // b.Tier is 0 for a customer kind
+	cf.id, cf.gen, cf.info = id, gen, info
+	return c, id, nil
 }
 
-// client returns the running adapter, relaunching it if it died.
-func (in *Instance) client(ctx context.Context) (conn, error) {
-	if err := in.ensure(ctx); err != nil {
-		return nil, err
+// release tells the process to drop the instance (an evicted one).
+func (cf *configured) release() {
+	cf.mu.Lock()
+	id, gen := cf.id, cf.gen
+	cf.id = ""
+	cf.mu.Unlock()
+	c, cur := cf.proc.current()
+	if id == "" || c == nil || cur != gen || exited(c) {
+		return
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.c, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Release(ctx, id); err != nil {
+		cf.logger.Debug("releasing an evicted adapter instance", "error", err)
+	}
 }
 
-// Info returns what the adapter declared.
+// Instance is one session's view of a configured adapter: the shared
+// instance in its kind's process, and the session's bound run parameters,
+// which every call carries. A call that was in flight when the process died
+// fails with an error wrapping ErrPluginShutdown and is not retried, so
+// that the caller records the read as unavailable; the next call relaunches
+// the process and configures the instance again.
+type Instance struct {
+	cfg    *configured
+	params map[string]string
+}
+
+// Info returns what the adapter declared for this configuration.
 func (in *Instance) Info() sdk.Info {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.info.Info
+	in.cfg.mu.Lock()
+	defer in.cfg.mu.Unlock()
+	return in.cfg.info.Info
 }
 
 // Kind is the adapter's kind.
-func (in *Instance) Kind() string { return in.spec.Kind }
+func (in *Instance) Kind() string { return in.cfg.spec.Kind }
 
 // Pid is the adapter's process id (0 in process or when not running).
 func (in *Instance) Pid() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c == nil {
+	c, _ := in.cfg.proc.current()
+	if c == nil {
 		return 0
 	}
-	return pid(in.c)
+	return pid(c)
 }
 
-// TestConnection runs the adapter's preflight.
+// TestConnection runs the adapter's preflight with the session's
+// parameters. A parameter the adapter cannot bind is a *ConfigError.
 func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	c, err := in.client(ctx)
+	c, id, err := in.cfg.client(ctx)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
-	return c.TestConnection(ctx)
+	return c.TestConnection(ctx, id, sdk.TestRequest{Params: in.params})
 }
 
-// CaptureBefore starts a baseline read.
+// CaptureBefore starts a baseline read with the session's parameters. A
+// parameter the adapter cannot bind is a *ConfigError.
 func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
-	c, err := in.client(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.CaptureBefore(ctx, req)
+	return in.capture(ctx, req, conn.CaptureBefore)
 }
 
-// CaptureAfter starts an after read.
+// CaptureAfter starts an after read with the session's parameters.
 func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
-	c, err := in.client(ctx)
+	return in.capture(ctx, req, conn.CaptureAfter)
+}
+
+// capture runs one capture inside one of the process's capture slots; the
+// slot is held until the capture is closed or consumed, or ctx ends.
+func (in *Instance) capture(ctx context.Context, req sdk.CaptureRequest, call func(conn, context.Context, string, sdk.CaptureRequest) (*plugin.Capture, error)) (*plugin.Capture, error) {
+	c, id, err := in.cfg.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return c.CaptureAfter(ctx, req)
+	release, err := in.cfg.proc.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, release)
+	req.Params = in.params
+	capt, err := call(c, ctx, id, req)
+	if err != nil {
+		stop()
+		release()
+		return nil, err
+	}
+	capt.OnClose(func() { stop(); release() })
+	return capt, nil
 }
 
 // Verdict calls the adapter's optional demotion hook. It returns
 // plugin.ErrNoVerdictHook (wrapped) when the adapter has none.
 func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
-	in.mu.Lock()
-	noHook := in.noHook
-	in.mu.Unlock()
+	in.cfg.mu.Lock()
+	noHook := in.cfg.noHook
+	in.cfg.mu.Unlock()
 	if noHook {
-		return sdk.Demotion{}, fmt.Errorf("adapter %s: %w", in.spec.Kind, plugin.ErrNoVerdictHook)
+		return sdk.Demotion{}, fmt.Errorf("adapter %s: %w", in.Kind(), plugin.ErrNoVerdictHook)
 	}
-	c, err := in.client(ctx)
+	c, id, err := in.cfg.client(ctx)
 	if err != nil {
 		return sdk.Demotion{}, err
 	}
-	d, err := c.Verdict(ctx, req)
+	req.Params = in.params
+	d, err := c.Verdict(ctx, id, req)
 	if errors.Is(err, plugin.ErrNoVerdictHook) {
-		in.mu.Lock()
-		in.noHook = true
-		in.mu.Unlock()
+		in.cfg.mu.Lock()
+		in.cfg.noHook = true
+		in.cfg.mu.Unlock()
 	}
 	return d, err
 }
 
-// Kill stops the adapter process abruptly (tests use it to simulate a
-// crash); the next call relaunches it.
-func (in *Instance) Kill() {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c != nil {
-		stopConn(in.c)
-	}
-}
-
-func (in *Instance) stop() {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.c != nil {
-		stopConn(in.c)
-		in.c = nil
-	}
-}
+// Kill stops the adapter's process abruptly (tests use it to simulate a
+// crash); the next call relaunches it and configures its instances again.
+func (in *Instance) Kill() { in.cfg.proc.kill() }

@@ -28,7 +28,7 @@ type emptyAdapter struct{}
 
 func (emptyAdapter) Info() sdk.Info                                        { return sdk.Info{Kind: "empty", Tier: 1} }
 func (emptyAdapter) Configure(context.Context, sdk.ConfigureRequest) error { return nil }
-func (emptyAdapter) TestConnection(context.Context) (sdk.TestResult, error) {
+func (emptyAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true}, nil
 }
 func (emptyAdapter) CaptureBefore(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {

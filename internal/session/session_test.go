@@ -50,7 +50,7 @@ func (a *memAdapter) Info() sdk.Info {
 	return sdk.Info{Kind: a.kind, Tier: a.tier, AbsenceNotProof: a.absence}
 }
 func (a *memAdapter) Configure(context.Context, sdk.ConfigureRequest) error { return nil }
-func (a *memAdapter) TestConnection(context.Context) (sdk.TestResult, error) {
+func (a *memAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true, Message: "memory"}, nil
 }
 func (a *memAdapter) read() (sdk.Capture, error) {

@@ -33,6 +33,9 @@ type Harness struct {
 	// Config configures the adapter against the working system of record,
 	// with the right credentials.
 	Config func(t *testing.T) sdk.ConfigureRequest
+	// Params are the run parameters every call carries (the session's
+	// bound values for the section's {param} references); nil for none.
+	Params map[string]string
 	// BadCredentials is Config with credentials the system of record
 	// refuses. Configure must accept it (a refusal is only for a malformed
 	// section); the captures must then report the system as unreachable.
@@ -109,6 +112,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("unreachable_after", k.unreachableAfter)
 	t.Run("many_records_stream", k.many)
 	t.Run("crash_mid_capture", k.crash)
+	t.Run("instances_and_release", k.instances)
 }
 
 func (h Harness) check(t *testing.T) {
@@ -141,10 +145,26 @@ type kit struct {
 	runs int
 }
 
-// running is one adapter instance behind the real plugin client.
+// running is one configured adapter instance behind the real plugin client.
 type running struct {
 	plugin.Client
-	kill func() // abrupt death, as a crash
+	id     string
+	params map[string]string
+	kill   func() // abrupt death, as a crash
+}
+
+func (r *running) test(ctx context.Context) (sdk.TestResult, error) {
+	return r.TestConnection(ctx, r.id, sdk.TestRequest{Params: r.params})
+}
+
+func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+	req.Params = r.params
+	return r.CaptureBefore(ctx, r.id, req)
+}
+
+func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+	req.Params = r.params
+	return r.CaptureAfter(ctx, r.id, req)
 }
 
 // start runs a fresh adapter instance and configures it with cfg.
@@ -186,9 +206,14 @@ func (k *kit) startAs(t *testing.T, cfg sdk.ConfigureRequest, what string) *runn
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if err := r.Configure(ctx, cfg); err != nil {
+	id, err := r.Configure(ctx, cfg)
+	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+	if id == "" {
+		t.Fatalf("%s: the adapter accepted the configuration without an instance id", what)
+	}
+	r.id, r.params = id, k.h.Params
 	return r
 }
 
@@ -218,9 +243,9 @@ func (k *kit) capture(t *testing.T, r *running, after bool) read {
 	req := k.req()
 	ctx, cancel := context.WithTimeout(t.Context(), req.Timeout)
 	defer cancel()
-	which, call := "CaptureBefore", r.CaptureBefore
+	which, call := "CaptureBefore", r.before
 	if after {
-		which, call = "CaptureAfter", r.CaptureAfter
+		which, call = "CaptureAfter", r.after
 	}
 	c, err := call(ctx, req)
 	if err != nil {
@@ -271,7 +296,7 @@ func (k *kit) identities(rs []sdk.Record) []string {
 
 func (k *kit) info(t *testing.T) {
 	r := k.start(t, k.h.Config(t))
-	info, err := r.GetInfo(t.Context())
+	info, err := r.GetInfo(t.Context(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +313,7 @@ func (k *kit) info(t *testing.T) {
 
 func (k *kit) configure(t *testing.T) {
 	r := k.start(t, k.h.Config(t))
-	res, err := r.TestConnection(t.Context())
+	res, err := r.test(t.Context())
 	if err != nil {
 		t.Fatalf("TestConnection: %v", err)
 	}
@@ -409,7 +434,7 @@ func (k *kit) badCredentials(t *testing.T) {
 	r := k.startAs(t, k.h.BadCredentials(t), "Configure with BadCredentials (wrong credentials are an outage, not a malformed section)")
 	k.h.Reset(t)
 	k.h.WriteCorrect(t)
-	res, err := r.TestConnection(t.Context())
+	res, err := r.test(t.Context())
 	if err != nil {
 		t.Errorf("TestConnection with refused credentials returned an error; want Reachable=false: %v", err)
 	} else if res.Reachable {
@@ -437,7 +462,7 @@ func (k *kit) unreachableBefore(t *testing.T) {
 	if rd := k.capture(t, r, false); rd.reachable {
 		t.Errorf("CaptureBefore during an outage: reachable with %d records; want Reachable=false", len(rd.records))
 	}
-	if res, err := r.TestConnection(t.Context()); err != nil || res.Reachable {
+	if res, err := r.test(t.Context()); err != nil || res.Reachable {
 		t.Errorf("TestConnection during an outage = %+v, %v; want Reachable=false and no error", res, err)
 	}
 	k.h.SetReachable(t, true)
@@ -492,7 +517,7 @@ func (k *kit) crash(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	c, err := r.CaptureAfter(ctx, k.req())
+	c, err := r.after(ctx, k.req())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +547,7 @@ func (k *kit) crash(t *testing.T) {
 	default:
 		t.Logf("the whole read (%d records) had arrived before the kill landed", got)
 	}
-	if _, err := r.TestConnection(ctx); !errors.Is(err, plugin.ErrPluginShutdown) {
+	if _, err := r.test(ctx); !errors.Is(err, plugin.ErrPluginShutdown) {
 		t.Errorf("a call to the killed adapter returned %v; want ErrPluginShutdown", err)
 	}
 }
@@ -591,4 +616,36 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// instances configures a second instance in the process of the first:
+// both read, each under its own id; a released instance is gone (its id is
+// refused) while the other still reads.
+func (k *kit) instances(t *testing.T) {
+	k.h.Reset(t)
+	r := k.start(t, k.h.Config(t))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	second, err := r.Configure(ctx, k.h.Config(t))
+	if err != nil {
+		t.Fatalf("a second Configure in the same process: %v", err)
+	}
+	if second == r.id {
+		t.Fatalf("two instances share the id %q", second)
+	}
+	info, err := r.GetInfo(ctx, second)
+	if err != nil || !info.Tier.Valid() {
+		t.Fatalf("GetInfo of the second instance: %+v, %v", info, err)
+	}
+	if info.MaxConcurrentCaptures < 0 {
+		t.Errorf("Info.MaxConcurrentCaptures = %d; want 0 (the daemon's default) or more", info.MaxConcurrentCaptures)
+	}
+	if err := r.Release(ctx, r.id); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := r.before(ctx, k.req()); err == nil {
+		t.Fatal("a released instance still captured; Release must drop it")
+	}
+	r.id = second
+	k.mustReach(t, k.capture(t, r, false), "CaptureBefore on the instance that was not released")
 }

@@ -57,7 +57,7 @@ func (a *memAdapter) Configure(ctx context.Context, req sdk.ConfigureRequest) er
 	return nil
 }
 
-func (a *memAdapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *memAdapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	if why := a.unreachable(); why != "" {
 		if a.store.flaw == "error-on-outage" {
 			return sdk.TestResult{}, fmt.Errorf("%s", why)

@@ -17,7 +17,17 @@
 // capture read afresh? Does a plugin that dies mid-capture yield an error
 // (plugin.ErrPluginShutdown) rather than a shorter read set?
 //
+// It also checks the protocol's instances: two configurations in one
+// process, each read under its own id, and a released one gone.
+//
 //	func TestQualification(t *testing.T) {
-//		adaptertest.Run(t, adaptertest.Harness{Binary: bin, Config: ..., ...})
+//		adaptertest.Run(t, adaptertest.Harness{Binary: bin, Config: ..., Params: ..., ...})
 //	}
+//
+// The helpers every adapter's own tests need are here too: InProcess and
+// Configured serve an adapter in process behind the daemon's client and
+// return an Instance (a configured instance with the run parameters every
+// call carries; Setup also checks they bind, as the daemon does at Begin),
+// Request builds a capture request, Capture reads one whole, and
+// MainWithPlugin builds the plugin binary for TestMain.
 package adaptertest

@@ -228,3 +228,57 @@ func (p parser) suggestion(v any) string {
 	}
 	return n
 }
+
+// Values is a map of value expressions read once, when an adapter is
+// configured, and bound to each call's run parameters. Binding never
+// changes which names there are, only their values.
+type Values struct {
+	path  string
+	names []string
+	m     map[string]Value
+}
+
+// ParseMap reads every entry of a JSON map of value expressions; each
+// entry's path is path.name. Entries are read in name order, so the first
+// refusal is stable.
+func ParseMap(raw map[string]json.RawMessage, path string) (Values, error) {
+	vs := Values{path: path, m: make(map[string]Value, len(raw))}
+	for k := range raw {
+		vs.names = append(vs.names, k)
+	}
+	sort.Strings(vs.names)
+	for _, k := range vs.names {
+		v, err := ParseJSON(raw[k], join(path, k))
+		if err != nil {
+			return Values{}, err
+		}
+		vs.m[k] = v
+	}
+	return vs, nil
+}
+
+// Names lists the entries' names in order.
+func (vs Values) Names() []string { return vs.names }
+
+// Len is the number of entries.
+func (vs Values) Len() int { return len(vs.names) }
+
+// Bind returns every entry's value for one call's run parameters; a
+// parameter the run does not supply is refused with the entry's path.
+func (vs Values) Bind(params map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(vs.names))
+	for _, k := range vs.names {
+		s, err := vs.m[k].Bind(params, join(vs.path, k))
+		if err != nil {
+			return nil, err
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// Get returns the entry name.
+func (vs Values) Get(name string) (Value, bool) {
+	v, ok := vs.m[name]
+	return v, ok
+}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
 
 // BenchmarkCaptureThroughPlugin streams a synthetic read set from a plugin
@@ -76,11 +76,7 @@ func (a manyAdapter) CaptureAfter(context.Context, sdk.CaptureRequest) (sdk.Capt
 // boundary and TLS.
 func BenchmarkCaptureInProcess(b *testing.B) {
 	const n = 100_000
-	p, err := plugin.NewInProcess(func() sdk.Adapter { return manyAdapter{n: n} }, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer p.Close()
+	p := adaptertest.Configured(b, func() sdk.Adapter { return manyAdapter{n: n} }, sdk.ConfigureRequest{}, nil)
 	b.ResetTimer()
 	for range b.N {
 		c, err := p.CaptureAfter(b.Context(), sdk.CaptureRequest{})

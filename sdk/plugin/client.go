@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
 )
 
@@ -37,23 +37,39 @@ var (
 
 // Info is what an adapter says about itself, with the API versions it speaks.
 type Info struct {
-	sdkapi.Info
+	sdk.Info
 	APIVersions []string
 }
 
 // Client is the daemon's handle on one adapter, in a subprocess or in
 // process. Errors wrap ErrPluginShutdown, ErrProtocol, ErrAdapterFailed or
 // ErrNoVerdictHook, or the caller's context error.
+//
+// One process serves many configured instances: Configure returns an
+// instance id that every later call names, and each call carries the
+// session's run parameters (in the request's Params).
 type Client interface {
-	GetInfo(ctx context.Context) (Info, error)
-	// Configure returns a *sdk.ConfigError when the adapter refuses.
-	Configure(ctx context.Context, req sdkapi.ConfigureRequest) error
-	TestConnection(ctx context.Context) (sdkapi.TestResult, error)
+	// GetInfo describes the adapter, or the configured instance when
+	// instanceID is not "".
+	GetInfo(ctx context.Context, instanceID string) (Info, error)
+	// Configure returns the new instance's id, or a *sdk.ConfigError when
+	// the adapter refuses.
+	Configure(ctx context.Context, req sdk.ConfigureRequest) (string, error)
+	// CheckParams binds params into the instance's read without reading:
+	// nil when they bind (or the adapter binds none), a *sdk.ConfigError
+	// when they do not.
+	CheckParams(ctx context.Context, instanceID string, params map[string]string) error
+	// Release drops an instance.
+	Release(ctx context.Context, instanceID string) error
+	// TestConnection returns a *sdk.ConfigError when the run parameters
+	// cannot be bound.
+	TestConnection(ctx context.Context, instanceID string, req sdk.TestRequest) (sdk.TestResult, error)
 	// CaptureBefore and CaptureAfter return once the stream's header has
-	// arrived; the records follow through the returned Capture.
-	CaptureBefore(ctx context.Context, req sdkapi.CaptureRequest) (*Capture, error)
-	CaptureAfter(ctx context.Context, req sdkapi.CaptureRequest) (*Capture, error)
-	Verdict(ctx context.Context, req sdkapi.VerdictRequest) (sdkapi.Demotion, error)
+	// arrived; the records follow through the returned Capture. They
+	// return a *sdk.ConfigError when the run parameters cannot be bound.
+	CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error)
+	CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error)
+	Verdict(ctx context.Context, instanceID string, req sdk.VerdictRequest) (sdk.Demotion, error)
 }
 
 // grpcClient implements Client over AdapterService.
@@ -69,8 +85,8 @@ func NewClient(conn grpc.ClientConnInterface) Client {
 	return &grpcClient{rpc: adapterv1.NewAdapterServiceClient(conn)}
 }
 
-func (c *grpcClient) GetInfo(ctx context.Context) (Info, error) {
-	res, err := c.rpc.GetInfo(ctx, &adapterv1.GetInfoRequest{DaemonApiVersions: APIVersions})
+func (c *grpcClient) GetInfo(ctx context.Context, instanceID string) (Info, error) {
+	res, err := c.rpc.GetInfo(ctx, &adapterv1.GetInfoRequest{DaemonApiVersions: APIVersions, InstanceId: instanceID})
 	if err != nil {
 		return Info{}, c.wrap(ctx, "get info", err)
 	}
@@ -78,29 +94,50 @@ func (c *grpcClient) GetInfo(ctx context.Context) (Info, error) {
 	return Info{Info: info, APIVersions: versions}, nil
 }
 
-func (c *grpcClient) Configure(ctx context.Context, req sdkapi.ConfigureRequest) error {
+func (c *grpcClient) Configure(ctx context.Context, req sdk.ConfigureRequest) (string, error) {
 	if req.APIVersion == "" {
-		req.APIVersion = sdkapi.APIVersion
+		req.APIVersion = sdk.APIVersion
 	}
 	res, err := c.rpc.Configure(ctx, toproto.ConfigureRequest(req))
 	if err != nil {
-		return c.wrap(ctx, "configure", err)
+		return "", c.wrap(ctx, "configure", err)
 	}
 	return fromproto.ConfigureResponse(res)
 }
 
-func (c *grpcClient) TestConnection(ctx context.Context) (sdkapi.TestResult, error) {
-	res, err := c.rpc.TestConnection(ctx, &adapterv1.TestConnectionRequest{})
+func (c *grpcClient) CheckParams(ctx context.Context, instanceID string, params map[string]string) error {
+	res, err := c.rpc.CheckParams(ctx, &adapterv1.CheckParamsRequest{InstanceId: instanceID, Params: params})
+	if status.Code(err) == codes.Unimplemented {
+		return nil
+	}
 	if err != nil {
-		return sdkapi.TestResult{}, c.wrap(ctx, "test connection", err)
+		return c.wrap(ctx, "check params", err)
+	}
+	return fromproto.Refusal(res.GetRefusal())
+}
+
+func (c *grpcClient) Release(ctx context.Context, instanceID string) error {
+	if _, err := c.rpc.Release(ctx, &adapterv1.ReleaseRequest{InstanceId: instanceID}); err != nil {
+		return c.wrap(ctx, "release", err)
+	}
+	return nil
+}
+
+func (c *grpcClient) TestConnection(ctx context.Context, instanceID string, req sdk.TestRequest) (sdk.TestResult, error) {
+	res, err := c.rpc.TestConnection(ctx, &adapterv1.TestConnectionRequest{InstanceId: instanceID, Params: req.Params})
+	if err != nil {
+		return sdk.TestResult{}, c.wrap(ctx, "test connection", err)
+	}
+	if err := fromproto.Refusal(res.GetRefusal()); err != nil {
+		return sdk.TestResult{}, err
 	}
 	return fromproto.TestResult(res), nil
 }
 
-func (c *grpcClient) CaptureBefore(ctx context.Context, req sdkapi.CaptureRequest) (*Capture, error) {
+func (c *grpcClient) CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.rpc.CaptureBefore(ctx, &adapterv1.CaptureBeforeRequest{Spec: toproto.CaptureSpec(req)})
+	stream, err := c.rpc.CaptureBefore(ctx, &adapterv1.CaptureBeforeRequest{Spec: toproto.CaptureSpec(req), InstanceId: instanceID, Params: req.Params})
 	if err != nil {
 		cancel()
 		return nil, c.wrap(parent, "capture before", err)
@@ -111,10 +148,10 @@ func (c *grpcClient) CaptureBefore(ctx context.Context, req sdkapi.CaptureReques
 	})
 }
 
-func (c *grpcClient) CaptureAfter(ctx context.Context, req sdkapi.CaptureRequest) (*Capture, error) {
+func (c *grpcClient) CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.rpc.CaptureAfter(ctx, &adapterv1.CaptureAfterRequest{Spec: toproto.CaptureSpec(req)})
+	stream, err := c.rpc.CaptureAfter(ctx, &adapterv1.CaptureAfterRequest{Spec: toproto.CaptureSpec(req), InstanceId: instanceID, Params: req.Params})
 	if err != nil {
 		cancel()
 		return nil, c.wrap(parent, "capture after", err)
@@ -125,13 +162,15 @@ func (c *grpcClient) CaptureAfter(ctx context.Context, req sdkapi.CaptureRequest
 	})
 }
 
-func (c *grpcClient) Verdict(ctx context.Context, req sdkapi.VerdictRequest) (sdkapi.Demotion, error) {
-	res, err := c.rpc.Verdict(ctx, toproto.VerdictRequest(req))
+func (c *grpcClient) Verdict(ctx context.Context, instanceID string, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	vr := toproto.VerdictRequest(req)
+	vr.InstanceId = instanceID
+	res, err := c.rpc.Verdict(ctx, vr)
 	if status.Code(err) == codes.Unimplemented {
-		return sdkapi.Demotion{}, ErrNoVerdictHook
+		return sdk.Demotion{}, ErrNoVerdictHook
 	}
 	if err != nil {
-		return sdkapi.Demotion{}, c.wrap(ctx, "verdict", err)
+		return sdk.Demotion{}, c.wrap(ctx, "verdict", err)
 	}
 	return fromproto.Demotion(res), nil
 }
@@ -178,7 +217,11 @@ type Capture struct {
 	client *grpcClient
 	what   string
 	once   sync.Once
-	used   bool
+	// onClose runs once when the capture is closed or consumed.
+	closeMu sync.Mutex
+	closed  bool
+	onClose []func()
+	used    bool
 	// done is set once the stream was read to its trailer before any
 	// consumer ran (an unreachable read); consumers then see no records.
 	done bool
@@ -203,6 +246,10 @@ func (c *grpcClient) open(ctx context.Context, cancel context.CancelFunc, what s
 	}
 	head := fromproto.CaptureHeader(h)
 	capt.Reachable, capt.Reason, capt.At = head.Reachable, head.Reason, head.At
+	if head.Refusal != nil {
+		capt.Close()
+		return nil, head.Refusal
+	}
 	if !capt.Reachable {
 		// An unreachable read carries no records; read to the trailer so
 		// the stream is known to have ended cleanly, then release it.
@@ -220,6 +267,28 @@ func (c *grpcClient) open(ctx context.Context, cancel context.CancelFunc, what s
 // more than once.
 func (c *Capture) Close() {
 	c.once.Do(c.cancel)
+	c.closeMu.Lock()
+	c.closed = true
+	fs := c.onClose
+	c.onClose = nil
+	c.closeMu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// OnClose registers f to run once when the capture is closed or fully
+// consumed, at once if it already is (the daemon's host gives back a
+// concurrency slot with it).
+func (c *Capture) OnClose(f func()) {
+	c.closeMu.Lock()
+	if c.closed {
+		c.closeMu.Unlock()
+		f()
+		return
+	}
+	c.onClose = append(c.onClose, f)
+	c.closeMu.Unlock()
 }
 
 // RawBatches yields the records batch by batch as the adapter sent them, each
@@ -274,14 +343,14 @@ func (c *Capture) RawBatches() iter.Seq2[[][]byte, error] {
 
 // Batches yields the records batch by batch, decoded; numbers are
 // json.Number so their text stays exact. Error semantics as RawBatches.
-func (c *Capture) Batches() iter.Seq2[[]sdkapi.Record, error] {
-	return func(yield func([]sdkapi.Record, error) bool) {
+func (c *Capture) Batches() iter.Seq2[[]sdk.Record, error] {
+	return func(yield func([]sdk.Record, error) bool) {
 		for raw, err := range c.RawBatches() {
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			batch := make([]sdkapi.Record, len(raw))
+			batch := make([]sdk.Record, len(raw))
 			for i, b := range raw {
 				r, err := fromproto.Record(b)
 				if err != nil {
@@ -299,8 +368,8 @@ func (c *Capture) Batches() iter.Seq2[[]sdkapi.Record, error] {
 
 // Records collects the whole read. Meant for small reads and tests; the
 // daemon streams with Batches.
-func (c *Capture) Records() ([]sdkapi.Record, error) {
-	var all []sdkapi.Record
+func (c *Capture) Records() ([]sdk.Record, error) {
+	var all []sdk.Record
 	for batch, err := range c.Batches() {
 		if err != nil {
 			return nil, err
@@ -314,4 +383,4 @@ func (c *Capture) Records() ([]sdkapi.Record, error) {
 // object, numbers as json.Number so their text stays exact. Flat records
 // take a fast path; anything else goes through encoding/json. The daemon
 // uses it for stored baselines, which it keeps as the adapter's bytes.
-func DecodeRecord(b []byte) (sdkapi.Record, error) { return fromproto.Record(b) }
+func DecodeRecord(b []byte) (sdk.Record, error) { return fromproto.Record(b) }

@@ -1,13 +1,22 @@
 // Package plugin is the wire transport between the verifierd daemon and an
 // adapter, on both ends of hashicorp/go-plugin's gRPC connection.
 //
-// Adapter side: Serve (what sdk.Serve calls) and the AdapterService server,
-// with bounded message sizes, batched record streams, panic recovery, the
-// stdout guard and the parent-death watchdog.
+// Adapter side: Serve, a plugin binary's main, and the AdapterService
+// server: one process holds many configured instances (one Adapter from
+// the factory per Configure), with bounded message sizes, batched record
+// streams, panic recovery, the stdout guard and the parent-death watchdog.
+// A plugin main is:
+//
+//	func main() {
+//		if err := plugin.Serve(ledger.New); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
 //
 // Daemon side: AdapterPlugin for go-plugin's plugin map, ClientConfig and
 // Start for a subprocess adapter (handshake, AutoMTLS, empty environment),
-// and Client, which receives capture records as a stream of batches. Every
+// and Client, which configures instances, passes each call's run
+// parameters, and receives capture records as a stream of batches. Every
 // transport failure surfaces as ErrPluginShutdown, and a capture stream only
 // ends without an error when it is complete.
 //

@@ -6,13 +6,13 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk"
 )
 
 // ProtocolVersion is the go-plugin protocol version. It changes only for a
 // breaking change of the wire contract; additive changes are negotiated in
 // band through APIVersions.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // PluginName is the key of the adapter in go-plugin's plugin map.
 const PluginName = "adapter"
@@ -30,7 +30,7 @@ var Handshake = goplugin.HandshakeConfig{
 }
 
 // APIVersions lists the in-band API versions this SDK speaks, newest first.
-var APIVersions = []string{sdkapi.APIVersion}
+var APIVersions = []string{sdk.APIVersion}
 
 // Transport limits. Every gRPC message is bounded by MaxMessageBytes on both
 // sides; captures are cut into batches of at most MaxBatchRecords records and

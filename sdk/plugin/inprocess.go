@@ -9,8 +9,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -28,13 +28,13 @@ type InProcess struct {
 }
 
 // NewInProcess starts factory's adapter in process. logger may be nil.
-func NewInProcess(factory func() sdkapi.Adapter, logger hclog.Logger) (*InProcess, error) {
+func NewInProcess(factory func() sdk.Adapter, logger hclog.Logger) (*InProcess, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
 	lis := bufconn.Listen(1 << 20)
 	srv := NewGRPCServer(logger)
-	adapterv1.RegisterAdapterServiceServer(srv, newServer(factory(), logger))
+	adapterv1.RegisterAdapterServiceServer(srv, newServer(factory, logger))
 	go srv.Serve(lis)
 
 	conn, err := grpc.NewClient("passthrough:///in-process-adapter", append([]grpc.DialOption{

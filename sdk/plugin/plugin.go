@@ -8,8 +8,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // AdapterPlugin is the go-plugin glue for an adapter, gRPC only. The adapter
@@ -19,7 +19,7 @@ type AdapterPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 
 	// Factory builds the adapter a plugin process serves. Unused by clients.
-	Factory func() sdkapi.Adapter
+	Factory func() sdk.Adapter
 	// Logger is the server's logger; nil discards.
 	Logger hclog.Logger
 }
@@ -35,7 +35,7 @@ func (p *AdapterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	adapterv1.RegisterAdapterServiceServer(s, newServer(p.Factory(), logger))
+	adapterv1.RegisterAdapterServiceServer(s, newServer(p.Factory, logger))
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
@@ -67,7 +68,8 @@ func (s *syncBuffer) String() string {
 }
 
 type started struct {
-	*plugin.Subprocess
+	*adaptertest.Instance
+	sp     *plugin.Subprocess
 	stderr *syncBuffer // raw plugin stderr
 	log    *syncBuffer // the daemon-side logger
 }
@@ -85,9 +87,10 @@ func start(t testing.TB, config string, env ...string) started {
 		t.Fatalf("start: %v", err)
 	}
 	t.Cleanup(sp.Kill)
-	s.Subprocess = sp
+	s.sp = sp
+	s.Instance = &adaptertest.Instance{Process: sp}
 	if config != "" {
-		if err := sp.Configure(context.Background(), sdk.ConfigureRequest{Kind: "testplugin", Config: json.RawMessage(config)}); err != nil {
+		if err := s.Configure(context.Background(), sdk.ConfigureRequest{Kind: "testplugin", Config: json.RawMessage(config)}); err != nil {
 			t.Fatalf("configure: %v", err)
 		}
 	}
@@ -113,7 +116,7 @@ func TestInfoConfigureAndTestConnection(t *testing.T) {
 	}
 	want := plugin.Info{
 		Info:        sdk.Info{Kind: "testplugin", Tier: sdk.TierIndependentSystem, NeedsBaseline: true, Description: "SDK test adapter"},
-		APIVersions: []string{"v1"},
+		APIVersions: []string{"v2"},
 	}
 	if diff := cmp.Diff(want, info); diff != "" {
 		t.Errorf("GetInfo (-want +got):\n%s", diff)
@@ -285,7 +288,7 @@ func TestKillMidCaptureIsShutdown(t *testing.T) {
 			break
 		}
 		if got == 0 {
-			if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
+			if err := syscall.Kill(p.sp.Pid(), syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -370,7 +373,7 @@ func TestRunByHandIsRefused(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("run without the handshake cookie: %v; want exit 1", err)
 	}
-	if !strings.Contains(stderr.String(), "This binary is a plugin") {
+	if !strings.Contains(stderr.String(), "this binary is a verifierd adapter plugin") {
 		t.Errorf("stderr = %q", stderr.String())
 	}
 	// A person who runs the binary by hand sees only the explanation.
@@ -428,11 +431,7 @@ func eventually(t *testing.T, ok func() bool, what string) {
 
 func TestInProcessCrashIsShutdown(t *testing.T) {
 	t.Parallel()
-	p, err := plugin.NewInProcess(func() sdk.Adapter { return endless{} }, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := adaptertest.Configured(t, func() sdk.Adapter { return endless{} }, sdk.ConfigureRequest{}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	c, err := p.CaptureAfter(ctx, sdk.CaptureRequest{})
@@ -460,7 +459,7 @@ type endless struct{}
 
 func (endless) Info() sdk.Info                                        { return sdk.Info{Kind: "endless", Tier: sdk.TierIndependentSystem} }
 func (endless) Configure(context.Context, sdk.ConfigureRequest) error { return nil }
-func (endless) TestConnection(context.Context) (sdk.TestResult, error) {
+func (endless) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true}, nil
 }
 func (e endless) CaptureBefore(ctx context.Context, r sdk.CaptureRequest) (sdk.Capture, error) {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -23,20 +24,60 @@ const LogLevelEnv = "VERIFIERD_ADAPTER_LOG_LEVEL"
 // that started it is still its parent.
 const parentPollInterval = time.Second
 
-// Serve runs an adapter as a go-plugin subprocess and returns when the
-// daemon closes it. It never returns to the caller when started by hand
-// without the daemon's handshake (it prints why and exits).
+// Option adjusts Serve.
+type Option func(*serveOptions)
+
+type serveOptions struct {
+	maxMessageBytes int
+	level           hclog.Level
+}
+
+// WithMaxMessageBytes bounds every gRPC message the plugin receives or
+// sends (default MaxMessageBytes). Captures are batched far below it; raise
+// it only for an adapter whose single records are large.
+func WithMaxMessageBytes(n int) Option {
+	return func(o *serveOptions) {
+		if n > 0 {
+			o.maxMessageBytes = n
+		}
+	}
+}
+
+// WithDebug logs at debug level, whatever VERIFIERD_ADAPTER_LOG_LEVEL says.
+func WithDebug() Option {
+	return func(o *serveOptions) { o.level = hclog.Debug }
+}
+
+// ErrNotStartedByDaemon is Serve's answer when the binary was started by
+// hand instead of by the daemon's go-plugin handshake.
+var ErrNotStartedByDaemon = errors.New("this binary is a verifierd adapter plugin: the daemon starts it; running it by hand does nothing (put it in the daemon's plugin dir)")
+
+// Serve runs the adapter that factory builds as a verifierd plugin and
+// returns when the daemon stops it. factory is called once per Configure:
+// one process serves many configured instances. A plugin's main is:
 //
-// Before anything else it guards stdout (see guardStdout), then builds the
-// adapter with factory, logs as hclog JSON on stderr, starts the
-// parent-death watchdog, sets up traces when the environment asks for them
-// (package tracing) and serves gRPC with the SDK's bounds.
-func Serve(factory func() sdkapi.Adapter) {
+//	func main() { _ = plugin.Serve(ledger.New) }
+//
+// Before anything else it guards stdout (nothing but the go-plugin
+// handshake ever reaches the real stdout; stray prints go to stderr), logs
+// as hclog JSON on stderr, starts the parent-death watchdog (the plugin
+// exits by itself when the daemon that started it dies) and serves gRPC
+// with the SDK's bounds; a panic in any call answers codes.Internal instead
+// of killing the process. It returns ErrNotStartedByDaemon, at once, when
+// the handshake's cookie is missing.
+func Serve(factory func() sdk.Adapter, opts ...Option) error {
+	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+		return ErrNotStartedByDaemon
+	}
+	o := serveOptions{maxMessageBytes: MaxMessageBytes, level: hclog.LevelFromString(os.Getenv(LogLevelEnv))}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	guardStdout()
 
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name:       "adapter",
-		Level:      hclog.LevelFromString(os.Getenv(LogLevelEnv)),
+		Level:      o.level,
 		Output:     os.Stderr,
 		JSONFormat: true,
 	})
@@ -44,14 +85,14 @@ func Serve(factory func() sdkapi.Adapter) {
 		logger.SetLevel(hclog.Info)
 	}
 
-	adapter := factory()
-	if kind := adapter.Info().Kind; kind != "" {
+	kind := factory().Info().Kind
+	if kind != "" {
 		logger = logger.Named(kind)
 	}
 	watchParent(logger, parentPollInterval, os.Exit)
 	// Traces when the daemon passed the OTEL_* variables on (tracing.Env);
 	// the spans still batched are flushed when the daemon stops the plugin.
-	shutdownTraces, err := tracing.Setup(context.Background(), "verifier-adapter-"+adapter.Info().Kind)
+	shutdownTraces, err := tracing.Setup(context.Background(), "verifier-adapter-"+kind)
 	if err != nil {
 		logger.Warn("traces are off", "error", err)
 	}
@@ -66,14 +107,15 @@ func Serve(factory func() sdkapi.Adapter) {
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins: goplugin.PluginSet{PluginName: &AdapterPlugin{
-			Factory: func() sdkapi.Adapter { return adapter },
+			Factory: factory,
 			Logger:  logger,
 		}},
-		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return NewGRPCServer(logger, opts...)
+		GRPCServer: func(gopts []grpc.ServerOption) *grpc.Server {
+			return newGRPCServer(logger, o.maxMessageBytes, gopts...)
 		},
 		Logger: logger,
 	})
+	return nil
 }
 
 // watchParent exits the process when its parent changes, i.e. the daemon

@@ -2,8 +2,12 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,9 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
@@ -22,10 +26,14 @@ import (
 // panic recovery, plus opts (go-plugin passes its TLS options here). When
 // traces are on (tracing.Enabled) each call is a span under the daemon's.
 func NewGRPCServer(logger hclog.Logger, opts ...grpc.ServerOption) *grpc.Server {
+	return newGRPCServer(logger, MaxMessageBytes, opts...)
+}
+
+func newGRPCServer(logger hclog.Logger, maxMessageBytes int, opts ...grpc.ServerOption) *grpc.Server {
 	opts = append(opts, tracing.ServerOptions()...)
 	opts = append(opts,
-		grpc.MaxRecvMsgSize(MaxMessageBytes),
-		grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.MaxSendMsgSize(maxMessageBytes),
 		grpc.ChainUnaryInterceptor(recoverUnary(logger)),
 		grpc.ChainStreamInterceptor(recoverStream(logger)),
 	)
@@ -62,36 +70,111 @@ func panicStatus(logger hclog.Logger, method string, r any) error {
 	return status.Errorf(codes.Internal, "adapter panicked in %s: %v", method, r)
 }
 
-// server serves one Adapter over AdapterService.
+// server serves AdapterService for one plugin process: every Configure
+// builds a fresh Adapter with the factory and files it under a new instance
+// id; later calls name the instance and carry the session's parameters.
 type server struct {
 	adapterv1.UnimplementedAdapterServiceServer
 
-	adapter sdkapi.Adapter
-	logger  hclog.Logger
+	factory func() sdk.Adapter
+	// probe answers GetInfo without an instance; it is never configured.
+	probe  sdk.Adapter
+	logger hclog.Logger
+
+	mu        sync.RWMutex
+	instances map[string]sdk.Adapter
+	next      uint64
 }
 
-func newServer(a sdkapi.Adapter, logger hclog.Logger) *server {
-	return &server{adapter: a, logger: logger}
+func newServer(factory func() sdk.Adapter, logger hclog.Logger) *server {
+	return &server{factory: factory, probe: factory(), logger: logger, instances: map[string]sdk.Adapter{}}
 }
 
 func (s *server) ctx(ctx context.Context, args ...any) context.Context {
-	return sdkapi.WithLogger(ctx, s.logger.With(args...))
+	return sdk.WithLogger(ctx, s.logger.With(args...))
+}
+
+// instance finds a configured instance; an unknown id is the daemon's
+// contract violation (it released the id, or never configured it).
+func (s *server) instance(id string) (sdk.Adapter, error) {
+	s.mu.RLock()
+	a, ok := s.instances[id]
+	s.mu.RUnlock()
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no configured adapter instance %q in this process: configure it again", id)
+	}
+	return a, nil
 }
 
 // GetInfo asks the adapter each time: the daemon asks again after
-// Configure, and an adapter whose tier depends on its configuration
-// reports it then.
-func (s *server) GetInfo(context.Context, *adapterv1.GetInfoRequest) (*adapterv1.GetInfoResponse, error) {
-	return toproto.GetInfoResponse(s.adapter.Info(), APIVersions), nil
+// Configure, naming the instance, and an adapter whose tier depends on its
+// configuration reports it then.
+func (s *server) GetInfo(_ context.Context, req *adapterv1.GetInfoRequest) (*adapterv1.GetInfoResponse, error) {
+	a := s.probe
+	if id := req.GetInstanceId(); id != "" {
+		var err error
+		if a, err = s.instance(id); err != nil {
+			return nil, err
+		}
+	}
+	return toproto.GetInfoResponse(a.Info(), APIVersions), nil
 }
 
 func (s *server) Configure(ctx context.Context, req *adapterv1.ConfigureRequest) (*adapterv1.ConfigureResponse, error) {
-	err := s.adapter.Configure(s.ctx(ctx), fromproto.ConfigureRequest(req))
-	return toproto.ConfigureResponse(err), nil
+	a := s.factory()
+	if err := a.Configure(s.ctx(ctx), fromproto.ConfigureRequest(req)); err != nil {
+		if c, ok := a.(io.Closer); ok {
+			_ = c.Close()
+		}
+		return toproto.ConfigureResponse("", err), nil
+	}
+	s.mu.Lock()
+	s.next++
+	id := "i" + strconv.FormatUint(s.next, 10)
+	s.instances[id] = a
+	s.mu.Unlock()
+	return toproto.ConfigureResponse(id, nil), nil
 }
 
-func (s *server) TestConnection(ctx context.Context, _ *adapterv1.TestConnectionRequest) (*adapterv1.TestConnectionResponse, error) {
-	res, err := s.adapter.TestConnection(s.ctx(ctx))
+// CheckParams binds a session's parameters without reading.
+func (s *server) CheckParams(ctx context.Context, req *adapterv1.CheckParamsRequest) (*adapterv1.CheckParamsResponse, error) {
+	a, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	pc, ok := a.(sdk.ParamChecker)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "adapter binds no run parameters")
+	}
+	if err := pc.CheckParams(s.ctx(ctx), nonNil(req.GetParams())); err != nil {
+		return &adapterv1.CheckParamsResponse{Refusal: toproto.Refusal(err)}, nil
+	}
+	return &adapterv1.CheckParamsResponse{}, nil
+}
+
+// Release drops an instance; an adapter that is an io.Closer is closed
+// (after the captures still running on it, which hold their own
+// references, the adapter's Close decides how to wait).
+func (s *server) Release(_ context.Context, req *adapterv1.ReleaseRequest) (*adapterv1.ReleaseResponse, error) {
+	s.mu.Lock()
+	a, ok := s.instances[req.GetInstanceId()]
+	delete(s.instances, req.GetInstanceId())
+	s.mu.Unlock()
+	if c, isCloser := a.(io.Closer); ok && isCloser {
+		_ = c.Close()
+	}
+	return &adapterv1.ReleaseResponse{}, nil
+}
+
+func (s *server) TestConnection(ctx context.Context, req *adapterv1.TestConnectionRequest) (*adapterv1.TestConnectionResponse, error) {
+	a, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.TestConnection(s.ctx(ctx), sdk.TestRequest{Params: nonNil(req.GetParams())})
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		return &adapterv1.TestConnectionResponse{Message: "run parameters refused: " + ce.Error(), Refusal: toproto.Refusal(ce)}, nil
+	}
 	if err != nil {
 		return nil, status.Errorf(codes.Unknown, "test connection: %v", err)
 	}
@@ -99,13 +182,28 @@ func (s *server) TestConnection(ctx context.Context, _ *adapterv1.TestConnection
 }
 
 func (s *server) CaptureBefore(req *adapterv1.CaptureBeforeRequest, stream grpc.ServerStreamingServer[adapterv1.CaptureBeforeResponse]) error {
-	return s.capture(stream.Context(), "capture before", req.GetSpec(), s.adapter.CaptureBefore,
+	a, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return err
+	}
+	return s.capture(stream.Context(), "capture before", fromproto.CaptureRequest(req.GetSpec(), req.GetParams()), a.CaptureBefore,
 		func(c *adapterv1.CaptureChunk) error { return stream.Send(&adapterv1.CaptureBeforeResponse{Chunk: c}) })
 }
 
 func (s *server) CaptureAfter(req *adapterv1.CaptureAfterRequest, stream grpc.ServerStreamingServer[adapterv1.CaptureAfterResponse]) error {
-	return s.capture(stream.Context(), "capture after", req.GetSpec(), s.adapter.CaptureAfter,
+	a, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return err
+	}
+	return s.capture(stream.Context(), "capture after", fromproto.CaptureRequest(req.GetSpec(), req.GetParams()), a.CaptureAfter,
 		func(c *adapterv1.CaptureChunk) error { return stream.Send(&adapterv1.CaptureAfterResponse{Chunk: c}) })
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // capture runs one capture and streams it: a header, bounded batches, and a
@@ -114,13 +212,20 @@ func (s *server) CaptureAfter(req *adapterv1.CaptureAfterRequest, stream grpc.Se
 func (s *server) capture(
 	ctx context.Context,
 	what string,
-	spec *adapterv1.CaptureSpec,
-	read func(context.Context, sdkapi.CaptureRequest) (sdkapi.Capture, error),
+	req sdk.CaptureRequest,
+	read func(context.Context, sdk.CaptureRequest) (sdk.Capture, error),
 	send func(*adapterv1.CaptureChunk) error,
 ) error {
-	req := fromproto.CaptureRequest(spec)
 	ctx = s.ctx(ctx, "capture_id", req.CaptureID, "effect_index", req.EffectIndex)
 	c, err := read(ctx, req)
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		// The parameters could not be bound: a refusal, not a fault, and
+		// never a read set.
+		if err := send(toproto.RefusalChunk(ce, time.Now)); err != nil {
+			return err
+		}
+		return send(toproto.TrailerChunk(0))
+	}
 	if err != nil {
 		return status.Errorf(codes.Unknown, "%s: %v", what, err)
 	}
@@ -161,7 +266,11 @@ func (s *server) capture(
 }
 
 func (s *server) Verdict(ctx context.Context, req *adapterv1.VerdictRequest) (*adapterv1.VerdictResponse, error) {
-	hook, ok := s.adapter.(sdkapi.VerdictHook)
+	a, err := s.instance(req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	hook, ok := a.(sdk.VerdictHook)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "adapter has no verdict hook")
 	}

@@ -15,7 +15,7 @@ func (c *closeRecorder) Close() error { c.closed = true; return nil }
 
 func TestForwardStdout(t *testing.T) {
 	t.Parallel()
-	const handshake = "1|1|unix|/tmp/plugin123|grpc|CERT\n"
+	const handshake = "1|2|unix|/tmp/plugin123|grpc|CERT\n"
 	tests := []struct {
 		name      string
 		written   string
@@ -50,7 +50,7 @@ func TestForwardStdout(t *testing.T) {
 
 func TestNegotiateAPIVersion(t *testing.T) {
 	t.Parallel()
-	if v, err := NegotiateAPIVersion([]string{"v9", "v1"}); err != nil || v != "v1" {
+	if v, err := NegotiateAPIVersion([]string{"v9", "v2"}); err != nil || v != "v2" {
 		t.Errorf("got %q, %v", v, err)
 	}
 	if _, err := NegotiateAPIVersion([]string{"v9"}); err == nil {

@@ -6,8 +6,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/documenthash"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(documenthash.New) }
+func main() {
+	if err := plugin.Serve(documenthash.New); err != nil {
+		log.Fatal(err)
+	}
+}

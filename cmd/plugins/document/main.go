@@ -6,8 +6,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/document"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(document.New) }
+func main() {
+	if err := plugin.Serve(document.New); err != nil {
+		log.Fatal(err)
+	}
+}

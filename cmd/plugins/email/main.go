@@ -6,8 +6,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/email"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(email.New) }
+func main() {
+	if err := plugin.Serve(email.New); err != nil {
+		log.Fatal(err)
+	}
+}

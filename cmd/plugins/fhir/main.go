@@ -5,8 +5,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/fhir"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(fhir.New) }
+func main() {
+	if err := plugin.Serve(fhir.New); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -6,8 +6,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/file"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(file.New) }
+func main() {
+	if err := plugin.Serve(file.New); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -5,8 +5,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/graphql"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(graphql.New) }
+func main() {
+	if err := plugin.Serve(graphql.New); err != nil {
+		log.Fatal(err)
+	}
+}

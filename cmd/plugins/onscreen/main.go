@@ -6,8 +6,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/onscreen"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(onscreen.New) }
+func main() {
+	if err := plugin.Serve(onscreen.New); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -5,8 +5,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/rest"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(rest.New) }
+func main() {
+	if err := plugin.Serve(rest.New); err != nil {
+		log.Fatal(err)
+	}
+}

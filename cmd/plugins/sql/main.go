@@ -5,8 +5,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/sql"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(sql.New) }
+func main() {
+	if err := plugin.Serve(sql.New); err != nil {
+		log.Fatal(err)
+	}
+}

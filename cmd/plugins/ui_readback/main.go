@@ -6,8 +6,14 @@
 package main
 
 import (
+	"log"
+
 	"github.com/verifierd/verifierd/adapters/uireadback"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { sdk.Serve(uireadback.New) }
+func main() {
+	if err := plugin.Serve(uireadback.New); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -8,11 +8,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"log"
 	"os"
 	"strconv"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 type options struct {
@@ -39,7 +41,7 @@ func (a *adapter) Configure(_ context.Context, req sdk.ConfigureRequest) error {
 	return nil
 }
 
-func (a *adapter) TestConnection(context.Context) (sdk.TestResult, error) {
+func (a *adapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true, Message: "slow test adapter"}, nil
 }
 
@@ -79,4 +81,8 @@ func itoa(i int) string {
 	return string(b)
 }
 
-func main() { sdk.Serve(func() sdk.Adapter { return &adapter{} }) }
+func main() {
+	if err := plugin.Serve(func() sdk.Adapter { return &adapter{} }); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -6,47 +6,57 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // Info converts a GetInfo answer and returns the API versions it lists.
-func Info(r *adapterv1.GetInfoResponse) (sdkapi.Info, []string) {
-	return sdkapi.Info{
+func Info(r *adapterv1.GetInfoResponse) (sdk.Info, []string) {
+	return sdk.Info{
 		Kind:            r.GetKind(),
-		Tier:            sdkapi.Tier(r.GetTier()),
+		Tier:            sdk.Tier(r.GetTier()),
 		NeedsBaseline:   r.GetNeedsBaseline(),
 		AbsenceNotProof: r.GetAbsenceNotProof(),
 		Description:     r.GetDescription(),
+
+		MaxConcurrentCaptures: int(r.GetMaxConcurrentCaptures()),
 	}, r.GetApiVersions()
 }
 
 // ConfigureRequest converts the daemon's configure call.
-func ConfigureRequest(r *adapterv1.ConfigureRequest) sdkapi.ConfigureRequest {
-	return sdkapi.ConfigureRequest{
+func ConfigureRequest(r *adapterv1.ConfigureRequest) sdk.ConfigureRequest {
+	return sdk.ConfigureRequest{
 		Kind:          r.GetKind(),
 		Config:        json.RawMessage(r.GetConfigJson()),
-		Params:        nonNil(r.GetParams()),
 		Secrets:       nonNil(r.GetSecrets()),
 		EffectTimeout: Duration(r.GetEffectTimeout()),
 		APIVersion:    r.GetApiVersion(),
 	}
 }
 
-// ConfigureResponse turns the wire answer back into nil or a *ConfigError.
-func ConfigureResponse(r *adapterv1.ConfigureResponse) error {
+// ConfigureResponse turns the wire answer back into the instance id or a
+// *ConfigError.
+func ConfigureResponse(r *adapterv1.ConfigureResponse) (string, error) {
 	if ref := r.GetRefusal(); ref != nil {
-		return &sdkapi.ConfigError{Path: ref.GetPath(), Message: ref.GetMessage()}
+		return "", Refusal(ref)
 	}
 	if !r.GetOk() {
-		return &sdkapi.ConfigError{Message: "the adapter refused the configuration without saying why"}
+		return "", &sdk.ConfigError{Message: "the adapter refused the configuration without saying why"}
 	}
-	return nil
+	return r.GetInstanceId(), nil
+}
+
+// Refusal converts a refusal; nil stays nil.
+func Refusal(ref *adapterv1.ConfigRefusal) error {
+	if ref == nil {
+		return nil
+	}
+	return &sdk.ConfigError{Path: ref.GetPath(), Message: ref.GetMessage()}
 }
 
 // TestResult converts a preflight answer.
-func TestResult(r *adapterv1.TestConnectionResponse) sdkapi.TestResult {
-	return sdkapi.TestResult{
+func TestResult(r *adapterv1.TestConnectionResponse) sdk.TestResult {
+	return sdk.TestResult{
 		Reachable: r.GetReachable(),
 		Message:   r.GetMessage(),
 		Warnings:  r.GetWarnings(),
@@ -54,9 +64,10 @@ func TestResult(r *adapterv1.TestConnectionResponse) sdkapi.TestResult {
 	}
 }
 
-// CaptureRequest converts what the daemon asks an adapter to read.
-func CaptureRequest(s *adapterv1.CaptureSpec) sdkapi.CaptureRequest {
-	return sdkapi.CaptureRequest{
+// CaptureRequest converts what the daemon asks an adapter to read, with the
+// session's run parameters.
+func CaptureRequest(s *adapterv1.CaptureSpec, params map[string]string) sdk.CaptureRequest {
+	return sdk.CaptureRequest{
 		CaptureID:     s.GetCaptureId(),
 		EffectIndex:   int(s.GetEffectIndex()),
 		Selector:      nonNil(s.GetSelector()),
@@ -64,6 +75,7 @@ func CaptureRequest(s *adapterv1.CaptureSpec) sdkapi.CaptureRequest {
 		Timeout:       Duration(s.GetTimeout()),
 		ContractHash:  s.GetContractHash(),
 		EffectKind:    s.GetEffectKind(),
+		Params:        nonNil(params),
 	}
 }
 
@@ -72,11 +84,14 @@ type Header struct {
 	Reachable bool
 	Reason    string
 	At        time.Time
+	// Refusal is a *sdk.ConfigError when the run parameters could not be
+	// bound; nil otherwise.
+	Refusal error
 }
 
 // CaptureHeader converts a stream's header.
 func CaptureHeader(h *adapterv1.CaptureHeader) Header {
-	out := Header{Reachable: h.GetReachable(), Reason: h.GetUnreachableReason()}
+	out := Header{Reachable: h.GetReachable(), Reason: h.GetUnreachableReason(), Refusal: Refusal(h.GetRefusal())}
 	if h.GetCapturedAt() != nil {
 		out.At = h.GetCapturedAt().AsTime()
 	}
@@ -84,46 +99,47 @@ func CaptureHeader(h *adapterv1.CaptureHeader) Header {
 }
 
 // VerdictRequest converts the daemon's verdict for a VerdictHook.
-func VerdictRequest(r *adapterv1.VerdictRequest) sdkapi.VerdictRequest {
-	out := sdkapi.VerdictRequest{
+func VerdictRequest(r *adapterv1.VerdictRequest) sdk.VerdictRequest {
+	out := sdk.VerdictRequest{
 		CaptureID:     r.GetCaptureId(),
 		EffectIndex:   int(r.GetEffectIndex()),
 		ContractHash:  r.GetContractHash(),
 		Verdict:       Verdict(r.GetVerdict()),
 		ObservedCount: r.ObservedCount,
 		ExpectedCount: r.ExpectedCount,
-		Tier:          sdkapi.Tier(r.GetTier()),
+		Tier:          sdk.Tier(r.GetTier()),
+		Params:        nonNil(r.GetParams()),
 	}
 	for _, reason := range r.GetReasons() {
-		out.Reasons = append(out.Reasons, sdkapi.Reason{Code: reason.GetCode(), Message: reason.GetMessage()})
+		out.Reasons = append(out.Reasons, sdk.Reason{Code: reason.GetCode(), Message: reason.GetMessage()})
 	}
 	return out
 }
 
 // Demotion converts a hook's answer; no demotion is the zero Demotion.
-func Demotion(r *adapterv1.VerdictResponse) sdkapi.Demotion {
+func Demotion(r *adapterv1.VerdictResponse) sdk.Demotion {
 	d := r.GetDemotion()
 	if d == nil {
-		return sdkapi.Demotion{}
+		return sdk.Demotion{}
 	}
 	v := Verdict(d.GetVerdict())
 	if v == "" {
 		// A demotion the daemon cannot read still says "do not trust this":
 		// take the cautious reading rather than letting the verdict stand.
-		v = sdkapi.VerdictIndeterminate
+		v = sdk.VerdictIndeterminate
 	}
-	return sdkapi.Demotion{Verdict: v, ReasonCode: d.GetReasonCode(), Message: d.GetMessage()}
+	return sdk.Demotion{Verdict: v, ReasonCode: d.GetReasonCode(), Message: d.GetMessage()}
 }
 
 // Verdict maps the enum back; UNSPECIFIED (or an unknown value) is "".
-func Verdict(v adapterv1.Verdict) sdkapi.Verdict {
+func Verdict(v adapterv1.Verdict) sdk.Verdict {
 	switch v {
 	case adapterv1.Verdict_VERDICT_CONFIRMED:
-		return sdkapi.VerdictConfirmed
+		return sdk.VerdictConfirmed
 	case adapterv1.Verdict_VERDICT_REFUTED:
-		return sdkapi.VerdictRefuted
+		return sdk.VerdictRefuted
 	case adapterv1.Verdict_VERDICT_INDETERMINATE:
-		return sdkapi.VerdictIndeterminate
+		return sdk.VerdictIndeterminate
 	}
 	return ""
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/internal/jsontext"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 )
 
 // Record decodes one record. It must be exactly one JSON object; numbers
@@ -18,17 +18,17 @@ import (
 // strings, numbers, booleans and null are parsed directly; a record with a
 // nested value or an escaped string goes through encoding/json, which also
 // produces every error message. Both paths give the same result.
-func Record(b []byte) (sdkapi.Record, error) {
+func Record(b []byte) (sdk.Record, error) {
 	if r, ok := flatRecord(b); ok {
 		return r, nil
 	}
 	return slowRecord(b)
 }
 
-func slowRecord(b []byte) (sdkapi.Record, error) {
+func slowRecord(b []byte) (sdk.Record, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	var r sdkapi.Record
+	var r sdk.Record
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("record is not a JSON object: %w", err)
 	}
@@ -43,13 +43,13 @@ func slowRecord(b []byte) (sdkapi.Record, error) {
 
 // flatRecord parses the common case; ok is false whenever it meets anything
 // it does not handle, valid or not, and the caller falls back.
-func flatRecord(b []byte) (r sdkapi.Record, ok bool) {
+func flatRecord(b []byte) (r sdk.Record, ok bool) {
 	p := parser{b: b}
 	p.space()
 	if !p.eat('{') {
 		return nil, false
 	}
-	r = make(sdkapi.Record, 8)
+	r = make(sdk.Record, 8)
 	p.space()
 	if p.eat('}') {
 		return r, p.end()

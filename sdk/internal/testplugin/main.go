@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 func main() {
-	sdk.Serve(func() sdk.Adapter {
+	err := plugin.Serve(func() sdk.Adapter {
 		if os.Getenv("TESTPLUGIN_PRINT") != "" {
 			// No newline: the stdout guard must keep even a partial line
 			// off the handshake.
@@ -24,6 +25,10 @@ func main() {
 		}
 		return &adapter{}
 	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 type config struct {
@@ -60,7 +65,7 @@ func (a *adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	return nil
 }
 
-func (a *adapter) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+func (a *adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	if a.cfg.PanicIn == "test_connection" {
 		panic("boom in test connection")
 	}

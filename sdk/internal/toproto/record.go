@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/internal/jsontext"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 )
 
 // Record encodes one record as a compact JSON object with sorted keys.
@@ -18,7 +18,7 @@ import (
 // Captures can hold millions of records, so the common flat shapes (plain
 // ASCII strings, json.Number, integers, booleans, null) are written
 // directly; anything else goes through encoding/json.
-func Record(r sdkapi.Record) ([]byte, error) {
+func Record(r sdk.Record) ([]byte, error) {
 	if r == nil {
 		return nil, errors.New("record is nil; send an empty record as sdk.Record{}")
 	}

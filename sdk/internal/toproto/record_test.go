@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
 )
 
@@ -21,7 +21,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		dec := json.NewDecoder(bytes.NewReader(in))
 		dec.UseNumber()
-		var r sdkapi.Record
+		var r sdk.Record
 		if dec.Decode(&r) != nil || r == nil {
 			return
 		}
@@ -44,7 +44,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 }
 
 func BenchmarkRecord(b *testing.B) {
-	rec := sdkapi.Record{"id": int64(99999), "exact": json.Number("12345678901234567890.5"), "name": "row 99999", "patient_id": "p1", "type": "Triage"}
+	rec := sdk.Record{"id": int64(99999), "exact": json.Number("12345678901234567890.5"), "name": "row 99999", "patient_id": "p1", "type": "Triage"}
 	for range b.N {
 		if _, err := toproto.Record(rec); err != nil {
 			b.Fatal(err)

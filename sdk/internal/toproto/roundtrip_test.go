@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
 )
 
@@ -34,7 +34,7 @@ func wire[M proto.Message](t *testing.T, m M) M {
 
 func TestInfoRoundTrip(t *testing.T) {
 	t.Parallel()
-	in := sdkapi.Info{Kind: "csv-ledger", Tier: sdkapi.TierReacquiredState, NeedsBaseline: true, AbsenceNotProof: true, Description: "ledger files"}
+	in := sdk.Info{Kind: "csv-ledger", Tier: sdk.TierReacquiredState, NeedsBaseline: true, AbsenceNotProof: true, Description: "ledger files"}
 	got, versions := fromproto.Info(wire(t, toproto.GetInfoResponse(in, []string{"v1", "v2"})))
 	if diff := cmp.Diff(in, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -48,14 +48,14 @@ func TestConfigureRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		in   sdkapi.ConfigureRequest
+		in   sdk.ConfigureRequest
 	}{
-		{"full", sdkapi.ConfigureRequest{
+		{"full", sdk.ConfigureRequest{
 			Kind: "sql", Config: json.RawMessage(`{"sql_query":"SELECT 1"}`),
-			Params: map[string]string{"pid": "p1"}, Secrets: map[string]string{"password": "s3cret"},
+			Secrets:       map[string]string{"password": "s3cret"},
 			EffectTimeout: 1500 * time.Millisecond, APIVersion: "v1",
 		}},
-		{"empty maps come back empty, not nil", sdkapi.ConfigureRequest{Kind: "x", Params: map[string]string{}, Secrets: map[string]string{}}},
+		{"empty maps come back empty, not nil", sdk.ConfigureRequest{Kind: "x", Secrets: map[string]string{}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,28 +76,31 @@ func TestConfigureResponseRoundTrip(t *testing.T) {
 		want error
 	}{
 		{"accepted", nil, nil},
-		{"refusal keeps its path", &sdkapi.ConfigError{Path: "options.table", Message: "required"}, &sdkapi.ConfigError{Path: "options.table", Message: "required"}},
-		{"wrapped refusal", errors.Join(errors.New("context"), &sdkapi.ConfigError{Path: "a", Message: "b"}), &sdkapi.ConfigError{Path: "a", Message: "b"}},
-		{"any other error refuses without a path", errors.New("no"), &sdkapi.ConfigError{Message: "no"}},
+		{"refusal keeps its path", &sdk.ConfigError{Path: "options.table", Message: "required"}, &sdk.ConfigError{Path: "options.table", Message: "required"}},
+		{"wrapped refusal", errors.Join(errors.New("context"), &sdk.ConfigError{Path: "a", Message: "b"}), &sdk.ConfigError{Path: "a", Message: "b"}},
+		{"any other error refuses without a path", errors.New("no"), &sdk.ConfigError{Message: "no"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := fromproto.ConfigureResponse(wire(t, toproto.ConfigureResponse(tc.in)))
+			id, got := fromproto.ConfigureResponse(wire(t, toproto.ConfigureResponse("i1", tc.in)))
+			if (got == nil) != (id == "i1") {
+				t.Errorf("instance id %q with error %v", id, got)
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 	// A response that is neither ok nor carries a refusal is still a refusal.
-	if err := fromproto.ConfigureResponse(&adapterv1.ConfigureResponse{}); err == nil {
+	if _, err := fromproto.ConfigureResponse(&adapterv1.ConfigureResponse{}); err == nil {
 		t.Error("an empty ConfigureResponse was taken as accepted")
 	}
 }
 
 func TestTestResultRoundTrip(t *testing.T) {
 	t.Parallel()
-	in := sdkapi.TestResult{Reachable: true, Message: "ok", Warnings: []string{"role can write"}, Latency: 3 * time.Millisecond}
+	in := sdk.TestResult{Reachable: true, Message: "ok", Warnings: []string{"role can write"}, Latency: 3 * time.Millisecond}
 	if diff := cmp.Diff(in, fromproto.TestResult(wire(t, toproto.TestConnectionResponse(in)))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -105,11 +108,12 @@ func TestTestResultRoundTrip(t *testing.T) {
 
 func TestCaptureRequestRoundTrip(t *testing.T) {
 	t.Parallel()
-	in := sdkapi.CaptureRequest{
+	in := sdk.CaptureRequest{
 		CaptureID: "cap-1", EffectIndex: 2, Selector: map[string]string{"patient_id": "p1", "type": "Triage"},
 		IdentityField: "id", Timeout: 5 * time.Second, ContractHash: "sha256:ee92", EffectKind: "record_written",
+		Params: map[string]string{"patient_id": "p1"},
 	}
-	if diff := cmp.Diff(in, fromproto.CaptureRequest(wire(t, toproto.CaptureSpec(in)))); diff != "" {
+	if diff := cmp.Diff(in, fromproto.CaptureRequest(wire(t, toproto.CaptureSpec(in)), in.Params)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
@@ -120,14 +124,14 @@ func TestHeaderRoundTrip(t *testing.T) {
 	now := func() time.Time { return at }
 	tests := []struct {
 		name string
-		in   sdkapi.Capture
+		in   sdk.Capture
 		want fromproto.Header
 	}{
-		{"reachable", sdkapi.Capture{Reachable: true, At: at}, fromproto.Header{Reachable: true, At: at}},
-		{"zero time is now", sdkapi.Capture{Reachable: true}, fromproto.Header{Reachable: true, At: at}},
-		{"unreachable", sdkapi.Capture{Reason: "refused", At: at}, fromproto.Header{Reason: "refused", At: at}},
-		{"unreachable always says why", sdkapi.Capture{At: at}, fromproto.Header{Reason: "the adapter gave no reason", At: at}},
-		{"a reason on a reachable read is dropped", sdkapi.Capture{Reachable: true, Reason: "x", At: at}, fromproto.Header{Reachable: true, At: at}},
+		{"reachable", sdk.Capture{Reachable: true, At: at}, fromproto.Header{Reachable: true, At: at}},
+		{"zero time is now", sdk.Capture{Reachable: true}, fromproto.Header{Reachable: true, At: at}},
+		{"unreachable", sdk.Capture{Reason: "refused", At: at}, fromproto.Header{Reason: "refused", At: at}},
+		{"unreachable always says why", sdk.Capture{At: at}, fromproto.Header{Reason: "the adapter gave no reason", At: at}},
+		{"a reason on a reachable read is dropped", sdk.Capture{Reachable: true, Reason: "x", At: at}, fromproto.Header{Reachable: true, At: at}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,18 +148,18 @@ func TestRecordRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		in   sdkapi.Record
-		want sdkapi.Record
+		in   sdk.Record
+		want sdk.Record
 	}{
-		{"exact numbers keep their text", sdkapi.Record{"big": json.Number("12345678901234567890"), "dec": json.Number("0.10")},
-			sdkapi.Record{"big": json.Number("12345678901234567890"), "dec": json.Number("0.10")}},
-		{"int64 and float64 become json.Number", sdkapi.Record{"i": int64(math.MaxInt64), "f": 42.5, "one": 1.0},
-			sdkapi.Record{"i": json.Number("9223372036854775807"), "f": json.Number("42.5"), "one": json.Number("1")}},
-		{"strings, booleans and null", sdkapi.Record{"s": "Zoë \"q\" <b>", "t": true, "n": nil, "empty": ""},
-			sdkapi.Record{"s": "Zoë \"q\" <b>", "t": true, "n": nil, "empty": ""}},
-		{"nested values survive as JSON", sdkapi.Record{"o": map[string]any{"a": 1}},
-			sdkapi.Record{"o": map[string]any{"a": json.Number("1")}}},
-		{"empty record", sdkapi.Record{}, sdkapi.Record{}},
+		{"exact numbers keep their text", sdk.Record{"big": json.Number("12345678901234567890"), "dec": json.Number("0.10")},
+			sdk.Record{"big": json.Number("12345678901234567890"), "dec": json.Number("0.10")}},
+		{"int64 and float64 become json.Number", sdk.Record{"i": int64(math.MaxInt64), "f": 42.5, "one": 1.0},
+			sdk.Record{"i": json.Number("9223372036854775807"), "f": json.Number("42.5"), "one": json.Number("1")}},
+		{"strings, booleans and null", sdk.Record{"s": "Zoë \"q\" <b>", "t": true, "n": nil, "empty": ""},
+			sdk.Record{"s": "Zoë \"q\" <b>", "t": true, "n": nil, "empty": ""}},
+		{"nested values survive as JSON", sdk.Record{"o": map[string]any{"a": 1}},
+			sdk.Record{"o": map[string]any{"a": json.Number("1")}}},
+		{"empty record", sdk.Record{}, sdk.Record{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +181,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestRecordRefusals(t *testing.T) {
 	t.Parallel()
-	for _, in := range []sdkapi.Record{nil, {"nan": math.NaN()}, {"inf": math.Inf(1)}, {"bad": json.Number("1e")}} {
+	for _, in := range []sdk.Record{nil, {"nan": math.NaN()}, {"inf": math.Inf(1)}, {"bad": json.Number("1e")}} {
 		if b, err := toproto.Record(in); err == nil {
 			t.Errorf("toproto.Record(%v) = %s; want an error", in, b)
 		}
@@ -222,27 +226,28 @@ func TestBatcherBoundsCountAndBytes(t *testing.T) {
 func TestVerdictRoundTrip(t *testing.T) {
 	t.Parallel()
 	obs, exp := int64(2), int64(1)
-	in := sdkapi.VerdictRequest{
-		CaptureID: "c", EffectIndex: 1, ContractHash: "sha256:x", Verdict: sdkapi.VerdictRefuted,
-		Reasons:       []sdkapi.Reason{{Code: "COUNT_OVER", Message: "2 > 1"}},
-		ObservedCount: &obs, ExpectedCount: &exp, Tier: sdkapi.TierIndependentSystem,
+	in := sdk.VerdictRequest{
+		CaptureID: "c", EffectIndex: 1, ContractHash: "sha256:x", Verdict: sdk.VerdictRefuted,
+		Reasons:       []sdk.Reason{{Code: "COUNT_OVER", Message: "2 > 1"}},
+		ObservedCount: &obs, ExpectedCount: &exp, Tier: sdk.TierIndependentSystem,
+		Params: map[string]string{"patient_id": "p1"},
 	}
 	if diff := cmp.Diff(in, fromproto.VerdictRequest(wire(t, toproto.VerdictRequest(in)))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	in.ObservedCount, in.ExpectedCount, in.Verdict = nil, nil, sdkapi.VerdictIndeterminate
+	in.ObservedCount, in.ExpectedCount, in.Verdict = nil, nil, sdk.VerdictIndeterminate
 	if diff := cmp.Diff(in, fromproto.VerdictRequest(wire(t, toproto.VerdictRequest(in)))); diff != "" {
 		t.Errorf("nil counts (-want +got):\n%s", diff)
 	}
 
-	for _, d := range []sdkapi.Demotion{{}, {Verdict: sdkapi.VerdictIndeterminate, ReasonCode: "CACHED_PAGE", Message: "m"}} {
+	for _, d := range []sdk.Demotion{{}, {Verdict: sdk.VerdictIndeterminate, ReasonCode: "CACHED_PAGE", Message: "m"}} {
 		if diff := cmp.Diff(d, fromproto.Demotion(wire(t, toproto.VerdictResponse(d)))); diff != "" {
 			t.Errorf("demotion (-want +got):\n%s", diff)
 		}
 	}
 	// A demotion with a verdict the daemon cannot read is taken cautiously.
 	got := fromproto.Demotion(&adapterv1.VerdictResponse{Demotion: &adapterv1.Demotion{Verdict: 99, ReasonCode: "X"}})
-	if got.Verdict != sdkapi.VerdictIndeterminate {
+	if got.Verdict != sdk.VerdictIndeterminate {
 		t.Errorf("unknown demotion verdict = %q; want INDETERMINATE", got.Verdict)
 	}
 }

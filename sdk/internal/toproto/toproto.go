@@ -7,12 +7,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	adapterv1 "github.com/verifierd/verifierd/proto/verifierd/adapter/v1"
-	"github.com/verifierd/verifierd/sdk/internal/sdkapi"
+	"github.com/verifierd/verifierd/sdk"
+	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // GetInfoResponse describes an adapter speaking apiVersions.
-func GetInfoResponse(info sdkapi.Info, apiVersions []string) *adapterv1.GetInfoResponse {
+func GetInfoResponse(info sdk.Info, apiVersions []string) *adapterv1.GetInfoResponse {
 	return &adapterv1.GetInfoResponse{
 		Kind:            info.Kind,
 		ApiVersions:     apiVersions,
@@ -20,15 +20,16 @@ func GetInfoResponse(info sdkapi.Info, apiVersions []string) *adapterv1.GetInfoR
 		NeedsBaseline:   info.NeedsBaseline,
 		AbsenceNotProof: info.AbsenceNotProof,
 		Description:     info.Description,
+
+		MaxConcurrentCaptures: int32(max(0, info.MaxConcurrentCaptures)),
 	}
 }
 
 // ConfigureRequest converts the daemon's configure call.
-func ConfigureRequest(r sdkapi.ConfigureRequest) *adapterv1.ConfigureRequest {
+func ConfigureRequest(r sdk.ConfigureRequest) *adapterv1.ConfigureRequest {
 	return &adapterv1.ConfigureRequest{
 		Kind:          r.Kind,
 		ConfigJson:    r.Config,
-		Params:        r.Params,
 		Secrets:       r.Secrets,
 		EffectTimeout: Duration(r.EffectTimeout),
 		ApiVersion:    r.APIVersion,
@@ -36,20 +37,36 @@ func ConfigureRequest(r sdkapi.ConfigureRequest) *adapterv1.ConfigureRequest {
 }
 
 // ConfigureResponse turns an adapter's Configure result into the wire answer.
-// Every error is a refusal; a *sdkapi.ConfigError keeps its field path.
-func ConfigureResponse(err error) *adapterv1.ConfigureResponse {
+// Every error is a refusal; a *sdk.ConfigError keeps its field path.
+func ConfigureResponse(instanceID string, err error) *adapterv1.ConfigureResponse {
 	if err == nil {
-		return &adapterv1.ConfigureResponse{Ok: true}
+		return &adapterv1.ConfigureResponse{Ok: true, InstanceId: instanceID}
 	}
-	refusal := &adapterv1.ConfigRefusal{Message: err.Error()}
-	if ce, ok := errors.AsType[*sdkapi.ConfigError](err); ok {
-		refusal = &adapterv1.ConfigRefusal{Path: ce.Path, Message: ce.Message}
+	return &adapterv1.ConfigureResponse{Refusal: Refusal(err)}
+}
+
+// Refusal converts an error into a refusal; a *sdk.ConfigError keeps its
+// field path.
+func Refusal(err error) *adapterv1.ConfigRefusal {
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		return &adapterv1.ConfigRefusal{Path: ce.Path, Message: ce.Message}
 	}
-	return &adapterv1.ConfigureResponse{Refusal: refusal}
+	return &adapterv1.ConfigRefusal{Message: err.Error()}
+}
+
+// RefusalChunk opens (and, with a trailer of 0, is) a capture stream whose
+// run parameters could not be bound.
+func RefusalChunk(err error, now func() time.Time) *adapterv1.CaptureChunk {
+	h := &adapterv1.CaptureHeader{
+		UnreachableReason: "run parameters refused: " + err.Error(),
+		CapturedAt:        timestamppb.New(now()),
+		Refusal:           Refusal(err),
+	}
+	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Header{Header: h}}
 }
 
 // TestConnectionResponse converts a preflight result.
-func TestConnectionResponse(r sdkapi.TestResult) *adapterv1.TestConnectionResponse {
+func TestConnectionResponse(r sdk.TestResult) *adapterv1.TestConnectionResponse {
 	return &adapterv1.TestConnectionResponse{
 		Reachable: r.Reachable,
 		Message:   r.Message,
@@ -59,7 +76,7 @@ func TestConnectionResponse(r sdkapi.TestResult) *adapterv1.TestConnectionRespon
 }
 
 // CaptureSpec converts what the daemon asks an adapter to read.
-func CaptureSpec(r sdkapi.CaptureRequest) *adapterv1.CaptureSpec {
+func CaptureSpec(r sdk.CaptureRequest) *adapterv1.CaptureSpec {
 	return &adapterv1.CaptureSpec{
 		CaptureId:     r.CaptureID,
 		EffectIndex:   int32(r.EffectIndex),
@@ -72,7 +89,7 @@ func CaptureSpec(r sdkapi.CaptureRequest) *adapterv1.CaptureSpec {
 }
 
 // HeaderChunk opens a capture stream. A zero At becomes now.
-func HeaderChunk(c sdkapi.Capture, now func() time.Time) *adapterv1.CaptureChunk {
+func HeaderChunk(c sdk.Capture, now func() time.Time) *adapterv1.CaptureChunk {
 	at := c.At
 	if at.IsZero() {
 		at = now()
@@ -131,7 +148,7 @@ func (b *Batcher) Flush() [][]byte {
 }
 
 // VerdictRequest converts the daemon's verdict for a VerdictHook.
-func VerdictRequest(r sdkapi.VerdictRequest) *adapterv1.VerdictRequest {
+func VerdictRequest(r sdk.VerdictRequest) *adapterv1.VerdictRequest {
 	out := &adapterv1.VerdictRequest{
 		CaptureId:     r.CaptureID,
 		EffectIndex:   int32(r.EffectIndex),
@@ -140,6 +157,7 @@ func VerdictRequest(r sdkapi.VerdictRequest) *adapterv1.VerdictRequest {
 		ObservedCount: r.ObservedCount,
 		ExpectedCount: r.ExpectedCount,
 		Tier:          int32(r.Tier),
+		Params:        r.Params,
 	}
 	for _, reason := range r.Reasons {
 		out.Reasons = append(out.Reasons, &adapterv1.Reason{Code: reason.Code, Message: reason.Message})
@@ -148,7 +166,7 @@ func VerdictRequest(r sdkapi.VerdictRequest) *adapterv1.VerdictRequest {
 }
 
 // VerdictResponse converts a hook's answer; the zero Demotion is no demotion.
-func VerdictResponse(d sdkapi.Demotion) *adapterv1.VerdictResponse {
+func VerdictResponse(d sdk.Demotion) *adapterv1.VerdictResponse {
 	if d.IsZero() {
 		return &adapterv1.VerdictResponse{}
 	}
@@ -160,13 +178,13 @@ func VerdictResponse(d sdkapi.Demotion) *adapterv1.VerdictResponse {
 }
 
 // Verdict maps a verdict to its enum; anything unknown is UNSPECIFIED.
-func Verdict(v sdkapi.Verdict) adapterv1.Verdict {
+func Verdict(v sdk.Verdict) adapterv1.Verdict {
 	switch v {
-	case sdkapi.VerdictConfirmed:
+	case sdk.VerdictConfirmed:
 		return adapterv1.Verdict_VERDICT_CONFIRMED
-	case sdkapi.VerdictRefuted:
+	case sdk.VerdictRefuted:
 		return adapterv1.Verdict_VERDICT_REFUTED
-	case sdkapi.VerdictIndeterminate:
+	case sdk.VerdictIndeterminate:
 		return adapterv1.Verdict_VERDICT_INDETERMINATE
 	}
 	return adapterv1.Verdict_VERDICT_UNSPECIFIED

@@ -1,4 +1,4 @@
-package sdkapi
+package sdk
 
 import (
 	"bytes"
@@ -11,13 +11,13 @@ import (
 	"strings"
 )
 
-// DecodeConfig unmarshals an adapter's section into v (a pointer), with
+// decodeConfig unmarshals an adapter's section into v (a pointer), with
 // exact numbers (json.Number where v holds any). Unknown keys are refused at
 // any depth of v's structs, naming the key's path and the keys allowed
 // there; kind names the adapter in that message ("" leaves it out). The key
 // `kind` is always allowed at the top (the daemon may pass it along), and
 // when kind is given it must name it.
-func DecodeConfig(kind string, raw json.RawMessage, v any) error {
+func decodeConfig(kind string, raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
@@ -81,6 +81,9 @@ func checkKind(kind string, raw json.RawMessage) error {
 func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return nil // the type decodes (and refuses) its own keys, as Value does
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -194,3 +197,10 @@ func join(path, key string) string {
 	}
 	return path + "." + key
 }
+
+// DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
+// with exact numbers. The top-level key `kind` is ignored. A key that v's
+// structs have no field for is refused with a *ConfigError naming its dotted
+// path and the keys allowed there, at any depth. ConfigureRequest's
+// DecodeConfig method does the same and names the kind in the refusal.
+func DecodeConfig(raw json.RawMessage, v any) error { return decodeConfig("", raw, v) }

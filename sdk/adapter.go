@@ -1,4 +1,4 @@
-package sdkapi
+package sdk
 
 import (
 	"context"
@@ -12,12 +12,16 @@ import (
 
 // APIVersion is the in-band adapter API version this SDK speaks. GetInfo
 // lists it; the daemon picks a version both sides speak.
-const APIVersion = "v1"
+const APIVersion = "v2"
 
-// Adapter reads one kind of system of record for the daemon. The daemon calls
+// Adapter reads one kind of system of record for the daemon. One Adapter
+// value is one configured instance: the plugin builds one with its factory
+// for every Configure, and a process holds many of them. The daemon calls
 // Info, Configure once, Info again, then TestConnection and the captures any
-// number of times, possibly concurrently: implementations must be safe for
-// concurrent use after Configure returns.
+// number of times, possibly concurrently, each with the session's run
+// parameters: implementations must be safe for concurrent use after
+// Configure returns, and substitute the parameters per call (never keep
+// one call's parameters for the next).
 type Adapter interface {
 	// Info describes the adapter. It must not touch the system of record.
 	// The daemon asks before Configure and again after it: an adapter
@@ -27,16 +31,20 @@ type Adapter interface {
 	// (and, for a built-in kind, of the kind's floor): a configuration can
 	// weaken a tier, never strengthen it.
 	Info() Info
-	// Configure receives the deployment's section for this adapter. Return a
-	// *ConfigError to refuse it with the offending field's path. Do not
-	// connect here: a system of record that is down is reported by the
-	// captures, not by Configure.
+	// Configure receives the deployment's section for this adapter, without
+	// run parameters: check the {param} references' shape here, bind their
+	// values per call. Return a *ConfigError to refuse it with the offending
+	// field's path. Do not connect here: a system of record that is down is
+	// reported by the captures, not by Configure.
 	Configure(ctx context.Context, req ConfigureRequest) error
 	// TestConnection is a preflight. It may read and must never write. An
 	// unreachable system of record is TestResult.Reachable == false, not an
-	// error; return an error only for a fault in the adapter itself.
-	TestConnection(ctx context.Context) (TestResult, error)
-	// CaptureBefore reads the baseline before the automation acts.
+	// error; return an error only for a fault in the adapter itself, or a
+	// *ConfigError when req.Params cannot be bound into the read.
+	TestConnection(ctx context.Context, req TestRequest) (TestResult, error)
+	// CaptureBefore reads the baseline before the automation acts. A
+	// *ConfigError means req.Params cannot be bound into the read (missing,
+	// or a value that would reshape it); nothing was read.
 	CaptureBefore(ctx context.Context, req CaptureRequest) (Capture, error)
 	// CaptureAfter reads the system of record after the automation acted.
 	// It is called repeatedly while the daemon waits for settlement, so it
@@ -50,6 +58,15 @@ type Adapter interface {
 // ignores anything stronger than its own verdict.
 type VerdictHook interface {
 	Verdict(ctx context.Context, req VerdictRequest) (Demotion, error)
+}
+
+// ParamChecker is optionally implemented by an Adapter whose section has
+// {param} references: CheckParams binds params exactly as a call would,
+// without reading, and returns the *ConfigError that call would. The
+// daemon asks at Begin, so a missing or refused run parameter refuses the
+// session with its path before anything is read.
+type ParamChecker interface {
+	CheckParams(ctx context.Context, params map[string]string) error
 }
 
 // Tier is the independence of an adapter's reading mechanism from the surface
@@ -88,6 +105,9 @@ type Info struct {
 	AbsenceNotProof bool
 	// Description is one line for operators.
 	Description string
+	// MaxConcurrentCaptures bounds how many captures the daemon has in
+	// flight to one plugin process at once; 0 means the daemon's default.
+	MaxConcurrentCaptures int
 }
 
 // ConfigureRequest carries the deployment's section for one adapter.
@@ -96,8 +116,6 @@ type ConfigureRequest struct {
 	Kind string
 	// Config is the adapter's section as a JSON object, secrets removed.
 	Config json.RawMessage
-	// Params are the run's parameters.
-	Params map[string]string
 	// Secrets maps each secret slot to its resolved value. Never log them.
 	Secrets map[string]string
 	// EffectTimeout bounds one effect's settlement window.
@@ -111,7 +129,7 @@ type ConfigureRequest struct {
 // path, the kind, and the keys allowed there, instead of being ignored; a
 // section whose `kind` names another adapter is refused at kind.
 func (r ConfigureRequest) DecodeConfig(v any) error {
-	return DecodeConfig(r.Kind, r.Config, v)
+	return decodeConfig(r.Kind, r.Config, v)
 }
 
 // ConfigError refuses a configuration. Path names the field inside the
@@ -127,6 +145,13 @@ func (e *ConfigError) Error() string {
 		return e.Message
 	}
 	return e.Path + ": " + e.Message
+}
+
+// TestRequest is a preflight for one session's run parameters.
+type TestRequest struct {
+	// Params are the session's bound run parameters, for {param}
+	// references in the section.
+	Params map[string]string
 }
 
 // TestResult is the answer of a preflight.
@@ -159,6 +184,9 @@ type CaptureRequest struct {
 	ContractHash string
 	// EffectKind is record_written, field_equals or exact_new_set.
 	EffectKind string
+	// Params are the session's bound run parameters, for {param}
+	// references in the section. Bind them into this read only.
+	Params map[string]string
 }
 
 // Record is one flat record as a JSON object. Values are strings, numbers
@@ -229,6 +257,8 @@ type VerdictRequest struct {
 	ObservedCount *int64
 	ExpectedCount *int64
 	Tier          Tier
+	// Params are the session's bound run parameters.
+	Params map[string]string
 }
 
 // Demotion lowers a verdict. The zero Demotion leaves the verdict as it is.
@@ -243,8 +273,9 @@ func (d Demotion) IsZero() bool { return d.Verdict == "" }
 
 type loggerKey struct{}
 
-// WithLogger returns ctx carrying l; the SDK's server does this for every
-// call so that adapters log through Logger(ctx).
+// WithLogger returns ctx carrying l. The SDK's server (sdk/plugin) does
+// this for every call so that adapters log through Logger(ctx); tests may
+// too.
 func WithLogger(ctx context.Context, l hclog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey{}, l)
 }

@@ -1,10 +1,17 @@
 // The plugin contract between the verifierd daemon and one adapter
 // subprocess. The daemon is the client; the adapter serves AdapterService over
 // go-plugin's gRPC transport. Adapters are written against the Go SDK
-// (github.com/verifierd/verifierd/sdk), which hides these messages.
+// (github.com/verifierd/verifierd/sdk), which hides these messages; their Go
+// code is generated into sdk/internal/adapterpb.
+//
+// One plugin process serves many configured instances: Configure takes a
+// deployment section (no run parameters) and returns an instance id; every
+// later call names the instance and carries the session's bound run
+// parameters, which the adapter substitutes into its read per call. Release
+// drops an instance the daemon no longer needs.
 //
 // Versioning: the go-plugin protocol version changes only for a breaking
-// change. Inside one protocol version, GetInfo lists the API versions an
+// change (protocol 2 introduced instances and per-call parameters). Inside one protocol version, GetInfo lists the API versions an
 // adapter speaks ("v1") and the daemon picks one it also speaks. A new RPC is
 // additive: codes.Unimplemented from an older adapter means "not supported".
 //
@@ -94,8 +101,11 @@ type GetInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// API versions the daemon speaks, for the adapter's information.
 	DaemonApiVersions []string `protobuf:"bytes,1,rep,name=daemon_api_versions,json=daemonApiVersions,proto3" json:"daemon_api_versions,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// When set, describe this configured instance: a tier may depend on the
+	// configuration.
+	InstanceId    string `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetInfoRequest) Reset() {
@@ -135,6 +145,13 @@ func (x *GetInfoRequest) GetDaemonApiVersions() []string {
 	return nil
 }
 
+func (x *GetInfoRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
 type GetInfoResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The adapter kind, as written in a deployment's `kind:`.
@@ -150,9 +167,12 @@ type GetInfoResponse struct {
 	// screen): absence there is not proof that nothing was written.
 	AbsenceNotProof bool `protobuf:"varint,5,opt,name=absence_not_proof,json=absenceNotProof,proto3" json:"absence_not_proof,omitempty"`
 	// One line for operators.
-	Description   string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Description string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	// How many captures one process serves at once; the daemon never has
+	// more in flight to it. 0 means the daemon's default.
+	MaxConcurrentCaptures int32 `protobuf:"varint,7,opt,name=max_concurrent_captures,json=maxConcurrentCaptures,proto3" json:"max_concurrent_captures,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *GetInfoResponse) Reset() {
@@ -227,6 +247,13 @@ func (x *GetInfoResponse) GetDescription() string {
 	return ""
 }
 
+func (x *GetInfoResponse) GetMaxConcurrentCaptures() int32 {
+	if x != nil {
+		return x.MaxConcurrentCaptures
+	}
+	return 0
+}
+
 type ConfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The kind the deployment section names.
@@ -234,8 +261,6 @@ type ConfigureRequest struct {
 	// The deployment's section for this adapter as a JSON object, with every
 	// secret removed.
 	ConfigJson []byte `protobuf:"bytes,2,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
-	// The run's parameters.
-	Params map[string]string `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Secret slot -> resolved value. Sent only to the adapter that declared the
 	// slot; an adapter must never log or echo these.
 	Secrets map[string]string `protobuf:"bytes,4,rep,name=secrets,proto3" json:"secrets,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -292,13 +317,6 @@ func (x *ConfigureRequest) GetConfigJson() []byte {
 	return nil
 }
 
-func (x *ConfigureRequest) GetParams() map[string]string {
-	if x != nil {
-		return x.Params
-	}
-	return nil
-}
-
 func (x *ConfigureRequest) GetSecrets() map[string]string {
 	if x != nil {
 		return x.Secrets
@@ -326,7 +344,9 @@ type ConfigureResponse struct {
 	// set.
 	Ok bool `protobuf:"varint,1,opt,name=ok,proto3" json:"ok,omitempty"`
 	// Why the configuration was refused.
-	Refusal       *ConfigRefusal `protobuf:"bytes,2,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	Refusal *ConfigRefusal `protobuf:"bytes,2,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// The configured instance, named by every later call. Set when ok.
+	InstanceId    string `protobuf:"bytes,3,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -375,6 +395,191 @@ func (x *ConfigureResponse) GetRefusal() *ConfigRefusal {
 	return nil
 }
 
+func (x *ConfigureResponse) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+type CheckParamsRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId string                 `protobuf:"bytes,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The session's bound run parameters.
+	Params        map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckParamsRequest) Reset() {
+	*x = CheckParamsRequest{}
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckParamsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckParamsRequest) ProtoMessage() {}
+
+func (x *CheckParamsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckParamsRequest.ProtoReflect.Descriptor instead.
+func (*CheckParamsRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CheckParamsRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *CheckParamsRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+type CheckParamsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the parameters cannot be bound; unset means they bind.
+	Refusal       *ConfigRefusal `protobuf:"bytes,1,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckParamsResponse) Reset() {
+	*x = CheckParamsResponse{}
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckParamsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckParamsResponse) ProtoMessage() {}
+
+func (x *CheckParamsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckParamsResponse.ProtoReflect.Descriptor instead.
+func (*CheckParamsResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CheckParamsResponse) GetRefusal() *ConfigRefusal {
+	if x != nil {
+		return x.Refusal
+	}
+	return nil
+}
+
+type ReleaseRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId    string                 `protobuf:"bytes,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseRequest) Reset() {
+	*x = ReleaseRequest{}
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseRequest) ProtoMessage() {}
+
+func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReleaseRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+type ReleaseResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseResponse) Reset() {
+	*x = ReleaseResponse{}
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseResponse) ProtoMessage() {}
+
+func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{7}
+}
+
 // ConfigRefusal names the offending field so an operator can fix it.
 type ConfigRefusal struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -388,7 +593,7 @@ type ConfigRefusal struct {
 
 func (x *ConfigRefusal) Reset() {
 	*x = ConfigRefusal{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[4]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +605,7 @@ func (x *ConfigRefusal) String() string {
 func (*ConfigRefusal) ProtoMessage() {}
 
 func (x *ConfigRefusal) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[4]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +618,7 @@ func (x *ConfigRefusal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigRefusal.ProtoReflect.Descriptor instead.
 func (*ConfigRefusal) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{4}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ConfigRefusal) GetPath() string {
@@ -431,14 +636,18 @@ func (x *ConfigRefusal) GetMessage() string {
 }
 
 type TestConnectionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configured instance.
+	InstanceId string `protobuf:"bytes,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The session's bound run parameters, for {param} references.
+	Params        map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestConnectionRequest) Reset() {
 	*x = TestConnectionRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[5]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -450,7 +659,7 @@ func (x *TestConnectionRequest) String() string {
 func (*TestConnectionRequest) ProtoMessage() {}
 
 func (x *TestConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[5]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -463,7 +672,21 @@ func (x *TestConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestConnectionRequest.ProtoReflect.Descriptor instead.
 func (*TestConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{5}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TestConnectionRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *TestConnectionRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
 }
 
 type TestConnectionResponse struct {
@@ -475,14 +698,17 @@ type TestConnectionResponse struct {
 	// Things that work but will hurt later (e.g. a writable role).
 	Warnings []string `protobuf:"bytes,3,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// Round-trip time of the probe.
-	Latency       *durationpb.Duration `protobuf:"bytes,4,opt,name=latency,proto3" json:"latency,omitempty"`
+	Latency *durationpb.Duration `protobuf:"bytes,4,opt,name=latency,proto3" json:"latency,omitempty"`
+	// Set when the run parameters cannot be bound into the configured read
+	// (missing, or a value the adapter refuses); nothing was read.
+	Refusal       *ConfigRefusal `protobuf:"bytes,5,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestConnectionResponse) Reset() {
 	*x = TestConnectionResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[6]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +720,7 @@ func (x *TestConnectionResponse) String() string {
 func (*TestConnectionResponse) ProtoMessage() {}
 
 func (x *TestConnectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[6]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +733,7 @@ func (x *TestConnectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestConnectionResponse.ProtoReflect.Descriptor instead.
 func (*TestConnectionResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{6}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TestConnectionResponse) GetReachable() bool {
@@ -538,6 +764,13 @@ func (x *TestConnectionResponse) GetLatency() *durationpb.Duration {
 	return nil
 }
 
+func (x *TestConnectionResponse) GetRefusal() *ConfigRefusal {
+	if x != nil {
+		return x.Refusal
+	}
+	return nil
+}
+
 // CaptureSpec tells the adapter what to read for one effect.
 type CaptureSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -562,7 +795,7 @@ type CaptureSpec struct {
 
 func (x *CaptureSpec) Reset() {
 	*x = CaptureSpec{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[7]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -574,7 +807,7 @@ func (x *CaptureSpec) String() string {
 func (*CaptureSpec) ProtoMessage() {}
 
 func (x *CaptureSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[7]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -587,7 +820,7 @@ func (x *CaptureSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureSpec.ProtoReflect.Descriptor instead.
 func (*CaptureSpec) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{7}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CaptureSpec) GetCaptureId() string {
@@ -640,15 +873,19 @@ func (x *CaptureSpec) GetEffectKind() string {
 }
 
 type CaptureBeforeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Spec          *CaptureSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *CaptureSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The configured instance.
+	InstanceId string `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The session's bound run parameters, for {param} references.
+	Params        map[string]string `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CaptureBeforeRequest) Reset() {
 	*x = CaptureBeforeRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[8]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +897,7 @@ func (x *CaptureBeforeRequest) String() string {
 func (*CaptureBeforeRequest) ProtoMessage() {}
 
 func (x *CaptureBeforeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[8]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,12 +910,26 @@ func (x *CaptureBeforeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureBeforeRequest.ProtoReflect.Descriptor instead.
 func (*CaptureBeforeRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{8}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CaptureBeforeRequest) GetSpec() *CaptureSpec {
 	if x != nil {
 		return x.Spec
+	}
+	return nil
+}
+
+func (x *CaptureBeforeRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *CaptureBeforeRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
 	}
 	return nil
 }
@@ -692,7 +943,7 @@ type CaptureBeforeResponse struct {
 
 func (x *CaptureBeforeResponse) Reset() {
 	*x = CaptureBeforeResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[9]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +955,7 @@ func (x *CaptureBeforeResponse) String() string {
 func (*CaptureBeforeResponse) ProtoMessage() {}
 
 func (x *CaptureBeforeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[9]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +968,7 @@ func (x *CaptureBeforeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureBeforeResponse.ProtoReflect.Descriptor instead.
 func (*CaptureBeforeResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{9}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CaptureBeforeResponse) GetChunk() *CaptureChunk {
@@ -728,15 +979,19 @@ func (x *CaptureBeforeResponse) GetChunk() *CaptureChunk {
 }
 
 type CaptureAfterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Spec          *CaptureSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *CaptureSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	// The configured instance.
+	InstanceId string `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The session's bound run parameters, for {param} references.
+	Params        map[string]string `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CaptureAfterRequest) Reset() {
 	*x = CaptureAfterRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[10]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +1003,7 @@ func (x *CaptureAfterRequest) String() string {
 func (*CaptureAfterRequest) ProtoMessage() {}
 
 func (x *CaptureAfterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[10]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,12 +1016,26 @@ func (x *CaptureAfterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureAfterRequest.ProtoReflect.Descriptor instead.
 func (*CaptureAfterRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{10}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CaptureAfterRequest) GetSpec() *CaptureSpec {
 	if x != nil {
 		return x.Spec
+	}
+	return nil
+}
+
+func (x *CaptureAfterRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *CaptureAfterRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
 	}
 	return nil
 }
@@ -780,7 +1049,7 @@ type CaptureAfterResponse struct {
 
 func (x *CaptureAfterResponse) Reset() {
 	*x = CaptureAfterResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[11]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +1061,7 @@ func (x *CaptureAfterResponse) String() string {
 func (*CaptureAfterResponse) ProtoMessage() {}
 
 func (x *CaptureAfterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[11]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +1074,7 @@ func (x *CaptureAfterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureAfterResponse.ProtoReflect.Descriptor instead.
 func (*CaptureAfterResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{11}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CaptureAfterResponse) GetChunk() *CaptureChunk {
@@ -833,7 +1102,7 @@ type CaptureChunk struct {
 
 func (x *CaptureChunk) Reset() {
 	*x = CaptureChunk{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +1114,7 @@ func (x *CaptureChunk) String() string {
 func (*CaptureChunk) ProtoMessage() {}
 
 func (x *CaptureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +1127,7 @@ func (x *CaptureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureChunk.ProtoReflect.Descriptor instead.
 func (*CaptureChunk) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{12}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CaptureChunk) GetChunk() isCaptureChunk_Chunk {
@@ -925,14 +1194,18 @@ type CaptureHeader struct {
 	// Why it was unreachable, without secrets.
 	UnreachableReason string `protobuf:"bytes,2,opt,name=unreachable_reason,json=unreachableReason,proto3" json:"unreachable_reason,omitempty"`
 	// When the read was taken, by the adapter's clock.
-	CapturedAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=captured_at,json=capturedAt,proto3" json:"captured_at,omitempty"`
+	CapturedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=captured_at,json=capturedAt,proto3" json:"captured_at,omitempty"`
+	// Set when the run parameters cannot be bound into the configured read
+	// (missing, or a value the adapter refuses); nothing was read, reachable
+	// is false and the stream carries no records.
+	Refusal       *ConfigRefusal `protobuf:"bytes,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CaptureHeader) Reset() {
 	*x = CaptureHeader{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1217,7 @@ func (x *CaptureHeader) String() string {
 func (*CaptureHeader) ProtoMessage() {}
 
 func (x *CaptureHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1230,7 @@ func (x *CaptureHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureHeader.ProtoReflect.Descriptor instead.
 func (*CaptureHeader) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{13}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CaptureHeader) GetReachable() bool {
@@ -981,6 +1254,13 @@ func (x *CaptureHeader) GetCapturedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CaptureHeader) GetRefusal() *ConfigRefusal {
+	if x != nil {
+		return x.Refusal
+	}
+	return nil
+}
+
 // RecordBatch carries part of a read set. A batch never holds the whole set
 // of a large read: senders cap it at 1000 records and 1 MiB.
 type RecordBatch struct {
@@ -994,7 +1274,7 @@ type RecordBatch struct {
 
 func (x *RecordBatch) Reset() {
 	*x = RecordBatch{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1286,7 @@ func (x *RecordBatch) String() string {
 func (*RecordBatch) ProtoMessage() {}
 
 func (x *RecordBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1299,7 @@ func (x *RecordBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBatch.ProtoReflect.Descriptor instead.
 func (*RecordBatch) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{14}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RecordBatch) GetRecordsJson() [][]byte {
@@ -1040,7 +1320,7 @@ type CaptureTrailer struct {
 
 func (x *CaptureTrailer) Reset() {
 	*x = CaptureTrailer{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1332,7 @@ func (x *CaptureTrailer) String() string {
 func (*CaptureTrailer) ProtoMessage() {}
 
 func (x *CaptureTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1345,7 @@ func (x *CaptureTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureTrailer.ProtoReflect.Descriptor instead.
 func (*CaptureTrailer) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{15}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CaptureTrailer) GetRecordCount() int64 {
@@ -1086,7 +1366,7 @@ type Reason struct {
 
 func (x *Reason) Reset() {
 	*x = Reason{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1378,7 @@ func (x *Reason) String() string {
 func (*Reason) ProtoMessage() {}
 
 func (x *Reason) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1391,7 @@ func (x *Reason) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reason.ProtoReflect.Descriptor instead.
 func (*Reason) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{16}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Reason) GetCode() string {
@@ -1140,14 +1420,18 @@ type VerdictRequest struct {
 	ObservedCount *int64 `protobuf:"varint,6,opt,name=observed_count,json=observedCount,proto3,oneof" json:"observed_count,omitempty"`
 	ExpectedCount *int64 `protobuf:"varint,7,opt,name=expected_count,json=expectedCount,proto3,oneof" json:"expected_count,omitempty"`
 	// The tier the verdict was given at.
-	Tier          int32 `protobuf:"varint,8,opt,name=tier,proto3" json:"tier,omitempty"`
+	Tier int32 `protobuf:"varint,8,opt,name=tier,proto3" json:"tier,omitempty"`
+	// The configured instance.
+	InstanceId string `protobuf:"bytes,9,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// The session's bound run parameters.
+	Params        map[string]string `protobuf:"bytes,10,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VerdictRequest) Reset() {
 	*x = VerdictRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1443,7 @@ func (x *VerdictRequest) String() string {
 func (*VerdictRequest) ProtoMessage() {}
 
 func (x *VerdictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1456,7 @@ func (x *VerdictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRequest.ProtoReflect.Descriptor instead.
 func (*VerdictRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{17}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *VerdictRequest) GetCaptureId() string {
@@ -1231,6 +1515,20 @@ func (x *VerdictRequest) GetTier() int32 {
 	return 0
 }
 
+func (x *VerdictRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *VerdictRequest) GetParams() map[string]string {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
 type VerdictResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unset: the verdict stands.
@@ -1241,7 +1539,7 @@ type VerdictResponse struct {
 
 func (x *VerdictResponse) Reset() {
 	*x = VerdictResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1551,7 @@ func (x *VerdictResponse) String() string {
 func (*VerdictResponse) ProtoMessage() {}
 
 func (x *VerdictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1564,7 @@ func (x *VerdictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictResponse.ProtoReflect.Descriptor instead.
 func (*VerdictResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{18}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *VerdictResponse) GetDemotion() *Demotion {
@@ -1290,7 +1588,7 @@ type Demotion struct {
 
 func (x *Demotion) Reset() {
 	*x = Demotion{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1302,7 +1600,7 @@ func (x *Demotion) String() string {
 func (*Demotion) ProtoMessage() {}
 
 func (x *Demotion) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1315,7 +1613,7 @@ func (x *Demotion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Demotion.ProtoReflect.Descriptor instead.
 func (*Demotion) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{19}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Demotion) GetVerdict() Verdict {
@@ -1343,43 +1641,64 @@ var File_verifierd_adapter_v1_adapter_proto protoreflect.FileDescriptor
 
 const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\n" +
-	"\"verifierd/adapter/v1/adapter.proto\x12\x14verifierd.adapter.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"@\n" +
+	"\"verifierd/adapter/v1/adapter.proto\x12\x14verifierd.adapter.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"a\n" +
 	"\x0eGetInfoRequest\x12.\n" +
-	"\x13daemon_api_versions\x18\x01 \x03(\tR\x11daemonApiVersions\"\xd1\x01\n" +
+	"\x13daemon_api_versions\x18\x01 \x03(\tR\x11daemonApiVersions\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\"\x89\x02\n" +
 	"\x0fGetInfoResponse\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12!\n" +
 	"\fapi_versions\x18\x02 \x03(\tR\vapiVersions\x12\x12\n" +
 	"\x04tier\x18\x03 \x01(\x05R\x04tier\x12%\n" +
 	"\x0eneeds_baseline\x18\x04 \x01(\bR\rneedsBaseline\x12*\n" +
 	"\x11absence_not_proof\x18\x05 \x01(\bR\x0fabsenceNotProof\x12 \n" +
-	"\vdescription\x18\x06 \x01(\tR\vdescription\"\xbc\x03\n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\x126\n" +
+	"\x17max_concurrent_captures\x18\a \x01(\x05R\x15maxConcurrentCaptures\"\xc3\x02\n" +
 	"\x10ConfigureRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
 	"\vconfig_json\x18\x02 \x01(\fR\n" +
-	"configJson\x12J\n" +
-	"\x06params\x18\x03 \x03(\v22.verifierd.adapter.v1.ConfigureRequest.ParamsEntryR\x06params\x12M\n" +
+	"configJson\x12M\n" +
 	"\asecrets\x18\x04 \x03(\v23.verifierd.adapter.v1.ConfigureRequest.SecretsEntryR\asecrets\x12@\n" +
 	"\x0eeffect_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\reffectTimeout\x12\x1f\n" +
 	"\vapi_version\x18\x06 \x01(\tR\n" +
-	"apiVersion\x1a9\n" +
-	"\vParamsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"apiVersion\x1a:\n" +
 	"\fSecretsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01J\x04\b\x03\x10\x04R\x06params\"\x83\x01\n" +
 	"\x11ConfigureResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12=\n" +
-	"\arefusal\x18\x02 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"=\n" +
+	"\arefusal\x18\x02 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\x12\x1f\n" +
+	"\vinstance_id\x18\x03 \x01(\tR\n" +
+	"instanceId\"\xbe\x01\n" +
+	"\x12CheckParamsRequest\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\tR\n" +
+	"instanceId\x12L\n" +
+	"\x06params\x18\x02 \x03(\v24.verifierd.adapter.v1.CheckParamsRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"T\n" +
+	"\x13CheckParamsResponse\x12=\n" +
+	"\arefusal\x18\x01 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"1\n" +
+	"\x0eReleaseRequest\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\tR\n" +
+	"instanceId\"\x11\n" +
+	"\x0fReleaseResponse\"=\n" +
 	"\rConfigRefusal\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x17\n" +
-	"\x15TestConnectionRequest\"\xa1\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xc4\x01\n" +
+	"\x15TestConnectionRequest\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\tR\n" +
+	"instanceId\x12O\n" +
+	"\x06params\x18\x02 \x03(\v27.verifierd.adapter.v1.TestConnectionRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe0\x01\n" +
 	"\x16TestConnectionResponse\x12\x1c\n" +
 	"\treachable\x18\x01 \x01(\bR\treachable\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1a\n" +
 	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x123\n" +
-	"\alatency\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\alatency\"\xfb\x02\n" +
+	"\alatency\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\alatency\x12=\n" +
+	"\arefusal\x18\x05 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"\xfb\x02\n" +
 	"\vCaptureSpec\x12\x1d\n" +
 	"\n" +
 	"capture_id\x18\x01 \x01(\tR\tcaptureId\x12!\n" +
@@ -1392,32 +1711,45 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"effectKind\x1a;\n" +
 	"\rSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf9\x01\n" +
 	"\x14CaptureBeforeRequest\x125\n" +
-	"\x04spec\x18\x01 \x01(\v2!.verifierd.adapter.v1.CaptureSpecR\x04spec\"Q\n" +
+	"\x04spec\x18\x01 \x01(\v2!.verifierd.adapter.v1.CaptureSpecR\x04spec\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12N\n" +
+	"\x06params\x18\x03 \x03(\v26.verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"Q\n" +
 	"\x15CaptureBeforeResponse\x128\n" +
-	"\x05chunk\x18\x01 \x01(\v2\".verifierd.adapter.v1.CaptureChunkR\x05chunk\"L\n" +
+	"\x05chunk\x18\x01 \x01(\v2\".verifierd.adapter.v1.CaptureChunkR\x05chunk\"\xf7\x01\n" +
 	"\x13CaptureAfterRequest\x125\n" +
-	"\x04spec\x18\x01 \x01(\v2!.verifierd.adapter.v1.CaptureSpecR\x04spec\"P\n" +
+	"\x04spec\x18\x01 \x01(\v2!.verifierd.adapter.v1.CaptureSpecR\x04spec\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12M\n" +
+	"\x06params\x18\x03 \x03(\v25.verifierd.adapter.v1.CaptureAfterRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"P\n" +
 	"\x14CaptureAfterResponse\x128\n" +
 	"\x05chunk\x18\x01 \x01(\v2\".verifierd.adapter.v1.CaptureChunkR\x05chunk\"\xd3\x01\n" +
 	"\fCaptureChunk\x12=\n" +
 	"\x06header\x18\x01 \x01(\v2#.verifierd.adapter.v1.CaptureHeaderH\x00R\x06header\x129\n" +
 	"\x05batch\x18\x02 \x01(\v2!.verifierd.adapter.v1.RecordBatchH\x00R\x05batch\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.verifierd.adapter.v1.CaptureTrailerH\x00R\atrailerB\a\n" +
-	"\x05chunk\"\x99\x01\n" +
+	"\x05chunk\"\xd8\x01\n" +
 	"\rCaptureHeader\x12\x1c\n" +
 	"\treachable\x18\x01 \x01(\bR\treachable\x12-\n" +
 	"\x12unreachable_reason\x18\x02 \x01(\tR\x11unreachableReason\x12;\n" +
 	"\vcaptured_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"capturedAt\"0\n" +
+	"capturedAt\x12=\n" +
+	"\arefusal\x18\x04 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"0\n" +
 	"\vRecordBatch\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\"3\n" +
 	"\x0eCaptureTrailer\x12!\n" +
 	"\frecord_count\x18\x01 \x01(\x03R\vrecordCount\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xfa\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa0\x04\n" +
 	"\x0eVerdictRequest\x12\x1d\n" +
 	"\n" +
 	"capture_id\x18\x01 \x01(\tR\tcaptureId\x12!\n" +
@@ -1427,7 +1759,14 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\areasons\x18\x05 \x03(\v2\x1c.verifierd.adapter.v1.ReasonR\areasons\x12*\n" +
 	"\x0eobserved_count\x18\x06 \x01(\x03H\x00R\robservedCount\x88\x01\x01\x12*\n" +
 	"\x0eexpected_count\x18\a \x01(\x03H\x01R\rexpectedCount\x88\x01\x01\x12\x12\n" +
-	"\x04tier\x18\b \x01(\x05R\x04tierB\x11\n" +
+	"\x04tier\x18\b \x01(\x05R\x04tier\x12\x1f\n" +
+	"\vinstance_id\x18\t \x01(\tR\n" +
+	"instanceId\x12H\n" +
+	"\x06params\x18\n" +
+	" \x03(\v20.verifierd.adapter.v1.VerdictRequest.ParamsEntryR\x06params\x1a9\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x11\n" +
 	"\x0f_observed_countB\x11\n" +
 	"\x0f_expected_count\"M\n" +
 	"\x0fVerdictResponse\x12:\n" +
@@ -1441,14 +1780,16 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11VERDICT_CONFIRMED\x10\x01\x12\x13\n" +
 	"\x0fVERDICT_REFUTED\x10\x02\x12\x19\n" +
-	"\x15VERDICT_INDETERMINATE\x10\x032\xe0\x04\n" +
+	"\x15VERDICT_INDETERMINATE\x10\x032\x9c\x06\n" +
 	"\x0eAdapterService\x12V\n" +
 	"\aGetInfo\x12$.verifierd.adapter.v1.GetInfoRequest\x1a%.verifierd.adapter.v1.GetInfoResponse\x12\\\n" +
-	"\tConfigure\x12&.verifierd.adapter.v1.ConfigureRequest\x1a'.verifierd.adapter.v1.ConfigureResponse\x12k\n" +
+	"\tConfigure\x12&.verifierd.adapter.v1.ConfigureRequest\x1a'.verifierd.adapter.v1.ConfigureResponse\x12b\n" +
+	"\vCheckParams\x12(.verifierd.adapter.v1.CheckParamsRequest\x1a).verifierd.adapter.v1.CheckParamsResponse\x12V\n" +
+	"\aRelease\x12$.verifierd.adapter.v1.ReleaseRequest\x1a%.verifierd.adapter.v1.ReleaseResponse\x12k\n" +
 	"\x0eTestConnection\x12+.verifierd.adapter.v1.TestConnectionRequest\x1a,.verifierd.adapter.v1.TestConnectionResponse\x12j\n" +
 	"\rCaptureBefore\x12*.verifierd.adapter.v1.CaptureBeforeRequest\x1a+.verifierd.adapter.v1.CaptureBeforeResponse0\x01\x12g\n" +
 	"\fCaptureAfter\x12).verifierd.adapter.v1.CaptureAfterRequest\x1a*.verifierd.adapter.v1.CaptureAfterResponse0\x01\x12V\n" +
-	"\aVerdict\x12$.verifierd.adapter.v1.VerdictRequest\x1a%.verifierd.adapter.v1.VerdictResponseBEZCgithub.com/verifierd/verifierd/proto/verifierd/adapter/v1;adapterv1b\x06proto3"
+	"\aVerdict\x12$.verifierd.adapter.v1.VerdictRequest\x1a%.verifierd.adapter.v1.VerdictResponseBAZ?github.com/verifierd/verifierd/sdk/internal/adapterpb;adapterv1b\x06proto3"
 
 var (
 	file_verifierd_adapter_v1_adapter_proto_rawDescOnce sync.Once
@@ -1463,72 +1804,91 @@ func file_verifierd_adapter_v1_adapter_proto_rawDescGZIP() []byte {
 }
 
 var file_verifierd_adapter_v1_adapter_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_verifierd_adapter_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_verifierd_adapter_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_verifierd_adapter_v1_adapter_proto_goTypes = []any{
 	(Verdict)(0),                   // 0: verifierd.adapter.v1.Verdict
 	(*GetInfoRequest)(nil),         // 1: verifierd.adapter.v1.GetInfoRequest
 	(*GetInfoResponse)(nil),        // 2: verifierd.adapter.v1.GetInfoResponse
 	(*ConfigureRequest)(nil),       // 3: verifierd.adapter.v1.ConfigureRequest
 	(*ConfigureResponse)(nil),      // 4: verifierd.adapter.v1.ConfigureResponse
-	(*ConfigRefusal)(nil),          // 5: verifierd.adapter.v1.ConfigRefusal
-	(*TestConnectionRequest)(nil),  // 6: verifierd.adapter.v1.TestConnectionRequest
-	(*TestConnectionResponse)(nil), // 7: verifierd.adapter.v1.TestConnectionResponse
-	(*CaptureSpec)(nil),            // 8: verifierd.adapter.v1.CaptureSpec
-	(*CaptureBeforeRequest)(nil),   // 9: verifierd.adapter.v1.CaptureBeforeRequest
-	(*CaptureBeforeResponse)(nil),  // 10: verifierd.adapter.v1.CaptureBeforeResponse
-	(*CaptureAfterRequest)(nil),    // 11: verifierd.adapter.v1.CaptureAfterRequest
-	(*CaptureAfterResponse)(nil),   // 12: verifierd.adapter.v1.CaptureAfterResponse
-	(*CaptureChunk)(nil),           // 13: verifierd.adapter.v1.CaptureChunk
-	(*CaptureHeader)(nil),          // 14: verifierd.adapter.v1.CaptureHeader
-	(*RecordBatch)(nil),            // 15: verifierd.adapter.v1.RecordBatch
-	(*CaptureTrailer)(nil),         // 16: verifierd.adapter.v1.CaptureTrailer
-	(*Reason)(nil),                 // 17: verifierd.adapter.v1.Reason
-	(*VerdictRequest)(nil),         // 18: verifierd.adapter.v1.VerdictRequest
-	(*VerdictResponse)(nil),        // 19: verifierd.adapter.v1.VerdictResponse
-	(*Demotion)(nil),               // 20: verifierd.adapter.v1.Demotion
-	nil,                            // 21: verifierd.adapter.v1.ConfigureRequest.ParamsEntry
-	nil,                            // 22: verifierd.adapter.v1.ConfigureRequest.SecretsEntry
-	nil,                            // 23: verifierd.adapter.v1.CaptureSpec.SelectorEntry
-	(*durationpb.Duration)(nil),    // 24: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 25: google.protobuf.Timestamp
+	(*CheckParamsRequest)(nil),     // 5: verifierd.adapter.v1.CheckParamsRequest
+	(*CheckParamsResponse)(nil),    // 6: verifierd.adapter.v1.CheckParamsResponse
+	(*ReleaseRequest)(nil),         // 7: verifierd.adapter.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),        // 8: verifierd.adapter.v1.ReleaseResponse
+	(*ConfigRefusal)(nil),          // 9: verifierd.adapter.v1.ConfigRefusal
+	(*TestConnectionRequest)(nil),  // 10: verifierd.adapter.v1.TestConnectionRequest
+	(*TestConnectionResponse)(nil), // 11: verifierd.adapter.v1.TestConnectionResponse
+	(*CaptureSpec)(nil),            // 12: verifierd.adapter.v1.CaptureSpec
+	(*CaptureBeforeRequest)(nil),   // 13: verifierd.adapter.v1.CaptureBeforeRequest
+	(*CaptureBeforeResponse)(nil),  // 14: verifierd.adapter.v1.CaptureBeforeResponse
+	(*CaptureAfterRequest)(nil),    // 15: verifierd.adapter.v1.CaptureAfterRequest
+	(*CaptureAfterResponse)(nil),   // 16: verifierd.adapter.v1.CaptureAfterResponse
+	(*CaptureChunk)(nil),           // 17: verifierd.adapter.v1.CaptureChunk
+	(*CaptureHeader)(nil),          // 18: verifierd.adapter.v1.CaptureHeader
+	(*RecordBatch)(nil),            // 19: verifierd.adapter.v1.RecordBatch
+	(*CaptureTrailer)(nil),         // 20: verifierd.adapter.v1.CaptureTrailer
+	(*Reason)(nil),                 // 21: verifierd.adapter.v1.Reason
+	(*VerdictRequest)(nil),         // 22: verifierd.adapter.v1.VerdictRequest
+	(*VerdictResponse)(nil),        // 23: verifierd.adapter.v1.VerdictResponse
+	(*Demotion)(nil),               // 24: verifierd.adapter.v1.Demotion
+	nil,                            // 25: verifierd.adapter.v1.ConfigureRequest.SecretsEntry
+	nil,                            // 26: verifierd.adapter.v1.CheckParamsRequest.ParamsEntry
+	nil,                            // 27: verifierd.adapter.v1.TestConnectionRequest.ParamsEntry
+	nil,                            // 28: verifierd.adapter.v1.CaptureSpec.SelectorEntry
+	nil,                            // 29: verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntry
+	nil,                            // 30: verifierd.adapter.v1.CaptureAfterRequest.ParamsEntry
+	nil,                            // 31: verifierd.adapter.v1.VerdictRequest.ParamsEntry
+	(*durationpb.Duration)(nil),    // 32: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 33: google.protobuf.Timestamp
 }
 var file_verifierd_adapter_v1_adapter_proto_depIdxs = []int32{
-	21, // 0: verifierd.adapter.v1.ConfigureRequest.params:type_name -> verifierd.adapter.v1.ConfigureRequest.ParamsEntry
-	22, // 1: verifierd.adapter.v1.ConfigureRequest.secrets:type_name -> verifierd.adapter.v1.ConfigureRequest.SecretsEntry
-	24, // 2: verifierd.adapter.v1.ConfigureRequest.effect_timeout:type_name -> google.protobuf.Duration
-	5,  // 3: verifierd.adapter.v1.ConfigureResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
-	24, // 4: verifierd.adapter.v1.TestConnectionResponse.latency:type_name -> google.protobuf.Duration
-	23, // 5: verifierd.adapter.v1.CaptureSpec.selector:type_name -> verifierd.adapter.v1.CaptureSpec.SelectorEntry
-	24, // 6: verifierd.adapter.v1.CaptureSpec.timeout:type_name -> google.protobuf.Duration
-	8,  // 7: verifierd.adapter.v1.CaptureBeforeRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
-	13, // 8: verifierd.adapter.v1.CaptureBeforeResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
-	8,  // 9: verifierd.adapter.v1.CaptureAfterRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
-	13, // 10: verifierd.adapter.v1.CaptureAfterResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
-	14, // 11: verifierd.adapter.v1.CaptureChunk.header:type_name -> verifierd.adapter.v1.CaptureHeader
-	15, // 12: verifierd.adapter.v1.CaptureChunk.batch:type_name -> verifierd.adapter.v1.RecordBatch
-	16, // 13: verifierd.adapter.v1.CaptureChunk.trailer:type_name -> verifierd.adapter.v1.CaptureTrailer
-	25, // 14: verifierd.adapter.v1.CaptureHeader.captured_at:type_name -> google.protobuf.Timestamp
-	0,  // 15: verifierd.adapter.v1.VerdictRequest.verdict:type_name -> verifierd.adapter.v1.Verdict
-	17, // 16: verifierd.adapter.v1.VerdictRequest.reasons:type_name -> verifierd.adapter.v1.Reason
-	20, // 17: verifierd.adapter.v1.VerdictResponse.demotion:type_name -> verifierd.adapter.v1.Demotion
-	0,  // 18: verifierd.adapter.v1.Demotion.verdict:type_name -> verifierd.adapter.v1.Verdict
-	1,  // 19: verifierd.adapter.v1.AdapterService.GetInfo:input_type -> verifierd.adapter.v1.GetInfoRequest
-	3,  // 20: verifierd.adapter.v1.AdapterService.Configure:input_type -> verifierd.adapter.v1.ConfigureRequest
-	6,  // 21: verifierd.adapter.v1.AdapterService.TestConnection:input_type -> verifierd.adapter.v1.TestConnectionRequest
-	9,  // 22: verifierd.adapter.v1.AdapterService.CaptureBefore:input_type -> verifierd.adapter.v1.CaptureBeforeRequest
-	11, // 23: verifierd.adapter.v1.AdapterService.CaptureAfter:input_type -> verifierd.adapter.v1.CaptureAfterRequest
-	18, // 24: verifierd.adapter.v1.AdapterService.Verdict:input_type -> verifierd.adapter.v1.VerdictRequest
-	2,  // 25: verifierd.adapter.v1.AdapterService.GetInfo:output_type -> verifierd.adapter.v1.GetInfoResponse
-	4,  // 26: verifierd.adapter.v1.AdapterService.Configure:output_type -> verifierd.adapter.v1.ConfigureResponse
-	7,  // 27: verifierd.adapter.v1.AdapterService.TestConnection:output_type -> verifierd.adapter.v1.TestConnectionResponse
-	10, // 28: verifierd.adapter.v1.AdapterService.CaptureBefore:output_type -> verifierd.adapter.v1.CaptureBeforeResponse
-	12, // 29: verifierd.adapter.v1.AdapterService.CaptureAfter:output_type -> verifierd.adapter.v1.CaptureAfterResponse
-	19, // 30: verifierd.adapter.v1.AdapterService.Verdict:output_type -> verifierd.adapter.v1.VerdictResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	25, // 0: verifierd.adapter.v1.ConfigureRequest.secrets:type_name -> verifierd.adapter.v1.ConfigureRequest.SecretsEntry
+	32, // 1: verifierd.adapter.v1.ConfigureRequest.effect_timeout:type_name -> google.protobuf.Duration
+	9,  // 2: verifierd.adapter.v1.ConfigureResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
+	26, // 3: verifierd.adapter.v1.CheckParamsRequest.params:type_name -> verifierd.adapter.v1.CheckParamsRequest.ParamsEntry
+	9,  // 4: verifierd.adapter.v1.CheckParamsResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
+	27, // 5: verifierd.adapter.v1.TestConnectionRequest.params:type_name -> verifierd.adapter.v1.TestConnectionRequest.ParamsEntry
+	32, // 6: verifierd.adapter.v1.TestConnectionResponse.latency:type_name -> google.protobuf.Duration
+	9,  // 7: verifierd.adapter.v1.TestConnectionResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
+	28, // 8: verifierd.adapter.v1.CaptureSpec.selector:type_name -> verifierd.adapter.v1.CaptureSpec.SelectorEntry
+	32, // 9: verifierd.adapter.v1.CaptureSpec.timeout:type_name -> google.protobuf.Duration
+	12, // 10: verifierd.adapter.v1.CaptureBeforeRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
+	29, // 11: verifierd.adapter.v1.CaptureBeforeRequest.params:type_name -> verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntry
+	17, // 12: verifierd.adapter.v1.CaptureBeforeResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
+	12, // 13: verifierd.adapter.v1.CaptureAfterRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
+	30, // 14: verifierd.adapter.v1.CaptureAfterRequest.params:type_name -> verifierd.adapter.v1.CaptureAfterRequest.ParamsEntry
+	17, // 15: verifierd.adapter.v1.CaptureAfterResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
+	18, // 16: verifierd.adapter.v1.CaptureChunk.header:type_name -> verifierd.adapter.v1.CaptureHeader
+	19, // 17: verifierd.adapter.v1.CaptureChunk.batch:type_name -> verifierd.adapter.v1.RecordBatch
+	20, // 18: verifierd.adapter.v1.CaptureChunk.trailer:type_name -> verifierd.adapter.v1.CaptureTrailer
+	33, // 19: verifierd.adapter.v1.CaptureHeader.captured_at:type_name -> google.protobuf.Timestamp
+	9,  // 20: verifierd.adapter.v1.CaptureHeader.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
+	0,  // 21: verifierd.adapter.v1.VerdictRequest.verdict:type_name -> verifierd.adapter.v1.Verdict
+	21, // 22: verifierd.adapter.v1.VerdictRequest.reasons:type_name -> verifierd.adapter.v1.Reason
+	31, // 23: verifierd.adapter.v1.VerdictRequest.params:type_name -> verifierd.adapter.v1.VerdictRequest.ParamsEntry
+	24, // 24: verifierd.adapter.v1.VerdictResponse.demotion:type_name -> verifierd.adapter.v1.Demotion
+	0,  // 25: verifierd.adapter.v1.Demotion.verdict:type_name -> verifierd.adapter.v1.Verdict
+	1,  // 26: verifierd.adapter.v1.AdapterService.GetInfo:input_type -> verifierd.adapter.v1.GetInfoRequest
+	3,  // 27: verifierd.adapter.v1.AdapterService.Configure:input_type -> verifierd.adapter.v1.ConfigureRequest
+	5,  // 28: verifierd.adapter.v1.AdapterService.CheckParams:input_type -> verifierd.adapter.v1.CheckParamsRequest
+	7,  // 29: verifierd.adapter.v1.AdapterService.Release:input_type -> verifierd.adapter.v1.ReleaseRequest
+	10, // 30: verifierd.adapter.v1.AdapterService.TestConnection:input_type -> verifierd.adapter.v1.TestConnectionRequest
+	13, // 31: verifierd.adapter.v1.AdapterService.CaptureBefore:input_type -> verifierd.adapter.v1.CaptureBeforeRequest
+	15, // 32: verifierd.adapter.v1.AdapterService.CaptureAfter:input_type -> verifierd.adapter.v1.CaptureAfterRequest
+	22, // 33: verifierd.adapter.v1.AdapterService.Verdict:input_type -> verifierd.adapter.v1.VerdictRequest
+	2,  // 34: verifierd.adapter.v1.AdapterService.GetInfo:output_type -> verifierd.adapter.v1.GetInfoResponse
+	4,  // 35: verifierd.adapter.v1.AdapterService.Configure:output_type -> verifierd.adapter.v1.ConfigureResponse
+	6,  // 36: verifierd.adapter.v1.AdapterService.CheckParams:output_type -> verifierd.adapter.v1.CheckParamsResponse
+	8,  // 37: verifierd.adapter.v1.AdapterService.Release:output_type -> verifierd.adapter.v1.ReleaseResponse
+	11, // 38: verifierd.adapter.v1.AdapterService.TestConnection:output_type -> verifierd.adapter.v1.TestConnectionResponse
+	14, // 39: verifierd.adapter.v1.AdapterService.CaptureBefore:output_type -> verifierd.adapter.v1.CaptureBeforeResponse
+	16, // 40: verifierd.adapter.v1.AdapterService.CaptureAfter:output_type -> verifierd.adapter.v1.CaptureAfterResponse
+	23, // 41: verifierd.adapter.v1.AdapterService.Verdict:output_type -> verifierd.adapter.v1.VerdictResponse
+	34, // [34:42] is the sub-list for method output_type
+	26, // [26:34] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_adapter_v1_adapter_proto_init() }
@@ -1536,19 +1896,19 @@ func file_verifierd_adapter_v1_adapter_proto_init() {
 	if File_verifierd_adapter_v1_adapter_proto != nil {
 		return
 	}
-	file_verifierd_adapter_v1_adapter_proto_msgTypes[12].OneofWrappers = []any{
+	file_verifierd_adapter_v1_adapter_proto_msgTypes[16].OneofWrappers = []any{
 		(*CaptureChunk_Header)(nil),
 		(*CaptureChunk_Batch)(nil),
 		(*CaptureChunk_Trailer)(nil),
 	}
-	file_verifierd_adapter_v1_adapter_proto_msgTypes[17].OneofWrappers = []any{}
+	file_verifierd_adapter_v1_adapter_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verifierd_adapter_v1_adapter_proto_rawDesc), len(file_verifierd_adapter_v1_adapter_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

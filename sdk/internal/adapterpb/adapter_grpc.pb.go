@@ -1,10 +1,17 @@
 // The plugin contract between the verifierd daemon and one adapter
 // subprocess. The daemon is the client; the adapter serves AdapterService over
 // go-plugin's gRPC transport. Adapters are written against the Go SDK
-// (github.com/verifierd/verifierd/sdk), which hides these messages.
+// (github.com/verifierd/verifierd/sdk), which hides these messages; their Go
+// code is generated into sdk/internal/adapterpb.
+//
+// One plugin process serves many configured instances: Configure takes a
+// deployment section (no run parameters) and returns an instance id; every
+// later call names the instance and carries the session's bound run
+// parameters, which the adapter substitutes into its read per call. Release
+// drops an instance the daemon no longer needs.
 //
 // Versioning: the go-plugin protocol version changes only for a breaking
-// change. Inside one protocol version, GetInfo lists the API versions an
+// change (protocol 2 introduced instances and per-call parameters). Inside one protocol version, GetInfo lists the API versions an
 // adapter speaks ("v1") and the daemon picks one it also speaks. A new RPC is
 // additive: codes.Unimplemented from an older adapter means "not supported".
 //
@@ -35,6 +42,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AdapterService_GetInfo_FullMethodName        = "/verifierd.adapter.v1.AdapterService/GetInfo"
 	AdapterService_Configure_FullMethodName      = "/verifierd.adapter.v1.AdapterService/Configure"
+	AdapterService_CheckParams_FullMethodName    = "/verifierd.adapter.v1.AdapterService/CheckParams"
+	AdapterService_Release_FullMethodName        = "/verifierd.adapter.v1.AdapterService/Release"
 	AdapterService_TestConnection_FullMethodName = "/verifierd.adapter.v1.AdapterService/TestConnection"
 	AdapterService_CaptureBefore_FullMethodName  = "/verifierd.adapter.v1.AdapterService/CaptureBefore"
 	AdapterService_CaptureAfter_FullMethodName   = "/verifierd.adapter.v1.AdapterService/CaptureAfter"
@@ -47,12 +56,22 @@ const (
 //
 // AdapterService is implemented by every adapter plugin.
 type AdapterServiceClient interface {
-	// GetInfo describes the adapter. It is called once after the plugin starts
-	// and before Configure; it must not touch the system of record.
+	// GetInfo describes the adapter, or one configured instance of it when the
+	// request names one. It must not touch the system of record.
 	GetInfo(ctx context.Context, in *GetInfoRequest, opts ...grpc.CallOption) (*GetInfoResponse, error)
-	// Configure hands the adapter its deployment section, run parameters and
-	// resolved secrets. A refusal is a ConfigureResponse with a refusal set.
+	// Configure hands the adapter a deployment section and its resolved
+	// secrets, and returns the id of the configured instance. A refusal is a
+	// ConfigureResponse with a refusal set.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
+	// CheckParams binds a session's run parameters into an instance's
+	// configured read as a capture would, without reading: the daemon asks
+	// at Begin so that a missing or refused parameter refuses the session
+	// before anything is read. codes.Unimplemented means the adapter binds
+	// no parameters.
+	CheckParams(ctx context.Context, in *CheckParamsRequest, opts ...grpc.CallOption) (*CheckParamsResponse, error)
+	// Release drops a configured instance. Releasing an unknown id is not an
+	// error.
+	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// TestConnection is a preflight: it may read, and it never writes.
 	TestConnection(ctx context.Context, in *TestConnectionRequest, opts ...grpc.CallOption) (*TestConnectionResponse, error)
 	// CaptureBefore reads the baseline before the automation acts.
@@ -88,6 +107,26 @@ func (c *adapterServiceClient) Configure(ctx context.Context, in *ConfigureReque
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ConfigureResponse)
 	err := c.cc.Invoke(ctx, AdapterService_Configure_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adapterServiceClient) CheckParams(ctx context.Context, in *CheckParamsRequest, opts ...grpc.CallOption) (*CheckParamsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckParamsResponse)
+	err := c.cc.Invoke(ctx, AdapterService_CheckParams_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adapterServiceClient) Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReleaseResponse)
+	err := c.cc.Invoke(ctx, AdapterService_Release_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -158,12 +197,22 @@ func (c *adapterServiceClient) Verdict(ctx context.Context, in *VerdictRequest, 
 //
 // AdapterService is implemented by every adapter plugin.
 type AdapterServiceServer interface {
-	// GetInfo describes the adapter. It is called once after the plugin starts
-	// and before Configure; it must not touch the system of record.
+	// GetInfo describes the adapter, or one configured instance of it when the
+	// request names one. It must not touch the system of record.
 	GetInfo(context.Context, *GetInfoRequest) (*GetInfoResponse, error)
-	// Configure hands the adapter its deployment section, run parameters and
-	// resolved secrets. A refusal is a ConfigureResponse with a refusal set.
+	// Configure hands the adapter a deployment section and its resolved
+	// secrets, and returns the id of the configured instance. A refusal is a
+	// ConfigureResponse with a refusal set.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
+	// CheckParams binds a session's run parameters into an instance's
+	// configured read as a capture would, without reading: the daemon asks
+	// at Begin so that a missing or refused parameter refuses the session
+	// before anything is read. codes.Unimplemented means the adapter binds
+	// no parameters.
+	CheckParams(context.Context, *CheckParamsRequest) (*CheckParamsResponse, error)
+	// Release drops a configured instance. Releasing an unknown id is not an
+	// error.
+	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// TestConnection is a preflight: it may read, and it never writes.
 	TestConnection(context.Context, *TestConnectionRequest) (*TestConnectionResponse, error)
 	// CaptureBefore reads the baseline before the automation acts.
@@ -190,6 +239,12 @@ func (UnimplementedAdapterServiceServer) GetInfo(context.Context, *GetInfoReques
 }
 func (UnimplementedAdapterServiceServer) Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Configure not implemented")
+}
+func (UnimplementedAdapterServiceServer) CheckParams(context.Context, *CheckParamsRequest) (*CheckParamsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckParams not implemented")
+}
+func (UnimplementedAdapterServiceServer) Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Release not implemented")
 }
 func (UnimplementedAdapterServiceServer) TestConnection(context.Context, *TestConnectionRequest) (*TestConnectionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TestConnection not implemented")
@@ -256,6 +311,42 @@ func _AdapterService_Configure_Handler(srv interface{}, ctx context.Context, dec
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AdapterServiceServer).Configure(ctx, req.(*ConfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdapterService_CheckParams_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckParamsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdapterServiceServer).CheckParams(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdapterService_CheckParams_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdapterServiceServer).CheckParams(ctx, req.(*CheckParamsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdapterService_Release_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReleaseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdapterServiceServer).Release(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdapterService_Release_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdapterServiceServer).Release(ctx, req.(*ReleaseRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -332,6 +423,14 @@ var AdapterService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Configure",
 			Handler:    _AdapterService_Configure_Handler,
+		},
+		{
+			MethodName: "CheckParams",
+			Handler:    _AdapterService_CheckParams_Handler,
+		},
+		{
+			MethodName: "Release",
+			Handler:    _AdapterService_Release_Handler,
 		},
 		{
 			MethodName: "TestConnection",

@@ -1,0 +1,159 @@
+package adaptertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
+)
+
+// Instance is one configured adapter instance behind the real plugin
+// client, as the daemon holds it: every call names the instance and carries
+// Params, the session's run parameters. Its methods have the daemon's
+// per-session shape, so a package's own tests read like the daemon's calls.
+type Instance struct {
+	// Process is the plugin process (or in-process server) serving the
+	// instance; it can configure more instances.
+	Process plugin.Client
+	// ID is the instance id Configure returned ("" before Configure).
+	ID string
+	// Params are the run parameters every call carries; a request that
+	// sets its own Params keeps them.
+	Params map[string]string
+
+	crash func()
+}
+
+// InProcess serves factory's adapter in process, over the same server,
+// converters and bounds as a plugin binary, and returns an unconfigured
+// Instance; the server stops when t ends.
+func InProcess(t testing.TB, factory func() sdk.Adapter) *Instance {
+	t.Helper()
+	ip, err := plugin.NewInProcess(factory, nil)
+	if err != nil {
+		t.Fatalf("starting the adapter in process: %v", err)
+	}
+	t.Cleanup(func() { ip.Close() })
+	return &Instance{Process: ip, crash: ip.Crash}
+}
+
+// Configured is InProcess followed by Setup with req and params; a refusal
+// fails t.
+func Configured(t testing.TB, factory func() sdk.Adapter, req sdk.ConfigureRequest, params map[string]string) *Instance {
+	t.Helper()
+	in := InProcess(t, factory)
+	if err := in.Setup(t.Context(), req, params); err != nil {
+		t.Fatalf("Configure: %v", err)
+	}
+	return in
+}
+
+// Configure configures a new instance in the process and makes it this
+// Instance's. A refusal is a *sdk.ConfigError.
+func (in *Instance) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	id, err := in.Process.Configure(ctx, req)
+	if err != nil {
+		return err
+	}
+	in.ID = id
+	return nil
+}
+
+// Setup configures a new instance with req and makes params its run
+// parameters, then checks that they bind (CheckParams, which reads
+// nothing): the refusal a daemon would give at Begin, from Configure or
+// from the parameters, is a *sdk.ConfigError.
+func (in *Instance) Setup(ctx context.Context, req sdk.ConfigureRequest, params map[string]string) error {
+	if err := in.Configure(ctx, req); err != nil {
+		return err
+	}
+	in.Params = params
+	return in.Process.CheckParams(ctx, in.ID, params)
+}
+
+// GetInfo describes the configured instance (the adapter before Configure).
+func (in *Instance) GetInfo(ctx context.Context) (plugin.Info, error) {
+	return in.Process.GetInfo(ctx, in.ID)
+}
+
+// TestConnection runs the preflight with Params.
+func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	return in.Process.TestConnection(ctx, in.ID, sdk.TestRequest{Params: in.Params})
+}
+
+// CaptureBefore starts a baseline read with Params.
+func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+	return in.Process.CaptureBefore(ctx, in.ID, in.bind(req))
+}
+
+// CaptureAfter starts an after read with Params.
+func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+	return in.Process.CaptureAfter(ctx, in.ID, in.bind(req))
+}
+
+// Verdict calls the verdict hook with Params.
+func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	if req.Params == nil {
+		req.Params = in.Params
+	}
+	return in.Process.Verdict(ctx, in.ID, req)
+}
+
+// Release drops the instance from its process.
+func (in *Instance) Release(ctx context.Context) error {
+	return in.Process.Release(ctx, in.ID)
+}
+
+// Crash cuts an in-process server off abruptly, as a plugin process dying
+// would.
+func (in *Instance) Crash() {
+	if in.crash != nil {
+		in.crash()
+	}
+}
+
+func (in *Instance) bind(req sdk.CaptureRequest) sdk.CaptureRequest {
+	if req.Params == nil {
+		req.Params = in.Params
+	}
+	return req
+}
+
+// Request is a capture request for selector with the kit's defaults: a
+// capture id, identity field "id", a minute's timeout, record_written.
+func Request(selector map[string]string) sdk.CaptureRequest {
+	return sdk.CaptureRequest{
+		CaptureID:     "adaptertest",
+		Selector:      selector,
+		IdentityField: "id",
+		Timeout:       time.Minute,
+		EffectKind:    "record_written",
+	}
+}
+
+// Capture runs one capture (CaptureAfter when after, else CaptureBefore)
+// and reads it whole; an error from the call or the stream fails t.
+func Capture(t testing.TB, in *Instance, after bool, req sdk.CaptureRequest) (*plugin.Capture, []sdk.Record) {
+	t.Helper()
+	ctx := t.Context()
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	call, which := in.CaptureBefore, "CaptureBefore"
+	if after {
+		call, which = in.CaptureAfter, "CaptureAfter"
+	}
+	capt, err := call(ctx, req)
+	if err != nil {
+		t.Fatalf("%s returned an error: %v", which, err)
+	}
+	recs, err := capt.Records()
+	if err != nil {
+		t.Fatalf("%s: reading the records: %v", which, err)
+	}
+	return capt, recs
+}

@@ -1,0 +1,75 @@
+package sdk
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// ErrNotConfigured is a call on an instance whose Configure has not
+// succeeded: a fault of the caller, never a reading.
+var ErrNotConfigured = errors.New("adapter called before Configure")
+
+// Settings holds what an instance's Configure resolved (S: the adapter's
+// own settings type), for its calls to load, safely for concurrent use.
+// Configure stores it once; the calls load it and bind their run
+// parameters into it:
+//
+//	type Adapter struct{ settings sdk.Settings[settings] }
+//
+//	func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
+//		return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
+//	}
+type Settings[S any] struct {
+	p atomic.Pointer[S]
+}
+
+// Store keeps the settings Configure resolved.
+func (s *Settings[S]) Store(v *S) { s.p.Store(v) }
+
+// Swap stores v and returns the previous settings (nil at first).
+func (s *Settings[S]) Swap(v *S) *S { return s.p.Swap(v) }
+
+// Load returns the settings, or ErrNotConfigured.
+func (s *Settings[S]) Load() (*S, error) {
+	v := s.p.Load()
+	if v == nil {
+		return nil, ErrNotConfigured
+	}
+	return v, nil
+}
+
+// Bound loads the settings and binds one call's run parameters into them
+// with bind (an adapter's own binding: a URL, a query's arguments, a page's
+// identity). A parameter bind refuses is its *ConfigError.
+func Bound[S, B any](s *Settings[S], params map[string]string, bind func(*S, map[string]string) (B, error)) (*S, B, error) {
+	v, err := s.Load()
+	if err != nil {
+		var zero B
+		return nil, zero, err
+	}
+	b, err := bind(v, params)
+	return v, b, err
+}
+
+// CheckParams is an adapter's ParamChecker in one call: Bound, without
+// reading, keeping only the refusal.
+func CheckParams[S, B any](s *Settings[S], params map[string]string, bind func(*S, map[string]string) (B, error)) error {
+	_, _, err := Bound(s, params, bind)
+	return err
+}
+
+// Base is what most adapters embed: a fixed Info (About) and the Settings
+// of type S that Configure resolves. The adapter writes Configure, the
+// captures and TestConnection; Base answers Info and holds the settings:
+//
+//	type Adapter struct{ sdk.Base[settings] }
+//
+//	func New() sdk.Adapter { return &Adapter{sdk.Base[settings]{About: info}} }
+type Base[S any] struct {
+	Settings[S]
+	// About is what Info answers.
+	About Info
+}
+
+// Info answers About.
+func (b *Base[S]) Info() Info { return b.About }
