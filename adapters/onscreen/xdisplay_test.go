@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,14 +58,33 @@ func startXvfb(t *testing.T) string {
 // GUI application's window would sit on the screen.
 func kiosk(t *testing.T, display, url string) {
 	t.Helper()
-	dir := t.TempDir()
+	// Not t.TempDir: Chromium's helper processes can still be writing the
+	// profile for a moment after the browser is killed, and t.TempDir's
+	// cleanup fails the test on a directory that is not empty.
+	dir, err := os.MkdirTemp("", "kiosk-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(chromiumPaths[0], "--no-sandbox", "--disable-gpu", "--test-type", "--kiosk", "--window-position=0,0",
 		"--window-size=1024,768", "--user-data-dir="+filepath.Join(dir, "profile"), "--no-first-run", "--force-device-scale-factor=1", url)
 	cmd.Env = []string{"DISPLAY=" + display, "HOME=" + dir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		// The whole process group: the browser and its helpers.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		for range 40 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("kiosk profile %s left behind", dir)
+	})
 }
 
 func displaySection(display string, fields []any) map[string]any {
