@@ -85,6 +85,9 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
 		return nil // the type decodes (and refuses) its own keys, as Value does
 	}
+	if want := wrongType(raw, t); want != "" && !top {
+		return &ConfigError{Path: path, Message: want}
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if t == reflect.TypeFor[json.RawMessage]() {
@@ -101,7 +104,7 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 			if !ok {
 				return &ConfigError{Path: at, Message: unknownKey(kind, path, k, keys, top)}
 			}
-			if err := refuseUnknown(kind, at, m[k], f.Type, false); err != nil {
+			if err := refuseUnknown(kind, at, m[k], f.typ, false); err != nil {
 				return err
 			}
 		}
@@ -144,51 +147,115 @@ func unknownKey(kind, path, key string, keys []string, top bool) string {
 	return fmt.Sprintf("%s; %q is not one of the keys of %s: %s", msg, key, path, strings.Join(keys, ", "))
 }
 
-// jsonKeys lists the keys encoding/json decodes into t's fields, in field
-// order.
+// wrongType says what a value of type t must be when raw, a JSON value, is
+// of another type ("" when it fits, or is null); encoding/json would refuse
+// it without naming the key's path.
+func wrongType(raw json.RawMessage, t reflect.Type) string {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 || string(v) == "null" {
+		return ""
+	}
+	isNumber := v[0] == '-' || (v[0] >= '0' && v[0] <= '9')
+	switch {
+	case t == reflect.TypeFor[json.Number]():
+		if !isNumber && v[0] != '"' {
+			return "must be a number"
+		}
+	case t == reflect.TypeFor[json.RawMessage]():
+	case t.Kind() == reflect.String:
+		if v[0] != '"' {
+			return "must be a string"
+		}
+	case t.Kind() == reflect.Bool:
+		if v[0] != 't' && v[0] != 'f' {
+			return "must be true or false"
+		}
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		if _, err := strconv.ParseInt(string(v), 10, t.Bits()); err != nil {
+			return "must be a whole number"
+		}
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uintptr:
+		if _, err := strconv.ParseUint(string(v), 10, t.Bits()); err != nil {
+			return "must be a whole number, 0 or more"
+		}
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		if !isNumber {
+			return "must be a number"
+		}
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		if v[0] != '{' {
+			return "must be a map"
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8, t.Kind() == reflect.Array:
+		if v[0] != '[' {
+			return "must be a list"
+		}
+	}
+	return ""
+}
+
+// jsonField is a key encoding/json decodes into a struct, and the type of
+// the field it fills.
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// jsonFields lists the keys encoding/json decodes into t's fields, in field
+// order, with the fields of an embedded struct (untagged) in its place, as
+// encoding/json promotes them.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			out = append(out, jsonFields(ft)...)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, jsonField{name: name, typ: f.Type})
+	}
+	return out
+}
+
+// jsonKeys lists the keys of t, in field order.
 func jsonKeys(t reflect.Type) []string {
 	var keys []string
-	for f := range t.Fields() {
-		if name, ok := jsonName(f); ok {
-			keys = append(keys, name)
-		}
+	for _, f := range jsonFields(t) {
+		keys = append(keys, f.name)
 	}
 	return keys
 }
 
 // field finds the field encoding/json would fill from key: an exact name
 // first, then a case-insensitive one, as the decoder does.
-func field(t reflect.Type, key string) (reflect.StructField, bool) {
-	var fold *reflect.StructField
-	for f := range t.Fields() {
-		name, ok := jsonName(f)
+func field(t reflect.Type, key string) (jsonField, bool) {
+	var fold *jsonField
+	for _, f := range jsonFields(t) {
 		switch {
-		case !ok:
-		case name == key:
+		case f.name == key:
 			return f, true
-		case fold == nil && strings.EqualFold(name, key):
+		case fold == nil && strings.EqualFold(f.name, key):
 			fold = &f
 		}
 	}
 	if fold != nil {
 		return *fold, true
 	}
-	return reflect.StructField{}, false
-}
-
-func jsonName(f reflect.StructField) (string, bool) {
-	if !f.IsExported() {
-		return "", false
-	}
-	tag := f.Tag.Get("json")
-	if tag == "-" {
-		return "", false
-	}
-	name, _, _ := strings.Cut(tag, ",")
-	if name == "" {
-		name = f.Name
-	}
-	return name, true
+	return jsonField{}, false
 }
 
 func join(path, key string) string {
@@ -201,6 +268,10 @@ func join(path, key string) string {
 // DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
 // with exact numbers. The top-level key `kind` is ignored. A key that v's
 // structs have no field for is refused with a *ConfigError naming its dotted
-// path and the keys allowed there, at any depth. ConfigureRequest's
+// path and the keys allowed there, at any depth, and a value of the wrong
+// type with its path and what it must be ("must be true or false"). The
+// fields of an embedded struct (untagged) are keys of the struct that
+// embeds it, as encoding/json promotes them, so a group of keys several
+// adapters share is declared once. ConfigureRequest's
 // DecodeConfig method does the same and names the kind in the refusal.
 func DecodeConfig(raw json.RawMessage, v any) error { return decodeConfig("", raw, v) }

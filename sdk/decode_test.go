@@ -21,6 +21,17 @@ type decodeTarget struct {
 		Selector string `json:"selector"`
 	} `json:"fields"`
 	Extra json.RawMessage `json:"extra"`
+	sharedKeys
+	Names  map[string]string `json:"names"`
+	Tags   []string          `json:"tags"`
+	Amount json.Number       `json:"amount"`
+	Max    *int              `json:"max"`
+}
+
+// sharedKeys are keys several sections share, declared once and embedded.
+type sharedKeys struct {
+	BaseURL   string `json:"base_url"`
+	VerifyTLS *bool  `json:"verify_tls"`
 }
 
 func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
@@ -38,6 +49,15 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 		"first in order":   {`{"zz":1,"aa":2}`, "", "aa", []string{"unknown key"}},
 		"kind is not data": {`{"kind":"demo","nope":1}`, "", "nope", []string{"not one of: root"}},
 		"another kind":     {`{"kind":"other","root":"/x"}`, "demo", "kind", []string{`this adapter reads kind "demo", not "other"`}},
+		"embedded keys":    {`{"base_url":"https://h","verify":true}`, "", "verify", []string{"extra, base_url, verify_tls, names"}},
+		"not a bool":       {`{"verify_tls":"no"}`, "", "verify_tls", []string{"must be true or false"}},
+		"not a string":     {`{"root":5}`, "", "root", []string{"must be a string"}},
+		"not whole":        {`{"max":1.5}`, "", "max", []string{"must be a whole number"}},
+		"map entry":        {`{"names":{"code":["x"]}}`, "", "names.code", []string{"must be a string"}},
+		"not a map":        {`{"names":"x"}`, "", "names", []string{"must be a map"}},
+		"not a list":       {`{"tags":"x"}`, "", "tags", []string{"must be a list"}},
+		"list item":        {`{"tags":["a",1]}`, "", "tags[1]", []string{"must be a string"}},
+		"not a number":     {`{"amount":true}`, "", "amount", []string{"must be a number"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -67,13 +87,16 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 
 func TestDecodeConfigAccepts(t *testing.T) {
 	t.Parallel()
-	raw := `{"kind":"demo","root":"/x","limit":3,"auth":{"token_env":"T"},"fields":{"note":{"selector":"td"}},"extra":{"anything":[1]}}`
+	raw := `{"kind":"demo","root":"/x","limit":3,"auth":{"token_env":"T"},"fields":{"note":{"selector":"td"}},"extra":{"anything":[1]},"base_url":"https://h","verify_tls":false,"amount":"1.50"}`
 	var v decodeTarget
 	if err := sdk.DecodeConfig(json.RawMessage(raw), &v); err != nil {
 		t.Fatal(err)
 	}
 	if v.Root != "/x" || v.Limit != 3 || v.Auth == nil || v.Auth.TokenEnv != "T" || v.Fields["note"].Selector != "td" {
 		t.Errorf("decoded %+v", v)
+	}
+	if v.BaseURL != "https://h" || v.VerifyTLS == nil || *v.VerifyTLS || v.Amount != "1.50" {
+		t.Errorf("embedded keys and exact numbers: %+v", v)
 	}
 	if diff := cmp.Diff(`{"anything":[1]}`, string(v.Extra)); diff != "" {
 		t.Errorf("raw value (-want +got):\n%s", diff)

@@ -1,13 +1,9 @@
 // Package sdk is what an adapter author imports to teach verifierd to read a
 // new system of record: the Adapter interface and the plain Go types that go
-// in and out of it. sdk/plugin's Serve turns an Adapter into a plugin
-// binary:
+// in and out of it. sdk/plugin's Main (around Serve) turns an Adapter
+// into a plugin binary:
 //
-//	func main() {
-//		if err := plugin.Serve(ledger.New); err != nil {
-//			log.Fatal(err)
-//		}
-//	}
+//	func main() { plugin.Main(ledger.New) }
 //
 // The daemon starts the binary as a hashicorp/go-plugin subprocess over gRPC
 // with mutual TLS. One process serves every session: the daemon calls

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 )
@@ -58,18 +59,49 @@ func CheckParams[S, B any](s *Settings[S], params map[string]string, bind func(*
 	return err
 }
 
-// Base is what most adapters embed: a fixed Info (About) and the Settings
-// of type S that Configure resolves. The adapter writes Configure, the
-// captures and TestConnection; Base answers Info and holds the settings:
+// Base is what most adapters embed: a fixed Info (About), the Settings of
+// type S that Configure resolves, and, for an adapter whose baseline is the
+// same fresh read as its after-reads, that read (Read). The adapter writes
+// Configure and TestConnection; Base answers Info, holds the settings and
+// answers both captures with Read:
 //
 //	type Adapter struct{ sdk.Base[settings] }
 //
-//	func New() sdk.Adapter { return &Adapter{sdk.Base[settings]{About: info}} }
+//	func New() sdk.Adapter {
+//		return &Adapter{sdk.Base[settings]{About: info, Read: (*settings).capture}}
+//	}
+//
+// An adapter that reads differently before and after writes its own
+// CaptureBefore and CaptureAfter, which take precedence over Base's.
 type Base[S any] struct {
 	Settings[S]
 	// About is what Info answers.
 	About Info
+	// Read reads the system of record afresh with the settings Configure
+	// stored (a method expression such as (*settings).capture fits).
+	Read func(s *S, ctx context.Context, req CaptureRequest) (Capture, error)
 }
 
 // Info answers About.
 func (b *Base[S]) Info() Info { return b.About }
+
+// CaptureBefore answers Read with the stored settings.
+func (b *Base[S]) CaptureBefore(ctx context.Context, req CaptureRequest) (Capture, error) {
+	return b.read(ctx, req)
+}
+
+// CaptureAfter answers Read with the stored settings, read afresh.
+func (b *Base[S]) CaptureAfter(ctx context.Context, req CaptureRequest) (Capture, error) {
+	return b.read(ctx, req)
+}
+
+func (b *Base[S]) read(ctx context.Context, req CaptureRequest) (Capture, error) {
+	s, err := b.Load()
+	if err != nil {
+		return Capture{}, err
+	}
+	if b.Read == nil {
+		return Capture{}, errors.New("the adapter sets no Base.Read and writes no CaptureBefore or CaptureAfter of its own")
+	}
+	return b.Read(s, ctx, req)
+}

@@ -75,7 +75,9 @@ type Adapter struct {
 
 // New returns an unconfigured document adapter; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Configure checks the section and compiles the parsing rules. It does not
 // look at the folder, whose absence is an outage the captures report.
@@ -212,25 +214,11 @@ func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.Te
 	}, nil
 }
 
-// CaptureBefore reads the documents before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx)
-}
-
-// CaptureAfter reads and parses them again, afresh.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx)
-}
-
 // capture lists the folder before it answers (a folder that cannot be
 // listed is unreachable), then streams one record per document, parsing
 // each as it goes. A document that does not parse is a record too, never
 // skipped; a failure to read one aborts the capture.
-func (a *Adapter) capture(ctx context.Context) (sdk.Capture, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.Capture{}, err
-	}
+func (s *settings) capture(ctx context.Context, _ sdk.CaptureRequest) (sdk.Capture, error) {
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)
 	if err != nil {

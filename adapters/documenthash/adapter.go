@@ -51,7 +51,9 @@ type Adapter struct {
 
 // New returns an unconfigured document-hash adapter; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Configure checks that root is an existing folder and that glob is a valid
 // pattern.
@@ -108,24 +110,10 @@ func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.Te
 	}, nil
 }
 
-// CaptureBefore hashes the matching documents before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter hashes them again, reading every byte afresh.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
 // capture opens root and streams one record per matching regular file. A
 // root that cannot be opened or listed is unreachable; a failure during the
 // walk aborts the stream, so a partial listing is never judged.
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.Capture{}, err
-	}
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)
 	if err != nil {

@@ -66,7 +66,8 @@ type settings struct {
 // Adapter reads the messages delivered to a maildir or a capture folder.
 type Adapter struct {
 	sdk.Base[settings]
-	ledger ledger
+	// ledger remembers, per after-read, the leaks found in it.
+	ledger sdk.ReadLog[[]leak]
 }
 
 var (
@@ -76,7 +77,9 @@ var (
 
 // New returns an unconfigured email adapter; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info}, ledger: sdk.ReadLog[[]leak]{Size: ledgerSize}}
+}
 
 // Configure checks the section; it does not look at the folder, whose
 // absence is an outage the captures report.
@@ -206,7 +209,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest, after boo
 			}
 		}
 		if leaks != nil {
-			a.ledger.put(req.CaptureID, leaks.found)
+			a.ledger.Put(req.CaptureID, leaks.found)
 		}
 	}}, nil
 }

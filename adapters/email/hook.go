@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -21,36 +20,6 @@ const ledgerSize = 256
 type leak struct {
 	id         string
 	unexpected []string
-}
-
-// ledger remembers, per after-read, the leaks found in it.
-type ledger struct {
-	mu    sync.Mutex
-	reads map[string][]leak
-	order []string
-}
-
-func (l *ledger) put(captureID string, leaks []leak) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.reads == nil {
-		l.reads = map[string][]leak{}
-	}
-	if _, ok := l.reads[captureID]; !ok {
-		l.order = append(l.order, captureID)
-	}
-	l.reads[captureID] = leaks
-	for len(l.order) > ledgerSize {
-		delete(l.reads, l.order[0])
-		l.order = l.order[1:]
-	}
-}
-
-func (l *ledger) get(captureID string) ([]leak, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	leaks, ok := l.reads[captureID]
-	return leaks, ok
 }
 
 // leakCollector finds the leaks of one after-read as its records stream.
@@ -116,7 +85,7 @@ func (a *Adapter) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demo
 	if s.expected == nil || req.Verdict != sdk.VerdictConfirmed {
 		return sdk.Demotion{}, nil
 	}
-	leaks, ok := a.ledger.get(req.CaptureID)
+	leaks, ok := a.ledger.Get(req.CaptureID)
 	if !ok {
 		return sdk.Demotion{
 			Verdict:    sdk.VerdictIndeterminate,

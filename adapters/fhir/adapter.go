@@ -34,9 +34,15 @@ var info = sdk.Info{
 // says otherwise.
 const DefaultMaxPages = 100
 
-var configKeys = []string{
-	"base_url", "resource_type", "search_params", "search_param_exprs", "field_paths",
-	"access_token_env", "verify_tls", "ca_file", "max_pages",
+// config is the section as written.
+type config struct {
+	httpx.Endpoint
+	ResourceType     string                     `json:"resource_type"`
+	SearchParams     map[string]json.RawMessage `json:"search_params"`
+	SearchParamExprs map[string]json.RawMessage `json:"search_param_exprs"`
+	FieldPaths       map[string]string          `json:"field_paths"`
+	AccessTokenEnv   *string                    `json:"access_token_env"`
+	MaxPages         *int                       `json:"max_pages"`
 }
 
 var resourceTypeRE = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
@@ -60,51 +66,47 @@ type Adapter struct {
 }
 
 // New returns an unconfigured fhir adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Configure checks the section and search_param_exprs and builds the HTTP
 // client. It does not connect; each call binds its run parameters into the
 // search.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	sec, err := httpx.Root(req.Config, Kind, configKeys)
-	if err != nil {
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
 	}
-	s := &settings{}
-	if s.base, err = httpx.BaseURL(sec, "base_url"); err != nil {
-		return err
-	}
-	if s.typ, err = sec.String("resource_type"); err != nil {
+	s := &settings{typ: cfg.ResourceType}
+	var err error
+	if s.base, err = cfg.URL(); err != nil {
 		return err
 	}
 	if !resourceTypeRE.MatchString(s.typ) {
 		return &sdk.ConfigError{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
 	}
-	if s.search, s.exprs, err = parseSearch(sec); err != nil {
+	if s.search, s.exprs, err = parseSearch(cfg); err != nil {
 		return err
 	}
-	raw, err := sec.StringMap("field_paths")
-	if err != nil {
-		return err
-	}
-	if s.fields, err = parseFieldPaths(raw); err != nil {
+	if s.fields, err = parseFieldPaths(cfg.FieldPaths); err != nil {
 		return err
 	}
 	if s.fields != nil && s.fields["id"] == nil {
 		s.warnings = append(s.warnings, "field_paths maps no id: records are then identified by their whole content, so two identical resources count as one identity; add id: id")
 	}
-	if s.maxPages, err = sec.Int("max_pages", DefaultMaxPages, 1, 100_000); err != nil {
+	if s.maxPages, err = httpx.IntIn("max_pages", cfg.MaxPages, DefaultMaxPages, 1, 100_000); err != nil {
 		return err
 	}
-	if sec.Has("access_token_env") {
-		tok, err := httpx.Secret(sec, "access_token_env", req.Secrets)
+	if cfg.AccessTokenEnv != nil {
+		tok, err := httpx.Secret("access_token_env", *cfg.AccessTokenEnv, req.Secrets)
 		if err != nil {
 			return err
 		}
 		s.creds = httpx.Bearer(tok)
 	}
 	var more []string
-	if s.client, more, err = httpx.NewClient(sec, s.base, s.creds); err != nil {
+	if s.client, more, err = cfg.Client(s.base, s.creds); err != nil {
 		return err
 	}
 	s.warnings = append(s.warnings, more...)
@@ -115,29 +117,23 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 // parseSearch reads search_params (literal strings, or lists of strings for
 // a repeated parameter) and search_param_exprs (value expressions, bound
 // per call).
-func parseSearch(sec *httpx.Section) (url.Values, param.Values, error) {
+func parseSearch(cfg config) (url.Values, param.Values, error) {
 	q := url.Values{}
-	if raw := sec.Raw("search_params"); raw != nil {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params", Message: "must be a map of search parameter to a string or a list of strings"}
-		}
-		for name, v := range m {
-			var one string
-			var many []string
-			switch {
-			case json.Unmarshal(v, &one) == nil:
-				q.Add(name, one)
-			case json.Unmarshal(v, &many) == nil && len(many) > 0:
-				for _, x := range many {
-					q.Add(name, x)
-				}
-			default:
-				return nil, param.Values{}, &sdk.ConfigError{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
+	for name, v := range cfg.SearchParams {
+		var one string
+		var many []string
+		switch {
+		case json.Unmarshal(v, &one) == nil:
+			q.Add(name, one)
+		case json.Unmarshal(v, &many) == nil && len(many) > 0:
+			for _, x := range many {
+				q.Add(name, x)
 			}
+		default:
+			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
 		}
 	}
-	exprs, err := sec.Values("search_param_exprs")
+	exprs, err := httpx.Values("search_param_exprs", cfg.SearchParamExprs)
 	if err != nil {
 		return nil, param.Values{}, err
 	}
@@ -240,23 +236,13 @@ func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.
 	return res, nil
 }
 
-// CaptureBefore runs the search before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter runs the search afresh.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
 // capture reads the first Bundle before answering, so that a refused or
 // failed search is an unreachable capture; later pages are read while the
 // records stream, and a failure there, more pages than max_pages, or a
 // count of matches that disagrees with the Bundle's total aborts the
 // stream, so a partial result is never judged.
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

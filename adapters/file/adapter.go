@@ -66,7 +66,9 @@ type Adapter struct {
 
 // New returns an unconfigured file adapter; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Configure checks the section, compiles the pattern and the probe, and for
 // SFTP loads the host-key trust and the credentials. It does not connect:
@@ -145,25 +147,11 @@ func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.Te
 	return sdk.TestResult{Reachable: true, Message: msg, Latency: latency}, nil
 }
 
-// CaptureBefore reads the candidate files before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter reads them again, afresh: a new listing, every byte reread.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
 // capture opens the folder, lists it, and reads every candidate before it
 // answers, so that a server that fails anywhere in the read (refused,
 // unreachable, gone or hung mid-read) is reported as unreachable and never
 // as a shorter list of files.
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.Capture{}, err
-	}
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	ctx, cancel := withDeadline(ctx, req.Timeout)
 	defer cancel()
 	at := time.Now()

@@ -127,7 +127,7 @@ func TestConfigureRefusals(t *testing.T) {
 		{"bad pattern", map[string]any{"root": "/x", "file_pattern": "[a-"}, nil, "file_pattern", "not a valid pattern"},
 		{"absolute pattern", map[string]any{"root": "/x", "file_pattern": "/etc/*"}, nil, "file_pattern", "relative to root"},
 		// The pattern is the operator's: a run parameter can never reach the glob.
-		{"run parameter in the pattern", map[string]any{"root": "/x", "file_pattern": map[string]any{"param": "p"}}, nil, "", "file_pattern of type string"},
+		{"run parameter in the pattern", map[string]any{"root": "/x", "file_pattern": map[string]any{"param": "p"}}, nil, "file_pattern", "must be a string"},
 		{"negative min size", map[string]any{"root": "/x", "file_min_size": -1}, nil, "file_min_size", "0 or more"},
 		{"fractional min size", map[string]any{"root": "/x", "file_min_size": 1.5}, nil, "file_min_size", "whole number"},
 		{"zero window", map[string]any{"root": "/x", "file_mtime_window_s": 0}, nil, "file_mtime_window_s", "above 0"},

@@ -28,11 +28,16 @@ var info = sdk.Info{
 	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
 }
 
-var configKeys = []string{
-	"base_url", "graphql_query", "graphql_variables", "graphql_records_path", "auth",
-	"verify_tls", "ca_file",
+// config is the section as written.
+type config struct {
+	httpx.Endpoint
+	Query       string                     `json:"graphql_query"`
+	Variables   map[string]json.RawMessage `json:"graphql_variables"`
+	RecordsPath string                     `json:"graphql_records_path"`
+	Auth        *httpx.Auth                `json:"auth"`
 	// Refused with a pointer to the daemon's freshness_field (see Configure).
-	"graphql_freshness_field", "graphql_freshness_window_s",
+	FreshnessField   any `json:"graphql_freshness_field"`
+	FreshnessWindowS any `json:"graphql_freshness_window_s"`
 }
 
 // settings is what Configure resolved; it never changes afterwards.
@@ -54,52 +59,48 @@ type Adapter struct {
 
 // New returns an unconfigured graphql adapter; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Configure parses graphql_query with a GraphQL parser (refusing a
 // mutation, a subscription or several operations), binds graphql_variables
 // to the declared variable types and builds the HTTP client. It does not
 // connect.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	sec, err := httpx.Root(req.Config, Kind, configKeys)
-	if err != nil {
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
 	}
-	for _, k := range []string{"graphql_freshness_field", "graphql_freshness_window_s"} {
-		if sec.Has(k) {
-			return &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
+	if k := "graphql_freshness_field"; cfg.FreshnessField != nil || cfg.FreshnessWindowS != nil {
+		if cfg.FreshnessField == nil {
+			k = "graphql_freshness_window_s"
 		}
+		return &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
 	}
 	s := &settings{}
-	if s.endpoint, err = httpx.BaseURL(sec, "base_url"); err != nil {
+	var err error
+	if s.endpoint, err = cfg.URL(); err != nil {
 		return err
 	}
-	text, err := sec.String("graphql_query")
-	if err != nil {
-		return err
-	}
-	rq, err := parseReadQuery(text)
+	rq, err := parseReadQuery(cfg.Query)
 	if err != nil {
 		return &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
 	}
-	if s.values, err = sec.Values("graphql_variables"); err != nil {
+	if s.values, err = httpx.Values("graphql_variables", cfg.Variables); err != nil {
 		return err
 	}
 	if bad, err := rq.checkDeclared(s.values.Names()); err != nil {
 		return variablesError(bad, err)
 	}
-	s.query, s.rq = text, rq
-	if s.records, err = recordsPath(sec, rq); err != nil {
+	s.query, s.rq = cfg.Query, rq
+	if s.records, err = recordsPath(cfg.RecordsPath, rq); err != nil {
 		return err
 	}
-	auth, err := sec.Sub("auth", httpx.AuthKeys)
-	if err != nil {
+	if s.creds, err = cfg.Auth.Credentials(req.Secrets); err != nil {
 		return err
 	}
-	if s.creds, err = httpx.ParseAuth(auth, req.Secrets); err != nil {
-		return err
-	}
-	if s.client, s.warnings, err = httpx.NewClient(sec, s.endpoint, s.creds); err != nil {
+	if s.client, s.warnings, err = cfg.Client(s.endpoint, s.creds); err != nil {
 		return err
 	}
 	a.Store(s)
@@ -108,11 +109,7 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 
 // recordsPath reads graphql_records_path, a dotted path inside the answer's
 // data. Without it, a query selecting one top-level field reads that field.
-func recordsPath(sec *httpx.Section, rq *readQuery) (httpx.Path, error) {
-	raw, err := sec.String("graphql_records_path")
-	if err != nil {
-		return nil, err
-	}
+func recordsPath(raw string, rq *readQuery) (httpx.Path, error) {
 	if raw == "" {
 		if len(rq.fields) != 1 {
 			return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: "missing: the query selects several top-level fields; name the list of records inside data, e.g. encounters or patient.encounters"}
@@ -163,18 +160,8 @@ func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.
 	return res, nil
 }
 
-// CaptureBefore runs the query before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter runs the query afresh.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, body, err := sdk.Bound(&a.Settings, req.Params, (*settings).body)
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	body, err := s.body(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

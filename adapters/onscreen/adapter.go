@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -146,23 +147,10 @@ func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk
 }
 
 func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest, s *settings) (sdk.Capture, error) {
-	if _, ok := ctx.Deadline(); !ok && req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
-	}
-	start := time.Now()
-	res, err := a.readBack(ctx, s)
-	if err != nil {
-		return sdk.Capture{}, err
-	}
-	log := sdk.Logger(ctx)
-	if res.unusable != "" {
-		log.Info("on-screen read-back unusable", "capture", req.CaptureID, "took", time.Since(start).String(), "reason", res.unusable)
-		return sdk.Capture{Reason: "on-screen read-back: " + res.unusable, At: res.at}, nil
-	}
-	log.Debug("on-screen read-back", "capture", req.CaptureID, "records", len(res.records), "took", time.Since(start).String())
-	return sdk.Capture{Reachable: true, At: res.at, Records: sdk.Records(res.records...)}, nil
+	return cdpguard.Capture(ctx, req, "on-screen read-back", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
+		res, err := a.readBack(ctx, s)
+		return res.records, res.unusable, res.at, err
+	})
 }
 
 // readOutcome is one read-back: records, or why it is unusable.
@@ -193,15 +181,7 @@ func (a *Adapter) readBack(ctx context.Context, s *settings) (readOutcome, error
 }
 
 // readDeadline bounds one read: every action's wait and the reading, and a
-// little inside the caller's deadline, so that a timeout is answered as an
-// unusable read rather than a cut-off call.
+// little inside the caller's deadline.
 func readDeadline(ctx context.Context, s *settings) time.Time {
-	d := time.Now().Add(time.Duration(len(s.actions)+1)*s.navTimeout + 5*time.Second)
-	if dl, ok := ctx.Deadline(); ok {
-		margin := min(500*time.Millisecond, time.Until(dl)/10)
-		if inner := dl.Add(-margin); inner.Before(d) {
-			d = inner
-		}
-	}
-	return d
+	return cdpguard.ReadDeadline(ctx, time.Duration(len(s.actions)+1)*s.navTimeout+5*time.Second)
 }

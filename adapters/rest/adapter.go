@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,12 +34,23 @@ var info = sdk.Info{
 // otherwise.
 const DefaultMaxPages = 100
 
-var configKeys = []string{
-	"base_url", "records_path", "records_key", "path_params", "pagination", "auth",
-	"verify_tls", "ca_file",
+// config is the section as written.
+type config struct {
+	httpx.Endpoint
+	RecordsPath string                     `json:"records_path"`
+	RecordsKey  string                     `json:"records_key"`
+	PathParams  map[string]json.RawMessage `json:"path_params"`
+	Pagination  *pagination                `json:"pagination"`
+	Auth        *httpx.Auth                `json:"auth"`
 }
 
-var paginationKeys = []string{"next_key", "offset_param", "limit_param", "page_size", "max_pages"}
+type pagination struct {
+	NextKey     string  `json:"next_key"`
+	OffsetParam string  `json:"offset_param"`
+	LimitParam  *string `json:"limit_param"`
+	PageSize    *int    `json:"page_size"`
+	MaxPages    *int    `json:"max_pages"`
+}
 
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
@@ -65,32 +77,31 @@ type Adapter struct {
 }
 
 // New returns an unconfigured rest adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Configure checks the section and path_params and builds the HTTP client.
 // It does not connect; each call binds its run parameters into
 // records_path.
 func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	sec, err := httpx.Root(req.Config, Kind, configKeys)
-	if err != nil {
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
 		return err
 	}
 	s := &settings{}
-	if s.base, err = httpx.BaseURL(sec, "base_url"); err != nil {
+	var err error
+	if s.base, err = cfg.URL(); err != nil {
 		return err
 	}
-	rawPath, err := sec.String("records_path")
-	if err != nil {
-		return err
-	}
-	if rawPath == "" {
+	if cfg.RecordsPath == "" {
 		return &sdk.ConfigError{Path: "records_path", Message: "missing: write the path (and query) of the list to read, e.g. /api/resource/Encounter?filters=..."}
 	}
-	tmpl, err := parseTemplate(rawPath)
+	tmpl, err := parseTemplate(cfg.RecordsPath)
 	if err != nil {
 		return &sdk.ConfigError{Path: "records_path", Message: err.Error()}
 	}
-	if s.values, err = sec.Values("path_params"); err != nil {
+	if s.values, err = httpx.Values("path_params", cfg.PathParams); err != nil {
 		return err
 	}
 	for _, name := range s.values.Names() {
@@ -107,69 +118,55 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	if _, err := url.Parse(s.base.String() + tmpl.text); err != nil {
 		return &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
 	}
-	if key, err := sec.String("records_key"); err != nil {
-		return err
-	} else if key != "" {
-		if s.recordsKey, err = httpx.ParsePath(key); err != nil {
+	if cfg.RecordsKey != "" {
+		if s.recordsKey, err = httpx.ParsePath(cfg.RecordsKey); err != nil {
 			return &sdk.ConfigError{Path: "records_key", Message: err.Error()}
 		}
 	}
-	if err := s.parsePagination(sec); err != nil {
+	if err := s.parsePagination(cfg.Pagination); err != nil {
 		return err
 	}
-	auth, err := sec.Sub("auth", httpx.AuthKeys)
-	if err != nil {
+	if s.creds, err = cfg.Auth.Credentials(req.Secrets); err != nil {
 		return err
 	}
-	if s.creds, err = httpx.ParseAuth(auth, req.Secrets); err != nil {
-		return err
-	}
-	if s.client, s.warnings, err = httpx.NewClient(sec, s.base, s.creds); err != nil {
+	if s.client, s.warnings, err = cfg.Client(s.base, s.creds); err != nil {
 		return err
 	}
 	a.Store(s)
 	return nil
 }
 
-func (s *settings) parsePagination(sec *httpx.Section) error {
+func (s *settings) parsePagination(p *pagination) error {
 	s.maxPages = 1
-	p, err := sec.Sub("pagination", paginationKeys)
-	if err != nil || p == nil {
-		return err
+	if p == nil {
+		return nil
 	}
-	if s.maxPages, err = p.Int("max_pages", DefaultMaxPages, 1, 100_000); err != nil {
-		return err
-	}
-	next, err := p.String("next_key")
-	if err != nil {
-		return err
-	}
-	offsetParam, err := p.String("offset_param")
-	if err != nil {
+	var err error
+	if s.maxPages, err = httpx.IntIn("pagination.max_pages", p.MaxPages, DefaultMaxPages, 1, 100_000); err != nil {
 		return err
 	}
 	switch {
-	case next != "" && (offsetParam != "" || p.Has("limit_param") || p.Has("page_size")):
-		return &sdk.ConfigError{Path: p.At("next_key"), Message: "choose one paging style: next_key, or offset_param with limit_param and page_size"}
-	case next != "":
-		if s.nextKey, err = httpx.ParsePath(next); err != nil {
-			return &sdk.ConfigError{Path: p.At("next_key"), Message: err.Error()}
+	case p.NextKey != "" && (p.OffsetParam != "" || p.LimitParam != nil || p.PageSize != nil):
+		return &sdk.ConfigError{Path: "pagination.next_key", Message: "choose one paging style: next_key, or offset_param with limit_param and page_size"}
+	case p.NextKey != "":
+		if s.nextKey, err = httpx.ParsePath(p.NextKey); err != nil {
+			return &sdk.ConfigError{Path: "pagination.next_key", Message: err.Error()}
 		}
 		return nil
-	case offsetParam == "":
-		return &sdk.ConfigError{Path: p.At("next_key"), Message: "pagination needs next_key (where the body holds the next page's URL) or offset_param, limit_param and page_size"}
+	case p.OffsetParam == "":
+		return &sdk.ConfigError{Path: "pagination.next_key", Message: "pagination needs next_key (where the body holds the next page's URL) or offset_param, limit_param and page_size"}
 	}
-	o := &offsetPaging{offsetParam: offsetParam}
-	if o.limitParam, err = p.String("limit_param"); err != nil {
-		return err
+	o := &offsetPaging{offsetParam: p.OffsetParam}
+	if p.LimitParam != nil {
+		o.limitParam = *p.LimitParam
 	}
 	if o.limitParam == "" || o.limitParam == o.offsetParam {
-		return &sdk.ConfigError{Path: p.At("limit_param"), Message: "name the query parameter that sets the page size (Frappe: limit_page_length), other than offset_param"}
+		return &sdk.ConfigError{Path: "pagination.limit_param", Message: "name the query parameter that sets the page size (Frappe: limit_page_length), other than offset_param"}
 	}
-	if !p.Has("page_size") {
-		return &sdk.ConfigError{Path: p.At("page_size"), Message: "missing: the number of records to ask for per page, e.g. 500"}
+	if p.PageSize == nil {
+		return &sdk.ConfigError{Path: "pagination.page_size", Message: "missing: the number of records to ask for per page, e.g. 500"}
 	}
-	if o.size, err = p.Int("page_size", 0, 1, 1_000_000); err != nil {
+	if o.size, err = httpx.IntIn("pagination.page_size", p.PageSize, 0, 1, 1_000_000); err != nil {
 		return err
 	}
 	s.offset = o
@@ -230,22 +227,12 @@ func (s *settings) describeKey() string {
 	return "a list of records at " + s.recordsKey.String()
 }
 
-// CaptureBefore reads the list before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter reads the list afresh.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
 // capture reads the first page before answering, so that a refused or
 // broken read is an unreachable capture; later pages are read while the
 // records stream, and a failure there aborts the stream, so a partial list
 // is never judged. The whole read is bounded by the capture's deadline.
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

@@ -110,7 +110,9 @@ type Adapter struct {
 }
 
 // New returns an unconfigured sql adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{Base: sdk.Base[settings]{About: info}} }
+func New() sdk.Adapter {
+	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
+}
 
 // Close releases the instance's connections (the daemon released it);
 // reads still streaming finish first.
@@ -275,23 +277,14 @@ func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.
 	return s.reader.probe(ctx, s.query, args), nil
 }
 
-// CaptureBefore reads the query's rows before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter reads the query's rows afresh in a new transaction each time.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// capture runs the query and streams its rows. Anything that stops the read
+// capture runs the query and streams its rows, afresh in a new transaction
+// each time. Anything that stops the read
 // from starting (the database down or the login refused, a lock or a query
 // still running at the deadline, a query error) is an unreachable capture;
 // an error after the first row aborts the stream, so a partial read is
 // never judged.
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, args, err := sdk.Bound(&a.Settings, req.Params, (*settings).args)
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	args, err := s.args(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -127,26 +128,10 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capt
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	// ctx carries the daemon's deadline for this read (for a baseline it is
-	// longer than the effect's timeout_s); req.Timeout only stands in when
-	// a caller set none.
-	if _, ok := ctx.Deadline(); !ok && req.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
-		defer cancel()
-	}
-	start := time.Now()
-	res, err := a.readBack(ctx, s)
-	if err != nil {
-		return sdk.Capture{}, err
-	}
-	log := sdk.Logger(ctx)
-	if res.unusable != "" {
-		log.Info("record page read-back unusable", "capture", req.CaptureID, "took", time.Since(start).String(), "reason", res.unusable)
-		return sdk.Capture{Reason: "record page read in a separate session: " + res.unusable, At: res.at}, nil
-	}
-	log.Debug("record page read back", "capture", req.CaptureID, "rows", len(res.records), "took", time.Since(start).String())
-	return sdk.Capture{Reachable: true, At: res.at, Records: sdk.Records(res.records...)}, nil
+	return cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
+		res, err := a.readBack(ctx, s)
+		return res.records, res.unusable, res.at, err
+	})
 }
 
 // readBack runs one read-back in a fresh browser context. The error is for
@@ -168,15 +153,7 @@ func (a *Adapter) readBack(ctx context.Context, s *settings) (readResult, error)
 }
 
 // readDeadline bounds a whole read-back: three navigation waits and the
-// extraction, and always a little inside the caller's deadline, so that a
-// timeout is answered as an unusable read rather than a cut-off call.
+// extraction, and always a little inside the caller's deadline.
 func readDeadline(ctx context.Context, s *settings) time.Time {
-	d := time.Now().Add(3*s.navTimeout + 5*time.Second)
-	if dl, ok := ctx.Deadline(); ok {
-		margin := min(500*time.Millisecond, time.Until(dl)/10)
-		if inner := dl.Add(-margin); inner.Before(d) {
-			d = inner
-		}
-	}
-	return d
+	return cdpguard.ReadDeadline(ctx, 3*s.navTimeout+5*time.Second)
 }

@@ -1,7 +1,6 @@
 package uireadback
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,15 +32,55 @@ const DefaultNavigationTimeout = 15 * time.Second
 // maxNavigationTimeoutS is the largest navigation_timeout_s accepted.
 const maxNavigationTimeoutS = 600
 
-// The keys each level of the section accepts.
-var (
-	topKeys      = []string{"kind", "ui_readback"}
-	sectionKeys  = []string{"record_url", "url_params", "sign_in", "ready_selector", "empty_selector", "not_found_selector", "row_selector", "fields", "identity", "read_post_paths", "truncation_markers", "navigation_timeout_s"}
-	signInKeys   = []string{"url", "username_selector", "password_selector", "submit_selector", "signed_in_selector", "username_env", "password_env"}
-	fieldKeys    = []string{"selector", "attribute", "date_format", "casefold"}
-	identityKeys = []string{"reader", "value", "field"}
-	readerKeys   = []string{"selector", "attribute"}
-)
+// config is the deployment section as written: its kind and the
+// ui_readback: map. The SDK's strict decoder fills it, refusing any key it
+// does not declare with its path and the keys allowed there.
+type config struct {
+	UIReadback *sectionConfig `json:"ui_readback"`
+}
+
+type sectionConfig struct {
+	RecordURL          *string                    `json:"record_url"`
+	URLParams          map[string]json.RawMessage `json:"url_params"`
+	SignIn             *signInConfig              `json:"sign_in"`
+	ReadySelector      *string                    `json:"ready_selector"`
+	EmptySelector      string                     `json:"empty_selector"`
+	NotFoundSelector   string                     `json:"not_found_selector"`
+	RowSelector        *string                    `json:"row_selector"`
+	Fields             map[string]fieldConfig     `json:"fields"`
+	Identity           *identityConfig            `json:"identity"`
+	ReadPostPaths      []string                   `json:"read_post_paths"`
+	TruncationMarkers  []string                   `json:"truncation_markers"`
+	NavigationTimeoutS *float64                   `json:"navigation_timeout_s"`
+}
+
+type signInConfig struct {
+	URL              *string `json:"url"`
+	UsernameSelector *string `json:"username_selector"`
+	PasswordSelector *string `json:"password_selector"`
+	SubmitSelector   *string `json:"submit_selector"`
+	SignedInSelector *string `json:"signed_in_selector"`
+	UsernameEnv      *string `json:"username_env"`
+	PasswordEnv      *string `json:"password_env"`
+}
+
+type fieldConfig struct {
+	Selector   string `json:"selector"`
+	Attribute  string `json:"attribute"`
+	DateFormat string `json:"date_format"`
+	Casefold   bool   `json:"casefold"`
+}
+
+type identityConfig struct {
+	Reader *readerConfig   `json:"reader"`
+	Value  json.RawMessage `json:"value"`
+	Field  string          `json:"field"`
+}
+
+type readerConfig struct {
+	Selector  *string `json:"selector"`
+	Attribute string  `json:"attribute"`
+}
 
 // settings is a configuration resolved at Configure, every secret in hand.
 // It never changes afterwards; bind copies it with one call's run
@@ -98,35 +137,43 @@ func configError(path, format string, args ...any) error {
 // secrets, one part of the section at a time; the run parameters are bound
 // per call (bind).
 func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
-	sec, err := readSection(req.Config)
-	if err != nil {
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
 		return nil, err
 	}
-	s := &settings{}
+	sec := cfg.UIReadback
+	if sec == nil {
+		return nil, configError(section, "missing: the ui_readback: section holds record_url, sign_in, ready_selector, row_selector, fields and identity")
+	}
+	s := &settings{emptySelector: sec.EmptySelector, notFoundSelector: sec.NotFoundSelector}
 	var origin string
+	var err error
 	if s.recordTmpl, s.urlParams, origin, err = parseRecordURL(sec); err != nil {
 		return nil, err
 	}
-	if s.signIn, err = parseSignIn(sec, req.Secrets); err != nil {
+	if s.signIn, err = parseSignIn(sec.SignIn, req.Secrets); err != nil {
 		return nil, err
 	}
-	if err := parseSelectors(sec, s); err != nil {
+	if s.readySelector, err = required(section+".ready_selector", sec.ReadySelector); err != nil {
+		return nil, err
+	}
+	if s.rowSelector, err = required(section+".row_selector", sec.RowSelector); err != nil {
 		return nil, err
 	}
 	// identity before fields, so a field cannot shadow identity.field
-	if s.identity, s.idValue, err = parseIdentity(sec); err != nil {
+	if s.identity, s.idValue, err = parseIdentity(sec.Identity); err != nil {
 		return nil, err
 	}
-	if s.fields, err = parseFields(sec, s.identity.field); err != nil {
+	if s.fields, err = parseFields(sec.Fields, s.identity.field); err != nil {
 		return nil, err
 	}
-	if s.readPostPaths, err = parseReadPostPaths(sec, origin); err != nil {
+	if s.readPostPaths, err = parseReadPostPaths(sec.ReadPostPaths, origin); err != nil {
 		return nil, err
 	}
-	if s.truncation, err = parseTruncationMarkers(sec); err != nil {
+	if s.truncation, err = parseTruncationMarkers(sec.TruncationMarkers); err != nil {
 		return nil, err
 	}
-	if s.navTimeout, err = parseNavigationTimeout(sec); err != nil {
+	if s.navTimeout, err = parseNavigationTimeout(sec.NavigationTimeoutS); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -167,40 +214,18 @@ func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error
 // section.
 const section = "ui_readback"
 
-// readSection checks kind and returns the ui_readback: map.
-func readSection(config json.RawMessage) (map[string]json.RawMessage, error) {
-	top, err := object(config, "", topKeys)
-	if err != nil {
-		return nil, err
-	}
-	if raw, ok := top["kind"]; ok {
-		var kind string
-		if json.Unmarshal(raw, &kind) != nil || kind != Kind {
-			return nil, configError("kind", "this adapter reads kind %q", Kind)
-		}
-	}
-	raw, ok := top[section]
-	if !ok {
-		return nil, configError(section, "missing: the ui_readback: section holds record_url, sign_in, ready_selector, row_selector, fields and identity")
-	}
-	return object(raw, section, sectionKeys)
-}
-
 // parseRecordURL reads record_url and url_params and checks them with a
 // stand-in value for every parameter; it returns the site's origin
 // (scheme://host), which no parameter can change.
-func parseRecordURL(sec map[string]json.RawMessage) (string, param.Values, string, error) {
+func parseRecordURL(sec *sectionConfig) (string, param.Values, string, error) {
 	const p = section
-	var tmpl string
-	if err := str(sec, "record_url", p, true, &tmpl); err != nil {
+	tmpl, err := required(p+".record_url", sec.RecordURL)
+	if err != nil {
 		return "", param.Values{}, "", err
 	}
-	params := map[string]json.RawMessage{}
-	if rawParams, ok := sec["url_params"]; ok {
-		var err error
-		if params, err = object(rawParams, p+".url_params", nil); err != nil {
-			return "", param.Values{}, "", err
-		}
+	params := sec.URLParams
+	if params == nil {
+		params = map[string]json.RawMessage{}
 	}
 	vs, err := param.ParseMap(params, p+".url_params")
 	if err != nil {
@@ -220,28 +245,25 @@ func parseRecordURL(sec map[string]json.RawMessage) (string, param.Values, strin
 
 // parseSignIn reads sign_in: the page, its selectors and the read-back
 // account's credentials, which the daemon delivered as secrets.
-func parseSignIn(sec map[string]json.RawMessage, secrets map[string]string) (signIn, error) {
+func parseSignIn(si *signInConfig, secrets map[string]string) (signIn, error) {
 	const sp = section + ".sign_in"
 	var out signIn
-	rawSignIn, ok := sec["sign_in"]
-	if !ok {
+	if si == nil {
 		return out, configError(sp, "missing: name the sign-in page, its selectors and the read-back account's environment variables (url, username_selector, password_selector, submit_selector, signed_in_selector, username_env, password_env)")
-	}
-	si, err := object(rawSignIn, sp, signInKeys)
-	if err != nil {
-		return out, err
 	}
 	for _, k := range []struct {
 		key string
+		src *string
 		dst *string
 	}{
-		{"url", &out.url},
-		{"username_selector", &out.usernameSelector},
-		{"password_selector", &out.passwordSelector},
-		{"submit_selector", &out.submitSelector},
-		{"signed_in_selector", &out.signedInSelector},
+		{"url", si.URL, &out.url},
+		{"username_selector", si.UsernameSelector, &out.usernameSelector},
+		{"password_selector", si.PasswordSelector, &out.passwordSelector},
+		{"submit_selector", si.SubmitSelector, &out.submitSelector},
+		{"signed_in_selector", si.SignedInSelector, &out.signedInSelector},
 	} {
-		if err := str(si, k.key, sp, true, k.dst); err != nil {
+		var err error
+		if *k.dst, err = required(sp+"."+k.key, k.src); err != nil {
 			return out, err
 		}
 	}
@@ -250,10 +272,11 @@ func parseSignIn(sec map[string]json.RawMessage, secrets map[string]string) (sig
 	}
 	for _, k := range []struct {
 		key, slot string
+		src       *string
 		dst       *string
-	}{{"username_env", usernameSlot, &out.username}, {"password_env", passwordSlot, &out.password}} {
-		var name string
-		if err := str(si, k.key, sp, true, &name); err != nil {
+	}{{"username_env", usernameSlot, si.UsernameEnv, &out.username}, {"password_env", passwordSlot, si.PasswordEnv, &out.password}} {
+		name, err := required(sp+"."+k.key, k.src)
+		if err != nil {
 			return out, err
 		}
 		v, ok := secrets[k.slot]
@@ -268,82 +291,43 @@ func parseSignIn(sec map[string]json.RawMessage, secrets map[string]string) (sig
 	return out, nil
 }
 
-// parseSelectors reads the selectors that say where the page is ready,
-// empty or missing, and where its rows are.
-func parseSelectors(sec map[string]json.RawMessage, s *settings) error {
-	for _, k := range []struct {
-		key      string
-		required bool
-		dst      *string
-	}{
-		{"ready_selector", true, &s.readySelector},
-		{"row_selector", true, &s.rowSelector},
-		{"empty_selector", false, &s.emptySelector},
-		{"not_found_selector", false, &s.notFoundSelector},
-	} {
-		if err := str(sec, k.key, section, k.required, k.dst); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // parseIdentity reads where the page shows the record's identifier and
 // binds the value it must show.
-func parseIdentity(sec map[string]json.RawMessage) (identity, param.Value, error) {
+func parseIdentity(id *identityConfig) (identity, param.Value, error) {
 	const ip = section + ".identity"
 	var out identity
-	rawID, ok := sec["identity"]
-	if !ok {
+	if id == nil {
 		return out, param.Value{}, configError(ip, "missing: say where the page shows the record's identifier (reader: {selector}) and what it must be (value: {param: ...})")
 	}
-	id, err := object(rawID, ip, identityKeys)
-	if err != nil {
-		return out, param.Value{}, err
-	}
-	rawReader, ok := id["reader"]
-	if !ok {
+	if id.Reader == nil {
 		return out, param.Value{}, configError(ip+".reader", "missing: write reader: {selector: \"#patient-mrn\"} (and attribute: when the identifier is in an attribute)")
 	}
-	rd, err := object(rawReader, ip+".reader", readerKeys)
-	if err != nil {
+	var err error
+	if out.selector, err = required(ip+".reader.selector", id.Reader.Selector); err != nil {
 		return out, param.Value{}, err
 	}
-	if err := str(rd, "selector", ip+".reader", true, &out.selector); err != nil {
-		return out, param.Value{}, err
-	}
-	if err := str(rd, "attribute", ip+".reader", false, &out.attribute); err != nil {
-		return out, param.Value{}, err
-	}
-	rawValue, ok := id["value"]
-	if !ok {
+	out.attribute = id.Reader.Attribute
+	if id.Value == nil {
 		return out, param.Value{}, configError(ip+".value", "missing: write the identifier the page must show, usually {param: patient_id}")
 	}
-	v, err := param.ParseJSON(rawValue, ip+".value")
+	v, err := param.ParseJSON(id.Value, ip+".value")
 	if err != nil {
 		return out, param.Value{}, paramError(err)
 	}
 	if !v.IsParam() && strings.TrimSpace(v.Literal) == "" {
 		return out, param.Value{}, configError(ip+".value", "the identifier is empty; a record page cannot be told apart by an empty identifier")
 	}
-	if err := str(id, "field", ip, false, &out.field); err != nil {
-		return out, param.Value{}, err
-	}
+	out.field = id.Field
 	return out, v, nil
 }
 
 // parseFields reads fields: where a row shows each record field, sorted by
 // name. identityField is the field the identifier fills, which no other
 // may name.
-func parseFields(sec map[string]json.RawMessage, identityField string) ([]field, error) {
+func parseFields(fs map[string]fieldConfig, identityField string) ([]field, error) {
 	const p = section + ".fields"
-	rawFields, ok := sec["fields"]
-	if !ok {
+	if fs == nil {
 		return nil, configError(p, "missing: map each record field to where a row shows it, e.g. id: {attribute: data-id}")
-	}
-	fs, err := object(rawFields, p, nil)
-	if err != nil {
-		return nil, err
 	}
 	if len(fs) == 0 {
 		return nil, configError(p, "empty: declare at least one field")
@@ -366,33 +350,15 @@ func parseFields(sec map[string]json.RawMessage, identityField string) ([]field,
 }
 
 // parseField reads one entry of fields.
-func parseField(name string, raw json.RawMessage, fp string) (field, error) {
-	f := field{name: name}
-	fm, err := object(raw, fp, fieldKeys)
-	if err != nil {
-		return f, err
-	}
-	if err := str(fm, "selector", fp, false, &f.selector); err != nil {
-		return f, err
-	}
-	if err := str(fm, "attribute", fp, false, &f.attribute); err != nil {
-		return f, err
-	}
+func parseField(name string, fc fieldConfig, fp string) (field, error) {
+	f := field{name: name, selector: fc.Selector, attribute: fc.Attribute, casefold: fc.Casefold}
 	if f.selector == "" && f.attribute == "" {
 		return f, configError(fp, "write a selector (the element inside the row whose text is the value), an attribute (of the row itself), or both")
 	}
-	var df string
-	if err := str(fm, "date_format", fp, false, &df); err != nil {
-		return f, err
-	}
-	if df != "" {
-		if f.layout, f.isoLayout, err = dateLayout(df); err != nil {
+	if fc.DateFormat != "" {
+		var err error
+		if f.layout, f.isoLayout, err = dateLayout(fc.DateFormat); err != nil {
 			return f, configError(fp+".date_format", "%v", err)
-		}
-	}
-	if rawCF, ok := fm["casefold"]; ok {
-		if json.Unmarshal(rawCF, &f.casefold) != nil {
-			return f, configError(fp+".casefold", "must be true or false")
 		}
 	}
 	return f, nil
@@ -400,16 +366,8 @@ func parseField(name string, raw json.RawMessage, fp string) (field, error) {
 
 // parseReadPostPaths reads read_post_paths: the POST requests of the record
 // site that only read, as origin+path.
-func parseReadPostPaths(sec map[string]json.RawMessage, origin string) ([]string, error) {
+func parseReadPostPaths(paths []string, origin string) ([]string, error) {
 	const p = section + ".read_post_paths"
-	rawPaths, ok := sec["read_post_paths"]
-	if !ok {
-		return nil, nil
-	}
-	var paths []string
-	if json.Unmarshal(rawPaths, &paths) != nil {
-		return nil, configError(p, "must be a list of paths such as /graphql")
-	}
 	var out []string
 	for i, path := range paths {
 		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#") {
@@ -422,15 +380,10 @@ func parseReadPostPaths(sec map[string]json.RawMessage, origin string) ([]string
 
 // parseTruncationMarkers reads truncation_markers, DefaultTruncationMarkers
 // when absent.
-func parseTruncationMarkers(sec map[string]json.RawMessage) ([]string, error) {
+func parseTruncationMarkers(markers []string) ([]string, error) {
 	const p = section + ".truncation_markers"
-	rawMarkers, ok := sec["truncation_markers"]
-	if !ok {
+	if markers == nil {
 		return DefaultTruncationMarkers, nil
-	}
-	var markers []string
-	if json.Unmarshal(rawMarkers, &markers) != nil || markers == nil {
-		return nil, configError(p, "must be a list of strings, such as [\"…\", \"...\"]; write [] for none")
 	}
 	for i, m := range markers {
 		if m == "" {
@@ -442,59 +395,26 @@ func parseTruncationMarkers(sec map[string]json.RawMessage) ([]string, error) {
 
 // parseNavigationTimeout reads navigation_timeout_s, DefaultNavigationTimeout
 // when absent.
-func parseNavigationTimeout(sec map[string]json.RawMessage) (time.Duration, error) {
-	rawT, ok := sec["navigation_timeout_s"]
-	if !ok {
+func parseNavigationTimeout(seconds *float64) (time.Duration, error) {
+	if seconds == nil {
 		return DefaultNavigationTimeout, nil
 	}
-	var n json.Number
-	dec := json.NewDecoder(bytes.NewReader(rawT))
-	dec.UseNumber()
-	f, err := 0.0, dec.Decode(&n)
-	if err == nil {
-		f, err = n.Float64()
-	}
-	if err != nil || f <= 0 || f > maxNavigationTimeoutS {
+	if f := *seconds; f <= 0 || f > maxNavigationTimeoutS {
 		return 0, configError(section+".navigation_timeout_s", "must be a number of seconds above 0 and at most %d", maxNavigationTimeoutS)
 	}
-	return time.Duration(f * float64(time.Second)), nil
+	return time.Duration(*seconds * float64(time.Second)), nil
 }
 
-// object decodes raw as a JSON object and, when allowed is not nil, refuses
-// keys outside it.
-func object(raw json.RawMessage, path string, allowed []string) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if len(bytes.TrimSpace(raw)) == 0 || json.Unmarshal(raw, &m) != nil || m == nil {
-		where := path
-		if where == "" {
-			where = "the section"
-		}
-		return nil, configError(path, "%s must be a map", where)
+// required returns the string a required key holds: present and not
+// blank.
+func required(path string, v *string) (string, error) {
+	switch {
+	case v == nil:
+		return "", configError(path, "missing")
+	case strings.TrimSpace(*v) == "":
+		return "", configError(path, "must not be empty")
 	}
-	if allowed != nil {
-		if err := sdk.RefuseUnknownKeys(Kind, path, m, allowed); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-// str reads a string key. A required key must be present and not blank.
-func str(m map[string]json.RawMessage, key, path string, required bool, dst *string) error {
-	raw, ok := m[key]
-	if !ok {
-		if required {
-			return configError(join(path, key), "missing")
-		}
-		return nil
-	}
-	if json.Unmarshal(raw, dst) != nil {
-		return configError(join(path, key), "must be a string")
-	}
-	if required && strings.TrimSpace(*dst) == "" {
-		return configError(join(path, key), "must not be empty")
-	}
-	return nil
+	return *v, nil
 }
 
 // bindValue reads "text", {literal: "text"} or {param: name} (the grammar
@@ -568,11 +488,4 @@ func checkPageURL(raw, path string) error {
 		return configError(path, "%q: write an absolute http:// or https:// URL", raw)
 	}
 	return nil
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -34,14 +33,12 @@ type options struct {
 	IDColumn string `json:"id_column"`
 }
 
-// ledger reads one CSV file. It is safe for concurrent captures.
-type ledger struct {
+// settings is what Configure resolved, and the reads the verdict hook
+// looks back at.
+type settings struct {
 	path     string
 	idColumn string
-
-	mu    sync.Mutex
-	reads map[string]readStamp // by capture id, for the verdict hook
-	order []string             // capture ids, oldest first
+	reads    *sdk.ReadLog[readStamp] // by capture id
 }
 
 // readStamp is what the verdict hook needs to know about one read.
@@ -54,20 +51,23 @@ type readStamp struct {
 // an older read is left as it is.
 const maxRemembered = 1024
 
-var (
-	_ sdk.Adapter     = (*ledger)(nil)
-	_ sdk.VerdictHook = (*ledger)(nil)
-)
+// ledger reads one CSV file. sdk.Base answers Info, holds the settings
+// (safely for concurrent captures) and answers both captures with one
+// fresh read.
+type ledger struct{ sdk.Base[settings] }
 
-func newLedger() sdk.Adapter { return &ledger{reads: map[string]readStamp{}} }
+var _ sdk.VerdictHook = (*ledger)(nil)
 
-func (l *ledger) Info() sdk.Info {
-	return sdk.Info{
-		Kind: kind,
-		// The ledger file is the system of record itself.
-		Tier:        sdk.TierIndependentSystem,
-		Description: "rows of a CSV ledger file, one record per row",
-	}
+func newLedger() sdk.Adapter {
+	return &ledger{sdk.Base[settings]{
+		About: sdk.Info{
+			Kind: kind,
+			// The ledger file is the system of record itself.
+			Tier:        sdk.TierIndependentSystem,
+			Description: "rows of a CSV ledger file, one record per row",
+		},
+		Read: (*settings).capture,
+	}}
 }
 
 func (l *ledger) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
@@ -91,49 +91,45 @@ func (l *ledger) Configure(ctx context.Context, req sdk.ConfigureRequest) error 
 	if opts.IDColumn == "" {
 		opts.IDColumn = "id"
 	}
-	l.path, l.idColumn = opts.Path, opts.IDColumn
+	l.Store(&settings{path: opts.Path, idColumn: opts.IDColumn, reads: &sdk.ReadLog[readStamp]{Size: maxRemembered}})
 	return nil
 }
 
 func (l *ledger) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	s, err := l.Load()
+	if err != nil {
+		return sdk.TestResult{}, err
+	}
 	start := time.Now()
-	f, _, header, err := l.open()
+	f, _, header, err := s.open()
 	if err != nil {
 		return sdk.TestResult{Message: err.Error(), Latency: time.Since(start)}, nil //nolint:nilerr // an unreadable ledger is an unreachable result, not a fault
 	}
 	f.Close()
 	return sdk.TestResult{
 		Reachable: true,
-		Message:   fmt.Sprintf("%s is readable; columns %s", l.path, strings.Join(header, ", ")),
+		Message:   fmt.Sprintf("%s is readable; columns %s", s.path, strings.Join(header, ", ")),
 		Latency:   time.Since(start),
 	}, nil
-}
-
-func (l *ledger) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return l.capture(ctx, req)
-}
-
-func (l *ledger) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return l.capture(ctx, req)
 }
 
 // capture streams the ledger's rows. A ledger that cannot be opened or has
 // no usable header is unreachable (data, not an error); a malformed row
 // later aborts the stream, so the daemon never judges part of the file.
-func (l *ledger) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	f, r, header, err := l.open()
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	f, r, header, err := s.open()
 	if err != nil {
 		return sdk.Unreachable("%v", err), nil
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return sdk.Unreachable("%s: %v", l.path, err), nil
+		return sdk.Unreachable("%s: %v", s.path, err), nil
 	}
 	// The read's time is taken after the file's metadata: a write landing
 	// between the two can then never look like a clock running ahead.
 	at := time.Now()
-	l.remember(req.CaptureID, readStamp{at: at, mtime: fi.ModTime()})
+	s.reads.Put(req.CaptureID, readStamp{at: at, mtime: fi.ModTime()})
 
 	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
 		defer f.Close()
@@ -147,7 +143,7 @@ func (l *ledger) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Captu
 				return
 			}
 			if err != nil {
-				yield(nil, fmt.Errorf("%s: %w", l.path, err))
+				yield(nil, fmt.Errorf("%s: %w", s.path, err))
 				return
 			}
 			rec := make(sdk.Record, len(header))
@@ -162,8 +158,8 @@ func (l *ledger) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Captu
 }
 
 // open opens the ledger and reads its header row.
-func (l *ledger) open() (*os.File, *csv.Reader, []string, error) {
-	f, err := os.Open(l.path)
+func (s *settings) open() (*os.File, *csv.Reader, []string, error) {
+	f, err := os.Open(s.path)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("the ledger cannot be opened: %w", err)
 	}
@@ -173,40 +169,24 @@ func (l *ledger) open() (*os.File, *csv.Reader, []string, error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, io.EOF) {
-			return nil, nil, nil, fmt.Errorf("%s is empty: a ledger starts with a header row", l.path)
+			return nil, nil, nil, fmt.Errorf("%s is empty: a ledger starts with a header row", s.path)
 		}
-		return nil, nil, nil, fmt.Errorf("%s: the header row cannot be read: %w", l.path, err)
+		return nil, nil, nil, fmt.Errorf("%s: the header row cannot be read: %w", s.path, err)
 	}
 	header = append([]string(nil), header...) // ReuseRecord would overwrite it
 	seen := map[string]bool{}
 	for _, col := range header {
 		if seen[col] {
 			f.Close()
-			return nil, nil, nil, fmt.Errorf("%s: the header names column %q twice", l.path, col)
+			return nil, nil, nil, fmt.Errorf("%s: the header names column %q twice", s.path, col)
 		}
 		seen[col] = true
 	}
-	if !seen[l.idColumn] {
+	if !seen[s.idColumn] {
 		f.Close()
-		return nil, nil, nil, fmt.Errorf("%s has no %q column (id_column); its columns are %s", l.path, l.idColumn, strings.Join(header, ", "))
+		return nil, nil, nil, fmt.Errorf("%s has no %q column (id_column); its columns are %s", s.path, s.idColumn, strings.Join(header, ", "))
 	}
 	return f, r, header, nil
-}
-
-func (l *ledger) remember(captureID string, s readStamp) {
-	if captureID == "" {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.reads[captureID]; !ok {
-		l.order = append(l.order, captureID)
-	}
-	l.reads[captureID] = s
-	for len(l.order) > maxRemembered {
-		delete(l.reads, l.order[0])
-		l.order = l.order[1:]
-	}
 }
 
 // Verdict demotes a CONFIRMED verdict when the ledger the judged read came
@@ -215,12 +195,11 @@ func (l *ledger) remember(captureID string, s readStamp) {
 // cannot be trusted. It never touches REFUTED or INDETERMINATE, and the
 // daemon would ignore a promotion anyway.
 func (l *ledger) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
-	if req.Verdict != sdk.VerdictConfirmed {
-		return sdk.Demotion{}, nil
+	cfg, err := l.Load()
+	if err != nil || req.Verdict != sdk.VerdictConfirmed {
+		return sdk.Demotion{}, err
 	}
-	l.mu.Lock()
-	s, ok := l.reads[req.CaptureID]
-	l.mu.Unlock()
+	s, ok := cfg.reads.Get(req.CaptureID)
 	if !ok || !s.mtime.After(s.at) {
 		return sdk.Demotion{}, nil
 	}

@@ -22,13 +22,7 @@
 package main
 
 import (
-	"log"
-
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() {
-	if err := plugin.Serve(newLedger); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { plugin.Main(newLedger) }

@@ -53,7 +53,13 @@ const DefaultTimeout = 10 * time.Second
 // compensator section, so nothing is ever deleted.
 var ErrNotConfigured = errors.New("compensate: no compensator is configured")
 
-var sectionKeys = []string{"base_url", "delete_path", "auth", "verify_tls", "ca_file", "timeout_s"}
+// config is the compensator section as written.
+type config struct {
+	httpx.Endpoint
+	DeletePath string      `json:"delete_path"`
+	Auth       *httpx.Auth `json:"auth"`
+	TimeoutS   *float64    `json:"timeout_s"`
+}
 
 // Error refuses a compensator section: Path is the key inside the section
 // (auth.bearer_env), Message what is wrong and what to write instead.
@@ -156,36 +162,28 @@ func Parse(section map[string]any, secrets map[string]string) (*Compensator, err
 }
 
 func parse(raw json.RawMessage, secrets map[string]string) (*Compensator, error) {
-	s, err := httpx.Root(raw, KindRESTDelete, sectionKeys)
-	if err != nil {
+	var cfg config
+	if err := (sdk.ConfigureRequest{Kind: KindRESTDelete, Config: raw}).DecodeConfig(&cfg); err != nil {
 		return nil, err
 	}
 	c := &Compensator{timeout: DefaultTimeout}
-	if c.base, err = httpx.BaseURL(s, "base_url"); err != nil {
+	var err error
+	if c.base, err = cfg.URL(); err != nil {
 		return nil, err
 	}
-	tmpl, err := s.String("delete_path")
-	if err != nil {
+	if c.tmpl, err = parseDeletePath(cfg.DeletePath); err != nil {
 		return nil, err
 	}
-	if c.tmpl, err = parseDeletePath(tmpl); err != nil {
-		return nil, err
-	}
-	if s.Has("timeout_s") {
-		var f float64
-		if err := json.Unmarshal(s.Raw("timeout_s"), &f); err != nil || f <= 0 || f > 600 {
+	if cfg.TimeoutS != nil {
+		if f := *cfg.TimeoutS; f <= 0 || f > 600 {
 			return nil, &sdk.ConfigError{Path: "timeout_s", Message: "must be a number of seconds above 0 and at most 600"}
 		}
-		c.timeout = time.Duration(f * float64(time.Second))
+		c.timeout = time.Duration(*cfg.TimeoutS * float64(time.Second))
 	}
-	auth, err := s.Sub("auth", httpx.AuthKeys)
-	if err != nil {
+	if c.creds, err = cfg.Auth.Credentials(secrets); err != nil {
 		return nil, err
 	}
-	if c.creds, err = httpx.ParseAuth(auth, secrets); err != nil {
-		return nil, err
-	}
-	if c.client, _, err = httpx.NewClient(s, c.base, c.creds); err != nil {
+	if c.client, _, err = cfg.Client(c.base, c.creds); err != nil {
 		return nil, err
 	}
 	// A redirected DELETE is not followed: it would delete something other

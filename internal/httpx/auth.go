@@ -10,10 +10,6 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 )
 
-// AuthKeys are the keys of an `auth:` map: one of bearer_env, basic_env, or
-// header with value_env.
-var AuthKeys = []string{"bearer_env", "header", "value_env", "basic_env"}
-
 // Credentials is one request header carrying a secret, and every form of
 // that secret that must never appear in a log, a reason or an excerpt.
 type Credentials struct {
@@ -53,60 +49,56 @@ func (c Credentials) Scheme() string {
 	return "the " + c.header + " header"
 }
 
-// ParseAuth reads an `auth:` map (nil means none). The section holds
-// environment-variable names; the daemon resolved them and delivered the
-// values in secrets, keyed by the key's dotted path (auth.bearer_env).
-func ParseAuth(s *Section, secrets map[string]string) (Credentials, error) {
-	if s == nil {
+// Credentials reads the `auth:` map (nil means none) with the values the
+// daemon delivered in secrets.
+func (a *Auth) Credentials(secrets map[string]string) (Credentials, error) {
+	if a == nil {
 		return Credentials{}, nil
 	}
 	var set []string
-	for _, k := range []string{"bearer_env", "basic_env", "header"} {
-		if s.Has(k) {
+	for k, v := range map[string]*string{"bearer_env": a.BearerEnv, "basic_env": a.BasicEnv, "header": a.Header} {
+		if v != nil {
 			set = append(set, k)
 		}
 	}
 	if len(set) != 1 {
-		return Credentials{}, &sdk.ConfigError{Path: s.path, Message: "set exactly one of bearer_env, basic_env, or header with value_env"}
+		return Credentials{}, &sdk.ConfigError{Path: "auth", Message: "set exactly one of bearer_env, basic_env, or header with value_env"}
 	}
-	if set[0] != "header" && s.Has("value_env") {
-		return Credentials{}, &sdk.ConfigError{Path: s.At("value_env"), Message: "value_env goes with header; remove it or use header: NAME with value_env"}
+	if set[0] != "header" && a.ValueEnv != nil {
+		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "value_env goes with header; remove it or use header: NAME with value_env"}
 	}
 	switch set[0] {
 	case "bearer_env":
-		tok, err := Secret(s, "bearer_env", secrets)
+		tok, err := Secret("auth.bearer_env", *a.BearerEnv, secrets)
 		if err != nil {
 			return Credentials{}, err
 		}
 		return Bearer(tok), nil
 	case "basic_env":
-		pair, err := Secret(s, "basic_env", secrets)
+		pair, err := Secret("auth.basic_env", *a.BasicEnv, secrets)
 		if err != nil {
 			return Credentials{}, err
 		}
 		user, pass, ok := strings.Cut(pair, ":")
 		if !ok || user == "" {
-			return Credentials{}, &sdk.ConfigError{Path: s.At("basic_env"), Message: "the variable must hold user:password"}
+			return Credentials{}, &sdk.ConfigError{Path: "auth.basic_env", Message: "the variable must hold user:password"}
 		}
 		enc := base64.StdEncoding.EncodeToString([]byte(pair))
 		return Credentials{header: "Authorization", value: "Basic " + enc, forms: nonEmpty(enc, pair, pass)}, nil
 	}
-	name, err := s.String("header")
-	if err != nil {
-		return Credentials{}, err
-	}
+	name := *a.Header
 	if !validHeaderName(name) {
-		return Credentials{}, &sdk.ConfigError{Path: s.At("header"), Message: fmt.Sprintf("%q is not a usable header name; write e.g. Authorization or X-Api-Key", name)}
+		return Credentials{}, &sdk.ConfigError{Path: "auth.header", Message: fmt.Sprintf("%q is not a usable header name; write e.g. Authorization or X-Api-Key", name)}
 	}
-	if !s.Has("value_env") {
-		return Credentials{}, &sdk.ConfigError{Path: s.At("value_env"), Message: "missing: name the environment variable that holds the header's value"}
+	if a.ValueEnv == nil {
+		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "missing: name the environment variable that holds the header's value"}
 	}
-	v, err := Secret(s, "value_env", secrets)
+	v, err := Secret("auth.value_env", *a.ValueEnv, secrets)
 	if err != nil {
 		return Credentials{}, err
 	}
 	if strings.ContainsAny(v, "\r\n") {
-		return Credentials{}, &sdk.ConfigError{Path: s.At("value_env"), Message: "the variable's value holds a line break, which no header can carry"}
+		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "the variable's value holds a line break, which no header can carry"}
 	}
 	// "token key:secret", "Bearer abc": the part after the scheme is the
 	// secret too, and servers echo it alone.
@@ -119,21 +111,18 @@ func Bearer(token string) Credentials {
 	return Credentials{header: "Authorization", value: "Bearer " + token, forms: nonEmpty(token)}
 }
 
-// Secret returns the resolved value of the *_env key in s.
-func Secret(s *Section, key string, secrets map[string]string) (string, error) {
-	name, err := s.String(key)
-	if err != nil {
-		return "", err
-	}
+// Secret returns the value the daemon delivered for the *_env key at path,
+// which names the environment variable name.
+func Secret(path, name string, secrets map[string]string) (string, error) {
 	if name == "" {
-		return "", &sdk.ConfigError{Path: s.At(key), Message: "must name an environment variable, e.g. SOR_TOKEN"}
+		return "", &sdk.ConfigError{Path: path, Message: "must name an environment variable, e.g. SOR_TOKEN"}
 	}
-	v, ok := secrets[s.At(key)]
+	v, ok := secrets[path]
 	if !ok || v == "" {
-		return "", &sdk.ConfigError{Path: s.At(key), Message: fmt.Sprintf("no value was delivered for the environment variable %s; set it in the daemon's environment and allow it under secrets.allow", name)}
+		return "", &sdk.ConfigError{Path: path, Message: fmt.Sprintf("no value was delivered for the environment variable %s; set it in the daemon's environment and allow it under secrets.allow", name)}
 	}
 	if strings.ContainsAny(v, "\r\n") {
-		return "", &sdk.ConfigError{Path: s.At(key), Message: fmt.Sprintf("the value of %s holds a line break, which no header can carry", name)}
+		return "", &sdk.ConfigError{Path: path, Message: fmt.Sprintf("the value of %s holds a line break, which no header can carry", name)}
 	}
 	return v, nil
 }

@@ -23,64 +23,50 @@ import (
 // failed read, never a truncated one.
 const MaxBodyBytes = 64 << 20
 
-// TLSKeys are the section keys NewClient reads.
-var TLSKeys = []string{"verify_tls", "ca_file"}
-
-// BaseURL reads the http or https URL at key. It must have a host and no
-// user info, query or fragment.
-func BaseURL(s *Section, key string) (*url.URL, error) {
-	raw, err := s.String(key)
-	if err != nil {
-		return nil, err
-	}
+// ParseBaseURL checks the http or https URL raw, the value at path: it
+// must have a host and no user info, query or fragment.
+func ParseBaseURL(path, raw string) (*url.URL, error) {
 	if raw == "" {
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "missing: write the server's URL, e.g. https://erp.example.com"}
+		return nil, &sdk.ConfigError{Path: path, Message: "missing: write the server's URL, e.g. https://erp.example.com"}
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "not a URL: " + err.Error()}
+		return nil, &sdk.ConfigError{Path: path, Message: "not a URL: " + err.Error()}
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: fmt.Sprintf("must start with https:// or http://, not %q", u.Scheme)}
+		return nil, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("must start with https:// or http://, not %q", u.Scheme)}
 	case u.Host == "":
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "has no host"}
+		return nil, &sdk.ConfigError{Path: path, Message: "has no host"}
 	case u.User != nil:
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must not carry credentials; name their environment variable under auth instead"}
+		return nil, &sdk.ConfigError{Path: path, Message: "must not carry credentials; name their environment variable under auth instead"}
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, &sdk.ConfigError{Path: s.At(key), Message: "must be scheme://host[:port][/path], without credentials, query or fragment; put the path and query of a request in its own keys"}
+		return nil, &sdk.ConfigError{Path: path, Message: "must be scheme://host[:port][/path], without credentials, query or fragment; put the path and query of a request in its own keys"}
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	return u, nil
 }
 
-// NewClient builds the HTTP client for reads from base, from the section's
-// verify_tls (default true) and ca_file (a PEM bundle trusted in addition to
-// the system's roots). Redirects are followed only within base's origin, so
-// a credential header is never sent to another server. It returns warnings
+// Client builds the HTTP client for reads from base, from verify_tls
+// (default true) and ca_file (a PEM bundle trusted in addition to the
+// system's roots). Redirects are followed only within base's origin, so a
+// credential header is never sent to another server. It returns warnings
 // for settings that work but weaken the read.
-func NewClient(s *Section, base *url.URL, creds Credentials) (*http.Client, []string, error) {
-	verify, err := s.Bool("verify_tls", true)
-	if err != nil {
-		return nil, nil, err
-	}
-	caFile, err := s.String("ca_file")
-	if err != nil {
-		return nil, nil, err
-	}
+func (e Endpoint) Client(base *url.URL, creds Credentials) (*http.Client, []string, error) {
+	verify, caFile := e.VerifyTLS == nil || *e.VerifyTLS, e.CAFile
 	var warnings []string
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, nil, &sdk.ConfigError{Path: s.At("ca_file"), Message: fmt.Sprintf("cannot read %s: %v", caFile, unwrapPath(err))}
+			return nil, nil, &sdk.ConfigError{Path: "ca_file", Message: fmt.Sprintf("cannot read %s: %v", caFile, unwrapPath(err))}
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, &sdk.ConfigError{Path: s.At("ca_file"), Message: caFile + " holds no PEM certificate"}
+			return nil, nil, &sdk.ConfigError{Path: "ca_file", Message: caFile + " holds no PEM certificate"}
 		}
 		cfg.RootCAs = pool
 	}

@@ -1,7 +1,8 @@
 // Package httpx owns what verifierd's HTTP clients share: the HTTP adapters
-// (rest, graphql, fhir) and the compensator's REST DELETE. It reads their
-// configuration sections key by key with the path in every refusal, binds
-// {param} values, builds the HTTP client (TLS verification, a private CA,
+// (rest, graphql, fhir) and the compensator's REST DELETE. It declares the
+// keys their sections share (Endpoint, Auth), which they embed in the config
+// structs the SDK's strict decoder fills, checks them with the path in
+// every refusal, binds {param} values, builds the HTTP client (TLS verification, a private CA,
 // same-origin redirects only), attaches the credentials the daemon
 // resolved, reads bounded response bodies, walks dotted paths through
 // decoded JSON with exact numbers, and describes a failed request with a

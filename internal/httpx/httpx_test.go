@@ -5,19 +5,19 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk"
 )
 
 func TestExcerptRedactsEveryForm(t *testing.T) {
 	t.Parallel()
-	sec, err := Root(json.RawMessage(`{"auth":{"basic_env":"B"}}`), "rest", []string{"auth"})
-	if err != nil {
+	var cfg struct {
+		Auth *Auth `json:"auth"`
+	}
+	if err := sdk.DecodeConfig(json.RawMessage(`{"auth":{"basic_env":"B"}}`), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	auth, err := sec.Sub("auth", AuthKeys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := ParseAuth(auth, map[string]string{"auth.basic_env": "reader:pa55word-XYZ"})
+	creds, err := cfg.Auth.Credentials(map[string]string{"auth.basic_env": "reader:pa55word-XYZ"})
 	if err != nil {
 		t.Fatal(err)
 	}

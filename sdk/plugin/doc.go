@@ -1,17 +1,14 @@
 // Package plugin is the wire transport between the verifierd daemon and an
 // adapter, on both ends of hashicorp/go-plugin's gRPC connection.
 //
-// Adapter side: Serve, a plugin binary's main, and the AdapterService
-// server: one process holds many configured instances (one Adapter from
-// the factory per Configure), with bounded message sizes, batched record
-// streams, panic recovery, the stdout guard and the parent-death watchdog.
+// Adapter side: Serve and Main (a plugin binary's main), and the
+// AdapterService server: one process holds many configured instances (one
+// Adapter from the factory per Configure), with bounded message sizes,
+// batched record streams, panic recovery, the stdout guard and the
+// parent-death watchdog.
 // A plugin main is:
 //
-//	func main() {
-//		if err := plugin.Serve(ledger.New); err != nil {
-//			log.Fatal(err)
-//		}
-//	}
+//	func main() { plugin.Main(ledger.New) }
 //
 // Daemon side: AdapterPlugin for go-plugin's plugin map, ClientConfig and
 // Start for a subprocess adapter (handshake, AutoMTLS, empty environment),

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -54,9 +55,8 @@ var ErrNotStartedByDaemon = errors.New("this binary is a verifierd adapter plugi
 
 // Serve runs the adapter that factory builds as a verifierd plugin and
 // returns when the daemon stops it. factory is called once per Configure:
-// one process serves many configured instances. A plugin's main is:
-//
-//	func main() { _ = plugin.Serve(ledger.New) }
+// one process serves many configured instances. Main is a plugin binary's
+// whole main around it.
 //
 // Before anything else it guards stdout (nothing but the go-plugin
 // handshake ever reaches the real stdout; stray prints go to stderr), logs
@@ -116,6 +116,18 @@ func Serve(factory func() sdk.Adapter, opts ...Option) error {
 		Logger: logger,
 	})
 	return nil
+}
+
+// Main is a plugin binary's main: it runs Serve and, when Serve fails (the
+// binary was started by hand, without the daemon's handshake), prints the
+// error on stderr and exits with status 1:
+//
+//	func main() { plugin.Main(ledger.New) }
+func Main(factory func() sdk.Adapter, opts ...Option) {
+	if err := Serve(factory, opts...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 }
 
 // watchParent exits the process when its parent changes, i.e. the daemon

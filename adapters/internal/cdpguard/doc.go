@@ -4,5 +4,7 @@
 // runs, that refuses requests which are not reads before they are sent; the
 // method rule the network guard applies to every paused request; and the
 // record of what either guard refused. Any refusal makes a read unusable:
-// a page that tried to write while being read is not a clean read.
+// a page that tried to write while being read is not a clean read. It also
+// holds what both adapters do around one read of a page: its deadline
+// (ReadDeadline) and the capture it answers (Capture).
 package cdpguard

@@ -6,14 +6,8 @@
 package main
 
 import (
-	"log"
-
 	"github.com/verifierd/verifierd/adapters/documenthash"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() {
-	if err := plugin.Serve(documenthash.New); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { plugin.Main(documenthash.New) }

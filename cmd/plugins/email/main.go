@@ -6,14 +6,8 @@
 package main
 
 import (
-	"log"
-
 	"github.com/verifierd/verifierd/adapters/email"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() {
-	if err := plugin.Serve(email.New); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { plugin.Main(email.New) }

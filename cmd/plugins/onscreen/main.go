@@ -6,14 +6,8 @@
 package main
 
 import (
-	"log"
-
 	"github.com/verifierd/verifierd/adapters/onscreen"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() {
-	if err := plugin.Serve(onscreen.New); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { plugin.Main(onscreen.New) }

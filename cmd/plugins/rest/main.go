@@ -5,14 +5,8 @@
 package main
 
 import (
-	"log"
-
 	"github.com/verifierd/verifierd/adapters/rest"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() {
-	if err := plugin.Serve(rest.New); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { plugin.Main(rest.New) }

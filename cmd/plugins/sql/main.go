@@ -5,14 +5,8 @@
 package main
 
 import (
-	"log"
-
 	"github.com/verifierd/verifierd/adapters/sql"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() {
-	if err := plugin.Serve(sql.New); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { plugin.Main(sql.New) }
