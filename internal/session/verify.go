@@ -186,7 +186,8 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s no longer parses: %w", id, err)
 	}
-	insts, instErrs := m.configureTraced(ctx, dep, contracts, md.Params)
+	// The parameters were checked at Begin; every capture binds them again.
+	insts, instErrs := m.configureTraced(ctx, dep, contracts, md.Params, true)
 
 	verdicts := make([]judge.Verdict, len(contracts))
 	tasks := make([]*judge.Task, len(contracts)) // set only by a compensation
