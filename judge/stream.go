@@ -106,7 +106,10 @@ func (s *RecordStream) presize() {
 	per := (len(s.buf) + n - 1) / n
 	fieldsPer := (len(b.Fields) + n - 1) / n
 	want := s.hint + s.hint/16 + 16
-	if need := want * per; need > cap(s.buf) && need < 1<<32 {
+	// Later records may be longer than the first (growing identities):
+	// a quarter more room, since outgrowing it would copy the whole
+	// document while both copies are held.
+	if need := want*per + want*per/4; need > cap(s.buf) && need < 1<<32 {
 		s.buf = append(make([]byte, 0, need), s.buf...)
 	}
 	if need := want * fieldsPer; need > cap(b.Fields) {
