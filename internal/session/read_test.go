@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/verifierd/verifierd/judge"
@@ -181,5 +182,50 @@ func TestBadWireRecordIsIndeterminate(t *testing.T) {
 	}
 	if msg := e.Reasons[0].Message; !strings.Contains(msg, "records[1].note") || !strings.Contains(msg, "duplicate") {
 		t.Errorf("reason %q does not name the record, the field and the fault", msg)
+	}
+}
+
+// checking is a memAdapter that binds run parameters: it counts the
+// CheckParams calls and refuses a session without "p".
+type checking struct {
+	*memAdapter
+	checks atomic.Int32
+}
+
+func (c *checking) CheckParams(_ context.Context, params map[string]string) error {
+	c.checks.Add(1)
+	if params["p"] == "" {
+		return &sdk.ConfigError{Path: "params.p", Message: "missing"}
+	}
+	return nil
+}
+
+// TestVerifySkipsCheckParams: Begin asks the adapter to check the run
+// parameters before reading; Verify does not ask again (one round trip
+// fewer) and still judges.
+func TestVerifySkipsCheckParams(t *testing.T) {
+	t.Parallel()
+	tab := &table{}
+	a := &checking{memAdapter: &memAdapter{kind: "checkparams-test", tier: 1, table: tab}}
+	m := newManager(t, a)
+	dep := []byte("effects: {kind: checkparams-test}\n")
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := a.checks.Load()
+	if before != 1 {
+		t.Fatalf("%d CheckParams calls for one Begin, want 1", before)
+	}
+	tab.add(sdk.Record{"id": json.Number("1"), "p": "1"})
+	v, err := m.Verify(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Effects[0].Verdict != judge.Confirmed {
+		t.Fatalf("verdict %s %v, want CONFIRMED", v.Effects[0].Verdict, v.Effects[0].Reasons)
+	}
+	if got := a.checks.Load(); got != before {
+		t.Errorf("Verify made %d CheckParams calls, want none", got-before)
 	}
 }
