@@ -240,7 +240,13 @@ func BenchmarkBaselineCapture1M(b *testing.B) {
 	dir := b.TempDir()
 	db := filepath.Join(dir, "big.db")
 	seedRows(b, db, rows)
-	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data")})
+	opts := daemonOpts{dataDir: filepath.Join(dir, "data")}
+	// BENCH_DAEMON_GOMEMLIMIT passes a soft memory limit to the daemon
+	// (the Go runtime's GOMEMLIMIT), to see what of its peak is garbage.
+	if lim := os.Getenv("BENCH_DAEMON_GOMEMLIMIT"); lim != "" {
+		opts.env = append(opts.env, "GOMEMLIMIT="+lim)
+	}
+	d := startDaemon(b, opts)
 	client := d.client(b)
 	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters ORDER BY id\n", db)))
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": "nobody"}, "expected_count": 0, "count_new_only": true, "timeout_s": 60}]`)

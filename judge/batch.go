@@ -46,6 +46,9 @@ type Batch struct {
 	doc   string   // the document the decoder read; texts are spans of it
 	owned []string // texts that are not spans of doc (unescaped, canonicalised)
 	index map[string]uint32
+	// raw, when a RecordStream built the batch, is where each record's
+	// source bytes start in doc, and then the end of the last one.
+	raw []uint32
 }
 
 // Text returns the canonical text of f, a field of this batch.
@@ -165,8 +168,17 @@ func (b *Batch) Append(r Record) {
 
 // Record returns record i in map form: strings as string, numbers as
 // json.Number of their canonical text, booleans, nil, and objects and arrays
-// decoded from their canonical JSON.
+// decoded from their canonical JSON. A batch that keeps its records' source
+// bytes (built by a RecordStream) decodes them instead: numbers keep the
+// text the source gave them.
 func (b *Batch) Record(i int) Record {
+	if src, ok := b.Source(i); ok {
+		if v, err := DecodeJSON([]byte(src)); err == nil {
+			if r, ok := v.(map[string]any); ok {
+				return r
+			}
+		}
+	}
 	fs := b.At(i)
 	r := make(Record, len(fs))
 	for i := range fs {

@@ -205,6 +205,11 @@ type Spec struct {
 	Secrets map[string]string
 	// EffectTimeout is the longest settlement window of the run.
 	EffectTimeout time.Duration
+	// ParamsChecked skips the CheckParams round trip: the parameters were
+	// checked when the session began (Verify, Reverify). Every capture
+	// still binds them, and one that no longer binds is refused there: an
+	// unreachable read, never a guess.
+	ParamsChecked bool
 }
 
 // key identifies a configured instance: kind, configuration, secrets and
@@ -261,6 +266,9 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	// The session's parameters must bind into the configured read before
 	// anything is read: a missing or refused one refuses it here, with
 	// its path, as a configuration would.
+	if spec.ParamsChecked {
+		return &Instance{cfg: cfg, params: spec.Params}, nil
+	}
 	if err := c.CheckParams(ctx, id, spec.Params); err != nil {
 		if ce, isCE := errors.AsType[*ConfigError](err); isCE {
 			return nil, ce

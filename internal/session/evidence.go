@@ -86,49 +86,52 @@ func (bk *baselineKeyer) maskErr(err error) error {
 // Keyer remembers tokens across the reads of one settlement. A
 // baseline keyed with another key (a data dir copied without its keys
 // folder) cannot be restored, so it counts as unreadable: the contracts that
-// need it become INDETERMINATE, never a guess.
+// need it become INDETERMINATE, never a guess. A keyed baseline is judged
+// in map form (restoring hidden values works on maps); every other one in
+// compact form.
 type keyedBaseline struct {
-	snap   judge.Snapshot // as stored: hidden values keyed
+	base   *read // as stored: hidden values keyed
 	keyed  bool
 	policy judge.Redaction
 	keyer  *judge.Keyer
 	group  []*judge.Contract
 }
 
-func (m *Manager) newKeyedBaseline(cm captureMeta, stored judge.Snapshot, p judge.Redaction, group []*judge.Contract) keyedBaseline {
-	kb := keyedBaseline{snap: stored, policy: p, keyer: judge.NewKeyer(m.evidenceKey()), group: group}
-	if cm.KeyID == "" || !stored.Reachable {
+func (m *Manager) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
+	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(m.evidenceKey()), group: group}
+	if cm.KeyID == "" || !stored.reachable() {
 		return kb
 	}
 	if cm.KeyID != judge.KeyID(m.evidenceKey()) {
-		kb.snap = judge.Snapshot{Reachable: false, Reason: "the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir"}
+		kb.base = unreachableRead("the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir")
 		return kb
 	}
 	kb.keyed = true
 	return kb
 }
 
-// against returns the baseline to judge an after read against.
-func (kb keyedBaseline) against(after judge.Snapshot) judge.Snapshot {
+// against returns the baseline to judge an after read against, in map
+// form.
+func (kb keyedBaseline) against(after *read) judge.Snapshot {
+	out := kb.base.snapshot()
 	if !kb.keyed {
-		return kb.snap
+		return out
 	}
-	out := kb.snap
-	out.Records = kb.policy.NewRestorer(kb.keyer, kb.group, after.Records).Restore(kb.snap.Records)
+	out.Records = kb.policy.NewRestorer(kb.keyer, kb.group, after.records()).Restore(out.Records)
 	return out
 }
 
 // redactText masks hidden values in adapter-supplied text, given the reads
 // the verdict is about.
-func (kb keyedBaseline) redactText(text string, after judge.Snapshot) string {
+func (kb keyedBaseline) redactText(text string, after *read) string {
 	if text == "" || !kb.policy.Active() {
 		return text
 	}
-	text = kb.policy.RedactText(text, kb.group, kb.against(after).Records, after.Records)
+	text = kb.policy.RedactText(text, kb.group, kb.against(after).Records, after.records())
 	if kb.keyed {
 		// Baseline values read nowhere after the action are known only by
 		// their token.
-		text = judge.RedactKeyedText(kb.keyer, text, kb.policy.Tokens(kb.snap.Records))
+		text = judge.RedactKeyedText(kb.keyer, text, kb.policy.Tokens(kb.base.records()))
 	}
 	return text
 }

@@ -38,7 +38,7 @@ type group struct {
 	settle   time.Duration
 	// What the last after read was, for hook messages and the hook's
 	// capture id.
-	lastAfter   judge.Snapshot
+	lastAfter   *read
 	lastCapture string
 }
 
@@ -89,66 +89,71 @@ func (g *group) unreachable(reason string) []judge.Verdict {
 	return out
 }
 
-// readBaseline loads the stored baseline of this capture.
+// readBaseline loads the stored baseline of this capture, decoding it as
+// it streams from the store into compact form.
 func (g *group) readBaseline(ctx context.Context) {
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreBaseline, telemetry.KeyGroup.Int(g.n))
 	defer span.End()
-	before := judge.Snapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}
+	before := &read{snap: judge.BatchSnapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}}
 	if g.cm.Reachable {
-		recs := make([]judge.Record, 0, g.cm.Records)
-		err := g.m.Store.ReadBaseline(g.id, g.n, func(raw []byte) error {
-			r, err := decodeRecord(raw)
-			if err != nil {
-				return err
-			}
-			recs = append(recs, r)
-			return nil
-		})
+		rs := judge.NewRecordStream("the stored baseline's records", g.cm.Records)
+		err := g.m.Store.ReadBaseline(g.id, g.n, rs.Add)
 		if err != nil {
 			telemetry.Fail(span, "baseline_unreadable")
-			before = judge.Snapshot{Reachable: false, Reason: "the stored baseline could not be read: " + err.Error()}
+			before = unreachableRead("the stored baseline could not be read: " + err.Error())
 		} else {
-			telemetry.Set(span, telemetry.KeyRecords.Int(len(recs)))
-			before.Records = recs
+			telemetry.Set(span, telemetry.KeyRecords.Int(rs.Len()))
+			before.snap.Batch = rs.Batch()
 		}
 	}
 	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
-	g.ev.Baseline = g.m.readDigest(before)
+	g.ev.Baseline = g.m.readDigestOf(before)
 }
 
 // read makes one after read through the pinned adapter, within the group's
 // timeout plus extra, and records its digest; adapter text in it is
 // redacted.
-func (g *group) read(ctx context.Context, extra time.Duration) judge.Snapshot {
+func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	req := captureRequest(g.id, "after", g.n, g.contracts, g.cm.Effects)
 	g.lastCapture = req.CaptureID
 	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureAfter, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.inst.Kind()))
 	defer span.End()
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
 	defer cancel()
-	after, platform := g.m.readAfterChecked(readCtx, g.inst, req)
-	telemetry.Set(span, telemetry.KeyRecords.Int(len(after.Records)), telemetry.KeyReachable.Bool(after.Reachable))
-	if !after.Reachable {
+	// The after read is about the size of the baseline: room for it is
+	// reserved once.
+	after, err := g.m.readAfterRead(readCtx, g.inst, req, g.baseline.base.len())
+	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
+	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
+	if !after.reachable() {
 		telemetry.Fail(span, "unreachable")
 	}
-	after.Reason = g.baseline.redactText(after.Reason, after)
+	after.snap.Reason = g.baseline.redactText(after.snap.Reason, after)
 	g.lastAfter = after
-	g.ev.After, g.ev.PlatformFailed = g.m.readDigest(after), platform
+	g.ev.After, g.ev.PlatformFailed = g.m.readDigestOf(after), platform
 	return after
 }
 
 // judgeRead judges every effect of the group on one after read against the
 // baseline.
-func (g *group) judgeRead(ctx context.Context, after judge.Snapshot) []judge.Verdict {
+func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 	_, span := telemetry.Start(ctx, telemetry.SpanJudge, effectAttrs(g.contracts, g.cm.Effects)...)
 	defer span.End()
 	if f := g.cand.Freshness; f != nil {
 		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock().Now().UTC()}
 	}
-	before := g.baseline.against(after)
 	out := make([]judge.Verdict, len(g.effects))
-	for k, c := range g.effects {
-		out[k] = judge.Judge(c, before, after, g.opts)
+	if g.baseline.keyed {
+		// Restoring hidden values works on maps: this read is judged in
+		// map form.
+		before, afterMaps := g.baseline.against(after), after.snapshot()
+		for k, c := range g.effects {
+			out[k] = judge.Judge(c, before, afterMaps, g.opts)
+		}
+	} else {
+		for k, c := range g.effects {
+			out[k] = judge.JudgeBatch(c, g.baseline.base.snap, after.snap, g.opts)
+		}
 	}
 	telemetry.Set(span, verdictAttr(out))
 	return out

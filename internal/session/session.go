@@ -310,10 +310,10 @@ func effectTimeout(contracts []*judge.Contract) time.Duration {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // configureTraced is configure in a span of its own.
-func (m *Manager) configureTraced(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string) ([]*pluginhost.Instance, []error) {
+func (m *Manager) configureTraced(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string, checked bool) ([]*pluginhost.Instance, []error) {
 	ctx, span := telemetry.Start(ctx, telemetry.SpanConfigure, telemetry.KeyCandidates.Int(len(dep.Candidates)))
 	defer span.End()
-	insts, errs := m.configure(ctx, dep, contracts, params)
+	insts, errs := m.configureChecked(ctx, dep, contracts, params, checked)
 	for _, err := range errs {
 		if err != nil {
 			telemetry.Fail(span, errKind(err))
@@ -325,6 +325,13 @@ func (m *Manager) configureTraced(ctx context.Context, dep *config.Deployment, c
 
 // configure builds (or reuses) every candidate's adapter instance.
 func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string) ([]*pluginhost.Instance, []error) {
+	return m.configureChecked(ctx, dep, contracts, params, false)
+}
+
+// configureChecked is configure; checked says the parameters were checked
+// when the session began, so the adapter is not asked again (one round
+// trip fewer on Verify).
+func (m *Manager) configureChecked(ctx context.Context, dep *config.Deployment, contracts []*judge.Contract, params map[string]string, checked bool) ([]*pluginhost.Instance, []error) {
 	insts := make([]*pluginhost.Instance, len(dep.Candidates))
 	errs := make([]error, len(dep.Candidates))
 	allow := func(string) bool { return false }
@@ -354,7 +361,7 @@ func (m *Manager) configure(ctx context.Context, dep *config.Deployment, contrac
 		}
 		inst, err := m.Host.Instance(ctx, pluginhost.Spec{
 			Kind: c.Kind, ConfigJSON: cfg, Params: params, Secrets: secrets,
-			EffectTimeout: effectTimeout(contracts),
+			EffectTimeout: effectTimeout(contracts), ParamsChecked: checked,
 		})
 		if err != nil {
 			if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
@@ -401,7 +408,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if err != nil {
 		return nil, err
 	}
-	insts, errs := m.configureTraced(ctx, dep, contracts, params)
+	insts, errs := m.configureTraced(ctx, dep, contracts, params, false)
 	for _, err := range errs {
 		if err != nil {
 			// Every candidate must be constructible before input: a

@@ -186,7 +186,8 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	if err != nil {
 		return nil, nil, fmt.Errorf("session %s no longer parses: %w", id, err)
 	}
-	insts, instErrs := m.configureTraced(ctx, dep, contracts, md.Params)
+	// The parameters were checked at Begin; every capture binds them again.
+	insts, instErrs := m.configureTraced(ctx, dep, contracts, md.Params, true)
 
 	verdicts := make([]judge.Verdict, len(contracts))
 	tasks := make([]*judge.Task, len(contracts)) // set only by a compensation
@@ -251,35 +252,12 @@ func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instanc
 }
 
 func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
-	capt, err := inst.CaptureAfter(ctx, req)
-	if err != nil {
-		return judge.Snapshot{Reachable: false, Reason: err.Error()}, err
+	r, err := m.readAfterRead(ctx, inst, req, 0)
+	s := r.snapshot()
+	if len(s.Records) == 0 {
+		s.Records = nil // as the map path left an empty read
 	}
-	defer capt.Close()
-	if !capt.Reachable {
-		reason := capt.Reason
-		if reason == "" {
-			reason = "unreachable"
-		}
-		return judge.Snapshot{Reachable: false, Reason: reason}, nil
-	}
-	var recs []judge.Record
-	size := 0
-	for batch, err := range capt.RawBatches() {
-		if err != nil {
-			return judge.Snapshot{Reachable: false, Reason: err.Error()}, err
-		}
-		for _, raw := range batch {
-			r, err := decodeRecord(raw)
-			if err != nil {
-				return judge.Snapshot{Reachable: false, Reason: err.Error()}, nil
-			}
-			recs = append(recs, r)
-			size += len(raw)
-		}
-	}
-	m.Metrics.Captured(inst.Kind(), "after", len(recs), size)
-	return judge.Snapshot{Reachable: true, Records: recs}, nil
+	return s, err
 }
 
 // decodeRecord decodes one adapter record, keeping numbers exact.

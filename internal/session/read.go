@@ -1,0 +1,116 @@
+package session
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+
+	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// read is one read of a system of record in compact form (judge.Batch),
+// as the session judges it. The map form is made only for the paths that
+// need it (a keyed baseline's restoration, redaction of adapter text), at
+// most once, on first use.
+type read struct {
+	snap judge.BatchSnapshot
+
+	once sync.Once
+	maps []judge.Record
+}
+
+func unreachableRead(reason string) *read {
+	return &read{snap: judge.BatchSnapshot{Reachable: false, Reason: reason}}
+}
+
+// reachable reports whether the read succeeded.
+func (r *read) reachable() bool { return r != nil && r.snap.Reachable }
+
+// len is the number of records.
+func (r *read) len() int {
+	if r == nil {
+		return 0
+	}
+	return r.snap.Batch.Len()
+}
+
+// records returns the map form, made once.
+func (r *read) records() []judge.Record {
+	if r == nil || r.snap.Batch == nil {
+		return nil
+	}
+	r.once.Do(func() {
+		b := r.snap.Batch
+		r.maps = make([]judge.Record, b.Len())
+		for i := range r.maps {
+			r.maps[i] = b.Record(i)
+		}
+	})
+	return r.maps
+}
+
+// snapshot returns the read in map form.
+func (r *read) snapshot() judge.Snapshot {
+	if r == nil {
+		return judge.Snapshot{}
+	}
+	s := judge.Snapshot{Reachable: r.snap.Reachable, Reason: r.snap.Reason}
+	if r.snap.Reachable {
+		s.Records = r.records()
+	}
+	return s
+}
+
+// readAfterRead reads the pinned adapter once into compact form. Every
+// failure, transport or protocol, is an unreachable read: never a partial
+// read set. A record that is not one JSON object (a syntax error, a
+// duplicate key) makes the read unreachable with a reason naming its path.
+// expect is the number of records expected (the baseline's), 0 if unknown.
+func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int) (*read, error) {
+	capt, err := inst.CaptureAfter(ctx, req)
+	if err != nil {
+		return unreachableRead(err.Error()), err
+	}
+	defer capt.Close()
+	if !capt.Reachable {
+		reason := capt.Reason
+		if reason == "" {
+			reason = "unreachable"
+		}
+		return unreachableRead(reason), nil
+	}
+	rs := judge.NewRecordStream("the after read's records", expect)
+	for batch, err := range capt.RawBatches() {
+		if err != nil {
+			return unreachableRead(err.Error()), err
+		}
+		for _, raw := range batch {
+			if err := rs.Add(raw); err != nil {
+				return unreachableRead("the adapter sent a record that is not one JSON object: " + err.Error()), nil
+			}
+		}
+	}
+	m.Metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
+	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}}, nil
+}
+
+// readDigestOf is readDigest of a compact read: the same digest.
+func (m *Manager) readDigestOf(r *read) ReadDigest {
+	if !r.reachable() {
+		return ReadDigest{}
+	}
+	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
+	b := r.snap.Batch
+	n := b.Len()
+	canon := b.Canonicaliser()
+	var buf []byte
+	for i := range n {
+		buf = append(canon.Append(buf[:0], i), '\n')
+		mac.Write(buf)
+	}
+	return ReadDigest{Reachable: true, Records: n, Digest: "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))}
+}
