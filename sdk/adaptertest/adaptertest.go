@@ -89,6 +89,9 @@ const ManyRecords = 50_000
 // LateWrite is the delay given to WriteLater.
 const LateWrite = time.Second
 
+// ManyRecordsTimeout is the timeout of the many-records read.
+const ManyRecordsTimeout = 2 * time.Minute
+
 // Run qualifies the adapter described by h. Subtests run in order and share
 // the system of record, so they are not parallel.
 func Run(t *testing.T, h Harness) {
@@ -240,7 +243,17 @@ type read struct {
 // scenarios every outcome, outages included, must be data.
 func (k *kit) capture(t *testing.T, r *running, after bool) read {
 	t.Helper()
+	return k.captureWithin(t, r, after, 0)
+}
+
+// captureWithin is capture with the request's timeout set to timeout (0:
+// the kit's default).
+func (k *kit) captureWithin(t *testing.T, r *running, after bool, timeout time.Duration) read {
+	t.Helper()
 	req := k.req()
+	if timeout > 0 {
+		req.Timeout = timeout
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), req.Timeout)
 	defer cancel()
 	which, call := "CaptureBefore", r.before
@@ -406,9 +419,16 @@ func (k *kit) settlesLater(t *testing.T) {
 	r := k.start(t, k.h.Config(t))
 	k.h.Reset(t)
 	k.mustReach(t, k.capture(t, r, false), "CaptureBefore")
+	due := time.Now().Add(LateWrite)
 	k.h.WriteLater(t, LateWrite)
-	if n := len(k.matching(t, k.capture(t, r, true))); n != 0 {
+	n := len(k.matching(t, k.capture(t, r, true)))
+	switch {
+	case time.Now().Before(due) && n != 0:
 		t.Fatalf("a write due in %v already reads as %d records", LateWrite, n)
+	case !time.Now().Before(due):
+		// The read ended after the write was due (a slow read on a loaded
+		// machine), so it may rightly have seen it: nothing to conclude.
+		t.Logf("the first CaptureAfter ended after the write was due; its count (%d) is not checked", n)
 	}
 	deadline := time.Now().Add(LateWrite + 15*time.Second)
 	for {
@@ -492,7 +512,9 @@ func (k *kit) many(t *testing.T) {
 	r := k.start(t, k.h.Config(t))
 	k.h.Reset(t)
 	k.h.SeedMany(t, ManyRecords)
-	ids := k.identities(k.matching(t, k.capture(t, r, true)))
+	// A bulk read is given longer than the kit's other reads: 50,000 files
+	// over SFTP on a loaded 2-core machine have taken more than 30 s.
+	ids := k.identities(k.matching(t, k.captureWithin(t, r, true, ManyRecordsTimeout)))
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		seen[id] = true
