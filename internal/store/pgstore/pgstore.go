@@ -515,15 +515,22 @@ func (s *Store) FinishSessionLedger(id string, build func(*store.Ledger) (result
 		if _, err := tx.Exec(ctx, "UPDATE verifierd_sessions SET result = $2, finished_at = $3 WHERE id = $1", id, stored, time.Now()); err != nil {
 			return err
 		}
-		if !keep {
-			_, err = tx.Exec(ctx, "DELETE FROM verifierd_baseline_chunks WHERE session_id = $1", id)
-		}
-		return err
+		return dropBaselineUnless(ctx, tx, id, keep)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return stored, nil
+}
+
+// dropBaselineUnless removes a session's baseline chunks in tx unless the
+// result asked to keep them (for a later re-verification).
+func dropBaselineUnless(ctx context.Context, tx pgx.Tx, id string, keep bool) error {
+	if keep {
+		return nil
+	}
+	_, err := tx.Exec(ctx, "DELETE FROM verifierd_baseline_chunks WHERE session_id = $1", id)
+	return err
 }
 
 // FinishSession stores a session's result once and returns the stored one.
@@ -563,10 +570,7 @@ func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt
 		if _, err := tx.Exec(ctx, "INSERT INTO verifierd_reverifications (session_id, attempt, result) VALUES ($1, $2, $3)", id, attempt, out); err != nil {
 			return err
 		}
-		if !keep {
-			_, err = tx.Exec(ctx, "DELETE FROM verifierd_baseline_chunks WHERE session_id = $1", id)
-		}
-		return err
+		return dropBaselineUnless(ctx, tx, id, keep)
 	})
 	if err != nil {
 		return nil, err
