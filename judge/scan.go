@@ -164,13 +164,7 @@ func (sc *Scanner) skip(i int, path string) (int, error) {
 	for i < len(s) {
 		switch c := s[i]; c {
 		case '"':
-			j := i + 1
-			for j < len(s) && s[j] != '"' {
-				if s[j] == '\\' {
-					j++
-				}
-				j++
-			}
+			j := closingQuote(s, i)
 			if j >= len(s) {
 				return 0, sc.fail(path, i, "unterminated string")
 			}
@@ -246,10 +240,10 @@ var plainStrByte = func() (t [256]bool) {
 	return t
 }()
 
-// slowStr unquotes a string with escapes or invalid UTF-8 exactly as
-// encoding/json does.
-func (sc *Scanner) slowStr(i int) (string, int, *SyntaxError) {
-	s := sc.s
+// closingQuote returns the index of the quote that closes the string
+// opened at s[i], stepping over escapes, or a value >= len(s) when the
+// string is not closed.
+func closingQuote(s string, i int) int {
 	j := i + 1
 	for j < len(s) && s[j] != '"' {
 		if s[j] == '\\' {
@@ -257,6 +251,14 @@ func (sc *Scanner) slowStr(i int) (string, int, *SyntaxError) {
 		}
 		j++
 	}
+	return j
+}
+
+// slowStr unquotes a string with escapes or invalid UTF-8 exactly as
+// encoding/json does.
+func (sc *Scanner) slowStr(i int) (string, int, *SyntaxError) {
+	s := sc.s
+	j := closingQuote(s, i)
 	if j >= len(s) {
 		return "", 0, sc.fail("", i, "unterminated string")
 	}
