@@ -247,8 +247,15 @@ func BenchmarkBaselineCapture1M(b *testing.B) {
 		opts.env = append(opts.env, "GOMEMLIMIT="+lim)
 	}
 	d := startDaemon(b, opts)
-	client := d.client(b)
 	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters ORDER BY id\n", db)))
+	benchWholeTable(b, d, dep, rows)
+}
+
+// benchWholeTable runs Begin and Verify of a whole-table read of rows
+// records on deployment dep and reports the capture rate, the Verify time
+// and the daemon's and the plugin's peak memory.
+func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
+	client := d.client(b)
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": "nobody"}, "expected_count": 0, "count_new_only": true, "timeout_s": 60}]`)
 	ctx := context.Background()
 	var beginTotal, verifyTotal time.Duration
