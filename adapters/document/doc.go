@@ -15,3 +15,16 @@
 // See docs/adapters/document.md. The package imports only the public sdk;
 // cmd/plugins/document serves it as verifier-adapter-document.
 package document
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "document"
+
+// info describes the adapter: the documents are read from the store they
+// were written to, an independent read, and a listing hides nothing.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
+}

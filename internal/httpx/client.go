@@ -253,6 +253,23 @@ func unwrapPath(err error) error {
 	return err
 }
 
+// Probe is the preflight of an HTTP adapter: it reads once within
+// ProbeContext's deadline with read, which returns why the read failed,
+// or "" and what to tell the operator about the answer. The result
+// carries the adapter's configuration warnings and the read's latency.
+func Probe(ctx context.Context, warnings []string, read func(ctx context.Context) (why, answered string)) sdk.TestResult {
+	ctx, cancel := ProbeContext(ctx)
+	defer cancel()
+	start := time.Now()
+	why, answered := read(ctx)
+	res := sdk.TestResult{Latency: time.Since(start), Warnings: warnings, Message: why}
+	if why == "" {
+		res.Reachable = true
+		res.Message = answered
+	}
+	return res
+}
+
 // ProbeContext bounds a TestConnection: 10 seconds, or four fifths of what
 // remains of the caller's deadline, so that a silent server is reported as
 // unreachable before the caller gives up on the adapter.
