@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -108,13 +107,8 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 	if len(m) == 0 {
 		return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "is empty: map record fields to dotted paths (order: order.id), or leave it out to read the top-level keys"}
 	}
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	out := make([]fieldPath, 0, len(m))
-	for _, field := range names {
+	for _, field := range slices.Sorted(maps.Keys(m)) {
 		p := "document_field_paths." + field
 		if field == "" {
 			return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "a record field name is empty"}
@@ -158,12 +152,7 @@ func compileTextPattern(pattern string) (*regexp.Regexp, error) {
 }
 
 func reservedList() string {
-	names := make([]string, 0, len(reserved))
-	for k := range reserved {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(reserved)), ", ")
 }
 
 // TestConnection opens and lists the folder.

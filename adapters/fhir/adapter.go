@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,7 +137,7 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 		return nil, err
 	}
 	q := maps.Clone(s.search)
-	for _, name := range sortedNames(bound) {
+	for _, name := range slices.Sorted(maps.Keys(bound)) {
 		q.Set(name, bound[name])
 	}
 	u := s.base.JoinPath(s.typ)
@@ -158,7 +158,7 @@ func (s *settings) CheckParams(_ context.Context, params map[string]string) erro
 // patients), so a value bound from a run parameter may not hold one. A
 // literal written by the operator may.
 func checkSearchParams(exprs param.Values, bound map[string]string) error {
-	for _, name := range sortedNames(bound) {
+	for _, name := range slices.Sorted(maps.Keys(bound)) {
 		path := "search_param_exprs." + name
 		v, ok := exprs.Get(name)
 		if !ok || !v.IsParam() {
@@ -173,15 +173,6 @@ func checkSearchParams(exprs param.Values, bound map[string]string) error {
 		}
 	}
 	return nil
-}
-
-func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // TestConnection runs the search's first page and reports what came back.

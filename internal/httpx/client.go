@@ -1,9 +1,11 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -161,6 +163,30 @@ func Do(c *http.Client, req *http.Request) (*Response, error) {
 	}
 	return &Response{Status: res.StatusCode, ContentType: res.Header.Get("Content-Type"), Body: body}, nil
 }
+
+// DecodeJSON decodes one JSON value, numbers as json.Number so their text
+// stays exact. Anything after the value is refused with a
+// *TrailingDataError; an empty body is encoding/json's io.EOF. Duplicate
+// object keys are not refused (the later wins): judge.DecodeJSON, for
+// contracts, refuses them.
+func DecodeJSON(body []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, &TrailingDataError{Offset: dec.InputOffset()}
+	}
+	return v, nil
+}
+
+// TrailingDataError is DecodeJSON's refusal of data after the value; Offset
+// is where the decoder stood when it met it.
+type TrailingDataError struct{ Offset int64 }
+
+func (*TrailingDataError) Error() string { return "more data after the JSON value" }
 
 // Target names a request for messages: method and URL without its query,
 // which may hold a run's values.

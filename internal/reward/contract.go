@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -372,12 +374,11 @@ func loadEffects(path, name string, required bool) ([]judge.Effect, any, error) 
 	return list, tree, nil
 }
 
+// sortedNames returns m's keys in order, never nil: a corpus marshals
+// them as a JSON list.
 func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
+	slices.Sort(out)
 	return out
 }
 
