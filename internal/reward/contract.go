@@ -103,8 +103,6 @@ type LoadError struct {
 	Msg  string
 }
 
-func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
-
 // Load-time rules, named in LoadError.Rule.
 const (
 	RuleInvalid            = "invalid_contract"
@@ -117,6 +115,8 @@ const (
 	RuleCertificateInvalid = "certificate_invalid"
 	RuleCertificateUntrust = "certificate_signature"
 )
+
+func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
 
 type contractFile struct {
 	Schema       string      `yaml:"schema"`
