@@ -102,7 +102,8 @@ func (d *Defined[S]) Configure(ctx context.Context, req ConfigureRequest) error 
 		return err
 	}
 	if old := d.Swap(s); old != nil {
-		d.close(old)
+		// The old settings failing to close does not refuse the new ones.
+		_ = d.close(old)
 	}
 	return nil
 }

@@ -47,7 +47,10 @@ func ExampleDefine() {
 	res, _ := a.TestConnection(ctx, sdk.TestRequest{})
 	fmt.Println(res.Reachable, res.Message)
 	c, _ := a.CaptureAfter(ctx, sdk.CaptureRequest{})
-	for r := range c.Records {
+	for r, err := range c.Records {
+		if err != nil {
+			panic(err)
+		}
 		fmt.Println(r["id"], r["payee"])
 	}
 	// Output:
