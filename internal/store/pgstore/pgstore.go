@@ -464,6 +464,17 @@ func (s *Store) CreateSession(id string, meta []byte, baselines ...*store.Baseli
 	return s.CreateSessionLedger(id, meta, func(*store.Ledger) error { return nil }, baselines...)
 }
 
+// lockResult locks the session's row until tx ends and returns its stored
+// result (nil before the first), or store.ErrNotFound.
+func lockResult(ctx context.Context, tx pgx.Tx, id string) ([]byte, error) {
+	var have []byte
+	err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return have, err
+}
+
 // FinishSessionLedger stores a session's result once, under the session
 // row's lock: the first writer (on any replica) stores its result, every
 // later or concurrent one gets that stored result back and build is not
@@ -471,11 +482,7 @@ func (s *Store) CreateSession(id string, meta []byte, baselines ...*store.Baseli
 func (s *Store) FinishSessionLedger(id string, build func(*store.Ledger) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var stored []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		var have []byte
-		err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		have, err := lockResult(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -523,11 +530,7 @@ func (s *Store) FinishSession(id string, result []byte) ([]byte, error) {
 func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt int) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var out []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		var have []byte
-		err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		have, err := lockResult(ctx, tx, id)
 		if err != nil {
 			return err
 		}
