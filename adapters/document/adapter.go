@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -53,7 +54,7 @@ type settings struct {
 // fieldPath maps a record field to a dotted path into a JSON document.
 type fieldPath struct {
 	field string
-	segs  []string
+	path  httpx.Path
 }
 
 // New returns an unconfigured document adapter, which reads the documents
@@ -120,7 +121,7 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 		if slices.Contains(segs, "") {
 			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
 		}
-		out = append(out, fieldPath{field: field, segs: segs})
+		out = append(out, fieldPath{field: field, path: httpx.Path(segs)})
 	}
 	return out, nil
 }

@@ -12,7 +12,9 @@
 // parse_error and no parsed fields, so a contract that matches on
 // parseable "true" refutes it instead of never seeing it.
 //
-// See docs/adapters/document.md. The package imports only the public sdk;
+// See docs/adapters/document.md. The package imports the public sdk and the
+// helpers it shares with the other adapters (adapters/internal/filewalk for
+// the folder, internal/httpx for JSON decoding and dotted paths);
 // cmd/plugins/document serves it as verifier-adapter-document.
 package document
 
