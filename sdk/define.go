@@ -47,8 +47,10 @@ type AfterReader interface {
 //	func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error)
 //
 // A call before a successful Configure returns ErrNotConfigured. The
-// adapter is a ParamChecker, a VerdictHook, and has a different
-// CaptureAfter when the settings are one (see Reader). An adapter that
+// adapter always answers CheckParams (nil when the settings are no
+// ParamChecker, which is what the daemon makes of an adapter without it)
+// and Close; it is a VerdictHook only when the settings are one, and its
+// CaptureAfter is the settings' ReadAfter when they have one. An adapter that
 // keeps state outside its settings, or configures in a way this does not
 // fit, implements Adapter itself (Base and Settings help).
 func Define[C, S any, R interface {

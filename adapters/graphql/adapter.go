@@ -23,7 +23,7 @@ type config struct {
 	Variables   map[string]json.RawMessage `json:"graphql_variables"`
 	RecordsPath string                     `json:"graphql_records_path"`
 	Auth        *httpx.Auth                `json:"auth"`
-	// Refused with a pointer to the daemon's freshness_field (see Configure).
+	// Refused with a pointer to the daemon's freshness_field (see configure).
 	FreshnessField   any `json:"graphql_freshness_field"`
 	FreshnessWindowS any `json:"graphql_freshness_window_s"`
 }
