@@ -236,37 +236,9 @@ func writeCanonJSON(b *strings.Builder, v any) {
 			b.WriteString("false")
 		}
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonString(b, k)
-			b.WriteByte(':')
-			writeCanonJSON(b, x[k])
-		}
-		b.WriteByte('}')
+		writeCanonObject(b, x, writeCanonJSON)
 	case map[string]string:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeCanonString(b, k)
-			b.WriteByte(':')
-			writeCanonString(b, x[k])
-		}
-		b.WriteByte('}')
+		writeCanonObject(b, x, writeCanonString)
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
@@ -283,6 +255,26 @@ func writeCanonJSON(b *strings.Builder, v any) {
 			b.WriteString("null")
 		}
 	}
+}
+
+// writeCanonObject writes m as a JSON object, keys in byte order, each
+// value by write.
+func writeCanonObject[V any](b *strings.Builder, m map[string]V, write func(*strings.Builder, V)) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeCanonString(b, k)
+		b.WriteByte(':')
+		write(b, m[k])
+	}
+	b.WriteByte('}')
 }
 
 const hexDigits = "0123456789abcdef"

@@ -33,13 +33,6 @@ const (
 	Irreversible Risk = "irreversible"
 )
 
-// Error codes of a refusal.
-const (
-	CodeInvalidContract = "INVALID_CONTRACT"
-	CodeUnboundParam    = "UNBOUND_PARAM"
-	CodeInvalidCase     = "INVALID_CASE"
-)
-
 // Error is a refusal: what is wrong, where, and what to write instead.
 type Error struct {
 	Code    string `json:"code"`
@@ -53,6 +46,13 @@ func (e *Error) Error() string {
 	}
 	return e.Path + ": " + e.Message
 }
+
+// Error codes of a refusal.
+const (
+	CodeInvalidContract = "INVALID_CONTRACT"
+	CodeUnboundParam    = "UNBOUND_PARAM"
+	CodeInvalidCase     = "INVALID_CASE"
+)
 
 func refuse(path, format string, args ...any) *Error {
 	return &Error{Code: CodeInvalidContract, Path: path, Message: fmt.Sprintf(format, args...)}

@@ -8,20 +8,6 @@ import (
 	"strconv"
 )
 
-// Task kinds.
-const (
-	TaskEffectRefuted       = "effect_refuted"
-	TaskEffectIndeterminate = "effect_indeterminate"
-	TaskCompensationFailed  = "compensation_failed"
-)
-
-// Suggested actions.
-const (
-	ActionRestoreAccess    = "RESTORE_ACCESS"
-	ActionRemoveDuplicates = "REMOVE_DUPLICATES"
-	ActionManualRepair     = "MANUAL_REPAIR"
-)
-
 // Task is a reconciliation task: what a person must repair. It carries codes,
 // counts and digests, never a field or selector value.
 type Task struct {
@@ -85,6 +71,20 @@ func RecordDigest(r Record) string {
 	sum := sha256.Sum256([]byte(CanonicalJSON(r)))
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// Task kinds.
+const (
+	TaskEffectRefuted       = "effect_refuted"
+	TaskEffectIndeterminate = "effect_indeterminate"
+	TaskCompensationFailed  = "compensation_failed"
+)
+
+// Suggested actions.
+const (
+	ActionRestoreAccess    = "RESTORE_ACCESS"
+	ActionRemoveDuplicates = "REMOVE_DUPLICATES"
+	ActionManualRepair     = "MANUAL_REPAIR"
+)
 
 // NewTask returns the reconciliation task for a non-confirmed verdict of an
 // irreversible effect, or nil when none is due. scope (a session id) and

@@ -1,7 +1,10 @@
 // Package sdk is what an adapter author imports to teach verifierd to read a
 // new system of record: the Adapter interface and the plain Go types that go
-// in and out of it. sdk/plugin's Main (around Serve) turns an Adapter
-// into a plugin binary:
+// in and out of it. Define builds an Adapter from its Info and a configure
+// function whose settings read (most adapters need nothing else), and
+// sdk/plugin's Main (around Serve) turns it into a plugin binary:
+//
+//	var New = sdk.Define(info, configure)
 //
 //	func main() { plugin.Main(ledger.New) }
 //

@@ -59,7 +59,8 @@ func CheckParams[S, B any](s *Settings[S], params map[string]string, bind func(*
 	return err
 }
 
-// Base is what most adapters embed: a fixed Info (About), the Settings of
+// Base is what an adapter that writes its own Configure embeds (Define
+// builds on it, and fits most adapters): a fixed Info (About), the Settings of
 // type S that Configure resolves, and, for an adapter whose baseline is the
 // same fresh read as its after-reads, that read (Read). The adapter writes
 // Configure and TestConnection; Base answers Info, holds the settings and

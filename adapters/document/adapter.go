@@ -4,31 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 )
-
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "document"
-
-// info describes the adapter: the documents are read from the store they
-// were written to, an independent read, and a listing hides nothing.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
-}
 
 // The two document formats.
 const (
@@ -64,65 +54,51 @@ type settings struct {
 // fieldPath maps a record field to a dotted path into a JSON document.
 type fieldPath struct {
 	field string
-	segs  []string
+	path  httpx.Path
 }
 
-// Adapter reads the documents (reports, exports, confirmations) written to a
-// folder and parses each into a record.
-type Adapter struct {
-	sdk.Base[settings]
-}
+// New returns an unconfigured document adapter, which reads the documents
+// (reports, exports, confirmations) written to a folder and parses each
+// into a record; it is the factory for plugin.Serve.
+var New = sdk.Define(info, configure)
 
-// New returns an unconfigured document adapter; it is the factory for
-// plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
-
-// Configure checks the section and compiles the parsing rules. It does not
+// configure checks the section and compiles the parsing rules. It does not
 // look at the folder, whose absence is an outage the captures report.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Root == "" {
-		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder the documents are written to"}
+		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the folder the documents are written to"}
 	}
 	s := &settings{format: strings.ToLower(cfg.DocumentFormat)}
 	var err error
 	if s.root, err = filepath.Abs(cfg.Root); err != nil {
-		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
 	}
 	if s.pattern, err = filewalk.Compile(cfg.FilePattern); err != nil {
-		return &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
 	}
-	if cfg.FileMtimeWindowS != "" {
-		if s.window, err = filewalk.ParseWindow(cfg.FileMtimeWindowS); err != nil {
-			return &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
-		}
+	if s.window, err = filewalk.WindowOption(cfg.FileMtimeWindowS); err != nil {
+		return nil, err
 	}
 	switch s.format {
 	case "", FormatJSON:
 		s.format = FormatJSON
 		if cfg.DocumentTextPattern != "" {
-			return &sdk.ConfigError{Path: "document_text_pattern", Message: "is read with document_format: text; a JSON document is mapped with document_field_paths"}
+			return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: "is read with document_format: text; a JSON document is mapped with document_field_paths"}
 		}
 		if s.fields, err = compileFieldPaths(cfg.DocumentFieldPaths); err != nil {
-			return err
+			return nil, err
 		}
 	case FormatText:
 		if cfg.DocumentFieldPaths != nil {
-			return &sdk.ConfigError{Path: "document_field_paths", Message: "is read with document_format: json; a text document is mapped with the named groups of document_text_pattern"}
+			return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "is read with document_format: json; a text document is mapped with the named groups of document_text_pattern"}
 		}
 		if s.text, err = compileTextPattern(cfg.DocumentTextPattern); err != nil {
-			return err
+			return nil, err
 		}
 	default:
-		return &sdk.ConfigError{Path: "document_format", Message: fmt.Sprintf("%q is not a format: write json or text", cfg.DocumentFormat)}
+		return nil, &sdk.ConfigError{Path: "document_format", Message: fmt.Sprintf("%q is not a format: write json or text", cfg.DocumentFormat)}
 	}
-	a.Store(s)
-	return nil
+	return s, nil
 }
 
 func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
@@ -132,13 +108,8 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 	if len(m) == 0 {
 		return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "is empty: map record fields to dotted paths (order: order.id), or leave it out to read the top-level keys"}
 	}
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	out := make([]fieldPath, 0, len(m))
-	for _, field := range names {
+	for _, field := range slices.Sorted(maps.Keys(m)) {
 		p := "document_field_paths." + field
 		if field == "" {
 			return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "a record field name is empty"}
@@ -150,7 +121,7 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 		if slices.Contains(segs, "") {
 			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
 		}
-		out = append(out, fieldPath{field: field, segs: segs})
+		out = append(out, fieldPath{field: field, path: httpx.Path(segs)})
 	}
 	return out, nil
 }
@@ -182,43 +153,25 @@ func compileTextPattern(pattern string) (*regexp.Regexp, error) {
 }
 
 func reservedList() string {
-	names := make([]string, 0, len(reserved))
-	for k := range reserved {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(reserved)), ", ")
 }
 
 // TestConnection opens and lists the folder.
-func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.TestResult{}, err
+func (s *settings) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	list := func(fsys fs.FS) (int, error) {
+		entries, err := filewalk.Select(ctx, fsys, s.pattern)
+		return len(entries), err
 	}
-	start := time.Now()
-	r, err := os.OpenRoot(s.root)
-	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), Latency: time.Since(start)}, nil
-	}
-	defer r.Close()
-	entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
-	latency := time.Since(start)
-	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", s.root, err), Latency: latency}, nil
-	}
-	return sdk.TestResult{
-		Reachable: true,
-		Message:   fmt.Sprintf("root %s is readable: %d documents match %q and are read as %s", s.root, len(entries), s.pattern, s.format),
-		Latency:   latency,
-	}, nil
+	return filewalk.ProbeRoot(s.root, list, func(n int) string {
+		return fmt.Sprintf(": %d documents match %q and are read as %s", n, s.pattern, s.format)
+	}), nil
 }
 
-// capture lists the folder before it answers (a folder that cannot be
+// Read lists the folder before it answers (a folder that cannot be
 // listed is unreachable), then streams one record per document, parsing
 // each as it goes. A document that does not parse is a record too, never
 // skipped; a failure to read one aborts the capture.
-func (s *settings) capture(ctx context.Context, _ sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, _ sdk.CaptureRequest) (sdk.Capture, error) {
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)
 	if err != nil {

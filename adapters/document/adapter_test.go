@@ -450,3 +450,36 @@ func qualify(t *testing.T, binary string) {
 func TestQualificationInProcess(t *testing.T) { qualify(t, "") }
 
 func TestQualificationBinary(t *testing.T) { qualify(t, pluginBinary) }
+
+// TestFieldPathLookup pins what a dotted path gives: a JSON null at its end
+// is the field's (null) value; a path through a null, a missing key, a
+// scalar or an index that is not plain digits in range gives no field.
+func TestFieldPathLookup(t *testing.T) {
+	t.Parallel()
+	doc := map[string]any{
+		"a":     map[string]any{"b": nil, "c": "x"},
+		"n":     nil,
+		"items": []any{map[string]any{"sku": "S1"}},
+	}
+	for _, tt := range []struct {
+		path    string
+		want    any
+		present bool
+	}{
+		{"a.c", "x", true},
+		{"a.b", nil, true},
+		{"n", nil, true},
+		{"n.x", nil, false},
+		{"a.missing", nil, false},
+		{"a.c.d", nil, false},
+		{"items.0.sku", "S1", true},
+		{"items.00.sku", nil, false},
+		{"items.-1.sku", nil, false},
+		{"items.1.sku", nil, false},
+	} {
+		got, ok := fieldPath{field: "f", path: strings.Split(tt.path, ".")}.lookup(doc)
+		if ok != tt.present || got != tt.want {
+			t.Errorf("%s: got %v, %v; want %v, %v", tt.path, got, ok, tt.want, tt.present)
+		}
+	}
+}

@@ -12,6 +12,21 @@
 // parse_error and no parsed fields, so a contract that matches on
 // parseable "true" refutes it instead of never seeing it.
 //
-// See docs/adapters/document.md. The package imports only the public sdk;
+// See docs/adapters/document.md. The package imports the public sdk and the
+// helpers it shares with the other adapters (adapters/internal/filewalk for
+// the folder, internal/httpx for JSON decoding and dotted paths);
 // cmd/plugins/document serves it as verifier-adapter-document.
 package document
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "document"
+
+// info describes the adapter: the documents are read from the store they
+// were written to, an independent read, and a listing hides nothing.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "documents that arrived in a folder, each parsed (JSON paths or a named-group pattern) into a record",
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/verifierd/verifierd/internal/httpx"
@@ -55,35 +54,23 @@ func (s *settings) parseJSON(data []byte) (map[string]any, error) {
 		return fields, nil
 	}
 	for _, fp := range s.fields {
-		if v, ok := resolve(doc, fp.segs); ok {
+		if v, ok := fp.lookup(doc); ok {
 			fields[fp.field] = v
 		}
 	}
 	return fields, nil
 }
 
-// resolve follows a dotted path: a key into an object, an index (0, 1, ...)
-// into an array.
-func resolve(v any, segs []string) (any, bool) {
-	for _, seg := range segs {
-		switch x := v.(type) {
-		case map[string]any:
-			next, ok := x[seg]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != seg {
-				return nil, false
-			}
-			v = x[i]
-		default:
-			return nil, false
-		}
+// lookup follows the field's path into doc: a key into an object, an index
+// (0, 1, ...) into an array. A JSON null at the end of the path is the
+// field's value; a path that leads nowhere, or through a null, gives none.
+func (fp fieldPath) lookup(doc any) (any, bool) {
+	v, found := fp.path.Lookup(doc)
+	if found == httpx.Null {
+		_, parent := fp.path[:len(fp.path)-1].Lookup(doc)
+		return nil, parent == httpx.Present
 	}
-	return v, true
+	return v, found == httpx.Present
 }
 
 // parseText applies document_text_pattern to the document: its first match

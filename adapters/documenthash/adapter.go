@@ -19,18 +19,6 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 )
 
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "document-hash"
-
-// info describes the adapter: the bytes of the store itself are an
-// independent system-of-record read, and a listing of a folder hides
-// nothing, so absence is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "SHA-256, size and modification time of each document under a folder",
-}
-
 // DefaultGlob matches every file directly under root.
 const DefaultGlob = filewalk.DefaultPattern
 
@@ -44,76 +32,51 @@ type settings struct {
 	pattern *filewalk.Pattern
 }
 
-// Adapter hashes the documents of a store on disk.
-type Adapter struct {
-	sdk.Base[settings]
-}
+// New returns an unconfigured document-hash adapter, which hashes the
+// documents of a store on disk; it is the factory for plugin.Serve.
+var New = sdk.Define(info, configure)
 
-// New returns an unconfigured document-hash adapter; it is the factory for
-// plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
-
-// Configure checks that root is an existing folder and that glob is a valid
+// configure checks that root is an existing folder and that glob is a valid
 // pattern.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Root == "" {
-		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder that holds the documents"}
+		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the folder that holds the documents"}
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
-		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
 	}
 	fi, err := os.Stat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &sdk.ConfigError{Path: "root", Message: root + " does not exist; name an existing folder"}
+		return nil, &sdk.ConfigError{Path: "root", Message: root + " does not exist; name an existing folder"}
 	case err != nil:
-		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
 	case !fi.IsDir():
-		return &sdk.ConfigError{Path: "root", Message: root + " is not a folder"}
+		return nil, &sdk.ConfigError{Path: "root", Message: root + " is not a folder"}
 	}
 	pattern, err := filewalk.Compile(cfg.Glob)
 	if err != nil {
-		return &sdk.ConfigError{Path: "glob", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "glob", Message: err.Error()}
 	}
-	a.Store(&settings{root: root, pattern: pattern})
-	return nil
+	return &settings{root: root, pattern: pattern}, nil
 }
 
 // TestConnection checks that root can be opened and listed.
-func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.TestResult{}, err
+func (s *settings) TestConnection(_ context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
+	list := func(fsys fs.FS) (int, error) {
+		entries, err := fs.ReadDir(fsys, ".")
+		return len(entries), filewalk.Unwrap(err)
 	}
-	start := time.Now()
-	r, err := os.OpenRoot(s.root)
-	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), Latency: time.Since(start)}, nil
-	}
-	defer r.Close()
-	entries, err := fs.ReadDir(r.FS(), ".")
-	latency := time.Since(start)
-	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", s.root, filewalk.Unwrap(err)), Latency: latency}, nil
-	}
-	return sdk.TestResult{
-		Reachable: true,
-		Message:   fmt.Sprintf("root %s is readable (%d entries at its top level); documents matching %q are hashed", s.root, len(entries), s.pattern),
-		Latency:   latency,
-	}, nil
+	return filewalk.ProbeRoot(s.root, list, func(n int) string {
+		return fmt.Sprintf(" (%d entries at its top level); documents matching %q are hashed", n, s.pattern)
+	}), nil
 }
 
-// capture opens root and streams one record per matching regular file. A
+// Read opens root and streams one record per matching regular file. A
 // root that cannot be opened or listed is unreachable; a failure during the
 // walk aborts the stream, so a partial listing is never judged.
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	at := time.Now()
 	r, err := os.OpenRoot(s.root)
 	if err != nil {

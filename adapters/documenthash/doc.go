@@ -25,3 +25,17 @@
 // The package imports only the public sdk, as a customer's adapter would;
 // cmd/plugins/document-hash serves it as verifier-adapter-document-hash.
 package documenthash
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "document-hash"
+
+// info describes the adapter: the bytes of the store itself are an
+// independent system-of-record read, and a listing of a folder hides
+// nothing, so absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "SHA-256, size and modification time of each document under a folder",
+}

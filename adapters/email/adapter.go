@@ -18,18 +18,6 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 )
 
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "email"
-
-// info describes the adapter: the messages at the capture point are read
-// from its own files, an independent read; a listing hides nothing, so
-// absence is proof (of absence at the capture point).
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "messages delivered to a maildir or an SMTP capture folder: recipients, sender, subject, body probe",
-}
-
 // Reason codes of the verdict hook.
 const (
 	// ReasonUnexpectedRecipient: a message the effect matched was also
@@ -61,82 +49,63 @@ type settings struct {
 	window   time.Duration
 	probe    *regexp.Regexp
 	expected map[string]bool // nil: no recipient check
-}
-
-// Adapter reads the messages delivered to a maildir or a capture folder.
-type Adapter struct {
-	sdk.Base[settings]
 	// ledger remembers, per after-read, the leaks found in it.
-	ledger sdk.ReadLog[[]leak]
+	ledger *sdk.ReadLog[[]leak]
 }
 
 var (
-	_ sdk.Adapter     = (*Adapter)(nil)
-	_ sdk.VerdictHook = (*Adapter)(nil)
+	_ sdk.AfterReader = (*settings)(nil)
+	_ sdk.VerdictHook = (*settings)(nil)
 )
 
-// New returns an unconfigured email adapter; it is the factory for
+// New returns an unconfigured email adapter, which reads the messages
+// delivered to a maildir or a capture folder; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info}, ledger: sdk.ReadLog[[]leak]{Size: ledgerSize}}
-}
+var New = sdk.Define(info, configure)
 
-// Configure checks the section; it does not look at the folder, whose
+// configure checks the section; it does not look at the folder, whose
 // absence is an outage the captures report.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Root == "" {
-		return &sdk.ConfigError{Path: "root", Message: "missing: name the maildir (the folder holding cur/ and new/) or the folder of captured .eml files"}
+		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the maildir (the folder holding cur/ and new/) or the folder of captured .eml files"}
 	}
-	s := &settings{pattern: cfg.MailPattern}
+	s := &settings{pattern: cfg.MailPattern, ledger: &sdk.ReadLog[[]leak]{Size: ledgerSize}}
 	var err error
 	if s.root, err = filepath.Abs(cfg.Root); err != nil {
-		return &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
 	}
 	if s.pattern != "" {
 		if strings.Contains(s.pattern, "/") {
-			return &sdk.ConfigError{Path: "mail_pattern", Message: "matches a message file's name, not a path: write e.g. *.eml"}
+			return nil, &sdk.ConfigError{Path: "mail_pattern", Message: "matches a message file's name, not a path: write e.g. *.eml"}
 		}
 		if _, err := path.Match(s.pattern, ""); err != nil {
-			return &sdk.ConfigError{Path: "mail_pattern", Message: fmt.Sprintf("%q is not a valid pattern: %v", s.pattern, err)}
+			return nil, &sdk.ConfigError{Path: "mail_pattern", Message: fmt.Sprintf("%q is not a valid pattern: %v", s.pattern, err)}
 		}
 	}
-	if cfg.FileMtimeWindowS != "" {
-		if s.window, err = filewalk.ParseWindow(cfg.FileMtimeWindowS); err != nil {
-			return &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
-		}
+	if s.window, err = filewalk.WindowOption(cfg.FileMtimeWindowS); err != nil {
+		return nil, err
 	}
-	if cfg.FileContentProbe != "" {
-		if s.probe, err = regexp.Compile(cfg.FileContentProbe); err != nil {
-			return &sdk.ConfigError{Path: "file_content_probe", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
-		}
+	if s.probe, err = filewalk.ProbeOption(cfg.FileContentProbe); err != nil {
+		return nil, err
 	}
 	if cfg.ExpectedRecipients != nil {
 		if len(cfg.ExpectedRecipients) == 0 {
-			return &sdk.ConfigError{Path: "expected_recipients", Message: "is empty: list the addresses the message may go to, or leave the key out"}
+			return nil, &sdk.ConfigError{Path: "expected_recipients", Message: "is empty: list the addresses the message may go to, or leave the key out"}
 		}
 		s.expected = map[string]bool{}
 		for i, r := range cfg.ExpectedRecipients {
 			addr, err := mail.ParseAddress(r)
 			if err != nil {
-				return &sdk.ConfigError{Path: fmt.Sprintf("expected_recipients[%d]", i), Message: fmt.Sprintf("%q is not an email address: %v", r, err)}
+				return nil, &sdk.ConfigError{Path: fmt.Sprintf("expected_recipients[%d]", i), Message: fmt.Sprintf("%q is not an email address: %v", r, err)}
 			}
 			s.expected[strings.ToLower(addr.Address)] = true
 		}
 	}
-	a.Store(s)
-	return nil
+	return s, nil
 }
 
 // TestConnection lists the capture point.
-func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+func (s *settings) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	start := time.Now()
 	box, err := s.open()
 	if err != nil {
@@ -155,25 +124,21 @@ func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.Te
 	}, nil
 }
 
-// CaptureBefore reads the messages before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req, false)
+// Read reads the messages before the automation acts.
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return s.capture(ctx, req, false)
 }
 
-// CaptureAfter reads them again; its read is what the verdict hook checks.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req, true)
+// ReadAfter reads them again; its read is what the verdict hook checks.
+func (s *settings) ReadAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return s.capture(ctx, req, true)
 }
 
 // capture lists the capture point before it answers (a folder that cannot
 // be listed is unreachable), then streams one record per message, parsing
 // each as it goes. A failure mid-stream aborts the capture: a partial read
 // is never judged.
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest, after bool) (sdk.Capture, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.Capture{}, err
-	}
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest, after bool) (sdk.Capture, error) {
 	at := time.Now()
 	box, err := s.open()
 	if err != nil {
@@ -209,7 +174,7 @@ func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest, after boo
 			}
 		}
 		if leaks != nil {
-			a.ledger.Put(req.CaptureID, leaks.found)
+			s.ledger.Put(req.CaptureID, leaks.found)
 		}
 	}}, nil
 }

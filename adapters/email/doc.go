@@ -24,3 +24,17 @@
 // verifier-adapter-email, and internal/testservers/smtp runs a real SMTP server that
 // delivers into a maildir for its tests.
 package email
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "email"
+
+// info describes the adapter: the messages at the capture point are read
+// from its own files, an independent read; a listing hides nothing, so
+// absence is proof (of absence at the capture point).
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "messages delivered to a maildir or an SMTP capture folder: recipients, sender, subject, body probe",
+}

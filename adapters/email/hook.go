@@ -77,15 +77,11 @@ const maxNamed = 5
 // Verdict demotes a CONFIRMED verdict to REFUTED when a message the effect
 // matched was also delivered to an address outside expected_recipients. It
 // only ever demotes, and only when expected_recipients is configured.
-func (a *Adapter) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.Demotion{}, err
-	}
+func (s *settings) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
 	if s.expected == nil || req.Verdict != sdk.VerdictConfirmed {
 		return sdk.Demotion{}, nil
 	}
-	leaks, ok := a.ledger.Get(req.CaptureID)
+	leaks, ok := s.ledger.Get(req.CaptureID)
 	if !ok {
 		return sdk.Demotion{
 			Verdict:    sdk.VerdictIndeterminate,

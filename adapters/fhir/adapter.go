@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,22 +17,6 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
 )
-
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "fhir"
-
-// info describes the adapter: a FHIR server's search API is an independent
-// read of the record store, and a searchset holds every match, so absence
-// is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
-}
-
-// DefaultMaxPages bounds the Bundle pages one read follows unless max_pages
-// says otherwise.
-const DefaultMaxPages = 100
 
 // config is the section as written.
 type config struct {
@@ -60,58 +44,47 @@ type settings struct {
 	warnings []string
 }
 
-// Adapter reads FHIR R4 resources with one search.
-type Adapter struct {
-	sdk.Base[settings]
-}
+// New returns an unconfigured fhir adapter, which reads FHIR R4 resources
+// with one search; it is the factory for plugin.Serve.
+var New = sdk.Define(info, configure)
 
-// New returns an unconfigured fhir adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
-
-// Configure checks the section and search_param_exprs and builds the HTTP
+// configure checks the section and search_param_exprs and builds the HTTP
 // client. It does not connect; each call binds its run parameters into the
 // search.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	s := &settings{typ: cfg.ResourceType}
 	var err error
 	if s.base, err = cfg.URL(); err != nil {
-		return err
+		return nil, err
 	}
 	if !resourceTypeRE.MatchString(s.typ) {
-		return &sdk.ConfigError{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
+		return nil, &sdk.ConfigError{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
 	}
 	if s.search, s.exprs, err = parseSearch(cfg); err != nil {
-		return err
+		return nil, err
 	}
 	if s.fields, err = parseFieldPaths(cfg.FieldPaths); err != nil {
-		return err
+		return nil, err
 	}
 	if s.fields != nil && s.fields["id"] == nil {
 		s.warnings = append(s.warnings, "field_paths maps no id: records are then identified by their whole content, so two identical resources count as one identity; add id: id")
 	}
-	if s.maxPages, err = httpx.IntIn("max_pages", cfg.MaxPages, DefaultMaxPages, 1, 100_000); err != nil {
-		return err
+	if s.maxPages, err = httpx.MaxPages("max_pages", cfg.MaxPages); err != nil {
+		return nil, err
 	}
 	if cfg.AccessTokenEnv != nil {
 		tok, err := httpx.Secret("access_token_env", *cfg.AccessTokenEnv, req.Secrets)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		s.creds = httpx.Bearer(tok)
 	}
 	var more []string
 	if s.client, more, err = cfg.Client(s.base, s.creds); err != nil {
-		return err
+		return nil, err
 	}
 	s.warnings = append(s.warnings, more...)
-	a.Store(s)
-	return nil
+	return s, nil
 }
 
 // parseSearch reads search_params (literal strings, or lists of strings for
@@ -164,7 +137,7 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 		return nil, err
 	}
 	q := maps.Clone(s.search)
-	for _, name := range sortedNames(bound) {
+	for _, name := range slices.Sorted(maps.Keys(bound)) {
 		q.Set(name, bound[name])
 	}
 	u := s.base.JoinPath(s.typ)
@@ -174,8 +147,9 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 
 // CheckParams binds a session's run parameters into the search without
 // reading.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.Settings, params, (*settings).firstURL)
+func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := s.firstURL(params)
+	return err
 }
 
 // checkSearchParams refuses a run parameter that would widen the search.
@@ -184,7 +158,7 @@ func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error
 // patients), so a value bound from a run parameter may not hold one. A
 // literal written by the operator may.
 func checkSearchParams(exprs param.Values, bound map[string]string) error {
-	for _, name := range sortedNames(bound) {
+	for _, name := range slices.Sorted(maps.Keys(bound)) {
 		path := "search_param_exprs." + name
 		v, ok := exprs.Get(name)
 		if !ok || !v.IsParam() {
@@ -201,47 +175,32 @@ func checkSearchParams(exprs param.Values, bound map[string]string) error {
 	return nil
 }
 
-func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // TestConnection runs the search's first page and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
-	ctx, cancel := httpx.ProbeContext(ctx)
-	defer cancel()
-	start := time.Now()
-	r := s.reader(first)
-	pg, why := r.fetch(ctx)
-	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
-	if why != "" {
-		res.Message = why
-		return res, nil
-	}
-	res.Reachable = true
-	total := "no total"
-	if pg.total >= 0 {
-		total = fmt.Sprintf("total %d", pg.total)
-	}
-	res.Message = fmt.Sprintf("%s answered a searchset Bundle (%s, %d %s on the first page) using %s; records are %s",
-		httpx.Target(http.MethodGet, first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
-	return res, nil
+	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
+		pg, why := s.reader(first).fetch(ctx)
+		if why != "" {
+			return why, ""
+		}
+		total := "no total"
+		if pg.total >= 0 {
+			total = fmt.Sprintf("total %d", pg.total)
+		}
+		return "", fmt.Sprintf("%s answered a searchset Bundle (%s, %d %s on the first page) using %s; records are %s",
+			httpx.Target(http.MethodGet, first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
+	}), nil
 }
 
-// capture reads the first Bundle before answering, so that a refused or
+// Read reads the first Bundle before answering, so that a refused or
 // failed search is an unreachable capture; later pages are read while the
 // records stream, and a failure there, more pages than max_pages, or a
 // count of matches that disagrees with the Bundle's total aborts the
 // stream, so a partial result is never judged.
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err

@@ -40,3 +40,17 @@
 // helpers it shares with the other HTTP adapters and the compensator), as
 // a customer's adapter would; cmd/plugins/fhir serves it as verifier-adapter-fhir.
 package fhir
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "fhir"
+
+// info describes the adapter: a FHIR server's search API is an independent
+// read of the record store, and a searchset holds every match, so absence
+// is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "FHIR R4 search; each matching resource flattened into a record by field_paths",
+}

@@ -2,7 +2,8 @@ package fhir
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
@@ -19,12 +20,7 @@ func parseFieldPaths(raw map[string]string) (fieldPaths, error) {
 		return nil, nil
 	}
 	out := make(fieldPaths, len(raw))
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if name == "" {
 			return nil, &sdk.ConfigError{Path: "field_paths", Message: "a record field name is empty"}
 		}

@@ -18,18 +18,6 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 )
 
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "file"
-
-// info describes the adapter: a listing of the folder where files land is an
-// independent read of that system of record, and it hides nothing, so
-// absence is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
-}
-
 // DefaultMinSize is file_min_size when the section leaves it out: a
 // zero-byte file is not an arrival.
 const DefaultMinSize = 1
@@ -58,75 +46,55 @@ type settings struct {
 	sftp    *sftpSettings // nil: a local folder
 }
 
-// Adapter reads the files that arrived in a local folder or on an SFTP
-// server.
-type Adapter struct {
-	sdk.Base[settings]
-}
-
-// New returns an unconfigured file adapter; it is the factory for
+// New returns an unconfigured file adapter, which reads the files that
+// arrived in a local folder or on an SFTP server; it is the factory for
 // plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
+var New = sdk.Define(info, configure)
 
-// Configure checks the section, compiles the pattern and the probe, and for
+// configure checks the section, compiles the pattern and the probe, and for
 // SFTP loads the host-key trust and the credentials. It does not connect:
 // a server that is down or refuses the credentials is the captures'
 // business.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	s := &settings{minSize: DefaultMinSize}
 	var err error
 	if s.pattern, err = filewalk.Compile(cfg.FilePattern); err != nil {
-		return &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
 	}
 	if cfg.FileMinSize != "" {
 		n, err := strconv.ParseInt(string(cfg.FileMinSize), 10, 64)
 		if err != nil || n < 0 {
-			return &sdk.ConfigError{Path: "file_min_size", Message: "must be a whole number of bytes, 0 or more (0 accepts empty files)"}
+			return nil, &sdk.ConfigError{Path: "file_min_size", Message: "must be a whole number of bytes, 0 or more (0 accepts empty files)"}
 		}
 		s.minSize = n
 	}
-	if cfg.FileMtimeWindowS != "" {
-		if s.window, err = filewalk.ParseWindow(cfg.FileMtimeWindowS); err != nil {
-			return &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
-		}
+	if s.window, err = filewalk.WindowOption(cfg.FileMtimeWindowS); err != nil {
+		return nil, err
 	}
-	if cfg.FileContentProbe != "" {
-		if s.probe, err = regexp.Compile(cfg.FileContentProbe); err != nil {
-			return &sdk.ConfigError{Path: "file_content_probe", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
-		}
+	if s.probe, err = filewalk.ProbeOption(cfg.FileContentProbe); err != nil {
+		return nil, err
 	}
 	if cfg.Root == "" {
-		return &sdk.ConfigError{Path: "root", Message: "missing: name the folder where the files land"}
+		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the folder where the files land"}
 	}
 	if cfg.SFTP == nil {
 		// A local folder that is missing is an outage the captures report,
 		// not a malformed section.
 		if s.root, err = filepath.Abs(cfg.Root); err != nil {
-			return &sdk.ConfigError{Path: "root", Message: err.Error()}
+			return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
 		}
 	} else {
 		s.root = path.Clean(cfg.Root)
 		if s.sftp, err = configureSFTP(cfg.SFTP, req.Secrets); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	a.Store(s)
-	return nil
+	return s, nil
 }
 
 // TestConnection opens the folder (connecting and checking the host key and
 // the credentials for SFTP) and lists it.
-func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
-	s, err := a.Load()
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+func (s *settings) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	ctx, cancel := withDeadline(ctx, 0)
 	defer cancel()
 	start := time.Now()
@@ -147,11 +115,11 @@ func (a *Adapter) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.Te
 	return sdk.TestResult{Reachable: true, Message: msg, Latency: latency}, nil
 }
 
-// capture opens the folder, lists it, and reads every candidate before it
+// Read opens the folder, lists it, and reads every candidate before it
 // answers, so that a server that fails anywhere in the read (refused,
 // unreachable, gone or hung mid-read) is reported as unreachable and never
 // as a shorter list of files.
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	ctx, cancel := withDeadline(ctx, req.Timeout)
 	defer cancel()
 	at := time.Now()

@@ -29,3 +29,17 @@
 // cmd/plugins/file serves it as verifier-adapter-file, and internal/testservers/sshd
 // runs a real OpenSSH server for its tests.
 package file
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "file"
+
+// info describes the adapter: a listing of the folder where files land is an
+// independent read of that system of record, and it hides nothing, so
+// absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "files that arrived in a local folder or on an SFTP server: size, age, content probe and SHA-256",
+}

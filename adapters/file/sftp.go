@@ -41,13 +41,6 @@ type sftpSection struct {
 	PasswordEnv             string      `json:"password_env"`
 }
 
-// The secret slots, as the daemon names them.
-const (
-	slotPrivateKey = "sftp.private_key_env"
-	slotPassphrase = "sftp.private_key_passphrase_env"
-	slotPassword   = "sftp.password_env"
-)
-
 // sftpSettings is how to reach and trust the server. It holds the parsed
 // credentials; nothing here is ever logged or put in a reason.
 type sftpSettings struct {
@@ -125,6 +118,13 @@ func configureSFTP(c *sftpSection, secrets map[string]string) (*sftpSettings, er
 	}
 	return s, nil
 }
+
+// The secret slots, as the daemon names them.
+const (
+	slotPrivateKey = "sftp.private_key_env"
+	slotPassphrase = "sftp.private_key_passphrase_env"
+	slotPassword   = "sftp.password_env"
+)
 
 // secret is the value the daemon resolved for slot; the error names the
 // variable, never a value.

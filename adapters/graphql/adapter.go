@@ -16,18 +16,6 @@ import (
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "graphql"
-
-// info describes the adapter: the system of record's own API is an
-// independent read, and a query answers everything it selects, so absence
-// is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
-}
-
 // config is the section as written.
 type config struct {
 	httpx.Endpoint
@@ -35,7 +23,7 @@ type config struct {
 	Variables   map[string]json.RawMessage `json:"graphql_variables"`
 	RecordsPath string                     `json:"graphql_records_path"`
 	Auth        *httpx.Auth                `json:"auth"`
-	// Refused with a pointer to the daemon's freshness_field (see Configure).
+	// Refused with a pointer to the daemon's freshness_field (see configure).
 	FreshnessField   any `json:"graphql_freshness_field"`
 	FreshnessWindowS any `json:"graphql_freshness_window_s"`
 }
@@ -52,59 +40,47 @@ type settings struct {
 	warnings []string
 }
 
-// Adapter reads records with one read-only GraphQL query.
-type Adapter struct {
-	sdk.Base[settings]
-}
+// New returns an unconfigured graphql adapter, which reads records with
+// one read-only GraphQL query; it is the factory for plugin.Serve.
+var New = sdk.Define(info, configure)
 
-// New returns an unconfigured graphql adapter; it is the factory for
-// plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
-
-// Configure parses graphql_query with a GraphQL parser (refusing a
+// configure parses graphql_query with a GraphQL parser (refusing a
 // mutation, a subscription or several operations), binds graphql_variables
 // to the declared variable types and builds the HTTP client. It does not
 // connect.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	if k := "graphql_freshness_field"; cfg.FreshnessField != nil || cfg.FreshnessWindowS != nil {
 		if cfg.FreshnessField == nil {
 			k = "graphql_freshness_window_s"
 		}
-		return &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
+		return nil, &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
 	}
 	s := &settings{}
 	var err error
 	if s.endpoint, err = cfg.URL(); err != nil {
-		return err
+		return nil, err
 	}
 	rq, err := parseReadQuery(cfg.Query)
 	if err != nil {
-		return &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
 	}
 	if s.values, err = httpx.Values("graphql_variables", cfg.Variables); err != nil {
-		return err
+		return nil, err
 	}
 	if bad, err := rq.checkDeclared(s.values.Names()); err != nil {
-		return variablesError(bad, err)
+		return nil, variablesError(bad, err)
 	}
 	s.query, s.rq = cfg.Query, rq
 	if s.records, err = recordsPath(cfg.RecordsPath, rq); err != nil {
-		return err
+		return nil, err
 	}
 	if s.creds, err = cfg.Auth.Credentials(req.Secrets); err != nil {
-		return err
+		return nil, err
 	}
 	if s.client, s.warnings, err = cfg.Client(s.endpoint, s.creds); err != nil {
-		return err
+		return nil, err
 	}
-	a.Store(s)
-	return nil
+	return s, nil
 }
 
 // recordsPath reads graphql_records_path, a dotted path inside the answer's
@@ -141,26 +117,18 @@ func variablesError(bad string, err error) error {
 }
 
 // TestConnection runs the query once and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, body, err := sdk.Bound(&a.Settings, req.Params, (*settings).body)
+func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	body, err := s.body(req.Params)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
-	ctx, cancel := httpx.ProbeContext(ctx)
-	defer cancel()
-	start := time.Now()
-	recs, why := s.read(ctx, body)
-	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
-	if why != "" {
-		res.Message = why
-		return res, nil
-	}
-	res.Reachable = true
-	res.Message = fmt.Sprintf("%s answered the query with %d records at %s using %s", httpx.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
-	return res, nil
+	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
+		recs, why := s.read(ctx, body)
+		return why, fmt.Sprintf("%s answered the query with %d records at %s using %s", httpx.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
+	}), nil
 }
 
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	body, err := s.body(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
@@ -276,6 +244,7 @@ func (s *settings) body(params map[string]string) ([]byte, error) {
 
 // CheckParams binds a session's run parameters to the query's variables
 // without reading.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.Settings, params, (*settings).body)
+func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := s.body(params)
+	return err
 }

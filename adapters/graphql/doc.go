@@ -40,3 +40,17 @@
 // helpers it shares with the other HTTP adapters and the compensator), as
 // a customer's adapter would; cmd/plugins/graphql serves it as verifier-adapter-graphql.
 package graphql
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "graphql"
+
+// info describes the adapter: the system of record's own API is an
+// independent read, and a query answers everything it selects, so absence
+// is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only GraphQL query; records are the list at graphql_records_path",
+}

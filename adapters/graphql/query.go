@@ -3,8 +3,8 @@ package graphql
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -105,12 +105,7 @@ func (rq *readQuery) checkDeclared(names []string) (string, error) {
 
 func (rq *readQuery) bindVariables(values map[string]string) (map[string]any, string, error) {
 	out := make(map[string]any, len(values))
-	names := make([]string, 0, len(values))
-	for k := range values {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		v := values[name]
 		typ, ok := rq.variables[name]
 		if !ok {

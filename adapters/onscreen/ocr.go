@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/otiai10/gosseract/v2"
+
+	"github.com/verifierd/verifierd/sdk"
 )
 
 // TessdataPaths are where the adapter looks for Tesseract's English model
@@ -41,6 +43,25 @@ const gap = 40
 type reading struct {
 	text       string
 	confidence float64 // the lowest word confidence, 0 to 100; -1 with no word
+}
+
+// fill puts what OCR read for each field (readings[i] is fields[i]'s
+// region) into rec, as the field's value, and into raw, as read. A region
+// with no text, or read below minConfidence, makes the read unusable:
+// every marked field must read back.
+func fill(fields []field, readings []reading, minConfidence float64, rec sdk.Record, raw map[string]string) error {
+	for i, f := range fields {
+		rd := readings[i]
+		switch {
+		case rd.text == "":
+			return unusable("field %s: OCR found no text in its region; every marked field must read back", f.param)
+		case rd.confidence < minConfidence:
+			return unusable("field %s: OCR read its region with confidence %.0f, below ocr_min_confidence %.0f", f.param, rd.confidence, minConfidence)
+		}
+		raw[f.param] = rd.text
+		rec[f.param] = valueOf(f, rd.text)
+	}
+	return nil
 }
 
 // modelPath finds Tesseract's English model.

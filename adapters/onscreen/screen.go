@@ -29,7 +29,7 @@ import (
 const pollInterval = 20 * time.Millisecond
 
 // guardQueue is how many paused requests the network guard holds for an
-// answer at once.
+// answer at once; a page that makes more at once is refused.
 const guardQueue = 1024
 
 // unusableError is a read that could not finish: the reason goes into an
@@ -109,8 +109,8 @@ func read(ctx context.Context, s *settings) (result, error) {
 		// sign-in, so the record page opens as the automation sees it.
 		opts = append(opts, chromedp.WithExistingBrowserContext(app.BrowserContextID))
 	}
-	g := &guard{binding: cdpguard.NewBinding(), paused: make(chan fetch.RequestID, guardQueue), refusedIDs: make(chan fetch.RequestID, guardQueue)}
-	opts = append(opts, chromedp.WithListener(g.listen))
+	g := newGuard()
+	opts = append(opts, chromedp.WithListener(g.Listen))
 	var tctx context.Context
 	tctx, cancelTab = chromedp.NewContext(bctx, opts...)
 	if _, err := within(ctx, func() (struct{}, error) { return struct{}{}, g.install(tctx) }); err != nil {
@@ -118,7 +118,7 @@ func read(ctx context.Context, s *settings) (result, error) {
 	}
 	op, stop := bounded(tctx, ctx)
 	defer stop()
-	go g.answer(op)
+	go g.Network.Answer(op)
 
 	absent, err := renavigate(op, s, g.err)
 	if gerr := g.err(); gerr != nil {
@@ -211,62 +211,18 @@ func errText(err error) string {
 // guard keeps the re-navigation read-only, as ui_readback does: the page
 // guard refuses non-read requests before they are sent, the network guard
 // aborts any that get through, and any refusal makes the read unusable.
-type guard struct {
-	binding    string
-	refused    cdpguard.Refusals
-	paused     chan fetch.RequestID
-	refusedIDs chan fetch.RequestID
+type guard struct{ *cdpguard.Guards }
+
+func newGuard() guard {
+	return guard{cdpguard.NewGuards(func(method, _ string) bool { return cdpguard.IsRead(method) }, guardQueue)}
 }
 
-// listen runs in the tab's event loop; it must not block or call the
-// browser, so decisions go to answer through channels.
-func (g *guard) listen(ev any) {
-	switch e := ev.(type) {
-	case *fetch.EventRequestPaused:
-		if cdpguard.IsRead(e.Request.Method) {
-			select {
-			case g.paused <- e.RequestID:
-			default:
-				// Never block the event loop: a page that makes this many
-				// requests at once is refused, and its request stays
-				// paused until the tab closes.
-				g.refused.Add(cdpguard.Refusal{Layer: "network guard", How: "request beyond the guard's queue", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
-			}
-			return
-		}
-		g.refused.Add(cdpguard.Refusal{Layer: "network guard", How: strings.ToLower(string(e.ResourceType)) + " request", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
-		select {
-		case g.refusedIDs <- e.RequestID:
-		default:
-		}
-	case *runtime.EventBindingCalled:
-		if e.Name == g.binding {
-			g.refused.Add(cdpguard.ParsePageReport(e.Payload))
-		}
-	}
-}
-
-func (g *guard) answer(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		// A failed answer leaves the request paused, never sent: the page
-		// then times out, and the read with it.
-		case id := <-g.paused:
-			_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
-		case id := <-g.refusedIDs:
-			_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonBlockedByClient})
-		}
-	}
-}
-
-func (g *guard) install(ctx context.Context) error {
+func (g guard) install(ctx context.Context) error {
 	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: g.binding}); err != nil {
+		if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: g.Binding}); err != nil {
 			return err
 		}
-		if _, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(g.binding, nil)}); err != nil {
+		if _, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(g.Binding, nil)}); err != nil {
 			return err
 		}
 		if _, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
@@ -277,8 +233,8 @@ func (g *guard) install(ctx context.Context) error {
 	}))
 }
 
-func (g *guard) err() error {
-	what := g.refused.Summary()
+func (g guard) err() error {
+	what := g.Refused.Summary()
 	if what == "" {
 		return nil
 	}
@@ -491,16 +447,8 @@ func readFields(ctx context.Context, s *settings) (result, error) {
 			}
 			return result{}, err
 		}
-		for i, f := range regionFields {
-			rd := readings[i]
-			switch {
-			case rd.text == "":
-				return result{}, unusable("field %s: OCR found no text in its region; every marked field must read back", f.param)
-			case rd.confidence < s.minConfidence:
-				return result{}, unusable("field %s: OCR read its region with confidence %.0f, below ocr_min_confidence %.0f", f.param, rd.confidence, s.minConfidence)
-			}
-			raw[f.param] = rd.text
-			rec[f.param] = valueOf(f, rd.text)
+		if err := fill(regionFields, readings, s.minConfidence, rec, raw); err != nil {
+			return result{}, err
 		}
 	}
 	return result{records: []sdk.Record{rec}, raw: raw}, nil

@@ -72,16 +72,8 @@ func readDisplay(ctx context.Context, s *settings) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	for i, f := range s.fields {
-		rd := readings[i]
-		switch {
-		case rd.text == "":
-			return result{}, unusable("field %s: OCR found no text in its region; every marked field must read back", f.param)
-		case rd.confidence < s.minConfidence:
-			return result{}, unusable("field %s: OCR read its region with confidence %.0f, below ocr_min_confidence %.0f", f.param, rd.confidence, s.minConfidence)
-		}
-		raw[f.param] = rd.text
-		rec[f.param] = valueOf(f, rd.text)
+	if err := fill(s.fields, readings, s.minConfidence, rec, raw); err != nil {
+		return result{}, err
 	}
 	return result{records: []sdk.Record{rec}, raw: raw}, nil
 }

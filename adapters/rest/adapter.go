@@ -18,22 +18,6 @@ import (
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "rest"
-
-// info describes the adapter: the system of record's own API is an
-// independent read, and a list endpoint returns every record it selects,
-// so absence is proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "GET a JSON list of records from the system of record's REST API",
-}
-
-// DefaultMaxPages bounds a paged read unless pagination.max_pages says
-// otherwise.
-const DefaultMaxPages = 100
-
 // config is the section as written.
 type config struct {
 	httpx.Endpoint
@@ -71,69 +55,58 @@ type offsetPaging struct {
 	size                    int
 }
 
-// Adapter reads a JSON list of records over HTTP GET.
-type Adapter struct {
-	sdk.Base[settings]
-}
+// New returns an unconfigured rest adapter, which reads a JSON list of
+// records over HTTP GET; it is the factory for plugin.Serve.
+var New = sdk.Define(info, configure)
 
-// New returns an unconfigured rest adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
-
-// Configure checks the section and path_params and builds the HTTP client.
+// configure checks the section and path_params and builds the HTTP client.
 // It does not connect; each call binds its run parameters into
 // records_path.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return err
-	}
+func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	s := &settings{}
 	var err error
 	if s.base, err = cfg.URL(); err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.RecordsPath == "" {
-		return &sdk.ConfigError{Path: "records_path", Message: "missing: write the path (and query) of the list to read, e.g. /api/resource/Encounter?filters=..."}
+		return nil, &sdk.ConfigError{Path: "records_path", Message: "missing: write the path (and query) of the list to read, e.g. /api/resource/Encounter?filters=..."}
 	}
 	tmpl, err := parseTemplate(cfg.RecordsPath)
 	if err != nil {
-		return &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+		return nil, &sdk.ConfigError{Path: "records_path", Message: err.Error()}
 	}
 	if s.values, err = httpx.Values("path_params", cfg.PathParams); err != nil {
-		return err
+		return nil, err
 	}
 	for _, name := range s.values.Names() {
 		if !slices.Contains(tmpl.names, name) {
-			return &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
+			return nil, &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
 		}
 	}
 	for _, name := range tmpl.names {
 		if !slices.Contains(s.values.Names(), name) {
-			return &sdk.ConfigError{Path: "records_path", Message: fmt.Sprintf("placeholder {%s} has no entry in path_params", name)}
+			return nil, &sdk.ConfigError{Path: "records_path", Message: fmt.Sprintf("placeholder {%s} has no entry in path_params", name)}
 		}
 	}
 	s.tmpl = tmpl
 	if _, err := url.Parse(s.base.String() + tmpl.text); err != nil {
-		return &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
+		return nil, &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
 	}
 	if cfg.RecordsKey != "" {
 		if s.recordsKey, err = httpx.ParsePath(cfg.RecordsKey); err != nil {
-			return &sdk.ConfigError{Path: "records_key", Message: err.Error()}
+			return nil, &sdk.ConfigError{Path: "records_key", Message: err.Error()}
 		}
 	}
 	if err := s.parsePagination(cfg.Pagination); err != nil {
-		return err
+		return nil, err
 	}
 	if s.creds, err = cfg.Auth.Credentials(req.Secrets); err != nil {
-		return err
+		return nil, err
 	}
 	if s.client, s.warnings, err = cfg.Client(s.base, s.creds); err != nil {
-		return err
+		return nil, err
 	}
-	a.Store(s)
-	return nil
+	return s, nil
 }
 
 func (s *settings) parsePagination(p *pagination) error {
@@ -142,7 +115,7 @@ func (s *settings) parsePagination(p *pagination) error {
 		return nil
 	}
 	var err error
-	if s.maxPages, err = httpx.IntIn("pagination.max_pages", p.MaxPages, DefaultMaxPages, 1, 100_000); err != nil {
+	if s.maxPages, err = httpx.MaxPages("pagination.max_pages", p.MaxPages); err != nil {
 		return err
 	}
 	switch {
@@ -194,30 +167,22 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 
 // CheckParams binds a session's run parameters into records_path without
 // reading.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.Settings, params, (*settings).firstURL)
+func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := s.firstURL(params)
+	return err
 }
 
 // TestConnection reads the first page and reports what came back.
-func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, first, err := sdk.Bound(&a.Settings, req.Params, (*settings).firstURL)
+func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
-	ctx, cancel := httpx.ProbeContext(ctx)
-	defer cancel()
-	start := time.Now()
-	p := s.pager(first)
-	recs, _, why := p.fetch(ctx)
-	res := sdk.TestResult{Latency: time.Since(start), Warnings: s.warnings}
-	if why != "" {
-		res.Message = why
-		return res, nil
-	}
-	res.Reachable = true
-	res.Message = fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",
-		httpx.Target(http.MethodGet, first), s.describeKey(), len(recs), s.creds.Scheme())
-	return res, nil
+	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
+		recs, _, why := s.pager(first).fetch(ctx)
+		return why, fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",
+			httpx.Target(http.MethodGet, first), s.describeKey(), len(recs), s.creds.Scheme())
+	}), nil
 }
 
 func (s *settings) describeKey() string {
@@ -227,11 +192,11 @@ func (s *settings) describeKey() string {
 	return "a list of records at " + s.recordsKey.String()
 }
 
-// capture reads the first page before answering, so that a refused or
+// Read reads the first page before answering, so that a refused or
 // broken read is an unreachable capture; later pages are read while the
 // records stream, and a failure there aborts the stream, so a partial list
 // is never judged. The whole read is bounded by the capture's deadline.
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err

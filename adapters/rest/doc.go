@@ -29,3 +29,17 @@
 // helpers it shares with the other HTTP adapters and the compensator), as
 // a customer's adapter would; cmd/plugins/rest serves it as verifier-adapter-rest.
 package rest
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "rest"
+
+// info describes the adapter: the system of record's own API is an
+// independent read, and a list endpoint returns every record it selects,
+// so absence is proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "GET a JSON list of records from the system of record's REST API",
+}

@@ -13,22 +13,6 @@ import (
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
-// Kind is the deployment's `kind:` for this adapter.
-const Kind = "sql"
-
-// info describes the adapter. A database read is an independent system of
-// record read; whether an effect needs a baseline is the judge's call, and
-// a query's result is the whole truth of what it selects, so absence is
-// proof.
-var info = sdk.Info{
-	Kind:        Kind,
-	Tier:        sdk.TierIndependentSystem,
-	Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
-	// Captures share the instance's connection pool; the daemon
-	// keeps at most this many in flight to one process.
-	MaxConcurrentCaptures: 32,
-}
-
 const (
 	driverSQLite   = "sqlite"
 	driverPostgres = "postgres"
@@ -104,50 +88,46 @@ type timeoutError struct{ err error }
 func (e *timeoutError) Error() string { return e.err.Error() }
 func (e *timeoutError) Unwrap() error { return e.err }
 
-// Adapter reads a relational system of record with one read-only query.
-type Adapter struct {
-	sdk.Base[settings]
-}
+// New returns an unconfigured sql adapter, which reads a relational system
+// of record with one read-only query; it is the factory for plugin.Serve.
+var New = sdk.Define(info, configure)
 
-// New returns an unconfigured sql adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{Base: sdk.Base[settings]{About: info, Read: (*settings).capture}}
-}
+// Adapter is the adapter New returns; the package's tests load the
+// settings its Configure stored.
+type Adapter = sdk.Defined[settings]
 
-// Close releases the instance's connections (the daemon released it);
-// reads still streaming finish first.
-func (a *Adapter) Close() error {
-	if s := a.Swap(nil); s != nil {
-		go s.reader.close()
-	}
+// Close releases the connections of settings the daemon released or a
+// later Configure replaced; reads still streaming from them finish first.
+func (s *settings) Close() error {
+	go s.reader.close()
 	return nil
 }
 
-// Configure checks the section and the query's parameters and prepares
+// configure checks the section and the query's parameters and prepares
 // the driver; each call binds its run parameters as driver arguments. It does not connect: a server that is down or refuses the
 // login is the captures' business, which report it unreachable. For
 // SQLite it checks that the file exists and is an SQLite database.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	cfg, driver, err := decodeConfig(req.Config)
+func configure(ctx context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
+	driver, err := pickDriver(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.SQLQuery) == "" {
-		return &sdk.ConfigError{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
+		return nil, &sdk.ConfigError{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
 	}
 	if err := checkForDriver(cfg.SQLQuery, driver); err != nil {
 		if r, ok := errors.AsType[*RefusalError](err); ok {
-			return &sdk.ConfigError{Path: "sql_query", Message: r.Message()}
+			return nil, &sdk.ConfigError{Path: "sql_query", Message: r.Message()}
 		}
-		return err
+		return nil, err
 	}
 	values, err := parseParams(cfg.SQLQueryParams)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	query, names, err := translatePlaceholders(cfg.SQLQuery, driverDialect(driver), driver == driverPostgres)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Every placeholder has an entry and every entry is used, whatever
 	// the values: checked once here, with empty values.
@@ -156,17 +136,13 @@ func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 		shape[n] = ""
 	}
 	if _, err := bindArgs(names, shape); err != nil {
-		return err
+		return nil, err
 	}
 	s := &settings{driver: driver, query: query, names: names, values: values}
 	if s.reader, err = newReader(ctx, cfg, driver, req.Secrets); err != nil {
-		return err
+		return nil, err
 	}
-	if old := a.Swap(s); old != nil {
-		// Closing waits for reads still streaming from the old settings.
-		go old.reader.close()
-	}
-	return nil
+	return s, nil
 }
 
 // decodeConfig reads the section and picks its driver.
@@ -250,8 +226,9 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 
 // CheckParams binds a session's run parameters as the query's arguments
 // without reading.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.Settings, params, (*settings).args)
+func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := s.args(params)
+	return err
 }
 
 // args binds one call's run parameters as the query's arguments.
@@ -264,8 +241,8 @@ func (s *settings) args(params map[string]string) ([]any, error) {
 // transaction, and warns when the login could write: the filter and the
 // read-only transaction are defence in depth, and the safe setup is a
 // login (or, for SQLite, a file) that can only read.
-func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, args, err := sdk.Bound(&a.Settings, req.Params, (*settings).args)
+func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	args, err := s.args(req.Params)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
@@ -277,13 +254,13 @@ func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.
 	return s.reader.probe(ctx, s.query, args), nil
 }
 
-// capture runs the query and streams its rows, afresh in a new transaction
+// Read runs the query and streams its rows, afresh in a new transaction
 // each time. Anything that stops the read
 // from starting (the database down or the login refused, a lock or a query
 // still running at the deadline, a query error) is an unreachable capture;
 // an error after the first row aborts the stream, so a partial read is
 // never judged.
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	args, err := s.args(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err

@@ -203,20 +203,6 @@ type Snapshot struct {
 	Counts  map[string]int64 `json:"counts"`
 }
 
-// Audit verdicts, as the judge spells them.
-const (
-	AuditConfirmed     = "CONFIRMED"
-	AuditRefuted       = "REFUTED"
-	AuditIndeterminate = "INDETERMINATE"
-)
-
-// Audit reason codes.
-const (
-	ReasonTableDeltaExact    = "TABLE_DELTA_EXACT"
-	ReasonTableDeltaMismatch = "TABLE_DELTA_MISMATCH"
-	ReasonTablesUnreadable   = "SOR_UNREACHABLE"
-)
-
 // TableDelta is one audited table's counts. After and Delta are nil when
 // the counts after the run could not be read.
 type TableDelta struct {
@@ -239,6 +225,20 @@ type AuditResult struct {
 	Tables  []TableDelta  `json:"tables"`
 	Reasons []AuditReason `json:"reasons"`
 }
+
+// Audit verdicts, as the judge spells them.
+const (
+	AuditConfirmed     = "CONFIRMED"
+	AuditRefuted       = "REFUTED"
+	AuditIndeterminate = "INDETERMINATE"
+)
+
+// Audit reason codes.
+const (
+	ReasonTableDeltaExact    = "TABLE_DELTA_EXACT"
+	ReasonTableDeltaMismatch = "TABLE_DELTA_MISMATCH"
+	ReasonTablesUnreadable   = "SOR_UNREACHABLE"
+)
 
 // AuditDeltas judges the audited tables: CONFIRMED when each moved by
 // exactly its expected delta (0 when expect does not name it), REFUTED

@@ -50,3 +50,21 @@
 // cmd/plugins/sql serves it as the verifier-adapter-sql binary. Its tests
 // start real servers through internal/testservers/sqlservers.
 package sql
+
+import "github.com/verifierd/verifierd/sdk"
+
+// Kind is the deployment's `kind:` for this adapter.
+const Kind = "sql"
+
+// info describes the adapter. A database read is an independent system of
+// record read; whether an effect needs a baseline is the judge's call, and
+// a query's result is the whole truth of what it selects, so absence is
+// proof.
+var info = sdk.Info{
+	Kind:        Kind,
+	Tier:        sdk.TierIndependentSystem,
+	Description: "one read-only SELECT against a relational database (PostgreSQL, MySQL/MariaDB, SQLite)",
+	// Captures share the instance's connection pool; the daemon
+	// keeps at most this many in flight to one process.
+	MaxConcurrentCaptures: 32,
+}

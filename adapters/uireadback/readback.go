@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -29,11 +28,9 @@ const pollInterval = 10 * time.Millisecond
 // sign-in, the record page, the identity check and the rows. It is used
 // once.
 type readback struct {
-	s       *settings
-	policy  *policy
-	refused cdpguard.Refusals
-	binding string // name of the page guard's reporting binding
-	queue   pausedQueue
+	s      *settings
+	policy *policy
+	*cdpguard.Guards
 
 	// The guards can be switched off one at a time by the package's tests,
 	// to show that each one alone stops a write.
@@ -49,82 +46,9 @@ type readResult struct {
 }
 
 func newReadback(s *settings) *readback {
-	return &readback{
-		s:       s,
-		policy:  newPolicy(s),
-		binding: cdpguard.NewBinding(),
-		queue:   pausedQueue{notify: make(chan struct{}, 1)},
-	}
-}
-
-// pausedQueue hands the network guard's decisions from the target's event
-// loop (which must never block or send commands) to the goroutine that
-// answers the browser.
-type pausedQueue struct {
-	mu     sync.Mutex
-	items  []pausedRequest
-	notify chan struct{}
-}
-
-type pausedRequest struct {
-	id    fetch.RequestID
-	allow bool
-}
-
-func (q *pausedQueue) push(p pausedRequest) {
-	q.mu.Lock()
-	q.items = append(q.items, p)
-	q.mu.Unlock()
-	select {
-	case q.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (q *pausedQueue) drain() []pausedRequest {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
-}
-
-// listen runs in the tab's event loop, in the order events arrive: every
-// decision and refusal is recorded before any later command returns, so a
-// refusal caused by a page load is seen by the read that follows the load.
-func (rb *readback) listen(ev any) {
-	switch e := ev.(type) {
-	case *fetch.EventRequestPaused:
-		allow := rb.policy.allows(e.Request.Method, e.Request.URL)
-		if !allow {
-			rb.refused.Add(cdpguard.Refusal{Layer: "network guard", How: strings.ToLower(string(e.ResourceType)) + " request", Method: strings.ToUpper(e.Request.Method), Target: cdpguard.OriginPath(e.Request.URL)})
-		}
-		rb.queue.push(pausedRequest{id: e.RequestID, allow: allow})
-	case *runtime.EventBindingCalled:
-		if e.Name == rb.binding {
-			rb.refused.Add(cdpguard.ParsePageReport(e.Payload))
-		}
-	}
-}
-
-// answer continues allowed requests and fails refused ones until ctx ends.
-func (rb *readback) answer(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-rb.queue.notify:
-		}
-		for _, p := range rb.queue.drain() {
-			// A request the browser could not be told about waits until
-			// the read's deadline, which fails the read.
-			if p.allow {
-				_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.id})
-			} else {
-				_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.id, ErrorReason: network.ErrorReasonBlockedByClient})
-			}
-		}
-	}
+	rb := &readback{s: s, policy: newPolicy(s)}
+	rb.Guards = cdpguard.NewGuards(rb.policy.allows, 0)
+	return rb
 }
 
 // failure is a step that could not finish.
@@ -139,7 +63,7 @@ func unusable(format string, args ...any) error {
 // read runs the read-back in tab, which it owns and disposes of. ctx
 // bounds it, and so does deadline.
 func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readResult {
-	listen := rb.listen
+	listen := rb.Listen
 	t.listener.Store(&listen)
 	defer t.dispose()
 	readCtx, cancel := context.WithDeadline(t.ctx, deadline)
@@ -173,7 +97,7 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 }
 
 func (rb *readback) refusalError() error {
-	what := rb.refused.Summary()
+	what := rb.Refused.Summary()
 	if what == "" {
 		return nil
 	}
@@ -182,19 +106,19 @@ func (rb *readback) refusalError() error {
 
 // steps runs the read-back proper.
 func (rb *readback) steps(ctx context.Context, res *readResult) error {
-	go rb.answer(ctx)
+	go rb.Network.Answer(ctx)
 
 	guard := func(ctx context.Context, t *chromedp.Target) (page.ScriptIdentifier, error) {
 		if rb.noPageGuard {
 			return "", nil
 		}
-		r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(rb.binding, rb.policy.allowedPosts())})
+		r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(rb.Binding, rb.policy.allowedPosts())})
 		return r.Identifier, err
 	}
 	var script page.ScriptIdentifier
 	err := rb.timed(ctx, "installing the read-only guards", func(ctx context.Context) error {
 		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: rb.binding}); err != nil {
+			if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: rb.Binding}); err != nil {
 				return err
 			}
 			var err error

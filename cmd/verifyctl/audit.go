@@ -7,8 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,7 +104,7 @@ func cmdAuditTables(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(missing) > 0 {
-		return invalid("--before: the snapshot has no count for %s; audit the tables it was taken for (%s)", strings.Join(missing, ", "), strings.Join(sortedNames(snap.Counts), ","))
+		return invalid("--before: the snapshot has no count for %s; audit the tables it was taken for (%s)", strings.Join(missing, ", "), strings.Join(slices.Sorted(maps.Keys(snap.Counts)), ","))
 	}
 	after, err := counter.Count(ctx, tables)
 	unreadable := ""
@@ -178,13 +179,4 @@ func readSnapshot(path string) (sqladapter.Snapshot, error) {
 		return snap, fmt.Errorf("%s is not a snapshot written by audit-tables --snapshot", path)
 	}
 	return snap, nil
-}
-
-func sortedNames(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -28,35 +28,6 @@ type lintReport struct {
 	Oracle *lintOracle `json:"oracle,omitempty"`
 }
 
-// lintCoverage counts the irreversible steps that carry a contract.
-type lintCoverage struct {
-	IrreversibleSteps int     `json:"irreversible_steps"`
-	WithContract      int     `json:"with_contract"`
-	Percent           float64 `json:"percent"`
-}
-
-// lintFinding is one guard a step breaks. Effect is the index of the effect
-// in the step, or null for a finding about the whole step.
-type lintFinding struct {
-	Code    string `json:"code"`
-	Step    string `json:"step"`
-	Effect  *int   `json:"effect"`
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
-
-// lintOracle is the candidate the daemon would select for the deployment:
-// the reachable candidate of the strongest tier, ties to the first declared.
-type lintOracle struct {
-	DeploymentName string  `json:"deployment_name"`
-	Reachable      bool    `json:"reachable"`
-	CandidateIndex *int32  `json:"candidate_index"`
-	Kind           *string `json:"kind"`
-	Tier           *int32  `json:"tier"`
-	// Message says why no candidate was selected.
-	Message string `json:"message,omitempty"`
-}
-
 func cmdLint(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -122,6 +93,23 @@ func workflowError(stdout io.Writer, err error) int {
 	return exitInvalid
 }
 
+// lintCoverage counts the irreversible steps that carry a contract.
+type lintCoverage struct {
+	IrreversibleSteps int     `json:"irreversible_steps"`
+	WithContract      int     `json:"with_contract"`
+	Percent           float64 `json:"percent"`
+}
+
+// lintFinding is one guard a step breaks. Effect is the index of the effect
+// in the step, or null for a finding about the whole step.
+type lintFinding struct {
+	Code    string `json:"code"`
+	Step    string `json:"step"`
+	Effect  *int   `json:"effect"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
 // lintWorkflow applies the guards that need no daemon: contracts on
 // irreversible steps, the change claim, subject selection and secret
 // parameters, under the workflow's own policy over the defaults.
@@ -170,6 +158,18 @@ func lintWorkflow(w *workflow.Workflow) lintReport {
 	}
 	report.Findings = sortFindings(w, report.Findings)
 	return report
+}
+
+// lintOracle is the candidate the daemon would select for the deployment:
+// the reachable candidate of the strongest tier, ties to the first declared.
+type lintOracle struct {
+	DeploymentName string  `json:"deployment_name"`
+	Reachable      bool    `json:"reachable"`
+	CandidateIndex *int32  `json:"candidate_index"`
+	Kind           *string `json:"kind"`
+	Tier           *int32  `json:"tier"`
+	// Message says why no candidate was selected.
+	Message string `json:"message,omitempty"`
 }
 
 // tierFindings applies the tier guards to the candidate the daemon would

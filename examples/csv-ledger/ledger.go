@@ -51,55 +51,42 @@ type readStamp struct {
 // an older read is left as it is.
 const maxRemembered = 1024
 
-// ledger reads one CSV file. sdk.Base answers Info, holds the settings
-// (safely for concurrent captures) and answers both captures with one
-// fresh read.
-type ledger struct{ sdk.Base[settings] }
+// newLedger is the adapter's factory. sdk.Define makes an adapter of its
+// Info and of configure, which resolves the section into the settings
+// every later call reads: it answers Info, holds the settings (safely for
+// concurrent captures), answers both captures with the settings' one
+// fresh Read, and passes on their verdict hook.
+var newLedger = sdk.Define(sdk.Info{
+	Kind: kind,
+	// The ledger file is the system of record itself.
+	Tier:        sdk.TierIndependentSystem,
+	Description: "rows of a CSV ledger file, one record per row",
+}, configure)
 
-var _ sdk.VerdictHook = (*ledger)(nil)
+var _ sdk.VerdictHook = (*settings)(nil)
 
-func newLedger() sdk.Adapter {
-	return &ledger{sdk.Base[settings]{
-		About: sdk.Info{
-			Kind: kind,
-			// The ledger file is the system of record itself.
-			Tier:        sdk.TierIndependentSystem,
-			Description: "rows of a CSV ledger file, one record per row",
-		},
-		Read: (*settings).capture,
-	}}
-}
-
-func (l *ledger) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	// The SDK's decoder refuses a misspelt key at any depth, naming it.
-	var sec section
-	if err := req.DecodeConfig(&sec); err != nil {
-		return err
-	}
+// configure receives the section already decoded by the SDK's strict
+// decoder, which refuses a misspelt key at any depth, naming it.
+func configure(_ context.Context, sec section, _ sdk.ConfigureRequest) (*settings, error) {
 	if sec.Options == nil {
-		return &sdk.ConfigError{Path: "options", Message: "missing: write options: {path: /path/to/ledger.csv}"}
+		return nil, &sdk.ConfigError{Path: "options", Message: "missing: write options: {path: /path/to/ledger.csv}"}
 	}
 	opts := *sec.Options
 	if opts.Path == "" {
-		return &sdk.ConfigError{Path: "options.path", Message: "missing: name the CSV ledger file"}
+		return nil, &sdk.ConfigError{Path: "options.path", Message: "missing: name the CSV ledger file"}
 	}
 	if !filepath.IsAbs(opts.Path) {
 		// The daemon starts plugins in its own working folder, which an
 		// operator should not have to guess.
-		return &sdk.ConfigError{Path: "options.path", Message: fmt.Sprintf("%q is relative; write an absolute path", opts.Path)}
+		return nil, &sdk.ConfigError{Path: "options.path", Message: fmt.Sprintf("%q is relative; write an absolute path", opts.Path)}
 	}
 	if opts.IDColumn == "" {
 		opts.IDColumn = "id"
 	}
-	l.Store(&settings{path: opts.Path, idColumn: opts.IDColumn, reads: &sdk.ReadLog[readStamp]{Size: maxRemembered}})
-	return nil
+	return &settings{path: opts.Path, idColumn: opts.IDColumn, reads: &sdk.ReadLog[readStamp]{Size: maxRemembered}}, nil
 }
 
-func (l *ledger) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
-	s, err := l.Load()
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+func (s *settings) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.TestResult, error) {
 	start := time.Now()
 	f, _, header, err := s.open()
 	if err != nil {
@@ -113,10 +100,10 @@ func (l *ledger) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.Tes
 	}, nil
 }
 
-// capture streams the ledger's rows. A ledger that cannot be opened or has
+// Read streams the ledger's rows. A ledger that cannot be opened or has
 // no usable header is unreachable (data, not an error); a malformed row
 // later aborts the stream, so the daemon never judges part of the file.
-func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	f, r, header, err := s.open()
 	if err != nil {
 		return sdk.Unreachable("%v", err), nil
@@ -194,19 +181,18 @@ func (s *settings) open() (*os.File, *csv.Reader, []string, error) {
 // clock ahead of this one, so freshness and ordering drawn from the ledger
 // cannot be trusted. It never touches REFUTED or INDETERMINATE, and the
 // daemon would ignore a promotion anyway.
-func (l *ledger) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
-	cfg, err := l.Load()
-	if err != nil || req.Verdict != sdk.VerdictConfirmed {
-		return sdk.Demotion{}, err
+func (s *settings) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	if req.Verdict != sdk.VerdictConfirmed {
+		return sdk.Demotion{}, nil
 	}
-	s, ok := cfg.reads.Get(req.CaptureID)
-	if !ok || !s.mtime.After(s.at) {
+	read, ok := s.reads.Get(req.CaptureID)
+	if !ok || !read.mtime.After(read.at) {
 		return sdk.Demotion{}, nil
 	}
 	return sdk.Demotion{
 		Verdict:    sdk.VerdictIndeterminate,
 		ReasonCode: ReasonClockSkew,
 		Message: fmt.Sprintf("the ledger was last modified at %s, %s after it was read at %s: the writer's clock is ahead, so the read cannot be placed in time; fix the clock (NTP) and verify again",
-			s.mtime.UTC().Format(time.RFC3339Nano), s.mtime.Sub(s.at).Round(time.Millisecond), s.at.UTC().Format(time.RFC3339Nano)),
+			read.mtime.UTC().Format(time.RFC3339Nano), read.mtime.Sub(read.at).Round(time.Millisecond), read.at.UTC().Format(time.RFC3339Nano)),
 	}, nil
 }

@@ -1,9 +1,11 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +164,30 @@ func Do(c *http.Client, req *http.Request) (*Response, error) {
 	return &Response{Status: res.StatusCode, ContentType: res.Header.Get("Content-Type"), Body: body}, nil
 }
 
+// DecodeJSON decodes one JSON value, numbers as json.Number so their text
+// stays exact. Anything after the value is refused with a
+// *TrailingDataError; an empty body is encoding/json's io.EOF. Duplicate
+// object keys are not refused (the later wins): judge.DecodeJSON, for
+// contracts, refuses them.
+func DecodeJSON(body []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, &TrailingDataError{Offset: dec.InputOffset()}
+	}
+	return v, nil
+}
+
+// TrailingDataError is DecodeJSON's refusal of data after the value; Offset
+// is where the decoder stood when it met it.
+type TrailingDataError struct{ Offset int64 }
+
+func (*TrailingDataError) Error() string { return "more data after the JSON value" }
+
 // Target names a request for messages: method and URL without its query,
 // which may hold a run's values.
 func Target(method string, u *url.URL) string {
@@ -251,6 +277,23 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Probe is the preflight of an HTTP adapter: it reads once within
+// ProbeContext's deadline with read, which returns why the read failed,
+// or "" and what to tell the operator about the answer. The result
+// carries the adapter's configuration warnings and the read's latency.
+func Probe(ctx context.Context, warnings []string, read func(ctx context.Context) (why, answered string)) sdk.TestResult {
+	ctx, cancel := ProbeContext(ctx)
+	defer cancel()
+	start := time.Now()
+	why, answered := read(ctx)
+	res := sdk.TestResult{Latency: time.Since(start), Warnings: warnings, Message: why}
+	if why == "" {
+		res.Reachable = true
+		res.Message = answered
+	}
+	return res
 }
 
 // ProbeContext bounds a TestConnection: 10 seconds, or four fifths of what

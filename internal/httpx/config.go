@@ -38,6 +38,16 @@ type Auth struct {
 	BasicEnv  *string `json:"basic_env"`
 }
 
+// DefaultMaxPages bounds the pages one paged read follows unless its
+// max_pages option says otherwise.
+const DefaultMaxPages = 100
+
+// MaxPages reads a max_pages option at path: DefaultMaxPages when v is
+// nil, else a whole number from 1 to 100,000.
+func MaxPages(path string, v *int) (int, error) {
+	return IntIn(path, v, DefaultMaxPages, 1, 100_000)
+}
+
 // IntIn returns *v, def when v is nil, refusing values outside [lo, hi] at
 // path.
 func IntIn(path string, v *int, def, lo, hi int) (int, error) {

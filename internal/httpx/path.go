@@ -1,40 +1,14 @@
 package httpx
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
 )
-
-// DecodeJSON decodes one JSON value, numbers as json.Number so their text
-// stays exact. Anything after the value is refused with a
-// *TrailingDataError; an empty body is encoding/json's io.EOF. Duplicate
-// object keys are not refused (the later wins): judge.DecodeJSON, for
-// contracts, refuses them.
-func DecodeJSON(body []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &TrailingDataError{Offset: dec.InputOffset()}
-	}
-	return v, nil
-}
-
-// TrailingDataError is DecodeJSON's refusal of data after the value; Offset
-// is where the decoder stood when it met it.
-type TrailingDataError struct{ Offset int64 }
-
-func (*TrailingDataError) Error() string { return "more data after the JSON value" }
 
 // Path is a dotted path into decoded JSON: each segment is an object key,
 // and a segment of digits indexes an array ("code.coding.0.code").

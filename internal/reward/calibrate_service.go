@@ -3,7 +3,8 @@ package reward
 import (
 	"encoding/json"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // Calibrated is CalibrateReward's answer: calibration.json and
@@ -75,7 +76,7 @@ type ContractInfo struct {
 // List describes the registered contracts, sorted by name.
 func (s *Service) List() []ContractInfo {
 	out := make([]ContractInfo, 0, len(s.Contracts))
-	for _, name := range sortedContractNames(s.Contracts) {
+	for _, name := range slices.Sorted(maps.Keys(s.Contracts)) {
 		c := s.Contracts[name]
 		info := ContractInfo{Name: name, ID: c.ID, Version: c.Version, Digest: c.Digest, CorpusDigest: c.CorpusDigest, Deployment: c.Deployment, IdentityKeys: c.IdentityKeys}
 		if c.Certificate != nil {
@@ -83,14 +84,5 @@ func (s *Service) List() []ContractInfo {
 		}
 		out = append(out, info)
 	}
-	return out
-}
-
-func sortedContractNames(m map[string]*Contract) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -11,21 +11,6 @@ import (
 	"github.com/verifierd/verifierd/receipt"
 )
 
-// Payload types of the reward envelopes.
-const (
-	PayloadTypeCertificate = "application/vnd.verifierd.reward-certificate.v1+json"
-	PayloadTypeReceipt     = "application/vnd.verifierd.reward-receipt.v1+json"
-	CertificateSchema      = "verifierd.reward-certificate/v1"
-)
-
-// Certificate states at an episode's policy update.
-const (
-	CertAbsent      = "absent"
-	CertNotYetValid = "not_yet_valid"
-	CertExpired     = "expired"
-	CertCurrent     = "current"
-)
-
 // Certificate is a signed calibration result for one contract.
 type Certificate struct {
 	Schema                  string    `json:"schema"`
@@ -62,6 +47,21 @@ func (c *Certificate) State(u int64) string {
 	}
 	return CertCurrent
 }
+
+// Certificate states at an episode's policy update, as State reports them.
+const (
+	CertAbsent      = "absent"
+	CertNotYetValid = "not_yet_valid"
+	CertExpired     = "expired"
+	CertCurrent     = "current"
+)
+
+// Payload types of the reward envelopes.
+const (
+	PayloadTypeCertificate = "application/vnd.verifierd.reward-certificate.v1+json"
+	PayloadTypeReceipt     = "application/vnd.verifierd.reward-receipt.v1+json"
+	CertificateSchema      = "verifierd.reward-certificate/v1"
+)
 
 // NewCertificate builds the certificate of a calibration for c.
 func NewCertificate(c *Contract, cal *Calibration, keyID string, now time.Time) *Certificate {

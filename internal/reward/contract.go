@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -101,8 +103,6 @@ type LoadError struct {
 	Msg  string
 }
 
-func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
-
 // Load-time rules, named in LoadError.Rule.
 const (
 	RuleInvalid            = "invalid_contract"
@@ -115,6 +115,8 @@ const (
 	RuleCertificateInvalid = "certificate_invalid"
 	RuleCertificateUntrust = "certificate_signature"
 )
+
+func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
 
 type contractFile struct {
 	Schema       string      `yaml:"schema"`
@@ -372,12 +374,11 @@ func loadEffects(path, name string, required bool) ([]judge.Effect, any, error) 
 	return list, tree, nil
 }
 
+// sortedNames returns m's keys in order, never nil: a corpus marshals
+// them as a JSON list.
 func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.AppendSeq(make([]string, 0, len(m)), maps.Keys(m))
+	slices.Sort(out)
 	return out
 }
 

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/keyed"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
@@ -47,43 +47,10 @@ type Service struct {
 	EvidenceKey []byte
 	Now         func() time.Time
 
-	locks episodeLocks // serialise registration and scoring per episode
-}
-
-// episodeLocks is one mutex per episode key, dropped when unused. Marks
-// are checked again inside the transaction that advances them, so scoring
-// different episodes runs in parallel.
-type episodeLocks struct {
-	mu    sync.Mutex
-	locks map[string]*episodeLock
-}
-
-type episodeLock struct {
-	sync.Mutex
-	users int
-}
-
-func (l *episodeLocks) lock(key string) func() {
-	l.mu.Lock()
-	if l.locks == nil {
-		l.locks = map[string]*episodeLock{}
-	}
-	e := l.locks[key]
-	if e == nil {
-		e = &episodeLock{}
-		l.locks[key] = e
-	}
-	e.users++
-	l.mu.Unlock()
-	e.Lock()
-	return func() {
-		e.Unlock()
-		l.mu.Lock()
-		if e.users--; e.users == 0 {
-			delete(l.locks, key)
-		}
-		l.mu.Unlock()
-	}
+	// locks serialise registration and scoring per episode key. Marks are
+	// checked again inside the transaction that advances them, so scoring
+	// different episodes runs in parallel.
+	locks keyed.Mutex
 }
 
 func (s *Service) now() time.Time {
@@ -166,7 +133,7 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 		return nil, err
 	}
 	key := episodeKey(c.Name, episodeID)
-	defer s.locks.lock(key)()
+	defer s.locks.Lock(key)()
 	prev, err := s.loadEpisode(key)
 	if err != nil {
 		return nil, err
@@ -323,7 +290,7 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 		return nil, refuse(CodeContractMismatch, "reward_contract_digest %s is not the served contract's %s", clip(d.RewardContractDigest), c.Digest)
 	}
 	key := episodeKey(c.Name, d.EpisodeID)
-	defer s.locks.lock(key)()
+	defer s.locks.Lock(key)()
 	ep, err := s.loadEpisode(key)
 	if err != nil {
 		return nil, err

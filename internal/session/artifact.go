@@ -24,14 +24,6 @@ type Artifact struct {
 	Name      string `json:"name"`
 }
 
-// Reason codes of an artifact verification.
-const (
-	ReasonArtifactExact    = "ARTIFACT_EXACT"
-	ReasonArtifactOther    = "ARTIFACT_OTHER_BYTES"
-	ReasonArtifactAbsent   = "ARTIFACT_ABSENT"
-	ReasonArtifactNoAccess = judge.ReasonSORUnreachable
-)
-
 // ArtifactResult is VerifyArtifact's answer.
 type ArtifactResult struct {
 	Verdict   judge.Decision `json:"verdict"`
@@ -148,6 +140,14 @@ func codesOf(rs []judge.Reason) []string {
 	}
 	return out
 }
+
+// Reason codes of an artifact verification.
+const (
+	ReasonArtifactExact    = "ARTIFACT_EXACT"
+	ReasonArtifactOther    = "ARTIFACT_OTHER_BYTES"
+	ReasonArtifactAbsent   = "ARTIFACT_ABSENT"
+	ReasonArtifactNoAccess = judge.ReasonSORUnreachable
+)
 
 // judgeArtifact decides from one read. A file matches the name by its name
 // or by its path's last element.

@@ -10,25 +10,6 @@ import (
 	"github.com/verifierd/verifierd/judge"
 )
 
-// Rule codes of the trust refusals (PermissionDenied). The contract guards'
-// codes are workflow.Code*.
-const (
-	// CodeInlineDeploymentRefused: the caller sent a deployment instead of
-	// naming a registered one, and the daemon does not allow that.
-	CodeInlineDeploymentRefused = "inline_deployment_refused"
-	// CodeInlineSecretRefused: an inline deployment named a secret.
-	CodeInlineSecretRefused = "inline_secret_refused"
-	// CodeInlineCompensatorRefused: an inline deployment configured a
-	// compensator.
-	CodeInlineCompensatorRefused = "inline_compensator_refused"
-	// CodeInlinePolicyRefused: an inline deployment carried a policy block;
-	// the caller may not set policy.
-	CodeInlinePolicyRefused = "inline_policy_refused"
-	// CodeRegisteredContractsRequired: the caller sent effects while the
-	// policy requires a registered workflow step.
-	CodeRegisteredContractsRequired = "registered_contracts_required"
-)
-
 // RegisteredStep names the reviewed source of a session's contracts.
 type RegisteredStep struct {
 	Workflow       string `json:"workflow"`
@@ -58,6 +39,25 @@ func LoadWorkflows(d *config.Daemon) (map[string]*workflow.Workflow, error) {
 	}
 	return out, nil
 }
+
+// Rule codes of the trust refusals (PermissionDenied). The contract guards'
+// codes are workflow.Code*.
+const (
+	// CodeInlineDeploymentRefused: the caller sent a deployment instead of
+	// naming a registered one, and the daemon does not allow that.
+	CodeInlineDeploymentRefused = "inline_deployment_refused"
+	// CodeInlineSecretRefused: an inline deployment named a secret.
+	CodeInlineSecretRefused = "inline_secret_refused"
+	// CodeInlineCompensatorRefused: an inline deployment configured a
+	// compensator.
+	CodeInlineCompensatorRefused = "inline_compensator_refused"
+	// CodeInlinePolicyRefused: an inline deployment carried a policy block;
+	// the caller may not set policy.
+	CodeInlinePolicyRefused = "inline_policy_refused"
+	// CodeRegisteredContractsRequired: the caller sent effects while the
+	// policy requires a registered workflow step.
+	CodeRegisteredContractsRequired = "registered_contracts_required"
+)
 
 // admitted is a Begin request the trust checks let through: its deployment
 // and contracts, where the contracts come from, and the effective policy.

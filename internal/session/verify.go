@@ -218,24 +218,11 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		if task == nil {
 			task = judge.NewTaskWithDigest(id, i, cand.Kind, c, &v, m.digester())
 		}
-		shown := cand.Redaction.Apply(v, c)
-		matched := shown.Matched
-		if matched == nil {
-			matched = []judge.Record{}
-		}
-		reasons := shown.Reasons
-		if reasons == nil {
-			reasons = []judge.Reason{}
-		}
-		res.Effects[i] = EffectResult{
-			EffectResult: harness.EffectResult{
-				Verdict: v.Decision, Result: v.Class, Reasons: reasons,
-				ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
-				ObservedValue: shown.ObservedValue, ExpectedValue: shown.ExpectedValue,
-				ContractHash: c.Hash, MatchedRecords: matched,
-			},
-			Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task,
-		}
+		// The redaction masks values only: decision, class, counts and
+		// codes are v's.
+		shown := harness.Result(cand.Redaction.Apply(v, c))
+		shown.ContractHash = c.Hash
+		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task}
 	}
 	res.Outcome = judge.OutcomeOf(verdicts)
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)

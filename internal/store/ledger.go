@@ -85,43 +85,57 @@ func (s *Store) LedgerHead() (pos receipt.Position, err error) {
 	return pos, err
 }
 
-// exportBatch bounds the entries read per transaction by ExportLedger, so
-// that a slow reader never holds a read transaction (which would stop the
-// file from growing under writers) for long.
+// exportBatch bounds the entries read per transaction (bbolt) or query
+// (PostgreSQL) by ExportLedger, so that a slow reader never holds a read
+// transaction (which would stop the file from growing under writers) for
+// long.
 const exportBatch = 512
 
 // ExportLedger calls fn with each entry from seq from on, oldest first. fn
 // runs outside any store transaction.
 func (s *Store) ExportLedger(from uint64, fn func(receipt.Entry, []byte) error) error {
-	type row struct {
-		e receipt.Entry
-		c []byte
-	}
-	for {
-		var batch []row
+	return ExportInBatches(from, fn, func(from uint64, limit int) ([]LedgerEntry, error) {
+		var batch []LedgerEntry
 		err := s.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketLedger).Cursor()
-			for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(batch) < exportBatch; k, v = c.Next() {
+			for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(batch) < limit; k, v = c.Next() {
 				var e receipt.Entry
 				if err := json.Unmarshal(v, &e); err != nil {
 					return fmt.Errorf("ledger entry %d is corrupt: %w", binary.BigEndian.Uint64(k), err)
 				}
-				batch = append(batch, row{e, append([]byte(nil), v...)})
+				batch = append(batch, LedgerEntry{Entry: e, Canonical: append([]byte(nil), v...)})
 			}
 			return nil
 		})
+		return batch, err
+	})
+}
+
+// LedgerEntry is one ledger entry as a backend stores it: decoded, and its
+// canonical bytes.
+type LedgerEntry struct {
+	Entry     receipt.Entry
+	Canonical []byte
+}
+
+// ExportInBatches is every backend's ExportLedger: read returns at most
+// limit entries from seq from on, oldest first, and fn sees each one
+// outside the read; a batch shorter than limit is the last.
+func ExportInBatches(from uint64, fn func(receipt.Entry, []byte) error, read func(from uint64, limit int) ([]LedgerEntry, error)) error {
+	for {
+		batch, err := read(from, exportBatch)
 		if err != nil {
 			return err
 		}
 		for _, r := range batch {
-			if err := fn(r.e, r.c); err != nil {
+			if err := fn(r.Entry, r.Canonical); err != nil {
 				return err
 			}
 		}
 		if len(batch) < exportBatch {
 			return nil
 		}
-		from = batch[len(batch)-1].e.Seq + 1
+		from = batch[len(batch)-1].Entry.Seq + 1
 	}
 }
 

@@ -137,16 +137,6 @@ func Resolve(layers ...*Policy) Effective {
 	return e
 }
 
-// Finding codes, shared by the daemon's refusals and `verifyctl lint`.
-const (
-	CodeMissingEffectContract = "missing_effect_contract"
-	CodeNoChangeClaim         = "no_change_claim"
-	CodeSubjectNotSelected    = "subject_not_selected"
-	CodeSecretParamInContract = "secret_param_in_contract"
-	CodeSameChannelOracle     = "same_channel_oracle"
-	CodeWeakTier              = "weak_tier"
-)
-
 // Finding is one guard that a step's contracts break.
 type Finding struct {
 	Code string `json:"code"`
@@ -197,6 +187,16 @@ func ReferencedParams(e judge.Effect) map[string]bool {
 	}
 	return out
 }
+
+// Finding codes, shared by the daemon's refusals and `verifyctl lint`.
+const (
+	CodeMissingEffectContract = "missing_effect_contract"
+	CodeNoChangeClaim         = "no_change_claim"
+	CodeSubjectNotSelected    = "subject_not_selected"
+	CodeSecretParamInContract = "secret_param_in_contract"
+	CodeSameChannelOracle     = "same_channel_oracle"
+	CodeWeakTier              = "weak_tier"
+)
 
 // CheckContracts applies the policy's contract guards (change claim, subject
 // selection, secret parameters) to one step's effects. path names the

@@ -42,9 +42,6 @@ const chunkBytes = 1 << 20
 // batch bounds the sessions removed per transaction by the cleanups.
 const batch = 16
 
-// exportBatch bounds the ledger entries read per query by ExportLedger.
-const exportBatch = 512
-
 // orphanGrace is how long uncommitted baseline chunks are kept when the
 // unfinished-session retention is off: another replica may still be
 // streaming them.
@@ -318,44 +315,27 @@ func (s *Store) LedgerHead() (receipt.Position, error) {
 // batches read outside any transaction.
 func (s *Store) ExportLedger(from uint64, fn func(receipt.Entry, []byte) error) error {
 	ctx := context.Background()
-	type row struct {
-		e receipt.Entry
-		c []byte
-	}
-	for {
-		rows, err := s.pool.Query(ctx, "SELECT seq, entry FROM verifierd_ledger WHERE seq >= $1 ORDER BY seq LIMIT $2", int64(from), exportBatch)
+	return store.ExportInBatches(from, fn, func(from uint64, limit int) ([]store.LedgerEntry, error) {
+		rows, err := s.pool.Query(ctx, "SELECT seq, entry FROM verifierd_ledger WHERE seq >= $1 ORDER BY seq LIMIT $2", int64(from), limit)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var b []row
+		defer rows.Close()
+		var b []store.LedgerEntry
 		for rows.Next() {
 			var seq int64
 			var c []byte
 			if err := rows.Scan(&seq, &c); err != nil {
-				rows.Close()
-				return err
+				return nil, err
 			}
 			var e receipt.Entry
 			if err := json.Unmarshal(c, &e); err != nil {
-				rows.Close()
-				return fmt.Errorf("ledger entry %d is corrupt: %w", seq, err)
+				return nil, fmt.Errorf("ledger entry %d is corrupt: %w", seq, err)
 			}
-			b = append(b, row{e, c})
+			b = append(b, store.LedgerEntry{Entry: e, Canonical: c})
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, r := range b {
-			if err := fn(r.e, r.c); err != nil {
-				return err
-			}
-		}
-		if len(b) < exportBatch {
-			return nil
-		}
-		from = b[len(b)-1].e.Seq + 1
-	}
+		return b, rows.Err()
+	})
 }
 
 // baselineWriter streams one capture into chunk rows: every full chunk is
@@ -484,6 +464,17 @@ func (s *Store) CreateSession(id string, meta []byte, baselines ...*store.Baseli
 	return s.CreateSessionLedger(id, meta, func(*store.Ledger) error { return nil }, baselines...)
 }
 
+// lockResult locks the session's row until tx ends and returns its stored
+// result (nil before the first), or store.ErrNotFound.
+func lockResult(ctx context.Context, tx pgx.Tx, id string) ([]byte, error) {
+	var have []byte
+	err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	return have, err
+}
+
 // FinishSessionLedger stores a session's result once, under the session
 // row's lock: the first writer (on any replica) stores its result, every
 // later or concurrent one gets that stored result back and build is not
@@ -491,11 +482,7 @@ func (s *Store) CreateSession(id string, meta []byte, baselines ...*store.Baseli
 func (s *Store) FinishSessionLedger(id string, build func(*store.Ledger) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var stored []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		var have []byte
-		err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		have, err := lockResult(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -543,11 +530,7 @@ func (s *Store) FinishSession(id string, result []byte) ([]byte, error) {
 func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt int) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var out []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		var have []byte
-		err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+		have, err := lockResult(ctx, tx, id)
 		if err != nil {
 			return err
 		}

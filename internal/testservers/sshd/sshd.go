@@ -60,11 +60,12 @@ type Server struct {
 	ECDSAHostKey ssh.PublicKey
 	// KnownHosts is a known_hosts file that lists the server.
 	KnownHosts string
-	// Dir holds the keys, the config and the pid file.
+	// Dir holds the keys, the config, the log and the pid file.
 	Dir string
 
 	config string
-	log    syncBuffer
+	// logPath is sshd's stdout and stderr, kept across restarts.
+	logPath string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -103,6 +104,7 @@ func Start(t testing.TB) *Server {
 	s.Port = freePort(t)
 	s.KnownHosts = s.KnownHostsWith(t, hostPub)
 	s.config = filepath.Join(s.Dir, "sshd_config")
+	s.logPath = filepath.Join(s.Dir, "sshd.log")
 	write(t, s.config, []byte(strings.Join([]string{
 		"ListenAddress 127.0.0.1",
 		"Port " + strconv.Itoa(s.Port),
@@ -203,13 +205,19 @@ func freePort(t testing.TB) int {
 }
 
 // start launches sshd in the foreground (-D) logging to its stderr (-e),
-// and waits until it greets a connection.
+// which it appends to the log file, and waits until it greets a
+// connection.
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close() // sshd holds its own descriptor
 	cmd := exec.Command(SSHD, "-D", "-e", "-f", s.config)
-	cmd.Stdout = &s.log
-	cmd.Stderr = &s.log
+	cmd.Stdout = log
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", SSHD, err)
 	}
@@ -221,7 +229,7 @@ func (s *Server) start() error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return fmt.Errorf("sshd exited at start:\n%s", s.log.String())
+			return fmt.Errorf("sshd exited at start:\n%s", s.Log())
 		default:
 		}
 		if greets(s.Addr()) {
@@ -229,7 +237,7 @@ func (s *Server) start() error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("sshd did not greet on %s:\n%s", s.Addr(), s.log.String())
+	return fmt.Errorf("sshd did not greet on %s:\n%s", s.Addr(), s.Log())
 }
 
 func greets(addr string) bool {
@@ -341,7 +349,13 @@ func (s *Server) OpenFiles() []string {
 }
 
 // Log is everything sshd logged so far.
-func (s *Server) Log() string { return s.log.String() }
+func (s *Server) Log() string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return fmt.Sprintf("(sshd's log %s cannot be read: %v)", s.logPath, err)
+	}
+	return string(b)
+}
 
 // descendants lists the processes below pid, read from /proc.
 func descendants(pid int) []int {
@@ -384,21 +398,4 @@ func descendants(pid int) []int {
 		frontier = next
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -1,0 +1,59 @@
+package filewalk
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// WindowOption reads a section's file_mtime_window_s: 0 (no freshness
+// check) when it is absent, else ParseWindow's duration. A refusal is a
+// *sdk.ConfigError at file_mtime_window_s.
+func WindowOption(n json.Number) (time.Duration, error) {
+	if n == "" {
+		return 0, nil
+	}
+	d, err := ParseWindow(n)
+	if err != nil {
+		return 0, &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
+	}
+	return d, nil
+}
+
+// ProbeOption compiles a section's file_content_probe: nil (no probe) when
+// it is absent. A refusal is a *sdk.ConfigError at file_content_probe.
+func ProbeOption(expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, &sdk.ConfigError{Path: "file_content_probe", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
+	}
+	return re, nil
+}
+
+// ProbeRoot is the preflight of an adapter that reads a local folder: it
+// opens root and lists it with list, which counts what it found. A root
+// that cannot be opened or listed is an unreachable result saying so;
+// otherwise the message is "root <root> is readable" followed by
+// describe(count).
+func ProbeRoot(root string, list func(fs.FS) (int, error), describe func(count int) string) sdk.TestResult {
+	start := time.Now()
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", root, Unwrap(err)), Latency: time.Since(start)}
+	}
+	defer r.Close()
+	n, err := list(r.FS())
+	latency := time.Since(start)
+	if err != nil {
+		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", root, err), Latency: latency}
+	}
+	return sdk.TestResult{Reachable: true, Message: fmt.Sprintf("root %s is readable%s", root, describe(n)), Latency: latency}
+}
