@@ -242,14 +242,14 @@ func (s *server) capture(
 			if err := ctx.Err(); err != nil {
 				return status.FromContextError(err).Err()
 			}
-			enc, err := toproto.Record(rec)
+			full, size, err := batch.Add(rec)
 			if err != nil {
 				return status.Errorf(codes.Internal, "%s: record %d: %v", what, count, err)
 			}
-			if len(enc) > MaxRecordBytes {
-				return status.Errorf(codes.ResourceExhausted, "%s: record %d is %d bytes, over the %d-byte limit for one record", what, count, len(enc), MaxRecordBytes)
+			if size > MaxRecordBytes {
+				return status.Errorf(codes.ResourceExhausted, "%s: record %d is %d bytes, over the %d-byte limit for one record", what, count, size, MaxRecordBytes)
 			}
-			if full := batch.Add(enc); full != nil {
+			if full != nil {
 				if err := send(toproto.BatchChunk(full)); err != nil {
 					return err
 				}
