@@ -186,8 +186,21 @@ func (s *server) CaptureBefore(req *adapterv1.CaptureBeforeRequest, stream grpc.
 	if err != nil {
 		return err
 	}
-	return s.capture(stream.Context(), "capture before", fromproto.CaptureRequest(req.GetSpec(), req.GetParams()), a.CaptureBefore,
-		func(c *adapterv1.CaptureChunk) error { return stream.Send(&adapterv1.CaptureBeforeResponse{Chunk: c}) })
+	send := func(c *adapterv1.CaptureChunk) error { return stream.Send(&adapterv1.CaptureBeforeResponse{Chunk: c}) }
+	creq := fromproto.CaptureRequest(req.GetSpec(), req.GetParams())
+	// Begin does not ask CheckParams in a round trip of its own: the
+	// baseline capture binds the parameters first, with the adapter's own
+	// CheckParams (in this process), and refuses exactly as that call
+	// would have, before anything is read.
+	if pc, ok := a.(sdk.ParamChecker); ok {
+		if err := pc.CheckParams(s.ctx(stream.Context(), "capture_id", creq.CaptureID), creq.Params); err != nil {
+			if err := send(toproto.RefusalChunk(err, time.Now)); err != nil {
+				return err
+			}
+			return send(toproto.TrailerChunk(0))
+		}
+	}
+	return s.capture(stream.Context(), "capture before", creq, a.CaptureBefore, send)
 }
 
 func (s *server) CaptureAfter(req *adapterv1.CaptureAfterRequest, stream grpc.ServerStreamingServer[adapterv1.CaptureAfterResponse]) error {

@@ -116,3 +116,62 @@ func TestPackedBatchesOnReceipt(t *testing.T) {
 		})
 	}
 }
+
+// paramAdapter binds the run parameter "q" and refuses "bad"; it counts
+// its baseline reads.
+type paramAdapter struct {
+	reads *int
+}
+
+func (paramAdapter) Info() sdk.Info                                        { return sdk.Info{Kind: "param-test", Tier: 1} }
+func (paramAdapter) Configure(context.Context, sdk.ConfigureRequest) error { return nil }
+func (paramAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
+	return sdk.TestResult{Reachable: true}, nil
+}
+func (paramAdapter) CheckParams(_ context.Context, params map[string]string) error {
+	if params["q"] == "bad" {
+		return &sdk.ConfigError{Path: "options.q", Message: "does not bind"}
+	}
+	return nil
+}
+func (a paramAdapter) CaptureBefore(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
+	*a.reads++
+	return sdk.Capture{Reachable: true, Records: sdk.Records(sdk.Record{"id": int64(1)})}, nil
+}
+func (a paramAdapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	return a.CaptureBefore(ctx, req)
+}
+
+// TestCaptureBeforeRefusesAsCheckParams: a baseline capture binds the run
+// parameters with the adapter's CheckParams before reading, and refuses
+// with exactly the *sdk.ConfigError the CheckParams call gives.
+func TestCaptureBeforeRefusesAsCheckParams(t *testing.T) {
+	t.Parallel()
+	reads := 0
+	p, err := NewInProcess(func() sdk.Adapter { return paramAdapter{reads: &reads} }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	id, err := p.Configure(t.Context(), sdk.ConfigureRequest{Kind: "param-test", Config: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]string{"q": "bad"}
+	checked := p.CheckParams(t.Context(), id, bad)
+	_, captured := p.CaptureBefore(t.Context(), id, sdk.CaptureRequest{Params: bad})
+	var a, b *sdk.ConfigError
+	if !errors.As(checked, &a) || !errors.As(captured, &b) || *a != *b || a.Path != "options.q" {
+		t.Fatalf("CheckParams: %#v, CaptureBefore: %#v; want the same refusal at options.q", checked, captured)
+	}
+	if reads != 0 {
+		t.Fatalf("the refused capture read %d times", reads)
+	}
+	c, err := p.CaptureBefore(t.Context(), id, sdk.CaptureRequest{Params: map[string]string{"q": "ok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := c.Records(); err != nil || len(recs) != 1 || reads != 1 {
+		t.Fatalf("bound capture: %v, %v after %d reads", recs, err, reads)
+	}
+}
