@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -87,5 +89,46 @@ func TestBeginParamRefusalInTheCapture(t *testing.T) {
 	}
 	if b := strong.befores.Load(); b != 1 {
 		t.Errorf("the stronger candidate was read %d times; want once (the Begin that bound)", b)
+	}
+}
+
+// TestVerifyAnswersWhatIsStored: Verify answers its own result without
+// decoding the stored JSON again; it must be exactly what GetSession (the
+// stored result) answers, receipt included, confirmed or refuted.
+func TestVerifyAnswersWhatIsStored(t *testing.T) {
+	t.Parallel()
+	tab := &table{}
+	m := signedManager(t, &memAdapter{kind: "stored-answer", tier: 1, table: tab})
+	ctx := context.Background()
+	dep := []byte("effects: {kind: stored-answer}\n")
+	for _, rows := range []int{1, 2} { // one new record: CONFIRMED; two: REFUTED with a task
+		res, err := m.Begin(ctx, BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range rows {
+			tab.add(sdk.Record{"id": json.Number(fmt.Sprint(100*rows + i)), "p": "1", "amount": json.Number("2.50"), "o": map[string]any{"k": []any{true, nil}}})
+		}
+		v, err := m.Verify(ctx, res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := m.Get(res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(v)
+		want, _ := json.Marshal(st.Result)
+		if string(got) != string(want) || len(v.Receipt) == 0 {
+			t.Fatalf("Verify answered\n%s\nthe stored result is\n%s", got, want)
+		}
+		again, err := m.Verify(ctx, res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if replay, _ := json.Marshal(again); string(replay) != string(want) {
+			t.Fatalf("a second Verify answered\n%s\nwant\n%s", replay, want)
+		}
+		t.Logf("%d new: %s", rows, v.Outcome)
 	}
 }
