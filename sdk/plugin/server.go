@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -36,6 +37,9 @@ func newGRPCServer(logger hclog.Logger, maxMessageBytes int, opts ...grpc.Server
 		grpc.MaxSendMsgSize(maxMessageBytes),
 		grpc.ChainUnaryInterceptor(recoverUnary(logger)),
 		grpc.ChainStreamInterceptor(recoverStream(logger)),
+		// Calls run on a pool of goroutines whose stacks have already
+		// grown; a call that finds every worker busy gets its own.
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	)
 	return grpc.NewServer(opts...)
 }

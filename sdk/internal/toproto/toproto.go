@@ -141,8 +141,10 @@ type Batcher struct {
 // next. A record alone larger than MaxBytes still forms a batch of one.
 func (b *Batcher) Add(r sdk.Record) (full *adapterv1.RecordBatch, size int, err error) {
 	if b.buf == nil {
-		b.buf = make([]byte, 0, max(4096, b.lastBytes+b.lastBytes/8))
-		b.ends = make([]uint32, 0, max(16, b.lastCount))
+		// Small reads stay small; a large one grows its first batch by
+		// appending and sizes the next ones from the last.
+		b.buf = make([]byte, 0, max(512, b.lastBytes+b.lastBytes/8))
+		b.ends = make([]uint32, 0, max(8, b.lastCount))
 	}
 	start := len(b.buf)
 	out, err := b.enc.Append(b.buf, r)
