@@ -152,7 +152,7 @@ func (b *Batcher) Add(r sdk.Record) (full *adapterv1.RecordBatch, size int, err 
 		return nil, 0, err
 	}
 	size = len(out) - start
-	if len(out) > math.MaxUint32 {
+	if uint64(len(out)) > math.MaxUint32 {
 		return nil, size, fmt.Errorf("a record of %d bytes does not fit a batch", size)
 	}
 	b.buf = out
