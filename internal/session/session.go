@@ -463,7 +463,9 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		effects, read := byCandidate[ci]
 		if !read {
 			if err := inst.CheckParams(ctx); err != nil {
-				m.dropBaseline(id)
+				if n > 0 { // an earlier candidate's baseline was read
+					m.dropBaseline(id)
+				}
 				return nil, candidateError(dep, ci, err)
 			}
 			continue
