@@ -62,9 +62,11 @@ type VerdictHook interface {
 
 // ParamChecker is optionally implemented by an Adapter whose section has
 // {param} references: CheckParams binds params exactly as a call would,
-// without reading, and returns the *ConfigError that call would. The
-// daemon asks at Begin, so a missing or refused run parameter refuses the
-// session with its path before anything is read.
+// without reading, and returns the *ConfigError that call would. The SDK
+// runs it first thing in every baseline capture (CaptureBefore, in the
+// adapter's process: no round trip of its own), so a missing or refused
+// run parameter refuses the session at Begin with its path before anything
+// is read; the daemon asks it directly for a candidate it does not read.
 type ParamChecker interface {
 	CheckParams(ctx context.Context, params map[string]string) error
 }

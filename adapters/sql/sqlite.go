@@ -239,12 +239,13 @@ func jsonValue(v any) any {
 	switch x := v.(type) {
 	case nil:
 		return nil
-	case int64:
-		return json.Number(strconv.FormatInt(x, 10))
+	case int64, string:
+		// Passed on as they came, in the interface the driver filled: no
+		// copy and no allocation per value (the SDK writes an int64 as
+		// its digits, exactly as json.Number would carry them).
+		return v
 	case float64:
 		return floatValue(x)
-	case string:
-		return x
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x)
 	case time.Time:

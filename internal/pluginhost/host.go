@@ -205,10 +205,13 @@ type Spec struct {
 	Secrets map[string]string
 	// EffectTimeout is the longest settlement window of the run.
 	EffectTimeout time.Duration
-	// ParamsChecked skips the CheckParams round trip: the parameters were
-	// checked when the session began (Verify, Reverify). Every capture
-	// still binds them, and one that no longer binds is refused there: an
-	// unreachable read, never a guess.
+	// ParamsChecked skips the CheckParams round trip: the caller's
+	// capture binds the parameters itself. Begin's baseline capture does
+	// so first thing (the SDK's server runs the adapter's CheckParams
+	// before reading) and refuses with the same path and message; Verify
+	// and Reverify checked them when the session began, and an after read
+	// that no longer binds is refused there: an unreachable read, never a
+	// guess. Instance.CheckParams asks for a candidate that is not read.
 	ParamsChecked bool
 }
 
@@ -265,17 +268,26 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	}
 	// The session's parameters must bind into the configured read before
 	// anything is read: a missing or refused one refuses it here, with
-	// its path, as a configuration would.
-	if spec.ParamsChecked {
-		return &Instance{cfg: cfg, params: spec.Params}, nil
-	}
-	if err := c.CheckParams(ctx, id, spec.Params); err != nil {
-		if ce, isCE := errors.AsType[*ConfigError](err); isCE {
-			return nil, ce
+	// its path, as a configuration would (or, ParamsChecked, in the
+	// caller's capture).
+	if !spec.ParamsChecked {
+		if err := checkParams(ctx, c, id, spec.Kind, spec.Params); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("adapter %s: check params: %w", spec.Kind, err)
 	}
 	return &Instance{cfg: cfg, params: spec.Params}, nil
+}
+
+// checkParams asks instance id whether params bind: nil, a *ConfigError,
+// or the failed call.
+func checkParams(ctx context.Context, c conn, id, kind string, params map[string]string) error {
+	if err := c.CheckParams(ctx, id, params); err != nil {
+		if ce, isCE := errors.AsType[*ConfigError](err); isCE {
+			return ce
+		}
+		return fmt.Errorf("adapter %s: check params: %w", kind, err)
+	}
+	return nil
 }
 
 // procLocked returns the kind's process record, creating it (not starting

@@ -294,6 +294,17 @@ func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) 
 	return c.TestConnection(ctx, id, sdk.TestRequest{Params: in.params})
 }
 
+// CheckParams asks the adapter whether the session's parameters bind into
+// its read, without reading: nil when they do (or the adapter binds none),
+// a *ConfigError when they do not.
+func (in *Instance) CheckParams(ctx context.Context) error {
+	c, id, err := in.cfg.client(ctx)
+	if err != nil {
+		return err
+	}
+	return checkParams(ctx, c, id, in.cfg.spec.Kind, in.params)
+}
+
 // CaptureBefore starts a baseline read with the session's parameters. A
 // parameter the adapter cannot bind is a *ConfigError.
 func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 		grpc.ForceServerCodec(wireCodec{}),
 		grpc.ChainUnaryInterceptor(recoverUnary(logger), vetUnary(), authUnary(opts.BearerToken)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
+		// Calls run on a pool of goroutines whose stacks have already
+		// grown, instead of a fresh goroutine (and its stack growth) per
+		// call; a call that finds every worker busy still gets its own.
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	}
 	if opts.TLS != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))

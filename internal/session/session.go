@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -340,10 +339,7 @@ func (m *Manager) configureChecked(ctx context.Context, dep *config.Deployment, 
 	}
 	for i := range dep.Candidates {
 		c := &dep.Candidates[i]
-		path := fmt.Sprintf("deployment.effects.candidates[%d]", i)
-		if len(dep.Candidates) == 1 {
-			path = "deployment.effects"
-		}
+		path := candidatePath(dep, i)
 		cfg, secrets, err := c.Resolve(params, m.lookupEnv, allow)
 		if err != nil {
 			if ce, ok := errors.AsType[*config.Error](err); ok {
@@ -364,20 +360,35 @@ func (m *Manager) configureChecked(ctx context.Context, dep *config.Deployment, 
 			EffectTimeout: effectTimeout(contracts), ParamsChecked: checked,
 		})
 		if err != nil {
-			if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
-				p := path
-				if ce.Path != "" {
-					p += "." + ce.Path
-				}
-				errs[i] = &Error{Kind: Invalid, Path: p, Message: ce.Message}
-			} else {
-				errs[i] = &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, c.Kind, err)}
-			}
+			errs[i] = candidateError(dep, i, err)
 			continue
 		}
 		insts[i] = inst
 	}
 	return insts, errs
+}
+
+// candidatePath is the path of candidate i in the deployment.
+func candidatePath(dep *config.Deployment, i int) string {
+	if len(dep.Candidates) == 1 {
+		return "deployment.effects"
+	}
+	return fmt.Sprintf("deployment.effects.candidates[%d]", i)
+}
+
+// candidateError is the refusal for candidate i's configuration or run
+// parameters: the adapter's refusal (a *sdk.ConfigError) is INVALID at
+// its path inside the candidate; anything else means the candidate is not
+// available.
+func candidateError(dep *config.Deployment, i int, err error) error {
+	path := candidatePath(dep, i)
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		if ce.Path != "" {
+			path += "." + ce.Path
+		}
+		return &Error{Kind: Invalid, Path: path, Message: ce.Message}
+	}
+	return &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: fmt.Sprintf("candidate %d (%s) is not available: %v", i, dep.Candidates[i].Kind, err)}
 }
 
 // Begin starts a session, or refuses it. A refusal of kind Refused means the
@@ -408,7 +419,11 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if err != nil {
 		return nil, err
 	}
-	insts, errs := m.configureTraced(ctx, dep, contracts, params, false)
+	// The run parameters are not checked in a round trip of their own:
+	// each selected candidate's baseline capture binds them first and
+	// refuses as CheckParams would (below); only a candidate that is not
+	// read is asked.
+	insts, errs := m.configureTraced(ctx, dep, contracts, params, true)
 	for _, err := range errs {
 		if err != nil {
 			// Every candidate must be constructible before input: a
@@ -439,16 +454,31 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 
 	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
 	var writers []*store.BaselineWriter
-	cands := make([]int, 0, len(byCandidate))
-	for ci := range byCandidate {
-		cands = append(cands, ci)
-	}
-	sort.Ints(cands)
-	for n, ci := range cands {
-		effects := byCandidate[ci]
-		cm, w, err := m.captureBaseline(ctx, id, n, insts[ci], contracts, effects, dep.Candidates[ci].Redaction)
+	// In candidate order, so that the first candidate whose run parameters
+	// do not bind is the one refused, as when each was asked in turn: a
+	// candidate that is read binds them in its baseline capture (nothing
+	// is read when they do not), one that is not read is asked.
+	n := 0
+	for ci, inst := range insts {
+		effects, read := byCandidate[ci]
+		if !read {
+			if err := inst.CheckParams(ctx); err != nil {
+				if n > 0 { // an earlier candidate's baseline was read
+					m.dropBaseline(id)
+				}
+				return nil, candidateError(dep, ci, err)
+			}
+			continue
+		}
+		cm, w, err := m.captureBaseline(ctx, id, n, inst, contracts, effects, dep.Candidates[ci].Redaction)
+		n++
 		if err != nil {
+			// Nothing of a refused session is kept: the chunks of the
+			// baselines captured before are dropped.
 			m.dropBaseline(id)
+			if _, refused := errors.AsType[*sdk.ConfigError](err); refused {
+				return nil, candidateError(dep, ci, err)
+			}
 			return nil, err
 		}
 		if w != nil {
@@ -502,6 +532,12 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
 	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), redaction)
+	if ce, refused := errors.AsType[*sdk.ConfigError](err); refused {
+		// The run parameters do not bind (nothing was read): the
+		// session is refused as invalid input, as CheckParams refuses.
+		telemetry.Fail(span, "params_refused")
+		return cm, nil, ce
+	}
 	cm.Records = count
 	telemetry.Set(span, telemetry.KeyRecords.Int(count), telemetry.KeyReachable.Bool(err == nil && reason == ""))
 	if err != nil {

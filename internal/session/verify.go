@@ -157,14 +157,23 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 		return nil, err
 	}
 	_, span = telemetry.Start(ctx, telemetry.SpanStoreFinish, telemetry.KeySession.String(id))
+	var sealed []byte
 	final, err := m.Store.FinishSessionLedger(id, func(l *store.Ledger) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, nil)
+		sealed = out
 		// A VERIFIED session cannot be re-verified, so its baseline goes.
 		return out, res.Outcome != judge.Verified, err
 	})
 	endErr(span, err)
 	if err != nil {
 		return nil, err
+	}
+	if len(final) > 0 && len(sealed) == len(final) && &sealed[0] == &final[0] {
+		// What was stored is this call's own result, sealed from res (the
+		// last time the transaction ran): answer it without decoding the
+		// JSON just encoded.
+		note.judged = true
+		return res, nil
 	}
 	var r Result
 	if err := decodeResult(final, &r); err != nil {

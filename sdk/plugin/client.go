@@ -292,8 +292,10 @@ func (c *Capture) OnClose(f func()) {
 }
 
 // RawBatches yields the records batch by batch as the adapter sent them, each
-// a compact JSON object. The last pair has a non-nil error if and only if the
-// read is incomplete or broken.
+// a compact JSON object; the records of one batch are slices of the one
+// buffer it arrived in. The last pair has a non-nil error if and only if the
+// read is incomplete or broken (a batch whose record ends do not add up
+// included).
 func (c *Capture) RawBatches() iter.Seq2[[][]byte, error] {
 	return func(yield func([][]byte, error) bool) {
 		defer c.Close()
@@ -319,7 +321,11 @@ func (c *Capture) RawBatches() iter.Seq2[[][]byte, error] {
 			}
 			switch ch := chunk.GetChunk().(type) {
 			case *adapterv1.CaptureChunk_Batch:
-				recs := ch.Batch.GetRecordsJson()
+				recs, err := fromproto.Batch(ch.Batch)
+				if err != nil {
+					yield(nil, fmt.Errorf("adapter %s: %w: %v", c.what, ErrProtocol, err))
+					return
+				}
 				if !c.Reachable && len(recs) > 0 {
 					yield(nil, fmt.Errorf("adapter %s: %w: records after an unreachable header", c.what, ErrProtocol))
 					return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -36,6 +37,9 @@ func newGRPCServer(logger hclog.Logger, maxMessageBytes int, opts ...grpc.Server
 		grpc.MaxSendMsgSize(maxMessageBytes),
 		grpc.ChainUnaryInterceptor(recoverUnary(logger)),
 		grpc.ChainStreamInterceptor(recoverStream(logger)),
+		// Calls run on a pool of goroutines whose stacks have already
+		// grown; a call that finds every worker busy gets its own.
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))),
 	)
 	return grpc.NewServer(opts...)
 }
@@ -186,8 +190,21 @@ func (s *server) CaptureBefore(req *adapterv1.CaptureBeforeRequest, stream grpc.
 	if err != nil {
 		return err
 	}
-	return s.capture(stream.Context(), "capture before", fromproto.CaptureRequest(req.GetSpec(), req.GetParams()), a.CaptureBefore,
-		func(c *adapterv1.CaptureChunk) error { return stream.Send(&adapterv1.CaptureBeforeResponse{Chunk: c}) })
+	send := func(c *adapterv1.CaptureChunk) error { return stream.Send(&adapterv1.CaptureBeforeResponse{Chunk: c}) }
+	creq := fromproto.CaptureRequest(req.GetSpec(), req.GetParams())
+	// Begin does not ask CheckParams in a round trip of its own: the
+	// baseline capture binds the parameters first, with the adapter's own
+	// CheckParams (in this process), and refuses exactly as that call
+	// would have, before anything is read.
+	if pc, ok := a.(sdk.ParamChecker); ok {
+		if err := pc.CheckParams(s.ctx(stream.Context(), "capture_id", creq.CaptureID), creq.Params); err != nil {
+			if err := send(toproto.RefusalChunk(err, time.Now)); err != nil {
+				return err
+			}
+			return send(toproto.TrailerChunk(0))
+		}
+	}
+	return s.capture(stream.Context(), "capture before", creq, a.CaptureBefore, send)
 }
 
 func (s *server) CaptureAfter(req *adapterv1.CaptureAfterRequest, stream grpc.ServerStreamingServer[adapterv1.CaptureAfterResponse]) error {
@@ -242,14 +259,14 @@ func (s *server) capture(
 			if err := ctx.Err(); err != nil {
 				return status.FromContextError(err).Err()
 			}
-			enc, err := toproto.Record(rec)
+			full, size, err := batch.Add(rec)
 			if err != nil {
 				return status.Errorf(codes.Internal, "%s: record %d: %v", what, count, err)
 			}
-			if len(enc) > MaxRecordBytes {
-				return status.Errorf(codes.ResourceExhausted, "%s: record %d is %d bytes, over the %d-byte limit for one record", what, count, len(enc), MaxRecordBytes)
+			if size > MaxRecordBytes {
+				return status.Errorf(codes.ResourceExhausted, "%s: record %d is %d bytes, over the %d-byte limit for one record", what, count, size, MaxRecordBytes)
 			}
-			if full := batch.Add(enc); full != nil {
+			if full != nil {
 				if err := send(toproto.BatchChunk(full)); err != nil {
 					return err
 				}

@@ -1263,11 +1263,25 @@ func (x *CaptureHeader) GetRefusal() *ConfigRefusal {
 
 // RecordBatch carries part of a read set. A batch never holds the whole set
 // of a large read: senders cap it at 1000 records and 1 MiB.
+//
+// Each record is one flat record as a compact JSON object; JSON text keeps
+// numbers exact (no float rounding on the wire). The records travel packed:
+// records holds them back to back and ends[i] is the offset just past
+// record i, so the receiver takes every record as a slice of one buffer
+// instead of one allocation per record. The SDK sends only the packed form.
+// A receiver refuses a batch (the read is unusable) whose ends are not
+// strictly increasing or whose last end is not len(records), and a batch
+// that fills both forms.
 type RecordBatch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Each entry is one flat record as a compact JSON object. JSON text keeps
-	// numbers exact (no float rounding on the wire).
-	RecordsJson   [][]byte `protobuf:"bytes,1,rep,name=records_json,json=recordsJson,proto3" json:"records_json,omitempty"`
+	// The unpacked form, one record per entry, as SDKs before the packed
+	// form sent it. Still accepted; never filled together with records.
+	RecordsJson [][]byte `protobuf:"bytes,1,rep,name=records_json,json=recordsJson,proto3" json:"records_json,omitempty"`
+	// The batch's records, concatenated with nothing between them.
+	Records []byte `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"`
+	// The end offset of each record in records: strictly increasing, the
+	// last one equal to len(records). len(ends) is the batch's record count.
+	Ends          []uint32 `protobuf:"varint,3,rep,packed,name=ends,proto3" json:"ends,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1305,6 +1319,20 @@ func (*RecordBatch) Descriptor() ([]byte, []int) {
 func (x *RecordBatch) GetRecordsJson() [][]byte {
 	if x != nil {
 		return x.RecordsJson
+	}
+	return nil
+}
+
+func (x *RecordBatch) GetRecords() []byte {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *RecordBatch) GetEnds() []uint32 {
+	if x != nil {
+		return x.Ends
 	}
 	return nil
 }
@@ -1742,9 +1770,11 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\x12unreachable_reason\x18\x02 \x01(\tR\x11unreachableReason\x12;\n" +
 	"\vcaptured_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"capturedAt\x12=\n" +
-	"\arefusal\x18\x04 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"0\n" +
+	"\arefusal\x18\x04 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"^\n" +
 	"\vRecordBatch\x12!\n" +
-	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\"3\n" +
+	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x18\n" +
+	"\arecords\x18\x02 \x01(\fR\arecords\x12\x12\n" +
+	"\x04ends\x18\x03 \x03(\rR\x04ends\"3\n" +
 	"\x0eCaptureTrailer\x12!\n" +
 	"\frecord_count\x18\x01 \x01(\x03R\vrecordCount\"6\n" +
 	"\x06Reason\x12\x12\n" +

@@ -64,17 +64,22 @@ type AdapterServiceClient interface {
 	// ConfigureResponse with a refusal set.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// CheckParams binds a session's run parameters into an instance's
-	// configured read as a capture would, without reading: the daemon asks
-	// at Begin so that a missing or refused parameter refuses the session
-	// before anything is read. codes.Unimplemented means the adapter binds
-	// no parameters.
+	// configured read as a capture would, without reading, so that a
+	// missing or refused parameter refuses the session before anything is
+	// read. The daemon asks it for a candidate it configures but does not
+	// read, and at preflight; for the candidate it reads at Begin it does not
+	// (one round trip fewer): CaptureBefore binds the parameters first and
+	// answers the same refusal (CaptureHeader.refusal). codes.Unimplemented
+	// means the adapter binds no parameters.
 	CheckParams(ctx context.Context, in *CheckParamsRequest, opts ...grpc.CallOption) (*CheckParamsResponse, error)
 	// Release drops a configured instance. Releasing an unknown id is not an
 	// error.
 	Release(ctx context.Context, in *ReleaseRequest, opts ...grpc.CallOption) (*ReleaseResponse, error)
 	// TestConnection is a preflight: it may read, and it never writes.
 	TestConnection(ctx context.Context, in *TestConnectionRequest, opts ...grpc.CallOption) (*TestConnectionResponse, error)
-	// CaptureBefore reads the baseline before the automation acts.
+	// CaptureBefore reads the baseline before the automation acts. It binds
+	// the run parameters before reading, as CheckParams does, and refuses
+	// with the same path and message when they do not bind.
 	CaptureBefore(ctx context.Context, in *CaptureBeforeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CaptureBeforeResponse], error)
 	// CaptureAfter reads the system of record after the automation acted. The
 	// daemon may call it several times while it polls for settlement.
@@ -205,17 +210,22 @@ type AdapterServiceServer interface {
 	// ConfigureResponse with a refusal set.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// CheckParams binds a session's run parameters into an instance's
-	// configured read as a capture would, without reading: the daemon asks
-	// at Begin so that a missing or refused parameter refuses the session
-	// before anything is read. codes.Unimplemented means the adapter binds
-	// no parameters.
+	// configured read as a capture would, without reading, so that a
+	// missing or refused parameter refuses the session before anything is
+	// read. The daemon asks it for a candidate it configures but does not
+	// read, and at preflight; for the candidate it reads at Begin it does not
+	// (one round trip fewer): CaptureBefore binds the parameters first and
+	// answers the same refusal (CaptureHeader.refusal). codes.Unimplemented
+	// means the adapter binds no parameters.
 	CheckParams(context.Context, *CheckParamsRequest) (*CheckParamsResponse, error)
 	// Release drops a configured instance. Releasing an unknown id is not an
 	// error.
 	Release(context.Context, *ReleaseRequest) (*ReleaseResponse, error)
 	// TestConnection is a preflight: it may read, and it never writes.
 	TestConnection(context.Context, *TestConnectionRequest) (*TestConnectionResponse, error)
-	// CaptureBefore reads the baseline before the automation acts.
+	// CaptureBefore reads the baseline before the automation acts. It binds
+	// the run parameters before reading, as CheckParams does, and refuses
+	// with the same path and message when they do not bind.
 	CaptureBefore(*CaptureBeforeRequest, grpc.ServerStreamingServer[CaptureBeforeResponse]) error
 	// CaptureAfter reads the system of record after the automation acted. The
 	// daemon may call it several times while it polls for settlement.

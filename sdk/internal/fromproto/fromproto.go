@@ -2,6 +2,8 @@ package fromproto
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -157,4 +159,39 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+// Batch returns the records of a batch, each a slice of the batch's one
+// buffer (capped, so appending to one never overwrites the next). A packed
+// batch must have strictly increasing ends, the last one at the end of its
+// records; a batch may fill the packed form or the unpacked one
+// (records_json), never both. Any inconsistency is an error: the read is
+// unusable.
+func Batch(b *adapterv1.RecordBatch) ([][]byte, error) {
+	packed, ends := b.GetRecords(), b.GetEnds()
+	if legacy := b.GetRecordsJson(); len(legacy) > 0 {
+		if len(packed) > 0 || len(ends) > 0 {
+			return nil, errors.New("a record batch fills both records_json and the packed records")
+		}
+		return legacy, nil
+	}
+	if len(ends) == 0 {
+		if len(packed) > 0 {
+			return nil, fmt.Errorf("a record batch carries %d bytes of records and no record ends", len(packed))
+		}
+		return nil, nil
+	}
+	if last := ends[len(ends)-1]; uint64(last) != uint64(len(packed)) {
+		return nil, fmt.Errorf("a record batch's last record ends at byte %d of its %d bytes", last, len(packed))
+	}
+	out := make([][]byte, len(ends))
+	var start uint32
+	for i, end := range ends {
+		if end <= start || uint64(end) > uint64(len(packed)) {
+			return nil, fmt.Errorf("record %d of a batch ends at byte %d, not after the previous end %d and within the batch's %d bytes", i, end, start, len(packed))
+		}
+		out[i] = packed[start:end:end]
+		start = end
+	}
+	return out, nil
 }

@@ -196,30 +196,114 @@ func TestRecordRefusals(t *testing.T) {
 func TestBatcherBoundsCountAndBytes(t *testing.T) {
 	t.Parallel()
 	b := toproto.Batcher{MaxRecords: 3, MaxBytes: 100}
-	var batches [][][]byte
-	add := func(rec string) {
-		if full := b.Add([]byte(rec)); full != nil {
+	var batches []*adapterv1.RecordBatch
+	var sent []string
+	add := func(n int) {
+		rec := sdk.Record{"v": strings.Repeat("y", n)}
+		full, size, err := b.Add(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc, _ := toproto.Record(rec)
+		if size != len(enc) {
+			t.Errorf("Add reported %d bytes for a record of %d", size, len(enc))
+		}
+		sent = append(sent, string(enc))
+		if full != nil {
 			batches = append(batches, full)
 		}
 	}
 	for range 7 {
-		add("x") // 7 bytes each on the wire: count bound first
+		add(0) // {"v":""}: 8 bytes + 5 for its end: count bound first
 	}
-	add(strings.Repeat("y", 90))  // would overflow the bytes of the open batch
-	add(strings.Repeat("z", 200)) // alone over MaxBytes: a batch of one
-	add("w")
+	add(80)  // would overflow the bytes of the open batch
+	add(200) // alone over MaxBytes: a batch of one
+	add(0)
 	if rest := b.Flush(); rest != nil {
 		batches = append(batches, rest)
 	}
 	var sizes []int
+	var got []string
 	for _, batch := range batches {
-		sizes = append(sizes, len(batch))
+		// What the receiver takes from the wire.
+		recs, err := fromproto.Batch(wire(t, batch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(recs))
+		for _, r := range recs {
+			got = append(got, string(r))
+		}
 	}
 	if diff := cmp.Diff([]int{3, 3, 1, 1, 1, 1}, sizes); diff != "" {
 		t.Errorf("batch sizes (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(sent, got); diff != "" {
+		t.Errorf("records through the batches (-sent +received):\n%s", diff)
+	}
 	if b.Flush() != nil {
 		t.Error("Flush after Flush returned records")
+	}
+}
+
+// TestEncoderReusesFieldOrder: an Encoder fed records of changing field
+// sets encodes each exactly as Record does.
+func TestEncoderReusesFieldOrder(t *testing.T) {
+	t.Parallel()
+	var e toproto.Encoder
+	for _, r := range []sdk.Record{
+		{"b": "1", "a": int64(2)}, {"a": "x", "b": nil}, // same fields
+		{"a": "x", "c": true}, // as many fields, another one among them
+		{"c": true, "a": "x"}, {}, {"z": json.Number("1.50")}, {"a": 1, "b": 2, "c": 3},
+	} {
+		want, err := toproto.Record(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Append([]byte("prefix"), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "prefix"+string(want) {
+			t.Errorf("Encoder.Append(%v) = %s; want prefix%s", r, got, want)
+		}
+	}
+	if _, err := e.Append(nil, sdk.Record{"a": math.NaN(), "b": 1, "c": 2}); err == nil {
+		t.Error("NaN encoded")
+	}
+}
+
+// TestBatchRefusesBadEnds: the receiver refuses a packed batch whose ends
+// do not cut its buffer into records, and one that fills both forms.
+func TestBatchRefusesBadEnds(t *testing.T) {
+	t.Parallel()
+	recs := []byte(`{"a":1}{"b":2}`)
+	for _, tc := range []struct {
+		name  string
+		batch *adapterv1.RecordBatch
+		want  string
+	}{
+		{"not increasing", &adapterv1.RecordBatch{Records: recs, Ends: []uint32{7, 7, 14}}, "not after the previous end"},
+		{"decreasing", &adapterv1.RecordBatch{Records: recs, Ends: []uint32{100, 14}}, "within the batch's 14 bytes"},
+		{"empty first record", &adapterv1.RecordBatch{Records: recs, Ends: []uint32{0, 14}}, "not after the previous end"},
+		{"short of the buffer", &adapterv1.RecordBatch{Records: recs, Ends: []uint32{7}}, "last record ends at byte 7 of its 14"},
+		{"past the buffer", &adapterv1.RecordBatch{Records: recs, Ends: []uint32{7, 15}}, "last record ends at byte 15 of its 14"},
+		{"records without ends", &adapterv1.RecordBatch{Records: recs}, "no record ends"},
+		{"ends without records", &adapterv1.RecordBatch{Ends: []uint32{1}}, "last record ends at byte 1 of its 0"},
+		{"both forms", &adapterv1.RecordBatch{RecordsJson: [][]byte{[]byte(`{}`)}, Records: recs, Ends: []uint32{7, 14}}, "both"},
+	} {
+		if got, err := fromproto.Batch(wire(t, tc.batch)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Batch = %q, %v; want an error containing %q", tc.name, got, err, tc.want)
+		}
+	}
+	got, err := fromproto.Batch(wire(t, &adapterv1.RecordBatch{Records: recs, Ends: []uint32{7, 14}}))
+	if err != nil || len(got) != 2 || string(got[0]) != `{"a":1}` || string(got[1]) != `{"b":2}` || cap(got[0]) != 7 {
+		t.Errorf("Batch = %q (cap %d), %v; want the two records, the first capped", got, cap(got[0]), err)
+	}
+	// The unpacked form of earlier SDKs is still read.
+	got, err = fromproto.Batch(wire(t, &adapterv1.RecordBatch{RecordsJson: [][]byte{[]byte(`{"a":1}`)}}))
+	if err != nil || len(got) != 1 || string(got[0]) != `{"a":1}` {
+		t.Errorf("Batch(records_json) = %q, %v", got, err)
 	}
 }
 

@@ -2,6 +2,8 @@ package toproto
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -104,9 +106,9 @@ func HeaderChunk(c sdk.Capture, now func() time.Time) *adapterv1.CaptureChunk {
 	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Header{Header: h}}
 }
 
-// BatchChunk carries encoded records.
-func BatchChunk(records [][]byte) *adapterv1.CaptureChunk {
-	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Batch{Batch: &adapterv1.RecordBatch{RecordsJson: records}}}
+// BatchChunk carries a batch of records.
+func BatchChunk(batch *adapterv1.RecordBatch) *adapterv1.CaptureChunk {
+	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Batch{Batch: batch}}
 }
 
 // TrailerChunk closes a complete capture stream.
@@ -114,36 +116,65 @@ func TrailerChunk(count int64) *adapterv1.CaptureChunk {
 	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Trailer{Trailer: &adapterv1.CaptureTrailer{RecordCount: count}}}
 }
 
-// Batcher groups encoded records into batches bounded by a record count and a
-// byte size, so that no message carries a whole read set and none exceeds
-// the transport's message limit.
+// endBytes bounds what one record adds to a batch on the wire besides its
+// own bytes: its end offset, a varint of at most 5 bytes.
+const endBytes = 5
+
+// Batcher encodes records straight into packed batches (RecordBatch.records
+// and ends) bounded by a record count and a byte size, so that no message
+// carries a whole read set and none exceeds the transport's message limit.
+// A batch's records share one buffer: no allocation per record.
 type Batcher struct {
 	MaxRecords int
 	MaxBytes   int
 
-	pending [][]byte
-	size    int
+	enc  Encoder
+	buf  []byte
+	ends []uint32
+	// The last full batch's sizes, to size the next one's buffers.
+	lastBytes, lastCount int
 }
 
-// Add appends one encoded record and reports a full batch to send, if adding
-// it would overflow the current one. A record alone larger than MaxBytes
-// still forms a batch of one (the caller bounds single records).
-func (b *Batcher) Add(rec []byte) (full [][]byte) {
-	// Per-entry overhead on the wire: tag plus length varint.
-	n := len(rec) + 6
-	if len(b.pending) > 0 && (len(b.pending) >= b.MaxRecords || b.size+n > b.MaxBytes) {
-		full = b.pending
-		b.pending, b.size = nil, 0
+// Add encodes r onto the open batch and returns its encoded size, which the
+// caller bounds. When r does not fit the open batch, that batch (which holds
+// at least one record) is returned as full, to send first, and r opens the
+// next. A record alone larger than MaxBytes still forms a batch of one.
+func (b *Batcher) Add(r sdk.Record) (full *adapterv1.RecordBatch, size int, err error) {
+	if b.buf == nil {
+		// Small reads stay small; a large one grows its first batch by
+		// appending and sizes the next ones from the last.
+		b.buf = make([]byte, 0, max(512, b.lastBytes+b.lastBytes/8))
+		b.ends = make([]uint32, 0, max(8, b.lastCount))
 	}
-	b.pending = append(b.pending, rec)
-	b.size += n
-	return full
+	start := len(b.buf)
+	out, err := b.enc.Append(b.buf, r)
+	if err != nil {
+		return nil, 0, err
+	}
+	size = len(out) - start
+	if uint64(len(out)) > math.MaxUint32 {
+		return nil, size, fmt.Errorf("a record of %d bytes does not fit a batch", size)
+	}
+	b.buf = out
+	if n := len(b.ends); n > 0 && (n >= b.MaxRecords || start+endBytes*n+size+endBytes > b.MaxBytes) {
+		full = &adapterv1.RecordBatch{Records: b.buf[:start:start], Ends: b.ends}
+		b.lastBytes, b.lastCount = start, n
+		next := make([]byte, size, max(size, start+start/8))
+		copy(next, b.buf[start:])
+		b.buf, b.ends = next, make([]uint32, 0, n)
+	}
+	b.ends = append(b.ends, uint32(len(b.buf)))
+	return full, size, nil
 }
 
-// Flush returns the pending records, if any.
-func (b *Batcher) Flush() [][]byte {
-	full := b.pending
-	b.pending, b.size = nil, 0
+// Flush returns the open batch, if it holds any record, and starts afresh.
+func (b *Batcher) Flush() *adapterv1.RecordBatch {
+	if len(b.ends) == 0 {
+		return nil
+	}
+	full := &adapterv1.RecordBatch{Records: b.buf, Ends: b.ends}
+	b.lastBytes, b.lastCount = len(b.buf), len(b.ends)
+	b.buf, b.ends = nil, nil
 	return full
 }
 
