@@ -96,18 +96,30 @@ func (g *group) readBaseline(ctx context.Context) {
 	defer span.End()
 	before := &read{snap: judge.BatchSnapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}}
 	if g.cm.Reachable {
-		rs := judge.NewRecordStream("the stored baseline's records", g.cm.Records)
+		var p *judge.Projection
+		if g.projection() {
+			p = judge.ProjectBaseline(g.effects)
+		}
+		rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
 		err := g.m.Store.ReadBaseline(g.id, g.n, rs.Add)
 		if err != nil {
 			telemetry.Fail(span, "baseline_unreadable")
 			before = unreachableRead("the stored baseline could not be read: " + err.Error())
 		} else {
 			telemetry.Set(span, telemetry.KeyRecords.Int(rs.Len()))
-			before.snap.Batch = rs.Batch()
+			before = rs.read()
 		}
 	}
 	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
 	g.ev.Baseline = g.m.readDigestOf(before)
+}
+
+// projection reports whether this group's reads may be kept in part
+// (judge.Projection: of each record what the group's contracts read). Not
+// under a redaction policy: masking adapter text and restoring a keyed
+// baseline read whole records of both reads.
+func (g *group) projection() bool {
+	return g.cm.KeyID == "" && !g.cand.Redaction.Active()
 }
 
 // read makes one after read through the pinned adapter, within the group's
@@ -122,7 +134,11 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	defer cancel()
 	// The after read is about the size of the baseline: room for it is
 	// reserved once.
-	after, err := g.m.readAfterRead(readCtx, g.inst, req, g.baseline.base.len())
+	var p *judge.Projection
+	if g.projection() {
+		p = judge.ProjectAfter(g.effects)
+	}
+	after, err := g.m.readAfterRead(readCtx, g.inst, req, g.baseline.base.len(), p)
 	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
 	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
 	if !after.reachable() {
