@@ -15,68 +15,54 @@ import (
 //     ones; a record without one is identified by its whole canonical
 //     JSON, so it is kept whole;
 //   - of a baseline record, whether it matches a contract's selector (the
-//     collateral and scope loss rules), so the selector fields;
+//     collateral and scope loss rules): one that matches some selector
+//     keeps every selector field, one that matches none needs none of them
+//     to match none (a selector with a missing field matches nothing, and
+//     the empty selector matches every record);
 //   - of an after record that matches a contract's selector, everything:
 //     it may be counted, read back (field_equals), key-filtered, checked
 //     for freshness and shown as evidence. An after record that matches no
 //     selector is never counted nor shown: only its identity is read.
 //
 // A projected record is marked in its batch (Batch.Partial), and JudgeBatch
-// refuses to judge a contract the projection of either read does not cover
-// (INDETERMINATE, never a guess from less information). The read's digest
-// is taken while the record is still whole (RecordStream.Digest).
+// refuses to judge a contract the projection of either read was not made
+// for, or to count a record kept in part (INDETERMINATE, never a guess from
+// less information). The read's digest is taken while the record is still
+// whole (RecordStream.Digest).
 type Projection struct {
 	after bool
 	// ids: a record without a value for one of these is kept whole.
 	ids []string
-	// keep: the fields a projected record keeps (ids first).
-	keep []string
-	// whole: an after record matching one of these selectors is kept
-	// whole.
-	whole [][]Pair
+	// sels: the contracts' selectors. An after record matching one is
+	// kept whole; a baseline record matching one keeps ids and selFields.
+	sels      [][]Pair
+	selFields []string
 }
 
-// ProjectBaseline is the projection of a baseline judged by cs: identities
-// and selector fields.
-func ProjectBaseline(cs []*Contract) *Projection {
-	p := &Projection{ids: identityFields(cs)}
-	p.keep = slices.Clone(p.ids)
+// ProjectBaseline is the projection of a baseline judged by cs.
+func ProjectBaseline(cs []*Contract) *Projection { return project(cs, false) }
+
+// ProjectAfter is the projection of an after read judged by cs.
+func ProjectAfter(cs []*Contract) *Projection { return project(cs, true) }
+
+func project(cs []*Contract, after bool) *Projection {
+	p := &Projection{after: after}
 	for _, c := range cs {
+		if NeedsBaseline(c) && !slices.Contains(p.ids, c.IdentityField) {
+			p.ids = append(p.ids, c.IdentityField)
+		}
+		p.sels = append(p.sels, c.Match)
 		for _, pr := range c.Match {
-			if !slices.Contains(p.keep, pr.Field) {
-				p.keep = append(p.keep, pr.Field)
+			if !slices.Contains(p.selFields, pr.Field) {
+				p.selFields = append(p.selFields, pr.Field)
 			}
 		}
 	}
 	return p
 }
 
-// ProjectAfter is the projection of an after read judged by cs: a record
-// that matches any contract's selector whole, of the others their
-// identities.
-func ProjectAfter(cs []*Contract) *Projection {
-	p := &Projection{after: true, ids: identityFields(cs)}
-	p.keep = slices.Clone(p.ids)
-	for _, c := range cs {
-		p.whole = append(p.whole, c.Match)
-	}
-	return p
-}
-
-// identityFields are the identity fields of the contracts that compare a
-// read with its baseline.
-func identityFields(cs []*Contract) []string {
-	var ids []string
-	for _, c := range cs {
-		if NeedsBaseline(c) && !slices.Contains(ids, c.IdentityField) {
-			ids = append(ids, c.IdentityField)
-		}
-	}
-	return ids
-}
-
-// covers reports whether judging c reads nothing of a batch projected by p
-// that p dropped. A nil projection covers everything.
+// covers reports whether p was made for c: judging c reads nothing of a
+// batch projected by p that p dropped. A nil projection covers everything.
 func (p *Projection) covers(c *Contract) error {
 	if p == nil {
 		return nil
@@ -84,19 +70,18 @@ func (p *Projection) covers(c *Contract) error {
 	if NeedsBaseline(c) && !slices.Contains(p.ids, c.IdentityField) {
 		return fmt.Errorf("its identity field %q", c.IdentityField)
 	}
-	if p.after {
-		if !slices.ContainsFunc(p.whole, func(sel []Pair) bool { return slices.Equal(sel, c.Match) }) {
-			return fmt.Errorf("its selector")
-		}
-		return nil
-	}
-	for _, pr := range c.Match {
-		if !slices.Contains(p.keep, pr.Field) {
-			return fmt.Errorf("its selector field %q", pr.Field)
-		}
+	if !slices.ContainsFunc(p.sels, func(sel []Pair) bool { return slices.Equal(sel, c.Match) }) {
+		return fmt.Errorf("its selector")
 	}
 	return nil
 }
+
+// What a projector keeps of one record.
+const (
+	keepWhole = iota
+	keepSelected
+	keepIdentity
+)
 
 // projector applies a Projection to the records of one batch as they
 // arrive. Name indexes are resolved as names appear.
@@ -105,7 +90,8 @@ type projector struct {
 	names int     // len(b.Names) when ids and sels were resolved
 	ids   []int64 // p.ids resolved
 	sels  [][]bpair
-	keep  []bool // per name index: kept in a projected record
+	// Per name index: kept by keepIdentity, kept by keepSelected.
+	idName, selName []bool
 }
 
 func (pj *projector) resolve(b *Batch) {
@@ -121,28 +107,33 @@ func (pj *projector) resolve(b *Batch) {
 		pj.ids = []int64{}
 	}
 	pj.sels = pj.sels[:0]
-	for _, sel := range pj.p.whole {
+	for _, sel := range pj.p.sels {
 		pj.sels = append(pj.sels, resolve(b, sel))
 	}
-	for i := len(pj.keep); i < len(b.Names); i++ {
-		pj.keep = append(pj.keep, slices.Contains(pj.p.keep, b.Names[i]))
+	for i := len(pj.idName); i < len(b.Names); i++ {
+		id := slices.Contains(pj.p.ids, b.Names[i])
+		pj.idName = append(pj.idName, id)
+		pj.selName = append(pj.selName, id || slices.Contains(pj.p.selFields, b.Names[i]))
 	}
 }
 
-// whole reports whether rec is kept whole.
-func (pj *projector) whole(b *Batch, rec []Field) bool {
+// keep says what of rec is kept, and the names kept when not whole.
+func (pj *projector) keep(b *Batch, rec []Field) (int, []bool) {
 	pj.resolve(b)
 	for _, id := range pj.ids {
 		if _, ok := b.get(rec, id); !ok {
-			return true
+			return keepWhole, nil
 		}
 	}
 	for _, sel := range pj.sels {
 		if b.match(rec, sel) {
-			return true
+			if pj.p.after {
+				return keepWhole, nil
+			}
+			return keepSelected, pj.selName
 		}
 	}
-	return false
+	return keepIdentity, pj.idName
 }
 
 // Partial reports whether record i was projected: it holds only the fields

@@ -129,19 +129,21 @@ func (s *RecordStream) Add(rec []byte) error {
 			return err
 		}
 	}
-	if s.pj != nil && !s.pj.whole(b, b.Fields[f0:]) {
-		s.project(idx, start, f0, o0)
+	if s.pj != nil {
+		if how, keep := s.pj.keep(b, b.Fields[f0:]); how != keepWhole {
+			s.project(idx, start, f0, o0, keep)
+		}
 	}
 	b.raw = append(b.raw, uint32(len(s.buf)))
 	return nil
 }
 
-// project keeps of record idx, the last one, only the fields the
-// projection keeps: their texts move to the start of the record's bytes
+// project keeps of record idx, the last one, only the fields keep names
+// (by name index): their texts move to the start of the record's bytes
 // (spans only ever move down, so nothing is overwritten before it is
 // moved), the rest of its bytes and its other owned texts are dropped.
-func (s *RecordStream) project(idx, start, f0, o0 int) {
-	b, keep := s.b, s.pj.keep
+func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
+	b := s.b
 	fs := b.Fields[f0:]
 	w, k, o := start, 0, o0
 	for _, f := range fs {
