@@ -42,6 +42,9 @@ func (r *read) len() int {
 	return r.snap.Batch.Len()
 }
 
+// projected reports whether the read was kept in part.
+func (r *read) projected() bool { return r != nil && r.snap.Batch.Projected() }
+
 // records returns the map form, made once. A projected read's records are
 // not whole: its map form is never made (group.projection keeps every
 // read whole where the map form is used).
