@@ -18,8 +18,8 @@ import (
 // group is the effects of one session that were captured through one
 // pinned adapter: they share every after read and settle together, within
 // the group's longest timeout_s. Verify runs its steps in order: read the
-// stored baseline, settle (read and judge until settled), let the adapter's
-// hook demote, compensate.
+// stored baseline (while the first after read streams), settle (read and
+// judge until settled), let the adapter's hook demote, compensate.
 type group struct {
 	m         *Manager
 	id        string
@@ -33,7 +33,11 @@ type group struct {
 	ev        *groupEvidence
 
 	baseline keyedBaseline
-	opts     judge.Options
+	// baselineRead is closed once readBaseline set baseline: the stored
+	// baseline streams from the store while the first after read streams
+	// from the adapter.
+	baselineRead chan struct{}
+	opts         judge.Options
 	timeout  time.Duration
 	settle   time.Duration
 	// What the last after read was, for hook messages and the hook's
@@ -64,8 +68,10 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	defer span.End()
 	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
 	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
-	g.readBaseline(ctx)
+	g.startBaseline(ctx)
+	defer g.waitBaseline()
 	verdicts := g.settleAll(ctx)
+	g.waitBaseline()
 	for k := range verdicts {
 		g.hook(ctx, k, &verdicts[k])
 	}
@@ -87,6 +93,24 @@ func (g *group) unreachable(reason string) []judge.Verdict {
 		out[k] = judge.Judge(c, judge.Snapshot{}, judge.Snapshot{Reachable: false, Reason: reason}, judge.Options{})
 	}
 	return out
+}
+
+// startBaseline reads the stored baseline on its own goroutine; every use
+// of g.baseline waits for it (waitBaseline).
+func (g *group) startBaseline(ctx context.Context) {
+	done := make(chan struct{})
+	g.baselineRead = done
+	go func() {
+		defer close(done)
+		g.readBaseline(ctx)
+	}()
+}
+
+// waitBaseline waits until the stored baseline is read.
+func (g *group) waitBaseline() {
+	if g.baselineRead != nil {
+		<-g.baselineRead
+	}
 }
 
 // readBaseline loads the stored baseline of this capture, decoding it as
@@ -133,12 +157,18 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
 	defer cancel()
 	// The after read is about the size of the baseline: room for it is
-	// reserved once.
+	// reserved once. The baseline's size is the stored count (the
+	// baseline itself may still be streaming).
 	var p *judge.Projection
 	if g.projection() {
 		p = judge.ProjectAfter(g.effects)
 	}
-	after, err := g.m.readAfterRead(readCtx, g.inst, req, g.baseline.base.len(), p)
+	expect := 0
+	if g.cm.Reachable {
+		expect = g.cm.Records
+	}
+	after, err := g.m.readAfterRead(readCtx, g.inst, req, expect, p)
+	g.waitBaseline()
 	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
 	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
 	if !after.reachable() {
@@ -159,6 +189,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock().Now().UTC()}
 	}
 	out := make([]judge.Verdict, len(g.effects))
+	g.waitBaseline()
 	if g.baseline.keyed {
 		// Restoring hidden values works on maps: this read is judged in
 		// map form.
