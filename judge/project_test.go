@@ -30,7 +30,7 @@ func projRecord(rng *rand.Rand, id int, now time.Time) string {
 	}
 	for _, f := range []string{"patient_id", "type", "key", "note"} {
 		if rng.IntN(5) != 0 {
-			parts = append(parts, fmt.Sprintf(`"%s": %s`, f, values[rng.IntN(len(values))]))
+			parts = append(parts, fmt.Sprintf(`%q: %s`, f, values[rng.IntN(len(values))]))
 		}
 	}
 	switch rng.IntN(4) {
@@ -97,7 +97,8 @@ func streamRead(t *testing.T, recs []string, p *Projection) (*Batch, string, *Re
 		}
 		clear(buf) // the caller's buffer is reused at once
 	}
-	return rs.Batch(), dig.String(), rs
+	bt := rs.Batch()
+	return bt, dig.String(), rs
 }
 
 // TestProjectionAgrees judges random reads with random groups of contracts

@@ -38,8 +38,8 @@ type group struct {
 	// from the adapter.
 	baselineRead chan struct{}
 	opts         judge.Options
-	timeout  time.Duration
-	settle   time.Duration
+	timeout      time.Duration
+	settle       time.Duration
 	// What the last after read was, for hook messages and the hook's
 	// capture id.
 	lastAfter   *read
