@@ -143,7 +143,8 @@ func (b *Batch) Partial(i int) bool {
 	return b != nil && i >= 0 && i/64 < len(b.part) && b.part[i/64]&(1<<(i%64)) != 0
 }
 
-// Projected reports whether any record of b was projected.
+// Projected reports whether b was read under a Projection (some of its
+// records may be kept in part).
 func (b *Batch) Projected() bool { return b != nil && b.proj != nil }
 
 func (b *Batch) markPartial(i int) {
