@@ -36,10 +36,11 @@ type group struct {
 	// baselineRead is closed once readBaseline set baseline: the stored
 	// baseline streams from the store while the first after read streams
 	// from the adapter.
-	baselineRead chan struct{}
-	opts         judge.Options
-	timeout      time.Duration
-	settle       time.Duration
+	baselineRead  chan struct{}
+	baselinePanic any // a panic of readBaseline, raised again by waitBaseline
+	opts          judge.Options
+	timeout       time.Duration
+	settle        time.Duration
 	// What the last after read was, for hook messages and the hook's
 	// capture id.
 	lastAfter   *read
@@ -102,14 +103,22 @@ func (g *group) startBaseline(ctx context.Context) {
 	g.baselineRead = done
 	go func() {
 		defer close(done)
+		// A panic goes where it went before: to the Verify call's
+		// goroutine (the server recovers it there), not the daemon's.
+		defer func() { g.baselinePanic = recover() }()
 		g.readBaseline(ctx)
 	}()
 }
 
 // waitBaseline waits until the stored baseline is read.
 func (g *group) waitBaseline() {
-	if g.baselineRead != nil {
-		<-g.baselineRead
+	if g.baselineRead == nil {
+		return
+	}
+	<-g.baselineRead
+	if p := g.baselinePanic; p != nil {
+		g.baselinePanic = nil
+		panic(p)
 	}
 }
 

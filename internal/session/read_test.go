@@ -304,3 +304,21 @@ func TestProjectionOnlyWithoutRedaction(t *testing.T) {
 		t.Fatalf("redacted text of a whole read %q", got)
 	}
 }
+
+// TestBaselinePanicReachesVerify: the stored baseline streams on its own
+// goroutine; a panic there is raised again where Verify waits for it (the
+// server recovers a call's panic there), never on a goroutine of its own
+// that would end the daemon.
+func TestBaselinePanicReachesVerify(t *testing.T) {
+	t.Parallel()
+	// No store: reading the baseline panics.
+	g := &group{m: &Manager{}, cm: captureMeta{Reachable: true, Records: 3}, cand: &config.Candidate{}, ev: &groupEvidence{}}
+	g.startBaseline(context.Background())
+	defer func() {
+		if recover() == nil {
+			t.Fatal("the baseline goroutine's panic was not raised where Verify waits")
+		}
+		g.waitBaseline() // raised once: a second wait returns
+	}()
+	g.waitBaseline()
+}
