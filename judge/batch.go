@@ -49,6 +49,10 @@ type Batch struct {
 	// raw, when a RecordStream built the batch, is where each record's
 	// source bytes start in doc, and then the end of the last one.
 	raw []uint32
+	// proj is the Projection the batch was read under (nil: records are
+	// whole); part marks, one bit a record, the records it projected.
+	proj *Projection
+	part []uint64
 }
 
 // Text returns the canonical text of f, a field of this batch.
@@ -170,7 +174,8 @@ func (b *Batch) Append(r Record) {
 // json.Number of their canonical text, booleans, nil, and objects and arrays
 // decoded from their canonical JSON. A batch that keeps its records' source
 // bytes (built by a RecordStream) decodes them instead: numbers keep the
-// text the source gave them.
+// text the source gave them. A projected record (Partial) gives only the
+// fields its read kept.
 func (b *Batch) Record(i int) Record {
 	if src, ok := b.Source(i); ok {
 		if v, err := DecodeJSON([]byte(src)); err == nil {

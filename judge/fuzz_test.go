@@ -304,6 +304,23 @@ func FuzzJudge(f *testing.F) {
 				checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, opts))
 			}
 		}
+		// And from reads streamed one record at a time, each kept only
+		// as far as the contract reads it.
+		projected := func(s Snapshot, p *Projection) BatchSnapshot {
+			if !s.Reachable {
+				return BatchSnapshot{}
+			}
+			rs := NewRecordStream("records", len(s.Records))
+			rs.Project(p)
+			for _, r := range s.Records {
+				if err := rs.Add([]byte(CanonicalJSON(r))); err != nil {
+					t.Fatalf("a decoded record does not stream: %v", err)
+				}
+			}
+			return BatchSnapshot{Reachable: true, Batch: rs.Batch()}
+		}
+		group := []*Contract{c}
+		checkBatchAgrees(t, "Projection", v, JudgeBatch(c, projected(before, ProjectBaseline(group)), projected(after, ProjectAfter(group)), opts))
 
 		// Invariant: class is confirmed iff the verdict is CONFIRMED, and is what Classify says.
 		if (v.Class == ClassConfirmed) != (v.Decision == Confirmed) {

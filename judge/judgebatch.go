@@ -18,6 +18,9 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 		a = NewBatch()
 	}
 	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+		if gap := projectionGap(c, b, a); gap != "" {
+			return indeterminate(ReasonReadProjected, gap+", which this contract reads; it cannot be judged from less")
+		}
 		switch c.Kind {
 		case RecordWritten:
 			return judgeRecordWrittenB(c, b, a)
@@ -74,12 +77,23 @@ func identityShownB(b *Batch, rec []Field, name int64, field string) shownValue 
 	return shownValue{field: "*", quoted: strconv.Quote(b.canonicalRecord(rec))}
 }
 
-func (b *Batch) records(idx []int) []Record {
+// records returns the records idx in map form, or false when one of them
+// was projected (its read kept only part of it): a verdict is never given
+// on, or shows, less than the whole record.
+func (b *Batch) records(idx []int) ([]Record, bool) {
 	out := make([]Record, len(idx))
 	for i, k := range idx {
+		if b.Partial(k) {
+			return nil, false
+		}
 		out[i] = b.Record(k)
 	}
-	return out
+	return out, true
+}
+
+// partialMatch is the verdict when a counted record was projected.
+func partialMatch() Verdict {
+	return indeterminate(ReasonReadProjected, "a record this contract counts was kept only in part; it cannot be judged from less")
 }
 
 // readDiffB is readDiff on batches: a merge join on reads ordered by
@@ -257,7 +271,11 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 			take(j, false)
 		}
 	}
-	return recordWrittenVerdict(c, after.records(matched), lossCount, lossSamples)
+	recs, ok := after.records(matched)
+	if !ok {
+		return partialMatch()
+	}
+	return recordWrittenVerdict(c, recs, lossCount, lossSamples)
 }
 
 func judgeFieldEqualsB(c *Contract, after *Batch) Verdict {
@@ -268,7 +286,11 @@ func judgeFieldEqualsB(c *Contract, after *Batch) Verdict {
 			matched = append(matched, j)
 		}
 	}
-	return fieldEqualsVerdict(c, after.records(matched))
+	recs, ok := after.records(matched)
+	if !ok {
+		return partialMatch()
+	}
+	return fieldEqualsVerdict(c, recs)
 }
 
 func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
@@ -312,5 +334,9 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		added, lossCount, lossSamples = added[:0], 0, nil
 		hashDiffB(before, after, field, take, gone)
 	}
-	return exactNewSetVerdict(c, after.records(added), lossCount, lossSamples)
+	recs, ok := after.records(added)
+	if !ok {
+		return partialMatch()
+	}
+	return exactNewSetVerdict(c, recs, lossCount, lossSamples)
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"errors"
+	"io"
 	"slices"
 	"strings"
 	"unsafe"
@@ -22,6 +23,12 @@ type RecordStream struct {
 	hint  int // expected records (0: unknown)
 	sized bool
 	err   error
+	in    int // bytes of the records as they arrived
+
+	pj    *projector     // set by Project
+	dig   io.Writer      // set by Digest
+	canon *Canonicaliser // the records' canonical JSON for dig
+	line  []byte
 }
 
 // streamPresize is the number of records after which a stream with a
@@ -44,6 +51,28 @@ func NewRecordStream(path string, records int) *RecordStream {
 		b.raw = append(make([]uint32, 0, n+1), 0)
 	}
 	return s
+}
+
+// Project makes the stream keep of each record only what p says a
+// judgement reads (see Projection); the batch remembers p, and JudgeBatch
+// judges with it only the contracts p was made for. Call it before the
+// first Add; a nil p keeps every record whole.
+func (s *RecordStream) Project(p *Projection) {
+	if p == nil || len(s.b.Ends) > 0 {
+		return
+	}
+	s.b.proj, s.pj = p, &projector{p: p}
+}
+
+// Digest makes the stream write each record's canonical JSON (the text
+// CanonicalJSON gives for its map form) and a newline to w as the record
+// arrives, before a projection drops anything: a read's digest covers
+// every record whole. Call it before the first Add.
+func (s *RecordStream) Digest(w io.Writer) {
+	if len(s.b.Ends) > 0 {
+		return
+	}
+	s.dig, s.canon = w, &Canonicaliser{b: s.b}
 }
 
 // Add decodes one record: exactly one JSON object. An error (a syntax
@@ -69,9 +98,12 @@ func (s *RecordStream) Add(rec []byte) error {
 	}
 	// The document so far. Appending later never changes these bytes
 	// (only bytes past them, or a copy), so spans of it stay valid; field
-	// offsets are offsets, valid in whichever copy is the last.
+	// offsets are offsets, valid in whichever copy is the last. Only a
+	// projected record's own bytes are rewritten (project), after its
+	// fields were moved out of the way.
 	doc := unsafe.String(&s.buf[0], len(s.buf))
 	b.doc, s.sc.s, s.sc.pos, s.sc.docOK, s.sc.cur = doc, doc, start, true, b
+	f0, o0, n0 := len(b.Fields), len(b.owned), len(b.Names)
 	err := s.record(idx)
 	if err != nil {
 		if se, ok := errors.AsType[*SyntaxError](err); ok {
@@ -80,8 +112,64 @@ func (s *RecordStream) Add(rec []byte) error {
 		s.err = err
 		return err
 	}
+	s.in += len(rec)
+	// A name first seen here is a span of this record's bytes: it gets
+	// its own copy, so that it pins no old document and survives a
+	// projection rewriting those bytes.
+	for i := n0; i < len(b.Names); i++ {
+		old := b.Names[i]
+		name := strings.Clone(old)
+		delete(b.index, old)
+		b.Names[i], b.index[name] = name, uint32(i)
+	}
+	if s.dig != nil {
+		s.line = append(s.canon.appendFields(s.line[:0], b.Fields[f0:]), '\n')
+		if _, err := s.dig.Write(s.line); err != nil {
+			s.err = err
+			return err
+		}
+	}
+	if s.pj != nil {
+		if how, keep := s.pj.keep(b, b.Fields[f0:]); how != keepWhole {
+			s.project(idx, start, f0, o0, keep)
+		}
+	}
 	b.raw = append(b.raw, uint32(len(s.buf)))
 	return nil
+}
+
+// project keeps of record idx, the last one, only the fields keep names
+// (by name index): their texts move to the start of the record's bytes
+// (spans only ever move down, so nothing is overwritten before it is
+// moved), the rest of its bytes and its other owned texts are dropped.
+func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
+	b := s.b
+	fs := b.Fields[f0:]
+	w, k, o := start, 0, o0
+	for _, f := range fs {
+		if !keep[f.Name] {
+			continue
+		}
+		switch {
+		case f.own:
+			b.owned[o] = b.owned[f.off]
+			f.off = uint32(o)
+			o++
+		case f.Kind == KindString || f.Kind == KindNumber:
+			copy(s.buf[w:], s.buf[f.off:f.off+f.n])
+			f.off = uint32(w)
+			w += int(f.n)
+		}
+		fs[k] = f
+		k++
+	}
+	clear(b.owned[o:])
+	b.owned = b.owned[:o]
+	b.Fields = b.Fields[:f0+k]
+	b.Ends[idx] = uint32(len(b.Fields))
+	s.buf = s.buf[:w]
+	b.doc = unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
+	b.markPartial(idx)
 }
 
 func (s *RecordStream) record(idx int) error {
@@ -124,8 +212,12 @@ func (s *RecordStream) presize() {
 // Len is the number of records decoded.
 func (s *RecordStream) Len() int { return len(s.b.Ends) }
 
-// Bytes is the size of the records decoded, in bytes of their JSON.
-func (s *RecordStream) Bytes() int { return len(s.buf) }
+// Bytes is the size of the records decoded, in bytes of their JSON as
+// they arrived (before any projection).
+func (s *RecordStream) Bytes() int { return s.in }
+
+// Kept is the size of the records' bytes the batch holds.
+func (s *RecordStream) Kept() int { return len(s.buf) }
 
 // Batch returns the records decoded so far.
 func (s *RecordStream) Batch() *Batch { return s.b }
@@ -133,7 +225,7 @@ func (s *RecordStream) Batch() *Batch { return s.b }
 // Source returns record i's bytes as they arrived, when the batch keeps
 // them (a batch built by a RecordStream).
 func (b *Batch) Source(i int) (string, bool) {
-	if b == nil || len(b.raw) != len(b.Ends)+1 || i < 0 || i >= len(b.Ends) {
+	if b == nil || len(b.raw) != len(b.Ends)+1 || i < 0 || i >= len(b.Ends) || b.Partial(i) {
 		return "", false
 	}
 	return b.doc[b.raw[i]:b.raw[i+1]], true
@@ -149,36 +241,64 @@ func (b *Batch) CanonicalRecord(i int) string { return b.canonicalRecord(b.At(i)
 type Canonicaliser struct {
 	b     *Batch
 	rank  []uint32 // per name index: its place in sorted order
+	stale int      // records written since the names outgrew rank
 	order []int
 	sb    strings.Builder
 }
 
-// Canonicaliser returns a Canonicaliser for b, whose names must not grow
-// while it is used.
+// Canonicaliser returns a Canonicaliser for b. Names added to b later are
+// ordered too (a stream's batch grows as it is written).
 func (b *Batch) Canonicaliser() *Canonicaliser {
+	c := &Canonicaliser{b: b}
+	c.refresh()
+	return c
+}
+
+// refresh ranks the batch's names as they are now.
+func (c *Canonicaliser) refresh() {
+	b := c.b
 	idx := make([]int, len(b.Names))
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(x, y int) int { return strings.Compare(b.Names[x], b.Names[y]) })
-	rank := make([]uint32, len(b.Names))
+	c.rank = make([]uint32, len(b.Names))
 	for r, i := range idx {
-		rank[i] = uint32(r)
+		c.rank[i] = uint32(r)
 	}
-	return &Canonicaliser{b: b, rank: rank}
+	c.stale = 0
 }
 
 // Append appends record i's canonical JSON to dst.
-func (c *Canonicaliser) Append(dst []byte, i int) []byte {
-	b, rec := c.b, c.b.At(i)
+func (c *Canonicaliser) Append(dst []byte, i int) []byte { return c.appendFields(dst, c.b.At(i)) }
+
+// appendFields appends the canonical JSON of rec, a record of the batch.
+func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
+	b := c.b
+	if len(c.rank) != len(b.Names) {
+		// New names: ranked again once as many records were written as
+		// there are names (a read whose names keep growing is not ranked
+		// for every record), ordered by name until then.
+		if c.stale++; c.stale > len(b.Names) {
+			c.refresh()
+		}
+	}
 	c.order = c.order[:0]
 	for k := range rec {
 		c.order = append(c.order, k)
 	}
 	order, rank := c.order, c.rank
-	for x := 1; x < len(order); x++ {
-		for y := x; y > 0 && rank[rec[order[y]].Name] < rank[rec[order[y-1]].Name]; y-- {
-			order[y], order[y-1] = order[y-1], order[y]
+	if len(rank) == len(b.Names) {
+		for x := 1; x < len(order); x++ {
+			for y := x; y > 0 && rank[rec[order[y]].Name] < rank[rec[order[y-1]].Name]; y-- {
+				order[y], order[y-1] = order[y-1], order[y]
+			}
+		}
+	} else {
+		for x := 1; x < len(order); x++ {
+			for y := x; y > 0 && b.Names[rec[order[y]].Name] < b.Names[rec[order[y-1]].Name]; y-- {
+				order[y], order[y-1] = order[y-1], order[y]
+			}
 		}
 	}
 	dst = append(dst, '{')

@@ -127,6 +127,11 @@ func (kb keyedBaseline) redactText(text string, after *read) string {
 	if text == "" || !kb.policy.Active() {
 		return text
 	}
+	if kb.base.projected() || after.projected() {
+		// Never so (group.projection): a read kept in part cannot show
+		// every hidden value to mask.
+		return "the adapter's message is withheld: the reads it may quote were not kept whole"
+	}
 	text = kb.policy.RedactText(text, kb.group, kb.against(after).Records, after.records())
 	if kb.keyed {
 		// Baseline values read nowhere after the action are known only by

@@ -18,8 +18,8 @@ import (
 // group is the effects of one session that were captured through one
 // pinned adapter: they share every after read and settle together, within
 // the group's longest timeout_s. Verify runs its steps in order: read the
-// stored baseline, settle (read and judge until settled), let the adapter's
-// hook demote, compensate.
+// stored baseline (while the first after read streams), settle (read and
+// judge until settled), let the adapter's hook demote, compensate.
 type group struct {
 	m         *Manager
 	id        string
@@ -33,9 +33,14 @@ type group struct {
 	ev        *groupEvidence
 
 	baseline keyedBaseline
-	opts     judge.Options
-	timeout  time.Duration
-	settle   time.Duration
+	// baselineRead is closed once readBaseline set baseline: the stored
+	// baseline streams from the store while the first after read streams
+	// from the adapter.
+	baselineRead  chan struct{}
+	baselinePanic any // a panic of readBaseline, raised again by waitBaseline
+	opts          judge.Options
+	timeout       time.Duration
+	settle        time.Duration
 	// What the last after read was, for hook messages and the hook's
 	// capture id.
 	lastAfter   *read
@@ -64,8 +69,10 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	defer span.End()
 	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
 	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
-	g.readBaseline(ctx)
+	g.startBaseline(ctx)
+	defer g.waitBaseline()
 	verdicts := g.settleAll(ctx)
+	g.waitBaseline()
 	for k := range verdicts {
 		g.hook(ctx, k, &verdicts[k])
 	}
@@ -89,6 +96,32 @@ func (g *group) unreachable(reason string) []judge.Verdict {
 	return out
 }
 
+// startBaseline reads the stored baseline on its own goroutine; every use
+// of g.baseline waits for it (waitBaseline).
+func (g *group) startBaseline(ctx context.Context) {
+	done := make(chan struct{})
+	g.baselineRead = done
+	go func() {
+		defer close(done)
+		// A panic goes where it went before: to the Verify call's
+		// goroutine (the server recovers it there), not the daemon's.
+		defer func() { g.baselinePanic = recover() }()
+		g.readBaseline(ctx)
+	}()
+}
+
+// waitBaseline waits until the stored baseline is read.
+func (g *group) waitBaseline() {
+	if g.baselineRead == nil {
+		return
+	}
+	<-g.baselineRead
+	if p := g.baselinePanic; p != nil {
+		g.baselinePanic = nil
+		panic(p)
+	}
+}
+
 // readBaseline loads the stored baseline of this capture, decoding it as
 // it streams from the store into compact form.
 func (g *group) readBaseline(ctx context.Context) {
@@ -96,18 +129,30 @@ func (g *group) readBaseline(ctx context.Context) {
 	defer span.End()
 	before := &read{snap: judge.BatchSnapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}}
 	if g.cm.Reachable {
-		rs := judge.NewRecordStream("the stored baseline's records", g.cm.Records)
+		var p *judge.Projection
+		if g.projection() {
+			p = judge.ProjectBaseline(g.effects)
+		}
+		rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
 		err := g.m.Store.ReadBaseline(g.id, g.n, rs.Add)
 		if err != nil {
 			telemetry.Fail(span, "baseline_unreadable")
 			before = unreachableRead("the stored baseline could not be read: " + err.Error())
 		} else {
 			telemetry.Set(span, telemetry.KeyRecords.Int(rs.Len()))
-			before.snap.Batch = rs.Batch()
+			before = rs.read()
 		}
 	}
 	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
 	g.ev.Baseline = g.m.readDigestOf(before)
+}
+
+// projection reports whether this group's reads may be kept in part
+// (judge.Projection: of each record what the group's contracts read). Not
+// under a redaction policy: masking adapter text and restoring a keyed
+// baseline read whole records of both reads.
+func (g *group) projection() bool {
+	return g.cm.KeyID == "" && !g.cand.Redaction.Active()
 }
 
 // read makes one after read through the pinned adapter, within the group's
@@ -121,8 +166,18 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
 	defer cancel()
 	// The after read is about the size of the baseline: room for it is
-	// reserved once.
-	after, err := g.m.readAfterRead(readCtx, g.inst, req, g.baseline.base.len())
+	// reserved once. The baseline's size is the stored count (the
+	// baseline itself may still be streaming).
+	var p *judge.Projection
+	if g.projection() {
+		p = judge.ProjectAfter(g.effects)
+	}
+	expect := 0
+	if g.cm.Reachable {
+		expect = g.cm.Records
+	}
+	after, err := g.m.readAfterRead(readCtx, g.inst, req, expect, p)
+	g.waitBaseline()
 	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
 	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
 	if !after.reachable() {
@@ -143,6 +198,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock().Now().UTC()}
 	}
 	out := make([]judge.Verdict, len(g.effects))
+	g.waitBaseline()
 	if g.baseline.keyed {
 		// Restoring hidden values works on maps: this read is judged in
 		// map form.

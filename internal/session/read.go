@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"sync"
 
 	"github.com/verifierd/verifierd/internal/pluginhost"
@@ -15,9 +16,12 @@ import (
 // read is one read of a system of record in compact form (judge.Batch),
 // as the session judges it. The map form is made only for the paths that
 // need it (a keyed baseline's restoration, redaction of adapter text), at
-// most once, on first use.
+// most once, on first use. A read streamed under a judge.Projection holds
+// only what its group's contracts read (group.projection); its digest was
+// taken from the whole records as they streamed.
 type read struct {
-	snap judge.BatchSnapshot
+	snap   judge.BatchSnapshot
+	digest *ReadDigest // taken as the read streamed
 
 	once sync.Once
 	maps []judge.Record
@@ -38,7 +42,12 @@ func (r *read) len() int {
 	return r.snap.Batch.Len()
 }
 
-// records returns the map form, made once.
+// projected reports whether the read was kept in part.
+func (r *read) projected() bool { return r != nil && r.snap.Batch.Projected() }
+
+// records returns the map form, made once. A projected read's records are
+// not whole: its map form is never made (group.projection keeps every
+// read whole where the map form is used).
 func (r *read) records() []judge.Record {
 	if r == nil || r.snap.Batch == nil {
 		return nil
@@ -69,8 +78,9 @@ func (r *read) snapshot() judge.Snapshot {
 // failure, transport or protocol, is an unreachable read: never a partial
 // read set. A record that is not one JSON object (a syntax error, a
 // duplicate key) makes the read unreachable with a reason naming its path.
-// expect is the number of records expected (the baseline's), 0 if unknown.
-func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int) (*read, error) {
+// expect is the number of records expected (the baseline's), 0 if unknown;
+// p, when not nil, is what of each record to keep (judge.Projection).
+func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int, p *judge.Projection) (*read, error) {
 	capt, err := inst.CaptureAfter(ctx, req)
 	if err != nil {
 		return unreachableRead(err.Error()), err
@@ -83,7 +93,7 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 		}
 		return unreachableRead(reason), nil
 	}
-	rs := judge.NewRecordStream("the after read's records", expect)
+	rs := m.newReadStream("the after read's records", expect, p)
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
 			return unreachableRead(err.Error()), err
@@ -95,13 +105,37 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 		}
 	}
 	m.Metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
-	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}}, nil
+	return rs.read(), nil
 }
 
-// readDigestOf is readDigest of a compact read: the same digest.
+// readStream decodes a read as it streams (judge.RecordStream), digesting
+// every record whole before a projection drops any part of it.
+type readStream struct {
+	*judge.RecordStream
+	mac hash.Hash
+}
+
+func (m *Manager) newReadStream(path string, expect int, p *judge.Projection) readStream {
+	rs := readStream{RecordStream: judge.NewRecordStream(path, expect), mac: hmac.New(sha256.New, m.EvidenceDigestKey())}
+	rs.Digest(rs.mac)
+	rs.Project(p)
+	return rs
+}
+
+// read is the reachable read streamed, with its digest.
+func (rs readStream) read() *read {
+	d := ReadDigest{Reachable: true, Records: rs.Len(), Digest: "hmac-sha256:" + hex.EncodeToString(rs.mac.Sum(nil))}
+	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}, digest: &d}
+}
+
+// readDigestOf is readDigest of a compact read: the same digest. A
+// streamed read has it already.
 func (m *Manager) readDigestOf(r *read) ReadDigest {
 	if !r.reachable() {
 		return ReadDigest{}
+	}
+	if r.digest != nil {
+		return *r.digest
 	}
 	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
 	b := r.snap.Batch

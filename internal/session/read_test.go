@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -82,10 +83,24 @@ func compactRead(t *testing.T, raws [][]byte) *read {
 	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}}
 }
 
+// projectedRead is the session's path under a projection: the records
+// streamed with their digest, kept as p says.
+func projectedRead(t *testing.T, m *Manager, raws [][]byte, p *judge.Projection) *read {
+	t.Helper()
+	rs := m.newReadStream("records", len(raws), p)
+	for _, raw := range raws {
+		if err := rs.Add(raw); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+	}
+	return rs.read()
+}
+
 // TestCompactPathAgreesWithMaps judges random reads both ways: the
 // session's compact path (RecordStream, JudgeBatch) gives the verdict the
 // map path gave, field for field, matched records included (numbers keep
-// the adapter's text), and the same read digests.
+// the adapter's text), and the same read digests; so do reads projected
+// for the contract judged.
 func TestCompactPathAgreesWithMaps(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(14, 1))
@@ -139,6 +154,22 @@ func TestCompactPathAgreesWithMaps(t *testing.T) {
 				gj, _ := json.Marshal(got)
 				wj, _ := json.Marshal(want)
 				t.Fatalf("round %d, contract %d: compact path\n%s\nmap path\n%s", round, k, gj, wj)
+			}
+			// The session's path: each read streamed with its digest and
+			// kept only as far as the contract reads it.
+			group := []*judge.Contract{c}
+			pb, pa := projectedRead(t, m, braw, judge.ProjectBaseline(group)), projectedRead(t, m, araw, judge.ProjectAfter(group))
+			if m.readDigestOf(pb) != m.readDigest(bm) || m.readDigestOf(pa) != m.readDigest(am) {
+				t.Fatalf("round %d, contract %d: projected reads' digests %+v %+v, want %+v %+v", round, k, m.readDigestOf(pb), m.readDigestOf(pa), m.readDigest(bm), m.readDigest(am))
+			}
+			got = judge.JudgeBatch(c, pb.snap, pa.snap, judge.Options{})
+			if len(got.Matched) == 0 && len(want.Matched) == 0 {
+				got.Matched = want.Matched
+			}
+			if !reflect.DeepEqual(got, want) {
+				gj, _ := json.Marshal(got)
+				wj, _ := json.Marshal(want)
+				t.Fatalf("round %d, contract %d: projected path\n%s\nmap path\n%s", round, k, gj, wj)
 			}
 			decided[want.Decision]++
 			matched += len(want.Matched)
@@ -228,4 +259,66 @@ func TestVerifySkipsCheckParams(t *testing.T) {
 	if got := a.checks.Load(); got != before {
 		t.Errorf("Verify made %d CheckParams calls, want none", got-before)
 	}
+}
+
+// TestProjectionOnlyWithoutRedaction: a group's reads are kept in part
+// only when nothing is redacted (masking adapter text and restoring a
+// keyed baseline read whole records); were a projected read ever given to
+// the redaction of adapter text, the text would be withheld, never shown
+// unmasked.
+func TestProjectionOnlyWithoutRedaction(t *testing.T) {
+	t.Parallel()
+	policy := judge.Redaction{RedactFields: []string{"ssn"}}
+	for _, tt := range []struct {
+		name    string
+		keyID   string
+		policy  judge.Redaction
+		project bool
+	}{
+		{"nothing redacted", "", judge.Redaction{}, true},
+		{"a redaction policy", "", policy, false},
+		{"a keyed baseline", "k1", judge.Redaction{}, false},
+	} {
+		g := &group{cm: captureMeta{KeyID: tt.keyID}, cand: &config.Candidate{Redaction: tt.policy}}
+		if got := g.projection(); got != tt.project {
+			t.Errorf("%s: projection %v, want %v", tt.name, got, tt.project)
+		}
+	}
+	m := &Manager{}
+	c, err := judge.Bind(judge.Effect{Kind: judge.RecordWritten, Match: judge.Selector{"patient_id": {Literal: "p1"}},
+		ExpectedCount: 1, KeyField: judge.DefaultKeyField, IdentityField: judge.DefaultIdentityField}, nil, "effects[0]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raws := [][]byte{[]byte(`{"id": 1, "patient_id": "p0", "ssn": "123-45-6789"}`)}
+	after := projectedRead(t, m, raws, judge.ProjectAfter([]*judge.Contract{c}))
+	if !after.projected() {
+		t.Fatal("the record matching no selector was kept whole")
+	}
+	kb := keyedBaseline{base: compactRead(t, nil), policy: policy, group: []*judge.Contract{c}}
+	if got := kb.redactText("failed on ssn 123-45-6789", after); strings.Contains(got, "123-45-6789") || !strings.Contains(got, "withheld") {
+		t.Fatalf("redacted text %q", got)
+	}
+	whole := compactRead(t, raws)
+	if got := kb.redactText("failed on ssn 123-45-6789", whole); strings.Contains(got, "123-45-6789") || strings.Contains(got, "withheld") {
+		t.Fatalf("redacted text of a whole read %q", got)
+	}
+}
+
+// TestBaselinePanicReachesVerify: the stored baseline streams on its own
+// goroutine; a panic there is raised again where Verify waits for it (the
+// server recovers a call's panic there), never on a goroutine of its own
+// that would end the daemon.
+func TestBaselinePanicReachesVerify(t *testing.T) {
+	t.Parallel()
+	// No store: reading the baseline panics.
+	g := &group{m: &Manager{}, cm: captureMeta{Reachable: true, Records: 3}, cand: &config.Candidate{}, ev: &groupEvidence{}}
+	g.startBaseline(context.Background())
+	defer func() {
+		if recover() == nil {
+			t.Fatal("the baseline goroutine's panic was not raised where Verify waits")
+		}
+		g.waitBaseline() // raised once: a second wait returns
+	}()
+	g.waitBaseline()
 }

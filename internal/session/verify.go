@@ -248,7 +248,7 @@ func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instanc
 }
 
 func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
-	r, err := m.readAfterRead(ctx, inst, req, 0)
+	r, err := m.readAfterRead(ctx, inst, req, 0, nil)
 	s := r.snapshot()
 	if len(s.Records) == 0 {
 		s.Records = nil // as the map path left an empty read

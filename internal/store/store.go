@@ -338,6 +338,9 @@ func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) 
 			return ErrNotFound
 		}
 		return b.ForEach(func(_, chunk []byte) error {
+			// A large baseline's pages leave resident memory as they are
+			// read (fn copies what it keeps).
+			defer s.releaseMapped(tx, chunk)
 			for len(chunk) > 0 {
 				n, k := binary.Uvarint(chunk)
 				if k <= 0 || uint64(len(chunk)-k) < n {
