@@ -178,6 +178,9 @@ func (b *Batch) Append(r Record) {
 // fields its read kept.
 func (b *Batch) Record(i int) Record {
 	if src, ok := b.Source(i); ok {
+		if r, ok := b.sourceRecord(i); ok {
+			return r
+		}
 		if v, err := DecodeJSON([]byte(src)); err == nil {
 			if r, ok := v.(map[string]any); ok {
 				return r
@@ -190,6 +193,42 @@ func (b *Batch) Record(i int) Record {
 		r[b.Names[fs[i].Name]] = b.value(&fs[i])
 	}
 	return r
+}
+
+// sourceRecord is record i in map form straight from its fields, when
+// that is the map decoding its source gives: every value a string, a
+// boolean, a null or a number whose text is the source's own (a span of
+// it, not a canonicalised copy). Any other record (an object or array
+// value, a number written otherwise than canonically) is left to the
+// decoder.
+func (b *Batch) sourceRecord(i int) (Record, bool) {
+	fs := b.At(i)
+	for k := range fs {
+		switch f := &fs[k]; f.Kind {
+		case KindObject, KindArray:
+			return nil, false
+		case KindNumber:
+			if f.own {
+				return nil, false
+			}
+		}
+	}
+	// Texts are copied: evidence must not pin the read's whole document.
+	r := make(Record, len(fs))
+	for k := range fs {
+		f := &fs[k]
+		var v any
+		switch f.Kind {
+		case KindString:
+			v = strings.Clone(b.Text(f))
+		case KindNumber:
+			v = json.Number(strings.Clone(b.Text(f)))
+		case KindBool:
+			v = f.n == 1
+		}
+		r[b.Names[f.Name]] = v
+	}
+	return r, true
 }
 
 func (b *Batch) value(f *Field) any {

@@ -400,3 +400,44 @@ func TestDecodeRecordList(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordFromFields: a streamed record whose values are all strings,
+// booleans, nulls or numbers written canonically is turned back into a map
+// from its fields, and that map is the one its source decodes to; any
+// other record is left to the decoder, which gives the same map.
+func TestRecordFromFields(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		raw  string
+		fast bool
+	}{
+		{`{"id": 7, "p": "plain", "t": true, "f": false, "z": null}`, true},
+		{`{"id": -12, "q": "a\"b\u007f\\", "u": "Zo\u00eb", "raw": "Zoë ✓"}`, true},
+		{"{\"bad\": \"\xff\xfe\", \"id\": 0}", true},
+		{`{}`, true},
+		{`{"n": 2.50}`, false},
+		{`{"n": 1e3}`, false},
+		{`{"n": -0}`, false},
+		{`{"o": {"b": 1}}`, false},
+		{`{"a": [1, 2]}`, false},
+	}
+	rs := NewRecordStream("records", 0)
+	for _, c := range cases {
+		if err := rs.Add([]byte(c.raw)); err != nil {
+			t.Fatalf("%s: %v", c.raw, err)
+		}
+	}
+	b := rs.Batch()
+	for i, c := range cases {
+		want, err := DecodeJSON([]byte(c.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Record(i); !cmp.Equal(map[string]any(got), want) {
+			t.Errorf("%s: Record = %#v, want %#v", c.raw, got, want)
+		}
+		if _, fast := b.sourceRecord(i); fast != c.fast {
+			t.Errorf("%s: taken from the fields = %v, want %v", c.raw, fast, c.fast)
+		}
+	}
+}
