@@ -186,6 +186,27 @@ func TypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// Text is the text of a decoded scalar as it was written: a string as is,
+// a number in its digits (json.Number's own text), a bool as true or false.
+// nil and anything else (a map, a list) have none.
+func Text(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	return "", false
+}
+
 // Show renders a decoded scalar for a message (strings quoted) and names
 // the type of anything else.
 func Show(v any) string {
