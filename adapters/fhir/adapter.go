@@ -131,7 +131,7 @@ func parseSearch(cfg config) (url.Values, param.Values, error) {
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	bound, err := s.exprs.Bind(params)
 	if err != nil {
-		return nil, httpx.ConfigError(err)
+		return nil, err
 	}
 	if err := checkSearchParams(s.exprs, bound); err != nil {
 		return nil, err

@@ -222,7 +222,7 @@ func (s *settings) messages(ans gqlAnswer) string {
 func (s *settings) body(params map[string]string) ([]byte, error) {
 	values, err := s.values.Bind(params)
 	if err != nil {
-		return nil, httpx.ConfigError(err)
+		return nil, err
 	}
 	vars, bad, err := s.rq.bindVariables(values)
 	if err != nil {

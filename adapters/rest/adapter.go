@@ -152,7 +152,7 @@ func (s *settings) parsePagination(p *pagination) error {
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	values, err := s.values.Bind(params)
 	if err != nil {
-		return nil, httpx.ConfigError(err)
+		return nil, err
 	}
 	expanded, err := s.tmpl.expand(values)
 	if err != nil {

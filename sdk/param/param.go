@@ -19,8 +19,9 @@ type Value struct {
 // IsParam reports whether v refers to a run parameter.
 func (v Value) IsParam() bool { return v.Param != "" }
 
-// Error is a refused value or parameter. Path is the dotted path of the
-// offending key ("" when the caller has not said where the value came
+// Error is a refused value or parameter, and an adapter's refused
+// configuration (sdk.ConfigError is this type). Path is the dotted path of
+// the offending key ("" when the caller has not said where the value came
 // from); Message says what is wrong and what to write instead.
 type Error struct {
 	Path    string
