@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // APIVersion is the in-band adapter API version this SDK speaks. GetInfo
@@ -136,18 +138,9 @@ func (r ConfigureRequest) DecodeConfig(v any) error {
 
 // ConfigError refuses a configuration. Path names the field inside the
 // adapter's section ("options.table"); Message says what is wrong and what to
-// write instead.
-type ConfigError struct {
-	Path    string
-	Message string
-}
-
-func (e *ConfigError) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
+// write instead. It is sdk/param's refusal, so a {param} value that does not
+// parse or bind is a ConfigError as param returns it.
+type ConfigError = param.Error
 
 // TestRequest is a preflight for one session's run parameters.
 type TestRequest struct {

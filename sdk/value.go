@@ -73,12 +73,5 @@ func (v Value) Bind(params map[string]string) (string, error) { return v.BindAt(
 // BindAt is Bind with the value's dotted path in the section, for the
 // refusal.
 func (v Value) BindAt(params map[string]string, path string) (string, error) {
-	s, err := v.v.Bind(params, path)
-	if err != nil {
-		if perr, ok := errors.AsType[*param.Error](err); ok {
-			return "", &ConfigError{Path: perr.Path, Message: perr.Message}
-		}
-		return "", err
-	}
-	return s, nil
+	return v.v.Bind(params, path)
 }

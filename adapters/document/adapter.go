@@ -173,14 +173,11 @@ func (s *settings) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.T
 // skipped; a failure to read one aborts the capture.
 func (s *settings) Read(ctx context.Context, _ sdk.CaptureRequest) (sdk.Capture, error) {
 	at := time.Now()
-	r, err := os.OpenRoot(s.root)
+	r, entries, err := filewalk.OpenListed(s.root, func(r *os.Root) ([]filewalk.Entry, error) {
+		return filewalk.Select(ctx, r.FS(), s.pattern)
+	})
 	if err != nil {
-		return sdk.Unreachable("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), nil
-	}
-	entries, err := filewalk.Select(ctx, r.FS(), s.pattern)
-	if err != nil {
-		r.Close()
-		return sdk.Unreachable("root %s cannot be listed: %v", s.root, err), nil
+		return sdk.Unreachable("%v", err), nil
 	}
 	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
 		defer r.Close()

@@ -78,17 +78,15 @@ func (s *settings) TestConnection(_ context.Context, _ sdk.TestRequest) (sdk.Tes
 // walk aborts the stream, so a partial listing is never judged.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	at := time.Now()
-	r, err := os.OpenRoot(s.root)
+	r, rootInfo, err := filewalk.OpenListed(s.root, func(r *os.Root) (fs.FileInfo, error) {
+		info, err := r.Stat(".")
+		if err == nil {
+			_, err = fs.ReadDir(r.FS(), ".")
+		}
+		return info, filewalk.Unwrap(err)
+	})
 	if err != nil {
-		return sdk.Unreachable("root %s cannot be opened: %v", s.root, filewalk.Unwrap(err)), nil
-	}
-	rootInfo, err := r.Stat(".")
-	if err == nil {
-		_, err = fs.ReadDir(r.FS(), ".")
-	}
-	if err != nil {
-		r.Close()
-		return sdk.Unreachable("root %s cannot be listed: %v", s.root, filewalk.Unwrap(err)), nil
+		return sdk.Unreachable("%v", err), nil
 	}
 	deadline := req.Timeout
 	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {

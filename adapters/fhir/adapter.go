@@ -3,7 +3,6 @@ package fhir
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
@@ -131,7 +129,7 @@ func parseSearch(cfg config) (url.Values, param.Values, error) {
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	bound, err := s.exprs.Bind(params)
 	if err != nil {
-		return nil, httpx.ConfigError(err)
+		return nil, err
 	}
 	if err := checkSearchParams(s.exprs, bound); err != nil {
 		return nil, err
@@ -205,37 +203,25 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
-	at := time.Now()
 	r := s.reader(first)
-	pg, why := r.fetch(ctx)
-	if why != "" {
-		cancel()
-		return sdk.Unreachable("%s", why), nil
+	total, matches := int64(-1), 0
+	fetch := func(ctx context.Context) ([]sdk.Record, bool, string) {
+		pg, why := r.fetch(ctx)
+		if why != "" {
+			return nil, false, why
+		}
+		if r.pages == 1 {
+			total = pg.total // the first Bundle's total is the one checked
+		}
+		matches += pg.matches
+		return pg.records, pg.next != nil, ""
 	}
-	total := pg.total
-	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
-		defer cancel()
-		matches := 0
-		for {
-			matches += pg.matches
-			for _, rec := range pg.records {
-				if !yield(rec, nil) {
-					return
-				}
-			}
-			if pg.next == nil {
-				break
-			}
-			if pg, why = r.fetch(ctx); why != "" {
-				yield(nil, errors.New(why))
-				return
-			}
-		}
+	return httpx.Pages(ctx, req.Timeout, fetch, func() error {
 		if total >= 0 && int64(matches) != total {
-			yield(nil, fmt.Errorf("the searchset announced total %d but its pages held %d matches: the result changed while it was read, so it is not judged", total, matches))
+			return fmt.Errorf("the searchset announced total %d but its pages held %d matches: the result changed while it was read, so it is not judged", total, matches)
 		}
-	}}, nil
+		return nil
+	}), nil
 }
 
 // reader follows one search's pages.

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
@@ -133,14 +132,10 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
-	defer cancel()
-	at := time.Now()
-	recs, why := s.read(ctx, body)
-	if why != "" {
-		return sdk.Unreachable("%s", why), nil
-	}
-	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
+	return httpx.Pages(ctx, req.Timeout, func(ctx context.Context) ([]sdk.Record, bool, string) {
+		recs, why := s.read(ctx, body)
+		return recs, false, why
+	}, nil), nil
 }
 
 // gqlAnswer is a GraphQL response: data, and errors when anything failed.
@@ -222,7 +217,7 @@ func (s *settings) messages(ans gqlAnswer) string {
 func (s *settings) body(params map[string]string) ([]byte, error) {
 	values, err := s.values.Bind(params)
 	if err != nil {
-		return nil, httpx.ConfigError(err)
+		return nil, err
 	}
 	vars, bad, err := s.rq.bindVariables(values)
 	if err != nil {

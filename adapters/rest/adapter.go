@@ -3,7 +3,6 @@ package rest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -152,7 +151,7 @@ func (s *settings) parsePagination(p *pagination) error {
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	values, err := s.values.Bind(params)
 	if err != nil {
-		return nil, httpx.ConfigError(err)
+		return nil, err
 	}
 	expanded, err := s.tmpl.expand(values)
 	if err != nil {
@@ -201,31 +200,7 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	ctx, cancel := httpx.WithTimeout(ctx, req.Timeout)
-	at := time.Now()
-	p := s.pager(first)
-	recs, more, why := p.fetch(ctx)
-	if why != "" {
-		cancel()
-		return sdk.Unreachable("%s", why), nil
-	}
-	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
-		defer cancel()
-		for {
-			for _, r := range recs {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if !more {
-				return
-			}
-			if recs, more, why = p.fetch(ctx); why != "" {
-				yield(nil, errors.New(why))
-				return
-			}
-		}
-	}}, nil
+	return httpx.Pages(ctx, req.Timeout, s.pager(first).fetch, nil), nil
 }
 
 // pager walks the pages of one read.

@@ -2,7 +2,6 @@ package sql
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,16 +24,7 @@ func parseParams(raw map[string]json.RawMessage) (param.Values, error) {
 			return param.Values{}, &sdk.ConfigError{Path: "sql_query_params." + name, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
 		}
 	}
-	vs, err := param.ParseMap(raw, "sql_query_params")
-	return vs, configError(err)
-}
-
-// configError turns a *param.Error into a *sdk.ConfigError.
-func configError(err error) error {
-	if perr, ok := errors.AsType[*param.Error](err); ok {
-		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
-	}
-	return err
+	return param.ParseMap(raw, "sql_query_params")
 }
 
 // bindParams binds the parsed sql_query_params to one call's run
@@ -42,7 +32,7 @@ func configError(err error) error {
 func bindParams(vs param.Values, names []string, params map[string]string) ([]any, error) {
 	bound, err := vs.Bind(params)
 	if err != nil {
-		return nil, configError(err)
+		return nil, err
 	}
 	return bindArgs(names, bound)
 }

@@ -3,7 +3,6 @@ package uireadback
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -186,7 +185,7 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 func (s *settings) bind(params map[string]string) (*settings, error) {
 	bound, err := s.urlParams.Bind(params)
 	if err != nil {
-		return nil, paramError(err)
+		return nil, err
 	}
 	b := *s
 	if b.recordURL, err = expandRecordURL(s.recordTmpl, bound, section); err != nil {
@@ -195,7 +194,7 @@ func (s *settings) bind(params map[string]string) (*settings, error) {
 	const ip = section + ".identity.value"
 	v, err := s.idValue.Bind(params, ip)
 	if err != nil {
-		return nil, paramError(err)
+		return nil, err
 	}
 	if strings.TrimSpace(v) == "" {
 		return nil, configError(ip, "the identifier is empty; a record page cannot be told apart by an empty identifier")
@@ -229,7 +228,7 @@ func parseRecordURL(sec *sectionConfig) (string, param.Values, string, error) {
 	}
 	vs, err := param.ParseMap(params, p+".url_params")
 	if err != nil {
-		return "", param.Values{}, "", paramError(err)
+		return "", param.Values{}, "", err
 	}
 	standIn := make(map[string]string, vs.Len())
 	for _, name := range vs.Names() {
@@ -312,7 +311,7 @@ func parseIdentity(id *identityConfig) (identity, param.Value, error) {
 	}
 	v, err := param.ParseJSON(id.Value, ip+".value")
 	if err != nil {
-		return out, param.Value{}, paramError(err)
+		return out, param.Value{}, err
 	}
 	if !v.IsParam() && strings.TrimSpace(v.Literal) == "" {
 		return out, param.Value{}, configError(ip+".value", "the identifier is empty; a record page cannot be told apart by an empty identifier")
@@ -415,17 +414,6 @@ func required(path string, v *string) (string, error) {
 		return "", configError(path, "must not be empty")
 	}
 	return *v, nil
-}
-
-// bindValue reads "text", {literal: "text"} or {param: name} (the grammar
-// of sdk/param) and binds it.
-// paramError turns a *param.Error into the *sdk.ConfigError an adapter
-// returns.
-func paramError(err error) error {
-	if perr, ok := errors.AsType[*param.Error](err); ok {
-		return configError(perr.Path, "%s", perr.Message)
-	}
-	return err
 }
 
 // expandRecordURL fills the {name} placeholders of the record_url template

@@ -33,7 +33,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -318,23 +317,14 @@ func expand(tmpl string, rec map[string]any) (string, error) {
 	return out, nil
 }
 
-// text is a record value as the judge would print it.
+// text is a record value as it was written (param.Text).
 func text(v any) (string, error) {
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return "", errors.New("is missing or null")
-	case string:
-		return x, nil
-	case json.Number:
-		return x.String(), nil
-	case bool:
-		return strconv.FormatBool(x), nil
-	case int:
-		return strconv.Itoa(x), nil
-	case int64:
-		return strconv.FormatInt(x, 10), nil
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), nil
 	}
-	return "", fmt.Errorf("is a %T, not a scalar", v)
+	s, ok := param.Text(v)
+	if !ok {
+		return "", fmt.Errorf("is a %T, not a scalar", v)
+	}
+	return s, nil
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,9 +88,6 @@ func LoadDaemon(path string) (*Daemon, error) {
 	if f.Policy != nil {
 		p, err := workflow.ParsePolicy(f.Policy, "policy")
 		if err != nil {
-			if we, ok := errors.AsType[*workflow.Error](err); ok {
-				return nil, errorf(we.Path, "%s", we.Message)
-			}
 			return nil, err
 		}
 		d.Policy = p

@@ -89,13 +89,10 @@ var defaultableKeys = []string{"evidence_redact_fields", "evidence_keep_fields",
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Error is a refused configuration: the path and what to write instead.
-type Error struct {
-	Path    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Path + ": " + e.Message }
+// Error is a refused configuration: the path and what to write instead. It
+// is the workflow file's refusal, so a policy section's refusal needs no
+// translating.
+type Error = workflow.Error
 
 func errorf(path, format string, args ...any) error {
 	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
@@ -105,13 +102,9 @@ func errorf(path, format string, args ...any) error {
 // effects section. Other top-level sections belong to other tools and are
 // left alone.
 func ParseDeployment(data []byte) (*Deployment, error) {
-	tree, err := judge.DecodeDocument(data)
+	top, err := workflow.DecodeMap(data, "deployment", "must be a map with an effects: section")
 	if err != nil {
-		return nil, errorf("deployment", "cannot parse: %v", err)
-	}
-	top, ok := tree.(map[string]any)
-	if !ok {
-		return nil, errorf("deployment", "must be a map with an effects: section")
+		return nil, err
 	}
 	eff, ok := top["effects"]
 	if !ok {
@@ -125,9 +118,6 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 	if raw, present := top["policy"]; present && raw != nil {
 		p, err := workflow.ParsePolicy(raw, "policy")
 		if err != nil {
-			if we, ok := errors.AsType[*workflow.Error](err); ok {
-				return nil, errorf(we.Path, "%s", we.Message)
-			}
 			return nil, err
 		}
 		d.Policy = p

@@ -2,7 +2,6 @@ package httpx
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 
@@ -66,15 +65,5 @@ func Values(path string, raw map[string]json.RawMessage) (param.Values, error) {
 	if raw == nil {
 		return param.Values{}, nil
 	}
-	vs, err := param.ParseMap(raw, path)
-	return vs, ConfigError(err)
-}
-
-// ConfigError turns a *param.Error into the *sdk.ConfigError an adapter
-// returns; other errors (and nil) pass through.
-func ConfigError(err error) error {
-	if perr, ok := errors.AsType[*param.Error](err); ok {
-		return &sdk.ConfigError{Path: perr.Path, Message: perr.Message}
-	}
-	return err
+	return param.ParseMap(raw, path)
 }

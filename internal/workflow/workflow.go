@@ -109,6 +109,21 @@ func refuse(path, format string, args ...any) error {
 	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
+// DecodeMap reads a YAML or JSON document whose top level is a map: a
+// document that does not parse, or is not a map, is refused at path, the
+// second with shape, which says what the map holds.
+func DecodeMap(data []byte, path, shape string) (map[string]any, error) {
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, refuse(path, "cannot parse: %v", err)
+	}
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return nil, refuse(path, "%s", shape)
+	}
+	return m, nil
+}
+
 // Load reads and checks a workflow file.
 func Load(path string) (*Workflow, error) {
 	data, err := os.ReadFile(path)
@@ -129,13 +144,9 @@ var paramKeys = []string{"secret"}
 
 // Parse reads a workflow document (YAML or JSON).
 func Parse(data []byte) (*Workflow, error) {
-	tree, err := judge.DecodeDocument(data)
+	m, err := DecodeMap(data, "workflow", "must be a map with schema, name, params and steps")
 	if err != nil {
-		return nil, refuse("workflow", "cannot parse: %v", err)
-	}
-	m, ok := tree.(map[string]any)
-	if !ok {
-		return nil, refuse("workflow", "must be a map with schema, name, params and steps")
+		return nil, err
 	}
 	if err := CheckKeys(m, workflowKeys, ""); err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
@@ -594,21 +595,14 @@ func matches(r sdk.Record, selector map[string]string) bool {
 	return true
 }
 
-// text is a record value as text; a missing or null value has none.
+// text is a record value as text (param.Text for a scalar, JSON for a map
+// or a list); a missing or null value has none.
 func text(v any) (string, bool) {
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return "", false
-	case string:
-		return x, true
-	case json.Number:
-		return x.String(), true
-	case bool:
-		return strconv.FormatBool(x), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	if s, ok := param.Text(v); ok {
+		return s, true
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -19,8 +19,9 @@ type Value struct {
 // IsParam reports whether v refers to a run parameter.
 func (v Value) IsParam() bool { return v.Param != "" }
 
-// Error is a refused value or parameter. Path is the dotted path of the
-// offending key ("" when the caller has not said where the value came
+// Error is a refused value or parameter, and an adapter's refused
+// configuration (sdk.ConfigError is this type). Path is the dotted path of
+// the offending key ("" when the caller has not said where the value came
 // from); Message says what is wrong and what to write instead.
 type Error struct {
 	Path    string
@@ -184,6 +185,27 @@ func TypeName(v any) string {
 		return "a list"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// Text is the text of a decoded scalar as it was written: a string as is,
+// a number in its digits (json.Number's own text), a bool as true or false.
+// nil and anything else (a map, a list) have none.
+func Text(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int:
+		return strconv.Itoa(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	return "", false
 }
 
 // Show renders a decoded scalar for a message (strings quoted) and names

@@ -38,22 +38,36 @@ func ProbeOption(expr string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// ProbeRoot is the preflight of an adapter that reads a local folder: it
-// opens root and lists it with list, which counts what it found. A root
-// that cannot be opened or listed is an unreachable result saying so;
-// otherwise the message is "root <root> is readable" followed by
-// describe(count).
-func ProbeRoot(root string, list func(fs.FS) (int, error), describe func(count int) string) sdk.TestResult {
-	start := time.Now()
+// OpenListed opens root and lists it with list, for an adapter's read or
+// preflight. A root that cannot be opened or listed is an error saying so,
+// "root <root> cannot be opened: …" or "root <root> cannot be listed: …",
+// with the root closed again; otherwise the caller closes the open root.
+func OpenListed[T any](root string, list func(*os.Root) (T, error)) (*os.Root, T, error) {
+	var zero T
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be opened: %v", root, Unwrap(err)), Latency: time.Since(start)}
+		return nil, zero, fmt.Errorf("root %s cannot be opened: %v", root, Unwrap(err))
 	}
-	defer r.Close()
-	n, err := list(r.FS())
+	listed, err := list(r)
+	if err != nil {
+		r.Close()
+		return nil, zero, fmt.Errorf("root %s cannot be listed: %v", root, err)
+	}
+	return r, listed, nil
+}
+
+// ProbeRoot is the preflight of an adapter that reads a local folder: it
+// opens root and lists it with list, which counts what it found. A root
+// that cannot be opened or listed is an unreachable result saying so
+// (OpenListed); otherwise the message is "root <root> is readable"
+// followed by describe(count).
+func ProbeRoot(root string, list func(fs.FS) (int, error), describe func(count int) string) sdk.TestResult {
+	start := time.Now()
+	r, n, err := OpenListed(root, func(r *os.Root) (int, error) { return list(r.FS()) })
 	latency := time.Since(start)
 	if err != nil {
-		return sdk.TestResult{Message: fmt.Sprintf("root %s cannot be listed: %v", root, err), Latency: latency}
+		return sdk.TestResult{Message: err.Error(), Latency: latency}
 	}
+	r.Close()
 	return sdk.TestResult{Reachable: true, Message: fmt.Sprintf("root %s is readable%s", root, describe(n)), Latency: latency}
 }
