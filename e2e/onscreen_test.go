@@ -62,18 +62,29 @@ func startProcess(t *testing.T, prefix string, cmd *exec.Cmd, fromStderr bool) s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its own process group: a browser's helper processes are stopped
+	// with it, not left writing into its profile.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		pgid := cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			<-done
+		}
+		for deadline := time.Now().Add(5 * time.Second); syscall.Kill(-pgid, 0) == nil; {
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 	found := make(chan string, 1)
@@ -112,7 +123,22 @@ func automationBrowser(t *testing.T) string {
 	if bin == "" {
 		t.Fatal("no Chromium; run scripts/deps.sh")
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: the profile is removed after the browser's whole
+	// process group is gone (cleanups run last-registered first), and
+	// removal is retried while a helper's last write lands.
+	dir, err := os.MkdirTemp("", "e2e-browser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("the browser profile %s could not be removed", dir)
+	})
 	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-address=127.0.0.1",
 		"--remote-debugging-port=0", "--user-data-dir="+dir, "--window-size=1024,768", "--hide-scrollbars",
 		"--force-device-scale-factor=1", "--no-first-run", "about:blank")
