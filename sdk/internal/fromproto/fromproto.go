@@ -10,6 +10,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
+	"github.com/verifierd/verifierd/sdk/internal/toproto"
 )
 
 // Info converts a GetInfo answer and returns the API versions it lists.
@@ -135,13 +136,10 @@ func Demotion(r *adapterv1.VerdictResponse) sdk.Demotion {
 
 // Verdict maps the enum back; UNSPECIFIED (or an unknown value) is "".
 func Verdict(v adapterv1.Verdict) sdk.Verdict {
-	switch v {
-	case adapterv1.Verdict_VERDICT_CONFIRMED:
-		return sdk.VerdictConfirmed
-	case adapterv1.Verdict_VERDICT_REFUTED:
-		return sdk.VerdictRefuted
-	case adapterv1.Verdict_VERDICT_INDETERMINATE:
-		return sdk.VerdictIndeterminate
+	for _, p := range toproto.Verdicts {
+		if p.Enum == v {
+			return p.Verdict
+		}
 	}
 	return ""
 }

@@ -208,15 +208,23 @@ func VerdictResponse(d sdk.Demotion) *adapterv1.VerdictResponse {
 	}}
 }
 
+// Verdicts pairs each verdict with its enum: the one table both
+// directions read (fromproto.Verdict maps back).
+var Verdicts = [...]struct {
+	Verdict sdk.Verdict
+	Enum    adapterv1.Verdict
+}{
+	{sdk.VerdictConfirmed, adapterv1.Verdict_VERDICT_CONFIRMED},
+	{sdk.VerdictRefuted, adapterv1.Verdict_VERDICT_REFUTED},
+	{sdk.VerdictIndeterminate, adapterv1.Verdict_VERDICT_INDETERMINATE},
+}
+
 // Verdict maps a verdict to its enum; anything unknown is UNSPECIFIED.
 func Verdict(v sdk.Verdict) adapterv1.Verdict {
-	switch v {
-	case sdk.VerdictConfirmed:
-		return adapterv1.Verdict_VERDICT_CONFIRMED
-	case sdk.VerdictRefuted:
-		return adapterv1.Verdict_VERDICT_REFUTED
-	case sdk.VerdictIndeterminate:
-		return adapterv1.Verdict_VERDICT_INDETERMINATE
+	for _, p := range Verdicts {
+		if p.Verdict == v {
+			return p.Enum
+		}
 	}
 	return adapterv1.Verdict_VERDICT_UNSPECIFIED
 }
