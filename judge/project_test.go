@@ -161,6 +161,11 @@ func TestProjectionAgrees(t *testing.T) {
 		fullA, digA, _ := streamRead(t, afterRecs, nil)
 		projB, pdigB, rsB := streamRead(t, beforeRecs, ProjectBaseline(group))
 		projA, pdigA, rsA := streamRead(t, afterRecs, ProjectAfter(group))
+		idxB, idigB := indexRead(t, beforeRecs, ProjectBaseline(group))
+		if idigB != pdigB {
+			t.Fatalf("round %d: the index's digest text %q, the stream's %q", round, idigB, pdigB)
+		}
+		sameBatch(t, fmt.Sprintf("round %d", round), projB, idxB)
 		for _, side := range []struct {
 			name        string
 			recs        []string
@@ -215,6 +220,7 @@ func TestProjectionAgrees(t *testing.T) {
 		for _, c := range group {
 			want := JudgeBatch(c, before, after, opts)
 			got := JudgeBatch(c, pbefore, pafter, opts)
+			checkBatchAgrees(t, "indexed", got, JudgeBatch(c, BatchSnapshot{Reachable: true, Batch: idxB}, pafter, opts))
 			decisions[want.Decision]++
 			via := fmt.Sprintf("round %d, %s %v", round, c.Kind, c.Match)
 			checkBatchAgrees(t, via, want, got)
