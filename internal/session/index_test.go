@@ -109,10 +109,10 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	return twin
 }
 
-// comparable is a result without what differs between two runs (the
+// runOf is a result without what differs between two runs (the
 // time, the receipt's envelope), and the receipt's payload without its
 // time.
-func comparable(t *testing.T, m *Manager, r *Result) (string, string) {
+func runOf(t *testing.T, m *Manager, r *Result) (string, string) {
 	t.Helper()
 	p := openReceipt(t, m, r.Receipt)
 	p.IssuedAt, p.Ledger.Head = time.Time{}, "" // the ledgers hold other times
@@ -188,8 +188,8 @@ func TestIndexedBaselineAgreesWithWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gr, gp := comparable(t, m, got)
-		wr, wp := comparable(t, twin, want)
+		gr, gp := runOf(t, m, got)
+		wr, wp := runOf(t, twin, want)
 		if d := cmp.Diff(wr, gr); d != "" {
 			t.Fatalf("round %d: result (-whole +index):\n%s", round, d)
 		}
@@ -215,8 +215,8 @@ func TestIndexedBaselineAgreesWithWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gr, gp = comparable(t, m, got)
-		wr, wp = comparable(t, twin, want)
+		gr, gp = runOf(t, m, got)
+		wr, wp = runOf(t, twin, want)
 		if d := cmp.Diff(wr, gr); d != "" {
 			t.Fatalf("round %d: re-verification (-whole +index):\n%s", round, d)
 		}
