@@ -403,4 +403,47 @@ func BenchmarkRecordStream1M(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")
 	})
+	// What Begin does per record when it stores the baseline as an
+	// index (digest, project, write the entry), and what Verify then
+	// does to read the entries back.
+	p := ProjectBaseline([]*Contract{c})
+	b.Run("index", func(b *testing.B) {
+		runtime.GC()
+		var chunk []byte // as the store's writer copies each entry
+		for b.Loop() {
+			x := NewIndexer(p, sha256.New())
+			chunk = chunk[:0]
+			for _, r := range braw {
+				chunk = append(chunk, x.Entry(r)...)
+			}
+			if x.Err() != nil {
+				b.Fatal(x.Err())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")
+		b.ReportMetric(float64(len(chunk))/(1<<20), "index-MiB")
+		src := 0
+		for _, r := range braw {
+			src += len(r)
+		}
+		b.ReportMetric(float64(src)/(1<<20), "records-MiB")
+	})
+	b.Run("read-index", func(b *testing.B) {
+		x := NewIndexer(p, sha256.New())
+		entries := make([][]byte, len(braw))
+		for i, r := range braw {
+			entries[i] = bytes.Clone(x.Entry(r))
+		}
+		runtime.GC()
+		for b.Loop() {
+			rs := NewRecordStream("records", len(entries))
+			rs.Project(p)
+			for _, e := range entries {
+				if err := rs.AddEntry(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")
+	})
 }
