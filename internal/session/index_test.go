@@ -313,3 +313,46 @@ func unmark(recs [][]byte) [][]byte {
 	}
 	return out
 }
+
+// TestBadBaselineRecordIsIndeterminate: a baseline record that is not one
+// JSON object (here a duplicate key) is stored as it arrived, with no
+// digest; Verify finds the baseline unreadable, naming the record and the
+// fault, as it did when every baseline was stored whole.
+func TestBadBaselineRecordIsIndeterminate(t *testing.T) {
+	t.Parallel()
+	tab := &table{}
+	m := newManager(t, &memAdapter{kind: "bad-baseline-index-test", tier: 1, table: tab})
+	tab.add(sdk.Record{"id": json.Number("1"), "p": "2"})
+	tab.add(sdk.Record{"id": json.Number("2"), "p": "2", "note": rawValue(`{"a":1,"a":2}`)})
+	tab.add(sdk.Record{"id": json.Number("3"), "p": "2"})
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: bad-baseline-index-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := m.Store.Session(res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md meta
+	if err := json.Unmarshal(raw, &md); err != nil {
+		t.Fatal(err)
+	}
+	if cm := md.Captures[0]; cm.Index != baselineIndexV1 || cm.Digest != "" || cm.Records != 3 {
+		t.Fatalf("capture %+v: want an index without a digest", cm)
+	}
+	tab.mu.Lock()
+	tab.rows[1] = sdk.Record{"id": json.Number("2"), "p": "2"} // the after read is sound
+	tab.mu.Unlock()
+	tab.add(sdk.Record{"id": json.Number("4"), "p": "1"})
+	v, err := m.Verify(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := v.Effects[0]
+	if e.Verdict != judge.Indeterminate || len(e.Reasons) == 0 {
+		t.Fatalf("verdict %s %v, want INDETERMINATE", e.Verdict, e.Reasons)
+	}
+	if msg := e.Reasons[0].Message; !strings.Contains(msg, "the stored baseline's records[1].note") || !strings.Contains(msg, "duplicate") {
+		t.Errorf("reason %q does not name the record, the field and the fault", msg)
+	}
+}
