@@ -630,9 +630,9 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 			return streamedBaseline{count: count}, keyer.maskErr(err)
 		}
 		for _, rec := range batch {
-			size += len(rec)
 			switch {
 			case ix != nil:
+				size += len(rec) // as the adapter sent it
 				rec = ix.Entry(rec)
 			case keyer != nil:
 				// The store never holds a hidden value in clear.
@@ -644,6 +644,9 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 				return streamedBaseline{count: count}, fmt.Errorf("storing the baseline: %w", err)
 			}
 			count++
+			if ix == nil {
+				size += len(rec)
+			}
 		}
 	}
 	m.Metrics.Captured(inst.Kind(), "before", count, size)
