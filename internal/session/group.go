@@ -168,6 +168,8 @@ func (g *group) readIndex() (*read, error) {
 		return nil, fmt.Errorf("it is stored in form %d, which this daemon does not know; verify it with the daemon version that began it", cm.Index)
 	case !g.projection():
 		return nil, errors.New("it is stored as an index, which a deployment with a redaction policy never stores")
+	case cm.DigestKeyID != judge.KeyID(g.m.EvidenceDigestKey()):
+		return nil, errors.New("its digest was taken with another evidence key; restore keys/evidence-hmac.key of this data dir")
 	}
 	rs := judge.NewRecordStream("the stored baseline's records", cm.Records)
 	rs.Project(judge.ProjectBaseline(g.effects))
@@ -177,8 +179,6 @@ func (g *group) readIndex() (*read, error) {
 	switch {
 	case cm.Digest == "":
 		return nil, errors.New("its index has no digest")
-	case cm.DigestKeyID != judge.KeyID(g.m.EvidenceDigestKey()):
-		return nil, errors.New("its digest was taken with another evidence key; restore keys/evidence-hmac.key of this data dir")
 	case rs.Len() != cm.Records:
 		return nil, fmt.Errorf("its index holds %d records, Begin stored %d", rs.Len(), cm.Records)
 	}

@@ -256,6 +256,10 @@ func TestUnreadableIndexIsIndeterminate(t *testing.T) {
 		{"no digest", func(md *meta, recs [][]byte) [][]byte { md.Captures[0].Digest = ""; return recs }, judge.Indeterminate, "no digest"},
 		{"other key", func(md *meta, recs [][]byte) [][]byte { md.Captures[0].DigestKeyID = "0011223344556677"; return recs }, judge.Indeterminate, "another evidence key"},
 		{"count", func(md *meta, recs [][]byte) [][]byte { md.Captures[0].Records++; return recs }, judge.Indeterminate, "holds 3 records"},
+		{"redaction policy", func(md *meta, recs [][]byte) [][]byte {
+			md.Deployment = bytes.Replace(md.Deployment, []byte("}"), []byte(", evidence_redact_fields: [note]}"), 1)
+			return recs
+		}, judge.Indeterminate, "redaction policy"},
 		{"partial record", func(_ *meta, recs [][]byte) [][]byte { recs[2] = []byte(`P{"id":`); return recs }, judge.Indeterminate, "records[2]"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
