@@ -259,6 +259,7 @@ func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": "nobody"}, "expected_count": 0, "count_new_only": true, "timeout_s": 60}]`)
 	ctx := context.Background()
 	var beginTotal, verifyTotal time.Duration
+	var storeSize int64
 	for b.Loop() {
 		t0 := time.Now()
 		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects})
@@ -266,6 +267,11 @@ func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
 			b.Fatal(err)
 		}
 		beginTotal += time.Since(t0)
+		// The store file once the baseline is stored (bbolt grows it in
+		// steps and never shrinks it: an upper bound of what Begin wrote).
+		if st, err := os.Stat(filepath.Join(d.dataDir, "verifierd.db")); err == nil {
+			storeSize = st.Size()
+		}
 		t1 := time.Now()
 		res, err := client.Verify(ctx, &verifierv1.VerifyRequest{SessionId: begun.GetSessionId()})
 		if err != nil {
@@ -278,6 +284,7 @@ func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
 	}
 	b.ReportMetric(float64(rows)*float64(b.N)/beginTotal.Seconds(), "capture-rows/s")
 	b.ReportMetric(verifyTotal.Seconds()/float64(b.N), "verify-s")
+	b.ReportMetric(float64(storeSize)/(1<<20), "store-after-begin-MiB")
 	b.ReportMetric(float64(vmHWM(d.cmd.Process.Pid))/1024, "daemon-peak-MiB")
 	// The plugin that read (a spare, if any, has read nothing) has the
 	// highest peak.

@@ -321,6 +321,15 @@ func FuzzJudge(f *testing.F) {
 		}
 		group := []*Contract{c}
 		checkBatchAgrees(t, "Projection", v, JudgeBatch(c, projected(before, ProjectBaseline(group)), projected(after, ProjectAfter(group)), opts))
+		// And from a baseline stored as an index and read back.
+		if before.Reachable {
+			recs := make([]string, len(before.Records))
+			for i, r := range before.Records {
+				recs[i] = CanonicalJSON(r)
+			}
+			ib, _ := indexRead(t, recs, ProjectBaseline(group))
+			checkBatchAgrees(t, "Index", v, JudgeBatch(c, BatchSnapshot{Reachable: true, Batch: ib}, projected(after, ProjectAfter(group)), opts))
+		}
 
 		// Invariant: class is confirmed iff the verdict is CONFIRMED, and is what Classify says.
 		if (v.Class == ClassConfirmed) != (v.Decision == Confirmed) {

@@ -161,6 +161,11 @@ func TestProjectionAgrees(t *testing.T) {
 		fullA, digA, _ := streamRead(t, afterRecs, nil)
 		projB, pdigB, rsB := streamRead(t, beforeRecs, ProjectBaseline(group))
 		projA, pdigA, rsA := streamRead(t, afterRecs, ProjectAfter(group))
+		idxB, idigB := indexRead(t, beforeRecs, ProjectBaseline(group))
+		if idigB != pdigB {
+			t.Fatalf("round %d: the index's digest text %q, the stream's %q", round, idigB, pdigB)
+		}
+		sameBatch(t, fmt.Sprintf("round %d", round), projB, idxB)
 		for _, side := range []struct {
 			name        string
 			recs        []string
@@ -215,6 +220,7 @@ func TestProjectionAgrees(t *testing.T) {
 		for _, c := range group {
 			want := JudgeBatch(c, before, after, opts)
 			got := JudgeBatch(c, pbefore, pafter, opts)
+			checkBatchAgrees(t, "indexed", got, JudgeBatch(c, BatchSnapshot{Reachable: true, Batch: idxB}, pafter, opts))
 			decisions[want.Decision]++
 			via := fmt.Sprintf("round %d, %s %v", round, c.Kind, c.Match)
 			checkBatchAgrees(t, via, want, got)
@@ -393,6 +399,49 @@ func BenchmarkRecordStream1M(b *testing.B) {
 			v := JudgeBatch(c, BatchSnapshot{Reachable: true, Batch: bb}, BatchSnapshot{Reachable: true, Batch: ab}, Options{})
 			if v.Decision != Confirmed {
 				b.Fatalf("verdict %s %v, want CONFIRMED", v.Decision, v.Codes())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")
+	})
+	// What Begin does per record when it stores the baseline as an
+	// index (digest, project, write the entry), and what Verify then
+	// does to read the entries back.
+	p := ProjectBaseline([]*Contract{c})
+	b.Run("index", func(b *testing.B) {
+		runtime.GC()
+		var chunk []byte // as the store's writer copies each entry
+		for b.Loop() {
+			x := NewIndexer(p, sha256.New())
+			chunk = chunk[:0]
+			for _, r := range braw {
+				chunk = append(chunk, x.Entry(r)...)
+			}
+			if x.Err() != nil {
+				b.Fatal(x.Err())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")
+		b.ReportMetric(float64(len(chunk))/(1<<20), "index-MiB")
+		src := 0
+		for _, r := range braw {
+			src += len(r)
+		}
+		b.ReportMetric(float64(src)/(1<<20), "records-MiB")
+	})
+	b.Run("read-index", func(b *testing.B) {
+		x := NewIndexer(p, sha256.New())
+		entries := make([][]byte, len(braw))
+		for i, r := range braw {
+			entries[i] = bytes.Clone(x.Entry(r))
+		}
+		runtime.GC()
+		for b.Loop() {
+			rs := NewRecordStream("records", len(entries))
+			rs.Project(p)
+			for _, e := range entries {
+				if err := rs.AddEntry(e); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchBaseline, "ns/record")

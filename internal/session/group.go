@@ -123,28 +123,67 @@ func (g *group) waitBaseline() {
 }
 
 // readBaseline loads the stored baseline of this capture, decoding it as
-// it streams from the store into compact form.
+// it streams from the store into compact form: an index (captureMeta.Index)
+// as it was stored, with the digest Begin took; a baseline stored whole
+// projected and digested as it streams.
 func (g *group) readBaseline(ctx context.Context) {
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreBaseline, telemetry.KeyGroup.Int(g.n))
 	defer span.End()
 	before := &read{snap: judge.BatchSnapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}}
 	if g.cm.Reachable {
-		var p *judge.Projection
-		if g.projection() {
-			p = judge.ProjectBaseline(g.effects)
+		var err error
+		if g.cm.Index == 0 {
+			var p *judge.Projection
+			if g.projection() {
+				p = judge.ProjectBaseline(g.effects)
+			}
+			rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
+			if err = g.m.Store.ReadBaseline(g.id, g.n, rs.Add); err == nil {
+				before = rs.read()
+			}
+		} else {
+			before, err = g.readIndex()
 		}
-		rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
-		err := g.m.Store.ReadBaseline(g.id, g.n, rs.Add)
 		if err != nil {
 			telemetry.Fail(span, "baseline_unreadable")
 			before = unreachableRead("the stored baseline could not be read: " + err.Error())
 		} else {
-			telemetry.Set(span, telemetry.KeyRecords.Int(rs.Len()))
-			before = rs.read()
+			telemetry.Set(span, telemetry.KeyRecords.Int(before.len()))
 		}
 	}
 	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
 	g.ev.Baseline = g.m.readDigestOf(before)
+}
+
+// readIndex reads a baseline stored as an index (judge.Indexer) under the
+// projection it was made with, neither projecting nor digesting it again.
+// Anything unexpected (a form this daemon does not know, a digest under
+// another evidence key or none, an entry without its mark, a count that
+// differs) makes it unreadable: the contracts that need it are
+// INDETERMINATE.
+func (g *group) readIndex() (*read, error) {
+	cm := g.cm
+	switch {
+	case cm.Index != baselineIndexV1:
+		return nil, fmt.Errorf("it is stored in form %d, which this daemon does not know; verify it with the daemon version that began it", cm.Index)
+	case !g.projection():
+		return nil, errors.New("it is stored as an index, which a deployment with a redaction policy never stores")
+	case cm.DigestKeyID != judge.KeyID(g.m.EvidenceDigestKey()):
+		return nil, errors.New("its digest was taken with another evidence key; restore keys/evidence-hmac.key of this data dir")
+	}
+	rs := judge.NewRecordStream("the stored baseline's records", cm.Records)
+	rs.Project(judge.ProjectBaseline(g.effects))
+	if err := g.m.Store.ReadBaseline(g.id, g.n, rs.AddEntry); err != nil {
+		return nil, err
+	}
+	switch {
+	case cm.Digest == "":
+		return nil, errors.New("its index has no digest")
+	case rs.Len() != cm.Records:
+		return nil, fmt.Errorf("its index holds %d records, Begin stored %d", rs.Len(), cm.Records)
+	}
+	d := ReadDigest{Reachable: true, Records: rs.Len(), Digest: cm.Digest}
+	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}, digest: &d}, nil
 }
 
 // projection reports whether this group's reads may be kept in part

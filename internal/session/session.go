@@ -9,11 +9,14 @@ package session
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"os"
 	"strings"
 	"sync"
@@ -183,7 +186,21 @@ type captureMeta struct {
 	// KeyID names the evidence key the baseline's hidden values were keyed
 	// with; empty when the deployment redacts nothing.
 	KeyID string `json:"key_id,omitempty"`
+	// Index is the form the baseline is stored in: 0, every record whole
+	// as the adapter sent it; baselineIndexV1, an index (judge.Indexer):
+	// each record kept only as far as the group's contracts read it. Any
+	// other value is a form this daemon cannot read (the baseline is
+	// unreadable).
+	Index int `json:"index,omitempty"`
+	// Digest is an indexed baseline's read digest, taken at Begin from
+	// the whole records as they arrived, under the evidence key whose
+	// judge.KeyID is DigestKeyID.
+	Digest      string `json:"digest,omitempty"`
+	DigestKeyID string `json:"digest_key_id,omitempty"`
 }
+
+// baselineIndexV1 is captureMeta.Index of a baseline stored as an index.
+const baselineIndexV1 = 1
 
 func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	if req.DeploymentName == "" {
@@ -531,7 +548,8 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
-	reason, count, w, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), redaction)
+	sb, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), groupOf(contracts, effects), redaction)
+	reason, count, w := sb.reason, sb.count, sb.w
 	if ce, refused := errors.AsType[*sdk.ConfigError](err); refused {
 		// The run parameters do not bind (nothing was read): the
 		// session is refused as invalid input, as CheckParams refuses.
@@ -553,6 +571,9 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	}
 	cm.Reachable = reason == ""
 	cm.Reason = reason
+	if cm.Reachable && sb.indexed {
+		cm.Index, cm.Digest, cm.DigestKeyID = baselineIndexV1, sb.digest, judge.KeyID(m.EvidenceDigestKey())
+	}
 	if !cm.Reachable && len(needed) > 0 {
 		return cm, nil, &Error{Kind: Refused, Path: strings.Join(needed, ", "),
 			Message: fmt.Sprintf("the baseline from %s could not be read (%s) and these contracts need it; do not actuate", inst.Kind(), reason)}
@@ -563,13 +584,24 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	return cm, w, nil
 }
 
-// streamBaseline copies a capture into the store. It returns the
-// unreachable reason ("" when read completely), the record count, and the
-// writer whose last chunk CreateSession commits.
-func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest, redaction judge.Redaction) (string, int, *store.BaselineWriter, error) {
+// streamedBaseline is what streamBaseline stored.
+type streamedBaseline struct {
+	reason  string // "" when read completely
+	count   int
+	w       *store.BaselineWriter // its last chunk is committed by CreateSession
+	indexed bool                  // stored as an index (judge.Indexer)
+	digest  string                // an index's read digest ("" if a record did not decode)
+}
+
+// streamBaseline copies a capture into the store. Without a redaction
+// policy (group.projection's condition) the records are stored as an
+// index: each kept only as far as the group's contracts read it
+// (judge.ProjectBaseline), the read's digest taken from the whole records
+// as they arrive; under one, whole (keyed where the policy hides values).
+func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest, group []*judge.Contract, redaction judge.Redaction) (streamedBaseline, error) {
 	capt, err := inst.CaptureBefore(ctx, req)
 	if err != nil {
-		return "", 0, nil, err
+		return streamedBaseline{}, err
 	}
 	defer capt.Close()
 	if !capt.Reachable {
@@ -580,33 +612,52 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 			}
 		}
 		if capt.Reason == "" {
-			return "unreachable", 0, nil, nil
+			return streamedBaseline{reason: "unreachable"}, nil
 		}
-		return capt.Reason, 0, nil, nil
+		return streamedBaseline{reason: capt.Reason}, nil
 	}
 	w := m.Store.NewBaseline(id, n)
 	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
+	var ix *judge.Indexer
+	var mac hash.Hash
+	if !redaction.Active() {
+		mac = hmac.New(sha256.New, m.EvidenceDigestKey())
+		ix = judge.NewIndexer(judge.ProjectBaseline(group), mac)
+	}
 	count, size := 0, 0
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
-			return "", count, nil, keyer.maskErr(err)
+			return streamedBaseline{count: count}, keyer.maskErr(err)
 		}
 		for _, rec := range batch {
-			if keyer != nil {
+			switch {
+			case ix != nil:
+				size += len(rec) // as the adapter sent it
+				rec = ix.Entry(rec)
+			case keyer != nil:
 				// The store never holds a hidden value in clear.
 				if rec, err = keyer.key(rec); err != nil {
-					return "", count, nil, err
+					return streamedBaseline{count: count}, err
 				}
 			}
 			if err := w.Add(rec); err != nil {
-				return "", count, nil, fmt.Errorf("storing the baseline: %w", err)
+				return streamedBaseline{count: count}, fmt.Errorf("storing the baseline: %w", err)
 			}
 			count++
-			size += len(rec)
+			if ix == nil {
+				size += len(rec)
+			}
 		}
 	}
 	m.Metrics.Captured(inst.Kind(), "before", count, size)
-	return "", count, w, nil
+	out := streamedBaseline{count: count, w: w, indexed: ix != nil}
+	if ix != nil && ix.Err() == nil {
+		// A record that did not decode is stored as it arrived, and no
+		// digest: Verify finds the baseline unreadable, as it would have
+		// found the record.
+		out.digest = "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+	}
+	return out, nil
 }
 
 func captureRequest(id, phase string, n int, contracts []*judge.Contract, effects []int) sdk.CaptureRequest {

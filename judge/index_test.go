@@ -1,0 +1,89 @@
+package judge
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// indexRead indexes recs under p (Indexer), reads the entries back
+// (AddEntry) and returns the batch with the digest text the indexer wrote.
+func indexRead(t *testing.T, recs []string, p *Projection) (*Batch, string) {
+	t.Helper()
+	var dig bytes.Buffer
+	x := NewIndexer(p, &dig)
+	var entries [][]byte
+	for _, r := range recs {
+		entries = append(entries, bytes.Clone(x.Entry([]byte(r))))
+	}
+	if x.Err() != nil || x.Len() != len(recs) {
+		t.Fatalf("indexing %d records: %d entries, %v", len(recs), x.Len(), x.Err())
+	}
+	rs := NewRecordStream("records", len(recs))
+	rs.Project(p)
+	for _, e := range entries {
+		if err := rs.AddEntry(e); err != nil {
+			t.Fatalf("%q: %v", e, err)
+		}
+	}
+	return rs.Batch(), dig.String()
+}
+
+// sameBatch requires got to hold what want holds: the same records, kept
+// whole or in part alike, with the same fields (names, kinds, texts) in
+// the same order, and the same sources.
+func sameBatch(t *testing.T, via string, want, got *Batch) {
+	t.Helper()
+	if want.Len() != got.Len() || want.Projected() != got.Projected() || want.proj != got.proj && (want.proj == nil || got.proj == nil) {
+		t.Fatalf("%s: %d records (projected %v), want %d (%v)", via, got.Len(), got.Projected(), want.Len(), want.Projected())
+	}
+	for i := range want.Len() {
+		if want.Partial(i) != got.Partial(i) {
+			t.Fatalf("%s: record %d partial %v, want %v", via, i, got.Partial(i), want.Partial(i))
+		}
+		ws, wok := want.Source(i)
+		gs, gok := got.Source(i)
+		if ws != gs || wok != gok {
+			t.Fatalf("%s: record %d source %q, want %q", via, i, gs, ws)
+		}
+		wf, gf := want.At(i), got.At(i)
+		if len(wf) != len(gf) {
+			t.Fatalf("%s: record %d has %d fields, want %d", via, i, len(gf), len(wf))
+		}
+		for k := range wf {
+			if want.Names[wf[k].Name] != got.Names[gf[k].Name] || wf[k].Kind != gf[k].Kind || want.Text(&wf[k]) != got.Text(&gf[k]) {
+				t.Fatalf("%s: record %d field %d is %s %v %q, want %s %v %q", via, i, k,
+					got.Names[gf[k].Name], gf[k].Kind, got.Text(&gf[k]), want.Names[wf[k].Name], wf[k].Kind, want.Text(&wf[k]))
+			}
+		}
+	}
+}
+
+// TestIndexRefuses: an entry without a known mark, a stream without a
+// projection, or a record that does not decode makes the index unreadable.
+func TestIndexRefuses(t *testing.T) {
+	t.Parallel()
+	p := ProjectBaseline(nil)
+	for _, e := range []string{``, `{"id":1}`, `X{"id":1}`, `w{"id":1}`, `P{"id":`, `W[1]`} {
+		rs := NewRecordStream("the stored baseline's records", 1)
+		rs.Project(p)
+		if err := rs.AddEntry([]byte(e)); err == nil {
+			t.Fatalf("entry %q was read", e)
+		} else if !strings.Contains(err.Error(), "the stored baseline's records[0]") {
+			t.Fatalf("entry %q: %v does not name the record", e, err)
+		}
+	}
+	rs := NewRecordStream("records", 1)
+	if err := rs.AddEntry([]byte(`W{"id":1}`)); err == nil {
+		t.Fatal("an entry was read without a projection")
+	}
+	var dig bytes.Buffer
+	x := NewIndexer(p, &dig)
+	x.Entry([]byte(`{"id":1}`))
+	if e := string(x.Entry([]byte(`{"id":`))); e != `W{"id":` || x.Err() == nil {
+		t.Fatalf("a record that does not decode gives %q, %v", e, x.Err())
+	}
+	if e := string(x.Entry([]byte(`{"id":2}`))); e != `W{"id":2}` {
+		t.Fatalf("a record after a failure gives %q", e)
+	}
+}
