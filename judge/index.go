@@ -115,23 +115,12 @@ func (s *RecordStream) AddEntry(e []byte) error {
 // appendInOrder appends rec, a record of the batch, as a JSON object with
 // its fields in the record's order and each value its canonical text.
 func (c *Canonicaliser) appendInOrder(dst []byte, rec []Field) []byte {
-	b := c.b
 	dst = append(dst, '{')
 	for k := range rec {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		f := &rec[k]
-		dst = c.appendString(dst, b.Names[f.Name])
-		dst = append(dst, ':')
-		switch f.Kind {
-		case KindNull:
-			dst = append(dst, "null"...)
-		case KindString:
-			dst = c.appendString(dst, b.Text(f))
-		default:
-			dst = append(dst, b.Text(f)...)
-		}
+		dst = c.appendMember(dst, &rec[k])
 	}
 	return append(dst, '}')
 }

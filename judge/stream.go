@@ -306,19 +306,23 @@ func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
 		if n > 0 {
 			dst = append(dst, ',')
 		}
-		f := &rec[k]
-		dst = c.appendString(dst, b.Names[f.Name])
-		dst = append(dst, ':')
-		switch f.Kind {
-		case KindNull:
-			dst = append(dst, "null"...)
-		case KindString:
-			dst = c.appendString(dst, b.Text(f))
-		default:
-			dst = append(dst, b.Text(f)...)
-		}
+		dst = c.appendMember(dst, &rec[k])
 	}
 	return append(dst, '}')
+}
+
+// appendMember appends f, a field of the batch, as an object member: its
+// name, a colon and its value as canonical JSON.
+func (c *Canonicaliser) appendMember(dst []byte, f *Field) []byte {
+	dst = c.appendString(dst, c.b.Names[f.Name])
+	dst = append(dst, ':')
+	switch f.Kind {
+	case KindNull:
+		return append(dst, "null"...)
+	case KindString:
+		return c.appendString(dst, c.b.Text(f))
+	}
+	return append(dst, c.b.Text(f)...)
 }
 
 // appendString appends s as writeCanonString writes it.
