@@ -125,22 +125,7 @@ func TestJudgeBatchAgrees(t *testing.T) {
 		`{"kind": "exact_new_set", "match": {"type": "p2"}, "new_records": [{"note": "1"}, {"note": "1"}], "expected_count": 2}`,
 		`{"kind": "exact_new_set", "new_records": [], "expected_count": 0, "forbid_collateral_loss": false}`,
 	}
-	var bound []*Contract
-	for i, js := range contracts {
-		tree, err := DecodeJSON([]byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := LoadEffect(tree, "effects[0]")
-		if err != nil {
-			t.Fatalf("contract %d: %v", i, err)
-		}
-		c, err := Bind(e, nil, "effects[0]")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bound = append(bound, c)
-	}
+	bound := bindContracts(t, contracts)
 	confirmed := 0
 	for round := range 400 {
 		ordered := round%2 == 0
@@ -440,4 +425,26 @@ func TestRecordFromFields(t *testing.T) {
 			t.Errorf("%s: taken from the fields = %v, want %v", c.raw, fast, c.fast)
 		}
 	}
+}
+
+// bindContracts loads and binds each contract (JSON, no run parameters).
+func bindContracts(t *testing.T, contracts []string) []*Contract {
+	t.Helper()
+	var bound []*Contract
+	for i, js := range contracts {
+		tree, err := DecodeJSON([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := LoadEffect(tree, "effects[0]")
+		if err != nil {
+			t.Fatalf("contract %d: %v", i, err)
+		}
+		c, err := Bind(e, nil, "effects[0]")
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound = append(bound, c)
+	}
+	return bound
 }

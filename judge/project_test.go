@@ -128,22 +128,7 @@ func TestProjectionAgrees(t *testing.T) {
 		`{"kind": "exact_new_set", "match": {"patient_id": "p1"}, "identity_field": "type", "new_records": [{"note": "Zoë"}], "expected_count": 1}`,
 		`{"kind": "exact_new_set", "new_records": [], "expected_count": 0, "forbid_collateral_loss": false}`,
 	}
-	var bound []*Contract
-	for i, js := range contracts {
-		tree, err := DecodeJSON([]byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := LoadEffect(tree, "effects[0]")
-		if err != nil {
-			t.Fatalf("contract %d: %v", i, err)
-		}
-		c, err := Bind(e, nil, "effects[0]")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bound = append(bound, c)
-	}
+	bound := bindContracts(t, contracts)
 	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	decisions := map[Decision]int{}
 	partial, kept, in := 0, 0, 0
