@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,10 +21,10 @@ import (
 // indexEffects judge one read: effects 0 and 1 need the baseline (new
 // records only; collateral loss), 2 reads a field back, 3 an exact set.
 const indexEffects = `[
-  {"kind": "record_written", "match": {"p": {"param": "p"}}, "count_new_only": true, "expected_count": 2, "timeout_s": 0.1},
-  {"kind": "record_written", "match": {"type": "visit"}, "count_new_only": true, "timeout_s": 0.1},
-  {"kind": "field_equals", "match": {"id": "7"}, "field": "note", "value": "Zoë", "timeout_s": 0.1},
-  {"kind": "exact_new_set", "match": {"p": {"param": "p"}}, "new_records": [{"type": "visit"}, {"type": "lab"}], "expected_count": 2, "timeout_s": 0.1}
+  {"kind": "record_written", "match": {"p": {"param": "p"}}, "count_new_only": true, "expected_count": 2, "timeout_s": 0.02},
+  {"kind": "record_written", "match": {"type": "visit"}, "count_new_only": true, "timeout_s": 0.02},
+  {"kind": "field_equals", "match": {"id": "7"}, "field": "note", "value": "Zoë", "timeout_s": 0.02},
+  {"kind": "exact_new_set", "match": {"p": {"param": "p"}}, "new_records": [{"type": "visit"}, {"type": "lab"}], "expected_count": 2, "timeout_s": 0.02}
 ]`
 
 // indexRows makes n rows of values written several ways.
@@ -137,98 +138,117 @@ func runOf(t *testing.T, m *Manager, r *Result) (string, string) {
 // receipts' payloads, field for field.
 func TestIndexedBaselineAgreesWithWhole(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(14, 3))
+	var mu sync.Mutex
 	decided := map[judge.Decision]int{}
-	for round := range 12 {
-		tab := &table{}
-		a := &memAdapter{kind: fmt.Sprintf("index-test-%d", round), tier: 1, table: tab}
-		m := signedManager(t, a)
-		m.EvidenceKey = bytes.Repeat([]byte{byte(round + 1)}, EvidenceKeySize)
-		for _, r := range indexRows(rng, 0, 5+rng.IntN(60)) {
-			tab.add(r)
-		}
-		dep := []byte(fmt.Sprintf("effects: {kind: %s}\n", a.kind))
-		res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(indexEffects), Params: map[string]string{"p": "1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := res.SessionID
-		raw, _, err := m.Store.Session(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var md meta
-		if err := json.Unmarshal(raw, &md); err != nil {
-			t.Fatal(err)
-		}
-		if cm := md.Captures[0]; cm.Index != baselineIndexV1 || !strings.HasPrefix(cm.Digest, "hmac-sha256:") || cm.DigestKeyID != judge.KeyID(m.EvidenceKey) {
-			t.Fatalf("round %d: capture %+v is not stored as an index", round, cm)
-		}
-		marks := map[byte]int{}
-		if err := m.Store.ReadBaseline(id, 0, func(e []byte) error { marks[e[0]]++; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if len(marks) == 0 || marks[judge.IndexWhole]+marks[judge.IndexPartial] != md.Captures[0].Records || marks[judge.IndexPartial] == 0 {
-			t.Fatalf("round %d: entries %v for %d records", round, marks, md.Captures[0].Records)
-		}
-		twin := wholeTwin(t, m, a, id, nil)
-		for _, r := range indexRows(rng, 1000, rng.IntN(5)) {
-			tab.add(r)
-		}
-		if rng.IntN(3) == 0 { // a record gone: collateral loss
-			tab.mu.Lock()
-			tab.rows = tab.rows[1:]
-			tab.mu.Unlock()
-		}
-		got, err := m.Verify(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := twin.Verify(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gr, gp := runOf(t, m, got)
-		wr, wp := runOf(t, twin, want)
-		if d := cmp.Diff(wr, gr); d != "" {
-			t.Fatalf("round %d: result (-whole +index):\n%s", round, d)
-		}
-		if d := cmp.Diff(wp, gp); d != "" {
-			t.Fatalf("round %d: receipt (-whole +index):\n%s", round, d)
-		}
-		if p := openReceipt(t, m, got.Receipt); p.Baseline[0].Records != md.Captures[0].Records || p.Baseline[0].Digest != md.Captures[0].Digest {
-			t.Fatalf("round %d: baseline evidence %+v, Begin stored %+v", round, p.Baseline[0], md.Captures[0])
-		}
-		for _, e := range got.Effects {
-			decided[e.Verdict]++
-		}
-		if got.Outcome == judge.Verified {
-			continue
-		}
-		// Re-verification reads the same stored baseline.
-		tab.add(sdk.Record{"id": json.Number("5000"), "p": "1", "type": "visit"})
-		got, err = m.Reverify(context.Background(), id, "added the visit")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err = twin.Reverify(context.Background(), id, "added the visit")
-		if err != nil {
-			t.Fatal(err)
-		}
-		gr, gp = runOf(t, m, got)
-		wr, wp = runOf(t, twin, want)
-		if d := cmp.Diff(wr, gr); d != "" {
-			t.Fatalf("round %d: re-verification (-whole +index):\n%s", round, d)
-		}
-		if d := cmp.Diff(wp, gp); d != "" {
-			t.Fatalf("round %d: re-verification receipt (-whole +index):\n%s", round, d)
-		}
-		decided["reverified"]++
+	count := func(d judge.Decision) {
+		mu.Lock()
+		decided[d]++
+		mu.Unlock()
 	}
+	// The rounds are independent, each with its own random stream, and run
+	// side by side: most of a round is waiting out its effects' timeouts.
+	t.Run("rounds", func(t *testing.T) {
+		for round := range 12 {
+			t.Run(fmt.Sprint(round), func(t *testing.T) {
+				t.Parallel()
+				indexRound(t, rand.New(rand.NewPCG(14, uint64(round))), round, count)
+			})
+		}
+	})
 	if decided[judge.Confirmed] == 0 || decided[judge.Refuted] == 0 || decided["reverified"] == 0 {
 		t.Fatalf("verdicts %v: the rounds do not exercise the judge", decided)
 	}
 	t.Logf("verdicts %v", decided)
+}
+
+// indexRound is one round of TestIndexedBaselineAgreesWithWhole: a random
+// table, Begin, random changes, then Verify (and Reverify when the first
+// outcome is not VERIFIED) through the index and through a whole baseline.
+func indexRound(t *testing.T, rng *rand.Rand, round int, count func(judge.Decision)) {
+	tab := &table{}
+	a := &memAdapter{kind: fmt.Sprintf("index-test-%d", round), tier: 1, table: tab}
+	m := signedManager(t, a)
+	m.EvidenceKey = bytes.Repeat([]byte{byte(round + 1)}, EvidenceKeySize)
+	for _, r := range indexRows(rng, 0, 5+rng.IntN(60)) {
+		tab.add(r)
+	}
+	dep := []byte(fmt.Sprintf("effects: {kind: %s}\n", a.kind))
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(indexEffects), Params: map[string]string{"p": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.SessionID
+	raw, _, err := m.Store.Session(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md meta
+	if err := json.Unmarshal(raw, &md); err != nil {
+		t.Fatal(err)
+	}
+	if cm := md.Captures[0]; cm.Index != baselineIndexV1 || !strings.HasPrefix(cm.Digest, "hmac-sha256:") || cm.DigestKeyID != judge.KeyID(m.EvidenceKey) {
+		t.Fatalf("round %d: capture %+v is not stored as an index", round, cm)
+	}
+	marks := map[byte]int{}
+	if err := m.Store.ReadBaseline(id, 0, func(e []byte) error { marks[e[0]]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(marks) == 0 || marks[judge.IndexWhole]+marks[judge.IndexPartial] != md.Captures[0].Records || marks[judge.IndexPartial] == 0 {
+		t.Fatalf("round %d: entries %v for %d records", round, marks, md.Captures[0].Records)
+	}
+	twin := wholeTwin(t, m, a, id, nil)
+	for _, r := range indexRows(rng, 1000, rng.IntN(5)) {
+		tab.add(r)
+	}
+	if rng.IntN(3) == 0 { // a record gone: collateral loss
+		tab.mu.Lock()
+		tab.rows = tab.rows[1:]
+		tab.mu.Unlock()
+	}
+	got, err := m.Verify(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := twin.Verify(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, gp := runOf(t, m, got)
+	wr, wp := runOf(t, twin, want)
+	if d := cmp.Diff(wr, gr); d != "" {
+		t.Fatalf("round %d: result (-whole +index):\n%s", round, d)
+	}
+	if d := cmp.Diff(wp, gp); d != "" {
+		t.Fatalf("round %d: receipt (-whole +index):\n%s", round, d)
+	}
+	if p := openReceipt(t, m, got.Receipt); p.Baseline[0].Records != md.Captures[0].Records || p.Baseline[0].Digest != md.Captures[0].Digest {
+		t.Fatalf("round %d: baseline evidence %+v, Begin stored %+v", round, p.Baseline[0], md.Captures[0])
+	}
+	for _, e := range got.Effects {
+		count(e.Verdict)
+	}
+	if got.Outcome == judge.Verified {
+		return
+	}
+	// Re-verification reads the same stored baseline.
+	tab.add(sdk.Record{"id": json.Number("5000"), "p": "1", "type": "visit"})
+	got, err = m.Reverify(context.Background(), id, "added the visit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err = twin.Reverify(context.Background(), id, "added the visit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, gp = runOf(t, m, got)
+	wr, wp = runOf(t, twin, want)
+	if d := cmp.Diff(wr, gr); d != "" {
+		t.Fatalf("round %d: re-verification (-whole +index):\n%s", round, d)
+	}
+	if d := cmp.Diff(wp, gp); d != "" {
+		t.Fatalf("round %d: re-verification receipt (-whole +index):\n%s", round, d)
+	}
+	count("reverified")
 }
 
 // TestUnreadableIndexIsIndeterminate: anything unexpected in a stored
