@@ -14,6 +14,13 @@ import (
 // KeyedPrefix starts every keyed digest and every keyed baseline value.
 const KeyedPrefix = "hmac-sha256:"
 
+// NewKeyedHash is the HMAC-SHA-256 under key behind every keyed digest.
+func NewKeyedHash(key []byte) hash.Hash { return hmac.New(sha256.New, key) }
+
+// KeyedSum is the keyed digest of what h has been written: KeyedPrefix and
+// the hex sum.
+func KeyedSum(h hash.Hash) string { return KeyedPrefix + hex.EncodeToString(h.Sum(nil)) }
+
 // Digester turns a record into the digest a reconciliation task lists.
 type Digester func(Record) string
 
@@ -24,9 +31,9 @@ type Digester func(Record) string
 // record they hold is the one a task names.
 func KeyedDigester(key []byte) Digester {
 	return func(r Record) string {
-		mac := hmac.New(sha256.New, key)
+		mac := NewKeyedHash(key)
 		mac.Write([]byte(CanonicalJSON(r)))
-		return KeyedPrefix + hex.EncodeToString(mac.Sum(nil))
+		return KeyedSum(mac)
 	}
 }
 
@@ -82,7 +89,7 @@ const keyerCache = 1 << 17
 
 // NewKeyer returns a Keyer for key.
 func NewKeyer(key []byte) *Keyer {
-	return &Keyer{mac: hmac.New(sha256.New, key), cache: map[string]string{}}
+	return &Keyer{mac: NewKeyedHash(key), cache: map[string]string{}}
 }
 
 // token is the keyed token of one value: equal values (by canonical JSON)
@@ -98,7 +105,7 @@ func (k *Keyer) tokenOfJSON(canonical string) string {
 	k.mac.Reset()
 	k.mac.Write([]byte("verifierd baseline value\x00"))
 	k.mac.Write([]byte(canonical))
-	t := KeyedPrefix + hex.EncodeToString(k.mac.Sum(nil))
+	t := KeyedSum(k.mac)
 	if len(k.cache) < keyerCache {
 		k.cache[canonical] = t
 	}

@@ -32,6 +32,11 @@ func TestKeyedDigester(t *testing.T) {
 	if strings.Contains(got, strings.TrimPrefix(RecordDigest(rec), "sha256:")) {
 		t.Errorf("the keyed digest carries the unkeyed one")
 	}
+	h := NewKeyedHash(testKey)
+	h.Write([]byte(`{"id":"1","patient_id":"p1"}`))
+	if sum := KeyedSum(h); sum != want {
+		t.Errorf("KeyedSum = %s, want %s", sum, want)
+	}
 }
 
 func TestTasksWithKeyedDigests(t *testing.T) {

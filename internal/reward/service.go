@@ -2,9 +2,7 @@ package reward
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -450,9 +448,9 @@ func (s *Service) verdicts(req, forb []*judge.Contract, j Judged) ([]Verdict, st
 }
 
 func (s *Service) keyedDigest(purpose, text string) string {
-	mac := hmac.New(sha256.New, s.EvidenceKey)
+	mac := judge.NewKeyedHash(s.EvidenceKey)
 	mac.Write([]byte("verifierd.reward." + purpose + "\n" + text))
-	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+	return judge.KeyedSum(mac)
 }
 
 // GetReward returns a stored result by receipt id.

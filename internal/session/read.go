@@ -2,9 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"hash"
 	"sync"
 
@@ -116,7 +113,7 @@ type readStream struct {
 }
 
 func (m *Manager) newReadStream(path string, expect int, p *judge.Projection) readStream {
-	rs := readStream{RecordStream: judge.NewRecordStream(path, expect), mac: hmac.New(sha256.New, m.EvidenceDigestKey())}
+	rs := readStream{RecordStream: judge.NewRecordStream(path, expect), mac: judge.NewKeyedHash(m.EvidenceDigestKey())}
 	rs.Digest(rs.mac)
 	rs.Project(p)
 	return rs
@@ -124,7 +121,7 @@ func (m *Manager) newReadStream(path string, expect int, p *judge.Projection) re
 
 // read is the reachable read streamed, with its digest.
 func (rs readStream) read() *read {
-	d := ReadDigest{Reachable: true, Records: rs.Len(), Digest: "hmac-sha256:" + hex.EncodeToString(rs.mac.Sum(nil))}
+	d := ReadDigest{Reachable: true, Records: rs.Len(), Digest: judge.KeyedSum(rs.mac)}
 	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}, digest: &d}
 }
 
@@ -137,7 +134,7 @@ func (m *Manager) readDigestOf(r *read) ReadDigest {
 	if r.digest != nil {
 		return *r.digest
 	}
-	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
+	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
 	b := r.snap.Batch
 	n := b.Len()
 	canon := b.Canonicaliser()
@@ -146,5 +143,5 @@ func (m *Manager) readDigestOf(r *read) ReadDigest {
 		buf = append(canon.Append(buf[:0], i), '\n')
 		mac.Write(buf)
 	}
-	return ReadDigest{Reachable: true, Records: n, Digest: "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))}
+	return ReadDigest{Reachable: true, Records: n, Digest: judge.KeyedSum(mac)}
 }

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -46,9 +45,9 @@ func (m *Manager) EvidenceDigestKey() []byte { return m.evidenceKey() }
 // evidence key: it proves which exact bytes were seen without disclosing a
 // guessable value to anyone without the key.
 func (m *Manager) KeyedDigest(data []byte) string {
-	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
+	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
 	mac.Write(data)
-	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+	return judge.KeyedSum(mac)
 }
 
 // stepEvidence is what a Verify saw, for the receipt: never values, only
@@ -79,12 +78,12 @@ func (m *Manager) readDigest(s judge.Snapshot) ReadDigest {
 	if !s.Reachable {
 		return ReadDigest{}
 	}
-	mac := hmac.New(sha256.New, m.EvidenceDigestKey())
+	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
 	for _, r := range s.Records {
 		mac.Write([]byte(judge.CanonicalJSON(r)))
 		mac.Write([]byte{'\n'})
 	}
-	return ReadDigest{Reachable: true, Records: len(s.Records), Digest: "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))}
+	return ReadDigest{Reachable: true, Records: len(s.Records), Digest: judge.KeyedSum(mac)}
 }
 
 // terminalOutcome is FAILED_PLATFORM when the step is not verified and

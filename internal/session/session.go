@@ -9,9 +9,7 @@ package session
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -621,7 +619,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 	var ix *judge.Indexer
 	var mac hash.Hash
 	if !redaction.Active() {
-		mac = hmac.New(sha256.New, m.EvidenceDigestKey())
+		mac = judge.NewKeyedHash(m.EvidenceDigestKey())
 		ix = judge.NewIndexer(judge.ProjectBaseline(group), mac)
 	}
 	count, size := 0, 0
@@ -655,7 +653,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		// A record that did not decode is stored as it arrived, and no
 		// digest: Verify finds the baseline unreadable, as it would have
 		// found the record.
-		out.digest = "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+		out.digest = judge.KeyedSum(mac)
 	}
 	return out, nil
 }
