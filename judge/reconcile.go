@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 )
 
@@ -188,7 +188,7 @@ func PlanCompensation(c *Contract, v *Verdict) (*CompensationPlan, error) {
 		seen[id] = true
 		ks[i] = keyed{id, r}
 	}
-	sort.SliceStable(ks, func(i, j int) bool { return identityLess(ks[i].id, ks[j].id) })
+	slices.SortStableFunc(ks, func(a, b keyed) int { return compareIdentities(a.id, b.id) })
 	plan := &CompensationPlan{}
 	for i, k := range ks {
 		if i < c.ExpectedCount {
@@ -200,8 +200,8 @@ func PlanCompensation(c *Contract, v *Verdict) (*CompensationPlan, error) {
 	return plan, nil
 }
 
-// identityLess orders identities numerically when both are integers, and by
-// text otherwise (integers first): the order the merge join expects.
-func identityLess(a, b string) bool {
-	return cmpOrd(makeOrdID(a), makeOrdID(b)) < 0
+// compareIdentities orders identities numerically when both are integers,
+// and by text otherwise (integers first): the order the merge join expects.
+func compareIdentities(a, b string) int {
+	return cmpOrd(makeOrdID(a), makeOrdID(b))
 }

@@ -14,7 +14,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -466,6 +465,6 @@ func (f *sftpFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	for i, fi := range infos {
 		entries[i] = fs.FileInfoToDirEntry(fi)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return entries, nil
 }

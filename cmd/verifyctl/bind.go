@@ -8,9 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -270,11 +270,7 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 	}
 	secret := w.SecretParams()
 	policy := workflow.Resolve(w.Policy)
-	names := make([]string, 0, len(b.notCompared))
-	for p := range b.notCompared {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(b.notCompared))
 	for _, p := range names {
 		if _, ok := w.Params[p]; !ok {
 			add("not_compared."+p, "parameter %q is not declared in the workflow's params", p)
@@ -325,11 +321,7 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 				add(epath+"."+where, "a %s must select its records through a run parameter, or another run's record would pass; write e.g. match: {code: {param: claim_no}}", e.Kind)
 			}
 			refs := workflow.ReferencedParams(e)
-			params := make([]string, 0, len(refs))
-			for p := range refs {
-				params = append(params, p)
-			}
-			sort.Strings(params)
+			params := slices.Sorted(maps.Keys(refs))
 			for _, p := range params {
 				switch {
 				case secret[p]:

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/verifierd/verifierd/internal/workflow"
@@ -237,11 +238,8 @@ func sortFindings(w *workflow.Workflow, fs []lintFinding) []lintFinding {
 		}
 		return *f.Effect
 	}
-	sort.SliceStable(fs, func(a, b int) bool {
-		if order[fs[a].Step] != order[fs[b].Step] {
-			return order[fs[a].Step] < order[fs[b].Step]
-		}
-		return effect(fs[a]) < effect(fs[b])
+	slices.SortStableFunc(fs, func(a, b lintFinding) int {
+		return cmp.Or(cmp.Compare(order[a.Step], order[b.Step]), cmp.Compare(effect(a), effect(b)))
 	})
 	return fs
 }

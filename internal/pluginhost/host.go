@@ -22,10 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -191,7 +192,7 @@ func (h *Host) Kinds() []string {
 			kinds = append(kinds, k)
 		}
 	}
-	sort.Strings(kinds)
+	slices.Sort(kinds)
 	return kinds
 }
 
@@ -223,11 +224,7 @@ func (s Spec) key() string {
 	io.WriteString(h, s.Kind+"\x00")
 	h.Write(s.ConfigJSON)
 	fmt.Fprintf(h, "\x00%d", s.EffectTimeout)
-	keys := make([]string, 0, len(s.Secrets))
-	for k := range s.Secrets {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(s.Secrets))
 	for _, k := range keys {
 		fmt.Fprintf(h, "\x00%q=%q", k, s.Secrets[k])
 	}

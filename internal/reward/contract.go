@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -195,7 +194,7 @@ func LoadContract(name, dir string, trust Trust) (*Contract, error) {
 		seen[k] = true
 	}
 	c.IdentityKeys = append([]string(nil), f.IdentityKeys...)
-	sort.Strings(c.IdentityKeys)
+	slices.Sort(c.IdentityKeys)
 	if len(f.Components) == 0 {
 		f.Components = []Component{{Name: "terminal_effect", Weight: 1}}
 	}
@@ -210,7 +209,7 @@ func LoadContract(name, dir string, trust Trust) (*Contract, error) {
 		cseen[comp.Name] = true
 	}
 	c.Components = append([]Component(nil), f.Components...)
-	sort.Slice(c.Components, func(i, j int) bool { return c.Components[i].Name < c.Components[j].Name })
+	slices.SortFunc(c.Components, func(a, b Component) int { return strings.Compare(a.Name, b.Name) })
 
 	c.Scoring = Scoring{VerifiedReward: 1, WrongEffectReward: -1, UncertainEpisodes: unscoredPolicy, PlatformFailures: unscoredPolicy}
 	if s := f.Scoring; s != nil {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/verifierd/verifierd/judge"
@@ -213,7 +213,7 @@ func (cp *Corpus) mutableField() string {
 			names = append(names, k)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	if len(names) == 0 {
 		return ""
 	}
@@ -240,7 +240,7 @@ func (cp *Corpus) FaultClasses() []string {
 	if forb > 0 {
 		out = append(out, FaultForbiddenPresent)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -3,8 +3,9 @@ package reward
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -106,11 +107,7 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 	if !ok {
 		return nil, refuse(CodeInvalidEpisode, "the descriptor must be a JSON object")
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		if !descriptorKeys[k] {
 			return nil, refuse(CodeInvalidEpisode, "unknown key %q; a descriptor has episode_id, policy_checkpoint_id, policy_update, reward_contract_digest and optionally oracle_identity, runtime_signal, metadata, task_id, environment_id, schema_version", clip(k))
@@ -188,11 +185,7 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 func forbiddenKey(v any) string {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(x))
 		for _, k := range keys {
 			if forbiddenMeta[strings.ToLower(k)] {
 				return k

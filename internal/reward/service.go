@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -210,7 +210,7 @@ func checkIdentity(c *Contract, identity map[string]string) error {
 			extra = append(extra, clip(k))
 		}
 	}
-	sort.Strings(extra)
+	slices.Sort(extra)
 	if len(extra) > 0 || len(missing) > 0 {
 		return refuse(CodeIdentityMismatch, "oracle_identity must have exactly the keys %s (missing: %s; not identity keys: %s)",
 			strings.Join(c.IdentityKeys, ", "), strings.Join(missing, ", "), strings.Join(extra, ", "))
@@ -443,7 +443,7 @@ func (s *Service) verdicts(req, forb []*judge.Contract, j Judged) ([]Verdict, st
 	for i, v := range j.Forbidden {
 		add("forbidden_effects", i, forb[i], v)
 	}
-	sort.Strings(evidence)
+	slices.Sort(evidence)
 	return out, s.keyedDigest("evidence", strings.Join(evidence, "\n"))
 }
 

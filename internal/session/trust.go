@@ -3,7 +3,8 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/workflow"
@@ -25,11 +26,7 @@ func LoadWorkflows(d *config.Daemon) (map[string]*workflow.Workflow, error) {
 	if d == nil {
 		return out, nil
 	}
-	names := make([]string, 0, len(d.Workflows))
-	for name := range d.Workflows {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(d.Workflows))
 	for _, name := range names {
 		w, err := workflow.Load(d.Workflows[name])
 		if err != nil {
@@ -168,11 +165,7 @@ func checkInline(dep *config.Deployment) error {
 			path = "deployment.effects"
 		}
 		if len(c.Secrets) > 0 {
-			slots := make([]string, 0, len(c.Secrets))
-			for slot := range c.Secrets {
-				slots = append(slots, slot)
-			}
-			sort.Strings(slots)
+			slots := slices.Sorted(maps.Keys(c.Secrets))
 			return &Error{Kind: Denied, Code: CodeInlineSecretRefused, Path: path + "." + slots[0],
 				Message: "an inline deployment may reference no secret; register the deployment in the daemon config (deployments:) and name it with --deployment-name"}
 		}

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -355,11 +356,8 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 			}
 		}
 	}
-	for id := range lost {
-		res.LostSessions = append(res.LostSessions, id)
-	}
-	sort.Strings(res.LostSessions)
-	sort.Strings(res.LostResults)
-	sort.Strings(res.LostBaselines)
+	res.LostSessions = slices.Sorted(maps.Keys(lost))
+	slices.Sort(res.LostResults)
+	slices.Sort(res.LostBaselines)
 	return res, nil
 }

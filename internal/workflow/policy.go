@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
@@ -226,7 +225,7 @@ func CheckContracts(p Effective, effects []judge.Effect, secret map[string]bool,
 				names = append(names, n)
 			}
 		}
-		sort.Strings(names)
+		slices.Sort(names)
 		for _, n := range names {
 			out = append(out, Finding{Code: CodeSecretParamInContract, Effect: i, Path: epath,
 				Message: fmt.Sprintf("the contract references the secret parameter %q; a contract is hashed, stored and shown as evidence, so it may not carry a secret; compare a non-secret field instead", n)})

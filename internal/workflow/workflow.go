@@ -10,9 +10,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
@@ -340,11 +340,7 @@ func validName(s string) bool {
 // path) and the keys allowed there. Keys are checked in sorted order, so the
 // refusal is the same on every run.
 func CheckKeys(m map[string]any, allowed []string, path string) error {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		if !slices.Contains(allowed, k) {
 			p := k

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -133,11 +134,7 @@ func BindJSON(raw json.RawMessage, path string, params map[string]string) (strin
 // each entry's path is path.name. Entries are read in name order, so the
 // first refusal is stable.
 func BindMap(raw map[string]json.RawMessage, path string, params map[string]string) (map[string]string, error) {
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(raw))
 	out := make(map[string]string, len(raw))
 	for _, k := range names {
 		v, err := BindJSON(raw[k], join(path, k), params)
@@ -265,10 +262,7 @@ type Values struct {
 // refusal is stable.
 func ParseMap(raw map[string]json.RawMessage, path string) (Values, error) {
 	vs := Values{path: path, m: make(map[string]Value, len(raw))}
-	for k := range raw {
-		vs.names = append(vs.names, k)
-	}
-	sort.Strings(vs.names)
+	vs.names = slices.Sorted(maps.Keys(raw))
 	for _, k := range vs.names {
 		v, err := ParseJSON(raw[k], join(path, k))
 		if err != nil {
