@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,7 +24,7 @@ func startXvfb(t *testing.T) string {
 		t.Skip("no Xvfb: install Debian's xvfb (scripts/deps.sh)")
 	}
 	for n := 60; n < 100; n++ {
-		if _, err := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n)); err == nil {
+		if displayTaken(n) {
 			continue
 		}
 		cmd := exec.Command("/usr/bin/Xvfb", fmt.Sprintf(":%d", n), "-screen", "0", "1024x768x24", "-nolisten", "tcp")
@@ -43,7 +44,7 @@ func startXvfb(t *testing.T) string {
 				break
 			}
 			if _, err := os.Stat(socket); err == nil {
-				t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+				t.Cleanup(func() { stopXvfb(cmd, exited) })
 				return fmt.Sprintf(":%d", n)
 			}
 		}
@@ -52,6 +53,33 @@ func startXvfb(t *testing.T) string {
 	}
 	t.Fatal("no free X display number")
 	return ""
+}
+
+// displayTaken: display n's lock file names a live process. Xvfb itself
+// replaces a lock whose process is gone.
+func displayTaken(n int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/tmp/.X%d-lock", n))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return true // not a lock we can judge: leave it alone
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+// stopXvfb stops Xvfb with SIGTERM, so that it removes its lock file and
+// socket (a killed Xvfb leaves both behind), and kills it if it has not
+// gone within five seconds.
+func stopXvfb(cmd *exec.Cmd, exited <-chan struct{}) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
 }
 
 // kiosk shows url full screen on display in a Chromium of its own, as a

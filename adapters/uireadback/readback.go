@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -108,33 +106,16 @@ func (rb *readback) refusalError() error {
 func (rb *readback) steps(ctx context.Context, res *readResult) error {
 	go rb.Network.Answer(ctx)
 
-	guard := func(ctx context.Context, t *chromedp.Target) (page.ScriptIdentifier, error) {
-		if rb.noPageGuard {
-			return "", nil
-		}
-		r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: cdpguard.PageGuardJS(rb.Binding, rb.policy.allowedPosts())})
-		return r.Identifier, err
-	}
 	var script page.ScriptIdentifier
 	err := rb.timed(ctx, "installing the read-only guards", func(ctx context.Context) error {
 		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: rb.Binding}); err != nil {
-				return err
-			}
 			var err error
-			if script, err = guard(ctx, t); err != nil {
-				return err
-			}
-			if _, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
-				return err
-			}
-			if _, err := cdp.Call(ctx, t, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
-				return err
-			}
-			if rb.noNetworkGuard {
-				return nil
-			}
-			_, err = cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}})
+			script, err = rb.Install(ctx, t, cdpguard.Setup{
+				AllowedPosts:        rb.policy.allowedPosts(),
+				BypassServiceWorker: true,
+				NoPageGuard:         rb.noPageGuard,
+				NoNetworkGuard:      rb.noNetworkGuard,
+			})
 			return err
 		}))
 	})
@@ -159,7 +140,7 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 			if _, err := cdp.Call(ctx, t, page.RemoveScriptToEvaluateOnNewDocument, page.RemoveScriptToEvaluateOnNewDocumentParams{Identifier: script}); err != nil {
 				return err
 			}
-			_, err := guard(ctx, t)
+			_, err := rb.PageGuard(ctx, t, rb.policy.allowedPosts())
 			return err
 		}))
 	})

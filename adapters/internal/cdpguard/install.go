@@ -1,0 +1,62 @@
+package cdpguard
+
+import (
+	"context"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+)
+
+// Setup says how Install sets a tab's guards up.
+type Setup struct {
+	// AllowedPosts are the POST paths the page guard lets through
+	// (PageGuardJS).
+	AllowedPosts []string
+	// BypassServiceWorker sends every request to the network, where the
+	// network guard sees it, rather than to a service worker.
+	BypassServiceWorker bool
+	// NoPageGuard and NoNetworkGuard switch one guard off; only tests set
+	// them, to show that the other guard alone stops a write.
+	NoPageGuard, NoNetworkGuard bool
+}
+
+// Install sets the guards up in the tab t before it loads anything: the
+// page guard's reporting binding and script, no HTTP cache, and every
+// request paused for the network guard. It returns the page guard script's
+// identifier, empty when there is none.
+func (g *Guards) Install(ctx context.Context, t cdp.Session, s Setup) (page.ScriptIdentifier, error) {
+	if _, err := cdp.Call(ctx, t, runtime.AddBinding, runtime.AddBindingParams{Name: g.Binding}); err != nil {
+		return "", err
+	}
+	var script page.ScriptIdentifier
+	if !s.NoPageGuard {
+		var err error
+		if script, err = g.PageGuard(ctx, t, s.AllowedPosts); err != nil {
+			return "", err
+		}
+	}
+	if _, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+		return "", err
+	}
+	if s.BypassServiceWorker {
+		if _, err := cdp.Call(ctx, t, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
+			return "", err
+		}
+	}
+	if !s.NoNetworkGuard {
+		if _, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+			return "", err
+		}
+	}
+	return script, nil
+}
+
+// PageGuard adds the page guard, reporting to g.Binding and letting through
+// POSTs to allowed, to every document the tab t loads from now on.
+func (g *Guards) PageGuard(ctx context.Context, t cdp.Session, allowed []string) (page.ScriptIdentifier, error) {
+	r, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: PageGuardJS(g.Binding, allowed)})
+	return r.Identifier, err
+}
