@@ -84,7 +84,7 @@ type Binding[B any] func(params map[string]string) (B, error)
 // CheckParams binds params as a call would, without reading, and returns
 // the refusal (a *ConfigError) that call would.
 func (b Binding[B]) CheckParams(_ context.Context, params map[string]string) error {
-	_, err := b(params)
+	_, err := b.bind(params)
 	return err
 }
 
@@ -92,11 +92,20 @@ func (b Binding[B]) CheckParams(_ context.Context, params map[string]string) err
 // returned as the error, before anything is read; otherwise probe runs with
 // the bound value and its answer is TestConnection's.
 func (b Binding[B]) Test(ctx context.Context, req TestRequest, probe func(ctx context.Context, bound B) (TestResult, error)) (TestResult, error) {
-	v, err := b(req.Params)
+	v, err := b.bind(req.Params)
 	if err != nil {
 		return TestResult{}, err
 	}
 	return probe(ctx, v)
+}
+
+// bind is b(params), or an error for a Binding never set.
+func (b Binding[B]) bind(params map[string]string) (B, error) {
+	if b == nil {
+		var zero B
+		return zero, errors.New("the adapter embeds sdk.Binding but never sets it to its bind function")
+	}
+	return b(params)
 }
 
 // Base is what an adapter that writes its own Configure embeds (Define

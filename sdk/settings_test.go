@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -110,5 +111,16 @@ func TestBindingChecksAndTests(t *testing.T) {
 	}
 	if len(s.probed) != 1 {
 		t.Errorf("probed %q; want one probe, never with a refused binding", s.probed)
+	}
+}
+
+func TestBindingNeverSet(t *testing.T) {
+	t.Parallel()
+	s := &boundSettings{}
+	if err := s.CheckParams(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "never sets it") {
+		t.Errorf("CheckParams on an unset Binding = %v; want an error saying so", err)
+	}
+	if res, err := s.Test(t.Context(), sdk.TestRequest{}, s.probe); err == nil || res.Reachable || len(s.probed) != 0 {
+		t.Errorf("Test on an unset Binding = %+v, %v (probed %q); want an error and no probe", res, err, s.probed)
 	}
 }
