@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -65,5 +66,61 @@ func TestReadLogForgetsTheOldest(t *testing.T) {
 	zero.Put("x", "y")
 	if v, ok := zero.Get("x"); !ok || v != "y" {
 		t.Errorf("the zero ReadLog: %q, %v", v, ok)
+	}
+}
+
+// boundSettings bind their run parameter "id" into a path, through an
+// embedded Binding.
+type boundSettings struct {
+	sdk.Binding[string]
+	probed []string
+}
+
+func (s *boundSettings) path(params map[string]string) (string, error) {
+	id, ok := params["id"]
+	if !ok {
+		return "", &sdk.ConfigError{Path: "path", Message: "run parameter id is missing"}
+	}
+	return "/records/" + id, nil
+}
+
+func (s *boundSettings) probe(_ context.Context, path string) (sdk.TestResult, error) {
+	s.probed = append(s.probed, path)
+	return sdk.TestResult{Reachable: true, Message: "read " + path}, nil
+}
+
+func TestBindingChecksAndTests(t *testing.T) {
+	t.Parallel()
+	s := &boundSettings{}
+	s.Binding = s.path
+	var pc sdk.ParamChecker = s // the embedded Binding answers CheckParams
+	if err := pc.CheckParams(t.Context(), map[string]string{"id": "7"}); err != nil {
+		t.Errorf("CheckParams(id=7) = %v; want nil", err)
+	}
+	err := pc.CheckParams(t.Context(), nil)
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path" {
+		t.Errorf("CheckParams(no id) = %v; want the bind's ConfigError at path", err)
+	}
+	res, err := s.Test(t.Context(), sdk.TestRequest{Params: map[string]string{"id": "7"}}, s.probe)
+	if err != nil || !res.Reachable || res.Message != "read /records/7" {
+		t.Errorf("Test(id=7) = %+v, %v; want the probe's answer on /records/7", res, err)
+	}
+	res, err = s.Test(t.Context(), sdk.TestRequest{}, s.probe)
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path" || res.Reachable {
+		t.Errorf("Test(no id) = %+v, %v; want the bind's ConfigError", res, err)
+	}
+	if len(s.probed) != 1 {
+		t.Errorf("probed %q; want one probe, never with a refused binding", s.probed)
+	}
+}
+
+func TestBindingNeverSet(t *testing.T) {
+	t.Parallel()
+	s := &boundSettings{}
+	if err := s.CheckParams(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "never sets it") {
+		t.Errorf("CheckParams on an unset Binding = %v; want an error saying so", err)
+	}
+	if res, err := s.Test(t.Context(), sdk.TestRequest{}, s.probe); err == nil || res.Reachable || len(s.probed) != 0 {
+		t.Errorf("Test on an unset Binding = %+v, %v (probed %q); want an error and no probe", res, err, s.probed)
 	}
 }

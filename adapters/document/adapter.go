@@ -181,20 +181,10 @@ func (s *settings) Read(ctx context.Context, _ sdk.CaptureRequest) (sdk.Capture,
 	}
 	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
 		defer r.Close()
-		for _, e := range entries {
-			if err := ctx.Err(); err != nil {
-				yield(nil, fmt.Errorf("reading the documents under %s: %w", s.root, err))
-				return
-			}
-			rec, err := s.readDocument(ctx, r, e, at)
-			if err != nil {
-				yield(nil, fmt.Errorf("reading document %s: %w", e.Rel, err))
-				return
-			}
-			if rec != nil && !yield(rec, nil) {
-				return
-			}
-		}
+		rel := func(e filewalk.Entry) string { return e.Rel }
+		filewalk.Stream(ctx, yield, s.root, "document", entries, rel, func(e filewalk.Entry) (sdk.Record, error) {
+			return s.readDocument(ctx, r, e, at)
+		})
 	}}, nil
 }
 

@@ -155,25 +155,15 @@ func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest, after bo
 	}
 	return sdk.Capture{Reachable: true, At: at, Records: func(yield func(sdk.Record, error) bool) {
 		defer box.close()
-		for _, f := range files {
-			if err := ctx.Err(); err != nil {
-				yield(nil, fmt.Errorf("reading the messages under %s: %w", s.root, err))
-				return
-			}
+		read := func(f listed) (sdk.Record, error) {
 			rec, recipients, err := s.readFile(box, f, at)
-			if err != nil {
-				yield(nil, fmt.Errorf("reading message %s: %w", f.rel, err))
-				return
+			if rec != nil {
+				leaks.add(rec, recipients)
 			}
-			if rec == nil {
-				continue
-			}
-			leaks.add(rec, recipients)
-			if !yield(rec, nil) {
-				return
-			}
+			return rec, err
 		}
-		if leaks != nil {
+		rel := func(f listed) string { return f.rel }
+		if filewalk.Stream(ctx, yield, s.root, "message", files, rel, read) && leaks != nil {
 			s.ledger.Put(req.CaptureID, leaks.found)
 		}
 	}}, nil

@@ -31,6 +31,9 @@ var resourceTypeRE = regexp.MustCompile(`^[A-Z][A-Za-z]{1,63}$`)
 
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
+	// Binding binds a call's run parameters into the search (firstURL),
+	// and answers CheckParams with it.
+	sdk.Binding[*url.URL]
 	base     *url.URL
 	search   url.Values   // search_params
 	exprs    param.Values // search_param_exprs, bound per call
@@ -51,6 +54,7 @@ var New = sdk.Define(info, configure)
 // search.
 func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	s := &settings{typ: cfg.ResourceType}
+	s.Binding = s.firstURL
 	var err error
 	if s.base, err = cfg.URL(); err != nil {
 		return nil, err
@@ -143,13 +147,6 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	return u, nil
 }
 
-// CheckParams binds a session's run parameters into the search without
-// reading.
-func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
-	_, err := s.firstURL(params)
-	return err
-}
-
 // checkSearchParams refuses a run parameter that would widen the search.
 // url.Values query-escapes every value, so none can add a parameter; but a
 // comma inside a FHIR search value means OR (patient=a,b reads both
@@ -175,10 +172,11 @@ func checkSearchParams(exprs param.Values, bound map[string]string) error {
 
 // TestConnection runs the search's first page and reports what came back.
 func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	first, err := s.firstURL(req.Params)
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+	return s.Test(ctx, req, s.probe)
+}
+
+// probe reads the search's first page at first.
+func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
 	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
 		pg, why := s.reader(first).fetch(ctx)
 		if why != "" {

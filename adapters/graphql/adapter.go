@@ -29,6 +29,9 @@ type config struct {
 
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
+	// Binding binds a call's run parameters to the query's variables and
+	// encodes the request body (body), and answers CheckParams with it.
+	sdk.Binding[[]byte]
 	endpoint *url.URL
 	query    string       // graphql_query
 	rq       *readQuery   // its parse
@@ -55,6 +58,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
 	}
 	s := &settings{}
+	s.Binding = s.body
 	var err error
 	if s.endpoint, err = cfg.URL(); err != nil {
 		return nil, err
@@ -73,10 +77,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	if s.records, err = recordsPath(cfg.RecordsPath, rq); err != nil {
 		return nil, err
 	}
-	if s.creds, err = cfg.Auth.Credentials(req.Secrets); err != nil {
-		return nil, err
-	}
-	if s.client, s.warnings, err = cfg.Client(s.endpoint, s.creds); err != nil {
+	if s.creds, s.client, s.warnings, err = cfg.Connect(s.endpoint, cfg.Auth, req.Secrets); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -117,10 +118,11 @@ func variablesError(bad string, err error) error {
 
 // TestConnection runs the query once and reports what came back.
 func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	body, err := s.body(req.Params)
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+	return s.Test(ctx, req, s.probe)
+}
+
+// probe posts the query with body once.
+func (s *settings) probe(ctx context.Context, body []byte) (sdk.TestResult, error) {
 	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
 		recs, why := s.read(ctx, body)
 		return why, fmt.Sprintf("%s answered the query with %d records at %s using %s", httpx.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
@@ -235,11 +237,4 @@ func (s *settings) body(params map[string]string) ([]byte, error) {
 		return nil, fmt.Errorf("graphql adapter: encoding the request: %w", err)
 	}
 	return b, nil
-}
-
-// CheckParams binds a session's run parameters to the query's variables
-// without reading.
-func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
-	_, err := s.body(params)
-	return err
 }

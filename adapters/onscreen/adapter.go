@@ -19,12 +19,19 @@ const Description = "reads the acting application's own screen (a Chromium the a
 // Adapter reads marked fields off the application's screen.
 type Adapter struct {
 	settings sdk.Settings[settings]
+	// Binding binds a call's run parameters into the re-navigation and the
+	// fields (bound), and answers CheckParams with it.
+	sdk.Binding[*settings]
 }
 
 var _ sdk.Adapter = (*Adapter)(nil)
 
 // New returns an unconfigured adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter { return &Adapter{} }
+func New() sdk.Adapter {
+	a := &Adapter{}
+	a.Binding = a.bound
+	return a
+}
 
 // Info declares the mechanism. Before Configure it claims the strongest
 // tier an on-screen read can have (3, the kind's floor); after Configure it
@@ -73,22 +80,16 @@ func (a *Adapter) bound(params map[string]string) (*settings, error) {
 	return s, err
 }
 
-// CheckParams binds a session's run parameters into the re-navigation and
-// the fields without opening anything.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	_, err := a.bound(params)
-	return err
-}
-
 // TestConnection reaches the application's browser. For tier 3 it does one
 // read-back (re-navigation under the read-only guards); for tier 4 it only
 // finds the application's tab, since the screen the save will leave does
 // not exist yet.
 func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	s, err := a.bound(req.Params)
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+	return a.Test(ctx, req, a.test)
+}
+
+// test is TestConnection with the run parameters bound into s.
+func (a *Adapter) test(ctx context.Context, s *settings) (sdk.TestResult, error) {
 	start := time.Now()
 	if s.tier == sdk.TierScreenConsistency {
 		// Before the save the screen shows the form, not the record:

@@ -37,6 +37,9 @@ type pagination struct {
 
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
+	// Binding binds a call's run parameters into records_path (firstURL),
+	// and answers CheckParams with it.
+	sdk.Binding[*url.URL]
 	base       *url.URL
 	tmpl       *pathTemplate // records_path
 	values     param.Values  // path_params, bound per call
@@ -63,6 +66,7 @@ var New = sdk.Define(info, configure)
 // records_path.
 func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	s := &settings{}
+	s.Binding = s.firstURL
 	var err error
 	if s.base, err = cfg.URL(); err != nil {
 		return nil, err
@@ -99,10 +103,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	if err := s.parsePagination(cfg.Pagination); err != nil {
 		return nil, err
 	}
-	if s.creds, err = cfg.Auth.Credentials(req.Secrets); err != nil {
-		return nil, err
-	}
-	if s.client, s.warnings, err = cfg.Client(s.base, s.creds); err != nil {
+	if s.creds, s.client, s.warnings, err = cfg.Connect(s.base, cfg.Auth, req.Secrets); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -164,19 +165,13 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	return u, nil
 }
 
-// CheckParams binds a session's run parameters into records_path without
-// reading.
-func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
-	_, err := s.firstURL(params)
-	return err
-}
-
 // TestConnection reads the first page and reports what came back.
 func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	first, err := s.firstURL(req.Params)
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
+	return s.Test(ctx, req, s.probe)
+}
+
+// probe reads the first page at first.
+func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
 	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
 		recs, _, why := s.pager(first).fetch(ctx)
 		return why, fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",

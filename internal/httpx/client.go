@@ -104,6 +104,22 @@ func (e Endpoint) Client(base *url.URL, creds Credentials) (*http.Client, []stri
 	return client, warnings, nil
 }
 
+// Connect is the client side of a section with an `auth:` map: it reads
+// auth (nil: none) with the values the daemon delivered in secrets and
+// builds the client for base (Client), returning the credentials to send,
+// the client and the warnings of settings that work but weaken the read.
+func (e Endpoint) Connect(base *url.URL, auth *Auth, secrets map[string]string) (Credentials, *http.Client, []string, error) {
+	creds, err := auth.Credentials(secrets)
+	if err != nil {
+		return Credentials{}, nil, nil, err
+	}
+	client, warnings, err := e.Client(base, creds)
+	if err != nil {
+		return Credentials{}, nil, nil, err
+	}
+	return creds, client, warnings, nil
+}
+
 // SameOrigin reports whether u has base's scheme, host and port.
 func SameOrigin(u, base *url.URL) bool {
 	return strings.EqualFold(u.Scheme, base.Scheme) && strings.EqualFold(hostPort(u), hostPort(base))

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -86,5 +87,33 @@ func TestFollowStaysOnOrigin(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("Follow(%q) = %v; want allowed=%v", ref, err, ok)
 		}
+	}
+}
+
+func TestConnect(t *testing.T) {
+	t.Parallel()
+	base, err := url.Parse("http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e Endpoint
+	creds, client, warnings, err := e.Connect(base, &Auth{BearerEnv: new("TOKEN")}, map[string]string{"auth.bearer_env": "t0k"})
+	if err != nil || client == nil || creds.Scheme() != "a bearer token" {
+		t.Fatalf("Connect = %v, %v, %v; want a client sending a bearer token", creds.Scheme(), client, err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "unencrypted") {
+		t.Errorf("warnings %q; want the one about credentials over http://", warnings)
+	}
+	creds, _, warnings, err = e.Connect(base, nil, nil)
+	if err != nil || !creds.None() || len(warnings) != 0 {
+		t.Errorf("Connect without auth = %v, %q, %v; want no credentials and no warnings", creds.Scheme(), warnings, err)
+	}
+	_, _, _, err = e.Connect(base, &Auth{BearerEnv: new("TOKEN")}, nil)
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "auth.bearer_env" {
+		t.Errorf("Connect with no secret delivered = %v; want a ConfigError at auth.bearer_env", err)
+	}
+	_, _, _, err = Endpoint{CAFile: "/nonexistent/ca.pem"}.Connect(base, nil, nil)
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "ca_file" {
+		t.Errorf("Connect with an unreadable ca_file = %v; want a ConfigError at ca_file", err)
 	}
 }

@@ -3,12 +3,15 @@ package filewalk
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/sdk"
 )
 
 func TestCompileRefusals(t *testing.T) {
@@ -104,5 +107,55 @@ func TestParseWindow(t *testing.T) {
 		if _, err := ParseWindow(json.Number(bad)); err == nil {
 			t.Errorf("ParseWindow(%s) accepted", bad)
 		}
+	}
+}
+
+func TestStream(t *testing.T) {
+	t.Parallel()
+	files := []string{"a", "skip", "b", "bad", "c"}
+	rel := func(f string) string { return "sub/" + f }
+	read := func(f string) (sdk.Record, error) {
+		switch f {
+		case "skip":
+			return nil, nil
+		case "bad":
+			return nil, errors.New("disk failed")
+		}
+		return sdk.Record{"id": f}, nil
+	}
+	collect := func(ctx context.Context, stopAfter int) ([]string, []string, bool) {
+		var ids, errs []string
+		done := Stream(ctx, func(rec sdk.Record, err error) bool {
+			if err != nil {
+				errs = append(errs, err.Error())
+				return false
+			}
+			id, _ := rec["id"].(string)
+			ids = append(ids, id)
+			return len(ids) < stopAfter
+		}, "/data", "document", files, rel, read)
+		return ids, errs, done
+	}
+	ids, errs, done := collect(t.Context(), 10)
+	if diff := cmp.Diff([]string{"a", "b"}, ids); diff != "" || done {
+		t.Errorf("records (-want +got):\n%s; completed %v, want false", diff, done)
+	}
+	if diff := cmp.Diff([]string{"reading document sub/bad: disk failed"}, errs); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+	ids, errs, done = collect(t.Context(), 1)
+	if len(ids) != 1 || len(errs) != 0 || done {
+		t.Errorf("a consumer stopping after one record: %q, %q, completed %v; want [a], no error, false", ids, errs, done)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	ids, errs, done = collect(ctx, 10)
+	if diff := cmp.Diff([]string{"reading the documents under /data: context canceled"}, errs); diff != "" || len(ids) != 0 || done {
+		t.Errorf("a cancelled capture: records %q, completed %v, errors (-want +got):\n%s", ids, done, diff)
+	}
+	files = []string{"a", "skip", "c"}
+	ids, errs, done = collect(t.Context(), 10)
+	if diff := cmp.Diff([]string{"a", "c"}, ids); diff != "" || len(errs) != 0 || !done {
+		t.Errorf("records (-want +got):\n%s; errors %q, completed %v, want none and true", diff, errs, done)
 	}
 }

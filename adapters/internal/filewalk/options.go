@@ -1,6 +1,7 @@
 package filewalk
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -70,4 +71,31 @@ func ProbeRoot(root string, list func(fs.FS) (int, error), describe func(count i
 	}
 	r.Close()
 	return sdk.TestResult{Reachable: true, Message: fmt.Sprintf("root %s is readable%s", root, describe(n)), Latency: latency}
+}
+
+// Stream yields the record of each listed file, in the listing's order,
+// into a capture's record stream (yield): read returns a file's record, or
+// nil to pass over it (it vanished since it was listed, or is not a regular
+// file). ctx is checked before each file. noun is what one file is
+// ("document") and rel a file's path below root, for the errors: a capture
+// whose ctx ended yields "reading the <noun>s under <root>: <cause>", a
+// file that fails to read "reading <noun> <rel>: <cause>". Either ends the
+// stream, as does a consumer that stops taking records; Stream reports
+// whether every file was read and its record taken.
+func Stream[F any](ctx context.Context, yield func(sdk.Record, error) bool, root, noun string, files []F, rel func(F) string, read func(F) (sdk.Record, error)) bool {
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			yield(nil, fmt.Errorf("reading the %ss under %s: %w", noun, root, err))
+			return false
+		}
+		rec, err := read(f)
+		if err != nil {
+			yield(nil, fmt.Errorf("reading %s %s: %w", noun, rel(f), err))
+			return false
+		}
+		if rec != nil && !yield(rec, nil) {
+			return false
+		}
+	}
+	return true
 }
