@@ -179,10 +179,7 @@ func parse(raw json.RawMessage, secrets map[string]string) (*Compensator, error)
 		}
 		c.timeout = time.Duration(*cfg.TimeoutS * float64(time.Second))
 	}
-	if c.creds, err = cfg.Auth.Credentials(secrets); err != nil {
-		return nil, err
-	}
-	if c.client, _, err = cfg.Client(c.base, c.creds); err != nil {
+	if c.creds, c.client, _, err = cfg.Connect(c.base, cfg.Auth, secrets); err != nil {
 		return nil, err
 	}
 	// A redirected DELETE is not followed: it would delete something other
