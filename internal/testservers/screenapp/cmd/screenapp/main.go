@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/screenapp"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
+	"github.com/verifierd/verifierd/internal/testservers/recordapp"
 )
 
 func main() {
