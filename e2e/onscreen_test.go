@@ -19,7 +19,7 @@ import (
 )
 
 // The screen application paints a record's fields here (CSS pixels:
-// x, y, width, height); adapters/onscreen/internal/screenapp.Fields.
+// x, y, width, height); internal/testservers/screenapp.Fields.
 var screenNameRegion = []int{40, 120, 560, 44}
 
 var onscreenBuild struct {
@@ -34,7 +34,7 @@ func buildOnScreen(t *testing.T) {
 	onscreenBuild.once.Do(func() {
 		for _, b := range [][2]string{
 			{filepath.Join(bins.dir, "verifier-adapter-onscreen"), "../cmd/plugins/onscreen"},
-			{filepath.Join(bins.dir, "screenapp"), "../adapters/onscreen/internal/screenapp/cmd/screenapp"},
+			{filepath.Join(bins.dir, "screenapp"), "../internal/testservers/screenapp/cmd/screenapp"},
 		} {
 			if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
 				onscreenBuild.err = fmt.Errorf("building %s: %v\n%s", b[1], err, out)

@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// The record application's accounts (adapters/uireadback/internal/recordapp).
+// The record application's accounts (internal/testservers/recordapp).
 const (
 	readerUser     = "reader"
 	readerPassword = "reader-pass-7c1"
@@ -43,7 +43,7 @@ func startRecordApp(t *testing.T) *recordApp {
 	t.Helper()
 	recordappBuild.once.Do(func() {
 		recordappBuild.path = filepath.Join(bins.dir, "recordapp")
-		out, err := exec.Command("go", "build", "-o", recordappBuild.path, "../adapters/uireadback/internal/recordapp/cmd/recordapp").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", recordappBuild.path, "../internal/testservers/recordapp/cmd/recordapp").CombinedOutput()
 		if err != nil {
 			recordappBuild.err = fmt.Errorf("building recordapp: %v\n%s", err, out)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 
-	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/screenapp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )

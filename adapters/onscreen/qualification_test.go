@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/screenapp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )

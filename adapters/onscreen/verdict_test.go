@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/screenapp"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )

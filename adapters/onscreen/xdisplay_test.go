@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/screenapp"
 	"github.com/verifierd/verifierd/judge"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
+	"github.com/verifierd/verifierd/internal/testservers/recordapp"
 	"github.com/verifierd/verifierd/sdk"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
 	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/recordapp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )

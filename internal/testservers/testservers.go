@@ -1,7 +1,10 @@
 // Package testservers holds what the test-server packages below it share:
-// the rule for a test whose server is not installed. Each subpackage runs
-// one kind of real server on loopback for tests (httprecords, sqlservers,
-// sshd, smtp), and starts it only when a test calls it.
+// the rule for a test whose server is not installed, the switches a test
+// flips while a server serves (Setting) and a server's held answer (Hold).
+// Each subpackage runs one kind of real server on loopback for tests
+// (httprecords, sqlservers, sshd, smtp, and the browser-facing record
+// applications screenapp and recordapp, built on webapp), and starts it
+// only when a test calls it.
 package testservers
 
 import (

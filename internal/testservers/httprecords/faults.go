@@ -2,66 +2,42 @@ package httprecords
 
 import (
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // Faults puts a server into the states an adapter must survive. The zero
 // value is a healthy server.
 type Faults struct {
-	mu     sync.Mutex
-	down   bool
-	delay  time.Duration
-	status int
-	reqs   int
+	down   testservers.Setting[bool]
+	delay  testservers.Setting[time.Duration]
+	status testservers.Setting[int]
+	reqs   atomic.Int64
 }
 
 // SetDown makes the server answer 502 Bad Gateway, as a proxy in front of a
 // stopped application does (true), or serve again (false).
-func (f *Faults) SetDown(down bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.down = down
-}
+func (f *Faults) SetDown(down bool) { f.down.Set(down) }
 
 // SetDelay holds every answer for d (0: none), or until the client gives up.
-func (f *Faults) SetDelay(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.delay = d
-}
+func (f *Faults) SetDelay(d time.Duration) { f.delay.Set(d) }
 
 // FailWith makes reads answer status with the server's own error body (0:
 // answer normally).
-func (f *Faults) FailWith(status int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.status = status
-}
+func (f *Faults) FailWith(status int) { f.status.Set(status) }
 
 // Requests is how many requests the server has received.
-func (f *Faults) Requests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.reqs
-}
+func (f *Faults) Requests() int { return int(f.reqs.Load()) }
 
 // apply runs the faults for one request and reports whether it was answered.
 func (f *Faults) apply(w http.ResponseWriter, r *http.Request) bool {
-	f.mu.Lock()
-	f.reqs++
-	down, delay := f.down, f.delay
-	f.mu.Unlock()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return true
-		}
+	f.reqs.Add(1)
+	if delay := f.delay.Get(); delay > 0 && !testservers.Hold(r.Context(), delay) {
+		return true
 	}
-	if down {
+	if f.down.Get() {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusBadGateway)
 		w.Write([]byte("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"))
@@ -71,8 +47,4 @@ func (f *Faults) apply(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // failure is the status FailWith set, or 0.
-func (f *Faults) failure() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.status
-}
+func (f *Faults) failure() int { return f.status.Get() }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 //go:embed testdata/fhir/*.json
@@ -53,8 +55,8 @@ type FHIR struct {
 	seq          int
 	snapshots    map[string][]*fhirResource
 	snapSeq      int
-	outcomeAt200 bool
-	outcomeEntry string
+	outcomeAt200 testservers.Setting[bool]
+	outcomeEntry testservers.Setting[string]
 }
 
 type fhirResource struct {
@@ -78,19 +80,11 @@ func NewFHIR(t testing.TB, useTLS bool) *FHIR {
 
 // OutcomeAt200 makes searches answer 200 with an OperationOutcome instead
 // of a Bundle, as some servers do for a search they will not run.
-func (f *FHIR) OutcomeAt200(on bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.outcomeAt200 = on
-}
+func (f *FHIR) OutcomeAt200(on bool) { f.outcomeAt200.Set(on) }
 
 // OutcomeEntry adds an OperationOutcome entry (search.mode outcome) of the
 // given severity to every searchset ("" for none).
-func (f *FHIR) OutcomeEntry(severity string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.outcomeEntry = severity
-}
+func (f *FHIR) OutcomeEntry(severity string) { f.outcomeEntry.Set(severity) }
 
 // Observation is the R4 example Observation (body weight) for subject with
 // the given status, issued instant and valueQuantity.value (kept as
@@ -277,12 +271,11 @@ func (f *FHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 		}
 		conds = append(conds, cond{get, q[name], name})
 	}
-	f.mu.Lock()
-	if f.outcomeAt200 {
-		f.mu.Unlock()
+	if f.outcomeAt200.Get() {
 		writeFHIR(w, http.StatusOK, FHIRFixture("operationoutcome-too-costly.json"))
 		return
 	}
+	f.mu.Lock()
 	var snap []*fhirResource
 	for _, res := range f.resources[typ] {
 		ok := true
@@ -296,8 +289,8 @@ func (f *FHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 	f.snapSeq++
 	id := fmt.Sprintf("%08x-%s", f.snapSeq, randomHex(4))
 	f.snapshots[id] = snap
-	outcomeSeverity := f.outcomeEntry
 	f.mu.Unlock()
+	outcomeSeverity := f.outcomeEntry.Get()
 	self := f.URL + "/" + typ
 	if r.URL.RawQuery != "" {
 		self += "?" + r.URL.RawQuery
@@ -311,8 +304,8 @@ func (f *FHIR) page(w http.ResponseWriter, r *http.Request) {
 	count, err2 := strconv.Atoi(q.Get("_count"))
 	f.mu.Lock()
 	snap, ok := f.snapshots[q.Get("_getpages")]
-	outcomeSeverity := f.outcomeEntry
 	f.mu.Unlock()
+	outcomeSeverity := f.outcomeEntry.Get()
 	if !ok || err1 != nil || err2 != nil || offset < 0 || count < 1 {
 		writeFHIR(w, http.StatusGone, outcome("error", "processing", "Search id "+q.Get("_getpages")+" does not exist and may have expired"))
 		return

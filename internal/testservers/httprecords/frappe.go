@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // FrappeTime is the layout of Frappe's creation and modified fields.
@@ -50,7 +52,7 @@ type Frappe struct {
 	mu       sync.Mutex
 	docs     map[string][]map[string]any // doctype -> documents in creation order
 	seq      int
-	echoAuth bool
+	echoAuth testservers.Setting[bool]
 }
 
 // NewFrappe starts a Frappe-shaped server for the test.
@@ -86,11 +88,7 @@ func (f *Frappe) Rotate() {
 
 // EchoAuth makes refusals quote the credential presented, as a server left
 // in debug mode does.
-func (f *Frappe) EchoAuth(on bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.echoAuth = on
-}
+func (f *Frappe) EchoAuth(on bool) { f.echoAuth.Set(on) }
 
 // Post creates a document through the API, as the automation would, and
 // returns its name.
@@ -230,11 +228,8 @@ func (f *Frappe) authorized(w http.ResponseWriter, r *http.Request) bool {
 		})
 		return false
 	}
-	f.mu.Lock()
-	echo := f.echoAuth
-	f.mu.Unlock()
 	msg := "Invalid authentication token"
-	if echo {
+	if f.echoAuth.Get() {
 		msg += " (presented: " + got + ")"
 	}
 	writeJSON(w, http.StatusUnauthorized, map[string]any{

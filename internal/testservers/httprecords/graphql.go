@@ -13,6 +13,8 @@ import (
 
 	graphql "github.com/graph-gophers/graphql-go"
 	"github.com/graph-gophers/graphql-go/relay"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // GraphQLSchema is the test GraphQL API: encounters of patients, readable
@@ -75,7 +77,7 @@ type GraphQL struct {
 	encounters []*Encounter
 	seq        int
 	patients   map[string]bool
-	readErrors bool
+	readErrors testservers.Setting[bool]
 }
 
 // NewGraphQL starts the GraphQL server for the test.
@@ -93,11 +95,7 @@ func NewGraphQL(t testing.TB, useTLS bool) *GraphQL {
 
 // ReadErrors makes every read answer with a GraphQL error (and null data),
 // as a resolver whose database failed does.
-func (g *GraphQL) ReadErrors(on bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.readErrors = on
-}
+func (g *GraphQL) ReadErrors(on bool) { g.readErrors.Set(on) }
 
 // AddPatient makes patient(id) resolve for id.
 func (g *GraphQL) AddPatient(id string) {
@@ -193,9 +191,7 @@ type gqlRoot struct{ g *GraphQL }
 var errStoreDown = errors.New("encounter store: connection reset by peer")
 
 func (r *gqlRoot) readable() error {
-	r.g.mu.Lock()
-	defer r.g.mu.Unlock()
-	if r.g.readErrors {
+	if r.g.readErrors.Get() {
 		return errStoreDown
 	}
 	return nil

@@ -16,13 +16,15 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/webapp"
 )
 
 // The two accounts: the read-back's and the one the automation acts with.
@@ -93,7 +95,7 @@ type App struct {
 	patients   map[string]bool
 	encounters []Encounter // ordered by ID
 	nextID     int
-	faults     Faults
+	faults     testservers.Setting[Faults]
 	log        []Request
 	views      int // record pages served, the value of the last_viewed cookie
 }
@@ -199,11 +201,7 @@ func (a *App) forPatientLocked(patient string) []Encounter {
 }
 
 // SetFaults replaces the display faults.
-func (a *App) SetFaults(f Faults) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.faults = f
-}
+func (a *App) SetFaults(f Faults) { a.faults.Set(f) }
 
 // Requests returns the request log.
 func (a *App) Requests() []Request {
@@ -240,39 +238,45 @@ func (a *App) signInLocked(user, password string) (string, error) {
 
 // Handler serves the application.
 func (a *App) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login", a.loginPage)
-	mux.HandleFunc("POST /login", a.login)
-	mux.HandleFunc("GET /{$}", a.home)
-	mux.HandleFunc("GET /patients/{patient}/encounters", a.encountersPage)
-	mux.HandleFunc("GET /api/beacon", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("POST /api/viewed", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("POST /api/patients", a.apiAddPatient)
-	mux.HandleFunc("POST /api/encounters", a.apiAdd)
-	mux.HandleFunc("PUT /api/encounters/{id}", a.apiUpdate)
-	mux.HandleFunc("DELETE /api/encounters/{id}", a.apiDelete)
-	mux.HandleFunc("POST /api/faults", a.apiFaults)
-	mux.HandleFunc("GET /api/requests", a.apiRequests)
+	routes := webapp.Routes{
+		"GET /login":                         a.loginPage,
+		"POST /login":                        a.login,
+		"GET /{$}":                           a.home,
+		"GET /patients/{patient}/encounters": a.encountersPage,
+		"GET /api/beacon":                    func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) },
+		"POST /api/viewed":                   func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) },
+		"POST /api/patients":                 a.apiAddPatient,
+		"POST /api/encounters":               a.apiAdd,
+		"PUT /api/encounters/{id}":           a.apiUpdate,
+		"DELETE /api/encounters/{id}":        a.apiDelete,
+		"POST /api/faults":                   a.apiFaults,
+		"GET /api/requests":                  a.apiRequests,
+	}
+	mux := routes.Mux()
+	gated := webapp.Gate(func() bool { return a.faults.Get().Down }, "the record application is down for maintenance",
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Cache-Control", "no-store")
+			mux.ServeHTTP(w, r)
+		}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
-		for _, c := range r.Cookies() {
-			req.Cookies = append(req.Cookies, c.Name+"="+c.Value)
-			if c.Name == SessionCookie {
-				req.SessionID = c.Value
-				req.SessionUser = a.sessions[c.Value]
-			}
-		}
-		a.log = append(a.log, req)
-		down := a.faults.Down
-		a.mu.Unlock()
-		if down {
-			http.Error(w, "the record application is down for maintenance", http.StatusServiceUnavailable)
-			return
-		}
-		w.Header().Set("Cache-Control", "no-store")
-		mux.ServeHTTP(w, r)
+		a.logRequest(r)
+		gated.ServeHTTP(w, r)
 	})
+}
+
+// logRequest adds a request to the log, with the session its cookie names.
+func (a *App) logRequest(r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
+	for _, c := range r.Cookies() {
+		req.Cookies = append(req.Cookies, c.Name+"="+c.Value)
+		if c.Name == SessionCookie {
+			req.SessionID = c.Value
+			req.SessionUser = a.sessions[c.Value]
+		}
+	}
+	a.log = append(a.log, req)
 }
 
 // user returns the signed-in user of a request, or "".
@@ -394,17 +398,9 @@ func (a *App) encountersPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	patient := r.PathValue("patient")
-	a.mu.Lock()
-	f := a.faults
-	a.mu.Unlock()
-	if f.ReplicaDelayMS > 0 {
-		t := time.NewTimer(time.Duration(f.ReplicaDelayMS) * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	f := a.faults.Get()
+	if f.ReplicaDelayMS > 0 && !testservers.Hold(r.Context(), time.Duration(f.ReplicaDelayMS)*time.Millisecond) {
+		return
 	}
 	a.mu.Lock()
 	known := a.patients[patient]
@@ -541,27 +537,18 @@ func (a *App) apiRequests(w http.ResponseWriter, r *http.Request) {
 // Server is the application listening on loopback.
 type Server struct {
 	App *App
-	URL string // http://127.0.0.1:port, no trailing slash
-	srv *http.Server
+	*webapp.Server
 }
 
 // Start serves a new App on 127.0.0.1 (addr "" picks a free port).
 func Start(addr string) (*Server, error) {
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	l, err := net.Listen("tcp", addr)
+	app := New()
+	srv, err := webapp.Listen(addr, app.Handler())
 	if err != nil {
 		return nil, err
 	}
-	app := New()
-	s := &Server{App: app, URL: "http://" + l.Addr().String(), srv: &http.Server{Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second}}
-	go s.srv.Serve(l)
-	return s, nil
+	return &Server{App: app, Server: srv}, nil
 }
-
-// Close stops the server at once.
-func (s *Server) Close() error { return s.srv.Close() }
 
 // SessionIDs returns the distinct session cookie values logged for user,
 // sorted.

@@ -6,26 +6,20 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/verifierd/verifierd/adapters/onscreen/internal/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/screenapp"
+	"github.com/verifierd/verifierd/internal/testservers/webapp"
 )
 
 func main() {
 	mode := flag.String("mode", screenapp.Honest, "how saves behave: honest, optimistic or wrong")
 	flag.Parse()
-	s, err := screenapp.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "screenapp:", err)
-		os.Exit(1)
-	}
-	s.SetMode(*mode)
-	fmt.Println("screenapp listening on " + s.URL)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
-	s.Close()
+	webapp.Main("screenapp", func() (*webapp.Server, error) {
+		s, err := screenapp.Start()
+		if err != nil {
+			return nil, err
+		}
+		s.SetMode(*mode)
+		return s.Server, nil
+	})
 }

@@ -6,25 +6,19 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/verifierd/verifierd/adapters/uireadback/internal/recordapp"
+	"github.com/verifierd/verifierd/internal/testservers/recordapp"
+	"github.com/verifierd/verifierd/internal/testservers/webapp"
 )
 
 func main() {
 	addr := flag.String("listen", "127.0.0.1:0", "loopback address to listen on")
 	flag.Parse()
-	s, err := recordapp.Start(*addr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "recordapp:", err)
-		os.Exit(1)
-	}
-	fmt.Println("recordapp listening on " + s.URL)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
-	s.Close()
+	webapp.Main("recordapp", func() (*webapp.Server, error) {
+		s, err := recordapp.Start(*addr)
+		if err != nil {
+			return nil, err
+		}
+		return s.Server, nil
+	})
 }

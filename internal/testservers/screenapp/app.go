@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/webapp"
 )
 
 // Save modes.
@@ -48,41 +50,37 @@ var Fields = map[string][4]int{
 
 // App is the application's state.
 type App struct {
+	mode testservers.Setting[string]
+	down testservers.Setting[bool]
+
 	mu      sync.Mutex
-	mode    string
 	records map[string]Record
 	posts   int
-	down    bool
 }
 
 // Server is a running App on loopback.
 type Server struct {
 	*App
-	URL string
-	srv *http.Server
+	*webapp.Server
 }
 
 // Start serves a new App on a free loopback port.
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a := &App{records: map[string]Record{}}
+	a.mode.Set(Honest)
+	srv, err := webapp.Listen("", webapp.Gate(a.down.Get, "down for maintenance", a.routes().Mux()))
 	if err != nil {
 		return nil, err
 	}
-	a := &App{mode: Honest, records: map[string]Record{}}
-	s := &Server{App: a, URL: "http://" + ln.Addr().String(), srv: &http.Server{Handler: a.handler()}}
-	go s.srv.Serve(ln)
-	return s, nil
+	return &Server{App: a, Server: srv}, nil
 }
-
-// Close stops the server.
-func (s *Server) Close() error { return s.srv.Close() }
 
 // SetMode switches how the next saves behave.
-func (a *App) SetMode(m string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.mode = m
-}
+func (a *App) SetMode(m string) { a.mode.Set(m) }
+
+// SetDown makes every page answer 503 (true), as an outage, or serves
+// again (false).
+func (a *App) SetDown(down bool) { a.down.Set(down) }
 
 // Put stores a record directly, as if saved earlier.
 func (a *App) Put(r Record) {
@@ -96,14 +94,6 @@ func (a *App) Delete(ref string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.records, ref)
-}
-
-// SetDown makes every page answer 503 (true), as an outage, or serves
-// again (false).
-func (a *App) SetDown(down bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.down = down
 }
 
 // Get returns a stored record.
@@ -121,36 +111,27 @@ func (a *App) Posts() int {
 	return a.posts
 }
 
-func (a *App) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /new", a.form)
-	mux.HandleFunc("GET /show", a.show)
-	mux.HandleFunc("GET /records/{ref}", a.recordPage)
-	mux.HandleFunc("GET /search", a.search)
-	mux.HandleFunc("GET /postform", func(w http.ResponseWriter, r *http.Request) {
-		// A page whose button submits a form with POST, and which posts
-		// with fetch when asked: what a read-back must never send.
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, `<!doctype html><html><body><form method="post" action="/submit"><input name="x" value="1"><button id="send" type="submit">Send</button></form>
+func (a *App) routes() webapp.Routes {
+	return webapp.Routes{
+		"GET /new":           a.form,
+		"GET /show":          a.show,
+		"GET /records/{ref}": a.recordPage,
+		"GET /search":        a.search,
+		"GET /postform": func(w http.ResponseWriter, r *http.Request) {
+			// A page whose button submits a form with POST, and which posts
+			// with fetch when asked: what a read-back must never send.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, `<!doctype html><html><body><form method="post" action="/submit"><input name="x" value="1"><button id="send" type="submit">Send</button></form>
 <button id="fetch" type="button" onclick="fetch('/submit', {method: 'POST', body: 'x=1'})">Fetch</button></body></html>`)
-	})
-	mux.HandleFunc("POST /api/records", a.save)
-	mux.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		a.posts++
-		a.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		down := a.down
-		a.mu.Unlock()
-		if down {
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	})
+		},
+		"POST /api/records": a.save,
+		"POST /": func(w http.ResponseWriter, r *http.Request) {
+			a.mu.Lock()
+			a.posts++
+			a.mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		},
+	}
 }
 
 func (a *App) save(w http.ResponseWriter, r *http.Request) {
@@ -159,9 +140,10 @@ func (a *App) save(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad record", http.StatusBadRequest)
 		return
 	}
+	wrong := a.mode.Get() == WrongValue
 	a.mu.Lock()
 	a.posts++
-	if a.mode == WrongValue {
+	if wrong {
 		rec.Name = WrongName
 	}
 	a.records[rec.Ref] = rec
@@ -255,10 +237,7 @@ func (a *App) render(w http.ResponseWriter, v view) {
 }
 
 func (a *App) form(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	mode := a.mode
-	a.mu.Unlock()
-	a.render(w, view{Title: "New record", Font: fontFamily(r.URL.Query().Get("font")), Form: true, Mode: mode})
+	a.render(w, view{Title: "New record", Font: fontFamily(r.URL.Query().Get("font")), Form: true, Mode: a.mode.Get()})
 }
 
 // show paints the values of its query string, as a screen would: for
