@@ -68,7 +68,7 @@ type fhirResource struct {
 // NewFHIR starts the FHIR server for the test.
 func NewFHIR(t testing.TB, useTLS bool) *FHIR {
 	t.Helper()
-	f := &FHIR{Token: "fhir-" + randomHex(16), resources: map[string][]*fhirResource{}, snapshots: map[string][]*fhirResource{}}
+	f := &FHIR{Token: "fhir-" + testservers.RandomHex(16), resources: map[string][]*fhirResource{}, snapshots: map[string][]*fhirResource{}}
 	mux := http.NewServeMux()
 	mux.Handle("/fhir", f)
 	mux.Handle("/fhir/", f)
@@ -287,7 +287,7 @@ func (f *FHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 		}
 	}
 	f.snapSeq++
-	id := fmt.Sprintf("%08x-%s", f.snapSeq, randomHex(4))
+	id := fmt.Sprintf("%08x-%s", f.snapSeq, testservers.RandomHex(4))
 	f.snapshots[id] = snap
 	f.mu.Unlock()
 	outcomeSeverity := f.outcomeEntry.Get()
@@ -520,7 +520,7 @@ func mustJSON(v any) []byte {
 func (f *FHIR) Rotate() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.Token = "fhir-" + randomHex(16)
+	f.Token = "fhir-" + testservers.RandomHex(16)
 }
 
 func (f *FHIR) token() string {

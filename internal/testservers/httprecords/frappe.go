@@ -2,11 +2,9 @@ package httprecords
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,7 +57,7 @@ type Frappe struct {
 func NewFrappe(t testing.TB, useTLS bool) *Frappe {
 	t.Helper()
 	f := &Frappe{
-		APIKey: "k" + randomHex(6), APISecret: "s" + randomHex(12), Bearer: "oauth-" + randomHex(16),
+		APIKey: "k" + testservers.RandomHex(6), APISecret: "s" + testservers.RandomHex(12), Bearer: "oauth-" + testservers.RandomHex(16),
 		docs: map[string][]map[string]any{},
 	}
 	srv, ca := start(t, f, useTLS)
@@ -82,8 +80,8 @@ func (f *Frappe) tokenLocked() string { return "token " + f.APIKey + ":" + f.API
 func (f *Frappe) Rotate() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.APISecret = "s" + randomHex(12)
-	f.Bearer = "oauth-" + randomHex(16)
+	f.APISecret = "s" + testservers.RandomHex(12)
+	f.Bearer = "oauth-" + testservers.RandomHex(16)
 }
 
 // EchoAuth makes refusals quote the credential presented, as a server left
@@ -502,12 +500,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(body)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // clientFor is an HTTP client that trusts caFile (plain HTTP when empty).

@@ -83,7 +83,7 @@ type GraphQL struct {
 // NewGraphQL starts the GraphQL server for the test.
 func NewGraphQL(t testing.TB, useTLS bool) *GraphQL {
 	t.Helper()
-	g := &GraphQL{Token: "gql-" + randomHex(16), patients: map[string]bool{}}
+	g := &GraphQL{Token: "gql-" + testservers.RandomHex(16), patients: map[string]bool{}}
 	g.schema = graphql.MustParseSchema(GraphQLSchema, &gqlRoot{g: g}, graphql.UseFieldResolvers())
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", g)
@@ -271,7 +271,7 @@ func (p *gqlPatient) Encounters() []*Encounter { return p.root.of(p.ID) }
 func (g *GraphQL) Rotate() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.Token = "gql-" + randomHex(16)
+	g.Token = "gql-" + testservers.RandomHex(16)
 }
 
 func (g *GraphQL) token() string {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // MariaDB is a MariaDB server started for tests.
@@ -50,7 +52,7 @@ func StartMariaDB(parent string) (*MariaDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +60,8 @@ func StartMariaDB(parent string) (*MariaDB, error) {
 		Port:     port,
 		Socket:   filepath.Join(dir, "mariadb.sock"),
 		Database: "records",
-		Admin:    Account{User: "verifier_admin", Password: randomPassword()},
-		Reader:   Account{User: "verifier_reader", Password: randomPassword()},
+		Admin:    Account{User: "verifier_admin", Password: testservers.RandomHex(12)},
+		Reader:   Account{User: "verifier_reader", Password: testservers.RandomHex(12)},
 	}
 	data := filepath.Join(dir, "data")
 	initFile := filepath.Join(dir, "init.sql")

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/verifierd/verifierd/internal/testservers"
 )
 
 // Postgres is a PostgreSQL server started for tests.
@@ -58,7 +60,7 @@ func StartPostgres(parent string) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testservers.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +68,8 @@ func StartPostgres(parent string) (*Postgres, error) {
 		Port:      port,
 		SocketDir: dir,
 		Database:  "records",
-		Admin:     Account{User: "verifier_admin", Password: randomPassword()},
-		Reader:    Account{User: "verifier_reader", Password: randomPassword()},
+		Admin:     Account{User: "verifier_admin", Password: testservers.RandomHex(12)},
+		Reader:    Account{User: "verifier_reader", Password: testservers.RandomHex(12)},
 	}
 	data := filepath.Join(dir, "data")
 	p.server = server{

@@ -14,11 +14,8 @@ package sqlservers
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -228,20 +225,4 @@ func runTool(cred *syscall.Credential, dir, bin string, args ...string) error {
 		return fmt.Errorf("%s %v: %v\n%s", filepath.Base(bin), args, err, out.String())
 	}
 	return nil
-}
-
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func randomPassword() string {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -101,7 +101,9 @@ func Start(t testing.TB) *Server {
 	write(t, filepath.Join(s.Dir, "host_ecdsa"), ecdsaPEM)
 	write(t, filepath.Join(s.Dir, "authorized_keys"), ssh.MarshalAuthorizedKey(clientPub))
 
-	s.Port = freePort(t)
+	if s.Port, err = testservers.FreePort(); err != nil {
+		t.Fatal(err)
+	}
 	s.KnownHosts = s.KnownHostsWith(t, hostPub)
 	s.config = filepath.Join(s.Dir, "sshd_config")
 	s.logPath = filepath.Join(s.Dir, "sshd.log")
@@ -192,16 +194,6 @@ func write(t testing.TB, path string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // start launches sshd in the foreground (-D) logging to its stderr (-e),
