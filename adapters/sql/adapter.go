@@ -47,6 +47,9 @@ const passwordSlot = "sql_password_env"
 
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
+	// Binding binds a call's run parameters as the query's arguments
+	// (args), and answers CheckParams with it.
+	sdk.Binding[[]any]
 	driver string
 	reader reader
 	query  string       // the operator's query, placeholders in the driver's form
@@ -139,6 +142,7 @@ func configure(ctx context.Context, cfg config, req sdk.ConfigureRequest) (*sett
 		return nil, err
 	}
 	s := &settings{driver: driver, query: query, names: names, values: values}
+	s.Binding = s.args
 	if s.reader, err = newReader(ctx, cfg, driver, req.Secrets); err != nil {
 		return nil, err
 	}
@@ -224,13 +228,6 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 	return newMySQLReader(ctx, args, password)
 }
 
-// CheckParams binds a session's run parameters as the query's arguments
-// without reading.
-func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
-	_, err := s.args(params)
-	return err
-}
-
 // args binds one call's run parameters as the query's arguments.
 func (s *settings) args(params map[string]string) ([]any, error) {
 	return bindParams(s.values, s.names, params)
@@ -242,16 +239,14 @@ func (s *settings) args(params map[string]string) ([]any, error) {
 // read-only transaction are defence in depth, and the safe setup is a
 // login (or, for SQLite, a file) that can only read.
 func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	args, err := s.args(req.Params)
-	if err != nil {
-		return sdk.TestResult{}, err
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-	}
-	return s.reader.probe(ctx, s.query, args), nil
+	return s.Test(ctx, req, func(ctx context.Context, args []any) (sdk.TestResult, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+		}
+		return s.reader.probe(ctx, s.query, args), nil
+	})
 }
 
 // Read runs the query and streams its rows, afresh in a new transaction
