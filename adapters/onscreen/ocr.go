@@ -2,6 +2,7 @@ package onscreen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"image"
@@ -9,7 +10,7 @@ import (
 	"image/draw"
 	"image/png"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -239,7 +240,7 @@ func assign(boxes []gosseract.BoundingBox, bands [][2]int) []reading {
 	}
 	out := make([]reading, len(bands))
 	for i, ws := range words {
-		sort.Slice(ws, func(a, b int) bool { return ws[a].left < ws[b].left })
+		slices.SortStableFunc(ws, func(a, b word) int { return cmp.Compare(a.left, b.left) })
 		parts := make([]string, len(ws))
 		low := -1.0
 		for k, w := range ws {

@@ -1,10 +1,11 @@
 package httpx
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -135,7 +136,7 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	// Longest first, so that a secret containing another is redacted whole.
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	return out
 }
 

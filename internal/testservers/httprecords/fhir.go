@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,7 +251,7 @@ func (f *FHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 		name   string
 	}
 	var conds []cond
-	for _, name := range sortedNames(q) {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		switch name {
 		case "_count":
 			n, err := strconv.Atoi(q.Get(name))
@@ -266,7 +267,7 @@ func (f *FHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 		get, ok := searchParams[typ][name]
 		if !ok {
 			writeFHIR(w, http.StatusBadRequest, outcome("error", "processing", fmt.Sprintf(
-				"Unknown search parameter %q for resource type %q. Valid search parameters for this search are: %s", name, typ, strings.Join(sortedNames(searchParams[typ]), ", "))))
+				"Unknown search parameter %q for resource type %q. Valid search parameters for this search are: %s", name, typ, strings.Join(slices.Sorted(maps.Keys(searchParams[typ])), ", "))))
 			return
 		}
 		conds = append(conds, cond{get, q[name], name})
@@ -430,15 +431,6 @@ func listField(v any, key string) []string {
 		}
 	}
 	return out
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // field is one member of a JSON object, its value byte for byte.

@@ -2,6 +2,7 @@ package httprecords
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -12,7 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -450,12 +451,12 @@ func sortDocs(docs []map[string]any, order string) {
 	if field == "creation" && !desc {
 		return // already in creation order
 	}
-	sort.SliceStable(docs, func(i, j int) bool {
-		a, b := text(docs[i][field]), text(docs[j][field])
-		if a == b {
-			return (docs[i]["_seq"].(int) < docs[j]["_seq"].(int)) != desc
+	slices.SortStableFunc(docs, func(x, y map[string]any) int {
+		c := cmp.Or(strings.Compare(text(x[field]), text(y[field])), cmp.Compare(x["_seq"].(int), y["_seq"].(int)))
+		if desc {
+			return -c
 		}
-		return (a < b) != desc
+		return c
 	})
 }
 

@@ -1,11 +1,12 @@
 package sqlservers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -31,11 +32,11 @@ type Postgres struct {
 // version (Debian keeps them in /usr/lib/postgresql/<major>/bin).
 func postgresBin() (string, error) {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool {
-		vi, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
-		vj, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
-		return vi > vj
-	})
+	major := func(dir string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+		return v
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return cmp.Compare(major(b), major(a)) }) // newest first
 	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
 			return d, nil
