@@ -154,41 +154,44 @@ func canonScanned(s string, num jsonnum.Number) string {
 	if len(digits) == 0 {
 		return "0"
 	}
-	var b strings.Builder
+	// Written into a buffer on the stack and copied out once: one
+	// allocation of the exact size.
+	var buf [48]byte
+	b := buf[:0]
 	if neg {
-		b.WriteByte('-')
+		b = append(b, '-')
 	}
 	if bigExp != nil {
 		// Far beyond any plain rendering: digits and the exact exponent.
 		bigExp.Add(bigExp, big.NewInt(int64(exp)-int64(expBeforeTrim)))
-		b.Write(digits)
-		b.WriteByte('e')
-		b.WriteString(bigExp.String())
-		return b.String()
+		b = append(b, digits...)
+		b = append(b, 'e')
+		b = bigExp.Append(b, 10)
+		return string(b)
 	}
 	n := len(digits)
 	switch {
 	case exp >= 0 && n+exp <= maxPlainDigits:
-		b.Write(digits)
+		b = append(b, digits...)
 		for k := 0; k < exp; k++ {
-			b.WriteByte('0')
+			b = append(b, '0')
 		}
 	case exp < 0 && -exp < n:
-		b.Write(digits[:n+exp])
-		b.WriteByte('.')
-		b.Write(digits[n+exp:])
+		b = append(b, digits[:n+exp]...)
+		b = append(b, '.')
+		b = append(b, digits[n+exp:]...)
 	case exp < 0 && -exp-n <= maxPlainDigits:
-		b.WriteString("0.")
+		b = append(b, "0."...)
 		for k := 0; k < -exp-n; k++ {
-			b.WriteByte('0')
+			b = append(b, '0')
 		}
-		b.Write(digits)
+		b = append(b, digits...)
 	default:
-		b.Write(digits)
-		b.WriteByte('e')
-		b.WriteString(strconv.Itoa(exp))
+		b = append(b, digits...)
+		b = append(b, 'e')
+		b = strconv.AppendInt(b, int64(exp), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
 // isPlainInteger reports whether s is already canonical integer text: an
