@@ -194,14 +194,18 @@ func canonScanned(s string, num jsonnum.Number) string {
 	return string(b)
 }
 
+// plainIntegerDigits bounds the integers isPlainInteger accepts.
+const plainIntegerDigits = 30
+
 // isPlainInteger reports whether s is already canonical integer text: an
-// optional minus and digits with no leading zero (and not "-0").
+// optional minus and at most plainIntegerDigits digits with no leading zero
+// (and not "-0").
 func isPlainInteger(s string) bool {
 	i := 0
 	if len(s) > 0 && s[0] == '-' {
 		i = 1
 	}
-	if i == len(s) || len(s)-i > 30 {
+	if i == len(s) || len(s)-i > plainIntegerDigits {
 		return false
 	}
 	if s[i] == '0' {

@@ -279,7 +279,9 @@ func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
 		return "", 0, sc.fail("", i, "%v", err)
 	}
 	text := sc.s[i:n.End]
-	if n.Integer() && isPlainInteger(text) {
+	// An integer as Scan reads it has no leading zero, so it is plain
+	// (isPlainInteger) unless it is "-0" or has too many digits.
+	if n.Integer() && text != "-0" && len(strings.TrimPrefix(text, "-")) <= plainIntegerDigits {
 		sc.copied = false
 		return text, n.End, nil
 	}
