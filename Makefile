@@ -70,10 +70,16 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 
 # check-sdk: the SDK a customer imports must not depend on the daemon side.
+# The other way round is the design: the daemon uses the SDK, and the pure
+# judge imports the SDK's grammar leaves, sdk/param and sdk/jsonnum, which
+# must therefore import only the standard library.
+SDK_LEAVES := ./sdk/param ./sdk/jsonnum
 check-sdk:
 	@bad=$$($(GO) list -deps ./sdk/... | grep -E '^github.com/verifierd/verifierd/(internal|judge|cmd|adapters)(/|$$)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK imports daemon-side packages:"; echo "$$bad"; exit 1; fi; \
-	echo "check-sdk: the SDK imports nothing from the daemon side"
+	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum)' || true); \
+	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports ($(SDK_LEAVES)) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
+	echo "check-sdk: the SDK imports nothing from the daemon side; its leaves import only the standard library"
 
 generate:
 	bash scripts/generate.sh
@@ -132,6 +138,7 @@ fuzz:
 	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzExpandURL -fuzztime 30s
 	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzFileName -fuzztime 30s
 	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzParseValue -fuzztime 30s
+	$(GO) test ./sdk/jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
 	$(GO) test ./internal/reward -run '^$$' -fuzz FuzzParseDescriptor -fuzztime 30s
 
 clean:

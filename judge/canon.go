@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
 // Record is one flat record read from a system of record: a JSON object.
@@ -85,51 +87,45 @@ const maxPlainDigits = 1000
 
 // canonNumber renders JSON number text as its shortest exact decimal: no
 // exponent, no trailing fractional zeros, no fraction at all when integral,
-// and "0" for every zero. Text that is not a JSON number is returned as is.
+// and "0" for every zero. Text that is not a JSON number (sdk/jsonnum's
+// grammar: no '+', no leading zero, digits on both sides of a '.') is
+// returned as is.
 func canonNumber(s string) string {
 	if isPlainInteger(s) {
 		return s
 	}
-	neg := false
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		neg = s[i] == '-'
-		i++
-	}
-	var digits []byte
-	exp := 0 //nolint:gocritic // value = digits * 10^exp: a formula, not code
-	sawDigit := false
-	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		digits = append(digits, s[i])
-		sawDigit = true
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-			digits = append(digits, s[i])
-			exp--
-			sawDigit = true
-		}
-	}
-	if !sawDigit {
+	n, err := jsonnum.Scan(s, 0)
+	if err != nil || n.End != len(s) {
 		return s
 	}
+	return canonScanned(s, n)
+}
+
+// canonScanned is canonNumber of the number num that jsonnum.Scan read
+// from s.
+func canonScanned(s string, num jsonnum.Number) string {
+	neg := s[num.Start] == '-'
+	intDigits := s[num.Start:num.Frac]
+	if neg {
+		intDigits = intDigits[1:]
+	}
+	frac := ""
+	if num.Frac < num.Exp {
+		frac = s[num.Frac+1 : num.Exp] // after the '.'
+	}
+	digits := make([]byte, 0, len(intDigits)+len(frac))
+	digits = append(append(digits, intDigits...), frac...)
+	// The number is the digits times ten to the power exp (the digits read
+	// as an integer).
+	exp := -len(frac)
 	var bigExp *big.Int // set when the exponent does not fit comfortably in an int
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			eneg = s[i] == '-'
-			i++
+	if num.Exp < num.End {
+		expText := s[num.Exp+1 : num.End] // after the 'e': an optional sign and digits
+		eneg := expText[0] == '-'
+		if expText[0] == '-' || expText[0] == '+' {
+			expText = expText[1:]
 		}
-		start := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if start == i {
-			return s
-		}
-		digitsText := strings.TrimLeft(s[start:i], "0")
+		digitsText := strings.TrimLeft(expText, "0")
 		if len(digitsText) <= 15 {
 			e, _ := strconv.Atoi("0" + digitsText)
 			if eneg {
@@ -143,9 +139,6 @@ func canonNumber(s string) string {
 			}
 			bigExp.Add(bigExp, big.NewInt(int64(exp)))
 		}
-	}
-	if i != len(s) {
-		return s
 	}
 	// Strip leading and trailing zeros.
 	expBeforeTrim := exp
@@ -161,51 +154,58 @@ func canonNumber(s string) string {
 	if len(digits) == 0 {
 		return "0"
 	}
-	var b strings.Builder
+	// Written into a buffer on the stack and copied out once: one
+	// allocation of the exact size.
+	var buf [48]byte
+	b := buf[:0]
 	if neg {
-		b.WriteByte('-')
+		b = append(b, '-')
 	}
 	if bigExp != nil {
 		// Far beyond any plain rendering: digits and the exact exponent.
 		bigExp.Add(bigExp, big.NewInt(int64(exp)-int64(expBeforeTrim)))
-		b.Write(digits)
-		b.WriteByte('e')
-		b.WriteString(bigExp.String())
-		return b.String()
+		b = append(b, digits...)
+		b = append(b, 'e')
+		b = bigExp.Append(b, 10)
+		return string(b)
 	}
 	n := len(digits)
 	switch {
 	case exp >= 0 && n+exp <= maxPlainDigits:
-		b.Write(digits)
+		b = append(b, digits...)
 		for k := 0; k < exp; k++ {
-			b.WriteByte('0')
+			b = append(b, '0')
 		}
 	case exp < 0 && -exp < n:
-		b.Write(digits[:n+exp])
-		b.WriteByte('.')
-		b.Write(digits[n+exp:])
+		b = append(b, digits[:n+exp]...)
+		b = append(b, '.')
+		b = append(b, digits[n+exp:]...)
 	case exp < 0 && -exp-n <= maxPlainDigits:
-		b.WriteString("0.")
+		b = append(b, "0."...)
 		for k := 0; k < -exp-n; k++ {
-			b.WriteByte('0')
+			b = append(b, '0')
 		}
-		b.Write(digits)
+		b = append(b, digits...)
 	default:
-		b.Write(digits)
-		b.WriteByte('e')
-		b.WriteString(strconv.Itoa(exp))
+		b = append(b, digits...)
+		b = append(b, 'e')
+		b = strconv.AppendInt(b, int64(exp), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
+// plainIntegerDigits bounds the integers isPlainInteger accepts.
+const plainIntegerDigits = 30
+
 // isPlainInteger reports whether s is already canonical integer text: an
-// optional minus and digits with no leading zero (and not "-0").
+// optional minus and at most plainIntegerDigits digits with no leading zero
+// (and not "-0").
 func isPlainInteger(s string) bool {
 	i := 0
 	if len(s) > 0 && s[0] == '-' {
 		i = 1
 	}
-	if i == len(s) || len(s)-i > 30 {
+	if i == len(s) || len(s)-i > plainIntegerDigits {
 		return false
 	}
 	if s[i] == '0' {

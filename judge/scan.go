@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
 // Scanner is the fast JSON reader of the case decoder: it walks one JSON
@@ -272,54 +274,19 @@ func (sc *Scanner) slowStr(i int) (string, int, *SyntaxError) {
 
 // number reads the number starting at i and returns its canonical text.
 func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
-	s := sc.s
-	j := i
-	if j < len(s) && s[j] == '-' {
-		j++
+	n, err := jsonnum.Scan(sc.s, i)
+	if err != nil {
+		return "", 0, sc.fail("", i, "%v", err)
 	}
-	switch {
-	case j < len(s) && s[j] == '0':
-		j++
-	case j < len(s) && s[j] >= '1' && s[j] <= '9':
-		j = skipDigits(s, j+1)
-	default:
-		return "", 0, sc.fail("", i, "invalid number")
-	}
-	plain := true
-	if j < len(s) && s[j] == '.' {
-		plain = false
-		k := skipDigits(s, j+1)
-		if k == j+1 {
-			return "", 0, sc.fail("", i, "invalid number: a '.' needs digits after it")
-		}
-		j = k
-	}
-	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
-		plain = false
-		j++
-		if j < len(s) && (s[j] == '+' || s[j] == '-') {
-			j++
-		}
-		k := skipDigits(s, j)
-		if k == j {
-			return "", 0, sc.fail("", i, "invalid number: an exponent needs digits")
-		}
-		j = k
-	}
-	text := s[i:j]
-	if plain && isPlainInteger(text) {
+	text := sc.s[i:n.End]
+	// An integer as Scan reads it has no leading zero, so it is plain
+	// (isPlainInteger) unless it is "-0" or has too many digits.
+	if n.Integer() && text != "-0" && len(strings.TrimPrefix(text, "-")) <= plainIntegerDigits {
 		sc.copied = false
-		return text, j, nil
+		return text, n.End, nil
 	}
 	sc.copied = true
-	return canonNumber(text), j, nil
-}
-
-func skipDigits(s string, j int) int {
-	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-		j++
-	}
-	return j
+	return canonScanned(sc.s, n), n.End, nil
 }
 
 // Records reads an array into b: each object element becomes one record.

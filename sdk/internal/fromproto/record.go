@@ -8,7 +8,7 @@ import (
 	"io"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/internal/jsontext"
+	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
 // Record decodes one record. It must be exactly one JSON object; numbers
@@ -144,7 +144,7 @@ func (p *parser) value() (any, bool) {
 			p.i++
 		}
 		n := string(p.b[start:p.i])
-		if !jsontext.ValidNumber(n) {
+		if !jsonnum.Valid(n) {
 			return nil, false
 		}
 		return json.Number(n), true

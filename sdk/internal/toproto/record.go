@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/internal/jsontext"
+	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
 // Record encodes one record as a compact JSON object with sorted keys.
@@ -85,7 +85,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case string:
 		return appendString(b, x), nil
 	case json.Number:
-		if !jsontext.ValidNumber(string(x)) {
+		if !jsonnum.Valid(string(x)) {
 			return nil, fmt.Errorf("json.Number %q is not a JSON number", string(x))
 		}
 		return append(b, x...), nil
@@ -110,11 +110,23 @@ func appendValue(b []byte, v any) ([]byte, error) {
 // appendString writes s as a JSON string. Plain printable ASCII is copied;
 // anything needing an escape or UTF-8 handling goes through encoding/json.
 func appendString(b []byte, s string) []byte {
-	if !jsontext.PlainASCII(s) {
+	if !plainASCII(s) {
 		enc, _ := json.Marshal(s) // a string always encodes
 		return append(b, enc...)
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// plainASCII reports whether s can be written between quotes as it is:
+// printable ASCII with no quote or backslash.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
