@@ -114,6 +114,18 @@ func TestConfigureRefusals(t *testing.T) {
 			s["graphql_query"] = `query Q($n: Int!) { encounter(id: "1") { id } }`
 			s["graphql_variables"] = map[string]any{"n": "ten"}
 		}, nil, "graphql_variables.n", "not a 32-bit integer"},
+		{"Int variable with a plus sign", func(s map[string]any) {
+			s["graphql_query"] = `query Q($n: Int!) { encounter(id: "1") { id } }`
+			s["graphql_variables"] = map[string]any{"n": "+1"}
+		}, nil, "graphql_variables.n", "not written as JSON writes a number"},
+		{"Float variable without an integer part", func(s map[string]any) {
+			s["graphql_query"] = `query Q($x: Float!) { encounter(id: "1") { id } }`
+			s["graphql_variables"] = map[string]any{"x": ".5"}
+		}, nil, "graphql_variables.x", "not a decimal number as JSON writes one"},
+		{"Float variable in hex", func(s map[string]any) {
+			s["graphql_query"] = `query Q($x: Float!) { encounter(id: "1") { id } }`
+			s["graphql_variables"] = map[string]any{"x": "0x1p-2"}
+		}, nil, "graphql_variables.x", "not a decimal number"},
 		{"list variable", func(s map[string]any) {
 			s["graphql_query"] = `query Q($ids: [ID!]) { encounter(id: "1") { id } }`
 			s["graphql_variables"] = map[string]any{"ids": "1"}

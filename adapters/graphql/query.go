@@ -11,6 +11,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/verifierd/verifierd/sdk/jsonnum"
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
@@ -124,10 +125,13 @@ func (rq *readQuery) bindVariables(values map[string]string) (map[string]any, st
 			if _, err := strconv.ParseInt(v, 10, 32); err != nil {
 				return nil, name, fmt.Errorf("$%s is an Int, but the bound value is not a 32-bit integer", name)
 			}
+			if !jsonnum.Valid(v) {
+				return nil, name, fmt.Errorf("$%s is an Int, but the bound value is not written as JSON writes a number (no leading + or 0)", name)
+			}
 			out[name] = json.Number(v)
 		case "Float":
-			if _, err := strconv.ParseFloat(v, 64); err != nil || strings.ContainsAny(v, "xXnNiI_") {
-				return nil, name, fmt.Errorf("$%s is a Float, but the bound value is not a decimal number", name)
+			if _, err := strconv.ParseFloat(v, 64); err != nil || !jsonnum.Valid(v) {
+				return nil, name, fmt.Errorf("$%s is a Float, but the bound value is not a decimal number as JSON writes one (digits before any point, no leading + or 0)", name)
 			}
 			out[name] = json.Number(v)
 		case "Boolean":
