@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -264,7 +264,7 @@ func writeCanonObject[V any](b *strings.Builder, m map[string]V, write func(*str
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	b.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {
