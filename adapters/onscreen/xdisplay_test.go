@@ -73,7 +73,9 @@ func displayTaken(n int) bool {
 // socket (a killed Xvfb leaves both behind), and kills it if it has not
 // gone within five seconds.
 func stopXvfb(cmd *exec.Cmd, exited <-chan struct{}) {
-	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		cmd.Process.Kill() // already gone, or not ours to signal
+	}
 	select {
 	case <-exited:
 	case <-time.After(5 * time.Second):
