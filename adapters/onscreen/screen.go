@@ -66,8 +66,12 @@ func read(ctx context.Context, s *settings) (result, error) {
 	allocCtx, cancelAlloc := remote.NewAllocator(base, s.cdpURL)
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
 	var cancelTab context.CancelFunc
+	var ownTab context.Context // the re-navigation's tab, closed under its guards
 	defer func() {
 		go func() {
+			if ownTab != nil {
+				_ = cdpguard.CloseTab(ownTab, tabCloseWait)
+			}
 			if cancelTab != nil {
 				cancelTab()
 			}
@@ -109,6 +113,7 @@ func read(ctx context.Context, s *settings) (result, error) {
 	opts = append(opts, chromedp.WithListener(g.Listen))
 	var tctx context.Context
 	tctx, cancelTab = chromedp.NewContext(bctx, opts...)
+	ownTab = tctx
 	if _, err := within(ctx, func() (struct{}, error) { return struct{}{}, g.install(tctx) }); err != nil {
 		return result{}, unusable("could not install the read-only guards in a new tab: %v", errText(err))
 	}
@@ -203,6 +208,9 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// tabCloseWait bounds closing the re-navigation's tab.
+const tabCloseWait = 5 * time.Second
 
 // guard keeps the re-navigation read-only, as ui_readback does: the page
 // guard refuses non-read requests before they are sent, the network guard

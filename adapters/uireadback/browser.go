@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 )
 
 // ExecPaths are where the adapter looks for Chromium, in order, when
@@ -135,6 +137,9 @@ func (t *tab) wait(ctx context.Context) error {
 	}
 }
 
+// tabCloseWait bounds closing a read-back's tab.
+const tabCloseWait = 5 * time.Second
+
 // dispose closes the tab and disposes of its browser context, with every
 // cookie, storage and cache entry in it, in the background, so that a
 // capture answers without waiting for it.
@@ -142,6 +147,9 @@ func (t *tab) dispose() {
 	t.disposed.Do(func() {
 		go func() {
 			defer t.proc.tabs.Done()
+			// Closed while the guards hold; the cancel then disposes of
+			// the browser context.
+			_ = cdpguard.CloseTab(t.ctx, tabCloseWait)
 			t.cancel()
 		}()
 	})

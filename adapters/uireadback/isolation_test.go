@@ -160,6 +160,25 @@ func TestPagePostRefused(t *testing.T) {
 			}
 		})
 	}
+	t.Run("network guard alone, posting until the tab closes", func(t *testing.T) {
+		// The page keeps posting after the read has ended: every request
+		// still paused when the read-back lets go of its tab must die with
+		// the tab, never be let through.
+		factory := func() sdk.Adapter { return &Adapter{browser: shared, noPageGuard: true} }
+		c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
+		a.SetFaults(recordapp.Faults{PostOnLoad: true, PostEveryMS: 5})
+		defer a.SetFaults(recordapp.Faults{})
+		a.ClearRequests()
+		if r := capture(t, c, true, 20*time.Second); r.Reachable {
+			t.Fatalf("a page that posted read as usable: %v", r.Records)
+		}
+		time.Sleep(2 * time.Second) // the tab is closed in the background
+		for _, req := range a.Requests() {
+			if req.Method != "GET" && req.Path != "/login" {
+				t.Errorf("%s %s reached the application", req.Method, req.Path)
+			}
+		}
+	})
 	t.Run("unguarded control", func(t *testing.T) {
 		// Without either guard the same page's POST does reach the
 		// application: the test above can fail.

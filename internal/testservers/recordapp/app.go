@@ -67,6 +67,9 @@ type Faults struct {
 	// /api/viewed) with fetch as it loads.
 	PostOnLoad bool   `json:"post_on_load,omitempty"`
 	PostTo     string `json:"post_to,omitempty"`
+	// PostEveryMS makes the record page POST to PostTo again every so
+	// many milliseconds for as long as it is open.
+	PostEveryMS int `json:"post_every_ms,omitempty"`
 	// ShowPatient makes every record page's header show this identifier
 	// (a page of another record).
 	ShowPatient string `json:"show_patient,omitempty"`
@@ -355,6 +358,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
   document.querySelectorAll("tr.encounter").forEach(function (tr) { tr.setAttribute("data-views", String(views)); });
   fetch("/api/beacon?views=" + views);
 {{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})});
+{{end}}{{if .PostEveryMS}}  setInterval(function () { fetch({{.PostTo}}, {method: "POST", body: "again"}).catch(function () {}); }, {{.PostEveryMS}});
 {{end}}</script>
 </body></html>{{end}}
 `))
@@ -439,7 +443,8 @@ func (a *App) encountersPage(w http.ResponseWriter, r *http.Request) {
 		User, Patient, Shown, PostTo       string
 		Rows                               []row
 		Redesign, PostOnLoad, HideIdentity bool
-	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity})
+		PostEveryMS                        int
+	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
