@@ -179,6 +179,44 @@ func TestPagePostRefused(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a dedicated worker's POST", func(t *testing.T) {
+		// The page guard does not run in a worker; the network guard sees
+		// the worker's request. The page is ready only once the POST has
+		// settled, so the read cannot end before it. Without the guards the
+		// same POST arrives: the check can fail.
+		for _, unguarded := range []bool{false, true} {
+			factory := func() sdk.Adapter {
+				return &Adapter{browser: shared, noPageGuard: unguarded, noNetworkGuard: unguarded}
+			}
+			c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
+			a.SetFaults(recordapp.Faults{PostFromWorker: true})
+			a.ClearRequests()
+			r := capture(t, c, true, 20*time.Second)
+			a.SetFaults(recordapp.Faults{})
+			time.Sleep(time.Second) // the tab is closed in the background
+			posts := 0
+			for _, req := range a.Requests() {
+				if req.Method == "POST" && req.Path == "/api/viewed" {
+					posts++
+				}
+			}
+			if unguarded {
+				if posts == 0 {
+					t.Error("with no guard the worker's POST never arrived; the guarded check proves nothing")
+				}
+				continue
+			}
+			if r.Reachable {
+				t.Errorf("a page whose worker posted read as usable: %v", r.Records)
+			}
+			if !strings.Contains(r.Reason, "non-read request: POST "+a.URL+"/api/viewed") || !strings.Contains(r.Reason, "network guard") {
+				t.Errorf("reason %q; want the worker's POST refused by the network guard", r.Reason)
+			}
+			if posts != 0 {
+				t.Errorf("the worker's POST reached the application %d time(s)", posts)
+			}
+		}
+	})
 	t.Run("unguarded control", func(t *testing.T) {
 		// Without either guard the same page's POST does reach the
 		// application: the test above can fail.

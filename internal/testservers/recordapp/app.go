@@ -70,6 +70,10 @@ type Faults struct {
 	// PostEveryMS makes the record page POST to PostTo again every so
 	// many milliseconds for as long as it is open.
 	PostEveryMS int `json:"post_every_ms,omitempty"`
+	// PostFromWorker makes the record page start a dedicated worker that
+	// POSTs to PostTo, a request no page script makes; the page becomes
+	// ready (#encounters appears) only once that POST has settled.
+	PostFromWorker bool `json:"post_from_worker,omitempty"`
 	// ShowPatient makes every record page's header show this identifier
 	// (a page of another record).
 	ShowPatient string `json:"show_patient,omitempty"`
@@ -337,7 +341,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 {{range .Rows}}  <article class="enc" data-key="{{.ID}}"><h3>{{.Type}}</h3><p>{{.Note}}</p><time>{{.Date}}</time></article>
 {{else}}  <p class="empty-state">Nothing recorded yet.</p>
 {{end}}</div>
-{{else}}<section id="encounters">
+{{else}}<section id="{{if .PostFromWorker}}encounters-pending{{else}}encounters{{end}}">
 {{if .Rows}}<table>
   <thead><tr><th>Type</th><th>Date</th><th>Note</th></tr></thead>
   <tbody>
@@ -358,6 +362,12 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
   document.querySelectorAll("tr.encounter").forEach(function (tr) { tr.setAttribute("data-views", String(views)); });
   fetch("/api/beacon?views=" + views);
 {{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})});
+{{end}}{{if .PostFromWorker}}  (function () {
+    var code = "fetch(" + JSON.stringify(new URL({{.PostTo}}, location.href).href) + ", {method: 'POST', body: 'worker'})" +
+      ".then(function () { postMessage('sent'); }, function () { postMessage('failed'); });";
+    var w = new Worker(URL.createObjectURL(new Blob([code], {type: "text/javascript"})));
+    w.onmessage = function () { document.getElementById("encounters-pending").id = "encounters"; };
+  })();
 {{end}}{{if .PostEveryMS}}  setInterval(function () { fetch({{.PostTo}}, {method: "POST", body: "again"}).catch(function () {}); }, {{.PostEveryMS}});
 {{end}}</script>
 </body></html>{{end}}
@@ -444,7 +454,8 @@ func (a *App) encountersPage(w http.ResponseWriter, r *http.Request) {
 		Rows                               []row
 		Redesign, PostOnLoad, HideIdentity bool
 		PostEveryMS                        int
-	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS})
+		PostFromWorker                     bool
+	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS, f.PostFromWorker})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
