@@ -47,13 +47,9 @@ func indexRows(rng *rand.Rand, from, n int) []sdk.Record {
 	return out
 }
 
-// wholeTwin stores session id of m as a daemon before indexes stored it:
-// the same meta without the index's form and digest, and the baseline's
-// records whole as the adapter sends them (read again: the table has not
-// changed). It returns a Manager over that store, with m's keys.
-func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate func(*meta, [][]byte) [][]byte) *Manager {
+// storedMeta is session id's stored metadata.
+func storedMeta(t *testing.T, m *Manager, id string) meta {
 	t.Helper()
-	ctx := context.Background()
 	raw, _, err := m.Store.Session(id)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +58,17 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	if err := json.Unmarshal(raw, &md); err != nil {
 		t.Fatal(err)
 	}
+	return md
+}
+
+// wholeTwin stores session id of m as a daemon before indexes stored it:
+// the same meta without the index's form and digest, and the baseline's
+// records whole as the adapter sends them (read again: the table has not
+// changed). It returns a Manager over that store, with m's keys.
+func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate func(*meta, [][]byte) [][]byte) *Manager {
+	t.Helper()
+	ctx := context.Background()
+	md := storedMeta(t, m, id)
 	dep, contracts, err := parse(md.Deployment, md.Effects, md.Params)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +104,7 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 			t.Fatal(err)
 		}
 	}
-	raw, err = json.Marshal(md)
+	raw, err := json.Marshal(md)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +185,7 @@ func indexRound(t *testing.T, rng *rand.Rand, round int, count func(judge.Decisi
 		t.Fatal(err)
 	}
 	id := res.SessionID
-	raw, _, err := m.Store.Session(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md meta
-	if err := json.Unmarshal(raw, &md); err != nil {
-		t.Fatal(err)
-	}
+	md := storedMeta(t, m, id)
 	if cm := md.Captures[0]; cm.Index != baselineIndexV1 || !strings.HasPrefix(cm.Digest, "hmac-sha256:") || cm.DigestKeyID != judge.KeyID(m.EvidenceKey) {
 		t.Fatalf("round %d: capture %+v is not stored as an index", round, cm)
 	}
@@ -353,14 +353,7 @@ func TestBadBaselineRecordIsIndeterminate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := m.Store.Session(res.SessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var md meta
-	if err := json.Unmarshal(raw, &md); err != nil {
-		t.Fatal(err)
-	}
+	md := storedMeta(t, m, res.SessionID)
 	if cm := md.Captures[0]; cm.Index != baselineIndexV1 || cm.Digest != "" || cm.Records != 3 {
 		t.Fatalf("capture %+v: want an index without a digest", cm)
 	}
