@@ -233,21 +233,7 @@ func TestProjectionAgrees(t *testing.T) {
 // the records say.
 func TestProjectionCovers(t *testing.T) {
 	t.Parallel()
-	bind := func(js string) *Contract {
-		tree, err := DecodeJSON([]byte(js))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := LoadEffect(tree, "effects[0]")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Bind(e, nil, "effects[0]")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	bind := func(js string) *Contract { return bindContracts(t, []string{js})[0] }
 	p1 := bind(`{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true}`)
 	p2 := bind(`{"kind": "record_written", "match": {"patient_id": "p2"}, "count_new_only": true}`)
 	other := bind(`{"kind": "record_written", "match": {"type": "x"}, "forbid_collateral_loss": false}`)
@@ -292,15 +278,7 @@ func TestProjectionCovers(t *testing.T) {
 // names seen first in a projected record survive it.
 func TestRecordStreamProjects(t *testing.T) {
 	t.Parallel()
-	tree, _ := DecodeJSON([]byte(`{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true}`))
-	e, err := LoadEffect(tree, "effects[0]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Bind(e, nil, "effects[0]")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := bindContracts(t, []string{`{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true}`})[0]
 	recs := []string{
 		`{"note": "long text \u00e9", "id": 7, "patient_id": "p0", "o": {"b": [1.0]}, "n": 2.50}`,
 		`{"id": 8, "patient_id": "p1", "note": "kept"}`,
