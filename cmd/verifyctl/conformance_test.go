@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// conformanceCase is one file of shared/conformance/cases.
+// conformanceCase is one case file: a case and its expected answer.
 type conformanceCase struct {
 	Name   string          `json:"name"`
 	Case   json.RawMessage `json:"case"`
@@ -58,14 +58,10 @@ type conformanceCase struct {
 	} `json:"expect"`
 }
 
-// caseDirs are the bundled copies of the public cases, the shared folder
-// beside the repository when present (it may hold newer cases), and any
-// folders named in VERIFIERD_CASES_DIRS (colon-separated).
+// caseDirs are the bundled cases and any folders named in
+// VERIFIERD_CASES_DIRS (colon-separated), e.g. a newer set of cases.
 func caseDirs(t *testing.T) []string {
 	dirs := []string{"testdata/cases"}
-	if fi, err := os.Stat("../../../shared/conformance/cases"); err == nil && fi.IsDir() {
-		dirs = append(dirs, "../../../shared/conformance/cases")
-	}
 	if extra := os.Getenv("VERIFIERD_CASES_DIRS"); extra != "" {
 		dirs = append(dirs, strings.Split(extra, ":")...)
 	}
