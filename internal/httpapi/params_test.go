@@ -126,3 +126,31 @@ func TestParamText(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDescribesParamsAndUnused: the served document says that
+// params take numbers and booleans over HTTP/JSON on every route that has
+// them, and lists Begin's unusedParams.
+func TestOpenAPIDescribesParamsAndUnused(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Definitions map[string]struct {
+			Properties map[string]struct {
+				Type        string `json:"type"`
+				Description string `json:"description"`
+			} `json:"properties"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(verifierv1.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range []string{"v1BeginRequest", "verifierdVerifierV1TestConnectionRequest", "v1JudgeRequest"} {
+		d := doc.Definitions[msg].Properties["params"].Description
+		if !strings.Contains(d, "JSON number") || !strings.Contains(d, "boolean") || !strings.Contains(d, "params.<name>") {
+			t.Errorf("%s.params: description %q does not say it takes numbers and booleans", msg, d)
+		}
+	}
+	u := doc.Definitions["v1BeginResponse"].Properties["unusedParams"]
+	if u.Type != "array" || !strings.Contains(u.Description, "no contract") {
+		t.Errorf("v1BeginResponse.unusedParams = %+v, want a documented array", u)
+	}
+}
