@@ -21,7 +21,11 @@ func TestBeginReportsUnusedParams(t *testing.T) {
 	tab := &table{}
 	m := newManager(t, &memAdapter{kind: "unused-test", tier: 1, table: tab})
 	dep := []byte("effects:\n  kind: unused-test\n  options: {open: 'https://app.example/{tenant}/records'}\n  option_params: {region: {param: region}}\n")
-	m.Daemon.Deployments = map[string]string{"mem": writeDeployment(t, string(dep))}
+	m.Daemon.Deployments = map[string]string{
+		"mem": writeDeployment(t, string(dep)),
+		// The workflow's secret parameter pin, referenced by the candidate.
+		"mem-pin": writeDeployment(t, "effects:\n  kind: unused-test\n  option_params: {pin: {param: pin}}\n"),
+	}
 	m.Workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 	ctx := context.Background()
 
@@ -40,6 +44,10 @@ func TestBeginReportsUnusedParams(t *testing.T) {
 		"a registered step: the secret pin is not referenced by step save": {
 			BeginRequest{DeploymentName: "mem", Workflow: "intake", Step: "save", Params: map[string]string{"p": "1", "note": "n", "pin": "0000", "region": "eu"}},
 			[]string{"pin"},
+		},
+		"a registered step: the secret pin referenced by the candidate is used": {
+			BeginRequest{DeploymentName: "mem-pin", Workflow: "intake", Step: "save", Params: map[string]string{"p": "1", "note": "n", "pin": "0000"}},
+			nil,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
