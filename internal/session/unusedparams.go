@@ -9,7 +9,8 @@ import (
 )
 
 // The parameter names an effects document references, cached by its bytes
-// like the parsed documents (only documents Begin accepted enter it).
+// and bounded like the parsed documents. Only a document that bound and
+// passed the contract guards enters it.
 var effectsParamNames = newDocCache[map[string]bool](docCacheEntries, docCacheBytes)
 
 // unusedParams names the run parameters of a Begin that nothing of the step
