@@ -90,16 +90,25 @@ func scalarParams(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFu
 }
 
 // rewriteParams returns the body with every non-string run parameter
-// replaced by its text, or the refusal of one that has none.
+// replaced by its text, or the refusal of one that has none. Only the
+// top-level members are split (json.Decoder, one value at a time, depth
+// bounded by encoding/json) and only params is decoded, so a large Judge
+// body costs one scan, not a tree.
 func rewriteParams(raw []byte) ([]byte, error) {
-	tree, err := judge.DecodeJSON(raw) // refuses duplicate keys, as protojson does
-	top, ok := tree.(map[string]any)
-	if err != nil || !ok {
+	if !bytes.Contains(raw, []byte(`"params"`)) {
 		return raw, nil
 	}
-	key := "params"
-	ps, ok := top[key].(map[string]any)
+	members, ok := topLevel(raw)
 	if !ok {
+		return raw, nil // not one JSON object, or a repeated key: the gateway refuses it
+	}
+	at := slices.IndexFunc(members, func(m member) bool { return m.key == "params" })
+	if at < 0 {
+		return raw, nil
+	}
+	tree, err := judge.DecodeJSON(members[at].value) // a repeated name is refused, as protojson does
+	ps, ok := tree.(map[string]any)
+	if err != nil || !ok {
 		return raw, nil
 	}
 	rewrite := false
@@ -118,20 +127,62 @@ func rewriteParams(raw []byte) ([]byte, error) {
 	if !rewrite {
 		return raw, nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return raw, nil
-	}
 	enc, err := json.Marshal(texts)
 	if err != nil {
 		return raw, nil
 	}
-	fields[key] = enc
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return raw, nil
+	members[at].value = enc
+	var out bytes.Buffer
+	out.Grow(len(raw))
+	out.WriteByte('{')
+	for i, m := range members {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(m.value)
 	}
-	return out, nil
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// member is one top-level member of a JSON object body.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// topLevel splits a JSON object into its members, in order; false when raw
+// is not exactly one JSON object or repeats a key.
+func topLevel(raw []byte) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	var out []member
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, isKey := tok.(string)
+		if err != nil || !isKey || seen[key] {
+			return nil, false
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		out = append(out, member{key, v})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return out, true
 }
 
 func paramRefusal(name string, v any) error {

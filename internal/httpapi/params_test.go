@@ -102,6 +102,11 @@ func TestScalarParams(t *testing.T) {
 		"params not an object":              `{"deploymentName": "d", "params": [1]}`,
 		"duplicate key":                     `{"deploymentName": "d", "params": {"age": 36, "age": 37}}`,
 		"not JSON":                          `{"params": {"age": 36}`,
+		"repeated params":                   `{"deploymentName": "d", "params": {"age": 36}, "params": {"age": 37}}`,
+		"trailing data":                     `{"deploymentName": "d", "params": {"age": 36}} {}`,
+		// Nesting far past encoding/json's bound: refused, never a
+		// recursion the size of the body.
+		"deep nesting": `{"deploymentName": "d", "params": {"age": 36}, "x": ` + strings.Repeat("[", 200000) + strings.Repeat("]", 200000) + `}`,
 	} {
 		if code, res := c.do("POST", "/v1/sessions", body, token); code != http.StatusBadRequest || res["code"] != float64(codes.InvalidArgument) {
 			t.Errorf("%s: %d %v, want the gateway's 400 InvalidArgument", name, code, res)
