@@ -57,10 +57,6 @@ connection flags, of every command that talks to a daemon, before the command or
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
 	args, ok := leadingClientFlags(args, stderr)
 	if !ok {
 		return exitInvalid
