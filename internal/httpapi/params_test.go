@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
@@ -158,4 +160,61 @@ func TestOpenAPIDescribesParamsAndUnused(t *testing.T) {
 	if u.Type != "array" || !strings.Contains(u.Description, "no contract") {
 		t.Errorf("v1BeginResponse.unusedParams = %+v, want a documented array", u)
 	}
+}
+
+// FuzzRewriteParams: whatever the body, rewriteParams never panics; a body
+// it changes is one JSON object with the same members, whose params are all
+// strings, each the text of what was sent; a refusal is InvalidArgument
+// naming params.<name>.
+func FuzzRewriteParams(f *testing.F) {
+	for _, s := range []string{
+		`{"params": {"age": 36, "vip": true, "n": "x"}}`, `{"params": {"a": null}}`, `{"params": {"a": [1]}}`,
+		`{"deploymentName": "d", "params": {"a": 1e3}, "effects": "W10="}`, `{"params": {"a": 1, "a": 2}}`,
+		`{"params": 5}`, `{"params": {"a": 1}} x`, `[{"params": {"a": 1}}]`, `{"params": {"\u0061": -0.0}}`, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, err := rewriteParams(raw)
+		if err != nil {
+			st, _ := status.FromError(err)
+			if st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), "params.") {
+				t.Fatalf("refusal %v, want InvalidArgument naming params.<name>", err)
+			}
+			return
+		}
+		if bytes.Equal(out, raw) {
+			return
+		}
+		var before, after map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &before); err != nil {
+			t.Fatalf("changed a body that is not one object: %q -> %q", raw, out)
+		}
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("the rewritten body is not one object: %q (%v)", out, err)
+		}
+		if len(before) != len(after) {
+			t.Fatalf("members changed: %q -> %q", raw, out)
+		}
+		for k, v := range before {
+			if k != "params" && !bytes.Equal(bytes.TrimSpace(v), bytes.TrimSpace(after[k])) {
+				t.Fatalf("member %q changed: %s -> %s", k, v, after[k])
+			}
+		}
+		var sent map[string]any
+		dec := json.NewDecoder(bytes.NewReader(before["params"]))
+		dec.UseNumber()
+		if err := dec.Decode(&sent); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]string
+		if err := json.Unmarshal(after["params"], &got); err != nil || len(got) != len(sent) {
+			t.Fatalf("params %s -> %s (%v): not a map of the same strings", before["params"], after["params"], err)
+		}
+		for k, v := range sent {
+			if want, _ := ParamText(v); got[k] != want {
+				t.Fatalf("params.%s = %q, want %q", k, got[k], want)
+			}
+		}
+	})
 }
