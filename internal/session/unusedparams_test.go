@@ -20,13 +20,30 @@ func TestBeginReportsUnusedParams(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	m := newManager(t, &memAdapter{kind: "unused-test", tier: 1, table: tab})
+	// Read-backs only, so that no newness rule of a change claim bears on
+	// the reads these deployments bind to run parameters.
+	noClaim := false
+	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
 	dep := []byte("effects:\n  kind: unused-test\n  options: {open: 'https://app.example/{tenant}/records'}\n  option_params: {region: {param: region}}\n")
 	m.Daemon.Deployments = map[string]string{
 		"mem": writeDeployment(t, string(dep)),
 		// The workflow's secret parameter pin, referenced by the candidate.
 		"mem-pin": writeDeployment(t, "effects:\n  kind: unused-test\n  option_params: {pin: {param: pin}}\n"),
 	}
-	m.Workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
+	w, err := workflow.Parse([]byte(`schema: verifierd.workflow/v1
+name: readback
+params: {p: {}, note: {}, pin: {secret: true}}
+policy: {subject_params: [p]}
+steps:
+  - step: check
+    effects:
+      - {kind: field_equals, match: {p: {param: p}}, field: note, value: {param: note}, timeout_s: 0.2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Workflows = map[string]*workflow.Workflow{"readback": w}
+	const effects = `[{"kind": "field_equals", "match": {"p": {"param": "p"}}, "field": "note", "value": "n", "timeout_s": 0.2}]`
 	ctx := context.Background()
 
 	for name, tc := range map[string]struct {
@@ -34,19 +51,19 @@ func TestBeginReportsUnusedParams(t *testing.T) {
 		want []string
 	}{
 		"every parameter used": {
-			BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1", "region": "eu", "tenant": "t1"}},
+			BeginRequest{Deployment: dep, Effects: []byte(effects), Params: map[string]string{"p": "1", "region": "eu", "tenant": "t1"}},
 			nil,
 		},
 		"misspelt and extra names, sorted": {
-			BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1", "region": "eu", "tennant": "t1", "age": "36"}},
+			BeginRequest{Deployment: dep, Effects: []byte(effects), Params: map[string]string{"p": "1", "region": "eu", "tennant": "t1", "age": "36"}},
 			[]string{"age", "tennant"},
 		},
-		"a registered step: the secret pin is not referenced by step save": {
-			BeginRequest{DeploymentName: "mem", Workflow: "intake", Step: "save", Params: map[string]string{"p": "1", "note": "n", "pin": "0000", "region": "eu"}},
+		"a registered step: the secret pin is referenced by nothing": {
+			BeginRequest{DeploymentName: "mem", Workflow: "readback", Step: "check", Params: map[string]string{"p": "1", "note": "n", "pin": "0000", "region": "eu"}},
 			[]string{"pin"},
 		},
 		"a registered step: the secret pin referenced by the candidate is used": {
-			BeginRequest{DeploymentName: "mem-pin", Workflow: "intake", Step: "save", Params: map[string]string{"p": "1", "note": "n", "pin": "0000"}},
+			BeginRequest{DeploymentName: "mem-pin", Workflow: "readback", Step: "check", Params: map[string]string{"p": "1", "note": "n", "pin": "0000"}},
 			nil,
 		},
 	} {
