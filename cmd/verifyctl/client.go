@@ -186,11 +186,15 @@ func serviceCommand[C any](name string, args []string, stdout, stderr io.Writer,
 	return exitOK
 }
 
+// cmdPreflight tests every candidate's connection. It prints the answer
+// whatever it is, and exits 0 only when every candidate was configured and
+// is reachable: 1 names the ones that are not on stderr.
 func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 	var deployment, deploymentName string
 	ps := params{}
 	var dep []byte
-	return clientCommand("preflight", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
+	var down []string
+	code := clientCommand("preflight", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
 		fs.StringVar(&deploymentName, "deployment-name", "", "name of a deployment in the daemon config")
 		fs.StringVar(&deployment, "deployment", "", "deployment file (YAML); only a daemon run with --allow-inline-deployments accepts it")
 		fs.Var(ps, "param", "run parameter name=value (repeatable)")
@@ -209,7 +213,13 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 			return nil, err
 		}
 		out := []map[string]any{}
+		if len(res.GetCandidates()) == 0 {
+			down = append(down, "the daemon reported no candidate")
+		}
 		for _, cand := range res.GetCandidates() {
+			if !cand.GetReachable() {
+				down = append(down, fmt.Sprintf("candidate %d (%s): %s", cand.GetCandidateIndex(), cand.GetKind(), cand.GetMessage()))
+			}
 			warnings := cand.GetWarnings()
 			if warnings == nil {
 				warnings = []string{}
@@ -221,6 +231,13 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 		}
 		return out, nil
 	})
+	if code == exitOK && len(down) > 0 {
+		for _, d := range down {
+			fmt.Fprintln(stderr, "verifyctl: preflight: not ready:", d)
+		}
+		return exitFailure
+	}
+	return code
 }
 
 func cmdBegin(args []string, stdout, stderr io.Writer) int {
@@ -264,6 +281,9 @@ func cmdBegin(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
+		if u := res.GetUnusedParams(); len(u) > 0 {
+			fmt.Fprintf(stderr, "verifyctl: begin: warning: no contract or candidate of the step uses --param %s (a misspelt name?); the session was begun\n", strings.Join(u, ", "))
+		}
 		return beginJSON(res), nil
 	})
 }
@@ -276,7 +296,11 @@ func beginJSON(res *verifierv1.BeginResponse) map[string]any {
 			"candidate": e.GetCandidate(), "candidate_index": e.GetCandidateIndex(),
 		})
 	}
-	return map[string]any{"session_id": res.GetSessionId(), "effects": effects, "registered_step": registeredJSON(res.GetRegisteredStep())}
+	unused := res.GetUnusedParams()
+	if unused == nil {
+		unused = []string{}
+	}
+	return map[string]any{"session_id": res.GetSessionId(), "effects": effects, "registered_step": registeredJSON(res.GetRegisteredStep()), "unused_params": unused}
 }
 
 // registeredJSON renders the registered workflow step of a session, or nil.

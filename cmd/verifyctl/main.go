@@ -13,7 +13,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: verifyctl <command> [flags]
+const usage = `usage: verifyctl [connection flags] <command> [flags]
 
 commands:
   judge --case FILE|-                       judge one conformance case (JUDGE.md §8) with no daemon
@@ -47,11 +47,20 @@ commands:
   reward calibrate --contract NAME [--trials 300] [--delta 0.05] [--seed N] --out DIR
                                             calibrate a reward contract; writes calibration.json and a signed certificate.json
 
-client flags: --addr HOST:PORT (default 127.0.0.1:7443), --token-env NAME, --tls-ca FILE, --timeout D,
-  --insecure (send the token without --tls-ca to a non-loopback address)
+connection flags, of every command that talks to a daemon, before the command or after it
+(after it, they win):
+  --addr HOST:PORT    the daemon's gRPC address (default 127.0.0.1:7443)
+  --token-env NAME    environment variable holding the API bearer token
+  --tls-ca FILE       CA certificate (PEM) to verify the daemon's TLS; without it the connection is plaintext
+  --timeout D         deadline of the call (default 5m)
+  --insecure          send the token without --tls-ca to a non-loopback address
 `
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args, ok := leadingClientFlags(args, stderr)
+	if !ok {
+		return exitInvalid
+	}
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -34,7 +34,9 @@ var gatewayRoutes = []string{
 // status as JSON ({code, message, details}) with the HTTP status the gateway
 // maps its code to (InvalidArgument 400, PermissionDenied 403, NotFound 404,
 // FailedPrecondition 400, ...). Request bodies are bounded like gRPC
-// requests (session.MaxRequestBytes); unknown JSON keys are refused. The
+// requests (session.MaxRequestBytes); unknown JSON keys are refused. Run
+// parameters may be JSON numbers and booleans as well as strings
+// (scalarParams, params.go). The
 // generated OpenAPI document is served at GET /openapi.json, behind the
 // token too.
 func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, logger hclog.Logger) error {
@@ -61,6 +63,10 @@ func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, logger hclog.
 		gw.ServeHTTP(w, r)
 	}
 	for _, p := range gatewayRoutes {
+		if paramRoutes[p] {
+			a.handle(p, session.MaxRequestBytes, scalarParams(gw, jsonpb, h))
+			continue
+		}
 		a.handle(p, session.MaxRequestBytes, h)
 	}
 	doc := verifierv1.OpenAPI()

@@ -192,3 +192,36 @@ func assertNoValues(t *testing.T, bodies []string) {
 		}
 	}
 }
+
+// TestRewardIdentityScalars: an episode's oracle_identity may hold JSON
+// numbers and booleans, read as their text (the number as written), at
+// registration and in the descriptor alike, so 1234 and "1234" name the
+// same subject; null, objects and arrays are refused.
+func TestRewardIdentityScalars(t *testing.T) {
+	t.Parallel()
+	rig := rewardtest.New(t)
+	var bodies []string
+	c := serve(t, rig, &bodies)
+	if status, body := c.do("POST", "/v1/episodes", `{"episode_id": "episode-0001", "oracle_identity": {"patient_id": 1234}}`, token); status != 200 {
+		t.Fatalf("register with a number: %d %v", status, body)
+	}
+	// The same subject written as a string is not another subject.
+	if status, body := c.do("POST", "/v1/episodes", `{"episode_id": "episode-0001", "oracle_identity": {"patient_id": "1234"}}`, token); status != 200 {
+		t.Errorf("register again with its text: %d %v, want 200", status, body)
+	}
+	if status, body := c.do("POST", "/v1/episodes", `{"episode_id": "episode-0001", "oracle_identity": {"patient_id": 1234.0}}`, token); status != 409 || body["error"] != "identity_conflict" {
+		t.Errorf("register again with 1234.0 (another text): %d %v, want 409 identity_conflict", status, body)
+	}
+	rig.Oracle.Add("1234", "Triage")
+	status, body := c.do("POST", "/v1/rewards", rig.Descriptor("episode-0001", "ckpt-0001", 0, `, "oracle_identity": {"patient_id": 1234}`), token)
+	rc, _ := body["receipt"].(map[string]any)
+	if status != 200 || rc["reward_outcome"] != "verified" {
+		t.Errorf("score with a numeric identity: %d %v", status, body)
+	}
+	for _, v := range []string{"null", `{"x": "y"}`, `["1234"]`} {
+		status, body := c.do("POST", "/v1/episodes", `{"episode_id": "episode-0002", "oracle_identity": {"patient_id": `+v+`}}`, token)
+		if status != 422 || body["error"] != "invalid_episode" {
+			t.Errorf("identity %s: %d %v, want 422 invalid_episode", v, status, body)
+		}
+	}
+}

@@ -6,10 +6,12 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
 // Refusal codes (the reference's names) and their HTTP statuses.
@@ -204,21 +206,38 @@ func forbiddenKey(v any) string {
 	return ""
 }
 
-// parseIdentity checks 1–32 non-empty string pairs.
+// parseIdentity checks 1–32 pairs of a non-empty key and a non-empty
+// scalar. A value may be written as a JSON number (its text as written) or
+// a boolean (true or false), as a run parameter may over HTTP/JSON; null,
+// objects and arrays are refused.
 func parseIdentity(v any) (map[string]string, error) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) == 0 || len(m) > maxIdentity {
-		return nil, refuse(CodeInvalidEpisode, "oracle_identity: an object of 1 to %d non-empty string pairs", maxIdentity)
+		return nil, refuse(CodeInvalidEpisode, "oracle_identity: an object of 1 to %d pairs, each a non-empty string, number or boolean", maxIdentity)
 	}
 	out := make(map[string]string, len(m))
 	for k, x := range m {
-		s, ok := x.(string)
+		s, ok := identityText(x)
 		if !ok || k == "" || s == "" || len(s) > 256 || !utf8.ValidString(s) {
-			return nil, refuse(CodeInvalidEpisode, "oracle_identity: an object of 1 to %d non-empty string pairs", maxIdentity)
+			return nil, refuse(CodeInvalidEpisode, "oracle_identity: an object of 1 to %d pairs, each a non-empty string, number or boolean", maxIdentity)
 		}
 		out[k] = s
 	}
 	return out, nil
+}
+
+// identityText is the text of an identity value: a string as is, a number
+// as its JSON text as written, a boolean as true or false.
+func identityText(x any) (string, bool) {
+	switch v := x.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return string(v), jsonnum.Valid(string(v))
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
 }
 
 // ParseIdentity is parseIdentity for callers outside the descriptor.

@@ -360,3 +360,38 @@ func TestDrain(t *testing.T) {
 		t.Errorf("Serve = %v after a graceful stop, want nil", err)
 	}
 }
+
+// TestBeginAnswersUnusedParams: Begin's unused_params reach the gRPC
+// answer, sorted, and GetSession's copy of it; none when every run
+// parameter is referenced.
+func TestBeginAnswersUnusedParams(t *testing.T) {
+	t.Parallel()
+	a := startAPI(t, Options{}, nil)
+	c := verifierv1.NewVerifierServiceClient(a.conn)
+	ctx := t.Context()
+	req := func(params map[string]string) *verifierv1.BeginRequest {
+		return &verifierv1.BeginRequest{
+			Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: []byte("effects: {kind: empty}\n")},
+			Effects:    []byte(`[{"kind": "record_written", "match": {"p": {"param": "p"}}, "expected_count": 0}]`),
+			Params:     params,
+		}
+	}
+	res, err := c.Begin(ctx, req(map[string]string{"p": "1", "zeta": "z", "age": "36"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.GetUnusedParams(), ","); got != "age,zeta" {
+		t.Errorf("unused_params = %q, want age,zeta", got)
+	}
+	st, err := c.GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: res.GetSessionId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(st.GetBegin().GetUnusedParams(), ","); got != "age,zeta" {
+		t.Errorf("GetSession: unused_params = %q, want age,zeta", got)
+	}
+	res, err = c.Begin(ctx, req(map[string]string{"p": "1"}))
+	if err != nil || res.GetUnusedParams() != nil {
+		t.Errorf("every parameter used: unused_params = %q (%v), want none", res.GetUnusedParams(), err)
+	}
+}

@@ -127,7 +127,7 @@ func (s *service) Begin(ctx context.Context, req *verifierv1.BeginRequest) (*ver
 }
 
 func beginToProto(res *session.BeginResult) *verifierv1.BeginResponse {
-	out := &verifierv1.BeginResponse{SessionId: res.SessionID, RegisteredStep: registeredToProto(res.Registered)}
+	out := &verifierv1.BeginResponse{SessionId: res.SessionID, RegisteredStep: registeredToProto(res.Registered), UnusedParams: res.UnusedParams}
 	for _, e := range res.Effects {
 		out.Effects = append(out.Effects, &verifierv1.BegunEffect{
 			ContractHash: e.ContractHash, Tier: int32(e.Tier), Candidate: e.Candidate, CandidateIndex: int32(e.CandidateIndex),

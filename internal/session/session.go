@@ -157,6 +157,10 @@ type BeginResult struct {
 	// Registered is the workflow step whose contracts the session judges
 	// (nil when the caller sent the effects).
 	Registered *RegisteredStep `json:"registered_step,omitempty"`
+	// UnusedParams names the run parameters that nothing of the step
+	// references (unusedParams), sorted; a warning for the caller, not a
+	// refusal.
+	UnusedParams []string `json:"unused_params,omitempty"`
 }
 
 // meta is what the store keeps of a begun session. Secrets are not in it:
@@ -466,6 +470,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if err := checkTiers(a.policy, res); err != nil {
 		return nil, err
 	}
+	res.UnusedParams = unusedParams(params, dep, a.effects)
 
 	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
 	var writers []*store.BaselineWriter
@@ -508,9 +513,12 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return nil, err
 	}
 	// The ledger's begin entry binds the session id, the contract hashes,
-	// tiers and candidates (what Begin answered), never parameter values.
+	// tiers and candidates (what Begin answered), never parameter values;
+	// the unused-parameter warning is not part of it.
+	bound := *res
+	bound.UnusedParams = nil
 	beginEntry := func(l *store.Ledger) error {
-		_, err := l.Append(EntryBegin, id, jsonDigest(res))
+		_, err := l.Append(EntryBegin, id, jsonDigest(&bound))
 		return err
 	}
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))

@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 import unittest
+import warnings
+from decimal import Decimal
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -24,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
 
-from verifierd import Client, NotConfirmed, Refused, VerifierError  # noqa: E402
+from verifierd import Client, NotConfirmed, Refused, UnusedParamsWarning, VerifierError  # noqa: E402
 
 BIN = Path(os.environ.get("VERIFIERD_BIN") or REPO / ".cache" / "bin")
 
@@ -245,6 +247,61 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(candidates[0].kind, "sql")
         self.assertTrue(candidates[0].reachable)
         self.assertEqual(candidates[0].tier, 1)
+
+    def test_number_and_boolean_params(self) -> None:
+        # 36 binds as the text 36 and True as true (never Python's "True"):
+        # the honest save of patient "36" with note "true" is VERIFIED.
+        params = {"patient_id": 36, "note": True}
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnusedParamsWarning)
+            with self.client.step(deployment="clinic", workflow="triage", step="save_triage", params=params) as step:
+                self.assertEqual(step.session.unused_params, [])
+                self.daemon.save("36", "true")
+        assert step.result is not None
+        self.assertEqual(step.result.outcome, "VERIFIED")
+        readback = step.result.effects[1]
+        self.assertEqual(readback.verdict, "CONFIRMED")
+        self.assertEqual(readback.expected_value, "true")
+
+    def test_param_text(self) -> None:
+        from verifierd.client import _encode_params
+
+        self.assertEqual(
+            _encode_params({"a": 36, "b": True, "c": False, "d": 1234.5, "e": Decimal("1234.50"), "f": "x"}),
+            {"a": "36", "b": "true", "c": "false", "d": "1234.5", "e": "1234.50", "f": "x"},
+        )
+        with self.assertRaises(TypeError) as caught:
+            _encode_params({"note": None})
+        self.assertIn("params.note", str(caught.exception))
+        with self.assertRaises(TypeError):
+            _encode_params({"note": ["a"]})
+        with self.assertRaises(ValueError) as nan:
+            _encode_params({"amount": float("nan")})
+        self.assertIn("params.amount", str(nan.exception))
+
+    def test_daemon_takes_json_scalars(self) -> None:
+        # The HTTP/JSON API itself takes a JSON number, and refuses null
+        # naming the parameter (not a parser error).
+        answer = self.client._call(
+            "POST", "/v1/connection-tests", {"deploymentName": "clinic", "params": {"patient_id": 36}}
+        )
+        self.assertTrue(answer["candidates"][0]["reachable"])
+        with self.assertRaises(VerifierError) as caught:
+            self.client._call("POST", "/v1/connection-tests", {"deploymentName": "clinic", "params": {"patient_id": None}})
+        self.assertEqual(caught.exception.http_status, 400)
+        self.assertEqual(caught.exception.code, "INVALID_ARGUMENT")
+        self.assertTrue(caught.exception.message.startswith("params.patient_id: "), caught.exception.message)
+
+    def test_unused_params_warned(self) -> None:
+        with self.assertWarns(UnusedParamsWarning) as caught:
+            session = self.client.begin(
+                "clinic", workflow="triage", step="save_triage",
+                params={"patient_id": "p7", "note": "x", "tennant": "t1", "age": 36},
+            )
+        self.assertEqual(session.unused_params, ["age", "tennant"])
+        self.assertIn("age, tennant", str(caught.warning))
+        # The session was begun all the same: nothing saved, nothing landed.
+        self.assertEqual(self.client.verify(session.session_id).outcome, "HALTED_BEFORE_EFFECT")
 
     def test_unknown_session(self) -> None:
         with self.assertRaises(VerifierError) as caught:

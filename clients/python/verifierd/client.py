@@ -10,10 +10,13 @@ friendly form (``outcome == "VERIFIED"``) and keep the daemon's dict as
 from __future__ import annotations
 
 import base64
+import decimal
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
+import warnings
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Dict, List, Mapping, Optional, Type, Union
@@ -31,6 +34,7 @@ __all__ = [
     "Session",
     "Step",
     "StepResult",
+    "UnusedParamsWarning",
     "VerifierError",
 ]
 
@@ -97,10 +101,40 @@ def _encode_document(doc: Document) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+# The JSON number grammar (RFC 8259): the text the daemon keeps as written.
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def _param_text(name: str, value: Any) -> str:
+    """A run parameter as the text the daemon binds: a string as is, a
+    boolean as ``true``/``false`` (never Python's ``True``), a number as its
+    JSON text (``36``, ``1234.5``; a ``Decimal`` keeps its digits, so
+    ``Decimal("1234.50")`` is ``1234.50``). Anything else is refused here,
+    naming the parameter, as the daemon would refuse it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):  # before int: bool is an int subclass
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (float, decimal.Decimal)):
+        text = json.dumps(value) if isinstance(value, float) else str(value)
+        if not _JSON_NUMBER.fullmatch(text):
+            raise ValueError(
+                "params.%s: %r is not a JSON number (NaN and infinities have none); "
+                "send a finite number or a string" % (name, value)
+            )
+        return text
+    raise TypeError(
+        "params.%s: a run parameter is a string, a number or a boolean, not %s"
+        % (name, "None" if value is None else type(value).__name__)
+    )
+
+
 def _encode_params(params: Optional[Params]) -> Dict[str, str]:
     if not params:
         return {}
-    return {str(k): v if isinstance(v, str) else str(v) for k, v in params.items()}
+    return {str(k): _param_text(str(k), v) for k, v in params.items()}
 
 
 class VerifierError(Exception):
@@ -130,6 +164,11 @@ class VerifierError(Exception):
             if d.get("@type", "").endswith("google.rpc.ErrorInfo") and d.get("domain") == "verifierd":
                 return d.get("reason") or None
         return None
+
+
+class UnusedParamsWarning(UserWarning):
+    """Begin named run parameters that nothing of the step references
+    (``Session.unused_params``); the session was begun all the same."""
 
 
 class Refused(VerifierError):
@@ -186,7 +225,10 @@ class Session:
     session_id: str
     effects: List[BegunEffect]
     registered_step: Optional[RegisteredStep]
-    raw: Dict[str, Any] = field(repr=False, compare=False)
+    # Run parameters that no contract or candidate of the step references
+    # (most often a misspelt name); the session is begun all the same.
+    unused_params: List[str] = field(default_factory=list)
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Session":
@@ -194,6 +236,7 @@ class Session:
             session_id=d.get("sessionId", ""),
             effects=[BegunEffect.from_json(e) for e in d.get("effects") or []],
             registered_step=RegisteredStep.from_json(d.get("registeredStep")),
+            unused_params=list(d.get("unusedParams") or []),
             raw=d,
         )
 
@@ -450,7 +493,15 @@ class Client:
             if e.code in _REFUSAL_CODES:
                 raise Refused(e.http_status, e.code, e.message, e.details) from None
             raise
-        return Session.from_json(answer)
+        session = Session.from_json(answer)
+        if session.unused_params:
+            warnings.warn(
+                "verifierd: no contract or candidate of the step uses the run parameter(s) %s "
+                "(a misspelt name?); the session was begun" % ", ".join(session.unused_params),
+                UnusedParamsWarning,
+                stacklevel=2,
+            )
+        return session
 
     def verify(self, session_id: str) -> StepResult:
         """Judge the session after the action. Any outcome is returned, not

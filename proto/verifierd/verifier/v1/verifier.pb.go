@@ -370,7 +370,11 @@ type TestConnectionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The deployment's effects section, YAML.
 	DeploymentYaml []byte `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3" json:"deployment_yaml,omitempty"`
-	// Run parameters, for option_params.
+	// Run parameters, for the candidates' {param} references.
+	// Over HTTP/JSON a value may also be written as a JSON number (passed on
+	// as the number's text exactly as written, e.g. 36 or 1234.50) or a
+	// boolean (passed on as true or false); null, objects and arrays are
+	// refused with InvalidArgument naming params.<name>.
 	Params map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The name of a deployment in the daemon's configuration (instead of
 	// deployment_yaml, which the daemon refuses unless it runs with
@@ -573,6 +577,10 @@ type BeginRequest struct {
 	// registered workflow step.
 	Effects []byte `protobuf:"bytes,3,opt,name=effects,proto3" json:"effects,omitempty"`
 	// Run parameters bound into {param} references.
+	// Over HTTP/JSON a value may also be written as a JSON number (passed on
+	// as the number's text exactly as written, e.g. 36 or 1234.50) or a
+	// boolean (passed on as true or false); null, objects and arrays are
+	// refused with InvalidArgument naming params.<name>.
 	Params map[string]string `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A workflow registered in the daemon config (workflows:) and one of its
 	// steps: the contracts come from the operator's file, not the caller.
@@ -691,8 +699,13 @@ type BeginResponse struct {
 	// The registered workflow step whose contracts the session judges; unset
 	// when the caller sent the effects.
 	RegisteredStep *RegisteredStep `protobuf:"bytes,3,opt,name=registered_step,json=registeredStep,proto3" json:"registered_step,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The names of the run parameters the request gave that no contract of
+	// the step and no candidate of the deployment references, sorted: most
+	// often a misspelt name. The session is begun all the same; empty when
+	// every parameter is used.
+	UnusedParams  []string `protobuf:"bytes,4,rep,name=unused_params,json=unusedParams,proto3" json:"unused_params,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BeginResponse) Reset() {
@@ -742,6 +755,13 @@ func (x *BeginResponse) GetEffects() []*BegunEffect {
 func (x *BeginResponse) GetRegisteredStep() *RegisteredStep {
 	if x != nil {
 		return x.RegisteredStep
+	}
+	return nil
+}
+
+func (x *BeginResponse) GetUnusedParams() []string {
+	if x != nil {
+		return x.UnusedParams
 	}
 	return nil
 }
@@ -1001,10 +1021,15 @@ func (x *VerifyResponse) GetReceiptJson() []byte {
 type JudgeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The step's contracts: a YAML or JSON list.
-	Effects []byte            `protobuf:"bytes,1,opt,name=effects,proto3" json:"effects,omitempty"`
-	Params  map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Before  *Read             `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
-	After   *Read             `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
+	Effects []byte `protobuf:"bytes,1,opt,name=effects,proto3" json:"effects,omitempty"`
+	// Run parameters bound into the contracts' {param} references.
+	// Over HTTP/JSON a value may also be written as a JSON number (passed on
+	// as the number's text exactly as written, e.g. 36 or 1234.50) or a
+	// boolean (passed on as true or false); null, objects and arrays are
+	// refused with InvalidArgument naming params.<name>.
+	Params map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Before *Read             `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
+	After  *Read             `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
 	// The judge's clock for freshness; the daemon's clock when unset.
 	Now *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=now,proto3" json:"now,omitempty"`
 	// Freshness rule; none when unset.
@@ -2536,12 +2561,13 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"deployment\"\xbc\x01\n" +
+	"deployment\"\xe1\x01\n" +
 	"\rBeginResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12<\n" +
 	"\aeffects\x18\x02 \x03(\v2\".verifierd.verifier.v1.BegunEffectR\aeffects\x12N\n" +
-	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\"i\n" +
+	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\x12#\n" +
+	"\runused_params\x18\x04 \x03(\tR\funusedParams\"i\n" +
 	"\x0eRegisteredStep\x12\x1a\n" +
 	"\bworkflow\x18\x01 \x01(\tR\bworkflow\x12'\n" +
 	"\x0fworkflow_digest\x18\x02 \x01(\tR\x0eworkflowDigest\x12\x12\n" +
