@@ -76,7 +76,6 @@ var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, 
 // knownCaseKeys lists caseKeys for messages.
 const knownCaseKeys = "effects, params, before, after, before_census, after_census, now, freshness"
 
-
 // Run judges one case. now is used for freshness when the case gives none.
 func Run(input []byte, now time.Time) ([]byte, int) {
 	return RunString(string(input), now)
