@@ -39,7 +39,7 @@ func CensusUsable(c *Contract, s Snapshot) (ok bool, reason string) {
 	}
 	for i, r := range s.Records {
 		if _, ok := fieldIdentity(r, c.IdentityField); !ok {
-			return false, fmt.Sprintf("census record %d carries no %q value, so the census cannot say which records exist", i, c.IdentityField)
+			return false, fmt.Sprintf("census record %d carries no %q value", i, c.IdentityField)
 		}
 	}
 	return true, ""

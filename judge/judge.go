@@ -204,7 +204,7 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 		}
 		v = indeterminate(code, msg)
 	case usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
-		v = indeterminate(ReasonCensusUnusable, "the census cannot say which records exist, and this contract judges newness or loss by it: "+censusProblem(c, opts.Census))
+		v = indeterminate(ReasonCensusUnusable, "the census cannot say which records exist, and this contract judges newness or loss by it ("+censusProblem(c, opts.Census)+")")
 	default:
 		v = kernel()
 		if v.Decision == Confirmed && opts.Freshness != nil && len(v.Matched) > 0 {
@@ -421,15 +421,18 @@ func fieldEqualsRead(c *Contract, matched []Record) Verdict {
 				Message: fmt.Sprintf("field %q has no value, expected %s", c.Field, wantShown.quoted),
 				shown:   []shownValue{wantShown}}}
 		case !parses:
+			// The contract's side always parses (Bind refuses one that
+			// does not), so the record's side is the one to name.
 			gotShown := shownValue{field: c.Field, quoted: strconv.Quote(text)}
-			why := fmt.Sprintf("does not parse as %s", c.ValueAs.what())
+			msg := fmt.Sprintf("field %q is %s, which does not parse as %s (the record's side; the contract's value does); expected %s",
+				c.Field, gotShown.quoted, c.ValueAs.what(), wantShown.quoted)
 			if kind == KindObject || kind == KindArray {
-				why = fmt.Sprintf("is %s, which never equals the contract's %s value", map[ValueKind]string{KindObject: "an object", KindArray: "an array"}[kind], orText(c.ValueAs))
+				what := map[ValueKind]string{KindObject: "an object", KindArray: "an array"}[kind]
+				msg = fmt.Sprintf("field %q holds %s, %s, and %s never equals the contract's value %s, which is %s",
+					c.Field, what, gotShown.quoted, what, wantShown.quoted, orText(c.ValueAs).what())
 			}
 			v.Decision = Refuted
-			v.Reasons = []Reason{{Code: ReasonFieldMismatch,
-				Message: fmt.Sprintf("field %q is %s, which %s (the record's side); expected %s", c.Field, gotShown.quoted, why, wantShown.quoted),
-				shown:   []shownValue{gotShown, wantShown}}}
+			v.Reasons = []Reason{{Code: ReasonFieldMismatch, Message: msg, shown: []shownValue{gotShown, wantShown}}}
 		case text != want:
 			gotShown := shownValue{field: c.Field, quoted: strconv.Quote(text)}
 			v.Decision = Refuted
