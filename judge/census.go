@@ -142,14 +142,16 @@ type censusOutcome struct {
 }
 
 // isNew classifies one in-scope after record by its identity; inBase says
-// whether the identity is in the baseline.
+// whether the identity is in the baseline. A record of the baseline is
+// never new, even if the before census missed it.
 func (o *censusOutcome) isNew(id string, inBase bool) bool {
-	if !o.sets.existed(id) {
+	switch {
+	case inBase:
+		return false
+	case !o.sets.existed(id):
 		return true
 	}
-	if !inBase {
-		o.changed.add(func() shownValue { return shownValue{field: o.sets.field, quoted: strconv.Quote(id)} })
-	}
+	o.changed.add(func() shownValue { return shownValue{field: o.sets.field, quoted: strconv.Quote(id)} })
 	return false
 }
 
