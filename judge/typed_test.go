@@ -175,6 +175,15 @@ func TestLoadAs(t *testing.T) {
 			t.Errorf("%s: %v, want INVALID_CONTRACT at %s mentioning %q", tc.name, err, tc.path, tc.text)
 		}
 	}
+	// YAML reads the same value objects.
+	effs, err := ParseEffects([]byte("- kind: field_equals\n  field: amount\n  value: {param: amount, as: decimal}\n  new_only: true\n"), "effects")
+	if err != nil || *effs[0].Value != (Value{Param: "amount", As: "decimal"}) || !effs[0].NewOnly {
+		t.Errorf("YAML: %+v, %v", effs, err)
+	}
+	if _, err := ParseEffects([]byte("- kind: record_written\n  match: {amount: {literal: 12.50, as: decimal}}\n"), "effects"); err == nil ||
+		!strings.Contains(err.Error(), `"12.5"`) {
+		t.Errorf("YAML number literal: %v, want a refusal suggesting \"12.5\"", err)
+	}
 	// new_only: false is accepted on every kind, as count_new_only: false is.
 	if _, err := loadOne(t, `{"kind": "record_written", "new_only": false}`); err != nil {
 		t.Errorf("new_only false: %v", err)
