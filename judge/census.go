@@ -124,13 +124,19 @@ func (s *censusSets) loss(c *Contract, selected func(id string) bool) tally {
 				continue
 			}
 			seen[id] = struct{}{}
-			if c.Kind == RecordWritten && selected(id) {
+			if excusesSelected(c) && selected(id) {
 				continue
 			}
 			t.add(func() shownValue { return shownValue{field: s.field, quoted: strconv.Quote(id)} })
 		}
 	}
 	return t
+}
+
+// excusesSelected reports whether c's loss rule excuses identities whose
+// baseline record its selector matched (record_written's collateral loss).
+func excusesSelected(c *Contract) bool {
+	return c.Kind == RecordWritten && c.ForbidCollateralLoss
 }
 
 // censusOutcome sorts the in-scope after records of a newness claim: new
@@ -188,11 +194,13 @@ func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
 		}
 	}
 	sets := newCensusSets(c, cs)
-	// Baseline identities, and whether the selector matched each.
+	// Baseline identities, and (when loss excuses them) whether the
+	// selector matched each.
+	excuses := excusesSelected(c)
 	base := make(map[string]bool, len(before.Records))
 	for _, r := range before.Records {
 		if id, ok := fieldIdentity(r, field); ok {
-			base[id] = base[id] || matchRecord(r, c.Match)
+			base[id] = base[id] || (excuses && matchRecord(r, c.Match))
 		}
 	}
 	out := censusOutcome{sets: sets}
@@ -239,12 +247,12 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 		}
 	}
 	sets := newCensusSets(c, cs)
-	bSel := resolve(before, c.Match)
+	bSel, excuses := resolve(before, c.Match), excusesSelected(c)
 	base := make(map[string]bool, before.Len())
 	for i := range before.Len() {
 		rec := before.At(i)
 		if id, ok := before.get(rec, bID); ok {
-			base[id] = base[id] || before.match(rec, bSel)
+			base[id] = base[id] || (excuses && before.match(rec, bSel))
 		}
 	}
 	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
