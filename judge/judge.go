@@ -60,7 +60,7 @@ type Snapshot struct {
 	// example READ_MAY_BE_TRUNCATED or READ_INCOMPLETE, when the system
 	// answered but the read is not known to hold the whole list. An after
 	// read with a Code other than SOR_UNREACHABLE is INDETERMINATE, class
-	// indeterminate (not unavailable).
+	// indeterminate (not unavailable). A reachable read's Code is ignored.
 	Code    string
 	Records []Record
 }
