@@ -207,6 +207,11 @@ func TestBindAs(t *testing.T) {
 		!strings.Contains(jerr.Message, `"amount"`) || !strings.Contains(jerr.Message, "decimal") || strings.Contains(jerr.Message, "EUR") {
 		t.Errorf("unparseable param: %v", err)
 	}
+	// An effect built in Go skips the loader: Bind still refuses its literal.
+	_, err = Bind(Effect{Kind: RecordWritten, Match: Selector{"n": {Literal: "x", As: "integer"}}}, nil, "effects[0]")
+	if !errors.As(err, &jerr) || jerr.Code != CodeInvalidContract || jerr.Path != "effects[0].match.n.literal" {
+		t.Errorf("Go-built literal: %v", err)
+	}
 	// A missing parameter is named first: it is the more basic fault.
 	_, err = Bind(mustLoad(t, `{"kind": "record_written", "match": {"a": {"param": "a", "as": "integer"}, "b": {"param": "b"}}}`),
 		map[string]string{"a": "x"}, "effects[0]")
