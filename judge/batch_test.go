@@ -124,9 +124,39 @@ func TestJudgeBatchAgrees(t *testing.T) {
 		`{"kind": "exact_new_set", "new_records": [{"patient_id": "p1"}], "expected_count": 1}`,
 		`{"kind": "exact_new_set", "match": {"type": "p2"}, "new_records": [{"note": "1"}, {"note": "1"}], "expected_count": 2}`,
 		`{"kind": "exact_new_set", "new_records": [], "expected_count": 0, "forbid_collateral_loss": false}`,
+		// Typed comparison (§2a) and read-backs of new records.
+		`{"kind": "record_written", "match": {"patient_id": {"literal": "1", "as": "decimal"}}, "count_new_only": true}`,
+		`{"kind": "record_written", "match": {"type": {"literal": "TRUE", "as": "boolean"}}, "idempotency_key": {"literal": "1.0", "as": "integer"}}`,
+		`{"kind": "field_equals", "match": {"patient_id": {"literal": "1.0", "as": "integer"}}, "field": "note", "value": {"literal": "1", "as": "decimal"}, "new_only": true}`,
+		`{"kind": "field_equals", "match": {"type": "p2"}, "field": "note", "value": {"literal": "true", "as": "boolean"}}`,
+		`{"kind": "exact_new_set", "new_records": [{"note": {"literal": "1", "as": "decimal"}}], "expected_count": 1}`,
 	}
 	bound := bindContracts(t, contracts)
-	confirmed := 0
+	// A census of random identities: usable unless a record lacks "id".
+	randomCensus := func(rng *rand.Rand, reads ...Snapshot) *Census {
+		ids := func() Snapshot {
+			s := Snapshot{Reachable: rng.IntN(12) != 0, Records: []Record{}}
+			if !s.Reachable {
+				return s
+			}
+			for _, r := range reads {
+				for _, rec := range r.Records {
+					if id, ok := rec["id"]; ok && rng.IntN(4) != 0 {
+						s.Records = append(s.Records, Record{"id": id})
+					}
+				}
+			}
+			for range rng.IntN(3) {
+				s.Records = append(s.Records, Record{"id": json.Number(strconv.Itoa(rng.IntN(24)))})
+			}
+			if rng.IntN(10) == 0 {
+				s.Records = append(s.Records, Record{"uuid": "x"})
+			}
+			return s
+		}
+		return &Census{Before: ids(), After: ids()}
+	}
+	confirmed, changed := 0, 0
 	for round := range 400 {
 		ordered := round%2 == 0
 		beforeJS, afterJS := randomRead(rng, rng.IntN(12), ordered), randomRead(rng, rng.IntN(12), ordered)
@@ -140,17 +170,24 @@ func TestJudgeBatchAgrees(t *testing.T) {
 		if !ok1 || !ok2 {
 			t.Fatalf("round %d: the fast decoder refused generated reads", round)
 		}
+		opts := Options{}
+		if round%3 != 0 {
+			opts.Census = randomCensus(rng, before, after)
+		}
 		for _, c := range bound {
-			v := Judge(c, before, after, Options{})
+			v := Judge(c, before, after, opts)
 			if v.Decision == Confirmed {
 				confirmed++
 			}
-			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), Options{}))
-			checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, Options{}))
+			if slices.Contains(v.Codes(), ReasonExistingRecordChanged) {
+				changed++
+			}
+			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+			checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, opts))
 		}
 	}
-	if confirmed == 0 {
-		t.Fatal("no round confirmed anything: the generator does not exercise the judge")
+	if confirmed == 0 || changed == 0 {
+		t.Fatalf("%d confirmed, %d existing records changed: the generator does not exercise the judge", confirmed, changed)
 	}
 }
 

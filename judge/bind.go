@@ -11,10 +11,14 @@ import (
 	"strings"
 )
 
-// Pair is one field: value requirement of a bound selector.
+// Pair is one field: value requirement of a bound selector. Under a
+// comparison type (As not empty) Value is the canonical form of the typed
+// value (see typedText), and a record value matches when its own canonical
+// form under As is that text.
 type Pair struct {
 	Field string
 	Value string
+	As    As
 }
 
 // Contract is an effect with every {param} bound to its run parameter: the
@@ -24,10 +28,13 @@ type Contract struct {
 	Match                []Pair
 	ExpectedCount        int
 	CountNewOnly         bool
+	NewOnly              bool
 	IdempotencyKey       *string
+	KeyAs                As
 	KeyField             string
 	Field                string
 	Value                *string
+	ValueAs              As
 	NewRecords           [][]Pair
 	IdentityField        string
 	ForbidCollateralLoss bool
@@ -47,6 +54,7 @@ func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
 		Kind:                 e.Kind,
 		ExpectedCount:        e.ExpectedCount,
 		CountNewOnly:         e.CountNewOnly,
+		NewOnly:              e.NewOnly,
 		KeyField:             e.KeyField,
 		Field:                e.Field,
 		IdentityField:        e.IdentityField,
@@ -58,14 +66,27 @@ func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
 	c.Match = b.selector(e.Match, join(path, "match"))
 	if e.IdempotencyKey != nil {
 		k := b.value(*e.IdempotencyKey, join(path, "idempotency_key"))
-		c.IdempotencyKey = &k
+		c.IdempotencyKey, c.KeyAs = &k, asOf(*e.IdempotencyKey)
 	}
 	if e.Value != nil {
 		v := b.value(*e.Value, join(path, "value"))
-		c.Value = &v
+		c.Value, c.ValueAs = &v, asOf(*e.Value)
 	}
 	for i, sel := range e.NewRecords {
 		c.NewRecords = append(c.NewRecords, b.selector(sel, fmt.Sprintf("%s[%d]", join(path, "new_records"), i)))
+	}
+	if len(b.missing) == 0 && len(b.unparsed) > 0 {
+		u := b.unparsed[0]
+		if u.param == "" {
+			return nil, refuse(u.path, "%q does not parse as %s; write %s", u.text, u.as.what(), u.as.hint())
+		}
+		// The value is not quoted: a run parameter may name a subject.
+		return nil, &Error{
+			Code: CodeUnboundParam,
+			Path: u.path,
+			Message: fmt.Sprintf("run parameter %q does not parse as %s, which the contract compares it as; pass %s",
+				u.param, u.as.what(), u.as.hint()),
+		}
 	}
 	if len(b.missing) > 0 {
 		names := make([]string, 0, len(b.missing))
@@ -88,25 +109,53 @@ func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
 }
 
 type binder struct {
-	params  map[string]string
-	missing []struct{ name, path string }
+	params   map[string]string
+	missing  []struct{ name, path string }
+	unparsed []unparsed
 }
 
+// unparsed is a bound value that does not parse as its comparison type.
+type unparsed struct {
+	param, text, path string
+	as                As
+}
+
+// value binds v; a typed value becomes the canonical form it compares by.
 func (b *binder) value(v Value, path string) string {
-	if !v.IsParam() {
-		return v.Literal
+	s := v.Literal
+	if v.IsParam() {
+		var ok bool
+		if s, ok = b.params[v.Param]; !ok {
+			b.missing = append(b.missing, struct{ name, path string }{v.Param, join(path, "param")})
+			return s
+		}
 	}
-	s, ok := b.params[v.Param]
+	if v.As == "" || As(v.As) == AsText {
+		return s
+	}
+	norm, ok := normalise(As(v.As), s)
 	if !ok {
-		b.missing = append(b.missing, struct{ name, path string }{v.Param, join(path, "param")})
+		u := unparsed{param: v.Param, text: s, path: join(path, "literal"), as: As(v.As)}
+		if v.IsParam() {
+			u.path = join(path, "param")
+		}
+		b.unparsed = append(b.unparsed, u)
 	}
-	return s
+	return norm
+}
+
+// asOf is v's comparison type, empty for text.
+func asOf(v Value) As {
+	if As(v.As) == AsText {
+		return ""
+	}
+	return As(v.As)
 }
 
 func (b *binder) selector(sel Selector, path string) []Pair {
 	pairs := make([]Pair, 0, len(sel))
 	for _, k := range slices.Sorted(maps.Keys(sel)) {
-		pairs = append(pairs, Pair{Field: k, Value: b.value(sel[k], join(path, k))})
+		pairs = append(pairs, Pair{Field: k, Value: b.value(sel[k], join(path, k)), As: asOf(sel[k])})
 	}
 	return pairs
 }
@@ -134,13 +183,16 @@ func HashInput(c *Contract) string {
 		m["field"] = c.Field
 	}
 	if c.Value != nil {
-		m["value"] = *c.Value
+		m["value"] = hashValue(*c.Value, c.ValueAs)
 	}
 	if c.IdempotencyKey != nil {
-		m["idempotency_key"] = *c.IdempotencyKey
+		m["idempotency_key"] = hashValue(*c.IdempotencyKey, c.KeyAs)
 	}
 	if c.CountNewOnly {
 		m["count_new_only"] = true
+	}
+	if c.NewOnly {
+		m["new_only"] = true
 	}
 	if c.Kind == ExactNewSet {
 		members := make([]any, 0, len(c.NewRecords))
@@ -158,9 +210,21 @@ func HashInput(c *Contract) string {
 func pairsMap(pairs []Pair) map[string]any {
 	m := make(map[string]any, len(pairs))
 	for _, p := range pairs {
-		m[p.Field] = p.Value
+		m[p.Field] = hashValue(p.Value, p.As)
 	}
 	return m
+}
+
+// hashValue is a bound value as the hash covers it: its text, or, under a
+// comparison type other than text, {"as": type, "value": canonical form}.
+// A text value is always a JSON string in the hash, so a typed value can
+// never hash like a text one, and every hash of a contract without `as`
+// is what it was before `as` existed.
+func hashValue(text string, as As) any {
+	if as == "" || as == AsText {
+		return text
+	}
+	return map[string]any{"as": string(as), "value": text}
 }
 
 // selectorKey is a stable text for a selector, used to group identical
@@ -171,6 +235,10 @@ func selectorKey(pairs []Pair) string {
 		writeCanonString(&b, p.Field)
 		b.WriteByte(':')
 		writeCanonString(&b, p.Value)
+		if p.As != "" {
+			b.WriteString(" as ")
+			b.WriteString(string(p.As))
+		}
 		b.WriteByte(',')
 	}
 	return b.String()

@@ -35,12 +35,12 @@ func TestBindParams(t *testing.T) {
 		{
 			"match and idempotency_key",
 			`{"kind": "record_written", "match": {"patient_id": {"param": "pid"}, "type": "Triage"}, "idempotency_key": {"param": "key"}}`,
-			Contract{Match: []Pair{{"patient_id", "p1"}, {"type", "Triage"}}, IdempotencyKey: new("abc")},
+			Contract{Match: []Pair{{"patient_id", "p1", ""}, {"type", "Triage", ""}}, IdempotencyKey: new("abc")},
 		},
 		{
 			"value",
 			`{"kind": "field_equals", "match": {"id": "1"}, "field": "note", "value": {"param": "note"}}`,
-			Contract{Match: []Pair{{"id", "1"}}, Value: new("Follow-up")},
+			Contract{Match: []Pair{{"id", "1", ""}}, Value: new("Follow-up")},
 		},
 		{
 			"empty parameter is bound, not missing",
@@ -50,7 +50,7 @@ func TestBindParams(t *testing.T) {
 		{
 			"new_records",
 			`{"kind": "exact_new_set", "new_records": [{"user_id": "32", "song_id": {"param": "song"}}, {"user_id": {"param": "pid"}}], "expected_count": 2}`,
-			Contract{Match: []Pair{}, NewRecords: [][]Pair{{{"song_id", "199"}, {"user_id", "32"}}, {{"user_id", "p1"}}}},
+			Contract{Match: []Pair{}, NewRecords: [][]Pair{{{"song_id", "199", ""}, {"user_id", "32", ""}}, {{"user_id", "p1", ""}}}},
 		},
 	}
 	for _, tc := range tests {

@@ -72,6 +72,7 @@ type Effect struct {
 	Match                Selector
 	ExpectedCount        int
 	CountNewOnly         bool
+	NewOnly              bool
 	IdempotencyKey       *Value
 	KeyField             string
 	Field                string
@@ -93,7 +94,7 @@ const (
 )
 
 var effectKeys = map[string]bool{
-	"kind": true, "match": true, "expected_count": true, "count_new_only": true,
+	"kind": true, "match": true, "expected_count": true, "count_new_only": true, "new_only": true,
 	"idempotency_key": true, "key_field": true, "field": true, "value": true,
 	"new_records": true, "identity_field": true, "forbid_collateral_loss": true,
 	"risk": true, "timeout_s": true, "probe": true,
@@ -179,6 +180,14 @@ func LoadEffect(tree any, path string) (Effect, error) {
 		}
 		if e.CountNewOnly && e.Kind != RecordWritten {
 			return Effect{}, refuse(join(path, "count_new_only"), "count_new_only applies only to record_written; remove it (exact_new_set already judges against the baseline)")
+		}
+	}
+	if v, ok := m["new_only"]; ok {
+		if e.NewOnly, err = loadBool(v, join(path, "new_only")); err != nil {
+			return Effect{}, err
+		}
+		if e.NewOnly && e.Kind != FieldEquals {
+			return Effect{}, refuse(join(path, "new_only"), "new_only applies only to field_equals; remove it (record_written counts new records with count_new_only, exact_new_set always judges against the baseline)")
 		}
 	}
 	if v, ok := m["idempotency_key"]; ok && v != nil {
@@ -305,8 +314,28 @@ func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 }
 
 // loadValue reads a value with the shared grammar (sdk/param), suggesting a
-// number's canonical text when one is written unquoted.
+// number's canonical text when one is written unquoted. A value object may
+// also carry `as` (JUDGE.md §2a): a literal must then parse as that type.
 func loadValue(v any, path string) (Value, error) {
+	var as As
+	if m, ok := v.(map[string]any); ok {
+		if a, has := m["as"]; has {
+			var err error
+			if as, err = parseAs(a, join(path, "as")); err != nil {
+				return Value{}, err
+			}
+			rest := make(map[string]any, len(m)-1)
+			for k, x := range m {
+				if k != "as" {
+					rest[k] = x
+				}
+			}
+			if len(rest) == 0 {
+				return Value{}, refuse(path, `a value object with as also needs literal or param: write {literal: "2", as: %s} or {param: name, as: %s}`, orText(as), orText(as))
+			}
+			v = rest
+		}
+	}
 	val, err := param.Parse(v, path, param.NumberText(canonNumber))
 	if err != nil {
 		if perr, ok := errors.AsType[*param.Error](err); ok {
@@ -314,7 +343,20 @@ func loadValue(v any, path string) (Value, error) {
 		}
 		return Value{}, refuse(path, "%s", err.Error())
 	}
+	if as != "" && !val.IsParam() {
+		if _, ok := normalise(as, val.Literal); !ok {
+			return Value{}, refuse(join(path, "literal"), "%q does not parse as %s; write %s", val.Literal, as.what(), as.hint())
+		}
+	}
+	val.As = string(as)
 	return val, nil
+}
+
+func orText(a As) As {
+	if a == "" {
+		return AsText
+	}
+	return a
 }
 
 func loadCount(v any, path string) (int, error) {

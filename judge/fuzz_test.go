@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -52,6 +53,35 @@ func checkEffect(t *testing.T, e Effect) {
 	if e.CountNewOnly && e.Kind != RecordWritten {
 		t.Fatalf("count_new_only on %s", e.Kind)
 	}
+	if e.NewOnly && e.Kind != FieldEquals {
+		t.Fatalf("new_only on %s", e.Kind)
+	}
+	checkAs := func(v Value) {
+		switch As(v.As) {
+		case "", AsDecimal, AsInteger, AsBoolean:
+		default:
+			t.Fatalf("loaded as %q", v.As)
+		}
+		if v.As != "" && !v.IsParam() {
+			if _, ok := normalise(As(v.As), v.Literal); !ok {
+				t.Fatalf("loaded literal %q that does not parse as %s", v.Literal, v.As)
+			}
+		}
+	}
+	for _, v := range e.Match {
+		checkAs(v)
+	}
+	for _, sel := range e.NewRecords {
+		for _, v := range sel {
+			checkAs(v)
+		}
+	}
+	if e.Value != nil {
+		checkAs(*e.Value)
+	}
+	if e.IdempotencyKey != nil {
+		checkAs(*e.IdempotencyKey)
+	}
 	if len(e.NewRecords) > 0 && e.Kind != ExactNewSet {
 		t.Fatalf("new_records on %s", e.Kind)
 	}
@@ -89,10 +119,19 @@ func checkEffect(t *testing.T, e Effect) {
 // effectJSON writes a loaded effect back as a JSON contract.
 func effectJSON(e Effect) []byte {
 	val := func(v Value) any {
-		if v.IsParam() {
-			return map[string]any{"param": v.Param}
+		var m map[string]any
+		switch {
+		case v.IsParam():
+			m = map[string]any{"param": v.Param}
+		case v.As != "":
+			m = map[string]any{"literal": v.Literal}
+		default:
+			return v.Literal
 		}
-		return v.Literal
+		if v.As != "" {
+			m["as"] = v.As
+		}
+		return m
 	}
 	sel := func(s Selector) map[string]any {
 		m := map[string]any{}
@@ -103,7 +142,7 @@ func effectJSON(e Effect) []byte {
 	}
 	m := map[string]any{
 		"kind": string(e.Kind), "match": sel(e.Match), "expected_count": e.ExpectedCount,
-		"count_new_only": e.CountNewOnly, "key_field": e.KeyField, "identity_field": e.IdentityField,
+		"count_new_only": e.CountNewOnly, "new_only": e.NewOnly, "key_field": e.KeyField, "identity_field": e.IdentityField,
 		"forbid_collateral_loss": e.ForbidCollateralLoss, "risk": string(e.Risk), "timeout_s": e.TimeoutS, "probe": e.Probe,
 	}
 	if e.IdempotencyKey != nil {
@@ -139,6 +178,11 @@ func FuzzLoadEffects(f *testing.F) {
 		"- kind: record_written\n  match:\n    id: \"1\"\n  expected_count: 0\n",
 		"- kind: exact_new_set\n  new_records:\n    - {a: {param: x}}\n",
 		"- kind: field_equals\n  field: f\n  value: {literal: v}\n  forbid_collateral_loss: false\n",
+		`[{"kind": "field_equals", "match": {"n": {"literal": "2.0", "as": "integer"}}, "field": "amount", "value": {"param": "amount", "as": "decimal"}, "new_only": true}]`,
+		`[{"kind": "record_written", "match": {"b": {"literal": "TRUE", "as": "boolean"}, "t": {"literal": "x", "as": "text"}}, "idempotency_key": {"param": "k", "as": "integer"}}]`,
+		`[{"kind": "exact_new_set", "new_records": [{"n": {"literal": "1e3", "as": "decimal"}}], "expected_count": 1}]`,
+		`[{"kind": "record_written", "match": {"n": {"literal": "1,5", "as": "decimal"}}}]`,
+		`[{"kind": "record_written", "new_only": true}]`,
 		"- &a {kind: record_written}\n- *a\n",
 		"",
 	} {
@@ -159,6 +203,14 @@ func FuzzLoadEffects(f *testing.F) {
 			params := map[string]string{}
 			for _, n := range names {
 				params[n] = "bound-" + n
+			}
+			// A typed parameter gets text of its type ("1" parses as all).
+			typed := typedParams(e)
+			for n := range typed {
+				params[n] = "1"
+				if typed[n] == AsBoolean {
+					params[n] = "true"
+				}
 			}
 			c, err := Bind(e, params, "effects[0]")
 			if err != nil {
@@ -221,16 +273,107 @@ func fuzzSnapshot(data []byte, reachable bool) (Snapshot, bool) {
 	return s, true
 }
 
+// typedParams lists the run parameters an effect compares under a type;
+// a parameter used both typed and as text keeps the last type seen.
+func typedParams(e Effect) map[string]As {
+	out := map[string]As{}
+	add := func(v Value) {
+		if v.IsParam() && v.As != "" {
+			out[v.Param] = As(v.As)
+		}
+	}
+	for _, v := range e.Match {
+		add(v)
+	}
+	for _, sel := range e.NewRecords {
+		for _, v := range sel {
+			add(v)
+		}
+	}
+	if e.Value != nil {
+		add(*e.Value)
+	}
+	if e.IdempotencyKey != nil {
+		add(*e.IdempotencyKey)
+	}
+	return out
+}
+
 // selectorHolds is an independent restatement of "a selector matches a
-// record when every pair matches" (JUDGE.md §2).
+// record when every pair matches" (JUDGE.md §2, §2a): text compares
+// canonical text, an object or array matches nothing, and a decimal or
+// integer pair is checked with math/big where the value is small enough.
 func selectorHolds(r Record, sel []Pair) bool {
 	for _, p := range sel {
-		text, has := Canon(r[p.Field])
-		if !has || text != p.Value {
+		raw := r[p.Field]
+		switch raw.(type) {
+		case map[string]any, []any, nil:
 			return false
+		}
+		text, has := Canon(raw)
+		if !has {
+			return false
+		}
+		switch p.As {
+		case "":
+			if text != p.Value {
+				return false
+			}
+		case AsDecimal, AsInteger:
+			if _, isBool := raw.(bool); isBool {
+				return false
+			}
+			got, want := ratOfAny(text), ratOfAny(p.Value)
+			if got == nil || want == nil {
+				// Too large for big.Rat here: the judge's own rule.
+				if g, ok := typedText(p.As, kindOfTest(raw), text); !ok || g != p.Value {
+					return false
+				}
+				continue
+			}
+			if got.Cmp(want) != 0 || (p.As == AsInteger && !got.IsInt()) {
+				return false
+			}
+		case AsBoolean:
+			switch x := raw.(type) {
+			case bool:
+				if text != p.Value {
+					return false
+				}
+			case string:
+				if strings.ToLower(x) != p.Value || (p.Value != "true" && p.Value != "false") {
+					return false
+				}
+			default:
+				return false
+			}
 		}
 	}
 	return true
+}
+
+// ratOfAny is ratOf, or nil.
+func ratOfAny(s string) *big.Rat {
+	r, ok := ratOf(s)
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+func kindOfTest(v any) ValueKind {
+	k, _ := kindOf(v)
+	return k
+}
+
+// fuzzCensus is a census read for the fuzz test: the identities in data
+// (records without an "id" are kept, making the census unusable).
+func fuzzCensus(data []byte) Snapshot {
+	s, ok := fuzzSnapshot(data, true)
+	if !ok {
+		return Snapshot{Reachable: false, Reason: "not a list"}
+	}
+	return s
 }
 
 var fuzzNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -264,9 +407,25 @@ func FuzzJudge(f *testing.F) {
 			`[{"u": "1"}]`, `[{"id": 1, "u": "1", "s": "x"}]`, true, true, false},
 	}
 	for _, s := range seeds {
-		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), s.beforeUp, s.afterUp, s.fresh)
+		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), s.beforeUp, s.afterUp, s.fresh, []byte(nil), []byte(nil), false)
 	}
-	f.Fuzz(func(t *testing.T, contract, beforeJS, afterJS []byte, beforeUp, afterUp, fresh bool) {
+	// Census seeds: a re-assigned record, an honest one, a loss outside
+	// the subject, an unusable census, typed values.
+	const rwNew = `{"kind": "record_written", "match": {"a": "p1"}, "count_new_only": true}`
+	for _, s := range []struct{ contract, before, after, bc, ac string }{
+		{rwNew, `[]`, `[{"id": 5, "a": "p1"}]`, `[{"id": 5}, {"id": 6}]`, `[{"id": 5}, {"id": 6}]`},
+		{rwNew, `[]`, `[{"id": 7, "a": "p1"}]`, `[{"id": 5}, {"id": 6}]`, `[{"id": 5}, {"id": 6}, {"id": 7}]`},
+		{rwNew, `[]`, `[{"id": 7, "a": "p1"}]`, `[{"id": 5}, {"id": 6}]`, `[{"id": 5}, {"id": 7}]`},
+		{rwNew, `[]`, `[{"id": 7, "a": "p1"}]`, `[{"id": 5}, {"x": 6}]`, `[{"id": 5}]`},
+		{`{"kind": "exact_new_set", "match": {"a": "p1"}, "new_records": [{"a": "p1"}], "expected_count": 1}`, `[]`, `[{"id": 5, "a": "p1"}]`, `[{"id": 5}]`, `[{"id": 5}]`},
+		{`{"kind": "field_equals", "match": {"a": "p1"}, "field": "v", "value": {"literal": "120.0", "as": "decimal"}, "new_only": true}`,
+			`[{"id": 1, "a": "p1", "v": 118}]`, `[{"id": 1, "a": "p1", "v": 118}, {"id": 2, "a": "p1", "v": "120"}]`, `[{"id": 1}]`, `[{"id": 1}, {"id": 2}]`},
+		{`{"kind": "record_written", "match": {"n": {"literal": "24", "as": "integer"}, "b": {"literal": "true", "as": "boolean"}}}`,
+			`[]`, `[{"id": 1, "n": "24.0", "b": "TRUE"}, {"id": 2, "n": {"v": 24}, "b": true}]`, ``, ``},
+	} {
+		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), true, true, false, []byte(s.bc), []byte(s.ac), s.bc != "")
+	}
+	f.Fuzz(func(t *testing.T, contract, beforeJS, afterJS []byte, beforeUp, afterUp, fresh bool, beforeCensus, afterCensus []byte, withCensus bool) {
 		tree, err := DecodeJSON(contract)
 		if err != nil {
 			return
@@ -278,6 +437,9 @@ func FuzzJudge(f *testing.F) {
 		params := map[string]string{}
 		for _, n := range paramsOf(e) {
 			params[n] = "p1"
+		}
+		for n, as := range typedParams(e) {
+			params[n] = map[As]string{AsDecimal: "1.50", AsInteger: "1", AsBoolean: "True"}[as]
 		}
 		c, err := Bind(e, params, "effects[0]")
 		if err != nil {
@@ -295,6 +457,10 @@ func FuzzJudge(f *testing.F) {
 		if fresh {
 			opts.Freshness = &Freshness{Field: "ts", WindowS: 60, Now: fuzzNow}
 		}
+		if withCensus {
+			opts.Census = &Census{Before: fuzzCensus(beforeCensus), After: fuzzCensus(afterCensus)}
+		}
+		censusUsed := withCensus && NeedsBaseline(c)
 		v := Judge(c, before, after, opts)
 		// The compact path gives the same verdict, from maps and from the
 		// fast decoder.
@@ -374,12 +540,30 @@ func FuzzJudge(f *testing.F) {
 				t.Fatalf("expected_count %d, want %d", *v.ExpectedCount, want)
 			}
 		}
+		changed := slices.Contains(v.Codes(), ReasonExistingRecordChanged)
+		if changed && !censusUsed {
+			t.Fatalf("%s without a census", ReasonExistingRecordChanged)
+		}
 		if v.Decision == Refuted {
 			if v.Class != ClassRefuted && v.Class != ClassConflicting {
 				t.Fatalf("REFUTED classed %s", v.Class)
 			}
-			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss()) {
-				t.Fatalf("REFUTED observed %d loss %v classed %s", *v.ObservedCount, v.HasLoss(), v.Class)
+			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss() || changed) {
+				t.Fatalf("REFUTED observed %d loss %v changed %v classed %s", *v.ObservedCount, v.HasLoss(), changed, v.Class)
+			}
+		}
+		// Invariant: an unusable census that the contract reads is
+		// INDETERMINATE CENSUS_UNUSABLE once both reads are there.
+		if censusUsed && afterUp && beforeUp {
+			okB, _ := CensusUsable(c, opts.Census.Before)
+			okA, _ := CensusUsable(c, opts.Census.After)
+			if unusable := !okB || !okA; unusable != (v.Codes()[0] == ReasonCensusUnusable) {
+				t.Fatalf("census usable %v/%v, verdict %s %v", okB, okA, v.Decision, v.Codes())
+			}
+			if !okB || !okA {
+				if v.Decision != Indeterminate || v.Class != ClassIndeterminate {
+					t.Fatalf("unusable census: %s %s", v.Decision, v.Class)
+				}
 			}
 		}
 		if v.Stale && (v.Decision != Indeterminate || v.Class != ClassStale || len(v.Reasons) != 1 || v.Reasons[0].Code != ReasonStale) {
@@ -406,6 +590,9 @@ func FuzzJudge(f *testing.F) {
 				} else if n < x {
 					want = append(want, ReasonCountUnder)
 				}
+				if changed {
+					want = append(want, ReasonExistingRecordChanged)
+				}
 				if slices.Contains(codes, ReasonCollateralLoss) {
 					want = append(want, ReasonCollateralLoss)
 				}
@@ -421,10 +608,8 @@ func FuzzJudge(f *testing.F) {
 					if !selectorHolds(r, c.Match) {
 						t.Fatalf("matched record %v does not satisfy the selector %v", r, c.Match)
 					}
-					if c.IdempotencyKey != nil {
-						if k, has := Canon(r[c.KeyField]); !has || k != *c.IdempotencyKey {
-							t.Fatalf("matched record %v fails the idempotency key", r)
-						}
+					if c.IdempotencyKey != nil && !selectorHolds(r, []Pair{keyPair(c)}) {
+						t.Fatalf("matched record %v fails the idempotency key", r)
 					}
 				}
 			}
@@ -433,9 +618,15 @@ func FuzzJudge(f *testing.F) {
 				if len(v.Matched) != 1 {
 					t.Fatalf("CONFIRMED field_equals with %d matched", len(v.Matched))
 				}
-				text, has := Canon(v.Matched[0][c.Field])
-				if !has || text != *c.Value {
-					t.Fatalf("CONFIRMED field_equals: field %q is %q (has %v), want %q", c.Field, text, has, *c.Value)
+				if !selectorHolds(v.Matched[0], []Pair{{Field: c.Field, Value: *c.Value, As: c.ValueAs}}) {
+					t.Fatalf("CONFIRMED field_equals: field %q is %v, want %q as %q", c.Field, v.Matched[0][c.Field], *c.Value, c.ValueAs)
+				}
+			}
+			if v.Decision != Indeterminate || v.Stale {
+				for _, r := range v.Matched {
+					if !selectorHolds(r, c.Match) {
+						t.Fatalf("read-back record %v does not satisfy the selector %v", r, c.Match)
+					}
 				}
 			}
 			if v.ExpectedValue == nil || *v.ExpectedValue != *c.Value {
@@ -452,7 +643,16 @@ func FuzzJudge(f *testing.F) {
 					if !has {
 						t.Fatalf("CONFIRMED exact_new_set with a baseline record lacking %q", c.IdentityField)
 					}
-					baseIDs[id] = true
+					if !censusUsed {
+						baseIDs[id] = true
+					}
+				}
+				if censusUsed {
+					// Newness is judged against the before census.
+					for _, r := range opts.Census.Before.Records {
+						id, _ := Canon(r[c.IdentityField])
+						baseIDs[id] = true
+					}
 				}
 				for _, r := range v.Matched {
 					id, has := Canon(r[c.IdentityField])
@@ -465,7 +665,7 @@ func FuzzJudge(f *testing.F) {
 				}
 			}
 			if v.Decision == Refuted {
-				order := []string{ReasonSetCardinality, ReasonSetMultiplicity, ReasonSetUndeclared, ReasonSetScopeLoss}
+				order := []string{ReasonSetCardinality, ReasonSetMultiplicity, ReasonSetUndeclared, ReasonExistingRecordChanged, ReasonSetScopeLoss}
 				last := -1
 				for _, code := range v.Codes() {
 					i := slices.Index(order, code)

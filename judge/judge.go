@@ -41,6 +41,13 @@ const (
 	ReasonSettleInterrupted = "SETTLE_INTERRUPTED"
 	// ReasonAdapterDemoted: an adapter's Verdict hook demoted the verdict.
 	ReasonAdapterDemoted = "ADAPTER_DEMOTED"
+	// ReasonReadMayBeTruncated: the read came back whole as far as the
+	// system of record said, but may have been cut at a server's page cap
+	// (a Snapshot's Code, set by the adapter).
+	ReasonReadMayBeTruncated = "READ_MAY_BE_TRUNCATED"
+	// ReasonReadIncomplete: the read holds fewer or more records than the
+	// total the system of record declared (a Snapshot's Code).
+	ReasonReadIncomplete = "READ_INCOMPLETE"
 )
 
 // Snapshot is one read of a system of record: reachable with its records, or
@@ -48,7 +55,14 @@ const (
 type Snapshot struct {
 	Reachable bool
 	Reason    string
-	Records   []Record
+	// Code, for an unreachable read, is the reason code to report instead
+	// of SOR_UNREACHABLE (after) or BASELINE_UNREACHABLE (before): for
+	// example READ_MAY_BE_TRUNCATED or READ_INCOMPLETE, when the system
+	// answered but the read is not known to hold the whole list. An after
+	// read with a Code other than SOR_UNREACHABLE is INDETERMINATE, class
+	// indeterminate (not unavailable). A reachable read's Code is ignored.
+	Code    string
+	Records []Record
 }
 
 // Freshness is the deployment's freshness setting plus the judging instant.
@@ -66,6 +80,9 @@ type Options struct {
 	// AbsenceNotProof is set for adapters whose surface can hide records (a
 	// record page, a screen): their refuted verdicts class as conflicting.
 	AbsenceNotProof bool
+	// Census, when set, judges newness and loss over the whole collection
+	// (JUDGE.md §3a) for every contract that needs the baseline.
+	Census *Census
 }
 
 // Reason explains a verdict. Message may quote record or contract values;
@@ -127,6 +144,8 @@ func NeedsBaseline(c *Contract) bool {
 	switch c.Kind {
 	case RecordWritten:
 		return c.CountNewOnly || c.ForbidCollateralLoss
+	case FieldEquals:
+		return c.NewOnly
 	case ExactNewSet:
 		return true
 	}
@@ -135,12 +154,15 @@ func NeedsBaseline(c *Contract) bool {
 
 // Judge judges one bound contract on a baseline and an after read.
 func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
-	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+	return judgeFrame(c, readOf(before), readOf(after), opts, func() Verdict {
+		if usesCensus(c, opts) {
+			return judgeCensus(c, before, after, opts.Census)
+		}
 		switch c.Kind {
 		case RecordWritten:
 			return judgeRecordWritten(c, before, after)
 		case FieldEquals:
-			return judgeFieldEquals(c, after)
+			return judgeFieldEquals(c, before, after)
 		case ExactNewSet:
 			return judgeExactNewSet(c, before, after)
 		}
@@ -148,25 +170,41 @@ func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
 	})
 }
 
+// readState is what the frame reads of a snapshot in either form.
+type readState struct {
+	ok           bool
+	reason, code string
+}
+
+func readOf(s Snapshot) readState { return readState{s.Reachable, s.Reason, s.Code} }
+
 // judgeFrame is what every judgement shares: the reachability rules
-// (JUDGE.md §3.1-2), the kind's kernel, freshness, the expected value, the
-// hash and the class.
-func judgeFrame(c *Contract, beforeOK bool, beforeReason string, afterOK bool, afterReason string, opts Options, kernel func() Verdict) Verdict {
+// (JUDGE.md §3.1-2, §3a), the kind's kernel, freshness, the expected
+// value, the hash and the class.
+func judgeFrame(c *Contract, before, after readState, opts Options, kernel func() Verdict) Verdict {
 	var v Verdict
 	switch {
-	case !afterOK:
-		msg := "the system of record could not be read after the action"
-		if afterReason != "" {
-			msg += ": " + afterReason
+	case !after.ok:
+		code, msg := ReasonSORUnreachable, "the system of record could not be read after the action"
+		if after.code != "" && after.code != ReasonSORUnreachable {
+			code, msg = after.code, "the read after the action is not known to hold every record"
 		}
-		v = indeterminate(ReasonSORUnreachable, msg)
-		v.Unavailable = true
-	case NeedsBaseline(c) && !beforeOK:
-		msg := "the baseline read before the action failed, and this contract needs it"
-		if beforeReason != "" {
-			msg += ": " + beforeReason
+		if after.reason != "" {
+			msg += ": " + after.reason
 		}
-		v = indeterminate(ReasonBaselineUnreachable, msg)
+		v = indeterminate(code, msg)
+		v.Unavailable = code == ReasonSORUnreachable
+	case NeedsBaseline(c) && !before.ok:
+		code, msg := ReasonBaselineUnreachable, "the baseline read before the action failed, and this contract needs it"
+		if before.code != "" && before.code != ReasonBaselineUnreachable {
+			code, msg = before.code, "the baseline read before the action is not known to hold every record, and this contract needs it"
+		}
+		if before.reason != "" {
+			msg += ": " + before.reason
+		}
+		v = indeterminate(code, msg)
+	case usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
+		v = indeterminate(ReasonCensusUnusable, "the census cannot say which records exist, and this contract judges newness or loss by it ("+censusProblem(c, opts.Census)+")")
 	default:
 		v = kernel()
 		if v.Decision == Confirmed && opts.Freshness != nil && len(v.Matched) > 0 {
@@ -187,25 +225,21 @@ func indeterminate(code, message string) Verdict {
 }
 
 // matchRecord reports whether r satisfies every pair of sel. A field that is
-// missing or null matches nothing.
+// missing or null matches nothing, and neither does an object or array (a
+// contract's value is text).
 func matchRecord(r Record, sel []Pair) bool {
 	for i := range sel {
 		raw, ok := r[sel[i].Field]
-		if !ok {
-			return false
-		}
-		if s, isStr := raw.(string); isStr {
-			if s != sel[i].Value {
-				return false
-			}
-			continue
-		}
-		text, has := Canon(raw)
-		if !has || text != sel[i].Value {
+		if !pairHolds(raw, ok, &sel[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// keyPair is the idempotency-key filter of c as a selector pair.
+func keyPair(c *Contract) Pair {
+	return Pair{Field: c.KeyField, Value: *c.IdempotencyKey, As: c.KeyAs}
 }
 
 // keyMatches applies the idempotency-key filter.
@@ -213,8 +247,9 @@ func keyMatches(c *Contract, r Record) bool {
 	if c.IdempotencyKey == nil {
 		return true
 	}
-	text, has := Canon(r[c.KeyField])
-	return has && text == *c.IdempotencyKey
+	p := keyPair(c)
+	raw, ok := r[p.Field]
+	return pairHolds(raw, ok, &p)
 }
 
 // fieldIdentity returns the canonical text of r's identity field, if any.
@@ -241,8 +276,7 @@ const maxSamples = 5
 
 func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 	matched := make([]Record, 0, 4)
-	lossCount := 0
-	var lossSamples []shownValue
+	var loss tally
 	take := func(r Record, inBase bool) {
 		if c.CountNewOnly && inBase {
 			return
@@ -252,17 +286,14 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 		}
 	}
 	if c.CountNewOnly || c.ForbidCollateralLoss {
-		reset := func() { matched, lossCount, lossSamples = matched[:0], 0, nil }
+		reset := func() { matched, loss = matched[:0], tally{} }
 		gone := func(r Record) {
 			// Collateral loss: a pre-existing record outside the selector
 			// that is absent from the whole after read.
 			if !c.ForbidCollateralLoss || matchRecord(r, c.Match) {
 				return
 			}
-			lossCount++
-			if len(lossSamples) < maxSamples {
-				lossSamples = append(lossSamples, identityShown(r, c.IdentityField))
-			}
+			loss.add(func() shownValue { return identityShown(r, c.IdentityField) })
 		}
 		readDiff(before.Records, after.Records, c.IdentityField, reset, take, gone)
 	} else {
@@ -271,12 +302,13 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 		}
 	}
 
-	return recordWrittenVerdict(c, matched, lossCount, lossSamples)
+	return recordWrittenVerdict(c, matched, tally{}, loss, false)
 }
 
-// recordWrittenVerdict is record_written's verdict from its counted matches
-// and its collateral loss.
-func recordWrittenVerdict(c *Contract, matched []Record, lossCount int, lossSamples []shownValue) Verdict {
+// recordWrittenVerdict is record_written's verdict from its counted
+// matches, the existing records changed to match (census only) and its
+// collateral loss (over the collection when byCensus).
+func recordWrittenVerdict(c *Contract, matched []Record, changed, loss tally, byCensus bool) Verdict {
 	n := len(matched)
 	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
 	what := "matching records"
@@ -291,9 +323,16 @@ func recordWrittenVerdict(c *Contract, matched []Record, lossCount int, lossSamp
 		v.Reasons = append(v.Reasons, Reason{Code: ReasonCountUnder,
 			Message: fmt.Sprintf("found %d %s, expected exactly %d", n, what, c.ExpectedCount)})
 	}
-	if lossCount > 0 {
+	if changed.n > 0 {
+		v.Reasons = append(v.Reasons, changedReason(changed))
+	}
+	if loss.n > 0 {
+		where := "the read"
+		if byCensus {
+			where = "the collection (by the census)"
+		}
 		v.Reasons = append(v.Reasons, lossReason(ReasonCollateralLoss,
-			fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from the read", lossCount), lossSamples))
+			fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from %s", loss.n, where), loss.samples))
 	}
 	if len(v.Reasons) > 0 {
 		v.Decision = Refuted
@@ -317,18 +356,42 @@ func lossReason(code, text string, samples []shownValue) Reason {
 	return r
 }
 
-func judgeFieldEquals(c *Contract, after Snapshot) Verdict {
+func judgeFieldEquals(c *Contract, before, after Snapshot) Verdict {
 	var matched []Record
+	if c.NewOnly {
+		// Only records new since the baseline are read back.
+		take := func(r Record, inBase bool) {
+			if !inBase && matchRecord(r, c.Match) && keyMatches(c, r) {
+				matched = append(matched, r)
+			}
+		}
+		readDiff(before.Records, after.Records, c.IdentityField, func() { matched = matched[:0] }, take, func(Record) {})
+		return fieldEqualsVerdict(c, matched, tally{})
+	}
 	for _, r := range after.Records {
 		if matchRecord(r, c.Match) && keyMatches(c, r) {
 			matched = append(matched, r)
 		}
 	}
-	return fieldEqualsVerdict(c, matched)
+	return fieldEqualsVerdict(c, matched, tally{})
 }
 
-// fieldEqualsVerdict is field_equals' verdict from the matched records.
-func fieldEqualsVerdict(c *Contract, matched []Record) Verdict {
+// fieldEqualsVerdict is field_equals' verdict from the matched records and
+// the existing records changed to match (census only).
+func fieldEqualsVerdict(c *Contract, matched []Record, changed tally) Verdict {
+	v := fieldEqualsRead(c, matched)
+	if changed.n > 0 {
+		if v.Decision == Confirmed {
+			v.Reasons = nil
+		}
+		v.Decision = Refuted
+		v.Reasons = append(v.Reasons, changedReason(changed))
+	}
+	return v
+}
+
+// fieldEqualsRead is the read-back of the matched records.
+func fieldEqualsRead(c *Contract, matched []Record) Verdict {
 	n := len(matched)
 	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(1)}
 	switch {
@@ -340,8 +403,13 @@ func fieldEqualsVerdict(c *Contract, matched []Record) Verdict {
 		v.Reasons = []Reason{{Code: ReasonFieldAmbiguous,
 			Message: fmt.Sprintf("%d records match the selector; a read-back needs exactly one", n)}}
 	default:
-		text, has := Canon(matched[0][c.Field])
+		kind, text := kindOf(matched[0][c.Field])
+		has := kind != KindNull
+		got, parses := typedText(c.ValueAs, kind, text)
 		want := *c.Value
+		if parses {
+			text = got
+		}
 		if has {
 			v.ObservedValue = &text
 		}
@@ -352,6 +420,19 @@ func fieldEqualsVerdict(c *Contract, matched []Record) Verdict {
 			v.Reasons = []Reason{{Code: ReasonFieldMismatch,
 				Message: fmt.Sprintf("field %q has no value, expected %s", c.Field, wantShown.quoted),
 				shown:   []shownValue{wantShown}}}
+		case !parses:
+			// The contract's side always parses (Bind refuses one that
+			// does not), so the record's side is the one to name.
+			gotShown := shownValue{field: c.Field, quoted: strconv.Quote(text)}
+			msg := fmt.Sprintf("field %q is %s, which does not parse as %s (the record's side; the contract's value does); expected %s",
+				c.Field, gotShown.quoted, c.ValueAs.what(), wantShown.quoted)
+			if kind == KindObject || kind == KindArray {
+				what := map[ValueKind]string{KindObject: "an object", KindArray: "an array"}[kind]
+				msg = fmt.Sprintf("field %q holds %s, %s, and %s never equals the contract's value %s, which is %s",
+					c.Field, what, gotShown.quoted, what, wantShown.quoted, orText(c.ValueAs).what())
+			}
+			v.Decision = Refuted
+			v.Reasons = []Reason{{Code: ReasonFieldMismatch, Message: msg, shown: []shownValue{gotShown, wantShown}}}
 		case text != want:
 			gotShown := shownValue{field: c.Field, quoted: strconv.Quote(text)}
 			v.Decision = Refuted
@@ -371,9 +452,8 @@ func fieldEqualsVerdict(c *Contract, matched []Record) Verdict {
 func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 	field := c.IdentityField
 	added := make([]Record, 0, len(c.NewRecords)+1)
-	lossCount := 0
-	var lossSamples []shownValue
-	reset := func() { added, lossCount, lossSamples = added[:0], 0, nil }
+	var loss tally
+	reset := func() { added, loss = added[:0], tally{} }
 	take := func(r Record, inBase bool) {
 		// An in-place update keeps its identity: it is not an addition.
 		if !inBase && matchRecord(r, c.Match) {
@@ -384,29 +464,32 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 		if !c.ForbidCollateralLoss || !matchRecord(r, c.Match) {
 			return
 		}
-		lossCount++
-		if len(lossSamples) < maxSamples {
-			lossSamples = append(lossSamples, identityShown(r, field))
-		}
+		loss.add(func() shownValue { return identityShown(r, field) })
 	}
 	// Newness is never guessed: a record with no identity on either side
 	// makes the verdict INDETERMINATE. The merge join checks every identity
 	// as it goes, so the count is only needed when it gives up.
 	if !mergeDiff(before.Records, after.Records, field, take, gone) {
 		if missing := countMissingIdentities(before.Records, field) + countMissingIdentities(after.Records, field); missing > 0 {
-			return indeterminate(ReasonIdentityMissing, fmt.Sprintf(
-				"%d record(s) carry no %q value, so added records cannot be told from existing ones", missing, field))
+			return identityMissing(missing, field)
 		}
 		reset()
 		hashDiff(before.Records, after.Records, field, take, gone)
 	}
 
-	return exactNewSetVerdict(c, added, lossCount, lossSamples)
+	return exactNewSetVerdict(c, added, tally{}, loss, false)
 }
 
-// exactNewSetVerdict is exact_new_set's verdict from the added records and
-// the scope loss.
-func exactNewSetVerdict(c *Contract, added []Record, lossCount int, lossSamples []shownValue) Verdict {
+// identityMissing is exact_new_set's verdict when records carry no identity.
+func identityMissing(missing int, field string) Verdict {
+	return indeterminate(ReasonIdentityMissing, fmt.Sprintf(
+		"%d record(s) carry no %q value, so added records cannot be told from existing ones", missing, field))
+}
+
+// exactNewSetVerdict is exact_new_set's verdict from the added records, the
+// existing records changed into scope (census only) and the scope loss
+// (over the collection when byCensus).
+func exactNewSetVerdict(c *Contract, added []Record, changed, loss tally, byCensus bool) Verdict {
 	field := c.IdentityField
 	n := len(added)
 	v := Verdict{Matched: added, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
@@ -467,9 +550,15 @@ func exactNewSetVerdict(c *Contract, added []Record, lossCount int, lossSamples 
 		v.Reasons = append(v.Reasons, lossReason(ReasonSetUndeclared,
 			fmt.Sprintf("%d added record(s) match no declared member", len(undeclared)), samples))
 	}
-	if lossCount > 0 {
-		v.Reasons = append(v.Reasons, lossReason(ReasonSetScopeLoss,
-			fmt.Sprintf("%d pre-existing record(s) in scope vanished from the read", lossCount), lossSamples))
+	if changed.n > 0 {
+		v.Reasons = append(v.Reasons, changedReason(changed))
+	}
+	if loss.n > 0 {
+		msg := fmt.Sprintf("%d pre-existing record(s) in scope vanished from the read", loss.n)
+		if byCensus {
+			msg = fmt.Sprintf("%d pre-existing record(s) vanished from the collection (by the census)", loss.n)
+		}
+		v.Reasons = append(v.Reasons, lossReason(ReasonSetScopeLoss, msg, loss.samples))
 	}
 	if len(v.Reasons) > 0 {
 		v.Decision = Refuted
@@ -496,6 +585,9 @@ func describeSelector(sel []Pair, shown *[]shownValue) string {
 		q := strconv.Quote(p.Value)
 		*shown = append(*shown, shownValue{field: p.Field, quoted: q})
 		parts[i] = strconv.Quote(p.Field) + ": " + q
+		if p.As != "" {
+			parts[i] += " as " + string(p.As)
+		}
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -191,9 +191,12 @@ func TestCanonicalTextMatching(t *testing.T) {
 		{name: "true", contract: rw(`{"b": "true"}`), before: empty, after: read(t, `[{"id": 1, "b": true}]`), want: okv("COUNT_EXACT").with(1, 1)},
 		{name: "True is not true", contract: rw(`{"b": "True"}`), before: empty, after: read(t, `[{"id": 1, "b": true}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
 		{name: "false", contract: rw(`{"b": "false"}`), before: empty, after: read(t, `[{"id": 1, "b": false}]`), want: okv("COUNT_EXACT").with(1, 1)},
-		{name: "object compact sorted", contract: rw(`{"o": "{\"a\":1,\"b\":[true,null]}"}`), before: empty,
-			after: read(t, `[{"id": 1, "o": {"b": [true, null], "a": 1.0}}]`), want: okv("COUNT_EXACT").with(1, 1)},
-		{name: "array compact", contract: rw(`{"o": "[1,\"x\"]"}`), before: empty, after: read(t, `[{"id": 1, "o": [1, "x"]}]`), want: okv("COUNT_EXACT").with(1, 1)},
+		// An object or array matches only an object or array, never the
+		// text of its compact JSON (JUDGE.md §2): a contract's value is text.
+		{name: "object never matches its compact JSON", contract: rw(`{"o": "{\"a\":1,\"b\":[true,null]}"}`), before: empty,
+			after: read(t, `[{"id": 1, "o": {"b": [true, null], "a": 1.0}}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
+		{name: "array never matches its compact JSON", contract: rw(`{"o": "[1,\"x\"]"}`), before: empty, after: read(t, `[{"id": 1, "o": [1, "x"]}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
+		{name: "string spelling JSON still matches a string", contract: rw(`{"o": "[1,\"x\"]"}`), before: empty, after: read(t, `[{"id": 1, "o": "[1,\"x\"]"}]`), want: okv("COUNT_EXACT").with(1, 1)},
 		{name: "string case significant", contract: rw(`{"t": "triage"}`), before: empty, after: read(t, `[{"id": 1, "t": "Triage"}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
 		{name: "string whitespace significant", contract: rw(`{"t": "Triage"}`), before: empty, after: read(t, `[{"id": 1, "t": "Triage "}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
 		{name: "string unicode normalisation significant", contract: rw(`{"t": "Zo\u00eb"}`), before: empty, after: read(t, `[{"id": 1, "t": "Zoe\u0308"}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
@@ -371,9 +374,15 @@ func TestFieldEquals(t *testing.T) {
 		{name: "idempotency key narrows to one", contract: "{" + base + `, "value": "N", "idempotency_key": "k2"}`, before: empty,
 			after: read(t, `[{"id": 1, "patient_id": "p1", "type": "Triage", "note": "X", "key": "k1"}, {"id": 2, "patient_id": "p1", "type": "Triage", "note": "N", "key": "k2"}]`),
 			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new("N"), ExpectedValue: new("N")}, matched: []string{"2"}},
-		{name: "object field canonical", contract: `{"kind": "field_equals", "match": {"id": "1"}, "field": "o", "value": "{\"a\":1,\"b\":2}"}`, before: empty,
+		{name: "object field never equals its JSON text", contract: `{"kind": "field_equals", "match": {"id": "1"}, "field": "o", "value": "{\"a\":1,\"b\":2}"}`, before: empty,
 			after: read(t, `[{"id": 1, "o": {"b": 2, "a": 1.0}}]`),
-			want:  summary{Decision: Confirmed, Class: ClassConfirmed, Codes: []string{"FIELD_EQUAL"}, Observed: new(1), Expected: new(1), ObservedValue: new(`{"a":1,"b":2}`), ExpectedValue: new(`{"a":1,"b":2}`)}},
+			want:  summary{Decision: Refuted, Class: ClassConflicting, Codes: []string{"FIELD_MISMATCH"}, Observed: new(1), Expected: new(1), ObservedValue: new(`{"a":1,"b":2}`), ExpectedValue: new(`{"a":1,"b":2}`)}},
+		{name: "object selector value never matches", contract: `{"kind": "field_equals", "match": {"o": "{\"a\":1}"}, "field": "id", "value": "1"}`, before: empty,
+			after: read(t, `[{"id": 1, "o": {"a": 1}}]`),
+			want:  summary{Decision: Refuted, Class: ClassRefuted, Codes: []string{"FIELD_NO_MATCH"}, Observed: new(0), Expected: new(1), ExpectedValue: new("1")}},
+		{name: "object idempotency key never matches", contract: `{"kind": "field_equals", "match": {"id": "1"}, "field": "id", "value": "1", "idempotency_key": "[1]"}`, before: empty,
+			after: read(t, `[{"id": 1, "key": [1]}]`),
+			want:  summary{Decision: Refuted, Class: ClassRefuted, Codes: []string{"FIELD_NO_MATCH"}, Observed: new(0), Expected: new(1), ExpectedValue: new("1")}},
 	}
 	runJudgeCases(t, tests)
 }

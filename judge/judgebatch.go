@@ -17,15 +17,18 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 	if a == nil {
 		a = NewBatch()
 	}
-	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+	return judgeFrame(c, readState{before.Reachable, before.Reason, before.Code}, readState{after.Reachable, after.Reason, after.Code}, opts, func() Verdict {
 		if gap := projectionGap(c, b, a); gap != "" {
 			return indeterminate(ReasonReadProjected, gap+", which this contract reads; it cannot be judged from less")
+		}
+		if usesCensus(c, opts) {
+			return judgeCensusB(c, b, a, opts.Census)
 		}
 		switch c.Kind {
 		case RecordWritten:
 			return judgeRecordWrittenB(c, b, a)
 		case FieldEquals:
-			return judgeFieldEqualsB(c, a)
+			return judgeFieldEqualsB(c, b, a)
 		case ExactNewSet:
 			return judgeExactNewSetB(c, b, a)
 		}
@@ -38,24 +41,47 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 type bpair struct {
 	name  int64
 	value string
+	as    As
 }
 
 func resolve(b *Batch, sel []Pair) []bpair {
 	out := make([]bpair, len(sel))
 	for i, p := range sel {
-		out[i] = bpair{name: b.nameIndex(p.Field), value: p.Value}
+		out[i] = bpair{name: b.nameIndex(p.Field), value: p.Value, as: p.As}
 	}
 	return out
 }
 
 func (b *Batch) match(rec []Field, sel []bpair) bool {
 	for i := range sel {
-		text, ok := b.get(rec, sel[i].name)
-		if !ok || text != sel[i].value {
+		if !b.holds(rec, &sel[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// holds reports whether rec satisfies one pair: as pairHolds does on a
+// map-form record.
+func (b *Batch) holds(rec []Field, p *bpair) bool {
+	if p.name < 0 {
+		return false
+	}
+	n := uint32(p.name)
+	for i := range rec {
+		if f := &rec[i]; f.Name == n {
+			switch f.Kind {
+			case KindNull, KindObject, KindArray:
+				return false
+			}
+			if p.as == "" {
+				return b.Text(f) == p.value
+			}
+			got, ok := typedText(p.as, f.Kind, b.Text(f))
+			return ok && got == p.value
+		}
+	}
+	return false
 }
 
 // keyFilter is the idempotency-key filter of c on one batch.
@@ -63,11 +89,8 @@ func keyFilter(c *Contract, b *Batch) func([]Field) bool {
 	if c.IdempotencyKey == nil {
 		return func([]Field) bool { return true }
 	}
-	name, want := b.nameIndex(c.KeyField), *c.IdempotencyKey
-	return func(rec []Field) bool {
-		text, ok := b.get(rec, name)
-		return ok && text == want
-	}
+	p := resolve(b, []Pair{keyPair(c)})
+	return func(rec []Field) bool { return b.holds(rec, &p[0]) }
 }
 
 func identityShownB(b *Batch, rec []Field, name int64, field string) shownValue {
@@ -239,8 +262,7 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
 	matched := make([]int, 0, 4)
-	lossCount := 0
-	var lossSamples []shownValue
+	var loss tally
 	take := func(j int, inBase bool) {
 		if c.CountNewOnly && inBase {
 			return
@@ -251,7 +273,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 	}
 	if c.CountNewOnly || c.ForbidCollateralLoss {
 		bSel, bID := resolve(before, c.Match), before.nameIndex(c.IdentityField)
-		reset := func() { matched, lossCount, lossSamples = matched[:0], 0, nil }
+		reset := func() { matched, loss = matched[:0], tally{} }
 		gone := func(i int) {
 			if !c.ForbidCollateralLoss {
 				return
@@ -260,10 +282,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 			if before.match(rec, bSel) {
 				return
 			}
-			lossCount++
-			if len(lossSamples) < maxSamples {
-				lossSamples = append(lossSamples, identityShownB(before, rec, bID, c.IdentityField))
-			}
+			loss.add(func() shownValue { return identityShownB(before, rec, bID, c.IdentityField) })
 		}
 		readDiffB(before, after, c.IdentityField, reset, take, gone)
 	} else {
@@ -275,30 +294,39 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 	if !ok {
 		return partialMatch()
 	}
-	return recordWrittenVerdict(c, recs, lossCount, lossSamples)
+	return recordWrittenVerdict(c, recs, tally{}, loss, false)
 }
 
-func judgeFieldEqualsB(c *Contract, after *Batch) Verdict {
+func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
 	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
 	var matched []int
-	for j := range after.Len() {
-		if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
-			matched = append(matched, j)
+	if c.NewOnly {
+		// Only records new since the baseline are read back.
+		take := func(j int, inBase bool) {
+			if rec := after.At(j); !inBase && after.match(rec, aSel) && aKey(rec) {
+				matched = append(matched, j)
+			}
+		}
+		readDiffB(before, after, c.IdentityField, func() { matched = matched[:0] }, take, func(int) {})
+	} else {
+		for j := range after.Len() {
+			if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
+				matched = append(matched, j)
+			}
 		}
 	}
 	recs, ok := after.records(matched)
 	if !ok {
 		return partialMatch()
 	}
-	return fieldEqualsVerdict(c, recs)
+	return fieldEqualsVerdict(c, recs, tally{})
 }
 
 func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	field := c.IdentityField
 	aSel, bSel, bID := resolve(after, c.Match), resolve(before, c.Match), before.nameIndex(field)
 	added := make([]int, 0, len(c.NewRecords)+1)
-	lossCount := 0
-	var lossSamples []shownValue
+	var loss tally
 	take := func(j int, inBase bool) {
 		if !inBase && after.match(after.At(j), aSel) {
 			added = append(added, j)
@@ -312,10 +340,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		if !before.match(rec, bSel) {
 			return
 		}
-		lossCount++
-		if len(lossSamples) < maxSamples {
-			lossSamples = append(lossSamples, identityShownB(before, rec, bID, field))
-		}
+		loss.add(func() shownValue { return identityShownB(before, rec, bID, field) })
 	}
 	if !mergeDiffB(before, after, field, take, gone) {
 		missing := 0
@@ -328,15 +353,14 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 			}
 		}
 		if missing > 0 {
-			return indeterminate(ReasonIdentityMissing, fmt.Sprintf(
-				"%d record(s) carry no %q value, so added records cannot be told from existing ones", missing, field))
+			return identityMissing(missing, field)
 		}
-		added, lossCount, lossSamples = added[:0], 0, nil
+		added, loss = added[:0], tally{}
 		hashDiffB(before, after, field, take, gone)
 	}
 	recs, ok := after.records(added)
 	if !ok {
 		return partialMatch()
 	}
-	return exactNewSetVerdict(c, recs, lossCount, lossSamples)
+	return exactNewSetVerdict(c, recs, tally{}, loss, false)
 }

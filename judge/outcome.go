@@ -30,7 +30,7 @@ func Classify(v *Verdict, absenceNotProof bool) Class {
 		}
 		return ClassIndeterminate
 	case Refuted:
-		if absenceNotProof || v.HasLoss() || (v.ObservedCount != nil && *v.ObservedCount > 0) {
+		if absenceNotProof || v.HasLoss() || v.hasCode(ReasonExistingRecordChanged) || (v.ObservedCount != nil && *v.ObservedCount > 0) {
 			return ClassConflicting
 		}
 		return ClassRefuted
@@ -109,4 +109,14 @@ func Demote(v *Verdict, to Decision, code, message string, absenceNotProof bool)
 	}
 	v.Class = Classify(v, absenceNotProof)
 	return true
+}
+
+// hasCode reports whether code is among v's reasons.
+func (v *Verdict) hasCode(code string) bool {
+	for _, r := range v.Reasons {
+		if r.Code == code {
+			return true
+		}
+	}
+	return false
 }

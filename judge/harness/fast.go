@@ -19,6 +19,8 @@ type fastSnapshot struct {
 	hasReach bool
 	reason   any
 	hasRsn   bool
+	code     any
+	hasCode  bool
 	records  string // "" absent, "null", "list" or "other"
 	count    int
 	firstBad int
@@ -93,7 +95,7 @@ func parseString(input string, parallel bool) (*Case, error) {
 		if err := sc.End(); err != nil {
 			return nil, &syntaxFault{err}
 		}
-		return nil, invalid("", "a case is a JSON object with effects, params, before, after, now and freshness")
+		return nil, invalid("", "a case is a JSON object with %s", knownCaseKeys)
 	}
 	m := map[string]any{}
 	var unknown []string
@@ -146,10 +148,10 @@ func parseString(input string, parallel bool) (*Case, error) {
 		snap, err := checkSnapshot(snaps[key], key)
 		if key == "before" {
 			c.BeforeBatch = snap
-			c.Before = judge.Snapshot{Reachable: snap.Reachable, Reason: snap.Reason}
+			c.Before = judge.Snapshot{Reachable: snap.Reachable, Reason: snap.Reason, Code: snap.Code}
 		} else {
 			c.AfterBatch = snap
-			c.After = judge.Snapshot{Reachable: snap.Reachable, Reason: snap.Reason}
+			c.After = judge.Snapshot{Reachable: snap.Reachable, Reason: snap.Reason, Code: snap.Code}
 		}
 		return err
 	})
@@ -219,6 +221,10 @@ func readSnapshot(sc *judge.Scanner, path string, snap *fastSnapshot) error {
 			v, err := sc.Value(kpath)
 			snap.reason, snap.hasRsn = v, true
 			return err
+		case "code":
+			v, err := sc.Value(kpath)
+			snap.code, snap.hasCode = v, true
+			return err
 		}
 		if snap.unknown == "" {
 			snap.unknown = key
@@ -237,7 +243,7 @@ func checkSnapshot(snap *fastSnapshot, key string) (judge.BatchSnapshot, error) 
 		return judge.BatchSnapshot{}, invalid(key, "must be an object {reachable, records}")
 	}
 	if snap.unknown != "" {
-		return judge.BatchSnapshot{}, invalid(key+"."+snap.unknown, "unknown key %q (known: reachable, records, reason)", snap.unknown)
+		return judge.BatchSnapshot{}, invalid(key+"."+snap.unknown, "unknown key %q (known: reachable, records, reason, code)", snap.unknown)
 	}
 	reachable, isBool := snap.reach.(bool)
 	if !isBool {
@@ -250,6 +256,13 @@ func checkSnapshot(snap *fastSnapshot, key string) (judge.BatchSnapshot, error) 
 			return judge.BatchSnapshot{}, invalid(key+".reason", "reason must be text")
 		}
 		out.Reason = s
+	}
+	if snap.hasCode {
+		s, err := readCode(snap.code, key, reachable)
+		if err != nil {
+			return judge.BatchSnapshot{}, err
+		}
+		out.Code = s
 	}
 	if !reachable {
 		if snap.records == "other" || (snap.records == "list" && snap.count > 0) {

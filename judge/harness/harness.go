@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -63,9 +65,16 @@ type Case struct {
 	compact     bool
 	Now         *time.Time
 	Freshness   *judge.Freshness
+	// Census is the case's before_census and after_census (JUDGE.md §3a),
+	// when it gives them.
+	Census *judge.Census
 }
 
-var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, "after": true, "now": true, "freshness": true}
+var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, "after": true, "now": true, "freshness": true,
+	"before_census": true, "after_census": true}
+
+// knownCaseKeys lists caseKeys for messages.
+const knownCaseKeys = "effects, params, before, after, before_census, after_census, now, freshness"
 
 // Run judges one case. now is used for freshness when the case gives none.
 func Run(input []byte, now time.Time) ([]byte, int) {
@@ -109,7 +118,7 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 		}
 		contracts[i] = bound
 	}
-	opts := judge.Options{}
+	opts := judge.Options{Census: c.Census}
 	if c.Freshness != nil {
 		f := *c.Freshness
 		f.Now = now
@@ -177,7 +186,7 @@ func Parse(input []byte) (*Case, error) {
 	}
 	m, ok := tree.(map[string]any)
 	if !ok {
-		return nil, invalid("", "a case is a JSON object with effects, params, before, after, now and freshness")
+		return nil, invalid("", "a case is a JSON object with %s", knownCaseKeys)
 	}
 	var unknown []string
 	for k := range m {
@@ -203,11 +212,13 @@ func Parse(input []byte) (*Case, error) {
 
 // build checks and fills a case from its decoded keys, in a fixed order so
 // that a case with several faults is refused for the same one by both
-// decoders: unknown keys, params, before, after, now, freshness, effects.
+// decoders: unknown keys, params, before, after, the census, now,
+// freshness, effects.
 func build(c *Case, m map[string]any, unknown []string, snapshot func(key string) error) error {
 	if len(unknown) > 0 {
+		slices.Sort(unknown)
 		k := unknown[0]
-		return invalid(k, "unknown case key %q (known: effects, params, before, after, now, freshness)", k)
+		return invalid(k, "unknown case key %q (known: %s)", k, knownCaseKeys)
 	}
 	c.Params = map[string]string{}
 	if p, ok := m["params"]; ok && p != nil {
@@ -228,6 +239,24 @@ func build(c *Case, m map[string]any, unknown []string, snapshot func(key string
 	}
 	if err := snapshot("after"); err != nil {
 		return err
+	}
+	_, hasBefore := m["before_census"]
+	_, hasAfter := m["after_census"]
+	switch {
+	case hasBefore && hasAfter:
+		bc, err := parseSnapshot(m, "before_census")
+		if err != nil {
+			return err
+		}
+		ac, err := parseSnapshot(m, "after_census")
+		if err != nil {
+			return err
+		}
+		c.Census = &judge.Census{Before: bc, After: ac}
+	case hasBefore:
+		return invalid("after_census", "a census is two reads: give after_census as well as before_census")
+	case hasAfter:
+		return invalid("before_census", "a census is two reads: give before_census as well as after_census")
 	}
 	if v, ok := m["now"]; ok && v != nil {
 		s, isStr := v.(string)
@@ -288,9 +317,9 @@ func parseSnapshot(m map[string]any, key string) (judge.Snapshot, error) {
 	if !isMap {
 		return judge.Snapshot{}, invalid(key, "must be an object {reachable, records}")
 	}
-	for k := range sm {
-		if k != "reachable" && k != "records" && k != "reason" {
-			return judge.Snapshot{}, invalid(key+"."+k, "unknown key %q (known: reachable, records, reason)", k)
+	for _, k := range slices.Sorted(maps.Keys(sm)) {
+		if k != "reachable" && k != "records" && k != "reason" && k != "code" {
+			return judge.Snapshot{}, invalid(key+"."+k, "unknown key %q (known: reachable, records, reason, code)", k)
 		}
 	}
 	reachable, isBool := sm["reachable"].(bool)
@@ -304,6 +333,13 @@ func parseSnapshot(m map[string]any, key string) (judge.Snapshot, error) {
 			return judge.Snapshot{}, invalid(key+".reason", "reason must be text")
 		}
 		snap.Reason = s
+	}
+	if r, ok := sm["code"]; ok {
+		s, err := readCode(r, key, reachable)
+		if err != nil {
+			return judge.Snapshot{}, err
+		}
+		snap.Code = s
 	}
 	recs, has := sm["records"]
 	if !reachable {
@@ -327,6 +363,19 @@ func parseSnapshot(m map[string]any, key string) (judge.Snapshot, error) {
 		snap.Records[i] = rec
 	}
 	return snap, nil
+}
+
+// readCode checks a read's code: text naming the reason code of an
+// unreachable read (READ_MAY_BE_TRUNCATED, READ_INCOMPLETE, ...).
+func readCode(v any, key string, reachable bool) (string, error) {
+	s, isStr := v.(string)
+	if !isStr || s == "" {
+		return "", invalid(key+".code", "code must be a reason code such as %q", judge.ReasonReadIncomplete)
+	}
+	if reachable {
+		return "", invalid(key+".code", "code is the reason code of a read that did not complete; set reachable: false with it")
+	}
+	return s, nil
 }
 
 func encode(v any) []byte {

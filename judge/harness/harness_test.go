@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,16 @@ func TestRefusals(t *testing.T) {
 		{"contract refusal", `{"effects": [{"kind": "record_written", "match": {"id": 1}}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[0].match.id"},
 		{"second contract refusal", `{"effects": [{"kind": "record_written"}, {"kind": "nope"}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[1].kind"},
 		{"unbound param", `{"effects": [{"kind": "record_written", "match": {"p": {"param": "pid"}}}], ` + okReads + `}`, "UNBOUND_PARAM", "effects[0].match.p.param"},
+		{"typed param does not parse", `{"effects": [{"kind": "record_written", "match": {"p": {"param": "pid", "as": "integer"}}}], "params": {"pid": "p1"}, ` + okReads + `}`, "UNBOUND_PARAM", "effects[0].match.p.param"},
+		{"typed literal does not parse", `{"effects": [{"kind": "record_written", "match": {"p": {"literal": "yes", "as": "boolean"}}}], ` + okReads + `}`, "INVALID_CONTRACT", "effects[0].match.p.literal"},
+		{"census without after_census", `{"effects": [{"kind": "record_written"}], "before_census": {"reachable": true, "records": []}, ` + okReads + `}`, "INVALID_CASE", "after_census"},
+		{"census without before_census", `{"effects": [{"kind": "record_written"}], "after_census": {"reachable": true, "records": []}, ` + okReads + `}`, "INVALID_CASE", "before_census"},
+		{"census not an object", `{"effects": [{"kind": "record_written"}], "before_census": [], "after_census": {"reachable": true, "records": []}, ` + okReads + `}`, "INVALID_CASE", "before_census"},
+		{"census record not an object", `{"effects": [{"kind": "record_written"}], "before_census": {"reachable": true, "records": [1]}, "after_census": {"reachable": true, "records": []}, ` + okReads + `}`, "INVALID_CASE", "before_census.records[0]"},
+		{"census unknown key", `{"effects": [{"kind": "record_written"}], "before_census": {"reachable": true, "records": [], "rows": []}, "after_census": {"reachable": true, "records": []}, ` + okReads + `}`, "INVALID_CASE", "before_census.rows"},
+		{"code on a reachable read", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": [], "code": "READ_INCOMPLETE"}, "after": {"reachable": true, "records": []}}`, "INVALID_CASE", "before.code"},
+		{"code not text", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": []}, "after": {"reachable": false, "code": 1}}`, "INVALID_CASE", "after.code"},
+		{"two unknown keys name the first by name", `{"effects": [{"kind": "record_written"}], "zz": 1, "aa": 2, ` + okReads + `}`, "INVALID_CASE", "aa"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +218,52 @@ func TestParallelDecodeFallsBack(t *testing.T) {
 		e, ok := errors.AsType[*judge.Error](err)
 		if !ok || e.Code != judge.CodeInvalidCase || e.Path != tt.path {
 			t.Errorf("%s: %v, want INVALID_CASE at %s", tt.name, err, tt.path)
+		}
+	}
+}
+
+// TestCensusCase: a case's census reaches the judgement through both
+// decoders, and an after read's code is reported.
+func TestCensusCase(t *testing.T) {
+	t.Parallel()
+	base := `{"effects": [{"kind": "record_written", "match": {"applicant": "a1"}, "count_new_only": true}],
+	  "before": {"reachable": true, "records": []},
+	  "after": {"reachable": true, "records": [{"id": 5, "applicant": "a1"}]}`
+	for _, tt := range []struct {
+		name, input, verdict, class string
+		codes                       []string
+	}{
+		{"no census", base + `}`, "CONFIRMED", "confirmed", []string{"COUNT_EXACT"}},
+		{"re-assigned", base + `, "before_census": {"reachable": true, "records": [{"id": 5}]}, "after_census": {"reachable": true, "records": [{"id": 5}]}}`,
+			"REFUTED", "conflicting", []string{"COUNT_UNDER", "EXISTING_RECORD_CHANGED"}},
+		{"new", base + `, "before_census": {"reachable": true, "records": [{"id": 4}]}, "after_census": {"reachable": true, "records": [{"id": 4}, {"id": 5}]}}`,
+			"CONFIRMED", "confirmed", []string{"COUNT_EXACT"}},
+		{"unusable", base + `, "before_census": {"reachable": false, "code": "READ_MAY_BE_TRUNCATED"}, "after_census": {"reachable": true, "records": [{"id": 5}]}}`,
+			"INDETERMINATE", "indeterminate", []string{"CENSUS_UNUSABLE"}},
+		{"after read incomplete", `{"effects": [{"kind": "record_written"}], "before": {"reachable": true, "records": []}, "after": {"reachable": false, "code": "READ_INCOMPLETE", "reason": "99 of 101"}}`,
+			"INDETERMINATE", "indeterminate", []string{"READ_INCOMPLETE"}},
+	} {
+		slow, err := Parse([]byte(tt.input))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		fast, err := ParseString(tt.input)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		for via, c := range map[string]*Case{"Parse": slow, "ParseString": fast} {
+			out, err := judgeCase(c, now)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tt.name, via, err)
+			}
+			e := out.Effects[0]
+			codes := []string{}
+			for _, r := range e.Reasons {
+				codes = append(codes, r.Code)
+			}
+			if string(e.Verdict) != tt.verdict || string(e.Result) != tt.class || !slices.Equal(codes, tt.codes) {
+				t.Errorf("%s %s: %s %s %v, want %s %s %v", tt.name, via, e.Verdict, e.Result, codes, tt.verdict, tt.class, tt.codes)
+			}
 		}
 	}
 }

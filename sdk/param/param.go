@@ -15,6 +15,10 @@ import (
 type Value struct {
 	Literal string
 	Param   string // non-empty for a {param: name} reference
+	// As is the comparison type of a contract value (decimal, integer,
+	// boolean; "" is text). Only the judge's contract loader sets it: Parse
+	// never does, and refuses an `as` key like any other unknown key.
+	As string
 }
 
 // IsParam reports whether v refers to a run parameter.

@@ -1,0 +1,285 @@
+package judge
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Census is the whole-collection identity reads of JUDGE.md §3a: a read of
+// every record of the collection (carrying the contract's identity field),
+// taken with the baseline (Before) and with each after read (After). With
+// a census, newness and loss are judged over the whole collection instead
+// of over a read narrowed to the run's subject.
+type Census struct{ Before, After Snapshot }
+
+// Reason codes of the census (JUDGE.md §3a).
+const (
+	// ReasonCensusUnusable: a census read failed, or holds a record
+	// without the identity field, so it cannot say what exists.
+	ReasonCensusUnusable = "CENSUS_UNUSABLE"
+	// ReasonExistingRecordChanged: a matched record existed before the
+	// action (it is in the before census) without matching (it is not in
+	// the baseline): an existing record was changed to match, which is
+	// not a new record.
+	ReasonExistingRecordChanged = "EXISTING_RECORD_CHANGED"
+)
+
+// CensusUsable reports whether s can serve as a census for c (reachable,
+// every record carries c's identity field); reason says why not.
+func CensusUsable(c *Contract, s Snapshot) (ok bool, reason string) {
+	if !s.Reachable {
+		reason = "the census read failed"
+		if s.Code != "" {
+			reason += " (" + s.Code + ")"
+		}
+		if s.Reason != "" {
+			reason += ": " + s.Reason
+		}
+		return false, reason
+	}
+	for i, r := range s.Records {
+		if _, ok := fieldIdentity(r, c.IdentityField); !ok {
+			return false, fmt.Sprintf("census record %d carries no %q value", i, c.IdentityField)
+		}
+	}
+	return true, ""
+}
+
+// usesCensus reports whether judging c reads the census when there is
+// one: every contract that needs the baseline does (newness or loss).
+func usesCensus(c *Contract, opts Options) bool {
+	return opts.Census != nil && NeedsBaseline(c)
+}
+
+// censusProblem is the reason a census cannot be used for c, or "".
+func censusProblem(c *Contract, cs *Census) string {
+	if ok, why := CensusUsable(c, cs.Before); !ok {
+		return "before census: " + why
+	}
+	if ok, why := CensusUsable(c, cs.After); !ok {
+		return "after census: " + why
+	}
+	return ""
+}
+
+// claimsNewness reports whether c counts or judges only new records.
+func claimsNewness(c *Contract) bool {
+	return c.CountNewOnly || c.NewOnly || c.Kind == ExactNewSet
+}
+
+// tally counts the records a reason is about, with a few samples.
+type tally struct {
+	n       int
+	samples []shownValue
+}
+
+func (t *tally) add(s func() shownValue) {
+	t.n++
+	if len(t.samples) < maxSamples {
+		t.samples = append(t.samples, s())
+	}
+}
+
+// censusSets are the identity sets of a usable census.
+type censusSets struct {
+	before, after map[string]struct{}
+	cs            *Census
+	field         string
+}
+
+func newCensusSets(c *Contract, cs *Census) *censusSets {
+	set := func(recs []Record) map[string]struct{} {
+		m := make(map[string]struct{}, len(recs))
+		for _, r := range recs {
+			if id, ok := fieldIdentity(r, c.IdentityField); ok {
+				m[id] = struct{}{}
+			}
+		}
+		return m
+	}
+	return &censusSets{before: set(cs.Before.Records), after: set(cs.After.Records), cs: cs, field: c.IdentityField}
+}
+
+// existed reports whether id was in the collection before the action.
+func (s *censusSets) existed(id string) bool {
+	_, ok := s.before[id]
+	return ok
+}
+
+// loss counts the identities of the before census absent from the after
+// census. For record_written a record the contract's own selector matched
+// in the baseline (selected reports it) is not collateral: a contract may
+// claim its removal. For exact_new_set every vanished identity counts:
+// the action claims to add its set and nothing else.
+func (s *censusSets) loss(c *Contract, selected func(id string) bool) tally {
+	var t tally
+	if !c.ForbidCollateralLoss || c.Kind == FieldEquals {
+		return t
+	}
+	seen := make(map[string]struct{})
+	for _, r := range s.cs.Before.Records {
+		id, _ := fieldIdentity(r, s.field)
+		if _, gone := s.after[id]; !gone {
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
+			if excusesSelected(c) && selected(id) {
+				continue
+			}
+			t.add(func() shownValue { return shownValue{field: s.field, quoted: strconv.Quote(id)} })
+		}
+	}
+	return t
+}
+
+// excusesSelected reports whether c's loss rule excuses identities whose
+// baseline record its selector matched (record_written's collateral loss).
+func excusesSelected(c *Contract) bool {
+	return c.Kind == RecordWritten && c.ForbidCollateralLoss
+}
+
+// censusOutcome sorts the in-scope after records of a newness claim: new
+// (absent from the before census), changed (in the before census but not
+// in the baseline), or pre-existing and already matching (neither).
+type censusOutcome struct {
+	sets    *censusSets
+	changed tally
+}
+
+// isNew classifies one in-scope after record by its identity; inBase says
+// whether the identity is in the baseline. A record of the baseline is
+// never new, even if the before census missed it.
+func (o *censusOutcome) isNew(id string, inBase bool) bool {
+	switch {
+	case inBase:
+		return false
+	case !o.sets.existed(id):
+		return true
+	}
+	o.changed.add(func() shownValue { return shownValue{field: o.sets.field, quoted: strconv.Quote(id)} })
+	return false
+}
+
+// missingIdentity is the verdict when a record whose newness the census
+// must judge has no identity.
+func missingIdentity(field string) Verdict {
+	return indeterminate(ReasonIdentityMissing, fmt.Sprintf(
+		"a matched record carries no %q value, so the census cannot tell whether it is new", field))
+}
+
+// changedReason is EXISTING_RECORD_CHANGED for t.
+func changedReason(t tally) Reason {
+	return lossReason(ReasonExistingRecordChanged, fmt.Sprintf(
+		"%d matched record(s) existed before the action without matching (in the census, not in the baseline): an existing record was changed to match, which is not a new record", t.n), t.samples)
+}
+
+// censusVerdict is the kind's verdict from what the census rules found.
+func censusVerdict(c *Contract, matched []Record, changed, loss tally) Verdict {
+	switch c.Kind {
+	case RecordWritten:
+		return recordWrittenVerdict(c, matched, changed, loss, true)
+	case FieldEquals:
+		return fieldEqualsVerdict(c, matched, changed)
+	}
+	return exactNewSetVerdict(c, matched, changed, loss, true)
+}
+
+// judgeCensus judges c on map-form reads with a usable census.
+func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
+	field := c.IdentityField
+	if c.Kind == ExactNewSet {
+		if missing := countMissingIdentities(before.Records, field) + countMissingIdentities(after.Records, field); missing > 0 {
+			return identityMissing(missing, field)
+		}
+	}
+	sets := newCensusSets(c, cs)
+	// Baseline identities, and (when loss excuses them) whether the
+	// selector matched each.
+	excuses := excusesSelected(c)
+	base := make(map[string]bool, len(before.Records))
+	for _, r := range before.Records {
+		if id, ok := fieldIdentity(r, field); ok {
+			base[id] = base[id] || (excuses && matchRecord(r, c.Match))
+		}
+	}
+	out := censusOutcome{sets: sets}
+	var matched []Record
+	for _, r := range after.Records {
+		if !matchRecord(r, c.Match) || (c.Kind != ExactNewSet && !keyMatches(c, r)) {
+			continue
+		}
+		if !claimsNewness(c) {
+			matched = append(matched, r)
+			continue
+		}
+		id, ok := fieldIdentity(r, field)
+		if !ok {
+			return missingIdentity(field)
+		}
+		_, inBase := base[id]
+		if out.isNew(id, inBase) {
+			matched = append(matched, r)
+		}
+	}
+	loss := sets.loss(c, func(id string) bool { return base[id] })
+	return censusVerdict(c, matched, out.changed, loss)
+}
+
+// judgeCensusB is judgeCensus on reads in compact form.
+func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
+	field := c.IdentityField
+	bID, aID := before.nameIndex(field), after.nameIndex(field)
+	if c.Kind == ExactNewSet {
+		missing := 0
+		for _, side := range []struct {
+			b    *Batch
+			name int64
+		}{{before, bID}, {after, aID}} {
+			for i := range side.b.Len() {
+				if _, ok := side.b.get(side.b.At(i), side.name); !ok {
+					missing++
+				}
+			}
+		}
+		if missing > 0 {
+			return identityMissing(missing, field)
+		}
+	}
+	sets := newCensusSets(c, cs)
+	bSel, excuses := resolve(before, c.Match), excusesSelected(c)
+	base := make(map[string]bool, before.Len())
+	for i := range before.Len() {
+		rec := before.At(i)
+		if id, ok := before.get(rec, bID); ok {
+			base[id] = base[id] || (excuses && before.match(rec, bSel))
+		}
+	}
+	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
+	out := censusOutcome{sets: sets}
+	var matched []int
+	for j := range after.Len() {
+		rec := after.At(j)
+		if !after.match(rec, aSel) || (c.Kind != ExactNewSet && !aKey(rec)) {
+			continue
+		}
+		if !claimsNewness(c) {
+			matched = append(matched, j)
+			continue
+		}
+		id, ok := after.get(rec, aID)
+		if !ok {
+			return missingIdentity(field)
+		}
+		_, inBase := base[id]
+		if out.isNew(id, inBase) {
+			matched = append(matched, j)
+		}
+	}
+	recs, ok := after.records(matched)
+	if !ok {
+		return partialMatch()
+	}
+	loss := sets.loss(c, func(id string) bool { return base[id] })
+	return censusVerdict(c, recs, out.changed, loss)
+}
