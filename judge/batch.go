@@ -307,7 +307,9 @@ func (b *Batch) canonicalRecord(rec []Field) string {
 type BatchSnapshot struct {
 	Reachable bool
 	Reason    string
-	Batch     *Batch
+	// Code is Snapshot.Code.
+	Code  string
+	Batch *Batch
 }
 
 // BatchOf turns a map-form snapshot into compact form.
@@ -316,5 +318,5 @@ func BatchOf(s Snapshot) BatchSnapshot {
 	for _, r := range s.Records {
 		b.Append(r)
 	}
-	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Batch: b}
+	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code, Batch: b}
 }

@@ -41,6 +41,14 @@ const (
 	ReasonSettleInterrupted = "SETTLE_INTERRUPTED"
 	// ReasonAdapterDemoted: an adapter's Verdict hook demoted the verdict.
 	ReasonAdapterDemoted = "ADAPTER_DEMOTED"
+	// ReasonReadMayBeTruncated: the after read answered as many records as
+	// its declared max_records, so the system of record may have cut it
+	// short; it is not judged.
+	ReasonReadMayBeTruncated = "READ_MAY_BE_TRUNCATED"
+	// ReasonReadIncomplete: the after read did not hold every record (its
+	// count differs from the total the system of record declares, or its
+	// pages ran past max_pages); it is not judged.
+	ReasonReadIncomplete = "READ_INCOMPLETE"
 )
 
 // Snapshot is one read of a system of record: reachable with its records, or
@@ -48,7 +56,11 @@ const (
 type Snapshot struct {
 	Reachable bool
 	Reason    string
-	Records   []Record
+	// Code, on an unreachable read, is the adapter's reason code when the
+	// system of record answered but the read is not whole (e.g.
+	// ReasonReadMayBeTruncated); "" when it could not be read at all.
+	Code    string
+	Records []Record
 }
 
 // Freshness is the deployment's freshness setting plus the judging instant.
@@ -135,7 +147,7 @@ func NeedsBaseline(c *Contract) bool {
 
 // Judge judges one bound contract on a baseline and an after read.
 func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
-	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, after.Code, opts, func() Verdict {
 		switch c.Kind {
 		case RecordWritten:
 			return judgeRecordWritten(c, before, after)
@@ -151,9 +163,17 @@ func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
 // judgeFrame is what every judgement shares: the reachability rules
 // (JUDGE.md §3.1-2), the kind's kernel, freshness, the expected value, the
 // hash and the class.
-func judgeFrame(c *Contract, beforeOK bool, beforeReason string, afterOK bool, afterReason string, opts Options, kernel func() Verdict) Verdict {
+func judgeFrame(c *Contract, beforeOK bool, beforeReason string, afterOK bool, afterReason, afterCode string, opts Options, kernel func() Verdict) Verdict {
 	var v Verdict
 	switch {
+	case !afterOK && afterCode != "":
+		// The system of record answered, but the read is not whole: a doubt
+		// about the read, not an outage, so the class stays indeterminate.
+		msg := "the read after the action is not complete"
+		if afterReason != "" {
+			msg += ": " + afterReason
+		}
+		v = indeterminate(afterCode, msg)
 	case !afterOK:
 		msg := "the system of record could not be read after the action"
 		if afterReason != "" {

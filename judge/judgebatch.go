@@ -17,7 +17,7 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 	if a == nil {
 		a = NewBatch()
 	}
-	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, opts, func() Verdict {
+	return judgeFrame(c, before.Reachable, before.Reason, after.Reachable, after.Reason, after.Code, opts, func() Verdict {
 		if gap := projectionGap(c, b, a); gap != "" {
 			return indeterminate(ReasonReadProjected, gap+", which this contract reads; it cannot be judged from less")
 		}
