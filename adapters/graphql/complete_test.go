@@ -77,7 +77,7 @@ func TestCompletenessRefusals(t *testing.T) {
 		}, "pagination.limit_variable", []string{"also bound under graphql_variables"}},
 		{"offset variable not an Int", func(s map[string]any) {
 			offsetPaged(10)(s)
-			s["pagination"].(map[string]any)["offset_variable"] = "patient"
+			s["graphql_query"] = strings.Replace(offsetQuery, "$offset: Int", "$offset: String", 1)
 		}, "pagination.offset_variable", []string{"an offset is an Int"}},
 		{"offset without limit", func(s map[string]any) {
 			offsetPaged(10)(s)

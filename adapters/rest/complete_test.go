@@ -230,7 +230,11 @@ func TestPreflightReportsCompleteness(t *testing.T) {
 	params := map[string]string{"patient_id": "PAT-1"}
 	secrets := map[string]string{"auth.value_env": f.Token()}
 
-	sec := frappeSection(f, func(s map[string]any) { s["records_path"] = cappedPath; s["max_records"] = 100; s["total_path"] = "total_count" })
+	sec := frappeSection(f, func(s map[string]any) {
+		s["records_path"] = cappedPath
+		s["max_records"] = 100
+		s["total_path"] = "total_count"
+	})
 	res, err := configured(t, request(t, sec, params, secrets)).TestConnection(t.Context())
 	if err != nil || !res.Reachable {
 		t.Fatalf("TestConnection = %+v, %v", res, err)
