@@ -188,6 +188,10 @@ func TestGraphQLThroughDaemon(t *testing.T) {
     }
   graphql_variables: {patient: {param: patient_id}}
   graphql_records_path: encounters
+  # The query asks no limit: one response holds the whole list, and one
+  # holding 20 or more encounters may have been cut short.
+  single_response: true
+  max_records: 20
   auth: {bearer_env: GQL_TOKEN}
   ca_file: %s
   freshness_field: updatedAt
@@ -211,6 +215,7 @@ func TestGraphQLThroughDaemon(t *testing.T) {
 		{name: "confirmed", act: add("Follow-up", "", 1), want: "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
 		{name: "duplicate", act: add("Follow-up", "", 2), want: "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
 		{name: "stale", act: add("Follow-up", old, 1), want: "RECONCILIATION_REQUIRED INDETERMINATE/stale/STALE"},
+		{name: "a full response -> may be truncated", act: add("Follow-up", "", 20), want: "RECONCILIATION_REQUIRED INDETERMINATE/indeterminate/READ_MAY_BE_TRUNCATED", substr: "max_records (20)"},
 		{name: "errors in the answer -> unavailable", act: func(t *testing.T, p string) {
 			g.Add(t, p, "Triage", "x", "")
 			g.ReadErrors(true)
