@@ -313,7 +313,7 @@ func (p *pager) fetch(ctx context.Context) (httpx.Page, string) {
 	switch {
 	case pg == nil:
 	case pg.after != "":
-		more, cursor, why := s.pageInfo(data)
+		more, cursor, why := s.pageInfo(data, len(recs) == 0)
 		if why != "" {
 			return httpx.Page{}, why
 		}
@@ -333,10 +333,16 @@ func (p *pager) fetch(ctx context.Context) (httpx.Page, string) {
 	return page, ""
 }
 
-// pageInfo reads hasNextPage and endCursor at page_info_path.
-func (s *settings) pageInfo(data any) (bool, string, string) {
+// pageInfo reads hasNextPage and endCursor at page_info_path. A null on
+// the way is the end of the list only for a page without records (the
+// entity resolved to nothing); next to records it is a failed read.
+func (s *settings) pageInfo(data any, empty bool) (bool, string, string) {
 	what := httpx.Target(http.MethodPost, s.endpoint)
 	v, found := s.paging.pageInfo.Lookup(data)
+	if found == httpx.Null && empty {
+		// The entity on the way resolved to null: no records, no pages.
+		return false, "", ""
+	}
 	info, ok := v.(map[string]any)
 	if found != httpx.Present || !ok {
 		return false, "", fmt.Sprintf("%s: the answer has no pageInfo object at %s; select pageInfo { hasNextPage endCursor } there", what, s.paging.pageInfo)
