@@ -242,6 +242,56 @@ func TestRESTTruncationThroughDaemon(t *testing.T) {
 		})
 }
 
+// TestGraphQLPagedThroughDaemon: a server answering 3 encounters per page
+// unless asked for more; the deployment pages by Relay cursor and checks
+// the connection's totalCount, so a patient's earlier encounters spread
+// over several pages and a double submit is REFUTED, not read as one.
+func TestGraphQLPagedThroughDaemon(t *testing.T) {
+	g := httprecords.NewGraphQL(t, true)
+	g.PageCap(3)
+	d := httpDaemon(t, "GQL_TOKEN="+g.Token)
+	b := newBoundary(t, fmt.Sprintf(`effects:
+  kind: graphql
+  base_url: %s
+  graphql_query: |
+    query Encounters($patient: String!, $after: String) {
+      encounterConnection(patientId: $patient, after: $after) {
+        nodes { id patientId type }
+        pageInfo { hasNextPage endCursor }
+        totalCount
+      }
+    }
+  graphql_variables: {patient: {param: patient_id}}
+  graphql_records_path: encounterConnection.nodes
+  pagination: {after_variable: after, page_info_path: encounterConnection.pageInfo}
+  total_path: encounterConnection.totalCount
+  auth: {bearer_env: GQL_TOKEN}
+  ca_file: %s
+`, g.URL, g.CAFile), `
+- kind: record_written
+  match: {patientId: {param: patient_id}, type: Triage}
+  count_new_only: true
+  risk: irreversible
+  timeout_s: 0.5
+`)
+	for i := range 2 {
+		for range 7 {
+			g.Insert(httprecords.Encounter{PatientID: fmt.Sprintf("r-%d", i), Type: "Triage"})
+		}
+	}
+	add := func(times int) func(*testing.T, string) {
+		return func(t *testing.T, p string) {
+			for range times {
+				g.Add(t, p, "Triage", "", "")
+			}
+		}
+	}
+	runHTTPCases(t, d, b, "graphql", func(i int) []string { return []string{fmt.Sprintf("patient_id=r-%d", i)} }, []httpCase{
+		{name: "honest save on the third page", act: add(1), want: "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
+		{name: "double submit past two pages", act: add(2), want: "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
+	})
+}
+
 // TestGraphQLThroughDaemon: writes through a graphql-go API's mutation,
 // reads through verifier-adapter-graphql; the deployment's freshness window
 // demotes a stale match; a mutation is refused before anything runs.
