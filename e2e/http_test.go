@@ -173,6 +173,125 @@ func TestRESTThroughDaemon(t *testing.T) {
 	})
 }
 
+// TestRESTTruncationThroughDaemon: a server that answers 100 records
+// unless asked for more (and never more), 99 earlier records of the
+// patient, and a double submit (101). A deployment declaring
+// single_response with max_records 100 reads 100 records and is not
+// judged (READ_MAY_BE_TRUNCATED); one checking the body's total_count
+// reads 100 of 101 (READ_INCOMPLETE); neither is VERIFIED. An honest save
+// that keeps the list under the cap is.
+func TestRESTTruncationThroughDaemon(t *testing.T) {
+	erp := httprecords.NewFrappe(t, true)
+	erp.DefaultPage(100)
+	erp.PageCap(100)
+	d := httpDaemon(t, "ERP_READ_TOKEN="+erp.Token())
+	deployment := func(completeness string) string {
+		return fmt.Sprintf(`effects:
+  kind: rest
+  base_url: %s
+  records_path: /api/resource/Patient Encounter?fields=["name","patient","encounter_type"]&filters=[["Patient Encounter","patient","=","{patient}"]]&order_by=creation asc
+  path_params: {patient: {param: patient_id}}
+  records_key: data
+  single_response: true
+  %s
+  auth: {header: Authorization, value_env: ERP_READ_TOKEN}
+  ca_file: %s
+`, erp.URL, completeness, erp.CAFile)
+	}
+	const effects = `
+- kind: record_written
+  match: {patient: {param: patient_id}, encounter_type: Triage}
+  count_new_only: true
+  risk: irreversible
+  timeout_s: 0.5
+`
+	seed := func(patient string, n int) {
+		for range n {
+			erp.Insert("Patient Encounter", map[string]any{"patient": patient, "encounter_type": "Triage", "notes": "earlier"})
+		}
+	}
+	save := func(times int) func(*testing.T, string) {
+		return func(t *testing.T, p string) {
+			for range times {
+				erp.Post(t, "Patient Encounter", map[string]any{"patient": p, "encounter_type": "Triage"})
+			}
+		}
+	}
+	seed("CAP-0", 99)
+	seed("CAP-1", 98)
+	capped := newBoundary(t, deployment("max_records: 100"), effects)
+	// Preflight says how the read is complete and that write access is not
+	// checked; with 99 records the response is not yet full.
+	out, code := d.ctl(t, "preflight", "--deployment-name", d.register(t, capped.deployment), "--param", "patient_id=CAP-0")
+	for _, w := range []string{`"reachable": true`, "complete by single_response", "100 or more records are not judged", "read 99 records", "can also write is not checked"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Errorf("preflight exit %d lacks %q: %s", code, w, out)
+		}
+	}
+	runHTTPCases(t, d, capped, "rest",
+		func(i int) []string { return []string{fmt.Sprintf("patient_id=CAP-%d", i)} }, []httpCase{
+			{name: "double submit under the cap -> may be truncated", act: save(2),
+				want: "RECONCILIATION_REQUIRED INDETERMINATE/indeterminate/READ_MAY_BE_TRUNCATED", substr: "at least max_records (100)"},
+			{name: "honest save under the cap", act: save(1), want: "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
+		})
+	seed("TOT-0", 99)
+	runHTTPCases(t, d, newBoundary(t, deployment("total_path: total_count"), effects), "rest",
+		func(i int) []string { return []string{fmt.Sprintf("patient_id=TOT-%d", i)} }, []httpCase{
+			{name: "double submit past the cap -> incomplete", act: save(2),
+				want: "RECONCILIATION_REQUIRED INDETERMINATE/indeterminate/READ_INCOMPLETE", substr: "declares 101 records (total_path total_count) but the read holds 100"},
+		})
+}
+
+// TestGraphQLPagedThroughDaemon: a server answering 3 encounters per page
+// unless asked for more; the deployment pages by Relay cursor and checks
+// the connection's totalCount, so a patient's earlier encounters spread
+// over several pages and a double submit is REFUTED, not read as one.
+func TestGraphQLPagedThroughDaemon(t *testing.T) {
+	g := httprecords.NewGraphQL(t, true)
+	g.PageCap(3)
+	d := httpDaemon(t, "GQL_TOKEN="+g.Token)
+	b := newBoundary(t, fmt.Sprintf(`effects:
+  kind: graphql
+  base_url: %s
+  graphql_query: |
+    query Encounters($patient: String!, $after: String) {
+      encounterConnection(patientId: $patient, after: $after) {
+        nodes { id patientId type }
+        pageInfo { hasNextPage endCursor }
+        totalCount
+      }
+    }
+  graphql_variables: {patient: {param: patient_id}}
+  graphql_records_path: encounterConnection.nodes
+  pagination: {after_variable: after, page_info_path: encounterConnection.pageInfo}
+  total_path: encounterConnection.totalCount
+  auth: {bearer_env: GQL_TOKEN}
+  ca_file: %s
+`, g.URL, g.CAFile), `
+- kind: record_written
+  match: {patientId: {param: patient_id}, type: Triage}
+  count_new_only: true
+  risk: irreversible
+  timeout_s: 0.5
+`)
+	for i := range 2 {
+		for range 7 {
+			g.Insert(httprecords.Encounter{PatientID: fmt.Sprintf("r-%d", i), Type: "Triage"})
+		}
+	}
+	add := func(times int) func(*testing.T, string) {
+		return func(t *testing.T, p string) {
+			for range times {
+				g.Add(t, p, "Triage", "", "")
+			}
+		}
+	}
+	runHTTPCases(t, d, b, "graphql", func(i int) []string { return []string{fmt.Sprintf("patient_id=r-%d", i)} }, []httpCase{
+		{name: "honest save on the third page", act: add(1), want: "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
+		{name: "double submit past two pages", act: add(2), want: "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
+	})
+}
+
 // TestGraphQLThroughDaemon: writes through a graphql-go API's mutation,
 // reads through verifier-adapter-graphql; the deployment's freshness window
 // demotes a stale match; a mutation is refused before anything runs.
@@ -188,6 +307,10 @@ func TestGraphQLThroughDaemon(t *testing.T) {
     }
   graphql_variables: {patient: {param: patient_id}}
   graphql_records_path: encounters
+  # The query asks no limit: one response holds the whole list, and one
+  # holding 20 or more encounters may have been cut short.
+  single_response: true
+  max_records: 20
   auth: {bearer_env: GQL_TOKEN}
   ca_file: %s
   freshness_field: updatedAt
@@ -211,6 +334,7 @@ func TestGraphQLThroughDaemon(t *testing.T) {
 		{name: "confirmed", act: add("Follow-up", "", 1), want: "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
 		{name: "duplicate", act: add("Follow-up", "", 2), want: "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
 		{name: "stale", act: add("Follow-up", old, 1), want: "RECONCILIATION_REQUIRED INDETERMINATE/stale/STALE"},
+		{name: "a full response -> may be truncated", act: add("Follow-up", "", 20), want: "RECONCILIATION_REQUIRED INDETERMINATE/indeterminate/READ_MAY_BE_TRUNCATED", substr: "max_records (20)"},
 		{name: "errors in the answer -> unavailable", act: func(t *testing.T, p string) {
 			g.Add(t, p, "Triage", "x", "")
 			g.ReadErrors(true)

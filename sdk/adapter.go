@@ -201,6 +201,11 @@ type RecordSource = iter.Seq2[Record, error]
 type Capture struct {
 	Reachable bool
 	Reason    string
+	// Code, on an unreachable capture, says the system of record answered
+	// but the read is not whole (CodeReadMayBeTruncated,
+	// CodeReadIncomplete); the daemon judges such a read INDETERMINATE with
+	// this reason code. "" when it could not be read at all.
+	Code string
 	// At is when the read was taken; the zero time means "now".
 	At time.Time
 	// Records may be nil when there are none.
@@ -217,6 +222,24 @@ func Records(rs ...Record) RecordSource {
 			}
 		}
 	}
+}
+
+// Reason codes of a capture that answered but is not whole (Capture.Code).
+const (
+	// CodeReadMayBeTruncated: the read holds as many records as the most
+	// the system of record is declared to answer at once (max_records), so
+	// it may have cut the list short.
+	CodeReadMayBeTruncated = "READ_MAY_BE_TRUNCATED"
+	// CodeReadIncomplete: the read does not hold every record it should
+	// (fewer or more than the total the system of record declares, or more
+	// pages than the read may follow).
+	CodeReadIncomplete = "READ_INCOMPLETE"
+)
+
+// Incomplete is the Capture of a read that answered but is not whole:
+// unreachable, with code (CodeReadMayBeTruncated or CodeReadIncomplete).
+func Incomplete(code, format string, args ...any) Capture {
+	return Capture{Reason: fmt.Sprintf(format, args...), Code: code, At: time.Now()}
 }
 
 // Unreachable is a Capture of a system of record that could not be read.

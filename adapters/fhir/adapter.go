@@ -38,8 +38,9 @@ type settings struct {
 	search   url.Values   // search_params
 	exprs    param.Values // search_param_exprs, bound per call
 	typ      string
-	fields   fieldPaths
+	fields   httpx.FieldPaths
 	maxPages int
+	complete httpx.Completeness
 	client   *http.Client
 	creds    httpx.Credentials
 	warnings []string
@@ -65,15 +66,18 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	if s.search, s.exprs, err = parseSearch(cfg); err != nil {
 		return nil, err
 	}
-	if s.fields, err = parseFieldPaths(cfg.FieldPaths); err != nil {
+	if s.fields, err = httpx.ParseFieldPaths("field_paths", cfg.FieldPaths); err != nil {
 		return nil, err
 	}
-	if s.fields != nil && s.fields["id"] == nil {
+	if _, hasID := s.fields["id"]; s.fields != nil && !hasID {
 		s.warnings = append(s.warnings, "field_paths maps no id: records are then identified by their whole content, so two identical resources count as one identity; add id: id")
 	}
 	if s.maxPages, err = httpx.MaxPages("max_pages", cfg.MaxPages); err != nil {
 		return nil, err
 	}
+	// A search follows Bundle.link[next] to the last page and checks the
+	// count of matches against Bundle.total when the server sends one.
+	s.complete = httpx.Completeness{Paging: "Bundle next links", MaxPages: s.maxPages, MaxPagesKey: "max_pages", TotalBuiltin: "Bundle.total"}
 	if cfg.AccessTokenEnv != nil {
 		tok, err := httpx.Secret("access_token_env", *cfg.AccessTokenEnv, req.Secrets)
 		if err != nil {
@@ -177,49 +181,45 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 
 // probe reads the search's first page at first.
 func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
-	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
-		pg, why := s.reader(first).fetch(ctx)
-		if why != "" {
-			return why, ""
+	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
+		res := s.complete.ReadAll(ctx, s.reader(first).page)
+		if res.Why != "" && res.Code == "" {
+			return res.Why, "", nil
 		}
-		total := "no total"
-		if pg.total >= 0 {
-			total = fmt.Sprintf("total %d", pg.total)
+		read, warnings := s.complete.Report(res)
+		if res.Code != "" {
+			warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
 		}
-		return "", fmt.Sprintf("%s answered a searchset Bundle (%s, %d %s on the first page) using %s; records are %s",
-			httpx.Target(http.MethodGet, first), total, len(pg.records), s.typ, s.creds.Scheme(), s.fields)
+		return "", fmt.Sprintf("%s answered a searchset Bundle of %s using %s: %s (%d on the first page); %s; records are %s",
+			httpx.Target(http.MethodGet, first), s.typ, s.creds.Scheme(), read, res.FirstPage, s.complete.Describe(), s.fields), warnings
 	}), nil
 }
 
-// Read reads the first Bundle before answering, so that a refused or
-// failed search is an unreachable capture; later pages are read while the
-// records stream, and a failure there, more pages than max_pages, or a
-// count of matches that disagrees with the Bundle's total aborts the
-// stream, so a partial result is never judged.
+// Read reads every Bundle of the search before answering, so that a
+// refused or failed search, more pages than max_pages, or a count of
+// matches that disagrees with the first Bundle's total is an unreachable
+// capture (the last two with sdk.CodeReadIncomplete), never a partial
+// result.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	r := s.reader(first)
-	total, matches := int64(-1), 0
-	fetch := func(ctx context.Context) ([]sdk.Record, bool, string) {
-		pg, why := r.fetch(ctx)
-		if why != "" {
-			return nil, false, why
-		}
-		if r.pages == 1 {
-			total = pg.total // the first Bundle's total is the one checked
-		}
-		matches += pg.matches
-		return pg.records, pg.next != nil, ""
+	return s.complete.Read(ctx, req.Timeout, s.reader(first).page), nil
+}
+
+// page reads the next Bundle as a page of the read; its total is
+// Bundle.total.
+func (r *reader) page(ctx context.Context) (httpx.Page, string) {
+	pg, why := r.fetch(ctx)
+	if why != "" {
+		return httpx.Page{}, why
 	}
-	return httpx.Pages(ctx, req.Timeout, fetch, func() error {
-		if total >= 0 && int64(matches) != total {
-			return fmt.Errorf("the searchset announced total %d but its pages held %d matches: the result changed while it was read, so it is not judged", total, matches)
-		}
-		return nil
-	}), nil
+	out := httpx.Page{Records: pg.records, More: pg.next != nil}
+	if pg.total >= 0 {
+		out.Total = &pg.total
+	}
+	return out, ""
 }
 
 // reader follows one search's pages.
@@ -269,9 +269,6 @@ type issue struct {
 // fetch reads the next Bundle. why is non-empty when the read failed.
 func (r *reader) fetch(ctx context.Context) (page, string) {
 	s := r.s
-	if r.pages >= s.maxPages {
-		return page{}, fmt.Sprintf("the search has more than %d pages; raise max_pages or narrow the search (a result cut short is never judged)", s.maxPages)
-	}
 	r.pages++
 	u := r.next
 	what := httpx.Target(http.MethodGet, u)
@@ -327,8 +324,12 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 		if rt, _ := res["resourceType"].(string); rt != s.typ {
 			continue // included without a search mode
 		}
+		rec, err := s.fields.Flatten(res)
+		if err != nil {
+			return page{}, fmt.Sprintf("%s: entry %d: %v", what, i, err)
+		}
 		pg.matches++
-		pg.records = append(pg.records, s.fields.flatten(res))
+		pg.records = append(pg.records, rec)
 	}
 	for _, l := range b.Link {
 		if l.Relation != "next" || l.URL == "" {

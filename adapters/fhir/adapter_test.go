@@ -360,8 +360,8 @@ func TestPaging(t *testing.T) {
 				t.Errorf("%d requests, want %d", n, tt.wantReqs)
 			}
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("read ended with %v; want %q", err, tt.wantErr)
+				if err != nil || got.Reachable || got.Code != sdk.CodeReadIncomplete || !strings.Contains(got.Reason, tt.wantErr) {
+					t.Fatalf("read = %+v, %v; want unreachable, %s, %q", got, err, sdk.CodeReadIncomplete, tt.wantErr)
 				}
 				return
 			}
@@ -400,24 +400,21 @@ func TestBundleFaults(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	base = srv.URL + "/fhir"
-	for _, tt := range []struct{ patient, want string }{
-		{"Patient/example", "announced total 3 but its pages held 2 matches"},
-		{"Patient/away", "leads to another origin"},
+	for _, tt := range []struct{ patient, want, code string }{
+		{"Patient/example", "the server declares 3 records (Bundle.total) but the read holds 2", sdk.CodeReadIncomplete},
+		{"Patient/away", "leads to another origin", ""},
 	} {
 		ip := inProcess(t)
 		sec := map[string]any{"base_url": base, "resource_type": "Observation", "search_params": map[string]any{"patient": tt.patient}}
 		if err := ip.Configure(t.Context(), request(t, sec, nil, nil)); err != nil {
 			t.Fatal(err)
 		}
-		// The first page fails the capture as unreachable; a later one
-		// aborts the stream.
+		// Every page is read before the capture answers: a failure on any
+		// of them, or a count that misses Bundle.total, is an unreachable
+		// capture (the latter READ_INCOMPLETE: the server answered).
 		got, err := read(t, ip, true, 10*time.Second)
-		why := got.Reason
-		if err != nil {
-			why = err.Error()
-		}
-		if got.Reachable && err == nil || !strings.Contains(why, tt.want) {
-			t.Errorf("%s: read = %+v, %v; want a failure saying %q", tt.patient, got, err, tt.want)
+		if err != nil || got.Reachable || got.Code != tt.code || !strings.Contains(got.Reason, tt.want) {
+			t.Errorf("%s: read = %+v, %v; want unreachable, code %q, saying %q", tt.patient, got, err, tt.code, tt.want)
 		}
 	}
 }
@@ -431,7 +428,8 @@ func TestTestConnection(t *testing.T) {
 	if err != nil || !res.Reachable {
 		t.Fatalf("TestConnection = %+v, %v", res, err)
 	}
-	if !strings.Contains(res.Message, "total 1, 1 Observation on the first page") || !strings.Contains(res.Message, "a bearer token") {
+	if !strings.Contains(res.Message, "read 1 records in 1 page(s); the server reports a total of 1, and this credential read 1") ||
+		!strings.Contains(res.Message, "checked against Bundle.total") || !strings.Contains(res.Message, "a bearer token") {
 		t.Errorf("message %q", res.Message)
 	}
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "field_paths maps no id") {
@@ -516,4 +514,53 @@ func TestQualification(t *testing.T) {
 
 func TestQualificationSubprocess(t *testing.T) {
 	adaptertest.Run(t, qualificationHarness(t, pluginBinary))
+}
+
+// TestFieldPathSelectors: field_paths pick an element of an array of
+// objects by a key (an identifier by its system, a coding by its system,
+// dots and colons inside the value), and a selector two elements satisfy
+// fails the read rather than guess.
+func TestFieldPathSelectors(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFHIR(t, true)
+	var obs map[string]any
+	if err := json.Unmarshal(httprecords.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"), &obs); err != nil {
+		t.Fatal(err)
+	}
+	obs["identifier"] = []any{
+		map[string]any{"system": "urn:mrn", "value": "M-1"},
+		map[string]any{"system": "urn:claims", "value": "CLM-42"},
+	}
+	body, _ := json.Marshal(obs)
+	id := f.Create(t, "Observation", body)
+	ip := configured(t, f, func(s map[string]any) {
+		s["field_paths"] = map[string]any{"id": "id", "claim": "identifier[system=urn:claims].value", "snomed": "code.coding[system=http://snomed.info/sct].code", "first": "code.coding[0].code"}
+	})
+	got, err := read(t, ip, true, 10*time.Second)
+	if err != nil || !got.Reachable || len(got.Records) != 1 {
+		t.Fatalf("read = %+v, %v", got, err)
+	}
+	want := sdk.Record{"id": id, "claim": "CLM-42", "snomed": "27113001", "first": "29463-7"}
+	if diff := cmp.Diff(want, got.Records[0]); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	if v := httprecords.Judge(t, `{kind: field_equals, match: {claim: CLM-42}, field: snomed, value: "27113001"}`, nil, got, got, ""); v != "CONFIRMED/confirmed/FIELD_EQUAL" {
+		t.Errorf("field_equals on a selected identifier: %s", v)
+	}
+
+	ip = configured(t, f, func(s map[string]any) {
+		s["field_paths"] = map[string]any{"id": "id", "loinc": "code.coding[system=http://loinc.org].code"}
+	})
+	got, err = read(t, ip, true, 10*time.Second)
+	if err != nil || got.Reachable || !strings.Contains(got.Reason, "2 elements have system=http://loinc.org") {
+		t.Errorf("an ambiguous selector: read = %+v, %v; want unreachable naming it", got, err)
+	}
+
+	err = inProcess(t).Configure(t.Context(), request(t, section(f, func(s map[string]any) {
+		s["field_paths"] = map[string]any{"claim": "identifier[system=urn:claims.value"}
+	}), patient, map[string]string{"access_token_env": f.Token}))
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Path != "field_paths.claim" {
+		t.Errorf("a malformed path: Configure = %v; want field_paths.claim refused", err)
+	}
 }

@@ -21,17 +21,22 @@
 // The search is GET [base]/[type]?[params] with Accept application/fhir+json.
 // The answer must be a searchset Bundle; its pages are followed through
 // link[relation=next] (same origin only, at most max_pages, default 100),
-// and when the Bundle states a total, the matches read must add up to it.
+// and when the first Bundle states a total, the matches read must add up
+// to it; a search past max_pages or short of its total is an unreachable
+// capture with sdk.CodeReadIncomplete.
 // Entries in search mode match of resource_type become records; include
 // entries are skipped; an outcome entry with an error or fatal issue fails
 // the read. An OperationOutcome (with any status), a 401 or 403, or any
 // other failure makes the capture unreachable with the outcome's severity,
-// code, details and diagnostics; a failure after the first page aborts the
-// stream, so a partial result is never judged.
+// code, details and diagnostics. Every page is read before the capture
+// answers, so a partial result is never judged.
 //
-// field_paths maps a record field to a dotted path into the resource; a
-// segment of digits indexes an array (code.coding.0.code), and arrays are
-// never entered otherwise. A path that leads nowhere or to null leaves the
+// field_paths maps a record field to a path into the resource, in the
+// language the HTTP adapters share (httpx.FieldPath): a segment of digits
+// indexes an array (code.coding.0.code), key[name=value] selects the one
+// element of an array of objects whose name is value
+// (identifier[system=urn:claims].value), and arrays are never entered
+// otherwise. A path that leads nowhere or to null leaves the
 // field out. Numbers keep their exact text (185.00 stays 185.00 in the
 // evidence; the judge compares 185.00 and 185 as equal). Without
 // field_paths the record is the whole resource.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +19,9 @@ import (
 // config is the section as written.
 type config struct {
 	httpx.Endpoint
+	httpx.CompletenessConfig
+	Pagination  *pagination                `json:"pagination"`
+	FieldPaths  map[string]string          `json:"field_paths"`
 	Query       string                     `json:"graphql_query"`
 	Variables   map[string]json.RawMessage `json:"graphql_variables"`
 	RecordsPath string                     `json:"graphql_records_path"`
@@ -27,16 +31,39 @@ type config struct {
 	FreshnessWindowS any `json:"graphql_freshness_window_s"`
 }
 
+// pagination is graphql's paging: offset paging (limit_variable,
+// offset_variable, page_size) or Relay cursors (after_variable,
+// page_info_path, optionally limit_variable and page_size).
+type pagination struct {
+	LimitVariable  string `json:"limit_variable"`
+	OffsetVariable string `json:"offset_variable"`
+	PageSize       *int   `json:"page_size"`
+	AfterVariable  string `json:"after_variable"`
+	PageInfoPath   string `json:"page_info_path"`
+	MaxPages       *int   `json:"max_pages"`
+}
+
+// paging is the pagination Configure resolved.
+type paging struct {
+	limit, offset string     // variable names; limit may be "" with cursors
+	size          int        // page size, 0 when not set
+	after         string     // cursor variable; "" for offset paging
+	pageInfo      httpx.Path // inside data, with cursors
+}
+
 // settings is what Configure resolved; it never changes afterwards.
 type settings struct {
-	// Binding binds a call's run parameters to the query's variables and
-	// encodes the request body (body), and answers CheckParams with it.
-	sdk.Binding[[]byte]
+	// Binding binds a call's run parameters to the query's variables
+	// (variables), and answers CheckParams with it.
+	sdk.Binding[map[string]any]
 	endpoint *url.URL
 	query    string       // graphql_query
 	rq       *readQuery   // its parse
 	values   param.Values // graphql_variables, bound per call
 	records  httpx.Path   // inside data
+	paging   *paging      // nil without pagination
+	complete httpx.Completeness
+	fields   httpx.FieldPaths // nil: records are read whole
 	client   *http.Client
 	creds    httpx.Credentials
 	warnings []string
@@ -58,7 +85,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
 	}
 	s := &settings{}
-	s.Binding = s.body
+	s.Binding = s.variables
 	var err error
 	if s.endpoint, err = cfg.URL(); err != nil {
 		return nil, err
@@ -70,17 +97,107 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	if s.values, err = httpx.Values("graphql_variables", cfg.Variables); err != nil {
 		return nil, err
 	}
+	if s.records, err = recordsPath(cfg.RecordsPath, rq); err != nil {
+		return nil, err
+	}
+	maxPages, how := 1, ""
+	if cfg.Pagination != nil {
+		if s.paging, maxPages, how, err = parsePagination(cfg.Pagination, rq, s.values.Names()); err != nil {
+			return nil, err
+		}
+	}
 	if bad, err := rq.checkDeclared(s.values.Names()); err != nil {
 		return nil, variablesError(bad, err)
 	}
 	s.query, s.rq = cfg.Query, rq
-	if s.records, err = recordsPath(cfg.RecordsPath, rq); err != nil {
+	size := 0
+	if s.paging != nil {
+		size = s.paging.size
+	}
+	if s.complete, err = httpx.ParseCompleteness(totalInData(cfg.CompletenessConfig, rq), how, size, maxPages, "pagination.max_pages"); err != nil {
+		return nil, err
+	}
+	if s.fields, err = httpx.ParseFieldPaths("field_paths", cfg.FieldPaths); err != nil {
 		return nil, err
 	}
 	if s.creds, s.client, s.warnings, err = cfg.Connect(s.endpoint, cfg.Auth, req.Secrets); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// parsePagination checks pagination against the query: its variables are
+// declared, of the right type, and not bound under graphql_variables.
+func parsePagination(p *pagination, rq *readQuery, bound []string) (*paging, int, string, error) {
+	maxPages, err := httpx.MaxPages("pagination.max_pages", p.MaxPages)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	pg := &paging{}
+	variable := func(key, name string, numeric bool) (string, error) {
+		if err := rq.pagingVariable("pagination."+key, name, numeric, bound); err != nil {
+			return "", &sdk.ConfigError{Path: "pagination." + key, Message: err.Error()}
+		}
+		return strings.TrimPrefix(name, "$"), nil
+	}
+	if p.LimitVariable != "" || p.PageSize != nil {
+		if p.LimitVariable == "" {
+			return nil, 0, "", &sdk.ConfigError{Path: "pagination.limit_variable", Message: "missing: name the Int variable that sets the page size (e.g. limit or first)"}
+		}
+		if p.PageSize == nil {
+			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_size", Message: "missing: the number of records to ask for per page, e.g. 100"}
+		}
+		if pg.limit, err = variable("limit_variable", p.LimitVariable, true); err != nil {
+			return nil, 0, "", err
+		}
+		if pg.size, err = httpx.IntIn("pagination.page_size", p.PageSize, 0, 1, 1_000_000); err != nil {
+			return nil, 0, "", err
+		}
+	}
+	switch {
+	case p.AfterVariable != "" && p.OffsetVariable != "":
+		return nil, 0, "", &sdk.ConfigError{Path: "pagination.offset_variable", Message: "choose one paging style: offset_variable with limit_variable and page_size, or after_variable with page_info_path (Relay cursors)"}
+	case p.AfterVariable != "":
+		if pg.after, err = variable("after_variable", p.AfterVariable, false); err != nil {
+			return nil, 0, "", err
+		}
+		if p.PageInfoPath == "" {
+			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_info_path", Message: "missing: the path inside data to the list's pageInfo { hasNextPage endCursor }, e.g. encounters.pageInfo"}
+		}
+		raw := p.PageInfoPath
+		if rest, ok := strings.CutPrefix(raw, "data."); ok && !slices.Contains(rq.fields, "data") {
+			raw = rest
+		}
+		if pg.pageInfo, err = httpx.ParsePath(raw); err != nil {
+			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_info_path", Message: err.Error()}
+		}
+		how := fmt.Sprintf("Relay cursors ($%s, until hasNextPage is false at %s", pg.after, pg.pageInfo)
+		if pg.limit != "" {
+			how += fmt.Sprintf(", $%s = %d per page", pg.limit, pg.size)
+		}
+		return pg, maxPages, how + ")", nil
+	case p.OffsetVariable != "":
+		if pg.limit == "" {
+			return nil, 0, "", &sdk.ConfigError{Path: "pagination.limit_variable", Message: "missing: offset paging needs limit_variable (the Int variable that sets the page size) and page_size"}
+		}
+		if pg.offset, err = variable("offset_variable", p.OffsetVariable, true); err != nil {
+			return nil, 0, "", err
+		}
+		if p.PageInfoPath != "" {
+			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_info_path", Message: "applies to Relay cursors (after_variable); offset paging ends on an empty page"}
+		}
+		return pg, maxPages, fmt.Sprintf("offset paging ($%s/$%s, %d per page, until an empty page)", pg.offset, pg.limit, pg.size), nil
+	}
+	return nil, 0, "", &sdk.ConfigError{Path: "pagination", Message: "name a paging style: {limit_variable, offset_variable, page_size} for offset paging, or {after_variable, page_info_path} for Relay cursors (pageInfo { hasNextPage endCursor })"}
+}
+
+// totalInData reads total_path inside data, as graphql_records_path is
+// (a path written from the response's root, data.x, means the same).
+func totalInData(c httpx.CompletenessConfig, rq *readQuery) httpx.CompletenessConfig {
+	if rest, ok := strings.CutPrefix(c.TotalPath, "data."); ok && !slices.Contains(rq.fields, "data") {
+		c.TotalPath = rest
+	}
+	return c
 }
 
 // recordsPath reads graphql_records_path, a dotted path inside the answer's
@@ -121,23 +238,127 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 	return s.Test(ctx, req, s.probe)
 }
 
-// probe posts the query with body once.
-func (s *settings) probe(ctx context.Context, body []byte) (sdk.TestResult, error) {
-	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
-		recs, why := s.read(ctx, body)
-		return why, fmt.Sprintf("%s answered the query with %d records at %s using %s", httpx.Target(http.MethodPost, s.endpoint), len(recs), s.records, s.creds.Scheme())
+// probe runs the whole read once, as a capture would, and reports how it
+// is complete.
+func (s *settings) probe(ctx context.Context, vars map[string]any) (sdk.TestResult, error) {
+	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
+		res := s.complete.ReadAll(ctx, s.pager(vars).fetch)
+		if res.Why != "" && res.Code == "" {
+			return res.Why, "", nil
+		}
+		read, warnings := s.complete.Report(res)
+		if res.Code != "" {
+			warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
+		}
+		return "", fmt.Sprintf("%s answered the query with records at %s using %s: %s (%d on the first page); %s; records are %s. %s",
+			httpx.Target(http.MethodPost, s.endpoint), s.records, s.creds.Scheme(), read, res.FirstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck), warnings
 	}), nil
 }
 
+// Read runs the query for every page before answering, bounded by the
+// capture's deadline, so that a failed or incomplete read is an
+// unreachable capture, never a partial list.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	body, err := s.body(req.Params)
+	vars, err := s.variables(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	return httpx.Pages(ctx, req.Timeout, func(ctx context.Context) ([]sdk.Record, bool, string) {
-		recs, why := s.read(ctx, body)
-		return recs, false, why
-	}, nil), nil
+	return s.complete.Read(ctx, req.Timeout, s.pager(vars).fetch), nil
+}
+
+// pager walks the pages of one read.
+type pager struct {
+	s      *settings
+	vars   map[string]any // the bound variables
+	offset int
+	cursor string // "" on the first page
+	seen   map[string]bool
+}
+
+func (s *settings) pager(vars map[string]any) *pager {
+	return &pager{s: s, vars: vars, seen: map[string]bool{}}
+}
+
+// fetch runs the query for the next page.
+func (p *pager) fetch(ctx context.Context) (httpx.Page, string) {
+	s := p.s
+	vars := maps.Clone(p.vars)
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	if pg := s.paging; pg != nil {
+		if pg.limit != "" {
+			vars[pg.limit] = pg.size
+		}
+		if pg.offset != "" {
+			vars[pg.offset] = p.offset
+		}
+		if pg.after != "" && p.cursor != "" {
+			vars[pg.after] = p.cursor
+		}
+	}
+	body, err := s.encode(vars)
+	if err != nil {
+		return httpx.Page{}, err.Error()
+	}
+	recs, data, why := s.read(ctx, body)
+	if why != "" {
+		return httpx.Page{}, why
+	}
+	if err := s.fields.FlattenAll(recs, "data."+s.records.String()); err != nil {
+		return httpx.Page{}, err.Error()
+	}
+	page := httpx.Page{Records: recs, Body: data}
+	pg := s.paging
+	switch {
+	case pg == nil:
+	case pg.after != "":
+		more, cursor, why := s.pageInfo(data, len(recs) == 0)
+		if why != "" {
+			return httpx.Page{}, why
+		}
+		if more && len(recs) > 0 {
+			if p.seen[cursor] {
+				return httpx.Page{}, fmt.Sprintf("%s: endCursor %q was answered before; the list cannot be read to its end", httpx.Target(http.MethodPost, s.endpoint), httpx.Clip(cursor, 60))
+			}
+			p.seen[cursor] = true
+			p.cursor, page.More = cursor, true
+		}
+	default:
+		// Only an empty page ends the list: a server that caps the page
+		// size below page_size answers short pages that are not the last.
+		p.offset += len(recs)
+		page.More = len(recs) > 0
+	}
+	return page, ""
+}
+
+// pageInfo reads hasNextPage and endCursor at page_info_path. A null on
+// the way is the end of the list only for a page without records (the
+// entity resolved to nothing); next to records it is a failed read.
+func (s *settings) pageInfo(data any, empty bool) (bool, string, string) {
+	what := httpx.Target(http.MethodPost, s.endpoint)
+	v, found := s.paging.pageInfo.Lookup(data)
+	if found == httpx.Null && empty {
+		// The entity on the way resolved to null: no records, no pages.
+		return false, "", ""
+	}
+	info, ok := v.(map[string]any)
+	if found != httpx.Present || !ok {
+		return false, "", fmt.Sprintf("%s: the answer has no pageInfo object at %s; select pageInfo { hasNextPage endCursor } there", what, s.paging.pageInfo)
+	}
+	more, ok := info["hasNextPage"].(bool)
+	if !ok {
+		return false, "", fmt.Sprintf("%s: %s.hasNextPage is %s, not a boolean; select pageInfo { hasNextPage endCursor }", what, s.paging.pageInfo, httpx.KindOf(info["hasNextPage"]))
+	}
+	if !more {
+		return false, "", ""
+	}
+	cursor, _ := info["endCursor"].(string)
+	if cursor == "" {
+		return false, "", fmt.Sprintf("%s: %s.hasNextPage is true but endCursor is %s; select pageInfo { hasNextPage endCursor }", what, s.paging.pageInfo, httpx.KindOf(info["endCursor"]))
+	}
+	return true, cursor, ""
 }
 
 // gqlAnswer is a GraphQL response: data, and errors when anything failed.
@@ -149,55 +370,55 @@ type gqlAnswer struct {
 }
 
 // read POSTs the query (a GraphQL read is a POST; it is the only method
-// this adapter sends) and returns the records, or why there are none to
-// judge.
-func (s *settings) read(ctx context.Context, body []byte) ([]sdk.Record, string) {
+// this adapter sends) and returns the records and the decoded data, or why
+// there are none to judge.
+func (s *settings) read(ctx context.Context, body []byte) ([]sdk.Record, any, string) {
 	what := httpx.Target(http.MethodPost, s.endpoint)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint.String(), bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", what, err)
+		return nil, nil, fmt.Sprintf("%s: %v", what, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/graphql-response+json, application/json")
 	s.creds.Set(req.Header)
 	res, err := httpx.Do(s.client, req)
 	if err != nil {
-		return nil, httpx.TransportFailure(ctx, what, err, s.creds)
+		return nil, nil, httpx.TransportFailure(ctx, what, err, s.creds)
 	}
 	var ans gqlAnswer
 	jsonErr := json.Unmarshal(res.Body, &ans)
 	if res.Status < 200 || res.Status > 299 {
 		if jsonErr == nil && len(ans.Errors) > 0 {
-			return nil, fmt.Sprintf("%s answered %d %s: %s", what, res.Status, http.StatusText(res.Status), s.messages(ans))
+			return nil, nil, fmt.Sprintf("%s answered %d %s: %s", what, res.Status, http.StatusText(res.Status), s.messages(ans))
 		}
-		return nil, httpx.StatusFailure(what, res, s.creds)
+		return nil, nil, httpx.StatusFailure(what, res, s.creds)
 	}
 	if jsonErr != nil {
-		return nil, fmt.Sprintf("%s answered %d with a body that is not a GraphQL response (%v): %s", what, res.Status, jsonErr, httpx.Excerpt(res.Body, s.creds))
+		return nil, nil, fmt.Sprintf("%s answered %d with a body that is not a GraphQL response (%v): %s", what, res.Status, jsonErr, httpx.Excerpt(res.Body, s.creds))
 	}
 	// Partial data next to errors is still a failed read: a list that a
 	// failing resolver nulled out is not "no records".
 	if len(ans.Errors) > 0 {
-		return nil, fmt.Sprintf("%s: the GraphQL answer carries errors: %s", what, s.messages(ans))
+		return nil, nil, fmt.Sprintf("%s: the GraphQL answer carries errors: %s", what, s.messages(ans))
 	}
 	data, err := httpx.DecodeJSON(ans.Data)
 	if err != nil || data == nil {
-		return nil, fmt.Sprintf("%s answered %d without data: %s", what, res.Status, httpx.Excerpt(res.Body, s.creds))
+		return nil, nil, fmt.Sprintf("%s answered %d without data: %s", what, res.Status, httpx.Excerpt(res.Body, s.creds))
 	}
 	v, found := s.records.Lookup(data)
 	switch found {
 	case httpx.Null:
 		// The query resolved to null on the way (the entity has no such
 		// record): an answer with no records, not a failure.
-		return nil, ""
+		return nil, data, ""
 	case httpx.Missing:
-		return nil, fmt.Sprintf("%s: the answer has no %s in data: %s", what, s.records, httpx.Excerpt(ans.Data, s.creds))
+		return nil, nil, fmt.Sprintf("%s: the answer has no %s in data: %s", what, s.records, httpx.Excerpt(ans.Data, s.creds))
 	}
 	recs, err := httpx.ListRecords(v, "data."+s.records.String())
 	if err != nil {
-		return nil, fmt.Sprintf("%s: %v", what, err)
+		return nil, nil, fmt.Sprintf("%s: %v", what, err)
 	}
-	return recs, ""
+	return recs, data, ""
 }
 
 // messages joins the first error messages, redacted and clipped.
@@ -213,10 +434,9 @@ func (s *settings) messages(ans gqlAnswer) string {
 	return strings.Join(parts, "; ")
 }
 
-// body binds one call's run parameters to the declared variable types and
-// encodes the POST body: query, variables, operationName. A variable is a
-// JSON value, never spliced into the query text.
-func (s *settings) body(params map[string]string) ([]byte, error) {
+// variables binds one call's run parameters to the declared variable
+// types. A variable is a JSON value, never spliced into the query text.
+func (s *settings) variables(params map[string]string) (map[string]any, error) {
 	values, err := s.values.Bind(params)
 	if err != nil {
 		return nil, err
@@ -225,6 +445,11 @@ func (s *settings) body(params map[string]string) ([]byte, error) {
 	if err != nil {
 		return nil, variablesError(bad, err)
 	}
+	return vars, nil
+}
+
+// encode makes the POST body: query, variables, operationName.
+func (s *settings) encode(vars map[string]any) ([]byte, error) {
 	body := map[string]any{"query": s.query}
 	if len(vars) > 0 {
 		body["variables"] = vars

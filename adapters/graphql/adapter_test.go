@@ -37,9 +37,15 @@ func section(g *httprecords.GraphQL, edit func(map[string]any)) map[string]any {
 		"graphql_variables": map[string]any{"patient": map[string]any{"param": "patient_id"}},
 		"auth":              map[string]any{"bearer_env": "GQL_TOKEN"},
 		"ca_file":           g.CAFile,
+		// The test server answers every encounter of a patient at once
+		// unless PageCap is set.
+		"single_response": true,
 	}
 	if edit != nil {
 		edit(sec)
+	}
+	if _, paged := sec["pagination"]; paged {
+		delete(sec, "single_response")
 	}
 	return sec
 }

@@ -24,6 +24,7 @@ type readQuery struct {
 	variables map[string]*ast.Type // declared variables
 	required  []string             // non-null variables without a default
 	fields    []string             // top-level response keys, when all selections are fields
+	supplied  []string             // variables the adapter sets itself (pagination)
 }
 
 // parseReadQuery parses q with a real GraphQL parser and refuses anything
@@ -97,7 +98,7 @@ func (rq *readQuery) checkDeclared(names []string) (string, error) {
 		}
 	}
 	for _, name := range rq.required {
-		if !slices.Contains(names, name) {
+		if !slices.Contains(names, name) && !slices.Contains(rq.supplied, name) {
 			return "", fmt.Errorf("the query requires $%s (%s); bind it under graphql_variables", name, rq.variables[name].String())
 		}
 	}
@@ -144,9 +145,40 @@ func (rq *readQuery) bindVariables(values map[string]string) (map[string]any, st
 		}
 	}
 	for _, name := range rq.required {
-		if _, ok := out[name]; !ok {
+		if _, ok := out[name]; !ok && !slices.Contains(rq.supplied, name) {
 			return nil, "", fmt.Errorf("the query requires $%s (%s); bind it under graphql_variables", name, rq.variables[name].String())
 		}
 	}
 	return out, "", nil
+}
+
+// pagingVariable checks a variable the adapter sets itself, for pagination
+// at path: declared by the query, not bound under graphql_variables, and of
+// type Int (numeric) or a nullable scalar (a cursor, absent on the first
+// page).
+func (rq *readQuery) pagingVariable(path, name string, numeric bool, bound []string) error {
+	name = strings.TrimPrefix(name, "$")
+	if name == "" {
+		return fmt.Errorf("%s is empty; name a variable the query declares", path)
+	}
+	typ, ok := rq.variables[name]
+	if !ok {
+		return fmt.Errorf("the query declares no $%s; declare it (query Q($%s: %s) { ... }) and pass it to the list field", name, name, map[bool]string{true: "Int", false: "String"}[numeric])
+	}
+	if slices.Contains(bound, name) {
+		return fmt.Errorf("$%s is also bound under graphql_variables; pagination sets it on every page, so remove that entry", name)
+	}
+	if slices.Contains(rq.supplied, name) {
+		return fmt.Errorf("$%s is named twice in pagination", name)
+	}
+	switch {
+	case typ.NamedType == "":
+		return fmt.Errorf("$%s is a list (%s); declare a scalar", name, typ.String())
+	case numeric && typ.NamedType != "Int":
+		return fmt.Errorf("$%s is a %s; a page size or an offset is an Int", name, typ.String())
+	case !numeric && typ.NonNull:
+		return fmt.Errorf("$%s is %s; declare it nullable (without !): the first page is read without a cursor", name, typ.String())
+	}
+	rq.supplied = append(rq.supplied, name)
+	return nil
 }

@@ -20,6 +20,8 @@ import (
 // config is the section as written.
 type config struct {
 	httpx.Endpoint
+	httpx.CompletenessConfig
+	FieldPaths  map[string]string          `json:"field_paths"`
 	RecordsPath string                     `json:"records_path"`
 	RecordsKey  string                     `json:"records_key"`
 	PathParams  map[string]json.RawMessage `json:"path_params"`
@@ -47,6 +49,9 @@ type settings struct {
 	nextKey    httpx.Path    // next-link paging
 	offset     *offsetPaging // offset/limit paging
 	maxPages   int
+	paging     string // how pagination is configured, "" without it
+	complete   httpx.Completeness
+	fields     httpx.FieldPaths // nil: records are read whole
 	client     *http.Client
 	creds      httpx.Credentials
 	warnings   []string
@@ -103,6 +108,16 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	if err := s.parsePagination(cfg.Pagination); err != nil {
 		return nil, err
 	}
+	pageSize := 0
+	if s.offset != nil {
+		pageSize = s.offset.size
+	}
+	if s.complete, err = httpx.ParseCompleteness(cfg.CompletenessConfig, s.paging, pageSize, s.maxPages, "pagination.max_pages"); err != nil {
+		return nil, err
+	}
+	if s.fields, err = httpx.ParseFieldPaths("field_paths", cfg.FieldPaths); err != nil {
+		return nil, err
+	}
 	if s.creds, s.client, s.warnings, err = cfg.Connect(s.base, cfg.Auth, req.Secrets); err != nil {
 		return nil, err
 	}
@@ -125,6 +140,7 @@ func (s *settings) parsePagination(p *pagination) error {
 		if s.nextKey, err = httpx.ParsePath(p.NextKey); err != nil {
 			return &sdk.ConfigError{Path: "pagination.next_key", Message: err.Error()}
 		}
+		s.paging = "next-page links at " + s.nextKey.String()
 		return nil
 	case p.OffsetParam == "":
 		return &sdk.ConfigError{Path: "pagination.next_key", Message: "pagination needs next_key (where the body holds the next page's URL) or offset_param, limit_param and page_size"}
@@ -143,6 +159,7 @@ func (s *settings) parsePagination(p *pagination) error {
 		return err
 	}
 	s.offset = o
+	s.paging = fmt.Sprintf("offset paging (%s/%s, %d per page, until an empty page)", o.offsetParam, o.limitParam, o.size)
 	return nil
 }
 
@@ -170,12 +187,20 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 	return s.Test(ctx, req, s.probe)
 }
 
-// probe reads the first page at first.
+// probe reads the whole list at first, as a capture would, and reports
+// how the read is complete.
 func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
-	return httpx.Probe(ctx, s.warnings, func(ctx context.Context) (string, string) {
-		recs, _, why := s.pager(first).fetch(ctx)
-		return why, fmt.Sprintf("%s answered with %s (%d records on the first page) using %s",
-			httpx.Target(http.MethodGet, first), s.describeKey(), len(recs), s.creds.Scheme())
+	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
+		res := s.complete.ReadAll(ctx, s.pager(first).fetch)
+		if res.Why != "" && res.Code == "" {
+			return res.Why, "", nil
+		}
+		read, warnings := s.complete.Report(res)
+		if res.Code != "" {
+			warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
+		}
+		return "", fmt.Sprintf("%s answered with %s using %s: %s (%d on the first page); %s; records are %s. %s",
+			httpx.Target(http.MethodGet, first), s.describeKey(), s.creds.Scheme(), read, res.FirstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck), warnings
 	}), nil
 }
 
@@ -186,16 +211,16 @@ func (s *settings) describeKey() string {
 	return "a list of records at " + s.recordsKey.String()
 }
 
-// Read reads the first page before answering, so that a refused or
-// broken read is an unreachable capture; later pages are read while the
-// records stream, and a failure there aborts the stream, so a partial list
-// is never judged. The whole read is bounded by the capture's deadline.
+// Read reads every page before answering, bounded by the capture's
+// deadline, so that a refused, broken or incomplete read (past max_pages,
+// a full single response, a count that differs from the declared total) is
+// an unreachable capture, never a partial list.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	first, err := s.firstURL(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	return httpx.Pages(ctx, req.Timeout, s.pager(first).fetch, nil), nil
+	return s.complete.Read(ctx, req.Timeout, s.pager(first).fetch), nil
 }
 
 // pager walks the pages of one read.
@@ -212,13 +237,22 @@ func (s *settings) pager(first *url.URL) *pager {
 	return &pager{s: s, first: first, next: first, visited: map[string]bool{}}
 }
 
-// fetch reads the next page. why is non-empty when the read failed; more
-// says whether another page follows.
-func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why string) {
-	s := p.s
-	if p.pages >= s.maxPages {
-		return nil, false, fmt.Sprintf("the list has more than %d pages; raise pagination.max_pages or narrow records_path (a read cut short is never judged)", s.maxPages)
+// fetch reads the next page. why is non-empty when the read failed.
+func (p *pager) fetch(ctx context.Context) (httpx.Page, string) {
+	recs, more, body, header, why := p.fetchPage(ctx)
+	if why != "" {
+		return httpx.Page{}, why
 	}
+	if err := p.s.fields.FlattenAll(recs, "the page's records"); err != nil {
+		return httpx.Page{}, err.Error()
+	}
+	return httpx.Page{Records: recs, More: more, Body: body, Header: header}, ""
+}
+
+// fetchPage reads the next page: its records, whether another page
+// follows, the decoded body and the headers, or why the read failed.
+func (p *pager) fetchPage(ctx context.Context) (recs []sdk.Record, more bool, body any, header http.Header, why string) {
+	s := p.s
 	u := p.next
 	if s.offset != nil {
 		u = withQuery(p.first, map[string]string{
@@ -230,22 +264,22 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 	what := httpx.Target(http.MethodGet, u)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, false, fmt.Sprintf("%s: %v", what, err)
+		return nil, false, nil, nil, fmt.Sprintf("%s: %v", what, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	s.creds.Set(req.Header)
 	start := time.Now()
 	res, err := httpx.Do(s.client, req)
 	if err != nil {
-		return nil, false, httpx.TransportFailure(ctx, what, err, s.creds)
+		return nil, false, nil, nil, httpx.TransportFailure(ctx, what, err, s.creds)
 	}
 	sdk.Logger(ctx).Debug("read a page", "page", p.pages, "status", res.Status, "bytes", len(res.Body), "took", time.Since(start))
 	if res.Status < 200 || res.Status > 299 {
-		return nil, false, httpx.StatusFailure(what, res, s.creds)
+		return nil, false, nil, nil, httpx.StatusFailure(what, res, s.creds)
 	}
-	body, err := httpx.DecodeJSON(res.Body)
+	body, err = httpx.DecodeJSON(res.Body)
 	if err != nil {
-		return nil, false, fmt.Sprintf("%s answered %d with a body that is not JSON (%v): %s", what, res.Status, err, httpx.Excerpt(res.Body, s.creds))
+		return nil, false, nil, nil, fmt.Sprintf("%s answered %d with a body that is not JSON (%v): %s", what, res.Status, err, httpx.Excerpt(res.Body, s.creds))
 	}
 	list := body
 	where := "the body"
@@ -253,43 +287,43 @@ func (p *pager) fetch(ctx context.Context) (recs []sdk.Record, more bool, why st
 		where = "records_key " + s.recordsKey.String()
 		v, found := s.recordsKey.Lookup(body)
 		if found != httpx.Present {
-			return nil, false, fmt.Sprintf("%s answered %d, but the body has no list at %s: %s", what, res.Status, where, httpx.Excerpt(res.Body, s.creds))
+			return nil, false, nil, nil, fmt.Sprintf("%s answered %d, but the body has no list at %s: %s", what, res.Status, where, httpx.Excerpt(res.Body, s.creds))
 		}
 		list = v
 	}
 	if recs, err = httpx.ListRecords(list, where); err != nil {
-		return nil, false, fmt.Sprintf("%s answered %d, but %v", what, res.Status, err)
+		return nil, false, nil, nil, fmt.Sprintf("%s answered %d, but %v", what, res.Status, err)
 	}
 	switch {
 	case s.offset != nil:
 		// Only an empty page ends the list: a server that caps the page
 		// size below page_size answers short pages that are not the last.
 		p.offset += len(recs)
-		return recs, len(recs) > 0, ""
+		return recs, len(recs) > 0, body, res.Header, ""
 	case s.nextKey != nil:
 		p.visited[u.String()] = true
 		ref, found := s.nextKey.Lookup(body)
 		if found != httpx.Present {
-			return recs, false, ""
+			return recs, false, body, res.Header, ""
 		}
 		link, ok := ref.(string)
 		if !ok {
-			return nil, false, fmt.Sprintf("%s: pagination.next_key %s holds %s, not a URL", what, s.nextKey, httpx.KindOf(ref))
+			return nil, false, nil, nil, fmt.Sprintf("%s: pagination.next_key %s holds %s, not a URL", what, s.nextKey, httpx.KindOf(ref))
 		}
 		if link == "" {
-			return recs, false, ""
+			return recs, false, body, res.Header, ""
 		}
 		next, err := httpx.Follow(s.base, u, link)
 		if err != nil {
-			return nil, false, fmt.Sprintf("%s: %v", what, err)
+			return nil, false, nil, nil, fmt.Sprintf("%s: %v", what, err)
 		}
 		if p.visited[next.String()] {
-			return nil, false, fmt.Sprintf("%s: the next-page link leads back to a page already read; the list cannot be read to its end", what)
+			return nil, false, nil, nil, fmt.Sprintf("%s: the next-page link leads back to a page already read; the list cannot be read to its end", what)
 		}
 		p.next = next
-		return recs, true, ""
+		return recs, true, body, res.Header, ""
 	}
-	return recs, false, ""
+	return recs, false, body, res.Header, ""
 }
 
 // withQuery returns u with params set in its query, replacing any earlier

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 const doctype = "Patient Encounter"
 
 // listPath is a Frappe list of one patient's encounters, all of them on one
-// page (limit_page_length=0).
+// page (limit_page_length=0), so the section declares single_response.
 const listPath = `/api/resource/Patient%20Encounter?fields=["name","patient","encounter_type","notes","modified"]&filters=[["Patient Encounter","patient","=","{patient}"]]&order_by=creation%20asc&limit_page_length=0`
 
 func frappeSection(f *httprecords.Frappe, edit func(map[string]any)) map[string]any {
@@ -45,9 +45,15 @@ func frappeSection(f *httprecords.Frappe, edit func(map[string]any)) map[string]
 		"records_key":  "data",
 		"auth":         map[string]any{"header": "Authorization", "value_env": "ERP_READ_TOKEN"},
 		"ca_file":      f.CAFile,
+		// limit_page_length=0 asks for every record in one response.
+		"single_response": true,
 	}
 	if edit != nil {
 		edit(sec)
+	}
+	if _, paged := sec["pagination"]; paged {
+		// A paged section declares its completeness by pagination.
+		delete(sec, "single_response")
 	}
 	return sec
 }
@@ -437,12 +443,11 @@ func TestPagination(t *testing.T) {
 		pagination map[string]any
 		wantN      int
 		wantReqs   int
-		wantErr    string
+		wantWhy    string
 	}{
 		{"offset and limit", offsetPath, map[string]any{"offset_param": "limit_start", "limit_param": "limit_page_length", "page_size": 2}, 6, 4, ""},
 		{"next link", cursorPath, map[string]any{"next_key": "links.next"}, 6, 3, ""},
 		{"more pages than max_pages", cursorPath, map[string]any{"next_key": "links.next", "max_pages": 2}, 0, 2, "more than 2 pages"},
-		{"without pagination only the first page", cursorPath, nil, 2, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -465,9 +470,9 @@ func TestPagination(t *testing.T) {
 			if n := f.Requests() - reqs; n != tt.wantReqs {
 				t.Errorf("%d requests, want %d", n, tt.wantReqs)
 			}
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("read ended with %v; want an error containing %q", err, tt.wantErr)
+			if tt.wantWhy != "" {
+				if err != nil || got.Reachable || got.Code != sdk.CodeReadIncomplete || !strings.Contains(got.Reason, tt.wantWhy) {
+					t.Fatalf("read = %+v, %v; want unreachable, code %s, reason containing %q", got, err, sdk.CodeReadIncomplete, tt.wantWhy)
 				}
 				return
 			}
@@ -495,11 +500,12 @@ func TestTestConnection(t *testing.T) {
 	if err != nil || !res.Reachable {
 		t.Fatalf("TestConnection = %+v, %v", res, err)
 	}
-	if !strings.Contains(res.Message, "1 records on the first page") || !strings.Contains(res.Message, "the Authorization header") {
+	if !strings.Contains(res.Message, "read 1 records in 1 page(s)") || !strings.Contains(res.Message, "the Authorization header") ||
+		!strings.Contains(res.Message, "complete by single_response") || !strings.Contains(res.Message, "can also write is not checked") {
 		t.Errorf("message %q", res.Message)
 	}
-	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "verify_tls is false") {
-		t.Errorf("warnings %q; want the verify_tls warning", res.Warnings)
+	if len(res.Warnings) != 2 || !strings.Contains(res.Warnings[0], "verify_tls is false") || !strings.Contains(res.Warnings[1], "single_response without max_records") {
+		t.Errorf("warnings %q; want the verify_tls and max_records warnings", res.Warnings)
 	}
 }
 

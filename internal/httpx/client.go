@@ -157,6 +157,7 @@ func Follow(base, current *url.URL, ref string) (*url.URL, error) {
 type Response struct {
 	Status      int
 	ContentType string
+	Header      http.Header
 	Body        []byte
 }
 
@@ -177,7 +178,7 @@ func Do(c *http.Client, req *http.Request) (*Response, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, fmt.Errorf("the response is larger than %d MiB; narrow the read or page it", MaxBodyBytes>>20)
 	}
-	return &Response{Status: res.StatusCode, ContentType: res.Header.Get("Content-Type"), Body: body}, nil
+	return &Response{Status: res.StatusCode, ContentType: res.Header.Get("Content-Type"), Header: res.Header, Body: body}, nil
 }
 
 // DecodeJSON decodes one JSON value, numbers as json.Number so their text
@@ -311,6 +312,25 @@ func Probe(ctx context.Context, warnings []string, read func(ctx context.Context
 	}
 	return res
 }
+
+// ProbeRead is Probe for a read that also reports warnings about what it
+// read (a full first page, a total that differs).
+func ProbeRead(ctx context.Context, warnings []string, read func(ctx context.Context) (why, answered string, more []string)) sdk.TestResult {
+	var more []string
+	res := Probe(ctx, warnings, func(ctx context.Context) (string, string) {
+		why, answered, w := read(ctx)
+		more = w
+		return why, answered
+	})
+	if len(more) > 0 {
+		res.Warnings = append(append([]string{}, res.Warnings...), more...)
+	}
+	return res
+}
+
+// NoWriteCheck is what an HTTP adapter's preflight says about the
+// credential's write access, which it never tests.
+const NoWriteCheck = "preflight only reads: whether this credential can also write is not checked; give verifierd a read-only credential"
 
 // ProbeContext bounds a TestConnection: 10 seconds, or four fifths of what
 // remains of the caller's deadline, so that a silent server is reported as

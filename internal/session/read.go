@@ -28,6 +28,12 @@ func unreachableRead(reason string) *read {
 	return &read{snap: judge.BatchSnapshot{Reachable: false, Reason: reason}}
 }
 
+// incompleteRead is a read the system of record answered but that is not
+// whole: unreachable, with the adapter's code (sdk.CodeReadIncomplete, ...).
+func incompleteRead(reason, code string) *read {
+	return &read{snap: judge.BatchSnapshot{Reachable: false, Reason: reason, Code: code}}
+}
+
 // reachable reports whether the read succeeded.
 func (r *read) reachable() bool { return r != nil && r.snap.Reachable }
 
@@ -64,7 +70,7 @@ func (r *read) snapshot() judge.Snapshot {
 	if r == nil {
 		return judge.Snapshot{}
 	}
-	s := judge.Snapshot{Reachable: r.snap.Reachable, Reason: r.snap.Reason}
+	s := judge.Snapshot{Reachable: r.snap.Reachable, Reason: r.snap.Reason, Code: r.snap.Code}
 	if r.snap.Reachable {
 		s.Records = r.records()
 	}
@@ -88,7 +94,7 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 		if reason == "" {
 			reason = "unreachable"
 		}
-		return unreachableRead(reason), nil
+		return incompleteRead(reason, capt.Code), nil
 	}
 	rs := m.newReadStream("the after read's records", expect, p)
 	for batch, err := range capt.RawBatches() {

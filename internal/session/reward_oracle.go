@@ -118,7 +118,7 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 		if reason == "" {
 			reason = "unreachable"
 		}
-		read.Snapshot = judge.Snapshot{Reachable: false, Reason: reason}
+		read.Snapshot = judge.Snapshot{Reachable: false, Reason: reason, Code: capt.Code}
 		return read
 	}
 	recs := []judge.Record{}

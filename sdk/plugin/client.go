@@ -209,7 +209,10 @@ func (c *grpcClient) wrap(ctx context.Context, what string, err error) error {
 type Capture struct {
 	Reachable bool
 	Reason    string
-	At        time.Time
+	// Code is the unreachable read's reason code (sdk.Capture.Code): the
+	// system of record answered but the read is not whole.
+	Code string
+	At   time.Time
 
 	recv   func() (*adapterv1.CaptureChunk, error)
 	cancel context.CancelFunc
@@ -245,7 +248,7 @@ func (c *grpcClient) open(ctx context.Context, cancel context.CancelFunc, what s
 		return nil, fmt.Errorf("adapter %s: %w: first message is not a header", what, ErrProtocol)
 	}
 	head := fromproto.CaptureHeader(h)
-	capt.Reachable, capt.Reason, capt.At = head.Reachable, head.Reason, head.At
+	capt.Reachable, capt.Reason, capt.Code, capt.At = head.Reachable, head.Reason, head.Code, head.At
 	if head.Refusal != nil {
 		capt.Close()
 		return nil, head.Refusal

@@ -230,9 +230,20 @@ func TestUnreachableAndAdapterErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an unreachable system of record is data, not an error: %v", err)
 	}
-	if c.Reachable || c.Reason != "synthetic outage" || c.At.IsZero() {
+	if c.Reachable || c.Reason != "synthetic outage" || c.Code != "" || c.At.IsZero() {
 		t.Fatalf("capture = %+v; want unreachable with its reason and a time", c)
 	}
+
+	// A read that answered but is not whole carries its code across the
+	// wire, beside its reason.
+	c, err = p.CaptureAfter(ctx, synthetic("truncated"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reachable || c.Code != sdk.CodeReadMayBeTruncated || c.Reason != "100 records, max_records 100" {
+		t.Fatalf("capture = %+v; want unreachable with code %s and its reason", c, sdk.CodeReadMayBeTruncated)
+	}
+	c.Close()
 	if recs, err := c.Records(); err != nil || len(recs) != 0 {
 		t.Fatalf("unreachable capture records = %v, %v; want none", recs, err)
 	}

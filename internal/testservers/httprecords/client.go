@@ -56,5 +56,5 @@ func Capture(t testing.TB, c *Process, after bool, timeout time.Duration, identi
 		t.Fatalf("capture: %v", err)
 	}
 	recs, err := capt.Records()
-	return Read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}, err
+	return Read{Reachable: capt.Reachable, Reason: capt.Reason, Code: capt.Code, Records: recs}, err
 }

@@ -35,7 +35,11 @@ const FrappeTime = "2006-01-02 15:04:05.000000"
 //	DELETE /api/resource/<DocType>/<name>
 //	GET    /api/cursor/<DocType>?<field>=<value>&page_size=N   (next-link paging: links.next)
 //
-// Lists answer {"data": [...]}. Authentication is Frappe's: "token
+// Lists answer {"data": [...], "total_count": N} and the header
+// X-Total-Count: N, N counting every document the filters match. A list
+// holds 20 documents unless limit_page_length asks for another number (0:
+// all); PageCap caps it below what was asked, as many servers do.
+// Authentication is Frappe's: "token
 // key:secret", Basic of key:secret, or an OAuth bearer token.
 type Frappe struct {
 	Faults
@@ -52,7 +56,19 @@ type Frappe struct {
 	docs     map[string][]map[string]any // doctype -> documents in creation order
 	seq      int
 	echoAuth testservers.Setting[bool]
+	// defaultPage and pageCap: see DefaultPage and PageCap.
+	defaultPage testservers.Setting[int]
+	pageCap     testservers.Setting[int]
 }
+
+// DefaultPage sets how many documents a list holds when limit_page_length
+// is absent (20 unless set; 0 restores that).
+func (f *Frappe) DefaultPage(n int) { f.defaultPage.Set(n) }
+
+// PageCap makes every list hold at most n documents whatever
+// limit_page_length asks (0: no cap), as a server with a hard page limit
+// does.
+func (f *Frappe) PageCap(n int) { f.pageCap.Set(n) }
 
 // NewFrappe starts a Frappe-shaped server for the test.
 func NewFrappe(t testing.TB, useTLS bool) *Frappe {
@@ -256,8 +272,14 @@ func (f *Frappe) list(w http.ResponseWriter, r *http.Request, doctype string) {
 	}
 	start, _ := strconv.Atoi(q.Get("limit_start"))
 	length := 20
+	if n := f.defaultPage.Get(); n > 0 {
+		length = n
+	}
 	if v := q.Get("limit_page_length"); v != "" {
 		length, _ = strconv.Atoi(v)
+	}
+	if c := f.pageCap.Get(); c > 0 && (length <= 0 || length > c) {
+		length = c
 	}
 	order := q.Get("order_by")
 	if order == "" {
@@ -273,6 +295,7 @@ func (f *Frappe) list(w http.ResponseWriter, r *http.Request, doctype string) {
 	}
 	f.mu.Unlock()
 	sortDocs(matched, order)
+	total := len(matched)
 	if start > len(matched) {
 		start = len(matched)
 	}
@@ -284,7 +307,8 @@ func (f *Frappe) list(w http.ResponseWriter, r *http.Request, doctype string) {
 	for i, d := range matched {
 		out[i] = project(d, fields)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": out})
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
+	writeJSON(w, http.StatusOK, map[string]any{"data": out, "total_count": total})
 }
 
 // cursor is a list with next-link paging: each page carries links.next.

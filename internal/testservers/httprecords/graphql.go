@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +27,9 @@ schema {
 }
 
 type Query {
-	encounters(patientId: String!): [Encounter!]!
+	encounters(patientId: String!, limit: Int, offset: Int): [Encounter!]!
+	encounterCount(patientId: String!): Int!
+	encounterConnection(patientId: String!, first: Int, after: String): EncounterConnection!
 	patient(id: String!): Patient
 	encounter(id: ID!): Encounter
 }
@@ -43,6 +46,17 @@ type Encounter {
 	note: String
 	weightKg: Float
 	updatedAt: String!
+}
+
+type EncounterConnection {
+	nodes: [Encounter!]!
+	pageInfo: PageInfo!
+	totalCount: Int!
+}
+
+type PageInfo {
+	hasNextPage: Boolean!
+	endCursor: String
 }
 
 type Mutation {
@@ -62,7 +76,9 @@ type Encounter struct {
 
 // GraphQL is a GraphQL API over an in-memory store of encounters, served by
 // graph-gophers/graphql-go at /graphql. Requests need "Authorization:
-// Bearer <Token>".
+// Bearer <Token>". encounters pages by limit and offset, and answers at
+// most PageCap records when no limit is asked; encounterCount is their
+// total; encounterConnection pages by Relay cursors (first, after).
 type GraphQL struct {
 	Faults
 	// URL is the endpoint (…/graphql); CAFile the PEM of its CA (TLS only).
@@ -78,7 +94,19 @@ type GraphQL struct {
 	seq        int
 	patients   map[string]bool
 	readErrors testservers.Setting[bool]
+	pageCap    testservers.Setting[int]
+	errorText  testservers.Setting[string]
 }
+
+// ErrorMessage makes every request answer 400 with one GraphQL error whose
+// message is msg, "{auth}" in it replaced by the Authorization header the
+// request carried (as a server echoing its input does); "" turns it off.
+func (g *GraphQL) ErrorMessage(msg string) { g.errorText.Set(msg) }
+
+// PageCap makes encounters answer at most n records when the query asks
+// no limit, and encounterConnection n per page when it asks no first (0:
+// no cap), as a server with a default page size does.
+func (g *GraphQL) PageCap(n int) { g.pageCap.Set(n) }
 
 // NewGraphQL starts the GraphQL server for the test.
 func NewGraphQL(t testing.TB, useTLS bool) *GraphQL {
@@ -178,6 +206,11 @@ func (g *GraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("upstream resolver pool exhausted\n"))
 		return
 	}
+	if msg := g.errorText.Get(); msg != "" {
+		msg = strings.ReplaceAll(msg, "{auth}", r.Header.Get("Authorization"))
+		writeJSON(w, http.StatusBadRequest, map[string]any{"errors": []any{map[string]any{"message": msg, "locations": []any{map[string]any{"line": 2, "column": 3}}}}})
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "POST a JSON body", http.StatusMethodNotAllowed)
@@ -209,11 +242,83 @@ func (r *gqlRoot) of(patientID string) []*Encounter {
 	return out
 }
 
-func (r *gqlRoot) Encounters(args struct{ PatientID string }) ([]*Encounter, error) {
+func (r *gqlRoot) Encounters(args struct {
+	PatientID     string
+	Limit, Offset *int32
+}) ([]*Encounter, error) {
 	if err := r.readable(); err != nil {
 		return nil, err
 	}
-	return r.of(args.PatientID), nil
+	all := r.of(args.PatientID)
+	if args.Offset != nil {
+		all = all[min(max(int(*args.Offset), 0), len(all)):]
+	}
+	n := r.g.pageCap.Get()
+	if args.Limit != nil {
+		n = int(*args.Limit)
+	}
+	if n > 0 && n < len(all) {
+		all = all[:n]
+	}
+	return all, nil
+}
+
+func (r *gqlRoot) EncounterCount(args struct{ PatientID string }) (int32, error) {
+	if err := r.readable(); err != nil {
+		return 0, err
+	}
+	return int32(len(r.of(args.PatientID))), nil
+}
+
+// gqlConnection is a Relay connection of encounters.
+type gqlConnection struct {
+	Nodes      []*Encounter
+	PageInfo   *gqlPageInfo
+	TotalCount int32
+}
+
+type gqlPageInfo struct {
+	HasNextPage bool
+	EndCursor   *string
+}
+
+// EncounterConnection pages by cursor: a cursor is the id of the last
+// encounter of the page before.
+func (r *gqlRoot) EncounterConnection(args struct {
+	PatientID string
+	First     *int32
+	After     *string
+}) (*gqlConnection, error) {
+	if err := r.readable(); err != nil {
+		return nil, err
+	}
+	all := r.of(args.PatientID)
+	rest := all
+	if args.After != nil {
+		rest = nil
+		for i, e := range all {
+			if string(e.ID) == *args.After {
+				rest = all[i+1:]
+			}
+		}
+		if rest == nil && len(all) > 0 && string(all[len(all)-1].ID) != *args.After {
+			return nil, errors.New("unknown cursor " + *args.After)
+		}
+	}
+	n := r.g.pageCap.Get()
+	if args.First != nil {
+		n = int(*args.First)
+	}
+	page, more := rest, false
+	if n > 0 && n < len(rest) {
+		page, more = rest[:n], true
+	}
+	info := &gqlPageInfo{HasNextPage: more}
+	if len(page) > 0 {
+		c := string(page[len(page)-1].ID)
+		info.EndCursor = &c
+	}
+	return &gqlConnection{Nodes: page, PageInfo: info, TotalCount: int32(len(all))}, nil
 }
 
 func (r *gqlRoot) Patient(args struct{ ID string }) (*gqlPatient, error) {

@@ -13,7 +13,9 @@ import (
 type Read struct {
 	Reachable bool
 	Reason    string
-	Records   []sdk.Record
+	// Code is the capture's code when it answered but is not whole.
+	Code    string
+	Records []sdk.Record
 }
 
 // Judge judges one effect (YAML or JSON, one map) on before and after with
@@ -47,7 +49,7 @@ func Judge(t testing.TB, effect string, params map[string]string, before, after 
 }
 
 func snapshot(r Read) judge.Snapshot {
-	s := judge.Snapshot{Reachable: r.Reachable, Reason: r.Reason}
+	s := judge.Snapshot{Reachable: r.Reachable, Reason: r.Reason, Code: r.Code}
 	for _, rec := range r.Records {
 		s.Records = append(s.Records, judge.Record(rec))
 	}

@@ -1198,9 +1198,17 @@ type CaptureHeader struct {
 	// Set when the run parameters cannot be bound into the configured read
 	// (missing, or a value the adapter refuses); nothing was read, reachable
 	// is false and the stream carries no records.
-	Refusal       *ConfigRefusal `protobuf:"bytes,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Refusal *ConfigRefusal `protobuf:"bytes,4,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// Set on an unreachable read when the system of record answered but the
+	// read is not whole: READ_MAY_BE_TRUNCATED (as many records as the most
+	// it answers at once) or READ_INCOMPLETE (fewer or more records than the
+	// total it declares, or more pages than the read may follow). The daemon
+	// judges the effect INDETERMINATE with this code. Empty when the system
+	// of record could not be read at all; a receiver that does not know the
+	// field still sees an unreachable read.
+	UnreachableCode string `protobuf:"bytes,5,opt,name=unreachable_code,json=unreachableCode,proto3" json:"unreachable_code,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CaptureHeader) Reset() {
@@ -1259,6 +1267,13 @@ func (x *CaptureHeader) GetRefusal() *ConfigRefusal {
 		return x.Refusal
 	}
 	return nil
+}
+
+func (x *CaptureHeader) GetUnreachableCode() string {
+	if x != nil {
+		return x.UnreachableCode
+	}
+	return ""
 }
 
 // RecordBatch carries part of a read set. A batch never holds the whole set
@@ -1764,13 +1779,14 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\x06header\x18\x01 \x01(\v2#.verifierd.adapter.v1.CaptureHeaderH\x00R\x06header\x129\n" +
 	"\x05batch\x18\x02 \x01(\v2!.verifierd.adapter.v1.RecordBatchH\x00R\x05batch\x12@\n" +
 	"\atrailer\x18\x03 \x01(\v2$.verifierd.adapter.v1.CaptureTrailerH\x00R\atrailerB\a\n" +
-	"\x05chunk\"\xd8\x01\n" +
+	"\x05chunk\"\x83\x02\n" +
 	"\rCaptureHeader\x12\x1c\n" +
 	"\treachable\x18\x01 \x01(\bR\treachable\x12-\n" +
 	"\x12unreachable_reason\x18\x02 \x01(\tR\x11unreachableReason\x12;\n" +
 	"\vcaptured_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"capturedAt\x12=\n" +
-	"\arefusal\x18\x04 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"^\n" +
+	"\arefusal\x18\x04 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\x12)\n" +
+	"\x10unreachable_code\x18\x05 \x01(\tR\x0funreachableCode\"^\n" +
 	"\vRecordBatch\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\fR\arecords\x12\x12\n" +

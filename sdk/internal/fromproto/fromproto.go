@@ -86,7 +86,9 @@ func CaptureRequest(s *adapterv1.CaptureSpec, params map[string]string) sdk.Capt
 type Header struct {
 	Reachable bool
 	Reason    string
-	At        time.Time
+	// Code is the unreachable read's reason code (sdk.Capture.Code).
+	Code string
+	At   time.Time
 	// Refusal is a *sdk.ConfigError when the run parameters could not be
 	// bound; nil otherwise.
 	Refusal error
@@ -94,7 +96,7 @@ type Header struct {
 
 // CaptureHeader converts a stream's header.
 func CaptureHeader(h *adapterv1.CaptureHeader) Header {
-	out := Header{Reachable: h.GetReachable(), Reason: h.GetUnreachableReason(), Refusal: Refusal(h.GetRefusal())}
+	out := Header{Reachable: h.GetReachable(), Reason: h.GetUnreachableReason(), Code: h.GetUnreachableCode(), Refusal: Refusal(h.GetRefusal())}
 	if h.GetCapturedAt() != nil {
 		out.At = h.GetCapturedAt().AsTime()
 	}

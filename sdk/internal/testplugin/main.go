@@ -206,6 +206,8 @@ func (a *adapter) synthetic(req sdk.CaptureRequest) (sdk.Capture, error) {
 		return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
 	case "unreachable":
 		return sdk.Unreachable("synthetic outage"), nil
+	case "truncated":
+		return sdk.Incomplete(sdk.CodeReadMayBeTruncated, "100 records, max_records 100"), nil
 	case "error":
 		return sdk.Capture{}, errors.New("adapter bug")
 	case "stream-error":

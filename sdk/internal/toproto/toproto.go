@@ -102,6 +102,7 @@ func HeaderChunk(c sdk.Capture, now func() time.Time) *adapterv1.CaptureChunk {
 		if h.UnreachableReason == "" {
 			h.UnreachableReason = "the adapter gave no reason"
 		}
+		h.UnreachableCode = c.Code
 	}
 	return &adapterv1.CaptureChunk{Chunk: &adapterv1.CaptureChunk_Header{Header: h}}
 }
