@@ -653,7 +653,9 @@ func TestPinnedOracle(t *testing.T) {
 	// An episode stored before oracles were pinned: readable, unscored.
 	r2 := newRig(t, 1)
 	old := `{"contract":"mockmed","episode_id":"episode-0002","identity":{"patient_id":"patient-0002"},"baseline_reachable":true,"baseline_records":[],"registered_at":"2026-01-01T00:00:00Z"}`
-	if err := r2.svc.Store.RewardUpdate(func(tx *store.RewardTx) error { return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old)) }); err != nil {
+	if err := r2.svc.Store.RewardUpdate(func(tx *store.RewardTx) error {
+		return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	r2.oracle.add(10, "patient-0002", "Triage")

@@ -108,19 +108,19 @@ func (s *Service) now() time.Time {
 
 // episode is what the store keeps per registered episode.
 type episode struct {
-	Contract     string            `json:"contract"`
-	EpisodeID    string            `json:"episode_id"`
-	Identity     map[string]string `json:"identity"`
-	Reachable    bool              `json:"baseline_reachable"`
-	Reason       string            `json:"baseline_reason,omitempty"`
-	Records      []judge.Record    `json:"baseline_records"`
+	Contract  string            `json:"contract"`
+	EpisodeID string            `json:"episode_id"`
+	Identity  map[string]string `json:"identity"`
+	Reachable bool              `json:"baseline_reachable"`
+	Reason    string            `json:"baseline_reason,omitempty"`
+	Records   []judge.Record    `json:"baseline_records"`
 	// Oracle is the candidate that read the baseline; nil when none could
 	// be selected, and in episodes stored before oracles were pinned. Such
 	// an episode is scored unscored (ORACLE_NOT_PINNED), never by a fresh
 	// selection.
 	Oracle       *OraclePin `json:"oracle,omitempty"`
 	RegisteredAt time.Time  `json:"registered_at"`
-	ReceiptID    string            `json:"receipt_id,omitempty"`
+	ReceiptID    string     `json:"receipt_id,omitempty"`
 }
 
 // mark is the policy-update high-water mark of one contract.
