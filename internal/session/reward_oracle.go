@@ -83,7 +83,32 @@ func OracleConfigDigest(c *config.Candidate) string {
 // parameters, selects the strongest tier (ties by declaration order) and
 // reads it once; with a pin it configures and reads the pinned candidate
 // only (reward.Oracle). Every failure is an unreachable snapshot.
+//
+// The secret values of the deployment's candidates are masked in the
+// records of both reads (the reward store keeps the baseline) and in every
+// reason. Both sides are masked alike, so the judge compares them as
+// read except that a secret is one marker; the receipt carries no value.
 func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
+	read := o.read(ctx, deployment, effects, identity, phase, pin)
+	data, err := o.M.deploymentBytes(BeginRequest{DeploymentName: deployment})
+	if err != nil {
+		return read
+	}
+	dep, _, err := parseDeployment(data)
+	if err != nil {
+		return read
+	}
+	var secrets secretMask
+	for i := range dep.Candidates {
+		secrets.secrets = append(secrets.secrets, o.M.secretMask(&dep.Candidates[i]).secrets...)
+	}
+	secrets.sort()
+	read.Snapshot.Reason = secrets.text(read.Snapshot.Reason)
+	read.Snapshot.Records = secrets.records(read.Snapshot.Records)
+	return read
+}
+
+func (o RewardOracle) read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
 	m := o.M
 	fail := func(read reward.OracleRead, err error) reward.OracleRead {
 		read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
