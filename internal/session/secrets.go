@@ -60,7 +60,9 @@ func (s secretMask) sort() {
 func (s secretMask) active() bool { return len(s.secrets) > 0 }
 
 // text masks every secret value in t.
-func (s secretMask) text(t string) string { return s.replace(t, func(secret) string { return SecretMarker }) }
+func (s secretMask) text(t string) string {
+	return s.replace(t, func(secret) string { return SecretMarker })
+}
 
 func (s secretMask) replace(t string, with func(secret) string) string {
 	for _, sec := range s.secrets {
