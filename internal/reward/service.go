@@ -73,6 +73,13 @@ type Oracle interface {
 	Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *OraclePin) OracleRead
 }
 
+// BaselineRestorer is implemented by an oracle that masks values in the
+// baselines it reads (a configured secret found in a record): it puts them
+// back, for the pinned candidate, before the baseline is judged.
+type BaselineRestorer interface {
+	RestoreBaseline(deployment string, pin *OraclePin, records []judge.Record) []judge.Record
+}
+
 // localDocumentKinds read files that whoever writes them controls: the
 // bytes carry the answer and nothing in them tells a system of record's
 // export from a hand-written one. A reward read through them is scored
@@ -378,6 +385,9 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	before := judge.Snapshot{Reachable: false, Reason: "the episode was not registered before its rollout"}
 	if ep != nil {
 		before = judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}
+		if r, ok := s.Oracle.(BaselineRestorer); ok && ep.Oracle != nil {
+			before.Records = r.RestoreBaseline(c.Deployment, ep.Oracle, ep.Records)
+		}
 	}
 	read := s.readAfter(ctx, c, ep, append(append([]*judge.Contract{}, req...), forb...), identity)
 	j := JudgeEpisode(req, forb, before, read.Snapshot, d.Signal)

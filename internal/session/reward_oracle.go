@@ -84,28 +84,67 @@ func OracleConfigDigest(c *config.Candidate) string {
 // reads it once; with a pin it configures and reads the pinned candidate
 // only (reward.Oracle). Every failure is an unreachable snapshot.
 //
-// The secret values of the deployment's candidates are masked in the
-// records of both reads (the reward store keeps the baseline) and in every
-// reason. Both sides are masked alike, so the judge compares them as
-// read except that a secret is one marker; the receipt carries no value.
+// A value of the read candidate's configured secrets found in a baseline
+// record is replaced by its slot's placeholder (the reward store keeps the
+// baseline; RestoreBaseline puts the value back before judging); the after
+// read reaches the judge as read. Every candidate's secrets are masked in
+// a reason. The receipt carries no value.
 func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
 	read := o.read(ctx, deployment, effects, identity, phase, pin)
-	data, err := o.M.deploymentBytes(BeginRequest{DeploymentName: deployment})
-	if err != nil {
+	dep := o.deployment(deployment)
+	if dep == nil {
+		read.Snapshot.Reason = "the deployment could not be read again to mask its secrets; the reason is withheld"
+		read.Snapshot.Records = nil
+		read.Snapshot.Reachable = false
 		return read
+	}
+	var all secretMask
+	for i := range dep.Candidates {
+		all.secrets = append(all.secrets, o.M.secretMask(&dep.Candidates[i]).secrets...)
+	}
+	all.sort()
+	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
+	if phase != "after" && read.Snapshot.Reachable && read.Pin != nil && read.Pin.Index < len(dep.Candidates) {
+		mask := o.M.secretMask(&dep.Candidates[read.Pin.Index])
+		if mask.active() {
+			recs := make([]judge.Record, len(read.Snapshot.Records))
+			for i, r := range read.Snapshot.Records {
+				recs[i] = judge.Record(mask.value(map[string]any(r), func(t string) string { return mask.replace(t, placeholder) }).(map[string]any))
+			}
+			read.Snapshot.Records = recs
+		}
+	}
+	return read
+}
+
+// RestoreBaseline puts the pinned candidate's current secret values back
+// where a stored baseline holds their placeholders (reward.BaselineRestorer).
+func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, recs []judge.Record) []judge.Record {
+	dep := o.deployment(deployment)
+	if dep == nil || pin == nil || pin.Index < 0 || pin.Index >= len(dep.Candidates) {
+		return recs
+	}
+	mask := o.M.secretMask(&dep.Candidates[pin.Index])
+	if !mask.active() {
+		return recs
+	}
+	out := make([]judge.Record, len(recs))
+	for i, r := range recs {
+		out[i] = judge.Record(mask.value(map[string]any(r), mask.restoreText).(map[string]any))
+	}
+	return out
+}
+
+func (o RewardOracle) deployment(name string) *config.Deployment {
+	data, err := o.M.deploymentBytes(BeginRequest{DeploymentName: name})
+	if err != nil {
+		return nil
 	}
 	dep, _, err := parseDeployment(data)
 	if err != nil {
-		return read
+		return nil
 	}
-	var secrets secretMask
-	for i := range dep.Candidates {
-		secrets.secrets = append(secrets.secrets, o.M.secretMask(&dep.Candidates[i]).secrets...)
-	}
-	secrets.sort()
-	read.Snapshot.Reason = secrets.text(read.Snapshot.Reason)
-	read.Snapshot.Records = secrets.records(read.Snapshot.Records)
-	return read
+	return dep
 }
 
 func (o RewardOracle) read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {

@@ -434,3 +434,27 @@ func TestRewardDocumentOracleDevelopmentOnly(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(folder, "encounter.json"), []byte(fmt.Sprintf(`{"patient_id": %q, "type": "Triage"}`, p)), 0o600))
 	}, reward.OutcomeVerified, &one, false, true})
 }
+
+// An oracle whose records echo the read credential: the stored baseline
+// holds the secret's placeholder, never its value; scoring restores it
+// before judging, so the honest episode is verified and certified and the
+// idle one is not; no receipt carries it.
+func TestRewardSecretInRecords(t *testing.T) {
+	t.Parallel()
+	const token = "mm-token-8c1d55e0a9"
+	tab := &table{}
+	tab.add(sdk.Record{"id": json.Number("1"), "patient_id": "patient-old", "type": "Triage", "auth": "Bearer " + token})
+	a := &memAdapter{kind: "echo-reward-test", tier: sdk.TierIndependentSystem, table: tab}
+	r := newRewardRig(t, "effects:\n  kind: echo-reward-test\n  secret_env: {token: MOCKMED_TOKEN}\n", map[string]string{"MOCKMED_TOKEN": token}, a)
+	one, zero := 1.0, 0.0
+	r.run(t, 0, episodeCase{"honest", "patient-echo-0001", func(_ *testing.T, p string) {
+		tab.add(sdk.Record{"id": json.Number("2"), "patient_id": p, "type": "Triage", "auth": "Bearer " + token})
+	}, reward.OutcomeVerified, &one, true, false})
+	r.run(t, 1, episodeCase{"idle", "patient-echo-0002", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false})
+	for _, ep := range []string{"episode-0000", "episode-0001"} {
+		raw, err := r.m.Store.RewardGet(store.RewardEpisodes, "mockmed/"+ep)
+		if err != nil || raw == nil || strings.Contains(string(raw), token) || !strings.Contains(string(raw), "[redacted:secret_env.token]") {
+			t.Errorf("stored %s: %s %v", ep, raw, err)
+		}
+	}
+}

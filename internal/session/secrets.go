@@ -153,6 +153,18 @@ func (s secretMask) restoreRaw(rec []byte) []byte {
 	return rec
 }
 
+// restoreText puts each slot's current value back where t holds its
+// placeholder.
+func (s secretMask) restoreText(t string) string {
+	if !strings.Contains(t, "[redacted:") {
+		return t
+	}
+	for _, sec := range s.secrets {
+		t = strings.ReplaceAll(t, placeholder(sec), sec.value)
+	}
+	return t
+}
+
 // mayHold reports whether rec's bytes contain a secret in clear or as JSON
 // encodes it. Anything else decoded from rec (a \u escape a JSON encoder
 // would not write) is also checked: a record whose bytes hold a backslash

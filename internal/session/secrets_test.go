@@ -159,6 +159,9 @@ func TestSecretMask(t *testing.T) {
 	if err != nil || back["h"] != "Bearer abcdef" || back["q"] != `x"abc` {
 		t.Errorf("restoreRaw: %v %v", back, err)
 	}
+	if got := s.restoreText("Bearer [redacted:b] [redacted:gone]"); got != "Bearer abcdef [redacted:gone]" {
+		t.Errorf("restoreText: %q", got)
+	}
 	if plain := []byte(`{"id":1}`); !bytes.Equal(s.restoreRaw(plain), plain) {
 		t.Error("a record without a placeholder changed")
 	}
