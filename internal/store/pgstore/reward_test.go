@@ -34,7 +34,9 @@ func TestRewardEpisodesPinTheirOracle(t *testing.T) {
 	}
 
 	old := `{"contract":"mockmed","episode_id":"episode-0002","identity":{"patient_id":"patient-0002"},"baseline_reachable":true,"baseline_records":[],"registered_at":"2026-01-01T00:00:00Z"}`
-	if err := pg.RewardUpdate(func(tx *store.RewardTx) error { return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old)) }); err != nil {
+	if err := pg.RewardUpdate(func(tx *store.RewardTx) error {
+		return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	r.Oracle.Add("patient-0002", "Triage")
