@@ -127,15 +127,41 @@ func (s secretMask) records(rs []judge.Record) []judge.Record {
 // each value by its slot's placeholder. A record that holds no secret, in
 // clear or JSON-escaped, is returned as it is; one that does is decoded,
 // masked and encoded again.
+//
+// A record that does not decode (Verify finds such a baseline unreadable)
+// is stored with each value replaced in its bytes (storeBytes).
 func (s secretMask) storeRaw(rec []byte) ([]byte, error) {
 	if !s.active() || !s.mayHold(rec) {
 		return rec, nil
 	}
 	r, err := decodeRecord(rec)
 	if err != nil {
-		return nil, err
+		return s.storeBytes(rec), nil
 	}
-	return json.Marshal(s.value(map[string]any(r), func(t string) string { return s.replace(t, placeholder) }))
+	changed := false
+	masked := s.value(map[string]any(r), func(t string) string {
+		return s.replace(t, func(sec secret) string { changed = true; return placeholder(sec) })
+	})
+	if !changed {
+		// Nothing decoded holds one (a duplicate key's earlier value may
+		// still): the bytes as they came, with any value in them replaced.
+		return s.storeBytes(rec), nil
+	}
+	return json.Marshal(masked)
+}
+
+// storeBytes replaces each value in rec's bytes, in clear and as JSON
+// encodes it, by its placeholder.
+func (s secretMask) storeBytes(rec []byte) []byte {
+	for _, sec := range s.secrets {
+		enc, _ := json.Marshal(sec.value)
+		for _, form := range [][]byte{[]byte(sec.value), enc[1 : len(enc)-1]} {
+			if bytes.Contains(rec, form) {
+				rec = bytes.ReplaceAll(rec, form, []byte(placeholder(sec)))
+			}
+		}
+	}
+	return rec
 }
 
 // restoreRaw puts each slot's current value back where a stored record

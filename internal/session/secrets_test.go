@@ -159,6 +159,15 @@ func TestSecretMask(t *testing.T) {
 	if err != nil || back["h"] != "Bearer abcdef" || back["q"] != `x"abc` {
 		t.Errorf("restoreRaw: %v %v", back, err)
 	}
+	// Nothing to mask: the bytes as they came, escapes and key order kept.
+	kept := []byte(`{"z":"a\\b","a":1}`)
+	if got, err := s.storeRaw(kept); err != nil || !bytes.Equal(got, kept) {
+		t.Errorf("storeRaw changed a record without a secret: %s %v", got, err)
+	}
+	// A record that does not decode keeps no secret either.
+	if got, err := s.storeRaw([]byte(`{"h":"abcdef","h":"x"}`)); err != nil || bytes.Contains(got, []byte("abc")) {
+		t.Errorf("storeRaw of an undecodable record: %s %v", got, err)
+	}
 	if got := s.restoreText("Bearer [redacted:b] [redacted:gone]"); got != "Bearer abcdef [redacted:gone]" {
 		t.Errorf("restoreText: %q", got)
 	}

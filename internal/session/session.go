@@ -634,9 +634,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		}
 		for _, rec := range batch {
 			if rec, err = secrets.storeRaw(rec); err != nil {
-				// Stored as it arrived it would hold the secret: the
-				// baseline is unreadable, as the record is.
-				return streamedBaseline{count: count}, fmt.Errorf("a baseline record is not a JSON object: %w", err)
+				return streamedBaseline{count: count}, fmt.Errorf("masking a secret in a baseline record: %w", err)
 			}
 			switch {
 			case ix != nil:
