@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The MockMed reward contract over the demo clinic's SQLite store.
@@ -326,8 +327,17 @@ func TestRewardPinnedOracleEndToEnd(t *testing.T) {
 	if err := os.Rename(c.path, c.path+".gone"); err != nil {
 		t.Fatal(err)
 	}
+	exits := strings.Count(d.logs(), "plugin process exited")
 	if err := syscall.Kill(adapterPID(t, d, "sql"), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	// Score once the daemon has seen the process go, so the next read
+	// relaunches the adapter and configures the candidate again.
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(d.logs(), "plugin process exited") == exits; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not notice the sql adapter's exit:\n%s", d.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if res, out := score("mockmed", "episode-0003"); !unscored(res, "ORACLE_UNAVAILABLE") {
 		t.Fatalf("first candidate gone: %s\n%s", out, d.logs())
