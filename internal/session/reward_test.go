@@ -409,6 +409,19 @@ func TestRewardOraclePinned(t *testing.T) {
 		rc.ScalarReward != nil || !rc.Unscored || rc.Certified {
 		t.Fatalf("reconfigured oracle: %+v", rc)
 	}
+	// The candidates swapped: the folder now stands where SQLite stood.
+	r.register(t, "episode-0004", "patient-pin-0002")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  candidates:\n"+docSection+sqlSection), 0o600))
+	if rc := r.score(t, "episode-0004"); rc.ReasonCode != reward.ReasonOracleChanged || rc.ScalarReward != nil || rc.Certified || rc.OracleKind != "sql" {
+		t.Fatalf("swapped candidates: %+v", rc)
+	}
+	// The SQLite candidate removed, the folder alone.
+	must(t, os.WriteFile(depPath, []byte(deployment), 0o600))
+	r.register(t, "episode-0005", "patient-pin-0002")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  candidates:\n"+docSection), 0o600))
+	if rc := r.score(t, "episode-0005"); rc.ReasonCode != reward.ReasonOracleChanged || rc.ScalarReward != nil || rc.Certified {
+		t.Fatalf("removed candidate: %+v", rc)
+	}
 	must(t, os.WriteFile(depPath, []byte(deployment), 0o600))
 
 	// The database file is gone and the daemon restarts: the SQLite
