@@ -175,3 +175,29 @@ func TestSecretMask(t *testing.T) {
 		t.Error("a record without a placeholder changed")
 	}
 }
+
+// refusingAdapter's preflight quotes the credential the server refused.
+type refusingAdapter struct{ *memAdapter }
+
+func (a refusingAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
+	return sdk.TestResult{Message: "401: token " + echoedToken + " refused", Warnings: []string{"sent " + echoedToken + " in clear"}}, nil
+}
+
+// Preflight's message and warnings never carry the candidate's secret.
+func TestPreflightMasksSecrets(t *testing.T) {
+	t.Parallel()
+	a := refusingAdapter{&memAdapter{kind: "refusing-test", tier: 1, table: &table{}}}
+	m := newManager(t, a)
+	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-test\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
+	m.Daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}}
+	m.LookupEnv = func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
+	checks, err := m.TestConnection(context.Background(), nil, "echo", nil)
+	if err != nil || len(checks) != 1 {
+		t.Fatalf("preflight: %v %v", checks, err)
+	}
+	c := checks[0]
+	if c.Message != "401: token [redacted] refused" || len(c.Warnings) != 1 || c.Warnings[0] != "sent [redacted] in clear" {
+		t.Errorf("preflight shows %q %q", c.Message, c.Warnings)
+	}
+}
