@@ -535,7 +535,9 @@ func TestTestConnection(t *testing.T) {
 		wantMessage   string
 	}{
 		{"writable file warns", 0o644, "SELECT id FROM encounters", true, true, "SELECT 1 answered"},
-		{"read-only file is quiet", 0o444, "SELECT id FROM encounters", true, false, "SELECT 1 answered"},
+		// The daemon's effective user decides, not the mode bits: root
+		// writes a 0444 file, so as root it warns; any other user may not.
+		{"0444 file warns only for root", 0o444, "SELECT id FROM encounters", true, os.Geteuid() == 0, "SELECT 1 answered"},
 		{"query does not compile", 0o444, "SELECT id FROM no_such_table", false, false, "no such table: no_such_table"},
 	}
 	for _, tt := range tests {
@@ -758,4 +760,35 @@ func TestDeadlineMidStreamAborts(t *testing.T) {
 		t.Fatalf("the read ended cleanly with %d of %d records after its deadline", got, rows)
 	}
 	t.Logf("after %d of %d records the read ended with: %v", got, rows, final)
+}
+
+// writableByProcess answers as this process's effective user: a 0644 file
+// its owner created is writable, a 0444 one only for root (root may open
+// any file for writing on a writable mount), a missing one never. Nothing
+// is written: the file's bytes and modification time stay as they were.
+func TestWritableByProcess(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, patientsSchema)
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi0, _ := os.Stat(db)
+	if !writableByProcess(db) {
+		t.Errorf("a %04o file this process created reads as not writable", fi0.Mode().Perm())
+	}
+	if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := writableByProcess(db), os.Geteuid() == 0; got != want {
+		t.Errorf("0444 file as uid %d: writable %v, want %v", os.Geteuid(), got, want)
+	}
+	if writableByProcess(db + ".missing") {
+		t.Error("a missing file reads as writable")
+	}
+	after, _ := os.ReadFile(db)
+	fi1, _ := os.Stat(db)
+	if string(after) != string(before) || !fi1.ModTime().Equal(fi0.ModTime()) {
+		t.Error("the check changed the file")
+	}
 }

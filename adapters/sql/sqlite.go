@@ -203,10 +203,13 @@ func (r *sqliteReader) probe(ctx context.Context, query string, _ []any) sdk.Tes
 	}
 	stmt.Close()
 	res.Message = fmt.Sprintf("%s opened read-only; SELECT 1 answered in %s and sql_query compiles", path, latency.Round(time.Microsecond))
-	if perm := fi.Mode().Perm(); perm&0o222 != 0 {
+	// Whether the daemon's user may write the file is the kernel's answer
+	// for this process (writableByProcess), not the mode bits: root
+	// writes a 0444 file.
+	if writableByProcess(path) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf(
-			"%s is writable (mode %04o): the adapter only opens it read-only, but point sqlite_database at a read-only copy, or remove write permission for the daemon's user (chmod a-w), so that nothing running as that user can change the system of record",
-			path, perm))
+			"%s is writable by the daemon's user (uid %d; mode %04o): the adapter only opens it read-only, but point sqlite_database at a read-only copy, or run the daemon as a user that cannot write it (for root, mode bits are not enough), so that nothing running as that user can change the system of record",
+			path, os.Geteuid(), fi.Mode().Perm()))
 	}
 	return res
 }

@@ -234,7 +234,12 @@ type memOracle struct {
 	mu          sync.Mutex
 	rows        []judge.Record
 	tier        int
+	kind        string
 	unreachable bool
+	// index is the candidate index the oracle reports reading; a test
+	// moves it after the registration to stand for an oracle that read
+	// another candidate than the pinned one.
+	index int
 }
 
 func (o *memOracle) add(id int, patient, typ string) {
@@ -243,13 +248,18 @@ func (o *memOracle) add(id int, patient, typ string) {
 	o.rows = append(o.rows, judge.Record{"id": json.Number(fmt.Sprint(id)), "patient_id": patient, "type": typ})
 }
 
-func (o *memOracle) Read(_ context.Context, _ string, _ []*judge.Contract, _ map[string]string, _ string) OracleRead {
+func (o *memOracle) Read(_ context.Context, _ string, _ []*judge.Contract, _ map[string]string, _ string, _ *OraclePin) OracleRead {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.unreachable {
-		return OracleRead{Tier: o.tier, Kind: "mem", Snapshot: judge.Snapshot{Reason: "store offline"}}
+	kind := o.kind
+	if kind == "" {
+		kind = "mem"
 	}
-	return OracleRead{Tier: o.tier, Kind: "mem", Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
+	pin := &OraclePin{Index: o.index, Kind: kind, Tier: o.tier, ConfigDigest: "sha256:mem"}
+	if o.unreachable {
+		return OracleRead{Tier: o.tier, Kind: kind, Pin: pin, Snapshot: judge.Snapshot{Reason: "store offline"}}
+	}
+	return OracleRead{Tier: o.tier, Kind: kind, Pin: pin, Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
 }
 
 type rig struct {
@@ -323,10 +333,15 @@ func TestEpisodeOutcomes(t *testing.T) {
 		{"forbidden discharge", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage"); o.add(11, "patient-0001", "Discharge") }, "", OutcomeWrongEffect, &zero, true, false},
 		{"tier 3 honest", 3, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
 		{"tier 4 honest", 4, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
-		{"unreachable store", 1, nil, func(o *memOracle) { o.unreachable = true }, "", OutcomeFailedPlatform, nil, true, false},
+		// A local document declares tier 1, yet whoever writes the file
+		// writes the answer: scored, development only, never certified.
+		{"document honest", 1, func(o *memOracle) { o.kind = "document" }, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
+		{"file honest", 1, func(o *memOracle) { o.kind = "file" }, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, "", OutcomeVerified, &one, false, true},
+		// Unscored receipts certify nothing: no scalar, nothing certified.
+		{"unreachable store", 1, nil, func(o *memOracle) { o.unreachable = true }, "", OutcomeFailedPlatform, nil, false, false},
 		{"halted, nothing written", 1, nil, func(*memOracle) {}, `, "runtime_signal": "halted_before_effect"`, OutcomeHaltedBeforeEffect, &zero, true, false},
-		{"refused, yet written", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "metadata": {"runtime_signal": "refused"}`, OutcomeReconciliationRequired, nil, true, false},
-		{"platform failure reported", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "runtime_signal": "failed_platform"`, OutcomeFailedPlatform, nil, true, false},
+		{"refused, yet written", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "metadata": {"runtime_signal": "refused"}`, OutcomeReconciliationRequired, nil, false, false},
+		{"platform failure reported", 1, nil, func(o *memOracle) { o.add(10, "patient-0001", "Triage") }, `, "runtime_signal": "failed_platform"`, OutcomeFailedPlatform, nil, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -603,5 +618,54 @@ func TestCertificateStartsAtTheMark(t *testing.T) {
 	}
 	if cert.IssuedAtPolicyUpdate != 5000 || cert.State(5999) != CertCurrent || cert.State(6000) != CertExpired {
 		t.Fatalf("issued at %d", cert.IssuedAtPolicyUpdate)
+	}
+}
+
+// The episode is scored through the candidate that read its baseline, and
+// only through it: a read reported from another candidate, and an episode
+// stored without a pin, are unscored (failed_platform, oracle_unavailable),
+// never certified, whatever the other read shows.
+func TestPinnedOracle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	r := newRig(t, 1)
+	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := r.svc.Store.RewardGet(store.RewardEpisodes, "mockmed/episode-0001")
+	if err != nil || !strings.Contains(string(raw), `"oracle":{"index":0,"kind":"mem","tier":1,"config_digest":"sha256:mem"}`) {
+		t.Fatalf("the stored episode does not pin its oracle: %v %s", err, raw)
+	}
+	// The other candidate shows the effect; the pinned one read nothing.
+	r.oracle.index = 1
+	r.oracle.add(10, "patient-0001", "Triage")
+	res, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := res.Receipt
+	if rc.RewardOutcome != OutcomeFailedPlatform || rc.Uncertainty != UncertaintyOracleUnavailable || rc.ReasonCode != ReasonOracleChanged ||
+		rc.ScalarReward != nil || !rc.Unscored || rc.Certified || rc.OracleCandidate == nil || *rc.OracleCandidate != 0 || rc.OracleKind != "mem" {
+		t.Fatalf("another candidate's read: %+v", rc)
+	}
+
+	// An episode stored before oracles were pinned: readable, unscored.
+	r2 := newRig(t, 1)
+	old := `{"contract":"mockmed","episode_id":"episode-0002","identity":{"patient_id":"patient-0002"},"baseline_reachable":true,"baseline_records":[],"registered_at":"2026-01-01T00:00:00Z"}`
+	if err := r2.svc.Store.RewardUpdate(func(tx *store.RewardTx) error {
+		return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r2.oracle.add(10, "patient-0002", "Triage")
+	res, err = r2.svc.ScoreEpisode(ctx, "", r2.descriptor("episode-0002", "ckpt-0001", 0, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc = res.Receipt
+	if rc.RewardOutcome != OutcomeFailedPlatform || rc.Uncertainty != UncertaintyOracleUnavailable || rc.ReasonCode != ReasonOracleNotPinned ||
+		rc.ScalarReward != nil || rc.Certified || rc.OracleCandidate != nil || !rc.BaselineReachable {
+		t.Fatalf("an unpinned stored episode: %+v", rc)
 	}
 }

@@ -26,14 +26,69 @@ type OracleRead struct {
 	// configured; Kind is its kind.
 	Tier int
 	Kind string
+	// Pin is the candidate the read went to (nil when none could be
+	// selected). A registration stores it with the baseline.
+	Pin *OraclePin
+	// Code is the reason code of an unusable read: ReasonOracleChanged,
+	// ReasonOracleUnavailable, or empty for an unreachable store
+	// (SOR_UNREACHABLE).
+	Code string
 }
 
-// Oracle reads a registered deployment for bound effects. phase is
-// "before" or "after". A failure to read is an unreachable snapshot, never
-// an empty one.
-type Oracle interface {
-	Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string) OracleRead
+// OraclePin names the deployment candidate that read an episode's
+// baseline: its position in the deployment, its adapter kind and tier, and
+// a digest of its configuration as the deployment declares it (secrets by
+// variable name, never by value). An episode is scored by that candidate
+// only: a different candidate's read judged against this baseline would
+// compare two systems, and a pinned candidate that is gone or changed
+// leaves the episode unscored.
+type OraclePin struct {
+	Index        int    `json:"index"`
+	Kind         string `json:"kind"`
+	Tier         int    `json:"tier"`
+	ConfigDigest string `json:"config_digest"`
 }
+
+// Reason codes of a read that could not be made through the pinned oracle.
+const (
+	// ReasonOracleNotPinned: the registered episode names no candidate (no
+	// candidate configured at registration, or an episode stored before
+	// oracles were pinned).
+	ReasonOracleNotPinned = "ORACLE_NOT_PINNED"
+	// ReasonOracleChanged: the pinned candidate's position, kind, tier or
+	// configuration is not what read the baseline.
+	ReasonOracleChanged = "ORACLE_CHANGED"
+	// ReasonOracleUnavailable: the pinned candidate cannot be configured.
+	ReasonOracleUnavailable = "ORACLE_UNAVAILABLE"
+)
+
+// Oracle reads a registered deployment for bound effects. phase is
+// "before" or "after". With pin nil the oracle selects the strongest
+// candidate (ties by declaration order) and reports it in OracleRead.Pin;
+// with a pin it reads that candidate only, and a candidate that cannot be
+// configured, was removed or changed is an unreachable read with Code
+// set — never a read of another candidate. A failure to read is an
+// unreachable snapshot, never an empty one.
+type Oracle interface {
+	Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *OraclePin) OracleRead
+}
+
+// BaselineRestorer is implemented by an oracle that masks values in the
+// baselines it reads (a configured secret found in a record): it puts them
+// back, for the pinned candidate, before the baseline is judged.
+type BaselineRestorer interface {
+	RestoreBaseline(deployment string, pin *OraclePin, records []judge.Record) []judge.Record
+}
+
+// localDocumentKinds read files that whoever writes them controls: the
+// bytes carry the answer and nothing in them tells a system of record's
+// export from a hand-written one. A reward read through them is scored
+// for development and never certified, whatever tier the adapter declares.
+var localDocumentKinds = map[string]bool{"document": true, "file": true, "document-hash": true}
+
+// DevelopmentOnlyKind reports whether a reward read through an adapter of
+// this kind is development only whatever its tier.
+func DevelopmentOnlyKind(kind string) bool { return localDocumentKinds[kind] }
 
 // Service registers and scores episodes.
 type Service struct {
@@ -60,14 +115,19 @@ func (s *Service) now() time.Time {
 
 // episode is what the store keeps per registered episode.
 type episode struct {
-	Contract     string            `json:"contract"`
-	EpisodeID    string            `json:"episode_id"`
-	Identity     map[string]string `json:"identity"`
-	Reachable    bool              `json:"baseline_reachable"`
-	Reason       string            `json:"baseline_reason,omitempty"`
-	Records      []judge.Record    `json:"baseline_records"`
-	RegisteredAt time.Time         `json:"registered_at"`
-	ReceiptID    string            `json:"receipt_id,omitempty"`
+	Contract  string            `json:"contract"`
+	EpisodeID string            `json:"episode_id"`
+	Identity  map[string]string `json:"identity"`
+	Reachable bool              `json:"baseline_reachable"`
+	Reason    string            `json:"baseline_reason,omitempty"`
+	Records   []judge.Record    `json:"baseline_records"`
+	// Oracle is the candidate that read the baseline; nil when none could
+	// be selected, and in episodes stored before oracles were pinned. Such
+	// an episode is scored unscored (ORACLE_NOT_PINNED), never by a fresh
+	// selection.
+	Oracle       *OraclePin `json:"oracle,omitempty"`
+	RegisteredAt time.Time  `json:"registered_at"`
+	ReceiptID    string     `json:"receipt_id,omitempty"`
 }
 
 // mark is the policy-update high-water mark of one contract.
@@ -148,9 +208,9 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	if err != nil {
 		return nil, refuse(CodeIdentityMismatch, "%v", err)
 	}
-	read := s.Oracle.Read(ctx, c.Deployment, append(req, forb...), identity, "before")
+	read := s.Oracle.Read(ctx, c.Deployment, append(req, forb...), identity, "before", nil)
 	ep := episode{Contract: c.Name, EpisodeID: episodeID, Identity: identity, Reachable: read.Snapshot.Reachable,
-		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, RegisteredAt: s.now()}
+		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, Oracle: read.Pin, RegisteredAt: s.now()}
 	raw, err := json.Marshal(ep)
 	if err != nil {
 		return nil, err
@@ -241,6 +301,8 @@ type Receipt struct {
 	Deployment           string           `json:"deployment"`
 	OracleKind           string           `json:"oracle_kind"`
 	OracleTier           int              `json:"oracle_tier"`
+	OracleCandidate      *int             `json:"oracle_candidate"`
+	OracleConfigDigest   string           `json:"oracle_config_digest,omitempty"`
 	RuntimeSignal        string           `json:"runtime_signal"`
 	RewardOutcome        string           `json:"reward_outcome"`
 	Uncertainty          string           `json:"uncertainty"`
@@ -323,9 +385,15 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	before := judge.Snapshot{Reachable: false, Reason: "the episode was not registered before its rollout"}
 	if ep != nil {
 		before = judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}
+		if r, ok := s.Oracle.(BaselineRestorer); ok && ep.Oracle != nil {
+			before.Records = r.RestoreBaseline(c.Deployment, ep.Oracle, ep.Records)
+		}
 	}
-	read := s.Oracle.Read(ctx, c.Deployment, append(append([]*judge.Contract{}, req...), forb...), identity, "after")
+	read := s.readAfter(ctx, c, ep, append(append([]*judge.Contract{}, req...), forb...), identity)
 	j := JudgeEpisode(req, forb, before, read.Snapshot, d.Signal)
+	if j.Outcome == OutcomeFailedPlatform && j.Uncertainty == UncertaintyOracleUnavailable && read.Code != "" {
+		j.Reason = read.Code
+	}
 
 	r := Receipt{
 		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
@@ -347,8 +415,17 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 		r.CertificateID, r.CertificateDigest, r.CorpusDigest, r.CalibrationScope, r.Epsilon = cert.CertificateID, cert.Digest, cert.CalibrationCorpusDigest, cert.Scope, &eps
 	}
 	satisfies := c.Certificate != nil && (c.CertificatePolicy == nil || c.Certificate.Epsilon <= c.CertificatePolicy.Epsilon)
-	r.Certified = (read.Tier == 1 || read.Tier == 2) && r.CertificateState == CertCurrent && satisfies
-	r.DevelopmentOnly = read.Tier != 1 && read.Tier != 2
+	if read.Pin != nil {
+		idx := read.Pin.Index
+		r.OracleCandidate = &idx
+		r.OracleConfigDigest = s.keyedDigest("oracle", read.Pin.ConfigDigest)
+	}
+	strong := (read.Tier == 1 || read.Tier == 2) && !DevelopmentOnlyKind(read.Kind)
+	// Certified states that the scalar rests on a strong read and a current
+	// certificate: an unscored receipt (a failed platform, an uncertain
+	// effect) has no scalar to certify.
+	r.Certified = strong && r.ScalarReward != nil && r.RewardOutcome != OutcomeFailedPlatform && r.CertificateState == CertCurrent && satisfies
+	r.DevelopmentOnly = !strong
 	r.SubjectDigest = s.keyedDigest("subject", canonicalJSON(identity))
 	r.Verdicts, r.EvidenceDigest = s.verdicts(req, forb, j)
 
@@ -407,6 +484,34 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 		return nil, err
 	}
 	return res, nil
+}
+
+// readAfter reads the episode's after state through the candidate that
+// read its baseline, and only through it. An episode registered without a
+// pin (no candidate configured then, or stored by a daemon that did not pin)
+// is not read at all: selecting again could pick another system than the
+// one its baseline came from. An unregistered episode has no baseline and
+// is read through a fresh selection; its change claims judge INDETERMINATE.
+func (s *Service) readAfter(ctx context.Context, c *Contract, ep *episode, effects []*judge.Contract, identity map[string]string) OracleRead {
+	if ep == nil {
+		return s.Oracle.Read(ctx, c.Deployment, effects, identity, "after", nil)
+	}
+	if ep.Oracle == nil {
+		return OracleRead{Code: ReasonOracleNotPinned, Snapshot: judge.Snapshot{Reachable: false,
+			Reason: "the episode's registration names no oracle candidate (none could be configured when it was registered, or it was stored before oracles were pinned), so no read can be judged against its baseline"}}
+	}
+	pin := *ep.Oracle
+	read := s.Oracle.Read(ctx, c.Deployment, effects, identity, "after", &pin)
+	// The receipt names the pinned candidate whatever the oracle reported.
+	read.Kind, read.Tier = pin.Kind, pin.Tier
+	if read.Pin == nil || *read.Pin != pin {
+		if read.Snapshot.Reachable {
+			read.Snapshot = judge.Snapshot{Reachable: false, Reason: "the oracle read another candidate than the one that read the baseline"}
+			read.Code = ReasonOracleChanged
+		}
+		read.Pin = &pin
+	}
+	return read
 }
 
 func regressed(c *Contract, u int64, m *mark) error {

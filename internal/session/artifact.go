@@ -107,6 +107,12 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		read = m.readDigest(snap)
 		res.Verdict, res.Reasons = judgeArtifact(snap, a, inst.Info().AbsenceNotProof)
 	}
+	// A reason may quote what the adapter read or said: no secret of the
+	// candidate leaves in it.
+	secrets := m.secretMask(&cand)
+	for i, r := range res.Reasons {
+		res.Reasons[i] = judge.Reason{Code: r.Code, Message: secrets.text(r.Message)}
+	}
 	env, err := m.Store.PutReceipt("artifact/"+newID(), func(l *store.Ledger) ([]byte, error) {
 		claim := ArtifactPayload{
 			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,

@@ -95,6 +95,8 @@ type keyedBaseline struct {
 	policy judge.Redaction
 	keyer  *judge.Keyer
 	group  []*judge.Contract
+	// secrets masks the candidate's secret values in adapter text.
+	secrets secretMask
 }
 
 func (m *Manager) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
@@ -124,6 +126,7 @@ func (kb keyedBaseline) against(after *read) judge.Snapshot {
 // redactText masks hidden values in adapter-supplied text, given the reads
 // the verdict is about.
 func (kb keyedBaseline) redactText(text string, after *read) string {
+	text = kb.secrets.text(text)
 	if text == "" || !kb.policy.Active() {
 		return text
 	}

@@ -60,7 +60,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 		// that refused its configuration (a root that is gone) reports on
 		// the system of record.
 		ev.PlatformFailed = !isKind(instErr, Invalid)
-		return g.unreachable(cand.Redaction.RedactText(instErr.Error(), g.effects)), make([]*judge.Task, len(g.effects))
+		return g.unreachable(m.secretMask(cand).text(cand.Redaction.RedactText(instErr.Error(), g.effects))), make([]*judge.Task, len(g.effects))
 	}
 	g.info = inst.Info()
 	ctx, span := telemetry.Start(ctx, telemetry.SpanGroup, append(effectAttrs(contracts, cm.Effects),
@@ -130,6 +130,9 @@ func (g *group) readBaseline(ctx context.Context) {
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreBaseline, telemetry.KeyGroup.Int(g.n))
 	defer span.End()
 	before := &read{snap: judge.BatchSnapshot{Reachable: g.cm.Reachable, Reason: g.cm.Reason}}
+	// The store holds a placeholder for each secret value a record
+	// carried; the judge is given the value (secretMask).
+	secrets := g.m.secretMask(g.cand)
 	if g.cm.Reachable {
 		var err error
 		if g.cm.Index == 0 {
@@ -138,11 +141,11 @@ func (g *group) readBaseline(ctx context.Context) {
 				p = judge.ProjectBaseline(g.effects)
 			}
 			rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
-			if err = g.m.Store.ReadBaseline(g.id, g.n, rs.Add); err == nil {
+			if err = g.m.Store.ReadBaseline(g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
 				before = rs.read()
 			}
 		} else {
-			before, err = g.readIndex()
+			before, err = g.readIndex(secrets)
 		}
 		if err != nil {
 			telemetry.Fail(span, "baseline_unreadable")
@@ -152,6 +155,7 @@ func (g *group) readBaseline(ctx context.Context) {
 		}
 	}
 	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
+	g.baseline.secrets = secrets
 	g.ev.Baseline = g.m.readDigestOf(before)
 }
 
@@ -161,7 +165,7 @@ func (g *group) readBaseline(ctx context.Context) {
 // another evidence key or none, an entry without its mark, a count that
 // differs) makes it unreadable: the contracts that need it are
 // INDETERMINATE.
-func (g *group) readIndex() (*read, error) {
+func (g *group) readIndex(secrets secretMask) (*read, error) {
 	cm := g.cm
 	switch {
 	case cm.Index != baselineIndexV1:
@@ -173,7 +177,7 @@ func (g *group) readIndex() (*read, error) {
 	}
 	rs := judge.NewRecordStream("the stored baseline's records", cm.Records)
 	rs.Project(judge.ProjectBaseline(g.effects))
-	if err := g.m.Store.ReadBaseline(g.id, g.n, rs.AddEntry); err != nil {
+	if err := g.m.Store.ReadBaseline(g.id, g.n, func(e []byte) error { return rs.AddEntry(secrets.restoreRaw(e)) }); err != nil {
 		return nil, err
 	}
 	switch {
@@ -337,7 +341,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		telemetry.Fail(span, "compensation_failed")
 		telemetry.Set(span, telemetry.KeyDeleted.Int(len(deleted)))
 		// A failed DELETE's error may quote the URL, and so an identity.
-		msg := cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched)
+		msg := m.secretMask(cand).text(cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched))
 		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
 		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
 	}

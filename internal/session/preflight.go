@@ -70,6 +70,16 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 		}
 		out[i].LatencyMS = float64(r.Latency.Microseconds()) / 1000
 	}
+	// An adapter's message may quote the server's answer, and a server may
+	// quote the credential it refused: none of the candidate's secrets
+	// leaves in it.
+	for i := range out {
+		secrets := m.secretMask(&dep.Candidates[i])
+		out[i].Message = secrets.text(out[i].Message)
+		for k, w := range out[i].Warnings {
+			out[i].Warnings[k] = secrets.text(w)
+		}
+	}
 	return out, nil
 }
 

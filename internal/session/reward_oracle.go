@@ -3,12 +3,15 @@ package session
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
@@ -58,10 +61,93 @@ func checkSQLiteFiles(dep *config.Deployment) error {
 // RewardOracle reads registered deployments for the reward service.
 type RewardOracle struct{ M *Manager }
 
+// OracleConfigDigest is the digest of a candidate's configuration as the
+// deployment declares it: its kind, its section and the names of the
+// variables its secrets come from (never their values). Editing the
+// candidate between an episode's registration and its scoring changes it.
+func OracleConfigDigest(c *config.Candidate) string {
+	secrets := map[string]any{}
+	for slot, env := range c.Secrets {
+		secrets[slot] = env
+	}
+	opts := map[string]any{}
+	for k, v := range c.OptionParams {
+		opts[k] = fmt.Sprintf("%+v", v)
+	}
+	doc := map[string]any{"kind": c.Kind, "section": c.Section, "secrets": secrets, "option_params": opts}
+	sum := sha256.Sum256([]byte(judge.CanonicalJSON(doc)))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
 // Read configures the deployment's candidates with the subject as run
 // parameters, selects the strongest tier (ties by declaration order) and
-// reads it once. Every failure is an unreachable snapshot.
-func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string) reward.OracleRead {
+// reads it once; with a pin it configures and reads the pinned candidate
+// only (reward.Oracle). Every failure is an unreachable snapshot.
+//
+// A value of the read candidate's configured secrets found in a baseline
+// record is replaced by its slot's placeholder (the reward store keeps the
+// baseline; RestoreBaseline puts the value back before judging); the after
+// read reaches the judge as read. Every candidate's secrets are masked in
+// a reason. The receipt carries no value.
+func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
+	read := o.read(ctx, deployment, effects, identity, phase, pin)
+	dep := o.deployment(deployment)
+	if dep == nil {
+		read.Snapshot.Reason = "the deployment could not be read again to mask its secrets; the reason is withheld"
+		read.Snapshot.Records = nil
+		read.Snapshot.Reachable = false
+		return read
+	}
+	var all secretMask
+	for i := range dep.Candidates {
+		all.secrets = append(all.secrets, o.M.secretMask(&dep.Candidates[i]).secrets...)
+	}
+	all.sort()
+	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
+	if phase != "after" && read.Snapshot.Reachable && read.Pin != nil && read.Pin.Index < len(dep.Candidates) {
+		mask := o.M.secretMask(&dep.Candidates[read.Pin.Index])
+		if mask.active() {
+			recs := make([]judge.Record, len(read.Snapshot.Records))
+			for i, r := range read.Snapshot.Records {
+				recs[i] = judge.Record(mask.value(map[string]any(r), func(t string) string { return mask.replace(t, placeholder) }).(map[string]any))
+			}
+			read.Snapshot.Records = recs
+		}
+	}
+	return read
+}
+
+// RestoreBaseline puts the pinned candidate's current secret values back
+// where a stored baseline holds their placeholders (reward.BaselineRestorer).
+func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, recs []judge.Record) []judge.Record {
+	dep := o.deployment(deployment)
+	if dep == nil || pin == nil || pin.Index < 0 || pin.Index >= len(dep.Candidates) {
+		return recs
+	}
+	mask := o.M.secretMask(&dep.Candidates[pin.Index])
+	if !mask.active() {
+		return recs
+	}
+	out := make([]judge.Record, len(recs))
+	for i, r := range recs {
+		out[i] = judge.Record(mask.value(map[string]any(r), mask.restoreText).(map[string]any))
+	}
+	return out
+}
+
+func (o RewardOracle) deployment(name string) *config.Deployment {
+	data, err := o.M.deploymentBytes(BeginRequest{DeploymentName: name})
+	if err != nil {
+		return nil
+	}
+	dep, _, err := parseDeployment(data)
+	if err != nil {
+		return nil
+	}
+	return dep
+}
+
+func (o RewardOracle) read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
 	m := o.M
 	fail := func(read reward.OracleRead, err error) reward.OracleRead {
 		read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
@@ -69,24 +155,55 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 	}
 	data, err := m.deploymentBytes(BeginRequest{DeploymentName: deployment})
 	if err != nil {
-		return fail(reward.OracleRead{}, err)
+		return fail(reward.OracleRead{Pin: pin}, err)
 	}
 	dep, _, err := parseDeployment(data)
 	if err != nil {
-		return fail(reward.OracleRead{}, err)
+		return fail(reward.OracleRead{Pin: pin}, err)
 	}
-	insts, errs := m.configure(ctx, dep, effects, identity)
-	best := -1
-	for i, inst := range insts {
-		if inst != nil && (best < 0 || inst.Info().Tier < insts[best].Info().Tier) {
-			best = i
+	var inst *pluginhost.Instance
+	var best int
+	if pin != nil {
+		read := reward.OracleRead{Pin: pin, Kind: pin.Kind, Tier: pin.Tier}
+		changed := func(format string, args ...any) reward.OracleRead {
+			read.Code = reward.ReasonOracleChanged
+			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline "+format+"; the episode is not read through another candidate", append([]any{deployment, pin.Index, pin.Kind}, args...)...))
 		}
+		if pin.Index < 0 || pin.Index >= len(dep.Candidates) {
+			return changed("is no longer in the deployment (it has %d candidates)", len(dep.Candidates))
+		}
+		c := &dep.Candidates[pin.Index]
+		if c.Kind != pin.Kind {
+			return changed("is now of kind %s", clip(c.Kind))
+		}
+		if OracleConfigDigest(c) != pin.ConfigDigest {
+			return changed("was reconfigured since the episode was registered")
+		}
+		one := &config.Deployment{Candidates: []config.Candidate{*c}, Policy: dep.Policy}
+		insts, errs := m.configure(ctx, one, effects, identity)
+		if insts[0] == nil {
+			read.Code = reward.ReasonOracleUnavailable
+			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline cannot be configured: %w", deployment, pin.Index, pin.Kind, errors.Join(errs...)))
+		}
+		inst, best = insts[0], pin.Index
+		if inst.Kind() != pin.Kind || int(inst.Info().Tier) != pin.Tier {
+			return changed("now reports kind %s tier %d", clip(inst.Kind()), inst.Info().Tier)
+		}
+	} else {
+		insts, errs := m.configure(ctx, dep, effects, identity)
+		best = -1
+		for i, inst := range insts {
+			if inst != nil && (best < 0 || inst.Info().Tier < insts[best].Info().Tier) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return fail(reward.OracleRead{}, errors.Join(errs...))
+		}
+		inst = insts[best]
 	}
-	if best < 0 {
-		return fail(reward.OracleRead{}, errors.Join(errs...))
-	}
-	inst := insts[best]
-	read := reward.OracleRead{Tier: int(inst.Info().Tier), Kind: inst.Kind()}
+	read := reward.OracleRead{Tier: int(inst.Info().Tier), Kind: inst.Kind(), Pin: &reward.OraclePin{
+		Index: best, Kind: inst.Kind(), Tier: int(inst.Info().Tier), ConfigDigest: OracleConfigDigest(&dep.Candidates[best])}}
 	if err := checkSQLiteFiles(&config.Deployment{Candidates: dep.Candidates[best : best+1]}); err != nil {
 		return fail(read, err)
 	}

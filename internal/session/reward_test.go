@@ -15,6 +15,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	documentadapter "github.com/verifierd/verifierd/adapters/document"
 	sqladapter "github.com/verifierd/verifierd/adapters/sql"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
@@ -166,7 +167,7 @@ func episodeCases(insert func(t *testing.T, patient, typ string), breakStore fun
 		{"idle with a pre-existing row", "patient-dup-0003", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false},
 		{"forbidden discharge", "patient-disc-0005", func(t *testing.T, p string) { insert(t, p, "Triage"); insert(t, p, "Discharge") }, reward.OutcomeWrongEffect, &zero, true, false},
 		// Last: the store goes away after the registration.
-		{"unreachable store", "patient-gone-0006", func(t *testing.T, _ string) { breakStore(t) }, reward.OutcomeFailedPlatform, nil, true, false},
+		{"unreachable store", "patient-gone-0006", func(t *testing.T, _ string) { breakStore(t) }, reward.OutcomeFailedPlatform, nil, false, false},
 	}
 }
 
@@ -313,5 +314,160 @@ func TestRewardsTrust(t *testing.T) {
 	got, err := m.LoadRewardContracts()
 	if err != nil || got["m"].Certificate == nil {
 		t.Fatalf("an issuer in rewards_trust: %v", err)
+	}
+}
+
+// restart gives the reward service a fresh adapter host over the same
+// store and daemon config, as a daemon restart would: every candidate is
+// configured again at the next read.
+func (r *rewardRig) restart(t *testing.T, kinds map[string]func() sdk.Adapter) {
+	t.Helper()
+	host, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	for kind, f := range kinds {
+		host.RegisterInProcess(kind, f)
+	}
+	m := &Manager{Host: host, Store: r.m.Store, Daemon: r.m.Daemon, Signer: r.m.Signer, EvidenceKey: r.m.EvidenceKey, LookupEnv: r.m.LookupEnv}
+	r.m = m
+	r.svc.Oracle = RewardOracle{M: m}
+}
+
+func (r *rewardRig) score(t *testing.T, ep string) reward.Receipt {
+	t.Helper()
+	desc := fmt.Sprintf(`{"episode_id": %q, "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": %q}`, ep, r.svc.Contracts["mockmed"].Digest)
+	res, err := r.svc.ScoreEpisode(context.Background(), "", []byte(desc))
+	if err != nil {
+		t.Fatalf("%s: score: %v", ep, err)
+	}
+	return res.Receipt
+}
+
+func (r *rewardRig) register(t *testing.T, ep, patient string) {
+	t.Helper()
+	if _, err := r.svc.RegisterEpisode(context.Background(), "", "", ep, map[string]string{"patient_id": patient}); err != nil {
+		t.Fatalf("%s: register: %v", ep, err)
+	}
+}
+
+// A two-candidate oracle, SQLite first and a document folder second, whose
+// folder holds a matching record for every subject. The episode is read
+// through the candidate that read its baseline: when that candidate is
+// reconfigured, or cannot be configured after a restart (its database file
+// is gone), the episode is unscored and never read through the folder —
+// which would show an idle rollout's "new" record against the SQLite
+// baseline and answer verified.
+func TestRewardOraclePinned(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "records.db")
+	rw, err := stdsql.Open("sqlite", db)
+	must(t, err)
+	defer rw.Close()
+	_, err = rw.Exec(`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT NOT NULL, type TEXT NOT NULL, status TEXT)`)
+	must(t, err)
+	folder := filepath.Join(dir, "exports")
+	must(t, os.MkdirAll(folder, 0o755))
+	for i, p := range []string{"patient-pin-0001", "patient-pin-0002", "patient-pin-0003"} {
+		must(t, os.WriteFile(filepath.Join(folder, fmt.Sprintf("encounter-%d.json", i)), []byte(fmt.Sprintf(`{"patient_id": %q, "type": "Triage"}`, p)), 0o600))
+	}
+	sqlSection := fmt.Sprintf(`    - kind: sql
+      sqlite_database: %s
+      sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = :patient_id ORDER BY id
+      sql_query_params: {patient_id: {param: patient_id}}
+`, db)
+	docSection := fmt.Sprintf(`    - kind: document
+      root: %s
+      file_pattern: "*.json"
+      document_format: json
+`, folder)
+	deployment := "effects:\n  candidates:\n" + sqlSection + docSection
+	kinds := map[string]func() sdk.Adapter{"sql": sqladapter.New, "document": documentadapter.New}
+	r := newRewardRig(t, deployment, nil, documentadapter.New())
+
+	// Honest, through SQLite: verified and certified.
+	r.register(t, "episode-0001", "patient-pin-0001")
+	raw, err := r.m.Store.RewardGet(store.RewardEpisodes, "mockmed/episode-0001")
+	if err != nil || !strings.Contains(string(raw), `"oracle":{"index":0,"kind":"sql","tier":1,"config_digest":"sha256:`) {
+		t.Fatalf("the stored episode does not pin the SQLite candidate: %v %s", err, raw)
+	}
+	_, err = rw.Exec(`INSERT INTO encounters (patient_id, type, status) VALUES ('patient-pin-0001', 'Triage', 'saved')`)
+	must(t, err)
+	if rc := r.score(t, "episode-0001"); rc.RewardOutcome != reward.OutcomeVerified || !rc.Certified || rc.DevelopmentOnly || rc.OracleKind != "sql" ||
+		rc.OracleCandidate == nil || *rc.OracleCandidate != 0 || !strings.HasPrefix(rc.OracleConfigDigest, "hmac-sha256:") {
+		t.Fatalf("honest: %+v", rc)
+	}
+
+	// Reconfigured between registration and scoring: unscored.
+	r.register(t, "episode-0002", "patient-pin-0002")
+	depPath := r.m.Daemon.Deployments["mockmed"]
+	must(t, os.WriteFile(depPath, []byte(strings.Replace(deployment, "ORDER BY id", "ORDER BY id DESC", 1)), 0o600))
+	rc := r.score(t, "episode-0002")
+	if rc.RewardOutcome != reward.OutcomeFailedPlatform || rc.Uncertainty != reward.UncertaintyOracleUnavailable || rc.ReasonCode != reward.ReasonOracleChanged ||
+		rc.ScalarReward != nil || !rc.Unscored || rc.Certified {
+		t.Fatalf("reconfigured oracle: %+v", rc)
+	}
+	// The candidates swapped: the folder now stands where SQLite stood.
+	r.register(t, "episode-0004", "patient-pin-0002")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  candidates:\n"+docSection+sqlSection), 0o600))
+	if rc := r.score(t, "episode-0004"); rc.ReasonCode != reward.ReasonOracleChanged || rc.ScalarReward != nil || rc.Certified || rc.OracleKind != "sql" {
+		t.Fatalf("swapped candidates: %+v", rc)
+	}
+	// The SQLite candidate removed, the folder alone.
+	must(t, os.WriteFile(depPath, []byte(deployment), 0o600))
+	r.register(t, "episode-0005", "patient-pin-0002")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  candidates:\n"+docSection), 0o600))
+	if rc := r.score(t, "episode-0005"); rc.ReasonCode != reward.ReasonOracleChanged || rc.ScalarReward != nil || rc.Certified {
+		t.Fatalf("removed candidate: %+v", rc)
+	}
+	must(t, os.WriteFile(depPath, []byte(deployment), 0o600))
+
+	// The database file is gone and the daemon restarts: the SQLite
+	// candidate cannot be configured, the folder still can. Idle rollout.
+	r.register(t, "episode-0003", "patient-pin-0003")
+	must(t, os.Rename(db, db+".gone"))
+	r.restart(t, kinds)
+	rc = r.score(t, "episode-0003")
+	if rc.RewardOutcome != reward.OutcomeFailedPlatform || rc.Uncertainty != reward.UncertaintyOracleUnavailable || rc.ReasonCode != reward.ReasonOracleUnavailable ||
+		rc.ScalarReward != nil || !rc.Unscored || rc.Certified || rc.OracleKind != "sql" || rc.OracleCandidate == nil || *rc.OracleCandidate != 0 {
+		t.Fatalf("pinned candidate unavailable: %+v", rc)
+	}
+}
+
+// A document folder as the oracle: it declares tier 1, but whoever writes
+// the file writes the answer. Scored, development only, never certified.
+func TestRewardDocumentOracleDevelopmentOnly(t *testing.T) {
+	t.Parallel()
+	folder := t.TempDir()
+	r := newRewardRig(t, fmt.Sprintf("effects:\n  kind: document\n  root: %s\n  file_pattern: \"*.json\"\n  document_format: json\n", folder), nil, documentadapter.New())
+	one := 1.0
+	r.run(t, 0, episodeCase{"document honest", "patient-doc-0001", func(t *testing.T, p string) {
+		must(t, os.WriteFile(filepath.Join(folder, "encounter.json"), []byte(fmt.Sprintf(`{"patient_id": %q, "type": "Triage"}`, p)), 0o600))
+	}, reward.OutcomeVerified, &one, false, true})
+}
+
+// An oracle whose records echo the read credential: the stored baseline
+// holds the secret's placeholder, never its value; scoring restores it
+// before judging, so the honest episode is verified and certified and the
+// idle one is not; no receipt carries it.
+func TestRewardSecretInRecords(t *testing.T) {
+	t.Parallel()
+	const token = "mm-token-8c1d55e0a9"
+	tab := &table{}
+	tab.add(sdk.Record{"id": json.Number("1"), "patient_id": "patient-old", "type": "Triage", "auth": "Bearer " + token})
+	a := &memAdapter{kind: "echo-reward-test", tier: sdk.TierIndependentSystem, table: tab}
+	r := newRewardRig(t, "effects:\n  kind: echo-reward-test\n  secret_env: {token: MOCKMED_TOKEN}\n", map[string]string{"MOCKMED_TOKEN": token}, a)
+	one, zero := 1.0, 0.0
+	r.run(t, 0, episodeCase{"honest", "patient-echo-0001", func(_ *testing.T, p string) {
+		tab.add(sdk.Record{"id": json.Number("2"), "patient_id": p, "type": "Triage", "auth": "Bearer " + token})
+	}, reward.OutcomeVerified, &one, true, false})
+	r.run(t, 1, episodeCase{"idle", "patient-echo-0002", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false})
+	for _, ep := range []string{"episode-0000", "episode-0001"} {
+		raw, err := r.m.Store.RewardGet(store.RewardEpisodes, "mockmed/"+ep)
+		if err != nil || raw == nil || strings.Contains(string(raw), token) || !strings.Contains(string(raw), "[redacted:secret_env.token]") {
+			t.Errorf("stored %s: %s %v", ep, raw, err)
+		}
 	}
 }

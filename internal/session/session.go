@@ -490,7 +490,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 			}
 			continue
 		}
-		cm, w, err := m.captureBaseline(ctx, id, n, inst, contracts, effects, dep.Candidates[ci].Redaction)
+		cm, w, err := m.captureBaseline(ctx, id, n, inst, contracts, effects, dep.Candidates[ci].Redaction, m.secretMask(&dep.Candidates[ci]))
 		n++
 		if err != nil {
 			// Nothing of a refused session is kept: the chunks of the
@@ -540,7 +540,7 @@ func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
 // captureBaseline reads one selected adapter's baseline once, streaming its
 // records into the store. A needed baseline that cannot be read completely
 // refuses the session.
-func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction) (captureMeta, *store.BaselineWriter, error) {
+func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction, secrets secretMask) (captureMeta, *store.BaselineWriter, error) {
 	cm := captureMeta{Effects: effects}
 	var needed []string
 	for _, i := range effects {
@@ -554,7 +554,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
-	sb, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), groupOf(contracts, effects), redaction)
+	sb, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), groupOf(contracts, effects), redaction, secrets)
 	reason, count, w := sb.reason, sb.count, sb.w
 	if ce, refused := errors.AsType[*sdk.ConfigError](err); refused {
 		// The run parameters do not bind (nothing was read): the
@@ -571,7 +571,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 		reason = err.Error()
 	}
 	// Adapter text, kept in the store and shown to the client.
-	reason = redaction.RedactText(reason, groupOf(contracts, effects))
+	reason = secrets.text(redaction.RedactText(reason, groupOf(contracts, effects)))
 	if redaction.Active() {
 		cm.KeyID = judge.KeyID(m.evidenceKey())
 	}
@@ -604,7 +604,12 @@ type streamedBaseline struct {
 // index: each kept only as far as the group's contracts read it
 // (judge.ProjectBaseline), the read's digest taken from the whole records
 // as they arrive; under one, whole (keyed where the policy hides values).
-func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest, group []*judge.Contract, redaction judge.Redaction) (streamedBaseline, error) {
+//
+// A record that carries one of the candidate's secret values is stored
+// with a placeholder in place of the value (secretMask), which Verify
+// restores: the store never holds a credential, and the baseline's digest
+// is taken over what is stored.
+func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, req sdk.CaptureRequest, group []*judge.Contract, redaction judge.Redaction, secrets secretMask) (streamedBaseline, error) {
 	capt, err := inst.CaptureBefore(ctx, req)
 	if err != nil {
 		return streamedBaseline{}, err
@@ -636,6 +641,9 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 			return streamedBaseline{count: count}, keyer.maskErr(err)
 		}
 		for _, rec := range batch {
+			if rec, err = secrets.storeRaw(rec); err != nil {
+				return streamedBaseline{count: count}, fmt.Errorf("masking a secret in a baseline record: %w", err)
+			}
 			switch {
 			case ix != nil:
 				size += len(rec) // as the adapter sent it

@@ -222,14 +222,16 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		sel := md.Begin.Effects[i]
 		cand := dep.Candidates[sel.CandidateIndex]
 		v := verdicts[i]
+		secrets := m.secretMask(&cand)
+		// Digested only (keyed), as read: a digest holds no value.
 		ev.Matched[i] = v.Matched
 		task := tasks[i]
 		if task == nil {
 			task = judge.NewTaskWithDigest(id, i, cand.Kind, c, &v, m.digester())
 		}
-		// The redaction masks values only: decision, class, counts and
-		// codes are v's.
-		shown := harness.Result(cand.Redaction.Apply(v, c))
+		// The redaction and the secret mask change values only: decision,
+		// class, counts and codes are v's.
+		shown := harness.Result(secrets.verdict(cand.Redaction.Apply(v, c)))
 		shown.ContractHash = c.Hash
 		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task}
 	}

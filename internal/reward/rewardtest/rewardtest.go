@@ -60,13 +60,15 @@ func (o *Oracle) Add(patient, typ string) {
 }
 
 // Read implements reward.Oracle.
-func (o *Oracle) Read(context.Context, string, []*judge.Contract, map[string]string, string) reward.OracleRead {
+// Its one candidate is pinned as index 0.
+func (o *Oracle) Read(context.Context, string, []*judge.Contract, map[string]string, string, *reward.OraclePin) reward.OracleRead {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	pin := &reward.OraclePin{Kind: "mem", Tier: o.Tier, ConfigDigest: "sha256:mem"}
 	if o.Unreachable {
-		return reward.OracleRead{Tier: o.Tier, Kind: "mem", Snapshot: judge.Snapshot{Reason: "store offline"}}
+		return reward.OracleRead{Tier: o.Tier, Kind: "mem", Pin: pin, Snapshot: judge.Snapshot{Reason: "store offline"}}
 	}
-	return reward.OracleRead{Tier: o.Tier, Kind: "mem", Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
+	return reward.OracleRead{Tier: o.Tier, Kind: "mem", Pin: pin, Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
 }
 
 // Rig is a certified MockMed service.
