@@ -66,6 +66,9 @@ type Options struct {
 	// AbsenceNotProof is set for adapters whose surface can hide records (a
 	// record page, a screen): their refuted verdicts class as conflicting.
 	AbsenceNotProof bool
+	// Census, when set, is the deployment candidate's census read before
+	// and after the action (JUDGE.md §3a).
+	Census *Census
 }
 
 // Reason explains a verdict. Message may quote record or contract values;
