@@ -379,7 +379,7 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 				"suggested_action": strings.TrimPrefix(t.GetSuggestedAction().String(), "SUGGESTED_ACTION_"),
 			}
 		}
-		effects = append(effects, map[string]any{
+		effect := map[string]any{
 			"verdict":             strings.TrimPrefix(e.GetVerdict().String(), "VERDICT_"),
 			"result":              strings.ToLower(strings.TrimPrefix(e.GetResult().String(), "RESULT_CLASS_")),
 			"reasons":             reasons,
@@ -392,7 +392,16 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 			"tier":                e.GetTier(),
 			"substrate":           e.GetSubstrate(),
 			"reconciliation_task": task,
-		})
+		}
+		// How the read proved newness and what its loss checks saw; absent
+		// from a pure judgement, where no candidate read anything.
+		if n := e.GetNewness(); n != "" {
+			effect["newness"] = n
+		}
+		if s := e.GetCollateralScope(); s != "" {
+			effect["collateral_scope"] = s
+		}
+		effects = append(effects, effect)
 	}
 	out := map[string]any{"outcome": strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"), "effects": effects}
 	if t := r.GetTerminalOutcome(); t != verifierv1.Outcome_OUTCOME_UNSPECIFIED {

@@ -20,6 +20,14 @@ type CandidateCheck struct {
 	Message        string   `json:"message"`
 	Warnings       []string `json:"warnings"`
 	LatencyMS      float64  `json:"latency_ms"`
+	// Newness is how the candidate proves a record new (census,
+	// whole_read, newly_matching); NewnessDeclared says a census or a
+	// newness: declaration proves it, not the shape of the read; Narrowing
+	// is what narrows the read (config.Candidate.Narrowing). verifyctl
+	// lint applies require_proven_newness with them.
+	Newness         string   `json:"newness"`
+	NewnessDeclared bool     `json:"newness_declared"`
+	Narrowing       []string `json:"narrowing"`
 }
 
 // TestConnection configures every candidate of a deployment and runs its
@@ -48,7 +56,11 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 	insts, errs := m.configure(ctx, dep, probe, params)
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
-		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{}}
+		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
+			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing()}
+		if out[i].Narrowing == nil {
+			out[i].Narrowing = []string{}
+		}
 		if errs[i] != nil {
 			out[i].Message = errs[i].Error()
 			continue

@@ -160,6 +160,10 @@ type EffectClaim struct {
 	ObservedCount      *int     `json:"observed_count"`
 	EvidenceDigests    []string `json:"evidence_digests"`
 	ReconciliationTask string   `json:"reconciliation_task,omitempty"`
+	// Newness and CollateralScope are the result's (EffectResult): how the
+	// read proved a record new, and what its loss checks could see.
+	Newness         string `json:"newness,omitempty"`
+	CollateralScope string `json:"collateral_scope,omitempty"`
 }
 
 // VerdictPayload is the payload of a verdict receipt
@@ -310,7 +314,8 @@ func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, e
 				digests = append(digests, m.KeyedDigest([]byte(judge.CanonicalJSON(rec))))
 			}
 			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
-				Tier: e.Tier, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests}
+				Tier: e.Tier, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
+				Newness: e.Newness, CollateralScope: e.CollateralScope}
 			if e.ReconciliationTask != nil {
 				c.ReconciliationTask = e.ReconciliationTask.ID
 			}
