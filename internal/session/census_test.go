@@ -50,6 +50,9 @@ func (a *scopedAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) e
 	return nil
 }
 func (a *scopedAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
+	if a.owner == nil && a.s.censusDown.Load() {
+		return sdk.TestResult{Message: "census offline"}, nil
+	}
 	return sdk.TestResult{Reachable: true}, nil
 }
 func (a *scopedAdapter) read(before bool) (sdk.Capture, error) {
@@ -384,5 +387,36 @@ func TestCensusKeyedUnderRedaction(t *testing.T) {
 	}
 	if e := v.Effects[0]; e.Verdict != judge.Confirmed || e.Newness != config.NewnessCensus {
 		t.Errorf("keyed census: %s %v, want CONFIRMED", e.Verdict, e.Reasons)
+	}
+}
+
+// TestCensusPreflight: preflight reports each candidate's newness and what
+// narrows it, and a census that cannot be read makes its candidate
+// unusable (every Begin through it would be refused).
+func TestCensusPreflight(t *testing.T) {
+	t.Parallel()
+	m, s := censusManager(t, "census-preflight")
+	params := map[string]string{"owner": "a"}
+	checks, err := m.TestConnection(context.Background(), censusDeployment("census-preflight", ""), "", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checks[0]; !c.Reachable || c.Newness != config.NewnessNewlyMatching || c.NewnessDeclared || len(c.Narrowing) != 1 {
+		t.Errorf("without census: %+v", c)
+	}
+	checks, err = m.TestConnection(context.Background(), censusDeployment("census-preflight", "  census: {options: {}}\n"), "", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checks[0]; !c.Reachable || c.Newness != config.NewnessCensus || !c.NewnessDeclared {
+		t.Errorf("with census: %+v", c)
+	}
+	s.censusDown.Store(true)
+	checks, err = m.TestConnection(context.Background(), censusDeployment("census-preflight", "  census: {options: {}}\n"), "", params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := checks[0]; c.Reachable || !strings.Contains(c.Message, "census: census offline") {
+		t.Errorf("census down: %+v, want unreachable naming the census", c)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/judge/harness"
@@ -81,6 +82,13 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 			out[i].Warnings = r.Warnings
 		}
 		out[i].LatencyMS = float64(r.Latency.Microseconds()) / 1000
+		if out[i].Reachable && c.Census != nil {
+			// A census that cannot be read refuses every Begin through
+			// this candidate: the candidate is not usable.
+			if msg := m.testCensus(ctx, dep, i, probe); msg != "" {
+				out[i].Reachable, out[i].Message = false, msg
+			}
+		}
 	}
 	return out, nil
 }
@@ -149,4 +157,23 @@ func Judge(req JudgeRequest) (*Result, error) {
 	}
 	res.Outcome = judge.OutcomeOf(verdicts)
 	return res, nil
+}
+
+// testCensus runs the read-only preflight of candidate i's census; "" when
+// it answered.
+func (m *Manager) testCensus(ctx context.Context, dep *config.Deployment, i int, contracts []*judge.Contract) string {
+	inst, err := m.censusInstance(ctx, dep, i, contracts)
+	if err != nil {
+		return "census: " + err.Error()
+	}
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := inst.TestConnection(tctx)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("census: preflight failed: %v", err)
+	case !r.Reachable:
+		return "census: " + r.Message
+	}
+	return ""
 }
