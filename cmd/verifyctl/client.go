@@ -214,9 +214,14 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 			if warnings == nil {
 				warnings = []string{}
 			}
+			narrowing := cand.GetNarrowing()
+			if narrowing == nil {
+				narrowing = []string{}
+			}
 			out = append(out, map[string]any{
 				"candidate_index": cand.GetCandidateIndex(), "kind": cand.GetKind(), "tier": cand.GetTier(),
 				"reachable": cand.GetReachable(), "message": cand.GetMessage(), "warnings": warnings,
+				"newness": cand.GetNewness(), "newness_declared": cand.GetNewnessDeclared(), "narrowing": narrowing,
 			})
 		}
 		return out, nil
