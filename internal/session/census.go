@@ -264,6 +264,7 @@ func (g *group) readCensus(ctx context.Context) {
 	}
 	if gc.err != nil {
 		gc.after = judge.Snapshot{Reason: g.cand.Redaction.RedactText(gc.err.Error(), g.effects)}
+		g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before)}
 		return
 	}
 	req := censusRequest(g.id, "census-after", g.n, g.contracts, g.cm.Effects)
@@ -271,6 +272,7 @@ func (g *group) readCensus(ctx context.Context) {
 	defer cancel()
 	gc.after = g.m.readCensus(readCtx, gc.inst, req, false, gc.fields)
 	gc.after.Reason = g.cand.Redaction.RedactText(gc.after.Reason, g.effects)
+	g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before), After: g.m.readDigest(gc.after)}
 }
 
 // options are the judge's options for one after read: the census, its

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -11,9 +13,11 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -419,4 +423,62 @@ func TestCensusPreflight(t *testing.T) {
 	if c := checks[0]; c.Reachable || !strings.Contains(c.Message, "census: census offline") {
 		t.Errorf("census down: %+v, want unreachable naming the census", c)
 	}
+}
+
+// TestCensusInReceipt: the signed receipt binds each effect's newness and
+// collateral scope, and the census reads by keyed digest.
+func TestCensusInReceipt(t *testing.T) {
+	t.Parallel()
+	m, s := censusManager(t, "census-receipt")
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	m.Signer = signing.New(priv)
+	dep := censusDeployment("census-receipt", "  census: {options: {}}\n")
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.table.add(sdk.Record{"id": json.Number("3"), "owner": "a"})
+	v, err := m.Verify(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := openReceipt(t, m, v.Receipt)
+	if e := p.Effects[0]; e.Newness != config.NewnessCensus || e.CollateralScope != config.ScopeCollection {
+		t.Errorf("receipt effect newness %q scope %q, want census collection", e.Newness, e.CollateralScope)
+	}
+	if len(p.Census) != 1 || p.Census[0] == nil {
+		t.Fatalf("receipt census reads %+v, want one", p.Census)
+	}
+	c := p.Census[0]
+	if !c.Before.Reachable || c.Before.Records != 2 || !c.After.Reachable || c.After.Records != 3 ||
+		!strings.HasPrefix(c.Before.Digest, "hmac-sha256:") || c.Before.Digest == c.After.Digest {
+		t.Errorf("census reads %+v, want 2 before and 3 after, keyed digests that differ", c)
+	}
+	// Without a census the receipt has no census_reads at all.
+	m2, _ := censusManager(t, "census-receipt-none")
+	m2.Signer = m.Signer
+	res, err = m2.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-receipt-none", "  newness: newly_matching\n"), Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err = m2.Verify(context.Background(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env, _ := receipt.ParseEnvelope(v.Receipt); env == nil || strings.Contains(string(mustOpen(t, m2, v.Receipt)), "census_reads") {
+		t.Error("a receipt without a census names census_reads")
+	}
+}
+
+func mustOpen(t *testing.T, m *Manager, raw json.RawMessage) []byte {
+	t.Helper()
+	env, err := receipt.ParseEnvelope(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := env.Open(m.Signer.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return payload
 }

@@ -64,6 +64,15 @@ type groupEvidence struct {
 	// its process failed during the last read.
 	PlatformFailed bool
 	noCompensate   bool
+	// Census is the group's census reads (nil without a census).
+	Census *CensusReads
+}
+
+// CensusReads are a census's reads as a receipt binds them: the one Begin
+// stored and the last one beside the after read.
+type CensusReads struct {
+	Before ReadDigest `json:"before"`
+	After  ReadDigest `json:"after"`
 }
 
 // ReadDigest names one read by a keyed digest over its records' canonical
@@ -185,6 +194,9 @@ type VerdictPayload struct {
 	Effects         []EffectClaim `json:"effects"`
 	Baseline        []ReadDigest  `json:"baseline_reads"`
 	After           []ReadDigest  `json:"after_reads"`
+	// Census is, per pinned adapter, its census reads (null for an
+	// adapter without a census); absent when no adapter has one.
+	Census []*CensusReads `json:"census_reads,omitempty"`
 	// Refusal (begin_refused only): the path and code of the refusal and
 	// the SHA-256 of its message.
 	Refusal *RefusalClaim `json:"refusal,omitempty"`
@@ -321,9 +333,16 @@ func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, e
 			}
 			p.Effects[i] = c
 		}
+		census := false
 		for _, g := range ev.Groups {
 			p.Baseline = append(p.Baseline, g.Baseline)
 			p.After = append(p.After, g.After)
+			census = census || g.Census != nil
+		}
+		if census {
+			for _, g := range ev.Groups {
+				p.Census = append(p.Census, g.Census)
+			}
 		}
 		return p
 	})
