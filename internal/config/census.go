@@ -280,6 +280,15 @@ func (c *Candidate) Narrowing() []string {
 	if len(bound) > 0 {
 		out = append(out, fmt.Sprintf("option_params binds the run parameter(s) %s", strings.Join(bound, ", ")))
 	}
+	if _, ok := censusReadKeys[c.Kind]; !ok && BuiltinKinds[c.Kind] {
+		// The other built-in kinds expand {name} placeholders of their
+		// URLs and patterns from the run's parameters.
+		for _, k := range slices.Sorted(maps.Keys(c.Section)) {
+			if names := placeholders(c.Section[k]); len(names) > 0 {
+				out = append(out, fmt.Sprintf("%s holds the placeholder(s) %s", k, strings.Join(names, ", ")))
+			}
+		}
+	}
 	switch c.Kind {
 	case "sql":
 		if q, ok := c.Section["sql_query"].(string); ok {
@@ -361,4 +370,29 @@ func (c *Candidate) CollateralScope() string {
 		return ScopeCollection
 	}
 	return ScopeSubject
+}
+
+// placeholders lists the {name} placeholders in the strings of a section
+// value.
+func placeholders(v any) []string {
+	seen := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			for _, m := range placeholderRE.FindAllString(x, -1) {
+				seen[m] = true
+			}
+		case map[string]any:
+			for _, item := range x {
+				walk(item)
+			}
+		case []any:
+			for _, item := range x {
+				walk(item)
+			}
+		}
+	}
+	walk(v)
+	return slices.Sorted(maps.Keys(seen))
 }

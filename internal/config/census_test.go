@@ -128,6 +128,11 @@ func TestNarrowing(t *testing.T) {
 		{"fhir shaping only", "effects: {kind: fhir, base_url: 'http://x', resource_type: Observation, search_params: {_count: '100', _sort: date}}\n", nil, NewnessWholeRead},
 		{"fhir filter", "effects: {kind: fhir, base_url: 'http://x', resource_type: Observation, search_params: {status: final, _count: '10'}, search_param_exprs: {subject: {param: p}}}\n",
 			[]string{"search_param_exprs binds the run parameter(s) p", "search_params filters on status"}, NewnessNewlyMatching},
+		{"onscreen re-opens one record", "effects: {kind: onscreen, onscreen: {renavigate: [{open: 'http://x/records/{ref}'}]}}\n",
+			[]string{"onscreen holds the placeholder(s) {ref}"}, NewnessNewlyMatching},
+		{"ui_readback page", "effects: {kind: ui_readback, ui_readback: {record_url: 'http://x/p/{patient}', url_params: {patient: {param: patient_id}}}}\n",
+			[]string{"ui_readback binds the run parameter(s) patient_id", "ui_readback holds the placeholder(s) {patient}"}, NewnessNewlyMatching},
+		{"document folder", "effects: {kind: document, root: /srv/x, file_pattern: 'r-*.json'}\n", nil, NewnessWholeRead},
 		{"declared newly matching", "effects: {kind: rest, base_url: 'http://x', records_path: /a, newness: newly_matching}\n", []string{"rest reads over HTTP, whose filters the daemon cannot see"}, NewnessNewlyMatching},
 	}
 	for _, tt := range tests {
