@@ -167,7 +167,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	if dep.Candidates[ci].Census == nil || len(fields) == 0 {
 		return nil, nil, nil
 	}
-	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureBefore, append(effectAttrs(contracts, effects),
+	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureCensus, append(effectAttrs(contracts, effects),
 		telemetry.KeySession.String(id), telemetry.KeyGroup.Int(n), telemetry.KeyKind.String(dep.Candidates[ci].Kind))...)
 	defer span.End()
 	inst, err := m.censusInstance(ctx, dep, ci, contracts)
@@ -185,6 +185,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 		return nil, nil, &Error{Kind: Refused, Code: judge.ReasonCensusUnusable, Path: fmt.Sprintf("effects[%d]", effects[k]),
 			Message: fmt.Sprintf("the census of %s (%s) cannot serve this contract (%s); do not actuate", candidatePath(dep, ci), dep.Candidates[ci].Kind, reason)}
 	}
+	telemetry.Set(span, telemetry.KeyRecords.Int(len(s.Records)), telemetry.KeyReachable.Bool(true))
 	cm := &censusMeta{Reachable: true, Records: len(s.Records), Fields: fields}
 	keyer := m.newBaselineKeyer(redaction)
 	if keyer != nil {
@@ -268,9 +269,15 @@ func (g *group) readCensus(ctx context.Context) {
 		return
 	}
 	req := censusRequest(g.id, "census-after", g.n, g.contracts, g.cm.Effects)
+	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureCensus, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.cand.Kind))
+	defer span.End()
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, baselineReadTimeout(g.contracts)))
 	defer cancel()
 	gc.after = g.m.readCensus(readCtx, gc.inst, req, false, gc.fields)
+	telemetry.Set(span, telemetry.KeyRecords.Int(len(gc.after.Records)), telemetry.KeyReachable.Bool(gc.after.Reachable))
+	if !gc.after.Reachable {
+		telemetry.Fail(span, "unreachable")
+	}
 	gc.after.Reason = g.cand.Redaction.RedactText(gc.after.Reason, g.effects)
 	g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before), After: g.m.readDigest(gc.after)}
 }

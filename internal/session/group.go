@@ -204,6 +204,7 @@ func (g *group) projection() bool {
 func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	req := captureRequest(g.id, "after", g.n, g.contracts, g.cm.Effects)
 	g.lastCapture = req.CaptureID
+	outer := ctx // the census is read in a span of its own, beside this one
 	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureAfter, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.inst.Kind()))
 	defer span.End()
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
@@ -220,7 +221,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 		expect = g.cm.Records
 	}
 	after, err := g.m.readAfterRead(readCtx, g.inst, req, expect, p)
-	g.readCensus(ctx)
+	g.readCensus(outer)
 	g.waitBaseline()
 	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
 	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
