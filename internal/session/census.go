@@ -282,7 +282,7 @@ func (g *group) readCensus(ctx context.Context) {
 	g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before), After: g.m.readDigest(gc.after)}
 }
 
-// options are the judge's options for one after read: the census, its
+// censusOption is the census the judge is given for one after read, its
 // hidden identities restored from the after census and the after read
 // where they are read again.
 func (g *group) censusOption(after *read) *judge.Census {
