@@ -51,6 +51,9 @@ func (a *scopedAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) e
 	if o, ok := cfg.Options["owner"]; ok {
 		a.owner = &o
 	}
+	if _, bad := cfg.Options["bad"]; bad {
+		return &sdk.ConfigError{Path: "options.bad", Message: "refused by the adapter"}
+	}
 	return nil
 }
 func (a *scopedAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
@@ -481,4 +484,21 @@ func mustOpen(t *testing.T, m *Manager, raw json.RawMessage) []byte {
 		t.Fatal(err)
 	}
 	return payload
+}
+
+// TestCensusRefusedByItsAdapter: a census section its adapter refuses is
+// invalid input at the census's path, and nothing of the session is kept.
+func TestCensusRefusedByItsAdapter(t *testing.T) {
+	t.Parallel()
+	m, _ := censusManager(t, "census-bad")
+	dep := censusDeployment("census-bad", "  census: {options: {bad: x}}\n")
+	_, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
+	se, ok := errors.AsType[*Error](err)
+	if !ok || se.Kind != Invalid || se.Path != "deployment.effects.census.options.bad" {
+		t.Fatalf("err = %v, want Invalid at deployment.effects.census.options.bad", err)
+	}
+	n := 0
+	if err := m.Store.ForEachSession(func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("%d sessions stored (%v), want none", n, err)
+	}
 }
