@@ -89,7 +89,7 @@ func benchBeginVerifyParallel(b *testing.B, args []string, clients int) {
 	seedRows(b, db, 10)
 	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: args, config: noChangeClaim})
 	client := d.client(b)
-	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db)))
+	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n  newness: newly_matching\n", db)))
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10, "timeout_s": 1}]`)
 	ctx := context.Background()
 	run := func() error {
@@ -152,7 +152,7 @@ func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.D
 	// The contract counts the ten rows there (no change claim).
 	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: args, config: noChangeClaim})
 	client := d.client(b)
-	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db)))
+	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n  newness: newly_matching\n", db)))
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10, "timeout_s": 1}]`)
 	ctx := context.Background()
 	n := 0

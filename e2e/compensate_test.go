@@ -30,6 +30,9 @@ func TestCompensatorThroughDaemon(t *testing.T) {
   max_records: 20
   auth: {header: Authorization, value_env: ERP_READ_TOKEN}
   ca_file: %[2]s
+  # This test is about the compensator, not newness: the read is one
+  # patient's, and new means newly matching it (a reviewed risk).
+  newness: newly_matching
   compensator:
     kind: rest_delete
     base_url: %[1]s

@@ -301,6 +301,7 @@ func newClinic(t *testing.T) *clinicDB {
   sqlite_database: %s
   sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :patient_id ORDER BY id
   sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
 `, c.path))
 	c.effects = writeFile(t, dir, "effects.yaml", `
 - kind: record_written
@@ -355,6 +356,8 @@ type verifyOutput struct {
 		Substrate          string          `json:"substrate"`
 		ContractHash       string          `json:"contract_hash"`
 		ReconciliationTask json.RawMessage `json:"reconciliation_task"`
+		Newness            string          `json:"newness"`
+		CollateralScope    string          `json:"collateral_scope"`
 	} `json:"effects"`
 }
 

@@ -44,6 +44,7 @@ func runEvidence(t *testing.T, redact string) evidenceRun {
   sqlite_database: %s
   sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :patient_id ORDER BY id
   sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
 %s`, c.path, redact))
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "patient_id"}, "type": "Triage"},
 	  "count_new_only": true, "risk": "irreversible", "timeout_s": 0.5}]`)

@@ -121,7 +121,7 @@ func benchFleet(b *testing.B, fresh bool) {
 	seedPatients(b, db, fleetSessions)
 	d := startDaemon(b, daemonOpts{dataDir: filepath.Join(dir, "data"), args: []string{"--store-sync=false"}, config: noChangeClaim})
 	client := d.client(b)
-	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", db)))
+	dep := d.register(b, writeFile(b, dir, "deployment.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n  newness: newly_matching\n", db)))
 	effects := fmt.Appendf(nil, `[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": %d, "timeout_s": 1}]`, fleetRows)
 	ctx := context.Background()
 	session := func(patient string) time.Duration {

@@ -109,6 +109,7 @@ func TestRESTThroughDaemon(t *testing.T) {
   pagination: {offset_param: limit_start, limit_param: limit_page_length, page_size: 2}
   auth: {header: Authorization, value_env: %s}
   ca_file: %s
+  newness: newly_matching
 `, f.URL, env, f.CAFile)
 	}
 	save := func(f *httprecords.Frappe, patient, notes string, times int) func(*testing.T, string) {
@@ -315,6 +316,7 @@ func TestGraphQLThroughDaemon(t *testing.T) {
   ca_file: %s
   freshness_field: updatedAt
   freshness_window_s: 60
+  newness: newly_matching
 `, g.URL, g.CAFile), `
 - kind: record_written
   match: {patientId: {param: patient_id}, type: Triage}
@@ -378,6 +380,7 @@ func TestFHIRThroughDaemon(t *testing.T) {
     value: valueQuantity.value
   access_token_env: FHIR_TOKEN
   ca_file: %s
+  newness: newly_matching
 `, f.URL, f.CAFile), `
 - kind: record_written
   match: {patient: {param: patient_ref}, status: final, code: 29463-7}

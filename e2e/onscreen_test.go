@@ -221,6 +221,7 @@ func TestOnScreenCandidates(t *testing.T) {
       document_field_paths: {holder: holder, amount: amount}
 `, exports)
 	reopenSection := fmt.Sprintf(`    - kind: onscreen
+      newness: newly_matching   # the run's one record, re-opened: newly matching it
       onscreen:
         screen: {cdp_url: %q, page_url_prefix: %q}
         renavigate:

@@ -70,7 +70,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer conn.Close()
 	client := verifierv1.NewVerifierServiceClient(conn)
-	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n", dbPath))
+	dep := []byte(fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, patient_id, note FROM encounters WHERE patient_id = :p ORDER BY id\n  sql_query_params: {p: {param: p}}\n  census: {sql_query: SELECT id FROM encounters}\n", dbPath))
 	depName := d.register(t, writeFile(t, dir, "soak-deployment.yaml", string(dep)))
 
 	var seq atomic.Int64

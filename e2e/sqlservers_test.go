@@ -110,9 +110,10 @@ func (s sqlServer) deployment(t *testing.T, dir, table string) string {
     WHERE patient_id = %%(patient_id)s ORDER BY id
   sql_query_params:
     patient_id: {param: patient_id}
+  census: {sql_query: SELECT id FROM %s}
   sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}
   sql_password_env: VERIFIER_DB_PASSWORD
-`, s.driver, table, s.port, s.reader.User, s.database))
+`, s.driver, table, table, s.port, s.reader.User, s.database))
 }
 
 func (s sqlServer) mustExec(t *testing.T, stmts ...string) {

@@ -275,6 +275,8 @@ func TestContractGuardsThroughDaemon(t *testing.T) {
 		// configuring and selecting, before any read (no browser starts).
 		ui := writeFile(t, dir, "ui.yaml", `effects:
   kind: ui_readback
+  # One patient's page: new means newly matching it (a reviewed risk).
+  newness: newly_matching
   ui_readback:
     record_url: "http://127.0.0.1:9/patients/{patient}/encounters"
     url_params: {patient: {param: patient_id}}

@@ -118,6 +118,8 @@ func TestUIReadback(t *testing.T) {
 	dir := t.TempDir()
 	deployment := writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
   kind: ui_readback
+  # One patient's page: new means newly matching it (a reviewed risk).
+  newness: newly_matching
   ui_readback:
     record_url: "%[1]s/patients/{patient}/encounters"
     url_params: {patient: {param: patient_id}}

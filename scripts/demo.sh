@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README walk-through, runnable: a confirmed save, a double submit
-# (conflicting), and a refused session. It starts its own daemon on a spare
+# (conflicting), a refused session, and an existing record overwritten for
+# this patient (not new: the census knew it). It starts its own daemon on a spare
 # loopback port and stops it by PID.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,3 +47,11 @@ ctl begin --deployment-name clinic-broken --workflow triage --step save_triage \
 code=$?
 set -e
 echo "   begin exited $code (3 = refused: do not actuate)"
+
+echo "== 4. an existing encounter of another patient overwritten for this one (no new row)"
+$bin/clinic save "$db" p9 Triage Follow-up   # encounter 4, before the session
+sid=$(ctl begin --deployment-name clinic --workflow triage --step save_triage \
+      --param patient_id=p4 --param note=Follow-up | field "['session_id']")
+$bin/clinic reassign "$db" 4 p4              # the faulty save: an update, not an insert
+ctl verify --session "$sid" > "$work/v4.json"
+echo "   outcome: $(field "['outcome']" < "$work/v4.json"), record_written: $(field "['effects'][0]['result']" < "$work/v4.json") $(field "['effects'][0]['reasons'][-1]['code']" < "$work/v4.json"), newness: $(field "['effects'][0]['newness']" < "$work/v4.json")"

@@ -224,9 +224,14 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 			if warnings == nil {
 				warnings = []string{}
 			}
+			narrowing := cand.GetNarrowing()
+			if narrowing == nil {
+				narrowing = []string{}
+			}
 			out = append(out, map[string]any{
 				"candidate_index": cand.GetCandidateIndex(), "kind": cand.GetKind(), "tier": cand.GetTier(),
 				"reachable": cand.GetReachable(), "message": cand.GetMessage(), "warnings": warnings,
+				"newness": cand.GetNewness(), "newness_declared": cand.GetNewnessDeclared(), "narrowing": narrowing,
 			})
 		}
 		return out, nil
@@ -403,7 +408,7 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 				"suggested_action": strings.TrimPrefix(t.GetSuggestedAction().String(), "SUGGESTED_ACTION_"),
 			}
 		}
-		effects = append(effects, map[string]any{
+		effect := map[string]any{
 			"verdict":             strings.TrimPrefix(e.GetVerdict().String(), "VERDICT_"),
 			"result":              strings.ToLower(strings.TrimPrefix(e.GetResult().String(), "RESULT_CLASS_")),
 			"reasons":             reasons,
@@ -416,7 +421,16 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 			"tier":                e.GetTier(),
 			"substrate":           e.GetSubstrate(),
 			"reconciliation_task": task,
-		})
+		}
+		// How the read proved newness and what its loss checks saw; absent
+		// from a pure judgement, where no candidate read anything.
+		if n := e.GetNewness(); n != "" {
+			effect["newness"] = n
+		}
+		if s := e.GetCollateralScope(); s != "" {
+			effect["collateral_scope"] = s
+		}
+		effects = append(effects, effect)
 	}
 	out := map[string]any{"outcome": strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"), "effects": effects}
 	if t := r.GetTerminalOutcome(); t != verifierv1.Outcome_OUTCOME_UNSPECIFIED {

@@ -35,7 +35,7 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	var cf clientFlags
 	cf.register(fs)
 	path := fs.String("workflow", "", "workflow file (verifierd.workflow/v1)")
-	deploymentName := fs.String("deployment-name", "", "deployment in the daemon config whose selected candidate's tier to check")
+	deploymentName := fs.String("deployment-name", "", "deployment in the daemon config whose selected candidate's tier and newness to check")
 	requireEffects := fs.Bool("require-effects-for-irreversible", false, "exit 1 when there is any finding")
 	ps := params{}
 	fs.Var(ps, "param", "run parameter name=value for the connection test (repeatable)")
@@ -201,15 +201,26 @@ func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestC
 	oracle.Reachable, oracle.CandidateIndex, oracle.Kind, oracle.Tier = true, &idx, &kind, &tier
 	p := workflow.Resolve(w.Policy)
 	candidate := fmt.Sprintf("%d (%s)", idx, kind)
+	reader := workflow.Reader{Name: candidate, Narrowing: selected.GetNarrowing()}
+	if selected.GetNewnessDeclared() {
+		if n := selected.GetNewness(); n == "census" {
+			reader.Census = true
+		} else {
+			reader.Newness = n
+		}
+	}
 	var out []lintFinding
 	for i, s := range w.Steps {
-		for j := range s.Effects {
+		for j, e := range s.Effects {
 			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
 			if tier == 4 {
 				out = append(out, lintFinding{Code: workflow.CodeSameChannelOracle, Step: s.Name, Effect: new(j), Path: path,
 					Message: fmt.Sprintf("the selected candidate %s reads at tier 4, the same channel the automation wrote through; it can confirm what the screen shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate)})
 			}
 			for _, f := range workflow.CheckTier(p, int(tier), candidate, j, path) {
+				out = append(out, fromFinding(s.Name, f))
+			}
+			for _, f := range workflow.CheckNewness(p, e, reader, j, path) {
 				out = append(out, fromFinding(s.Name, f))
 			}
 		}

@@ -330,3 +330,55 @@ func TestLintDemoWorkflow(t *testing.T) {
 		t.Fatalf("demo workflow: %+v", r)
 	}
 }
+
+// TestNewnessFindings: with --deployment-name, a change claim whose
+// selected candidate reads a narrowed collection without census or
+// newness: is newness_unproven; field_equals never is.
+func TestNewnessFindings(t *testing.T) {
+	t.Parallel()
+	w, err := workflow.Parse([]byte(`schema: verifierd.workflow/v1
+name: newness
+params: {pid: {}}
+steps:
+  - step: save
+    risk: irreversible
+    effects:
+      - {kind: record_written, match: {pid: {param: pid}}, count_new_only: true}
+      - {kind: field_equals, match: {pid: {param: pid}}, field: status, value: done}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrowed := []string{"sql_query_params binds the run parameter(s) pid"}
+	for name, tc := range map[string]struct {
+		cand *verifierv1.CandidateConnection
+		want []lintFinding
+	}{
+		"narrowed without census": {
+			cand: &verifierv1.CandidateConnection{Kind: "sql", Tier: 1, Reachable: true, Newness: "newly_matching", Narrowing: narrowed},
+			want: []lintFinding{finding(workflow.CodeNewnessUnproven, "save", 0, "steps[0].effects[0]")},
+		},
+		"census": {
+			cand: &verifierv1.CandidateConnection{Kind: "sql", Tier: 1, Reachable: true, Newness: "census", NewnessDeclared: true, Narrowing: narrowed},
+		},
+		"declared newly matching": {
+			cand: &verifierv1.CandidateConnection{Kind: "sql", Tier: 1, Reachable: true, Newness: "newly_matching", NewnessDeclared: true, Narrowing: narrowed},
+		},
+		"unnarrowed": {
+			cand: &verifierv1.CandidateConnection{Kind: "sql", Tier: 1, Reachable: true, Newness: "whole_read"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, got := tierFindings(w, "d", &verifierv1.TestConnectionResponse{Candidates: []*verifierv1.CandidateConnection{tc.cand}})
+			if diff := cmp.Diff(tc.want, got, ignoreMessages); diff != "" {
+				t.Fatalf("findings (-want +got):\n%s", diff)
+			}
+			for _, f := range got {
+				if !strings.Contains(f.Message, narrowed[0]) || !strings.Contains(f.Message, "census:") {
+					t.Errorf("message %q names neither the narrowing nor the fix", f.Message)
+				}
+			}
+		})
+	}
+}

@@ -38,7 +38,7 @@ policy:
 		t.Errorf("workflows (-want +got):\n%s", diff)
 	}
 	got := workflow.Resolve(d.Policy)
-	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2}
+	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2, RequireProvenNewness: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}
@@ -50,6 +50,7 @@ func TestLoadDaemonPolicyRefusals(t *testing.T) {
 		"min_tier":    {"policy: {min_tier: 0}\n", "policy.min_tier"},
 		"unknown key": {"policy: {require_everything: true}\n", "policy.require_everything"},
 		"not bool":    {"policy: {require_change_claim: maybe}\n", "policy.require_change_claim"},
+		"newness":     {"policy: {require_proven_newness: yes please}\n", "policy.require_proven_newness"},
 		"empty path":  {"workflows: {triage: ''}\n", "workflows.triage"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -66,7 +67,7 @@ func TestLoadDaemonPolicyRefusals(t *testing.T) {
 // daemon's, and a workflow's overrides both.
 func TestDeploymentPolicyLayers(t *testing.T) {
 	t.Parallel()
-	dep, err := ParseDeployment([]byte("policy: {require_change_claim: false, min_tier: 1}\neffects: {kind: sql, sqlite_database: x.db, sql_query: SELECT 1}\n"))
+	dep, err := ParseDeployment([]byte("policy: {require_change_claim: false, min_tier: 1, require_proven_newness: false}\neffects: {kind: sql, sqlite_database: x.db, sql_query: SELECT 1}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestDeploymentPolicyLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := workflow.Resolve(daemon.Policy, dep.Policy, wf.Policy)
-	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2}
+	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effective (-want +got):\n%s", diff)
 	}

@@ -68,6 +68,13 @@ type Candidate struct {
 	// (CompensatorSecrets, slot -> variable name).
 	Compensator        map[string]any
 	CompensatorSecrets map[string]string
+	// Census is the candidate's census (census.go): the derived candidate
+	// that reads the whole collection with the census's read keys and this
+	// candidate's connection and credentials; nil when none is declared.
+	Census *Candidate
+	// Newness is the operator's newness: declaration, NewnessWholeRead or
+	// NewnessNewlyMatching; "" when not declared.
+	Newness string
 }
 
 // FreshnessSetting is a deployment's freshness window.
@@ -81,6 +88,7 @@ var commonKeys = map[string]bool{
 	"kind": true, "evidence_redact_fields": true, "evidence_keep_fields": true,
 	"freshness_field": true, "freshness_window_s": true, "settle_s": true,
 	"options": true, "option_params": true, "secret_env": true, "compensator": true,
+	"census": true, "newness": true,
 }
 
 // defaultableKeys may also be set once at the effects level for all
@@ -290,6 +298,9 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 		}
 	}
 	c.Section["kind"] = kind
+	if err := parseNewness(&c, sec, path); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 

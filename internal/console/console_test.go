@@ -357,3 +357,14 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 	}
 }
+
+// The session page says how each effect's read proved newness and what its
+// loss checks saw.
+func TestSessionPageShowsNewness(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	code, page := f.get(t, "GET", "/console/sessions/"+f.ok, true)
+	if code != http.StatusOK || !strings.Contains(page, "<th>Newness</th><td>whole_read; loss checked over the collection</td>") {
+		t.Errorf("session page (%d) does not show the newness:\n%s", code, page)
+	}
+}

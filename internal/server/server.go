@@ -109,6 +109,7 @@ func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnec
 		res.Candidates = append(res.Candidates, &verifierv1.CandidateConnection{
 			CandidateIndex: int32(c.CandidateIndex), Kind: c.Kind, Tier: int32(c.Tier),
 			Reachable: c.Reachable, Message: c.Message, Warnings: c.Warnings,
+			Newness: c.Newness, NewnessDeclared: c.NewnessDeclared, Narrowing: c.Narrowing,
 		})
 	}
 	return res, nil
@@ -327,6 +328,7 @@ func resultToProto(r *session.Result) *verifierv1.StepResult {
 			ObservedCount: optInt(e.ObservedCount), ExpectedCount: optInt(e.ExpectedCount),
 			ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
 			ContractHash: e.ContractHash, Tier: int32(e.Tier), Substrate: e.Substrate,
+			Newness: e.Newness, CollateralScope: e.CollateralScope,
 		}
 		for _, rs := range e.Reasons {
 			pe.Reasons = append(pe.Reasons, &verifierv1.Reason{Code: rs.Code, Message: rs.Message})

@@ -45,11 +45,14 @@ type group struct {
 	// capture id.
 	lastAfter   *read
 	lastCapture string
+	// census is the group's census (census.go); nil when none was stored.
+	census *groupCensus
 }
 
 // verifyGroup settles and judges every effect of one capture and returns
 // their verdicts, and the tasks a compensation left (nil otherwise).
-func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, cand *config.Candidate, ev *groupEvidence) ([]judge.Verdict, []*judge.Task) {
+func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, dep *config.Deployment, ev *groupEvidence) ([]judge.Verdict, []*judge.Task) {
+	cand := &dep.Candidates[cm.Candidate]
 	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev}
 	g.effects = make([]*judge.Contract, len(cm.Effects))
 	for k, i := range cm.Effects {
@@ -69,6 +72,7 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	defer span.End()
 	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
 	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
+	g.startCensus(ctx, dep)
 	g.startBaseline(ctx)
 	defer g.waitBaseline()
 	verdicts := g.settleAll(ctx)
@@ -204,6 +208,7 @@ func (g *group) projection() bool {
 func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	req := captureRequest(g.id, "after", g.n, g.contracts, g.cm.Effects)
 	g.lastCapture = req.CaptureID
+	outer := ctx // the census is read in a span of its own, beside this one
 	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureAfter, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.inst.Kind()))
 	defer span.End()
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, time.Second)+extra)
@@ -220,6 +225,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 		expect = g.cm.Records
 	}
 	after, err := g.m.readAfterRead(readCtx, g.inst, req, expect, p)
+	g.readCensus(outer)
 	g.waitBaseline()
 	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
 	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
@@ -242,6 +248,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 	}
 	out := make([]judge.Verdict, len(g.effects))
 	g.waitBaseline()
+	g.opts.Census = g.censusOption(after)
 	if g.baseline.keyed {
 		// Restoring hidden values works on maps: this read is judged in
 		// map form.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/judge/harness"
@@ -20,6 +21,14 @@ type CandidateCheck struct {
 	Message        string   `json:"message"`
 	Warnings       []string `json:"warnings"`
 	LatencyMS      float64  `json:"latency_ms"`
+	// Newness is how the candidate proves a record new (census,
+	// whole_read, newly_matching); NewnessDeclared says a census or a
+	// newness: declaration proves it, not the shape of the read; Narrowing
+	// is what narrows the read (config.Candidate.Narrowing). verifyctl
+	// lint applies require_proven_newness with them.
+	Newness         string   `json:"newness"`
+	NewnessDeclared bool     `json:"newness_declared"`
+	Narrowing       []string `json:"narrowing"`
 }
 
 // TestConnection configures every candidate of a deployment and runs its
@@ -48,7 +57,11 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 	insts, errs := m.configure(ctx, dep, probe, params)
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
-		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{}}
+		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
+			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing()}
+		if out[i].Narrowing == nil {
+			out[i].Narrowing = []string{}
+		}
 		if errs[i] != nil {
 			out[i].Message = errs[i].Error()
 			continue
@@ -69,6 +82,13 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 			out[i].Warnings = r.Warnings
 		}
 		out[i].LatencyMS = float64(r.Latency.Microseconds()) / 1000
+		if out[i].Reachable && c.Census != nil {
+			// A census that cannot be read refuses every Begin through
+			// this candidate: the candidate is not usable.
+			if msg := m.testCensus(ctx, dep, i, probe); msg != "" {
+				out[i].Reachable, out[i].Message = false, msg
+			}
+		}
 	}
 	// An adapter's message may quote the server's answer, and a server may
 	// quote the credential it refused: none of the candidate's secrets
@@ -147,4 +167,23 @@ func Judge(req JudgeRequest) (*Result, error) {
 	}
 	res.Outcome = judge.OutcomeOf(verdicts)
 	return res, nil
+}
+
+// testCensus runs the read-only preflight of candidate i's census; "" when
+// it answered.
+func (m *Manager) testCensus(ctx context.Context, dep *config.Deployment, i int, contracts []*judge.Contract) string {
+	inst, err := m.censusInstance(ctx, dep, i, contracts)
+	if err != nil {
+		return "census: " + err.Error()
+	}
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := inst.TestConnection(tctx)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("census: preflight failed: %v", err)
+	case !r.Reachable:
+		return "census: " + r.Message
+	}
+	return ""
 }

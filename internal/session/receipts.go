@@ -64,6 +64,15 @@ type groupEvidence struct {
 	// its process failed during the last read.
 	PlatformFailed bool
 	noCompensate   bool
+	// Census is the group's census reads (nil without a census).
+	Census *CensusReads
+}
+
+// CensusReads are a census's reads as a receipt binds them: the one Begin
+// stored and the last one beside the after read.
+type CensusReads struct {
+	Before ReadDigest `json:"before"`
+	After  ReadDigest `json:"after"`
 }
 
 // ReadDigest names one read by a keyed digest over its records' canonical
@@ -160,6 +169,10 @@ type EffectClaim struct {
 	ObservedCount      *int     `json:"observed_count"`
 	EvidenceDigests    []string `json:"evidence_digests"`
 	ReconciliationTask string   `json:"reconciliation_task,omitempty"`
+	// Newness and CollateralScope are the result's (EffectResult): how the
+	// read proved a record new, and what its loss checks could see.
+	Newness         string `json:"newness,omitempty"`
+	CollateralScope string `json:"collateral_scope,omitempty"`
 }
 
 // VerdictPayload is the payload of a verdict receipt
@@ -181,6 +194,9 @@ type VerdictPayload struct {
 	Effects         []EffectClaim `json:"effects"`
 	Baseline        []ReadDigest  `json:"baseline_reads"`
 	After           []ReadDigest  `json:"after_reads"`
+	// Census is, per pinned adapter, its census reads (null for an
+	// adapter without a census); absent when no adapter has one.
+	Census []*CensusReads `json:"census_reads,omitempty"`
 	// Refusal (begin_refused only): the path and code of the refusal and
 	// the SHA-256 of its message.
 	Refusal *RefusalClaim `json:"refusal,omitempty"`
@@ -310,15 +326,23 @@ func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, e
 				digests = append(digests, m.KeyedDigest([]byte(judge.CanonicalJSON(rec))))
 			}
 			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
-				Tier: e.Tier, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests}
+				Tier: e.Tier, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
+				Newness: e.Newness, CollateralScope: e.CollateralScope}
 			if e.ReconciliationTask != nil {
 				c.ReconciliationTask = e.ReconciliationTask.ID
 			}
 			p.Effects[i] = c
 		}
+		census := false
 		for _, g := range ev.Groups {
 			p.Baseline = append(p.Baseline, g.Baseline)
 			p.After = append(p.After, g.After)
+			census = census || g.Census != nil
+		}
+		if census {
+			for _, g := range ev.Groups {
+				p.Census = append(p.Census, g.Census)
+			}
 		}
 		return p
 	})

@@ -85,7 +85,8 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	}
 	want := EffectClaim{Index: 0, ContractHash: res.Effects[0].ContractHash, Verdict: "CONFIRMED", Result: "confirmed", Tier: 1,
 		Substrate: "receipt-test", ReasonCodes: []string{judge.ReasonCountExact}, ObservedCount: v.Effects[0].ObservedCount,
-		EvidenceDigests: []string{m.KeyedDigest([]byte(`{"id":1,"p":"v-secret"}`))}}
+		EvidenceDigests: []string{m.KeyedDigest([]byte(`{"id":1,"p":"v-secret"}`))},
+		Newness:         "whole_read", CollateralScope: "collection"}
 	if d := cmp.Diff([]EffectClaim{want}, p.Effects); d != "" {
 		t.Errorf("effects (-want +got):\n%s", d)
 	}

@@ -199,6 +199,9 @@ type captureMeta struct {
 	// judge.KeyID is DigestKeyID.
 	Digest      string `json:"digest,omitempty"`
 	DigestKeyID string `json:"digest_key_id,omitempty"`
+	// Census is the candidate's census read with the baseline (census.go),
+	// stored as capture store.CensusCapture(n); nil when none was read.
+	Census *censusMeta `json:"census,omitempty"`
 }
 
 // baselineIndexV1 is captureMeta.Index of a baseline stored as an index.
@@ -470,6 +473,10 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if err := checkTiers(a.policy, res); err != nil {
 		return nil, err
 	}
+	// A change claim over a narrowed read must prove its newness.
+	if err := checkNewness(a.policy, dep, a.effects, res); err != nil {
+		return nil, err
+	}
 	res.UnusedParams = unusedParams(params, dep, a.effects)
 
 	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
@@ -505,6 +512,15 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 			writers = append(writers, w)
 		}
 		cm.Candidate = ci
+		census, cw, err := m.captureCensus(ctx, id, n-1, dep, ci, contracts, effects)
+		if err != nil {
+			m.dropBaseline(id)
+			return nil, err
+		}
+		if cw != nil {
+			writers = append(writers, cw)
+		}
+		cm.Census = census
 		md.Captures = append(md.Captures, cm)
 	}
 	raw, err := json.Marshal(md)

@@ -26,6 +26,12 @@ type EffectResult struct {
 	Tier               int         `json:"tier"`
 	Substrate          string      `json:"substrate"`
 	ReconciliationTask *judge.Task `json:"reconciliation_task"`
+	// Newness is how the selected candidate proves a record new
+	// (config.NewnessCensus, NewnessWholeRead, NewnessNewlyMatching);
+	// CollateralScope what its loss checks see (config.ScopeCollection,
+	// ScopeSubject). Empty in results stored before them.
+	Newness         string `json:"newness,omitempty"`
+	CollateralScope string `json:"collateral_scope,omitempty"`
 }
 
 // Result is a verified session's result.
@@ -208,7 +214,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	for n, cm := range md.Captures {
 		wg.Go(func() {
 			inst, instErr := insts[cm.Candidate], instErrs[cm.Candidate]
-			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, &dep.Candidates[cm.Candidate], &ev.Groups[n])
+			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, dep, &ev.Groups[n])
 			for k, i := range cm.Effects {
 				verdicts[i], tasks[i] = vs[k], ts[k]
 			}
@@ -233,7 +239,8 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		// class, counts and codes are v's.
 		shown := harness.Result(secrets.verdict(cand.Redaction.Apply(v, c)))
 		shown.ContractHash = c.Hash
-		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task}
+		newness, scope := newnessOf(&cand)
+		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CollateralScope: scope}
 	}
 	res.Outcome = judge.OutcomeOf(verdicts)
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)

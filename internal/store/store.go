@@ -250,6 +250,12 @@ func (s *Store) NewBaseline(id string, capture int) *BaselineWriter {
 	return &BaselineWriter{s: s, key: baselineKey(id, capture)}
 }
 
+// CensusCapture is the capture number that holds the census of capture n
+// (a candidate's whole-collection read, taken with its baseline). It is
+// stored, read and dropped as a baseline capture is, under a number no
+// baseline takes: captures count up from 0, censuses down from -1.
+func CensusCapture(n int) int { return -1 - n }
+
 func baselineKey(id string, capture int) []byte {
 	return fmt.Appendf(nil, "%s/%d", id, capture)
 }

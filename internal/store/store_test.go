@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +76,52 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	if err := s.ReadBaseline("s1", 0, func([]byte) error { return nil }); !errors.Is(err, ErrNotFound) {
 		t.Errorf("baseline after finish: %v, want it dropped", err)
+	}
+}
+
+// The same test runs against PostgreSQL in pgstore.
+func TestCensusCaptureBesideTheBaseline(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"kept", "final"} {
+		base, census := s.NewBaseline(id, 0), s.NewBaseline(id, CensusCapture(0))
+		if err := base.Add([]byte(`{"id":1,"owner":"a"}`)); err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range []string{`{"id":1}`, `{"id":2}`} {
+			if err := census.Add([]byte(rec)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.CreateSession(id, []byte(`{}`), base, census); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if err := s.ReadBaseline(id, CensusCapture(0), func(rec []byte) error { got = append(got, string(rec)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, ",") != `{"id":1},{"id":2}` {
+			t.Fatalf("census %v", got)
+		}
+		n := 0
+		if err := s.ReadBaseline(id, 0, func([]byte) error { n++; return nil }); err != nil || n != 1 {
+			t.Fatalf("baseline beside the census: %d records, %v", n, err)
+		}
+	}
+	if _, err := s.FinishSessionLedger("kept", func(*Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReadBaseline("kept", CensusCapture(0), func([]byte) error { return nil }); err != nil {
+		t.Errorf("census of a session kept for Reverify: %v", err)
+	}
+	if _, err := s.FinishSession("final", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReadBaseline("final", CensusCapture(0), func([]byte) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Errorf("census after a final result: %v, want ErrNotFound", err)
 	}
 }

@@ -30,6 +30,7 @@ const (
 	SpanConfigure     = "session.configure"
 	SpanCaptureBefore = "capture.before"
 	SpanCaptureAfter  = "capture.after"
+	SpanCaptureCensus = "capture.census"
 	SpanGroup         = "verify.group"
 	SpanJudge         = "judge"
 	SpanHook          = "adapter.verdict_hook"

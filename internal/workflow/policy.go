@@ -29,9 +29,13 @@ type Policy struct {
 	// MinTier is the weakest tier (1 strongest .. 4 weakest) a selected
 	// candidate may have.
 	MinTier *int
+	// RequireProvenNewness refuses a change claim whose selected candidate
+	// reads a narrowed collection with neither a census nor a newness:
+	// declaration (CheckNewness).
+	RequireProvenNewness *bool
 }
 
-var policyKeys = []string{"require_registered_contracts", "require_change_claim", "subject_params", "min_tier"}
+var policyKeys = []string{"require_registered_contracts", "require_change_claim", "subject_params", "min_tier", "require_proven_newness"}
 
 // ParsePolicy loads a decoded `policy:` block.
 func ParsePolicy(tree any, path string) (*Policy, error) {
@@ -43,7 +47,7 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 		return nil, err
 	}
 	p := &Policy{}
-	for _, key := range []string{"require_registered_contracts", "require_change_claim"} {
+	for _, key := range []string{"require_registered_contracts", "require_change_claim", "require_proven_newness"} {
 		v, present := m[key]
 		if !present || v == nil {
 			continue
@@ -52,10 +56,13 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 		if !ok {
 			return nil, refuse(path+"."+key, "must be true or false")
 		}
-		if key == "require_registered_contracts" {
+		switch key {
+		case "require_registered_contracts":
 			p.RequireRegisteredContracts = &b
-		} else {
+		case "require_change_claim":
 			p.RequireChangeClaim = &b
+		default:
+			p.RequireProvenNewness = &b
 		}
 	}
 	if v, present := m["subject_params"]; present && v != nil {
@@ -106,11 +113,12 @@ type Effective struct {
 	RequireChangeClaim         bool     `json:"require_change_claim"`
 	SubjectParams              []string `json:"subject_params"`
 	MinTier                    int      `json:"min_tier"`
+	RequireProvenNewness       bool     `json:"require_proven_newness"`
 }
 
 // Defaults is the policy with no policy block anywhere.
 func Defaults() Effective {
-	return Effective{RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}}
+	return Effective{RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true}
 }
 
 // Resolve layers policies, base first; nil layers are skipped.
@@ -131,6 +139,9 @@ func Resolve(layers ...*Policy) Effective {
 		}
 		if p.MinTier != nil {
 			e.MinTier = *p.MinTier
+		}
+		if p.RequireProvenNewness != nil {
+			e.RequireProvenNewness = *p.RequireProvenNewness
 		}
 	}
 	return e
@@ -195,6 +206,7 @@ const (
 	CodeSecretParamInContract = "secret_param_in_contract"
 	CodeSameChannelOracle     = "same_channel_oracle"
 	CodeWeakTier              = "weak_tier"
+	CodeNewnessUnproven       = "newness_unproven"
 )
 
 // CheckContracts applies the policy's contract guards (change claim, subject
@@ -242,4 +254,37 @@ func CheckTier(p Effective, tier int, candidate string, effect int, path string)
 			Message: fmt.Sprintf("the selected candidate %s reads at tier %d, weaker than policy.min_tier %d; offer a stronger candidate or lower the requirement in the operator's policy", candidate, tier, p.MinTier)})
 	}
 	return out
+}
+
+// ClaimsNewness reports whether an effect counts records as new since the
+// baseline: a record_written with count_new_only, an exact_new_set, or a
+// field_equals with new_only.
+func ClaimsNewness(e judge.Effect) bool {
+	return e.Kind == judge.ExactNewSet || (e.Kind == judge.RecordWritten && e.CountNewOnly) ||
+		(e.Kind == judge.FieldEquals && e.NewOnly)
+}
+
+// Reader is what the newness guard needs of a selected candidate: its name
+// in messages (e.g. "0 (sql)"), whether it has a census, its newness:
+// declaration and what narrows its read (config.Candidate.Narrowing).
+type Reader struct {
+	Name      string
+	Census    bool
+	Newness   string
+	Narrowing []string
+}
+
+// CheckNewness applies require_proven_newness to one effect read through
+// its selected candidate: a change claim over a narrowed read proves only
+// that a record newly matches the read (an existing record re-assigned to
+// the subject would count as new), so it needs a census or the operator's
+// newness: declaration.
+func CheckNewness(p Effective, e judge.Effect, r Reader, effect int, path string) []Finding {
+	if !p.RequireProvenNewness || !ClaimsNewness(e) || r.Census || r.Newness != "" || len(r.Narrowing) == 0 {
+		return nil
+	}
+	return []Finding{{Code: CodeNewnessUnproven, Effect: effect, Path: path,
+		Message: fmt.Sprintf("the change claim counts records new since the baseline, but the selected candidate %s reads a narrowed collection (%s), so an existing record that now matches (re-assigned or edited) would count as new; "+
+			"declare census: on the candidate (an unbound read of the whole collection's identities), or newness: whole_read (you assert the read returns the whole collection or filters only on fields no step can change), or newness: newly_matching (a reviewed, documented risk); or set policy.require_proven_newness: false in the operator's policy",
+			r.Name, strings.Join(r.Narrowing, "; "))}}
 }

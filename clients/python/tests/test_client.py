@@ -75,14 +75,16 @@ class Daemon:
         )
         (self.dir / "deployment.yaml").write_text(
             "effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: %s\n"
-            "  sql_query_params:\n    patient_id: {param: patient_id}\n" % (self.db, query)
+            "  sql_query_params:\n    patient_id: {param: patient_id}\n"
+            "  census:\n    sql_query: SELECT id FROM encounters\n" % (self.db, query)
         )
         # A query naming a table the database does not have: Begin cannot read
         # the baseline and refuses.
         (self.dir / "deployment-broken.yaml").write_text(
             "effects:\n  kind: sql\n  sqlite_database: %s\n"
             "  sql_query: SELECT id, patient_id FROM encunters WHERE patient_id = :patient_id\n"
-            "  sql_query_params:\n    patient_id: {param: patient_id}\n" % self.db
+            "  sql_query_params:\n    patient_id: {param: patient_id}\n"
+            "  census:\n    sql_query: SELECT id FROM encounters\n" % self.db
         )
         shutil.copy(REPO / "examples" / "demo" / "workflow.yaml", self.dir / "workflow.yaml")
         config = (
@@ -178,6 +180,7 @@ class ClientTest(unittest.TestCase):
         assert step.result is not None
         self.assertEqual(step.result.outcome, "VERIFIED")
         self.assertEqual([e.verdict for e in step.result.effects], ["CONFIRMED", "CONFIRMED"])
+        self.assertEqual([(e.newness, e.collateral_scope) for e in step.result.effects], [("census", "collection")] * 2)
         self.assertEqual(step.result.registered_step.step, "save_triage")  # type: ignore[union-attr]
         self.assertTrue(step.result.receipt_json.startswith(b"{"))
         self.assertEqual(step.result.raw["result"]["outcome"], "OUTCOME_VERIFIED")

@@ -289,6 +289,10 @@ class EffectResult:
     substrate: str
     reconciliation_task: Optional[ReconciliationTask]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    # How the read proved a record new (census, whole_read, newly_matching)
+    # and what its loss checks saw (collection, subject); "" from Judge.
+    newness: str = ""
+    collateral_scope: str = ""
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "EffectResult":
@@ -307,6 +311,8 @@ class EffectResult:
             substrate=d.get("substrate", ""),
             reconciliation_task=ReconciliationTask.from_json(task) if task else None,
             raw=d,
+            newness=d.get("newness", ""),
+            collateral_scope=d.get("collateralScope", ""),
         )
 
 

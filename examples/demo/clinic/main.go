@@ -27,7 +27,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: clinic init DB | save DB PATIENT TYPE NOTE [TIMES] | delete DB ID")
+		return fmt.Errorf("usage: clinic init DB | save DB PATIENT TYPE NOTE [TIMES] | delete DB ID | reassign DB ID PATIENT")
 	}
 	db, err := sql.Open("sqlite", args[1])
 	if err != nil {
@@ -66,6 +66,14 @@ func run(args []string) error {
 			return fmt.Errorf("usage: clinic delete DB ID")
 		}
 		_, err := db.Exec(`DELETE FROM encounters WHERE id = ?`, args[2])
+		return err
+	case "reassign":
+		// The faulty save that overwrites an existing encounter with
+		// another patient's data instead of inserting a new one.
+		if len(args) < 4 {
+			return fmt.Errorf("usage: clinic reassign DB ID PATIENT")
+		}
+		_, err := db.Exec(`UPDATE encounters SET patient_id = ? WHERE id = ?`, args[3], args[2])
 		return err
 	}
 	return fmt.Errorf("unknown command %q", args[0])

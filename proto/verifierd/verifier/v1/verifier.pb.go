@@ -486,12 +486,21 @@ type CandidateConnection struct {
 	CandidateIndex int32  `protobuf:"varint,1,opt,name=candidate_index,json=candidateIndex,proto3" json:"candidate_index,omitempty"`
 	Kind           string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
 	// 1 (independent system) to 4 (screen consistency).
-	Tier          int32    `protobuf:"varint,3,opt,name=tier,proto3" json:"tier,omitempty"`
-	Reachable     bool     `protobuf:"varint,4,opt,name=reachable,proto3" json:"reachable,omitempty"`
-	Message       string   `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
-	Warnings      []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tier      int32    `protobuf:"varint,3,opt,name=tier,proto3" json:"tier,omitempty"`
+	Reachable bool     `protobuf:"varint,4,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	Message   string   `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Warnings  []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// How the candidate proves a record new: "census", "whole_read" or
+	// "newly_matching" (as a Verify result records it).
+	Newness string `protobuf:"bytes,7,opt,name=newness,proto3" json:"newness,omitempty"`
+	// What narrows the candidate's read below its whole collection; empty
+	// when nothing does.
+	Narrowing []string `protobuf:"bytes,8,rep,name=narrowing,proto3" json:"narrowing,omitempty"`
+	// Whether the candidate declares newness: itself (whole_read or
+	// newly_matching); a census counts as declared too.
+	NewnessDeclared bool `protobuf:"varint,9,opt,name=newness_declared,json=newnessDeclared,proto3" json:"newness_declared,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CandidateConnection) Reset() {
@@ -564,6 +573,27 @@ func (x *CandidateConnection) GetWarnings() []string {
 		return x.Warnings
 	}
 	return nil
+}
+
+func (x *CandidateConnection) GetNewness() string {
+	if x != nil {
+		return x.Newness
+	}
+	return ""
+}
+
+func (x *CandidateConnection) GetNarrowing() []string {
+	if x != nil {
+		return x.Narrowing
+	}
+	return nil
+}
+
+func (x *CandidateConnection) GetNewnessDeclared() bool {
+	if x != nil {
+		return x.NewnessDeclared
+	}
+	return false
 }
 
 type BeginRequest struct {
@@ -2229,8 +2259,16 @@ type EffectResult struct {
 	Substrate string `protobuf:"bytes,11,opt,name=substrate,proto3" json:"substrate,omitempty"`
 	// Set when the verdict needs a person (irreversible, not confirmed).
 	ReconciliationTask *ReconciliationTask `protobuf:"bytes,12,opt,name=reconciliation_task,json=reconciliationTask,proto3" json:"reconciliation_task,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// How the read proved a record new: "census" (the candidate's census),
+	// "whole_read" (the read is the whole collection, or declared so) or
+	// "newly_matching" (new means newly matching a narrowed read). Empty from
+	// Judge.
+	Newness string `protobuf:"bytes,13,opt,name=newness,proto3" json:"newness,omitempty"`
+	// What the loss checks could see: "collection" or "subject" (only the
+	// narrowed read). Empty from Judge.
+	CollateralScope string `protobuf:"bytes,14,opt,name=collateral_scope,json=collateralScope,proto3" json:"collateral_scope,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *EffectResult) Reset() {
@@ -2345,6 +2383,20 @@ func (x *EffectResult) GetReconciliationTask() *ReconciliationTask {
 		return x.ReconciliationTask
 	}
 	return nil
+}
+
+func (x *EffectResult) GetNewness() string {
+	if x != nil {
+		return x.Newness
+	}
+	return ""
+}
+
+func (x *EffectResult) GetCollateralScope() string {
+	if x != nil {
+		return x.CollateralScope
+	}
+	return ""
 }
 
 // ReconciliationTask asks a person to repair state. It carries no field or
@@ -2542,14 +2594,17 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x16TestConnectionResponse\x12J\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2*.verifierd.verifier.v1.CandidateConnectionR\n" +
-	"candidates\"\xba\x01\n" +
+	"candidates\"\x9d\x02\n" +
 	"\x13CandidateConnection\x12'\n" +
 	"\x0fcandidate_index\x18\x01 \x01(\x05R\x0ecandidateIndex\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04tier\x18\x03 \x01(\x05R\x04tier\x12\x1c\n" +
 	"\treachable\x18\x04 \x01(\bR\treachable\x12\x18\n" +
 	"\amessage\x18\x05 \x01(\tR\amessage\x12\x1a\n" +
-	"\bwarnings\x18\x06 \x03(\tR\bwarnings\"\xc0\x02\n" +
+	"\bwarnings\x18\x06 \x03(\tR\bwarnings\x12\x18\n" +
+	"\anewness\x18\a \x01(\tR\anewness\x12\x1c\n" +
+	"\tnarrowing\x18\b \x03(\tR\tnarrowing\x12)\n" +
+	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\xc0\x02\n" +
 	"\fBeginRequest\x12)\n" +
 	"\x0fdeployment_yaml\x18\x01 \x01(\fH\x00R\x0edeploymentYaml\x12)\n" +
 	"\x0fdeployment_name\x18\x02 \x01(\tH\x00R\x0edeploymentName\x12\x18\n" +
@@ -2676,7 +2731,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x10terminal_outcome\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x9e\x05\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xe3\x05\n" +
 	"\fEffectResult\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x12:\n" +
 	"\x06result\x18\x02 \x01(\x0e2\".verifierd.verifier.v1.ResultClassR\x06result\x127\n" +
@@ -2690,7 +2745,9 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x04tier\x18\n" +
 	" \x01(\x05R\x04tier\x12\x1c\n" +
 	"\tsubstrate\x18\v \x01(\tR\tsubstrate\x12Z\n" +
-	"\x13reconciliation_task\x18\f \x01(\v2).verifierd.verifier.v1.ReconciliationTaskR\x12reconciliationTaskB\x11\n" +
+	"\x13reconciliation_task\x18\f \x01(\v2).verifierd.verifier.v1.ReconciliationTaskR\x12reconciliationTask\x12\x18\n" +
+	"\anewness\x18\r \x01(\tR\anewness\x12)\n" +
+	"\x10collateral_scope\x18\x0e \x01(\tR\x0fcollateralScopeB\x11\n" +
 	"\x0f_observed_countB\x11\n" +
 	"\x0f_expected_countB\x11\n" +
 	"\x0f_observed_valueB\x11\n" +
