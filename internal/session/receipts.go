@@ -64,6 +64,9 @@ type groupEvidence struct {
 	// its process failed during the last read.
 	PlatformFailed bool
 	noCompensate   bool
+	// settleFloor is the session's settle floor (meta.SettleFloorS): a
+	// group holding a change claim settles at least this long.
+	settleFloor time.Duration
 }
 
 // ReadDigest names one read by a keyed digest over its records' canonical
