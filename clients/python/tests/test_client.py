@@ -86,7 +86,9 @@ class Daemon:
         config = (
             "deployments:\n  clinic: deployment.yaml\n  clinic-broken: deployment-broken.yaml\n"
             "workflows:\n  triage: workflow.yaml\n"
-            "policy:\n  require_change_claim: true\n"
+            # The tests exercise the client's effects= argument too, so the
+            # operator's policy lets a caller send its own contracts.
+            "policy:\n  require_change_claim: true\n  require_registered_contracts: false\n"
         )
         env = dict(os.environ)
         if token is not None:
