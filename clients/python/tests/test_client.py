@@ -194,8 +194,11 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(err.effects[0].reasons[0].code, "COUNT_OVER")
         self.assertEqual(err.effects[0].observed_count, 2)
         self.assertEqual(len(err.effects[0].matched_records), 2)
-        self.assertEqual(len(err.reconciliation_tasks), 1)
+        # The read-back of the note is ambiguous too: its step is
+        # irreversible, so it carries a task of its own.
+        self.assertEqual(len(err.reconciliation_tasks), 2)
         self.assertEqual(err.reconciliation_tasks[0].suggested_action, "REMOVE_DUPLICATES")
+        self.assertEqual(err.reconciliation_tasks[1].suggested_action, "REMOVE_DUPLICATES")
         self.assertIn("COUNT_OVER", str(err))
 
     def test_begin_verify_with_yaml_effects(self) -> None:
