@@ -472,6 +472,18 @@ func TestSaveOutcomes(t *testing.T) {
 			if hasTask != tt.task {
 				t.Errorf("reconciliation task present = %v, want %v: %s", hasTask, tt.task, v.Effects[0].ReconciliationTask)
 			}
+			// Nothing landed: a slow save may still land, so the task
+			// asks for a re-verification before any retry.
+			if v.Outcome == "HALTED_BEFORE_EFFECT" {
+				for i, e := range v.Effects {
+					var task struct {
+						SuggestedAction string `json:"suggested_action"`
+					}
+					if err := json.Unmarshal(e.ReconciliationTask, &task); err != nil || task.SuggestedAction != "REVERIFY_BEFORE_RETRY" {
+						t.Errorf("effect %d task %s, want one suggesting REVERIFY_BEFORE_RETRY", i, e.ReconciliationTask)
+					}
+				}
+			}
 			// A finished session answers its recorded result again.
 			again := d.verify(t, b.SessionID)
 			if again.summary() != v.summary() {

@@ -277,7 +277,7 @@ func TestLoadWorkflows(t *testing.T) {
 	}
 	m.Daemon.Workflows = map[string]string{"intake": good}
 	ws, err := LoadWorkflows(m.Daemon)
-	if err != nil || ws["intake"] == nil || len(ws["intake"].Steps) != 3 {
+	if err != nil || ws["intake"] == nil || len(ws["intake"].Steps) != 5 {
 		t.Fatalf("loaded %v, %v", ws, err)
 	}
 	m.Daemon.Workflows["broken"] = bad
