@@ -3,9 +3,15 @@ package param
 import (
 	"encoding/json"
 	"errors"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
+
+var strconvQuote = strconv.Quote
+
+func urlParse(s string) (*url.URL, error) { return url.Parse("https://h.example" + s) }
 
 // TestTemplateParse: {template: ...} is a deployment value only (Templates,
 // ParseMap); one that names no parameter or has a stray brace is refused
@@ -143,4 +149,50 @@ func TestExpandValues(t *testing.T) {
 	if err != nil || bound["subject"] != "Patient/P 1" || bound["ident"] != "urn:claims|C&1" || bound["pid"] != "P 1" {
 		t.Errorf("BindWith = %v, %v", bound, err)
 	}
+}
+
+// FuzzTemplateInURL: whatever a template's parameter holds, the URL it
+// expands to is refused or keeps the template's path segments and query
+// keys, the parameter reading back as itself inside the template's text.
+func FuzzTemplateInURL(f *testing.F) {
+	tmpls := []string{"Patient/{v}", "urn:claims|{v}", "{v}-{v}", "x {v} y"}
+	for _, s := range []string{"p1", "../admin", "a&b=c", "a/b", "..", "", "%2F", "#f", "a\x00", "ç /?"} {
+		for i := range tmpls {
+			f.Add(uint8(i), s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, v string) {
+		tmpl := tmpls[int(which)%len(tmpls)]
+		vs, err := ParseMap(map[string]json.RawMessage{"k": json.RawMessage(`{"template": ` + strconvQuote(tmpl) + `}`)}, "path_params")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, target := range []string{"/fhir/Observation?subject={k}&_count=10", "/fhir/{k}/_history"} {
+			got, err := ExpandValues(target, URL, vs, map[string]string{"v": v})
+			if err != nil {
+				continue
+			}
+			ref, err := ExpandValues(target, URL, vs, map[string]string{"v": "PLACEHOLDER"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, uerr := urlParse(got)
+			r, _ := urlParse(ref)
+			if uerr != nil {
+				t.Fatalf("%q expanded to %q, not a URL: %v", v, got, uerr)
+			}
+			if strings.Contains(target, "?") {
+				if len(u.Query()) != len(r.Query()) || u.Query().Get("_count") != "10" {
+					t.Fatalf("%q changed the query: %q", v, got)
+				}
+				if want := strings.ReplaceAll(r.Query().Get("subject"), "PLACEHOLDER", v); u.Query().Get("subject") != want {
+					t.Fatalf("%q: subject reads back as %q, want %q", v, u.Query().Get("subject"), want)
+				}
+				continue
+			}
+			if strings.Count(u.EscapedPath(), "/") != strings.Count(r.EscapedPath(), "/") {
+				t.Fatalf("%q changed the path's segments: %q (template gives %q)", v, got, ref)
+			}
+		}
+	})
 }
