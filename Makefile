@@ -138,6 +138,7 @@ fuzz:
 	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzExpandURL -fuzztime 30s
 	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzFileName -fuzztime 30s
 	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzParseValue -fuzztime 30s
+	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzTemplateInURL -fuzztime 30s
 	$(GO) test ./sdk/jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
 	$(GO) test ./internal/reward -run '^$$' -fuzz FuzzParseDescriptor -fuzztime 30s
 

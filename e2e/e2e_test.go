@@ -166,6 +166,12 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	// files register writes when a test names a deployment (the daemon
 	// reads a registered file at each Begin).
 	cfg := o.config
+	// Most tests send their own effects (--effects), which the daemon
+	// refuses unless the operator turns require_registered_contracts off:
+	// the harness does so unless the test writes its own policy: block.
+	if !hasTopLevelKey(cfg, "policy") {
+		cfg = "policy: {require_registered_contracts: false}\n" + cfg
+	}
 	if !strings.Contains(cfg, "deployments:") {
 		d.slotDir = t.TempDir()
 		d.slots = map[string]string{}
@@ -184,6 +190,17 @@ func startDaemon(t testing.TB, o daemonOpts) *daemon {
 	}
 	t.Cleanup(d.stop)
 	return d
+}
+
+// hasTopLevelKey reports whether the YAML document cfg sets key at its top
+// level.
+func hasTopLevelKey(cfg, key string) bool {
+	for line := range strings.Lines(cfg) {
+		if strings.HasPrefix(line, key+":") {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *daemon) start() error {
@@ -458,6 +475,18 @@ func TestSaveOutcomes(t *testing.T) {
 			if hasTask != tt.task {
 				t.Errorf("reconciliation task present = %v, want %v: %s", hasTask, tt.task, v.Effects[0].ReconciliationTask)
 			}
+			// Nothing landed: a slow save may still land, so the task
+			// asks for a re-verification before any retry.
+			if v.Outcome == "HALTED_BEFORE_EFFECT" {
+				for i, e := range v.Effects {
+					var task struct {
+						SuggestedAction string `json:"suggested_action"`
+					}
+					if err := json.Unmarshal(e.ReconciliationTask, &task); err != nil || task.SuggestedAction != "REVERIFY_BEFORE_RETRY" {
+						t.Errorf("effect %d task %s, want one suggesting REVERIFY_BEFORE_RETRY", i, e.ReconciliationTask)
+					}
+				}
+			}
 			// A finished session answers its recorded result again.
 			again := d.verify(t, b.SessionID)
 			if again.summary() != v.summary() {
@@ -603,7 +632,7 @@ func TestPluginKilledMidCapture(t *testing.T) {
 
 // noChangeClaim is the daemon policy of tests whose contracts only count
 // the records there (no count_new_only): they are about something else.
-const noChangeClaim = "policy: {require_change_claim: false}\n"
+const noChangeClaim = "policy: {require_change_claim: false, require_registered_contracts: false}\n"
 
 // TestPluginPinsAndNames: a wrong SHA-256 pin refuses the plugin; a plugin
 // named like a built-in kind stops the daemon from starting.

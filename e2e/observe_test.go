@@ -44,7 +44,8 @@ func TestObserveThroughDaemon(t *testing.T) {
 		`verifierd_sessions_verified_total{outcome="RECONCILIATION_REQUIRED"} 1`,
 		`verifierd_verdicts_total{kind="sql",result="conflicting",tier="1",verdict="REFUTED"} 2`,
 		`verifierd_verify_duration_seconds_count 1`,
-		`verifierd_reconciliation_tasks_issued_total 1`,
+		// Both effects of the irreversible step are refuted: two tasks.
+		`verifierd_reconciliation_tasks_issued_total 2`,
 	} {
 		if !strings.Contains(text, want+"\n") {
 			t.Errorf("metrics lack %s", want)

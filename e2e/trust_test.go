@@ -227,11 +227,12 @@ func TestWorkflowStepThroughDaemon(t *testing.T) {
 	}
 }
 
-// TestRequireRegisteredContracts: with the daemon policy set, caller
-// contracts are refused; the registered step still begins.
+// TestRequireRegisteredContracts: under the default policy (a policy block
+// that leaves the rule alone), caller contracts are refused; the
+// registered step still begins.
 func TestRequireRegisteredContracts(t *testing.T) {
 	c := newClinic(t)
-	d, _ := trustDaemon(t, c, "policy:\n  require_registered_contracts: true\n")
+	d, _ := trustDaemon(t, c, "policy: {}\n")
 	d.wantRefused(t, "PermissionDenied", "registered_contracts_required", "effects",
 		"begin", "--deployment-name", "clinic", "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")
 	out, code := d.ctl(t, "begin", "--deployment-name", "clinic", "--workflow", "triage", "--step", "save_triage", "--param", "patient_id=p1", "--param", "note=x")
@@ -264,7 +265,7 @@ func TestContractGuardsThroughDaemon(t *testing.T) {
 		begins(t, d, args(c.effects)...)
 	})
 	t.Run("subject_not_selected", func(t *testing.T) {
-		d, _ := trustDaemon(t, c, "policy:\n  subject_params: [patient_id]\n")
+		d, _ := trustDaemon(t, c, "policy:\n  subject_params: [patient_id]\n  require_registered_contracts: false\n")
 		d.wantRefused(t, "FailedPrecondition", "subject_not_selected", "effects[0]", args(anyone)...)
 		// A {param} in value does not select the subject.
 		d.wantRefused(t, "FailedPrecondition", "subject_not_selected", "effects[1]", args(inValue)...)
@@ -298,7 +299,7 @@ func TestContractGuardsThroughDaemon(t *testing.T) {
       value: {param: patient_id}
       field: patient_id
 `)
-		cfg := fmt.Sprintf("deployments:\n  clinic: %s\n  ui: %s\nsecrets:\n  allow: [UIRB_*]\npolicy:\n  min_tier: 1\n", c.deployment, ui)
+		cfg := fmt.Sprintf("deployments:\n  clinic: %s\n  ui: %s\nsecrets:\n  allow: [UIRB_*]\npolicy:\n  min_tier: 1\n  require_registered_contracts: false\n", c.deployment, ui)
 		d := startDaemon(t, daemonOpts{config: cfg, env: []string{"UIRB_USER=u", "UIRB_PASSWORD=p"}})
 		msg := d.wantRefused(t, "FailedPrecondition", "weak_tier", "effects[0]",
 			"begin", "--deployment-name", "ui", "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")

@@ -88,13 +88,25 @@ const (
 	ActionRestoreAccess    = "RESTORE_ACCESS"
 	ActionRemoveDuplicates = "REMOVE_DUPLICATES"
 	ActionManualRepair     = "MANUAL_REPAIR"
+	// ActionReverifyBeforeRetry is the action of every task of a step
+	// that halted before its effect: nothing was seen to land, but a slow
+	// save may still land, so re-verify before retrying the step.
+	ActionReverifyBeforeRetry = "REVERIFY_BEFORE_RETRY"
 )
 
 // NewTask returns the reconciliation task for a non-confirmed verdict of an
 // irreversible effect, or nil when none is due. scope (a session id) and
 // index make the id unique and stable.
 func NewTask(scope string, index int, substrate string, c *Contract, v *Verdict) *Task {
-	if c.Risk != Irreversible || v.Decision == Confirmed {
+	return NewStepTask(scope, index, substrate, c, v, false)
+}
+
+// NewStepTask is NewTask for one effect of a step: when irreversibleStep
+// (any effect of the step is irreversible, or the step itself is), every
+// non-confirmed effect gets a task, whatever its own risk: a wrong amount
+// beside an irreversible write needs a person as much as the write does.
+func NewStepTask(scope string, index int, substrate string, c *Contract, v *Verdict, irreversibleStep bool) *Task {
+	if (c.Risk != Irreversible && !irreversibleStep) || v.Decision == Confirmed {
 		return nil
 	}
 	t := &Task{
@@ -130,6 +142,35 @@ func NewTask(scope string, index int, substrate string, c *Contract, v *Verdict)
 	}
 	t.ID = taskID(scope, index, t.Kind, c.Hash)
 	return t
+}
+
+// NewStepTaskWithDigest is NewStepTask with the record digests made by
+// digest.
+func NewStepTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, irreversibleStep bool, digest Digester) *Task {
+	t := NewStepTask(scope, index, substrate, c, v, irreversibleStep)
+	if t == nil {
+		return nil
+	}
+	for i, r := range v.Matched {
+		t.Evidence.RecordDigests[i] = digest(r)
+	}
+	return t
+}
+
+// SuggestForOutcome adjusts the tasks of a step to its outcome: a step
+// that HALTED_BEFORE_EFFECT (every effect affirmatively refuted) suggests
+// REVERIFY_BEFORE_RETRY for each task, never MANUAL_REPAIR: there is
+// nothing to repair yet, and a retry without a fresh verification could
+// double a save that was only slow. Nil tasks are skipped.
+func SuggestForOutcome(o Outcome, tasks []*Task) {
+	if o != HaltedBeforeEffect {
+		return
+	}
+	for _, t := range tasks {
+		if t != nil && t.Kind != TaskCompensationFailed {
+			t.SuggestedAction = ActionReverifyBeforeRetry
+		}
+	}
 }
 
 // CompensationFailedTask records a compensation that stopped part-way:

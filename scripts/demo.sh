@@ -34,7 +34,7 @@ ctl verify --session "$sid" | tee "$work/v1.json" | head -20
 echo "   outcome: $(field "['outcome']" < "$work/v1.json"), step: $(field "['registered_step']['step']" < "$work/v1.json") $(field "['registered_step']['workflow_digest']" < "$work/v1.json")"
 
 echo "== 2. a double submit"
-sid=$(ctl begin --deployment-name clinic --effects examples/demo/effects.yaml \
+sid=$(ctl begin --deployment-name clinic --workflow triage --step save_triage \
       --param patient_id=p2 --param note=Follow-up | field "['session_id']")
 $bin/clinic save "$db" p2 Triage Follow-up 2
 ctl verify --session "$sid" > "$work/v2.json"

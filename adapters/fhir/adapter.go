@@ -3,6 +3,7 @@ package fhir
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -135,7 +136,7 @@ func parseSearch(cfg config) (url.Values, param.Values, error) {
 // firstURL binds one call's run parameters into the search and returns the
 // first page's URL.
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
-	bound, err := s.exprs.Bind(params)
+	bound, err := s.exprs.BindWith(params, searchValue)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +150,21 @@ func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	u := s.base.JoinPath(s.typ)
 	u.RawQuery = q.Encode()
 	return u, nil
+}
+
+// searchValue is the place of a run parameter in a FHIR search value, alone
+// or composed by a template ({template: "Patient/{patient_ref}"}): control
+// characters are refused, and so is a comma, which FHIR search reads as OR
+// between values (patient=a,b reads both patients). url.Values
+// query-escapes the whole value, so none can add a parameter.
+func searchValue(v string) (string, error) {
+	if _, err := param.QueryValue(v); err != nil {
+		return "", err
+	}
+	if strings.Contains(v, ",") {
+		return "", errors.New("holds a comma, which FHIR search reads as OR between values; a run parameter binds exactly one value")
+	}
+	return v, nil
 }
 
 // checkSearchParams refuses a run parameter that would widen the search.

@@ -3,6 +3,7 @@ package rest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -165,14 +166,15 @@ func (s *settings) parsePagination(p *pagination) error {
 
 // firstURL binds one call's run parameters into records_path. A value that
 // cannot stand where its placeholder is (a path segment holding '/', a
-// control character) is refused, never spliced.
+// control character) is refused, never spliced; a template entry of
+// path_params has each of its parameters escaped for its placeholder's
+// place and its literal text kept (param.ExpandValues).
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
-	values, err := s.values.Bind(params)
+	expanded, err := param.ExpandValues(s.tmpl.text, param.URL, s.values, params)
 	if err != nil {
-		return nil, err
-	}
-	expanded, err := s.tmpl.expand(values)
-	if err != nil {
+		if pe, ok := errors.AsType[*param.Error](err); ok && pe.Path != "" {
+			return nil, err // a parameter the run does not supply
+		}
 		return nil, &sdk.ConfigError{Path: "records_path", Message: err.Error()}
 	}
 	u, err := url.Parse(s.base.String() + expanded)

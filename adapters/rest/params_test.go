@@ -55,3 +55,50 @@ func TestParamValuesDoNotReshapeTheRead(t *testing.T) {
 		}
 	})
 }
+
+// TestTemplatePathParams: a path_params template composes literal text
+// with a run parameter ("PAT-{pid}"); the parameter is escaped for the
+// placeholder's place, so in the query it stays one value ('&' and '='
+// included) and in the path it may not leave its segment, while the
+// template's own text is kept as written.
+func TestTemplatePathParams(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFrappe(t, true)
+	secrets := map[string]string{"auth.value_env": f.Token()}
+	one := f.Post(t, doctype, encounter("PAT-1", "Triage", "a"))
+	f.Post(t, doctype, encounter("PAT-2", "Triage", "b"))
+	odd := f.Post(t, doctype, encounter("PAT-1&limit_page_length=999", "Triage", "c"))
+	templated := func(tmpl string) func(map[string]any) {
+		return func(s map[string]any) {
+			s["path_params"] = map[string]any{"patient": map[string]any{"template": tmpl}}
+		}
+	}
+	for pid, want := range map[string]string{"1": one, "1&limit_page_length=999": odd} {
+		ip := configured(t, request(t, frappeSection(f, templated("PAT-{pid}")), map[string]string{"pid": pid}, secrets))
+		got := mustRead(t, ip, true)
+		if !got.Reachable || len(got.Records) != 1 || got.Records[0]["name"] != want {
+			t.Errorf("pid %q: records %v (%s); want only %s", pid, got.Records, got.Reason, want)
+		}
+	}
+	sec := frappeSection(f, func(s map[string]any) {
+		s["records_path"] = "/api/resource/Patient%20Encounter/{patient}"
+		templated("enc-{pid}")(s)
+	})
+	before := f.Requests()
+	err := inProcess(t).Configure(t.Context(), request(t, sec, map[string]string{"pid": "../admin"}, secrets))
+	ce, ok := errors.AsType[*sdk.ConfigError](err)
+	if !ok || ce.Path != "records_path" || !strings.Contains(ce.Message, "{patient}") || !strings.Contains(ce.Message, `run parameter "pid" holds a path separator`) {
+		t.Errorf("Configure = %v; want records_path refused naming {patient} and the parameter", err)
+	}
+	if n := f.Requests() - before; n != 0 {
+		t.Errorf("the refused read still sent %d requests", n)
+	}
+	err = inProcess(t).Configure(t.Context(), request(t, frappeSection(f, templated("PAT-1")), map[string]string{"pid": "1"}, secrets))
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path_params.patient.template" || !strings.Contains(ce.Message, "names no run parameter") {
+		t.Errorf("a template naming no parameter: %v; want a refusal at path_params.patient.template", err)
+	}
+	err = inProcess(t).Configure(t.Context(), request(t, frappeSection(f, templated("PAT-{pid}")), map[string]string{}, secrets))
+	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path_params.patient" || !strings.Contains(ce.Message, `"pid"`) {
+		t.Errorf("a template's missing parameter: %v; want a refusal at path_params.patient naming pid", err)
+	}
+}

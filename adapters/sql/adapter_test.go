@@ -284,6 +284,10 @@ func TestParamBinding(t *testing.T) {
 			map[string]any{"t": "Literal"}, nil, []string{"4"}},
 		{"integer column compared with a string parameter", "SELECT id FROM encounters WHERE id = %(id)s",
 			map[string]any{"id": map[string]any{"param": "id"}}, map[string]string{"id": "2"}, []string{"2"}},
+		{"template composes the value", "SELECT id FROM encounters WHERE patient_id = :patient",
+			map[string]any{"patient": map[string]any{"template": "p-{n}"}}, map[string]string{"n": "2"}, []string{"2"}},
+		{"template parameter is data, never SQL", "SELECT id FROM encounters WHERE patient_id = :patient",
+			map[string]any{"patient": map[string]any{"template": "O'Brien{rest}"}}, map[string]string{"rest": "'; DROP TABLE encounters; --"}, []string{"3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/workflow"
 )
 
 // manifestDir is deploy/kubernetes, from this package.
@@ -475,6 +476,25 @@ func TestKubernetesManifests(t *testing.T) {
 					t.Errorf("deployment %s %s names %s, which the container does not set from a secretKeyRef", dname, slot, v)
 				}
 			}
+		}
+	}
+
+	// The registered workflows are on the ConfigMap volume and load: with
+	// require_registered_contracts on by default, they are what a caller
+	// can name.
+	if len(daemon.Workflows) == 0 {
+		t.Error("the daemon config registers no workflow, so no caller can begin a session")
+	}
+	for wname, p := range daemon.Workflows {
+		local := p
+		if strings.HasPrefix(p, "/") && !strings.HasPrefix(p, root) {
+			local = filepath.Join(root, p)
+		}
+		if vol, _ := volumeAt(strings.TrimPrefix(local, root)); vol != name {
+			t.Errorf("workflow %s at %s is not on the ConfigMap volume", wname, p)
+		}
+		if _, err := workflow.Load(local); err != nil {
+			t.Errorf("workflow %s does not load: %v", wname, err)
 		}
 	}
 

@@ -300,12 +300,12 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 			add(path+".step", "step %q already has %d contract(s); bind attaches contracts to steps that have none, so edit the reviewed workflow instead", bs.name, len(ws.Effects))
 		}
 		if !workflow.HasChangeClaim(bs.effects) {
-			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true, or an exact_new_set), so an automation that did nothing would pass; add one")
+			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true expecting at least one record, or an exact_new_set with at least one member), so an automation that did nothing would pass; add one")
 		}
 		// The workflow's own subject_params apply to the bound contracts, so
 		// that what bind writes lints clean. A contract that selects through
 		// no parameter at all is refused once, below.
-		for _, f := range workflow.CheckContracts(policy, bs.effects, secret, path+".effects") {
+		for _, f := range workflow.CheckContracts(policy.ForStep(&ws), bs.effects, secret, path+".effects") {
 			if f.Code == workflow.CodeSubjectNotSelected && len(workflow.SelectorParams(bs.effects[f.Effect])) > 0 {
 				add(f.Path, "%s", f.Message)
 			}

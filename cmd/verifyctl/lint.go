@@ -36,6 +36,7 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	cf.register(fs)
 	path := fs.String("workflow", "", "workflow file (verifierd.workflow/v1)")
 	deploymentName := fs.String("deployment-name", "", "deployment in the daemon config whose selected candidate's tier and newness to check")
+	deploymentFile := fs.String("deployment", "", "deployment file whose reads to check (capped_read, no_settle_window); read locally, no daemon")
 	requireEffects := fs.Bool("require-effects-for-irreversible", false, "exit 1 when there is any finding")
 	ps := params{}
 	fs.Var(ps, "param", "run parameter name=value for the connection test (repeatable)")
@@ -50,6 +51,13 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		return workflowError(stdout, err)
 	}
 	report := lintWorkflow(w)
+	if *deploymentFile != "" {
+		dep, err := loadLintDeployment(*deploymentFile)
+		if err != nil {
+			return fileError(stdout, "INVALID_DEPLOYMENT", err)
+		}
+		report.Findings = sortFindings(w, append(report.Findings, readFindings(w, dep)...))
+	}
 	if *deploymentName != "" {
 		conn, ctx, cancel, err := cf.dial()
 		if err != nil {
@@ -81,7 +89,12 @@ func testConnectionByName(ctx context.Context, c verifierv1.VerifierServiceClien
 // workflowError prints an unreadable or invalid workflow file as the JSON
 // error shape of the client commands.
 func workflowError(stdout io.Writer, err error) int {
-	out := map[string]any{"code": "INVALID_WORKFLOW", "message": err.Error(), "path": ""}
+	return fileError(stdout, "INVALID_WORKFLOW", err)
+}
+
+// fileError prints an unreadable or invalid input file under code.
+func fileError(stdout io.Writer, code string, err error) int {
+	out := map[string]any{"code": code, "message": err.Error(), "path": ""}
 	var we *workflow.Error
 	var je *judge.Error
 	switch {
@@ -132,10 +145,13 @@ func lintWorkflow(w *workflow.Workflow) lintReport {
 		if len(s.Effects) == 0 {
 			continue
 		}
-		for _, f := range workflow.CheckContracts(p, s.Effects, secret, path) {
+		sp := p.ForStep(&w.Steps[i])
+		for _, f := range workflow.CheckContracts(sp, s.Effects, secret, path) {
 			report.Findings = append(report.Findings, fromFinding(s.Name, f))
 		}
-		if len(p.SubjectParams) > 0 {
+		// A step that names its own subject_params, even none, has
+		// said what selects its subject.
+		if len(sp.SubjectParams) > 0 || s.SubjectParams != nil {
 			continue
 		}
 		// With no subject_params in the policy, a contract must still select
@@ -238,8 +254,9 @@ func fromFinding(step string, f workflow.Finding) lintFinding {
 
 // sortFindings orders findings by step, then the step's own findings before
 // its effects', then effect index; codes keep the order they were found in.
+// Findings about the deployment (step "") come last.
 func sortFindings(w *workflow.Workflow, fs []lintFinding) []lintFinding {
-	order := map[string]int{}
+	order := map[string]int{"": len(w.Steps)}
 	for i, s := range w.Steps {
 		order[s.Name] = i
 	}

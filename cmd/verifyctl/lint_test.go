@@ -382,3 +382,89 @@ steps:
 		})
 	}
 }
+
+// TestLintReads: with --deployment FILE, lint reads the deployment's
+// candidates: a sql query capped at its outermost statement is
+// capped_read, and each change claim of an irreversible step that no
+// settle window watches is no_settle_window; settle_s on every candidate,
+// or a min_settle_s in the deployment's or the workflow's policy, clears
+// the second, a cap inside a subquery the first.
+func TestLintReads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const steps = `steps:
+  - step: save
+    risk: irreversible
+    effects:
+      - {kind: record_written, match: {p: {param: p}}, count_new_only: true}
+      - {kind: field_equals, match: {p: {param: p}}, field: note, value: {param: note}}
+  - step: amend
+    effects:
+      - {kind: record_written, match: {p: {param: p}}, count_new_only: true}
+  - step: pay
+    effects:
+      - {kind: exact_new_set, new_records: [{p: {param: p}}], expected_count: 1, risk: irreversible}
+`
+	wf := write("wf.yaml", "schema: verifierd.workflow/v1\nname: w\nparams: {p: {}, note: {}}\n"+steps)
+	floored := write("floored.yaml", "schema: verifierd.workflow/v1\nname: w\nparams: {p: {}, note: {}}\npolicy: {min_settle_s: 1}\n"+steps)
+	capped := write("capped.yaml", `effects:
+  candidates:
+    - {kind: sql, sqlite_database: x.db, sql_query: "SELECT id, p FROM t WHERE p = :p ORDER BY id LIMIT 100", sql_query_params: {p: {param: p}}}
+    - {kind: sql, sqlite_database: x.db, sql_query: "SELECT id, p FROM t WHERE id IN (SELECT id FROM t LIMIT 5)", settle_s: 1}
+`)
+	settled := write("settled.yaml", `effects:
+  kind: sql
+  sqlite_database: x.db
+  sql_query: "SELECT id, p FROM t"
+  settle_s: 0.5
+`)
+	depFloor := write("dep-floor.yaml", "policy: {min_settle_s: 2}\neffects: {kind: sql, sqlite_database: x.db, sql_query: \"SELECT TOP 10 id FROM t\"}\n")
+	unsettled := []lintFinding{
+		finding(codeNoSettleWindow, "save", 0, "steps[0].effects[0]"),
+		finding(codeNoSettleWindow, "pay", 0, "steps[2].effects[0]"),
+	}
+	for name, tc := range map[string]struct {
+		workflow, deployment string
+		want                 []lintFinding
+	}{
+		"capped and unsettled": {wf, capped, append(unsettled, finding(codeCappedRead, "", -1, "effects.candidates[0].sql_query"))},
+		"settled candidate":    {wf, settled, nil},
+		"workflow floor":       {floored, capped, []lintFinding{finding(codeCappedRead, "", -1, "effects.candidates[0].sql_query")}},
+		"deployment floor":     {wf, depFloor, []lintFinding{finding(codeCappedRead, "", -1, "effects.sql_query")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, code := runCLI(t, "lint", "--workflow", tc.workflow, "--deployment", tc.deployment)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			got := decodeLint(t, out)
+			if diff := cmp.Diff(tc.want, got.Findings, ignoreMessages, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("findings (-want +got):\n%s", diff)
+			}
+			for _, f := range got.Findings {
+				switch f.Code {
+				case codeCappedRead:
+					if !strings.Contains(f.Message, "LIMIT") && !strings.Contains(f.Message, "TOP") {
+						t.Errorf("capped_read %q does not name the cap", f.Message)
+					}
+				case codeNoSettleWindow:
+					if !strings.Contains(f.Message, "min_settle_s") || !strings.Contains(f.Message, "effects.candidates[0] (sql)") {
+						t.Errorf("no_settle_window %q does not name the unsettled candidate and the fix", f.Message)
+					}
+				}
+			}
+		})
+	}
+	out, code := runCLI(t, "lint", "--workflow", wf, "--deployment", write("bad.yaml", "effects: {kind: sql, settle_s: -1}\n"))
+	if code != exitInvalid || !strings.Contains(string(out), "INVALID_DEPLOYMENT") || !strings.Contains(string(out), "effects.settle_s") {
+		t.Errorf("bad deployment: exit %d %s; want exit 2 naming effects.settle_s", code, out)
+	}
+}

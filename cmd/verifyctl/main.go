@@ -29,7 +29,7 @@ commands:
   ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines
   artifact verify --deployment-name NAME --file PATH
                                             is exactly this file (digest and size) in the registered store?
-  lint --workflow FILE [--deployment-name NAME] [--require-effects-for-irreversible]
+  lint --workflow FILE [--deployment FILE] [--deployment-name NAME] [--require-effects-for-irreversible]
                                             check a workflow's contracts; exit 1: findings under --require-…
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
                                             attach reviewed contracts to steps that have none

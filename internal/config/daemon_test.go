@@ -48,6 +48,8 @@ func TestLoadDaemonPolicyRefusals(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct{ body, want string }{
 		"min_tier":    {"policy: {min_tier: 0}\n", "policy.min_tier"},
+		"min_settle":  {"policy: {min_settle_s: -1}\n", "policy.min_settle_s"},
+		"settle text": {"policy: {min_settle_s: soon}\n", "policy.min_settle_s"},
 		"unknown key": {"policy: {require_everything: true}\n", "policy.require_everything"},
 		"not bool":    {"policy: {require_change_claim: maybe}\n", "policy.require_change_claim"},
 		"newness":     {"policy: {require_proven_newness: yes please}\n", "policy.require_proven_newness"},
@@ -64,25 +66,30 @@ func TestLoadDaemonPolicyRefusals(t *testing.T) {
 }
 
 // TestDeploymentPolicyLayers: a registered deployment's policy overrides the
-// daemon's, and a workflow's overrides both.
+// daemon's, and a workflow's overrides both; min_settle_s is a floor, so
+// the largest of the three applies whichever layer sets it.
 func TestDeploymentPolicyLayers(t *testing.T) {
 	t.Parallel()
-	dep, err := ParseDeployment([]byte("policy: {require_change_claim: false, min_tier: 1, require_proven_newness: false}\neffects: {kind: sql, sqlite_database: x.db, sql_query: SELECT 1}\n"))
+	dep, err := ParseDeployment([]byte("policy: {require_change_claim: false, min_tier: 1, require_proven_newness: false, min_settle_s: 2.5}\neffects: {kind: sql, sqlite_database: x.db, sql_query: SELECT 1}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	daemon, err := LoadDaemon(writeDaemon(t, "policy: {subject_params: [p], min_tier: 3}\n"))
+	daemon, err := LoadDaemon(writeDaemon(t, "policy: {subject_params: [p], min_tier: 3, min_settle_s: 1, require_registered_contracts: false}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf, err := workflow.Parse([]byte("schema: verifierd.workflow/v1\nname: w\npolicy: {min_tier: 2}\nsteps: [{step: s}]\n"))
+	wf, err := workflow.Parse([]byte("schema: verifierd.workflow/v1\nname: w\npolicy: {min_tier: 2, min_settle_s: 0}\nsteps: [{step: s}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := workflow.Resolve(daemon.Policy, dep.Policy, wf.Policy)
-	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false}
+	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false, MinSettleS: 2.5}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effective (-want +got):\n%s", diff)
+	}
+	// With no policy anywhere, caller-sent effects are refused.
+	if def := workflow.Resolve(); !def.RequireRegisteredContracts || def.MinSettleS != 0 {
+		t.Errorf("defaults %+v, want require_registered_contracts on and no settle floor", def)
 	}
 	if _, err := ParseDeployment([]byte("policy: {min_tier: 9}\neffects: {kind: sql}\n")); err == nil || !strings.Contains(err.Error(), "policy.min_tier") {
 		t.Errorf("bad deployment policy: %v", err)

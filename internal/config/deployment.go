@@ -246,7 +246,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 	if v, ok := sec["option_params"]; ok {
 		op, isMap := v.(map[string]any)
 		if !isMap {
-			return c, errorf(path+".option_params", "must be a map of option name to {param: name} or a literal")
+			return c, errorf(path+".option_params", `must be a map of option name to {param: name}, {template: "text {name}"} or a literal`)
 		}
 		c.OptionParams = map[string]judge.Value{}
 		opts, _ := c.Section["options"].(map[string]any)
@@ -365,22 +365,24 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 		var missing []string
 		for _, k := range slices.Sorted(maps.Keys(c.OptionParams)) {
 			v := c.OptionParams[k]
-			if v.IsParam() {
-				s, ok := params[v.Param]
-				if !ok {
-					missing = append(missing, strconv.Quote(v.Param))
-					continue
+			var absent []string
+			for _, name := range v.Params() {
+				if _, ok := params[name]; !ok {
+					absent = append(absent, strconv.Quote(name))
 				}
-				// An option goes to a plugin as data; what the plugin
-				// does with it is its own, so only NUL and control
-				// characters are refused here.
-				if err := param.Check(s); err != nil {
-					return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params.%s", c.Index, k), "run parameter %q %v", v.Param, err)
-				}
-				opts[k] = s
-			} else {
-				opts[k] = v.Literal
 			}
+			if len(absent) > 0 {
+				missing = append(missing, absent...)
+				continue
+			}
+			// An option goes to a plugin as data; what the plugin does
+			// with it is its own, so only NUL and control characters are
+			// refused here (a template's literal text is kept as written).
+			s, err := v.BindIn(params, "", param.Data)
+			if err != nil {
+				return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params.%s", c.Index, k), "%s", err.Error())
+			}
+			opts[k] = s
 		}
 		if len(missing) > 0 {
 			return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params", c.Index), "missing run parameter %s", strings.Join(missing, ", "))
@@ -425,7 +427,7 @@ func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), al
 }
 
 func loadValue(v any, path string) (judge.Value, error) {
-	val, err := param.Parse(v, path)
+	val, err := param.Parse(v, path, param.Templates())
 	if err != nil {
 		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return judge.Value{}, errorf(perr.Path, "%s", perr.Message)

@@ -158,3 +158,45 @@ func TestCandidatesInheritDefaults(t *testing.T) {
 		t.Errorf("candidate 1: %+v", d.Candidates[1])
 	}
 }
+
+// TestOptionParamTemplates: a plugin option may compose literal text with
+// run parameters; a template that names none, or has a stray brace, is
+// refused at load naming its path.
+func TestOptionParamTemplates(t *testing.T) {
+	t.Parallel()
+	d, err := ParseDeployment([]byte(`effects:
+  kind: acme-claims
+  option_params: {claim: {template: "urn:claims|{claim_no}"}, subject: {template: "Patient/{pid}/{claim_no}"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := d.Candidates[0].Resolve(map[string]string{"claim_no": "C 9", "pid": "p1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec map[string]any
+	if err := json.Unmarshal(cfg, &sec); err != nil {
+		t.Fatal(err)
+	}
+	opts := sec["options"].(map[string]any)
+	if opts["claim"] != "urn:claims|C 9" || opts["subject"] != "Patient/p1/C 9" {
+		t.Errorf("options %v, want the templates bound as data", opts)
+	}
+	if _, _, err := d.Candidates[0].Resolve(map[string]string{"claim_no": "C"}, nil, nil); err == nil || !strings.Contains(err.Error(), `"pid"`) {
+		t.Errorf("a template's missing parameter: %v", err)
+	}
+	if _, _, err := d.Candidates[0].Resolve(map[string]string{"claim_no": "C\n", "pid": "p"}, nil, nil); err == nil || !strings.Contains(err.Error(), "option_params.claim") || !strings.Contains(err.Error(), "control character") {
+		t.Errorf("a control character in a template's parameter: %v", err)
+	}
+	for name, body := range map[string]string{
+		"no parameter": `{template: "urn:claims|C-1"}`,
+		"unbalanced":   `{template: "urn:claims|{claim_no"}`,
+		"stray close":  `{template: "urn:claims|claim_no}"}`,
+	} {
+		_, err := ParseDeployment([]byte("effects:\n  kind: acme-claims\n  option_params: {claim: " + body + "}\n"))
+		if err == nil || !strings.HasPrefix(err.Error(), "effects.option_params.claim.template: ") {
+			t.Errorf("%s: err %v, want a refusal at effects.option_params.claim.template", name, err)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -119,7 +120,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
-	mgr := &session.Manager{Host: host, Store: st, Daemon: &config.Daemon{Deployments: map[string]string{"intake": depPath}},
+	// The sessions here send their own effects, as an operator allows.
+	noRegistered := false
+	mgr := &session.Manager{Host: host, Store: st, Daemon: &config.Daemon{Deployments: map[string]string{"intake": depPath},
+		Policy: &workflow.Policy{RequireRegisteredContracts: &noRegistered}},
 		PollInterval: 5 * time.Millisecond, Metrics: mets}
 
 	api := httpapi.New(token)

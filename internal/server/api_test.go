@@ -80,11 +80,11 @@ func startAPI(t *testing.T, opts Options, adapters map[string]func() sdk.Adapter
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The API layer is under test: inline deployments and absence checks
-	// (no change claim) keep the cases small; the trust rules have tests of
+	// The API layer is under test: inline deployments and caller-sent
+	// absence checks (no change claim) keep the cases small; the trust rules have tests of
 	// their own.
-	noClaim := false
-	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim}}
+	noClaim, noRegistered := false, false
+	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim, RequireRegisteredContracts: &noRegistered}}
 	srv, hs := New(&session.Manager{Host: host, Store: st, Daemon: daemon, AllowInline: true}, opts)
 	lis := bufconn.Listen(1 << 20)
 	a := &api{srv: srv, health: hs, served: make(chan error, 1)}

@@ -308,7 +308,8 @@ var (
 	}
 	actionToProto = map[string]verifierv1.SuggestedAction{
 		judge.ActionRestoreAccess: verifierv1.SuggestedAction_SUGGESTED_ACTION_RESTORE_ACCESS, judge.ActionRemoveDuplicates: verifierv1.SuggestedAction_SUGGESTED_ACTION_REMOVE_DUPLICATES,
-		judge.ActionManualRepair: verifierv1.SuggestedAction_SUGGESTED_ACTION_MANUAL_REPAIR,
+		judge.ActionManualRepair:        verifierv1.SuggestedAction_SUGGESTED_ACTION_MANUAL_REPAIR,
+		judge.ActionReverifyBeforeRetry: verifierv1.SuggestedAction_SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY,
 	}
 )
 

@@ -50,11 +50,11 @@ func serve(t *testing.T, opts Options) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// These tests are about the API layer: inline deployments and contracts
-	// with no change claim (an absence check on an empty adapter) keep them
+	// These tests are about the API layer: inline deployments and caller
+	// contracts with no change claim (an absence check on an empty adapter) keep them
 	// small; the trust rules have tests of their own.
-	noClaim := false
-	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim}}
+	noClaim, noRegistered := false, false
+	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim, RequireRegisteredContracts: &noRegistered}}
 	srv, _ := New(&session.Manager{Host: host, Store: st, Daemon: daemon, AllowInline: true}, opts)
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)

@@ -153,7 +153,7 @@ func evidenceManager(t *testing.T, key []byte, adapters ...sdk.Adapter) (*Manage
 	t.Cleanup(func() { host.Close(); st.Close() })
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond, AllowInline: true,
+	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true,
 		Logger: logger, EvidenceKey: key}, filepath.Join(dir, "verifierd.db"), logs
 }
 

@@ -72,6 +72,12 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	defer span.End()
 	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
 	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
+	if ev.settleFloor > g.settle && holdsChangeClaim(g.effects) {
+		// The policy's min_settle_s for an irreversible step: a late
+		// duplicate inside the floor is caught whatever the candidate's
+		// own settle_s.
+		g.settle = ev.settleFloor
+	}
 	g.startCensus(ctx, dep)
 	g.startBaseline(ctx)
 	defer g.waitBaseline()
@@ -89,6 +95,18 @@ func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureM
 	}
 	telemetry.Set(span, verdictAttr(verdicts))
 	return verdicts, tasks
+}
+
+// holdsChangeClaim reports whether any effect is a change claim
+// (record_written with count_new_only, or exact_new_set): the effects a
+// settle floor watches for a late write.
+func holdsChangeClaim(effects []*judge.Contract) bool {
+	for _, c := range effects {
+		if c.Kind == judge.ExactNewSet || (c.Kind == judge.RecordWritten && c.CountNewOnly) {
+			return true
+		}
+	}
+	return false
 }
 
 // unreachable judges every effect on an after read that failed.

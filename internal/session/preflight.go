@@ -141,11 +141,17 @@ func Judge(req JudgeRequest) (*Result, error) {
 	}
 	res := &Result{Effects: make([]EffectResult, len(list))}
 	verdicts := make([]judge.Verdict, len(list))
+	contracts := make([]*judge.Contract, len(list))
 	for i, e := range list {
 		c, err := judge.Bind(e, params, fmt.Sprintf("effects[%d]", i))
 		if err != nil {
 			return nil, judgeError(err)
 		}
+		contracts[i] = c
+	}
+	irreversible := irreversibleStep(contracts)
+	tasks := make([]*judge.Task, len(list))
+	for i, c := range contracts {
 		var v judge.Verdict
 		if req.BeforeBatch != nil && req.AfterBatch != nil {
 			v = judge.JudgeBatch(c, *req.BeforeBatch, *req.AfterBatch, opts)
@@ -162,10 +168,12 @@ func Judge(req JudgeRequest) (*Result, error) {
 			},
 			// Unkeyed digests: the client sent these records, and a keyed
 			// digest would make the daemon an oracle for its task digests.
-			ReconciliationTask: judge.NewTask("judge", i, "client", c, &v),
+			ReconciliationTask: judge.NewStepTask("judge", i, "client", c, &v, irreversible),
 		}
+		tasks[i] = res.Effects[i].ReconciliationTask
 	}
 	res.Outcome = judge.OutcomeOf(verdicts)
+	judge.SuggestForOutcome(res.Outcome, tasks)
 	return res, nil
 }
 

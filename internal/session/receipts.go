@@ -66,6 +66,9 @@ type groupEvidence struct {
 	noCompensate   bool
 	// Census is the group's census reads (nil without a census).
 	Census *CensusReads
+	// settleFloor is the session's settle floor (meta.SettleFloorS): a
+	// group holding a change claim settles at least this long.
+	settleFloor time.Duration
 }
 
 // CensusReads are a census's reads as a receipt binds them: the one Begin

@@ -176,6 +176,15 @@ type meta struct {
 	Params         map[string]string `json:"params"`
 	Begin          BeginResult       `json:"begin"`
 	Captures       []captureMeta     `json:"captures"`
+	// IrreversibleStep is set when the step has an irreversible effect
+	// (or is a registered irreversible step): every effect of it that is
+	// not confirmed gets a reconciliation task (stepTasks).
+	IrreversibleStep bool `json:"irreversible_step,omitempty"`
+	// SettleFloorS is the policy's min_settle_s for an irreversible step
+	// (0 otherwise): a capture holding a change claim settles at least
+	// this long (group.settle). Taken at Begin, so Verify and every
+	// re-verification apply the policy the session began under.
+	SettleFloorS float64 `json:"settle_floor_s,omitempty"`
 }
 
 // captureMeta is one baseline capture: one per selected candidate.
@@ -480,6 +489,10 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	res.UnusedParams = unusedParams(params, dep, a.effects)
 
 	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
+	md.IrreversibleStep = a.registeredIrreversible || irreversibleStep(contracts)
+	if md.IrreversibleStep {
+		md.SettleFloorS = a.policy.MinSettleS
+	}
 	var writers []*store.BaselineWriter
 	// In candidate order, so that the first candidate whose run parameters
 	// do not bind is the one refused, as when each was asked in turn: a
@@ -545,6 +558,17 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
 	return res, nil
+}
+
+// irreversibleStep reports whether any of the step's effects is
+// irreversible.
+func irreversibleStep(contracts []*judge.Contract) bool {
+	for _, c := range contracts {
+		if c.Risk == judge.Irreversible {
+			return true
+		}
+	}
+	return false
 }
 
 // baselineReadTimeout bounds a baseline read: at least a minute, or the

@@ -118,8 +118,21 @@ func newManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
 	// Most tests here are about the lifecycle, not the trust rules: they
-	// send inline deployments (trust_test.go covers the default refusal).
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond, AllowInline: true}
+	// send inline deployments and their own effects (trust_test.go covers
+	// the default refusals).
+	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true}
+}
+
+// callerContracts returns p (a new policy when nil) with
+// require_registered_contracts off, as the operator of a daemon whose
+// callers send their own effects sets it.
+func callerContracts(p *workflow.Policy) *workflow.Policy {
+	if p == nil {
+		p = &workflow.Policy{}
+	}
+	no := false
+	p.RequireRegisteredContracts = &no
+	return p
 }
 
 const effectsRW = `[{"kind": "record_written", "match": {"p": {"param": "p"}}, "count_new_only": true, "timeout_s": 0.2}]`
@@ -202,7 +215,7 @@ func TestBeginRefusedWithoutBaseline(t *testing.T) {
 	// A field_equals read-back does not need the baseline: it begins. A
 	// lone read-back claims no change, so the operator's policy allows it.
 	noClaim := false
-	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
+	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	fe := `[{"kind": "field_equals", "match": {"p": "1"}, "field": "note", "value": "x", "timeout_s": 0}]`
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test}\n"), Effects: []byte(fe)})
 	if err != nil {

@@ -63,6 +63,9 @@ type admitted struct {
 	effects    []byte
 	registered *RegisteredStep
 	policy     workflow.Effective
+	// registeredIrreversible: the registered step is marked risk:
+	// irreversible (an effect's own risk says the same for its step).
+	registeredIrreversible bool
 }
 
 // admit applies the trust rules to a Begin before anything is configured
@@ -92,15 +95,20 @@ func (m *Manager) admit(req BeginRequest) (*admitted, error) {
 			return nil, err
 		}
 	}
-	pol := m.policy(dep, wf)
+	var step *workflow.Step
+	if wf != nil {
+		step, _ = wf.Step(req.Step)
+	}
+	pol := m.policy(dep, wf).ForStep(step)
 	if registered == nil && pol.RequireRegisteredContracts {
 		return nil, &Error{Kind: Denied, Code: CodeRegisteredContractsRequired, Path: "effects",
-			Message: "the daemon's policy requires registered contracts (require_registered_contracts); name a registered workflow and step (--workflow NAME --step NAME) instead of sending effects"}
+			Message: "the daemon's policy requires registered contracts (require_registered_contracts, on unless the operator turns it off); name a registered workflow and step (--workflow NAME --step NAME) instead of sending effects, or, for contracts the caller may choose, set policy.require_registered_contracts: false in the daemon config or the registered deployment"}
 	}
 	if err := checkContracts(pol, effects, req.Params, wf); err != nil {
 		return nil, err
 	}
-	return &admitted{deployment: deployment, effects: effects, registered: registered, policy: pol}, nil
+	return &admitted{deployment: deployment, effects: effects, registered: registered, policy: pol,
+		registeredIrreversible: step != nil && step.Risk == workflow.RiskIrreversible}, nil
 }
 
 // deploymentSource resolves the deployment bytes and refuses an inline
@@ -178,7 +186,7 @@ func checkInline(dep *config.Deployment) error {
 }
 
 // policy resolves the effective contract guards: daemon, then the
-// registered deployment, then the workflow.
+// registered deployment, then the workflow (min_settle_s: the largest).
 func (m *Manager) policy(dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
 	var layers []*workflow.Policy
 	if m.Daemon != nil {

@@ -94,6 +94,14 @@ steps:
   - step: pin
     effects:
       - {kind: record_written, match: {p: {param: p}, pin: {param: pin}}, count_new_only: true}
+  - step: by_note
+    subject_params: [note]
+    effects:
+      - {kind: record_written, match: {p: {param: p}}, count_new_only: true}
+  - step: any_subject
+    subject_params: []
+    effects:
+      - {kind: record_written, match: {type: Triage}, count_new_only: true}
 `
 
 func loadTestWorkflow(t *testing.T) *workflow.Workflow {
@@ -153,11 +161,12 @@ func TestWorkflowStepBegin(t *testing.T) {
 	}
 }
 
+// TestRequireRegisteredContracts: with no policy anywhere, caller-sent
+// effects are refused; a registered step begins.
 func TestRequireRegisteredContracts(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "rrc-test", tier: 1, table: &table{}})
-	yes := true
-	m.Daemon.Policy = &workflow.Policy{RequireRegisteredContracts: &yes}
+	m.Daemon.Policy = nil
 	m.Daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: rrc-test}\n")}
 	m.Workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 	params := map[string]string{"p": "1", "note": "x"}
@@ -204,6 +213,15 @@ func TestContractGuards(t *testing.T) {
 		"secret param": {deployment: "effects: {kind: K}\n", step: "pin",
 			code: workflow.CodeSecretParamInContract, path: "effects[0]"},
 		"registered step passes": {deployment: "effects: {kind: K}\n", daemon: "{min_tier: 1}", step: "save"},
+		"zero new records claims no change": {deployment: "effects: {kind: K}\n",
+			effects: `[{"kind": "record_written", "match": {"p": {"param": "p"}}, "count_new_only": true, "expected_count": 0}]`,
+			code:    workflow.CodeNoChangeClaim, path: "effects"},
+		"empty new set claims no change": {deployment: "effects: {kind: K}\n",
+			effects: `[{"kind": "exact_new_set", "new_records": [], "expected_count": 0}]`,
+			code:    workflow.CodeNoChangeClaim, path: "effects"},
+		"step subject_params replace the policy's": {deployment: "effects: {kind: K}\n", step: "by_note",
+			code: workflow.CodeSubjectNotSelected, path: "effects[0]"},
+		"step without subject_params": {deployment: "effects: {kind: K}\n", step: "any_subject"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -223,7 +241,7 @@ func TestContractGuards(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m.Daemon.Policy = w.Policy
+				m.Daemon.Policy = callerContracts(w.Policy)
 			}
 			m.Workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 			req := BeginRequest{DeploymentName: "reg", Effects: []byte(tc.effects), Params: map[string]string{"p": "1", "note": "x", "pin": "1234"}}
@@ -259,7 +277,7 @@ func TestLoadWorkflows(t *testing.T) {
 	}
 	m.Daemon.Workflows = map[string]string{"intake": good}
 	ws, err := LoadWorkflows(m.Daemon)
-	if err != nil || ws["intake"] == nil || len(ws["intake"].Steps) != 3 {
+	if err != nil || ws["intake"] == nil || len(ws["intake"].Steps) != 5 {
 		t.Fatalf("loaded %v, %v", ws, err)
 	}
 	m.Daemon.Workflows["broken"] = bad

@@ -209,6 +209,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	ev := &stepEvidence{Groups: make([]groupEvidence, len(md.Captures))}
 	for n := range ev.Groups {
 		ev.Groups[n].noCompensate = noCompensate
+		ev.Groups[n].settleFloor = seconds(md.SettleFloorS)
 	}
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
@@ -223,7 +224,15 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	wg.Wait()
 
 	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC(), Registered: md.Begin.Registered}
+	res.Outcome = judge.OutcomeOf(verdicts)
 	ev.Matched = make([][]judge.Record, len(contracts))
+	for i, c := range contracts {
+		if tasks[i] == nil {
+			cand := dep.Candidates[md.Begin.Effects[i].CandidateIndex]
+			tasks[i] = judge.NewStepTaskWithDigest(id, i, cand.Kind, c, &verdicts[i], md.IrreversibleStep, m.digester())
+		}
+	}
+	judge.SuggestForOutcome(res.Outcome, tasks)
 	for i, c := range contracts {
 		sel := md.Begin.Effects[i]
 		cand := dep.Candidates[sel.CandidateIndex]
@@ -232,9 +241,6 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		// Digested only (keyed), as read: a digest holds no value.
 		ev.Matched[i] = v.Matched
 		task := tasks[i]
-		if task == nil {
-			task = judge.NewTaskWithDigest(id, i, cand.Kind, c, &v, m.digester())
-		}
 		// The redaction and the secret mask change values only: decision,
 		// class, counts and codes are v's.
 		shown := harness.Result(secrets.verdict(cand.Redaction.Apply(v, c)))
@@ -242,7 +248,6 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		newness, scope := newnessOf(&cand)
 		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CollateralScope: scope}
 	}
-	res.Outcome = judge.OutcomeOf(verdicts)
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
 	return res, ev, nil
 }

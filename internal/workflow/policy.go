@@ -3,6 +3,7 @@ package workflow
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -12,8 +13,10 @@ import (
 // Policy holds the contract guards. A nil field inherits from the layer
 // below: the daemon config's `policy:` is the base, a registered deployment's
 // `policy:` overrides it, and a workflow's `policy:` overrides both for that
-// workflow's steps. All three are the operator's files; a caller never sends
-// a policy.
+// workflow's steps. One key layers otherwise: min_settle_s is a floor, and
+// the largest value any layer sets applies (a deployment or workflow may
+// lengthen the daemon's settle floor, never shorten it). All three are the
+// operator's files; a caller never sends a policy.
 type Policy struct {
 	// RequireRegisteredContracts refuses caller-supplied effects: a Begin
 	// must name a registered workflow step.
@@ -33,9 +36,13 @@ type Policy struct {
 	// reads a narrowed collection with neither a census nor a newness:
 	// declaration (CheckNewness).
 	RequireProvenNewness *bool
+	// MinSettleS is the settle floor in seconds: every change claim of a
+	// step with an irreversible effect keeps reading at least this long
+	// after its first CONFIRMED, so a late duplicate is caught.
+	MinSettleS *float64
 }
 
-var policyKeys = []string{"require_registered_contracts", "require_change_claim", "subject_params", "min_tier", "require_proven_newness"}
+var policyKeys = []string{"require_registered_contracts", "require_change_claim", "subject_params", "min_tier", "require_proven_newness", "min_settle_s"}
 
 // ParsePolicy loads a decoded `policy:` block.
 func ParsePolicy(tree any, path string) (*Policy, error) {
@@ -66,19 +73,11 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 		}
 	}
 	if v, present := m["subject_params"]; present && v != nil {
-		list, ok := v.([]any)
-		if !ok {
-			return nil, refuse(path+".subject_params", "must be a list of run-parameter names")
+		list, err := parseSubjectParams(v, path+".subject_params")
+		if err != nil {
+			return nil, err
 		}
-		p.subjectSet = true
-		p.SubjectParams = []string{}
-		for i, item := range list {
-			s, ok := item.(string)
-			if !ok || !validName(s) {
-				return nil, refuse(fmt.Sprintf("%s.subject_params[%d]", path, i), "must be a run-parameter name")
-			}
-			p.SubjectParams = append(p.SubjectParams, s)
-		}
+		p.subjectSet, p.SubjectParams = true, list
 	}
 	if v, present := m["min_tier"]; present && v != nil {
 		n, ok := asInt(v)
@@ -87,7 +86,56 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 		}
 		p.MinTier = &n
 	}
+	if v, present := m["min_settle_s"]; present && v != nil {
+		f, ok := asSeconds(v)
+		if !ok {
+			return nil, refuse(path+".min_settle_s", "must be a number of seconds from 0 to %d (how long a change claim of an irreversible step keeps reading after its first CONFIRMED)", judge.MaxTimeoutS)
+		}
+		p.MinSettleS = &f
+	}
 	return p, nil
+}
+
+// asSeconds reads a number of seconds from 0 to judge.MaxTimeoutS.
+func asSeconds(v any) (float64, bool) {
+	var f float64
+	switch n := v.(type) {
+	case int:
+		f = float64(n)
+	case int64:
+		f = float64(n)
+	case float64:
+		f = n
+	case json.Number:
+		x, err := n.Float64()
+		if err != nil {
+			return 0, false
+		}
+		f = x
+	default:
+		return 0, false
+	}
+	if math.IsNaN(f) || f < 0 || f > judge.MaxTimeoutS {
+		return 0, false
+	}
+	return f, true
+}
+
+// parseSubjectParams reads a subject_params list (of a policy or a step).
+func parseSubjectParams(v any, path string) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, refuse(path, "must be a list of run-parameter names")
+	}
+	out := []string{}
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok || !validName(s) {
+			return nil, refuse(fmt.Sprintf("%s[%d]", path, i), "must be a run-parameter name")
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func asInt(v any) (int, bool) {
@@ -114,11 +162,15 @@ type Effective struct {
 	SubjectParams              []string `json:"subject_params"`
 	MinTier                    int      `json:"min_tier"`
 	RequireProvenNewness       bool     `json:"require_proven_newness"`
+	// MinSettleS is the largest min_settle_s of any layer (0: none).
+	MinSettleS float64 `json:"min_settle_s"`
 }
 
-// Defaults is the policy with no policy block anywhere.
+// Defaults is the policy with no policy block anywhere: a caller's own
+// effects are refused (the operator's reviewed workflow steps decide what
+// counts as proof) and a step must claim a change.
 func Defaults() Effective {
-	return Effective{RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true}
+	return Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true}
 }
 
 // Resolve layers policies, base first; nil layers are skipped.
@@ -143,6 +195,20 @@ func Resolve(layers ...*Policy) Effective {
 		if p.RequireProvenNewness != nil {
 			e.RequireProvenNewness = *p.RequireProvenNewness
 		}
+		// A floor: the largest applies, whatever the layer.
+		if p.MinSettleS != nil {
+			e.MinSettleS = max(e.MinSettleS, *p.MinSettleS)
+		}
+	}
+	return e
+}
+
+// ForStep is the policy for one workflow step: the step's own
+// subject_params, when it sets them, replace the resolved ones (a step that
+// writes another subject's record names its own subject). s may be nil.
+func (e Effective) ForStep(s *Step) Effective {
+	if s != nil && s.SubjectParams != nil {
+		e.SubjectParams = slices.Clone(s.SubjectParams)
 	}
 	return e
 }
@@ -157,14 +223,34 @@ type Finding struct {
 }
 
 // HasChangeClaim reports whether the effects claim a change: a
-// record_written with count_new_only, or an exact_new_set.
+// record_written with count_new_only expecting at least one new record, or
+// an exact_new_set with at least one member. A claim of zero new records
+// claims no change: an idle automation satisfies it.
 func HasChangeClaim(effects []judge.Effect) bool {
 	for _, e := range effects {
-		if e.Kind == judge.ExactNewSet || (e.Kind == judge.RecordWritten && e.CountNewOnly) {
+		if ClaimsChange(e) {
 			return true
 		}
 	}
 	return false
+}
+
+// ClaimsChange reports whether one effect claims a change (HasChangeClaim).
+func ClaimsChange(e judge.Effect) bool {
+	switch e.Kind {
+	case judge.ExactNewSet:
+		return len(e.NewRecords) > 0
+	case judge.RecordWritten:
+		return e.CountNewOnly && e.ExpectedCount > 0
+	}
+	return false
+}
+
+// IsChangeClaim reports whether an effect is of a change-claim form
+// (record_written with count_new_only, or exact_new_set), whatever count
+// it expects: the effects a settle window watches for late writes.
+func IsChangeClaim(e judge.Effect) bool {
+	return e.Kind == judge.ExactNewSet || (e.Kind == judge.RecordWritten && e.CountNewOnly)
 }
 
 // SelectorParams returns the run parameters an effect binds through a
@@ -217,7 +303,7 @@ func CheckContracts(p Effective, effects []judge.Effect, secret map[string]bool,
 	var out []Finding
 	if p.RequireChangeClaim && !HasChangeClaim(effects) {
 		out = append(out, Finding{Code: CodeNoChangeClaim, Effect: -1, Path: path,
-			Message: "no effect claims a change (a record_written with count_new_only: true, or an exact_new_set): an idle automation would pass; add one, or set policy.require_change_claim: false in the operator's deployment or workflow file"})
+			Message: "no effect claims a change (a record_written with count_new_only: true and expected_count of 1 or more, or an exact_new_set with at least one member): an idle automation would pass; add one, or set policy.require_change_claim: false in the operator's deployment or workflow file"})
 	}
 	for i, e := range effects {
 		epath := fmt.Sprintf("%s[%d]", path, i)

@@ -69,6 +69,9 @@ type Step struct {
 	Risk   string
 	// Enters lists the parameters the step types into the application.
 	Enters []string
+	// SubjectParams, when set (non-nil, possibly empty), replace the
+	// policy's subject_params for this step (Effective.ForStep).
+	SubjectParams []string
 	// Effects are the step's contracts, loaded (not bound).
 	Effects []judge.Effect
 	// EffectsTree is the decoded effects list, as written, for re-emitting
@@ -84,6 +87,20 @@ func (w *Workflow) Step(name string) (*Step, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Irreversible reports whether the step is irreversible: its own risk, or
+// any of its effects' risk.
+func (s *Step) Irreversible() bool {
+	if s.Risk == RiskIrreversible {
+		return true
+	}
+	for _, e := range s.Effects {
+		if e.Risk == judge.Irreversible {
+			return true
+		}
+	}
+	return false
 }
 
 // SecretParams returns the names of the parameters marked secret.
@@ -139,7 +156,7 @@ func Load(path string) (*Workflow, error) {
 
 var workflowKeys = []string{"schema", "name", "params", "steps", "policy", "binding"}
 var bindingKeys = []string{"binding_digest", "source_digest", "coverage"}
-var stepKeys = []string{"step", "intent", "risk", "enters", "effects"}
+var stepKeys = []string{"step", "intent", "risk", "enters", "subject_params", "effects"}
 var paramKeys = []string{"secret"}
 
 // Parse reads a workflow document (YAML or JSON).
@@ -260,6 +277,13 @@ func Parse(data []byte) (*Workflow, error) {
 				}
 				s.Enters = append(s.Enters, str)
 			}
+		}
+		if v, present := sm["subject_params"]; present && v != nil {
+			list, err := parseSubjectParams(v, path+".subject_params")
+			if err != nil {
+				return nil, err
+			}
+			s.SubjectParams = list
 		}
 		if v, present := sm["effects"]; present && v != nil {
 			list, ok := v.([]any)

@@ -44,6 +44,9 @@ func TestParseRefusals(t *testing.T) {
 		"bad effect":    {head + "steps: [{step: s, effects: [{kind: nope}]}]\n", "steps[0].effects[0].kind"},
 		"bad secret":    {"schema: verifierd.workflow/v1\nname: w\nparams: {a: {secret: yes please}}\nsteps: [{step: s}]\n", "params.a.secret"},
 		"bad min_tier":  {head + "policy: {min_tier: 5}\nsteps: [{step: s}]\n", "policy.min_tier"},
+		"bad settle":    {head + "policy: {min_settle_s: 4000}\nsteps: [{step: s}]\n", "policy.min_settle_s"},
+		"step subject":  {head + "steps: [{step: s, subject_params: [1]}]\n", "steps[0].subject_params[0]"},
+		"step subjects": {head + "steps: [{step: s, subject_params: a}]\n", "steps[0].subject_params"},
 		"binding map":   {head + "binding: yes\nsteps: [{step: s}]\n", "binding"},
 		"binding key":   {head + "binding: {binding_digest: " + zeroDigest + ", source_digest: " + zeroDigest + ", by: me}\nsteps: [{step: s}]\n", "binding.by"},
 		"binding dgst":  {head + "binding: {binding_digest: sha256:abc, source_digest: " + zeroDigest + "}\nsteps: [{step: s}]\n", "binding.binding_digest"},
@@ -128,5 +131,87 @@ func TestParseBinding(t *testing.T) {
 	w, err = Parse([]byte("schema: verifierd.workflow/v1\nname: w\nsteps: [{step: s}]\n"))
 	if err != nil || w.Binding != nil {
 		t.Fatalf("no binding block: %+v, %v", w, err)
+	}
+}
+
+// TestChangeClaims: a claim of zero new records, or an empty new set,
+// claims no change; the forms still count as change claims for settling.
+func TestChangeClaims(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`schema: verifierd.workflow/v1
+name: w
+params: {p: {}}
+steps:
+  - step: zero
+    effects: [{kind: record_written, match: {p: {param: p}}, count_new_only: true, expected_count: 0}]
+  - step: empty
+    effects: [{kind: exact_new_set, new_records: [], expected_count: 0}]
+  - step: one
+    effects: [{kind: record_written, match: {p: {param: p}}, count_new_only: true}]
+  - step: set
+    effects: [{kind: exact_new_set, new_records: [{p: {param: p}}], expected_count: 1}]
+  - step: all
+    effects: [{kind: record_written, match: {p: {param: p}}, expected_count: 1}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ claims, form bool }{{false, true}, {false, true}, {true, true}, {true, true}, {false, false}} {
+		s := w.Steps[i]
+		if got := HasChangeClaim(s.Effects); got != want.claims {
+			t.Errorf("step %s: HasChangeClaim = %v, want %v", s.Name, got, want.claims)
+		}
+		if got := IsChangeClaim(s.Effects[0]); got != want.form {
+			t.Errorf("step %s: IsChangeClaim = %v, want %v", s.Name, got, want.form)
+		}
+		fs := CheckContracts(Resolve(), s.Effects, nil, "effects")
+		if refused := len(fs) > 0 && fs[0].Code == CodeNoChangeClaim; refused == want.claims {
+			t.Errorf("step %s: findings %+v", s.Name, fs)
+		}
+	}
+}
+
+// TestStepSubjectParams: a step's own subject_params replace the
+// policy's for that step; a step without them keeps the policy's.
+func TestStepSubjectParams(t *testing.T) {
+	t.Parallel()
+	w, err := Parse([]byte(`schema: verifierd.workflow/v1
+name: w
+params: {patient: {}, claim: {}}
+policy: {subject_params: [patient]}
+steps:
+  - step: register
+    risk: irreversible
+    effects: [{kind: record_written, match: {patient: {param: patient}}, count_new_only: true}]
+  - step: file_claim
+    subject_params: [claim]
+    effects: [{kind: record_written, match: {claim: {param: claim}}, count_new_only: true}]
+  - step: anyone
+    subject_params: []
+    effects: [{kind: record_written, match: {type: x}, count_new_only: true}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Resolve(w.Policy)
+	for i, want := range [][]string{{"patient"}, {"claim"}, {}} {
+		s := &w.Steps[i]
+		p := base.ForStep(s)
+		if diff := cmp.Diff(want, p.SubjectParams); diff != "" {
+			t.Errorf("step %s subject_params (-want +got):\n%s", s.Name, diff)
+		}
+		if fs := CheckContracts(p, s.Effects, nil, "effects"); len(fs) != 0 {
+			t.Errorf("step %s: findings %+v", s.Name, fs)
+		}
+	}
+	// Under the workflow's list, the claim step would be refused.
+	if fs := CheckContracts(base, w.Steps[1].Effects, nil, "effects"); len(fs) != 1 || fs[0].Code != CodeSubjectNotSelected {
+		t.Errorf("claim step under the workflow policy: %+v", fs)
+	}
+	if !w.Steps[0].Irreversible() || w.Steps[1].Irreversible() {
+		t.Errorf("Irreversible: register %v, file_claim %v", w.Steps[0].Irreversible(), w.Steps[1].Irreversible())
+	}
+	if base.ForStep(nil).SubjectParams[0] != "patient" {
+		t.Error("ForStep(nil) changed the policy")
 	}
 }

@@ -16,6 +16,18 @@
 // looks the parameter up and refuses one the run does not supply. Numbers,
 // booleans, null and lists are refused with a hint to quote them.
 //
+// A deployment's value may take a fourth form (Templates; ParseMap always
+// allows it):
+//
+//	{template: "Patient/{id}"} literal text composed with run parameters
+//
+// Value.BindIn binds it for a place: each {name} is the parameter's value
+// escaped for that place, the text around it is kept as written.
+// ExpandValues fills a URL template whose placeholders are such values,
+// each template escaped for the place of its placeholder. A template that
+// names no parameter, or holds a brace that opens or closes no {name}, is
+// refused (CheckTemplate).
+//
 // # Where a value goes
 //
 // A caller supplies run parameters, and the caller is the party being
@@ -23,8 +35,8 @@
 // refuses a value holding NUL, any other control character or invalid
 // UTF-8, and then:
 //
-//   - Text (Check): a value passed as data, such as a GraphQL variable or a
-//     plugin option, is used as is.
+//   - Text (Check, Data): a value passed as data, such as a GraphQL
+//     variable or a plugin option, is used as is.
 //   - A URL path segment (PathSegment): the value is one segment. It is
 //     percent-escaped; "", "." and ".." are refused (they name another
 //     resource) and so is any '/' or '\', even escaped, because many servers

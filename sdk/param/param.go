@@ -19,10 +19,29 @@ type Value struct {
 	// boolean; "" is text). Only the judge's contract loader sets it: Parse
 	// never does, and refuses an `as` key like any other unknown key.
 	As string
+	// Template is non-empty for a {template: "text {name} text"}: literal
+	// text composed with run parameters. Only a deployment's values take
+	// one (Templates, ParseMap); a contract's never do.
+	Template string
 }
 
 // IsParam reports whether v refers to a run parameter.
 func (v Value) IsParam() bool { return v.Param != "" }
+
+// IsTemplate reports whether v is a template.
+func (v Value) IsTemplate() bool { return v.Template != "" }
+
+// Params lists the run parameters v reads: the one it names, each
+// placeholder of its template once, or none for a literal.
+func (v Value) Params() []string {
+	switch {
+	case v.IsParam():
+		return []string{v.Param}
+	case v.IsTemplate():
+		return Names(v.Template)
+	}
+	return nil
+}
 
 // Error is a refused value or parameter, and an adapter's refused
 // configuration (sdk.ConfigError is this type). Path is the dotted path of
@@ -45,6 +64,17 @@ type Option func(*parser)
 
 type parser struct {
 	numberText func(string) string
+	templates  bool
+}
+
+// Templates lets Parse read the fourth form, {template: "text {name}"}: a
+// deployment's parameter value composing literal text with run parameters
+// (see BindIn and ExpandValues for how each part is escaped). A template
+// that names no parameter, or whose braces do not each open or close a
+// {name}, is refused. Without this option a template is refused: a
+// contract compares values, it does not compose them.
+func Templates() Option {
+	return func(p *parser) { p.templates = true }
 }
 
 // NumberText renders the number in the "write it as a string" hint of a
@@ -85,6 +115,19 @@ func Parse(tree any, path string, opts ...Option) (Value, error) {
 			}
 			return Value{Param: s}, nil
 		}
+		if tmpl, ok := x["template"]; ok {
+			if !p.templates {
+				return Value{}, refuse(join(path, "template"), `a template composes a deployment's parameter value and is not allowed here; write {param: name} or a literal`)
+			}
+			s, isStr := tmpl.(string)
+			if !isStr {
+				return Value{}, refuse(join(path, "template"), `a template must be text with {name} placeholders, e.g. "Patient/{patient_id}", got %s`, Show(tmpl))
+			}
+			if err := CheckTemplate(s); err != nil {
+				return Value{}, refuse(join(path, "template"), "%v", err)
+			}
+			return Value{Template: s}, nil
+		}
 		var key string
 		for k := range x {
 			key = k
@@ -96,16 +139,21 @@ func Parse(tree any, path string, opts ...Option) (Value, error) {
 }
 
 // ParseJSON reads one value expression from raw JSON, as an adapter holds
-// its section. It accepts exactly what Parse accepts; a refusal names path
-// itself and lists the three forms, which reads better in a deployment
-// section than the judge's detail.
-func ParseJSON(raw json.RawMessage, path string) (Value, error) {
+// its section. It accepts exactly what Parse accepts with the same
+// options; a refusal names path itself and lists the forms, which reads
+// better in a deployment section than the judge's detail (a template's own
+// refusal, which says what is wrong with it, is kept).
+func ParseJSON(raw json.RawMessage, path string, opts ...Option) (Value, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err == nil && !dec.More() {
-		if v, err := Parse(tree, path); err == nil {
+		v, err := Parse(tree, path, opts...)
+		if err == nil {
 			return v, nil
+		}
+		if m, ok := tree.(map[string]any); ok && len(m) == 1 && m["template"] != nil {
+			return Value{}, err
 		}
 	}
 	return Value{}, &Error{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
@@ -113,16 +161,70 @@ func ParseJSON(raw json.RawMessage, path string) (Value, error) {
 
 // Bind returns the literal, or the run parameter v names. A parameter the
 // run does not supply is refused: a read must never go out with a hole
-// where its subject belongs.
+// where its subject belongs. A template is bound as data (BindIn with
+// Check): each parameter is checked and substituted as it is, the literal
+// text kept.
 func (v Value) Bind(params map[string]string, path string) (string, error) {
+	if v.IsTemplate() {
+		return v.BindIn(params, path, Data)
+	}
 	if !v.IsParam() {
 		return v.Literal, nil
 	}
 	s, ok := params[v.Param]
 	if !ok {
-		return "", &Error{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", v.Param, v.Param)}
+		return "", missing(path, v.Param)
 	}
 	return s, nil
+}
+
+func missing(path, name string) *Error {
+	return &Error{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", name, name)}
+}
+
+// BindIn binds v for a place whose escaping is escape (PathSegment,
+// QueryValue, FileName, Data, or an adapter's own): a {param} value is
+// escape(value); a template substitutes each {name} with escape(value) and
+// keeps its literal text as written; a literal is returned as written. A
+// parameter the run does not supply, or a value escape refuses, is an
+// *Error at path naming the parameter.
+func (v Value) BindIn(params map[string]string, path string, escape func(string) (string, error)) (string, error) {
+	fill := func(name string) (string, error) {
+		s, ok := params[name]
+		if !ok {
+			return "", missing(path, name)
+		}
+		e, err := escape(s)
+		if err != nil {
+			return "", &Error{Path: path, Message: fmt.Sprintf("run parameter %q %v", name, err)}
+		}
+		return e, nil
+	}
+	switch {
+	case v.IsParam():
+		return fill(v.Param)
+	case !v.IsTemplate():
+		return v.Literal, nil
+	}
+	return substitute(v.Template, fill)
+}
+
+// substitute replaces each placeholder of t with fill(name), keeping the
+// text between them as written.
+func substitute(t string, fill func(name string) (string, error)) (string, error) {
+	var b strings.Builder
+	last := 0
+	for _, p := range Placeholders(t) {
+		e, err := fill(p.Name)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(t[last:p.Start])
+		b.WriteString(e)
+		last = p.End
+	}
+	b.WriteString(t[last:])
+	return b.String(), nil
 }
 
 // BindJSON parses raw with ParseJSON and binds it.
@@ -263,12 +365,14 @@ type Values struct {
 
 // ParseMap reads every entry of a JSON map of value expressions; each
 // entry's path is path.name. Entries are read in name order, so the first
-// refusal is stable.
+// refusal is stable. The map is a deployment's (path_params,
+// sql_query_params, graphql_variables, search_param_exprs, url_params), so
+// an entry may be a template.
 func ParseMap(raw map[string]json.RawMessage, path string) (Values, error) {
 	vs := Values{path: path, m: make(map[string]Value, len(raw))}
 	vs.names = slices.Sorted(maps.Keys(raw))
 	for _, k := range vs.names {
-		v, err := ParseJSON(raw[k], join(path, k))
+		v, err := ParseJSON(raw[k], join(path, k), Templates())
 		if err != nil {
 			return Values{}, err
 		}
@@ -289,6 +393,22 @@ func (vs Values) Bind(params map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(vs.names))
 	for _, k := range vs.names {
 		s, err := vs.m[k].Bind(params, join(vs.path, k))
+		if err != nil {
+			return nil, err
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+// BindWith is Bind with every run parameter's value, whether the entry
+// names it or a template composes it, passed through escape (see BindIn).
+// An adapter whose place has a rule of its own (a FHIR search value may
+// not hold a comma) binds with it.
+func (vs Values) BindWith(params map[string]string, escape func(string) (string, error)) (map[string]string, error) {
+	out := make(map[string]string, len(vs.names))
+	for _, k := range vs.names {
+		s, err := vs.m[k].BindIn(params, join(vs.path, k), escape)
 		if err != nil {
 			return nil, err
 		}

@@ -25,6 +25,16 @@ func Check(v string) error {
 	return nil
 }
 
+// Data is the place of a value passed as data (a SQL bind argument, a
+// GraphQL variable, a plugin option): v is checked (Check) and used as it
+// is.
+func Data(v string) (string, error) {
+	if err := Check(v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
 // PathSegment escapes v to stand as exactly one URL path segment, refusing
 // a value that would name another resource ("", ".", "..") or that holds
 // a path separator.
@@ -139,10 +149,85 @@ func isNameByte(c byte, first bool) bool {
 	return c >= '0' && c <= '9' || c == '.' || c == '-'
 }
 
+// CheckTemplate refuses a value template ({template: ...}) that names no
+// run parameter, or holds a brace that does not open or close a {name}
+// placeholder (a placeholder name is a letter or '_' followed by letters,
+// digits, '_', '.' or '-'). A template has no literal braces: text with a
+// brace of its own is written as a literal, not a template.
+func CheckTemplate(t string) error {
+	ps := Placeholders(t)
+	at := 0
+	for _, p := range append(ps, Placeholder{Start: len(t), End: len(t)}) {
+		if i := strings.IndexAny(t[at:p.Start], "{}"); i >= 0 {
+			return fmt.Errorf("the brace at byte %d of %q opens or closes no {name} placeholder; braces must be balanced around a parameter name", at+i, t)
+		}
+		at = p.End
+	}
+	if len(ps) == 0 {
+		return fmt.Errorf("%q names no run parameter; write {name} where the parameter goes, or write the text as a literal", t)
+	}
+	return nil
+}
+
+// ExpandValues is Expand with each placeholder filled from vs bound to
+// params: a {param} or literal entry is escaped for the placeholder's place
+// as Expand escapes it; a template entry is bound with each of its own
+// parameters escaped for that place and its literal text kept as written,
+// so {template: "Patient/{id}"} in the query is "Patient/" followed by the
+// query-escaped id. A parameter the run does not supply is an *Error with
+// the entry's path; a value refused for its place, one without a Path.
+func ExpandValues(template string, syntax Syntax, vs Values, params map[string]string) (string, error) {
+	return expand(template, syntax, func(name, where string, escape func(string) (string, error)) (string, error) {
+		v, ok := vs.Get(name)
+		if !ok {
+			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+		}
+		if !v.IsTemplate() {
+			s, err := v.Bind(params, join(vs.path, name))
+			if err != nil {
+				return "", err
+			}
+			e, err := escape(s)
+			if err != nil {
+				return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
+			}
+			return e, nil
+		}
+		return substitute(v.Template, func(p string) (string, error) {
+			s, ok := params[p]
+			if !ok {
+				return "", missing(join(vs.path, name), p)
+			}
+			e, err := escape(s)
+			if err != nil {
+				return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s: run parameter %q %v", name, where, p, err)}
+			}
+			return e, nil
+		})
+	})
+}
+
 // Expand fills each {name} of template with lookup(name), escaped for the
 // place it stands in (see the package documentation). The *Error it
 // returns names the placeholder and has no Path; the caller sets it.
 func Expand(template string, syntax Syntax, lookup func(name string) (string, bool)) (string, error) {
+	return expand(template, syntax, func(name, where string, escape func(string) (string, error)) (string, error) {
+		v, ok := lookup(name)
+		if !ok {
+			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+		}
+		e, err := escape(v)
+		if err != nil {
+			return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
+		}
+		return e, nil
+	})
+}
+
+// expand fills each placeholder of template with fill(name, where, escape),
+// where escape is the escaping of the place the placeholder stands in and
+// where says that place for a message.
+func expand(template string, syntax Syntax, fill func(name, where string, escape func(string) (string, error)) (string, error)) (string, error) {
 	query, authority := len(template), 0
 	if syntax == URL {
 		if i := strings.IndexAny(template, "?#"); i >= 0 {
@@ -156,27 +241,21 @@ func Expand(template string, syntax Syntax, lookup func(name string) (string, bo
 		if p.Start < authority {
 			return "", &Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
 		}
-		v, ok := lookup(p.Name)
-		if !ok {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", p.Name)}
-		}
 		var (
-			escaped, where string
-			err            error
+			escape func(string) (string, error)
+			where  string
 		)
 		switch {
 		case syntax == FilePattern:
-			escaped, err = FileName(v)
-			where = "in the file pattern"
+			escape, where = FileName, "in the file pattern"
 		case p.Start < query:
-			escaped, err = PathSegment(v)
-			where = "in the path"
+			escape, where = PathSegment, "in the path"
 		default:
-			escaped, err = QueryValue(v)
-			where = "in the query"
+			escape, where = QueryValue, "in the query"
 		}
+		escaped, err := fill(p.Name, where, escape)
 		if err != nil {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", p.Name, where, err)}
+			return "", err
 		}
 		b.WriteString(template[last:p.Start])
 		b.WriteString(escaped)

@@ -90,7 +90,9 @@ class Daemon:
         config = (
             "deployments:\n  clinic: deployment.yaml\n  clinic-broken: deployment-broken.yaml\n"
             "workflows:\n  triage: workflow.yaml\n"
-            "policy:\n  require_change_claim: true\n"
+            # The tests exercise the client's effects= argument too, so the
+            # operator's policy lets a caller send its own contracts.
+            "policy:\n  require_change_claim: true\n  require_registered_contracts: false\n"
         )
         env = dict(os.environ)
         if token is not None:
@@ -197,8 +199,11 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(err.effects[0].reasons[0].code, "COUNT_OVER")
         self.assertEqual(err.effects[0].observed_count, 2)
         self.assertEqual(len(err.effects[0].matched_records), 2)
-        self.assertEqual(len(err.reconciliation_tasks), 1)
+        # The read-back of the note is ambiguous too: its step is
+        # irreversible, so it carries a task of its own.
+        self.assertEqual(len(err.reconciliation_tasks), 2)
         self.assertEqual(err.reconciliation_tasks[0].suggested_action, "REMOVE_DUPLICATES")
+        self.assertEqual(err.reconciliation_tasks[1].suggested_action, "REMOVE_DUPLICATES")
         self.assertIn("COUNT_OVER", str(err))
 
     def test_begin_verify_with_yaml_effects(self) -> None:

@@ -252,7 +252,7 @@ class ReconciliationTask:
     contract_hash: str
     verdict: str
     reason_codes: List[str]
-    suggested_action: str  # RESTORE_ACCESS, REMOVE_DUPLICATES, MANUAL_REPAIR, UNSPECIFIED
+    suggested_action: str  # RESTORE_ACCESS, REMOVE_DUPLICATES, MANUAL_REPAIR, REVERIFY_BEFORE_RETRY, UNSPECIFIED
     evidence: Dict[str, Any]
     raw: Dict[str, Any] = field(repr=False, compare=False)
 

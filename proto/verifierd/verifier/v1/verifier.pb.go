@@ -321,6 +321,9 @@ const (
 	SuggestedAction_SUGGESTED_ACTION_RESTORE_ACCESS    SuggestedAction = 1
 	SuggestedAction_SUGGESTED_ACTION_REMOVE_DUPLICATES SuggestedAction = 2
 	SuggestedAction_SUGGESTED_ACTION_MANUAL_REPAIR     SuggestedAction = 3
+	// The step halted before its effect: nothing was seen to land, but a
+	// slow save may still land; re-verify before retrying the step.
+	SuggestedAction_SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY SuggestedAction = 4
 )
 
 // Enum value maps for SuggestedAction.
@@ -330,12 +333,14 @@ var (
 		1: "SUGGESTED_ACTION_RESTORE_ACCESS",
 		2: "SUGGESTED_ACTION_REMOVE_DUPLICATES",
 		3: "SUGGESTED_ACTION_MANUAL_REPAIR",
+		4: "SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY",
 	}
 	SuggestedAction_value = map[string]int32{
-		"SUGGESTED_ACTION_UNSPECIFIED":       0,
-		"SUGGESTED_ACTION_RESTORE_ACCESS":    1,
-		"SUGGESTED_ACTION_REMOVE_DUPLICATES": 2,
-		"SUGGESTED_ACTION_MANUAL_REPAIR":     3,
+		"SUGGESTED_ACTION_UNSPECIFIED":           0,
+		"SUGGESTED_ACTION_RESTORE_ACCESS":        1,
+		"SUGGESTED_ACTION_REMOVE_DUPLICATES":     2,
+		"SUGGESTED_ACTION_MANUAL_REPAIR":         3,
+		"SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY": 4,
 	}
 )
 
@@ -2257,7 +2262,8 @@ type EffectResult struct {
 	Tier int32 `protobuf:"varint,10,opt,name=tier,proto3" json:"tier,omitempty"`
 	// The adapter kind that read it; empty from Judge.
 	Substrate string `protobuf:"bytes,11,opt,name=substrate,proto3" json:"substrate,omitempty"`
-	// Set when the verdict needs a person (irreversible, not confirmed).
+	// Set when the verdict needs a person: not confirmed, in a step with an
+	// irreversible effect.
 	ReconciliationTask *ReconciliationTask `protobuf:"bytes,12,opt,name=reconciliation_task,json=reconciliationTask,proto3" json:"reconciliation_task,omitempty"`
 	// How the read proved a record new: "census" (the candidate's census),
 	// "whole_read" (the read is the whole collection, or declared so) or
@@ -2799,12 +2805,13 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x1fRECONCILIATION_KIND_UNSPECIFIED\x10\x00\x12&\n" +
 	"\"RECONCILIATION_KIND_EFFECT_REFUTED\x10\x01\x12,\n" +
 	"(RECONCILIATION_KIND_EFFECT_INDETERMINATE\x10\x02\x12+\n" +
-	"'RECONCILIATION_KIND_COMPENSATION_FAILED\x10\x03*\xa4\x01\n" +
+	"'RECONCILIATION_KIND_COMPENSATION_FAILED\x10\x03*\xd0\x01\n" +
 	"\x0fSuggestedAction\x12 \n" +
 	"\x1cSUGGESTED_ACTION_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fSUGGESTED_ACTION_RESTORE_ACCESS\x10\x01\x12&\n" +
 	"\"SUGGESTED_ACTION_REMOVE_DUPLICATES\x10\x02\x12\"\n" +
-	"\x1eSUGGESTED_ACTION_MANUAL_REPAIR\x10\x032\xf3\x06\n" +
+	"\x1eSUGGESTED_ACTION_MANUAL_REPAIR\x10\x03\x12*\n" +
+	"&SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY\x10\x042\xf3\x06\n" +
 	"\x0fVerifierService\x12m\n" +
 	"\x0eTestConnection\x12,.verifierd.verifier.v1.TestConnectionRequest\x1a-.verifierd.verifier.v1.TestConnectionResponse\x12R\n" +
 	"\x05Begin\x12#.verifierd.verifier.v1.BeginRequest\x1a$.verifierd.verifier.v1.BeginResponse\x12U\n" +
