@@ -140,11 +140,26 @@ func (l *Loans) Insert(t testing.TB, applicant, product, amount string) int64 {
 	return id
 }
 
-// Seed stores n applications of distinct applicants prefix-0 … prefix-(n-1).
+// Seed stores n applications of distinct applicants prefix-0 …
+// prefix-(n-1), product "car", amount 1000, in one transaction.
 func (l *Loans) Seed(t testing.TB, prefix string, n int) {
 	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tx, err := l.db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for i := range n {
-		l.Insert(t, fmt.Sprintf("%s-%d", prefix, i), "car", "1000.00")
+		if _, err := tx.Exec(`INSERT INTO applications (applicant, product, amount, created_at) VALUES (?, 'car', 1000.0, ?)`,
+			fmt.Sprintf("%s-%d", prefix, i), now); err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
 
