@@ -231,7 +231,7 @@ func (l *Loans) update(id int64, applicant, product, amount *string) (LoanApplic
 	}
 	l.mu.Lock()
 	res, err := l.db.Exec(`UPDATE applications SET applicant = coalesce(?, applicant), product = coalesce(?, product), amount = coalesce(?, amount) WHERE id = ?`,
-		nullable(applicant), nullable(product), amt, id)
+		loansNullable(applicant), loansNullable(product), amt, id)
 	l.mu.Unlock()
 	if err != nil {
 		return LoanApplication{}, err
@@ -273,7 +273,7 @@ type loanFilter struct{ applicant, product *string }
 // in all.
 func (l *Loans) list(f loanFilter, limit, offset int) ([]LoanApplication, int, error) {
 	where, args := "WHERE (? IS NULL OR applicant = ?) AND (? IS NULL OR product = ?)",
-		[]any{nullable(f.applicant), nullable(f.applicant), nullable(f.product), nullable(f.product)}
+		[]any{loansNullable(f.applicant), loansNullable(f.applicant), loansNullable(f.product), loansNullable(f.product)}
 	var total int
 	if err := l.db.QueryRow(`SELECT count(*) FROM applications `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
@@ -307,7 +307,7 @@ func (l *Loans) pageLimit(asked *int) int {
 	return -1
 }
 
-func nullable(s *string) any {
+func loansNullable(s *string) any {
 	if s == nil {
 		return nil
 	}

@@ -75,24 +75,24 @@ func (l *Loans) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 
 type loansRoot struct{ l *Loans }
 
-// gqlApplication resolves an Application.
-type gqlApplication struct{ a LoanApplication }
+// loansApp resolves an Application.
+type loansApp struct{ a LoanApplication }
 
-func (g gqlApplication) ID() graphql.ID    { return graphql.ID(strconv.FormatInt(g.a.ID, 10)) }
-func (g gqlApplication) Applicant() string { return g.a.Applicant }
-func (g gqlApplication) Product() string   { return g.a.Product }
-func (g gqlApplication) Amount() float64   { return g.a.Amount }
-func (g gqlApplication) CreatedAt() string { return g.a.CreatedAt }
+func (g loansApp) ID() graphql.ID    { return graphql.ID(strconv.FormatInt(g.a.ID, 10)) }
+func (g loansApp) Applicant() string { return g.a.Applicant }
+func (g loansApp) Product() string   { return g.a.Product }
+func (g loansApp) Amount() float64   { return g.a.Amount }
+func (g loansApp) CreatedAt() string { return g.a.CreatedAt }
 
-func wrap(apps []LoanApplication) []gqlApplication {
-	out := make([]gqlApplication, len(apps))
+func wrapLoans(apps []LoanApplication) []loansApp {
+	out := make([]loansApp, len(apps))
 	for i, a := range apps {
-		out[i] = gqlApplication{a}
+		out[i] = loansApp{a}
 	}
 	return out
 }
 
-func limitOf(n *int32) *int {
+func loansLimit(n *int32) *int {
 	if n == nil {
 		return nil
 	}
@@ -103,13 +103,13 @@ func limitOf(n *int32) *int {
 func (r *loansRoot) Applications(args struct {
 	Applicant, Product *string
 	Limit, Offset      *int32
-}) ([]gqlApplication, error) {
+}) ([]loansApp, error) {
 	offset := 0
 	if args.Offset != nil {
 		offset = int(*args.Offset)
 	}
-	apps, _, err := r.l.list(loanFilter{args.Applicant, args.Product}, r.l.pageLimit(limitOf(args.Limit)), offset)
-	return wrap(apps), err
+	apps, _, err := r.l.list(loanFilter{args.Applicant, args.Product}, r.l.pageLimit(loansLimit(args.Limit)), offset)
+	return wrapLoans(apps), err
 }
 
 func (r *loansRoot) ApplicationsCount(args struct{ Applicant, Product *string }) (int32, error) {
@@ -117,24 +117,24 @@ func (r *loansRoot) ApplicationsCount(args struct{ Applicant, Product *string })
 	return int32(total), err
 }
 
-type gqlPage struct {
-	nodes []gqlApplication
+type loansPage struct {
+	nodes []loansApp
 	next  bool
 	end   *string
 	total int32
 }
 
-func (p gqlPage) Nodes() []gqlApplication { return p.nodes }
-func (p gqlPage) PageInfo() gqlPageInfo   { return gqlPageInfo{p.next, p.end} }
-func (p gqlPage) TotalCount() int32       { return p.total }
+func (p loansPage) Nodes() []loansApp       { return p.nodes }
+func (p loansPage) PageInfo() loansPageInfo { return loansPageInfo{p.next, p.end} }
+func (p loansPage) TotalCount() int32       { return p.total }
 
-type gqlPageInfo struct {
+type loansPageInfo struct {
 	next bool
 	end  *string
 }
 
-func (p gqlPageInfo) HasNextPage() bool  { return p.next }
-func (p gqlPageInfo) EndCursor() *string { return p.end }
+func (p loansPageInfo) HasNextPage() bool  { return p.next }
+func (p loansPageInfo) EndCursor() *string { return p.end }
 
 // ApplicationsPage is Relay-style cursor paging: the cursor is the last
 // id read, the page holds the records after it.
@@ -142,18 +142,18 @@ func (r *loansRoot) ApplicationsPage(args struct {
 	Applicant, Product *string
 	First              *int32
 	After              *string
-}) (gqlPage, error) {
+}) (loansPage, error) {
 	after := int64(0)
 	if args.After != nil {
 		n, err := strconv.ParseInt(*args.After, 10, 64)
 		if err != nil {
-			return gqlPage{}, err
+			return loansPage{}, err
 		}
 		after = n
 	}
 	all, total, err := r.l.list(loanFilter{args.Applicant, args.Product}, -1, 0)
 	if err != nil {
-		return gqlPage{}, err
+		return loansPage{}, err
 	}
 	var rest []LoanApplication
 	for _, a := range all {
@@ -161,12 +161,12 @@ func (r *loansRoot) ApplicationsPage(args struct {
 			rest = append(rest, a)
 		}
 	}
-	limit := r.l.pageLimit(limitOf(args.First))
-	page := gqlPage{total: int32(total)}
+	limit := r.l.pageLimit(loansLimit(args.First))
+	page := loansPage{total: int32(total)}
 	if limit >= 0 && len(rest) > limit {
 		rest, page.next = rest[:limit], true
 	}
-	page.nodes = wrap(rest)
+	page.nodes = wrapLoans(rest)
 	if len(rest) > 0 {
 		end := strconv.FormatInt(rest[len(rest)-1].ID, 10)
 		page.end = &end
@@ -174,21 +174,21 @@ func (r *loansRoot) ApplicationsPage(args struct {
 	return page, nil
 }
 
-func (r *loansRoot) SubmitApplication(args struct{ Applicant, Product, Amount string }) (gqlApplication, error) {
+func (r *loansRoot) SubmitApplication(args struct{ Applicant, Product, Amount string }) (loansApp, error) {
 	a, err := r.l.submit(args.Applicant, args.Product, args.Amount)
-	return gqlApplication{a}, err
+	return loansApp{a}, err
 }
 
 func (r *loansRoot) UpdateApplication(args struct {
 	ID                         graphql.ID
 	Applicant, Product, Amount *string
-}) (gqlApplication, error) {
+}) (loansApp, error) {
 	id, err := strconv.ParseInt(string(args.ID), 10, 64)
 	if err != nil {
-		return gqlApplication{}, errNoApplication
+		return loansApp{}, errNoApplication
 	}
 	a, err := r.l.update(id, args.Applicant, args.Product, args.Amount)
-	return gqlApplication{a}, err
+	return loansApp{a}, err
 }
 
 func (r *loansRoot) DeleteApplication(args struct{ ID graphql.ID }) (bool, error) {
