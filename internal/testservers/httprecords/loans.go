@@ -18,9 +18,12 @@ import (
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver the sql adapter reads with too
 
 	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 )
 
 // LoansDefaultCap is how many records a Loans list answers when the request
@@ -28,9 +31,9 @@ import (
 const LoansDefaultCap = 100
 
 // Loans is a loan-application system of record with the faults of sound
-// reads: one SQLite database (DBPath, which the sql adapter can read), a
-// JSON REST API and a GraphQL API over it, so one write is seen by all
-// three kinds of read.
+// reads: one database (an SQLite file, DBPath, or a table in a PostgreSQL
+// database), a JSON REST API and a GraphQL API over it, so one write is
+// seen by all three kinds of read (the sql adapter reads the database).
 //
 //	GET    /api/applications?applicant=&product=&limit=N&offset=N  -> {"data": [...], "total": N}, header X-Total-Count
 //	POST   /api/applications           {"applicant", "product", "amount"}  -> 201 {"data": {...}}
@@ -59,11 +62,12 @@ type Loans struct {
 	URL, GraphQLURL, CAFile string
 	// Token is the bearer token every request must carry.
 	Token string
-	// DBPath is the SQLite database file.
+	// DBPath is the SQLite database file ("" over PostgreSQL).
 	DBPath string
 
 	client *http.Client
 	db     *sql.DB
+	pg     bool // the store is PostgreSQL (placeholders $n, no LIMIT -1)
 	schema *graphql.Schema
 	// mu serializes writes, so that ids are handed out in order.
 	mu       sync.Mutex
@@ -81,21 +85,31 @@ type LoanApplication struct {
 	CreatedAt string  `json:"created_at"`
 }
 
-const loansDDL = `CREATE TABLE applications (
+// The applications table: the amount is binary floating point (REAL,
+// double precision), the fault of a decimal stored as a float.
+const (
+	loansDDL = `CREATE TABLE applications (
 	id INTEGER PRIMARY KEY AUTOINCREMENT,
 	applicant TEXT NOT NULL,
 	product TEXT NOT NULL,
 	amount REAL NOT NULL,
 	created_at TEXT NOT NULL
 )`
+	loansPostgresDDL = `CREATE TABLE applications (
+	id bigserial PRIMARY KEY,
+	applicant text NOT NULL,
+	product text NOT NULL,
+	amount double precision NOT NULL,
+	created_at text NOT NULL
+)`
+)
 
-// NewLoans starts the Loans server for the test, with an empty store and
-// the default page cap.
+// NewLoans starts the Loans server for the test over a new SQLite
+// database (DBPath), with an empty store and the default page cap.
 func NewLoans(t testing.TB, useTLS bool) *Loans {
 	t.Helper()
-	l := &Loans{Token: "loans-" + testservers.RandomHex(16), DBPath: filepath.Join(t.TempDir(), "loans.db")}
-	l.cap.Set(LoansDefaultCap)
-	db, err := sql.Open("sqlite", "file:"+l.DBPath+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(DELETE)")
+	path := filepath.Join(t.TempDir(), "loans.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(DELETE)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +117,34 @@ func NewLoans(t testing.TB, useTLS bool) *Loans {
 	if _, err := db.Exec(loansDDL); err != nil {
 		t.Fatalf("creating the loans database: %v", err)
 	}
-	l.db = db
+	l := serveLoans(t, db, useTLS)
+	l.DBPath = path
+	return l
+}
+
+// NewLoansPostgres starts the Loans server for the test over the
+// applications table it creates in pg's database, as pg's administrator
+// (the reader account may SELECT it).
+func NewLoansPostgres(t testing.TB, useTLS bool, pg *sqlservers.Postgres) *Loans {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d dbname=%s user=%s sslmode=disable", pg.Port, pg.Database, pg.Admin.User))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Password = pg.Admin.Password
+	db := stdlib.OpenDB(*cfg)
+	if _, err := db.Exec(loansPostgresDDL); err != nil {
+		db.Close()
+		t.Fatalf("creating the loans table: %v", err)
+	}
+	l := serveLoans(t, db, useTLS)
+	l.pg = true
+	return l
+}
+
+func serveLoans(t testing.TB, db *sql.DB, useTLS bool) *Loans {
+	l := &Loans{Token: "loans-" + testservers.RandomHex(16), db: db}
+	l.cap.Set(LoansDefaultCap)
 	// Registered before the server starts, so it runs after the server
 	// closed: no late duplicate outlives the test.
 	t.Cleanup(func() {
@@ -119,6 +160,33 @@ func NewLoans(t testing.TB, useTLS bool) *Loans {
 	l.URL, l.GraphQLURL, l.CAFile = srv.URL, srv.URL+"/graphql", ca
 	l.client = clientFor(t, ca)
 	return l
+}
+
+// q is query for the store's engine: ? placeholders become $1, $2, … on
+// PostgreSQL.
+func (l *Loans) q(query string) string {
+	if !l.pg {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// all is the LIMIT value that means no limit.
+func (l *Loans) all() any {
+	if l.pg {
+		return nil
+	}
+	return -1
 }
 
 // SetPageCap sets how many records a list that names no limit answers (0:
@@ -152,7 +220,7 @@ func (l *Loans) Seed(t testing.TB, prefix string, n int) {
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	for i := range n {
-		if _, err := tx.Exec(`INSERT INTO applications (applicant, product, amount, created_at) VALUES (?, 'car', 1000.0, ?)`,
+		if _, err := tx.Exec(l.q(`INSERT INTO applications (applicant, product, amount, created_at) VALUES (?, 'car', 1000.0, ?)`),
 			fmt.Sprintf("%s-%d", prefix, i), now); err != nil {
 			tx.Rollback()
 			t.Fatal(err)
@@ -193,12 +261,10 @@ func (l *Loans) insert(applicant, product, amount string) (int64, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	res, err := l.db.Exec(`INSERT INTO applications (applicant, product, amount, created_at) VALUES (?, ?, ?, ?)`,
-		applicant, product, v, time.Now().UTC().Format(time.RFC3339Nano))
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
+	var id int64
+	err = l.db.QueryRow(l.q(`INSERT INTO applications (applicant, product, amount, created_at) VALUES (?, ?, ?, ?) RETURNING id`),
+		applicant, product, v, time.Now().UTC().Format(time.RFC3339Nano)).Scan(&id)
+	return id, err
 }
 
 // submit is the API's create: an insert, and the late duplicate when set.
@@ -230,7 +296,7 @@ func (l *Loans) update(id int64, applicant, product, amount *string) (LoanApplic
 		amt = v
 	}
 	l.mu.Lock()
-	res, err := l.db.Exec(`UPDATE applications SET applicant = coalesce(?, applicant), product = coalesce(?, product), amount = coalesce(?, amount) WHERE id = ?`,
+	res, err := l.db.Exec(l.q(`UPDATE applications SET applicant = coalesce(CAST(? AS TEXT), applicant), product = coalesce(CAST(? AS TEXT), product), amount = coalesce(CAST(? AS DOUBLE PRECISION), amount) WHERE id = ?`),
 		loansNullable(applicant), loansNullable(product), amt, id)
 	l.mu.Unlock()
 	if err != nil {
@@ -245,7 +311,7 @@ func (l *Loans) update(id int64, applicant, product, amount *string) (LoanApplic
 func (l *Loans) remove(id int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	res, err := l.db.Exec(`DELETE FROM applications WHERE id = ?`, id)
+	res, err := l.db.Exec(l.q(`DELETE FROM applications WHERE id = ?`), id)
 	if err != nil {
 		return err
 	}
@@ -257,7 +323,7 @@ func (l *Loans) remove(id int64) error {
 
 func (l *Loans) get(id int64) (LoanApplication, error) {
 	var a LoanApplication
-	err := l.db.QueryRow(`SELECT id, applicant, product, amount, created_at FROM applications WHERE id = ?`, id).
+	err := l.db.QueryRow(l.q(`SELECT id, applicant, product, amount, created_at FROM applications WHERE id = ?`), id).
 		Scan(&a.ID, &a.Applicant, &a.Product, &a.Amount, &a.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, errNoApplication
@@ -272,14 +338,18 @@ type loanFilter struct{ applicant, product *string }
 // offset, at most limit of them (limit < 0: all), and how many it selects
 // in all.
 func (l *Loans) list(f loanFilter, limit, offset int) ([]LoanApplication, int, error) {
-	where, args := "WHERE (? IS NULL OR applicant = ?) AND (? IS NULL OR product = ?)",
+	where, args := "WHERE (CAST(? AS TEXT) IS NULL OR applicant = CAST(? AS TEXT)) AND (CAST(? AS TEXT) IS NULL OR product = CAST(? AS TEXT))",
 		[]any{loansNullable(f.applicant), loansNullable(f.applicant), loansNullable(f.product), loansNullable(f.product)}
 	var total int
-	if err := l.db.QueryRow(`SELECT count(*) FROM applications `+where, args...).Scan(&total); err != nil {
+	if err := l.db.QueryRow(l.q(`SELECT count(*) FROM applications `+where), args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := l.db.Query(`SELECT id, applicant, product, amount, created_at FROM applications `+where+` ORDER BY id LIMIT ? OFFSET ?`,
-		append(args, limit, offset)...)
+	var lim any = limit
+	if limit < 0 {
+		lim = l.all()
+	}
+	rows, err := l.db.Query(l.q(`SELECT id, applicant, product, amount, created_at FROM applications `+where+` ORDER BY id LIMIT ? OFFSET ?`),
+		append(args, lim, offset)...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -3,11 +3,16 @@ package httprecords
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 )
 
 // TestLoansFaults: each fault of the Loans server, seen through REST,
@@ -146,4 +151,53 @@ func TestLoansFaults(t *testing.T) {
 			t.Errorf("with a wrong token: %d, want 401", res.StatusCode)
 		}
 	})
+}
+
+// TestLoansPostgres: the same store over a real PostgreSQL table (double
+// precision amounts), as the e2e cases use it through the sql adapter.
+func TestLoansPostgres(t *testing.T) {
+	parent, err := os.MkdirTemp("", "loans-pg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o755); err != nil { // the server runs as its own user
+		t.Fatal(err)
+	}
+	pg, err := sqlservers.StartPostgres(parent)
+	if pg != nil {
+		t.Cleanup(func() { pg.Close() })
+	}
+	if errors.Is(err, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
+	if err != nil {
+		t.Fatalf("PostgreSQL could not start: %v", err)
+	}
+	l := NewLoansPostgres(t, false, pg)
+	l.Seed(t, "old", 99)
+	first := l.Submit(t, "a-1", "car", "1234.50")
+	l.SubmitGraphQL(t, "a-1", "car", "1234.50")
+	if apps, total, header := l.List(t, ""); len(apps) != 100 || total != 101 || header != "101" {
+		t.Errorf("unasked list: %d records, total %d, X-Total-Count %s; want 100, 101, 101", len(apps), total, header)
+	}
+	if apps, _, _ := l.List(t, "limit=1000"); len(apps) != 101 {
+		t.Errorf("asked list: %d records, want 101", len(apps))
+	}
+	if data := l.GraphQL(t, `{ applications(applicant: "a-1", limit: 1) { id amount } }`, nil); !strings.Contains(string(data), `"amount":1234.5}`) {
+		t.Errorf("GraphQL answered %s, want amount 1234.5", data)
+	}
+	l.Reassign(t, first.ID, "a-2", "home", "99.90")
+	l.Delete(t, first.ID+1)
+	all := l.All(t)
+	if len(all) != 100 || all[99].ID != first.ID || all[99].Applicant != "a-2" || all[99].Amount != 99.9 {
+		t.Errorf("after re-assign and delete: %d records, last %+v", len(all), all[len(all)-1])
+	}
+	l.SetLateDuplicate(100 * time.Millisecond)
+	l.Submit(t, "a-3", "car", "1.00")
+	l.SetLateDuplicate(0)
+	l.WaitIdle()
+	if apps, _, _ := l.List(t, "applicant=a-3"); len(apps) != 2 {
+		t.Errorf("late duplicate: %d records of a-3, want 2", len(apps))
+	}
 }
