@@ -3,14 +3,18 @@ package e2e
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 )
 
 // Sound reads through the real daemon: the faults under which a read that
@@ -73,17 +77,37 @@ type soundFixture struct {
 	d     *daemon
 	dir   string
 	deps  map[string]string // "<kind>/<variant>" -> deployment file
+	// sqlSource is how an sql candidate reaches the store (the keys after
+	// kind: sql, before sql_query).
+	sqlSource string
 }
 
+// newSoundFixture serves the Loans store from an SQLite file.
 func newSoundFixture(t *testing.T, workflows ...string) *soundFixture {
 	t.Helper()
-	f := &soundFixture{loans: httprecords.NewLoans(t, true), dir: t.TempDir(), deps: map[string]string{}}
+	l := httprecords.NewLoans(t, true)
+	return startSoundFixture(t, l, "  sqlite_database: "+l.DBPath+"\n", nil, workflows...)
+}
+
+// newSoundFixturePostgres serves the Loans store from a table of a real
+// PostgreSQL; the sql adapter reads it as the reader account.
+func newSoundFixturePostgres(t *testing.T, pg *sqlservers.Postgres, workflows ...string) *soundFixture {
+	t.Helper()
+	l := httprecords.NewLoansPostgres(t, true, pg)
+	source := fmt.Sprintf("  sql_driver: postgres\n  sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}\n  sql_password_env: LOANS_DB_PASSWORD\n",
+		pg.Port, pg.Reader.User, pg.Database)
+	return startSoundFixture(t, l, source, []string{"LOANS_DB_PASSWORD=" + pg.Reader.Password}, workflows...)
+}
+
+func startSoundFixture(t *testing.T, l *httprecords.Loans, sqlSource string, env []string, workflows ...string) *soundFixture {
+	t.Helper()
+	f := &soundFixture{loans: l, dir: t.TempDir(), deps: map[string]string{}, sqlSource: sqlSource}
 	cfg := "secrets:\n  allow: [LOANS_*]\nworkflows:\n"
 	for _, wf := range workflows {
 		name := strings.TrimPrefix(strings.Split(wf, "\n")[1], "name: ")
 		cfg += fmt.Sprintf("  %s: %s\n", name, writeFile(t, f.dir, name+".yaml", wf))
 	}
-	f.d = startDaemon(t, daemonOpts{config: cfg, env: []string{"LOANS_TOKEN=" + f.loans.Token}})
+	f.d = startDaemon(t, daemonOpts{config: cfg, env: append([]string{"LOANS_TOKEN=" + f.loans.Token}, env...)})
 	return f
 }
 
@@ -94,7 +118,7 @@ func (f *soundFixture) dep(t *testing.T, kind, variant string) string {
 	if p, ok := f.deps[key]; ok {
 		return p
 	}
-	body, ok := soundDeployments(f.loans)[key]
+	body, ok := soundDeployments(f.loans, f.sqlSource)[key]
 	if !ok {
 		t.Fatalf("no deployment %s", key)
 	}
@@ -111,9 +135,9 @@ func (f *soundFixture) dep(t *testing.T, kind, variant string) string {
 //	matching   the same read declaring newness: newly_matching (control)
 //	whole_*    the whole collection, with each way (or none) of stating how
 //	           the read is complete
-func soundDeployments(l *httprecords.Loans) map[string]string {
+func soundDeployments(l *httprecords.Loans, sqlSource string) map[string]string {
 	sqlRead := func(query, extra string) string {
-		return fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: %s\n%s", l.DBPath, query, extra)
+		return fmt.Sprintf("effects:\n  kind: sql\n%s  sql_query: %s\n%s", sqlSource, query, extra)
 	}
 	const sqlSubject = "SELECT id, applicant, product, amount FROM applications WHERE applicant = :applicant ORDER BY id"
 	const sqlParams = "  sql_query_params: {applicant: {param: applicant}}\n"
@@ -361,7 +385,11 @@ const (
 // matches; only the census, read before and after, knows it existed.
 func TestSoundReadsReassigned(t *testing.T) {
 	f := newSoundFixture(t, loansWorkflow)
-	runSound(t, f, soundKinds, []soundCase{
+	runSound(t, f, soundKinds, reassignedCases())
+}
+
+func reassignedCases() []soundCase {
+	return []soundCase{
 		{name: "re-assigned -> conflicting", variant: "census", seed: anotherApplicant, act: reassign,
 			want: existingChanged, newness: "census", scope: "collection"},
 		{name: "honest save -> verified", variant: "census", seed: anotherApplicant, act: submit(1, "1234.50"),
@@ -372,21 +400,25 @@ func TestSoundReadsReassigned(t *testing.T) {
 		// passes, which is what the census is for.
 		{name: "control: newly_matching lets it through", variant: "matching", seed: anotherApplicant, act: reassign,
 			want: verified, newness: "newly_matching", scope: "subject"},
-	})
+	}
 }
 
 // TestSoundReadsCollateralLoss (b): an honest save plus the deletion of
 // another applicant's application, a loss outside the filtered read.
 func TestSoundReadsCollateralLoss(t *testing.T) {
 	f := newSoundFixture(t, loansWorkflow)
-	runSound(t, f, soundKinds, []soundCase{
+	runSound(t, f, soundKinds, collateralCases())
+}
+
+func collateralCases() []soundCase {
+	return []soundCase{
 		{name: "another applicant's record deleted -> conflicting", variant: "census", seed: anotherApplicant, act: submitAndDelete,
 			want: reconcile + "REFUTED/conflicting/COLLATERAL_LOSS", newness: "census", scope: "collection"},
 		{name: "honest save -> verified", variant: "census", seed: anotherApplicant, act: submit(1, "1234.50"),
 			want: verified, newness: "census", scope: "collection"},
 		{name: "control: newly_matching cannot see the loss", variant: "matching", seed: anotherApplicant, act: submitAndDelete,
 			want: verified, newness: "newly_matching", scope: "subject"},
-	})
+	}
 }
 
 // TestSoundReadsDecimal (c): the amount column is REAL, so "1234.50" reads
@@ -394,8 +426,12 @@ func TestSoundReadsCollateralLoss(t *testing.T) {
 // equal and a wrong amount is not.
 func TestSoundReadsDecimal(t *testing.T) {
 	f := newSoundFixture(t, loansAmountWorkflow)
+	runSound(t, f, soundKinds, decimalCases())
+}
+
+func decimalCases() []soundCase {
 	const mismatch = reconcile + "CONFIRMED/confirmed/COUNT_EXACT REFUTED/conflicting/FIELD_MISMATCH"
-	runSound(t, f, soundKinds, []soundCase{
+	return []soundCase{
 		{name: "honest save, as decimal -> verified", variant: "census", workflow: "loans_amount", amount: "1234.50", act: submit(1, "1234.50"),
 			want: verified + " CONFIRMED/confirmed/FIELD_EQUAL"},
 		{name: "wrong amount, as decimal -> field mismatch", variant: "census", workflow: "loans_amount", amount: "1234.50", act: submit(1, "1243.50"),
@@ -408,7 +444,7 @@ func TestSoundReadsDecimal(t *testing.T) {
 		// the false negative typed comparison removes.
 		{name: "control: as text the honest save mismatches", variant: "census", workflow: "loans_amount", step: "submit_text", amount: "1234.50", act: submit(1, "1234.50"),
 			want: mismatch},
-	})
+	}
 }
 
 // TestSoundReadsLateDuplicate (d): the second click lands 0.5 s into
@@ -432,20 +468,33 @@ func TestSoundReadsLateDuplicate(t *testing.T) {
 	})
 }
 
+// seed99 leaves exactly 99 applications in the store, of other applicants.
+func seed99(t *testing.T, f *soundFixture, subject string) int64 {
+	f.loans.Reset(t)
+	f.loans.Seed(t, subject+"-existing", 99)
+	return 0
+}
+
+// row is a truncation case: the whole collection read after 99 existing
+// applications and times submits.
+func row(name, variant string, times int, want string) soundCase {
+	return soundCase{name: name, variant: variant, seed: seed99, act: submit(times, "1234.50"), want: want,
+		newness: "whole_read", scope: "collection"}
+}
+
+// sqlWholeCases: sql reads the table itself, with no page to be cut at.
+func sqlWholeCases() []soundCase {
+	return []soundCase{
+		row("99 existing, double submit -> conflicting", "whole", 2, countOver),
+		row("99 existing, honest save -> verified", "whole", 1, verified),
+	}
+}
+
 // TestSoundReadsTruncation (e): the server answers at most 100 records
 // unless asked; 99 applications exist and the automation submits twice
 // (101). The read of the whole collection must state how it is complete.
 func TestSoundReadsTruncation(t *testing.T) {
 	f := newSoundFixture(t, loansWorkflow)
-	seed99 := func(t *testing.T, f *soundFixture, subject string) int64 {
-		f.loans.Reset(t)
-		f.loans.Seed(t, subject+"-existing", 99)
-		return 0
-	}
-	row := func(name, variant string, times int, want string) soundCase {
-		return soundCase{name: name, variant: variant, seed: seed99, act: submit(times, "1234.50"), want: want,
-			newness: "whole_read", scope: "collection"}
-	}
 	const (
 		truncated  = reconcile + "INDETERMINATE/indeterminate/READ_MAY_BE_TRUNCATED"
 		incomplete = reconcile + "INDETERMINATE/indeterminate/READ_INCOMPLETE"
@@ -453,11 +502,7 @@ func TestSoundReadsTruncation(t *testing.T) {
 	unstated := soundCase{name: "no pagination, no single_response -> refused", variant: "whole_unstated", seed: seed99, act: submit(2, "1234.50"),
 		refused: configRefused, mentions: []string{"pagination", "single_response"}}
 
-	// sql reads the table itself: no page to be cut at.
-	runSound(t, f, []string{"sql"}, []soundCase{
-		row("double submit -> conflicting", "whole", 2, countOver),
-		row("honest save -> verified", "whole", 1, verified),
-	})
+	runSound(t, f, []string{"sql"}, sqlWholeCases())
 	runSound(t, f, []string{"rest"}, []soundCase{
 		unstated,
 		row("double submit, max_records -> may be truncated", "whole_max", 2, truncated),
@@ -482,6 +527,36 @@ func TestSoundReadsTruncation(t *testing.T) {
 		row("honest save, limit asked -> verified", "whole_asked", 1, verified),
 		row("control: a false single_response lets it through", "whole_asserted", 2, verified),
 	})
+}
+
+// TestSoundReadsPostgres: the faults (a), (b), (c) and (e) through the
+// sql adapter over a real PostgreSQL, whose double precision amount column
+// answers 1234.5 for "1234.50" as SQLite's REAL does.
+func TestSoundReadsPostgres(t *testing.T) {
+	parent, err := os.MkdirTemp("", "e2e-loans-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.Chmod(parent, 0o755); err != nil { // the server runs as its own user
+		t.Fatal(err)
+	}
+	pg, err := sqlservers.StartPostgres(parent)
+	if pg != nil {
+		t.Cleanup(func() { pg.Close() })
+	}
+	if errors.Is(err, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
+	if err != nil {
+		t.Fatalf("PostgreSQL could not start: %v", err)
+	}
+	f := newSoundFixturePostgres(t, pg, loansWorkflow, loansAmountWorkflow)
+	sqlOnly := []string{"sql"}
+	t.Run("re-assigned", func(t *testing.T) { runSound(t, f, sqlOnly, reassignedCases()) })
+	t.Run("collateral loss", func(t *testing.T) { runSound(t, f, sqlOnly, collateralCases()) })
+	t.Run("decimal", func(t *testing.T) { runSound(t, f, sqlOnly, decimalCases()) })
+	t.Run("truncation", func(t *testing.T) { runSound(t, f, sqlOnly, sqlWholeCases()) })
 }
 
 // TestSoundReadsFaultsServe checks the harness itself, with no daemon: each
