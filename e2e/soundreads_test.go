@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -165,6 +166,8 @@ func soundDeployments(l *httprecords.Loans, sqlSource string) map[string]string 
 		"sql/matching": sqlRead(sqlSubject, sqlParams+"  newness: newly_matching\n"),
 		// Not narrowed: no parameter, no WHERE; its newness needs no census.
 		"sql/whole": sqlRead("SELECT id, applicant, product, amount FROM applications ORDER BY id", ""),
+		// The same read capped by its own LIMIT: lint's capped_read.
+		"sql/whole_capped": sqlRead("SELECT id, applicant, product, amount FROM applications ORDER BY id LIMIT 100", ""),
 
 		"rest/census": restRead(restSubject, restParams+"  census:\n    records_path: /api/applications\n    records_key: data\n"+
 			"    pagination: {offset_param: offset, limit_param: limit, page_size: 40}\n"),
@@ -487,6 +490,10 @@ func sqlWholeCases() []soundCase {
 	return []soundCase{
 		row("99 existing, double submit -> conflicting", "whole", 2, countOver),
 		row("99 existing, honest save -> verified", "whole", 1, verified),
+		// Control: a LIMIT in the query cuts the read as a server's page
+		// does; no verdict can see it, lint's capped_read does
+		// (TestSoundReadsLint).
+		row("control: a LIMIT 100 in the query lets it through", "whole_capped", 2, verified),
 	}
 }
 
@@ -557,6 +564,47 @@ func TestSoundReadsPostgres(t *testing.T) {
 	t.Run("collateral loss", func(t *testing.T) { runSound(t, f, sqlOnly, collateralCases()) })
 	t.Run("decimal", func(t *testing.T) { runSound(t, f, sqlOnly, decimalCases()) })
 	t.Run("truncation", func(t *testing.T) { runSound(t, f, sqlOnly, sqlWholeCases()) })
+}
+
+// TestSoundReadsLint: the read guards lint applies to a deployment file
+// (no daemon): a sql query capped by its own LIMIT is capped_read, and an
+// irreversible step's change claim with no settle window is
+// no_settle_window; the sound deployment under the settled workflow has
+// neither.
+func TestSoundReadsLint(t *testing.T) {
+	f := &soundFixture{loans: httprecords.NewLoans(t, true), dir: t.TempDir(), deps: map[string]string{}}
+	f.sqlSource = "  sqlite_database: " + f.loans.DBPath + "\n"
+	loans := writeFile(t, f.dir, "loans.yaml", loansWorkflow)
+	settled := writeFile(t, f.dir, "loans_settled.yaml", loansSettledWorkflow)
+	lint := func(workflow, deployment string) []string {
+		t.Helper()
+		out, err := exec.Command(filepath.Join(bins.dir, "verifyctl"), "lint", "--workflow", workflow, "--deployment", deployment).Output()
+		if err != nil {
+			t.Fatalf("verifyctl lint --workflow %s --deployment %s: %v\n%s", workflow, deployment, err, out)
+		}
+		var report struct {
+			Findings []struct {
+				Code string `json:"code"`
+				Path string `json:"path"`
+			} `json:"findings"`
+		}
+		if err := json.Unmarshal(out, &report); err != nil {
+			t.Fatalf("lint output: %v\n%s", err, out)
+		}
+		var codes []string
+		for _, fd := range report.Findings {
+			codes = append(codes, fd.Code+"@"+fd.Path)
+		}
+		return codes
+	}
+	if got := lint(loans, f.dep(t, "sql", "whole_capped")); !slices.Contains(got, "capped_read@effects.sql_query") || !slices.Contains(got, "no_settle_window@steps[0].effects[0]") {
+		t.Errorf("capped read, no settle window: findings %v, want capped_read@effects.sql_query and no_settle_window@steps[0].effects[0]", got)
+	}
+	for _, code := range lint(settled, f.dep(t, "sql", "whole")) {
+		if strings.HasPrefix(code, "capped_read@") || strings.HasPrefix(code, "no_settle_window@") {
+			t.Errorf("the sound deployment under the settled workflow: finding %s", code)
+		}
+	}
 }
 
 // TestSoundReadsFaultsServe checks the harness itself, with no daemon: each
