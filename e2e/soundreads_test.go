@@ -21,8 +21,8 @@ import (
 // Sound reads through the real daemon: the faults under which a read that
 // was narrowed to the run's subject, cut at a server's page, settled too
 // early or compared as text answered VERIFIED, each against the Loans
-// system of record (one SQLite database behind a REST and a GraphQL API),
-// through the sql, rest and graphql adapters. Every fault must end not
+// system of record (one SQLite database, or a PostgreSQL table, behind a
+// REST and a GraphQL API), through the sql, rest and graphql adapters. Every fault must end not
 // VERIFIED under the rules that close it (census, completeness, proven
 // newness, the settle floor, typed comparison), and its honest counterpart
 // VERIFIED. Control rows show that the fault is real: with the rule
