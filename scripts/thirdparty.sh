@@ -2,19 +2,21 @@
 # Installs the third-party application the e2e suite e2e/directus_test.go
 # starts on loopback: Directus (REST and GraphQL over SQLite), at the exact
 # version and dependency tree pinned by scripts/thirdparty/package-lock.json,
-# under .cache/thirdparty/directus-<version>/.
+# as .cache/thirdparty/directus-<version>/.
 #
 # Idempotent: when that folder already holds this version installed from
-# this lock file, it does nothing. Otherwise it installs what is missing from
-# Debian (Node.js and npm when there is no node; a C++ toolchain, Python and
-# Node's headers, which node-gyp needs to compile Directus's native modules,
-# sqlite3 and isolated-vm, from the npm registry's sources: their prebuilt
-# binaries are fetched from outside the registry and may not be reachable),
-# then runs `npm ci` in a fresh folder and moves it into place only when it
-# succeeded.
+# this lock file for this Node.js, it does nothing. Otherwise it installs what
+# is missing from Debian (Node.js and npm when there is no node; a C++
+# toolchain, Python and Node's headers, which node-gyp needs to compile
+# Directus's native modules, sqlite3 and isolated-vm, from the npm
+# registry's sources: their prebuilt binaries are fetched from outside the
+# registry and may not be reachable), then runs `npm ci` in a fresh folder
+# and moves it into place only when it succeeded.
 #
-# Prints the folder it installed or found (the tests read
-# .cache/thirdparty/directus-<version>, or VERIFIERD_DIRECTUS_DIR).
+# The compile takes minutes, so the finished install is kept once per
+# machine, outside the work tree, in $VERIFIERD_THIRDPARTY_CACHE (default
+# ~/.cache/verifierd/thirdparty), and .cache/thirdparty/directus-<version>
+# is a link to it: a fresh clone on the same machine links it in at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,12 +26,29 @@ if [[ -z $version ]]; then
 	echo "thirdparty: no exact directus version in $src/package.json" >&2
 	exit 1
 fi
+lock=$(sha256sum "$src/package-lock.json" | cut -c1-16)
 dest=.cache/thirdparty/directus-$version
-stamp=$dest/.installed
-want="directus $version lock $(sha256sum "$src/package-lock.json" | cut -d' ' -f1)"
-if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
-	echo "thirdparty: directus $version already installed in $dest"
-	exit 0
+store=$(realpath -m "${VERIFIERD_THIRDPARTY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/verifierd/thirdparty}")
+# installed <folder>: the folder holds this version from this lock file,
+# built for this node (isolated-vm is bound to Node's ABI).
+want() { echo "directus $version lock $lock node $(node -p 'process.versions.modules' 2>/dev/null || echo none)"; }
+installed() { [[ -f $1/.installed && $(cat "$1/.installed") == "$(want)" ]]; }
+link() {
+	mkdir -p .cache/thirdparty
+	rm -rf "$dest"
+	ln -s "$1" "$dest"
+}
+if command -v node >/dev/null; then
+	if installed "$dest"; then
+		echo "thirdparty: directus $version already installed in $dest"
+		exit 0
+	fi
+	real=$store/directus-$version-$lock-node$(node -p 'process.versions.modules')
+	if installed "$real"; then
+		link "$real"
+		echo "thirdparty: directus $version linked from $real"
+		exit 0
+	fi
 fi
 
 start=$(date +%s)
@@ -80,19 +99,21 @@ fi
 export npm_config_nodedir=$headers
 
 # A fresh folder each time: a half-finished install never looks finished.
-mkdir -p .cache/thirdparty
-tmp=$(mktemp -d .cache/thirdparty/.install.XXXXXX)
+real=$store/directus-$version-$lock-node$(node -p 'process.versions.modules')
+mkdir -p "$store"
+tmp=$(mktemp -d "$store/.install.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cp "$src/package.json" "$src/package-lock.json" "$tmp/"
 echo "thirdparty: npm ci directus@$version (node $(node --version); native modules compile from source)"
 (cd "$tmp" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
-for f in node_modules/@directus/api/dist/cli/run.js node_modules/sqlite3/build/Release/node_sqlite3.node; do
+for f in node_modules/@directus/api/dist/cli/run.js node_modules/sqlite3/build/Release/node_sqlite3.node node_modules/isolated-vm/out/isolated_vm.node; do
 	if [[ ! -f $tmp/$f ]]; then
 		echo "thirdparty: the install has no $f" >&2
 		exit 1
 	fi
 done
-rm -rf "$dest"
-mv "$tmp" "$dest"
-echo "$want" >"$stamp"
-echo "thirdparty: installed directus $version in $dest ($(du -sh "$dest" | cut -f1), $(($(date +%s) - start)) s)"
+want >"$tmp/.installed"
+rm -rf "$real"
+mv "$tmp" "$real"
+link "$real"
+echo "thirdparty: installed directus $version in $real ($(du -sh "$real" | cut -f1), $(($(date +%s) - start)) s), linked as $dest"
