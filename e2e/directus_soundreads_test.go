@@ -31,34 +31,48 @@ const soundEffects = `
 `
 
 // The reads, each narrowed to the run's applicant as an operator would write
-// them, each with a census of the whole collection.
+// them, each with a census of the whole collection. TestDirectusHarness
+// sends the same requests to Directus directly.
+const (
+	// loansRESTPath: Directus's default limit applies (100).
+	loansRESTPath       = "/items/loan_applications?fields=id,applicant,loan_amount,status&filter[applicant][_eq]={applicant}&sort=id&meta=filter_count"
+	loansRESTCensusPath = "/items/loan_applications?fields=id&limit=-1"
+	loansPagedQuery     = `query Loans($applicant: String!, $limit: Int, $offset: Int) {
+      loan_applications(filter: {applicant: {_eq: $applicant}}, sort: ["id"], limit: $limit, offset: $offset) { id applicant loan_amount status }
+    }`
+	loansSingleQuery = `query Loans($applicant: String!) {
+      loan_applications(filter: {applicant: {_eq: $applicant}}, sort: ["id"]) { id applicant loan_amount status }
+    }`
+	loansCensusQuery = "query { loan_applications(limit: -1) { id } }"
+)
+
 func directusREST(dx *directus, census bool) string {
 	s := fmt.Sprintf(`effects:
   kind: rest
   base_url: %s
-  records_path: /items/loan_applications?fields=id,applicant,loan_amount,status&filter[applicant][_eq]={applicant}&sort=id&meta=filter_count
+  records_path: %s
   path_params: {applicant: {param: applicant}}
   records_key: data
   single_response: true
   max_records: 100
   total_path: meta.filter_count
   auth: {bearer_env: DIRECTUS_TOKEN}
-`, dx.URL)
+`, dx.URL, loansRESTPath)
 	if census {
-		s += `  census:
-    records_path: /items/loan_applications?fields=id&limit=-1
+		s += fmt.Sprintf(`  census:
+    records_path: %s
     records_key: data
     single_response: true
-`
+`, loansRESTCensusPath)
 	}
 	return s
 }
 
-const directusGraphQLCensus = `  census:
-    graphql_query: 'query { loan_applications(limit: -1) { id } }'
+var directusGraphQLCensus = fmt.Sprintf(`  census:
+    graphql_query: '%s'
     graphql_records_path: loan_applications
     single_response: true
-`
+`, loansCensusQuery)
 
 // directusGraphQLPaged pages with Directus's limit and offset arguments.
 func directusGraphQLPaged(dx *directus) string {
@@ -66,14 +80,12 @@ func directusGraphQLPaged(dx *directus) string {
   kind: graphql
   base_url: %s/graphql
   graphql_query: |
-    query Loans($applicant: String!, $limit: Int, $offset: Int) {
-      loan_applications(filter: {applicant: {_eq: $applicant}}, sort: ["id"], limit: $limit, offset: $offset) { id applicant loan_amount status }
-    }
+    %s
   graphql_variables: {applicant: {param: applicant}}
   graphql_records_path: loan_applications
   pagination: {limit_variable: limit, offset_variable: offset, page_size: 40}
   auth: {bearer_env: DIRECTUS_TOKEN}
-`, dx.URL) + directusGraphQLCensus
+`, dx.URL, loansPagedQuery) + directusGraphQLCensus
 }
 
 // directusGraphQLSingle asks for no limit: Directus answers at most 100.
@@ -82,15 +94,13 @@ func directusGraphQLSingle(dx *directus) string {
   kind: graphql
   base_url: %s/graphql
   graphql_query: |
-    query Loans($applicant: String!) {
-      loan_applications(filter: {applicant: {_eq: $applicant}}, sort: ["id"]) { id applicant loan_amount status }
-    }
+    %s
   graphql_variables: {applicant: {param: applicant}}
   graphql_records_path: loan_applications
   single_response: true
   max_records: 100
   auth: {bearer_env: DIRECTUS_TOKEN}
-`, dx.URL) + directusGraphQLCensus
+`, dx.URL, loansSingleQuery) + directusGraphQLCensus
 }
 
 func directusSQL(dx *directus, census bool) string {
@@ -108,9 +118,9 @@ func directusSQL(dx *directus, census bool) string {
 
 // soundCase is one automation run: what exists before Begin, what the
 // automation does through Directus's REST API, and the verdict. want is the
-// exact summary; when it is empty, the first effect must have the verdict
-// and class in first and one of the reason codes in reasons, and the step
-// must not be VERIFIED.
+// exact summary; when it is empty, the step must not be VERIFIED and its
+// first effect must start with first ("VERDICT/class", or the verdict alone)
+// and carry one of reasons (as its code, or named in a reason's message).
 type soundCase struct {
 	name    string
 	before  func(t *testing.T, applicant string) (other int)
@@ -144,11 +154,13 @@ func runSoundCases(t *testing.T, d *daemon, b *httpBoundary, kind, prefix string
 				return
 			}
 			e := v.Effects[0]
-			var codes []string
+			named := false
 			for _, r := range e.Reasons {
-				codes = append(codes, r.Code)
+				for _, c := range tc.reasons {
+					named = named || r.Code == c || strings.Contains(r.Message, c)
+				}
 			}
-			if v.Outcome == "VERIFIED" || e.Verdict+"/"+e.Result != tc.first || !slices.ContainsFunc(codes, func(c string) bool { return slices.Contains(tc.reasons, c) }) {
+			if v.Outcome == "VERIFIED" || !strings.HasPrefix(e.Verdict+"/"+e.Result, tc.first) || !named {
 				t.Errorf("verify = %s\nwant not VERIFIED, the first effect %s with one of %v\ndaemon log:\n%s", got, tc.first, tc.reasons, d.logs())
 			}
 			if e.Substrate != kind {
@@ -209,17 +221,19 @@ func TestDirectusSoundReads(t *testing.T) {
 	readWhole := truncatedDouble
 	readWhole.want = double
 	cutShort := truncatedDouble
-	cutShort.first, cutShort.reasons = "INDETERMINATE/indeterminate", []string{"READ_MAY_BE_TRUNCATED", "READ_INCOMPLETE"}
+	// The class is left open: an incomplete read may be reported as the
+	// judge's INDETERMINATE or as a failed (unavailable) capture.
+	cutShort.first, cutShort.reasons = "INDETERMINATE", []string{"READ_MAY_BE_TRUNCATED", "READ_INCOMPLETE"}
 	with := func(extra soundCase) []soundCase { return append(slices.Clone(common), extra) }
 
 	t.Run("rest", func(t *testing.T) {
 		b := newBoundary(t, directusREST(dx, true), soundEffects)
-		d.preflightOK(t, b.deployment, "rest")
+		d.preflightLoans(t, b.deployment, "rest")
 		runSoundCases(t, d, b, "rest", "rest", with(cutShort))
 	})
 	t.Run("graphql paged", func(t *testing.T) {
 		b := newBoundary(t, directusGraphQLPaged(dx), soundEffects)
-		d.preflightOK(t, b.deployment, "graphql")
+		d.preflightLoans(t, b.deployment, "graphql")
 		runSoundCases(t, d, b, "graphql", "graphql", with(readWhole))
 	})
 	t.Run("graphql single response", func(t *testing.T) {
@@ -228,7 +242,7 @@ func TestDirectusSoundReads(t *testing.T) {
 	})
 	t.Run("sql", func(t *testing.T) {
 		b := newBoundary(t, directusSQL(dx, true), soundEffects)
-		d.preflightOK(t, b.deployment, "sql")
+		d.preflightLoans(t, b.deployment, "sql")
 		runSoundCases(t, d, b, "sql", "sql", with(readWhole))
 	})
 

@@ -330,6 +330,21 @@ func directusDaemon(t *testing.T, dx *directus) *daemon {
 	return startDaemon(t, daemonOpts{config: "secrets:\n  allow: [DIRECTUS_*]\n", env: []string{"DIRECTUS_TOKEN=" + dx.Token}})
 }
 
+// preflightLoans checks that verifyctl preflight, given an applicant, finds
+// the deployment's one candidate reachable at tier 1.
+func (d *daemon) preflightLoans(t *testing.T, deployment, kind string) {
+	t.Helper()
+	out, code := d.ctl(t, "preflight", "--deployment-name", d.register(t, deployment), "--param", "applicant=preflight", "--param", "loan_amount=1")
+	cs := mustJSON[[]struct {
+		Kind      string `json:"kind"`
+		Tier      int    `json:"tier"`
+		Reachable bool   `json:"reachable"`
+	}](t, out)
+	if code != 0 || len(cs) != 1 || cs[0].Kind != kind || cs[0].Tier != 1 || !cs[0].Reachable {
+		t.Fatalf("preflight exit %d: %s; want one reachable %s candidate at tier 1", code, out, kind)
+	}
+}
+
 // loanEffects: one application saved for the run's applicant, with the run's
 // amount (compared as text, as before typed comparison).
 const loanEffects = `
@@ -355,11 +370,30 @@ func wholeTableSQL(db string) string {
 `, db)
 }
 
+// pagedREST reads the applicant's applications through Directus's REST API,
+// 40 a page with its limit and offset parameters, so the read goes past the
+// 100 Directus answers by default. It claims no change: newness of a read
+// narrowed to the applicant is what a census proves (issue 24), and these
+// cases must pass without one.
+func pagedREST(dx *directus) string {
+	return fmt.Sprintf(`policy: {require_change_claim: false}
+effects:
+  kind: rest
+  base_url: %s
+  records_path: /items/loan_applications?fields=id,applicant,loan_amount,status&filter[applicant][_eq]={applicant}&sort=id
+  path_params: {applicant: {param: applicant}}
+  records_key: data
+  pagination: {offset_param: offset, limit_param: limit, page_size: 40}
+  auth: {bearer_env: DIRECTUS_TOKEN}
+`, dx.URL)
+}
+
 // TestDirectusHarness checks the harness and what the suite relies on in
 // Directus itself (its version, the 100-record cap of REST and GraphQL,
 // counts in meta, how a decimal comes back), then judges saves through the
-// sql candidate reading Directus's SQLite file. Nothing here depends on the
-// sound-reads features (census, completeness keys, typed values): see
+// sql candidate reading Directus's SQLite file and the rest candidate paging
+// through Directus's REST API. Nothing here depends on the sound-reads
+// features (census, completeness keys, typed values): see
 // directus_soundreads_test.go for those.
 func TestDirectusHarness(t *testing.T) {
 	dx := startDirectus(t)
@@ -389,6 +423,39 @@ func TestDirectusHarness(t *testing.T) {
 		}
 	})
 
+	// The requests the sound-reads deployments make, sent directly.
+	t.Run("the suite's reads answer as expected", func(t *testing.T) {
+		var rest struct {
+			Meta struct {
+				FilterCount int `json:"filter_count"`
+			} `json:"meta"`
+			Data []map[string]json.RawMessage `json:"data"`
+		}
+		dx.call(t, http.MethodGet, strings.Replace(loansRESTPath, "{applicant}", "cap", 1), nil, &rest)
+		if len(rest.Data) != 100 || rest.Meta.FilterCount != 101 || len(rest.Data[0]) != 4 {
+			t.Errorf("REST read: %d records of %d fields, filter_count %d; want 100 of 4, 101", len(rest.Data), len(rest.Data[0]), rest.Meta.FilterCount)
+		}
+		var census struct {
+			Data []map[string]json.RawMessage `json:"data"`
+		}
+		dx.call(t, http.MethodGet, loansRESTCensusPath, nil, &census)
+		if len(census.Data) < 101 || len(census.Data[0]) != 1 || census.Data[0]["id"] == nil {
+			t.Errorf("REST census: %d records, first %v; want >= 101 ids alone", len(census.Data), census.Data[0])
+		}
+		if n := len(dx.graphql(t, loansPagedQuery, map[string]any{"applicant": "cap", "limit": 40, "offset": 80})); n != 21 {
+			t.Errorf("GraphQL third page of 40: %d records, want 21", n)
+		}
+		if n := len(dx.graphql(t, loansPagedQuery, map[string]any{"applicant": "cap", "limit": 40, "offset": 120})); n != 0 {
+			t.Errorf("GraphQL page past the end: %d records, want 0", n)
+		}
+		if n := len(dx.graphql(t, loansSingleQuery, map[string]any{"applicant": "cap"})); n != 100 {
+			t.Errorf("GraphQL single response: %d records, want Directus's 100", n)
+		}
+		if n := len(dx.graphql(t, loansCensusQuery, nil)); n < 101 {
+			t.Errorf("GraphQL census: %d records, want >= 101", n)
+		}
+	})
+
 	t.Run("a decimal comes back as the number it is", func(t *testing.T) {
 		dx.save(t, loan{Applicant: "decimal", LoanAmount: "1234.50", Status: "submitted"}, 1)
 		recs, _, _ := dx.list(t, "decimal")
@@ -408,8 +475,18 @@ func TestDirectusHarness(t *testing.T) {
 	})
 
 	d := directusDaemon(t, dx)
-	b := newBoundary(t, wholeTableSQL(dx.DB), loanEffects)
-	d.preflightOK(t, b.deployment, "sql")
+	// Two candidates that need none of the sound-reads features: the
+	// SQLite file read whole (newness from the baseline alone), and the REST
+	// list of the applicant paged past Directus's cap, with a claim of the
+	// applicant's total rather than of a change (each case's applicant is
+	// new, so its total is what the automation saved).
+	reads := []struct {
+		kind     string
+		boundary *httpBoundary
+	}{
+		{"sql", newBoundary(t, wholeTableSQL(dx.DB), loanEffects)},
+		{"rest", newBoundary(t, pagedREST(dx), strings.Replace(loanEffects, "  count_new_only: true\n", "", 1))},
+	}
 	cases := []struct {
 		name   string
 		before func(t *testing.T, applicant string) // before Begin
@@ -440,20 +517,23 @@ func TestDirectusHarness(t *testing.T) {
 			act:  func(t *testing.T, a string) { dx.save(t, loan{a, "1234.50", "submitted"}, 1) },
 			want: "RECONCILIATION_REQUIRED CONFIRMED/confirmed/COUNT_EXACT REFUTED/conflicting/FIELD_MISMATCH"},
 	}
-	for i, tc := range cases {
-		t.Run("sql/"+tc.name, func(t *testing.T) {
-			applicant := fmt.Sprintf("sql-%d", i)
-			if tc.before != nil {
-				tc.before(t, applicant)
-			}
-			begun := d.beginHTTP(t, b, "applicant="+applicant, "loan_amount="+tc.amount)
-			if len(begun.Effects) != 2 || begun.Effects[0].Candidate != "sql" || begun.Effects[0].Tier != 1 {
-				t.Fatalf("begin effects: %+v", begun.Effects)
-			}
-			tc.act(t, applicant)
-			if got := d.verify(t, begun.SessionID).summary(); got != tc.want {
-				t.Errorf("verify = %s\nwant     %s\ndaemon log:\n%s", got, tc.want, d.logs())
-			}
-		})
+	for _, r := range reads {
+		d.preflightLoans(t, r.boundary.deployment, r.kind)
+		for i, tc := range cases {
+			t.Run(r.kind+"/"+tc.name, func(t *testing.T) {
+				applicant := fmt.Sprintf("%s-%d", r.kind, i)
+				if tc.before != nil {
+					tc.before(t, applicant)
+				}
+				begun := d.beginHTTP(t, r.boundary, "applicant="+applicant, "loan_amount="+tc.amount)
+				if len(begun.Effects) != 2 || begun.Effects[0].Candidate != r.kind || begun.Effects[0].Tier != 1 {
+					t.Fatalf("begin effects: %+v", begun.Effects)
+				}
+				tc.act(t, applicant)
+				if got := d.verify(t, begun.SessionID).summary(); got != tc.want {
+					t.Errorf("verify = %s\nwant     %s\ndaemon log:\n%s", got, tc.want, d.logs())
+				}
+			})
+		}
 	}
 }
