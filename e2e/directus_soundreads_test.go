@@ -250,7 +250,7 @@ func TestDirectusSoundReads(t *testing.T) {
 	// cannot tell a created record from a re-assigned one: refused at Begin.
 	t.Run("narrowed read without census is refused", func(t *testing.T) {
 		for kind, dep := range map[string]string{"rest": directusREST(dx, false), "sql": directusSQL(dx, false)} {
-			b := newBoundary(t, dep, soundEffects)
+			b := newBoundary(t, dep, loanEffects)
 			out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, b.deployment), "--effects", b.effects,
 				"--param", "applicant=refused-"+kind, "--param", "loan_amount=1")
 			r := mustJSON[struct {
