@@ -324,10 +324,16 @@ func (dx *directus) graphql(t *testing.T, query string, vars map[string]any) []m
 }
 
 // directusDaemon is a daemon allowed to hand the Directus token to the rest
-// and graphql adapters.
+// and graphql adapters; when the test ends, its log must not hold the token.
 func directusDaemon(t *testing.T, dx *directus) *daemon {
 	t.Helper()
-	return startDaemon(t, daemonOpts{config: "secrets:\n  allow: [DIRECTUS_*]\n", env: []string{"DIRECTUS_TOKEN=" + dx.Token}})
+	d := startDaemon(t, daemonOpts{config: "secrets:\n  allow: [DIRECTUS_*]\n", env: []string{"DIRECTUS_TOKEN=" + dx.Token}})
+	t.Cleanup(func() {
+		if strings.Contains(d.logs(), dx.Token) {
+			t.Error("the daemon log carries the Directus token")
+		}
+	})
+	return d
 }
 
 // preflightLoans checks that verifyctl preflight, given an applicant, finds
