@@ -31,8 +31,10 @@ const soundEffects = `
 `
 
 // The reads, each narrowed to the run's applicant as an operator would write
-// them, each with a census of the whole collection. TestDirectusHarness
-// sends the same requests to Directus directly.
+// them, each with a census of the whole collection written with its kind's
+// own read keys (rest: records_path, records_key, single_response; graphql:
+// graphql_query, graphql_records_path, single_response; sql: sql_query).
+// TestDirectusHarness sends the same requests to Directus directly.
 const (
 	// loansRESTPath: Directus's default limit applies (100).
 	loansRESTPath       = "/items/loan_applications?fields=id,applicant,loan_amount,status&filter[applicant][_eq]={applicant}&sort=id&meta=filter_count"
