@@ -18,7 +18,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build build-deps deps run demo test python-test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
+.PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
 
 all: build
 
@@ -55,6 +55,15 @@ deps:
 test: deps vet fmt-check check-sdk
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) python-test
+
+# test-thirdparty: the e2e suite against a real third-party application,
+# Directus (REST and GraphQL over SQLite; docs/thirdparty-tests.md).
+# scripts/thirdparty.sh installs the pinned version under .cache/thirdparty
+# once (later runs find it there); VERIFIERD_THIRDPARTY=require makes a
+# missing install fail the tests instead of skipping them.
+test-thirdparty: build-deps
+	bash scripts/thirdparty.sh
+	VERIFIERD_THIRDPARTY=require $(GO) test -count=1 -timeout 20m -run '^TestDirectus' ./e2e
 
 # python-test: the Python client (clients/python) against the real daemon,
 # which the tests start from the binaries `make build` leaves in $(BIN).
