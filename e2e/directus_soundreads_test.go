@@ -118,12 +118,12 @@ func directusSQL(dx *directus, census bool) string {
 	return s
 }
 
-// soundCase is one automation run: what exists before Begin, what the
+// directusCase is one automation run: what exists before Begin, what the
 // automation does through Directus's REST API, and the verdict. want is the
 // exact summary; when it is empty, the step must not be VERIFIED and its
 // first effect must start with first ("VERDICT/class", or the verdict alone)
 // and carry one of reasons (as its code, or named in a reason's message).
-type soundCase struct {
+type directusCase struct {
 	name    string
 	before  func(t *testing.T, applicant string) (other int)
 	act     func(t *testing.T, applicant string, other int)
@@ -133,7 +133,7 @@ type soundCase struct {
 	reasons []string
 }
 
-func runSoundCases(t *testing.T, d *daemon, b *httpBoundary, kind, prefix string, cases []soundCase) {
+func runDirectusCases(t *testing.T, d *daemon, b *httpBoundary, kind, prefix string, cases []directusCase) {
 	t.Helper()
 	for i, tc := range cases {
 		t.Run(prefix+"/"+tc.name, func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestDirectusSoundReads(t *testing.T) {
 		double   = "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER REFUTED/conflicting/FIELD_AMBIGUOUS"
 		nothing  = "HALTED_BEFORE_EFFECT REFUTED/refuted/COUNT_UNDER REFUTED/refuted/FIELD_NO_MATCH"
 	)
-	common := []soundCase{
+	common := []directusCase{
 		{name: "honest save", amount: "1234.50", act: submit("1234.50", 1), want: verified},
 		{name: "double submit", amount: "1234.50", act: submit("1234.50", 2), want: double},
 		{name: "nothing saved", amount: "1234.50", act: func(*testing.T, string, int) {}, want: nothing},
@@ -219,33 +219,33 @@ func TestDirectusSoundReads(t *testing.T) {
 	// Truncation: 99 earlier drafts of the applicant, then a double submit
 	// takes the applicant's list past Directus's 100.
 	drafts := func(t *testing.T, a string) int { dx.seed(t, loan{a, "1.00", "draft"}, 99); return 0 }
-	truncatedDouble := soundCase{name: "double submit past the 100 cap", amount: "1234.50", before: drafts, act: submit("1234.50", 2)}
+	truncatedDouble := directusCase{name: "double submit past the 100 cap", amount: "1234.50", before: drafts, act: submit("1234.50", 2)}
 	readWhole := truncatedDouble
 	readWhole.want = double
 	cutShort := truncatedDouble
 	// The class is left open: an incomplete read may be reported as the
 	// judge's INDETERMINATE or as a failed (unavailable) capture.
 	cutShort.first, cutShort.reasons = "INDETERMINATE", []string{"READ_MAY_BE_TRUNCATED", "READ_INCOMPLETE"}
-	with := func(extra soundCase) []soundCase { return append(slices.Clone(common), extra) }
+	with := func(extra directusCase) []directusCase { return append(slices.Clone(common), extra) }
 
 	t.Run("rest", func(t *testing.T) {
 		b := newBoundary(t, directusREST(dx, true), soundEffects)
 		d.preflightLoans(t, b.deployment, "rest")
-		runSoundCases(t, d, b, "rest", "rest", with(cutShort))
+		runDirectusCases(t, d, b, "rest", "rest", with(cutShort))
 	})
 	t.Run("graphql paged", func(t *testing.T) {
 		b := newBoundary(t, directusGraphQLPaged(dx), soundEffects)
 		d.preflightLoans(t, b.deployment, "graphql")
-		runSoundCases(t, d, b, "graphql", "graphql", with(readWhole))
+		runDirectusCases(t, d, b, "graphql", "graphql", with(readWhole))
 	})
 	t.Run("graphql single response", func(t *testing.T) {
 		b := newBoundary(t, directusGraphQLSingle(dx), soundEffects)
-		runSoundCases(t, d, b, "graphql", "graphql-single", []soundCase{common[0], cutShort})
+		runDirectusCases(t, d, b, "graphql", "graphql-single", []directusCase{common[0], cutShort})
 	})
 	t.Run("sql", func(t *testing.T) {
 		b := newBoundary(t, directusSQL(dx, true), soundEffects)
 		d.preflightLoans(t, b.deployment, "sql")
-		runSoundCases(t, d, b, "sql", "sql", with(readWhole))
+		runDirectusCases(t, d, b, "sql", "sql", with(readWhole))
 	})
 
 	// A change claim over a read narrowed to the applicant, with no census,
