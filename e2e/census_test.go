@@ -11,7 +11,7 @@ import (
 // reads every encounter id. Through the real daemon and the sql plugin over
 // SQLite: an honest save is VERIFIED and says newness came from the census;
 // an existing encounter of another patient re-assigned to this one is not
-// new (JUDGE.md §3a: REFUTED, conflicting, EXISTING_RECORD_CHANGED); and
+// new (docs/contracts.md §3a: REFUTED, conflicting, EXISTING_RECORD_CHANGED); and
 // the same read without a census is refused by require_proven_newness
 // before anything is read (exit 3, newness_unproven).
 func TestCensusSQL(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 // ValueKind is the JSON kind of a record value in compact form.
 type ValueKind uint8
 
-// Kinds. KindNull is a value with no canonical text (JUDGE.md §2).
+// Kinds. KindNull is a value with no canonical text (docs/contracts.md §2).
 const (
 	KindNull ValueKind = iota
 	KindString
@@ -19,7 +19,7 @@ const (
 )
 
 // Field is one field of a record in compact form: the index of its name in
-// the batch's Names and its value as canonical text (JUDGE.md §2, read with
+// the batch's Names and its value as canonical text (docs/contracts.md §2, read with
 // Batch.Text) with its JSON kind. A null value has Kind KindNull and no
 // text; an object or array value is its canonical JSON. A Field holds no
 // pointer: its text is a span of the batch's document or one of the

@@ -191,7 +191,7 @@ func TestJudgeBatchAgrees(t *testing.T) {
 	}
 }
 
-// TestScannerCanonicalText pins the canonical text (JUDGE.md §2) the
+// TestScannerCanonicalText pins the canonical text (docs/contracts.md §2) the
 // decoder gives each kind of value.
 func TestScannerCanonicalText(t *testing.T) {
 	t.Parallel()

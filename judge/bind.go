@@ -41,7 +41,7 @@ type Contract struct {
 	Risk                 Risk
 	TimeoutS             float64
 	Probe                string
-	// Hash is the contract hash of the bound contract (JUDGE.md §5).
+	// Hash is the contract hash of the bound contract (docs/contracts.md §5).
 	Hash string
 }
 
@@ -161,7 +161,7 @@ func (b *binder) selector(sel Selector, path string) []Pair {
 }
 
 // HashContract returns "sha256:" and the hex SHA-256 of the bound contract's
-// canonical JSON (JUDGE.md §5). risk, probe and timeout_s are never hashed.
+// canonical JSON (docs/contracts.md §5). risk, probe and timeout_s are never hashed.
 func HashContract(c *Contract) string {
 	sum := sha256.Sum256([]byte(HashInput(c)))
 	return "sha256:" + hex.EncodeToString(sum[:])

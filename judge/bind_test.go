@@ -124,7 +124,7 @@ func TestBindMissingParam(t *testing.T) {
 	}
 }
 
-// JUDGE.md §5: the hash is of the bound contract.
+// docs/contracts.md §5: the hash is of the bound contract.
 func TestHashOfBoundContract(t *testing.T) {
 	t.Parallel()
 	const want = "sha256:ee92689f85689bbd45ea87b6c554857d0f2f80dea54711581bf79ca6953a698a"

@@ -19,7 +19,7 @@ import (
 // a key, not a path.
 type Record = map[string]any
 
-// Canon returns the canonical text of a record value (JUDGE.md §2) and whether
+// Canon returns the canonical text of a record value (docs/contracts.md §2) and whether
 // the value has one. A nil value (JSON null, or a missing field) has none: it
 // matches no selector value and never confirms a read-back.
 func Canon(v any) (string, bool) {

@@ -5,14 +5,14 @@ import (
 	"strconv"
 )
 
-// Census is the whole-collection identity reads of JUDGE.md §3a: a read of
+// Census is the whole-collection identity reads of docs/contracts.md §3a: a read of
 // every record of the collection (carrying the contract's identity field),
 // taken with the baseline (Before) and with each after read (After). With
 // a census, newness and loss are judged over the whole collection instead
 // of over a read narrowed to the run's subject.
 type Census struct{ Before, After Snapshot }
 
-// Reason codes of the census (JUDGE.md §3a).
+// Reason codes of the census (docs/contracts.md §3a).
 const (
 	// ReasonCensusUnusable: a census read failed, or holds a record
 	// without the identity field, so it cannot say what exists.

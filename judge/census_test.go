@@ -11,7 +11,7 @@ func census(t *testing.T, before, after string) *Census {
 	return &Census{Before: read(t, before), After: read(t, after)}
 }
 
-// TestCensus: JUDGE.md §3a. The reads are narrowed to the run's subject
+// TestCensus: docs/contracts.md §3a. The reads are narrowed to the run's subject
 // (applicant p1); the census reads the whole collection.
 func TestCensus(t *testing.T) {
 	t.Parallel()

@@ -65,7 +65,7 @@ type Value = param.Value
 // Selector maps a record field to the value it must have.
 type Selector map[string]Value
 
-// Effect is one declared effect contract as written (JUDGE.md §1), before its
+// Effect is one declared effect contract as written (docs/contracts.md §1), before its
 // parameters are bound.
 type Effect struct {
 	Kind                 Kind
@@ -128,7 +128,7 @@ func LoadEffects(tree any, path string) ([]Effect, error) {
 }
 
 // LoadEffect loads one decoded contract, applying every load-time refusal of
-// JUDGE.md §1. Each refusal names its path and how to fix it.
+// docs/contracts.md §1. Each refusal names its path and how to fix it.
 func LoadEffect(tree any, path string) (Effect, error) {
 	m, ok := tree.(map[string]any)
 	if !ok {
@@ -315,7 +315,7 @@ func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 
 // loadValue reads a value with the shared grammar (sdk/param), suggesting a
 // number's canonical text when one is written unquoted. A value object may
-// also carry `as` (JUDGE.md §2a): a literal must then parse as that type.
+// also carry `as` (docs/contracts.md §2a): a literal must then parse as that type.
 func loadValue(v any, path string) (Value, error) {
 	var as As
 	if m, ok := v.(map[string]any); ok {

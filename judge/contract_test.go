@@ -38,7 +38,7 @@ func loadOne(t testing.TB, src string) (Effect, error) {
 	return effs[0], nil
 }
 
-// JUDGE.md §1: every load-time refusal names the rule and the path.
+// docs/contracts.md §1: every load-time refusal names the rule and the path.
 func TestLoadRefusals(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -407,7 +407,7 @@ func TestLoadDefaultsPerKind(t *testing.T) {
 	}
 }
 
-// JUDGE.md §1: "A contract is a map, written in YAML or JSON", and §5 writes
+// docs/contracts.md §1: "A contract is a map, written in YAML or JSON", and §5 writes
 // contracts in YAML flow style. A YAML flow-style document that is not JSON
 // must load, identically to its JSON form.
 func TestLoadYAMLFlowStyle(t *testing.T) {

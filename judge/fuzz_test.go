@@ -39,7 +39,7 @@ func paramsOf(e Effect) []string {
 	return names
 }
 
-// checkEffect re-validates the JUDGE.md §1 invariants of a loaded effect.
+// checkEffect re-validates the docs/contracts.md §1 invariants of a loaded effect.
 func checkEffect(t *testing.T, e Effect) {
 	t.Helper()
 	switch e.Kind {
@@ -300,7 +300,7 @@ func typedParams(e Effect) map[string]As {
 }
 
 // selectorHolds is an independent restatement of "a selector matches a
-// record when every pair matches" (JUDGE.md §2, §2a): text compares
+// record when every pair matches" (docs/contracts.md §2, §2a): text compares
 // canonical text, an object or array matches nothing, and a decimal or
 // integer pair is checked with math/big where the value is small enough.
 func selectorHolds(r Record, sel []Pair) bool {

@@ -17,7 +17,7 @@ const (
 	Indeterminate Decision = "INDETERMINATE"
 )
 
-// Reason codes (JUDGE.md §3).
+// Reason codes (docs/contracts.md §3).
 const (
 	ReasonSORUnreachable      = "SOR_UNREACHABLE"
 	ReasonBaselineUnreachable = "BASELINE_UNREACHABLE"
@@ -75,13 +75,13 @@ type Freshness struct {
 // Options are the deployment-level inputs of a judgement.
 type Options struct {
 	// Freshness, when set, demotes a CONFIRMED verdict whose matched records
-	// are not fresh (JUDGE.md §3.6).
+	// are not fresh (docs/contracts.md §3.6).
 	Freshness *Freshness
 	// AbsenceNotProof is set for adapters whose surface can hide records (a
 	// record page, a screen): their refuted verdicts class as conflicting.
 	AbsenceNotProof bool
 	// Census, when set, judges newness and loss over the whole collection
-	// (JUDGE.md §3a) for every contract that needs the baseline.
+	// (docs/contracts.md §3a) for every contract that needs the baseline.
 	Census *Census
 }
 
@@ -139,7 +139,7 @@ func (v *Verdict) HasLoss() bool {
 }
 
 // NeedsBaseline reports whether judging c needs a readable baseline
-// (JUDGE.md §3.2). The daemon refuses to begin a session without one.
+// (docs/contracts.md §3.2). The daemon refuses to begin a session without one.
 func NeedsBaseline(c *Contract) bool {
 	switch c.Kind {
 	case RecordWritten:
@@ -179,7 +179,7 @@ type readState struct {
 func readOf(s Snapshot) readState { return readState{s.Reachable, s.Reason, s.Code} }
 
 // judgeFrame is what every judgement shares: the reachability rules
-// (JUDGE.md §3.1-2, §3a), the kind's kernel, freshness, the expected
+// (docs/contracts.md §3.1-2, §3a), the kind's kernel, freshness, the expected
 // value, the hash and the class.
 func judgeFrame(c *Contract, before, after readState, opts Options, kernel func() Verdict) Verdict {
 	var v Verdict

@@ -117,7 +117,7 @@ func indet(class Class, codes ...string) summary {
 	return summary{Decision: Indeterminate, Class: class, Codes: codes}
 }
 
-// JUDGE.md §2: canonical text of record values.
+// docs/contracts.md §2: canonical text of record values.
 func TestCanon(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -192,7 +192,7 @@ func TestCanonicalTextMatching(t *testing.T) {
 		{name: "True is not true", contract: rw(`{"b": "True"}`), before: empty, after: read(t, `[{"id": 1, "b": true}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
 		{name: "false", contract: rw(`{"b": "false"}`), before: empty, after: read(t, `[{"id": 1, "b": false}]`), want: okv("COUNT_EXACT").with(1, 1)},
 		// An object or array matches only an object or array, never the
-		// text of its compact JSON (JUDGE.md §2): a contract's value is text.
+		// text of its compact JSON (docs/contracts.md §2): a contract's value is text.
 		{name: "object never matches its compact JSON", contract: rw(`{"o": "{\"a\":1,\"b\":[true,null]}"}`), before: empty,
 			after: read(t, `[{"id": 1, "o": {"b": [true, null], "a": 1.0}}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
 		{name: "array never matches its compact JSON", contract: rw(`{"o": "[1,\"x\"]"}`), before: empty, after: read(t, `[{"id": 1, "o": [1, "x"]}]`), want: refuted(ClassRefuted, "COUNT_UNDER").with(0, 1)},
@@ -213,7 +213,7 @@ func TestCanonicalTextMatching(t *testing.T) {
 	runJudgeCases(t, tests)
 }
 
-// JUDGE.md §2: a number's canonical text is its exact decimal, so two
+// docs/contracts.md §2: a number's canonical text is its exact decimal, so two
 // different numbers never share one, however large their exponents.
 func TestCanonHugeExponentsDistinct(t *testing.T) {
 	t.Parallel()
@@ -231,7 +231,7 @@ func TestCanonHugeExponentsDistinct(t *testing.T) {
 	}
 }
 
-// JUDGE.md §3.3 record_written.
+// docs/contracts.md §3.3 record_written.
 func TestRecordWritten(t *testing.T) {
 	t.Parallel()
 	const base = `"kind": "record_written", "match": {"patient_id": "p1", "type": "Triage"}`
@@ -336,7 +336,7 @@ func TestRecordWritten(t *testing.T) {
 	runJudgeCases(t, tests)
 }
 
-// JUDGE.md §3.4 field_equals.
+// docs/contracts.md §3.4 field_equals.
 func TestFieldEquals(t *testing.T) {
 	t.Parallel()
 	const base = `"kind": "field_equals", "match": {"patient_id": "p1", "type": "Triage"}, "field": "note"`
@@ -387,7 +387,7 @@ func TestFieldEquals(t *testing.T) {
 	runJudgeCases(t, tests)
 }
 
-// JUDGE.md §3.5 exact_new_set.
+// docs/contracts.md §3.5 exact_new_set.
 func TestExactNewSet(t *testing.T) {
 	t.Parallel()
 	const two = `"kind": "exact_new_set", "new_records": [{"user_id": "32", "song_id": "199"}, {"user_id": "32", "song_id": "9"}], "expected_count": 2`
@@ -497,7 +497,7 @@ func TestExactNewSetUndeclaredMessage(t *testing.T) {
 	}
 }
 
-// JUDGE.md §3.1 and §3.2.
+// docs/contracts.md §3.1 and §3.2.
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
 	good := read(t, `[{"id": 1, "patient_id": "p1"}]`)
@@ -556,7 +556,7 @@ func TestNeedsBaseline(t *testing.T) {
 	}
 }
 
-// JUDGE.md §3.6 freshness.
+// docs/contracts.md §3.6 freshness.
 func TestFreshness(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -611,7 +611,7 @@ func TestFreshness(t *testing.T) {
 	runJudgeCases(t, tests)
 }
 
-// JUDGE.md §3.6: only a record older than the window is stale, however
+// docs/contracts.md §3.6: only a record older than the window is stale, however
 // wide the deployment sets the window.
 func TestFreshnessWideWindow(t *testing.T) {
 	t.Parallel()
@@ -687,7 +687,7 @@ func TestParseTimestamp(t *testing.T) {
 	}
 }
 
-// JUDGE.md §4 result classes.
+// docs/contracts.md §4 result classes.
 func TestClassify(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -793,7 +793,7 @@ func TestStepOutcomeThroughJudge(t *testing.T) {
 	}
 }
 
-// JUDGE.md §4: a plugin can demote a verdict but never promote one.
+// docs/contracts.md §4: a plugin can demote a verdict but never promote one.
 func TestDemote(t *testing.T) {
 	t.Parallel()
 	confirmed := func() Verdict {

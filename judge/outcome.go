@@ -1,7 +1,7 @@
 package judge
 
 // Class refines a verdict into what the operator has to reconcile
-// (JUDGE.md §4).
+// (docs/contracts.md §4).
 type Class string
 
 // Result classes. Only ClassConfirmed maps to a pass.

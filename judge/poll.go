@@ -13,7 +13,7 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// PollOptions shape the settlement loop (JUDGE.md §6).
+// PollOptions shape the settlement loop (docs/contracts.md §6).
 type PollOptions struct {
 	// Timeout is the effect's settlement deadline (timeout_s).
 	Timeout time.Duration

@@ -11,7 +11,7 @@ import (
 // record (judgebatch.go):
 //
 //   - its identity (the identity_field of every contract that needs the
-//     baseline, JUDGE.md §3.2), to tell added records from pre-existing
+//     baseline, docs/contracts.md §3.2), to tell added records from pre-existing
 //     ones; a record without one is identified by its whole canonical
 //     JSON, so it is kept whole;
 //   - of a baseline record, whether it matches a contract's selector (the

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// As is the comparison type of a contract value (JUDGE.md §2a). The empty
+// As is the comparison type of a contract value (docs/contracts.md §2a). The empty
 // As is text: canonical-text equality, the comparison of a bare string.
 type As string
 
@@ -73,7 +73,7 @@ func (a As) hint() string {
 // typedText returns the text a value of JSON kind kind and canonical text
 // text compares by under a: the value itself for text (an object or array
 // has none: it never equals a contract's text), and the canonical form of
-// the parsed value otherwise (JUDGE.md §2a). ok is false when the value
+// the parsed value otherwise (docs/contracts.md §2a). ok is false when the value
 // does not parse as a, or has no value at all.
 //
 // The canonical forms make equality of values equality of strings: a

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A plain Python judge of JUDGE.md, for speed comparisons with `verifyctl judge`.
+"""A plain Python judge of docs/contracts.md, for speed comparisons with `verifyctl judge`.
 
-Standard library only. It reads a conformance case (JUDGE.md section 8) with
+Standard library only. It reads a conformance case (docs/contracts.md section 8) with
 json.load and prints the same outcome JSON as `verifyctl judge --case`:
 outcome, and per effect verdict, result, reasons, counts, values and the
 contract hash. It is written the obvious way (dicts, sets, one pass per
@@ -36,7 +36,7 @@ class Refusal(Exception):
         self.code, self.message, self.path = code, message, path
 
 
-# --- canonical text (JUDGE.md section 2) -------------------------------------
+# --- canonical text (docs/contracts.md section 2) -------------------------------------
 
 def canon_number(d):
     if isinstance(d, int):
@@ -120,7 +120,7 @@ def canon(v):
     return canon_json(v)
 
 
-# --- contracts (JUDGE.md section 1) ------------------------------------------
+# --- contracts (docs/contracts.md section 1) ------------------------------------------
 
 def load_value(v, params, path):
     if isinstance(v, str):
@@ -204,7 +204,7 @@ def contract_hash(c):
     return "sha256:" + hashlib.sha256(canon_json(m).encode()).hexdigest()
 
 
-# --- judgement (JUDGE.md section 3) ------------------------------------------
+# --- judgement (docs/contracts.md section 3) ------------------------------------------
 
 def matches(r, sel):
     for f, want in sel.items():

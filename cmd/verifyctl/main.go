@@ -16,7 +16,7 @@ func main() {
 const usage = `usage: verifyctl [connection flags] <command> [flags]
 
 commands:
-  judge --case FILE|-                       judge one conformance case (JUDGE.md §8) with no daemon
+  judge --case FILE|-                       judge one conformance case (docs/contracts.md §8) with no daemon
   preflight --deployment-name NAME [--param k=v]
                                             test every candidate's connection (never writes)
   begin --deployment-name NAME (--workflow NAME --step NAME | --effects FILE) [--param k=v]

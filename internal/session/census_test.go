@@ -295,7 +295,7 @@ func TestRequireProvenNewness(t *testing.T) {
 	}
 }
 
-// TestCensusJudgesReassignment is JUDGE.md §3a through the daemon: an
+// TestCensusJudgesReassignment is docs/contracts.md §3a through the daemon: an
 // existing record of another owner re-assigned to this one is not new
 // (REFUTED, conflicting, EXISTING_RECORD_CHANGED), also when the redaction
 // policy hides the identity (the stored census is keyed and restored from

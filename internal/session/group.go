@@ -283,7 +283,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 	return out
 }
 
-// settleAll reads and judges until the group settles (JUDGE.md §6).
+// settleAll reads and judges until the group settles (docs/contracts.md §6).
 func (g *group) settleAll(ctx context.Context) []judge.Verdict {
 	return judge.PollGroup(ctx, g.m.clock(), judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.PollInterval},
 		func(ctx context.Context) []judge.Verdict { return g.judgeRead(ctx, g.read(ctx, g.settle)) })

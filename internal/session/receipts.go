@@ -101,7 +101,7 @@ func (m *Manager) readDigest(s judge.Snapshot) ReadDigest {
 // terminalOutcome is FAILED_PLATFORM when the step is not verified and
 // every non-confirmed effect was read through an adapter whose process
 // failed; else the judged outcome. An unreachable system of record stays
-// RECONCILIATION_REQUIRED (JUDGE.md): only the platform's own failure
+// RECONCILIATION_REQUIRED (docs/contracts.md): only the platform's own failure
 // changes the name, never a verdict.
 func terminalOutcome(o judge.Outcome, verdicts []judge.Verdict, caps []captureMeta, ev *stepEvidence) string {
 	if o == judge.Verified {

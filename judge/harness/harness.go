@@ -1,4 +1,4 @@
-// Package harness runs one conformance case (JUDGE.md §8) through the judge:
+// Package harness runs one conformance case (docs/contracts.md §8) through the judge:
 // case JSON in, verdict JSON and an exit code out, with no substrate. It is
 // what `verifyctl judge` runs, and what the conformance tests run in-process.
 package harness
@@ -65,7 +65,7 @@ type Case struct {
 	compact     bool
 	Now         *time.Time
 	Freshness   *judge.Freshness
-	// Census is the case's before_census and after_census (JUDGE.md §3a),
+	// Census is the case's before_census and after_census (docs/contracts.md §3a),
 	// when it gives them.
 	Census *judge.Census
 }
