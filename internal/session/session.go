@@ -1,4 +1,4 @@
-// Package session runs the verification lifecycle (DESIGN.md): Begin binds
+// Package session runs the verification lifecycle (docs/daemon.md, "The session lifecycle"): Begin binds
 // the contracts, configures the deployment's candidates, selects the
 // strongest tier per effect, captures each selected adapter's baseline once
 // and persists it; Verify reads through the pinned adapters only, polls until
