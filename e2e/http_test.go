@@ -195,6 +195,7 @@ func TestRESTTruncationThroughDaemon(t *testing.T) {
   records_key: data
   single_response: true
   %s
+  newness: newly_matching
   auth: {header: Authorization, value_env: ERP_READ_TOKEN}
   ca_file: %s
 `, erp.URL, completeness, erp.CAFile)
@@ -266,6 +267,7 @@ func TestGraphQLPagedThroughDaemon(t *testing.T) {
   graphql_records_path: encounterConnection.nodes
   pagination: {after_variable: after, page_info_path: encounterConnection.pageInfo}
   total_path: encounterConnection.totalCount
+  newness: newly_matching
   auth: {bearer_env: GQL_TOKEN}
   ca_file: %s
 `, g.URL, g.CAFile), `

@@ -126,7 +126,7 @@ func censusManager(t *testing.T, kind string) (*Manager, *scoped) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{}, PollInterval: 5 * time.Millisecond, AllowInline: true}, s
+	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true}, s
 }
 
 const effectsOwner = `[{"kind": "record_written", "match": {"owner": {"param": "owner"}}, "count_new_only": true, "timeout_s": 0.2}]`
@@ -268,12 +268,12 @@ func TestRequireProvenNewness(t *testing.T) {
 	}
 	// A field_equals read-back claims no newness: the guard leaves it alone.
 	noClaim := false
-	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
+	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	fe := `[{"kind": "field_equals", "match": {"owner": {"param": "owner"}}, "field": "note", "value": "first", "timeout_s": 0}]`
 	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", ""), Effects: []byte(fe), Params: params}); err != nil {
 		t.Fatalf("field_equals over a narrowed read: %v", err)
 	}
-	m.Daemon.Policy = nil
+	m.Daemon.Policy = callerContracts(nil)
 
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", "  newness: newly_matching\n"), Effects: []byte(effectsOwner), Params: params})
 	if err != nil {
@@ -289,7 +289,7 @@ func TestRequireProvenNewness(t *testing.T) {
 	}
 
 	off := false
-	m.Daemon.Policy = &workflow.Policy{RequireProvenNewness: &off}
+	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireProvenNewness: &off})
 	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", ""), Effects: []byte(effectsOwner), Params: params}); err != nil {
 		t.Fatalf("with require_proven_newness: false: %v", err)
 	}

@@ -23,7 +23,7 @@ func TestBeginReportsUnusedParams(t *testing.T) {
 	// Read-backs only, so that no newness rule of a change claim bears on
 	// the reads these deployments bind to run parameters.
 	noClaim := false
-	m.Daemon.Policy = &workflow.Policy{RequireChangeClaim: &noClaim}
+	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	dep := []byte("effects:\n  kind: unused-test\n  options: {open: 'https://app.example/{tenant}/records'}\n  option_params: {region: {param: region}}\n")
 	m.Daemon.Deployments = map[string]string{
 		"mem": writeDeployment(t, string(dep)),
