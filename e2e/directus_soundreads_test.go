@@ -22,12 +22,12 @@ const soundEffects = `
   match: {applicant: {param: applicant}, status: submitted}
   count_new_only: true
   risk: irreversible
-  timeout_s: 0.5
+  timeout_s: 2
 - kind: field_equals
   match: {applicant: {param: applicant}}
   field: loan_amount
   value: {param: loan_amount, as: decimal}
-  timeout_s: 0.5
+  timeout_s: 2
 `
 
 // The reads, each narrowed to the run's applicant as an operator would write

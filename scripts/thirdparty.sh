@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs the third-party application the e2e suite e2e/directus_test.go
-# starts on loopback: Directus (REST and GraphQL over SQLite), at the exact
-# version and dependency tree pinned by scripts/thirdparty/package-lock.json,
-# as .cache/thirdparty/directus-<version>/.
+# starts on loopback: Directus 9 (GPL-3.0-only; REST and GraphQL over
+# SQLite), at the exact version and dependency tree pinned by
+# scripts/thirdparty/package-lock.json, as .cache/thirdparty/directus-<version>/.
 #
 # Idempotent: when that folder already holds this version installed from
 # this lock file for this Node.js, it does nothing. Otherwise it installs what
 # is missing from Debian (Node.js and npm when there is no node; a C++
 # toolchain, Python and Node's headers, which node-gyp needs to compile
-# Directus's native modules, sqlite3 and isolated-vm, from the npm
-# registry's sources: their prebuilt binaries are fetched from outside the
-# registry and may not be reachable), then runs `npm ci` in a fresh folder
-# and moves it into place only when it succeeded.
+# Directus's native modules, sqlite3 and argon2, from the npm registry's
+# sources: their prebuilt binaries are fetched from outside the registry and
+# may not be reachable), then runs `npm ci` in a fresh folder and moves it
+# into place only when it succeeded and its native modules load. (sharp is
+# pinned by an override in package.json to a release whose binaries are npm
+# packages: the one Directus 9 names downloads libvips from outside the
+# registry and Debian's libvips is too old to build it against.)
 #
 # The compile takes minutes, so the finished install is kept once per
 # machine, outside the work tree, in $VERIFIERD_THIRDPARTY_CACHE (default
@@ -30,7 +33,7 @@ lock=$(sha256sum "$src/package-lock.json" | cut -c1-16)
 dest=.cache/thirdparty/directus-$version
 store=$(realpath -m "${VERIFIERD_THIRDPARTY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/verifierd/thirdparty}")
 # installed <folder>: the folder holds this version from this lock file,
-# built for this node (isolated-vm is bound to Node's ABI).
+# built for this node (the compiled modules were built against its headers).
 want() { echo "directus $version lock $lock node $(node -p 'process.versions.modules' 2>/dev/null || echo none)"; }
 installed() { [[ -f $1/.installed && $(cat "$1/.installed") == "$(want)" ]]; }
 link() {
@@ -106,12 +109,17 @@ trap 'rm -rf "$tmp"' EXIT
 cp "$src/package.json" "$src/package-lock.json" "$tmp/"
 echo "thirdparty: npm ci directus@$version (node $(node --version); native modules compile from source)"
 (cd "$tmp" && npm ci --no-audit --no-fund --prefer-offline --loglevel=error)
-for f in node_modules/@directus/api/dist/cli/run.js node_modules/sqlite3/build/Release/node_sqlite3.node node_modules/isolated-vm/out/isolated_vm.node; do
-	if [[ ! -f $tmp/$f ]]; then
-		echo "thirdparty: the install has no $f" >&2
-		exit 1
-	fi
-done
+if [[ ! -f $tmp/node_modules/@directus/api/dist/cli/run.js ]]; then
+	echo "thirdparty: the install has no node_modules/@directus/api/dist/cli/run.js" >&2
+	exit 1
+fi
+# The native modules Directus loads must load here too (sqlite3 is an
+# optional dependency of Directus: npm skips it silently when it fails to
+# build).
+if ! (cd "$tmp" && node -e 'for (const m of ["sqlite3", "argon2", "sharp"]) require(m)'); then
+	echo "thirdparty: a native module of the install does not load (sqlite3, argon2 or sharp); see the error above" >&2
+	exit 1
+fi
 want >"$tmp/.installed"
 rm -rf "$real"
 mv "$tmp" "$real"
