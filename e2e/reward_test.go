@@ -197,14 +197,14 @@ func adapterPID(t *testing.T, d *daemon, kind string) int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
 		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
 		i := bytes.LastIndexByte(stat, ')')
 		fields := strings.Fields(string(stat[i+1:]))
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if len(fields) > 1 && fields[1] == parent && strings.Contains(string(cmdline), "verifier-adapter-"+kind) {
 			return pid
 		}

@@ -57,7 +57,7 @@ func seed(g *httprecords.GraphQL, patient string, n int) {
 func TestCompletenessRefusals(t *testing.T) {
 	t.Parallel()
 	g := httprecords.NewGraphQL(t, true)
-	relay := func(p map[string]any) func(map[string]any) { return relayPaged(p) }
+	relay := relayPaged
 	tests := []struct {
 		name     string
 		edit     func(map[string]any)

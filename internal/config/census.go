@@ -217,7 +217,7 @@ func sqlPlaceholder(q string) string {
 			return
 		}
 		switch {
-		case q[i] == ':' && i+1 < len(q) && isWordByte(q[i+1]) && !(q[i+1] >= '0' && q[i+1] <= '9') && (i == 0 || q[i-1] != ':'):
+		case q[i] == ':' && i+1 < len(q) && isWordByte(q[i+1]) && (q[i+1] < '0' || q[i+1] > '9') && (i == 0 || q[i-1] != ':'):
 			j := i + 1
 			for j < len(q) && isWordByte(q[j]) {
 				j++

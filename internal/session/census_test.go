@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -81,11 +82,7 @@ func (a *scopedAdapter) read(before bool) (sdk.Capture, error) {
 	var out []sdk.Record
 	for _, r := range a.s.table.rows {
 		if a.owner == nil || r["owner"] == *a.owner {
-			cp := sdk.Record{}
-			for k, v := range r {
-				cp[k] = v
-			}
-			out = append(out, cp)
+			out = append(out, maps.Clone(r))
 		}
 	}
 	return sdk.Capture{Reachable: true, Records: sdk.Records(out...)}, nil

@@ -109,7 +109,7 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 		if mask.active() {
 			recs := make([]judge.Record, len(read.Snapshot.Records))
 			for i, r := range read.Snapshot.Records {
-				recs[i] = judge.Record(mask.value(map[string]any(r), func(t string) string { return mask.replace(t, placeholder) }).(map[string]any))
+				recs[i] = judge.Record(mask.object(r, func(t string) string { return mask.replace(t, placeholder) }))
 			}
 			read.Snapshot.Records = recs
 		}
@@ -130,7 +130,7 @@ func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, 
 	}
 	out := make([]judge.Record, len(recs))
 	for i, r := range recs {
-		out[i] = judge.Record(mask.value(map[string]any(r), mask.restoreText).(map[string]any))
+		out[i] = judge.Record(mask.object(r, mask.restoreText))
 	}
 	return out
 }

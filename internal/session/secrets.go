@@ -89,11 +89,7 @@ func (s secretMask) value(v any, text func(string) string) any {
 		}
 		return x
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[text(k)] = s.value(e, text)
-		}
-		return out
+		return s.object(x, text)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
@@ -104,12 +100,21 @@ func (s secretMask) value(v any, text func(string) string) any {
 	return v
 }
 
+// object applies text to every key and value of m, into a new map.
+func (s secretMask) object(m map[string]any, text func(string) string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		out[text(k)] = s.value(e, text)
+	}
+	return out
+}
+
 // record returns r with every secret masked (r itself is not changed).
 func (s secretMask) record(r judge.Record) judge.Record {
 	if !s.active() || r == nil {
 		return r
 	}
-	return judge.Record(s.value(map[string]any(r), s.text).(map[string]any))
+	return judge.Record(s.object(r, s.text))
 }
 
 func (s secretMask) records(rs []judge.Record) []judge.Record {
@@ -136,10 +141,10 @@ func (s secretMask) storeRaw(rec []byte) ([]byte, error) {
 	}
 	r, err := decodeRecord(rec)
 	if err != nil {
-		return s.storeBytes(rec), nil
+		return s.storeBytes(rec), nil //nolint:nilerr // an undecodable record is stored with its values replaced in its bytes
 	}
 	changed := false
-	masked := s.value(map[string]any(r), func(t string) string {
+	masked := s.object(r, func(t string) string {
 		return s.replace(t, func(sec secret) string { changed = true; return placeholder(sec) })
 	})
 	if !changed {

@@ -227,12 +227,7 @@ type Finding struct {
 // an exact_new_set with at least one member. A claim of zero new records
 // claims no change: an idle automation satisfies it.
 func HasChangeClaim(effects []judge.Effect) bool {
-	for _, e := range effects {
-		if ClaimsChange(e) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(effects, ClaimsChange)
 }
 
 // ClaimsChange reports whether one effect claims a change (HasChangeClaim).

@@ -3,6 +3,7 @@ package httprecords
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -38,9 +39,7 @@ func EchoAuthorization(t testing.TB, f *Frappe, useTLS bool) (url, caFile string
 				}
 			}
 		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
+		maps.Copy(w.Header(), rec.Header())
 		w.Header().Del("Content-Length")
 		w.WriteHeader(rec.Code)
 		w.Write(body)

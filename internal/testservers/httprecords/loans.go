@@ -277,7 +277,9 @@ func (l *Loans) submit(applicant, product, amount string) (LoanApplication, erro
 		l.inFlight.Add(1)
 		time.AfterFunc(d, func() {
 			defer l.inFlight.Done()
-			l.insert(applicant, product, amount)
+			// The late duplicate is the fault itself; a failed insert shows
+			// in the test's counts, as a missing duplicate.
+			_, _ = l.insert(applicant, product, amount)
 		})
 	}
 	return l.get(id)

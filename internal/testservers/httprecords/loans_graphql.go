@@ -232,7 +232,9 @@ func (l *Loans) SubmitGraphQL(t testing.TB, applicant, product, amount string) i
 	var out struct {
 		SubmitApplication struct{ ID string } `json:"submitApplication"`
 	}
-	json.Unmarshal(data, &out)
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("submitApplication answered %s: %v", data, err)
+	}
 	id, err := strconv.ParseInt(out.SubmitApplication.ID, 10, 64)
 	if err != nil {
 		t.Fatalf("submitApplication answered %s", data)
