@@ -1,0 +1,80 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/verifierd/verifierd/internal/connlimit"
+)
+
+// connLimits are the bounds on the connections of every listener
+// (docs/operations.md, "Connections"): --max-connections per listener, how
+// long a connection may take to send its first request (TLS handshake, the
+// HTTP/2 preface, an HTTP request's headers), how long one may sit idle,
+// and how long an HTTP request may take to arrive whole.
+type connLimits struct {
+	maxConns  int
+	handshake time.Duration
+	idle      time.Duration
+	httpRead  time.Duration
+}
+
+func connFlags(fs *flag.FlagSet) *connLimits {
+	c := &connLimits{}
+	fs.IntVar(&c.maxConns, "max-connections", 1024, "connections each listener (gRPC, HTTP, health) holds at most; at the limit an idle or still-handshaking one is closed to make room, and a new one is closed only when all are busy")
+	fs.DurationVar(&c.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to finish its TLS handshake and send the HTTP/2 preface (gRPC) or a request's headers (HTTP) before it is closed")
+	fs.DurationVar(&c.idle, "idle-timeout", 2*time.Minute, "close a connection with no call in flight (gRPC) or no request (HTTP keep-alive) after this long")
+	fs.DurationVar(&c.httpRead, "http-read-timeout", 30*time.Second, "how long one HTTP request, headers and body, may take to arrive")
+	return c
+}
+
+func (c *connLimits) check() error {
+	if c.maxConns < 1 {
+		return fmt.Errorf("--max-connections %d: give at least 1 (the default is 1024)", c.maxConns)
+	}
+	for name, d := range map[string]time.Duration{"--handshake-timeout": c.handshake, "--idle-timeout": c.idle, "--http-read-timeout": c.httpRead} {
+		if d <= 0 {
+			return fmt.Errorf("%s %s: give a positive duration such as 10s", name, d)
+		}
+	}
+	return nil
+}
+
+// grpcListener bounds a gRPC listener: a connection proves itself by
+// sending the HTTP/2 preface and its first frame header.
+func (c *connLimits) grpcListener(l net.Listener) net.Listener {
+	return connlimit.New(l, c.maxConns, connlimit.GRPCPreface)
+}
+
+// grpcOptions are the gRPC server's handshake and idle bounds, and the
+// keepalive pings that find a peer gone without a word.
+func (c *connLimits) grpcOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ConnectionTimeout(c.handshake),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: c.idle, Time: time.Minute, Timeout: 20 * time.Second}),
+	}
+}
+
+// httpServer bounds an HTTP server and returns the listener to serve it
+// on: a connection is busy from a request's first headers until its
+// response is sent.
+func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
+	hs.ReadHeaderTimeout = c.handshake
+	hs.ReadTimeout = c.httpRead
+	hs.IdleTimeout = c.idle
+	hs.ConnState = func(conn net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateActive:
+			connlimit.MarkBusy(conn)
+		case http.StateIdle:
+			connlimit.MarkIdle(conn)
+		}
+	}
+	return connlimit.New(l, c.maxConns, 0)
+}
