@@ -97,11 +97,11 @@ func serveHealth(addr string, hs *health.Server, limits *connLimits, logger hclo
 	if err != nil {
 		return nil, fmt.Errorf("--health-listen: %w", err)
 	}
-	lis = limits.grpcListener(lis)
-	gs := grpc.NewServer(limits.grpcOptions()...)
+	lim, gopts := limits.grpcListener(lis)
+	gs := grpc.NewServer(gopts...)
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() {
-		if err := gs.Serve(lis); err != nil {
+		if err := gs.Serve(lim); err != nil {
 			logger.Debug("health listener ended", "error", err)
 		}
 	}()

@@ -46,16 +46,16 @@ func (c *connLimits) check() error {
 	return nil
 }
 
-// grpcListener bounds a gRPC listener: a connection proves itself by
-// sending the HTTP/2 preface and its first frame header.
-func (c *connLimits) grpcListener(l net.Listener) net.Listener {
-	return connlimit.New(l, c.maxConns, connlimit.GRPCPreface)
-}
-
-// grpcOptions are the gRPC server's handshake and idle bounds, and the
-// keepalive pings that find a peer gone without a word.
-func (c *connLimits) grpcOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{
+// grpcListener bounds a gRPC listener, and returns the server options that
+// go with it: the handshake and idle bounds, the keepalive pings that find
+// a peer gone without a word, and the stats handler that tells the
+// listener which connections have a call in flight. l may be nil when the
+// server is built before its address is bound; set the returned
+// Listener's Listener field then, before serving.
+func (c *connLimits) grpcListener(l net.Listener) (*connlimit.Listener, []grpc.ServerOption) {
+	lim := connlimit.New(l, c.maxConns)
+	return lim, []grpc.ServerOption{
+		grpc.StatsHandler(lim.StatsHandler()),
 		grpc.ConnectionTimeout(c.handshake),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: c.idle, Time: time.Minute, Timeout: 20 * time.Second}),
 	}
@@ -76,5 +76,5 @@ func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
 			connlimit.MarkIdle(conn)
 		}
 	}
-	return connlimit.New(l, c.maxConns, 0)
+	return connlimit.New(l, c.maxConns)
 }

@@ -177,7 +177,10 @@ func run(args []string) error {
 	defer host.Close()
 	watchDaemon(mets, st, host)
 
-	opts := server.Options{Logger: logger, Connection: limits.grpcOptions()}
+	// The API's listener is bound last (below); its connection limit is
+	// built now, for the server options that go with it.
+	grpcLim, grpcOpts := limits.grpcListener(nil)
+	opts := server.Options{Logger: logger, Connection: grpcOpts}
 	if env := daemon.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -234,11 +237,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	lis = limits.grpcListener(lis)
+	grpcLim.Listener = lis
 	logger.Info("verifierd listening", "addr", lis.Addr().String(), "max_connections", limits.maxConns, "data_dir", *dataDir, "store", storeKind, "kinds", host.Kinds(), "key_id", signer.KeyID())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
+	go func() { errc <- srv.Serve(grpcLim) }()
 wait:
 	for {
 		select {

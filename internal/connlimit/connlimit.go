@@ -6,48 +6,43 @@
 //
 // Instead the listener always accepts. Below the limit the connection is
 // kept. At the limit it makes room by closing the oldest connection that
-// is doing nothing for anyone: one still in its handshake (no complete
-// request or HTTP/2 preface yet) or idle between requests. Only when every
+// is doing nothing for anyone: one still in its handshake or idle between
+// requests (no HTTP request being served, no gRPC call in flight). Only when every
 // held connection is busy is the new one closed at once. So a flood of
 // idle or half-open connections cannot lock a real client out, and the
 // daemon never holds more than the limit (plus the one being decided).
 package connlimit
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"google.golang.org/grpc/stats"
 )
 
 // Listener is a net.Listener holding at most Max connections.
 type Listener struct {
 	net.Listener
 	max int
-	// provenAfter, when positive, is how many bytes a connection must send
-	// before it counts as busy (the HTTP/2 client preface and its first
-	// frame header, for gRPC). Zero: only MarkBusy/MarkIdle say so (the
-	// HTTP server's connection states).
-	provenAfter int64
 
-	mu    sync.Mutex
-	conns []*Conn // oldest first
+	mu     sync.Mutex
+	conns  []*Conn          // oldest first
+	byAddr map[string]*Conn // by the peer's address, for StatsHandler
 
 	evicted atomic.Int64
 	shed    atomic.Int64
 }
 
 // New bounds l to limit connections (limit < 1 means 1). A connection counts
-// as idle, and so may be closed to make room, until MarkBusy, or until it
-// has sent provenAfter bytes when that is positive.
-func New(l net.Listener, limit int, provenAfter int64) *Listener {
-	return &Listener{Listener: l, max: max(limit, 1), provenAfter: provenAfter}
+// as idle, and so may be closed to make room, except between MarkBusy and
+// MarkIdle (an HTTP server's connection states) or while a gRPC call is in
+// flight on it (StatsHandler).
+func New(l net.Listener, limit int) *Listener {
+	return &Listener{Listener: l, max: max(limit, 1), byAddr: map[string]*Conn{}}
 }
-
-// GRPCPreface is what a gRPC client sends before it is served: the 24-byte
-// HTTP/2 client preface and the 9-byte header of its SETTINGS frame. A
-// connection that has not sent it yet is still in its handshake.
-const GRPCPreface = 24 + 9
 
 // Accept waits for the next connection and returns it once there is room
 // for it, closing an idle one if need be.
@@ -66,6 +61,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 				if o.idle.Load() {
 					victim = o
 					l.conns = append(l.conns[:i], l.conns[i+1:]...)
+					l.forget(o)
 					break
 				}
 			}
@@ -77,6 +73,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 			}
 		}
 		l.conns = append(l.conns, c)
+		l.byAddr[raw.RemoteAddr().String()] = c
 		l.mu.Unlock()
 		if victim != nil {
 			l.evicted.Add(1)
@@ -108,6 +105,7 @@ func (l *Listener) remove(c *Conn) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.forget(c)
 	for i, o := range l.conns {
 		if o == c {
 			l.conns = append(l.conns[:i], l.conns[i+1:]...)
@@ -116,24 +114,21 @@ func (l *Listener) remove(c *Conn) {
 	}
 }
 
+// forget drops c from byAddr; l.mu is held.
+func (l *Listener) forget(c *Conn) {
+	addr := c.RemoteAddr().String()
+	if l.byAddr[addr] == c {
+		delete(l.byAddr, addr)
+	}
+}
+
 // Conn is one held connection.
 type Conn struct {
 	net.Conn
 	l       *Listener
-	read    atomic.Int64
+	calls   atomic.Int64 // gRPC calls in flight
 	idle    atomic.Bool
 	removed atomic.Bool
-}
-
-// Read counts the bytes a connection sent until it proves itself.
-func (c *Conn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if c.l.provenAfter > 0 && n > 0 && c.idle.Load() {
-		if c.read.Add(int64(n)) >= c.l.provenAfter {
-			c.idle.Store(false)
-		}
-	}
-	return n, err
 }
 
 // Close closes the connection and frees its place.
@@ -155,5 +150,48 @@ func setIdle(c net.Conn, idle bool) {
 	}
 	if lc, ok := c.(*Conn); ok {
 		lc.idle.Store(idle)
+	}
+}
+
+// StatsHandler is the gRPC server option's half of the listener
+// (grpc.StatsHandler): it marks a connection busy while a call is in
+// flight on it, and idle when none is. A connection that never begins a
+// call (an idle flood, a half-sent preface) stays idle and makes room.
+func (l *Listener) StatsHandler() stats.Handler { return statsHandler{l} }
+
+type statsHandler struct{ l *Listener }
+
+type connKey struct{}
+
+func (h statsHandler) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	if info.RemoteAddr == nil {
+		return ctx
+	}
+	h.l.mu.Lock()
+	c := h.l.byAddr[info.RemoteAddr.String()]
+	h.l.mu.Unlock()
+	if c == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func (statsHandler) HandleConn(context.Context, stats.ConnStats) {}
+
+func (statsHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+func (statsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	c, _ := ctx.Value(connKey{}).(*Conn)
+	if c == nil {
+		return
+	}
+	switch s.(type) {
+	case *stats.Begin:
+		c.calls.Add(1)
+		c.idle.Store(false)
+	case *stats.End:
+		if c.calls.Add(-1) <= 0 {
+			c.idle.Store(true)
+		}
 	}
 }

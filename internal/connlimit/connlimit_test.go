@@ -1,13 +1,20 @@
 package connlimit
 
 import (
+	"context"
 	"io"
 	"net"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// serve accepts on l and echoes what each connection sends.
+// serve accepts on l and echoes what each connection sends; a connection
+// whose first byte is 'B' is marked busy, as a server serving it would.
 func serve(t *testing.T, l *Listener) {
 	go func() {
 		for {
@@ -17,6 +24,16 @@ func serve(t *testing.T, l *Listener) {
 			}
 			go func() {
 				defer c.Close()
+				var first [1]byte
+				if _, err := io.ReadFull(c, first[:]); err != nil {
+					return
+				}
+				if first[0] == 'B' {
+					MarkBusy(c)
+				}
+				if _, err := c.Write(first[:]); err != nil {
+					return
+				}
 				_, _ = io.Copy(c, c)
 			}()
 		}
@@ -72,20 +89,20 @@ func waitOpen(t *testing.T, l *Listener, want int) {
 	}
 }
 
-// At the limit, the oldest connection that has not proved itself makes
-// room; proven ones stay; when every one is proven, the newcomer is closed.
+// At the limit, the oldest idle connection makes room; busy ones stay;
+// when every one is busy, the newcomer is closed.
 func TestIdleMakeRoom(t *testing.T) {
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := New(raw, 3, 4)
+	l := New(raw, 3)
 	defer l.Close()
 	serve(t, l)
 	addr := raw.Addr().String()
 
 	busy := dial(t, addr)
-	echo(t, busy, "busy") // 4 bytes: proven
+	echo(t, busy, "Busy")
 	idle1 := dial(t, addr)
 	waitOpen(t, l, 2)
 	idle2 := dial(t, addr)
@@ -93,7 +110,7 @@ func TestIdleMakeRoom(t *testing.T) {
 	waitOpen(t, l, 3)
 
 	late := dial(t, addr)
-	echo(t, late, "late!") // served: idle1 made room
+	echo(t, late, "Blate") // served: idle1 made room
 	if !closed(idle1, time.Second) {
 		t.Error("the oldest idle connection was not closed to make room")
 	}
@@ -101,12 +118,12 @@ func TestIdleMakeRoom(t *testing.T) {
 		t.Error("a younger idle connection was closed too")
 	}
 	late2 := dial(t, addr)
-	echo(t, late2, "again")
+	echo(t, late2, "Bagain")
 	if !closed(idle2, time.Second) {
 		t.Error("the half-preface connection was not closed to make room")
 	}
-	echo(t, busy, "busy")
-	// Now busy, late and late2 are proven: a newcomer is closed.
+	echo(t, busy, "Busy")
+	// Now busy, late and late2 are busy: a newcomer is closed.
 	shed := dial(t, addr)
 	if !closed(shed, 2*time.Second) {
 		t.Error("a connection beyond the limit of busy ones was kept")
@@ -117,7 +134,7 @@ func TestIdleMakeRoom(t *testing.T) {
 	// A connection that ends frees its place.
 	late.Close()
 	waitOpen(t, l, 2)
-	echo(t, dial(t, addr), "room")
+	echo(t, dial(t, addr), "Room")
 }
 
 // MarkBusy and MarkIdle decide for a listener without a byte threshold.
@@ -126,7 +143,7 @@ func TestMarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := New(raw, 1, 0)
+	l := New(raw, 1)
 	defer l.Close()
 	addr := raw.Addr().String()
 	accepted := make(chan net.Conn, 4)
@@ -154,5 +171,63 @@ func TestMarks(t *testing.T) {
 	}
 	if closed(third, 100*time.Millisecond) {
 		t.Error("the newcomer was closed")
+	}
+}
+
+// Through a real gRPC server: a connection with a call in flight (a health
+// Watch stream) is kept; an idle one and a half-sent preface make room for
+// a new client's call.
+func TestGRPC(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(raw, 3)
+	gs := grpc.NewServer(grpc.StatsHandler(l.StatsHandler()))
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	go gs.Serve(l)
+	defer gs.Stop()
+	addr := raw.Addr().String()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := func() healthpb.HealthClient {
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return healthpb.NewHealthClient(cc)
+	}
+	watch, err := client().Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := watch.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	idle := dial(t, addr)
+	waitOpen(t, l, 2)
+	half := dial(t, addr)
+	_, _ = half.Write([]byte("PRI * HTTP/2.0\r\n"))
+	waitOpen(t, l, 3)
+
+	for i := range 2 {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := client().Check(cctx, &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("client %d at the limit: %v", i, err)
+		}
+		ccancel()
+	}
+	if !closed(idle, time.Second) || !closed(half, time.Second) {
+		t.Error("the idle and the half-preface connection were not closed to make room")
+	}
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	if r, err := watch.Recv(); err != nil || r.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("the watching call was cut: %v %v", r, err)
+	}
+	if l.Evicted() != 2 {
+		t.Errorf("evicted %d, want 2", l.Evicted())
 	}
 }
