@@ -18,7 +18,7 @@ func TestParseHosts(t *testing.T) {
 		"verifier.example": true, "verifier.example:8443": true, "VERIFIER.EXAMPLE.:80": true,
 		"10.0.0.5:7444": true, "10.0.0.5:7445": false, "10.0.0.5": false,
 		"[2001:db8::1]:9": true,
-		"evil.example": false, "evil.example:7444": false, "localhost.evil.example": false, "": false, "0.0.0.0:7444": false,
+		"evil.example":    false, "evil.example:7444": false, "localhost.evil.example": false, "": false, "0.0.0.0:7444": false,
 	}
 	for host, want := range cases {
 		if got := h.Allowed(host); got != want {
