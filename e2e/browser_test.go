@@ -234,6 +234,9 @@ func TestBrowserStaysOut(t *testing.T) {
 	if !strings.HasPrefix(out["json"], "error:") {
 		t.Errorf("cross-origin JSON POST: %q, want a failed fetch (preflight refused)", out["json"])
 	}
+	if n := begunTotal(t, httpAddr); n != 2 {
+		t.Fatalf("begun after the cross-origin page's attempts: %d, want 2 (the page began a session)", n)
+	}
 
 	// 2. A page whose own name rebinds to 127.0.0.1: same-origin to the
 	// browser, so it could read whatever the listener answers for that name.
