@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,6 +142,30 @@ func TestConnectionFlood(t *testing.T) {
 		res.Body.Close()
 		return nil
 	})
+
+	// The listeners' metrics say what happened: every flood connection
+	// beyond the limit made room by closing an idle one; none was shed.
+	metricsText := func() map[string]float64 {
+		code, text := httpDo(t, "GET", httpAddr, "", "/metrics", "", nil)
+		if code != http.StatusOK {
+			t.Fatalf("/metrics: %d", code)
+		}
+		m := map[string]float64{}
+		for line := range strings.Lines(text) {
+			if strings.HasPrefix(line, "verifierd_connections_") {
+				name, v, _ := strings.Cut(strings.TrimSpace(line), " ")
+				m[name], _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		return m
+	}
+	m := metricsText()
+	for l, flooded := range map[string]int{"grpc": 420, "http": 360} {
+		open, evicted, shed := m[`verifierd_connections_open{listener="`+l+`"}`], m[`verifierd_connections_evicted_total{listener="`+l+`"}`], m[`verifierd_connections_shed_total{listener="`+l+`"}`]
+		if open > limit || evicted < float64(flooded-limit) || shed != 0 {
+			t.Errorf("%s listener: open %v evicted %v shed %v, want open <= %d, evicted >= %d, shed 0 (%v)", l, open, evicted, shed, limit, flooded-limit, m)
+		}
+	}
 
 	// Every flood connection is closed by the daemon: the handshake
 	// timeout (2 s) ends the idle and half-sent ones, the idle timeout (4 s)

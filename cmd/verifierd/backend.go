@@ -97,7 +97,7 @@ func serveHealth(addr string, hs *health.Server, limits *connLimits, logger hclo
 	if err != nil {
 		return nil, fmt.Errorf("--health-listen: %w", err)
 	}
-	lim, gopts := limits.grpcListener(lis)
+	lim, gopts := limits.grpcListener("health", lis)
 	gs := grpc.NewServer(gopts...)
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() {

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/verifierd/verifierd/internal/connlimit"
+	"github.com/verifierd/verifierd/internal/metrics"
 )
 
 // connLimits are the bounds on the connections of every listener
@@ -23,6 +26,9 @@ type connLimits struct {
 	handshake time.Duration
 	idle      time.Duration
 	httpRead  time.Duration
+
+	mu        sync.Mutex
+	listeners map[string]*connlimit.Listener // by name: grpc, http, health
 }
 
 func connFlags(fs *flag.FlagSet) *connLimits {
@@ -52,8 +58,8 @@ func (c *connLimits) check() error {
 // listener which connections have a call in flight. l may be nil when the
 // server is built before its address is bound; set the returned
 // Listener's Listener field then, before serving.
-func (c *connLimits) grpcListener(l net.Listener) (*connlimit.Listener, []grpc.ServerOption) {
-	lim := connlimit.New(l, c.maxConns)
+func (c *connLimits) grpcListener(name string, l net.Listener) (*connlimit.Listener, []grpc.ServerOption) {
+	lim := c.track(name, connlimit.New(l, c.maxConns))
 	return lim, []grpc.ServerOption{
 		grpc.StatsHandler(lim.StatsHandler()),
 		grpc.ConnectionTimeout(c.handshake),
@@ -76,5 +82,40 @@ func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
 			connlimit.MarkIdle(conn)
 		}
 	}
-	return connlimit.New(l, c.maxConns)
+	return c.track("http", connlimit.New(l, c.maxConns))
+}
+
+func (c *connLimits) track(name string, l *connlimit.Listener) *connlimit.Listener {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listeners == nil {
+		c.listeners = map[string]*connlimit.Listener{}
+	}
+	c.listeners[name] = l
+	return l
+}
+
+var (
+	connOpenDesc    = prometheus.NewDesc(metrics.Namespace+"_connections_open", "Connections a listener holds now (at most --max-connections).", []string{"listener"}, nil)
+	connEvictedDesc = prometheus.NewDesc(metrics.Namespace+"_connections_evicted_total", "Idle or still-handshaking connections a listener at its --max-connections closed to make room for a new one.", []string{"listener"}, nil)
+	connShedDesc    = prometheus.NewDesc(metrics.Namespace+"_connections_shed_total", "New connections a listener closed at once because all --max-connections held ones were busy.", []string{"listener"}, nil)
+)
+
+// Describe and Collect make the listeners' counts metrics
+// (verifierd_connections_*, by listener: grpc, http, health).
+func (c *connLimits) Describe(ch chan<- *prometheus.Desc) {
+	ch <- connOpenDesc
+	ch <- connEvictedDesc
+	ch <- connShedDesc
+}
+
+// Collect: see Describe.
+func (c *connLimits) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, l := range c.listeners {
+		ch <- prometheus.MustNewConstMetric(connOpenDesc, prometheus.GaugeValue, float64(l.Open()), name)
+		ch <- prometheus.MustNewConstMetric(connEvictedDesc, prometheus.CounterValue, float64(l.Evicted()), name)
+		ch <- prometheus.MustNewConstMetric(connShedDesc, prometheus.CounterValue, float64(l.Shed()), name)
+	}
 }

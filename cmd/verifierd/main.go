@@ -176,10 +176,11 @@ func run(args []string) error {
 	}
 	defer host.Close()
 	watchDaemon(mets, st, host)
+	mets.Register(limits)
 
 	// The API's listener is bound last (below); its connection limit is
 	// built now, for the server options that go with it.
-	grpcLim, grpcOpts := limits.grpcListener(nil)
+	grpcLim, grpcOpts := limits.grpcListener("grpc", nil)
 	opts := server.Options{Logger: logger, Connection: grpcOpts}
 	if env := daemon.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
