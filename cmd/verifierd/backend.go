@@ -90,16 +90,18 @@ func removeExpired(ctx context.Context, st store.Backend, retain time.Duration, 
 
 // serveHealth serves only the gRPC health service, in plaintext, on addr
 // (--health-listen): what a Kubernetes gRPC probe can reach when the API
-// itself requires TLS. It answers nothing else.
-func serveHealth(addr string, hs *health.Server, logger hclog.Logger) (stop func(), err error) {
+// itself requires TLS. It answers nothing else, and holds its own
+// --max-connections.
+func serveHealth(addr string, hs *health.Server, limits *connLimits, logger hclog.Logger) (stop func(), err error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--health-listen: %w", err)
 	}
-	gs := grpc.NewServer()
+	lim, gopts := limits.grpcListener("health", lis)
+	gs := grpc.NewServer(gopts...)
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() {
-		if err := gs.Serve(lis); err != nil {
+		if err := gs.Serve(lim); err != nil {
 			logger.Debug("health listener ended", "error", err)
 		}
 	}()

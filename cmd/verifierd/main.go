@@ -3,6 +3,7 @@
 // plugin subprocesses; the daemon does all the judging.
 //
 //	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--http-listen ADDR] [--insecure]
+//	          [--http-allowed-hosts HOST,...] [--max-connections N] [--handshake-timeout D] [--idle-timeout D]
 //	          [--store postgres://USER@HOST:PORT/DB --store-password-env NAME] [--retain 168h]
 //	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
 //
@@ -29,6 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
@@ -70,8 +72,17 @@ func run(args []string) error {
 	signingKeyEnv := fs.String("signing-key-env", "", "environment variable holding the receipt signing key as a base64 32-byte Ed25519 seed, instead of --signing-key (the same on every replica)")
 	evidenceKeyEnv := fs.String("evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
 	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
+	httpAllowedHosts := fs.String("http-allowed-hosts", "", "comma-separated host or host:port names the HTTP listener answers for besides localhost and loopback addresses (421 otherwise), e.g. verifierd.example.com; requests with the API token pass on any name")
+	limits := connFlags(fs)
 	onFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := limits.check(); err != nil {
+		return err
+	}
+	allowedHosts, err := httpapi.ParseHosts(*httpAllowedHosts)
+	if err != nil {
 		return err
 	}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "verifierd", Level: hclog.LevelFromString(*logLevel), JSONFormat: *logJSON, Output: os.Stderr})
@@ -165,8 +176,12 @@ func run(args []string) error {
 	}
 	defer host.Close()
 	watchDaemon(mets, st, host)
+	mets.Register(limits)
 
-	opts := server.Options{Logger: logger}
+	// The API's listener is bound last (below); its connection limit is
+	// built now, for the server options that go with it.
+	grpcLim, grpcOpts := limits.grpcListener("grpc", nil)
+	opts := server.Options{Logger: logger, Connection: grpcOpts}
 	if env := daemon.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -188,7 +203,7 @@ func run(args []string) error {
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
 	srv, healthSrv := server.New(mgr, opts)
 	if *healthListen != "" {
-		stopHealth, err := serveHealth(*healthListen, healthSrv, logger)
+		stopHealth, err := serveHealth(*healthListen, healthSrv, limits, logger)
 		if err != nil {
 			return err
 		}
@@ -204,8 +219,9 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
+		api.AllowHosts(allowedHosts)
 		registerObserve(api, mets, mgr)
-		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, api, opts.TLS, logger)
+		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, api, opts.TLS, limits, logger)
 		if err != nil {
 			return err
 		}
@@ -222,10 +238,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("verifierd listening", "addr", lis.Addr().String(), "data_dir", *dataDir, "store", storeKind, "kinds", host.Kinds(), "key_id", signer.KeyID())
+	grpcLim.Listener = lis
+	logger.Info("verifierd listening", "addr", lis.Addr().String(), "max_connections", limits.maxConns, "data_dir", *dataDir, "store", storeKind, "kinds", host.Kinds(), "key_id", signer.KeyID())
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lis) }()
+	go func() { errc <- srv.Serve(grpcLim) }()
 wait:
 	for {
 		select {

@@ -40,13 +40,15 @@ func startRewards(mgr *session.Manager, srv *grpc.Server, logger hclog.Logger) (
 	return svc, nil
 }
 
-// serveHTTP serves the HTTP listener (--http-listen) until ctx ends.
-func serveHTTP(ctx context.Context, addr string, api http.Handler, tlsConf *tls.Config, logger hclog.Logger) (func(), error) {
+// serveHTTP serves the HTTP listener (--http-listen) until ctx ends,
+// within the connection limits.
+func serveHTTP(ctx context.Context, addr string, api http.Handler, tlsConf *tls.Config, limits *connLimits, logger hclog.Logger) (func(), error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: telemetry.HTTP(api), TLSConfig: tlsConf, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	hs := &http.Server{Handler: telemetry.HTTP(api), TLSConfig: tlsConf}
+	lis = limits.httpServer(hs, lis)
 	go func() {
 		var err error
 		if tlsConf != nil {

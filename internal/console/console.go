@@ -1,6 +1,8 @@
 // Package console is the operator console: read-only HTML pages that the
 // daemon serves at /console/ on its HTTP listener, behind the same bearer
-// token as every other route. Pages are rendered on the server with
+// token and browser checks as every other route: a page is served only to a
+// request whose Host the listener answers for (internal/httpapi, guard.go),
+// so a page that rebinds its own name to the daemon reads nothing. Pages are rendered on the server with
 // html/template; there is no script and no form, and only GET routes exist.
 // Evidence is shown as the store holds it: matched records already
 // redacted, so a redacted field shows only its marker.

@@ -3,7 +3,9 @@
 // the daemon's bearer token (compared in constant time). Errors are JSON
 // {error, detail} bodies, except on the VerifierService gateway routes,
 // which answer the gRPC status as JSON. The reward routes live in
-// reward.go, the gateway in gateway.go.
+// reward.go, the gateway in gateway.go, the browser checks every request
+// passes first (Host allowlist, JSON-only state changes, same origin) in
+// guard.go.
 package httpapi
 
 import (
@@ -20,6 +22,7 @@ const MaxBodyBytes = 1 << 20
 type API struct {
 	mux   *http.ServeMux
 	token string
+	hosts Hosts
 }
 
 // New returns an API requiring token as "Authorization: Bearer <token>" on
@@ -30,6 +33,12 @@ func New(token string) *API {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd"})
 	})
 	return a
+}
+
+// AllowHosts sets the Host names the listener answers for besides the
+// loopback ones (--http-allowed-hosts; see ParseHosts).
+func (a *API) AllowHosts(h Hosts) {
+	a.hosts = h
 }
 
 // Handle joins a route (an http.ServeMux pattern such as "POST /v1/x")
@@ -58,8 +67,17 @@ func (a *API) authorized(r *http.Request) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.token)) == 1
 }
 
-// ServeHTTP serves the mux; an unknown route is a JSON 404.
+// ServeHTTP serves the mux behind the browser checks (checkHost, checkWrite); an unknown
+// route is a JSON 404. Every answer tells a browser not to sniff it, frame
+// it or hand it to another origin's page.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if !a.checkHost(w, r) {
+		return
+	}
 	if _, pattern := a.mux.Handler(r); pattern == "" {
 		// The mux's own answer decides between 404 and 405 (with Allow);
 		// the body is ours, in the {error, detail} shape.
@@ -70,6 +88,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		WriteError(w, http.StatusNotFound, "not_found", "no such route")
+		return
+	}
+	if !a.checkWrite(w, r) {
 		return
 	}
 	a.mux.ServeHTTP(w, r)

@@ -29,6 +29,9 @@ func (c client) do(method, path, body, tok string) (int, map[string]any) {
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)

@@ -86,6 +86,12 @@ func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, fn))
 }
 
+// Register adds a collector of the daemon's own (the listeners'
+// connection counts) to the registry.
+func (m *Metrics) Register(c prometheus.Collector) {
+	m.reg.MustRegister(c)
+}
+
 // BeginDone records a finished Begin.
 func (m *Metrics) BeginDone(outcome string, d time.Duration) {
 	if m == nil {

@@ -47,6 +47,9 @@ type Options struct {
 	// TLS, when set, serves TLS.
 	TLS    *tls.Config
 	Logger hclog.Logger
+	// Connection are more server options, appended last: the daemon's
+	// connection bounds (handshake timeout, keepalive and idle limits).
+	Connection []grpc.ServerOption
 }
 
 // New returns a gRPC server with VerifierService, health and reflection.
@@ -71,6 +74,7 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 	}
 	// Each call is a span when traces are on (docs/operations.md, Traces).
 	sopts = append(sopts, tracing.ServerOptions()...)
+	sopts = append(sopts, opts.Connection...)
 	srv := grpc.NewServer(sopts...)
 	verifierv1.RegisterVerifierServiceServer(srv, &service{m: m, logger: logger})
 	hs := health.NewServer()

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/verifierd/verifierd/internal/connlimit"
+	"github.com/verifierd/verifierd/internal/metrics"
+)
+
+// connLimits are the bounds on the connections of every listener
+// (docs/operations.md, "Connections"): --max-connections per listener, how
+// long a connection may take to send its first request (TLS handshake, the
+// HTTP/2 preface, an HTTP request's headers), how long one may sit idle,
+// and how long an HTTP request may take to arrive whole.
+type connLimits struct {
+	maxConns  int
+	handshake time.Duration
+	idle      time.Duration
+	httpRead  time.Duration
+
+	mu        sync.Mutex
+	listeners map[string]*connlimit.Listener // by name: grpc, http, health
+}
+
+func connFlags(fs *flag.FlagSet) *connLimits {
+	c := &connLimits{}
+	fs.IntVar(&c.maxConns, "max-connections", 1024, "connections each listener (gRPC, HTTP, health) holds at most; at the limit an idle or still-handshaking one is closed to make room, and a new one is closed only when all are busy")
+	fs.DurationVar(&c.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to finish its TLS handshake and send the HTTP/2 preface (gRPC) or a request's headers (HTTP) before it is closed")
+	fs.DurationVar(&c.idle, "idle-timeout", 2*time.Minute, "close a connection with no call in flight (gRPC) or no request (HTTP keep-alive) after this long")
+	fs.DurationVar(&c.httpRead, "http-read-timeout", 30*time.Second, "how long one HTTP request, headers and body, may take to arrive")
+	return c
+}
+
+func (c *connLimits) check() error {
+	if c.maxConns < 1 {
+		return fmt.Errorf("--max-connections %d: give at least 1 (the default is 1024)", c.maxConns)
+	}
+	for name, d := range map[string]time.Duration{"--handshake-timeout": c.handshake, "--idle-timeout": c.idle, "--http-read-timeout": c.httpRead} {
+		if d <= 0 {
+			return fmt.Errorf("%s %s: give a positive duration such as 10s", name, d)
+		}
+	}
+	return nil
+}
+
+// grpcListener bounds a gRPC listener, and returns the server options that
+// go with it: the handshake and idle bounds, the keepalive pings that find
+// a peer gone without a word, and the stats handler that tells the
+// listener which connections have a call in flight. l may be nil when the
+// server is built before its address is bound; set the returned
+// Listener's Listener field then, before serving.
+func (c *connLimits) grpcListener(name string, l net.Listener) (*connlimit.Listener, []grpc.ServerOption) {
+	lim := c.track(name, connlimit.New(l, c.maxConns))
+	return lim, []grpc.ServerOption{
+		grpc.StatsHandler(lim.StatsHandler()),
+		grpc.ConnectionTimeout(c.handshake),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: c.idle, Time: time.Minute, Timeout: 20 * time.Second}),
+	}
+}
+
+// httpServer bounds an HTTP server and returns the listener to serve it
+// on: a connection is busy from a request's first headers until its
+// response is sent.
+func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
+	hs.ReadHeaderTimeout = c.handshake
+	hs.ReadTimeout = c.httpRead
+	hs.IdleTimeout = c.idle
+	hs.ConnState = func(conn net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateActive:
+			connlimit.MarkBusy(conn)
+		case http.StateIdle:
+			connlimit.MarkIdle(conn)
+		}
+	}
+	return c.track("http", connlimit.New(l, c.maxConns))
+}
+
+func (c *connLimits) track(name string, l *connlimit.Listener) *connlimit.Listener {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listeners == nil {
+		c.listeners = map[string]*connlimit.Listener{}
+	}
+	c.listeners[name] = l
+	return l
+}
+
+var (
+	connOpenDesc    = prometheus.NewDesc(metrics.Namespace+"_connections_open", "Connections a listener holds now (at most --max-connections).", []string{"listener"}, nil)
+	connEvictedDesc = prometheus.NewDesc(metrics.Namespace+"_connections_evicted_total", "Idle or still-handshaking connections a listener at its --max-connections closed to make room for a new one.", []string{"listener"}, nil)
+	connShedDesc    = prometheus.NewDesc(metrics.Namespace+"_connections_shed_total", "New connections a listener closed at once because all --max-connections held ones were busy.", []string{"listener"}, nil)
+)
+
+// Describe and Collect make the listeners' counts metrics
+// (verifierd_connections_*, by listener: grpc, http, health).
+func (c *connLimits) Describe(ch chan<- *prometheus.Desc) {
+	ch <- connOpenDesc
+	ch <- connEvictedDesc
+	ch <- connShedDesc
+}
+
+// Collect: see Describe.
+func (c *connLimits) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, l := range c.listeners {
+		ch <- prometheus.MustNewConstMetric(connOpenDesc, prometheus.GaugeValue, float64(l.Open()), name)
+		ch <- prometheus.MustNewConstMetric(connEvictedDesc, prometheus.CounterValue, float64(l.Evicted()), name)
+		ch <- prometheus.MustNewConstMetric(connShedDesc, prometheus.CounterValue, float64(l.Shed()), name)
+	}
+}
