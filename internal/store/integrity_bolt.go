@@ -291,6 +291,11 @@ func salvageSealer(w *walker, top map[string][]byte, rootPage int64, evidenceKey
 		return nil, nil
 	}
 	kv := map[string]string{}
+	used, problems := slices.Clone(w.used), len(w.rep.Problems)
+	defer func() {
+		copy(w.used, used)
+		w.rep.Problems = w.rep.Problems[:problems]
+	}()
 	w.bucket(v, rootPage, func(e elem) {
 		if !e.bucket {
 			kv[string(e.key)] = string(e.val)

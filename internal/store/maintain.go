@@ -211,6 +211,19 @@ func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 	w, m := openFile(f, rep, true)
 	res := &SalvageReport{}
 	defer func() { res.Damage = rep.Problems }()
+	top := map[string][]byte{}
+	var seal *Sealer
+	if w != nil {
+		w.tree(m.root, 0, func(e elem) {
+			if e.bucket {
+				top[string(e.key)] = e.val
+			}
+		})
+		// Refused before anything is written to out.
+		if seal, err = salvageSealer(w, top, int64(m.root), evidenceKey); err != nil {
+			return nil, err
+		}
+	}
 	dst, err := OpenWith(out, Options{InitStore: true})
 	if err != nil {
 		return nil, err
@@ -218,17 +231,6 @@ func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 	defer dst.Close()
 	if w == nil {
 		return res, nil
-	}
-
-	top := map[string][]byte{}
-	w.tree(m.root, 0, func(e elem) {
-		if e.bucket {
-			top[string(e.key)] = e.val
-		}
-	})
-	seal, err := salvageSealer(w, top, int64(m.root), evidenceKey)
-	if err != nil {
-		return nil, err
 	}
 	res.Damaged = salvageDamage(w, top, int64(m.root), seal)
 	skip, skipReward := map[string]bool{}, map[string]bool{}
