@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+
+	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/store"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// runVerifierd runs the verifierd binary to its end (a `store` command, or
+// a daemon expected to refuse to start) and returns its exit code and
+// output.
+func runVerifierd(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins.dir, "verifierd"), args...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// wantDataLoss checks that GetSession and Verify of a damaged session
+// answer DataLoss naming it, and serve nothing.
+func wantDataLoss(t *testing.T, d *daemon, id string) {
+	t.Helper()
+	c := d.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := c.GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: id})
+	if st, _ := grpcstatus.FromError(err); st.Code() != codes.DataLoss || !strings.Contains(st.Message(), id) {
+		t.Errorf("GetSession of the damaged session = %v, %v; want DataLoss naming %s", got, err, id)
+	}
+	out, code := d.ctl(t, "verify", "--session", id)
+	if code == 0 || !strings.Contains(out, "DataLoss") && !strings.Contains(out, "DATA_LOSS") && !strings.Contains(out, "integrity check") {
+		t.Errorf("verify of the damaged session: exit %d %s; want DataLoss", code, out)
+	}
+}
+
+// flipInside flips one byte of the stored result of session id in the
+// bbolt file of dataDir (the daemon stopped): inside the note text when
+// the result holds it, else inside the outcome.
+func flipInside(t *testing.T, dataDir, id, note string) {
+	t.Helper()
+	path := filepath.Join(dataDir, "verifierd.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var value []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		value = bytes.Clone(tx.Bucket([]byte("results")).Get([]byte(id)))
+		return nil
+	})
+	db.Close()
+	if err != nil || len(value) == 0 {
+		t.Fatalf("session %s has no stored result: %v", id, err)
+	}
+	at := bytes.Index(value, []byte(note))
+	if at < 0 {
+		at = bytes.Index(value, []byte(`"outcome":"`)) + len(`"outcome":"`)
+	} else {
+		at += len(note) - 1
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := bytes.Index(raw, value)
+	if off < 0 || bytes.Count(raw, value) != 1 {
+		t.Fatalf("the result of %s is not stored once, contiguously, in %s", id, path)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{raw[off+at] ^ 0x80}, int64(off+at)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptStoredResult: one byte flipped inside a stored result in the
+// bbolt file. The daemon answers DataLoss naming the session (GetSession
+// and Verify), never the damaged value; `store check` lists the session
+// and exits 1; `store salvage` leaves it out and says so, keeping the
+// sound session.
+func TestCorruptStoredResult(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	c := newClinic(t)
+	damaged := d.begin(t, c, "p1", "Triage")
+	c.save(t, "p1", "Triage", 1)
+	d.verify(t, damaged.SessionID)
+	sound := d.begin(t, c, "p2", "Checkup")
+	c.save(t, "p2", "Checkup", 1)
+	d.verify(t, sound.SessionID)
+	d.stop()
+
+	flipInside(t, d.dataDir, damaged.SessionID, "Triage")
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	wantDataLoss(t, d, damaged.SessionID)
+	if _, err := d.client(t).GetSession(context.Background(), &verifierv1.GetSessionRequest{SessionId: sound.SessionID}); err != nil {
+		t.Errorf("GetSession of the sound session: %v", err)
+	}
+	d.stop()
+
+	code, out, errs := runVerifierd(t, nil, "store", "check", "--data-dir", d.dataDir)
+	if code != 1 || !strings.Contains(out, "damaged: session "+damaged.SessionID+": its stored result") || strings.Contains(out, sound.SessionID) {
+		t.Errorf("store check: exit %d\n%s%s\nwant exit 1 listing %s only", code, out, errs, damaged.SessionID)
+	}
+	salvaged := filepath.Join(t.TempDir(), "salvaged")
+	code, out, errs = runVerifierd(t, nil, "store", "salvage", "--data-dir", d.dataDir, "--out", salvaged)
+	if code != 0 || !strings.Contains(out, "skipped: session "+damaged.SessionID) || !strings.Contains(out, "1 sessions") {
+		t.Errorf("store salvage: exit %d\n%s%s\nwant the damaged session skipped, 1 session kept", code, out, errs)
+	}
+	code, out, errs = runVerifierd(t, nil, "store", "check", "--data-dir", salvaged, "--evidence-key", session.EvidenceKeyPath(d.dataDir))
+	if code != 0 || !strings.Contains(out, "is sound") {
+		t.Errorf("store check of the salvaged store: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// pgStoreDaemon starts a daemon on a fresh PostgreSQL store with the
+// evidence key in a file, and returns it with the DSN, the environment
+// holding the store password, the key file and the server.
+func pgStoreDaemon(t *testing.T, c *clinicDB) (*daemon, string, []string, string, func(sql string)) {
+	t.Helper()
+	dsn, env, pg := storeServer(t)
+	evidence := filepath.Join(t.TempDir(), "evidence.key")
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(evidence, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env,
+		args: []string{"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", evidence}})
+	exec := func(sql string) {
+		t.Helper()
+		if err := pg.Exec(context.Background(), pg.Database, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d, dsn, env, evidence, exec
+}
+
+// TestCorruptStoredResultPostgres: the same flipped byte, by an UPDATE of
+// the row in a PostgreSQL store while the daemon runs.
+func TestCorruptStoredResultPostgres(t *testing.T) {
+	c := newClinic(t)
+	d, dsn, env, evidence, sql := pgStoreDaemon(t, c)
+	damaged := d.beginNamed(t, c, "clinic", "p1", "Triage")
+	c.save(t, "p1", "Triage", 1)
+	d.verify(t, damaged.SessionID)
+	sound := d.beginNamed(t, c, "clinic", "p2", "Checkup")
+	c.save(t, "p2", "Checkup", 1)
+	d.verify(t, sound.SessionID)
+
+	// One byte of the result: inside "outcome":"VERIFIED".
+	sql(`UPDATE verifierd_sessions SET result = set_byte(result, position('"outcome":"'::bytea in result) + 10, 87) WHERE id = '` + damaged.SessionID + `'`)
+	wantDataLoss(t, d, damaged.SessionID)
+	if _, err := d.client(t).GetSession(context.Background(), &verifierv1.GetSessionRequest{SessionId: sound.SessionID}); err != nil {
+		t.Errorf("GetSession of the sound session: %v", err)
+	}
+
+	code, out, errs := runVerifierd(t, env, "store", "check", "--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", evidence)
+	if code != 1 || !strings.Contains(out, "damaged: session "+damaged.SessionID+": its stored result") || strings.Contains(out, sound.SessionID) {
+		t.Errorf("store check: exit %d\n%s%s\nwant exit 1 listing %s only", code, out, errs, damaged.SessionID)
+	}
+	sql("CREATE DATABASE salvaged")
+	out2 := strings.Replace(dsn, "/"+dsnDatabase(dsn)+"?", "/salvaged?", 1)
+	code, out, errs = runVerifierd(t, env, "store", "salvage", "--store", dsn, "--out", out2, "--store-password-env", storePasswordEnv, "--evidence-key", evidence)
+	if code != 0 || !strings.Contains(out, "skipped: session "+damaged.SessionID) || !strings.Contains(out, ": 1 sessions") {
+		t.Errorf("store salvage: exit %d\n%s%s\nwant the damaged session skipped, 1 session kept", code, out, errs)
+	}
+	code, out, errs = runVerifierd(t, env, "store", "check", "--store", out2, "--store-password-env", storePasswordEnv, "--evidence-key", evidence)
+	if code != 0 || !strings.Contains(out, "is sound") {
+		t.Errorf("store check of the salvaged database: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func dsnDatabase(dsn string) string {
+	rest := dsn[strings.LastIndex(dsn, "/")+1:]
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+// TestReplicaWithOtherKeysRefused: a second replica on the same
+// PostgreSQL store with another evidence key (and so, with its own data
+// dir, another signing key) refuses to start, naming the flags and the
+// store's key ids; the first keeps serving.
+func TestReplicaWithOtherKeysRefused(t *testing.T) {
+	c := newClinic(t)
+	first, dsn, env, evidence, _ := pgStoreDaemon(t, c)
+	s := first.beginNamed(t, c, "clinic", "p1", "Triage")
+	firstKey, err := os.ReadFile(evidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, signingID := first.keyFile(t)
+
+	other := filepath.Join(t.TempDir(), "other.key")
+	otherKey := make([]byte, 32)
+	if _, err := rand.Read(otherKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, otherKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runVerifierd(t, env, "--listen", "127.0.0.1:0", "--http-listen", "", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", other)
+	for _, want := range []string{"--evidence-key", "--signing-key", "--rotate-keys", store.EvidenceKeyID(firstKey), store.EvidenceKeyID(otherKey), signingID} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("the refusal does not name %q", want)
+		}
+	}
+	if code != 1 || strings.Contains(errs, "verifierd listening") {
+		t.Fatalf("a replica with other keys: exit %d\n%s", code, errs)
+	}
+	// The first replica is unaffected.
+	c.save(t, "p1", "Triage", 1)
+	if got := first.verify(t, s.SessionID).Outcome; got != "VERIFIED" {
+		t.Errorf("the first replica after the refusal: %s", got)
+	}
+}
