@@ -4,7 +4,9 @@
 //
 //	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--http-listen ADDR] [--insecure]
 //	          [--store postgres://USER@HOST:PORT/DB --store-password-env NAME] [--retain 168h]
-//	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
+//	          [--evidence-key FILE] [--signing-key FILE] [--rotate-keys]
+//	verifierd store check|compact|salvage --data-dir DIR [--out DIR] [--evidence-key FILE]
+//	verifierd store check|salvage --store postgres://… [--out postgres://…] [--evidence-key FILE]
 //
 // SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1
 // runs a garbage collection and returns freed memory to the OS (for
