@@ -79,7 +79,6 @@ func bind(t *testing.T, s *Store, evidence []byte, signing string) store.BindRep
 	return rep
 }
 
-
 func TestFlippedValuesAreDataLoss(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
