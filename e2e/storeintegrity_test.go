@@ -258,3 +258,78 @@ func TestReplicaWithOtherKeysRefused(t *testing.T) {
 		t.Errorf("the first replica after the refusal: %s", got)
 	}
 }
+
+// TestCorruptStoredBaseline: one byte flipped inside a stored baseline
+// chunk between Begin and Verify. Verify answers DataLoss naming the
+// session and stores no result (the session is not judged against a
+// damaged baseline); `store check` names the chunk.
+func TestCorruptStoredBaseline(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	c := newClinic(t)
+	c.save(t, "p1", "earlier visit", 1) // a baseline with a record in it
+	b := d.begin(t, c, "p1", "Follow-up")
+	d.stop()
+
+	path := filepath.Join(d.dataDir, "verifierd.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chunk []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		caps := tx.Bucket([]byte("baselines")).Bucket([]byte(b.SessionID))
+		if caps == nil {
+			return errors.New("no baseline")
+		}
+		cb := caps.Bucket([]byte(b.SessionID + "/0"))
+		if cb == nil {
+			return errors.New("no capture 0")
+		}
+		_, v := cb.Cursor().First()
+		chunk = bytes.Clone(v)
+		return nil
+	})
+	db.Close()
+	if err != nil || len(chunk) <= store.MACSize {
+		t.Fatalf("session %s's baseline chunk: %d bytes, %v", b.SessionID, len(chunk), err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := (len(chunk) - store.MACSize) / 2 // inside the records, before the tag
+	for off := 0; ; {
+		i := bytes.Index(raw[off:], chunk)
+		if i < 0 {
+			break
+		}
+		off += i
+		if _, err := f.WriteAt([]byte{raw[off+at] ^ 0x01}, int64(off+at)); err != nil {
+			t.Fatal(err)
+		}
+		off += len(chunk)
+	}
+	f.Close()
+
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	c.save(t, "p1", "Follow-up", 1)
+	out, code := d.ctl(t, "verify", "--session", b.SessionID)
+	if code == 0 || !strings.Contains(out, "DataLoss") || !strings.Contains(out, b.SessionID) || !strings.Contains(out, "baseline capture 0") {
+		t.Errorf("verify against a damaged baseline: exit %d %s; want DataLoss naming the session and the chunk", code, out)
+	}
+	got, err := d.client(t).GetSession(context.Background(), &verifierv1.GetSessionRequest{SessionId: b.SessionID})
+	if err != nil || got.GetResult() != nil {
+		t.Errorf("GetSession after the refused verify: %v, %v; want the session without a result", got.GetResult(), err)
+	}
+	d.stop()
+	code, stdout, errs := runVerifierd(t, nil, "store", "check", "--data-dir", d.dataDir)
+	if code != 1 || !strings.Contains(stdout, "damaged: session "+b.SessionID+": its stored baseline capture 0 chunk 0") {
+		t.Errorf("store check: exit %d\n%s%s", code, stdout, errs)
+	}
+}
