@@ -194,3 +194,27 @@ func loadEvidence(env, file, dataDir string) ([]byte, error) {
 	}
 	return keyFromEnv("--evidence-key-env", env, session.EvidenceKeySize)
 }
+
+// bindStore ties the store to this daemon's keys (store.Backend.Bind): a
+// store first written with other keys is refused unless rotate, naming the
+// flags and the store's key ids; a store written before values carried
+// tags is sealed as it stands.
+func bindStore(st store.Backend, evidenceKey []byte, signingKeyID string, rotate bool, logger hclog.Logger) error {
+	keys := store.Keys{EvidenceKeyID: store.EvidenceKeyID(evidenceKey), SigningKeyID: signingKeyID}
+	rep, err := st.Bind(store.IntegrityKey(evidenceKey), keys, rotate)
+	if err != nil {
+		return err
+	}
+	if rep.FirstWriter {
+		logger.Info("store: recorded this daemon's keys as the store's", "evidence_key_id", keys.EvidenceKeyID, "signing_key_id", keys.SigningKeyID)
+	}
+	if rep.Sealed > 0 {
+		logger.Warn("store: values written before integrity checks were sealed as they stood; from now on every read checks them", "values", rep.Sealed)
+	}
+	if rep.Rotated {
+		logger.Warn("store: --rotate-keys: the store now records this daemon's keys", "evidence_key_id", keys.EvidenceKeyID, "signing_key_id", keys.SigningKeyID, "values_resealed", rep.Resealed)
+	} else if rotate {
+		logger.Info("store: --rotate-keys: the store already records this daemon's keys; nothing to rotate")
+	}
+	return nil
+}

@@ -5,7 +5,9 @@
 //	verifierd --listen 127.0.0.1:7443 --data-dir DIR --plugin-dir DIR [--config FILE] [--http-listen ADDR] [--insecure]
 //	          [--http-allowed-hosts HOST,...] [--max-connections N] [--handshake-timeout D] [--idle-timeout D]
 //	          [--store postgres://USER@HOST:PORT/DB --store-password-env NAME] [--retain 168h]
-//	verifierd store check|compact|salvage --data-dir DIR [--out DIR]
+//	          [--evidence-key FILE] [--signing-key FILE] [--rotate-keys]
+//	verifierd store check|compact|salvage --data-dir DIR [--out DIR] [--evidence-key FILE]
+//	verifierd store check|salvage --store postgres://… [--out postgres://…] [--evidence-key FILE]
 //
 // SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1
 // runs a garbage collection and returns freed memory to the OS (for
@@ -71,6 +73,7 @@ func run(args []string) error {
 	evidenceKeyFile := fs.String("evidence-key", "", "file holding the 32-byte evidence key, the same on every replica of one --store (default: <data-dir>/keys/evidence-hmac.key, created on first start)")
 	signingKeyEnv := fs.String("signing-key-env", "", "environment variable holding the receipt signing key as a base64 32-byte Ed25519 seed, instead of --signing-key (the same on every replica)")
 	evidenceKeyEnv := fs.String("evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
+	rotateKeys := fs.Bool("rotate-keys", false, "adopt this daemon's --evidence-key and --signing-key for a store first written with other keys (a deliberate rotation; docs/operations.md); without it such a store is refused")
 	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
 	httpAllowedHosts := fs.String("http-allowed-hosts", "", "comma-separated host or host:port names the HTTP listener answers for besides localhost and loopback addresses (421 otherwise), e.g. verifierd.example.com; requests with the API token pass on any name")
 	limits := connFlags(fs)
@@ -112,6 +115,15 @@ func run(args []string) error {
 	defer st.Close()
 	evidenceKey, err := loadEvidence(*evidenceKeyEnv, *evidenceKeyFile, *dataDir)
 	if err != nil {
+		return err
+	}
+	signer, err := loadSigner(*signingKeyEnv, *dataDir, *signingKey)
+	if err != nil {
+		return err
+	}
+	// One fleet, one key set; and from here every stored value is checked
+	// on read.
+	if err := bindStore(st, evidenceKey, signer.KeyID(), *rotateKeys, logger); err != nil {
 		return err
 	}
 	// At start nothing is in flight: every uncommitted baseline is an orphan.
@@ -195,10 +207,6 @@ func run(args []string) error {
 			return fmt.Errorf("api: loading the TLS key pair: %w", err)
 		}
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	signer, err := loadSigner(*signingKeyEnv, *dataDir, *signingKey)
-	if err != nil {
-		return err
 	}
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
 	srv, healthSrv := server.New(mgr, opts)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 )
 
@@ -270,6 +271,14 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	}
 	s, err := store.Open(dir)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon sealed the store's values: read them with its evidence key.
+	key, err := session.LoadEvidenceKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Bind(store.IntegrityKey(key), store.Keys{EvidenceKeyID: store.EvidenceKeyID(key), SigningKeyID: "test"}, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ReadBaseline("killed", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {

@@ -5,14 +5,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 )
 
-const storeUsage = `usage: verifierd store check   --data-dir DIR            read-only integrity check: exit 0 sound, 1 corrupt, 2 not checked
+const storeUsage = `usage: verifierd store check   --data-dir DIR            read-only check of the file and of every stored value: exit 0 sound, 1 damaged, 2 not checked
+       verifierd store check   --store postgres://… [--store-password-env NAME]   the same for a PostgreSQL store
        verifierd store compact --data-dir DIR            rewrite the store compactly (the daemon must be stopped)
-       verifierd store salvage --data-dir DIR --out DIR  copy what is readable into a fresh store in --out`
+       verifierd store salvage --data-dir DIR --out DIR  copy what is readable and sound into a fresh store in --out
+       verifierd store salvage --store postgres://… --out postgres://…   copy the sound sessions into another, empty database
+  check and salvage read the evidence key as the daemon does: --evidence-key FILE or --evidence-key-env NAME, else <data-dir>/keys/evidence-hmac.key`
 
 // storeMain runs `verifierd store …` and returns the exit code.
 func storeMain(args []string, stdout, stderr io.Writer) int {
@@ -24,16 +30,36 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verifierd store "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dataDir := fs.String("data-dir", "verifierd-data", "the daemon's data dir")
-	out := fs.String("out", "", "salvage: an empty dir for the fresh store")
+	out := fs.String("out", "", "salvage: an empty dir for the fresh store (a PostgreSQL DSN for a PostgreSQL --store)")
+	storeDSN := fs.String("store", "", "a PostgreSQL store's DSN postgres://USER@HOST:PORT/DB (default: the embedded store in --data-dir)")
+	passwordEnv := fs.String("store-password-env", "", "environment variable holding the PostgreSQL password")
+	evidenceFile := fs.String("evidence-key", "", "the evidence key file the daemon runs with (default: <data-dir>/keys/evidence-hmac.key)")
+	evidenceEnv := fs.String("evidence-key-env", "", "environment variable holding the evidence key in base64")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
+	var evidenceKey []byte
 	fail := func(err error) int {
 		if errors.Is(err, store.ErrLocked) {
 			err = fmt.Errorf("%w; stop that verifierd first", err)
 		}
 		fmt.Fprintln(stderr, "verifierd:", err)
 		return 1
+	}
+	if cmd != "compact" && (*storeDSN != "" || *evidenceFile != "" || *evidenceEnv != "" || fileExists(session.EvidenceKeyPath(*dataDir))) {
+		key, err := checkKey(*evidenceEnv, *evidenceFile, *dataDir)
+		if err != nil {
+			fmt.Fprintln(stderr, "verifierd:", err)
+			return 2
+		}
+		evidenceKey = key
+	}
+	if *storeDSN != "" {
+		if cmd == "compact" {
+			fmt.Fprintln(stderr, "verifierd store compact: PostgreSQL compacts its own tables (VACUUM); --store is for check and salvage")
+			return 2
+		}
+		return storePostgres(cmd, *storeDSN, *passwordEnv, *out, evidenceKey, stdout, stderr)
 	}
 	switch cmd {
 	case "check":
@@ -53,7 +79,14 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			}
 			return 1
 		}
-		fmt.Fprintf(stdout, "the store %s is sound: %d pages of %d bytes, transaction %d\n", rep.Path, rep.HighWater, rep.PageSize, rep.TxID)
+		vr, err := store.CheckValues(*dataDir, evidenceKey)
+		if err != nil {
+			return fail(err)
+		}
+		if code := reportValues(rep.Path, vr, stdout, stderr); code != 0 {
+			return code
+		}
+		fmt.Fprintf(stdout, "the store %s is sound: %d pages of %d bytes, transaction %d, %d values checked\n", rep.Path, rep.HighWater, rep.PageSize, rep.TxID, vr.Values)
 		for _, n := range rep.Notes {
 			fmt.Fprintln(stdout, "note:", n)
 		}
@@ -70,7 +103,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "verifierd store salvage: --out DIR is required")
 			return 2
 		}
-		rep, err := store.Salvage(*dataDir, *out)
+		rep, err := store.SalvageWith(*dataDir, *out, evidenceKey)
 		if err != nil {
 			return fail(err)
 		}
@@ -87,6 +120,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 		for _, c := range rep.LostBaselines {
 			fmt.Fprintf(stdout, "lost: baseline %s (a Verify of that session answers INDETERMINATE for it)\n", c)
 		}
+		reportSkipped(rep.Skipped, rep.Damaged, stdout)
 		for _, d := range rep.Damage {
 			fmt.Fprintf(stdout, "damage: page %d: %s\n", d.Page, d.Problem)
 		}
@@ -94,5 +128,71 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "records on damaged pages that nothing else names are lost without a trace; keep the old store until you are satisfied")
 		}
 		return 0
+	}
+}
+
+// checkKey reads the evidence key for check and salvage as the daemon
+// does, without ever creating one.
+func checkKey(env, file, dataDir string) ([]byte, error) {
+	if env == "" && file == "" {
+		path := session.EvidenceKeyPath(dataDir)
+		if !fileExists(path) {
+			return nil, nil
+		}
+		file = path
+	}
+	return loadEvidence(env, file, dataDir)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// reportValues prints what a check of the stored values found and returns
+// the exit code: 0 sound (or not sealed yet), 1 damaged, 2 not checked.
+func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer) int {
+	if vr.Keys != (store.Keys{}) {
+		fmt.Fprintf(stdout, "keys: evidence key %s, signing key %s (those of the store's first writer)\n", vr.Keys.EvidenceKeyID, vr.Keys.SigningKeyID)
+	}
+	if vr.Problem != "" {
+		fmt.Fprintf(stderr, "verifierd: the values of the store %s were not checked: %s\n", where, vr.Problem)
+		return 2
+	}
+	if !vr.Sealed {
+		fmt.Fprintf(stdout, "note: the store's %d values carry no integrity tags yet (written before verifierd checked values); the next daemon start seals them as they stand\n", vr.Unsealed)
+	}
+	if len(vr.Damaged) == 0 {
+		return 0
+	}
+	for _, d := range vr.Damaged {
+		if d.Session != "" {
+			fmt.Fprintf(stdout, "damaged: session %s: its stored %s fails its integrity check\n", d.Session, d.What)
+		} else {
+			fmt.Fprintf(stdout, "damaged: the stored %s fails its integrity check\n", d.What)
+		}
+	}
+	ids := vr.DamagedSessions()
+	fmt.Fprintf(stderr, "verifierd: the store %s is damaged: %d of its %d values fail their integrity check, in %d sessions (%s); the daemon answers DataLoss for them. "+
+		"Restore the store from a backup, or copy the sound sessions into a fresh store with `verifierd store salvage`\n",
+		where, len(vr.Damaged), vr.Values, len(ids), strings.Join(ids, ", "))
+	return 1
+}
+
+// reportSkipped says which sessions and records salvage left out.
+func reportSkipped(skipped []string, damaged []store.Damage, stdout io.Writer) {
+	for _, id := range skipped {
+		var what []string
+		for _, d := range damaged {
+			if d.Session == id {
+				what = append(what, d.What)
+			}
+		}
+		fmt.Fprintf(stdout, "skipped: session %s (its stored %s fails its integrity check)\n", id, strings.Join(what, ", "))
+	}
+	for _, d := range damaged {
+		if d.Session == "" {
+			fmt.Fprintf(stdout, "skipped: the %s (it fails its integrity check)\n", d.What)
+		}
 	}
 }

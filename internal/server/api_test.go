@@ -286,6 +286,7 @@ func TestToStatus(t *testing.T) {
 		"wrapped":           {fmt.Errorf("begin: %w", &session.Error{Kind: session.Refused, Message: "stop"}), codes.FailedPrecondition, "stop"},
 		"cancelled":         {fmt.Errorf("reading: %w", context.Canceled), codes.Canceled, ""},
 		"deadline":          {context.DeadlineExceeded, codes.DeadlineExceeded, ""},
+		"a damaged value":   {fmt.Errorf("reading: %w", &store.IntegrityError{Session: "ses_1", What: "result"}), codes.DataLoss, "session ses_1: the stored result fails its integrity check"},
 		"anything else":     {errors.New("disk full"), codes.Internal, "disk full"},
 		"a long message":    {errors.New(long), codes.Internal, "(10000 bytes)"},
 		"a long field path": {&session.Error{Kind: session.Invalid, Path: long, Message: "bad"}, codes.InvalidArgument, "bytes)"},

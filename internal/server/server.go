@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk/tracing"
@@ -233,6 +234,10 @@ func readFromProto(r *verifierv1.Read, path string) (judge.BatchSnapshot, error)
 
 // toStatus maps session refusals onto gRPC codes with the field path.
 func toStatus(err error) error {
+	if ie, ok := errors.AsType[*store.IntegrityError](err); ok {
+		// A stored value that fails its check is never served.
+		return status.Error(codes.DataLoss, clip(ie.Error()))
+	}
 	var se *session.Error
 	if !errors.As(err, &se) {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

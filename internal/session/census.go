@@ -245,6 +245,9 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 		recs = append(recs, r)
 		return nil
 	})
+	if _, ok := errors.AsType[*store.IntegrityError](err); ok {
+		g.ev.censusLoss = err
+	}
 	switch {
 	case err != nil:
 		gc.before = judge.Snapshot{Reason: "the stored census could not be read: " + err.Error()}

@@ -9,6 +9,7 @@ import (
 	"github.com/verifierd/verifierd/internal/compensate"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -170,6 +171,9 @@ func (g *group) readBaseline(ctx context.Context) {
 			before, err = g.readIndex(secrets)
 		}
 		if err != nil {
+			if _, ok := errors.AsType[*store.IntegrityError](err); ok {
+				g.ev.baselineLoss = err
+			}
 			telemetry.Fail(span, "baseline_unreadable")
 			before = unreachableRead("the stored baseline could not be read: " + err.Error())
 		} else {

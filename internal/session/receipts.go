@@ -69,6 +69,10 @@ type groupEvidence struct {
 	// settleFloor is the session's settle floor (meta.SettleFloorS): a
 	// group holding a change claim settles at least this long.
 	settleFloor time.Duration
+	// baselineLoss and censusLoss are a stored baseline or census that
+	// failed its integrity check (*store.IntegrityError): Verify then
+	// answers DataLoss and stores no result.
+	baselineLoss, censusLoss error
 }
 
 // CensusReads are a census's reads as a receipt binds them: the one Begin

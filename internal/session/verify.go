@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -222,6 +223,12 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		})
 	}
 	wg.Wait()
+	for n := range ev.Groups {
+		// A damaged stored baseline or census is not judged against.
+		if err := cmp.Or(ev.Groups[n].baselineLoss, ev.Groups[n].censusLoss); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC(), Registered: md.Begin.Registered}
 	res.Outcome = judge.OutcomeOf(verdicts)

@@ -33,6 +33,9 @@ type Backend interface {
 	RemoveExpired(ctx context.Context, now time.Time, retain time.Duration) (int, error)
 	Size() int64
 	ForEachSession(fn func(id string, meta, result []byte) error) error
+	// Bind ties the store to the daemon's keys and turns on the value
+	// checks (integrity.go); the daemon calls it once, right after opening.
+	Bind(integrityKey []byte, keys Keys, rotate bool) (BindReport, error)
 }
 
 var _ Backend = (*Store)(nil)

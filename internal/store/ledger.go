@@ -162,7 +162,7 @@ func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*Ledger) err
 		if err := fn(newLedger(tx)); err != nil {
 			return err
 		}
-		return b.Put([]byte(id), meta)
+		return b.Put([]byte(id), s.seal.Seal(PlaceSession(id), meta))
 	})
 	if err == nil {
 		for _, w := range baselines {
@@ -188,7 +188,11 @@ func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byt
 		}
 		b := tx.Bucket(bucketResults)
 		if r := b.Get([]byte(id)); r != nil {
-			stored = append([]byte(nil), r...)
+			v, ok := s.seal.Open(PlaceResult(id), r)
+			if !ok {
+				return &IntegrityError{Session: id, What: "result"}
+			}
+			stored = append([]byte(nil), v...)
 			return nil
 		}
 		result, keep, err := build(newLedger(tx))
@@ -196,7 +200,7 @@ func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byt
 			return err
 		}
 		stored = result
-		if err := b.Put([]byte(id), result); err != nil {
+		if err := b.Put([]byte(id), s.seal.Seal(PlaceResult(id), result)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketBegun).Delete([]byte(id)); err != nil {
@@ -239,7 +243,7 @@ func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) 
 			return err
 		}
 		out = result
-		if err := tx.Bucket(bucketReverified).Put(fmt.Appendf(nil, "%s/%08d", id, attempt), result); err != nil {
+		if err := tx.Bucket(bucketReverified).Put(fmt.Appendf(nil, "%s/%08d", id, attempt), s.seal.Seal(PlaceReverification(id, attempt), result)); err != nil {
 			return err
 		}
 		if bb := tx.Bucket(bucketBaselines); !keep && bb.Bucket([]byte(id)) != nil {
@@ -257,6 +261,10 @@ func (s *Store) Reverifications(id string) ([][]byte, error) {
 		c := tx.Bucket(bucketReverified).Cursor()
 		prefix := []byte(id + "/")
 		for k, v := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+			v, err := s.openReverification(id, k[len(prefix):], v)
+			if err != nil {
+				return err
+			}
 			out = append(out, append([]byte(nil), v...))
 		}
 		return nil

@@ -138,7 +138,11 @@ func Compact(dir string) (res CompactResult, err error) {
 }
 
 // verifiedResult reports whether a stored result's outcome is VERIFIED.
-func verifiedResult(raw []byte) bool {
+// A sealed result ends with its tag (checked before this is asked).
+func verifiedResult(raw []byte, sealed bool) bool {
+	if sealed {
+		raw = Strip(raw)
+	}
 	var r struct {
 		Outcome string `json:"outcome"`
 	}
@@ -173,12 +177,24 @@ type SalvageReport struct {
 	// LedgerIncomplete is set when some of the ledger could not be read.
 	LedgerEntries    int
 	LedgerIncomplete bool
+	// Skipped are the sessions left out because a value of theirs fails
+	// its integrity check; Damaged names every such value (reward records
+	// included).
+	Skipped []string
+	Damaged []Damage
 }
 
 // Salvage copies every readable session, result and complete baseline of
 // the store in dir into a fresh store in out, reading the old file page by
 // page with the checker (never through bbolt, which could panic on it).
-func Salvage(dir, out string) (*SalvageReport, error) {
+// A store whose values carry tags needs SalvageWith and its evidence key.
+func Salvage(dir, out string) (*SalvageReport, error) { return SalvageWith(dir, out, nil) }
+
+// SalvageWith is Salvage that also checks every value's tag under the
+// evidence key: a session with any damaged value (record, result,
+// re-verification, baseline chunk) is left out whole and listed in
+// Skipped, a damaged reward record alone.
+func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 	path := filepath.Join(dir, storeFile)
 	if fi, err := os.Stat(filepath.Join(out, storeFile)); err == nil && fi.Size() > 0 {
 		return nil, fmt.Errorf("%s already holds a store; salvage into an empty dir", out)
@@ -195,6 +211,19 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 	w, m := openFile(f, rep, true)
 	res := &SalvageReport{}
 	defer func() { res.Damage = rep.Problems }()
+	top := map[string][]byte{}
+	var seal *Sealer
+	if w != nil {
+		w.tree(m.root, 0, func(e elem) {
+			if e.bucket {
+				top[string(e.key)] = e.val
+			}
+		})
+		// Refused before anything is written to out.
+		if seal, err = salvageSealer(w, top, int64(m.root), evidenceKey); err != nil {
+			return nil, err
+		}
+	}
 	dst, err := OpenWith(out, Options{InitStore: true})
 	if err != nil {
 		return nil, err
@@ -203,13 +232,18 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 	if w == nil {
 		return res, nil
 	}
-
-	top := map[string][]byte{}
-	w.tree(m.root, 0, func(e elem) {
-		if e.bucket {
-			top[string(e.key)] = e.val
+	res.Damaged = salvageDamage(w, top, int64(m.root), seal)
+	skip, skipReward := map[string]bool{}, map[string]bool{}
+	for _, d := range res.Damaged {
+		if d.Session != "" {
+			if !skip[d.Session] {
+				res.Skipped = append(res.Skipped, d.Session)
+			}
+			skip[d.Session] = true
+		} else {
+			skipReward[d.What] = true
 		}
-	})
+	}
 	sessions, results, begun := map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
 	whole := map[string]bool{}
 	for name, into := range map[string]map[string][]byte{"sessions": sessions, "results": results, "begun": begun} {
@@ -220,6 +254,10 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 				}
 			})
 		}
+	}
+	for id := range skip {
+		delete(sessions, id)
+		delete(results, id)
 	}
 	lost := map[string]bool{}
 	for id := range results {
@@ -264,11 +302,14 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 		})
 		for _, sess := range ids {
 			id := string(sess.key)
+			if skip[id] {
+				continue
+			}
 			if sessions[id] == nil {
 				lost[id] = true
 				continue
 			}
-			if r := results[id]; r != nil && verifiedResult(r) {
+			if r := results[id]; r != nil && verifiedResult(r, seal != nil) {
 				continue // a VERIFIED session needs no baseline; others keep it for Reverify
 			}
 			var caps []elem
@@ -319,14 +360,14 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 	}
 	// The ledger, re-verifications, standalone receipts and the reward
 	// buckets: copied as they are, key by key.
-	for _, name := range append(append([][]byte{}, ledgerBuckets...), rewardBuckets...) {
+	for _, name := range append(append([][]byte{bucketStoreKeys}, ledgerBuckets...), rewardBuckets...) {
 		v, ok := top[string(name)]
 		if !ok {
 			continue
 		}
 		var kvs []elem
 		complete := w.bucket(v, int64(m.root), func(e elem) {
-			if !e.bucket {
+			if !e.bucket && !skipSalvaged(string(name), e.key, skip, skipReward) {
 				kvs = append(kvs, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
 			}
 		})
@@ -360,4 +401,15 @@ func Salvage(dir, out string) (*SalvageReport, error) {
 	slices.Sort(res.LostResults)
 	slices.Sort(res.LostBaselines)
 	return res, nil
+}
+
+// skipSalvaged reports whether a value of a copied bucket belongs to a
+// skipped session (a re-verification) or is a damaged reward record.
+func skipSalvaged(bucket string, key []byte, skip, skipReward map[string]bool) bool {
+	if bucket == string(bucketReverified) {
+		i := bytes.LastIndexByte(key, '/')
+		return i >= 0 && skip[string(key[:i])]
+	}
+	_, d, ok := placeOf(bucket, nil, key)
+	return ok && d.Session == "" && skipReward[d.What]
 }

@@ -46,6 +46,8 @@ func (b RewardBucket) name() []byte {
 // advanced mark commit together or not at all.
 type RewardTx struct {
 	tx     *bolt.Tx
+	seal   *Sealer
+	err    error // a damaged value read by Get; fails the transaction
 	Ledger *Ledger
 	ext    RewardKV // another backend's (see NewRewardTx)
 }
@@ -59,8 +61,15 @@ func (t *RewardTx) Get(b RewardBucket, key string) []byte {
 	if bk == nil {
 		return nil
 	}
-	v := bk.Get([]byte(key))
-	if v == nil {
+	sealed := bk.Get([]byte(key))
+	if sealed == nil {
+		return nil
+	}
+	v, ok := t.seal.Open(PlaceReward(b, key), sealed)
+	if !ok {
+		if t.err == nil {
+			t.err = &IntegrityError{What: "reward record " + b.String() + "/" + key}
+		}
 		return nil
 	}
 	return append([]byte(nil), v...)
@@ -75,14 +84,19 @@ func (t *RewardTx) Put(b RewardBucket, key string, value []byte) error {
 	if err != nil {
 		return err
 	}
-	return bk.Put([]byte(key), value)
+	return bk.Put([]byte(key), t.seal.Seal(PlaceReward(b, key), value))
 }
 
 // RewardUpdate runs fn in one writing transaction; an error from fn rolls
 // everything back.
 func (s *Store) RewardUpdate(fn func(*RewardTx) error) error {
 	return s.update(func(tx *bolt.Tx) error {
-		return fn(&RewardTx{tx: tx, Ledger: newLedger(tx)})
+		t := &RewardTx{tx: tx, seal: s.seal, Ledger: newLedger(tx)}
+		err := fn(t)
+		if t.err != nil {
+			return t.err
+		}
+		return err
 	})
 }
 
@@ -90,8 +104,9 @@ func (s *Store) RewardUpdate(fn func(*RewardTx) error) error {
 func (s *Store) RewardGet(b RewardBucket, key string) ([]byte, error) {
 	var out []byte
 	err := s.view(func(tx *bolt.Tx) error {
-		out = (&RewardTx{tx: tx}).Get(b, key)
-		return nil
+		t := &RewardTx{tx: tx, seal: s.seal}
+		out = t.Get(b, key)
+		return t.err
 	})
 	if err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
 		return nil, err

@@ -24,7 +24,18 @@ func (s *Store) ForEachSession(fn func(id string, meta, result []byte) error) er
 	return s.view(func(tx *bolt.Tx) error {
 		results := tx.Bucket(bucketResults)
 		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			return fn(string(k), v, results.Get(k))
+			id := string(k)
+			meta, ok := s.seal.Open(PlaceSession(id), v)
+			if !ok {
+				return &IntegrityError{Session: id, What: "record"}
+			}
+			result := results.Get(k)
+			if result != nil {
+				if result, ok = s.seal.Open(PlaceResult(id), result); !ok {
+					return &IntegrityError{Session: id, What: "result"}
+				}
+			}
+			return fn(id, meta, result)
 		})
 	})
 }

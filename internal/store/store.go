@@ -47,6 +47,9 @@ type Store struct {
 	inflight map[string]time.Time
 
 	group groupCommit
+
+	// seal tags and checks values (nil until Bind: values pass unchecked).
+	seal *Sealer
 }
 
 // Options tune the store.
@@ -209,9 +212,17 @@ func (s *Store) Session(id string) (meta, result []byte, err error) {
 		if m == nil {
 			return ErrNotFound
 		}
-		meta = append([]byte(nil), m...)
+		v, ok := s.seal.Open(PlaceSession(id), m)
+		if !ok {
+			return &IntegrityError{Session: id, What: "record"}
+		}
+		meta = append([]byte(nil), v...)
 		if r := tx.Bucket(bucketResults).Get([]byte(id)); r != nil {
-			result = append([]byte(nil), r...)
+			v, ok := s.seal.Open(PlaceResult(id), r)
+			if !ok {
+				return &IntegrityError{Session: id, What: "result"}
+			}
+			result = append([]byte(nil), v...)
 		}
 		return nil
 	})
@@ -234,6 +245,8 @@ type BaselineWriter struct {
 	pending []byte
 	n       int
 	seq     uint64
+	id      string
+	capture int
 	ext     BaselineSink // another backend's writer (see NewBaselineWriter)
 }
 
@@ -247,7 +260,7 @@ func (s *Store) NewBaseline(id string, capture int) *BaselineWriter {
 		s.inflight[id] = time.Now()
 	}
 	s.mu.Unlock()
-	return &BaselineWriter{s: s, key: baselineKey(id, capture)}
+	return &BaselineWriter{s: s, key: baselineKey(id, capture), id: id, capture: capture}
 }
 
 // CensusCapture is the capture number that holds the census of capture n
@@ -308,7 +321,7 @@ func (w *BaselineWriter) commit(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return b.Put(binary.BigEndian.AppendUint64(nil, seq), chunk)
+	return b.Put(binary.BigEndian.AppendUint64(nil, seq), w.s.seal.Seal(PlaceBaseline(w.id, w.capture, seq), chunk))
 }
 
 // advance forgets the chunk commit wrote, once it is committed.
@@ -343,10 +356,14 @@ func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) 
 		if b == nil {
 			return ErrNotFound
 		}
-		return b.ForEach(func(_, chunk []byte) error {
+		return b.ForEach(func(k, sealed []byte) error {
 			// A large baseline's pages leave resident memory as they are
 			// read (fn copies what it keeps).
-			defer s.releaseMapped(tx, chunk)
+			defer s.releaseMapped(tx, sealed)
+			chunk, err := s.openChunk(id, capture, k, sealed)
+			if err != nil {
+				return err
+			}
 			for len(chunk) > 0 {
 				n, k := binary.Uvarint(chunk)
 				if k <= 0 || uint64(len(chunk)-k) < n {

@@ -58,7 +58,10 @@ type Options struct {
 
 // Store is the PostgreSQL session store.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	where string // server:port/database, for messages
+	// seal tags and checks values (nil until Bind: values pass unchecked).
+	seal *store.Sealer
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -91,7 +94,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--store: connecting to PostgreSQL at %s: %w", where(cfg), err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, where: where(cfg)}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("--store: PostgreSQL at %s: %w", where(cfg), err)
@@ -145,10 +148,16 @@ var migrations = []string{
 		value  bytea NOT NULL,
 		PRIMARY KEY (bucket, key)
 	);`,
+	// 2: the key ids of the store's first writer and the sealed mark
+	// (integrity.go).
+	`CREATE TABLE verifierd_store_keys (
+		name  text PRIMARY KEY,
+		value text NOT NULL
+	);`,
 }
 
 // tables are the store's tables, for Size.
-var tables = []string{"verifierd_sessions", "verifierd_baseline_chunks", "verifierd_reverifications", "verifierd_receipts", "verifierd_ledger", "verifierd_reward", "verifierd_schema"}
+var tables = []string{"verifierd_sessions", "verifierd_baseline_chunks", "verifierd_reverifications", "verifierd_receipts", "verifierd_ledger", "verifierd_reward", "verifierd_schema", "verifierd_store_keys"}
 
 // migrate applies the missing migrations under a session-level advisory
 // lock held on one connection.
@@ -215,7 +224,10 @@ func (s *Store) Session(id string) (meta, result []byte, err error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, store.ErrNotFound
 	}
-	return meta, result, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.openSession(id, meta, result)
 }
 
 // ledger appends to verifierd_ledger inside one transaction. The first
@@ -377,7 +389,7 @@ func (w *baselineWriter) commit(ctx context.Context, db execer) error {
 	if w.n == 0 && w.seq > 0 {
 		return nil
 	}
-	chunk := w.pending
+	chunk := w.s.seal.Seal(store.PlaceBaseline(w.id, w.capture, uint64(w.seq)), w.pending)
 	if chunk == nil {
 		chunk = []byte{}
 	}
@@ -395,7 +407,7 @@ func (w *baselineWriter) commit(ctx context.Context, db execer) error {
 func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rows, err := s.pool.Query(ctx, "SELECT data FROM verifierd_baseline_chunks WHERE session_id = $1 AND capture = $2 ORDER BY seq", id, capture)
+	rows, err := s.pool.Query(ctx, "SELECT seq, data FROM verifierd_baseline_chunks WHERE session_id = $1 AND capture = $2 ORDER BY seq", id, capture)
 	if err != nil {
 		return err
 	}
@@ -403,9 +415,14 @@ func (s *Store) ReadBaseline(id string, capture int, fn func(rec []byte) error) 
 	found := false
 	for rows.Next() {
 		found = true
+		var seq int64
 		var chunk []byte
-		if err := rows.Scan(&chunk); err != nil {
+		if err := rows.Scan(&seq, &chunk); err != nil {
 			return err
+		}
+		chunk, ok := s.seal.Open(store.PlaceBaseline(id, capture, uint64(seq)), chunk)
+		if !ok {
+			return &store.IntegrityError{Session: id, What: fmt.Sprintf("baseline capture %d chunk %d", capture, seq)}
 		}
 		for len(chunk) > 0 {
 			n, k := binary.Uvarint(chunk)
@@ -439,7 +456,7 @@ func (s *Store) DropBaseline(id string) error {
 // chunks and runs fn's ledger appends in one transaction.
 func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*store.Ledger) error, baselines ...*store.BaselineWriter) error {
 	return s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "INSERT INTO verifierd_sessions (id, meta, begun_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING", id, meta, time.Now())
+		tag, err := tx.Exec(ctx, "INSERT INTO verifierd_sessions (id, meta, begun_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING", id, s.seal.Seal(store.PlaceSession(id), meta), time.Now())
 		if err != nil {
 			return err
 		}
@@ -466,13 +483,20 @@ func (s *Store) CreateSession(id string, meta []byte, baselines ...*store.Baseli
 
 // lockResult locks the session's row until tx ends and returns its stored
 // result (nil before the first), or store.ErrNotFound.
-func lockResult(ctx context.Context, tx pgx.Tx, id string) ([]byte, error) {
+func (s *Store) lockResult(ctx context.Context, tx pgx.Tx, id string) ([]byte, error) {
 	var have []byte
 	err := tx.QueryRow(ctx, "SELECT result FROM verifierd_sessions WHERE id = $1 FOR UPDATE", id).Scan(&have)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
-	return have, err
+	if err != nil || have == nil {
+		return have, err
+	}
+	v, ok := s.seal.Open(store.PlaceResult(id), have)
+	if !ok {
+		return nil, &store.IntegrityError{Session: id, What: "result"}
+	}
+	return v, nil
 }
 
 // FinishSessionLedger stores a session's result once, under the session
@@ -482,7 +506,7 @@ func lockResult(ctx context.Context, tx pgx.Tx, id string) ([]byte, error) {
 func (s *Store) FinishSessionLedger(id string, build func(*store.Ledger) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var stored []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		have, err := lockResult(ctx, tx, id)
+		have, err := s.lockResult(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -499,7 +523,7 @@ func (s *Store) FinishSessionLedger(id string, build func(*store.Ledger) (result
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "UPDATE verifierd_sessions SET result = $2, finished_at = $3 WHERE id = $1", id, stored, time.Now()); err != nil {
+		if _, err := tx.Exec(ctx, "UPDATE verifierd_sessions SET result = $2, finished_at = $3 WHERE id = $1", id, s.seal.Seal(store.PlaceResult(id), stored), time.Now()); err != nil {
 			return err
 		}
 		return dropBaselineUnless(ctx, tx, id, keep)
@@ -530,7 +554,7 @@ func (s *Store) FinishSession(id string, result []byte) ([]byte, error) {
 func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt int) (result []byte, keepBaseline bool, err error)) ([]byte, error) {
 	var out []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		have, err := lockResult(ctx, tx, id)
+		have, err := s.lockResult(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -550,7 +574,7 @@ func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO verifierd_reverifications (session_id, attempt, result) VALUES ($1, $2, $3)", id, attempt, out); err != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO verifierd_reverifications (session_id, attempt, result) VALUES ($1, $2, $3)", id, attempt, s.seal.Seal(store.PlaceReverification(id, attempt), out)); err != nil {
 			return err
 		}
 		return dropBaselineUnless(ctx, tx, id, keep)
@@ -563,11 +587,25 @@ func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt
 
 // Reverifications returns a session's further results, oldest first.
 func (s *Store) Reverifications(id string) ([][]byte, error) {
-	rows, err := s.pool.Query(context.Background(), "SELECT result FROM verifierd_reverifications WHERE session_id = $1 ORDER BY attempt", id)
+	rows, err := s.pool.Query(context.Background(), "SELECT attempt, result FROM verifierd_reverifications WHERE session_id = $1 ORDER BY attempt", id)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var attempt int
+		var v []byte
+		if err := rows.Scan(&attempt, &v); err != nil {
+			return nil, err
+		}
+		v, ok := s.seal.Open(store.PlaceReverification(id, attempt), v)
+		if !ok {
+			return nil, &store.IntegrityError{Session: id, What: fmt.Sprintf("re-verification %d", attempt)}
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // PutReceipt stores a receipt that belongs to no session result under key,
@@ -595,9 +633,10 @@ func (s *Store) PutReceipt(key string, build func(*store.Ledger) ([]byte, error)
 
 // rewardKV is the reward buckets inside one transaction.
 type rewardKV struct {
-	ctx context.Context
-	tx  pgx.Tx
-	err error
+	ctx  context.Context
+	tx   pgx.Tx
+	seal *store.Sealer
+	err  error
 }
 
 func (r *rewardKV) Get(b store.RewardBucket, key string) []byte {
@@ -609,6 +648,14 @@ func (r *rewardKV) Get(b store.RewardBucket, key string) []byte {
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		r.err = fmt.Errorf("reading %s/%s: %w", b, key, err)
 	}
+	if v == nil {
+		return nil
+	}
+	v, ok := r.seal.Open(store.PlaceReward(b, key), v)
+	if !ok {
+		r.err = &store.IntegrityError{What: "reward record " + b.String() + "/" + key}
+		return nil
+	}
 	return v
 }
 
@@ -617,7 +664,7 @@ func (r *rewardKV) Put(b store.RewardBucket, key string, value []byte) error {
 		return r.err
 	}
 	_, err := r.tx.Exec(r.ctx, `INSERT INTO verifierd_reward (bucket, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`, b.String(), key, value)
+		ON CONFLICT (bucket, key) DO UPDATE SET value = EXCLUDED.value`, b.String(), key, r.seal.Seal(store.PlaceReward(b, key), value))
 	if err != nil {
 		r.err = fmt.Errorf("writing %s/%s: %w", b, key, err)
 	}
@@ -632,7 +679,7 @@ func (s *Store) RewardUpdate(fn func(*store.RewardTx) error) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockReward); err != nil {
 			return fmt.Errorf("taking the reward lock: %w", err)
 		}
-		kv := &rewardKV{ctx: ctx, tx: tx}
+		kv := &rewardKV{ctx: ctx, tx: tx, seal: s.seal}
 		l := newLedger(ctx, tx)
 		err := fn(store.NewRewardTx(kv, store.NewLedger(l)))
 		if kv.err != nil {
@@ -652,7 +699,14 @@ func (s *Store) RewardGet(b store.RewardBucket, key string) ([]byte, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
-	return v, err
+	if err != nil {
+		return nil, err
+	}
+	v, ok := s.seal.Open(store.PlaceReward(b, key), v)
+	if !ok {
+		return nil, &store.IntegrityError{What: "reward record " + b.String() + "/" + key}
+	}
+	return v, nil
 }
 
 // Size is the sum of pg_total_relation_size over the store's tables (0
@@ -684,6 +738,10 @@ func (s *Store) ForEachSession(fn func(id string, meta, result []byte) error) er
 		var id string
 		var meta, result []byte
 		if err := rows.Scan(&id, &meta, &result); err != nil {
+			return err
+		}
+		meta, result, err := s.openSession(id, meta, result)
+		if err != nil {
 			return err
 		}
 		if err := fn(id, meta, result); err != nil {
