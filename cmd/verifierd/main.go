@@ -70,6 +70,8 @@ func run(args []string) error {
 	signingKeyEnv := fs.String("signing-key-env", "", "environment variable holding the receipt signing key as a base64 32-byte Ed25519 seed, instead of --signing-key (the same on every replica)")
 	evidenceKeyEnv := fs.String("evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
 	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
+	checkpointEvery := fs.Uint64("ledger-checkpoint-every", session.DefaultCheckpointEvery, "sign a ledger checkpoint in the transaction of every Nth ledger entry (0: not by count; docs/receipts.md)")
+	checkpointInterval := fs.Duration("ledger-checkpoint-interval", session.DefaultCheckpointInterval, "sign a checkpoint of the ledger head this often when entries were appended since the last one (0: not by time); one is also signed at shutdown and by every export")
 	onFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -186,6 +188,7 @@ func run(args []string) error {
 		return err
 	}
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
+	mgr.StartCheckpoints(maintainCtx, *checkpointEvery, *checkpointInterval)
 	srv, healthSrv := server.New(mgr, opts)
 	if *healthListen != "" {
 		stopHealth, err := serveHealth(*healthListen, healthSrv, logger)
@@ -251,6 +254,12 @@ wait:
 	}
 	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
 		logger.Debug("serve ended", "error", err)
+	}
+	// Nothing appends any more: sign the head the daemon leaves behind.
+	if seq, _, err := mgr.Checkpoint(); err != nil {
+		logger.Error("signing the ledger checkpoint at shutdown", "error", err)
+	} else {
+		logger.Info("signed the ledger checkpoint", "seq", seq)
 	}
 	logger.Info("stopped")
 	return nil

@@ -82,7 +82,7 @@ func (t *RewardTx) Put(b RewardBucket, key string, value []byte) error {
 // everything back.
 func (s *Store) RewardUpdate(fn func(*RewardTx) error) error {
 	return s.update(func(tx *bolt.Tx) error {
-		return fn(&RewardTx{tx: tx, Ledger: newLedger(tx)})
+		return fn(&RewardTx{tx: tx, Ledger: s.newLedger(tx)})
 	})
 }
 

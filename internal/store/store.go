@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -47,6 +48,9 @@ type Store struct {
 	inflight map[string]time.Time
 
 	group groupCommit
+
+	// checkpointing is what SignCheckpoints set (nil: no checkpoints).
+	checkpointing atomic.Pointer[Checkpointing]
 }
 
 // Options tune the store.
