@@ -67,7 +67,10 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 		case 0:
 			err = s.AppendLedger(func(l *Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err })
 		case 1:
-			_, err = s.PutReceipt("r", func(l *Ledger) ([]byte, error) { _, err := l.Append("receipt", "s", "sha256:bb"); return []byte("{}"), err })
+			_, err = s.PutReceipt("r", func(l *Ledger) ([]byte, error) {
+				_, err := l.Append("receipt", "s", "sha256:bb")
+				return []byte("{}"), err
+			})
 		default:
 			err = s.RewardUpdate(func(tx *RewardTx) error { _, err := tx.Ledger.Append("reward", "s", "sha256:cc"); return err })
 		}
