@@ -23,11 +23,18 @@ func TestLedgerSignedHead(t *testing.T) {
 	// signed for it.
 	d := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), args: []string{"--ledger-checkpoint-every", "0", "--ledger-checkpoint-interval", "0"}})
 	key, keyID := d.keyFile(t)
+	dir := t.TempDir()
+	var olderExport, laterReceipt string
 	for i, p := range []string{"p1", "p2"} {
 		b := d.beginNamed(t, c, "clinic", p, "Follow-up")
 		c.save(t, p, "Follow-up", 1)
-		if got := d.verify(t, b.SessionID).Outcome; got != "VERIFIED" {
-			t.Fatalf("session %d: %s", i, got)
+		laterReceipt = filepath.Join(dir, p+"-receipt.json")
+		out, code := d.ctl(t, "verify", "--session", b.SessionID, "--receipt-out", laterReceipt)
+		if code != 0 || mustJSON[verifyOutput](t, out).Outcome != "VERIFIED" {
+			t.Fatalf("session %d: exit %d %s", i, code, out)
+		}
+		if i == 0 {
+			olderExport, _, _ = d.exportSigned(t)
 		}
 	}
 	file, lines, cpLine := d.exportSigned(t)
@@ -58,7 +65,6 @@ func TestLedgerSignedHead(t *testing.T) {
 	re := append([]receipt.Entry(nil), entries...)
 	re[4].Digest = "sha256:" + strings.Repeat("ef", 32)
 	re[5].Prev = re[4].Hash()
-	dir := t.TempDir()
 	for _, tc := range []struct {
 		name  string
 		lines []string
@@ -83,6 +89,15 @@ func TestLedgerSignedHead(t *testing.T) {
 				t.Errorf("%s %s: exit %d %+v, want exit 1, %s at seq %d", tc.name, k[0], code, r, tc.kind, tc.seq)
 			}
 		}
+	}
+	// Cut back to an older checkpoint the daemon really signed (here: the
+	// export taken after session 1): it ends at a valid signed head, and
+	// only a later receipt the verifier holds shows the cut.
+	if r, code := d.offline(t, "ledger", "verify", "--file", olderExport, "--public-key", key); code != 0 || !r.SignedHeadVerified || r.Checkpoint.Seq != 3 {
+		t.Errorf("the older export alone: exit %d %+v, want it to pass (the documented limit)", code, r)
+	}
+	if r, code := d.offline(t, "ledger", "verify", "--file", olderExport, "--public-key", key, "--receipt", laterReceipt); code != 1 || r.Tampering != receipt.Truncated || r.Seq != 4 {
+		t.Errorf("the older export against a later receipt: exit %d %+v, want truncated at seq 4", code, r)
 	}
 	// A checkpoint signed by another daemon vouches for nothing.
 	other := startDaemon(t, daemonOpts{})

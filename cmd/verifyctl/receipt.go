@@ -168,6 +168,15 @@ func cmdLedger(args []string, stdout, stderr io.Writer) int {
 		// `receipt verify`'s job.
 		e, err := receipt.FindReceipt(entries, env.Payload)
 		if err != nil {
+			// A receipt issued after the export's end: the export was cut
+			// (back to an older checkpoint, when it is signed).
+			var p struct {
+				Ledger receipt.Position `json:"ledger"`
+			}
+			if json.Unmarshal(env.Payload, &p) == nil && p.Ledger.Seq > lastSeq(entries) {
+				return writeLedgerError(stdout, &receipt.LedgerError{Kind: receipt.Truncated, Seq: lastSeq(entries) + 1,
+					Reason: fmt.Sprintf("the receipt was recorded at seq %d, the export ends at seq %d: entries %d to %d are missing", p.Ledger.Seq, lastSeq(entries), lastSeq(entries)+1, p.Ledger.Seq)})
+			}
 			return writeInvalid(stdout, err)
 		}
 		out["receipt_seq"] = e.Seq

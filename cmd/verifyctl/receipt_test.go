@@ -141,6 +141,16 @@ func TestLedgerVerifyOffline(t *testing.T) {
 	if out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", orc); code != 1 || out["valid"] != false {
 		t.Fatalf("foreign receipt: exit %d %v", code, out)
 	}
+	// A receipt recorded after the export's end: the export was cut.
+	laterPayload, _ := json.Marshal(map[string]any{"ledger": receipt.Position{Seq: 9, Head: "sha256:00"}})
+	laterEnv, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, laterPayload))
+	lrc := filepath.Join(dir, "later.json")
+	if err := os.WriteFile(lrc, laterEnv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", lrc); code != 1 || out["tampering"] != "truncated" || out["seq"] != float64(5) {
+		t.Fatalf("a later receipt: exit %d %v", code, out)
+	}
 }
 
 // TestLedgerVerifySigned: with the daemon's key, an export must end exactly
