@@ -189,6 +189,16 @@ func run(args []string) error {
 	}
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
 	mgr.StartCheckpoints(maintainCtx, *checkpointEvery, *checkpointInterval)
+	// Deferred before the listeners' stops, so it runs after them (and
+	// before the store closes): nothing appends any more, and the head the
+	// daemon leaves behind is signed.
+	defer func() {
+		if seq, _, err := mgr.Checkpoint(); err != nil {
+			logger.Error("signing the ledger checkpoint at shutdown", "error", err)
+		} else {
+			logger.Info("signed the ledger checkpoint", "seq", seq)
+		}
+	}()
 	srv, healthSrv := server.New(mgr, opts)
 	if *healthListen != "" {
 		stopHealth, err := serveHealth(*healthListen, healthSrv, logger)
@@ -254,12 +264,6 @@ wait:
 	}
 	if err := <-errc; err != nil && !errors.Is(err, net.ErrClosed) {
 		logger.Debug("serve ended", "error", err)
-	}
-	// Nothing appends any more: sign the head the daemon leaves behind.
-	if seq, _, err := mgr.Checkpoint(); err != nil {
-		logger.Error("signing the ledger checkpoint at shutdown", "error", err)
-	} else {
-		logger.Info("signed the ledger checkpoint", "seq", seq)
 	}
 	logger.Info("stopped")
 	return nil
