@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/verifierd/verifierd/internal/session"
@@ -53,6 +55,9 @@ var errExportDone = errors.New("the export reached its checkpoint")
 // belong to the next export.
 func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verifierv1.VerifierService_ExportLedgerServer) error {
 	upTo, checkpoint, err := s.m.Checkpoint()
+	if errors.Is(err, session.ErrLedgerDiverged) {
+		return status.Error(codes.DataLoss, clip(err.Error()))
+	}
 	if err != nil {
 		return toStatus(err)
 	}

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/store"
@@ -59,11 +61,65 @@ func (m *Manager) checkpoint(empty bool) (uint64, []byte, error) {
 	if seq == 0 && !empty {
 		return 0, nil, nil
 	}
+	if env != nil {
+		if err := m.checkContinuity(have, env, seq); err != nil {
+			return 0, nil, err
+		}
+	}
 	env, err = m.signCheckpoint(seq, pos.Head)
 	if err != nil {
 		return 0, nil, err
 	}
 	return seq, env, m.Store.PutCheckpoint(seq, env)
+}
+
+// ErrLedgerDiverged is the stored ledger no longer chaining onto the newest
+// checkpoint the daemon signed: an entry it covers, or one after it, was
+// changed in the store. The daemon then signs nothing over it.
+var ErrLedgerDiverged = errors.New("the stored ledger no longer chains onto its newest signed checkpoint")
+
+// checkContinuity checks, before a new checkpoint is signed over entries
+// up to upTo, that the entry of the newest checkpoint (at seq have, env)
+// still hashes to its signed head and that every entry after it chains
+// onto it, so that the daemon never signs over a ledger changed in the
+// store behind its back.
+func (m *Manager) checkContinuity(have uint64, env []byte, upTo uint64) error {
+	e, err := receipt.ParseEnvelope(env)
+	if err != nil {
+		return fmt.Errorf("%w: the checkpoint of seq %d: %v", ErrLedgerDiverged, have, err)
+	}
+	payload, err := e.Open(m.Signer.PublicKey())
+	if err != nil {
+		return fmt.Errorf("%w: the checkpoint of seq %d does not verify with the signing key: %v", ErrLedgerDiverged, have, err)
+	}
+	var cp receipt.Checkpoint
+	if err := json.Unmarshal(payload, &cp); err != nil || cp.Seq != have {
+		return fmt.Errorf("%w: the checkpoint stored at seq %d names seq %d", ErrLedgerDiverged, have, cp.Seq)
+	}
+	prev, last := cp.Head, have
+	stop := errors.New("stop")
+	err = m.Store.ExportLedger(max(have, 1), func(e receipt.Entry, _ []byte) error {
+		switch {
+		case e.Seq > upTo:
+			return stop
+		case e.Seq == have:
+			if e.Hash() != cp.Head {
+				return fmt.Errorf("%w: entry seq %d no longer hashes to the head signed at seq %d", ErrLedgerDiverged, e.Seq, have)
+			}
+			return nil
+		case e.Seq != last+1 || e.Prev != prev:
+			return fmt.Errorf("%w: entry seq %d does not chain onto seq %d", ErrLedgerDiverged, e.Seq, last)
+		}
+		prev, last = e.Hash(), e.Seq
+		return nil
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return err
+	}
+	if last != upTo {
+		return fmt.Errorf("%w: the ledger ends at seq %d, not %d", ErrLedgerDiverged, last, upTo)
+	}
+	return nil
 }
 
 // StartCheckpoints makes the ledger carry signed checkpoints: one in the

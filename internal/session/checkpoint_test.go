@@ -3,9 +3,12 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -61,5 +64,44 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 	time.Sleep(time.Millisecond)
 	if _, again, _ := m.Checkpoint(); string(again) != string(env) {
 		t.Errorf("a second Checkpoint of the same head signed again")
+	}
+}
+
+// TestCheckpointRefusesADivergedLedger: when the entry of the newest
+// checkpoint no longer hashes to its signed head (the store was changed
+// behind the daemon's back), no new checkpoint is signed over it.
+func TestCheckpointRefusesADivergedLedger(t *testing.T) {
+	t.Parallel()
+	m := signedManager(t)
+	appendOne := func() {
+		t.Helper()
+		if err := m.Store.AppendLedger(func(l *store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne()
+	appendOne()
+	if seq, _, err := m.Checkpoint(); err != nil || seq != 2 {
+		t.Fatalf("honest checkpoint: %d %v", seq, err)
+	}
+	appendOne()
+	if seq, _, err := m.Checkpoint(); err != nil || seq != 3 {
+		t.Fatalf("a checkpoint chained onto the last: %d %v", seq, err)
+	}
+	// A checkpoint of seq 4 whose head is not entry 4's, then entry 5.
+	appendOne()
+	env, err := m.signCheckpoint(4, "sha256:"+strings.Repeat("00", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Store.PutCheckpoint(4, env); err != nil {
+		t.Fatal(err)
+	}
+	appendOne()
+	if _, _, err := m.Checkpoint(); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
+		t.Fatalf("diverged ledger: %v, want ErrLedgerDiverged naming seq 4", err)
+	}
+	if seq, _, _ := m.Store.LatestCheckpoint(); seq != 4 {
+		t.Fatalf("a checkpoint %d was signed over the diverged ledger", seq)
 	}
 }
