@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/verifierd/verifierd/receipt"
 )
@@ -213,5 +216,49 @@ func TestReceiptOfAnotherSession(t *testing.T) {
 	}
 	if r, code := d.offline(t, append(base, "--expect-session", ids[1])...); r.Mismatch != nil && r.Mismatch.Found != ids[0] || code != 1 {
 		t.Errorf("the mismatch names the receipt's own session: %+v", r)
+	}
+}
+
+// TestLedgerStoreEditedBehindTheDaemon: an entry the daemon already signed
+// a checkpoint of, edited in the store file while the daemon was down, is
+// never signed over: the next export fails with DataLoss naming its seq,
+// although the daemon chained its next entry onto the edited one.
+func TestLedgerStoreEditedBehindTheDaemon(t *testing.T) {
+	c := newClinic(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	args := []string{"--ledger-checkpoint-every", "0", "--ledger-checkpoint-interval", "0"}
+	d := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), dataDir: dataDir, args: args})
+	b := d.beginNamed(t, c, "clinic", "p1", "Follow-up")
+	c.save(t, "p1", "Follow-up", 1)
+	d.verify(t, b.SessionID)
+	d.exportSigned(t) // signs the checkpoint of seq 3
+	d.stop()
+
+	db, err := bolt.Open(filepath.Join(dataDir, "verifierd.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte("ledger"))
+		k := binary.BigEndian.AppendUint64(nil, 3)
+		var e receipt.Entry
+		if err := json.Unmarshal(bk.Get(k), &e); err != nil {
+			return err
+		}
+		e.Digest = "sha256:" + strings.Repeat("ab", 32)
+		return bk.Put(k, e.Canonical())
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d = startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), dataDir: dataDir, args: args})
+	d.beginNamed(t, c, "clinic", "p2", "Follow-up") // seq 4, chained onto the edited seq 3
+	out, code := d.ctl(t, "ledger", "export")
+	if code == 0 || !strings.Contains(out, "DataLoss") || !strings.Contains(out, "seq 3") || strings.Contains(out, receipt.PayloadTypeCheckpoint) {
+		t.Fatalf("export of an edited store: exit %d %s, want DataLoss naming seq 3 and no checkpoint", code, out)
 	}
 }
