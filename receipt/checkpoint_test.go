@@ -135,6 +135,14 @@ func TestCheckSubject(t *testing.T) {
 			t.Errorf("%+v: %v, want a SubjectError on %s", tc.want, err, tc.field)
 		}
 	}
+	// Other payloads (a reward receipt) name the deployment plainly; with
+	// nothing expected, any payload passes.
+	if err := CheckSubject([]byte(`{"deployment":"mockmed","receipt_id":"r1"}`), Expect{Deployment: "mockmed"}); err != nil {
+		t.Errorf("a plain deployment name: %v", err)
+	}
+	if err := CheckSubject([]byte(`{"deployment":"mockmed"}`), Expect{}); err != nil {
+		t.Errorf("nothing expected of a reward receipt: %v", err)
+	}
 	// A receipt without a workflow has no step to match.
 	if err := CheckSubject([]byte(`{"session_id":"ses_a","deployment":{"name":"x"}}`), Expect{Step: "s"}); err == nil {
 		t.Error("a step matched a receipt of no workflow")

@@ -673,10 +673,12 @@ def check_receipt_subject(
         raise ValueError("receipt: the payload is not base64 of JSON: %s" % e) from None
     if not isinstance(payload, dict):
         raise ValueError("receipt: the payload is not a JSON object")
+    dep = payload.get("deployment")
+    workflow = payload.get("workflow")
     found = {
         "session": ("session_id", payload.get("session_id") or ""),
-        "deployment": ("deployment.name", (payload.get("deployment") or {}).get("name") or ""),
-        "step": ("workflow.step", (payload.get("workflow") or {}).get("step") or ""),
+        "deployment": ("deployment.name", (dep.get("name") if isinstance(dep, dict) else dep) or ""),
+        "step": ("workflow.step", (workflow.get("step") if isinstance(workflow, dict) else "") or ""),
     }
     for field_name, want in (("session", session), ("deployment", deployment), ("step", step)):
         if want is None:
