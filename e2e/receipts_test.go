@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/verifierd/verifierd/receipt"
 )
@@ -50,21 +51,51 @@ func (d *daemon) keyFile(t *testing.T) (string, string) {
 	return writeFile(t, t.TempDir(), "key.json", out), k.KeyID
 }
 
-// export runs `ledger export` into a file and returns it and its lines.
+// export runs `ledger export` into a file and returns it and its entry
+// lines; the export must end with one signed checkpoint of its last entry.
 func (d *daemon) export(t *testing.T) (string, []string) {
+	t.Helper()
+	file, lines, _ := d.exportSigned(t)
+	return file, lines
+}
+
+// exportSigned is export, also returning the checkpoint line.
+func (d *daemon) exportSigned(t *testing.T) (file string, entries []string, checkpoint string) {
 	t.Helper()
 	out, code := d.ctl(t, "ledger", "export")
 	if code != 0 {
 		t.Fatalf("ledger export exit %d: %s", code, out)
 	}
-	return writeFile(t, t.TempDir(), "ledger.jsonl", out), strings.Split(strings.TrimSpace(out), "\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	checkpoint, entries = lines[len(lines)-1], lines[:len(lines)-1]
+	env, err := receipt.ParseEnvelope([]byte(checkpoint))
+	if err != nil || env.PayloadType != receipt.PayloadTypeCheckpoint {
+		t.Fatalf("the export does not end with a signed checkpoint (%v):\n%s", err, out)
+	}
+	var cp receipt.Checkpoint
+	if err := json.Unmarshal(env.Payload, &cp); err != nil || cp.Seq != uint64(len(entries)) {
+		t.Fatalf("the export's checkpoint %s does not cover its %d entries (%v)", env.Payload, len(entries), err)
+	}
+	return writeFile(t, t.TempDir(), "ledger.jsonl", out), entries, checkpoint
 }
 
 type offlineResult struct {
-	Valid   bool            `json:"valid"`
-	Reason  string          `json:"reason"`
-	Seq     uint64          `json:"seq"`
-	Payload json.RawMessage `json:"payload"`
+	Valid              bool            `json:"valid"`
+	Reason             string          `json:"reason"`
+	Seq                uint64          `json:"seq"`
+	Payload            json.RawMessage `json:"payload"`
+	ValidChain         bool            `json:"valid_chain"`
+	SignedHeadVerified bool            `json:"signed_head_verified"`
+	Tampering          string          `json:"tampering"`
+	Checkpoint         *struct {
+		Seq uint64    `json:"seq"`
+		At  time.Time `json:"at"`
+	} `json:"checkpoint"`
+	Mismatch *struct {
+		Field    string `json:"field"`
+		Expected string `json:"expected"`
+		Found    string `json:"found"`
+	} `json:"mismatch"`
 }
 
 // offline runs an offline verifyctl command (no --addr).

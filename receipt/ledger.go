@@ -1,7 +1,6 @@
 package receipt
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -94,27 +93,14 @@ func VerifyChain(entries []Entry, allowTail bool) (string, error) {
 	return prev, nil
 }
 
-// ReadEntries reads a JSON-lines ledger export, refusing unknown keys.
+// ReadEntries reads the entries of a JSON-lines ledger export, refusing
+// unknown keys and skipping its checkpoint lines (ReadExport keeps them).
 func ReadEntries(r io.Reader) ([]Entry, error) {
-	var out []Entry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(text))
-		dec.DisallowUnknownFields()
-		var e Entry
-		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("line %d: not a ledger entry: %v", line, err)
-		}
-		out = append(out, e)
+	x, err := ReadExport(r)
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	return x.Entries, nil
 }
 
 // Position is where a receipt says it was appended: the entry's seq and the

@@ -77,6 +77,8 @@ func run(args []string) error {
 	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
 	httpAllowedHosts := fs.String("http-allowed-hosts", "", "comma-separated host or host:port names the HTTP listener answers for besides localhost and loopback addresses (421 otherwise), e.g. verifierd.example.com; requests with the API token pass on any name")
 	limits := connFlags(fs)
+	checkpointEvery := fs.Uint64("ledger-checkpoint-every", session.DefaultCheckpointEvery, "sign a ledger checkpoint in the transaction of every Nth ledger entry (0: not by count; docs/receipts.md)")
+	checkpointInterval := fs.Duration("ledger-checkpoint-interval", session.DefaultCheckpointInterval, "sign a checkpoint of the ledger head this often when entries were appended since the last one (0: not by time); one is also signed at shutdown and by every export")
 	onFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -209,6 +211,17 @@ func run(args []string) error {
 		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	mgr := &session.Manager{Host: host, Store: st, Daemon: daemon, Logger: logger.Named("session"), Signer: signer, EvidenceKey: evidenceKey, AllowInline: *allowInline, Workflows: workflows, Metrics: mets}
+	mgr.StartCheckpoints(maintainCtx, *checkpointEvery, *checkpointInterval)
+	// Deferred before the listeners' stops, so it runs after them (and
+	// before the store closes): nothing appends any more, and the head the
+	// daemon leaves behind is signed.
+	defer func() {
+		if seq, _, err := mgr.Checkpoint(); err != nil {
+			logger.Error("signing the ledger checkpoint at shutdown", "error", err)
+		} else {
+			logger.Info("signed the ledger checkpoint", "seq", seq)
+		}
+	}()
 	srv, healthSrv := server.New(mgr, opts)
 	if *healthListen != "" {
 		stopHealth, err := serveHealth(*healthListen, healthSrv, limits, logger)

@@ -26,7 +26,7 @@ commands:
   reverify --session ID --reason TEXT       judge a fresh read against the original baseline after a repair
   session --session ID                      show a session's state, its result and any re-verifications
   key                                       print the daemon's signing public key and key id
-  ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines
+  ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines, ending with a signed checkpoint
   artifact verify --deployment-name NAME --file PATH
                                             is exactly this file (digest and size) in the registered store?
   lint --workflow FILE [--deployment FILE] [--deployment-name NAME] [--require-effects-for-irreversible]
@@ -34,10 +34,11 @@ commands:
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
                                             attach reviewed contracts to steps that have none
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
-  receipt verify --receipt FILE (--public-key FILE | --key-id ID)
-                                            check a signed receipt offline; exit 1: not valid
-  ledger verify --file ledger.jsonl [--receipt FILE]
-                                            check an exported ledger's hash chain offline; exit 1: broken
+  receipt verify --receipt FILE (--public-key FILE | --key-id ID) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP]
+                                            check a signed receipt offline, and what it is about; exit 1: not valid
+  ledger verify --file ledger.jsonl [--public-key FILE | --key-id ID] [--receipt FILE]
+                                            check an exported ledger's hash chain offline, and with the key that it ends
+                                            at the daemon's signed checkpoint; exit 1: broken, truncated, extended, rewritten
   episode register [--contract NAME] --episode ID --identity k=v
                                             fix an RL episode's subject and read its baseline, before the rollout
   episode score [--contract NAME] --descriptor FILE|-

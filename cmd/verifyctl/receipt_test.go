@@ -141,4 +141,146 @@ func TestLedgerVerifyOffline(t *testing.T) {
 	if out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", orc); code != 1 || out["valid"] != false {
 		t.Fatalf("foreign receipt: exit %d %v", code, out)
 	}
+	// A receipt recorded after the export's end: the export was cut.
+	laterPayload, _ := json.Marshal(map[string]any{"ledger": receipt.Position{Seq: 9, Head: "sha256:00"}})
+	laterEnv, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, laterPayload))
+	lrc := filepath.Join(dir, "later.json")
+	if err := os.WriteFile(lrc, laterEnv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCtl(t, "ledger", "verify", "--file", good, "--receipt", lrc); code != 1 || out["tampering"] != "truncated" || out["seq"] != float64(5) {
+		t.Fatalf("a later receipt: exit %d %v", code, out)
+	}
+}
+
+// TestLedgerVerifySigned: with the daemon's key, an export must end exactly
+// at its signed checkpoint; each way of cutting, extending or rewriting the
+// tail is named with its seq, while the chain-only check (no key) passes
+// them and says that it checked the chain only.
+func TestLedgerVerifySigned(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	at := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	mk := func(n int, edit func([]receipt.Entry)) []receipt.Entry {
+		es := make([]receipt.Entry, n)
+		prev := receipt.Genesis
+		for i := range es {
+			es[i] = receipt.Entry{Seq: uint64(i + 1), Prev: prev, Type: "begin", Session: "s", Digest: "sha256:00", At: at}
+			if edit != nil {
+				edit(es[:i+1])
+			}
+			prev = es[i].Hash()
+		}
+		return es
+	}
+	good := mk(4, nil)
+	cp, err := receipt.SignCheckpoint(priv, 4, good[3].Hash(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpLine, _ := json.Marshal(cp)
+	write := func(name string, es []receipt.Entry, checkpoint bool) string {
+		var b bytes.Buffer
+		for _, e := range es {
+			b.Write(e.Canonical())
+			b.WriteByte('\n')
+		}
+		if checkpoint {
+			b.Write(cpLine)
+			b.WriteByte('\n')
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := filepath.Join(dir, "key.json")
+	if err := os.WriteFile(key, []byte(`{"public_key": "`+base64.StdEncoding.EncodeToString(pub)+`", "key_id": "`+receipt.KeyID(pub)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	honest := write("honest.jsonl", good, true)
+	for _, keyArgs := range [][]string{{"--public-key", key}, {"--key-id", receipt.KeyID(pub)}} {
+		out, code := runCtl(t, append([]string{"ledger", "verify", "--file", honest}, keyArgs...)...)
+		if code != 0 || out["valid"] != true || out["valid_chain"] != true || out["signed_head_verified"] != true || out["checkpoint"].(map[string]any)["seq"] != float64(4) {
+			t.Fatalf("honest export %v: exit %d %v", keyArgs, code, out)
+		}
+	}
+	if out, code := runCtl(t, "ledger", "verify", "--file", honest); code != 0 || out["valid_chain"] != true || out["signed_head_verified"] != false || !strings.Contains(out["note"].(string), "only the chain") {
+		t.Fatalf("without a key: exit %d %v", code, out)
+	}
+
+	editLast := mk(4, nil)
+	editLast[3].Digest = "sha256:ff"
+	for _, tc := range []struct {
+		name, file, kind string
+		seq              float64
+	}{
+		{"last lines dropped", write("dropped.jsonl", good[:2], true), "truncated", 3},
+		{"no checkpoint", write("nocp.jsonl", good, false), "truncated", 5},
+		{"last line edited", write("edited.jsonl", editLast, true), "rewritten", 4},
+		{"forged entry appended", write("extended.jsonl", mk(5, nil), true), "extended", 5},
+		{"re-chained after an edit", write("rechained.jsonl", mk(4, func(es []receipt.Entry) {
+			if len(es) == 2 {
+				es[1].Session = "forged"
+			}
+		}), true), "rewritten", 4},
+	} {
+		for _, keyArgs := range [][]string{{"--public-key", key}, {"--key-id", receipt.KeyID(pub)}} {
+			out, code := runCtl(t, append([]string{"ledger", "verify", "--file", tc.file}, keyArgs...)...)
+			if code != 1 || out["valid"] != false || out["tampering"] != tc.kind || out["seq"] != tc.seq || out["signed_head_verified"] != false {
+				t.Errorf("%s %v: exit %d %v, want exit 1, %s at seq %v", tc.name, keyArgs[0], code, out, tc.kind, tc.seq)
+			}
+		}
+		// The chain alone holds in every case: only the key sees it.
+		if out, code := runCtl(t, "ledger", "verify", "--file", tc.file); code != 0 || out["signed_head_verified"] != false {
+			t.Errorf("%s without a key: exit %d %v", tc.name, code, out)
+		}
+	}
+	// A broken chain is a rewrite, named with its seq, key or not.
+	broken := write("broken.jsonl", []receipt.Entry{good[0], good[2], good[3]}, true)
+	if out, code := runCtl(t, "ledger", "verify", "--file", broken, "--public-key", key); code != 1 || out["tampering"] != "rewritten" || out["valid_chain"] != false || out["seq"] != float64(2) {
+		t.Errorf("deleted middle line: exit %d %v", code, out)
+	}
+	if out, code := runCtl(t, "ledger", "verify", "--file", honest, "--public-key", key, "--key-id", receipt.KeyID(pub)); code != 2 || out["error"] == nil {
+		t.Errorf("both key flags: exit %d %v", code, out)
+	}
+}
+
+// TestReceiptVerifyExpect: a valid receipt of another session, deployment
+// or step fails with the field named.
+func TestReceiptVerifyExpect(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	payload, _ := json.Marshal(map[string]any{
+		"kind": "verify", "session_id": "ses_a",
+		"deployment": map[string]any{"name": "clinic", "digest": "sha256:1"},
+		"workflow":   map[string]any{"name": "triage", "digest": "sha256:2", "step": "save_triage"},
+		"signer":     map[string]any{"public_key": base64.StdEncoding.EncodeToString(pub), "key_id": receipt.KeyID(pub)},
+	})
+	env, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, payload))
+	rc := filepath.Join(dir, "receipt.json")
+	if err := os.WriteFile(rc, env, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"receipt", "verify", "--receipt", rc, "--key-id", receipt.KeyID(pub)}
+	if out, code := runCtl(t, append(base, "--expect-session", "ses_a", "--expect-deployment", "clinic", "--expect-step", "save_triage")...); code != 0 || out["valid"] != true {
+		t.Fatalf("the expected subject: exit %d %v", code, out)
+	}
+	for _, tc := range []struct {
+		args  []string
+		field string
+	}{
+		{[]string{"--expect-session", "ses_b"}, "session"},
+		{[]string{"--expect-session", "ses_a", "--expect-deployment", "billing"}, "deployment"},
+		{[]string{"--expect-step", "send_invoice"}, "step"},
+	} {
+		out, code := runCtl(t, append(base, tc.args...)...)
+		m, _ := out["mismatch"].(map[string]any)
+		if code != 1 || out["valid"] != false || out["signature_valid"] != true || m["field"] != tc.field || !strings.Contains(out["reason"].(string), tc.field) {
+			t.Errorf("%v: exit %d %v, want exit 1 naming %s", tc.args, code, out, tc.field)
+		}
+	}
 }

@@ -63,7 +63,8 @@ func cmdKey(args []string, stdout, stderr io.Writer) int {
 }
 
 // cmdLedgerExport writes the daemon's ledger as JSON lines: each line the
-// entry's canonical JSON, exactly the bytes the next entry's prev hashes.
+// entry's canonical JSON, exactly the bytes the next entry's prev hashes,
+// and last the signed checkpoint (a DSSE envelope) of the last entry.
 func cmdLedgerExport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ledger export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -91,7 +92,11 @@ func cmdLedgerExport(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return callError(stdout, stderr, err)
 		}
-		if _, err := stdout.Write(append(msg.GetEntry().GetCanonicalJson(), '\n')); err != nil {
+		line := msg.GetEntry().GetCanonicalJson()
+		if cp := msg.GetCheckpointJson(); len(cp) > 0 {
+			line = cp // the signed checkpoint the export ends at
+		}
+		if _, err := stdout.Write(append(line, '\n')); err != nil {
 			return exitFailure
 		}
 	}

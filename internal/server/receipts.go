@@ -2,7 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
+	"math"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/verifierd/verifierd/internal/session"
@@ -41,17 +45,41 @@ func (s *service) GetInfo(context.Context, *verifierv1.GetInfoRequest) (*verifie
 	return out, nil
 }
 
+// errExportDone stops ExportLedger's walk at the checkpoint's seq.
+var errExportDone = errors.New("the export reached its checkpoint")
+
+// ExportLedger sends the entries up to a signed checkpoint of the head as
+// it is when the export starts (signed now if the head moved since the
+// newest one), then that checkpoint: an export always ends exactly at a
+// signed checkpoint matching its last entry. Entries appended meanwhile
+// belong to the next export.
 func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verifierv1.VerifierService_ExportLedgerServer) error {
-	err := s.m.Store.ExportLedger(req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
+	upTo, checkpoint, err := s.m.Checkpoint()
+	if errors.Is(err, session.ErrLedgerDiverged) {
+		return status.Error(codes.DataLoss, clip(err.Error()))
+	}
+	if err != nil {
+		return toStatus(err)
+	}
+	if checkpoint == nil {
+		upTo = math.MaxUint64 // no signer: the whole ledger, unsigned
+	}
+	err = s.m.Store.ExportLedger(req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
+		if e.Seq > upTo {
+			return errExportDone
+		}
 		return stream.Send(&verifierv1.ExportLedgerResponse{Entry: &verifierv1.LedgerEntry{
 			Seq: e.Seq, Prev: e.Prev, Type: e.Type, Session: e.Session, Digest: e.Digest,
 			At: timestamppb.New(e.At), CanonicalJson: canonical,
 		}})
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errExportDone) {
 		return toStatus(err)
 	}
-	return nil
+	if checkpoint == nil {
+		return nil
+	}
+	return stream.Send(&verifierv1.ExportLedgerResponse{CheckpointJson: checkpoint})
 }
 
 func (s *service) Reverify(ctx context.Context, req *verifierv1.ReverifyRequest) (*verifierv1.ReverifyResponse, error) {

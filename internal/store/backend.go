@@ -27,6 +27,9 @@ type Backend interface {
 	AppendLedger(fn func(*Ledger) error) error
 	LedgerHead() (receipt.Position, error)
 	ExportLedger(from uint64, fn func(receipt.Entry, []byte) error) error
+	SignCheckpoints(c *Checkpointing)
+	PutCheckpoint(seq uint64, envelope []byte) error
+	LatestCheckpoint() (seq uint64, envelope []byte, err error)
 	RewardUpdate(fn func(*RewardTx) error) error
 	RewardGet(b RewardBucket, key string) ([]byte, error)
 	RemoveOrphans(ctx context.Context, now time.Time, retainUnfinished time.Duration) (Stats, error)

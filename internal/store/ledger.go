@@ -24,10 +24,14 @@ var (
 	// bucketReceipts holds receipts that belong to no session result: a
 	// refused Begin, an artifact verification. key -> envelope JSON.
 	bucketReceipts = []byte("receipts")
+	// bucketCheckpoints holds the signed ledger checkpoints: seq
+	// (big-endian uint64) -> the DSSE envelope JSON of the checkpoint of
+	// the ledger ending at that seq (receipt.PayloadTypeCheckpoint).
+	bucketCheckpoints = []byte("checkpoints")
 )
 
 // ledgerBuckets are created at open with the session buckets.
-var ledgerBuckets = [][]byte{bucketLedger, bucketReverified, bucketReceipts}
+var ledgerBuckets = [][]byte{bucketLedger, bucketReverified, bucketReceipts, bucketCheckpoints}
 
 // Ledger appends entries inside one store transaction. bbolt runs one
 // writing transaction at a time, so seq assignment is serialized and an
@@ -36,10 +40,36 @@ type Ledger struct {
 	tx  *bolt.Tx
 	now func() time.Time
 	ext LedgerTx // another backend's handle (see NewLedger)
+	cp  *Checkpointing
 }
 
-func newLedger(tx *bolt.Tx) *Ledger {
-	return &Ledger{tx: tx, now: func() time.Time { return time.Now().UTC() }}
+func (s *Store) newLedger(tx *bolt.Tx) *Ledger {
+	return &Ledger{tx: tx, now: func() time.Time { return time.Now().UTC() }, cp: s.checkpointing.Load()}
+}
+
+// CheckpointSigner signs a checkpoint of the ledger whose entry seq hashes
+// to head (receipt.Entry.Hash) and returns the DSSE envelope JSON.
+type CheckpointSigner func(seq uint64, head string) ([]byte, error)
+
+// Checkpointing makes every Every-th entry carry a signed checkpoint,
+// written in the transaction that appends the entry: a ledger never runs
+// more than Every entries past its newest checkpoint (the daemon signs
+// further ones on a timer and at shutdown).
+type Checkpointing struct {
+	Every uint64
+	Sign  CheckpointSigner
+}
+
+// CheckpointTx is implemented by another backend's ledger handle that
+// stores checkpoints inside its transaction.
+type CheckpointTx interface {
+	PutCheckpoint(seq uint64, envelope []byte) error
+}
+
+// WithCheckpoints makes l sign checkpoints as c says (nil: none).
+func (l *Ledger) WithCheckpoints(c *Checkpointing) *Ledger {
+	l.cp = c
+	return l
 }
 
 // Next is the position the next Append takes: its seq and the head (the
@@ -57,12 +87,74 @@ func (l *Ledger) Next() receipt.Position {
 
 // Append adds one entry at Next and returns it.
 func (l *Ledger) Append(typ, session, digest string) (receipt.Entry, error) {
+	var e receipt.Entry
 	if l.ext != nil {
-		return l.ext.Append(typ, session, digest)
+		var err error
+		if e, err = l.ext.Append(typ, session, digest); err != nil {
+			return e, err
+		}
+	} else {
+		pos := l.Next()
+		e = receipt.Entry{Seq: pos.Seq, Prev: pos.Head, Type: typ, Session: session, Digest: digest, At: l.now()}
+		if err := l.tx.Bucket(bucketLedger).Put(binary.BigEndian.AppendUint64(nil, e.Seq), e.Canonical()); err != nil {
+			return e, err
+		}
 	}
-	pos := l.Next()
-	e := receipt.Entry{Seq: pos.Seq, Prev: pos.Head, Type: typ, Session: session, Digest: digest, At: l.now()}
-	return e, l.tx.Bucket(bucketLedger).Put(binary.BigEndian.AppendUint64(nil, e.Seq), e.Canonical())
+	if c := l.cp; c != nil && c.Every > 0 && e.Seq%c.Every == 0 {
+		env, err := c.Sign(e.Seq, e.Hash())
+		if err != nil {
+			return e, fmt.Errorf("signing the ledger checkpoint at seq %d: %w", e.Seq, err)
+		}
+		if err := l.putCheckpoint(e.Seq, env); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+func (l *Ledger) putCheckpoint(seq uint64, env []byte) error {
+	if l.ext != nil {
+		ct, ok := l.ext.(CheckpointTx)
+		if !ok {
+			return fmt.Errorf("this store keeps no ledger checkpoints (seq %d)", seq)
+		}
+		return ct.PutCheckpoint(seq, env)
+	}
+	return putCheckpoint(l.tx, seq, env)
+}
+
+// putCheckpoint stores a checkpoint unless one of that seq is stored: a
+// checkpoint once written is never replaced.
+func putCheckpoint(tx *bolt.Tx, seq uint64, env []byte) error {
+	b := tx.Bucket(bucketCheckpoints)
+	k := binary.BigEndian.AppendUint64(nil, seq)
+	if b.Get(k) != nil {
+		return nil
+	}
+	return b.Put(k, env)
+}
+
+// SignCheckpoints makes every later ledger append sign checkpoints as c
+// says (nil: none).
+func (s *Store) SignCheckpoints(c *Checkpointing) { s.checkpointing.Store(c) }
+
+// PutCheckpoint stores a signed checkpoint of the ledger ending at seq (the
+// envelope JSON); one already stored at seq stays.
+func (s *Store) PutCheckpoint(seq uint64, envelope []byte) error {
+	return s.update(func(tx *bolt.Tx) error { return putCheckpoint(tx, seq, envelope) })
+}
+
+// LatestCheckpoint is the stored checkpoint of the highest seq (a nil
+// envelope when there is none).
+func (s *Store) LatestCheckpoint() (seq uint64, envelope []byte, err error) {
+	err = s.view(func(tx *bolt.Tx) error {
+		k, v := tx.Bucket(bucketCheckpoints).Cursor().Last()
+		if k != nil {
+			seq, envelope = binary.BigEndian.Uint64(k), append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return seq, envelope, err
 }
 
 func digestOf(canonical []byte) string {
@@ -73,13 +165,13 @@ func digestOf(canonical []byte) string {
 // AppendLedger runs fn in a write transaction, shared with concurrent
 // session writes (group commit: fn may run more than once, see batch).
 func (s *Store) AppendLedger(fn func(*Ledger) error) error {
-	return s.batch(func(tx *bolt.Tx) error { return fn(newLedger(tx)) })
+	return s.batch(func(tx *bolt.Tx) error { return fn(s.newLedger(tx)) })
 }
 
 // LedgerHead is the position the next entry would take.
 func (s *Store) LedgerHead() (pos receipt.Position, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
-		pos = newLedger(tx).Next()
+		pos = s.newLedger(tx).Next()
 		return nil
 	})
 	return pos, err
@@ -159,7 +251,7 @@ func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*Ledger) err
 		if err := tx.Bucket(bucketBegun).Put([]byte(id), now); err != nil {
 			return err
 		}
-		if err := fn(newLedger(tx)); err != nil {
+		if err := fn(s.newLedger(tx)); err != nil {
 			return err
 		}
 		return b.Put([]byte(id), s.seal.Seal(PlaceSession(id), meta))
@@ -195,7 +287,7 @@ func (s *Store) FinishSessionLedger(id string, build func(*Ledger) (result []byt
 			stored = append([]byte(nil), v...)
 			return nil
 		}
-		result, keep, err := build(newLedger(tx))
+		result, keep, err := build(s.newLedger(tx))
 		if err != nil {
 			return err
 		}
@@ -238,7 +330,7 @@ func (s *Store) AddReverification(id string, build func(l *Ledger, attempt int) 
 		for k, _ := c.Seek(prefix); k != nil && len(k) > len(prefix) && string(k[:len(prefix)]) == string(prefix); k, _ = c.Next() {
 			attempt++
 		}
-		result, keep, err := build(newLedger(tx), attempt)
+		result, keep, err := build(s.newLedger(tx), attempt)
 		if err != nil {
 			return err
 		}
@@ -278,7 +370,7 @@ func (s *Store) Reverifications(id string) ([][]byte, error) {
 func (s *Store) PutReceipt(key string, build func(*Ledger) ([]byte, error)) ([]byte, error) {
 	var out []byte
 	err := s.batch(func(tx *bolt.Tx) error {
-		env, err := build(newLedger(tx))
+		env, err := build(s.newLedger(tx))
 		if err != nil {
 			return err
 		}

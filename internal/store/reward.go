@@ -91,7 +91,7 @@ func (t *RewardTx) Put(b RewardBucket, key string, value []byte) error {
 // everything back.
 func (s *Store) RewardUpdate(fn func(*RewardTx) error) error {
 	return s.update(func(tx *bolt.Tx) error {
-		t := &RewardTx{tx: tx, seal: s.seal, Ledger: newLedger(tx)}
+		t := &RewardTx{tx: tx, seal: s.seal, Ledger: s.newLedger(tx)}
 		err := fn(t)
 		if t.err != nil {
 			return t.err

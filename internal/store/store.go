@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -50,6 +51,8 @@ type Store struct {
 
 	// seal tags and checks values (nil until Bind: values pass unchecked).
 	seal *Sealer
+	// checkpointing is what SignCheckpoints set (nil: no checkpoints).
+	checkpointing atomic.Pointer[Checkpointing]
 }
 
 // Options tune the store.

@@ -9,6 +9,7 @@ automation that saves the record. The daemon is stopped by its PID.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -26,7 +27,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
 
-from verifierd import Client, NotConfirmed, Refused, UnusedParamsWarning, VerifierError  # noqa: E402
+from verifierd import (  # noqa: E402
+    Client,
+    NotConfirmed,
+    ReceiptSubjectMismatch,
+    Refused,
+    UnusedParamsWarning,
+    VerifierError,
+    check_receipt_subject,
+)
 
 BIN = Path(os.environ.get("VERIFIERD_BIN") or REPO / ".cache" / "bin")
 
@@ -186,6 +195,36 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(step.result.registered_step.step, "save_triage")  # type: ignore[union-attr]
         self.assertTrue(step.result.receipt_json.startswith(b"{"))
         self.assertEqual(step.result.raw["result"]["outcome"], "OUTCOME_VERIFIED")
+
+    def test_receipt_subject(self) -> None:
+        params = {"patient_id": "p10", "note": "Subject"}
+        with self.client.step(deployment="clinic", workflow="triage", step="save_triage", params=params) as step:
+            self.daemon.save("p10", "Subject")
+        result = step.result
+        assert result is not None
+        payload = check_receipt_subject(result, session=step.session_id, deployment="clinic", step="save_triage")
+        self.assertEqual(payload["session_id"], step.session_id)
+        # A receipt of another session (valid, by the same daemon) is refused
+        # naming the field.
+        other = self.client.begin("clinic", workflow="triage", step="save_triage", params={"patient_id": "p11", "note": "x"})
+        for kwargs, field_name in (
+            ({"session": other.session_id}, "session"),
+            ({"session": step.session_id, "deployment": "billing"}, "deployment"),
+            ({"step": "send_invoice"}, "step"),
+        ):
+            with self.assertRaises(ReceiptSubjectMismatch) as caught:
+                check_receipt_subject(result.receipt_json, **kwargs)
+            self.assertEqual(caught.exception.field, field_name)
+            self.assertIn(field_name, str(caught.exception))
+        self.assertEqual(caught.exception.found, "save_triage")
+        # Only the signed payload counts: an answer whose unsigned session id
+        # was swapped still carries the receipt of the first session.
+        wrapped = json.dumps({"session_id": other.session_id, "receipt": json.loads(result.receipt_json)})
+        with self.assertRaises(ReceiptSubjectMismatch) as caught:
+            check_receipt_subject(wrapped, session=other.session_id)
+        self.assertEqual(caught.exception.found, step.session_id)
+        with self.assertRaises(ValueError):
+            check_receipt_subject({"payloadType": "application/vnd.verifierd.ledger-checkpoint.v1+json", "payload": ""})
 
     def test_double_submit_not_confirmed(self) -> None:
         params: Dict[str, str] = {"patient_id": "p2", "note": "Follow-up"}

@@ -28,6 +28,7 @@ __all__ = [
     "EffectResult",
     "NotConfirmed",
     "Reason",
+    "ReceiptSubjectMismatch",
     "ReconciliationTask",
     "Refused",
     "RegisteredStep",
@@ -36,6 +37,7 @@ __all__ = [
     "StepResult",
     "UnusedParamsWarning",
     "VerifierError",
+    "check_receipt_subject",
 ]
 
 # A document the daemon takes as YAML or JSON bytes: the text itself (str or
@@ -603,3 +605,85 @@ def _http_error(status: int, raw: bytes) -> VerifierError:
     )
     message = str(body.get("detail") or body.get("error") or raw[:1024].decode("utf-8", "replace"))
     return VerifierError(status, name, message)
+
+
+# The payload type of a verdict receipt (receipt.PayloadTypeVerdict).
+VERDICT_RECEIPT_TYPE = "application/vnd.verifierd.verdict-receipt.v1+json"
+
+
+class ReceiptSubjectMismatch(ValueError):
+    """A receipt is about another session, deployment or step than the one
+    the caller expected. ``field`` is ``session``, ``deployment`` or
+    ``step``; ``path`` is where the signed payload says it
+    (``session_id``, ``deployment.name``, ``workflow.step``)."""
+
+    def __init__(self, field: str, path: str, expected: str, found: str) -> None:
+        super().__init__(
+            "the receipt is about %s %r (%s), not the expected %r" % (field, found, path, expected)
+        )
+        self.field = field
+        self.path = path
+        self.expected = expected
+        self.found = found
+
+
+def _receipt_envelope(receipt: Union[StepResult, bytes, str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    if isinstance(receipt, StepResult):
+        receipt = receipt.receipt_json
+    if isinstance(receipt, (bytes, str)):
+        receipt = json.loads(receipt)
+    if not isinstance(receipt, Mapping):
+        raise TypeError("receipt: give the DSSE envelope (JSON text, bytes or dict) or a StepResult")
+    # `verifyctl verify` prints the envelope under "receipt".
+    inner = receipt.get("receipt")
+    if "payloadType" not in receipt and isinstance(inner, Mapping):
+        receipt = inner
+    return receipt
+
+
+def check_receipt_subject(
+    receipt: Union[StepResult, bytes, str, Mapping[str, Any]],
+    *,
+    session: Optional[str] = None,
+    deployment: Optional[str] = None,
+    step: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Check that a verdict receipt is about the expected session, registered
+    deployment and workflow step, and return its decoded payload.
+
+    The fields are read from the envelope's ``payload``: the bytes the
+    daemon's Ed25519 signature covers, never from the daemon's answer around
+    the receipt (``StepResult.session_id``, ``raw``). This function does NOT
+    check the signature: the standard library has no Ed25519. Check it
+    first with ``verifyctl receipt verify --receipt FILE --public-key KEY``
+    (which also takes ``--expect-session``/``--expect-deployment``/
+    ``--expect-step``), the Go package ``receipt``, or the ``cryptography``
+    package (docs/receipts.md); a receipt whose signature was not checked
+    proves nothing, whatever subject it names.
+
+    Raises ``ReceiptSubjectMismatch`` naming the first field that differs,
+    ``ValueError`` for an envelope that is not a verdict receipt.
+    """
+    env = _receipt_envelope(receipt)
+    if env.get("payloadType") != VERDICT_RECEIPT_TYPE:
+        raise ValueError("receipt: payloadType is %r, not a verdict receipt (%s)" % (env.get("payloadType"), VERDICT_RECEIPT_TYPE))
+    try:
+        payload = json.loads(base64.b64decode(env.get("payload") or "", validate=True))
+    except (ValueError, TypeError) as e:
+        raise ValueError("receipt: the payload is not base64 of JSON: %s" % e) from None
+    if not isinstance(payload, dict):
+        raise ValueError("receipt: the payload is not a JSON object")
+    dep = payload.get("deployment")
+    workflow = payload.get("workflow")
+    found = {
+        "session": ("session_id", payload.get("session_id") or ""),
+        "deployment": ("deployment.name", (dep.get("name") if isinstance(dep, dict) else dep) or ""),
+        "step": ("workflow.step", (workflow.get("step") if isinstance(workflow, dict) else "") or ""),
+    }
+    for field_name, want in (("session", session), ("deployment", deployment), ("step", step)):
+        if want is None:
+            continue
+        path, got = found[field_name]
+        if got != want:
+            raise ReceiptSubjectMismatch(field_name, path, want, got)
+    return payload

@@ -287,6 +287,7 @@ func (s *Store) SalvageInto(ctx context.Context, dst *Store, evidenceKey []byte)
 		{"verifierd_reverifications", "session_id, attempt, result", sessionOK, &rep.Reverifications},
 		{"verifierd_receipts", "key, envelope", all, &rep.Receipts},
 		{"verifierd_ledger", "seq, entry", all, &rep.LedgerEntries},
+		{"verifierd_ledger_checkpoints", "seq, envelope", all, nil},
 		{"verifierd_reward", "bucket, key, value", func(v []any) bool {
 			b, _ := v[0].(string)
 			k, _ := v[1].(string)

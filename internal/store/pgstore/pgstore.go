@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +63,8 @@ type Store struct {
 	where string // server:port/database, for messages
 	// seal tags and checks values (nil until Bind: values pass unchecked).
 	seal *store.Sealer
+	// checkpointing is what SignCheckpoints set (nil: no checkpoints).
+	checkpointing atomic.Pointer[store.Checkpointing]
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -154,10 +157,15 @@ var migrations = []string{
 		name  text PRIMARY KEY,
 		value text NOT NULL
 	);`,
+	// 3: signed ledger checkpoints (seq -> DSSE envelope JSON).
+	`CREATE TABLE verifierd_ledger_checkpoints (
+		seq      bigint PRIMARY KEY,
+		envelope bytea NOT NULL
+	);`,
 }
 
 // tables are the store's tables, for Size.
-var tables = []string{"verifierd_sessions", "verifierd_baseline_chunks", "verifierd_reverifications", "verifierd_receipts", "verifierd_ledger", "verifierd_reward", "verifierd_schema", "verifierd_store_keys"}
+var tables = []string{"verifierd_sessions", "verifierd_baseline_chunks", "verifierd_reverifications", "verifierd_receipts", "verifierd_ledger", "verifierd_ledger_checkpoints", "verifierd_reward", "verifierd_schema", "verifierd_store_keys"}
 
 // migrate applies the missing migrations under a session-level advisory
 // lock held on one connection.
@@ -288,6 +296,42 @@ func (l *ledger) Append(typ, session, digest string) (receipt.Entry, error) {
 	return e, nil
 }
 
+// PutCheckpoint stores a signed checkpoint inside the appending
+// transaction; one already stored at seq stays.
+func (l *ledger) PutCheckpoint(seq uint64, envelope []byte) error {
+	return putCheckpoint(l.ctx, l.tx, seq, envelope)
+}
+
+func putCheckpoint(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, seq uint64, envelope []byte) error {
+	if _, err := q.Exec(ctx, "INSERT INTO verifierd_ledger_checkpoints (seq, envelope) VALUES ($1, $2) ON CONFLICT (seq) DO NOTHING", int64(seq), envelope); err != nil {
+		return fmt.Errorf("storing the ledger checkpoint at seq %d: %w", seq, err)
+	}
+	return nil
+}
+
+// SignCheckpoints makes every later ledger append of this handle sign
+// checkpoints as c says (nil: none).
+func (s *Store) SignCheckpoints(c *store.Checkpointing) { s.checkpointing.Store(c) }
+
+// PutCheckpoint stores a signed checkpoint of the ledger ending at seq.
+func (s *Store) PutCheckpoint(seq uint64, envelope []byte) error {
+	return putCheckpoint(context.Background(), s.pool, seq, envelope)
+}
+
+// LatestCheckpoint is the stored checkpoint of the highest seq (a nil
+// envelope when there is none).
+func (s *Store) LatestCheckpoint() (uint64, []byte, error) {
+	var seq int64
+	var env []byte
+	err := s.pool.QueryRow(context.Background(), "SELECT seq, envelope FROM verifierd_ledger_checkpoints ORDER BY seq DESC LIMIT 1").Scan(&seq, &env)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, nil
+	}
+	return uint64(seq), env, err
+}
+
 func digestOf(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -295,9 +339,9 @@ func digestOf(canonical []byte) string {
 
 // withLedger runs fn with a ledger handle and fails when the handle failed,
 // whatever fn returned.
-func withLedger(ctx context.Context, tx pgx.Tx, fn func(*store.Ledger) error) error {
+func (s *Store) withLedger(ctx context.Context, tx pgx.Tx, fn func(*store.Ledger) error) error {
 	l := newLedger(ctx, tx)
-	err := fn(store.NewLedger(l))
+	err := fn(store.NewLedger(l).WithCheckpoints(s.checkpointing.Load()))
 	if l.err != nil {
 		return l.err
 	}
@@ -306,7 +350,7 @@ func withLedger(ctx context.Context, tx pgx.Tx, fn func(*store.Ledger) error) er
 
 // AppendLedger runs fn in a transaction of its own.
 func (s *Store) AppendLedger(fn func(*store.Ledger) error) error {
-	return s.tx(func(ctx context.Context, tx pgx.Tx) error { return withLedger(ctx, tx, fn) })
+	return s.tx(func(ctx context.Context, tx pgx.Tx) error { return s.withLedger(ctx, tx, fn) })
 }
 
 // LedgerHead is the position the next entry would take.
@@ -472,7 +516,7 @@ func (s *Store) CreateSessionLedger(id string, meta []byte, fn func(*store.Ledge
 				return err
 			}
 		}
-		return withLedger(ctx, tx, fn)
+		return s.withLedger(ctx, tx, fn)
 	})
 }
 
@@ -515,7 +559,7 @@ func (s *Store) FinishSessionLedger(id string, build func(*store.Ledger) (result
 			return nil
 		}
 		var keep bool
-		err = withLedger(ctx, tx, func(l *store.Ledger) error {
+		err = s.withLedger(ctx, tx, func(l *store.Ledger) error {
 			var err error
 			stored, keep, err = build(l)
 			return err
@@ -566,7 +610,7 @@ func (s *Store) AddReverification(id string, build func(l *store.Ledger, attempt
 			return err
 		}
 		var keep bool
-		err = withLedger(ctx, tx, func(l *store.Ledger) error {
+		err = s.withLedger(ctx, tx, func(l *store.Ledger) error {
 			var err error
 			out, keep, err = build(l, attempt)
 			return err
@@ -613,7 +657,7 @@ func (s *Store) Reverifications(id string) ([][]byte, error) {
 func (s *Store) PutReceipt(key string, build func(*store.Ledger) ([]byte, error)) ([]byte, error) {
 	var out []byte
 	err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-		err := withLedger(ctx, tx, func(l *store.Ledger) error {
+		err := s.withLedger(ctx, tx, func(l *store.Ledger) error {
 			var err error
 			out, err = build(l)
 			return err
@@ -681,7 +725,7 @@ func (s *Store) RewardUpdate(fn func(*store.RewardTx) error) error {
 		}
 		kv := &rewardKV{ctx: ctx, tx: tx, seal: s.seal}
 		l := newLedger(ctx, tx)
-		err := fn(store.NewRewardTx(kv, store.NewLedger(l)))
+		err := fn(store.NewRewardTx(kv, store.NewLedger(l).WithCheckpoints(s.checkpointing.Load())))
 		if kv.err != nil {
 			return kv.err
 		}

@@ -3,6 +3,9 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -662,5 +665,108 @@ func TestCensusCaptureBesideTheBaseline(t *testing.T) {
 	}
 	if err := s.ReadBaseline("final", store.CensusCapture(0), func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("census after a final result: %v, want ErrNotFound", err)
+	}
+}
+
+// TestCheckpointsAcrossHandles: two replicas on one database, both
+// signing every 5th entry, leave checkpoints at 5, 10, 15, ... each of the
+// entry's own hash; a rolled back append leaves none; a stored checkpoint
+// is never replaced.
+func TestCheckpointsAcrossHandles(t *testing.T) {
+	t.Parallel()
+	dsn := newDatabase(t)
+	a, b := open(t, dsn), open(t, dsn)
+	if seq, env, err := a.LatestCheckpoint(); err != nil || seq != 0 || env != nil {
+		t.Fatalf("a new database has a checkpoint: %d %s %v", seq, env, err)
+	}
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	sign := func(seq uint64, head string) ([]byte, error) {
+		env, err := receipt.SignCheckpoint(priv, seq, head, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(env)
+	}
+	for _, st := range []*Store{a, b} {
+		st.SignCheckpoints(&store.Checkpointing{Every: 5, Sign: sign})
+	}
+	const per = 12
+	var wg sync.WaitGroup
+	for i, st := range []*Store{a, b} {
+		wg.Go(func() {
+			for j := range per {
+				var err error
+				if j%2 == 0 {
+					err = st.AppendLedger(func(l *store.Ledger) error { _, err := l.Append("begin", fmt.Sprint(i), "sha256:aa"); return err })
+				} else {
+					err = st.RewardUpdate(func(tx *store.RewardTx) error {
+						_, err := tx.Ledger.Append("reward", fmt.Sprint(i), "sha256:bb")
+						return err
+					})
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	var entries []receipt.Entry
+	if err := a.ExportLedger(0, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := a.pool.Query(context.Background(), "SELECT seq, envelope FROM verifierd_ledger_checkpoints ORDER BY seq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for rows.Next() {
+		var seq int64
+		var raw []byte
+		if err := rows.Scan(&seq, &raw); err != nil {
+			t.Fatal(err)
+		}
+		env, err := receipt.ParseEnvelope(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := env.Open(pub)
+		var c receipt.Checkpoint
+		if err != nil || json.Unmarshal(payload, &c) != nil || c.Seq != uint64(seq) || c.Head != entries[seq-1].Hash() {
+			t.Fatalf("checkpoint %d: %s %v", seq, payload, err)
+		}
+		seqs = append(seqs, uint64(seq))
+	}
+	rows.Close()
+	if fmt.Sprint(seqs) != "[5 10 15 20]" {
+		t.Fatalf("checkpoints at %v, want [5 10 15 20]", seqs)
+	}
+	// Entries 25 to 30 in a transaction that fails: no checkpoint 25.
+	boom := errors.New("boom")
+	if err := b.AppendLedger(func(l *store.Ledger) error {
+		for range 6 {
+			if _, err := l.Append("x", "", "sha256:cc"); err != nil {
+				return err
+			}
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("failing append: %v", err)
+	}
+	if seq, _, err := b.LatestCheckpoint(); err != nil || seq != 20 {
+		t.Fatalf("latest %d (%v), want 20", seq, err)
+	}
+	if err := a.PutCheckpoint(24, []byte(`{"n":24}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutCheckpoint(24, []byte(`{"n":"other"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if seq, env, err := b.LatestCheckpoint(); err != nil || seq != 24 || string(env) != `{"n":24}` {
+		t.Fatalf("latest %d %s (%v), want the first seq 24", seq, env, err)
 	}
 }

@@ -1676,11 +1676,17 @@ func (x *ExportLedgerRequest) GetFromSeq() uint64 {
 	return 0
 }
 
+// ExportLedgerResponse carries one entry, or (the last message, alone) the
+// signed checkpoint the export ends at.
 type ExportLedgerResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Entry         *LedgerEntry           `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Entry *LedgerEntry           `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	// The DSSE envelope JSON of a signed ledger checkpoint (payload type
+	// application/vnd.verifierd.ledger-checkpoint.v1+json: seq, head, at,
+	// signer) covering exactly the entries sent before it.
+	CheckpointJson []byte `protobuf:"bytes,2,opt,name=checkpoint_json,json=checkpointJson,proto3" json:"checkpoint_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ExportLedgerResponse) Reset() {
@@ -1716,6 +1722,13 @@ func (*ExportLedgerResponse) Descriptor() ([]byte, []int) {
 func (x *ExportLedgerResponse) GetEntry() *LedgerEntry {
 	if x != nil {
 		return x.Entry
+	}
+	return nil
+}
+
+func (x *ExportLedgerResponse) GetCheckpointJson() []byte {
+	if x != nil {
+		return x.CheckpointJson
 	}
 	return nil
 }
@@ -2696,9 +2709,10 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\n" +
 	"ledger_seq\x18\x04 \x01(\x04R\tledgerSeq\"0\n" +
 	"\x13ExportLedgerRequest\x12\x19\n" +
-	"\bfrom_seq\x18\x01 \x01(\x04R\afromSeq\"P\n" +
+	"\bfrom_seq\x18\x01 \x01(\x04R\afromSeq\"y\n" +
 	"\x14ExportLedgerResponse\x128\n" +
-	"\x05entry\x18\x01 \x01(\v2\".verifierd.verifier.v1.LedgerEntryR\x05entry\"\xcc\x01\n" +
+	"\x05entry\x18\x01 \x01(\v2\".verifierd.verifier.v1.LedgerEntryR\x05entry\x12'\n" +
+	"\x0fcheckpoint_json\x18\x02 \x01(\fR\x0echeckpointJson\"\xcc\x01\n" +
 	"\vLedgerEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04prev\x18\x02 \x01(\tR\x04prev\x12\x12\n" +

@@ -66,7 +66,8 @@ type VerifierServiceClient interface {
 	// that signs every receipt, and its key id.
 	GetInfo(ctx context.Context, in *GetInfoRequest, opts ...grpc.CallOption) (*GetInfoResponse, error)
 	// ExportLedger streams the hash-chained ledger, oldest entry first, one
-	// entry per message.
+	// entry per message, and ends with the signed checkpoint of its last
+	// entry.
 	ExportLedger(ctx context.Context, in *ExportLedgerRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ExportLedgerResponse], error)
 	// Reverify judges a fresh read through the session's pinned adapter against
 	// its original baseline, after a repair. The new result is stored beside
@@ -210,7 +211,8 @@ type VerifierServiceServer interface {
 	// that signs every receipt, and its key id.
 	GetInfo(context.Context, *GetInfoRequest) (*GetInfoResponse, error)
 	// ExportLedger streams the hash-chained ledger, oldest entry first, one
-	// entry per message.
+	// entry per message, and ends with the signed checkpoint of its last
+	// entry.
 	ExportLedger(*ExportLedgerRequest, grpc.ServerStreamingServer[ExportLedgerResponse]) error
 	// Reverify judges a fresh read through the session's pinned adapter against
 	// its original baseline, after a repair. The new result is stored beside

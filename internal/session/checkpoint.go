@@ -1,0 +1,155 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/receipt"
+)
+
+// Defaults of the ledger checkpoints (verifierd --ledger-checkpoint-every,
+// --ledger-checkpoint-interval; docs/receipts.md).
+const (
+	DefaultCheckpointEvery    = 64
+	DefaultCheckpointInterval = 10 * time.Second
+)
+
+// signCheckpoint signs the checkpoint of the ledger whose entry seq hashes
+// to head (receipt.PayloadTypeCheckpoint) and returns the envelope JSON.
+func (m *Manager) signCheckpoint(seq uint64, head string) ([]byte, error) {
+	ref := m.signerRef()
+	payload, err := json.Marshal(receipt.Checkpoint{Seq: seq, Head: head, At: time.Now().UTC(),
+		Signer: &receipt.Signer{PublicKey: ref.PublicKey, KeyID: ref.KeyID}})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m.Signer.Sign(receipt.PayloadTypeCheckpoint, payload))
+}
+
+// Checkpoint returns a signed checkpoint covering the ledger as it is now:
+// the newest stored one when no entry was appended after it, else a new one
+// of the current head, signed and stored. Its seq is the last entry it
+// covers (0 for an empty ledger). Without a signer it returns no envelope.
+func (m *Manager) Checkpoint() (seq uint64, envelope []byte, err error) {
+	return m.checkpoint(true)
+}
+
+// checkpoint is Checkpoint; an empty ledger is signed only when empty is
+// true (an export asks for it; the timer does not).
+func (m *Manager) checkpoint(empty bool) (uint64, []byte, error) {
+	if m.Signer == nil || m.Store == nil {
+		return 0, nil, nil
+	}
+	pos, err := m.Store.LedgerHead()
+	if err != nil {
+		return 0, nil, err
+	}
+	seq := pos.Seq - 1
+	have, env, err := m.Store.LatestCheckpoint()
+	if err != nil {
+		return 0, nil, err
+	}
+	// Another replica may have appended and checkpointed since the head
+	// was read: its checkpoint covers at least as much.
+	if env != nil && have >= seq {
+		return have, env, nil
+	}
+	if seq == 0 && !empty {
+		return 0, nil, nil
+	}
+	if env != nil {
+		if err := m.checkContinuity(have, env, seq); err != nil {
+			return 0, nil, err
+		}
+	}
+	env, err = m.signCheckpoint(seq, pos.Head)
+	if err != nil {
+		return 0, nil, err
+	}
+	return seq, env, m.Store.PutCheckpoint(seq, env)
+}
+
+// ErrLedgerDiverged is the stored ledger no longer chaining onto the newest
+// checkpoint the daemon signed: an entry it covers, or one after it, was
+// changed in the store. The daemon then signs nothing over it.
+var ErrLedgerDiverged = errors.New("the stored ledger no longer chains onto its newest signed checkpoint")
+
+// checkContinuity checks, before a new checkpoint is signed over entries
+// up to upTo, that the entry of the newest checkpoint (at seq have, env)
+// still hashes to its signed head and that every entry after it chains
+// onto it, so that the daemon never signs over a ledger changed in the
+// store behind its back.
+func (m *Manager) checkContinuity(have uint64, env []byte, upTo uint64) error {
+	e, err := receipt.ParseEnvelope(env)
+	if err != nil {
+		return fmt.Errorf("%w: the checkpoint of seq %d: %v", ErrLedgerDiverged, have, err)
+	}
+	payload, err := e.Open(m.Signer.PublicKey())
+	if err != nil {
+		return fmt.Errorf("%w: the checkpoint of seq %d does not verify with the signing key: %v", ErrLedgerDiverged, have, err)
+	}
+	var cp receipt.Checkpoint
+	if err := json.Unmarshal(payload, &cp); err != nil || cp.Seq != have {
+		return fmt.Errorf("%w: the checkpoint stored at seq %d names seq %d", ErrLedgerDiverged, have, cp.Seq)
+	}
+	prev, last := cp.Head, have
+	stop := errors.New("stop")
+	err = m.Store.ExportLedger(max(have, 1), func(e receipt.Entry, _ []byte) error {
+		switch {
+		case e.Seq > upTo:
+			return stop
+		case e.Seq == have:
+			if e.Hash() != cp.Head {
+				return fmt.Errorf("%w: entry seq %d no longer hashes to the head signed at seq %d", ErrLedgerDiverged, e.Seq, have)
+			}
+			return nil
+		case e.Seq != last+1 || e.Prev != prev:
+			return fmt.Errorf("%w: entry seq %d does not chain onto seq %d", ErrLedgerDiverged, e.Seq, last)
+		}
+		prev, last = e.Hash(), e.Seq
+		return nil
+	})
+	if err != nil && !errors.Is(err, stop) {
+		return err
+	}
+	if last != upTo {
+		return fmt.Errorf("%w: the ledger ends at seq %d, not %d", ErrLedgerDiverged, last, upTo)
+	}
+	return nil
+}
+
+// StartCheckpoints makes the ledger carry signed checkpoints: one in the
+// transaction of every every-th entry (0: none by count), and, from a
+// goroutine of its own until ctx ends, one of the current head every
+// interval when entries were appended since the newest (0: none by time).
+// The caller signs one more at shutdown (Checkpoint).
+func (m *Manager) StartCheckpoints(ctx context.Context, every uint64, interval time.Duration) {
+	if m.Signer == nil || m.Store == nil {
+		return
+	}
+	if every > 0 {
+		m.Store.SignCheckpoints(&store.Checkpointing{Every: every, Sign: m.signCheckpoint})
+	}
+	if interval > 0 {
+		go m.checkpointEvery(ctx, interval)
+	}
+}
+
+func (m *Manager) checkpointEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, _, err := m.checkpoint(false); err != nil && ctx.Err() == nil {
+			m.logger().Error("signing a ledger checkpoint", "error", err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/receipt"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// TestCheckpointCoversTheHead: Checkpoint signs the head once and returns
+// the stored checkpoint while no entry follows it; StartCheckpoints signs
+// in the transaction of every Nth entry; the timer skips an empty ledger.
+func TestCheckpointCoversTheHead(t *testing.T) {
+	t.Parallel()
+	tab := &table{}
+	m := signedManager(t, &memAdapter{kind: "checkpoint-test", tier: 1, table: tab})
+	open := func(raw []byte) receipt.Checkpoint {
+		t.Helper()
+		env, err := receipt.ParseEnvelope(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := env.Open(m.Signer.PublicKey())
+		if err != nil || env.PayloadType != receipt.PayloadTypeCheckpoint {
+			t.Fatalf("checkpoint %s: %v", env.PayloadType, err)
+		}
+		var c receipt.Checkpoint
+		if err := json.Unmarshal(payload, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The timer's checkpoint of an empty ledger: none.
+	if seq, env, err := m.checkpoint(false); err != nil || seq != 0 || env != nil {
+		t.Fatalf("timer on an empty ledger: %d %s %v", seq, env, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.StartCheckpoints(ctx, 2, 0)
+	dep := []byte("effects: {kind: checkpoint-test}\n")
+	res, err := m.Begin(ctx, BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.add(sdk.Record{"id": json.Number("1"), "p": "v"})
+	if _, err := m.Verify(ctx, res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	entries := ledgerOf(t, m) // begin, verify, receipt
+	if seq, env, _ := m.Store.LatestCheckpoint(); seq != 2 || open(env).Head != entries[1].Hash() {
+		t.Fatalf("every 2nd entry: latest checkpoint %d, want 2", seq)
+	}
+	seq, env, err := m.Checkpoint()
+	c := open(env)
+	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.Signer.KeyID() {
+		t.Fatalf("Checkpoint: %d %+v %v", seq, c, err)
+	}
+	time.Sleep(time.Millisecond)
+	if _, again, _ := m.Checkpoint(); string(again) != string(env) {
+		t.Errorf("a second Checkpoint of the same head signed again")
+	}
+}
+
+// TestCheckpointRefusesADivergedLedger: when the entry of the newest
+// checkpoint no longer hashes to its signed head (the store was changed
+// behind the daemon's back), no new checkpoint is signed over it.
+func TestCheckpointRefusesADivergedLedger(t *testing.T) {
+	t.Parallel()
+	m := signedManager(t)
+	appendOne := func() {
+		t.Helper()
+		if err := m.Store.AppendLedger(func(l *store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne()
+	appendOne()
+	if seq, _, err := m.Checkpoint(); err != nil || seq != 2 {
+		t.Fatalf("honest checkpoint: %d %v", seq, err)
+	}
+	appendOne()
+	if seq, _, err := m.Checkpoint(); err != nil || seq != 3 {
+		t.Fatalf("a checkpoint chained onto the last: %d %v", seq, err)
+	}
+	// A checkpoint of seq 4 whose head is not entry 4's, then entry 5.
+	appendOne()
+	env, err := m.signCheckpoint(4, "sha256:"+strings.Repeat("00", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Store.PutCheckpoint(4, env); err != nil {
+		t.Fatal(err)
+	}
+	appendOne()
+	if _, _, err := m.Checkpoint(); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
+		t.Fatalf("diverged ledger: %v, want ErrLedgerDiverged naming seq 4", err)
+	}
+	if seq, _, _ := m.Store.LatestCheckpoint(); seq != 4 {
+		t.Fatalf("a checkpoint %d was signed over the diverged ledger", seq)
+	}
+}
