@@ -9,12 +9,25 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/verifierd/verifierd/internal/nesting"
 )
+
+// MaxDepth is how many levels of objects and arrays (mappings and
+// sequences) any document the judge reads may nest: effects documents,
+// records, case files, reward descriptors. Deeper input is refused while it
+// is read, never handed to a recursive reader.
+const MaxDepth = nesting.Max
 
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.
+// A document nested more than MaxDepth levels is refused (a
+// *nesting.Error naming the path) before anything recursive reads it.
 func DecodeJSON(data []byte) (any, error) {
+	if err := nesting.CheckJSON(data, "", MaxDepth); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeJSONValue(dec)
@@ -96,6 +109,9 @@ func DecodeDocument(data []byte) (any, error) {
 		if jerr == nil {
 			return tree, nil
 		}
+		if _, deep := errors.AsType[*nesting.Error](jerr); deep {
+			return nil, jerr // as deep read as YAML: no second try
+		}
 		if ytree, yerr := decodeYAML(data); yerr == nil {
 			return ytree, nil
 		}
@@ -120,11 +136,14 @@ func decodeYAML(data []byte) (any, error) {
 	return yamlTree(&doc, 0)
 }
 
-const maxYAMLDepth = 200
-
+// yamlTree converts the node tree. The YAML library refuses nesting past
+// 10,000 levels while it scans (flow brackets and block indentation both),
+// so its own tree building stays shallow enough; this conversion counts
+// depth and refuses past MaxDepth before recursing further. The document
+// node itself is level 0.
 func yamlTree(n *yaml.Node, depth int) (any, error) {
-	if depth > maxYAMLDepth {
-		return nil, errors.New("the document nests too deeply")
+	if depth > MaxDepth && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
+		return nil, fmt.Errorf("line %d: the document nests more than %d levels of mappings and sequences; flatten the value", n.Line, MaxDepth)
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
@@ -150,12 +151,27 @@ func (sc *Scanner) Value(path string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := deepAt(sc.s[start:end], path, start, MaxDepth); err != nil {
+		return nil, err
+	}
 	v, derr := DecodeJSON([]byte(sc.s[start:end]))
 	if derr != nil {
 		return nil, sc.fail(path, start, "%v", derr)
 	}
 	sc.pos = end
 	return v, nil
+}
+
+// deepAt refuses a value (starting at byte at of the document) nested more
+// than limit levels, naming the path inside it where the limit is passed
+// and its byte offset in the document.
+func deepAt(value, path string, at, limit int) error {
+	if err := nesting.CheckJSON(value, path, limit); err != nil {
+		ne := err.(*nesting.Error)
+		return &SyntaxError{Path: ne.Path, Offset: at + ne.Offset,
+			Msg: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", MaxDepth)}
+	}
+	return nil
 }
 
 // skip finds the end of the value starting at i. It checks only what it
@@ -586,6 +602,10 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			end, serr := sc.skip(i, p)
 			if serr != nil {
 				return serr
+			}
+			// The record is a level itself.
+			if err := deepAt(s[i:end], p, i, MaxDepth-1); err != nil {
+				return err
 			}
 			v, derr := DecodeJSON([]byte(s[i:end]))
 			if derr != nil {
