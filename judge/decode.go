@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -127,6 +128,11 @@ func decodeYAML(data []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("the document is empty")
 		}
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			// The YAML reader's own bound (10,000 levels), met while it
+			// scans: far past ours.
+			return nil, &nesting.Error{Limit: MaxDepth}
+		}
 		return nil, err
 	}
 	var extra yaml.Node
@@ -143,7 +149,7 @@ func decodeYAML(data []byte) (any, error) {
 // node itself is level 0.
 func yamlTree(n *yaml.Node, depth int) (any, error) {
 	if depth > MaxDepth && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
-		return nil, fmt.Errorf("line %d: the document nests more than %d levels of mappings and sequences; flatten the value", n.Line, MaxDepth)
+		return nil, &nesting.Error{Line: n.Line, Limit: MaxDepth}
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:

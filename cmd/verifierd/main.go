@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/inflight"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
@@ -69,6 +70,7 @@ func run(args []string) error {
 	evidenceKeyFile := fs.String("evidence-key", "", "file holding the 32-byte evidence key, the same on every replica of one --store (default: <data-dir>/keys/evidence-hmac.key, created on first start)")
 	signingKeyEnv := fs.String("signing-key-env", "", "environment variable holding the receipt signing key as a base64 32-byte Ed25519 seed, instead of --signing-key (the same on every replica)")
 	evidenceKeyEnv := fs.String("evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
+	maxInflight := fs.Int64("max-inflight-bytes", inflight.DefaultBytes, "budget of request bytes the daemon holds at once, gRPC and HTTP together; a request waits up to 1s for room, then fails with ResourceExhausted (HTTP 429); 0: no budget (docs/operations.md)")
 	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
 	onFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -166,7 +168,7 @@ func run(args []string) error {
 	defer host.Close()
 	watchDaemon(mets, st, host)
 
-	opts := server.Options{Logger: logger}
+	opts := server.Options{Logger: logger, Budget: inflight.New(*maxInflight)}
 	if env := daemon.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -204,6 +206,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
+		api.SetBudget(opts.Budget)
 		registerObserve(api, mets, mgr)
 		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, api, opts.TLS, logger)
 		if err != nil {

@@ -24,10 +24,12 @@ const Max = 64
 
 // Error is a document nested deeper than the limit. Path is where the
 // first value past the limit starts (JSON path syntax: a.b[2].c, the
-// caller's prefix first); Offset is its byte offset in the text read.
+// caller's prefix first); Offset is its byte offset in the text read. A
+// YAML document is located by Line instead (Offset is then 0).
 type Error struct {
 	Path   string
 	Offset int
+	Line   int
 	Limit  int
 }
 
@@ -36,7 +38,11 @@ func (e *Error) Error() string {
 	if where == "" {
 		where = "the document"
 	}
-	return fmt.Sprintf("%s nests more than %d levels of objects and arrays (at byte %d); flatten the value", where, e.Limit, e.Offset)
+	at := fmt.Sprintf("at byte %d", e.Offset)
+	if e.Line > 0 {
+		at = fmt.Sprintf("at line %d", e.Line)
+	}
+	return fmt.Sprintf("%s nests more than %d levels of objects and arrays (%s); flatten the value", where, e.Limit, at)
 }
 
 // frame is one open object or array.
