@@ -24,76 +24,15 @@ const MaxDepth = nesting.Max
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.
 // A document nested more than MaxDepth levels is refused (a
-// *nesting.Error naming the path) before anything recursive reads it.
+// *nesting.Error naming the path) before it is read. It accepts exactly
+// what encoding/json accepts, with the same values (FuzzDecodeJSON); the
+// reader is a loop with an explicit stack (jsontree.go), and strings
+// without escapes and numbers are spans of one copy of data.
 func DecodeJSON(data []byte) (any, error) {
 	if err := nesting.CheckJSON(data, "", MaxDepth); err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeJSONValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON document")
-	}
-	return v, nil
-}
-
-func decodeJSONValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, errors.New("unexpected end of JSON input")
-		}
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			m := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key %v is not a string", kt)
-				}
-				if _, dup := m[k]; dup {
-					return nil, fmt.Errorf("duplicate key %q", k)
-				}
-				v, err := decodeJSONValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				m[k] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return m, nil
-		case '[':
-			a := []any{}
-			for dec.More() {
-				v, err := decodeJSONValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				a = append(a, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return a, nil
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	default:
-		return t, nil
-	}
+	return decodeTree(string(data))
 }
 
 // DecodeDocument parses YAML or JSON (JSON when the document parses as
