@@ -20,6 +20,11 @@ import (
 // is read, never handed to a recursive reader.
 const MaxDepth = nesting.Max
 
+// MaxDocumentSeparators bounds the commas and line breaks of a document
+// DecodeDocument reads (effects, deployments, workflows, reward
+// contracts): 1,000 contracts of 60 lines each fit.
+const MaxDocumentSeparators = 65536
+
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.
@@ -39,7 +44,16 @@ func DecodeJSON(data []byte) (any, error) {
 // JSON; YAML otherwise, flow style included) into the same tree DecodeJSON returns. YAML
 // integers and floats become json.Number so that a contract written as
 // `id: 1` is seen as a number and refused, exactly as in JSON.
+//
+// A contract document is small: one with more than MaxDocumentSeparators
+// commas and line breaks together (an upper bound on its values, each
+// flow entry needing a comma and each block entry a line) is refused
+// before it is parsed, so that a 1 MiB document of tiny values cannot make
+// the YAML reader build half a million nodes (~370 bytes each).
 func DecodeDocument(data []byte) (any, error) {
+	if n := bytes.Count(data, []byte{','}) + bytes.Count(data, []byte{'\n'}); n > MaxDocumentSeparators {
+		return nil, fmt.Errorf("the document has %d commas and line breaks, over the limit of %d for a contract document; split it", n, MaxDocumentSeparators)
+	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 		// JSON first, so that JSON keeps its exact number text; a flow-style

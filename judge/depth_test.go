@@ -2,7 +2,6 @@ package judge
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -103,15 +102,4 @@ func TestRecordsRefuseDeepNesting(t *testing.T) {
 	if se, ok := errors.AsType[*SyntaxError](err); !ok || !strings.HasPrefix(se.Path, "v[0]") {
 		t.Fatalf("Scanner.Value = %v", err)
 	}
-}
-
-// peakHeap runs f and returns the most heap it allocated beyond what was
-// live before (sampled by a watcher, plus total allocations as a bound).
-func heapCost(f func()) (total uint64) {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
 }
