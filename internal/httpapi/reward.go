@@ -42,7 +42,7 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any,
 	}
 	tree, err := judge.DecodeJSON(raw)
 	if ne, deep := errors.AsType[*nesting.Error](err); deep {
-		WriteError(w, http.StatusBadRequest, "bad_request", clip(ne.Error()))
+		WriteError(w, http.StatusBadRequest, "bad_request", ne.Error()) // bounded: 64 levels of clipped names
 		return nil, nil, false
 	}
 	m, ok := tree.(map[string]any)
