@@ -222,6 +222,12 @@ func hostileRequests(c verifierv1.VerifierServiceClient, conn *grpc.ClientConn, 
 		{"oversized message", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: make([]byte, 20<<20)}), codes.ResourceExhausted, ""},
 		{"1001 effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: over}), codes.InvalidArgument, "over the limit of 1000 effects"},
 		{"deep effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: deep}), codes.InvalidArgument, "limit of 32 levels"},
+		{"1.5M-deep record", func(ctx context.Context) error {
+			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: []byte("[" + one + "]"), Before: &verifierv1.Read{Reachable: true},
+				After: &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{deepRecord(1_500_000)}}})
+			return err
+		}, codes.InvalidArgument, "more than 64 levels"},
+		{"1M-deep YAML effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("- " + strings.Repeat("[", 1_000_000))}), codes.InvalidArgument, "limit of 32 levels"},
 		{"alias", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("- &a {kind: record_written, match: {patient_id: x}}\n- *a\n")}), codes.InvalidArgument, "aliases"},
 		{"10 MB kind", begin(&verifierv1.BeginRequest{Deployment: bigKind, Effects: over}), codes.InvalidArgument, "over the limit of 1048576 bytes"},
 		{"10 MB value", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("[" + one + "]"), Params: map[string]string{"p": strings.Repeat("v", 10<<20)}}), codes.InvalidArgument, "over the limit of 65536 bytes"},

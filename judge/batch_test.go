@@ -292,6 +292,11 @@ func FuzzScanRecords(f *testing.F) {
 		`[{"a": {"x": [1, {"y": "z"}]}, "s": "\u00e9\n\ud83d\ude00"}]`, "[{\"a\": \"\xff\"}]",
 		`[{"id": 1, "id": 2}]`, `[{"id": 1e999999999}]`, `[{"id": -0.0e-5}]`, ` [ { "a" : 1 } , { "a" : 2 } ] `,
 		`[{"a": 1}] [`, `[1]`, `[{"a": 01}]`, `[{"a": "\u12"}]`,
+		// The record inside the list is level 2: a field may nest 62 more.
+		`[{"a": ` + strings.Repeat("[", 62) + strings.Repeat("]", 62) + `}]`,
+		`[{"a": ` + strings.Repeat("{\"b\":[", 31) + "1" + strings.Repeat("]}", 31) + `}]`,
+		`[{"a": ` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}]`,
+		`[{"a": ` + strings.Repeat("[", 3000) + `}]`,
 	} {
 		f.Add(s)
 	}

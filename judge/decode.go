@@ -7,86 +7,53 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/verifierd/verifierd/internal/nesting"
 )
+
+// MaxDepth is how many levels of objects and arrays (mappings and
+// sequences) any document the judge reads may nest: effects documents,
+// records, case files, reward descriptors. Deeper input is refused while it
+// is read, never handed to a recursive reader.
+const MaxDepth = nesting.Max
+
+// MaxDocumentSeparators bounds the commas and line breaks of a document
+// DecodeDocument reads (effects, deployments, workflows, reward
+// contracts): 1,000 contracts of 60 lines each fit.
+const MaxDocumentSeparators = 65536
 
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.
+// A document nested more than MaxDepth levels is refused (a
+// *nesting.Error naming the path) before it is read. It accepts exactly
+// what encoding/json accepts, with the same values (FuzzDecodeJSON); the
+// reader is a loop with an explicit stack (jsontree.go), and strings
+// without escapes and numbers are spans of one copy of data.
 func DecodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeJSONValue(dec)
-	if err != nil {
+	if err := nesting.CheckJSON(data, "", MaxDepth); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON document")
-	}
-	return v, nil
-}
-
-func decodeJSONValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		if err == io.EOF {
-			return nil, errors.New("unexpected end of JSON input")
-		}
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			m := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, fmt.Errorf("object key %v is not a string", kt)
-				}
-				if _, dup := m[k]; dup {
-					return nil, fmt.Errorf("duplicate key %q", k)
-				}
-				v, err := decodeJSONValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				m[k] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return m, nil
-		case '[':
-			a := []any{}
-			for dec.More() {
-				v, err := decodeJSONValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				a = append(a, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return a, nil
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	default:
-		return t, nil
-	}
+	return decodeTree(string(data))
 }
 
 // DecodeDocument parses YAML or JSON (JSON when the document parses as
 // JSON; YAML otherwise, flow style included) into the same tree DecodeJSON returns. YAML
 // integers and floats become json.Number so that a contract written as
 // `id: 1` is seen as a number and refused, exactly as in JSON.
+//
+// A contract document is small: one with more than MaxDocumentSeparators
+// commas and line breaks together (an upper bound on its values, each
+// flow entry needing a comma and each block entry a line) is refused
+// before it is parsed, so that a 1 MiB document of tiny values cannot make
+// the YAML reader build half a million nodes (~370 bytes each).
 func DecodeDocument(data []byte) (any, error) {
+	if n := bytes.Count(data, []byte{','}) + bytes.Count(data, []byte{'\n'}); n > MaxDocumentSeparators {
+		return nil, fmt.Errorf("the document has %d commas and line breaks, over the limit of %d for a contract document; split it", n, MaxDocumentSeparators)
+	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 		// JSON first, so that JSON keeps its exact number text; a flow-style
@@ -95,6 +62,9 @@ func DecodeDocument(data []byte) (any, error) {
 		tree, jerr := DecodeJSON(trimmed)
 		if jerr == nil {
 			return tree, nil
+		}
+		if _, deep := errors.AsType[*nesting.Error](jerr); deep {
+			return nil, jerr // as deep read as YAML: no second try
 		}
 		if ytree, yerr := decodeYAML(data); yerr == nil {
 			return ytree, nil
@@ -111,6 +81,11 @@ func decodeYAML(data []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("the document is empty")
 		}
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			// The YAML reader's own bound (10,000 levels), met while it
+			// scans: far past ours.
+			return nil, &nesting.Error{Limit: MaxDepth}
+		}
 		return nil, err
 	}
 	var extra yaml.Node
@@ -120,11 +95,14 @@ func decodeYAML(data []byte) (any, error) {
 	return yamlTree(&doc, 0)
 }
 
-const maxYAMLDepth = 200
-
+// yamlTree converts the node tree. The YAML library refuses nesting past
+// 10,000 levels while it scans (flow brackets and block indentation both),
+// so its own tree building stays shallow enough; this conversion counts
+// depth and refuses past MaxDepth before recursing further. The document
+// node itself is level 0.
 func yamlTree(n *yaml.Node, depth int) (any, error) {
-	if depth > maxYAMLDepth {
-		return nil, errors.New("the document nests too deeply")
+	if depth > MaxDepth && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
+		return nil, &nesting.Error{Line: n.Line, Limit: MaxDepth}
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:

@@ -185,6 +185,12 @@ func FuzzLoadEffects(f *testing.F) {
 		`[{"kind": "record_written", "new_only": true}]`,
 		"- &a {kind: record_written}\n- *a\n",
 		"",
+		// Nesting at and past the limit, JSON and YAML (flow and block).
+		`[{"kind": "record_written", "match": {"a": ` + strings.Repeat("[", 61) + strings.Repeat("]", 61) + `}}]`,
+		`[{"kind": "record_written", "match": {"a": ` + strings.Repeat("[", 62) + strings.Repeat("]", 62) + `}}]`,
+		strings.Repeat("[", 5000),
+		"- " + strings.Repeat("[", 70) + "x" + strings.Repeat("]", 70) + "\n",
+		strings.Repeat("- ", 70) + "x\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
@@ -29,6 +30,7 @@ type Scanner struct {
 	plain  []bool   // shape[k]'s name reads the same quoted (no escape) // the previous record's names, in order: the likely next ones
 	seen   []uint32 // per name index: the stamp of the last record holding it
 	stamp  uint32
+	level  int // objects and arrays open around the position (Object, Records)
 }
 
 // SyntaxError is malformed JSON at a path of the document.
@@ -89,6 +91,8 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 		return sc.fail(path, sc.pos, "expected an object")
 	}
 	sc.pos++
+	sc.level++
+	defer func() { sc.level-- }()
 	var keys []string
 	if sc.Peek() == '}' {
 		sc.pos++
@@ -135,7 +139,7 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 // learns so from an error. Texts the new scanner decodes are spans of the
 // same document.
 func (sc *Scanner) SplitAt(end int) *Scanner {
-	sub := &Scanner{s: sc.s[:end], pos: sc.pos}
+	sub := &Scanner{s: sc.s[:end], pos: sc.pos, level: sc.level}
 	sc.pos = end
 	return sub
 }
@@ -150,12 +154,27 @@ func (sc *Scanner) Value(path string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := deepAt(sc.s[start:end], path, start, MaxDepth-sc.level); err != nil {
+		return nil, err
+	}
 	v, derr := DecodeJSON([]byte(sc.s[start:end]))
 	if derr != nil {
 		return nil, sc.fail(path, start, "%v", derr)
 	}
 	sc.pos = end
 	return v, nil
+}
+
+// deepAt refuses a value (starting at byte at of the document) nested more
+// than limit levels, naming the path inside it where the limit is passed
+// and its byte offset in the document.
+func deepAt(value, path string, at, limit int) error {
+	if err := nesting.CheckJSON(value, path, limit); err != nil {
+		ne := err.(*nesting.Error)
+		return &SyntaxError{Path: ne.Path, Offset: at + ne.Offset,
+			Msg: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", MaxDepth)}
+	}
+	return nil
 }
 
 // skip finds the end of the value starting at i. It checks only what it
@@ -301,6 +320,8 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 		sc.use(b)
 	}
 	sc.pos++
+	sc.level++
+	defer func() { sc.level-- }()
 	if sc.Peek() == ']' {
 		sc.pos++
 		return 0, -1, nil
@@ -586,6 +607,10 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			end, serr := sc.skip(i, p)
 			if serr != nil {
 				return serr
+			}
+			// The record is a level itself, inside sc.level others.
+			if err := deepAt(s[i:end], p, i, MaxDepth-1-sc.level); err != nil {
+				return err
 			}
 			v, derr := DecodeJSON([]byte(s[i:end]))
 			if derr != nil {

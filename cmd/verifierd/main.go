@@ -33,6 +33,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/httpapi"
+	"github.com/verifierd/verifierd/internal/inflight"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
@@ -74,6 +75,7 @@ func run(args []string) error {
 	signingKeyEnv := fs.String("signing-key-env", "", "environment variable holding the receipt signing key as a base64 32-byte Ed25519 seed, instead of --signing-key (the same on every replica)")
 	evidenceKeyEnv := fs.String("evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
 	rotateKeys := fs.Bool("rotate-keys", false, "adopt this daemon's --evidence-key and --signing-key for a store first written with other keys (a deliberate rotation; docs/operations.md); without it such a store is refused")
+	maxInflight := fs.Int64("max-inflight-bytes", inflight.DefaultBytes, "budget of request bytes the daemon holds at once, gRPC and HTTP together; a request waits up to 1s for room, then fails with ResourceExhausted (HTTP 429); 0: no budget (docs/operations.md)")
 	healthListen := fs.String("health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
 	httpAllowedHosts := fs.String("http-allowed-hosts", "", "comma-separated host or host:port names the HTTP listener answers for besides localhost and loopback addresses (421 otherwise), e.g. verifierd.example.com; requests with the API token pass on any name")
 	limits := connFlags(fs)
@@ -195,7 +197,7 @@ func run(args []string) error {
 	// The API's listener is bound last (below); its connection limit is
 	// built now, for the server options that go with it.
 	grpcLim, grpcOpts := limits.grpcListener("grpc", nil)
-	opts := server.Options{Logger: logger, Connection: grpcOpts}
+	opts := server.Options{Logger: logger, Connection: grpcOpts, Budget: inflight.New(*maxInflight)}
 	if env := daemon.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -241,6 +243,7 @@ func run(args []string) error {
 			return err
 		}
 		api.AllowHosts(allowedHosts)
+		api.SetBudget(opts.Budget)
 		registerObserve(api, mets, mgr)
 		stopHTTP, err := serveHTTP(maintainCtx, *httpListen, api, opts.TLS, limits, logger)
 		if err != nil {

@@ -1,18 +1,55 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
+
+// shallowBody refuses a request body nested more than nesting.Max levels
+// with InvalidArgument naming the path, in the gateway's error shape,
+// before the gateway's JSON reader (which recurses per level) sees it.
+func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next(w, r)
+			return
+		}
+		raw, err := io.ReadAll(r.Body)
+		if err != nil {
+			// Over the size bound or a broken body: the gateway's own
+			// reading of what is left gives its usual answer.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(raw), r.Body))
+			next(w, r)
+			return
+		}
+		if err := nesting.CheckJSON(raw, "", nesting.Max); err != nil {
+			ne := err.(*nesting.Error)
+			st := status.New(codes.InvalidArgument, err.Error()) // bounded: 64 levels of clipped names
+			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{
+				Field: ne.Path, Description: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", nesting.Max)}}}); derr == nil {
+				st = d
+			}
+			runtime.HTTPError(r.Context(), gw, m, w, r, st.Err())
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		next(w, r)
+	}
+}
 
 // gatewayRoutes are the listener's patterns that lead to the gateway. They
 // cover the rules in proto/verifierd/verifier/v1/http.yaml; a request that
@@ -62,6 +99,7 @@ func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, logger hclog.
 		}()
 		gw.ServeHTTP(w, r)
 	}
+	h = shallowBody(gw, jsonpb, h)
 	for _, p := range gatewayRoutes {
 		if paramRoutes[p] {
 			a.handle(p, session.MaxRequestBytes, scalarParams(gw, jsonpb, h))

@@ -174,3 +174,19 @@ func TestGatewayErrors(t *testing.T) {
 		t.Errorf("unknown route: %d", code)
 	}
 }
+
+// A body nested past the limit is refused before the gateway's JSON reader
+// sees it, naming the path; a body within it reaches the service.
+func TestGatewayRefusesDeepBodies(t *testing.T) {
+	t.Parallel()
+	c := serveGateway(t)
+	deep := `{"deploymentName": "clinic", "params": {"p": ` + strings.Repeat("[", 1_500_000) + strings.Repeat("]", 1_500_000) + `}}`
+	code, body := c.do("POST", "/v1/sessions", deep, token)
+	msg, _ := body["message"].(string)
+	if code != http.StatusBadRequest || body["code"] != float64(codes.InvalidArgument) || !strings.Contains(msg, "params.p[0][0]") || !strings.Contains(msg, "more than 64 levels") {
+		t.Fatalf("a 1.5M-deep body: %d %.300v", code, body)
+	}
+	if code, body := c.do("POST", "/v1/sessions", `{"deploymentName": "clinic"}`, token); code != http.StatusOK {
+		t.Fatalf("a plain body after it: %d %v", code, body)
+	}
+}

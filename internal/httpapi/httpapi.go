@@ -13,6 +13,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/verifierd/verifierd/internal/inflight"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -20,10 +25,18 @@ const MaxBodyBytes = 1 << 20
 
 // API is the HTTP listener's mux.
 type API struct {
-	mux   *http.ServeMux
-	token string
-	hosts Hosts
+	mux    *http.ServeMux
+	token  string
+	hosts  Hosts
+	budget *inflight.Budget
 }
+
+// SetBudget makes every request body reserve its size from b before it is
+// read (the daemon's --max-inflight-bytes, shared with gRPC): a body of
+// unknown length reserves the route's whole body limit. When the budget
+// stays spent for inflight.MaxWait the request is refused with 429 and
+// Retry-After. Call it before serving.
+func (a *API) SetBudget(b *inflight.Budget) { a.budget = b }
 
 // New returns an API requiring token as "Authorization: Bearer <token>" on
 // every route joined with Handle (none when token is empty).
@@ -54,9 +67,33 @@ func (a *API) handle(pattern string, maxBody int64, h http.HandlerFunc) {
 			WriteError(w, http.StatusUnauthorized, "unauthorized", "send the API token as 'Authorization: Bearer <token>'")
 			return
 		}
+		if n := bodyReservation(r, maxBody); n > 0 && a.budget != nil {
+			release, err := a.budget.Reserve(r.Context(), n)
+			if err != nil {
+				if status.Code(err) != codes.ResourceExhausted {
+					return // the client went away while it waited
+				}
+				w.Header().Set("Retry-After", "1")
+				WriteError(w, http.StatusTooManyRequests, "resource_exhausted", status.Convert(err).Message())
+				return
+			}
+			defer release()
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		h(w, r)
 	})
+}
+
+// bodyReservation is what a request reserves: its declared length, or the
+// route's body limit when the length is unknown (chunked) or over it.
+func bodyReservation(r *http.Request, maxBody int64) int64 {
+	if r.Body == nil || r.Body == http.NoBody {
+		return 0
+	}
+	if r.ContentLength >= 0 && r.ContentLength <= maxBody {
+		return r.ContentLength
+	}
+	return maxBody
 }
 
 func (a *API) authorized(r *http.Request) bool {

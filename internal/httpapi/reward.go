@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/judge"
 )
@@ -40,6 +41,10 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any,
 		return nil, nil, false
 	}
 	tree, err := judge.DecodeJSON(raw)
+	if ne, deep := errors.AsType[*nesting.Error](err); deep {
+		WriteError(w, http.StatusBadRequest, "bad_request", ne.Error()) // bounded: 64 levels of clipped names
+		return nil, nil, false
+	}
 	m, ok := tree.(map[string]any)
 	if err != nil || !ok {
 		WriteError(w, http.StatusBadRequest, "bad_request", "the body must be one JSON object")

@@ -18,6 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -185,8 +186,12 @@ func Do(c *http.Client, req *http.Request) (*Response, error) {
 // stays exact. Anything after the value is refused with a
 // *TrailingDataError; an empty body is encoding/json's io.EOF. Duplicate
 // object keys are not refused (the later wins): judge.DecodeJSON, for
-// contracts, refuses them.
+// contracts, refuses them. A body nested more than nesting.Max levels is
+// refused (*nesting.Error) before it is decoded.
 func DecodeJSON(body []byte) (any, error) {
+	if err := nesting.CheckJSON(body, "", nesting.Max); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/verifierd/verifierd/internal/inflight"
 )
 
 // apiPackage is the proto package of the requests the codec vets.
@@ -20,8 +22,10 @@ const apiPackage = "verifierd.verifier.v1."
 // request whose strings are not valid UTF-8. gRPC answers any unmarshal
 // failure with Internal, which blames the daemon for the client's bytes; here
 // such a request reaches the handler chain empty and marked, and
-// vetUnary answers InvalidArgument naming the field.
-type wireCodec struct{}
+// vetUnary answers InvalidArgument naming the field. With a budget, the
+// codec also reserves each API request's bytes before decoding it
+// (budget.go).
+type wireCodec struct{ budget *inflight.Budget }
 
 // badUTF8 maps a marked request (by pointer) to the offending field path.
 // vetUnary, first in the chain, removes every mark it finds; only unary
@@ -38,14 +42,22 @@ func (wireCodec) Marshal(v any) ([]byte, error) {
 	return proto.Marshal(m)
 }
 
-func (wireCodec) Unmarshal(data []byte, v any) error {
+func (c wireCodec) Unmarshal(data []byte, v any) error {
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("codec: %T is not a protobuf message", v)
 	}
+	if reserveFor(c.budget, m, len(data)) {
+		return nil // refused: budgetUnary answers ResourceExhausted
+	}
 	err := proto.Unmarshal(data, m)
-	if err == nil || !strings.Contains(err.Error(), "UTF-8") {
-		return err
+	if err != nil {
+		if !strings.Contains(err.Error(), "UTF-8") {
+			unreserve(m) // gRPC answers the call without the chain
+			return err
+		}
+	} else {
+		return nil
 	}
 	desc := m.ProtoReflect().Descriptor()
 	if !strings.HasPrefix(string(desc.FullName()), apiPackage) {

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/verifierd/verifierd/internal/inflight"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
@@ -51,6 +52,11 @@ type Options struct {
 	// Connection are more server options, appended last: the daemon's
 	// connection bounds (handshake timeout, keepalive and idle limits).
 	Connection []grpc.ServerOption
+	// Budget, when set, bounds the bytes of API requests in flight
+	// (--max-inflight-bytes): each unary request reserves its size before
+	// it is decoded and waits or fails with ResourceExhausted when the
+	// budget is spent.
+	Budget *inflight.Budget
 }
 
 // New returns a gRPC server with VerifierService, health and reflection.
@@ -62,8 +68,8 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(session.MaxRequestBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
-		grpc.ForceServerCodec(wireCodec{}),
-		grpc.ChainUnaryInterceptor(recoverUnary(logger), vetUnary(), authUnary(opts.BearerToken)),
+		grpc.ForceServerCodec(wireCodec{budget: opts.Budget}),
+		grpc.ChainUnaryInterceptor(budgetUnary(), recoverUnary(logger), vetUnary(), authUnary(opts.BearerToken)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
 		// Calls run on a pool of goroutines whose stacks have already
 		// grown, instead of a fresh goroutine (and its stack growth) per

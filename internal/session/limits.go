@@ -1,9 +1,11 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/judge"
 )
 
@@ -106,12 +108,37 @@ func checkDocument(path string, data []byte) error {
 	return nil
 }
 
-// checkDepth bounds the nesting of a decoded document.
+// checkDepth bounds the nesting of a decoded document. The decoder has
+// already refused anything past judge.MaxDepth while it read (tooDeep), so
+// this walk recurses at most that deep.
 func checkDepth(path string, tree any) error {
 	if depthOver(tree, 1) {
-		return &Error{Kind: Invalid, Path: path, Message: fmt.Sprintf("nests deeper than the limit of %d levels; flatten the document", MaxDocumentDepth)}
+		return deepDocument(path, "")
 	}
 	return nil
+}
+
+func deepDocument(path, where string) error {
+	return &Error{Kind: Invalid, Path: path, Message: fmt.Sprintf("nests deeper than the limit of %d levels%s; flatten the document", MaxDocumentDepth, where)}
+}
+
+// tooDeep turns the decoder's refusal of a document nested past
+// judge.MaxDepth into the document limit's own refusal (MaxDocumentDepth
+// is the stricter), naming where the reader stopped; nil for any other
+// error.
+func tooDeep(path string, err error) error {
+	ne, ok := errors.AsType[*nesting.Error](err)
+	if !ok {
+		return nil
+	}
+	where := ""
+	switch {
+	case ne.Line > 0:
+		where = fmt.Sprintf(" (line %d)", ne.Line)
+	case ne.Path != "":
+		where = " (at " + clipMsg(ne.Path) + ")"
+	}
+	return deepDocument(path, where)
 }
 
 func depthOver(tree any, depth int) bool {
@@ -142,6 +169,9 @@ func parseEffectsDoc(data []byte) ([]judge.Effect, error) {
 	}
 	tree, err := judge.DecodeDocument(data)
 	if err != nil {
+		if deep := tooDeep("effects", err); deep != nil {
+			return nil, deep
+		}
 		return nil, &Error{Kind: Invalid, Code: judge.CodeInvalidContract, Path: "effects", Message: "cannot parse: " + clipMsg(err.Error())}
 	}
 	if err := checkDepth("effects", tree); err != nil {

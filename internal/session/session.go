@@ -259,11 +259,14 @@ func parseDeployment(data []byte) (*config.Deployment, bool, error) {
 	if err := checkDocument("deployment", data); err != nil {
 		return nil, false, err
 	}
-	if tree, err := judge.DecodeDocument(data); err == nil {
+	tree, err := judge.DecodeDocument(data)
+	if err == nil {
 		if err := checkDepth("deployment", tree); err != nil {
 			return nil, false, err
 		}
-	} // a document that does not decode is refused by ParseDeployment below
+	} else if deep := tooDeep("deployment", err); deep != nil {
+		return nil, false, deep
+	} // a document that does not decode otherwise is refused by ParseDeployment below
 	dep, err := config.ParseDeployment(data)
 	if err != nil {
 		if ce, ok := errors.AsType[*config.Error](err); ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
@@ -26,6 +27,11 @@ func Record(b []byte) (sdk.Record, error) {
 }
 
 func slowRecord(b []byte) (sdk.Record, error) {
+	// A plugin's record nests at most nesting.Max levels, the record
+	// itself being the first; deeper is refused before decoding.
+	if err := nesting.CheckJSON(b, "", nesting.Max); err != nil {
+		return nil, fmt.Errorf("record is refused: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var r sdk.Record

@@ -2,6 +2,7 @@ package fromproto
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,12 +13,27 @@ var recordSeeds = []string{
 	`{"a":"x","a":"y"}`, `{"s":"Zo\u00eb"}`, `{"s":"tab\there"}`, `{"o":{"a":[1,2]}}`,
 	`{"n":01}`, `{"n":1.}`, `{"n":-}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`, `[1]`, `null`,
 	`{"a":tru}`, `{"a":"unterminated}`, "{\"a\":\"\xff\"}", `{"big":123456789012345678901234567890}`,
+	// Nesting at and past the limit (the record is the first level).
+	`{"o":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`,
+	`{"o":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`,
+	`{"o":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`,
 }
 
 func TestFastAndSlowRecordAgree(t *testing.T) {
 	t.Parallel()
 	for _, in := range recordSeeds {
 		checkAgree(t, []byte(in))
+	}
+}
+
+// A plugin's record nested past the limit is refused before decoding.
+func TestRecordRefusesDeepNesting(t *testing.T) {
+	if _, err := Record([]byte(`{"o":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`)); err != nil {
+		t.Fatalf("64 levels: %v", err)
+	}
+	_, err := Record([]byte(`{"o":` + strings.Repeat("[", 1_500_000) + strings.Repeat("]", 1_500_000) + `}`))
+	if err == nil || !strings.Contains(err.Error(), "o[0][0]") || !strings.Contains(err.Error(), "more than 64 levels") {
+		t.Fatalf("1.5M levels: %v", err)
 	}
 }
 

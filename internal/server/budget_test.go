@@ -1,0 +1,62 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/verifierd/verifierd/internal/inflight"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// Every way a budgeted call ends gives its bytes back: served, refused by
+// the handler, refused for its token, refused as invalid UTF-8, not
+// decodable at all. A call bigger than the whole budget is
+// ResourceExhausted naming the flag.
+func TestBudgetReleasedOnEveryPath(t *testing.T) {
+	b := inflight.New(64 << 10)
+	conn := serve(t, Options{Budget: b, BearerToken: "tok"})
+	c := verifierv1.NewVerifierServiceClient(conn)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer tok")
+	judge := &verifierv1.JudgeRequest{
+		Effects: []byte(`[{"kind": "record_written", "match": {"patient_id": "p1"}}]`),
+		Before:  &verifierv1.Read{Reachable: true},
+		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": "1", "patient_id": "p1", "x": ` + strings.Repeat("[", 10000) + `}`)}},
+	}
+	if _, err := c.Judge(ctx, judge); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a deep record: %v", err)
+	}
+	judge.After.RecordsJson = [][]byte{[]byte(`{"id": "1", "patient_id": "p1"}`)}
+	if _, err := c.Judge(ctx, judge); err != nil {
+		t.Fatalf("a plain Judge: %v", err)
+	}
+	if _, err := c.Judge(context.Background(), judge); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("without the token: %v", err)
+	}
+	badUTF8 := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("ses_\xff"))
+	var out []byte
+	if err := conn.Invoke(ctx, "/verifierd.verifier.v1.VerifierService/Verify", badUTF8, &out, grpc.ForceCodec(rawCodec{})); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("invalid UTF-8: %v", err)
+	}
+	broken := []byte{0x0a, 0x7f} // a length past the end
+	if err := conn.Invoke(ctx, "/verifierd.verifier.v1.VerifierService/Verify", broken, &out, grpc.ForceCodec(rawCodec{})); err == nil {
+		t.Fatal("a broken message was accepted")
+	}
+	if n := b.InUse(); n != 0 {
+		t.Fatalf("%d bytes still reserved after every call returned", n)
+	}
+	judge.After.RecordsJson = [][]byte{[]byte(`{"id": "1", "pad": "` + strings.Repeat("p", 70<<10) + `"}`)}
+	_, err := c.Judge(ctx, judge)
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "--max-inflight-bytes") {
+		t.Fatalf("a call over the whole budget: %v", err)
+	}
+	if n := b.InUse(); n != 0 {
+		t.Fatalf("%d bytes reserved after the refusal", n)
+	}
+}
