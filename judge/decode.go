@@ -11,14 +11,14 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/verifierd/verifierd/internal/nesting"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
 // MaxDepth is how many levels of objects and arrays (mappings and
 // sequences) any document the judge reads may nest: effects documents,
 // records, case files, reward descriptors. Deeper input is refused while it
 // is read, never handed to a recursive reader.
-const MaxDepth = nesting.Max
+const MaxDepth = jsondepth.Max
 
 // MaxDocumentSeparators bounds the commas and line breaks of a document
 // DecodeDocument reads (effects, deployments, workflows, reward
@@ -29,12 +29,12 @@ const MaxDocumentSeparators = 65536
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.
 // A document nested more than MaxDepth levels is refused (a
-// *nesting.Error naming the path) before it is read. It accepts exactly
+// *jsondepth.Error naming the path) before it is read. It accepts exactly
 // what encoding/json accepts, with the same values (FuzzDecodeJSON); the
 // reader is a loop with an explicit stack (jsontree.go), and strings
 // without escapes and numbers are spans of one copy of data.
 func DecodeJSON(data []byte) (any, error) {
-	if err := nesting.CheckJSON(data, "", MaxDepth); err != nil {
+	if err := jsondepth.CheckJSON(data, "", MaxDepth); err != nil {
 		return nil, err
 	}
 	return decodeTree(string(data))
@@ -63,7 +63,7 @@ func DecodeDocument(data []byte) (any, error) {
 		if jerr == nil {
 			return tree, nil
 		}
-		if _, deep := errors.AsType[*nesting.Error](jerr); deep {
+		if _, deep := errors.AsType[*jsondepth.Error](jerr); deep {
 			return nil, jerr // as deep read as YAML: no second try
 		}
 		if ytree, yerr := decodeYAML(data); yerr == nil {
@@ -84,7 +84,7 @@ func decodeYAML(data []byte) (any, error) {
 		if strings.Contains(err.Error(), "exceeded max depth") {
 			// The YAML reader's own bound (10,000 levels), met while it
 			// scans: far past ours.
-			return nil, &nesting.Error{Limit: MaxDepth}
+			return nil, &jsondepth.Error{Limit: MaxDepth}
 		}
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func decodeYAML(data []byte) (any, error) {
 // node itself is level 0.
 func yamlTree(n *yaml.Node, depth int) (any, error) {
 	if depth > MaxDepth && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
-		return nil, &nesting.Error{Line: n.Line, Limit: MaxDepth}
+		return nil, &jsondepth.Error{Line: n.Line, Limit: MaxDepth}
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/internal/nesting"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
 // decodeJSONStd is the decoder DecodeJSON replaced, on encoding/json's
@@ -18,9 +18,9 @@ import (
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.
 // A document nested more than MaxDepth levels is refused (a
-// *nesting.Error naming the path) before anything recursive reads it.
+// *jsondepth.Error naming the path) before anything recursive reads it.
 func decodeJSONStd(data []byte) (any, error) {
-	if err := nesting.CheckJSON(data, "", MaxDepth); err != nil {
+	if err := jsondepth.CheckJSON(data, "", MaxDepth); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/internal/nesting"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
 // deepJSON is n arrays, one inside the other, around 1.
@@ -17,9 +17,9 @@ func deepJSON(n int) string { return strings.Repeat("[", n) + "1" + strings.Repe
 func TestDecodeRefusesDeepNesting(t *testing.T) {
 	deep := `{"a": {"b": [` + deepJSON(1_500_000) + `]}}`
 	_, err := DecodeJSON([]byte(deep))
-	ne, ok := errors.AsType[*nesting.Error](err)
+	ne, ok := errors.AsType[*jsondepth.Error](err)
 	if !ok {
-		t.Fatalf("DecodeJSON(1.5M levels) = %v, want a *nesting.Error", err)
+		t.Fatalf("DecodeJSON(1.5M levels) = %v, want a *jsondepth.Error", err)
 	}
 	if !strings.HasPrefix(ne.Path, "a.b[0]") || strings.Count(ne.Path, "[0]") != MaxDepth-2 || ne.Limit != MaxDepth {
 		t.Fatalf("path %q (limit %d): want a.b[0] and %d indexes in all", ne.Path, ne.Limit, MaxDepth-2)
@@ -34,7 +34,7 @@ func TestDecodeRefusesDeepNesting(t *testing.T) {
 	if _, err := DecodeJSON([]byte(deepJSON(MaxDepth + 1))); err == nil {
 		t.Fatalf("%d levels accepted", MaxDepth+1)
 	}
-	// Brackets inside strings are not nesting.
+	// Brackets inside strings are not jsondepth.
 	if _, err := DecodeJSON([]byte(`{"k": "` + strings.Repeat("[{", 1000) + `\"]"}`)); err != nil {
 		t.Fatalf("brackets in a string: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/verifierd/verifierd/internal/nesting"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
@@ -169,8 +169,8 @@ func (sc *Scanner) Value(path string) (any, error) {
 // than limit levels, naming the path inside it where the limit is passed
 // and its byte offset in the document.
 func deepAt(value, path string, at, limit int) error {
-	if err := nesting.CheckJSON(value, path, limit); err != nil {
-		ne := err.(*nesting.Error)
+	if err := jsondepth.CheckJSON(value, path, limit); err != nil {
+		ne := err.(*jsondepth.Error)
 		return &SyntaxError{Path: ne.Path, Offset: at + ne.Offset,
 			Msg: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", MaxDepth)}
 	}

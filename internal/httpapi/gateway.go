@@ -14,12 +14,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
-// shallowBody refuses a request body nested more than nesting.Max levels
+// shallowBody refuses a request body nested more than jsondepth.Max levels
 // with InvalidArgument naming the path, in the gateway's error shape,
 // before the gateway's JSON reader (which recurses per level) sees it.
 func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFunc) http.HandlerFunc {
@@ -36,11 +36,11 @@ func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFun
 			next(w, r)
 			return
 		}
-		if err := nesting.CheckJSON(raw, "", nesting.Max); err != nil {
-			ne := err.(*nesting.Error)
+		if err := jsondepth.CheckJSON(raw, "", jsondepth.Max); err != nil {
+			ne := err.(*jsondepth.Error)
 			st := status.New(codes.InvalidArgument, err.Error()) // bounded: 64 levels of clipped names
 			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{
-				Field: ne.Path, Description: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", nesting.Max)}}}); derr == nil {
+				Field: ne.Path, Description: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", jsondepth.Max)}}}); derr == nil {
 				st = d
 			}
 			runtime.HTTPError(r.Context(), gw, m, w, r, st.Err())

@@ -7,9 +7,9 @@ import (
 	"math"
 	"net/http"
 
-	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
 // RegisterReward joins the reward routes a trainer speaks:
@@ -41,7 +41,7 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any,
 		return nil, nil, false
 	}
 	tree, err := judge.DecodeJSON(raw)
-	if ne, deep := errors.AsType[*nesting.Error](err); deep {
+	if ne, deep := errors.AsType[*jsondepth.Error](err); deep {
 		WriteError(w, http.StatusBadRequest, "bad_request", ne.Error()) // bounded: 64 levels of clipped names
 		return nil, nil, false
 	}

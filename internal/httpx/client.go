@@ -18,8 +18,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
 // MaxBodyBytes bounds one response body: a page larger than this is a
@@ -186,10 +186,10 @@ func Do(c *http.Client, req *http.Request) (*Response, error) {
 // stays exact. Anything after the value is refused with a
 // *TrailingDataError; an empty body is encoding/json's io.EOF. Duplicate
 // object keys are not refused (the later wins): judge.DecodeJSON, for
-// contracts, refuses them. A body nested more than nesting.Max levels is
-// refused (*nesting.Error) before it is decoded.
+// contracts, refuses them. A body nested more than jsondepth.Max levels is
+// refused (*jsondepth.Error) before it is decoded.
 func DecodeJSON(body []byte) (any, error) {
-	if err := nesting.CheckJSON(body, "", nesting.Max); err != nil {
+	if err := jsondepth.CheckJSON(body, "", jsondepth.Max); err != nil {
 		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

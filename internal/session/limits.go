@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
 // The daemon's input limits, in one place (docs/daemon.md, "Limits"). Every
@@ -127,7 +127,7 @@ func deepDocument(path, where string) error {
 // is the stricter), naming where the reader stopped; nil for any other
 // error.
 func tooDeep(path string, err error) error {
-	ne, ok := errors.AsType[*nesting.Error](err)
+	ne, ok := errors.AsType[*jsondepth.Error](err)
 	if !ok {
 		return nil
 	}

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/verifierd/verifierd/internal/nesting"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/jsondepth"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
 
@@ -27,9 +27,9 @@ func Record(b []byte) (sdk.Record, error) {
 }
 
 func slowRecord(b []byte) (sdk.Record, error) {
-	// A plugin's record nests at most nesting.Max levels, the record
+	// A plugin's record nests at most jsondepth.Max levels, the record
 	// itself being the first; deeper is refused before decoding.
-	if err := nesting.CheckJSON(b, "", nesting.Max); err != nil {
+	if err := jsondepth.CheckJSON(b, "", jsondepth.Max); err != nil {
 		return nil, fmt.Errorf("record is refused: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))

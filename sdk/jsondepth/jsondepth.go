@@ -1,5 +1,6 @@
-// Package nesting bounds how deeply a document the daemon reads may nest,
-// before any recursive reader sees it.
+// Package jsondepth bounds how deeply a JSON document may nest, before any
+// recursive reader sees it. It is a leaf of the SDK (standard library
+// only), shared by the daemon and the SDK's record codec.
 //
 // Every reader of untrusted JSON in the daemon (request bodies, effects
 // documents, Judge records, case files, adapter records from plugins,
@@ -10,7 +11,7 @@
 // loop with an explicit stack of at most Max entries; it reads nothing but
 // brackets, quotes and commas, and leaves every other check to the parser
 // that follows.
-package nesting
+package jsondepth
 
 import (
 	"fmt"

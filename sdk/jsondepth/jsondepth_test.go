@@ -1,4 +1,4 @@
-package nesting
+package jsondepth
 
 import (
 	"encoding/json"
