@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -181,7 +182,7 @@ func TestConnectionFlood(t *testing.T) {
 			buf := make([]byte, 512)
 			for {
 				_, err := c.Read(buf)
-				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 					stillOpen.Add(1)
 					return
 				}

@@ -101,11 +101,12 @@ func decodeTree(s string) (any, error) {
 				}
 				break // the next member's value
 			}
-			if top.obj != nil && s[i] == '}' {
+			switch {
+			case top.obj != nil && s[i] == '}':
 				v = top.obj
-			} else if top.obj == nil && s[i] == ']' {
+			case top.obj == nil && s[i] == ']':
 				v = top.arr
-			} else {
+			default:
 				closer := ']'
 				if top.obj != nil {
 					closer = '}'

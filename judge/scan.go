@@ -2,6 +2,7 @@ package judge
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -169,8 +170,7 @@ func (sc *Scanner) Value(path string) (any, error) {
 // than limit levels, naming the path inside it where the limit is passed
 // and its byte offset in the document.
 func deepAt(value, path string, at, limit int) error {
-	if err := jsondepth.CheckJSON(value, path, limit); err != nil {
-		ne := err.(*jsondepth.Error)
+	if ne, deep := errors.AsType[*jsondepth.Error](jsondepth.CheckJSON(value, path, limit)); deep {
 		return &SyntaxError{Path: ne.Path, Offset: at + ne.Offset,
 			Msg: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", MaxDepth)}
 	}

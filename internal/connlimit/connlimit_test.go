@@ -2,6 +2,7 @@ package connlimit
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -57,7 +58,7 @@ func closed(c net.Conn, wait time.Duration) bool {
 	var b [64]byte
 	for {
 		_, err := c.Read(b[:]) // an echo of what it sent is skipped
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			return false
 		}
 		if err != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,8 +37,8 @@ func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFun
 			next(w, r)
 			return
 		}
-		if err := jsondepth.CheckJSON(raw, "", jsondepth.Max); err != nil {
-			ne := err.(*jsondepth.Error)
+		if ne, deep := errors.AsType[*jsondepth.Error](jsondepth.CheckJSON(raw, "", jsondepth.Max)); deep {
+			err := error(ne)
 			st := status.New(codes.InvalidArgument, err.Error()) // bounded: 64 levels of clipped names
 			if d, derr := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{
 				Field: ne.Path, Description: fmt.Sprintf("nested more than %d levels of objects and arrays; flatten the value", jsondepth.Max)}}}); derr == nil {

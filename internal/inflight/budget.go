@@ -89,7 +89,7 @@ func (b *Budget) Reserve(ctx context.Context, n int64) (release func(), err erro
 		b.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(MaxWait)
-			defer timer.Stop()
+			defer timer.Stop() //nolint:gocritic // runs once: the timer is made on the first wait only
 		}
 		select {
 		case <-freed:

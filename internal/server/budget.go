@@ -66,8 +66,8 @@ func reserveFor(b *inflight.Budget, m proto.Message, n int) (refused bool) {
 // never reaches the chain).
 func unreserve(m proto.Message) {
 	if r, ok := reserved.LoadAndDelete(m); ok {
-		if rel := r.(reservation).release; rel != nil {
-			rel()
+		if res, ok := r.(reservation); ok && res.release != nil {
+			res.release()
 		}
 	}
 }
@@ -81,7 +81,10 @@ func budgetUnary() grpc.UnaryServerInterceptor {
 		if !ok {
 			return h(ctx, req)
 		}
-		res := r.(reservation)
+		res, ok := r.(reservation)
+		if !ok {
+			return h(ctx, req)
+		}
 		if res.err != nil {
 			badUTF8.Delete(req)
 			if _, isStatus := status.FromError(res.err); !isStatus {

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -40,8 +39,7 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 	if seq, env, err := m.checkpoint(false); err != nil || seq != 0 || env != nil {
 		t.Fatalf("timer on an empty ledger: %d %s %v", seq, env, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	m.StartCheckpoints(ctx, 2, 0)
 	dep := []byte("effects: {kind: checkpoint-test}\n")
 	res, err := m.Begin(ctx, BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})

@@ -76,8 +76,8 @@ func FuzzCheckJSON(f *testing.F) {
 		if got := depthOf(v); (got > limit) != (err != nil) {
 			t.Fatalf("depth %d, limit %d: CheckJSON says %v", got, limit, err)
 		}
-		if err != nil && !strings.HasPrefix(err.(*Error).Path, "p") {
-			t.Fatalf("path %q without the prefix", err.(*Error).Path)
+		if e, ok := errors.AsType[*Error](err); ok && !strings.HasPrefix(e.Path, "p") {
+			t.Fatalf("path %q without the prefix", e.Path)
 		}
 	})
 }
