@@ -89,8 +89,9 @@ const RefreshPath = "/auth/refresh"
 // RefreshPath with fetch as it loads, again every everyMS milliseconds for
 // as long as it is open, and from a dedicated worker (a request no page
 // script makes); the record (#record) appears only once the worker's POST
-// has settled. Posts counts every such POST that arrives. 0 switches it
-// off.
+// has settled. When the renewal made as it loads fails, the page loads
+// itself again (an app that signs in again), which renews again. Posts
+// counts every such POST that arrives. 0 switches it off.
 func (a *App) SetRefreshing(everyMS int) { a.refreshMS.Set(everyMS) }
 
 // SetDown makes every page answer 503 (true), as an outage, or serves
@@ -211,9 +212,11 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 {{if .RefreshMS}}<script>
 (function () {
   var url = new URL({{.Refresh}}, location.href).href;
-  function renew() { fetch(url, {method: "POST", body: "renew"}).catch(function () {}); }
-  renew();
-  setInterval(renew, {{.RefreshMS}});
+  function renew() { return fetch(url, {method: "POST", body: "renew"}); }
+  // A renewal refused as the page loads signs the app in again: it loads
+  // itself once more, and so renews again.
+  renew().catch(function () { setTimeout(function () { location.reload(); }, 20); });
+  setInterval(function () { renew().catch(function () {}); }, {{.RefreshMS}});
   var code = "fetch(" + JSON.stringify(url) + ", {method: 'POST', body: 'worker'})" +
     ".then(function () { postMessage('sent'); }, function () { postMessage('failed'); });";
   var w = new Worker(URL.createObjectURL(new Blob([code], {type: "text/javascript"})));
