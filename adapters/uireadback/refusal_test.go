@@ -103,6 +103,7 @@ func TestRefusedRequestsNeverArrive(t *testing.T) {
 	for _, req := range a.Requests() {
 		if req.Method != "GET" && req.Path != "/login" {
 			arrived++
+			t.Logf("arrived: %s %s", req.Method, req.Path)
 		}
 	}
 	if arrived != 0 {

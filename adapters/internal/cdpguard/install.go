@@ -69,11 +69,12 @@ func (g *Guards) PageGuard(ctx context.Context, t cdp.Session, allowed []string)
 
 // CloseTab ends the tab of tctx, a chromedp context that opened it, while
 // the guards still hold, and then stops the network guard n (nil when the
-// tab was never guarded), whose Answer runs under tctx. In order, all
-// within wait:
+// tab was never guarded), whose Answer runs under tctx. In order, the
+// first two within wait and the last within wait again:
 //
-//   - n fails every request from now on (Finish) and every request paused
-//     so far is answered (Drain);
+//   - n fails every request from now on (Finish), the page and its
+//     workers are frozen (freeze), and every request paused so far is
+//     answered (Drain);
 //   - the tab leaves its page for about:blank, which cancels every request
 //     the page still had under way and stops its timers and workers; what
 //     the page sent while unloading is failed and drained too;
@@ -106,18 +107,25 @@ func CloseTab(tctx context.Context, n *Network, wait time.Duration) error {
 	if n != nil {
 		n.Finish()
 	}
-	drain("failing the requests the page had paused")
 	tab, cancelTab := context.WithTimeout(tctx, wait)
 	defer cancelTab()
-	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+	// Best effort: a tab that never loaded a page has none to freeze, and
+	// the steps below stand without it.
+	_ = freeze(tab)
+	drain("failing the requests the page had paused")
+	if err := leave(tab); err != nil {
 		errs = append(errs, fmt.Errorf("leaving the read-back's page: %w", err))
 	}
 	drain("failing the requests the page paused while it was left")
-	if _, err := cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
+	// Closing gets a budget of its own: a tab left open is worse than a
+	// slow close.
+	closing, cancelClose := context.WithTimeout(context.WithoutCancel(tctx), wait)
+	defer cancelClose()
+	if _, err := cdp.Call(closing, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("closing the read-back's tab: %w", err))...)
 	}
 	for {
-		res, err := cdp.Call(ctx, c.Browser, target.GetTargets, target.GetTargetsParams{})
+		res, err := cdp.Call(closing, c.Browser, target.GetTargets, target.GetTargetsParams{})
 		if err != nil {
 			return errors.Join(append(errs, fmt.Errorf("waiting for the read-back's tab to close: %w", err))...)
 		}
@@ -130,9 +138,45 @@ func CloseTab(tctx context.Context, n *Network, wait time.Duration) error {
 			return errors.Join(errs...)
 		}
 		select {
-		case <-ctx.Done():
-			return errors.Join(append(errs, fmt.Errorf("waiting for the read-back's tab to close: %w", ctx.Err()))...)
+		case <-closing.Done():
+			return errors.Join(append(errs, fmt.Errorf("waiting for the read-back's tab to close: %w", closing.Err()))...)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// leave navigates the tab of ctx to about:blank and checks that it got
+// there. A page can navigate itself at the same moment (a reload, a
+// redirect to a sign-in), which aborts the navigation away; since every
+// request is failed once the read ended, the page's own navigation fails
+// and the next try wins, so leave tries until ctx ends.
+func leave(ctx context.Context) error {
+	for {
+		err := chromedp.Do(ctx, chromedp.Navigate("about:blank"))
+		if err == nil {
+			var at string
+			if at, err = chromedp.Run(ctx, chromedp.Evaluate[string]("location.href")); err == nil && at != "about:blank" {
+				err = fmt.Errorf("the tab is at %s, not about:blank", OriginPath(at))
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// freeze stops the page of ctx and its dedicated workers from running
+// (the page lifecycle's frozen state), so that it makes no new request
+// while the requests it made are failed and while it is torn down: a
+// worker's request still paused when the worker ends is let go.
+func freeze(ctx context.Context) error {
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen})
+		return err
+	}))
 }
