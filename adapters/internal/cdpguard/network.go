@@ -57,10 +57,10 @@ type decision struct {
 
 // NewNetwork returns a network guard that lets through the requests allow
 // accepts and records every other one in refused. limit bounds the
-// requests waiting to be let through (0: no bound): beyond it an allowed
-// request is refused too, as "beyond the guard's queue", so that a page
-// flooding the guard is never read. A refused request is always queued to
-// be failed, whatever the limit.
+// decisions waiting for Answer (0: no bound): beyond it an allowed request
+// is refused too, as "beyond the guard's queue", so that a page flooding
+// the guard is never read. Every refused request is queued to be failed,
+// whatever the limit: one left paused could be let go later.
 func NewNetwork(refused *Refusals, allow func(method, rawURL string) bool, limit int) *Network {
 	return &Network{refused: refused, allow: allow, limit: limit,
 		notify: make(chan struct{}, 1), stop: make(chan struct{}), changed: make(chan struct{})}
@@ -74,13 +74,7 @@ func (n *Network) Paused(e *fetch.EventRequestPaused) {
 	refusal := Refusal{Layer: "network guard", Method: strings.ToUpper(e.Request.Method), Target: OriginPath(e.Request.URL)}
 	d := decision{id: e.RequestID, what: refusal.Method + " " + refusal.Target}
 	n.mu.Lock()
-	finished := n.finished
-	allowed := 0
-	for _, w := range n.waiting {
-		if w.allow {
-			allowed++
-		}
-	}
+	finished, queued := n.finished, len(n.waiting)
 	n.mu.Unlock()
 	// After the read nothing is let through; what a page does then is not
 	// part of the read and is not recorded.
@@ -89,7 +83,7 @@ func (n *Network) Paused(e *fetch.EventRequestPaused) {
 	case !finished && !d.allow:
 		refusal.How = strings.ToLower(string(e.ResourceType)) + " request"
 		n.refused.Add(refusal)
-	case d.allow && n.limit > 0 && allowed >= n.limit:
+	case d.allow && n.limit > 0 && queued >= n.limit:
 		d.allow = false
 		refusal.How = "request beyond the guard's queue"
 		n.refused.Add(refusal)
