@@ -55,7 +55,7 @@ func (d *daemon) checkVerify(t *testing.T, id, kind, want string) verifyOutput {
 	t.Helper()
 	v := d.verify(t, id)
 	if got := v.summary(); got != want {
-		t.Errorf("verify = %s\nwant     %s", got, want)
+		t.Errorf("verify = %s\nwant     %s\nreasons: %+v", got, want, v.Effects[0].Reasons)
 	}
 	for i, e := range v.Effects {
 		if e.Tier != 1 || e.Substrate != kind {

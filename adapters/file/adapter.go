@@ -105,6 +105,7 @@ func (s *settings) TestConnection(ctx context.Context, _ sdk.TestRequest) (sdk.T
 	defer t.close()
 	entries, err := fs.ReadDir(t.fsys, ".")
 	latency := time.Since(start)
+	t.sound = err == nil
 	if err != nil {
 		return sdk.TestResult{Message: fmt.Sprintf("%s cannot be listed: %v", t.where, filewalk.Unwrap(t.cause(err))), Latency: latency}, nil
 	}
@@ -132,6 +133,7 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	if err != nil {
 		return sdk.Unreachable("%s: %v", t.where, t.cause(err)), nil
 	}
+	t.sound = true
 	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
 }
 
@@ -163,8 +165,10 @@ type tree struct {
 	fsys  fs.FS
 	where string // for reasons: the folder, and the server for SFTP
 	note  string // for preflight: what was verified on the way
-	// close releases the folder (and the connection).
+	// close releases the folder (and the connection, which for SFTP the
+	// next read may reuse when this one set sound).
 	close func()
+	sound bool
 	// cause explains an error seen while reading: a deadline or a dropped
 	// connection says more than the error of the call it broke.
 	cause func(error) error

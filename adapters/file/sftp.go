@@ -16,7 +16,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
@@ -43,6 +45,10 @@ type sftpSection struct {
 // sftpSettings is how to reach and trust the server. It holds the parsed
 // credentials; nothing here is ever logged or put in a reason.
 type sftpSettings struct {
+	mu     sync.Mutex
+	idle   *sftpConn // the connection the last read left (take, keep)
+	closed bool
+
 	addr        string // host:port
 	user        string
 	knownHosts  string // absolute path; "" when not used
@@ -260,19 +266,19 @@ var errNoCommonHostKey = errors.New("the server has no host key of a type this a
 // A refused host key is retried with each other key type the trust allows
 // (a server with several host keys presents the one negotiation picks);
 // the first refusal is the one reported.
-func (c *sftpSettings) dial(ctx context.Context) (*ssh.Client, func() bool, error) {
+func (c *sftpSettings) dial(ctx context.Context) (*ssh.Client, net.Conn, func() bool, error) {
 	offer := []int{0, 1, 2}
 	tried := map[int]bool{}
 	var refused *hostKeyRefusal
 	for range len(keyFamilies) + 1 {
-		client, stop, err := c.dialOnce(ctx, offer)
+		client, conn, stop, err := c.dialOnce(ctx, offer)
 		if err == nil {
-			return client, stop, nil
+			return client, conn, stop, nil
 		}
 		var r *hostKeyRefusal
 		switch {
 		case ctx.Err() != nil:
-			return nil, nil, err
+			return nil, nil, nil, err
 		case errors.As(err, &r):
 			if refused == nil {
 				refused = r
@@ -280,7 +286,7 @@ func (c *sftpSettings) dial(ctx context.Context) (*ssh.Client, func() bool, erro
 			tried[familyOf(r.keyType)] = true
 		case errors.Is(err, errNoCommonHostKey) && refused != nil:
 		default:
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if len(offer) == 1 {
 			tried[offer[0]] = true
@@ -296,10 +302,10 @@ func (c *sftpSettings) dial(ctx context.Context) (*ssh.Client, func() bool, erro
 			break
 		}
 	}
-	return nil, nil, refused
+	return nil, nil, nil, refused
 }
 
-func (c *sftpSettings) dialOnce(ctx context.Context, families []int) (*ssh.Client, func() bool, error) {
+func (c *sftpSettings) dialOnce(ctx context.Context, families []int) (*ssh.Client, net.Conn, func() bool, error) {
 	var algos []string
 	for _, f := range families {
 		algos = append(algos, keyFamilies[f]...)
@@ -307,7 +313,7 @@ func (c *sftpSettings) dialOnce(ctx context.Context, families []int) (*ssh.Clien
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot connect: %v", unwrapNet(err))
+		return nil, nil, nil, fmt.Errorf("cannot connect: %v", unwrapNet(err))
 	}
 	if deadline, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(deadline)
@@ -331,17 +337,17 @@ func (c *sftpSettings) dialOnce(ctx context.Context, families []int) (*ssh.Clien
 		msg := strings.TrimPrefix(err.Error(), "ssh: handshake failed: ")
 		switch {
 		case refusal != nil:
-			return nil, nil, refusal
+			return nil, nil, nil, refusal
 		case pastDeadline(ctx):
-			return nil, nil, errors.New("the server did not complete the SSH handshake before the deadline")
+			return nil, nil, nil, errors.New("the server did not complete the SSH handshake before the deadline")
 		case strings.Contains(msg, "unable to authenticate"):
-			return nil, nil, fmt.Errorf("the server refused the credentials of user %s (%s)", c.user, msg)
+			return nil, nil, nil, fmt.Errorf("the server refused the credentials of user %s (%s)", c.user, msg)
 		case strings.Contains(msg, "no common algorithm for host key"):
-			return nil, nil, errNoCommonHostKey
+			return nil, nil, nil, errNoCommonHostKey
 		}
-		return nil, nil, fmt.Errorf("SSH handshake failed: %s", msg)
+		return nil, nil, nil, fmt.Errorf("SSH handshake failed: %s", msg)
 	}
-	return ssh.NewClient(sconn, chans, reqs), stop, nil
+	return ssh.NewClient(sconn, chans, reqs), conn, stop, nil
 }
 
 // connectionLost reports whether err is the server going away: closed,
@@ -364,40 +370,141 @@ func unwrapNet(err error) error {
 	return err
 }
 
-// openSFTP connects and checks that root is a folder on the server.
+// sftpConn is one logged-in connection and its sftp session. A read that
+// ends well leaves it to the next read (sftpSettings.keep), so that the
+// reads of one settlement, a few milliseconds apart, do not each pay for
+// a TCP connection, an SSH key exchange and a login: on a loaded machine
+// that costs more than the whole deadline of a read, and a read that
+// cannot connect in time is unreachable.
+type sftpConn struct {
+	net    net.Conn
+	client *ssh.Client
+	sc     *sftp.Client
+}
+
+func (k *sftpConn) close() {
+	k.sc.Close()
+	k.client.Close()
+}
+
+// arm bounds the use of k by ctx: the connection's deadline is ctx's, and
+// it is closed when ctx ends, because neither ssh nor sftp calls take a
+// context. disarm undoes both and reports whether the connection is still
+// sound (ctx did not end on it).
+func (k *sftpConn) arm(ctx context.Context) (disarm func() bool) {
+	if d, ok := ctx.Deadline(); ok {
+		k.net.SetDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, k.close)
+	return func() bool {
+		if !stop() {
+			return false
+		}
+		k.net.SetDeadline(time.Time{})
+		return true
+	}
+}
+
+// take returns the connection the last read left, or nil.
+func (c *sftpSettings) take() *sftpConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.idle
+	c.idle = nil
+	return k
+}
+
+// keep leaves k to the next read; one is kept, and none after Close.
+func (c *sftpSettings) keep(k *sftpConn) {
+	c.mu.Lock()
+	if c.idle == nil && !c.closed {
+		c.idle, k = k, nil
+	}
+	c.mu.Unlock()
+	if k != nil {
+		k.close()
+	}
+}
+
+// Close closes the connection kept for the next read.
+func (s *settings) Close() error {
+	if s.sftp == nil {
+		return nil
+	}
+	c := s.sftp
+	c.mu.Lock()
+	k := c.idle
+	c.idle, c.closed = nil, true
+	c.mu.Unlock()
+	if k != nil {
+		k.close()
+	}
+	return nil
+}
+
+// openSFTP opens root on the server: over the connection the last read
+// left when the server still answers on it, else over a new one
+// (connecting, checking the host key and logging in).
 func (s *settings) openSFTP(ctx context.Context) (*tree, error) {
 	c := s.sftp
 	where := fmt.Sprintf("sftp %s@%s", c.user, c.addr)
-	client, stop, err := c.dial(ctx)
+	if k := c.take(); k != nil {
+		if t, err := s.openRoot(ctx, k, where); err == nil {
+			return t, nil
+		}
+		// The server dropped the kept connection (an idle timeout, a
+		// restart): a new one decides.
+		if pastDeadline(ctx) {
+			return nil, fmt.Errorf("%s: the server did not answer before the deadline", where)
+		}
+	}
+	client, conn, stop, err := c.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", where, err)
 	}
-	closeAll := func() {
-		stop()
-		client.Close()
-	}
-	cause := func(err error) error {
-		if pastDeadline(ctx) {
-			return errors.New("the server did not answer before the deadline")
-		}
-		if connectionLost(err) {
-			return fmt.Errorf("the connection to the server was lost mid-read (%v)", err)
-		}
-		return err
-	}
-	sc, err := sftp.NewClient(client)
+	stop()
+	k := &sftpConn{net: conn, client: client}
+	disarm := k.arm(ctx)
+	k.sc, err = sftp.NewClient(client)
 	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("%s: the server did not start its sftp subsystem: %v", where, cause(err))
+		disarm()
+		client.Close()
+		return nil, fmt.Errorf("%s: the server did not start its sftp subsystem: %v", where, sftpCause(ctx, err))
 	}
-	fsys := &sftpFS{ctx: ctx, c: sc, root: s.root}
+	if !disarm() {
+		return nil, fmt.Errorf("%s: the server did not answer before the deadline", where)
+	}
+	return s.openRoot(ctx, k, where)
+}
+
+// sftpCause explains an error seen while reading over SFTP: a deadline or
+// a dropped connection says more than the error of the call it broke.
+func sftpCause(ctx context.Context, err error) error {
+	if pastDeadline(ctx) {
+		return errors.New("the server did not answer before the deadline")
+	}
+	if connectionLost(err) {
+		return fmt.Errorf("the connection to the server was lost mid-read (%v)", err)
+	}
+	return err
+}
+
+// openRoot checks over k, for the read of ctx, that root is a folder on
+// the server. The tree's close keeps k for the next read when the read
+// marked itself sound (tree.sound) and ctx did not end on it; otherwise it
+// closes k. On an error k is closed.
+func (s *settings) openRoot(ctx context.Context, k *sftpConn, where string) (*tree, error) {
+	c := s.sftp
+	disarm := k.arm(ctx)
+	cause := func(err error) error { return sftpCause(ctx, err) }
+	fsys := &sftpFS{ctx: ctx, c: k.sc, root: s.root}
 	fi, err := fsys.Stat(".")
 	if err == nil && !fi.IsDir() {
 		err = errors.New("not a folder")
 	}
 	if err != nil {
-		sc.Close()
-		closeAll()
+		disarm()
+		k.close()
 		return nil, fmt.Errorf("%s: root %s cannot be opened: %v", where, s.root, cause(filewalk.Unwrap(err)))
 	}
 	note := "credentials accepted"
@@ -407,13 +514,20 @@ func (s *settings) openSFTP(ctx context.Context) (*tree, error) {
 	if c.knownHosts != "" {
 		note = "host key listed in " + c.knownHosts + "; " + note
 	}
-	return &tree{
+	t := &tree{
 		fsys:  fsys,
 		where: fmt.Sprintf("%s root %s", where, s.root),
 		note:  note,
-		close: func() { sc.Close(); closeAll() },
 		cause: cause,
-	}, nil
+	}
+	t.close = func() {
+		if disarm() && t.sound {
+			c.keep(k)
+			return
+		}
+		k.close()
+	}
+	return t, nil
 }
 
 // sftpFS is an SFTP server's folder as an fs.FS. Paths are resolved below

@@ -346,3 +346,37 @@ func TestEncryptedClientKey(t *testing.T) {
 		}
 	}
 }
+
+// TestSFTPConnectionReused: the reads of one instance log in once and then
+// reuse the connection, so a settlement's reads, milliseconds apart, do
+// not each pay for an SSH handshake (which on a loaded machine can outlast
+// a read's deadline); every read still lists the server afresh. A server
+// restarted between two reads drops the kept connection, and the next read
+// connects again rather than failing.
+func TestSFTPConnectionReused(t *testing.T) {
+	t.Parallel()
+	srv := sshd.Start(t)
+	root := t.TempDir()
+	cfg, secrets := sftpConfig(srv, map[string]any{"root": root, "file_pattern": "*.csv"})
+	logins := func() int { return strings.Count(srv.Log(), "Accepted publickey") }
+	before := logins()
+	c := configured(t, cfg, secrets)
+	for i := range 5 {
+		writeAt(t, root, fmt.Sprintf("f-%d.csv", i), "x", time.Time{})
+		capt, recs := captureAll(t, c, 30*time.Second)
+		if !capt.Reachable || len(recs) != i+1 {
+			t.Fatalf("read %d: reachable=%v (%s), %d records; want %d (a fresh listing)", i+1, capt.Reachable, capt.Reason, len(recs), i+1)
+		}
+	}
+	if n := logins() - before; n != 1 {
+		t.Errorf("5 reads logged in %d times; want once, the connection reused", n)
+	}
+	srv.Restart(t)
+	before = logins()
+	if capt, recs := captureAll(t, c, 30*time.Second); !capt.Reachable || len(recs) != 5 {
+		t.Fatalf("read after a restart: reachable=%v (%s), %d records", capt.Reachable, capt.Reason, len(recs))
+	}
+	if n := logins() - before; n != 1 {
+		t.Errorf("the read after a restart logged in %d times; want once, a new connection", n)
+	}
+}

@@ -55,7 +55,7 @@ func quiet(string, ...any) {}
 // sign-in), re-navigates under the read-only guards and reads the fields
 // there, then closes the tab. Tier 4 attaches to the application's tab,
 // reads the fields as the save left them and detaches, touching nothing.
-func read(ctx context.Context, s *settings) (result, error) {
+func read(ctx context.Context, s *settings) (res result, err error) {
 	if s.display != "" {
 		return readDisplay(ctx, s)
 	}
@@ -67,10 +67,19 @@ func read(ctx context.Context, s *settings) (result, error) {
 	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
 	var cancelTab context.CancelFunc
 	var ownTab context.Context // the re-navigation's tab, closed under its guards
+	var g guard
+	var installed chan struct{} // closed once the tab is open and guarded, or failed to be
+	log := sdk.Logger(ctx)
 	defer func() {
 		go func() {
 			if ownTab != nil {
-				_ = cdpguard.CloseTab(ownTab, tabCloseWait)
+				select {
+				case <-installed:
+				case <-time.After(tabCloseWait):
+				}
+				if err := cdpguard.CloseTab(ownTab, g.Network, tabCloseWait); err != nil {
+					log.Warn("on-screen read-back: the re-navigation's tab did not close cleanly", "error", err.Error())
+				}
 			}
 			if cancelTab != nil {
 				cancelTab()
@@ -109,17 +118,49 @@ func read(ctx context.Context, s *settings) (result, error) {
 		// sign-in, so the record page opens as the automation sees it.
 		opts = append(opts, chromedp.WithExistingBrowserContext(app.BrowserContextID))
 	}
-	g := newGuard()
+	g = newGuard()
 	opts = append(opts, chromedp.WithListener(g.Listen))
 	var tctx context.Context
 	tctx, cancelTab = chromedp.NewContext(bctx, opts...)
 	ownTab = tctx
-	if _, err := within(ctx, func() (struct{}, error) { return struct{}{}, g.install(tctx) }); err != nil {
-		return result{}, unusable("could not install the read-only guards in a new tab: %v", errText(err))
+	// The network guard answers for the life of the tab, not of the read
+	// (cdpguard.Network); the read ends only once every request paused
+	// during it has been answered, the refused ones failed.
+	go g.Network.Answer(tctx)
+	defer func() {
+		g.Network.Finish()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
+		defer cancel()
+		if derr := g.Network.Drain(dctx); derr != nil {
+			log.Warn("on-screen read-back: a request the guards refused may not have been failed", "error", derr.Error())
+			if err == nil {
+				res, err = result{}, unusable("a request the read-only guards refused could not be failed in the browser: %v", derr)
+			}
+		}
+		if gerr := g.err(); err == nil && gerr != nil {
+			// A request refused after the fields were read still means
+			// the page tried to write while it was being read.
+			res, err = result{}, gerr
+		}
+	}()
+	// The installation opens the tab; the close waits for it, so that a
+	// read cut short cannot leave a tab opened after it was closed.
+	installed = make(chan struct{})
+	var installErr error
+	go func() {
+		defer close(installed)
+		installErr = g.install(tctx)
+	}()
+	select {
+	case <-installed:
+		if installErr != nil {
+			return result{}, unusable("could not install the read-only guards in a new tab: %v", errText(installErr))
+		}
+	case <-ctx.Done():
+		return result{}, unusable("could not install the read-only guards in a new tab: %v", errText(ctx.Err()))
 	}
 	op, stop := bounded(tctx, ctx)
 	defer stop()
-	go g.Network.Answer(op)
 
 	absent, err := renavigate(op, s, g.err)
 	if gerr := g.err(); gerr != nil {
@@ -132,7 +173,7 @@ func read(ctx context.Context, s *settings) (result, error) {
 	if absent {
 		return result{raw: map[string]string{}}, nil
 	}
-	res, err := readFields(op, s)
+	res, err = readFields(op, s)
 	if gerr := g.err(); gerr != nil {
 		err = gerr
 	}
@@ -211,6 +252,11 @@ func errText(err error) string {
 
 // tabCloseWait bounds closing the re-navigation's tab.
 const tabCloseWait = 5 * time.Second
+
+// drainWait bounds the wait, at the end of a read, for the network guard
+// to answer the requests paused during it; an answer takes a round trip
+// to the browser.
+const drainWait = 2 * time.Second
 
 // guard keeps the re-navigation read-only, as ui_readback does: the page
 // guard refuses non-read requests before they are sent, the network guard

@@ -142,14 +142,23 @@ const tabCloseWait = 5 * time.Second
 
 // dispose closes the tab and disposes of its browser context, with every
 // cookie, storage and cache entry in it, in the background, so that a
-// capture answers without waiting for it.
-func (t *tab) dispose() {
+// capture answers without waiting for it. guard is the network guard of
+// the read-back that used the tab (nil for a spare never used); report
+// gets what went wrong while closing (nil: nothing is reported).
+func (t *tab) dispose(guard *cdpguard.Network, report func(error)) {
 	t.disposed.Do(func() {
 		go func() {
 			defer t.proc.tabs.Done()
-			// Closed while the guards hold; the cancel then disposes of
-			// the browser context.
-			_ = cdpguard.CloseTab(t.ctx, tabCloseWait)
+			// A tab still opening is closed once open, or it would be
+			// left behind; closed while the guards hold; the cancel then
+			// disposes of the browser context.
+			select {
+			case <-t.opened:
+			case <-time.After(tabCloseWait):
+			}
+			if err := cdpguard.CloseTab(t.ctx, guard, tabCloseWait); err != nil && report != nil {
+				report(err)
+			}
 			t.cancel()
 		}()
 	})
@@ -230,7 +239,7 @@ func (b *Browser) stopIdle() {
 // running in it (after Close) fails as the browser goes.
 func (b *Browser) stopLocked() {
 	if b.spare != nil {
-		b.spare.dispose()
+		b.spare.dispose(nil, nil)
 		b.spare = nil
 	}
 	if b.proc != nil {
@@ -248,7 +257,7 @@ func (b *Browser) Close() error {
 		b.idle.Stop()
 	}
 	if b.spare != nil {
-		b.spare.dispose()
+		b.spare.dispose(nil, nil)
 		b.spare = nil
 	}
 	p := b.proc

@@ -61,9 +61,15 @@ func unusable(format string, args ...any) error {
 // read runs the read-back in tab, which it owns and disposes of. ctx
 // bounds it, and so does deadline.
 func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readResult {
+	log := sdk.Logger(ctx)
 	listen := rb.Listen
 	t.listener.Store(&listen)
-	defer t.dispose()
+	defer t.dispose(rb.Network, func(err error) {
+		log.Warn("ui_readback: the read-back's tab did not close cleanly", "error", err.Error())
+	})
+	// The network guard answers for the life of the tab, not of the read
+	// (cdpguard.Network).
+	go rb.Network.Answer(t.ctx)
 	readCtx, cancel := context.WithDeadline(t.ctx, deadline)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
@@ -80,10 +86,22 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 	} else {
 		err = rb.steps(readCtx, &res)
 	}
-	if err == nil {
-		// A request refused after the rows were read still means the page
-		// tried to write while it was being read.
-		err = rb.refusalError()
+	// The read ends only once every request paused during it has been
+	// answered, the refused ones failed.
+	rb.Network.Finish()
+	dctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
+	defer cancelDrain()
+	if derr := rb.Network.Drain(dctx); derr != nil {
+		log.Warn("ui_readback: a request the guards refused may not have been failed", "error", derr.Error())
+		if err == nil {
+			err = unusable("a request the read-only guards refused could not be failed in the browser: %v", derr)
+		}
+	}
+	if rerr := rb.refusalError(); rerr != nil {
+		// A refused request explains a wait that then timed out, and one
+		// refused after the rows were read still means the page tried to
+		// write while it was being read.
+		err = rerr
 	}
 	if err != nil {
 		if _, ok := errors.AsType[*failure](err); !ok {
@@ -102,10 +120,13 @@ func (rb *readback) refusalError() error {
 	return unusable("the record page attempted a non-read request: %s; a read-back that had to refuse a write is not a clean read of the record page", what)
 }
 
+// drainWait bounds the wait, at the end of a read-back, for the network
+// guard to answer the requests paused during it; an answer takes a round
+// trip to the browser.
+const drainWait = 2 * time.Second
+
 // steps runs the read-back proper.
 func (rb *readback) steps(ctx context.Context, res *readResult) error {
-	go rb.Network.Answer(ctx)
-
 	var script page.ScriptIdentifier
 	err := rb.timed(ctx, "installing the read-only guards", func(ctx context.Context) error {
 		return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {

@@ -2,6 +2,7 @@ package cdpguard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -67,15 +68,26 @@ func (g *Guards) PageGuard(ctx context.Context, t cdp.Session, allowed []string)
 }
 
 // CloseTab ends the tab of tctx, a chromedp context that opened it, while
-// the guards still hold: it first leaves the page for about:blank, which
-// cancels every request the page had under way (paused ones included) and
-// stops its timers and workers, then closes the tab and waits until the
-// browser no longer lists it, all within wait. It must run before tctx is
-// cancelled: chromedp's cancel detaches from a tab before closing it, and
-// detaching ends the Fetch domain, so a request still paused would go on,
-// and the page could send new ones unguarded until the tab was gone. A tab
-// never opened is left alone.
-func CloseTab(tctx context.Context, wait time.Duration) error {
+// the guards still hold, and then stops the network guard n (nil when the
+// tab was never guarded), whose Answer runs under tctx. In order, the
+// first two within wait and the last within wait again:
+//
+//   - n fails every request from now on (Finish), the page and its
+//     workers are frozen (freeze), and every request paused so far is
+//     answered (Drain);
+//   - the tab leaves its page for about:blank, which cancels every request
+//     the page still had under way and stops its timers and workers; what
+//     the page sent while unloading is failed and drained too;
+//   - the tab is closed, and CloseTab waits until the browser no longer
+//     lists it.
+//
+// Each step is tried even when an earlier one failed; the error joins what
+// went wrong. It must run before tctx is cancelled: chromedp's cancel
+// detaches from a tab before closing it, and the browser lets every
+// request still paused in a tab go on when the session leaves it, so a
+// refused request would reach the application. A tab never opened is left
+// alone.
+func CloseTab(tctx context.Context, n *Network, wait time.Duration) error {
 	c := chromedp.FromContext(tctx)
 	if c == nil || c.Browser == nil || c.Target == nil {
 		return nil
@@ -83,26 +95,88 @@ func CloseTab(tctx context.Context, wait time.Duration) error {
 	id := c.Target.TargetID
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(tctx), wait)
 	defer cancel()
+	var errs []error
+	drain := func(when string) {
+		if n == nil {
+			return
+		}
+		if err := n.Drain(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", when, err))
+		}
+	}
+	if n != nil {
+		n.Finish()
+	}
 	tab, cancelTab := context.WithTimeout(tctx, wait)
 	defer cancelTab()
-	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
-		return fmt.Errorf("leaving the read-back's page: %w", err)
+	// Best effort: a tab that never loaded a page has none to freeze, and
+	// the steps below stand without it.
+	_ = freeze(tab)
+	drain("failing the requests the page had paused")
+	if err := leave(tab); err != nil {
+		errs = append(errs, fmt.Errorf("leaving the read-back's page: %w", err))
 	}
-	if _, err := cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
-		return fmt.Errorf("closing the read-back's tab: %w", err)
+	drain("failing the requests the page paused while it was left")
+	// Closing gets a budget of its own: a tab left open is worse than a
+	// slow close.
+	closing, cancelClose := context.WithTimeout(context.WithoutCancel(tctx), wait)
+	defer cancelClose()
+	if _, err := cdp.Call(closing, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("closing the read-back's tab: %w", err))...)
 	}
 	for {
-		res, err := cdp.Call(ctx, c.Browser, target.GetTargets, target.GetTargetsParams{})
+		res, err := cdp.Call(closing, c.Browser, target.GetTargets, target.GetTargetsParams{})
 		if err != nil {
-			return fmt.Errorf("waiting for the read-back's tab to close: %w", err)
+			return errors.Join(append(errs, fmt.Errorf("waiting for the read-back's tab to close: %w", err))...)
 		}
 		if !slices.ContainsFunc(res.TargetInfos, func(t *target.Info) bool { return t.TargetID == id }) {
+			if n != nil {
+				// Nothing is left to answer. Until the tab is gone the
+				// guard answers on, up to the cancellation of tctx.
+				n.Stop()
+			}
+			return errors.Join(errs...)
+		}
+		select {
+		case <-closing.Done():
+			return errors.Join(append(errs, fmt.Errorf("waiting for the read-back's tab to close: %w", closing.Err()))...)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// leave navigates the tab of ctx to about:blank and checks that it got
+// there. A page can navigate itself at the same moment (a reload, a
+// redirect to a sign-in), which aborts the navigation away; since every
+// request is failed once the read ended, the page's own navigation fails
+// and the next try wins, so leave tries until ctx ends.
+func leave(ctx context.Context) error {
+	for {
+		err := chromedp.Do(ctx, chromedp.Navigate("about:blank"))
+		if err == nil {
+			var at string
+			if at, err = chromedp.Run(ctx, chromedp.Evaluate[string]("location.href")); err == nil && at != "about:blank" {
+				err = fmt.Errorf("the tab is at %s, not about:blank", OriginPath(at))
+			}
+		}
+		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the read-back's tab to close: %w", ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+			return err
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// freeze stops the page of ctx and its dedicated workers from running
+// (the page lifecycle's frozen state), so that it makes no new request
+// while the requests it made are failed and while it is torn down: a
+// worker's request still paused when the worker ends is let go.
+func freeze(ctx context.Context) error {
+	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen})
+		return err
+	}))
 }

@@ -2,9 +2,12 @@ package cdpguard
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -15,30 +18,52 @@ import (
 // URL, each request the page makes pauses; Paused decides it in the tab's
 // event loop, recording a refusal in Refused, and Answer, in a goroutine
 // of its own, continues the allowed requests and fails the refused ones.
-// A request the browser could not be told about stays paused until the
-// read's deadline, which fails the read.
+//
+// A paused request must never outlive the guard: when the DevTools session
+// leaves a tab (a detach, a lost connection), the browser lets every
+// request still paused in it go on, refused or not. So the guard answers
+// for the life of the tab, not of the read: Finish, at the end of a read,
+// makes it fail every request from then on, allowed or not, and Drain
+// waits until every request paused so far has been answered. CloseTab
+// drains before and after closing the tab, and only then may the session
+// leave it (Stop).
 type Network struct {
 	refused *Refusals
 	allow   func(method, rawURL string) bool
 	limit   int
-
-	mu      sync.Mutex
-	waiting []decision
 	notify  chan struct{}
+	stop    chan struct{}
+	stopped sync.Once
+
+	mu       sync.Mutex
+	waiting  []decision
+	finished bool // the read ended: every request is failed
+	ended    bool // Answer returned: nothing more is answered
+	// paused counts the requests handed to the guard, answered those it
+	// has answered (or given up on), in the order they paused; changed
+	// wakes Drain.
+	paused, answered int
+	changed          chan struct{}
+	// failures are refused requests the browser could not be told to
+	// fail, for Drain to report.
+	failures []error
 }
 
 type decision struct {
 	id    fetch.RequestID
 	allow bool
+	what  string // for a failure's message: METHOD origin+path
 }
 
 // NewNetwork returns a network guard that lets through the requests allow
 // accepts and records every other one in refused. limit bounds the
-// decisions waiting for Answer (0: no bound): beyond it a request stays
-// paused unanswered, and one allow accepted is refused as "beyond the
-// guard's queue", so that a page flooding the guard is never read.
+// decisions waiting for Answer (0: no bound): beyond it an allowed request
+// is refused too, as "beyond the guard's queue", so that a page flooding
+// the guard is never read. Every refused request is queued to be failed,
+// whatever the limit: one left paused could be let go later.
 func NewNetwork(refused *Refusals, allow func(method, rawURL string) bool, limit int) *Network {
-	return &Network{refused: refused, allow: allow, limit: limit, notify: make(chan struct{}, 1)}
+	return &Network{refused: refused, allow: allow, limit: limit,
+		notify: make(chan struct{}, 1), stop: make(chan struct{}), changed: make(chan struct{})}
 }
 
 // Paused decides one paused request. It runs in the tab's event loop, in
@@ -47,24 +72,32 @@ func NewNetwork(refused *Refusals, allow func(method, rawURL string) bool, limit
 // refusal caused by a page load is seen by the read that follows the load.
 func (n *Network) Paused(e *fetch.EventRequestPaused) {
 	refusal := Refusal{Layer: "network guard", Method: strings.ToUpper(e.Request.Method), Target: OriginPath(e.Request.URL)}
-	allow := n.allow(e.Request.Method, e.Request.URL)
-	if !allow {
+	d := decision{id: e.RequestID, what: refusal.Method + " " + refusal.Target}
+	n.mu.Lock()
+	finished, queued := n.finished, len(n.waiting)
+	n.mu.Unlock()
+	// After the read nothing is let through; what a page does then is not
+	// part of the read and is not recorded.
+	d.allow = !finished && n.allow(e.Request.Method, e.Request.URL)
+	switch {
+	case !finished && !d.allow:
 		refusal.How = strings.ToLower(string(e.ResourceType)) + " request"
+		n.refused.Add(refusal)
+	case d.allow && n.limit > 0 && queued >= n.limit:
+		d.allow = false
+		refusal.How = "request beyond the guard's queue"
 		n.refused.Add(refusal)
 	}
 	n.mu.Lock()
-	full := n.limit > 0 && len(n.waiting) >= n.limit
-	if !full {
-		n.waiting = append(n.waiting, decision{id: e.RequestID, allow: allow})
-	}
-	n.mu.Unlock()
-	if full {
-		if allow {
-			refusal.How = "request beyond the guard's queue"
-			n.refused.Add(refusal)
-		}
+	n.paused++
+	if n.ended {
+		n.mu.Unlock()
+		batch := []decision{d}
+		n.answer(batch, giveUp(batch, errors.New("it paused after the guard stopped answering")))
 		return
 	}
+	n.waiting = append(n.waiting, d)
+	n.mu.Unlock()
 	select {
 	case n.notify <- struct{}{}:
 	default:
@@ -72,27 +105,136 @@ func (n *Network) Paused(e *fetch.EventRequestPaused) {
 }
 
 // Answer continues the allowed requests and fails the refused ones until
-// ctx ends.
+// Stop is called or ctx ends. The requests paused since the last answers
+// are answered together, each in a goroutine of its own, so that a page
+// that pauses requests faster than one round trip to the browser does not
+// queue its own loads behind its refusals. ctx must be the tab's, not the
+// read's: it is the context of the answers, and a request left unanswered
+// when the read's context ends could be let go later. When Answer returns,
+// any request not answered is counted as a failure Drain reports.
 func (n *Network) Answer(ctx context.Context) {
+	defer n.end(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-n.stop:
+			return
 		case <-n.notify:
 		}
 		n.mu.Lock()
-		waiting := n.waiting
+		batch := n.waiting
 		n.waiting = nil
 		n.mu.Unlock()
-		for _, d := range waiting {
-			if d.allow {
-				_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: d.id})
-			} else {
-				_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: d.id, ErrorReason: network.ErrorReasonBlockedByClient})
-			}
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for i, d := range batch {
+			wg.Go(func() {
+				if d.allow {
+					// An allowed request that cannot be continued only
+					// makes the read that needed it time out.
+					_, _ = chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: d.id})
+					return
+				}
+				_, errs[i] = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: d.id, ErrorReason: network.ErrorReasonBlockedByClient})
+			})
+		}
+		wg.Wait()
+		n.answer(batch, errs)
+	}
+}
+
+// answer records that batch, the requests next in pause order, was
+// answered; errs holds the browser's answer to each failRequest.
+func (n *Network) answer(batch []decision, errs []error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i, err := range errs {
+		if err != nil && !requestGone(err) {
+			n.failures = append(n.failures, fmt.Errorf("%s could not be failed: %w", batch[i].what, err))
+		}
+	}
+	n.answered += len(batch)
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// end gives up on every request still waiting when Answer returns.
+func (n *Network) end(ctx context.Context) {
+	n.mu.Lock()
+	n.ended = true
+	batch := n.waiting
+	n.waiting = nil
+	n.mu.Unlock()
+	why := errors.New("the guard stopped answering")
+	if ctx.Err() != nil {
+		why = fmt.Errorf("the tab's session ended: %w", ctx.Err())
+	}
+	n.answer(batch, giveUp(batch, why))
+}
+
+// giveUp is the errors of a batch not answered: why for each refused
+// request.
+func giveUp(batch []decision, why error) []error {
+	errs := make([]error, len(batch))
+	for i, d := range batch {
+		if !d.allow {
+			errs[i] = why
+		}
+	}
+	return errs
+}
+
+// requestGone reports whether the browser refused an answer because the
+// request is no longer paused: the page that made it went away (a
+// navigation, the tab's close), which cancels it before it is sent.
+func requestGone(err error) bool {
+	var ce *cdproto.Error
+	return errors.As(err, &ce) && strings.Contains(ce.Message, "Invalid InterceptionId")
+}
+
+// Finish ends the read: from now on every request the page makes is
+// failed, whatever allow says. It does not wait; Drain does.
+func (n *Network) Finish() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.finished = true
+}
+
+// Drain waits until every request paused so far has been answered, or ctx
+// ends, and returns every refused request the browser could not be told
+// to fail (nil when none). A request still paused when ctx ends is an
+// error too.
+func (n *Network) Drain(ctx context.Context) error {
+	n.mu.Lock()
+	target := n.paused
+	n.mu.Unlock()
+	for {
+		n.mu.Lock()
+		answered, changed := n.answered, n.changed
+		var failures []error
+		if answered >= target {
+			failures, n.failures = n.failures, nil
+		}
+		n.mu.Unlock()
+		if answered >= target {
+			return errors.Join(failures...)
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			n.mu.Lock()
+			failures, n.failures = n.failures, nil
+			pending := target - n.answered
+			n.mu.Unlock()
+			return errors.Join(append(failures, fmt.Errorf("%d paused request(s) not answered: %w", pending, ctx.Err()))...)
 		}
 	}
 }
+
+// Stop ends Answer. Call it only once the tab is gone (CloseTab), or the
+// session is about to leave a tab whose requests all died with it.
+func (n *Network) Stop() { n.stopped.Do(func() { close(n.stop) }) }
 
 // Guards are the read-only guards of one read of a page: the page guard's
 // reporting binding (install PageGuardJS(Binding, ...) and a runtime

@@ -1,8 +1,10 @@
 package cdpguard
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
@@ -15,7 +17,8 @@ func paused(id, method, rawURL string) *fetch.EventRequestPaused {
 
 // TestNetworkDecides shows the guard's decisions before any answer: a
 // refused request is recorded, an allowed one is not, and with a limit an
-// allowed request beyond the waiting decisions is refused too.
+// allowed request beyond the waiting decisions is refused too and still
+// queued, to be failed rather than left paused.
 func TestNetworkDecides(t *testing.T) {
 	var refused Refusals
 	n := NewNetwork(&refused, func(method, _ string) bool { return IsRead(method) }, 2)
@@ -32,8 +35,8 @@ func TestNetworkDecides(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[1].How, "beyond the guard's queue") {
 		t.Fatalf("refusals after a GET beyond the limit = %+v", got)
 	}
-	if len(n.waiting) != 2 || !n.waiting[0].allow || n.waiting[1].allow {
-		t.Errorf("waiting decisions = %+v; want the GET allowed and the POST refused", n.waiting)
+	if len(n.waiting) != 3 || !n.waiting[0].allow || n.waiting[1].allow || n.waiting[2].allow {
+		t.Errorf("waiting decisions = %+v; want the first GET allowed, the POST and the GET beyond the limit queued to be failed", n.waiting)
 	}
 
 	var none Refusals
@@ -43,5 +46,49 @@ func TestNetworkDecides(t *testing.T) {
 	}
 	if len(unbounded.waiting) != 5000 || none.Summary() != "" {
 		t.Errorf("an unbounded guard holds %d decisions and refused %q", len(unbounded.waiting), none.Summary())
+	}
+}
+
+// TestDrain shows the guard's bookkeeping without a browser: Drain waits
+// for every request paused before it was called, reports a refused request
+// the browser could not be told to fail (here: no browser at all) and not
+// an allowed one, reports what is still unanswered when its context ends,
+// and after Finish even an allowed request is failed, unrecorded.
+func TestDrain(t *testing.T) {
+	var refused Refusals
+	n := NewNetwork(&refused, func(method, _ string) bool { return IsRead(method) }, 0)
+	n.Paused(paused("1", "POST", "http://127.0.0.1/save"))
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := n.Drain(short); err == nil || !strings.Contains(err.Error(), "1 paused request(s) not answered") {
+		t.Fatalf("Drain with no Answer running = %v; want the paused request reported", err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan struct{})
+	go func() { n.Answer(ctx); close(done) }()
+	n.Paused(paused("2", "GET", "http://127.0.0.1/page"))
+	err := n.Drain(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "POST http://127.0.0.1/save could not be failed") || strings.Contains(err.Error(), "GET") {
+		t.Errorf("Drain = %v; want only the refused POST reported as not failed", err)
+	}
+	if err := n.Drain(context.Background()); err != nil {
+		t.Errorf("a second Drain with nothing new = %v", err)
+	}
+
+	n.Finish()
+	n.Paused(paused("3", "GET", "http://127.0.0.1/late"))
+	if err := n.Drain(context.Background()); err == nil || !strings.Contains(err.Error(), "GET http://127.0.0.1/late could not be failed") {
+		t.Errorf("Drain after Finish = %v; want the late GET failed (and, with no browser, reported)", err)
+	}
+	if got := len(refused.Snapshot()); got != 1 {
+		t.Errorf("%d refusals recorded; want only the POST made during the read", got)
+	}
+	n.Stop()
+	<-done
+	n.Paused(paused("4", "POST", "http://127.0.0.1/after"))
+	if err := n.Drain(context.Background()); err == nil || !strings.Contains(err.Error(), "after the guard stopped answering") {
+		t.Errorf("Drain after Stop = %v; want the request paused after the guard stopped reported", err)
 	}
 }

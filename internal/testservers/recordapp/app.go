@@ -67,6 +67,10 @@ type Faults struct {
 	// /api/viewed) with fetch as it loads.
 	PostOnLoad bool   `json:"post_on_load,omitempty"`
 	PostTo     string `json:"post_to,omitempty"`
+	// ReloadOnFailure makes the page load itself again when the POST it
+	// makes as it loads fails, as an app that signs in again does: with
+	// the POST refused, the page reloads over and over.
+	ReloadOnFailure bool `json:"reload_on_failure,omitempty"`
 	// PostEveryMS makes the record page POST to PostTo again every so
 	// many milliseconds for as long as it is open.
 	PostEveryMS int `json:"post_every_ms,omitempty"`
@@ -361,7 +365,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
   localStorage.setItem("views", String(views + 1));
   document.querySelectorAll("tr.encounter").forEach(function (tr) { tr.setAttribute("data-views", String(views)); });
   fetch("/api/beacon?views=" + views);
-{{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})});
+{{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})}){{if .ReloadOnFailure}}.catch(function () { setTimeout(function () { location.reload(); }, 20); }){{end}};
 {{end}}{{if .PostFromWorker}}  (function () {
     var code = "fetch(" + JSON.stringify(new URL({{.PostTo}}, location.href).href) + ", {method: 'POST', body: 'worker'})" +
       ".then(function () { postMessage('sent'); }, function () { postMessage('failed'); });";
@@ -454,8 +458,8 @@ func (a *App) encountersPage(w http.ResponseWriter, r *http.Request) {
 		Rows                               []row
 		Redesign, PostOnLoad, HideIdentity bool
 		PostEveryMS                        int
-		PostFromWorker                     bool
-	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS, f.PostFromWorker})
+		PostFromWorker, ReloadOnFailure    bool
+	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS, f.PostFromWorker, f.ReloadOnFailure})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -52,6 +52,9 @@ var Fields = map[string][4]int{
 type App struct {
 	mode testservers.Setting[string]
 	down testservers.Setting[bool]
+	// refreshMS > 0 makes every record page behave as a single-page
+	// admin app that renews its session (SetRefreshing).
+	refreshMS testservers.Setting[int]
 
 	mu      sync.Mutex
 	records map[string]Record
@@ -77,6 +80,19 @@ func Start() (*Server, error) {
 
 // SetMode switches how the next saves behave.
 func (a *App) SetMode(m string) { a.mode.Set(m) }
+
+// RefreshPath is where a refreshing record page POSTs (SetRefreshing).
+const RefreshPath = "/auth/refresh"
+
+// SetRefreshing makes every record page (everyMS > 0) behave as a
+// single-page admin app that renews its session token: it POSTs to
+// RefreshPath with fetch as it loads, again every everyMS milliseconds for
+// as long as it is open, and from a dedicated worker (a request no page
+// script makes); the record (#record) appears only once the worker's POST
+// has settled. When the renewal made as it loads fails, the page loads
+// itself again (an app that signs in again), which renews again. Posts
+// counts every such POST that arrives. 0 switches it off.
+func (a *App) SetRefreshing(everyMS int) { a.refreshMS.Set(everyMS) }
 
 // SetDown makes every page answer 503 (true), as an outage, or serves
 // again (false).
@@ -166,13 +182,15 @@ func fontFamily(name string) template.CSS {
 }
 
 type view struct {
-	Title  string
-	Font   template.CSS
-	Rec    *Record
-	Form   bool
-	Mode   string
-	Fields map[string][4]int
-	Absent bool
+	Title     string
+	Font      template.CSS
+	Rec       *Record
+	Form      bool
+	Mode      string
+	Fields    map[string][4]int
+	Absent    bool
+	RefreshMS int
+	Refresh   string
 }
 
 var page = template.Must(template.New("page").Parse(`<!doctype html>
@@ -186,11 +204,28 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 <body>
 <div id="head">{{.Title}}</div>
 {{if .Absent}}<div id="not-found" class="v" style="left:40px;top:120px;width:560px;height:44px">No such record</div>{{end}}
-{{with .Rec}}<div id="record" data-ref="{{.Ref}}">
+{{with .Rec}}<div id="{{if $.RefreshMS}}record-pending{{else}}record{{end}}" data-ref="{{.Ref}}">
  <div id="name" class="v" style="left:{{index $.Fields.name 0}}px;top:{{index $.Fields.name 1}}px;width:{{index $.Fields.name 2}}px;height:{{index $.Fields.name 3}}px">{{.Name}}</div>
  <div id="born" class="v" style="left:{{index $.Fields.born 0}}px;top:{{index $.Fields.born 1}}px;width:{{index $.Fields.born 2}}px;height:{{index $.Fields.born 3}}px">{{.Born}}</div>
  <div id="amount" class="v" style="left:{{index $.Fields.amount 0}}px;top:{{index $.Fields.amount 1}}px;width:{{index $.Fields.amount 2}}px;height:{{index $.Fields.amount 3}}px">{{.Amount}}</div>
 </div>{{end}}
+{{if .RefreshMS}}<script>
+(function () {
+  var url = new URL({{.Refresh}}, location.href).href;
+  function renew() { return fetch(url, {method: "POST", body: "renew"}); }
+  // A renewal refused as the page loads signs the app in again: it loads
+  // itself once more, and so renews again.
+  renew().catch(function () { setTimeout(function () { location.reload(); }, 20); });
+  setInterval(function () { renew().catch(function () {}); }, {{.RefreshMS}});
+  var code = "fetch(" + JSON.stringify(url) + ", {method: 'POST', body: 'worker'})" +
+    ".then(function () { postMessage('sent'); }, function () { postMessage('failed'); });";
+  var w = new Worker(URL.createObjectURL(new Blob([code], {type: "text/javascript"})));
+  w.onmessage = function () {
+    var r = document.getElementById("record-pending");
+    if (r) { r.id = "record"; }
+  };
+})();
+</script>{{end}}
 {{if .Form}}<form id="f" onsubmit="return false">
  <input id="ref" name="ref"> <input id="in-name" name="name"> <input id="in-born" name="born"> <input id="in-amount" name="amount">
  <button id="save" type="button">Save</button>
@@ -259,7 +294,7 @@ func (a *App) recordPage(w http.ResponseWriter, r *http.Request) {
 	if font == "" {
 		font = rec.Font
 	}
-	a.render(w, view{Title: "Record " + ref, Font: fontFamily(font), Rec: &rec})
+	a.render(w, view{Title: "Record " + ref, Font: fontFamily(font), Rec: &rec, RefreshMS: a.refreshMS.Get(), Refresh: RefreshPath})
 }
 
 // search lists the records whose name contains q, each a link to its page.
