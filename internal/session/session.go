@@ -574,6 +574,19 @@ func irreversibleStep(contracts []*judge.Contract) bool {
 	return false
 }
 
+// readBudget is the least time one after read may take. timeout_s is the
+// settlement window (how long Verify waits for the write to show), not a
+// budget for one read: a read that needs a connection, a login and a
+// listing must not fail only because the window is short, or a loaded
+// machine turns a clear REFUTED into an unreachable system of record.
+const readBudget = 10 * time.Second
+
+// readTimeout bounds one after read: the settlement window, or readBudget
+// when that is longer.
+func readTimeout(window time.Duration) time.Duration {
+	return max(window, readBudget)
+}
+
 // baselineReadTimeout bounds a baseline read: at least a minute, or the
 // step's longest settlement window if that is longer.
 func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
@@ -721,7 +734,7 @@ func captureRequest(id, phase string, n int, contracts []*judge.Contract, effect
 	req := sdk.CaptureRequest{
 		CaptureID:   fmt.Sprintf("%s/%s/%d/%d", id, phase, n, time.Now().UnixNano()),
 		EffectIndex: effects[0],
-		Timeout:     effectTimeout(contracts),
+		Timeout:     readTimeout(effectTimeout(contracts)),
 	}
 	// One read serves every effect of the group; a selector or identity
 	// field is only a hint when every effect of the group agrees on it.
