@@ -233,7 +233,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	outer := ctx // the census is read in a span of its own, beside this one
 	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureAfter, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.inst.Kind()))
 	defer span.End()
-	readCtx, cancel := context.WithTimeout(ctx, readTimeout(g.timeout)+extra)
+	readCtx, cancel := context.WithTimeout(ctx, readTimeout(g.timeout)+extra+readGrace)
 	defer cancel()
 	// The after read is about the size of the baseline: room for it is
 	// reserved once. The baseline's size is the stored count (the

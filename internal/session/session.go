@@ -581,6 +581,11 @@ func irreversibleStep(contracts []*judge.Contract) bool {
 // machine turns a clear REFUTED into an unreachable system of record.
 const readBudget = 10 * time.Second
 
+// readGrace is how much longer the daemon waits for an after read than the
+// capture's Timeout tells the adapter, so that an adapter keeping to its
+// Timeout answers with its own reason before the daemon gives up on it.
+const readGrace = 2 * time.Second
+
 // readTimeout bounds one after read: the settlement window, or readBudget
 // when that is longer.
 func readTimeout(window time.Duration) time.Duration {
