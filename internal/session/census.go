@@ -15,6 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // A candidate's census (config.Candidate.Census) is read beside its
@@ -105,16 +106,7 @@ func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req
 	}
 	defer capt.Close()
 	if !capt.Reachable {
-		for _, err := range capt.RawBatches() {
-			if err != nil {
-				break
-			}
-		}
-		reason := capt.Reason
-		if reason == "" {
-			reason = "unreachable"
-		}
-		return judge.Snapshot{Reason: reason}
+		return unreachableCapture(capt)
 	}
 	s := judge.Snapshot{Reachable: true, Records: []judge.Record{}}
 	for batch, err := range capt.RawBatches() {
@@ -326,4 +318,20 @@ func checkNewness(p workflow.Effective, dep *config.Deployment, effects []byte, 
 		}
 	}
 	return nil
+}
+
+// unreachableCapture is the snapshot of a capture the adapter answered as
+// unreachable: its stream drained (it holds no batches), its reason (or
+// "unreachable") and the adapter's code for an incomplete read.
+func unreachableCapture(capt *plugin.Capture) judge.Snapshot {
+	for _, err := range capt.RawBatches() {
+		if err != nil {
+			break
+		}
+	}
+	reason := capt.Reason
+	if reason == "" {
+		reason = "unreachable"
+	}
+	return judge.Snapshot{Reason: reason, Code: capt.Code}
 }

@@ -225,17 +225,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	}
 	defer capt.Close()
 	if !capt.Reachable {
-		// Drain the stream (an unreachable read has no batches).
-		for _, err := range capt.RawBatches() {
-			if err != nil {
-				break
-			}
-		}
-		reason := capt.Reason
-		if reason == "" {
-			reason = "unreachable"
-		}
-		read.Snapshot = judge.Snapshot{Reachable: false, Reason: reason, Code: capt.Code}
+		read.Snapshot = unreachableCapture(capt)
 		return read
 	}
 	recs := []judge.Record{}
