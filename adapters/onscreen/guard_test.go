@@ -30,6 +30,13 @@ func TestRenavigationNeverWrites(t *testing.T) {
 			if !strings.Contains(got.Reason, "non-read request") || !strings.Contains(got.Reason, "POST") {
 				t.Errorf("reason %q; want the refused POST named", got.Reason)
 			}
+			// The page guard stops it first, in the page: the network guard
+			// is the second layer, not the only one. (Until the page guard
+			// script stopped failing on an empty list of allowed POSTs, every
+			// refusal here came from the network guard.)
+			if !strings.Contains(got.Reason, "refused by the page guard") {
+				t.Errorf("reason %q; want the refusal from the page guard", got.Reason)
+			}
 			time.Sleep(200 * time.Millisecond)
 			if n := a.Posts(); n != 0 {
 				t.Errorf("the application received %d POST(s); the guards must stop them in the browser", n)

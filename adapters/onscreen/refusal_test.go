@@ -35,7 +35,8 @@ func guardReads(t *testing.T, normal int) int {
 
 // TestRefusedRequestsNeverArrive: the record page is a single-page admin
 // app that renews its session as it loads, every 5 ms after that, and from
-// a worker, and loads itself again when the renewal on load fails
+// a worker (which the page guard refuses to start), and loads itself again
+// when the renewal on load fails
 // (screenapp.SetRefreshing), so that its own navigations race the tab's
 // close. Many tier-3 reads, four at a time,
 // some cut short by their deadline at any step: every read is unusable,
@@ -43,15 +44,8 @@ func guardReads(t *testing.T, normal int) int {
 // read or while its tab closes. The same page opened without the guards
 // does post: the count can fail.
 //
-// Known open defect (issue #25, item 7a): on two cores saturated by a CPU
-// hog, one refused POST in 24 reads still reached the application through
-// the tier-3 tab. Until that is found and fixed this test runs only when
-// VERIFIERD_GUARD_READS is set, so that make test does not fail on a race
-// that is reported and open; run it with VERIFIERD_GUARD_READS=300.
+// make test makes 24 reads; VERIFIERD_GUARD_READS=300 makes the full count.
 func TestRefusedRequestsNeverArrive(t *testing.T) {
-	if os.Getenv(guardReadsEnv) == "" {
-		t.Skip("known open defect under heavy load (issue #25, item 7a): set VERIFIERD_GUARD_READS to run it")
-	}
 	reads := guardReads(t, 24)
 	a := startApp(t)
 	rec := typed("guard-1")

@@ -180,13 +180,14 @@ func TestPagePostRefused(t *testing.T) {
 		}
 	})
 	t.Run("a dedicated worker's POST", func(t *testing.T) {
-		// The page guard does not run in a worker; the network guard sees
-		// the worker's request. The page is ready only once the POST has
+		// The page guard does not run inside a worker, so it refuses to
+		// start one; with the page guard off, the network guard sees the
+		// worker's request. The page is ready only once the POST has
 		// settled, so the read cannot end before it. Without the guards the
 		// same POST arrives: the check can fail.
-		for _, unguarded := range []bool{false, true} {
+		for _, mode := range []string{"both guards", "network guard alone", "unguarded"} {
 			factory := func() sdk.Adapter {
-				return &Adapter{browser: shared, noPageGuard: unguarded, noNetworkGuard: unguarded}
+				return &Adapter{browser: shared, noPageGuard: mode != "both guards", noNetworkGuard: mode == "unguarded"}
 			}
 			c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
 			a.SetFaults(recordapp.Faults{PostFromWorker: true})
@@ -200,20 +201,25 @@ func TestPagePostRefused(t *testing.T) {
 					posts++
 				}
 			}
-			if unguarded {
+			if mode == "unguarded" {
 				if posts == 0 {
-					t.Error("with no guard the worker's POST never arrived; the guarded check proves nothing")
+					t.Error("with no guard the worker's POST never arrived; the guarded checks prove nothing")
 				}
 				continue
 			}
 			if r.Reachable {
-				t.Errorf("a page whose worker posted read as usable: %v", r.Records)
+				t.Errorf("%s: a page whose worker posted read as usable: %v", mode, r.Records)
 			}
-			if !strings.Contains(r.Reason, "non-read request: POST "+a.URL+"/api/viewed") || !strings.Contains(r.Reason, "network guard") {
-				t.Errorf("reason %q; want the worker's POST refused by the network guard", r.Reason)
+			want := "non-read request: POST " + a.URL + "/api/viewed"
+			layer := "network guard"
+			if mode == "both guards" {
+				want, layer = "non-read request: WORKER", "page guard"
+			}
+			if !strings.Contains(r.Reason, want) || !strings.Contains(r.Reason, layer) {
+				t.Errorf("%s: reason %q; want %q refused by the %s", mode, r.Reason, want, layer)
 			}
 			if posts != 0 {
-				t.Errorf("the worker's POST reached the application %d time(s)", posts)
+				t.Errorf("%s: the worker's POST reached the application %d time(s)", mode, posts)
 			}
 		}
 	})

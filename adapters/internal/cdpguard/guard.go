@@ -116,6 +116,11 @@ func ParsePageReport(payload string) Refusal {
 // uses, so a page script that replaces a built-in later cannot talk it into
 // letting a request through.
 func PageGuardJS(binding string, allowed []string) string {
+	if allowed == nil {
+		// JSON null would stop the script at its first use of the list,
+		// before it guards anything.
+		allowed = []string{}
+	}
 	b, _ := json.Marshal(binding)
 	a, _ := json.Marshal(allowed)
 	return "(" + pageGuardSource + ")(" + string(b) + "," + string(a) + ");"
@@ -225,6 +230,11 @@ const pageGuardSource = `function (binding, allowedList) {
     w[name] = function (u) { refuse(how, method, u); throw new TypeError_(message); };
   }
   block("WebSocket", "websocket", "CONNECT");
+  // A worker's requests do not pass through this guard, and the browser
+  // does not hand every one of them to the network guard either (one
+  // started as the read ended reached the application unseen): a page
+  // that starts a worker cannot be read under the guards.
+  block("Worker", "worker", "WORKER");
   block("SharedWorker", "shared worker", "WORKER");
   block("RTCPeerConnection", "webrtc", "CONNECT");
   block("WebTransport", "webtransport", "CONNECT");

@@ -1,6 +1,9 @@
 package cdpguard
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestRefusalsSummary(t *testing.T) {
 	t.Parallel()
@@ -17,5 +20,18 @@ func TestRefusalsSummary(t *testing.T) {
 	rs.Add(Refusal{Layer: "network guard", How: "xhr", Method: "PUT"})
 	if got, want := rs.Summary(), first.String()+" (and 2 more)"; got != want {
 		t.Fatalf("three refusals: %q, want %q", got, want)
+	}
+}
+
+// TestPageGuardNoAllowedPosts: with no POST allowed the script gets an
+// empty list, never JSON null, on which it stopped before guarding
+// anything.
+func TestPageGuardNoAllowedPosts(t *testing.T) {
+	t.Parallel()
+	for _, allowed := range [][]string{nil, {}} {
+		js := PageGuardJS("b", allowed)
+		if !strings.HasSuffix(js, `)("b",[]);`) {
+			t.Errorf("PageGuardJS(%#v) ends %q; want an empty list passed", allowed, js[len(js)-20:])
+		}
 	}
 }

@@ -70,7 +70,7 @@ func (g *Guards) PageGuard(ctx context.Context, t cdp.Session, allowed []string)
 // CloseTab ends the tab of tctx, a chromedp context that opened it, while
 // the guards still hold, and then stops the network guard n (nil when the
 // tab was never guarded), whose Answer runs under tctx. In order, the
-// first two within wait and the last within wait again:
+// first three within wait and the last within closeBudget times wait:
 //
 //   - n fails every request from now on (Finish), the page and its
 //     workers are frozen (freeze), and every request paused so far is
@@ -78,6 +78,8 @@ func (g *Guards) PageGuard(ctx context.Context, t cdp.Session, allowed []string)
 //   - the tab leaves its page for about:blank, which cancels every request
 //     the page still had under way and stops its timers and workers; what
 //     the page sent while unloading is failed and drained too;
+//   - the page's dedicated workers, which outlive it by a moment, are
+//     waited for, and what they sent meanwhile is failed and drained;
 //   - the tab is closed, and CloseTab waits until the browser no longer
 //     lists it.
 //
@@ -113,13 +115,25 @@ func CloseTab(tctx context.Context, n *Network, wait time.Duration) error {
 	// the steps below stand without it.
 	_ = freeze(tab)
 	drain("failing the requests the page had paused")
+	// Best effort too: leave works on a page that runs, and a frozen page
+	// may not answer the navigation away.
+	_ = thaw(tab)
 	if err := leave(tab); err != nil {
 		errs = append(errs, fmt.Errorf("leaving the read-back's page: %w", err))
 	}
 	drain("failing the requests the page paused while it was left")
-	// Closing gets a budget of its own: a tab left open is worse than a
-	// slow close.
-	closing, cancelClose := context.WithTimeout(context.WithoutCancel(tctx), wait)
+	if n != nil {
+		// The page's workers end a moment after the page: wait for them,
+		// and fail what they sent meanwhile, before the tab is closed.
+		if err := n.Settle(ctx, settleQuiet); err != nil {
+			errs = append(errs, fmt.Errorf("waiting for the left page's workers and requests to end: %w", err))
+		}
+	}
+	// Closing gets a budget of its own, and a longer one: until the tab is
+	// gone the guards answer for it, while the caller's cancel, which
+	// follows a failed close, leaves the tab and so lets go whatever is
+	// still paused in it. On a loaded machine a close can take seconds.
+	closing, cancelClose := context.WithTimeout(context.WithoutCancel(tctx), closeBudget*wait)
 	defer cancelClose()
 	if _, err := cdp.Call(closing, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("closing the read-back's tab: %w", err))...)
@@ -145,19 +159,37 @@ func CloseTab(tctx context.Context, n *Network, wait time.Duration) error {
 	}
 }
 
+// settleQuiet is how long a left tab must stay quiet (Network.Settle)
+// before CloseTab closes it.
+const settleQuiet = 50 * time.Millisecond
+
+// closeBudget is how many times the budget of the other steps CloseTab
+// gives the close of the tab.
+const closeBudget = 4
+
 // leave navigates the tab of ctx to about:blank and checks that it got
 // there. A page can navigate itself at the same moment (a reload, a
 // redirect to a sign-in), which aborts the navigation away; since every
 // request is failed once the read ended, the page's own navigation fails
-// and the next try wins, so leave tries until ctx ends.
+// and the next try wins, so leave tries until ctx ends. Each try is
+// bounded on its own and waits for no load event, only for the frame tree
+// to show about:blank: on a loaded machine, a navigation racing the page's
+// own reload was seen to wait for its load (and a script evaluation for an
+// execution context) until the whole budget was spent, with the page
+// still live when the tab was closed.
 func leave(ctx context.Context) error {
 	for {
-		err := chromedp.Do(ctx, chromedp.Navigate("about:blank"))
-		if err == nil {
-			var at string
-			if at, err = chromedp.Run(ctx, chromedp.Evaluate[string]("location.href")); err == nil && at != "about:blank" {
-				err = fmt.Errorf("the tab is at %s, not about:blank", OriginPath(at))
+		try, cancel := context.WithTimeout(ctx, leaveTry)
+		err := chromedp.Do(try, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			res, err := cdp.Call(ctx, t, page.Navigate, page.NavigateParams{URL: "about:blank"})
+			if err == nil && res.ErrorText != "" {
+				err = errors.New(res.ErrorText)
 			}
+			return err
+		}))
+		cancel()
+		if err == nil {
+			err = atBlank(ctx)
 		}
 		if err == nil {
 			return nil
@@ -170,13 +202,49 @@ func leave(ctx context.Context) error {
 	}
 }
 
+// leaveTry bounds one try of leave.
+const leaveTry = 500 * time.Millisecond
+
+// atBlank waits a moment for the main frame of the tab of ctx to show
+// about:blank. It asks the frame tree, not the page's script: a script
+// evaluation waits for an execution context, which a page navigating
+// itself may not offer until ctx ends.
+func atBlank(ctx context.Context) error {
+	var at string
+	for range 10 {
+		try, cancel := context.WithTimeout(ctx, leaveTry)
+		err := chromedp.Do(try, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			res, err := cdp.Call(ctx, t, page.GetFrameTree, cdp.Empty{})
+			if err == nil && res.FrameTree != nil && res.FrameTree.Frame != nil {
+				at = res.FrameTree.Frame.URL
+			}
+			return err
+		}))
+		cancel()
+		if err == nil && at == "about:blank" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the tab is at %s, not about:blank", OriginPath(at))
+}
+
 // freeze stops the page of ctx and its dedicated workers from running
-// (the page lifecycle's frozen state), so that it makes no new request
-// while the requests it made are failed and while it is torn down: a
-// worker's request still paused when the worker ends is let go.
-func freeze(ctx context.Context) error {
+// (the page lifecycle's frozen state), so that its timers make no new
+// request while the requests it made are failed.
+func freeze(ctx context.Context) error { return lifecycle(ctx, page.SetWebLifecycleStateStateFrozen) }
+
+// thaw lets the page of ctx run again, so that the navigation away does
+// not wait on a page that cannot run its own unload.
+func thaw(ctx context.Context) error { return lifecycle(ctx, page.SetWebLifecycleStateStateActive) }
+
+func lifecycle(ctx context.Context, state page.SetWebLifecycleStateState) error {
 	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := cdp.Call(ctx, t, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen})
+		_, err := cdp.Call(ctx, t, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: state})
 		return err
 	}))
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -47,6 +49,13 @@ type Network struct {
 	// failures are refused requests the browser could not be told to
 	// fail, for Drain to report.
 	failures []error
+	// workers are the sessions of the tab's workers that are running
+	// (attached and not yet detached). A worker outlives its page by a
+	// moment, and a request it makes then is paused like any other: the
+	// tab may close only once none is left, or that request could still be
+	// paused when the browser tears the tab's session down, which lets it go.
+	workers map[target.SessionID]bool
+	started int // workers ever started, for Settle
 }
 
 type decision struct {
@@ -63,7 +72,72 @@ type decision struct {
 // whatever the limit: one left paused could be let go later.
 func NewNetwork(refused *Refusals, allow func(method, rawURL string) bool, limit int) *Network {
 	return &Network{refused: refused, allow: allow, limit: limit,
-		notify: make(chan struct{}, 1), stop: make(chan struct{}), changed: make(chan struct{})}
+		notify: make(chan struct{}, 1), stop: make(chan struct{}), changed: make(chan struct{}),
+		workers: map[target.SessionID]bool{}}
+}
+
+// worker records that the worker of session id started (running) or
+// ended. It runs in the tab's event loop and never blocks.
+func (n *Network) worker(id target.SessionID, running bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if running {
+		n.workers[id] = true
+		n.started++
+	} else if n.workers[id] {
+		delete(n.workers, id)
+	} else {
+		return
+	}
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// Settle waits until the tab has gone quiet: no worker of its page is
+// running, every request paused so far is answered (Drain), and for quiet
+// afterwards nothing new paused and no worker started; or until ctx ends.
+// CloseTab settles the tab after it left its page, before closing it.
+func (n *Network) Settle(ctx context.Context, quiet time.Duration) error {
+	for {
+		n.mu.Lock()
+		paused, started := n.paused, n.started
+		n.mu.Unlock()
+		if err := n.WaitWorkers(ctx); err != nil {
+			return err
+		}
+		if err := n.Drain(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the page did not go quiet: %w", ctx.Err())
+		case <-time.After(quiet):
+		}
+		n.mu.Lock()
+		same := paused == n.paused && started == n.started && len(n.workers) == 0
+		n.mu.Unlock()
+		if same {
+			return nil
+		}
+	}
+}
+
+// WaitWorkers waits until none of the tab's workers is running, or ctx
+// ends, and returns how many still ran then with ctx's error.
+func (n *Network) WaitWorkers(ctx context.Context) error {
+	for {
+		n.mu.Lock()
+		left, changed := len(n.workers), n.changed
+		n.mu.Unlock()
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%d worker(s) of the page still running: %w", left, ctx.Err())
+		}
+	}
 }
 
 // Paused decides one paused request. It runs in the tab's event loop, in
@@ -236,6 +310,13 @@ func (n *Network) Drain(ctx context.Context) error {
 // session is about to leave a tab whose requests all died with it.
 func (n *Network) Stop() { n.stopped.Do(func() { close(n.stop) }) }
 
+// isWorker reports whether a target type is a dedicated worker: one the
+// page started, whose requests the tab's network guard pauses and which
+// ends with the page. (The page guard refuses shared and service workers.)
+func isWorker(typ string) bool {
+	return typ == "worker"
+}
+
 // Guards are the read-only guards of one read of a page: the page guard's
 // reporting binding (install PageGuardJS(Binding, ...) and a runtime
 // binding of that name), the network guard, and what either refused.
@@ -261,6 +342,12 @@ func (g *Guards) Listen(ev any) {
 	switch e := ev.(type) {
 	case *fetch.EventRequestPaused:
 		g.Network.Paused(e)
+	case *target.EventAttachedToTarget:
+		if e.TargetInfo != nil && isWorker(e.TargetInfo.Type) {
+			g.Network.worker(e.SessionID, true)
+		}
+	case *target.EventDetachedFromTarget:
+		g.Network.worker(e.SessionID, false)
 	case *runtime.EventBindingCalled:
 		if e.Name == g.Binding {
 			g.Refused.Add(ParsePageReport(e.Payload))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
 )
 
 func paused(id, method, rawURL string) *fetch.EventRequestPaused {
@@ -90,5 +91,45 @@ func TestDrain(t *testing.T) {
 	n.Paused(paused("4", "POST", "http://127.0.0.1/after"))
 	if err := n.Drain(context.Background()); err == nil || !strings.Contains(err.Error(), "after the guard stopped answering") {
 		t.Errorf("Drain after Stop = %v; want the request paused after the guard stopped reported", err)
+	}
+}
+
+// TestSettle shows the guard waiting for the workers of a left page: Settle
+// returns only once every worker that started has ended and what was
+// paused meanwhile is answered, and reports a worker that never ends.
+func TestSettle(t *testing.T) {
+	var refused Refusals
+	g := &Guards{Network: NewNetwork(&refused, func(method, _ string) bool { return IsRead(method) }, 0)}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go g.Network.Answer(ctx)
+	g.Listen(&target.EventAttachedToTarget{SessionID: "w1", TargetInfo: &target.Info{Type: "worker"}})
+	g.Listen(&target.EventAttachedToTarget{SessionID: "p1", TargetInfo: &target.Info{Type: "iframe"}})
+
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := g.Network.Settle(short, 10*time.Millisecond); err == nil || !strings.Contains(err.Error(), "1 worker(s) of the page still running") {
+		t.Fatalf("Settle with a worker running = %v; want it reported", err)
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- g.Network.Settle(context.Background(), 50*time.Millisecond) }()
+	time.Sleep(20 * time.Millisecond)
+	g.Network.Finish()
+	g.Listen(paused("9", "POST", "http://127.0.0.1/renew"))
+	g.Listen(&target.EventDetachedFromTarget{SessionID: "w1"})
+	g.Listen(&target.EventDetachedFromTarget{SessionID: "p1"})
+	select {
+	case err := <-done:
+		// With no browser the POST cannot be failed: Drain says so, and
+		// Settle passes it on rather than calling the tab quiet.
+		if err == nil || !strings.Contains(err.Error(), "POST http://127.0.0.1/renew could not be failed") {
+			t.Errorf("Settle after the worker ended = %v; want the unfailed POST reported", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Settle did not return after the worker ended")
+	}
+	if err := g.Network.Settle(context.Background(), 10*time.Millisecond); err != nil {
+		t.Errorf("Settle on a quiet tab = %v", err)
 	}
 }
