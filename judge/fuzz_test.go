@@ -507,8 +507,8 @@ func FuzzJudge(f *testing.F) {
 		if (v.Class == ClassConfirmed) != (v.Decision == Confirmed) {
 			t.Fatalf("class %s with decision %s", v.Class, v.Decision)
 		}
-		if v.Class != Classify(&v, false) {
-			t.Fatalf("class %s, Classify says %s", v.Class, Classify(&v, false))
+		if v.Class != Classify(&v, Options{}) {
+			t.Fatalf("class %s, Classify says %s", v.Class, Classify(&v, Options{}))
 		}
 		// Invariant: every verdict explains itself.
 		if len(v.Reasons) == 0 {
@@ -719,7 +719,7 @@ func FuzzJudge(f *testing.F) {
 		for _, to := range []Decision{Confirmed, Refuted, Indeterminate} {
 			cp := v
 			cp.Reasons = slices.Clone(v.Reasons)
-			applied := Demote(&cp, to, "", "fuzz", false)
+			applied := Demote(&cp, to, "", "fuzz", Options{})
 			if cp.Decision == Confirmed && v.Decision != Confirmed {
 				t.Fatalf("Demote promoted %s to CONFIRMED", v.Decision)
 			}
@@ -730,7 +730,7 @@ func FuzzJudge(f *testing.F) {
 		// Invariant: a task is due exactly for a non-confirmed irreversible verdict.
 		irr := *c
 		irr.Risk = Irreversible
-		if task := NewTask("s", 0, "fuzz", &irr, &v); (task == nil) != (v.Decision == Confirmed) {
+		if task := NewTask("s", 0, "fuzz", &irr, &v, TaskOptions{}); (task == nil) != (v.Decision == Confirmed) {
 			t.Fatalf("task %v for a %s verdict", task, v.Decision)
 		}
 	})

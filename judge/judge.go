@@ -216,7 +216,7 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 		v.ExpectedValue = &ev
 	}
 	v.ContractHash = c.Hash
-	v.Class = Classify(&v, opts.AbsenceNotProof)
+	v.Class = Classify(&v, opts)
 	return v
 }
 

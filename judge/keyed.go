@@ -37,34 +37,6 @@ func KeyedDigester(key []byte) Digester {
 	}
 }
 
-// NewTaskWithDigest is NewTask with the record digests made by digest.
-func NewTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, digest Digester) *Task {
-	t := NewTask(scope, index, substrate, c, v)
-	if t == nil {
-		return nil
-	}
-	for i, r := range v.Matched {
-		t.Evidence.RecordDigests[i] = digest(r)
-	}
-	return t
-}
-
-// CompensationFailedTaskWithDigest is CompensationFailedTask with the
-// record digests made by digest.
-func CompensationFailedTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, deleted []Record, digest Digester) *Task {
-	t := CompensationFailedTask(scope, index, substrate, c, v, nil)
-	if t == nil {
-		return nil
-	}
-	for i, r := range v.Matched {
-		t.Evidence.RecordDigests[i] = digest(r)
-	}
-	for _, r := range deleted {
-		t.Evidence.DeletedDigests = append(t.Evidence.DeletedDigests, digest(r))
-	}
-	return t
-}
-
 // Keyed baselines. The daemon stores a baseline for days; under an active
 // redaction policy it must not keep the hidden values in clear. KeyBaseline
 // replaces each hidden value by a keyed token of its canonical JSON, and

@@ -31,20 +31,7 @@ const (
 // Output is the harness result on success.
 type Output struct {
 	Outcome judge.Outcome  `json:"outcome"`
-	Effects []EffectResult `json:"effects"`
-}
-
-// EffectResult is one effect's verdict as the harness prints it.
-type EffectResult struct {
-	Verdict        judge.Decision `json:"verdict"`
-	Result         judge.Class    `json:"result"`
-	Reasons        []judge.Reason `json:"reasons"`
-	ObservedCount  *int           `json:"observed_count"`
-	ExpectedCount  *int           `json:"expected_count"`
-	ObservedValue  *string        `json:"observed_value"`
-	ExpectedValue  *string        `json:"expected_value"`
-	ContractHash   string         `json:"contract_hash"`
-	MatchedRecords []judge.Record `json:"matched_records"`
+	Effects []judge.EffectResult `json:"effects"`
 }
 
 // Refusal is the harness result for a refused case.
@@ -128,14 +115,14 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 		opts.Freshness = &f
 	}
 	verdicts := make([]judge.Verdict, len(contracts))
-	out := &Output{Effects: make([]EffectResult, len(contracts))}
+	out := &Output{Effects: make([]judge.EffectResult, len(contracts))}
 	one := func(i int) {
 		if c.compact {
 			verdicts[i] = judge.JudgeBatch(contracts[i], c.BeforeBatch, c.AfterBatch, opts)
 		} else {
 			verdicts[i] = judge.Judge(contracts[i], c.Before, c.After, opts)
 		}
-		out.Effects[i] = Result(verdicts[i])
+		out.Effects[i] = judge.ResultOf(verdicts[i])
 	}
 	if c.compact && len(contracts) > 1 && c.BeforeBatch.Batch.Len()+c.AfterBatch.Batch.Len() >= parallelRecords {
 		// Judging reads a batch and never writes it: large reads judge
@@ -152,24 +139,6 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 	}
 	out.Outcome = judge.OutcomeOf(verdicts)
 	return out, nil
-}
-
-// Result renders a verdict the way the harness prints it.
-func Result(v judge.Verdict) EffectResult {
-	reasons := v.Reasons
-	if reasons == nil {
-		reasons = []judge.Reason{}
-	}
-	matched := v.Matched
-	if matched == nil {
-		matched = []judge.Record{}
-	}
-	return EffectResult{
-		Verdict: v.Decision, Result: v.Class, Reasons: reasons,
-		ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
-		ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
-		ContractHash: v.ContractHash, MatchedRecords: matched,
-	}
 }
 
 func invalid(path, format string, args ...any) *judge.Error {
