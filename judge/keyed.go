@@ -9,6 +9,8 @@ import (
 	"hash"
 	"net/url"
 	"strings"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // KeyedPrefix starts every keyed digest and every keyed baseline value.
@@ -235,7 +237,7 @@ func (p Redaction) RedactText(text string, contracts []*Contract, reads ...[]Rec
 			consider(x)
 		case json.Number:
 			consider(string(x))
-			consider(canonNumber(string(x)))
+			consider(compact.CanonNumber(string(x)))
 		case map[string]any:
 			consider(CanonicalJSON(x))
 			for _, e := range x {

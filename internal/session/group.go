@@ -185,7 +185,7 @@ func (g *group) readBaseline(ctx context.Context) {
 	g.ev.Baseline = g.m.readDigestOf(before)
 }
 
-// readIndex reads a baseline stored as an index (judge.Indexer) under the
+// readIndex reads a baseline stored as an index (judge.RecordStream.Index) under the
 // projection it was made with, neither projecting nor digesting it again.
 // Anything unexpected (a form this daemon does not know, a digest under
 // another evidence key or none, an entry without its mark, a count that

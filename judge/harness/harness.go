@@ -30,7 +30,7 @@ const (
 
 // Output is the harness result on success.
 type Output struct {
-	Outcome judge.Outcome  `json:"outcome"`
+	Outcome judge.Outcome        `json:"outcome"`
 	Effects []judge.EffectResult `json:"effects"`
 }
 
@@ -70,7 +70,14 @@ func Run(input []byte, now time.Time) ([]byte, int) {
 
 // RunString is Run on a case held as a string (no copy of a large case).
 func RunString(input string, now time.Time) ([]byte, int) {
-	out, err := JudgeString(input, now)
+	return RunOptions(input, now, judge.Options{})
+}
+
+// RunOptions is RunString under opts: the case's own census and freshness
+// are added to them, and opts.Arena (when set) is where the case's large
+// reads are decoded.
+func RunOptions(input string, now time.Time, opts judge.Options) ([]byte, int) {
+	out, err := judgeString(input, now, opts)
 	if err != nil {
 		jerr, ok := errors.AsType[*judge.Error](err)
 		if !ok {
@@ -88,15 +95,25 @@ func Judge(input []byte, now time.Time) (*Output, error) {
 
 // JudgeString parses (with the fast decoder), binds and judges one case.
 func JudgeString(input string, now time.Time) (*Output, error) {
-	c, err := ParseString(input)
+	return judgeString(input, now, judge.Options{})
+}
+
+func judgeString(input string, now time.Time, opts judge.Options) (*Output, error) {
+	c, err := parseFast(input, opts.Arena)
 	if err != nil {
 		return nil, err
 	}
-	return judgeCase(c, now)
+	return judgeCaseWith(c, now, opts)
 }
 
 // judgeCase binds and judges a parsed case.
 func judgeCase(c *Case, now time.Time) (*Output, error) {
+	return judgeCaseWith(c, now, judge.Options{})
+}
+
+// judgeCaseWith is judgeCase with the case's census and freshness added
+// to base.
+func judgeCaseWith(c *Case, now time.Time, base judge.Options) (*Output, error) {
 	contracts := make([]*judge.Contract, len(c.Effects))
 	for i, e := range c.Effects {
 		bound, err := judge.Bind(e, c.Params, fmt.Sprintf("effects[%d]", i))
@@ -105,7 +122,8 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 		}
 		contracts[i] = bound
 	}
-	opts := judge.Options{Census: c.Census}
+	opts := base
+	opts.Census = c.Census
 	if c.Freshness != nil {
 		f := *c.Freshness
 		f.Now = now
