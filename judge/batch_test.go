@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // scanSnapshot decodes a read with the fast decoder when every element is
@@ -183,7 +185,7 @@ func TestJudgeBatchAgrees(t *testing.T) {
 				changed++
 			}
 			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
-			checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, opts))
+			checkBatchAgrees(t, "compact.Scanner", v, JudgeBatch(c, bb, ab, opts))
 		}
 	}
 	if confirmed == 0 || changed == 0 {
@@ -197,28 +199,28 @@ func TestScannerCanonicalText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		json string
-		kind ValueKind
+		kind compact.ValueKind
 		text string
 	}{
-		{`"p1"`, KindString, "p1"},
-		{`" a "`, KindString, " a "},
-		{`"Zo\u00eb"`, KindString, "Zoë"},
-		{`"\ud83d\ude00"`, KindString, "😀"},
-		{`"\ud800"`, KindString, "\ufffd"},
-		{"\"a\xffb\"", KindString, "a\ufffdb"},
-		{`1`, KindNumber, "1"},
-		{`1.0`, KindNumber, "1"},
-		{`-0`, KindNumber, "0"},
-		{`0.000`, KindNumber, "0"},
-		{`42.50`, KindNumber, "42.5"},
-		{`1e3`, KindNumber, "1000"},
-		{`1.5E-3`, KindNumber, "0.0015"},
-		{`-12345678901234567890123456789012345`, KindNumber, "-12345678901234567890123456789012345"},
-		{`true`, KindBool, "true"},
-		{`false`, KindBool, "false"},
-		{`null`, KindNull, ""},
-		{`{"b": 1.0, "a": "é"}`, KindObject, `{"a":"\u00e9","b":1}`},
-		{`[1, "x", null]`, KindArray, `[1,"x",null]`},
+		{`"p1"`, compact.KindString, "p1"},
+		{`" a "`, compact.KindString, " a "},
+		{`"Zo\u00eb"`, compact.KindString, "Zoë"},
+		{`"\ud83d\ude00"`, compact.KindString, "😀"},
+		{`"\ud800"`, compact.KindString, "\ufffd"},
+		{"\"a\xffb\"", compact.KindString, "a\ufffdb"},
+		{`1`, compact.KindNumber, "1"},
+		{`1.0`, compact.KindNumber, "1"},
+		{`-0`, compact.KindNumber, "0"},
+		{`0.000`, compact.KindNumber, "0"},
+		{`42.50`, compact.KindNumber, "42.5"},
+		{`1e3`, compact.KindNumber, "1000"},
+		{`1.5E-3`, compact.KindNumber, "0.0015"},
+		{`-12345678901234567890123456789012345`, compact.KindNumber, "-12345678901234567890123456789012345"},
+		{`true`, compact.KindBool, "true"},
+		{`false`, compact.KindBool, "false"},
+		{`null`, compact.KindNull, ""},
+		{`{"b": 1.0, "a": "é"}`, compact.KindObject, `{"a":"\u00e9","b":1}`},
+		{`[1, "x", null]`, compact.KindArray, `[1,"x",null]`},
 	}
 	for _, tt := range tests {
 		b, err := DecodeRecords(`[{"v": `+tt.json+`}]`, "records")
@@ -233,7 +235,7 @@ func TestScannerCanonicalText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want, has := Canon(tree); has != (tt.kind != KindNull) || want != tt.text {
+		if want, has := Canon(tree); has != (tt.kind != compact.KindNull) || want != tt.text {
 			t.Errorf("%s: Canon gives %q (%v), the decoder %q", tt.json, want, has, tt.text)
 		}
 	}
@@ -335,7 +337,7 @@ func FuzzScanRecords(f *testing.F) {
 		}
 		for i, e := range list {
 			want := CanonicalJSON(e)
-			if got := b.canonicalRecord(b.At(i)); got != want {
+			if got := b.CanonicalFields(b.At(i)); got != want {
 				t.Fatalf("record %d: canonical %s, DecodeJSON gives %s", i, got, want)
 			}
 			if got := CanonicalJSON(b.Record(i)); got != want {
@@ -344,7 +346,7 @@ func FuzzScanRecords(f *testing.F) {
 			m, _ := e.(map[string]any)
 			for _, fld := range b.At(i) {
 				text, has := Canon(m[b.Names[fld.Name]])
-				if has != (fld.Kind != KindNull) || text != b.Text(&fld) {
+				if has != (fld.Kind != compact.KindNull) || text != b.Text(&fld) {
 					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.Names[fld.Name], b.Text(&fld), text, has)
 				}
 			}
@@ -362,7 +364,7 @@ func TestBatchRecordRoundTrip(t *testing.T) {
 	if got, want := CanonicalJSON(b.Record(0)), CanonicalJSON(r); got != want {
 		t.Fatalf("round trip %s, want %s", got, want)
 	}
-	if got, want := b.canonicalRecord(b.At(0)), CanonicalJSON(r); got != want {
+	if got, want := b.CanonicalFields(b.At(0)), CanonicalJSON(r); got != want {
 		t.Fatalf("canonical record %s, want %s", got, want)
 	}
 	if strconv.Itoa(b.Len()) != "1" {
@@ -407,7 +409,7 @@ func TestDecodeRecordList(t *testing.T) {
 		t.Fatalf("%d records, want 3", b.Len())
 	}
 	for i := range 3 {
-		if got, w := b.canonicalRecord(b.At(i)), want.canonicalRecord(want.At(i)); got != w {
+		if got, w := b.CanonicalFields(b.At(i)), want.CanonicalFields(want.At(i)); got != w {
 			t.Errorf("record %d: %s, want %s", i, got, w)
 		}
 	}
@@ -463,7 +465,7 @@ func TestRecordFromFields(t *testing.T) {
 		if got := b.Record(i); !cmp.Equal(map[string]any(got), want) {
 			t.Errorf("%s: Record = %#v, want %#v", c.raw, got, want)
 		}
-		if _, fast := b.sourceRecord(i); fast != c.fast {
+		if _, fast := b.SourceRecord(i); fast != c.fast {
 			t.Errorf("%s: taken from the fields = %v, want %v", c.raw, fast, c.fast)
 		}
 	}

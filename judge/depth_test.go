@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
@@ -97,9 +98,9 @@ func TestRecordsRefuseDeepNesting(t *testing.T) {
 	if _, err := DecodeRecordList([][]byte{[]byte(`{"x": ` + deepJSON(MaxDepth) + `}`)}, "r"); err == nil {
 		t.Fatal("65 levels accepted")
 	}
-	sc := NewScanner(`{"v": ` + deepJSON(1_500_000) + `}`)
+	sc := compact.NewScanner(`{"v": ` + deepJSON(1_500_000) + `}`)
 	err = sc.Object("", func(_, path string) error { _, err := sc.Value(path); return err })
 	if se, ok := errors.AsType[*SyntaxError](err); !ok || !strings.HasPrefix(se.Path, "v[0]") {
-		t.Fatalf("Scanner.Value = %v", err)
+		t.Fatalf("compact.Scanner.Value = %v", err)
 	}
 }

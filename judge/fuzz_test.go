@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // paramsOf lists the run parameters an effect refers to.
@@ -367,7 +369,7 @@ func ratOfAny(s string) *big.Rat {
 	return r
 }
 
-func kindOfTest(v any) ValueKind {
+func kindOfTest(v any) compact.ValueKind {
 	k, _ := kindOf(v)
 	return k
 }
@@ -473,7 +475,7 @@ func FuzzJudge(f *testing.F) {
 		checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
 		if bb, ok := scanSnapshot(beforeJS, beforeUp); ok {
 			if ab, ok := scanSnapshot(afterJS, afterUp); ok {
-				checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, opts))
+				checkBatchAgrees(t, "compact.Scanner", v, JudgeBatch(c, bb, ab, opts))
 			}
 		}
 		// And from reads streamed one record at a time, each kept only

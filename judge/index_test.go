@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
-// indexRead indexes recs under p (Indexer), reads the entries back
+// indexRead indexes recs under p (compact.Indexer), reads the entries back
 // (AddEntry) and returns the batch with the digest text the indexer wrote.
 func indexRead(t *testing.T, recs []string, p *Projection) (*Batch, string) {
 	t.Helper()
 	var dig bytes.Buffer
-	x := NewIndexer(p, &dig)
+	x := compact.NewIndexer(p, &dig)
 	var entries [][]byte
 	for _, r := range recs {
 		entries = append(entries, bytes.Clone(x.Entry([]byte(r))))
@@ -34,7 +36,7 @@ func indexRead(t *testing.T, recs []string, p *Projection) (*Batch, string) {
 // the same order, and the same sources.
 func sameBatch(t *testing.T, via string, want, got *Batch) {
 	t.Helper()
-	if want.Len() != got.Len() || want.Projected() != got.Projected() || want.proj != got.proj && (want.proj == nil || got.proj == nil) {
+	if want.Len() != got.Len() || want.Projected() != got.Projected() || want.Proj() != got.Proj() && (want.Proj() == nil || got.Proj() == nil) {
 		t.Fatalf("%s: %d records (projected %v), want %d (%v)", via, got.Len(), got.Projected(), want.Len(), want.Projected())
 	}
 	for i := range want.Len() {
@@ -78,7 +80,7 @@ func TestIndexRefuses(t *testing.T) {
 		t.Fatal("an entry was read without a projection")
 	}
 	var dig bytes.Buffer
-	x := NewIndexer(p, &dig)
+	x := compact.NewIndexer(p, &dig)
 	x.Entry([]byte(`{"id":1}`))
 	if e := string(x.Entry([]byte(`{"id":`))); e != `W{"id":` || x.Err() == nil {
 		t.Fatalf("a record that does not decode gives %q, %v", e, x.Err())

@@ -178,7 +178,7 @@ func (b *Batch) Append(r Record) {
 // fields its read kept.
 func (b *Batch) Record(i int) Record {
 	if src, ok := b.Source(i); ok {
-		if r, ok := b.sourceRecord(i); ok {
+		if r, ok := b.SourceRecord(i); ok {
 			return r
 		}
 		if v, err := DecodeJSON([]byte(src)); err == nil {
@@ -195,13 +195,13 @@ func (b *Batch) Record(i int) Record {
 	return r
 }
 
-// sourceRecord is record i in map form straight from its fields, when
+// SourceRecord is record i in map form straight from its fields, when
 // that is the map decoding its source gives: every value a string, a
 // boolean, a null or a number whose text is the source's own (a span of
 // it, not a canonicalised copy). Any other record (an object or array
 // value, a number written otherwise than canonically) is left to the
 // decoder.
-func (b *Batch) sourceRecord(i int) (Record, bool) {
+func (b *Batch) SourceRecord(i int) (Record, bool) {
 	fs := b.At(i)
 	for k := range fs {
 		switch f := &fs[k]; f.Kind {

@@ -129,7 +129,7 @@ func (s *RecordStream) AddEntry(e []byte) error {
 	err := s.Add(e[1:])
 	s.pj, s.dig = pj, dig
 	if err == nil && e[0] == IndexPartial {
-		s.b.markPartial(idx)
+		s.b.MarkPartial(idx)
 	}
 	return err
 }

@@ -94,7 +94,8 @@ func (b *Batch) Partial(i int) bool {
 // records may be kept in part).
 func (b *Batch) Projected() bool { return b != nil && b.proj != nil }
 
-func (b *Batch) markPartial(i int) {
+// MarkPartial marks record i as kept in part (Partial).
+func (b *Batch) MarkPartial(i int) {
 	for i/64 >= len(b.part) {
 		b.part = append(b.part, 0)
 	}

@@ -170,7 +170,7 @@ func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
 	b.Ends[idx] = uint32(len(b.Fields))
 	s.buf = s.buf[:w]
 	b.doc = unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
-	b.markPartial(idx)
+	b.MarkPartial(idx)
 }
 
 func (s *RecordStream) record(idx int) error {

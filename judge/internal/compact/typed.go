@@ -37,7 +37,7 @@ func TypedText(a string, kind ValueKind, text string) (string, bool) {
 			d = text
 		case KindString:
 			var ok bool
-			if d, ok = canonDecimal(text); !ok {
+			if d, ok = CanonDecimal(text); !ok {
 				return "", false
 			}
 		default:
@@ -70,11 +70,11 @@ func integral(d string) bool {
 	return !strings.ContainsRune(d, '.') && !strings.Contains(d, "e-")
 }
 
-// canonDecimal parses decimal text as §2a writes it,
+// CanonDecimal parses decimal text as §2a writes it,
 // [+-]?digits[.digits][(e|E)[+-]digits], and returns the canonical text
 // of its exact value (CanonNumber's form). Leading zeros and a '+' are
 // allowed here, unlike in JSON.
-func canonDecimal(s string) (string, bool) {
+func CanonDecimal(s string) (string, bool) {
 	i, n := 0, len(s)
 	neg := false
 	if i < n && (s[i] == '+' || s[i] == '-') {
