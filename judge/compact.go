@@ -26,8 +26,8 @@ type SyntaxError = compact.SyntaxError
 // bytes as they arrived) and a record kept in part (the fields its
 // Projection keeps, in the record's order, each value its canonical text).
 const (
-	IndexWhole   = compact.IndexWhole
-	IndexPartial = compact.IndexPartial
+	IndexWhole   byte = 'W'
+	IndexPartial byte = 'P'
 )
 
 // NewBatch returns an empty batch.

@@ -3,6 +3,8 @@ package judge
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // TestEffectResultJSON pins the shown result's JSON byte for byte: it is
@@ -32,5 +34,19 @@ func TestEffectResultJSON(t *testing.T) {
 		`"observed_value":null,"expected_value":null,"contract_hash":"","matched_records":[]}`
 	if string(got) != want {
 		t.Fatalf("empty shown result JSON changed:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestCompactAgreesOnNames: the names the judge publishes are the ones its
+// compact form reads and writes.
+func TestCompactAgreesOnNames(t *testing.T) {
+	for _, c := range []struct{ judge, compact string }{
+		{string(AsText), compact.AsText}, {string(AsDecimal), compact.AsDecimal},
+		{string(AsInteger), compact.AsInteger}, {string(AsBoolean), compact.AsBoolean},
+		{string(IndexWhole), string(compact.IndexWhole)}, {string(IndexPartial), string(compact.IndexPartial)},
+	} {
+		if c.judge != c.compact {
+			t.Errorf("judge says %q, its compact form %q", c.judge, c.compact)
+		}
 	}
 }

@@ -14,10 +14,10 @@ type As string
 // Comparison types. A loaded or bound value of type text has the empty As,
 // so that writing `as: text` changes nothing, the hash included.
 const (
-	AsText    As = compact.AsText
-	AsDecimal As = compact.AsDecimal
-	AsInteger As = compact.AsInteger
-	AsBoolean As = compact.AsBoolean
+	AsText    As = "text"
+	AsDecimal As = "decimal"
+	AsInteger As = "integer"
+	AsBoolean As = "boolean"
 )
 
 // parseAs reads the `as` of a value object.
