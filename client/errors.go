@@ -107,4 +107,3 @@ func (e *ReceiptError) Error() string {
 }
 
 func (e *ReceiptError) Unwrap() error { return e.Err }
-

@@ -690,7 +690,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 	}
 	w := m.Store.NewBaseline(id, n)
 	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
-	var ix *judge.RecordStream // indexes the records (RecordStream.Index)
+	var ix *judge.RecordStream             // indexes the records (RecordStream.Index)
 	var mac hash.Hash
 	if !redaction.Active() {
 		mac = judge.NewKeyedHash(m.EvidenceDigestKey())
