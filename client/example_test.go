@@ -19,7 +19,8 @@ func saveTriageNote(ctx context.Context) error { return nil }
 // Step wraps the action: Begin, the action, Verify, and an error unless
 // the outcome is VERIFIED.
 func Example() {
-	text, err := os.ReadFile("receipt-key.pub") // the key `verifyctl key` printed, as the operator publishes it
+	// The key `verifyctl key` printed, as the operator publishes it.
+	text, err := os.ReadFile("receipt-key.pub")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -31,10 +32,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
 	req := client.Request{Deployment: "clinic", Workflow: "triage", Step: "save_triage",
 		Params: map[string]string{"patient_id": "p1", "note": "Follow-up"}}
 	err = c.Step(context.Background(), req, saveTriageNote)
+	c.Close()
 	var refused *client.Refused
 	var notConfirmed *client.NotConfirmed
 	switch {
@@ -53,7 +54,7 @@ func Example() {
 
 // Begin and Verify separately, when the action cannot be wrapped in a
 // function (it runs in another process, or across a restart: keep the
-// session id, and verify with &client.Session{ID: id, ...}).
+// session id, and verify &client.Session{ID: id, Deployment: "clinic"}).
 func ExampleClient_Verify() {
 	c, err := client.Dial("127.0.0.1:7443")
 	if err != nil {
@@ -64,14 +65,16 @@ func ExampleClient_Verify() {
 	s, err := c.Begin(ctx, client.Request{Deployment: "clinic", Workflow: "triage", Step: "save_triage",
 		Params: map[string]string{"patient_id": "p1", "note": "Follow-up"}})
 	if err != nil {
-		log.Fatal(err) // a *client.Refused: do not act
+		log.Print(err) // a *client.Refused: do not act
+		return
 	}
 	if err := saveTriageNote(ctx); err != nil {
 		log.Print(err) // verify anyway: the action may have partly happened
 	}
 	res, err := c.Verify(ctx, s)
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return
 	}
 	fmt.Println(res.Outcome, len(res.Tasks()))
 }
