@@ -139,8 +139,18 @@ func TestStepRefused(t *testing.T) {
 	if _, ok := errors.AsType[*client.Refused](err); ok || err == nil {
 		t.Fatalf("Begin of an unknown deployment = %v, want a status error that is not *Refused", err)
 	}
-	if _, err := cl.Begin(t.Context(), client.Request{Workflow: "triage", Step: "save_triage"}); err == nil {
-		t.Fatal("Begin with no deployment: want an error naming the missing deployment")
+	for name, bad := range map[string]client.Request{
+		"no deployment":     {Workflow: "triage", Step: "save_triage"},
+		"two deployments":   {Deployment: "clinic", DeploymentYAML: []byte("effects: {kind: sql}\n"), Workflow: "triage", Step: "save_triage"},
+		"a workflow alone":  {Deployment: "clinic", Workflow: "triage"},
+		"a step, no source": {Deployment: "clinic", Step: "save_triage"},
+	} {
+		if _, err := cl.Begin(t.Context(), bad); err == nil || status.Code(err) != codes.Unknown {
+			t.Errorf("Begin with %s = %v, want the client's own refusal before any call", name, err)
+		}
+	}
+	if _, err := cl.Verify(t.Context(), &client.Session{}); err == nil {
+		t.Error("Verify of no session: want an error")
 	}
 }
 

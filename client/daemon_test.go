@@ -75,6 +75,12 @@ policy:
 // startClinic starts the daemon; token, when set, is its API bearer token.
 func startClinic(t testing.TB, token string) *clinic {
 	t.Helper()
+	return startClinicWith(t, server.Options{BearerToken: token})
+}
+
+// startClinicWith starts the daemon with the API options opts.
+func startClinicWith(t testing.TB, opts server.Options) *clinic {
+	t.Helper()
 	dir := t.TempDir()
 	dep := strings.Replace(clinicDeployment, "{db}", filepath.Join(dir, "clinic.db"), 1)
 	for name, text := range map[string]string{"deployment.yaml": dep, "workflow.yaml": clinicWorkflow, "daemon.yaml": clinicDaemon} {
@@ -109,7 +115,7 @@ func startClinic(t testing.TB, token string) *clinic {
 	}
 	pub, priv, _ := ed25519.GenerateKey(nil)
 	m := &session.Manager{Host: host, Store: st, Daemon: daemon, Workflows: workflows, Signer: signing.New(priv), EvidenceKey: make([]byte, session.EvidenceKeySize)}
-	srv, _ := server.New(m, server.Options{BearerToken: token})
+	srv, _ := server.New(m, opts)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
