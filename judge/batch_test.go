@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // scanSnapshot decodes a read with the fast decoder when every element is
@@ -18,7 +20,7 @@ func scanSnapshot(data []byte, reachable bool) (BatchSnapshot, bool) {
 	if !reachable {
 		return BatchSnapshot{}, true
 	}
-	b, err := DecodeRecords(string(data), "records")
+	b, err := compact.DecodeRecords(string(data), "records")
 	if err != nil {
 		return BatchSnapshot{}, false
 	}
@@ -181,7 +183,7 @@ func TestJudgeBatchAgrees(t *testing.T) {
 			if slices.Contains(v.Codes(), ReasonExistingRecordChanged) {
 				changed++
 			}
-			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, batchOf(before), batchOf(after), opts))
 			checkBatchAgrees(t, "compact.Scanner", v, JudgeBatch(c, bb, ab, opts))
 		}
 	}
@@ -210,4 +212,13 @@ func bindContracts(t *testing.T, contracts []string) []*Contract {
 		bound = append(bound, c)
 	}
 	return bound
+}
+
+// batchOf turns a map-form snapshot into compact form.
+func batchOf(s Snapshot) BatchSnapshot {
+	b := compact.NewBatch()
+	for _, r := range s.Records {
+		b.Append(r)
+	}
+	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code, Batch: b}
 }

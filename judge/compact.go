@@ -4,7 +4,7 @@ import "github.com/verifierd/verifierd/judge/internal/compact"
 
 // Batch is a read in compact form: field names interned once for the whole
 // read and every record a run of fields over one document, so that a large
-// read costs the garbage collector nothing to scan. The decoders below and
+// read costs the garbage collector nothing to scan. DecodeRecordList and
 // RecordStream build it; JudgeBatch judges it; Record turns one record back
 // into the map form for evidence.
 type Batch = compact.Batch
@@ -18,8 +18,7 @@ type Batch = compact.Batch
 type RecordStream = compact.RecordStream
 
 // SyntaxError is malformed JSON at a path of a document, with its byte
-// offset: what DecodeRecords, DecodeRecord, DecodeRecordList and a
-// RecordStream refuse.
+// offset: what DecodeRecordList and a RecordStream refuse.
 type SyntaxError = compact.SyntaxError
 
 // The marks of a stored baseline index's entries: a record kept whole (its
@@ -30,24 +29,11 @@ const (
 	IndexPartial byte = 'P'
 )
 
-// NewBatch returns an empty batch.
-func NewBatch() *Batch { return compact.NewBatch() }
-
 // NewRecordStream starts a read whose records are named path[i] in errors.
 // records is the number of records expected (0 when unknown): the stream
 // reserves room for that many once it has seen the first ones.
 func NewRecordStream(path string, records int) *RecordStream {
 	return compact.NewRecordStream(path, records)
-}
-
-// DecodeRecords decodes a JSON array of records into a new batch. A
-// non-object element is refused with its path.
-func DecodeRecords(data, path string) (*Batch, error) { return compact.DecodeRecords(data, path) }
-
-// DecodeRecord decodes one JSON object into b as its next record. On an
-// error b is left as it was.
-func DecodeRecord(data string, path string, b *Batch) error {
-	return compact.DecodeRecord(data, path, b)
 }
 
 // DecodeRecordList decodes records given one JSON object each (a wire or
@@ -66,15 +52,6 @@ type BatchSnapshot struct {
 	// report instead of SOR_UNREACHABLE / BASELINE_UNREACHABLE.
 	Code  string
 	Batch *Batch
-}
-
-// BatchOf turns a map-form snapshot into compact form.
-func BatchOf(s Snapshot) BatchSnapshot {
-	b := NewBatch()
-	for _, r := range s.Records {
-		b.Append(r)
-	}
-	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code, Batch: b}
 }
 
 // sels is a selector as the compact form matches it.

@@ -87,7 +87,7 @@ func TestRecordsRefuseDeepNesting(t *testing.T) {
 	if !ok || !strings.HasPrefix(se.Path, "after.records_json[1].x[0][0]") || !strings.Contains(se.Msg, "more than 64 levels") {
 		t.Fatalf("DecodeRecordList = %v", err)
 	}
-	if _, err := DecodeRecords(`[`+rec+`]`, "records"); err == nil || !strings.Contains(err.Error(), "more than 64 levels") {
+	if _, err := compact.DecodeRecords(`[`+rec+`]`, "records"); err == nil || !strings.Contains(err.Error(), "more than 64 levels") {
 		t.Fatalf("DecodeRecords = %v", err)
 	}
 	// The record is a level: a field may nest 63 more.

@@ -472,7 +472,7 @@ func FuzzJudge(f *testing.F) {
 		v := Judge(c, before, after, opts)
 		// The compact path gives the same verdict, from maps and from the
 		// fast decoder.
-		checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+		checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, batchOf(before), batchOf(after), opts))
 		if bb, ok := scanSnapshot(beforeJS, beforeUp); ok {
 			if ab, ok := scanSnapshot(afterJS, afterUp); ok {
 				checkBatchAgrees(t, "compact.Scanner", v, JudgeBatch(c, bb, ab, opts))

@@ -14,10 +14,10 @@ import (
 func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict {
 	b, a := before.Batch, after.Batch
 	if b == nil {
-		b = NewBatch()
+		b = compact.NewBatch()
 	}
 	if a == nil {
-		a = NewBatch()
+		a = compact.NewBatch()
 	}
 	return judgeFrame(c, readState{before.Reachable, before.Reason, before.Code}, readState{after.Reachable, after.Reason, after.Code}, opts, func() Verdict {
 		if gap := projectionGap(c, b, a); gap != "" {

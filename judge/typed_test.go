@@ -337,7 +337,7 @@ func runFormsAgree(t *testing.T, tests []judgeCase) {
 func checkFormsAgree(t *testing.T, name string, c *Contract, before, after Snapshot, opts Options) {
 	t.Helper()
 	want := Judge(c, before, after, opts)
-	checkBatchAgrees(t, name+" BatchOf", want, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+	checkBatchAgrees(t, name+" BatchOf", want, JudgeBatch(c, batchOf(before), batchOf(after), opts))
 	scan := func(s Snapshot) BatchSnapshot {
 		out := BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code}
 		if !s.Reachable {
@@ -347,7 +347,7 @@ func checkFormsAgree(t *testing.T, name string, c *Contract, before, after Snaps
 		for i, r := range s.Records {
 			parts[i] = CanonicalJSON(r)
 		}
-		b, err := DecodeRecords("["+strings.Join(parts, ",")+"]", "records")
+		b, err := compact.DecodeRecords("["+strings.Join(parts, ",")+"]", "records")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -208,7 +208,7 @@ func readSnapshot(sc *compact.Scanner, path string, snap *fastSnapshot) error {
 		switch key {
 		case "records":
 			if sc.Peek() == '[' {
-				snap.batch = judge.NewBatch()
+				snap.batch = compact.NewBatch()
 				n, bad, err := sc.Records(kpath, snap.batch)
 				snap.records, snap.count, snap.firstBad = "list", n, bad
 				return err
