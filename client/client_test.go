@@ -173,6 +173,20 @@ func TestStepActionFails(t *testing.T) {
 	if !ok || ae.Result == nil || ae.Result.Outcome != client.Verified || ae.VerifyErr != nil {
 		t.Fatalf("ActionError = %+v, want the VERIFIED result of the write that landed", ae)
 	}
+	// The caller's context ends during the action: the session is
+	// verified all the same.
+	ctx, cancel := context.WithCancel(t.Context())
+	err = cl.Step(ctx, triage("p10", "n"), func(ctx context.Context) error {
+		if err := c.save("p10", "n")(ctx); err != nil {
+			return err
+		}
+		cancel()
+		return ctx.Err()
+	})
+	ae, ok = errors.AsType[*client.ActionError](err)
+	if !errors.Is(err, context.Canceled) || !ok || ae.Result == nil || ae.Result.Outcome != client.Verified {
+		t.Fatalf("Step cancelled during the action = %v (%+v), want context.Canceled with the VERIFIED result", err, ae)
+	}
 }
 
 // TestStepActionPanics: a panicking action is verified before the panic
