@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 const benchBaseline = 1_000_000
@@ -122,7 +124,7 @@ func benchBatches(b *testing.B, ordered bool) (BatchSnapshot, BatchSnapshot) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		batch, err := DecodeRecords(string(raw), "records")
+		batch, err := compact.DecodeRecords(string(raw), "records")
 		if err != nil {
 			b.Fatal(err)
 		}

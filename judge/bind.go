@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // Pair is one field: value requirement of a bound selector. Under a
@@ -232,9 +234,9 @@ func hashValue(text string, as As) any {
 func selectorKey(pairs []Pair) string {
 	var b strings.Builder
 	for _, p := range pairs {
-		writeCanonString(&b, p.Field)
+		compact.WriteCanonString(&b, p.Field)
 		b.WriteByte(':')
-		writeCanonString(&b, p.Value)
+		compact.WriteCanonString(&b, p.Value)
 		if p.As != "" {
 			b.WriteString(" as ")
 			b.WriteString(string(p.As))

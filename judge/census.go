@@ -229,7 +229,7 @@ func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
 // judgeCensusB is judgeCensus on reads in compact form.
 func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 	field := c.IdentityField
-	bID, aID := before.nameIndex(field), after.nameIndex(field)
+	bID, aID := before.NameIndex(field), after.NameIndex(field)
 	if c.Kind == ExactNewSet {
 		missing := 0
 		for _, side := range []struct {
@@ -237,7 +237,7 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 			name int64
 		}{{before, bID}, {after, aID}} {
 			for i := range side.b.Len() {
-				if _, ok := side.b.get(side.b.At(i), side.name); !ok {
+				if _, ok := side.b.Get(side.b.At(i), side.name); !ok {
 					missing++
 				}
 			}
@@ -247,27 +247,27 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 		}
 	}
 	sets := newCensusSets(c, cs)
-	bSel, excuses := resolve(before, c.Match), excusesSelected(c)
+	bSel, excuses := before.Resolve(sels(c.Match)), excusesSelected(c)
 	base := make(map[string]bool, before.Len())
 	for i := range before.Len() {
 		rec := before.At(i)
-		if id, ok := before.get(rec, bID); ok {
-			base[id] = base[id] || (excuses && before.match(rec, bSel))
+		if id, ok := before.Get(rec, bID); ok {
+			base[id] = base[id] || (excuses && before.Match(rec, bSel))
 		}
 	}
-	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
+	aSel, aKey := after.Resolve(sels(c.Match)), keyFilter(c, after)
 	out := censusOutcome{sets: sets}
 	var matched []int
 	for j := range after.Len() {
 		rec := after.At(j)
-		if !after.match(rec, aSel) || (c.Kind != ExactNewSet && !aKey(rec)) {
+		if !after.Match(rec, aSel) || (c.Kind != ExactNewSet && !aKey(rec)) {
 			continue
 		}
 		if !claimsNewness(c) {
 			matched = append(matched, j)
 			continue
 		}
-		id, ok := after.get(rec, aID)
+		id, ok := after.Get(rec, aID)
 		if !ok {
 			return missingIdentity(field)
 		}
@@ -276,7 +276,7 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 			matched = append(matched, j)
 		}
 	}
-	recs, ok := after.records(matched)
+	recs, ok := after.Records(matched)
 	if !ok {
 		return partialMatch()
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/internal/editdist"
+	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
 )
 
@@ -336,7 +337,7 @@ func loadValue(v any, path string) (Value, error) {
 			v = rest
 		}
 	}
-	val, err := param.Parse(v, path, param.NumberText(canonNumber))
+	val, err := param.Parse(v, path, param.NumberText(compact.CanonNumber))
 	if err != nil {
 		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return Value{}, refuse(perr.Path, "%s", perr.Message)

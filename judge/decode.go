@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
@@ -33,12 +34,7 @@ const MaxDocumentSeparators = 65536
 // what encoding/json accepts, with the same values (FuzzDecodeJSON); the
 // reader is a loop with an explicit stack (jsontree.go), and strings
 // without escapes and numbers are spans of one copy of data.
-func DecodeJSON(data []byte) (any, error) {
-	if err := jsondepth.CheckJSON(data, "", MaxDepth); err != nil {
-		return nil, err
-	}
-	return decodeTree(string(data))
-}
+func DecodeJSON(data []byte) (any, error) { return compact.DecodeJSON(data) }
 
 // DecodeDocument parses YAML or JSON (JSON when the document parses as
 // JSON; YAML otherwise, flow style included) into the same tree DecodeJSON returns. YAML

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
@@ -86,7 +87,7 @@ func TestRecordsRefuseDeepNesting(t *testing.T) {
 	if !ok || !strings.HasPrefix(se.Path, "after.records_json[1].x[0][0]") || !strings.Contains(se.Msg, "more than 64 levels") {
 		t.Fatalf("DecodeRecordList = %v", err)
 	}
-	if _, err := DecodeRecords(`[`+rec+`]`, "records"); err == nil || !strings.Contains(err.Error(), "more than 64 levels") {
+	if _, err := compact.DecodeRecords(`[`+rec+`]`, "records"); err == nil || !strings.Contains(err.Error(), "more than 64 levels") {
 		t.Fatalf("DecodeRecords = %v", err)
 	}
 	// The record is a level: a field may nest 63 more.
@@ -97,9 +98,9 @@ func TestRecordsRefuseDeepNesting(t *testing.T) {
 	if _, err := DecodeRecordList([][]byte{[]byte(`{"x": ` + deepJSON(MaxDepth) + `}`)}, "r"); err == nil {
 		t.Fatal("65 levels accepted")
 	}
-	sc := NewScanner(`{"v": ` + deepJSON(1_500_000) + `}`)
+	sc := compact.NewScanner(`{"v": ` + deepJSON(1_500_000) + `}`)
 	err = sc.Object("", func(_, path string) error { _, err := sc.Value(path); return err })
 	if se, ok := errors.AsType[*SyntaxError](err); !ok || !strings.HasPrefix(se.Path, "v[0]") {
-		t.Fatalf("Scanner.Value = %v", err)
+		t.Fatalf("compact.Scanner.Value = %v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"math/bits"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // readDiff compares a baseline with an after read by identity. It calls
@@ -95,7 +97,7 @@ func ordIdentity(r Record, field string) (ordID, bool) {
 	case string:
 		return makeOrdID(x), true
 	case json.Number:
-		if s := string(x); isPlainInteger(s) {
+		if s := string(x); compact.IsPlainInteger(s) {
 			return ordID{s: s, num: true, neg: s[0] == '-'}, true
 		}
 	}
@@ -107,7 +109,7 @@ func ordIdentity(r Record, field string) (ordID, bool) {
 }
 
 func makeOrdID(s string) ordID {
-	num := isPlainInteger(s)
+	num := compact.IsPlainInteger(s)
 	return ordID{s: s, num: num, neg: num && s[0] == '-'}
 }
 

@@ -5,4 +5,9 @@
 //
 // It is pure Go with no I/O: clocks and readers are injected. The daemon, the
 // verifyctl harness and the tests all call the same functions.
+//
+// Large reads are judged in compact form (Batch, built by RecordStream and
+// DecodeRecordList, judged by JudgeBatch with the verdicts Judge gives on
+// maps). How that form is laid out, scanned, projected and indexed is the
+// judge's own business (judge/internal/compact), not part of its language.
 package judge

@@ -306,7 +306,7 @@ func TestNewTask(t *testing.T) {
 			if d := cmp.Diff(tc.codes, v.Codes()); d != "" {
 				t.Fatalf("setup codes (-want +got):\n%s", d)
 			}
-			task := NewTask("sess-1", 0, "sqlite", c, &v)
+			task := NewTask("sess-1", 0, "sqlite", c, &v, TaskOptions{})
 			if task == nil {
 				t.Fatal("no task for a non-confirmed irreversible effect")
 			}
@@ -345,13 +345,13 @@ func TestNewTask(t *testing.T) {
 			if task.ID == "" {
 				t.Errorf("task has no id")
 			}
-			if again := NewTask("sess-1", 0, "sqlite", c, &v); again.ID != task.ID {
+			if again := NewTask("sess-1", 0, "sqlite", c, &v, TaskOptions{}); again.ID != task.ID {
 				t.Errorf("task id not stable: %s vs %s", task.ID, again.ID)
 			}
-			if other := NewTask("sess-1", 1, "sqlite", c, &v); other.ID == task.ID {
+			if other := NewTask("sess-1", 1, "sqlite", c, &v, TaskOptions{}); other.ID == task.ID {
 				t.Errorf("task id does not depend on the index")
 			}
-			if other := NewTask("sess-2", 0, "sqlite", c, &v); other.ID == task.ID {
+			if other := NewTask("sess-2", 0, "sqlite", c, &v, TaskOptions{}); other.ID == task.ID {
 				t.Errorf("task id does not depend on the scope")
 			}
 			js, err := json.Marshal(task)
@@ -372,18 +372,18 @@ func TestNewTaskNone(t *testing.T) {
 	rev := bindOne(t, `{"kind": "record_written", "match": {"p": "1"}}`, nil)
 	irr := bindOne(t, `{"kind": "record_written", "match": {"p": "1"}, "risk": "irreversible"}`, nil)
 	refutedV := Judge(rev, read(t, `[]`), read(t, `[]`), Options{})
-	if task := NewTask("s", 0, "x", rev, &refutedV); task != nil {
+	if task := NewTask("s", 0, "x", rev, &refutedV, TaskOptions{}); task != nil {
 		t.Errorf("reversible refuted effect got a task: %+v", task)
 	}
 	indetV := Judge(rev, read(t, `[]`), down, Options{})
-	if task := NewTask("s", 0, "x", rev, &indetV); task != nil {
+	if task := NewTask("s", 0, "x", rev, &indetV, TaskOptions{}); task != nil {
 		t.Errorf("reversible indeterminate effect got a task: %+v", task)
 	}
 	confV := Judge(irr, read(t, `[]`), read(t, `[{"id": 1, "p": "1"}]`), Options{})
-	if task := NewTask("s", 0, "x", irr, &confV); task != nil {
+	if task := NewTask("s", 0, "x", irr, &confV, TaskOptions{}); task != nil {
 		t.Errorf("confirmed irreversible effect got a task: %+v", task)
 	}
-	if task := CompensationFailedTask("s", 0, "x", rev, &refutedV, nil); task != nil {
+	if task := NewTask("s", 0, "x", rev, &refutedV, TaskOptions{CompensationFailed: true, Deleted: nil}); task != nil {
 		t.Errorf("reversible effect got a compensation_failed task")
 	}
 }
@@ -393,10 +393,10 @@ func TestFieldEqualsValuesMatchTrue(t *testing.T) {
 	// A demoted read-back whose values agree: values_match true.
 	c := bindOne(t, `{"kind": "field_equals", "match": {"id": "1"}, "field": "note", "value": "X", "risk": "irreversible"}`, nil)
 	v := Judge(c, read(t, `[]`), read(t, `[{"id": 1, "note": "X"}]`), Options{})
-	if !Demote(&v, Refuted, "PAGE_DOUBT", "doubt", false) {
+	if !Demote(&v, Refuted, "PAGE_DOUBT", "doubt", Options{}) {
 		t.Fatal("demote not applied")
 	}
-	task := NewTask("s", 0, "web", c, &v)
+	task := NewTask("s", 0, "web", c, &v, TaskOptions{})
 	if task == nil || task.Evidence.ValuesMatch == nil || !*task.Evidence.ValuesMatch {
 		t.Fatalf("values_match = %v, want true", task)
 	}
@@ -412,7 +412,7 @@ func TestCompensationFailedTask(t *testing.T) {
 		{"id": "ID-SECRET-2", "patient_id": "PATIENT-SECRET", "type": "TRIAGE-SECRET", "key": "IDEM-SECRET"},
 		{"id": "ID-SECRET-3", "patient_id": "PATIENT-SECRET", "type": "TRIAGE-SECRET", "key": "IDEM-SECRET"}]`)
 	v := Judge(c, read(t, `[]`), after, Options{})
-	task := CompensationFailedTask("sess", 3, "sqlite", c, &v, after.Records[2:])
+	task := NewTask("sess", 3, "sqlite", c, &v, TaskOptions{CompensationFailed: true, Deleted: after.Records[2:]})
 	if task == nil {
 		t.Fatal("no task")
 	}
@@ -422,7 +422,7 @@ func TestCompensationFailedTask(t *testing.T) {
 	if d := cmp.Diff([]string{RecordDigest(after.Records[2])}, task.Evidence.DeletedDigests); d != "" {
 		t.Errorf("deleted digests (-want +got):\n%s", d)
 	}
-	if plain := NewTask("sess", 3, "sqlite", c, &v); plain.ID == task.ID {
+	if plain := NewTask("sess", 3, "sqlite", c, &v, TaskOptions{}); plain.ID == task.ID {
 		t.Errorf("compensation_failed task shares the id of the effect_refuted task")
 	}
 	js, _ := json.Marshal(task)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // paramsOf lists the run parameters an effect refers to.
@@ -367,7 +369,7 @@ func ratOfAny(s string) *big.Rat {
 	return r
 }
 
-func kindOfTest(v any) ValueKind {
+func kindOfTest(v any) compact.ValueKind {
 	k, _ := kindOf(v)
 	return k
 }
@@ -470,10 +472,10 @@ func FuzzJudge(f *testing.F) {
 		v := Judge(c, before, after, opts)
 		// The compact path gives the same verdict, from maps and from the
 		// fast decoder.
-		checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+		checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, batchOf(before), batchOf(after), opts))
 		if bb, ok := scanSnapshot(beforeJS, beforeUp); ok {
 			if ab, ok := scanSnapshot(afterJS, afterUp); ok {
-				checkBatchAgrees(t, "Scanner", v, JudgeBatch(c, bb, ab, opts))
+				checkBatchAgrees(t, "compact.Scanner", v, JudgeBatch(c, bb, ab, opts))
 			}
 		}
 		// And from reads streamed one record at a time, each kept only
@@ -507,8 +509,8 @@ func FuzzJudge(f *testing.F) {
 		if (v.Class == ClassConfirmed) != (v.Decision == Confirmed) {
 			t.Fatalf("class %s with decision %s", v.Class, v.Decision)
 		}
-		if v.Class != Classify(&v, false) {
-			t.Fatalf("class %s, Classify says %s", v.Class, Classify(&v, false))
+		if v.Class != Classify(&v, Options{}) {
+			t.Fatalf("class %s, Classify says %s", v.Class, Classify(&v, Options{}))
 		}
 		// Invariant: every verdict explains itself.
 		if len(v.Reasons) == 0 {
@@ -719,7 +721,7 @@ func FuzzJudge(f *testing.F) {
 		for _, to := range []Decision{Confirmed, Refuted, Indeterminate} {
 			cp := v
 			cp.Reasons = slices.Clone(v.Reasons)
-			applied := Demote(&cp, to, "", "fuzz", false)
+			applied := Demote(&cp, to, "", "fuzz", Options{})
 			if cp.Decision == Confirmed && v.Decision != Confirmed {
 				t.Fatalf("Demote promoted %s to CONFIRMED", v.Decision)
 			}
@@ -730,7 +732,7 @@ func FuzzJudge(f *testing.F) {
 		// Invariant: a task is due exactly for a non-confirmed irreversible verdict.
 		irr := *c
 		irr.Risk = Irreversible
-		if task := NewTask("s", 0, "fuzz", &irr, &v); (task == nil) != (v.Decision == Confirmed) {
+		if task := NewTask("s", 0, "fuzz", &irr, &v, TaskOptions{}); (task == nil) != (v.Decision == Confirmed) {
 			t.Fatalf("task %v for a %s verdict", task, v.Decision)
 		}
 	})

@@ -6,18 +6,21 @@ import (
 	"testing"
 )
 
-// indexRead indexes recs under p (Indexer), reads the entries back
-// (AddEntry) and returns the batch with the digest text the indexer wrote.
+// indexRead indexes recs under p (RecordStream.Index), reads the entries
+// back (AddEntry) and returns the batch with the digest text the indexing
+// wrote. The stream that indexes holds no record afterwards.
 func indexRead(t *testing.T, recs []string, p *Projection) (*Batch, string) {
 	t.Helper()
 	var dig bytes.Buffer
-	x := NewIndexer(p, &dig)
+	x := NewRecordStream("records", 0)
+	x.Digest(&dig)
+	x.Project(p)
 	var entries [][]byte
 	for _, r := range recs {
-		entries = append(entries, bytes.Clone(x.Entry([]byte(r))))
+		entries = append(entries, bytes.Clone(x.Index([]byte(r))))
 	}
-	if x.Err() != nil || x.Len() != len(recs) {
-		t.Fatalf("indexing %d records: %d entries, %v", len(recs), x.Len(), x.Err())
+	if x.IndexErr() != nil || len(entries) != len(recs) || x.Len() != 0 {
+		t.Fatalf("indexing %d records: %d entries, %d kept, %v", len(recs), len(entries), x.Len(), x.IndexErr())
 	}
 	rs := NewRecordStream("records", len(recs))
 	rs.Project(p)
@@ -34,7 +37,7 @@ func indexRead(t *testing.T, recs []string, p *Projection) (*Batch, string) {
 // the same order, and the same sources.
 func sameBatch(t *testing.T, via string, want, got *Batch) {
 	t.Helper()
-	if want.Len() != got.Len() || want.Projected() != got.Projected() || want.proj != got.proj && (want.proj == nil || got.proj == nil) {
+	if want.Len() != got.Len() || want.Projected() != got.Projected() || want.Proj() != got.Proj() && (want.Proj() == nil || got.Proj() == nil) {
 		t.Fatalf("%s: %d records (projected %v), want %d (%v)", via, got.Len(), got.Projected(), want.Len(), want.Projected())
 	}
 	for i := range want.Len() {
@@ -78,12 +81,14 @@ func TestIndexRefuses(t *testing.T) {
 		t.Fatal("an entry was read without a projection")
 	}
 	var dig bytes.Buffer
-	x := NewIndexer(p, &dig)
-	x.Entry([]byte(`{"id":1}`))
-	if e := string(x.Entry([]byte(`{"id":`))); e != `W{"id":` || x.Err() == nil {
-		t.Fatalf("a record that does not decode gives %q, %v", e, x.Err())
+	x := NewRecordStream("records", 0)
+	x.Digest(&dig)
+	x.Project(p)
+	x.Index([]byte(`{"id":1}`))
+	if e := string(x.Index([]byte(`{"id":`))); e != `W{"id":` || x.IndexErr() == nil {
+		t.Fatalf("a record that does not decode gives %q, %v", e, x.IndexErr())
 	}
-	if e := string(x.Entry([]byte(`{"id":2}`))); e != `W{"id":2}` {
+	if e := string(x.Index([]byte(`{"id":2}`))); e != `W{"id":2}` {
 		t.Fatalf("a record after a failure gives %q", e)
 	}
 }

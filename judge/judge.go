@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // Decision is the three-valued verdict.
@@ -83,6 +85,14 @@ type Options struct {
 	// Census, when set, judges newness and loss over the whole collection
 	// (docs/contracts.md §3a) for every contract that needs the baseline.
 	Census *Census
+	// Arena, when set, is where a reader that takes Options (the
+	// conformance harness) keeps a large read's records in compact form:
+	// it returns at least size bytes of zeroed memory never handed out
+	// before, or fewer (nil) to decline. A one-shot process (verifyctl
+	// judge) can give memory the garbage collector never scans, in huge
+	// pages. Memory it gives is never given back, so a daemon leaves it
+	// nil (the Go heap).
+	Arena func(size int) []byte
 }
 
 // Reason explains a verdict. Message may quote record or contract values;
@@ -216,7 +226,7 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 		v.ExpectedValue = &ev
 	}
 	v.ContractHash = c.Hash
-	v.Class = Classify(&v, opts.AbsenceNotProof)
+	v.Class = Classify(&v, opts)
 	return v
 }
 
@@ -404,7 +414,7 @@ func fieldEqualsRead(c *Contract, matched []Record) Verdict {
 			Message: fmt.Sprintf("%d records match the selector; a read-back needs exactly one", n)}}
 	default:
 		kind, text := kindOf(matched[0][c.Field])
-		has := kind != KindNull
+		has := kind != compact.KindNull
 		got, parses := typedText(c.ValueAs, kind, text)
 		want := *c.Value
 		if parses {
@@ -426,8 +436,8 @@ func fieldEqualsRead(c *Contract, matched []Record) Verdict {
 			gotShown := shownValue{field: c.Field, quoted: strconv.Quote(text)}
 			msg := fmt.Sprintf("field %q is %s, which does not parse as %s (the record's side; the contract's value does); expected %s",
 				c.Field, gotShown.quoted, c.ValueAs.what(), wantShown.quoted)
-			if kind == KindObject || kind == KindArray {
-				what := map[ValueKind]string{KindObject: "an object", KindArray: "an array"}[kind]
+			if kind == compact.KindObject || kind == compact.KindArray {
+				what := map[compact.ValueKind]string{compact.KindObject: "an object", compact.KindArray: "an array"}[kind]
 				msg = fmt.Sprintf("field %q holds %s, %s, and %s never equals the contract's value %s, which is %s",
 					c.Field, what, gotShown.quoted, what, wantShown.quoted, orText(c.ValueAs).what())
 			}

@@ -713,7 +713,7 @@ func TestClassify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := Classify(&tc.v, tc.absenceNotProof); got != tc.want {
+			if got := Classify(&tc.v, Options{AbsenceNotProof: tc.absenceNotProof}); got != tc.want {
 				t.Errorf("Classify = %s, want %s", got, tc.want)
 			}
 		})
@@ -827,7 +827,7 @@ func TestDemote(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			v := tc.v
-			applied := Demote(&v, tc.to, "PLUGIN_DOUBT", "the page looked odd", false)
+			applied := Demote(&v, tc.to, "PLUGIN_DOUBT", "the page looked odd", Options{})
 			if applied != tc.applied {
 				t.Errorf("Demote applied = %v, want %v", applied, tc.applied)
 			}
@@ -841,12 +841,12 @@ func TestDemote(t *testing.T) {
 	}
 	// Default code, and reclassification with absence-not-proof.
 	v := confirmed()
-	if !Demote(&v, Indeterminate, "", "msg", false) || v.Codes()[0] != ReasonAdapterDemoted {
+	if !Demote(&v, Indeterminate, "", "msg", Options{}) || v.Codes()[0] != ReasonAdapterDemoted {
 		t.Errorf("empty code: codes %v, want %s", v.Codes(), ReasonAdapterDemoted)
 	}
 	// A demotion is reclassified with the adapter's absence-not-proof flag.
 	v = confirmed()
-	if !Demote(&v, Refuted, "GONE", "msg", true) || v.Class != ClassConflicting {
+	if !Demote(&v, Refuted, "GONE", "msg", Options{AbsenceNotProof: true}) || v.Class != ClassConflicting {
 		t.Errorf("confirmed to refuted with absence-not-proof: class %s, want conflicting", v.Class)
 	}
 }

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // JudgeBatch is Judge on reads in compact form. It gives the same verdict
@@ -12,10 +14,10 @@ import (
 func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict {
 	b, a := before.Batch, after.Batch
 	if b == nil {
-		b = NewBatch()
+		b = compact.NewBatch()
 	}
 	if a == nil {
-		a = NewBatch()
+		a = compact.NewBatch()
 	}
 	return judgeFrame(c, readState{before.Reachable, before.Reason, before.Code}, readState{after.Reachable, after.Reason, after.Code}, opts, func() Verdict {
 		if gap := projectionGap(c, b, a); gap != "" {
@@ -36,82 +38,20 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 	})
 }
 
-// bpair is a selector pair with its field resolved to a batch's name index
-// (-1 when no record of the batch has the field: the pair matches nothing).
-type bpair struct {
-	name  int64
-	value string
-	as    As
-}
-
-func resolve(b *Batch, sel []Pair) []bpair {
-	out := make([]bpair, len(sel))
-	for i, p := range sel {
-		out[i] = bpair{name: b.nameIndex(p.Field), value: p.Value, as: p.As}
-	}
-	return out
-}
-
-func (b *Batch) match(rec []Field, sel []bpair) bool {
-	for i := range sel {
-		if !b.holds(rec, &sel[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// holds reports whether rec satisfies one pair: as pairHolds does on a
-// map-form record.
-func (b *Batch) holds(rec []Field, p *bpair) bool {
-	if p.name < 0 {
-		return false
-	}
-	n := uint32(p.name)
-	for i := range rec {
-		if f := &rec[i]; f.Name == n {
-			switch f.Kind {
-			case KindNull, KindObject, KindArray:
-				return false
-			}
-			if p.as == "" {
-				return b.Text(f) == p.value
-			}
-			got, ok := typedText(p.as, f.Kind, b.Text(f))
-			return ok && got == p.value
-		}
-	}
-	return false
-}
-
 // keyFilter is the idempotency-key filter of c on one batch.
-func keyFilter(c *Contract, b *Batch) func([]Field) bool {
+func keyFilter(c *Contract, b *Batch) func([]compact.Field) bool {
 	if c.IdempotencyKey == nil {
-		return func([]Field) bool { return true }
+		return func([]compact.Field) bool { return true }
 	}
-	p := resolve(b, []Pair{keyPair(c)})
-	return func(rec []Field) bool { return b.holds(rec, &p[0]) }
+	p := b.Resolve(sels([]Pair{keyPair(c)}))
+	return func(rec []compact.Field) bool { return b.Holds(rec, &p[0]) }
 }
 
-func identityShownB(b *Batch, rec []Field, name int64, field string) shownValue {
-	if id, ok := b.get(rec, name); ok {
+func identityShownB(b *Batch, rec []compact.Field, name int64, field string) shownValue {
+	if id, ok := b.Get(rec, name); ok {
 		return shownValue{field: field, quoted: strconv.Quote(id)}
 	}
-	return shownValue{field: "*", quoted: strconv.Quote(b.canonicalRecord(rec))}
-}
-
-// records returns the records idx in map form, or false when one of them
-// was projected (its read kept only part of it): a verdict is never given
-// on, or shows, less than the whole record.
-func (b *Batch) records(idx []int) ([]Record, bool) {
-	out := make([]Record, len(idx))
-	for i, k := range idx {
-		if b.Partial(k) {
-			return nil, false
-		}
-		out[i] = b.Record(k)
-	}
-	return out, true
+	return shownValue{field: "*", quoted: strconv.Quote(b.CanonicalFields(rec))}
 }
 
 // partialMatch is the verdict when a counted record was projected.
@@ -132,10 +72,10 @@ func readDiffB(before, after *Batch, field string, reset func(), onAfter func(in
 // hashDiffB is hashDiff on batches: the radix-partitioned join when every
 // record has an identity, else the identity index.
 func hashDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
-	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	bName, aName := before.NameIndex(field), after.NameIndex(field)
 	id := func(b *Batch, name int64) func(int) (ordID, bool) {
 		return func(i int) (ordID, bool) {
-			text, ok := b.get(b.At(i), name)
+			text, ok := b.Get(b.At(i), name)
 			if !ok {
 				return ordID{}, false
 			}
@@ -160,14 +100,14 @@ func hashDiffB(before, after *Batch, field string, onAfter func(int, bool), onGo
 // mergeDiffB is mergeDiff on batches. It gives up (returning false) as soon
 // as a record has no identity or either read is not strictly increasing.
 func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) bool {
-	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	bName, aName := before.NameIndex(field), after.NameIndex(field)
 	nb, na := before.Len(), after.Len()
 	i, j := 0, 0
 	var idB, idA, prevB, prevA ordID
 	haveB, haveA := false, false
 	for i < nb || j < na {
 		if i < nb && !haveB {
-			id, ok := before.get(before.At(i), bName)
+			id, ok := before.Get(before.At(i), bName)
 			if !ok {
 				return false
 			}
@@ -178,7 +118,7 @@ func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 			haveB = true
 		}
 		if j < na && !haveA {
-			id, ok := after.get(after.At(j), aName)
+			id, ok := after.Get(after.At(j), aName)
 			if !ok {
 				return false
 			}
@@ -215,7 +155,7 @@ func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 // indexDiffB is indexDiff on batches: field identities and whole-record
 // identities (records without the field) in separate namespaces.
 func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
-	bName, aName := before.nameIndex(field), after.nameIndex(field)
+	bName, aName := before.NameIndex(field), after.NameIndex(field)
 	byField := make(map[string]int32, before.Len())
 	var byWhole map[string]int32
 	var seen []bool
@@ -223,12 +163,12 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 	for i := range before.Len() {
 		rec := before.At(i)
 		m := byField
-		id, ok := before.get(rec, bName)
+		id, ok := before.Get(rec, bName)
 		if !ok {
 			if byWhole == nil {
 				byWhole = map[string]int32{}
 			}
-			m, id = byWhole, before.canonicalRecord(rec)
+			m, id = byWhole, before.CanonicalFields(rec)
 		}
 		slot, known := m[id]
 		if !known {
@@ -242,10 +182,10 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 		rec := after.At(j)
 		var slot int32
 		var inBase bool
-		if id, ok := after.get(rec, aName); ok {
+		if id, ok := after.Get(rec, aName); ok {
 			slot, inBase = byField[id]
 		} else if byWhole != nil {
-			slot, inBase = byWhole[after.canonicalRecord(rec)]
+			slot, inBase = byWhole[after.CanonicalFields(rec)]
 		}
 		if inBase {
 			seen[slot] = true
@@ -260,26 +200,26 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 }
 
 func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
-	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
+	aSel, aKey := after.Resolve(sels(c.Match)), keyFilter(c, after)
 	matched := make([]int, 0, 4)
 	var loss tally
 	take := func(j int, inBase bool) {
 		if c.CountNewOnly && inBase {
 			return
 		}
-		if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
+		if rec := after.At(j); after.Match(rec, aSel) && aKey(rec) {
 			matched = append(matched, j)
 		}
 	}
 	if c.CountNewOnly || c.ForbidCollateralLoss {
-		bSel, bID := resolve(before, c.Match), before.nameIndex(c.IdentityField)
+		bSel, bID := before.Resolve(sels(c.Match)), before.NameIndex(c.IdentityField)
 		reset := func() { matched, loss = matched[:0], tally{} }
 		gone := func(i int) {
 			if !c.ForbidCollateralLoss {
 				return
 			}
 			rec := before.At(i)
-			if before.match(rec, bSel) {
+			if before.Match(rec, bSel) {
 				return
 			}
 			loss.add(func() shownValue { return identityShownB(before, rec, bID, c.IdentityField) })
@@ -290,7 +230,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 			take(j, false)
 		}
 	}
-	recs, ok := after.records(matched)
+	recs, ok := after.Records(matched)
 	if !ok {
 		return partialMatch()
 	}
@@ -298,24 +238,24 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 }
 
 func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
-	aSel, aKey := resolve(after, c.Match), keyFilter(c, after)
+	aSel, aKey := after.Resolve(sels(c.Match)), keyFilter(c, after)
 	var matched []int
 	if c.NewOnly {
 		// Only records new since the baseline are read back.
 		take := func(j int, inBase bool) {
-			if rec := after.At(j); !inBase && after.match(rec, aSel) && aKey(rec) {
+			if rec := after.At(j); !inBase && after.Match(rec, aSel) && aKey(rec) {
 				matched = append(matched, j)
 			}
 		}
 		readDiffB(before, after, c.IdentityField, func() { matched = matched[:0] }, take, func(int) {})
 	} else {
 		for j := range after.Len() {
-			if rec := after.At(j); after.match(rec, aSel) && aKey(rec) {
+			if rec := after.At(j); after.Match(rec, aSel) && aKey(rec) {
 				matched = append(matched, j)
 			}
 		}
 	}
-	recs, ok := after.records(matched)
+	recs, ok := after.Records(matched)
 	if !ok {
 		return partialMatch()
 	}
@@ -324,11 +264,11 @@ func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
 
 func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	field := c.IdentityField
-	aSel, bSel, bID := resolve(after, c.Match), resolve(before, c.Match), before.nameIndex(field)
+	aSel, bSel, bID := after.Resolve(sels(c.Match)), before.Resolve(sels(c.Match)), before.NameIndex(field)
 	added := make([]int, 0, len(c.NewRecords)+1)
 	var loss tally
 	take := func(j int, inBase bool) {
-		if !inBase && after.match(after.At(j), aSel) {
+		if !inBase && after.Match(after.At(j), aSel) {
 			added = append(added, j)
 		}
 	}
@@ -337,7 +277,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 			return
 		}
 		rec := before.At(i)
-		if !before.match(rec, bSel) {
+		if !before.Match(rec, bSel) {
 			return
 		}
 		loss.add(func() shownValue { return identityShownB(before, rec, bID, field) })
@@ -345,9 +285,9 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	if !mergeDiffB(before, after, field, take, gone) {
 		missing := 0
 		for _, side := range []*Batch{before, after} {
-			name := side.nameIndex(field)
+			name := side.NameIndex(field)
 			for i := range side.Len() {
-				if _, ok := side.get(side.At(i), name); !ok {
+				if _, ok := side.Get(side.At(i), name); !ok {
 					missing++
 				}
 			}
@@ -358,7 +298,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		added, loss = added[:0], tally{}
 		hashDiffB(before, after, field, take, gone)
 	}
-	recs, ok := after.records(added)
+	recs, ok := after.Records(added)
 	if !ok {
 		return partialMatch()
 	}

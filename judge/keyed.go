@@ -9,6 +9,8 @@ import (
 	"hash"
 	"net/url"
 	"strings"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // KeyedPrefix starts every keyed digest and every keyed baseline value.
@@ -35,34 +37,6 @@ func KeyedDigester(key []byte) Digester {
 		mac.Write([]byte(CanonicalJSON(r)))
 		return KeyedSum(mac)
 	}
-}
-
-// NewTaskWithDigest is NewTask with the record digests made by digest.
-func NewTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, digest Digester) *Task {
-	t := NewTask(scope, index, substrate, c, v)
-	if t == nil {
-		return nil
-	}
-	for i, r := range v.Matched {
-		t.Evidence.RecordDigests[i] = digest(r)
-	}
-	return t
-}
-
-// CompensationFailedTaskWithDigest is CompensationFailedTask with the
-// record digests made by digest.
-func CompensationFailedTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, deleted []Record, digest Digester) *Task {
-	t := CompensationFailedTask(scope, index, substrate, c, v, nil)
-	if t == nil {
-		return nil
-	}
-	for i, r := range v.Matched {
-		t.Evidence.RecordDigests[i] = digest(r)
-	}
-	for _, r := range deleted {
-		t.Evidence.DeletedDigests = append(t.Evidence.DeletedDigests, digest(r))
-	}
-	return t
 }
 
 // Keyed baselines. The daemon stores a baseline for days; under an active
@@ -263,7 +237,7 @@ func (p Redaction) RedactText(text string, contracts []*Contract, reads ...[]Rec
 			consider(x)
 		case json.Number:
 			consider(string(x))
-			consider(canonNumber(string(x)))
+			consider(compact.CanonNumber(string(x)))
 		case map[string]any:
 			consider(CanonicalJSON(x))
 			for _, e := range x {

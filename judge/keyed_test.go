@@ -47,8 +47,8 @@ func TestTasksWithKeyedDigests(t *testing.T) {
 	v := Judge(c, before, after, Options{})
 	digest := KeyedDigester(testKey)
 
-	plain := NewTask("s", 0, "sql", c, &v)
-	keyed := NewTaskWithDigest("s", 0, "sql", c, &v, digest)
+	plain := NewTask("s", 0, "sql", c, &v, TaskOptions{})
+	keyed := NewTask("s", 0, "sql", c, &v, TaskOptions{Digest: digest})
 	want := []string{digest(after.Records[1]), digest(after.Records[2])}
 	if d := cmp.Diff(want, keyed.Evidence.RecordDigests); d != "" {
 		t.Errorf("record digests (-want +got):\n%s", d)
@@ -57,19 +57,19 @@ func TestTasksWithKeyedDigests(t *testing.T) {
 		t.Errorf("keyed task %+v differs from the plain one %+v beyond its digests", keyed, plain)
 	}
 
-	failed := CompensationFailedTaskWithDigest("s", 0, "sql", c, &v, after.Records[2:], digest)
+	failed := NewTask("s", 0, "sql", c, &v, TaskOptions{CompensationFailed: true, Deleted: after.Records[2:], Digest: digest})
 	if d := cmp.Diff(want, failed.Evidence.RecordDigests); d != "" {
 		t.Errorf("compensation_failed record digests (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{digest(after.Records[2])}, failed.Evidence.DeletedDigests); d != "" {
 		t.Errorf("deleted digests (-want +got):\n%s", d)
 	}
-	if failed.Kind != TaskCompensationFailed || failed.ID != CompensationFailedTask("s", 0, "sql", c, &v, nil).ID {
+	if failed.Kind != TaskCompensationFailed || failed.ID != NewTask("s", 0, "sql", c, &v, TaskOptions{CompensationFailed: true, Deleted: nil}).ID {
 		t.Errorf("compensation_failed task %+v", failed)
 	}
 
 	conf := Verdict{Decision: Confirmed}
-	if NewTaskWithDigest("s", 0, "sql", c, &conf, digest) != nil || CompensationFailedTaskWithDigest("s", 0, "sql", c, &conf, nil, digest) != nil {
+	if NewTask("s", 0, "sql", c, &conf, TaskOptions{Digest: digest}) != nil || NewTask("s", 0, "sql", c, &conf, TaskOptions{CompensationFailed: true, Deleted: nil, Digest: digest}) != nil {
 		t.Errorf("a confirmed verdict got a task")
 	}
 }

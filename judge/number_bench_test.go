@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // numberTexts is a mix of the number texts a read holds: surrogate ids,
@@ -33,7 +35,7 @@ func BenchmarkDecodeNumbers(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := DecodeRecords(data, "records"); err != nil {
+		if _, err := compact.DecodeRecords(data, "records"); err != nil {
 			b.Fatal(err)
 		}
 	}

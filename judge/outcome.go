@@ -15,9 +15,10 @@ const (
 )
 
 // Classify returns v's result class: the first rule that applies. A refuted
-// verdict from an adapter whose surface can hide records (absenceNotProof)
-// is conflicting, so it can never halt a step as "nothing landed".
-func Classify(v *Verdict, absenceNotProof bool) Class {
+// verdict from an adapter whose surface can hide records
+// (opts.AbsenceNotProof) is conflicting, so it can never halt a step as
+// "nothing landed".
+func Classify(v *Verdict, opts Options) Class {
 	switch v.Decision {
 	case Confirmed:
 		return ClassConfirmed
@@ -30,7 +31,7 @@ func Classify(v *Verdict, absenceNotProof bool) Class {
 		}
 		return ClassIndeterminate
 	case Refuted:
-		if absenceNotProof || v.HasLoss() || v.hasCode(ReasonExistingRecordChanged) || (v.ObservedCount != nil && *v.ObservedCount > 0) {
+		if opts.AbsenceNotProof || v.HasLoss() || v.hasCode(ReasonExistingRecordChanged) || (v.ObservedCount != nil && *v.ObservedCount > 0) {
 			return ClassConflicting
 		}
 		return ClassRefuted
@@ -85,8 +86,8 @@ func OutcomeOf(vs []Verdict) Outcome {
 // Demote applies an adapter's demotion to v: CONFIRMED may become REFUTED or
 // INDETERMINATE, REFUTED may become INDETERMINATE, and nothing else changes.
 // A request to promote, or to keep the same decision, is ignored and
-// reported as not applied.
-func Demote(v *Verdict, to Decision, code, message string, absenceNotProof bool) bool {
+// reported as not applied. The class is made again under opts (Classify).
+func Demote(v *Verdict, to Decision, code, message string, opts Options) bool {
 	allowed := (v.Decision == Confirmed && (to == Refuted || to == Indeterminate)) ||
 		(v.Decision == Refuted && to == Indeterminate)
 	if !allowed {
@@ -107,7 +108,7 @@ func Demote(v *Verdict, to Decision, code, message string, absenceNotProof bool)
 		v.ObservedCount = nil
 		v.ExpectedCount = nil
 	}
-	v.Class = Classify(v, absenceNotProof)
+	v.Class = Classify(v, opts)
 	return true
 }
 

@@ -58,7 +58,7 @@ func script(decisions ...Decision) (func(context.Context) Verdict, *int) {
 		case Refuted:
 			v.ObservedCount, v.ExpectedCount = new(0), new(1)
 		}
-		v.Class = Classify(&v, false)
+		v.Class = Classify(&v, Options{})
 		return v
 	}, calls
 }
@@ -225,7 +225,7 @@ func TestPollSettleInterrupted(t *testing.T) {
 		}
 		v := Verdict{Decision: Confirmed, ObservedCount: new(1), ExpectedCount: new(1), ContractHash: "sha256:x",
 			Reasons: []Reason{{Code: ReasonCountExact, Message: "found exactly 1"}}}
-		v.Class = Classify(&v, false)
+		v.Class = Classify(&v, Options{})
 		return v
 	}
 	v := Poll(ctx, clock, PollOptions{Timeout: time.Second, Settle: 10 * time.Second, Interval: 100 * time.Millisecond}, check)
@@ -252,7 +252,7 @@ func TestPollCancelledWhileWaiting(t *testing.T) {
 		reads++
 		cancel()
 		v := Verdict{Decision: Refuted, ObservedCount: new(0), ExpectedCount: new(1)}
-		v.Class = Classify(&v, false)
+		v.Class = Classify(&v, Options{})
 		return v
 	}
 	v := Poll(ctx, clock, PollOptions{Timeout: 10 * time.Second}, check)

@@ -3,6 +3,8 @@ package judge
 import (
 	"fmt"
 	"slices"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // Projection says which parts of a read's records the judgement of a set
@@ -29,15 +31,7 @@ import (
 // for, or to count a record kept in part (INDETERMINATE, never a guess from
 // less information). The read's digest is taken while the record is still
 // whole (RecordStream.Digest).
-type Projection struct {
-	after bool
-	// ids: a record without a value for one of these is kept whole.
-	ids []string
-	// sels: the contracts' selectors. An after record matching one is
-	// kept whole; a baseline record matching one keeps ids and selFields.
-	sels      [][]Pair
-	selFields []string
-}
+type Projection = compact.Projection
 
 // ProjectBaseline is the projection of a baseline judged by cs.
 func ProjectBaseline(cs []*Contract) *Projection { return project(cs, false) }
@@ -46,15 +40,15 @@ func ProjectBaseline(cs []*Contract) *Projection { return project(cs, false) }
 func ProjectAfter(cs []*Contract) *Projection { return project(cs, true) }
 
 func project(cs []*Contract, after bool) *Projection {
-	p := &Projection{after: after}
+	p := &Projection{After: after}
 	for _, c := range cs {
-		if NeedsBaseline(c) && !slices.Contains(p.ids, c.IdentityField) {
-			p.ids = append(p.ids, c.IdentityField)
+		if NeedsBaseline(c) && !slices.Contains(p.IDs, c.IdentityField) {
+			p.IDs = append(p.IDs, c.IdentityField)
 		}
-		p.sels = append(p.sels, c.Match)
+		p.Sels = append(p.Sels, sels(c.Match))
 		for _, pr := range c.Match {
-			if !slices.Contains(p.selFields, pr.Field) {
-				p.selFields = append(p.selFields, pr.Field)
+			if !slices.Contains(p.SelFields, pr.Field) {
+				p.SelFields = append(p.SelFields, pr.Field)
 			}
 		}
 	}
@@ -63,104 +57,27 @@ func project(cs []*Contract, after bool) *Projection {
 
 // covers reports whether p was made for c: judging c reads nothing of a
 // batch projected by p that p dropped. A nil projection covers everything.
-func (p *Projection) covers(c *Contract) error {
+func covers(p *Projection, c *Contract) error {
 	if p == nil {
 		return nil
 	}
-	if NeedsBaseline(c) && !slices.Contains(p.ids, c.IdentityField) {
+	if NeedsBaseline(c) && !slices.Contains(p.IDs, c.IdentityField) {
 		return fmt.Errorf("its identity field %q", c.IdentityField)
 	}
-	if !slices.ContainsFunc(p.sels, func(sel []Pair) bool { return slices.Equal(sel, c.Match) }) {
+	want := sels(c.Match)
+	if !slices.ContainsFunc(p.Sels, func(sel []compact.Sel) bool { return slices.Equal(sel, want) }) {
 		return fmt.Errorf("its selector")
 	}
 	return nil
 }
 
-// What a projector keeps of one record.
-const (
-	keepWhole = iota
-	keepSelected
-	keepIdentity
-)
-
-// projector applies a Projection to the records of one batch as they
-// arrive. Name indexes are resolved as names appear.
-type projector struct {
-	p     *Projection
-	names int     // len(b.Names) when ids and sels were resolved
-	ids   []int64 // p.ids resolved
-	sels  [][]bpair
-	// Per name index: kept by keepIdentity, kept by keepSelected.
-	idName, selName []bool
-}
-
-func (pj *projector) resolve(b *Batch) {
-	if pj.names == len(b.Names) && pj.ids != nil {
-		return
-	}
-	pj.names = len(b.Names)
-	pj.ids = pj.ids[:0]
-	for _, f := range pj.p.ids {
-		pj.ids = append(pj.ids, b.nameIndex(f))
-	}
-	if pj.ids == nil {
-		pj.ids = []int64{}
-	}
-	pj.sels = pj.sels[:0]
-	for _, sel := range pj.p.sels {
-		pj.sels = append(pj.sels, resolve(b, sel))
-	}
-	for i := len(pj.idName); i < len(b.Names); i++ {
-		id := slices.Contains(pj.p.ids, b.Names[i])
-		pj.idName = append(pj.idName, id)
-		pj.selName = append(pj.selName, id || slices.Contains(pj.p.selFields, b.Names[i]))
-	}
-}
-
-// keep says what of rec is kept, and the names kept when not whole.
-func (pj *projector) keep(b *Batch, rec []Field) (int, []bool) {
-	pj.resolve(b)
-	for _, id := range pj.ids {
-		if _, ok := b.get(rec, id); !ok {
-			return keepWhole, nil
-		}
-	}
-	for _, sel := range pj.sels {
-		if b.match(rec, sel) {
-			if pj.p.after {
-				return keepWhole, nil
-			}
-			return keepSelected, pj.selName
-		}
-	}
-	return keepIdentity, pj.idName
-}
-
-// Partial reports whether record i was projected: it holds only the fields
-// its read's Projection keeps, so its map form and canonical JSON are not
-// the record's.
-func (b *Batch) Partial(i int) bool {
-	return b != nil && i >= 0 && i/64 < len(b.part) && b.part[i/64]&(1<<(i%64)) != 0
-}
-
-// Projected reports whether b was read under a Projection (some of its
-// records may be kept in part).
-func (b *Batch) Projected() bool { return b != nil && b.proj != nil }
-
-func (b *Batch) markPartial(i int) {
-	for i/64 >= len(b.part) {
-		b.part = append(b.part, 0)
-	}
-	b.part[i/64] |= 1 << (i % 64)
-}
-
 // projectionGap names what c would read of before or after that their
 // projections dropped, or returns "".
 func projectionGap(c *Contract, before, after *Batch) string {
-	if err := before.proj.covers(c); err != nil {
+	if err := covers(before.Proj(), c); err != nil {
 		return "the baseline was kept without " + err.Error()
 	}
-	if err := after.proj.covers(c); err != nil {
+	if err := covers(after.Proj(), c); err != nil {
 		return "the after read was kept without " + err.Error()
 	}
 	return ""

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // projRecord makes one record whose values exercise canonical text (the
@@ -176,7 +178,7 @@ func TestProjectionAgrees(t *testing.T) {
 				got.Write(append(canon.Append(nil, i), '\n'))
 			}
 			if got.String() != want.String() {
-				t.Fatalf("round %d %s: Canonicaliser %q, want %q", round, side.name, got.String(), want.String())
+				t.Fatalf("round %d %s: compact.Canonicaliser %q, want %q", round, side.name, got.String(), want.String())
 			}
 			size := 0
 			for _, r := range side.recs {
@@ -265,7 +267,7 @@ func TestProjectionCovers(t *testing.T) {
 	// A counted record that was projected (a batch assembled by hand) is
 	// never shown in part.
 	a, _, _ := streamRead(t, after, ProjectAfter([]*Contract{p1}))
-	a.markPartial(1)
+	a.MarkPartial(1)
 	b, _, _ := streamRead(t, before, ProjectBaseline([]*Contract{p1}))
 	v := JudgeBatch(p1, BatchSnapshot{Reachable: true, Batch: b}, BatchSnapshot{Reachable: true, Batch: a}, Options{})
 	if v.Decision != Indeterminate || v.Reasons[0].Code != ReasonReadProjected || len(v.Matched) != 0 {
@@ -298,7 +300,7 @@ func TestRecordStreamProjects(t *testing.T) {
 				t.Errorf("record %d kept as %s, want %s", i, got, want)
 			}
 		}
-		if b.Names[b.nameIndex("fresh")] != "fresh" || b.Names[b.nameIndex("o")] != "o" {
+		if b.Names[b.NameIndex("fresh")] != "fresh" || b.Names[b.NameIndex("o")] != "o" {
 			t.Fatalf("names %q", b.Names)
 		}
 		if rs.Kept() >= rs.Bytes()/2 {
@@ -338,7 +340,7 @@ func BenchmarkRecordStream1M(b *testing.B) {
 			}
 		}
 		bt := rs.Batch()
-		return bt, rs.Kept() + 16*len(bt.Fields) + 4*len(bt.Ends) + 4*len(bt.raw)
+		return bt, rs.Kept() + 16*len(bt.Fields) + 4*len(bt.Ends) + 4*(len(bt.Ends)+1)
 	}
 	for _, tt := range []struct {
 		name string
@@ -374,7 +376,7 @@ func BenchmarkRecordStream1M(b *testing.B) {
 		runtime.GC()
 		var chunk []byte // as the store's writer copies each entry
 		for b.Loop() {
-			x := NewIndexer(p, sha256.New())
+			x := compact.NewIndexer(p, sha256.New())
 			chunk = chunk[:0]
 			for _, r := range braw {
 				chunk = append(chunk, x.Entry(r)...)
@@ -392,7 +394,7 @@ func BenchmarkRecordStream1M(b *testing.B) {
 		b.ReportMetric(float64(src)/(1<<20), "records-MiB")
 	})
 	b.Run("read-index", func(b *testing.B) {
-		x := NewIndexer(p, sha256.New())
+		x := compact.NewIndexer(p, sha256.New())
 		entries := make([][]byte, len(braw))
 		for i, r := range braw {
 			entries[i] = bytes.Clone(x.Entry(r))

@@ -30,7 +30,7 @@ func TestIncompleteReadCode(t *testing.T) {
 		after := Snapshot{Reason: "100 records, max_records 100", Code: tt.code, Records: []Record{{"p": "1"}}}
 		for name, v := range map[string]Verdict{
 			"map":   Judge(c, before, after, Options{}),
-			"batch": JudgeBatch(c, BatchOf(before), BatchOf(after), Options{}),
+			"batch": JudgeBatch(c, batchOf(before), batchOf(after), Options{}),
 		} {
 			if v.Decision != Indeterminate || v.Class != tt.wantClass || len(v.Reasons) != 1 || v.Reasons[0].Code != tt.wantCode ||
 				!strings.Contains(v.Reasons[0].Message, "max_records 100") || len(v.Matched) != 0 {

@@ -94,20 +94,37 @@ const (
 	ActionReverifyBeforeRetry = "REVERIFY_BEFORE_RETRY"
 )
 
-// NewTask returns the reconciliation task for a non-confirmed verdict of an
-// irreversible effect, or nil when none is due. scope (a session id) and
-// index make the id unique and stable.
-func NewTask(scope string, index int, substrate string, c *Contract, v *Verdict) *Task {
-	return NewStepTask(scope, index, substrate, c, v, false)
+// TaskOptions shape the task NewTask makes. The zero value is the task of
+// one effect judged on its own, with plain record digests.
+type TaskOptions struct {
+	// IrreversibleStep: any effect of the step is irreversible, or the step
+	// itself is. Then every non-confirmed effect gets a task, whatever its
+	// own risk: a wrong amount beside an irreversible write needs a person
+	// as much as the write does.
+	IrreversibleStep bool
+	// Digest, when set, makes the record digests (matched and deleted)
+	// instead of RecordDigest: the daemon passes a keyed digester
+	// (KeyedDigester) so that a task names records without being an oracle
+	// for them.
+	Digest Digester
+	// CompensationFailed makes the task record a compensation that stopped
+	// part-way (TaskCompensationFailed, MANUAL_REPAIR); Deleted holds the
+	// records it removed before failing.
+	CompensationFailed bool
+	Deleted            []Record
 }
 
-// NewStepTask is NewTask for one effect of a step: when irreversibleStep
-// (any effect of the step is irreversible, or the step itself is), every
-// non-confirmed effect gets a task, whatever its own risk: a wrong amount
-// beside an irreversible write needs a person as much as the write does.
-func NewStepTask(scope string, index int, substrate string, c *Contract, v *Verdict, irreversibleStep bool) *Task {
-	if (c.Risk != Irreversible && !irreversibleStep) || v.Decision == Confirmed {
+// NewTask returns the reconciliation task for a non-confirmed verdict of an
+// irreversible effect (or of any effect of an irreversible step), or nil
+// when none is due. scope (a session id) and index make the id unique and
+// stable.
+func NewTask(scope string, index int, substrate string, c *Contract, v *Verdict, opts TaskOptions) *Task {
+	if (c.Risk != Irreversible && !opts.IrreversibleStep) || v.Decision == Confirmed {
 		return nil
+	}
+	digest := opts.Digest
+	if digest == nil {
+		digest = RecordDigest
 	}
 	t := &Task{
 		Kind:         TaskEffectRefuted,
@@ -125,13 +142,19 @@ func NewStepTask(scope string, index int, substrate string, c *Contract, v *Verd
 		t.Reasons = append(t.Reasons, TaskReason{Code: r.Code, Summary: CodeSummary(r.Code)})
 	}
 	for _, r := range v.Matched {
-		t.Evidence.RecordDigests = append(t.Evidence.RecordDigests, RecordDigest(r))
+		t.Evidence.RecordDigests = append(t.Evidence.RecordDigests, digest(r))
 	}
 	if c.Kind == FieldEquals && v.ObservedValue != nil && v.ExpectedValue != nil {
 		eq := *v.ObservedValue == *v.ExpectedValue
 		t.Evidence.ValuesMatch = &eq
 	}
 	switch {
+	case opts.CompensationFailed:
+		t.Kind = TaskCompensationFailed
+		t.SuggestedAction = ActionManualRepair
+		for _, r := range opts.Deleted {
+			t.Evidence.DeletedDigests = append(t.Evidence.DeletedDigests, digest(r))
+		}
 	case v.Decision == Indeterminate:
 		t.Kind = TaskEffectIndeterminate
 		t.SuggestedAction = ActionRestoreAccess
@@ -141,19 +164,6 @@ func NewStepTask(scope string, index int, substrate string, c *Contract, v *Verd
 		t.SuggestedAction = ActionManualRepair
 	}
 	t.ID = taskID(scope, index, t.Kind, c.Hash)
-	return t
-}
-
-// NewStepTaskWithDigest is NewStepTask with the record digests made by
-// digest.
-func NewStepTaskWithDigest(scope string, index int, substrate string, c *Contract, v *Verdict, irreversibleStep bool, digest Digester) *Task {
-	t := NewStepTask(scope, index, substrate, c, v, irreversibleStep)
-	if t == nil {
-		return nil
-	}
-	for i, r := range v.Matched {
-		t.Evidence.RecordDigests[i] = digest(r)
-	}
 	return t
 }
 
@@ -171,22 +181,6 @@ func SuggestForOutcome(o Outcome, tasks []*Task) {
 			t.SuggestedAction = ActionReverifyBeforeRetry
 		}
 	}
-}
-
-// CompensationFailedTask records a compensation that stopped part-way:
-// deleted holds the records it removed before failing.
-func CompensationFailedTask(scope string, index int, substrate string, c *Contract, v *Verdict, deleted []Record) *Task {
-	t := NewTask(scope, index, substrate, c, v)
-	if t == nil {
-		return nil
-	}
-	t.Kind = TaskCompensationFailed
-	t.SuggestedAction = ActionManualRepair
-	for _, r := range deleted {
-		t.Evidence.DeletedDigests = append(t.Evidence.DeletedDigests, RecordDigest(r))
-	}
-	t.ID = taskID(scope, index, t.Kind, c.Hash)
-	return t
 }
 
 func taskID(scope string, index int, kind, hash string) string {

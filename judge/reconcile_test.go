@@ -2,27 +2,27 @@ package judge
 
 import "testing"
 
-// TestNewStepTask: in an irreversible step every non-confirmed effect gets
+// TestNewTaskIrreversibleStep: in an irreversible step every non-confirmed effect gets
 // a task, whatever its own risk; outside one, only irreversible effects do.
-func TestNewStepTask(t *testing.T) {
+func TestNewTaskIrreversibleStep(t *testing.T) {
 	t.Parallel()
 	rev := bindOne(t, `{"kind": "field_equals", "match": {"p": "1"}, "field": "amount", "value": "10"}`, nil)
 	wrong := Judge(rev, read(t, `[]`), read(t, `[{"id": 1, "p": "1", "amount": "100"}]`), Options{})
 	if wrong.Decision != Refuted {
 		t.Fatalf("setup: verdict %s, want REFUTED", wrong.Decision)
 	}
-	if task := NewStepTask("s", 1, "sql", rev, &wrong, false); task != nil {
+	if task := NewTask("s", 1, "sql", rev, &wrong, TaskOptions{IrreversibleStep: false}); task != nil {
 		t.Errorf("a reversible effect of a reversible step got a task: %+v", task)
 	}
-	task := NewStepTask("s", 1, "sql", rev, &wrong, true)
+	task := NewTask("s", 1, "sql", rev, &wrong, TaskOptions{IrreversibleStep: true})
 	if task == nil || task.Kind != TaskEffectRefuted || task.SuggestedAction != ActionManualRepair || task.ContractHash != rev.Hash {
 		t.Fatalf("a wrong amount in an irreversible step: task %+v, want effect_refuted / MANUAL_REPAIR", task)
 	}
-	if task.ID != NewStepTaskWithDigest("s", 1, "sql", rev, &wrong, true, RecordDigest).ID {
+	if task.ID != NewTask("s", 1, "sql", rev, &wrong, TaskOptions{IrreversibleStep: true, Digest: RecordDigest}).ID {
 		t.Error("the digested task has another id")
 	}
 	right := Judge(rev, read(t, `[]`), read(t, `[{"id": 1, "p": "1", "amount": "10"}]`), Options{})
-	if task := NewStepTask("s", 1, "sql", rev, &right, true); task != nil {
+	if task := NewTask("s", 1, "sql", rev, &right, TaskOptions{IrreversibleStep: true}); task != nil {
 		t.Errorf("a confirmed effect got a task: %+v", task)
 	}
 }
@@ -37,16 +37,16 @@ func TestSuggestForOutcome(t *testing.T) {
 	if OutcomeOf([]Verdict{nothing}) != HaltedBeforeEffect {
 		t.Fatalf("setup: outcome %s, want HALTED_BEFORE_EFFECT", OutcomeOf([]Verdict{nothing}))
 	}
-	task := NewTask("s", 0, "sql", irr, &nothing)
+	task := NewTask("s", 0, "sql", irr, &nothing, TaskOptions{})
 	if task.SuggestedAction != ActionManualRepair {
 		t.Fatalf("setup: action %s", task.SuggestedAction)
 	}
-	kept := NewTask("s", 0, "sql", irr, &nothing)
+	kept := NewTask("s", 0, "sql", irr, &nothing, TaskOptions{})
 	SuggestForOutcome(ReconciliationRequired, []*Task{kept, nil})
 	if kept.SuggestedAction != ActionManualRepair {
 		t.Errorf("RECONCILIATION_REQUIRED changed the action to %s", kept.SuggestedAction)
 	}
-	failed := CompensationFailedTask("s", 1, "sql", irr, &nothing, nil)
+	failed := NewTask("s", 1, "sql", irr, &nothing, TaskOptions{CompensationFailed: true, Deleted: nil})
 	SuggestForOutcome(HaltedBeforeEffect, []*Task{task, nil, failed})
 	if task.SuggestedAction != ActionReverifyBeforeRetry {
 		t.Errorf("halted step: action %s, want REVERIFY_BEFORE_RETRY", task.SuggestedAction)

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // TestCanonDecimal pins the canonical form of §2a's decimal text.
@@ -49,9 +51,9 @@ func TestCanonDecimal(t *testing.T) {
 		{"--1", "", false},
 		{"１２", "", false},
 	} {
-		got, ok := canonDecimal(tc.in)
+		got, ok := compact.CanonDecimal(tc.in)
 		if ok != tc.ok || got != tc.want {
-			t.Errorf("canonDecimal(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+			t.Errorf("compact.CanonDecimal(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -59,7 +61,7 @@ func TestCanonDecimal(t *testing.T) {
 // decimalGrammar is §2a's decimal text, written independently of the judge.
 var decimalGrammar = regexp.MustCompile(`^[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 
-// ratOf parses decimal text with math/big, independently of canonDecimal.
+// ratOf parses decimal text with math/big, independently of compact.CanonDecimal.
 func ratOf(s string) (*big.Rat, bool) {
 	if !decimalGrammar.MatchString(s) {
 		return nil, false
@@ -81,19 +83,19 @@ func TestTypedEqualityAgreesWithBigRat(t *testing.T) {
 		"0.001", "1e-3", "1E-3", "+0.0010", "7", "-7", "7.0000001"}
 	for _, a := range texts {
 		ra, _ := ratOf(a)
-		ca, okA := canonDecimal(a)
+		ca, okA := compact.CanonDecimal(a)
 		if !okA || ra == nil {
 			t.Fatalf("%q does not parse", a)
 		}
 		for _, b := range texts {
 			rb, _ := ratOf(b)
-			cb, _ := canonDecimal(b)
+			cb, _ := compact.CanonDecimal(b)
 			if (ca == cb) != (ra.Cmp(rb) == 0) {
 				t.Errorf("%q and %q: canonical %q / %q, but big.Rat equal = %v", a, b, ca, cb, ra.Cmp(rb) == 0)
 			}
 			// Integer: both integral and equal.
-			ia, okIA := typedText(AsInteger, KindString, a)
-			ib, okIB := typedText(AsInteger, KindString, b)
+			ia, okIA := typedText(AsInteger, compact.KindString, a)
+			ib, okIB := typedText(AsInteger, compact.KindString, b)
 			if okIA != ra.IsInt() || okIB != rb.IsInt() {
 				t.Errorf("integer parse of %q: %v (IsInt %v); of %q: %v (IsInt %v)", a, okIA, ra.IsInt(), b, okIB, rb.IsInt())
 			}
@@ -108,31 +110,31 @@ func TestTypedTextKinds(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		as   As
-		kind ValueKind
+		kind compact.ValueKind
 		text string
 		want string
 		ok   bool
 	}{
-		{AsDecimal, KindNumber, "1234.5", "1234.5", true},
-		{AsDecimal, KindString, "1234.50", "1234.5", true},
-		{AsDecimal, KindBool, "true", "", false},
-		{AsDecimal, KindObject, `{"a":1}`, "", false},
-		{AsDecimal, KindString, "12,5", "", false},
-		{AsInteger, KindNumber, "24", "24", true},
-		{AsInteger, KindString, "24.0", "24", true},
-		{AsInteger, KindNumber, "24.5", "", false},
-		{AsInteger, KindString, "1e400", "1" + strings.Repeat("0", 400), true},
-		{AsBoolean, KindBool, "true", "true", true},
-		{AsBoolean, KindString, "TRUE", "true", true},
-		{AsBoolean, KindString, "False", "false", true},
-		{AsBoolean, KindString, "yes", "", false},
-		{AsBoolean, KindString, "1", "", false},
-		{AsBoolean, KindNumber, "1", "", false},
-		{"", KindString, "x", "x", true},
-		{"", KindNumber, "1", "1", true},
-		{"", KindObject, `{}`, "", false},
-		{"", KindArray, `[]`, "", false},
-		{"", KindNull, "", "", false},
+		{AsDecimal, compact.KindNumber, "1234.5", "1234.5", true},
+		{AsDecimal, compact.KindString, "1234.50", "1234.5", true},
+		{AsDecimal, compact.KindBool, "true", "", false},
+		{AsDecimal, compact.KindObject, `{"a":1}`, "", false},
+		{AsDecimal, compact.KindString, "12,5", "", false},
+		{AsInteger, compact.KindNumber, "24", "24", true},
+		{AsInteger, compact.KindString, "24.0", "24", true},
+		{AsInteger, compact.KindNumber, "24.5", "", false},
+		{AsInteger, compact.KindString, "1e400", "1" + strings.Repeat("0", 400), true},
+		{AsBoolean, compact.KindBool, "true", "true", true},
+		{AsBoolean, compact.KindString, "TRUE", "true", true},
+		{AsBoolean, compact.KindString, "False", "false", true},
+		{AsBoolean, compact.KindString, "yes", "", false},
+		{AsBoolean, compact.KindString, "1", "", false},
+		{AsBoolean, compact.KindNumber, "1", "", false},
+		{"", compact.KindString, "x", "x", true},
+		{"", compact.KindNumber, "1", "1", true},
+		{"", compact.KindObject, `{}`, "", false},
+		{"", compact.KindArray, `[]`, "", false},
+		{"", compact.KindNull, "", "", false},
 	} {
 		got, ok := typedText(tc.as, tc.kind, tc.text)
 		if got != tc.want || ok != tc.ok {
@@ -335,7 +337,7 @@ func runFormsAgree(t *testing.T, tests []judgeCase) {
 func checkFormsAgree(t *testing.T, name string, c *Contract, before, after Snapshot, opts Options) {
 	t.Helper()
 	want := Judge(c, before, after, opts)
-	checkBatchAgrees(t, name+" BatchOf", want, JudgeBatch(c, BatchOf(before), BatchOf(after), opts))
+	checkBatchAgrees(t, name+" BatchOf", want, JudgeBatch(c, batchOf(before), batchOf(after), opts))
 	scan := func(s Snapshot) BatchSnapshot {
 		out := BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code}
 		if !s.Reachable {
@@ -345,14 +347,14 @@ func checkFormsAgree(t *testing.T, name string, c *Contract, before, after Snaps
 		for i, r := range s.Records {
 			parts[i] = CanonicalJSON(r)
 		}
-		b, err := DecodeRecords("["+strings.Join(parts, ",")+"]", "records")
+		b, err := compact.DecodeRecords("["+strings.Join(parts, ",")+"]", "records")
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		out.Batch = b
 		return out
 	}
-	checkBatchAgrees(t, name+" Scanner", want, JudgeBatch(c, scan(before), scan(after), opts))
+	checkBatchAgrees(t, name+" compact.Scanner", want, JudgeBatch(c, scan(before), scan(after), opts))
 	group := []*Contract{c}
 	stream := func(s Snapshot, p *Projection) BatchSnapshot {
 		out := BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code}

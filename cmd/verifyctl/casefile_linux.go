@@ -4,8 +4,6 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
-
-	"github.com/verifierd/verifierd/judge"
 )
 
 // mapCase maps a regular case file read-only and returns its bytes as a
@@ -24,19 +22,18 @@ func mapCase(f *os.File, size int64) (string, bool) {
 	return unsafe.String(unsafe.SliceData(data), len(data)), true
 }
 
-// hugeFields is the judge's field arena for one case: anonymous memory
-// advised into huge pages, so that a large case's compact records fault
-// in a few 2 MiB pages rather than thousands of 4 KiB ones. It is never
-// unmapped: the process judges one case and exits.
-func hugeFields(n int) []judge.Field {
-	size := n * int(unsafe.Sizeof(judge.Field{}))
+// hugeMemory is the judge's arena for one case (judge.Options.Arena):
+// anonymous memory advised into huge pages, so that a large case's compact
+// records fault in a few 2 MiB pages rather than thousands of 4 KiB ones.
+// It is never unmapped: the process judges one case and exits.
+func hugeMemory(size int) []byte {
 	mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
 	if err != nil {
 		return nil
 	}
 	_ = syscall.Madvise(mem, syscall.MADV_HUGEPAGE) // a hint: without it, 4 KiB pages
-	return unsafe.Slice((*judge.Field)(unsafe.Pointer(unsafe.SliceData(mem))), n)[:0]
+	return mem
 }
 
 // judgeArena is where a large case's compact records live.
-var judgeArena = hugeFields
+var judgeArena = hugeMemory

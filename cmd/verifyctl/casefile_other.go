@@ -2,14 +2,10 @@
 
 package main
 
-import (
-	"os"
-
-	"github.com/verifierd/verifierd/judge"
-)
+import "os"
 
 // judgeArena: the default allocation off Linux.
-var judgeArena func(int) []judge.Field
+var judgeArena func(size int) []byte
 
 // mapCase is not used off Linux: the case is read into memory.
 func mapCase(*os.File, int64) (string, bool) { return "", false }

@@ -6,15 +6,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/judge/harness"
 )
-
-// arenaOnce sets the judge's field arena once per process.
-var arenaOnce sync.Once
 
 // maxCaseBytes bounds a case read from a file or stdin.
 const maxCaseBytes = 512 << 20
@@ -62,12 +58,7 @@ func cmdJudge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func writeJudged(stdout io.Writer, input string) int {
-	arenaOnce.Do(func() {
-		if judgeArena != nil {
-			judge.SetFieldArena(judgeArena)
-		}
-	})
-	out, code := harness.RunString(input, time.Now().UTC())
+	out, code := harness.RunOptions(input, time.Now().UTC(), judge.Options{Arena: judgeArena})
 	if _, err := stdout.Write(out); err != nil {
 		return exitFailure
 	}

@@ -7,7 +7,7 @@
 // record at a time, stopping at the
 // first failure and reporting what it had deleted by then, so that the
 // daemon can re-verify against the original baseline or raise a
-// compensation_failed task (judge.CompensationFailedTask).
+// compensation_failed task (judge.NewTask with TaskOptions.CompensationFailed).
 //
 // Configuration (off unless a deployment has this section):
 //

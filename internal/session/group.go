@@ -185,7 +185,7 @@ func (g *group) readBaseline(ctx context.Context) {
 	g.ev.Baseline = g.m.readDigestOf(before)
 }
 
-// readIndex reads a baseline stored as an index (judge.Indexer) under the
+// readIndex reads a baseline stored as an index (judge.RecordStream.Index) under the
 // projection it was made with, neither projecting nor digesting it again.
 // Anything unexpected (a form this daemon does not know, a digest under
 // another evidence key or none, an entry without its mark, a count that
@@ -332,12 +332,12 @@ func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
 	case err != nil:
 		telemetry.Fail(span, "hook_failed")
 		judge.Demote(v, judge.Indeterminate, "ADAPTER_HOOK_FAILED",
-			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+redact(err.Error()), g.info.AbsenceNotProof)
+			"the adapter's verdict hook failed, so its view of this verdict is unknown: "+redact(err.Error()), g.opts)
 		return
 	case d.IsZero():
 		return
 	}
-	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, redact(d.Message), g.info.AbsenceNotProof) {
+	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, redact(d.Message), g.opts) {
 		g.m.logger().Warn("ignored a verdict hook answer that is not a demotion", "kind", g.inst.Kind(), "from", v.Decision, "to", d.Verdict)
 	}
 }
@@ -372,7 +372,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		// A failed DELETE's error may quote the URL, and so an identity.
 		msg := m.secretMask(cand).text(cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched))
 		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
-		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
+		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.digester()})
 	}
 	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
 	if err != nil {
@@ -394,7 +394,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 	*v = nv
 	m.logger().Info("compensated duplicates", "session", g.id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
 	if nv.Decision != judge.Confirmed {
-		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
+		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.digester()})
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/judge/harness"
 )
 
 // CandidateCheck is the preflight answer for one candidate.
@@ -160,7 +159,7 @@ func Judge(req JudgeRequest) (*Result, error) {
 		}
 		verdicts[i] = v
 		res.Effects[i] = EffectResult{
-			EffectResult: harness.EffectResult{
+			EffectResult: judge.EffectResult{
 				Verdict: v.Decision, Result: v.Class, Reasons: v.Reasons,
 				ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
 				ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
@@ -168,7 +167,7 @@ func Judge(req JudgeRequest) (*Result, error) {
 			},
 			// Unkeyed digests: the client sent these records, and a keyed
 			// digest would make the daemon an oracle for its task digests.
-			ReconciliationTask: judge.NewStepTask("judge", i, "client", c, &v, irreversible),
+			ReconciliationTask: judge.NewTask("judge", i, "client", c, &v, judge.TaskOptions{IrreversibleStep: irreversible}),
 		}
 		tasks[i] = res.Effects[i].ReconciliationTask
 	}

@@ -198,7 +198,7 @@ type captureMeta struct {
 	// with; empty when the deployment redacts nothing.
 	KeyID string `json:"key_id,omitempty"`
 	// Index is the form the baseline is stored in: 0, every record whole
-	// as the adapter sent it; baselineIndexV1, an index (judge.Indexer):
+	// as the adapter sent it; baselineIndexV1, an index (judge.RecordStream.Index):
 	// each record kept only as far as the group's contracts read it. Any
 	// other value is a form this daemon cannot read (the baseline is
 	// unreadable).
@@ -656,7 +656,7 @@ type streamedBaseline struct {
 	reason  string // "" when read completely
 	count   int
 	w       *store.BaselineWriter // its last chunk is committed by CreateSession
-	indexed bool                  // stored as an index (judge.Indexer)
+	indexed bool                  // stored as an index (judge.RecordStream.Index)
 	digest  string                // an index's read digest ("" if a record did not decode)
 }
 
@@ -690,11 +690,13 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 	}
 	w := m.Store.NewBaseline(id, n)
 	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
-	var ix *judge.Indexer
+	var ix *judge.RecordStream             // indexes the records (RecordStream.Index)
 	var mac hash.Hash
 	if !redaction.Active() {
 		mac = judge.NewKeyedHash(m.EvidenceDigestKey())
-		ix = judge.NewIndexer(judge.ProjectBaseline(group), mac)
+		ix = judge.NewRecordStream("records", 0)
+		ix.Digest(mac)
+		ix.Project(judge.ProjectBaseline(group))
 	}
 	count, size := 0, 0
 	for batch, err := range capt.RawBatches() {
@@ -708,7 +710,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 			switch {
 			case ix != nil:
 				size += len(rec) // as the adapter sent it
-				rec = ix.Entry(rec)
+				rec = ix.Index(rec)
 			case keyer != nil:
 				// The store never holds a hidden value in clear.
 				if rec, err = keyer.key(rec); err != nil {
@@ -726,7 +728,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 	}
 	m.Metrics.Captured(inst.Kind(), "before", count, size)
 	out := streamedBaseline{count: count, w: w, indexed: ix != nil}
-	if ix != nil && ix.Err() == nil {
+	if ix != nil && ix.IndexErr() == nil {
 		// A record that did not decode is stored as it arrived, and no
 		// digest: Verify finds the baseline unreadable, as it would have
 		// found the record.

@@ -14,16 +14,16 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/judge/harness"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // EffectResult is one effect's final verdict as clients see it: the
-// verdict as the conformance harness prints it (its fields inline in the
-// JSON, in the same order), then how it was read and the task.
+// verdict as it is shown (judge.EffectResult, what the conformance harness
+// prints; its fields inline in the JSON, in the same order), then how it
+// was read and the task.
 type EffectResult struct {
-	harness.EffectResult
+	judge.EffectResult
 	Tier               int         `json:"tier"`
 	Substrate          string      `json:"substrate"`
 	ReconciliationTask *judge.Task `json:"reconciliation_task"`
@@ -236,7 +236,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	for i, c := range contracts {
 		if tasks[i] == nil {
 			cand := dep.Candidates[md.Begin.Effects[i].CandidateIndex]
-			tasks[i] = judge.NewStepTaskWithDigest(id, i, cand.Kind, c, &verdicts[i], md.IrreversibleStep, m.digester())
+			tasks[i] = judge.NewTask(id, i, cand.Kind, c, &verdicts[i], judge.TaskOptions{IrreversibleStep: md.IrreversibleStep, Digest: m.digester()})
 		}
 	}
 	judge.SuggestForOutcome(res.Outcome, tasks)
@@ -250,7 +250,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		task := tasks[i]
 		// The redaction and the secret mask change values only: decision,
 		// class, counts and codes are v's.
-		shown := harness.Result(secrets.verdict(cand.Redaction.Apply(v, c)))
+		shown := judge.ResultOf(secrets.verdict(cand.Redaction.Apply(v, c)))
 		shown.ContractHash = c.Hash
 		newness, scope := newnessOf(&cand)
 		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CollateralScope: scope}

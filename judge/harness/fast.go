@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // fastSnapshot is one read as the fast decoder saw it, checked after the
@@ -32,13 +33,17 @@ type fastSnapshot struct {
 // per record; the small keys (effects, params, now, freshness) are decoded
 // as trees and checked by the same code as Parse. The refusals are Parse's,
 // except that a syntax error names its path and byte offset.
-func ParseString(input string) (*Case, error) {
-	c, err := parseString(input, len(input) >= parallelBytes)
+func ParseString(input string) (*Case, error) { return parseFast(input, nil) }
+
+// parseFast is ParseString with the reads' large field runs taken from
+// arena (nil: the Go heap).
+func parseFast(input string, arena compact.Arena) (*Case, error) {
+	c, err := parseString(input, len(input) >= parallelBytes, arena)
 	if _, syntax := errors.AsType[*syntaxFault](err); syntax {
 		// A syntax error while decoding in parallel may come from a wrong
 		// guess of where the first read ends: decode again in one pass,
 		// which also finds the exact first fault.
-		c, err = parseString(input, false)
+		c, err = parseString(input, false, arena)
 	}
 	if f, syntax := errors.AsType[*syntaxFault](err); syntax {
 		return nil, syntaxRefusal(f.err)
@@ -86,8 +91,9 @@ func splitPoint(input string, pos int, key string) int {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func parseString(input string, parallel bool) (*Case, error) {
-	sc := judge.NewScanner(input)
+func parseString(input string, parallel bool, arena compact.Arena) (*Case, error) {
+	sc := compact.NewScanner(input)
+	sc.SetArena(arena)
 	if sc.Peek() != '{' {
 		if _, err := sc.Value(""); err != nil {
 			return nil, &syntaxFault{err}
@@ -184,7 +190,7 @@ func syntaxRefusal(err error) error {
 	return invalid("", "the case is not valid JSON: %v", err)
 }
 
-func readSnapshot(sc *judge.Scanner, path string, snap *fastSnapshot) error {
+func readSnapshot(sc *compact.Scanner, path string, snap *fastSnapshot) error {
 	snap.present = true
 	if sc.Peek() != '{' {
 		v, err := sc.Value(path)
@@ -202,7 +208,7 @@ func readSnapshot(sc *judge.Scanner, path string, snap *fastSnapshot) error {
 		switch key {
 		case "records":
 			if sc.Peek() == '[' {
-				snap.batch = judge.NewBatch()
+				snap.batch = compact.NewBatch()
 				n, bad, err := sc.Records(kpath, snap.batch)
 				snap.records, snap.count, snap.firstBad = "list", n, bad
 				return err

@@ -30,21 +30,8 @@ const (
 
 // Output is the harness result on success.
 type Output struct {
-	Outcome judge.Outcome  `json:"outcome"`
-	Effects []EffectResult `json:"effects"`
-}
-
-// EffectResult is one effect's verdict as the harness prints it.
-type EffectResult struct {
-	Verdict        judge.Decision `json:"verdict"`
-	Result         judge.Class    `json:"result"`
-	Reasons        []judge.Reason `json:"reasons"`
-	ObservedCount  *int           `json:"observed_count"`
-	ExpectedCount  *int           `json:"expected_count"`
-	ObservedValue  *string        `json:"observed_value"`
-	ExpectedValue  *string        `json:"expected_value"`
-	ContractHash   string         `json:"contract_hash"`
-	MatchedRecords []judge.Record `json:"matched_records"`
+	Outcome judge.Outcome        `json:"outcome"`
+	Effects []judge.EffectResult `json:"effects"`
 }
 
 // Refusal is the harness result for a refused case.
@@ -83,7 +70,14 @@ func Run(input []byte, now time.Time) ([]byte, int) {
 
 // RunString is Run on a case held as a string (no copy of a large case).
 func RunString(input string, now time.Time) ([]byte, int) {
-	out, err := JudgeString(input, now)
+	return RunOptions(input, now, judge.Options{})
+}
+
+// RunOptions is RunString under opts: the case's own census and freshness
+// are added to them, and opts.Arena (when set) is where the case's large
+// reads are decoded.
+func RunOptions(input string, now time.Time, opts judge.Options) ([]byte, int) {
+	out, err := judgeString(input, now, opts)
 	if err != nil {
 		jerr, ok := errors.AsType[*judge.Error](err)
 		if !ok {
@@ -101,15 +95,25 @@ func Judge(input []byte, now time.Time) (*Output, error) {
 
 // JudgeString parses (with the fast decoder), binds and judges one case.
 func JudgeString(input string, now time.Time) (*Output, error) {
-	c, err := ParseString(input)
+	return judgeString(input, now, judge.Options{})
+}
+
+func judgeString(input string, now time.Time, opts judge.Options) (*Output, error) {
+	c, err := parseFast(input, opts.Arena)
 	if err != nil {
 		return nil, err
 	}
-	return judgeCase(c, now)
+	return judgeCaseWith(c, now, opts)
 }
 
 // judgeCase binds and judges a parsed case.
 func judgeCase(c *Case, now time.Time) (*Output, error) {
+	return judgeCaseWith(c, now, judge.Options{})
+}
+
+// judgeCaseWith is judgeCase with the case's census and freshness added
+// to base.
+func judgeCaseWith(c *Case, now time.Time, base judge.Options) (*Output, error) {
 	contracts := make([]*judge.Contract, len(c.Effects))
 	for i, e := range c.Effects {
 		bound, err := judge.Bind(e, c.Params, fmt.Sprintf("effects[%d]", i))
@@ -118,7 +122,8 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 		}
 		contracts[i] = bound
 	}
-	opts := judge.Options{Census: c.Census}
+	opts := base
+	opts.Census = c.Census
 	if c.Freshness != nil {
 		f := *c.Freshness
 		f.Now = now
@@ -128,14 +133,14 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 		opts.Freshness = &f
 	}
 	verdicts := make([]judge.Verdict, len(contracts))
-	out := &Output{Effects: make([]EffectResult, len(contracts))}
+	out := &Output{Effects: make([]judge.EffectResult, len(contracts))}
 	one := func(i int) {
 		if c.compact {
 			verdicts[i] = judge.JudgeBatch(contracts[i], c.BeforeBatch, c.AfterBatch, opts)
 		} else {
 			verdicts[i] = judge.Judge(contracts[i], c.Before, c.After, opts)
 		}
-		out.Effects[i] = Result(verdicts[i])
+		out.Effects[i] = judge.ResultOf(verdicts[i])
 	}
 	if c.compact && len(contracts) > 1 && c.BeforeBatch.Batch.Len()+c.AfterBatch.Batch.Len() >= parallelRecords {
 		// Judging reads a batch and never writes it: large reads judge
@@ -152,24 +157,6 @@ func judgeCase(c *Case, now time.Time) (*Output, error) {
 	}
 	out.Outcome = judge.OutcomeOf(verdicts)
 	return out, nil
-}
-
-// Result renders a verdict the way the harness prints it.
-func Result(v judge.Verdict) EffectResult {
-	reasons := v.Reasons
-	if reasons == nil {
-		reasons = []judge.Reason{}
-	}
-	matched := v.Matched
-	if matched == nil {
-		matched = []judge.Record{}
-	}
-	return EffectResult{
-		Verdict: v.Decision, Result: v.Class, Reasons: reasons,
-		ObservedCount: v.ObservedCount, ExpectedCount: v.ExpectedCount,
-		ObservedValue: v.ObservedValue, ExpectedValue: v.ExpectedValue,
-		ContractHash: v.ContractHash, MatchedRecords: matched,
-	}
 }
 
 func invalid(path, format string, args ...any) *judge.Error {

@@ -181,7 +181,7 @@ func code(err error) string {
 
 func canonicalOutput(o *Output) *Output {
 	cp := *o
-	cp.Effects = append([]EffectResult(nil), o.Effects...)
+	cp.Effects = append([]judge.EffectResult(nil), o.Effects...)
 	for i := range cp.Effects {
 		recs := make([]judge.Record, len(cp.Effects[i].MatchedRecords))
 		for j, r := range cp.Effects[i].MatchedRecords {

@@ -555,7 +555,7 @@ func TestRetentionRemovesWhatItShouldAndNothingElse(t *testing.T) {
 	}
 }
 
-// TestBaselineIndexRoundTrip: a baseline stored as an index (judge.Indexer
+// TestBaselineIndexRoundTrip: a baseline stored as an index (judge.RecordStream.Index
 // entries: marked records kept whole or in part) comes back from the
 // PostgreSQL store byte for byte, and reads back (AddEntry) into the batch
 // projecting the records as they arrive gives.
@@ -569,7 +569,9 @@ func TestBaselineIndexRoundTrip(t *testing.T) {
 	}
 	p := judge.ProjectBaseline([]*judge.Contract{c})
 	var dig bytes.Buffer
-	x := judge.NewIndexer(p, &dig)
+	x := judge.NewRecordStream("records", 0)
+	x.Digest(&dig)
+	x.Project(p)
 	want := judge.NewRecordStream("records", 0)
 	want.Project(p)
 	w := s.NewBaseline("s1", 0)
@@ -582,7 +584,7 @@ func TestBaselineIndexRoundTrip(t *testing.T) {
 		if err := want.Add(rec); err != nil {
 			t.Fatal(err)
 		}
-		e := bytes.Clone(x.Entry(rec))
+		e := bytes.Clone(x.Index(rec))
 		entries = append(entries, e)
 		if err := w.Add(e); err != nil {
 			t.Fatal(err)

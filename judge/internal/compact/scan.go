@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/verifierd/verifierd/sdk/jsondepth"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
@@ -32,6 +33,7 @@ type Scanner struct {
 	seen   []uint32 // per name index: the stamp of the last record holding it
 	stamp  uint32
 	level  int // objects and arrays open around the position (Object, Records)
+	arena  Arena
 }
 
 // SyntaxError is malformed JSON at a path of the document.
@@ -140,7 +142,7 @@ func (sc *Scanner) Object(path string, fn func(key, path string) error) error {
 // learns so from an error. Texts the new scanner decodes are spans of the
 // same document.
 func (sc *Scanner) SplitAt(end int) *Scanner {
-	sub := &Scanner{s: sc.s[:end], pos: sc.pos, level: sc.level}
+	sub := &Scanner{s: sc.s[:end], pos: sc.pos, level: sc.level, arena: sc.arena}
 	sc.pos = end
 	return sub
 }
@@ -299,8 +301,8 @@ func (sc *Scanner) number(i int) (string, int, *SyntaxError) {
 	}
 	text := sc.s[i:n.End]
 	// An integer as Scan reads it has no leading zero, so it is plain
-	// (isPlainInteger) unless it is "-0" or has too many digits.
-	if n.Integer() && text != "-0" && len(strings.TrimPrefix(text, "-")) <= plainIntegerDigits {
+	// (IsPlainInteger) unless it is "-0" or has too many digits.
+	if n.Integer() && text != "-0" && len(strings.TrimPrefix(text, "-")) <= PlainIntegerDigits {
 		sc.copied = false
 		return text, n.End, nil
 	}
@@ -389,17 +391,28 @@ func (sc *Scanner) rawKey(i int, name string) bool {
 	return end < len(sc.s) && sc.s[end] == '"' && sc.s[i+1:end] == name
 }
 
-// fieldArena, when set, provides the room presize reserves for a large
-// batch's fields (see SetFieldArena).
-var fieldArena func(n int) []Field
+// Arena provides the memory of a large batch's fields: it returns a
+// slice of at least size bytes, or a shorter one (nil) to decline, and
+// must never hand out the same memory twice. A one-shot process (verifyctl
+// judge) can hand out memory the garbage collector never sees, in huge
+// pages; a Field holds no pointer, so that is safe. Memory it hands out is
+// never given back.
+type Arena func(size int) []byte
 
-// SetFieldArena sets where a large batch's fields live: f returns an empty
-// slice with room for n fields, or one with less room to decline. A
-// one-shot process (verifyctl judge) can hand out memory the garbage
-// collector never sees, in huge pages; a Field holds no pointer, so that
-// is safe, and such memory is never freed, so a daemon must not set it.
-// Set it before decoding, from one goroutine.
-func SetFieldArena(f func(n int) []Field) { fieldArena = f }
+// SetArena makes the batches this scanner fills take a large read's
+// fields from a (nil: the Go heap). Call it before Records.
+func (sc *Scanner) SetArena(a Arena) { sc.arena = a }
+
+// fieldsFrom returns an empty slice with room for n fields from a, or nil
+// when a declines (or hands out memory a Field cannot sit in).
+func fieldsFrom(a Arena, n int) []Field {
+	size := n * int(unsafe.Sizeof(Field{}))
+	mem := a(size)
+	if len(mem) < size || uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%unsafe.Alignof(Field{}) != 0 {
+		return nil
+	}
+	return unsafe.Slice((*Field)(unsafe.Pointer(unsafe.SliceData(mem))), n)[:0]
+}
 
 // presizeAfter is the number of records after which Records sizes the
 // batch for the rest of the document.
@@ -416,8 +429,8 @@ func (sc *Scanner) presize(b *Batch, start, fields0, n int) {
 	fieldsPer := (len(b.Fields) - fields0 + n - 1) / n
 	if need := len(b.Fields) + more*fieldsPer; need > cap(b.Fields) {
 		var buf []Field
-		if fieldArena != nil && need >= 1<<16 {
-			buf = fieldArena(need)
+		if sc.arena != nil && need >= 1<<16 {
+			buf = fieldsFrom(sc.arena, need)
 		}
 		if cap(buf) < need {
 			buf = make([]Field, 0, need)

@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"encoding/json"
@@ -49,10 +49,10 @@ func TestRecordStream(t *testing.T) {
 				t.Fatalf("record %d canonical %s, want %s", i, got, want)
 			}
 			if got, want := string(canon.Append([]byte("x"), i)), "x"+CanonicalJSON(want); got != want {
-				t.Fatalf("record %d Canonicaliser %s, want %s", i, got, want)
+				t.Fatalf("record %d compact.Canonicaliser %s, want %s", i, got, want)
 			}
 		}
-		if n, _ := b.get(b.At(7), b.nameIndex("n")); n != "2.5" {
+		if n, _ := b.Get(b.At(7), b.NameIndex("n")); n != "2.5" {
 			t.Fatalf("canonical text of 2.50 is %q", n)
 		}
 		if got := b.Record(3)["n"]; got != json.Number("2.50") {

@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"encoding/json"
@@ -120,8 +120,8 @@ func (b *Batch) Intern(name string) uint32 {
 	return i
 }
 
-// nameIndex returns the index of name, or -1 when no record has it.
-func (b *Batch) nameIndex(name string) int64 {
+// NameIndex returns the index of name, or -1 when no record has it.
+func (b *Batch) NameIndex(name string) int64 {
 	if b == nil {
 		return -1
 	}
@@ -178,7 +178,7 @@ func (b *Batch) Append(r Record) {
 // fields its read kept.
 func (b *Batch) Record(i int) Record {
 	if src, ok := b.Source(i); ok {
-		if r, ok := b.sourceRecord(i); ok {
+		if r, ok := b.SourceRecord(i); ok {
 			return r
 		}
 		if v, err := DecodeJSON([]byte(src)); err == nil {
@@ -195,13 +195,13 @@ func (b *Batch) Record(i int) Record {
 	return r
 }
 
-// sourceRecord is record i in map form straight from its fields, when
+// SourceRecord is record i in map form straight from its fields, when
 // that is the map decoding its source gives: every value a string, a
 // boolean, a null or a number whose text is the source's own (a span of
 // it, not a canonicalised copy). Any other record (an object or array
 // value, a number written otherwise than canonically) is left to the
 // decoder.
-func (b *Batch) sourceRecord(i int) (Record, bool) {
+func (b *Batch) SourceRecord(i int) (Record, bool) {
 	fs := b.At(i)
 	for k := range fs {
 		switch f := &fs[k]; f.Kind {
@@ -250,9 +250,9 @@ func (b *Batch) value(f *Field) any {
 	return nil
 }
 
-// get returns the canonical text of the field named name in rec, and
+// Get returns the canonical text of the field named name in rec, and
 // whether it has one (present and not null).
-func (b *Batch) get(rec []Field, name int64) (string, bool) {
+func (b *Batch) Get(rec []Field, name int64) (string, bool) {
 	if name < 0 {
 		return "", false
 	}
@@ -268,9 +268,9 @@ func (b *Batch) get(rec []Field, name int64) (string, bool) {
 	return "", false
 }
 
-// canonicalRecord returns the canonical JSON of a compact record: the same
+// CanonicalFields returns the canonical JSON of a compact record: the same
 // text CanonicalJSON gives for its map form.
-func (b *Batch) canonicalRecord(rec []Field) string {
+func (b *Batch) CanonicalFields(rec []Field) string {
 	order := make([]int, len(rec))
 	for i := range order {
 		order[i] = i
@@ -287,37 +287,17 @@ func (b *Batch) canonicalRecord(rec []Field) string {
 		if n > 0 {
 			sb.WriteByte(',')
 		}
-		writeCanonString(&sb, b.Names[rec[i].Name])
+		WriteCanonString(&sb, b.Names[rec[i].Name])
 		sb.WriteByte(':')
 		switch rec[i].Kind {
 		case KindNull:
 			sb.WriteString("null")
 		case KindString:
-			writeCanonString(&sb, b.Text(&rec[i]))
+			WriteCanonString(&sb, b.Text(&rec[i]))
 		default:
 			sb.WriteString(b.Text(&rec[i]))
 		}
 	}
 	sb.WriteByte('}')
 	return sb.String()
-}
-
-// BatchSnapshot is one read in compact form: reachable with its records, or
-// unreachable with a reason.
-type BatchSnapshot struct {
-	Reachable bool
-	Reason    string
-	// Code is Snapshot.Code: for an unreachable read, the reason code to
-	// report instead of SOR_UNREACHABLE / BASELINE_UNREACHABLE.
-	Code  string
-	Batch *Batch
-}
-
-// BatchOf turns a map-form snapshot into compact form.
-func BatchOf(s Snapshot) BatchSnapshot {
-	b := NewBatch()
-	for _, r := range s.Records {
-		b.Append(r)
-	}
-	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code, Batch: b}
 }

@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"errors"
@@ -29,6 +29,7 @@ type RecordStream struct {
 	dig   io.Writer      // set by Digest
 	canon *Canonicaliser // the records' canonical JSON for dig
 	line  []byte
+	ix    *Indexer // set by Index
 }
 
 // streamPresize is the number of records after which a stream with a
@@ -169,7 +170,7 @@ func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
 	b.Ends[idx] = uint32(len(b.Fields))
 	s.buf = s.buf[:w]
 	b.doc = unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
-	b.markPartial(idx)
+	b.MarkPartial(idx)
 }
 
 func (s *RecordStream) record(idx int) error {
@@ -233,7 +234,7 @@ func (b *Batch) Source(i int) (string, bool) {
 
 // CanonicalRecord returns the canonical JSON of record i: the same text
 // CanonicalJSON gives for its map form.
-func (b *Batch) CanonicalRecord(i int) string { return b.canonicalRecord(b.At(i)) }
+func (b *Batch) CanonicalRecord(i int) string { return b.CanonicalFields(b.At(i)) }
 
 // Canonicaliser writes a batch's records as canonical JSON into a buffer
 // the caller reuses: the text CanonicalRecord returns, without a string
@@ -325,12 +326,12 @@ func (c *Canonicaliser) appendMember(dst []byte, f *Field) []byte {
 	return append(dst, c.b.Text(f)...)
 }
 
-// appendString appends s as writeCanonString writes it.
+// appendString appends s as WriteCanonString writes it.
 func (c *Canonicaliser) appendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if ch := s[i]; ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' {
 			c.sb.Reset()
-			writeCanonString(&c.sb, s)
+			WriteCanonString(&c.sb, s)
 			return append(dst, c.sb.String()...)
 		}
 	}

@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"encoding/json"

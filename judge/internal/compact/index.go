@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"errors"
@@ -71,6 +71,28 @@ func (x *Indexer) Err() error { return x.failed }
 // Len is the number of entries made.
 func (x *Indexer) Len() int { return x.n }
 
+// Index returns the index entry of rec, the next record of a read as it
+// arrives, valid until the next call (Indexer.Entry), and keeps nothing of
+// the record: indexing a read holds one record at a time. Call Digest and
+// Project first: each record is digested whole, then projected. A stream
+// either indexes a read or collects one (Add, AddEntry), never both.
+func (s *RecordStream) Index(rec []byte) []byte {
+	if s.ix == nil {
+		s.ix = &Indexer{s: s}
+	}
+	return s.ix.Entry(rec)
+}
+
+// IndexErr is the first record Index could not decode, if any: that
+// record and every later one were indexed whole, as they arrived, and the
+// digest does not cover the read.
+func (s *RecordStream) IndexErr() error {
+	if s.ix == nil {
+		return nil
+	}
+	return s.ix.failed
+}
+
 // reset forgets the records decoded (keeping the names seen, and their
 // ranks), so that the next record is record 0 of an empty batch.
 func (s *RecordStream) reset() {
@@ -107,7 +129,7 @@ func (s *RecordStream) AddEntry(e []byte) error {
 	err := s.Add(e[1:])
 	s.pj, s.dig = pj, dig
 	if err == nil && e[0] == IndexPartial {
-		s.b.markPartial(idx)
+		s.b.MarkPartial(idx)
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package judge
+package compact
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func Canon(v any) (string, bool) {
 	case string:
 		return x, true
 	case json.Number:
-		return canonNumber(string(x)), true
+		return CanonNumber(string(x)), true
 	case bool:
 		if x {
 			return "true", true
@@ -77,7 +77,7 @@ func canonFloat(f float64) (string, bool) {
 	if f == 0 {
 		return "0", true
 	}
-	return canonNumber(strconv.FormatFloat(f, 'g', -1, 64)), true
+	return CanonNumber(strconv.FormatFloat(f, 'g', -1, 64)), true
 }
 
 // maxPlainDigits bounds the plain-decimal rendering of a number: past it a
@@ -85,13 +85,13 @@ func canonFloat(f float64) (string, bool) {
 // the judge allocate a gigabyte.
 const maxPlainDigits = 1000
 
-// canonNumber renders JSON number text as its shortest exact decimal: no
+// CanonNumber renders JSON number text as its shortest exact decimal: no
 // exponent, no trailing fractional zeros, no fraction at all when integral,
 // and "0" for every zero. Text that is not a JSON number (sdk/jsonnum's
 // grammar: no '+', no leading zero, digits on both sides of a '.') is
 // returned as is.
-func canonNumber(s string) string {
-	if isPlainInteger(s) {
+func CanonNumber(s string) string {
+	if IsPlainInteger(s) {
 		return s
 	}
 	n, err := jsonnum.Scan(s, 0)
@@ -101,7 +101,7 @@ func canonNumber(s string) string {
 	return canonScanned(s, n)
 }
 
-// canonScanned is canonNumber of the number num that jsonnum.Scan read
+// canonScanned is CanonNumber of the number num that jsonnum.Scan read
 // from s.
 func canonScanned(s string, num jsonnum.Number) string {
 	neg := s[num.Start] == '-'
@@ -194,18 +194,18 @@ func canonScanned(s string, num jsonnum.Number) string {
 	return string(b)
 }
 
-// plainIntegerDigits bounds the integers isPlainInteger accepts.
-const plainIntegerDigits = 30
+// PlainIntegerDigits bounds the integers IsPlainInteger accepts.
+const PlainIntegerDigits = 30
 
-// isPlainInteger reports whether s is already canonical integer text: an
-// optional minus and at most plainIntegerDigits digits with no leading zero
+// IsPlainInteger reports whether s is already canonical integer text: an
+// optional minus and at most PlainIntegerDigits digits with no leading zero
 // (and not "-0").
-func isPlainInteger(s string) bool {
+func IsPlainInteger(s string) bool {
 	i := 0
 	if len(s) > 0 && s[0] == '-' {
 		i = 1
 	}
-	if i == len(s) || len(s)-i > plainIntegerDigits {
+	if i == len(s) || len(s)-i > PlainIntegerDigits {
 		return false
 	}
 	if s[i] == '0' {
@@ -228,7 +228,7 @@ func writeCanonJSON(b *strings.Builder, v any) {
 	case nil:
 		b.WriteString("null")
 	case string:
-		writeCanonString(b, x)
+		WriteCanonString(b, x)
 	case bool:
 		if x {
 			b.WriteString("true")
@@ -238,7 +238,7 @@ func writeCanonJSON(b *strings.Builder, v any) {
 	case map[string]any:
 		writeCanonObject(b, x, writeCanonJSON)
 	case map[string]string:
-		writeCanonObject(b, x, writeCanonString)
+		writeCanonObject(b, x, WriteCanonString)
 	case []any:
 		b.WriteByte('[')
 		for i, e := range x {
@@ -270,7 +270,7 @@ func writeCanonObject[V any](b *strings.Builder, m map[string]V, write func(*str
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		writeCanonString(b, k)
+		WriteCanonString(b, k)
 		b.WriteByte(':')
 		write(b, m[k])
 	}
@@ -279,7 +279,7 @@ func writeCanonObject[V any](b *strings.Builder, m map[string]V, write func(*str
 
 const hexDigits = "0123456789abcdef"
 
-func writeCanonString(b *strings.Builder, s string) {
+func WriteCanonString(b *strings.Builder, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
 		c := s[i]
