@@ -101,7 +101,7 @@ func benchBeginVerifyParallel(b *testing.B, args []string, clients int) {
 		if err != nil {
 			return err
 		}
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_VERIFIED {
 			return fmt.Errorf("outcome %v", res.GetResult().GetOutcome())
 		}
 		return nil
@@ -170,7 +170,7 @@ func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.D
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_VERIFIED {
 			b.Fatalf("outcome %v", res.GetResult().GetOutcome())
 		}
 	}
@@ -278,7 +278,7 @@ func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
 			b.Fatal(err)
 		}
 		verifyTotal += time.Since(t1)
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_VERIFIED {
 			b.Fatalf("outcome %v %v", res.GetResult().GetOutcome(), res.GetResult().GetEffects()[0].GetReasons())
 		}
 	}

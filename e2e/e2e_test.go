@@ -739,7 +739,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 func TestJudgeRPC(t *testing.T) {
 	d := startDaemon(t, daemonOpts{})
 	res, err := d.client(t).Judge(context.Background(), &verifierv1.JudgeRequest{
-		Effects: []byte(`[{"kind": "record_written", "match": {"patient_id": "p1"}}]`),
+		Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}}]`,
 		Before:  &verifierv1.Read{Reachable: true},
 		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": 1, "patient_id": "p1"}`), []byte(`{"id": 2, "patient_id": "p1"}`)}},
 	})
@@ -747,7 +747,7 @@ func TestJudgeRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := res.GetResult().GetEffects()[0]
-	if e.GetVerdict() != verifierv1.Verdict_VERDICT_REFUTED || e.GetResult() != verifierv1.ResultClass_RESULT_CLASS_CONFLICTING || e.GetObservedCount() != 2 {
+	if e.GetVerdict() != verifierv1.Verdict_REFUTED || e.GetResult() != verifierv1.ResultClass_conflicting || e.GetObservedCount() != 2 {
 		t.Errorf("judge = %v %v %d", e.GetVerdict(), e.GetResult(), e.GetObservedCount())
 	}
 }

@@ -134,7 +134,7 @@ func benchFleet(b *testing.B, fresh bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+		if res.GetResult().GetOutcome() != verifierv1.Outcome_VERIFIED {
 			b.Fatalf("patient %s: outcome %v", patient, res.GetResult().GetOutcome())
 		}
 		return time.Since(t0)

@@ -68,7 +68,7 @@ func TestDeepNestingThroughDaemon(t *testing.T) {
 
 	deep := deepRecord(1_500_000)
 	_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
-		Effects: []byte(hostileEffects),
+		Effects: hostileEffects,
 		Before:  &verifierv1.Read{Reachable: true},
 		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": "0"}`), deep}},
 	})
@@ -90,7 +90,7 @@ func TestDeepNestingThroughDaemon(t *testing.T) {
 		"yaml block": strings.Repeat("- ", 500_000) + "x\n",
 	} {
 		_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
-			Effects: []byte(doc),
+			Effects: doc,
 			Before:  &verifierv1.Read{Reachable: true},
 			After:   &verifierv1.Read{Reachable: true},
 		})
@@ -141,7 +141,7 @@ func TestInflightBudgetThroughDaemon(t *testing.T) {
 	}
 	judge := func(recs [][]byte) error {
 		_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
-			Effects: []byte(hostileEffects),
+			Effects: hostileEffects,
 			Before:  &verifierv1.Read{Reachable: true},
 			After:   &verifierv1.Read{Reachable: true, RecordsJson: recs},
 		})
@@ -227,7 +227,7 @@ func TestInflightBudgetThroughDaemon(t *testing.T) {
 	for range 12 {
 		wg.Go(func() {
 			_, err := burst.Judge(ctx, &verifierv1.JudgeRequest{
-				Effects: []byte(hostileEffects),
+				Effects: hostileEffects,
 				Before:  &verifierv1.Read{Reachable: true},
 				After:   &verifierv1.Read{Reachable: true, RecordsJson: recs},
 			})

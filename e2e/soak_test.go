@@ -90,7 +90,7 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
-		if o := res.GetResult().GetOutcome(); o != verifierv1.Outcome_OUTCOME_VERIFIED {
+		if o := res.GetResult().GetOutcome(); o != verifierv1.Outcome_VERIFIED {
 			return fmt.Errorf("outcome %v: %v", o, res.GetResult().GetEffects()[0].GetReasons())
 		}
 		// Rows are never deleted: another client's session sharing the
@@ -212,7 +212,7 @@ func hostileRequests(c verifierv1.VerifierServiceClient, conn *grpc.ClientConn, 
 	huge := []byte("[" + strings.Repeat(one+",", 14<<20/len(one)) + one + "]") // 14 MB effects list
 	over := []byte("[" + strings.Repeat(one+",", 1000) + one + "]")            // 1,001 effects
 	deep := []byte(strings.Repeat("[", 10000) + strings.Repeat("]", 10000))
-	bigKind := &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: []byte("effects: {kind: " + strings.Repeat("k", 10<<20) + "}\n")}
+	bigKind := &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: "effects: {kind: " + strings.Repeat("k", 10<<20) + "}\n"}
 	badUTF8 := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("ses_\xff\xfe\xfd"))
 	begin := func(req *verifierv1.BeginRequest) func(context.Context) error {
 		return func(ctx context.Context) error { _, err := c.Begin(ctx, req); return err }
@@ -223,14 +223,14 @@ func hostileRequests(c verifierv1.VerifierServiceClient, conn *grpc.ClientConn, 
 		{"1001 effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: over}), codes.InvalidArgument, "over the limit of 1000 effects"},
 		{"deep effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: deep}), codes.InvalidArgument, "limit of 32 levels"},
 		{"1.5M-deep record", func(ctx context.Context) error {
-			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: []byte("[" + one + "]"), Before: &verifierv1.Read{Reachable: true},
+			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: "[" + one + "]", Before: &verifierv1.Read{Reachable: true},
 				After: &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{deepRecord(1_500_000)}}})
 			return err
 		}, codes.InvalidArgument, "more than 64 levels"},
-		{"1M-deep YAML effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("- " + strings.Repeat("[", 1_000_000))}), codes.InvalidArgument, "limit of 32 levels"},
-		{"alias", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("- &a {kind: record_written, match: {patient_id: x}}\n- *a\n")}), codes.InvalidArgument, "aliases"},
+		{"1M-deep YAML effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: "- " + strings.Repeat("[", 1_000_000)}), codes.InvalidArgument, "limit of 32 levels"},
+		{"alias", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: "- &a {kind: record_written, match: {patient_id: x}}\n- *a\n"}), codes.InvalidArgument, "aliases"},
 		{"10 MB kind", begin(&verifierv1.BeginRequest{Deployment: bigKind, Effects: over}), codes.InvalidArgument, "over the limit of 1048576 bytes"},
-		{"10 MB value", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("[" + one + "]"), Params: map[string]string{"p": strings.Repeat("v", 10<<20)}}), codes.InvalidArgument, "over the limit of 65536 bytes"},
+		{"10 MB value", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: "[" + one + "]", Params: map[string]string{"p": strings.Repeat("v", 10<<20)}}), codes.InvalidArgument, "over the limit of 65536 bytes"},
 		{"invalid UTF-8", func(ctx context.Context) error {
 			var out []byte
 			return conn.Invoke(ctx, "/verifierd.verifier.v1.VerifierService/Verify", badUTF8, &out, grpc.ForceCodec(soakRawCodec{}))

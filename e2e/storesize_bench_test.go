@@ -85,7 +85,7 @@ func benchStoreSize(b *testing.B, pg bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
+			if res.GetResult().GetOutcome() != verifierv1.Outcome_VERIFIED {
 				b.Fatalf("outcome %v", res.GetResult().GetOutcome())
 			}
 			lat[i] += time.Since(t0)

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/verifierd/verifierd/internal/server"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -41,7 +42,7 @@ func (stubVerifier) GetSession(_ context.Context, req *verifierv1.GetSessionRequ
 func serveGateway(t *testing.T) client {
 	t.Helper()
 	api := New(token)
-	if err := RegisterGateway(api, stubVerifier{}, nil); err != nil {
+	if err := RegisterGateway(api, stubVerifier{}, server.Chain(server.Options{BearerToken: token})); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api)
