@@ -741,12 +741,12 @@ func TestJudgeRPC(t *testing.T) {
 	res, err := d.client(t).Judge(context.Background(), &verifierv1.JudgeRequest{
 		Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}}]`,
 		Before:  &verifierv1.Read{Reachable: true},
-		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": 1, "patient_id": "p1"}`), []byte(`{"id": 2, "patient_id": "p1"}`)}},
+		After:   &verifierv1.Read{Reachable: true, Records: structRecords(t, [][]byte{[]byte(`{"id": 1, "patient_id": "p1"}`), []byte(`{"id": 2, "patient_id": "p1"}`)})},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := res.GetResult().GetEffects()[0]
+	e := res.GetEffects()[0]
 	if e.GetVerdict() != verifierv1.Verdict_REFUTED || e.GetResult() != verifierv1.ResultClass_conflicting || e.GetObservedCount() != 2 {
 		t.Errorf("judge = %v %v %d", e.GetVerdict(), e.GetResult(), e.GetObservedCount())
 	}
