@@ -103,7 +103,9 @@ func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, chain grpc.Un
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonpb),
 		runtime.WithErrorHandler(func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
 			if status.Code(err) == codes.Unauthenticated {
-				w.Header().Set("WWW-Authenticate", "Bearer")
+				// The gateway would put the status message there; the
+				// challenge names the scheme (RFC 6750).
+				w = bearerChallenge{w}
 			}
 			runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 		}),
@@ -182,4 +184,13 @@ func (g intercepted) Reverify(ctx context.Context, r *verifierv1.ReverifyRequest
 
 func (g intercepted) VerifyArtifact(ctx context.Context, r *verifierv1.VerifyArtifactRequest) (*verifierv1.VerifyArtifactResponse, error) {
 	return call(ctx, g, verifierv1.VerifierService_VerifyArtifact_FullMethodName, r, g.svc.VerifyArtifact)
+}
+
+// bearerChallenge answers with "WWW-Authenticate: Bearer", whatever the
+// handler set there before writing the status.
+type bearerChallenge struct{ http.ResponseWriter }
+
+func (b bearerChallenge) WriteHeader(code int) {
+	b.Header().Set("WWW-Authenticate", "Bearer")
+	b.ResponseWriter.WriteHeader(code)
 }

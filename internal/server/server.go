@@ -107,7 +107,7 @@ func Chain(opts Options) grpc.UnaryServerInterceptor {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return chainUnary(recoverUnary(logger), logUnary(logger), authUnary(opts.BearerToken))
+	return chainUnary(logUnary(logger), recoverUnary(logger), authUnary(opts.BearerToken))
 }
 
 // chainUnary runs ics in order, the first outermost.
