@@ -80,10 +80,12 @@ type daemon struct {
 	dataDir string
 	args    []string
 	env     []string
-	cmd     *exec.Cmd
-	logMu   sync.Mutex
-	log     bytes.Buffer
-	exited  chan struct{}
+	// dir is the daemon's working directory (the test's own when empty).
+	dir    string
+	cmd    *exec.Cmd
+	logMu  sync.Mutex
+	log    bytes.Buffer
+	exited chan struct{}
 
 	// slots are the registered deployments the harness writes (register).
 	slotMu   sync.Mutex
@@ -206,6 +208,7 @@ func hasTopLevelKey(cfg, key string) bool {
 func (d *daemon) start() error {
 	d.cmd = exec.Command(filepath.Join(bins.dir, "verifierd"), d.args...)
 	d.cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, d.env...)
+	d.cmd.Dir = d.dir
 	d.cmd.Stdout = &lockedWriter{mu: &d.logMu, w: &d.log}
 	d.cmd.Stderr = &lockedWriter{mu: &d.logMu, w: &d.log}
 	if err := d.cmd.Start(); err != nil {
