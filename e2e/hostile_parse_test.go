@@ -95,11 +95,11 @@ func TestDeepNestingThroughDaemon(t *testing.T) {
 	_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
 		Effects: hostileEffects,
 		Before:  &verifierv1.Read{Reachable: true},
-		After:   &verifierv1.Read{Reachable: true, Records: []*structpb.Struct{structRecords(t, [][]byte{[]byte(`{"id": "0"}`)})[0], deepStruct(5000)}},
+		After:   &verifierv1.Read{Reachable: true, Records: []*structpb.Struct{structRecords(t, [][]byte{[]byte(`{"id": "0"}`)})[0], deepStruct(1000)}},
 	})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument ||
 		!strings.Contains(st.Message(), "after.records[1].x[0][0]") || !strings.Contains(st.Message(), "more than 64 levels") {
-		t.Fatalf("Judge with a 5000-deep record: %v\ndaemon log:\n%s", err, d.logs())
+		t.Fatalf("Judge with a 1000-deep record: %v\ndaemon log:\n%s", err, d.logs())
 	}
 
 	code, body := httpJudge(t, httpAddr, []byte(hostileEffects), [][]byte{deep})
