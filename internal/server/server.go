@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,8 +115,8 @@ func Chain(opts Options) grpc.UnaryServerInterceptor {
 func chainUnary(ics ...grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		next := h
-		for i := len(ics) - 1; i >= 0; i-- {
-			ic, inner := ics[i], next
+		for _, ic := range slices.Backward(ics) {
+			inner := next
 			next = func(ctx context.Context, req any) (any, error) { return ic(ctx, req, info, inner) }
 		}
 		return next(ctx, req)
