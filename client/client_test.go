@@ -208,7 +208,7 @@ func TestStepActionPanics(t *testing.T) {
 		})
 	}()
 	got, err := cl.API().GetSession(t.Context(), &verifierv1.GetSessionRequest{SessionId: id})
-	if err != nil || got.GetState() != verifierv1.SessionState_SESSION_STATE_VERIFIED {
+	if err != nil || got.GetState() != verifierv1.SessionState_verified {
 		t.Fatalf("session after the panic: %v, %v; want it verified", got.GetState(), err)
 	}
 }

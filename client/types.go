@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/receipt"
 )
@@ -33,14 +35,14 @@ type Request struct {
 }
 
 func (r Request) proto() (*verifierv1.BeginRequest, error) {
-	pb := &verifierv1.BeginRequest{Effects: r.Effects, Params: r.Params, Workflow: r.Workflow, Step: r.Step}
+	pb := &verifierv1.BeginRequest{Effects: string(r.Effects), Params: verifierv1.StringParams(r.Params), Workflow: r.Workflow, Step: r.Step}
 	switch {
 	case r.Deployment != "" && len(r.DeploymentYAML) > 0:
 		return nil, errors.New("client.Request: Deployment and DeploymentYAML are both set; give one")
 	case r.Deployment != "":
 		pb.Deployment = &verifierv1.BeginRequest_DeploymentName{DeploymentName: r.Deployment}
 	case len(r.DeploymentYAML) > 0:
-		pb.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: r.DeploymentYAML}
+		pb.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: string(r.DeploymentYAML)}
 	default:
 		return nil, errors.New("client.Request: no deployment; set Deployment to a deployment name of the daemon's configuration")
 	}
@@ -193,7 +195,7 @@ type Reason struct {
 // values.
 type Task struct {
 	ID           string
-	Kind         string // EFFECT_REFUTED, EFFECT_INDETERMINATE, COMPENSATION_FAILED
+	Kind         string // effect_refuted, effect_indeterminate, compensation_failed
 	Substrate    string
 	EffectKind   string
 	ContractHash string
@@ -217,11 +219,13 @@ func enum(name, prefix string) string {
 }
 
 func resultOf(res *verifierv1.VerifyResponse) *Result {
-	sr := res.GetResult()
-	r := &Result{SessionID: res.GetSessionId(), Outcome: Outcome(enum(sr.GetOutcome().String(), "OUTCOME_")),
-		TerminalOutcome: Outcome(enum(sr.GetTerminalOutcome().String(), "OUTCOME_")),
-		RegisteredStep:  registeredOf(res.GetRegisteredStep()), Receipt: res.GetReceiptJson()}
-	for _, e := range sr.GetEffects() {
+	r := &Result{SessionID: res.GetSessionId(), Outcome: Outcome(enum(res.GetOutcome().String(), "OUTCOME_")),
+		TerminalOutcome: Outcome(enum(res.GetTerminalOutcome().String(), "OUTCOME_")),
+		RegisteredStep:  registeredOf(res.GetRegisteredStep())}
+	if env := res.GetReceipt(); env != nil {
+		r.Receipt = verifierv1.EnvelopeJSON(env)
+	}
+	for _, e := range res.GetEffects() {
 		r.Effects = append(r.Effects, effectOf(e))
 	}
 	return r
@@ -230,15 +234,17 @@ func resultOf(res *verifierv1.VerifyResponse) *Result {
 func effectOf(e *verifierv1.EffectResult) Effect {
 	out := Effect{Verdict: enum(e.GetVerdict().String(), "VERDICT_"),
 		Class:         strings.ToLower(enum(e.GetResult().String(), "RESULT_CLASS_")),
-		ObservedCount: e.ObservedCount, ExpectedCount: e.ExpectedCount,
+		ObservedCount: count(e.ObservedCount), ExpectedCount: count(e.ExpectedCount),
 		ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
 		ContractHash: e.GetContractHash(), Tier: int(e.GetTier()), Substrate: e.GetSubstrate(),
 		Newness: e.GetNewness(), CollateralScope: e.GetCollateralScope()}
 	for _, r := range e.GetReasons() {
 		out.Reasons = append(out.Reasons, Reason{Code: r.GetCode(), Message: r.GetMessage()})
 	}
-	for _, m := range e.GetMatchedRecordsJson() {
-		out.MatchedRecords = append(out.MatchedRecords, json.RawMessage(m))
+	for _, m := range e.GetMatchedRecords() {
+		if b, err := protojson.Marshal(m); err == nil {
+			out.MatchedRecords = append(out.MatchedRecords, json.RawMessage(b))
+		}
 	}
 	if t := e.GetReconciliationTask(); t != nil {
 		ev := t.GetEvidence()
@@ -246,10 +252,19 @@ func effectOf(e *verifierv1.EffectResult) Effect {
 			Substrate: t.GetSubstrate(), EffectKind: t.GetEffectKind(), ContractHash: t.GetContractHash(),
 			Verdict: enum(t.GetVerdict().String(), "VERDICT_"), ReasonCodes: t.GetReasonCodes(),
 			SuggestedAction: enum(t.GetSuggestedAction().String(), "SUGGESTED_ACTION_"),
-			ObservedCount:   ev.ObservedCount, ExpectedCount: ev.ExpectedCount, ValuesMatch: ev.ValuesMatch,
+			ObservedCount:   count(ev.ObservedCount), ExpectedCount: count(ev.ExpectedCount), ValuesMatch: ev.ValuesMatch,
 			RecordDigests: ev.GetRecordDigests()}
 	}
 	return out
+}
+
+// count widens a count of the wire to the client's.
+func count(n *int32) *int64 {
+	if n == nil {
+		return nil
+	}
+	v := int64(*n)
+	return &v
 }
 
 // String is the outcome and the session, for logs.

@@ -93,7 +93,7 @@ func benchBeginVerifyParallel(b *testing.B, args []string, clients int) {
 	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}}, "expected_count": 10, "timeout_s": 1}]`)
 	ctx := context.Background()
 	run := func() error {
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects, Params: map[string]string{"p": "bench"}})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: string(effects), Params: verifierv1.StringParams(map[string]string{"p": "bench"})})
 		if err != nil {
 			return err
 		}
@@ -101,8 +101,8 @@ func benchBeginVerifyParallel(b *testing.B, args []string, clients int) {
 		if err != nil {
 			return err
 		}
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
-			return fmt.Errorf("outcome %v", res.GetResult().GetOutcome())
+		if res.GetOutcome() != verifierv1.Outcome_VERIFIED {
+			return fmt.Errorf("outcome %v", res.GetOutcome())
 		}
 		return nil
 	}
@@ -162,7 +162,7 @@ func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.D
 			n++
 			params["run"] = strconv.Itoa(n) // unused by the query, but a new parameter set
 		}
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects, Params: params})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: string(effects), Params: verifierv1.StringParams(params)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -170,8 +170,8 @@ func benchBeginVerify(b *testing.B, args []string, freshParams bool, pace time.D
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
-			b.Fatalf("outcome %v", res.GetResult().GetOutcome())
+		if res.GetOutcome() != verifierv1.Outcome_VERIFIED {
+			b.Fatalf("outcome %v", res.GetOutcome())
 		}
 	}
 	run() // launch and configure the plugin outside the timing
@@ -262,7 +262,7 @@ func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
 	var storeSize int64
 	for b.Loop() {
 		t0 := time.Now()
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: string(effects)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -278,8 +278,8 @@ func benchWholeTable(b *testing.B, d *daemon, dep string, rows int) {
 			b.Fatal(err)
 		}
 		verifyTotal += time.Since(t1)
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
-			b.Fatalf("outcome %v %v", res.GetResult().GetOutcome(), res.GetResult().GetEffects()[0].GetReasons())
+		if res.GetOutcome() != verifierv1.Outcome_VERIFIED {
+			b.Fatalf("outcome %v %v", res.GetOutcome(), res.GetEffects()[0].GetReasons())
 		}
 	}
 	b.ReportMetric(float64(rows)*float64(b.N)/beginTotal.Seconds(), "capture-rows/s")

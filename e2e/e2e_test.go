@@ -80,10 +80,12 @@ type daemon struct {
 	dataDir string
 	args    []string
 	env     []string
-	cmd     *exec.Cmd
-	logMu   sync.Mutex
-	log     bytes.Buffer
-	exited  chan struct{}
+	// dir is the daemon's working directory (the test's own when empty).
+	dir    string
+	cmd    *exec.Cmd
+	logMu  sync.Mutex
+	log    bytes.Buffer
+	exited chan struct{}
 
 	// slots are the registered deployments the harness writes (register).
 	slotMu   sync.Mutex
@@ -206,6 +208,7 @@ func hasTopLevelKey(cfg, key string) bool {
 func (d *daemon) start() error {
 	d.cmd = exec.Command(filepath.Join(bins.dir, "verifierd"), d.args...)
 	d.cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, d.env...)
+	d.cmd.Dir = d.dir
 	d.cmd.Stdout = &lockedWriter{mu: &d.logMu, w: &d.log}
 	d.cmd.Stderr = &lockedWriter{mu: &d.logMu, w: &d.log}
 	if err := d.cmd.Start(); err != nil {
@@ -739,15 +742,15 @@ func TestSecretsNeverLeak(t *testing.T) {
 func TestJudgeRPC(t *testing.T) {
 	d := startDaemon(t, daemonOpts{})
 	res, err := d.client(t).Judge(context.Background(), &verifierv1.JudgeRequest{
-		Effects: []byte(`[{"kind": "record_written", "match": {"patient_id": "p1"}}]`),
+		Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}}]`,
 		Before:  &verifierv1.Read{Reachable: true},
-		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": 1, "patient_id": "p1"}`), []byte(`{"id": 2, "patient_id": "p1"}`)}},
+		After:   &verifierv1.Read{Reachable: true, Records: structRecords(t, [][]byte{[]byte(`{"id": 1, "patient_id": "p1"}`), []byte(`{"id": 2, "patient_id": "p1"}`)})},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := res.GetResult().GetEffects()[0]
-	if e.GetVerdict() != verifierv1.Verdict_VERDICT_REFUTED || e.GetResult() != verifierv1.ResultClass_RESULT_CLASS_CONFLICTING || e.GetObservedCount() != 2 {
+	e := res.GetEffects()[0]
+	if e.GetVerdict() != verifierv1.Verdict_REFUTED || e.GetResult() != verifierv1.ResultClass_conflicting || e.GetObservedCount() != 2 {
 		t.Errorf("judge = %v %v %d", e.GetVerdict(), e.GetResult(), e.GetObservedCount())
 	}
 }

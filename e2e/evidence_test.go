@@ -55,7 +55,7 @@ func runEvidence(t *testing.T, redact string) evidenceRun {
 	defer cancel()
 	b, err := d.client(t).Begin(ctx, &verifierv1.BeginRequest{
 		Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: "clinic"},
-		Effects:    effects, Params: map[string]string{"patient_id": "p1"},
+		Effects:    string(effects), Params: verifierv1.StringParams(map[string]string{"patient_id": "p1"}),
 	})
 	if err != nil {
 		t.Fatalf("Begin: %v\ndaemon log:\n%s", err, d.logs())

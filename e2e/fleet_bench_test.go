@@ -126,7 +126,7 @@ func benchFleet(b *testing.B, fresh bool) {
 	ctx := context.Background()
 	session := func(patient string) time.Duration {
 		t0 := time.Now()
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects, Params: map[string]string{"p": patient}})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: string(effects), Params: verifierv1.StringParams(map[string]string{"p": patient})})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -134,8 +134,8 @@ func benchFleet(b *testing.B, fresh bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
-			b.Fatalf("patient %s: outcome %v", patient, res.GetResult().GetOutcome())
+		if res.GetOutcome() != verifierv1.Outcome_VERIFIED {
+			b.Fatalf("patient %s: outcome %v", patient, res.GetOutcome())
 		}
 		return time.Since(t0)
 	}

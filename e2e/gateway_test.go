@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"maps"
@@ -57,7 +56,7 @@ func TestGatewayThroughDaemon(t *testing.T) {
 	}
 	begin := func(deployment map[string]any, patient, note string) (int, map[string]any) {
 		t.Helper()
-		req := map[string]any{"effects": base64.StdEncoding.EncodeToString(effects), "params": map[string]string{"patient_id": patient, "note": note}}
+		req := map[string]any{"effects": string(effects), "params": map[string]string{"patient_id": patient, "note": note}}
 		maps.Copy(req, deployment)
 		body, _ := json.Marshal(req)
 		return call("POST", "/v1/sessions", string(body), tok)
@@ -71,8 +70,8 @@ func TestGatewayThroughDaemon(t *testing.T) {
 	}
 	c.save(t, patient, note, 1)
 	code, v := call("POST", "/v1/sessions/"+sid+":verify", "{}", tok)
-	result, _ := v["result"].(map[string]any)
-	if code != http.StatusOK || result["outcome"] != "OUTCOME_VERIFIED" || v["receiptJson"] == "" {
+	receipt, _ := v["receipt"].(map[string]any)
+	if code != http.StatusOK || v["outcome"] != "VERIFIED" || receipt["payloadType"] != "application/vnd.verifierd.verdict-receipt.v1+json" {
 		t.Fatalf("Verify: %d %v\n%s", code, v, d.logs())
 	}
 	code, s := call("GET", "/v1/sessions/"+sid, "", tok)
@@ -81,7 +80,7 @@ func TestGatewayThroughDaemon(t *testing.T) {
 	}
 
 	// Refusals: the gRPC code's HTTP status, the gRPC status as the body.
-	inline := base64.StdEncoding.EncodeToString([]byte("effects:\n  kind: sql\n  sqlite_database: " + c.path + "\n"))
+	inline := "effects:\n  kind: sql\n  sqlite_database: " + c.path + "\n"
 	for _, tc := range []struct {
 		name   string
 		status int

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
@@ -30,20 +31,43 @@ func deepRecord(n int) []byte {
 	return []byte(`{"id": "1", "patient_id": "p1", "x": ` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`)
 }
 
-// httpJudge posts a JudgeRequest as JSON to /v1/judge and returns the
-// status and the body.
+// deepStruct is a record {"id": "1", "x": [[...]]} nested n levels, as
+// the Judge RPC carries it.
+func deepStruct(n int) *structpb.Struct {
+	v := structpb.NewListValue(&structpb.ListValue{})
+	for range n - 1 {
+		v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{"id": structpb.NewStringValue("1"), "x": v}}
+}
+
+// structRecords parses each JSON object into the google.protobuf.Struct
+// the Judge RPC carries.
+func structRecords(t testing.TB, records [][]byte) []*structpb.Struct {
+	t.Helper()
+	out := make([]*structpb.Struct, len(records))
+	for i, r := range records {
+		out[i] = &structpb.Struct{}
+		if err := protojson.Unmarshal(r, out[i]); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// httpJudge posts a JudgeRequest as JSON to /v1/judge, each record as the
+// JSON object it is, and returns the status and the body.
 func httpJudge(t *testing.T, addr string, effects []byte, records [][]byte) (int, string) {
 	t.Helper()
+	// Written out by hand: encoding/json would refuse to copy a record
+	// nested past its own bound and leave the body empty.
 	recs := make([]string, len(records))
 	for i, r := range records {
-		recs[i] = base64.StdEncoding.EncodeToString(r)
+		recs[i] = string(r)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"effects": base64.StdEncoding.EncodeToString(effects),
-		"before":  map[string]any{"reachable": true},
-		"after":   map[string]any{"reachable": true, "recordsJson": recs},
-	})
-	res, err := http.Post("http://"+addr+"/v1/judge", "application/json", strings.NewReader(string(body)))
+	quoted, _ := json.Marshal(string(effects))
+	body := fmt.Sprintf(`{"effects": %s, "before": {"reachable": true}, "after": {"reachable": true, "records": [%s]}}`, quoted, strings.Join(recs, ","))
+	res, err := http.Post("http://"+addr+"/v1/judge", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("POST /v1/judge: %v", err)
 	}
@@ -68,17 +92,17 @@ func TestDeepNestingThroughDaemon(t *testing.T) {
 
 	deep := deepRecord(1_500_000)
 	_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
-		Effects: []byte(hostileEffects),
+		Effects: hostileEffects,
 		Before:  &verifierv1.Read{Reachable: true},
-		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": "0"}`), deep}},
+		After:   &verifierv1.Read{Reachable: true, Records: []*structpb.Struct{structRecords(t, [][]byte{[]byte(`{"id": "0"}`)})[0], deepStruct(1000)}},
 	})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument ||
-		!strings.Contains(st.Message(), "after.records_json[1].x[0][0]") || !strings.Contains(st.Message(), "more than 64 levels") {
-		t.Fatalf("Judge with a 1.5M-deep record: %v\ndaemon log:\n%s", err, d.logs())
+		!strings.Contains(st.Message(), "after.records[1].x[0][0]") || !strings.Contains(st.Message(), "more than 64 levels") {
+		t.Fatalf("Judge with a 1000-deep record: %v\ndaemon log:\n%s", err, d.logs())
 	}
 
 	code, body := httpJudge(t, httpAddr, []byte(hostileEffects), [][]byte{deep})
-	if code != http.StatusBadRequest || !strings.Contains(body, "after.records_json[0].x[0][0]") || !strings.Contains(body, "more than 64 levels") {
+	if code != http.StatusBadRequest || !strings.Contains(body, "after.records[0].x[0][0]") || !strings.Contains(body, "more than 64 levels") {
 		t.Fatalf("POST /v1/judge with a 1.5M-deep record: %d %.600s\ndaemon log:\n%.2000s", code, body, d.logs())
 	}
 
@@ -90,7 +114,7 @@ func TestDeepNestingThroughDaemon(t *testing.T) {
 		"yaml block": strings.Repeat("- ", 500_000) + "x\n",
 	} {
 		_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
-			Effects: []byte(doc),
+			Effects: doc,
 			Before:  &verifierv1.Read{Reachable: true},
 			After:   &verifierv1.Read{Reachable: true},
 		})
@@ -141,9 +165,9 @@ func TestInflightBudgetThroughDaemon(t *testing.T) {
 	}
 	judge := func(recs [][]byte) error {
 		_, err := client.Judge(ctx, &verifierv1.JudgeRequest{
-			Effects: []byte(hostileEffects),
+			Effects: hostileEffects,
 			Before:  &verifierv1.Read{Reachable: true},
-			After:   &verifierv1.Read{Reachable: true, RecordsJson: recs},
+			After:   &verifierv1.Read{Reachable: true, Records: structRecords(t, recs)},
 		})
 		return err
 	}
@@ -223,13 +247,13 @@ func TestInflightBudgetThroughDaemon(t *testing.T) {
 	}
 	defer burstConn.Close()
 	burst := verifierv1.NewVerifierServiceClient(burstConn)
-	recs := records(3 << 20)
+	recs := structRecords(t, records(3<<20))
 	for range 12 {
 		wg.Go(func() {
 			_, err := burst.Judge(ctx, &verifierv1.JudgeRequest{
-				Effects: []byte(hostileEffects),
+				Effects: hostileEffects,
 				Before:  &verifierv1.Read{Reachable: true},
-				After:   &verifierv1.Read{Reachable: true, RecordsJson: recs},
+				After:   &verifierv1.Read{Reachable: true, Records: recs},
 			})
 			mu.Lock()
 			defer mu.Unlock()

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +43,7 @@ func TestHTTPParamScalarsThroughDaemon(t *testing.T) {
 		return res.StatusCode, out
 	}
 	begin := func(params string) (int, map[string]any) {
-		return call("/v1/sessions", fmt.Sprintf(`{"deploymentName": %q, "effects": %q, "params": %s}`, name, base64.StdEncoding.EncodeToString(effects), params))
+		return call("/v1/sessions", fmt.Sprintf(`{"deploymentName": %q, "effects": %q, "params": %s}`, name, effects, params))
 	}
 
 	code, pre := call("/v1/connection-tests", fmt.Sprintf(`{"deploymentName": %q, "params": {"patient_id": 36}}`, name))
@@ -63,11 +62,10 @@ func TestHTTPParamScalarsThroughDaemon(t *testing.T) {
 	}
 	c.save(t, "36", "true", 1)
 	code, v := call("/v1/sessions/"+sid+":verify", "{}")
-	result, _ := v["result"].(map[string]any)
-	if code != http.StatusOK || result["outcome"] != "OUTCOME_VERIFIED" {
+	if code != http.StatusOK || v["outcome"] != "VERIFIED" {
 		t.Fatalf("Verify: %d %v\n%s", code, v, d.logs())
 	}
-	effs, _ := result["effects"].([]any)
+	effs, _ := v["effects"].([]any)
 	if len(effs) != 2 || effs[1].(map[string]any)["expectedValue"] != "true" {
 		t.Errorf("the read-back's expected value: %v, want the text true", effs)
 	}

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
@@ -79,7 +80,7 @@ func TestSoak(t *testing.T) {
 		// session's row only, however the clients interleave.
 		note := fmt.Sprintf("soak-%d", seq.Add(1))
 		effects := []byte(fmt.Sprintf(`[{"kind": "record_written", "match": {"patient_id": {"param": "p"}, "note": %q}, "count_new_only": true, "expected_count": 1, "timeout_s": 5}]`, note))
-		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: depName}, Effects: effects, Params: map[string]string{"p": patient}})
+		begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: depName}, Effects: string(effects), Params: verifierv1.StringParams(map[string]string{"p": patient})})
 		if err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
@@ -90,8 +91,8 @@ func TestSoak(t *testing.T) {
 		if err != nil {
 			return fmt.Errorf("verify: %w", err)
 		}
-		if o := res.GetResult().GetOutcome(); o != verifierv1.Outcome_OUTCOME_VERIFIED {
-			return fmt.Errorf("outcome %v: %v", o, res.GetResult().GetEffects()[0].GetReasons())
+		if o := res.GetOutcome(); o != verifierv1.Outcome_VERIFIED {
+			return fmt.Errorf("outcome %v: %v", o, res.GetEffects()[0].GetReasons())
 		}
 		// Rows are never deleted: another client's session sharing the
 		// patient would rightly see a deletion as collateral loss.
@@ -207,30 +208,30 @@ type hostileCase struct {
 // hostileRequests are the requests a daemon must refuse cheaply, each with
 // its code and the words its refusal must contain.
 func hostileRequests(c verifierv1.VerifierServiceClient, conn *grpc.ClientConn, dep []byte) []hostileCase {
-	yaml := &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}
+	yaml := &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: string(dep)}
 	one := `{"kind": "record_written", "match": {"patient_id": "x"}}`
-	huge := []byte("[" + strings.Repeat(one+",", 14<<20/len(one)) + one + "]") // 14 MB effects list
-	over := []byte("[" + strings.Repeat(one+",", 1000) + one + "]")            // 1,001 effects
-	deep := []byte(strings.Repeat("[", 10000) + strings.Repeat("]", 10000))
-	bigKind := &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: []byte("effects: {kind: " + strings.Repeat("k", 10<<20) + "}\n")}
+	huge := "[" + strings.Repeat(one+",", 14<<20/len(one)) + one + "]" // 14 MB effects list
+	over := "[" + strings.Repeat(one+",", 1000) + one + "]"            // 1,001 effects
+	deep := strings.Repeat("[", 10000) + strings.Repeat("]", 10000)
+	bigKind := &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: "effects: {kind: " + strings.Repeat("k", 10<<20) + "}\n"}
 	badUTF8 := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("ses_\xff\xfe\xfd"))
 	begin := func(req *verifierv1.BeginRequest) func(context.Context) error {
 		return func(ctx context.Context) error { _, err := c.Begin(ctx, req); return err }
 	}
 	return []hostileCase{
 		{"huge effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: huge}), codes.InvalidArgument, "over the limit of 1048576 bytes"},
-		{"oversized message", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: make([]byte, 20<<20)}), codes.ResourceExhausted, ""},
+		{"oversized message", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: strings.Repeat("\x00", 20<<20)}), codes.ResourceExhausted, ""},
 		{"1001 effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: over}), codes.InvalidArgument, "over the limit of 1000 effects"},
 		{"deep effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: deep}), codes.InvalidArgument, "limit of 32 levels"},
-		{"1.5M-deep record", func(ctx context.Context) error {
-			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: []byte("[" + one + "]"), Before: &verifierv1.Read{Reachable: true},
-				After: &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{deepRecord(1_500_000)}}})
+		{"1000-deep record", func(ctx context.Context) error {
+			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: "[" + one + "]", Before: &verifierv1.Read{Reachable: true},
+				After: &verifierv1.Read{Reachable: true, Records: []*structpb.Struct{deepStruct(1000)}}})
 			return err
 		}, codes.InvalidArgument, "more than 64 levels"},
-		{"1M-deep YAML effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("- " + strings.Repeat("[", 1_000_000))}), codes.InvalidArgument, "limit of 32 levels"},
-		{"alias", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("- &a {kind: record_written, match: {patient_id: x}}\n- *a\n")}), codes.InvalidArgument, "aliases"},
+		{"1M-deep YAML effects", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: "- " + strings.Repeat("[", 1_000_000)}), codes.InvalidArgument, "limit of 32 levels"},
+		{"alias", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: "- &a {kind: record_written, match: {patient_id: x}}\n- *a\n"}), codes.InvalidArgument, "aliases"},
 		{"10 MB kind", begin(&verifierv1.BeginRequest{Deployment: bigKind, Effects: over}), codes.InvalidArgument, "over the limit of 1048576 bytes"},
-		{"10 MB value", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: []byte("[" + one + "]"), Params: map[string]string{"p": strings.Repeat("v", 10<<20)}}), codes.InvalidArgument, "over the limit of 65536 bytes"},
+		{"10 MB value", begin(&verifierv1.BeginRequest{Deployment: yaml, Effects: "[" + one + "]", Params: verifierv1.StringParams(map[string]string{"p": strings.Repeat("v", 10<<20)})}), codes.InvalidArgument, "over the limit of 65536 bytes"},
 		{"invalid UTF-8", func(ctx context.Context) error {
 			var out []byte
 			return conn.Invoke(ctx, "/verifierd.verifier.v1.VerifierService/Verify", badUTF8, &out, grpc.ForceCodec(soakRawCodec{}))

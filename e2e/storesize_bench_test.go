@@ -71,7 +71,7 @@ func benchStoreSize(b *testing.B, pg bool) {
 		lat := make([]time.Duration, 0, sessions)
 		for range sessions {
 			t0 := time.Now()
-			begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: effects, Params: map[string]string{"p": "bench"}})
+			begun, err := client.Begin(ctx, &verifierv1.BeginRequest{Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: dep}, Effects: string(effects), Params: verifierv1.StringParams(map[string]string{"p": "bench"})})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -85,8 +85,8 @@ func benchStoreSize(b *testing.B, pg bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if res.GetResult().GetOutcome() != verifierv1.Outcome_OUTCOME_VERIFIED {
-				b.Fatalf("outcome %v", res.GetResult().GetOutcome())
+			if res.GetOutcome() != verifierv1.Outcome_VERIFIED {
+				b.Fatalf("outcome %v", res.GetOutcome())
 			}
 			lat[i] += time.Since(t0)
 		}

@@ -216,7 +216,7 @@ func TestWorkflowStepThroughDaemon(t *testing.T) {
 	// Contracts and a workflow step together, or an unknown step: invalid.
 	_, err := d.client(t).Begin(context.Background(), &verifierv1.BeginRequest{
 		Deployment: &verifierv1.BeginRequest_DeploymentName{DeploymentName: "clinic"},
-		Workflow:   "triage", Step: "save_triage", Effects: []byte(`[{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true}]`),
+		Workflow:   "triage", Step: "save_triage", Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true}]`,
 	})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("effects and a step: %v, want InvalidArgument", err)

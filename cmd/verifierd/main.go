@@ -238,7 +238,7 @@ func run(args []string) error {
 		return err
 	}
 	if *httpListen != "" {
-		api, err := newHTTPAPI(opts.BearerToken, rewards, server.Service(mgr, logger), logger.Named("http"))
+		api, err := newHTTPAPI(opts.BearerToken, rewards, server.Service(mgr, logger), server.Chain(opts))
 		if err != nil {
 			return err
 		}

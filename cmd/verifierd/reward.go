@@ -73,11 +73,12 @@ func serveHTTP(ctx context.Context, addr string, api http.Handler, tlsConf *tls.
 }
 
 // newHTTPAPI builds the HTTP mux with the reward routes and VerifierService
-// over HTTP/JSON (the in-process gateway, with /openapi.json).
-func newHTTPAPI(token string, svc *reward.Service, verifier verifierv1.VerifierServiceServer, logger hclog.Logger) (*httpapi.API, error) {
+// over HTTP/JSON (the in-process gateway, with /openapi.json), whose calls
+// run through chain, the gRPC server's interceptor chain.
+func newHTTPAPI(token string, svc *reward.Service, verifier verifierv1.VerifierServiceServer, chain grpc.UnaryServerInterceptor) (*httpapi.API, error) {
 	api := httpapi.New(strings.TrimSpace(token))
 	httpapi.RegisterReward(api, svc)
-	if err := httpapi.RegisterGateway(api, verifier, logger); err != nil {
+	if err := httpapi.RegisterGateway(api, verifier, chain); err != nil {
 		return nil, err
 	}
 	return api, nil

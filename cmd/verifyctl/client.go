@@ -192,7 +192,7 @@ func serviceCommand[C any](name string, args []string, stdout, stderr io.Writer,
 func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 	var deployment, deploymentName string
 	ps := params{}
-	var dep []byte
+	var dep string
 	var down []string
 	code := clientCommand("preflight", args, stdout, stderr, func(fs *flag.FlagSet) func() error {
 		fs.StringVar(&deploymentName, "deployment-name", "", "name of a deployment in the daemon config")
@@ -203,12 +203,14 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 				return fmt.Errorf("needs one of --deployment-name NAME or --deployment FILE")
 			}
 			if deployment != "" {
-				dep, err = os.ReadFile(deployment)
+				var raw []byte
+				raw, err = os.ReadFile(deployment)
+				dep = string(raw)
 			}
 			return err
 		}
 	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
-		res, err := c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, DeploymentName: deploymentName, Params: ps})
+		res, err := c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentYaml: dep, DeploymentName: deploymentName, Params: verifierv1.StringParams(ps)})
 		if err != nil {
 			return nil, err
 		}
@@ -269,16 +271,16 @@ func cmdBegin(args []string, stdout, stderr io.Writer) int {
 				if err != nil {
 					return err
 				}
-				req.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: dep}
+				req.Deployment = &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: string(dep)}
 			} else {
 				req.Deployment = &verifierv1.BeginRequest_DeploymentName{DeploymentName: deploymentName}
 			}
-			req.Params = ps
+			req.Params = verifierv1.StringParams(ps)
 			if effects == "" {
 				return nil
 			}
 			eff, err := os.ReadFile(effects)
-			req.Effects = eff
+			req.Effects = string(eff)
 			return err
 		}
 	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
@@ -339,11 +341,11 @@ func cmdVerify(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
-		out := stepJSON(res.GetResult())
+		out := stepJSON(res.GetOutcome(), res.GetTerminalOutcome(), res.GetEffects())
 		out["session_id"] = res.GetSessionId()
 		out["registered_step"] = registeredJSON(res.GetRegisteredStep())
-		out["receipt"] = receiptJSON(res.GetReceiptJson())
-		if err := saveReceipt(receiptOut, res.GetReceiptJson()); err != nil {
+		out["receipt"] = receiptJSON(res.GetReceipt())
+		if err := saveReceipt(receiptOut, res.GetReceipt()); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -359,14 +361,14 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 		}
 		out := map[string]any{
 			"session_id": res.GetSessionId(),
-			"state":      strings.ToLower(strings.TrimPrefix(res.GetState().String(), "SESSION_STATE_")),
+			"state":      res.GetState().String(),
 			"begin":      beginJSON(res.GetBegin()),
 			"begun_at":   res.GetBegunAt().AsTime().Format(time.RFC3339Nano),
 			"result":     nil,
 		}
 		if res.GetResult() != nil {
-			out["result"] = stepJSON(res.GetResult())
-			out["receipt"] = receiptJSON(res.GetReceiptJson())
+			out["result"] = resultJSON(res.GetResult())
+			out["receipt"] = receiptJSON(res.GetReceipt())
 		}
 		revs := []map[string]any{}
 		for _, r := range res.GetReverifications() {
@@ -377,18 +379,25 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-// stepJSON renders a StepResult in the shape of `verifyctl judge`, plus the
-// tier, substrate and reconciliation task of each effect.
-func stepJSON(r *verifierv1.StepResult) map[string]any {
+// resultJSON renders a StepResult as stepJSON does.
+func resultJSON(r *verifierv1.StepResult) map[string]any {
+	return stepJSON(r.GetOutcome(), r.GetTerminalOutcome(), r.GetEffects())
+}
+
+// stepJSON renders a judgement in the shape of `verifyctl judge`, plus the
+// tier, substrate and reconciliation task of each effect: the outcome at
+// the top, as the API's VerifyResponse and JudgeResponse carry it, and
+// enum values as the API's JSON writes them.
+func stepJSON(outcome, terminal verifierv1.Outcome, es []*verifierv1.EffectResult) map[string]any {
 	effects := []map[string]any{}
-	for _, e := range r.GetEffects() {
+	for _, e := range es {
 		reasons := []map[string]string{}
 		for _, rs := range e.GetReasons() {
 			reasons = append(reasons, map[string]string{"code": rs.GetCode(), "message": rs.GetMessage()})
 		}
-		matched := []json.RawMessage{}
-		for _, m := range e.GetMatchedRecordsJson() {
-			matched = append(matched, json.RawMessage(m))
+		matched := []map[string]any{}
+		for _, m := range e.GetMatchedRecords() {
+			matched = append(matched, m.AsMap())
 		}
 		var task any
 		if t := e.GetReconciliationTask(); t != nil {
@@ -398,19 +407,19 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 				digests = []string{}
 			}
 			task = map[string]any{
-				"id": t.GetId(), "kind": strings.ToLower(strings.TrimPrefix(t.GetKind().String(), "RECONCILIATION_KIND_")),
+				"id": t.GetId(), "kind": t.GetKind().String(),
 				"substrate": t.GetSubstrate(), "effect_kind": t.GetEffectKind(), "contract_hash": t.GetContractHash(),
-				"verdict": strings.TrimPrefix(t.GetVerdict().String(), "VERDICT_"), "reason_codes": t.GetReasonCodes(),
+				"verdict": t.GetVerdict().String(), "reason_codes": t.GetReasonCodes(),
 				"evidence": map[string]any{
 					"observed_count": ev.ObservedCount, "expected_count": ev.ExpectedCount,
 					"values_match": ev.ValuesMatch, "record_digests": digests,
 				},
-				"suggested_action": strings.TrimPrefix(t.GetSuggestedAction().String(), "SUGGESTED_ACTION_"),
+				"suggested_action": t.GetSuggestedAction().String(),
 			}
 		}
 		effect := map[string]any{
-			"verdict":             strings.TrimPrefix(e.GetVerdict().String(), "VERDICT_"),
-			"result":              strings.ToLower(strings.TrimPrefix(e.GetResult().String(), "RESULT_CLASS_")),
+			"verdict":             e.GetVerdict().String(),
+			"result":              e.GetResult().String(),
 			"reasons":             reasons,
 			"observed_count":      e.ObservedCount,
 			"expected_count":      e.ExpectedCount,
@@ -432,9 +441,9 @@ func stepJSON(r *verifierv1.StepResult) map[string]any {
 		}
 		effects = append(effects, effect)
 	}
-	out := map[string]any{"outcome": strings.TrimPrefix(r.GetOutcome().String(), "OUTCOME_"), "effects": effects}
-	if t := r.GetTerminalOutcome(); t != verifierv1.Outcome_OUTCOME_UNSPECIFIED {
-		out["terminal_outcome"] = strings.TrimPrefix(t.String(), "OUTCOME_")
+	out := map[string]any{"outcome": outcome.String(), "effects": effects}
+	if terminal != verifierv1.Outcome_OUTCOME_UNSPECIFIED {
+		out["terminal_outcome"] = terminal.String()
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
@@ -30,7 +31,11 @@ type answering struct {
 	params []map[string]string
 }
 
-func (a *answering) record(ctx context.Context, params map[string]string) {
+func (a *answering) record(ctx context.Context, ps map[string]*structpb.Value) {
+	params := map[string]string{}
+	for k, v := range ps {
+		params[k] = v.GetStringValue()
+	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	a.mu.Lock()
 	defer a.mu.Unlock()

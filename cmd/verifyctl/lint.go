@@ -83,7 +83,7 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 // testConnectionByName asks the daemon to test the candidates of a
 // deployment registered in its config.
 func testConnectionByName(ctx context.Context, c verifierv1.VerifierServiceClient, name string, ps map[string]string) (*verifierv1.TestConnectionResponse, error) {
-	return c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentName: name, Params: ps})
+	return c.TestConnection(ctx, &verifierv1.TestConnectionRequest{DeploymentName: name, Params: verifierv1.StringParams(ps)})
 }
 
 // workflowError prints an unreadable or invalid workflow file as the JSON

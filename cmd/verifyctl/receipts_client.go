@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -23,7 +25,8 @@ import (
 const receiptDomain = "verifierd.receipt"
 
 // receiptJSON shows a receipt envelope as JSON (null when there is none).
-func receiptJSON(raw []byte) any {
+func receiptJSON(env *structpb.Struct) any {
+	raw := verifierv1.EnvelopeJSON(env)
 	if len(raw) == 0 {
 		return nil
 	}
@@ -31,10 +34,11 @@ func receiptJSON(raw []byte) any {
 }
 
 // saveReceipt writes the envelope alone, for `receipt verify --receipt`.
-func saveReceipt(path string, raw []byte) error {
+func saveReceipt(path string, env *structpb.Struct) error {
 	if path == "" {
 		return nil
 	}
+	raw := verifierv1.EnvelopeJSON(env)
 	if len(raw) == 0 {
 		return errors.New("--receipt-out: the daemon returned no receipt")
 	}
@@ -45,7 +49,7 @@ func reverificationJSON(r *verifierv1.Reverification) map[string]any {
 	return map[string]any{
 		"attempt": r.GetAttempt(), "reason": r.GetReason(),
 		"verified_at": r.GetVerifiedAt().AsTime().Format(time.RFC3339Nano),
-		"result":      stepJSON(r.GetResult()), "receipt": receiptJSON(r.GetReceiptJson()),
+		"result":      resultJSON(r.GetResult()), "receipt": receiptJSON(r.GetReceipt()),
 	}
 }
 
@@ -93,8 +97,8 @@ func cmdLedgerExport(args []string, stdout, stderr io.Writer) int {
 			return callError(stdout, stderr, err)
 		}
 		line := msg.GetEntry().GetCanonicalJson()
-		if cp := msg.GetCheckpointJson(); len(cp) > 0 {
-			line = cp // the signed checkpoint the export ends at
+		if cp := msg.GetCheckpoint(); cp != nil {
+			line = verifierv1.EnvelopeJSON(cp) // the signed checkpoint the export ends at
 		}
 		if _, err := stdout.Write(append(line, '\n')); err != nil {
 			return exitFailure
@@ -120,7 +124,7 @@ func cmdReverify(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
-		if err := saveReceipt(receiptOut, res.GetReverification().GetReceiptJson()); err != nil {
+		if err := saveReceipt(receiptOut, res.GetReverification().GetReceipt()); err != nil {
 			return nil, err
 		}
 		out := reverificationJSON(res.GetReverification())
@@ -172,7 +176,7 @@ func cmdArtifact(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return nil, err
 		}
-		if err := saveReceipt(receiptOut, res.GetReceiptJson()); err != nil {
+		if err := saveReceipt(receiptOut, res.GetReceipt()); err != nil {
 			return nil, err
 		}
 		reasons := []map[string]string{}
@@ -180,10 +184,10 @@ func cmdArtifact(args []string, stdout, stderr io.Writer) int {
 			reasons = append(reasons, map[string]string{"code": r.GetCode(), "message": r.GetMessage()})
 		}
 		return map[string]any{
-			"verdict": strings.TrimPrefix(res.GetVerdict().String(), "VERDICT_"), "reasons": reasons,
+			"verdict": res.GetVerdict().String(), "reasons": reasons,
 			"tier": res.GetTier(), "substrate": res.GetSubstrate(),
 			"artifact": map[string]any{"sha256": a.Sha256, "size": a.Size, "name": a.Name, "media_type": a.MediaType},
-			"receipt":  receiptJSON(res.GetReceiptJson()),
+			"receipt":  receiptJSON(res.GetReceipt()),
 		}, nil
 	})
 }

@@ -3,14 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"github.com/hashicorp/go-hclog"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -22,7 +23,8 @@ import (
 
 // shallowBody refuses a request body nested more than jsondepth.Max levels
 // with InvalidArgument naming the path, in the gateway's error shape,
-// before the gateway's JSON reader (which recurses per level) sees it.
+// before the gateway's JSON reader (which recurses per level) sees it, and
+// a body that is not exactly one JSON value.
 func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -47,6 +49,13 @@ func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFun
 			runtime.HTTPError(r.Context(), gw, m, w, r, st.Err())
 			return
 		}
+		if len(bytes.TrimSpace(raw)) > 0 && !json.Valid(raw) {
+			// The gateway's reader stops after the first value and would
+			// take a body with trailing data as that value alone.
+			runtime.HTTPError(r.Context(), gw, m, w, r, status.Error(codes.InvalidArgument,
+				"the body is not one JSON value (malformed, or data after it); send one JSON object"))
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(raw))
 		next(w, r)
 	}
@@ -67,46 +76,54 @@ var gatewayRoutes = []string{
 }
 
 // RegisterGateway joins VerifierService over HTTP/JSON: the handlers that
-// protoc-gen-grpc-gateway generated from http.yaml, calling svc in process,
-// behind the listener's bearer token like every route. Errors are the gRPC
-// status as JSON ({code, message, details}) with the HTTP status the gateway
-// maps its code to (InvalidArgument 400, PermissionDenied 403, NotFound 404,
-// FailedPrecondition 400, ...). Request bodies are bounded like gRPC
-// requests (session.MaxRequestBytes); unknown JSON keys are refused. Run
-// parameters may be JSON numbers and booleans as well as strings
-// (scalarParams, params.go). The
-// generated OpenAPI document is served at GET /openapi.json, behind the
-// token too.
-func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, logger hclog.Logger) error {
-	if logger == nil {
-		logger = hclog.NewNullLogger()
+// protoc-gen-grpc-gateway generated from http.yaml, calling svc in
+// process, every call through chain, the gRPC server's own interceptor
+// chain (internal/server.Chain): the bearer token, the recovery from a
+// panic and the call log are the gRPC API's, written once, so a call
+// without the token is Unauthenticated (HTTP 401, with WWW-Authenticate)
+// and a panic Internal (500) exactly as over gRPC. Errors are the gRPC
+// status as JSON ({code, message, details}) with the HTTP status the
+// gateway maps its code to (InvalidArgument 400, PermissionDenied 403,
+// NotFound 404, FailedPrecondition 400, ...). Request bodies are bounded
+// like gRPC requests (session.MaxRequestBytes) and reserved from the
+// listener's budget; unknown JSON keys are refused. Run parameters keep
+// the digits of a JSON number (scalarParams, params.go) and a Judge
+// record's number must survive a double (exactRecords). Answers are the
+// protobuf JSON mapping with every field present. The generated OpenAPI
+// document is served at GET /openapi.json, behind the token.
+func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, chain grpc.UnaryServerInterceptor) error {
+	if chain == nil {
+		return errors.New("httpapi: RegisterGateway needs the gRPC server's interceptor chain (server.Chain)")
 	}
 	jsonpb := &runtime.JSONPb{
 		MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
 		UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 	}
-	gw := runtime.NewServeMux(runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonpb))
-	if err := verifierv1.RegisterVerifierServiceHandlerServer(context.Background(), gw, svc); err != nil {
+	gw := runtime.NewServeMux(
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, jsonpb),
+		runtime.WithErrorHandler(func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+			if status.Code(err) == codes.Unauthenticated {
+				// The gateway would put the status message there; the
+				// challenge names the scheme (RFC 6750).
+				w = bearerChallenge{w}
+			}
+			runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
+		}),
+	)
+	if err := verifierv1.RegisterVerifierServiceHandlerServer(context.Background(), gw, intercepted{svc: svc, chain: chain}); err != nil {
 		return err
 	}
-	// The gRPC server's panic interceptor does not run on these calls, so
-	// the same recovery is here: Internal, details in the log.
-	h := func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if p := recover(); p != nil {
-				logger.Error("panic in an HTTP gateway call", "path", r.URL.Path, "panic", p)
-				runtime.HTTPError(r.Context(), gw, jsonpb, w, r, status.Error(codes.Internal, "internal error; the daemon log has the details"))
-			}
-		}()
-		gw.ServeHTTP(w, r)
-	}
-	h = shallowBody(gw, jsonpb, h)
+	h := shallowBody(gw, jsonpb, gw.ServeHTTP)
 	for _, p := range gatewayRoutes {
+		route := h
 		if paramRoutes[p] {
-			a.handle(p, session.MaxRequestBytes, scalarParams(gw, jsonpb, h))
-			continue
+			route = scalarParams(gw, jsonpb, route)
 		}
-		a.handle(p, session.MaxRequestBytes, h)
+		if p == "POST /v1/judge" {
+			route = exactRecords(gw, jsonpb, route)
+		}
+		// The token is the chain's to check, as over gRPC.
+		a.handleOpen(p, session.MaxRequestBytes, route)
 	}
 	doc := verifierv1.OpenAPI()
 	a.Handle("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -115,4 +132,65 @@ func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, logger hclog.
 		_, _ = w.Write(doc)
 	})
 	return nil
+}
+
+// intercepted is svc with every unary method called through chain, as
+// the gRPC server calls it: the same FullMethod, the request and the
+// incoming metadata the gateway made from the HTTP headers (authorization
+// among them).
+type intercepted struct {
+	verifierv1.UnimplementedVerifierServiceServer
+	svc   verifierv1.VerifierServiceServer
+	chain grpc.UnaryServerInterceptor
+}
+
+func call[Req, Res any](ctx context.Context, g intercepted, method string, req Req, h func(context.Context, Req) (Res, error)) (Res, error) {
+	info := &grpc.UnaryServerInfo{Server: g.svc, FullMethod: method}
+	out, err := g.chain(ctx, req, info, func(ctx context.Context, r any) (any, error) {
+		rq, _ := r.(Req)
+		return h(ctx, rq)
+	})
+	res, _ := out.(Res)
+	return res, err
+}
+
+func (g intercepted) TestConnection(ctx context.Context, r *verifierv1.TestConnectionRequest) (*verifierv1.TestConnectionResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_TestConnection_FullMethodName, r, g.svc.TestConnection)
+}
+
+func (g intercepted) Begin(ctx context.Context, r *verifierv1.BeginRequest) (*verifierv1.BeginResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_Begin_FullMethodName, r, g.svc.Begin)
+}
+
+func (g intercepted) Verify(ctx context.Context, r *verifierv1.VerifyRequest) (*verifierv1.VerifyResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_Verify_FullMethodName, r, g.svc.Verify)
+}
+
+func (g intercepted) Judge(ctx context.Context, r *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_Judge_FullMethodName, r, g.svc.Judge)
+}
+
+func (g intercepted) GetSession(ctx context.Context, r *verifierv1.GetSessionRequest) (*verifierv1.GetSessionResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_GetSession_FullMethodName, r, g.svc.GetSession)
+}
+
+func (g intercepted) GetInfo(ctx context.Context, r *verifierv1.GetInfoRequest) (*verifierv1.GetInfoResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_GetInfo_FullMethodName, r, g.svc.GetInfo)
+}
+
+func (g intercepted) Reverify(ctx context.Context, r *verifierv1.ReverifyRequest) (*verifierv1.ReverifyResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_Reverify_FullMethodName, r, g.svc.Reverify)
+}
+
+func (g intercepted) VerifyArtifact(ctx context.Context, r *verifierv1.VerifyArtifactRequest) (*verifierv1.VerifyArtifactResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_VerifyArtifact_FullMethodName, r, g.svc.VerifyArtifact)
+}
+
+// bearerChallenge answers with "WWW-Authenticate: Bearer", whatever the
+// handler set there before writing the status.
+type bearerChallenge struct{ http.ResponseWriter }
+
+func (b bearerChallenge) WriteHeader(code int) {
+	b.Header().Set("WWW-Authenticate", "Bearer")
+	b.ResponseWriter.WriteHeader(code)
 }

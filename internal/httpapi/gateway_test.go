@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/verifierd/verifierd/internal/server"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -41,7 +43,7 @@ func (stubVerifier) GetSession(_ context.Context, req *verifierv1.GetSessionRequ
 func serveGateway(t *testing.T) client {
 	t.Helper()
 	api := New(token)
-	if err := RegisterGateway(api, stubVerifier{}, nil); err != nil {
+	if err := RegisterGateway(api, stubVerifier{}, server.Chain(server.Options{BearerToken: token})); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api)
@@ -188,5 +190,50 @@ func TestGatewayRefusesDeepBodies(t *testing.T) {
 	}
 	if code, body := c.do("POST", "/v1/sessions", `{"deploymentName": "clinic"}`, token); code != http.StatusOK {
 		t.Fatalf("a plain body after it: %d %v", code, body)
+	}
+}
+
+// TestOpenAPIShapes: the served document describes the JSON the routes
+// answer: the outcome at the top of Verify and Judge, enum values without
+// a type prefix, counts as integers, records and receipts as objects, and
+// effects as text.
+func TestOpenAPIShapes(t *testing.T) {
+	t.Parallel()
+	type schema struct {
+		Type       string            `json:"type"`
+		Format     string            `json:"format"`
+		Ref        string            `json:"$ref"`
+		Enum       []string          `json:"enum"`
+		Items      *schema           `json:"items"`
+		Properties map[string]schema `json:"properties"`
+	}
+	var doc struct {
+		Definitions map[string]schema `json:"definitions"`
+	}
+	if err := json.Unmarshal(verifierv1.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	defs := doc.Definitions
+	for _, msg := range []string{"v1VerifyResponse", "v1JudgeResponse"} {
+		if p := defs[msg].Properties; p["outcome"].Ref != "#/definitions/v1Outcome" || p["effects"].Type != "array" || p["result"].Ref != "" {
+			t.Errorf("%s: %+v, want outcome and effects at the top", msg, p)
+		}
+	}
+	if !slices.Contains(defs["v1Outcome"].Enum, "VERIFIED") || !slices.Contains(defs["verifierdVerifierV1Verdict"].Enum, "CONFIRMED") ||
+		!slices.Contains(defs["v1ResultClass"].Enum, "conflicting") || !slices.Contains(defs["v1SuggestedAction"].Enum, "REMOVE_DUPLICATES") {
+		t.Errorf("enum values keep a prefix: %v %v %v", defs["v1Outcome"].Enum, defs["v1ResultClass"].Enum, defs["v1SuggestedAction"].Enum)
+	}
+	e := defs["v1EffectResult"].Properties
+	if e["observedCount"].Type != "integer" || e["observedCount"].Format != "int32" || e["matchedRecords"].Items == nil || e["matchedRecords"].Items.Type != "object" {
+		t.Errorf("EffectResult: observedCount %+v, matchedRecords %+v; want an int32 and objects", e["observedCount"], e["matchedRecords"])
+	}
+	if r := defs["v1VerifyResponse"].Properties["receipt"]; r.Type != "object" {
+		t.Errorf("VerifyResponse.receipt: %+v, want an object", r)
+	}
+	if r := defs["v1Read"].Properties["records"]; r.Items == nil || r.Items.Type != "object" {
+		t.Errorf("Read.records: %+v, want objects", r)
+	}
+	if f := defs["v1BeginRequest"].Properties["effects"]; f.Type != "string" || f.Format != "" {
+		t.Errorf("BeginRequest.effects: %+v, want text (not base64 bytes)", f)
 	}
 }

@@ -61,12 +61,21 @@ func (a *API) Handle(pattern string, h http.HandlerFunc) {
 }
 
 func (a *API) handle(pattern string, maxBody int64, h http.HandlerFunc) {
-	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	a.handleOpen(pattern, maxBody, func(w http.ResponseWriter, r *http.Request) {
 		if !a.authorized(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			WriteError(w, http.StatusUnauthorized, "unauthorized", "send the API token as 'Authorization: Bearer <token>'")
 			return
 		}
+		h(w, r)
+	})
+}
+
+// handleOpen joins a route whose handler checks the token itself (the
+// gateway's, through the gRPC interceptor chain), with the body bound and
+// the budget reservation every route has.
+func (a *API) handleOpen(pattern string, maxBody int64, h http.HandlerFunc) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if n := bodyReservation(r, maxBody); n > 0 && a.budget != nil {
 			release, err := a.budget.Reserve(r.Context(), n)
 			if err != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // paramRoutes are the gateway routes whose request carries run parameters
-// (a top-level "params" map of strings in the protobuf JSON mapping).
+// (a top-level "params" map of google.protobuf.Value scalars).
 var paramRoutes = map[string]bool{
 	"POST /v1/connection-tests": true,
 	"POST /v1/sessions":         true,
@@ -60,14 +60,16 @@ func paramProblem(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// scalarParams lets a gateway request write its run parameters as JSON
-// numbers and booleans, which the protobuf JSON mapping of
-// map<string, string> would refuse with a parser error: each becomes its
-// text (ParamText) before the gateway reads the body. A body that is not a
-// JSON object, has no params object, or whose params are all strings
-// reaches the gateway unchanged (it answers anything malformed itself). A
-// null, object or array value is refused here with InvalidArgument naming
-// params.<name>, in the gateway's error shape.
+// scalarParams keeps the digits of a run parameter written as a JSON
+// number, which the protobuf JSON mapping would read into a
+// google.protobuf.Value's double (1234.50 would bind 1234.5, a 25-digit id
+// a rounded neighbour): each number and boolean becomes the string of its
+// text (ParamText) before the gateway reads the body, which binds the same
+// text. A body that is not a JSON object, has no params object, or whose
+// params are all strings reaches the gateway unchanged (it answers
+// anything malformed itself). A null, object or array value is refused
+// here with InvalidArgument naming params.<name>, in the gateway's error
+// shape, as the service would refuse it.
 func scalarParams(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		raw, err := io.ReadAll(r.Body)

@@ -13,7 +13,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/verifierd/verifierd/internal/server"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -24,10 +26,14 @@ type paramsVerifier struct {
 	got map[string]map[string]string // method -> params
 }
 
-func (p *paramsVerifier) keep(method string, params map[string]string) {
+func (p *paramsVerifier) keep(method string, params map[string]*structpb.Value) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.got[method] = maps.Clone(params)
+	texts := map[string]string{}
+	for k, v := range params {
+		texts[k] = v.GetStringValue()
+	}
+	p.got[method] = texts
 }
 
 func (p *paramsVerifier) last(method string) map[string]string {
@@ -60,7 +66,7 @@ func TestScalarParams(t *testing.T) {
 	t.Parallel()
 	pv := &paramsVerifier{got: map[string]map[string]string{}}
 	api := New(token)
-	if err := RegisterGateway(api, pv, nil); err != nil {
+	if err := RegisterGateway(api, pv, server.Chain(server.Options{BearerToken: token})); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api)
@@ -152,7 +158,7 @@ func TestOpenAPIDescribesParamsAndUnused(t *testing.T) {
 	}
 	for _, msg := range []string{"v1BeginRequest", "verifierdVerifierV1TestConnectionRequest", "v1JudgeRequest"} {
 		d := doc.Definitions[msg].Properties["params"].Description
-		if !strings.Contains(d, "JSON number") || !strings.Contains(d, "boolean") || !strings.Contains(d, "params.<name>") {
+		if !strings.Contains(d, "JSON scalar") || !strings.Contains(d, "a number") || !strings.Contains(d, "boolean") || !strings.Contains(d, "params.<name>") {
 			t.Errorf("%s.params: description %q does not say it takes numbers and booleans", msg, d)
 		}
 	}

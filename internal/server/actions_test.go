@@ -12,7 +12,7 @@ import (
 func TestEverySuggestedActionHasAWireValue(t *testing.T) {
 	t.Parallel()
 	for _, a := range []string{judge.ActionRestoreAccess, judge.ActionRemoveDuplicates, judge.ActionManualRepair, judge.ActionReverifyBeforeRetry} {
-		if got := actionToProto[a]; got == verifierv1.SuggestedAction_SUGGESTED_ACTION_UNSPECIFIED || "SUGGESTED_ACTION_"+a != got.String() {
+		if got := actionToProto[a]; got == verifierv1.SuggestedAction_SUGGESTED_ACTION_UNSPECIFIED || a != got.String() {
 			t.Errorf("%s maps to %s", a, got)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
@@ -130,7 +132,7 @@ const judgeCase = `[{"kind": "record_written", "match": {"p": "1"}, "expected_co
 
 func judgeReq() *verifierv1.JudgeRequest {
 	return &verifierv1.JudgeRequest{
-		Effects: []byte(judgeCase),
+		Effects: judgeCase,
 		Before:  &verifierv1.Read{Reachable: true},
 		After:   &verifierv1.Read{Reachable: true},
 	}
@@ -200,7 +202,7 @@ func TestStatusMapping(t *testing.T) {
 	c := verifierv1.NewVerifierServiceClient(a.conn)
 	ctx := t.Context()
 	dep := func(kind string) *verifierv1.BeginRequest_DeploymentYaml {
-		return &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: []byte("effects: {kind: " + kind + "}\n")}
+		return &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: "effects: {kind: " + kind + "}\n"}
 	}
 	tests := map[string]struct {
 		call      func() error
@@ -210,11 +212,11 @@ func TestStatusMapping(t *testing.T) {
 		wantCode  string // the ErrorInfo reason
 	}{
 		"invalid contract": {func() error {
-			_, err := c.Begin(ctx, &verifierv1.BeginRequest{Deployment: dep("empty"), Effects: []byte(`[{"kind": "record_written", "match": {"id": 1}}]`)})
+			_, err := c.Begin(ctx, &verifierv1.BeginRequest{Deployment: dep("empty"), Effects: `[{"kind": "record_written", "match": {"id": 1}}]`})
 			return err
 		}, codes.InvalidArgument, "a value must be a string", "effects[0].match.id", "INVALID_CONTRACT"},
 		"refused baseline": {func() error {
-			_, err := c.Begin(ctx, &verifierv1.BeginRequest{Deployment: dep("unreachable"), Effects: []byte(judgeCase)})
+			_, err := c.Begin(ctx, &verifierv1.BeginRequest{Deployment: dep("unreachable"), Effects: judgeCase})
 			return err
 			// A refused Begin is recorded in the ledger; its ErrorInfo names
 			// the terminal outcome and carries the receipt.
@@ -224,21 +226,27 @@ func TestStatusMapping(t *testing.T) {
 			return err
 		}, codes.NotFound, "no session", "session_id", ""},
 		"judge without a before read": {func() error {
-			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: []byte(judgeCase), After: &verifierv1.Read{Reachable: true}})
+			_, err := c.Judge(ctx, &verifierv1.JudgeRequest{Effects: judgeCase, After: &verifierv1.Read{Reachable: true}})
 			return err
 		}, codes.InvalidArgument, "missing", "before", ""},
 		"judge with records on an unreachable read": {func() error {
 			r := judgeReq()
-			r.After = &verifierv1.Read{RecordsJson: [][]byte{[]byte(`{}`)}}
+			r.After = &verifierv1.Read{Records: records(t, `{}`)}
 			_, err := c.Judge(ctx, r)
 			return err
-		}, codes.InvalidArgument, "no records", "after.records_json", ""},
-		"judge with a record that is not an object": {func() error {
+		}, codes.InvalidArgument, "no records", "after.records", ""},
+		"judge with a number JSON has not": {func() error {
 			r := judgeReq()
-			r.Before.RecordsJson = [][]byte{[]byte(`[1]`)}
+			r.Before.Records = []*structpb.Struct{{Fields: map[string]*structpb.Value{"x": structpb.NewNumberValue(math.NaN())}}}
 			_, err := c.Judge(ctx, r)
 			return err
-		}, codes.InvalidArgument, "one JSON object", "before.records_json[0]", ""},
+		}, codes.InvalidArgument, "must be finite", "before.records[0].x", ""},
+		"a run parameter that is not a scalar": {func() error {
+			r := judgeReq()
+			r.Params = map[string]*structpb.Value{"p": structpb.NewListValue(&structpb.ListValue{})}
+			_, err := c.Judge(ctx, r)
+			return err
+		}, codes.InvalidArgument, "not an array", "params.p", ""},
 		"judge with a bad freshness": {func() error {
 			r := judgeReq()
 			r.Freshness = &verifierv1.Freshness{WindowS: 5}
@@ -324,8 +332,8 @@ func TestDrain(t *testing.T) {
 	begun := make(chan error, 1)
 	go func() {
 		_, err := c.Begin(t.Context(), &verifierv1.BeginRequest{
-			Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: []byte("effects: {kind: blocking}\n")},
-			Effects:    []byte(judgeCase),
+			Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: "effects: {kind: blocking}\n"},
+			Effects:    judgeCase,
 		})
 		begun <- err
 	}()
@@ -372,9 +380,9 @@ func TestBeginAnswersUnusedParams(t *testing.T) {
 	ctx := t.Context()
 	req := func(params map[string]string) *verifierv1.BeginRequest {
 		return &verifierv1.BeginRequest{
-			Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: []byte("effects: {kind: empty}\n")},
-			Effects:    []byte(`[{"kind": "record_written", "match": {"p": {"param": "p"}}, "expected_count": 0}]`),
-			Params:     params,
+			Deployment: &verifierv1.BeginRequest_DeploymentYaml{DeploymentYaml: "effects: {kind: empty}\n"},
+			Effects:    `[{"kind": "record_written", "match": {"p": {"param": "p"}}, "expected_count": 0}]`,
+			Params:     verifierv1.StringParams(params),
 		}
 	}
 	res, err := c.Begin(ctx, req(map[string]string{"p": "1", "zeta": "z", "age": "36"}))

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
@@ -25,14 +26,14 @@ func TestBudgetReleasedOnEveryPath(t *testing.T) {
 	c := verifierv1.NewVerifierServiceClient(conn)
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer tok")
 	judge := &verifierv1.JudgeRequest{
-		Effects: []byte(`[{"kind": "record_written", "match": {"patient_id": "p1"}}]`),
+		Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}}]`,
 		Before:  &verifierv1.Read{Reachable: true},
-		After:   &verifierv1.Read{Reachable: true, RecordsJson: [][]byte{[]byte(`{"id": "1", "patient_id": "p1", "x": ` + strings.Repeat("[", 10000) + `}`)}},
+		After:   &verifierv1.Read{Reachable: true, Records: []*structpb.Struct{deep(1000)}},
 	}
 	if _, err := c.Judge(ctx, judge); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("a deep record: %v", err)
 	}
-	judge.After.RecordsJson = [][]byte{[]byte(`{"id": "1", "patient_id": "p1"}`)}
+	judge.After.Records = records(t, `{"id": "1", "patient_id": "p1"}`)
 	if _, err := c.Judge(ctx, judge); err != nil {
 		t.Fatalf("a plain Judge: %v", err)
 	}
@@ -45,13 +46,13 @@ func TestBudgetReleasedOnEveryPath(t *testing.T) {
 		t.Fatalf("invalid UTF-8: %v", err)
 	}
 	broken := []byte{0x0a, 0x7f} // a length past the end
-	if err := conn.Invoke(ctx, "/verifierd.verifier.v1.VerifierService/Verify", broken, &out, grpc.ForceCodec(rawCodec{})); err == nil {
-		t.Fatal("a broken message was accepted")
+	if err := conn.Invoke(ctx, "/verifierd.verifier.v1.VerifierService/Verify", broken, &out, grpc.ForceCodec(rawCodec{})); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a broken message: %v, want InvalidArgument (the client's bytes, not the daemon's fault)", err)
 	}
 	if n := b.InUse(); n != 0 {
 		t.Fatalf("%d bytes still reserved after every call returned", n)
 	}
-	judge.After.RecordsJson = [][]byte{[]byte(`{"id": "1", "pad": "` + strings.Repeat("p", 70<<10) + `"}`)}
+	judge.After.Records = records(t, `{"id": "1", "pad": "`+strings.Repeat("p", 70<<10)+`"}`)
 	_, err := c.Judge(ctx, judge)
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "--max-inflight-bytes") {
 		t.Fatalf("a call over the whole budget: %v", err)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -15,22 +16,23 @@ import (
 	"github.com/verifierd/verifierd/internal/inflight"
 )
 
-// apiPackage is the proto package of the requests the codec vets.
-const apiPackage = "verifierd.verifier.v1."
-
-// wireCodec is gRPC's proto codec, except for one case: a VerifierService
-// request whose strings are not valid UTF-8. gRPC answers any unmarshal
-// failure with Internal, which blames the daemon for the client's bytes; here
-// such a request reaches the handler chain empty and marked, and
-// vetUnary answers InvalidArgument naming the field. With a budget, the
-// codec also reserves each API request's bytes before decoding it
-// (budget.go).
+// wireCodec is gRPC's proto codec, except for the requests of the API's
+// unary methods: for those (a *rawRequest, asked for by the method handlers
+// that register wraps) it keeps the wire bytes undecoded, with the
+// server's budget, and the method's handler decodes them itself (vetted).
+// So a request reserves its bytes before it is decoded, and one whose
+// strings are not UTF-8 is refused with InvalidArgument naming the field,
+// where gRPC would answer any decoding failure with Internal, blaming the
+// daemon for the client's bytes. Nothing is kept between the codec and the
+// call but the request itself.
 type wireCodec struct{ budget *inflight.Budget }
 
-// badUTF8 maps a marked request (by pointer) to the offending field path.
-// vetUnary, first in the chain, removes every mark it finds; only unary
-// VerifierService requests are marked.
-var badUTF8 sync.Map
+// rawRequest is a unary API request as it arrived: its wire bytes and the
+// budget they must be reserved from.
+type rawRequest struct {
+	data   []byte
+	budget *inflight.Budget
+}
 
 func (wireCodec) Name() string { return "proto" }
 
@@ -43,33 +45,76 @@ func (wireCodec) Marshal(v any) ([]byte, error) {
 }
 
 func (c wireCodec) Unmarshal(data []byte, v any) error {
+	if raw, ok := v.(*rawRequest); ok {
+		// gRPC reuses its buffer once Unmarshal returns.
+		raw.data, raw.budget = append([]byte(nil), data...), c.budget
+		return nil
+	}
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("codec: %T is not a protobuf message", v)
 	}
-	if reserveFor(c.budget, m, len(data)) {
-		return nil // refused: budgetUnary answers ResourceExhausted
+	return proto.Unmarshal(data, m)
+}
+
+// register registers impl under desc on srv with every unary method
+// vetted: the API's services (VerifierService, RewardService).
+func register(srv *grpc.Server, desc *grpc.ServiceDesc, impl any) {
+	d := *desc
+	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
+	for i, m := range desc.Methods {
+		d.Methods[i] = grpc.MethodDesc{MethodName: m.MethodName, Handler: vetted(m.Handler)}
+	}
+	srv.RegisterService(&d, impl)
+}
+
+// vetted wraps a generated unary method handler. It takes the request's
+// wire bytes from the codec, reserves them from the budget for as long as
+// the call runs (the call's context bounds the wait, besides
+// inflight.MaxWait), and hands the generated handler a decoder that
+// refuses strings that are not UTF-8 with InvalidArgument naming the
+// field. The generated handler then runs the interceptor chain (Chain) as
+// for any call.
+func vetted(h grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, chain grpc.UnaryServerInterceptor) (any, error) {
+		var raw rawRequest
+		if err := dec(&raw); err != nil {
+			return nil, err
+		}
+		if raw.budget != nil {
+			release, err := raw.budget.Reserve(ctx, int64(len(raw.data)))
+			if err != nil {
+				if _, isStatus := status.FromError(err); !isStatus {
+					err = status.Error(codes.ResourceExhausted, err.Error())
+				}
+				return nil, err
+			}
+			defer release()
+		}
+		return h(srv, ctx, func(v any) error { return decodeRequest(raw.data, v) }, chain)
+	}
+}
+
+// decodeRequest decodes a unary API request, refusing one whose strings
+// are not valid UTF-8 (InvalidArgument naming the field) and one that does
+// not decode at all (InvalidArgument).
+func decodeRequest(data []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return status.Errorf(codes.Internal, "codec: %T is not a protobuf message", v)
 	}
 	err := proto.Unmarshal(data, m)
-	if err != nil {
-		if !strings.Contains(err.Error(), "UTF-8") {
-			unreserve(m) // gRPC answers the call without the chain
-			return err
-		}
-	} else {
+	if err == nil {
 		return nil
 	}
-	desc := m.ProtoReflect().Descriptor()
-	if !strings.HasPrefix(string(desc.FullName()), apiPackage) {
-		return err
+	if !strings.Contains(err.Error(), "UTF-8") {
+		return status.Errorf(codes.InvalidArgument, "the request is not a valid %s message: %v", m.ProtoReflect().Descriptor().FullName(), err)
 	}
-	proto.Reset(m)
-	path := invalidUTF8Field(data, desc, "")
+	path := invalidUTF8Field(data, m.ProtoReflect().Descriptor(), "")
 	if path == "" {
 		path = "request"
 	}
-	badUTF8.Store(m, path)
-	return nil
+	return invalid(path, "not valid UTF-8; proto3 strings must be UTF-8 text")
 }
 
 // invalidUTF8Field finds the first string field of data (a message of desc)
@@ -105,15 +150,4 @@ func invalidUTF8Field(data []byte, desc protoreflect.MessageDescriptor, prefix s
 		}
 	}
 	return ""
-}
-
-// vetUnary refuses a request the codec marked as invalid UTF-8.
-func vetUnary() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if path, ok := badUTF8.LoadAndDelete(req); ok {
-			p, _ := path.(string)
-			return nil, invalid(p, "not valid UTF-8; proto3 strings must be UTF-8 text")
-		}
-		return h(ctx, req)
-	}
 }

@@ -21,16 +21,20 @@ import (
 const ReceiptDomain = "verifierd.receipt"
 
 var terminalToProto = map[string]verifierv1.Outcome{
-	string(judge.Verified): verifierv1.Outcome_OUTCOME_VERIFIED, string(judge.ReconciliationRequired): verifierv1.Outcome_OUTCOME_RECONCILIATION_REQUIRED,
-	string(judge.HaltedBeforeEffect): verifierv1.Outcome_OUTCOME_HALTED_BEFORE_EFFECT,
-	session.OutcomeRejectedPolicy:    verifierv1.Outcome_OUTCOME_REJECTED_POLICY, session.OutcomeFailedPlatform: verifierv1.Outcome_OUTCOME_FAILED_PLATFORM,
+	string(judge.Verified): verifierv1.Outcome_VERIFIED, string(judge.ReconciliationRequired): verifierv1.Outcome_RECONCILIATION_REQUIRED,
+	string(judge.HaltedBeforeEffect): verifierv1.Outcome_HALTED_BEFORE_EFFECT,
+	session.OutcomeRejectedPolicy:    verifierv1.Outcome_REJECTED_POLICY, session.OutcomeFailedPlatform: verifierv1.Outcome_FAILED_PLATFORM,
 }
 
-func reverificationToProto(r *session.Result) *verifierv1.Reverification {
+func reverificationToProto(r *session.Result) (*verifierv1.Reverification, error) {
+	rec, err := envelopeStruct(r.Receipt)
+	if err != nil {
+		return nil, err
+	}
 	return &verifierv1.Reverification{
 		Attempt: int32(r.Attempt), Reason: r.ReverifyReason, Result: resultToProto(r),
-		VerifiedAt: timestamppb.New(r.VerifiedAt), ReceiptJson: r.Receipt,
-	}
+		VerifiedAt: timestamppb.New(r.VerifiedAt), Receipt: rec,
+	}, nil
 }
 
 func (s *service) GetInfo(context.Context, *verifierv1.GetInfoRequest) (*verifierv1.GetInfoResponse, error) {
@@ -79,7 +83,11 @@ func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verif
 	if checkpoint == nil {
 		return nil
 	}
-	return stream.Send(&verifierv1.ExportLedgerResponse{CheckpointJson: checkpoint})
+	cp, err := envelopeStruct(checkpoint)
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.Send(&verifierv1.ExportLedgerResponse{Checkpoint: cp})
 }
 
 func (s *service) Reverify(ctx context.Context, req *verifierv1.ReverifyRequest) (*verifierv1.ReverifyResponse, error) {
@@ -90,7 +98,11 @@ func (s *service) Reverify(ctx context.Context, req *verifierv1.ReverifyRequest)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &verifierv1.ReverifyResponse{SessionId: req.GetSessionId(), Reverification: reverificationToProto(r)}, nil
+	rv, err := reverificationToProto(r)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &verifierv1.ReverifyResponse{SessionId: req.GetSessionId(), Reverification: rv}, nil
 }
 
 func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArtifactRequest) (*verifierv1.VerifyArtifactResponse, error) {
@@ -104,7 +116,11 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, ReceiptJson: res.Receipt}
+	rec, err := envelopeStruct(res.Receipt)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, Receipt: rec}
 	for _, r := range res.Reasons {
 		out.Reasons = append(out.Reasons, &verifierv1.Reason{Code: r.Code, Message: r.Message})
 	}

@@ -21,7 +21,7 @@ const RewardDomain = "verifierd.reward"
 // RegisterReward adds RewardService to a server built by New, before it
 // serves; the bearer token and the UTF-8 vetting of New apply to it too.
 func RegisterReward(srv *grpc.Server, svc *reward.Service) {
-	verifierv1.RegisterRewardServiceServer(srv, &rewardService{svc: svc})
+	register(srv, &verifierv1.RewardService_ServiceDesc, &rewardService{svc: svc})
 }
 
 type rewardService struct {

@@ -11,10 +11,11 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,15 +62,19 @@ type Options struct {
 
 // New returns a gRPC server with VerifierService, health and reflection.
 func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
-	logger := opts.Logger
-	if logger == nil {
-		logger = hclog.NewNullLogger()
-	}
+	return newServer(Service(m, opts.Logger), opts)
+}
+
+// newServer serves svc as VerifierService: New's body, apart for tests.
+func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server, *health.Server) {
 	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(session.MaxRequestBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
+		// The budget and the UTF-8 check run where the bytes arrive,
+		// before the chain (codec.go); the HTTP listener reserves its
+		// bodies from the same budget.
 		grpc.ForceServerCodec(wireCodec{budget: opts.Budget}),
-		grpc.ChainUnaryInterceptor(budgetUnary(), recoverUnary(logger), vetUnary(), authUnary(opts.BearerToken)),
+		grpc.ChainUnaryInterceptor(Chain(opts)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
 		// Calls run on a pool of goroutines whose stacks have already
 		// grown, instead of a fresh goroutine (and its stack growth) per
@@ -83,7 +88,7 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 	sopts = append(sopts, tracing.ServerOptions()...)
 	sopts = append(sopts, opts.Connection...)
 	srv := grpc.NewServer(sopts...)
-	verifierv1.RegisterVerifierServiceServer(srv, &service{m: m, logger: logger})
+	register(srv, &verifierv1.VerifierService_ServiceDesc, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	hs.SetServingStatus(verifierv1.VerifierService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
@@ -92,11 +97,48 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 	return srv, hs
 }
 
+// Chain is the one interceptor chain of the API's unary calls, over gRPC
+// (New) and over the HTTP/JSON gateway (internal/httpapi.RegisterGateway,
+// which runs every call of Service through it): a panic becomes Internal
+// with the details in the log, a call without the bearer token (when one
+// is set) is Unauthenticated, and every call is logged at debug level with
+// its method, code and duration. Health checks pass without the token.
+func Chain(opts Options) grpc.UnaryServerInterceptor {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return chainUnary(logUnary(logger), recoverUnary(logger), authUnary(opts.BearerToken))
+}
+
+// chainUnary runs ics in order, the first outermost.
+func chainUnary(ics ...grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		next := h
+		for _, ic := range slices.Backward(ics) {
+			inner := next
+			next = func(ctx context.Context, req any) (any, error) { return ic(ctx, req, info, inner) }
+		}
+		return next(ctx, req)
+	}
+}
+
+// logUnary logs each call at debug level: method, gRPC code, duration.
+func logUnary(logger hclog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if !logger.IsDebug() {
+			return h(ctx, req)
+		}
+		start := time.Now()
+		res, err := h(ctx, req)
+		logger.Debug("call", "method", info.FullMethod, "code", status.Code(err).String(), "duration", time.Since(start))
+		return res, err
+	}
+}
+
 // Service returns the VerifierService implementation that New serves, for
-// the in-process HTTP/JSON gateway (internal/httpapi.RegisterGateway). Its
-// calls skip the gRPC interceptors: the HTTP listener checks the bearer
-// token itself and recovers from panics, and the gateway's JSON decoding
-// refuses strings that are not UTF-8.
+// the in-process HTTP/JSON gateway, which runs each call of it through
+// Chain (internal/httpapi.RegisterGateway).
 func Service(m *session.Manager, logger hclog.Logger) verifierv1.VerifierServiceServer {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
@@ -111,7 +153,11 @@ type service struct {
 }
 
 func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnectionRequest) (*verifierv1.TestConnectionResponse, error) {
-	checks, err := s.m.TestConnection(ctx, req.GetDeploymentYaml(), req.GetDeploymentName(), req.GetParams())
+	params, err := paramTexts(req.GetParams())
+	if err != nil {
+		return nil, err
+	}
+	checks, err := s.m.TestConnection(ctx, []byte(req.GetDeploymentYaml()), req.GetDeploymentName(), params)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -127,9 +173,13 @@ func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnec
 }
 
 func (s *service) Begin(ctx context.Context, req *verifierv1.BeginRequest) (*verifierv1.BeginResponse, error) {
+	params, err := paramTexts(req.GetParams())
+	if err != nil {
+		return nil, err
+	}
 	res, err := s.m.Begin(ctx, session.BeginRequest{
-		Deployment: req.GetDeploymentYaml(), DeploymentName: req.GetDeploymentName(),
-		Effects: req.GetEffects(), Params: req.GetParams(),
+		Deployment: []byte(req.GetDeploymentYaml()), DeploymentName: req.GetDeploymentName(),
+		Effects: []byte(req.GetEffects()), Params: params,
 		Workflow: req.GetWorkflow(), Step: req.GetStep(),
 	})
 	if err != nil {
@@ -153,7 +203,15 @@ func (s *service) Verify(ctx context.Context, req *verifierv1.VerifyRequest) (*v
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &verifierv1.VerifyResponse{SessionId: req.GetSessionId(), Result: resultToProto(res), RegisteredStep: registeredToProto(res.Registered), ReceiptJson: res.Receipt}, nil
+	rec, err := envelopeStruct(res.Receipt)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	r := resultToProto(res)
+	return &verifierv1.VerifyResponse{
+		SessionId: req.GetSessionId(), Outcome: r.GetOutcome(), TerminalOutcome: r.GetTerminalOutcome(), Effects: r.GetEffects(),
+		RegisteredStep: registeredToProto(res.Registered), Receipt: rec,
+	}, nil
 }
 
 func registeredToProto(r *session.RegisteredStep) *verifierv1.RegisteredStep {
@@ -169,17 +227,23 @@ func (s *service) GetSession(_ context.Context, req *verifierv1.GetSessionReques
 		return nil, toStatus(err)
 	}
 	out := &verifierv1.GetSessionResponse{
-		SessionId: st.SessionID, State: verifierv1.SessionState_SESSION_STATE_BEGUN,
+		SessionId: st.SessionID, State: verifierv1.SessionState_begun,
 		Begin: beginToProto(&st.Begin), BegunAt: timestamppb.New(st.BegunAt),
 	}
 	if st.Result != nil {
-		out.State = verifierv1.SessionState_SESSION_STATE_VERIFIED
+		out.State = verifierv1.SessionState_verified
 		out.Result = resultToProto(st.Result)
 		out.VerifiedAt = timestamppb.New(st.Result.VerifiedAt)
-		out.ReceiptJson = st.Result.Receipt
+		if out.Receipt, err = envelopeStruct(st.Result.Receipt); err != nil {
+			return nil, toStatus(err)
+		}
 	}
 	for _, r := range st.Reverifications {
-		out.Reverifications = append(out.Reverifications, reverificationToProto(r))
+		rv, err := reverificationToProto(r)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		out.Reverifications = append(out.Reverifications, rv)
 	}
 	return out, nil
 }
@@ -193,7 +257,11 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 	if err != nil {
 		return nil, err
 	}
-	jr := session.JudgeRequest{Effects: req.GetEffects(), Params: req.GetParams(), Now: time.Now().UTC(),
+	params, err := paramTexts(req.GetParams())
+	if err != nil {
+		return nil, err
+	}
+	jr := session.JudgeRequest{Effects: []byte(req.GetEffects()), Params: params, Now: time.Now().UTC(),
 		Before: judge.Snapshot{Reachable: before.Reachable}, After: judge.Snapshot{Reachable: after.Reachable},
 		BeforeBatch: &before, AfterBatch: &after}
 	if req.GetNow() != nil {
@@ -209,7 +277,8 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &verifierv1.JudgeResponse{Result: resultToProto(res)}, nil
+	r := resultToProto(res)
+	return &verifierv1.JudgeResponse{Outcome: r.GetOutcome(), Effects: r.GetEffects()}, nil
 }
 
 // readFromProto decodes a read with the fast decoder into a compact batch
@@ -217,18 +286,26 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 // reachability then.
 func readFromProto(r *verifierv1.Read, path string) (judge.BatchSnapshot, error) {
 	if r == nil {
-		return judge.BatchSnapshot{}, invalid(path, "missing; give {reachable, records_json}")
+		return judge.BatchSnapshot{}, invalid(path, "missing; give {reachable, records}")
 	}
 	snap := judge.BatchSnapshot{Reachable: r.GetReachable()}
 	if !snap.Reachable {
-		if len(r.GetRecordsJson()) > 0 {
-			return snap, invalid(path+".records_json", "an unreachable read has no records")
+		if len(r.GetRecords()) > 0 {
+			return snap, invalid(path+".records", "an unreachable read has no records")
 		}
 		return snap, nil
 	}
-	b, err := judge.DecodeRecordList(r.GetRecordsJson(), path+".records_json")
+	parts := make([][]byte, len(r.GetRecords()))
+	for i, rec := range r.GetRecords() {
+		raw, err := recordJSON(rec, fmt.Sprintf("%s.records[%d]", path, i))
+		if err != nil {
+			return snap, err
+		}
+		parts[i] = raw
+	}
+	b, err := judge.DecodeRecordList(parts, path+".records")
 	if err != nil {
-		at := path + ".records_json"
+		at := path + ".records"
 		if se, ok := errors.AsType[*judge.SyntaxError](err); ok {
 			at = se.Path
 		}
@@ -305,34 +382,37 @@ func invalid(path, msg string) error {
 
 var (
 	verdictToProto = map[judge.Decision]verifierv1.Verdict{
-		judge.Confirmed: verifierv1.Verdict_VERDICT_CONFIRMED, judge.Refuted: verifierv1.Verdict_VERDICT_REFUTED,
-		judge.Indeterminate: verifierv1.Verdict_VERDICT_INDETERMINATE,
+		judge.Confirmed: verifierv1.Verdict_CONFIRMED, judge.Refuted: verifierv1.Verdict_REFUTED,
+		judge.Indeterminate: verifierv1.Verdict_INDETERMINATE,
 	}
 	classToProto = map[judge.Class]verifierv1.ResultClass{
-		judge.ClassConfirmed: verifierv1.ResultClass_RESULT_CLASS_CONFIRMED, judge.ClassStale: verifierv1.ResultClass_RESULT_CLASS_STALE,
-		judge.ClassUnavailable: verifierv1.ResultClass_RESULT_CLASS_UNAVAILABLE, judge.ClassIndeterminate: verifierv1.ResultClass_RESULT_CLASS_INDETERMINATE,
-		judge.ClassConflicting: verifierv1.ResultClass_RESULT_CLASS_CONFLICTING, judge.ClassRefuted: verifierv1.ResultClass_RESULT_CLASS_REFUTED,
+		judge.ClassConfirmed: verifierv1.ResultClass_confirmed, judge.ClassStale: verifierv1.ResultClass_stale,
+		judge.ClassUnavailable: verifierv1.ResultClass_unavailable, judge.ClassIndeterminate: verifierv1.ResultClass_indeterminate,
+		judge.ClassConflicting: verifierv1.ResultClass_conflicting, judge.ClassRefuted: verifierv1.ResultClass_refuted,
 	}
 	outcomeToProto = map[judge.Outcome]verifierv1.Outcome{
-		judge.Verified: verifierv1.Outcome_OUTCOME_VERIFIED, judge.ReconciliationRequired: verifierv1.Outcome_OUTCOME_RECONCILIATION_REQUIRED,
-		judge.HaltedBeforeEffect: verifierv1.Outcome_OUTCOME_HALTED_BEFORE_EFFECT,
+		judge.Verified: verifierv1.Outcome_VERIFIED, judge.ReconciliationRequired: verifierv1.Outcome_RECONCILIATION_REQUIRED,
+		judge.HaltedBeforeEffect: verifierv1.Outcome_HALTED_BEFORE_EFFECT,
 	}
 	taskKindToProto = map[string]verifierv1.ReconciliationKind{
-		judge.TaskEffectRefuted: verifierv1.ReconciliationKind_RECONCILIATION_KIND_EFFECT_REFUTED, judge.TaskEffectIndeterminate: verifierv1.ReconciliationKind_RECONCILIATION_KIND_EFFECT_INDETERMINATE,
-		judge.TaskCompensationFailed: verifierv1.ReconciliationKind_RECONCILIATION_KIND_COMPENSATION_FAILED,
+		judge.TaskEffectRefuted: verifierv1.ReconciliationKind_effect_refuted, judge.TaskEffectIndeterminate: verifierv1.ReconciliationKind_effect_indeterminate,
+		judge.TaskCompensationFailed: verifierv1.ReconciliationKind_compensation_failed,
 	}
 	actionToProto = map[string]verifierv1.SuggestedAction{
-		judge.ActionRestoreAccess: verifierv1.SuggestedAction_SUGGESTED_ACTION_RESTORE_ACCESS, judge.ActionRemoveDuplicates: verifierv1.SuggestedAction_SUGGESTED_ACTION_REMOVE_DUPLICATES,
-		judge.ActionManualRepair:        verifierv1.SuggestedAction_SUGGESTED_ACTION_MANUAL_REPAIR,
-		judge.ActionReverifyBeforeRetry: verifierv1.SuggestedAction_SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY,
+		judge.ActionRestoreAccess: verifierv1.SuggestedAction_RESTORE_ACCESS, judge.ActionRemoveDuplicates: verifierv1.SuggestedAction_REMOVE_DUPLICATES,
+		judge.ActionManualRepair:        verifierv1.SuggestedAction_MANUAL_REPAIR,
+		judge.ActionReverifyBeforeRetry: verifierv1.SuggestedAction_REVERIFY_BEFORE_RETRY,
 	}
 )
 
-func optInt(p *int) *int64 {
+// optInt is a count as the API carries it: an int32, a JSON number. A
+// count is at most a read's records, far below 2^31; one past it is
+// clamped there rather than wrapped.
+func optInt(p *int) *int32 {
 	if p == nil {
 		return nil
 	}
-	v := int64(*p)
+	v := int32(min(*p, math.MaxInt32))
 	return &v
 }
 
@@ -350,8 +430,7 @@ func resultToProto(r *session.Result) *verifierv1.StepResult {
 			pe.Reasons = append(pe.Reasons, &verifierv1.Reason{Code: rs.Code, Message: rs.Message})
 		}
 		for _, rec := range e.MatchedRecords {
-			raw, _ := json.Marshal(rec)
-			pe.MatchedRecordsJson = append(pe.MatchedRecordsJson, raw)
+			pe.MatchedRecords = append(pe.MatchedRecords, recordStruct(rec))
 		}
 		if t := e.ReconciliationTask; t != nil {
 			pt := &verifierv1.ReconciliationTask{

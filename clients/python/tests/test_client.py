@@ -194,7 +194,11 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([(e.newness, e.collateral_scope) for e in step.result.effects], [("census", "collection")] * 2)
         self.assertEqual(step.result.registered_step.step, "save_triage")  # type: ignore[union-attr]
         self.assertTrue(step.result.receipt_json.startswith(b"{"))
-        self.assertEqual(step.result.raw["result"]["outcome"], "OUTCOME_VERIFIED")
+        # The daemon's own answer: the outcome at the top, unprefixed; the
+        # receipt an object.
+        self.assertEqual(step.result.raw["outcome"], "VERIFIED")
+        self.assertEqual(step.result.receipt["payloadType"], "application/vnd.verifierd.verdict-receipt.v1+json")
+        self.assertEqual(json.loads(step.result.receipt_json), step.result.raw["receipt"])
 
     def test_receipt_subject(self) -> None:
         params = {"patient_id": "p10", "note": "Subject"}
@@ -234,10 +238,13 @@ class ClientTest(unittest.TestCase):
         err = caught.exception
         self.assertEqual(err.outcome, "RECONCILIATION_REQUIRED")
         self.assertEqual(err.effects[0].verdict, "REFUTED")
-        self.assertEqual(err.effects[0].result_class, "CONFLICTING")
+        self.assertEqual(err.effects[0].result_class, "conflicting")
         self.assertEqual(err.effects[0].reasons[0].code, "COUNT_OVER")
         self.assertEqual(err.effects[0].observed_count, 2)
+        self.assertEqual(err.effects[0].raw["observedCount"], 2)  # a JSON number
         self.assertEqual(len(err.effects[0].matched_records), 2)
+        self.assertEqual({r["patient_id"] for r in err.effects[0].matched_records}, {"p2"})
+        self.assertEqual(err.reconciliation_tasks[0].kind, "effect_refuted")
         # The read-back of the note is ambiguous too: its step is
         # irreversible, so it carries a task of its own.
         self.assertEqual(len(err.reconciliation_tasks), 2)
@@ -315,7 +322,7 @@ class ClientTest(unittest.TestCase):
 
         self.assertEqual(
             _encode_params({"a": 36, "b": True, "c": False, "d": 1234.5, "e": Decimal("1234.50"), "f": "x"}),
-            {"a": "36", "b": "true", "c": "false", "d": "1234.5", "e": "1234.50", "f": "x"},
+            {"a": 36, "b": True, "c": False, "d": 1234.5, "e": "1234.50", "f": "x"},
         )
         with self.assertRaises(TypeError) as caught:
             _encode_params({"note": None})

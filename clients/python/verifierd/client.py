@@ -1,9 +1,11 @@
 """The verifierd HTTP/JSON client: Begin, Verify, TestConnection and the
 ``step`` context manager that wraps one consequential action.
 
-The daemon answers with the protobuf JSON mapping (lowerCamelCase keys,
-enums by full name, ``bytes`` as base64). The dataclasses here give the
-friendly form (``outcome == "VERIFIED"``) and keep the daemon's dict as
+The daemon answers JSON (lowerCamelCase keys; docs/http-api.md): the
+outcome at the top of Verify's answer, enum values as they read
+(``"VERIFIED"``, ``"CONFIRMED"``, ``"conflicting"``), counts as numbers,
+matched records and the receipt as objects. The dataclasses here give
+snake_case attributes with the same values and keep the daemon's dict as
 ``raw``.
 """
 
@@ -72,7 +74,8 @@ _REFUSAL_CODES = ("PERMISSION_DENIED", "FAILED_PRECONDITION")
 
 
 def _enum(value: Any, prefix: str) -> str:
-    """OUTCOME_VERIFIED -> VERIFIED; unset -> UNSPECIFIED."""
+    """An enum value as the daemon writes it; its zero value
+    (OUTCOME_UNSPECIFIED, sent where nothing is set) -> UNSPECIFIED."""
     if not value:
         return "UNSPECIFIED"
     text = str(value)
@@ -80,45 +83,46 @@ def _enum(value: Any, prefix: str) -> str:
 
 
 def _int(value: Any) -> Optional[int]:
-    # int64 fields arrive as JSON strings.
+    # Counts are JSON numbers; absent when the verdict has none.
     return None if value is None else int(value)
 
 
-def _b64(value: Any) -> bytes:
-    return base64.b64decode(value) if value else b""
+def _envelope(value: Any) -> bytes:
+    """A receipt (a DSSE envelope, a JSON object in the answer) as JSON
+    bytes with sorted keys; b"" when there is none. Its signature covers
+    the envelope's payload, so these bytes verify like any encoding."""
+    if not value:
+        return b""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
 def _encode_document(doc: Document) -> str:
+    """A deployment or effects document as the text the daemon takes."""
     if isinstance(doc, bytes):
-        data = doc
-    elif isinstance(doc, str):
-        data = doc.encode("utf-8")
-    elif isinstance(doc, (list, dict)):
-        data = json.dumps(doc).encode("utf-8")
-    else:
-        raise TypeError(
-            "a document must be YAML/JSON text (str or bytes) or a list/dict, not %s"
-            % type(doc).__name__
-        )
-    return base64.b64encode(data).decode("ascii")
+        return doc.decode("utf-8")
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, (list, dict)):
+        return json.dumps(doc)
+    raise TypeError(
+        "a document must be YAML/JSON text (str or bytes) or a list/dict, not %s"
+        % type(doc).__name__
+    )
 
 
 # The JSON number grammar (RFC 8259): the text the daemon keeps as written.
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
-def _param_text(name: str, value: Any) -> str:
-    """A run parameter as the text the daemon binds: a string as is, a
-    boolean as ``true``/``false`` (never Python's ``True``), a number as its
-    JSON text (``36``, ``1234.5``; a ``Decimal`` keeps its digits, so
-    ``Decimal("1234.50")`` is ``1234.50``). Anything else is refused here,
-    naming the parameter, as the daemon would refuse it."""
-    if isinstance(value, str):
+def _param_value(name: str, value: Any) -> Union[str, int, float, bool]:
+    """A run parameter as the JSON scalar sent: a string, a boolean, an int
+    or a finite float as themselves (the daemon binds ``36``, ``true``,
+    ``1234.5``, an int's digits exactly whatever its size); a ``Decimal``
+    as the string of its digits, which binds the same text
+    (``Decimal("1234.50")`` binds ``1234.50``). Anything else is refused
+    here, naming the parameter, as the daemon would refuse it."""
+    if isinstance(value, (str, bool, int)):
         return value
-    if isinstance(value, bool):  # before int: bool is an int subclass
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
     if isinstance(value, (float, decimal.Decimal)):
         text = json.dumps(value) if isinstance(value, float) else str(value)
         if not _JSON_NUMBER.fullmatch(text):
@@ -126,17 +130,17 @@ def _param_text(name: str, value: Any) -> str:
                 "params.%s: %r is not a JSON number (NaN and infinities have none); "
                 "send a finite number or a string" % (name, value)
             )
-        return text
+        return value if isinstance(value, float) else text
     raise TypeError(
         "params.%s: a run parameter is a string, a number or a boolean, not %s"
         % (name, "None" if value is None else type(value).__name__)
     )
 
 
-def _encode_params(params: Optional[Params]) -> Dict[str, str]:
+def _encode_params(params: Optional[Params]) -> Dict[str, Union[str, int, float, bool]]:
     if not params:
         return {}
-    return {str(k): _param_text(str(k), v) for k, v in params.items()}
+    return {str(k): _param_value(str(k), v) for k, v in params.items()}
 
 
 class VerifierError(Exception):
@@ -248,7 +252,7 @@ class ReconciliationTask:
     """A request for a person to repair state (no field or selector values)."""
 
     id: str
-    kind: str  # EFFECT_REFUTED, EFFECT_INDETERMINATE, COMPENSATION_FAILED
+    kind: str  # effect_refuted, effect_indeterminate, compensation_failed
     substrate: str
     effect_kind: str
     contract_hash: str
@@ -262,7 +266,7 @@ class ReconciliationTask:
     def from_json(cls, d: Dict[str, Any]) -> "ReconciliationTask":
         return cls(
             id=d.get("id", ""),
-            kind=_enum(d.get("kind"), "RECONCILIATION_KIND_"),
+            kind=_enum(d.get("kind"), "RECONCILIATION_KIND_").lower(),
             substrate=d.get("substrate", ""),
             effect_kind=d.get("effectKind", ""),
             contract_hash=d.get("contractHash", ""),
@@ -279,7 +283,7 @@ class EffectResult:
     """The verdict on one effect, with its (already redacted) evidence."""
 
     verdict: str  # CONFIRMED, REFUTED, INDETERMINATE
-    result_class: str  # CONFIRMED, STALE, UNAVAILABLE, INDETERMINATE, CONFLICTING, REFUTED
+    result_class: str  # confirmed, stale, unavailable, indeterminate, conflicting, refuted
     reasons: List[Reason]
     observed_count: Optional[int]
     expected_count: Optional[int]
@@ -301,13 +305,13 @@ class EffectResult:
         task = d.get("reconciliationTask")
         return cls(
             verdict=_enum(d.get("verdict"), "VERDICT_"),
-            result_class=_enum(d.get("result"), "RESULT_CLASS_"),
+            result_class=_enum(d.get("result"), "RESULT_CLASS_").lower(),
             reasons=[Reason.from_json(r) for r in d.get("reasons") or []],
             observed_count=_int(d.get("observedCount")),
             expected_count=_int(d.get("expectedCount")),
             observed_value=d.get("observedValue"),
             expected_value=d.get("expectedValue"),
-            matched_records=[json.loads(_b64(r)) for r in d.get("matchedRecordsJson") or []],
+            matched_records=[dict(r) for r in d.get("matchedRecords") or []],
             contract_hash=d.get("contractHash", ""),
             tier=int(d.get("tier") or 0),
             substrate=d.get("substrate", ""),
@@ -322,7 +326,8 @@ class EffectResult:
 class StepResult:
     """What Verify answered: the step's outcome (VERIFIED,
     RECONCILIATION_REQUIRED, HALTED_BEFORE_EFFECT), one result per effect and
-    the signed receipt (a DSSE envelope, JSON bytes)."""
+    the signed receipt (a DSSE envelope: ``receipt`` as the dict the daemon
+    sent, ``receipt_json`` as JSON bytes)."""
 
     session_id: str
     outcome: str
@@ -331,6 +336,7 @@ class StepResult:
     registered_step: Optional[RegisteredStep]
     receipt_json: bytes = field(repr=False)
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    receipt: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def verified(self) -> bool:
@@ -342,15 +348,15 @@ class StepResult:
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "StepResult":
-        result = d.get("result") or {}
         return cls(
             session_id=d.get("sessionId", ""),
-            outcome=_enum(result.get("outcome"), "OUTCOME_"),
-            terminal_outcome=_enum(result.get("terminalOutcome"), "OUTCOME_"),
-            effects=[EffectResult.from_json(e) for e in result.get("effects") or []],
+            outcome=_enum(d.get("outcome"), "OUTCOME_"),
+            terminal_outcome=_enum(d.get("terminalOutcome"), "OUTCOME_"),
+            effects=[EffectResult.from_json(e) for e in d.get("effects") or []],
             registered_step=RegisteredStep.from_json(d.get("registeredStep")),
-            receipt_json=_b64(d.get("receiptJson")),
+            receipt_json=_envelope(d.get("receipt")),
             raw=d,
+            receipt=dict(d.get("receipt") or {}),
         )
 
 

@@ -20,6 +20,7 @@ package verifierv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -33,25 +34,26 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SessionState is lower case, as verifyctl session prints it.
 type SessionState int32
 
 const (
 	SessionState_SESSION_STATE_UNSPECIFIED SessionState = 0
-	SessionState_SESSION_STATE_BEGUN       SessionState = 1
-	SessionState_SESSION_STATE_VERIFIED    SessionState = 2
+	SessionState_begun                     SessionState = 1
+	SessionState_verified                  SessionState = 2
 )
 
 // Enum value maps for SessionState.
 var (
 	SessionState_name = map[int32]string{
 		0: "SESSION_STATE_UNSPECIFIED",
-		1: "SESSION_STATE_BEGUN",
-		2: "SESSION_STATE_VERIFIED",
+		1: "begun",
+		2: "verified",
 	}
 	SessionState_value = map[string]int32{
 		"SESSION_STATE_UNSPECIFIED": 0,
-		"SESSION_STATE_BEGUN":       1,
-		"SESSION_STATE_VERIFIED":    2,
+		"begun":                     1,
+		"verified":                  2,
 	}
 )
 
@@ -88,37 +90,37 @@ type Outcome int32
 const (
 	Outcome_OUTCOME_UNSPECIFIED Outcome = 0
 	// Every effect is confirmed: the automation may go on.
-	Outcome_OUTCOME_VERIFIED Outcome = 1
+	Outcome_VERIFIED Outcome = 1
 	// Partial, unknown or conflicting state: someone must reconcile.
-	Outcome_OUTCOME_RECONCILIATION_REQUIRED Outcome = 2
+	Outcome_RECONCILIATION_REQUIRED Outcome = 2
 	// Every effect is affirmatively absent: nothing landed.
-	Outcome_OUTCOME_HALTED_BEFORE_EFFECT Outcome = 3
+	Outcome_HALTED_BEFORE_EFFECT Outcome = 3
 	// Begin was refused by the operator's policy; nothing was read or done.
 	// Only a terminal_outcome, never a judged outcome.
-	Outcome_OUTCOME_REJECTED_POLICY Outcome = 4
+	Outcome_REJECTED_POLICY Outcome = 4
 	// The daemon or an adapter process failed (not the system of record):
 	// the verdicts stay INDETERMINATE and the step needs reconciling. Only a
 	// terminal_outcome, never a judged outcome.
-	Outcome_OUTCOME_FAILED_PLATFORM Outcome = 5
+	Outcome_FAILED_PLATFORM Outcome = 5
 )
 
 // Enum value maps for Outcome.
 var (
 	Outcome_name = map[int32]string{
 		0: "OUTCOME_UNSPECIFIED",
-		1: "OUTCOME_VERIFIED",
-		2: "OUTCOME_RECONCILIATION_REQUIRED",
-		3: "OUTCOME_HALTED_BEFORE_EFFECT",
-		4: "OUTCOME_REJECTED_POLICY",
-		5: "OUTCOME_FAILED_PLATFORM",
+		1: "VERIFIED",
+		2: "RECONCILIATION_REQUIRED",
+		3: "HALTED_BEFORE_EFFECT",
+		4: "REJECTED_POLICY",
+		5: "FAILED_PLATFORM",
 	}
 	Outcome_value = map[string]int32{
-		"OUTCOME_UNSPECIFIED":             0,
-		"OUTCOME_VERIFIED":                1,
-		"OUTCOME_RECONCILIATION_REQUIRED": 2,
-		"OUTCOME_HALTED_BEFORE_EFFECT":    3,
-		"OUTCOME_REJECTED_POLICY":         4,
-		"OUTCOME_FAILED_PLATFORM":         5,
+		"OUTCOME_UNSPECIFIED":     0,
+		"VERIFIED":                1,
+		"RECONCILIATION_REQUIRED": 2,
+		"HALTED_BEFORE_EFFECT":    3,
+		"REJECTED_POLICY":         4,
+		"FAILED_PLATFORM":         5,
 	}
 )
 
@@ -152,25 +154,25 @@ func (Outcome) EnumDescriptor() ([]byte, []int) {
 type Verdict int32
 
 const (
-	Verdict_VERDICT_UNSPECIFIED   Verdict = 0
-	Verdict_VERDICT_CONFIRMED     Verdict = 1
-	Verdict_VERDICT_REFUTED       Verdict = 2
-	Verdict_VERDICT_INDETERMINATE Verdict = 3
+	Verdict_VERDICT_UNSPECIFIED Verdict = 0
+	Verdict_CONFIRMED           Verdict = 1
+	Verdict_REFUTED             Verdict = 2
+	Verdict_INDETERMINATE       Verdict = 3
 )
 
 // Enum value maps for Verdict.
 var (
 	Verdict_name = map[int32]string{
 		0: "VERDICT_UNSPECIFIED",
-		1: "VERDICT_CONFIRMED",
-		2: "VERDICT_REFUTED",
-		3: "VERDICT_INDETERMINATE",
+		1: "CONFIRMED",
+		2: "REFUTED",
+		3: "INDETERMINATE",
 	}
 	Verdict_value = map[string]int32{
-		"VERDICT_UNSPECIFIED":   0,
-		"VERDICT_CONFIRMED":     1,
-		"VERDICT_REFUTED":       2,
-		"VERDICT_INDETERMINATE": 3,
+		"VERDICT_UNSPECIFIED": 0,
+		"CONFIRMED":           1,
+		"REFUTED":             2,
+		"INDETERMINATE":       3,
 	}
 )
 
@@ -201,37 +203,38 @@ func (Verdict) EnumDescriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{2}
 }
 
+// ResultClass is lower case, as verifyctl prints an effect's result.
 type ResultClass int32
 
 const (
-	ResultClass_RESULT_CLASS_UNSPECIFIED   ResultClass = 0
-	ResultClass_RESULT_CLASS_CONFIRMED     ResultClass = 1
-	ResultClass_RESULT_CLASS_STALE         ResultClass = 2
-	ResultClass_RESULT_CLASS_UNAVAILABLE   ResultClass = 3
-	ResultClass_RESULT_CLASS_INDETERMINATE ResultClass = 4
-	ResultClass_RESULT_CLASS_CONFLICTING   ResultClass = 5
-	ResultClass_RESULT_CLASS_REFUTED       ResultClass = 6
+	ResultClass_RESULT_CLASS_UNSPECIFIED ResultClass = 0
+	ResultClass_confirmed                ResultClass = 1
+	ResultClass_stale                    ResultClass = 2
+	ResultClass_unavailable              ResultClass = 3
+	ResultClass_indeterminate            ResultClass = 4
+	ResultClass_conflicting              ResultClass = 5
+	ResultClass_refuted                  ResultClass = 6
 )
 
 // Enum value maps for ResultClass.
 var (
 	ResultClass_name = map[int32]string{
 		0: "RESULT_CLASS_UNSPECIFIED",
-		1: "RESULT_CLASS_CONFIRMED",
-		2: "RESULT_CLASS_STALE",
-		3: "RESULT_CLASS_UNAVAILABLE",
-		4: "RESULT_CLASS_INDETERMINATE",
-		5: "RESULT_CLASS_CONFLICTING",
-		6: "RESULT_CLASS_REFUTED",
+		1: "confirmed",
+		2: "stale",
+		3: "unavailable",
+		4: "indeterminate",
+		5: "conflicting",
+		6: "refuted",
 	}
 	ResultClass_value = map[string]int32{
-		"RESULT_CLASS_UNSPECIFIED":   0,
-		"RESULT_CLASS_CONFIRMED":     1,
-		"RESULT_CLASS_STALE":         2,
-		"RESULT_CLASS_UNAVAILABLE":   3,
-		"RESULT_CLASS_INDETERMINATE": 4,
-		"RESULT_CLASS_CONFLICTING":   5,
-		"RESULT_CLASS_REFUTED":       6,
+		"RESULT_CLASS_UNSPECIFIED": 0,
+		"confirmed":                1,
+		"stale":                    2,
+		"unavailable":              3,
+		"indeterminate":            4,
+		"conflicting":              5,
+		"refuted":                  6,
 	}
 )
 
@@ -262,28 +265,29 @@ func (ResultClass) EnumDescriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{3}
 }
 
+// ReconciliationKind is lower case, as verifyctl prints a task's kind.
 type ReconciliationKind int32
 
 const (
-	ReconciliationKind_RECONCILIATION_KIND_UNSPECIFIED          ReconciliationKind = 0
-	ReconciliationKind_RECONCILIATION_KIND_EFFECT_REFUTED       ReconciliationKind = 1
-	ReconciliationKind_RECONCILIATION_KIND_EFFECT_INDETERMINATE ReconciliationKind = 2
-	ReconciliationKind_RECONCILIATION_KIND_COMPENSATION_FAILED  ReconciliationKind = 3
+	ReconciliationKind_RECONCILIATION_KIND_UNSPECIFIED ReconciliationKind = 0
+	ReconciliationKind_effect_refuted                  ReconciliationKind = 1
+	ReconciliationKind_effect_indeterminate            ReconciliationKind = 2
+	ReconciliationKind_compensation_failed             ReconciliationKind = 3
 )
 
 // Enum value maps for ReconciliationKind.
 var (
 	ReconciliationKind_name = map[int32]string{
 		0: "RECONCILIATION_KIND_UNSPECIFIED",
-		1: "RECONCILIATION_KIND_EFFECT_REFUTED",
-		2: "RECONCILIATION_KIND_EFFECT_INDETERMINATE",
-		3: "RECONCILIATION_KIND_COMPENSATION_FAILED",
+		1: "effect_refuted",
+		2: "effect_indeterminate",
+		3: "compensation_failed",
 	}
 	ReconciliationKind_value = map[string]int32{
-		"RECONCILIATION_KIND_UNSPECIFIED":          0,
-		"RECONCILIATION_KIND_EFFECT_REFUTED":       1,
-		"RECONCILIATION_KIND_EFFECT_INDETERMINATE": 2,
-		"RECONCILIATION_KIND_COMPENSATION_FAILED":  3,
+		"RECONCILIATION_KIND_UNSPECIFIED": 0,
+		"effect_refuted":                  1,
+		"effect_indeterminate":            2,
+		"compensation_failed":             3,
 	}
 )
 
@@ -317,30 +321,30 @@ func (ReconciliationKind) EnumDescriptor() ([]byte, []int) {
 type SuggestedAction int32
 
 const (
-	SuggestedAction_SUGGESTED_ACTION_UNSPECIFIED       SuggestedAction = 0
-	SuggestedAction_SUGGESTED_ACTION_RESTORE_ACCESS    SuggestedAction = 1
-	SuggestedAction_SUGGESTED_ACTION_REMOVE_DUPLICATES SuggestedAction = 2
-	SuggestedAction_SUGGESTED_ACTION_MANUAL_REPAIR     SuggestedAction = 3
+	SuggestedAction_SUGGESTED_ACTION_UNSPECIFIED SuggestedAction = 0
+	SuggestedAction_RESTORE_ACCESS               SuggestedAction = 1
+	SuggestedAction_REMOVE_DUPLICATES            SuggestedAction = 2
+	SuggestedAction_MANUAL_REPAIR                SuggestedAction = 3
 	// The step halted before its effect: nothing was seen to land, but a
 	// slow save may still land; re-verify before retrying the step.
-	SuggestedAction_SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY SuggestedAction = 4
+	SuggestedAction_REVERIFY_BEFORE_RETRY SuggestedAction = 4
 )
 
 // Enum value maps for SuggestedAction.
 var (
 	SuggestedAction_name = map[int32]string{
 		0: "SUGGESTED_ACTION_UNSPECIFIED",
-		1: "SUGGESTED_ACTION_RESTORE_ACCESS",
-		2: "SUGGESTED_ACTION_REMOVE_DUPLICATES",
-		3: "SUGGESTED_ACTION_MANUAL_REPAIR",
-		4: "SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY",
+		1: "RESTORE_ACCESS",
+		2: "REMOVE_DUPLICATES",
+		3: "MANUAL_REPAIR",
+		4: "REVERIFY_BEFORE_RETRY",
 	}
 	SuggestedAction_value = map[string]int32{
-		"SUGGESTED_ACTION_UNSPECIFIED":           0,
-		"SUGGESTED_ACTION_RESTORE_ACCESS":        1,
-		"SUGGESTED_ACTION_REMOVE_DUPLICATES":     2,
-		"SUGGESTED_ACTION_MANUAL_REPAIR":         3,
-		"SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY": 4,
+		"SUGGESTED_ACTION_UNSPECIFIED": 0,
+		"RESTORE_ACCESS":               1,
+		"REMOVE_DUPLICATES":            2,
+		"MANUAL_REPAIR":                3,
+		"REVERIFY_BEFORE_RETRY":        4,
 	}
 )
 
@@ -373,14 +377,17 @@ func (SuggestedAction) EnumDescriptor() ([]byte, []int) {
 
 type TestConnectionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The deployment's effects section, YAML.
-	DeploymentYaml []byte `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3" json:"deployment_yaml,omitempty"`
+	// The deployment's effects section: YAML (or JSON) text.
+	DeploymentYaml string `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3" json:"deployment_yaml,omitempty"`
 	// Run parameters, for the candidates' {param} references.
-	// Over HTTP/JSON a value may also be written as a JSON number (passed on
-	// as the number's text exactly as written, e.g. 36 or 1234.50) or a
-	// boolean (passed on as true or false); null, objects and arrays are
-	// refused with InvalidArgument naming params.<name>.
-	Params map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Each value is one JSON scalar: a string, a number or a boolean. The
+	// daemon binds its text: a string as is, a boolean as true or false, a
+	// number as its digits (over HTTP/JSON exactly as written, e.g. 36 or
+	// 1234.50; over gRPC the shortest text of the double, and an integer
+	// beyond +-2^53, which a double cannot hold exactly, is refused: send it
+	// as a string). null, objects and arrays are refused with InvalidArgument
+	// naming params.<name>.
+	Params map[string]*structpb.Value `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The name of a deployment in the daemon's configuration (instead of
 	// deployment_yaml, which the daemon refuses unless it runs with
 	// --allow-inline-deployments).
@@ -419,14 +426,14 @@ func (*TestConnectionRequest) Descriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{0}
 }
 
-func (x *TestConnectionRequest) GetDeploymentYaml() []byte {
+func (x *TestConnectionRequest) GetDeploymentYaml() string {
 	if x != nil {
 		return x.DeploymentYaml
 	}
-	return nil
+	return ""
 }
 
-func (x *TestConnectionRequest) GetParams() map[string]string {
+func (x *TestConnectionRequest) GetParams() map[string]*structpb.Value {
 	if x != nil {
 		return x.Params
 	}
@@ -610,13 +617,16 @@ type BeginRequest struct {
 	Deployment isBeginRequest_Deployment `protobuf_oneof:"deployment"`
 	// The step's contracts: a YAML or JSON list. Leave empty when naming a
 	// registered workflow step.
-	Effects []byte `protobuf:"bytes,3,opt,name=effects,proto3" json:"effects,omitempty"`
+	Effects string `protobuf:"bytes,3,opt,name=effects,proto3" json:"effects,omitempty"`
 	// Run parameters bound into {param} references.
-	// Over HTTP/JSON a value may also be written as a JSON number (passed on
-	// as the number's text exactly as written, e.g. 36 or 1234.50) or a
-	// boolean (passed on as true or false); null, objects and arrays are
-	// refused with InvalidArgument naming params.<name>.
-	Params map[string]string `protobuf:"bytes,4,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Each value is one JSON scalar: a string, a number or a boolean. The
+	// daemon binds its text: a string as is, a boolean as true or false, a
+	// number as its digits (over HTTP/JSON exactly as written, e.g. 36 or
+	// 1234.50; over gRPC the shortest text of the double, and an integer
+	// beyond +-2^53, which a double cannot hold exactly, is refused: send it
+	// as a string). null, objects and arrays are refused with InvalidArgument
+	// naming params.<name>.
+	Params map[string]*structpb.Value `protobuf:"bytes,7,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A workflow registered in the daemon config (workflows:) and one of its
 	// steps: the contracts come from the operator's file, not the caller.
 	Workflow      string `protobuf:"bytes,5,opt,name=workflow,proto3" json:"workflow,omitempty"`
@@ -662,13 +672,13 @@ func (x *BeginRequest) GetDeployment() isBeginRequest_Deployment {
 	return nil
 }
 
-func (x *BeginRequest) GetDeploymentYaml() []byte {
+func (x *BeginRequest) GetDeploymentYaml() string {
 	if x != nil {
 		if x, ok := x.Deployment.(*BeginRequest_DeploymentYaml); ok {
 			return x.DeploymentYaml
 		}
 	}
-	return nil
+	return ""
 }
 
 func (x *BeginRequest) GetDeploymentName() string {
@@ -680,14 +690,14 @@ func (x *BeginRequest) GetDeploymentName() string {
 	return ""
 }
 
-func (x *BeginRequest) GetEffects() []byte {
+func (x *BeginRequest) GetEffects() string {
 	if x != nil {
 		return x.Effects
 	}
-	return nil
+	return ""
 }
 
-func (x *BeginRequest) GetParams() map[string]string {
+func (x *BeginRequest) GetParams() map[string]*structpb.Value {
 	if x != nil {
 		return x.Params
 	}
@@ -713,8 +723,8 @@ type isBeginRequest_Deployment interface {
 }
 
 type BeginRequest_DeploymentYaml struct {
-	// The deployment's effects section, YAML.
-	DeploymentYaml []byte `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3,oneof"`
+	// The deployment's effects section: YAML (or JSON) text.
+	DeploymentYaml string `protobuf:"bytes,1,opt,name=deployment_yaml,json=deploymentYaml,proto3,oneof"`
 }
 
 type BeginRequest_DeploymentName struct {
@@ -981,16 +991,25 @@ func (x *VerifyRequest) GetSessionId() string {
 	return ""
 }
 
+// VerifyResponse is the step's judgement, with the outcome at the top (as
+// verifyctl verify prints it).
 type VerifyResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	Result    *StepResult            `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// VERIFIED, RECONCILIATION_REQUIRED or HALTED_BEFORE_EFFECT.
+	Outcome Outcome `protobuf:"varint,5,opt,name=outcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"outcome,omitempty"`
+	// The step's terminal outcome as the ledger and receipt record it (see
+	// StepResult.terminal_outcome).
+	TerminalOutcome Outcome `protobuf:"varint,6,opt,name=terminal_outcome,json=terminalOutcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"terminal_outcome,omitempty"`
+	// One entry per effect, in the order of the contracts.
+	Effects []*EffectResult `protobuf:"bytes,7,rep,name=effects,proto3" json:"effects,omitempty"`
 	// The registered workflow step judged; unset when the caller sent the
 	// effects.
 	RegisteredStep *RegisteredStep `protobuf:"bytes,3,opt,name=registered_step,json=registeredStep,proto3" json:"registered_step,omitempty"`
-	// The signed receipt of this result: a DSSE envelope, JSON. Verifying a
-	// finished session again returns the same bytes.
-	ReceiptJson   []byte `protobuf:"bytes,4,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	// The signed receipt of this result: the DSSE envelope as a JSON object
+	// (payloadType, payload, signatures). Verifying a finished session again
+	// returns the same envelope.
+	Receipt       *structpb.Struct `protobuf:"bytes,8,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1032,9 +1051,23 @@ func (x *VerifyResponse) GetSessionId() string {
 	return ""
 }
 
-func (x *VerifyResponse) GetResult() *StepResult {
+func (x *VerifyResponse) GetOutcome() Outcome {
 	if x != nil {
-		return x.Result
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *VerifyResponse) GetTerminalOutcome() Outcome {
+	if x != nil {
+		return x.TerminalOutcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *VerifyResponse) GetEffects() []*EffectResult {
+	if x != nil {
+		return x.Effects
 	}
 	return nil
 }
@@ -1046,9 +1079,9 @@ func (x *VerifyResponse) GetRegisteredStep() *RegisteredStep {
 	return nil
 }
 
-func (x *VerifyResponse) GetReceiptJson() []byte {
+func (x *VerifyResponse) GetReceipt() *structpb.Struct {
 	if x != nil {
-		return x.ReceiptJson
+		return x.Receipt
 	}
 	return nil
 }
@@ -1056,15 +1089,18 @@ func (x *VerifyResponse) GetReceiptJson() []byte {
 type JudgeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The step's contracts: a YAML or JSON list.
-	Effects []byte `protobuf:"bytes,1,opt,name=effects,proto3" json:"effects,omitempty"`
+	Effects string `protobuf:"bytes,1,opt,name=effects,proto3" json:"effects,omitempty"`
 	// Run parameters bound into the contracts' {param} references.
-	// Over HTTP/JSON a value may also be written as a JSON number (passed on
-	// as the number's text exactly as written, e.g. 36 or 1234.50) or a
-	// boolean (passed on as true or false); null, objects and arrays are
-	// refused with InvalidArgument naming params.<name>.
-	Params map[string]string `protobuf:"bytes,2,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Before *Read             `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
-	After  *Read             `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
+	// Each value is one JSON scalar: a string, a number or a boolean. The
+	// daemon binds its text: a string as is, a boolean as true or false, a
+	// number as its digits (over HTTP/JSON exactly as written, e.g. 36 or
+	// 1234.50; over gRPC the shortest text of the double, and an integer
+	// beyond +-2^53, which a double cannot hold exactly, is refused: send it
+	// as a string). null, objects and arrays are refused with InvalidArgument
+	// naming params.<name>.
+	Params map[string]*structpb.Value `protobuf:"bytes,7,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Before *Read                      `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
+	After  *Read                      `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
 	// The judge's clock for freshness; the daemon's clock when unset.
 	Now *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=now,proto3" json:"now,omitempty"`
 	// Freshness rule; none when unset.
@@ -1103,14 +1139,14 @@ func (*JudgeRequest) Descriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *JudgeRequest) GetEffects() []byte {
+func (x *JudgeRequest) GetEffects() string {
 	if x != nil {
 		return x.Effects
 	}
-	return nil
+	return ""
 }
 
-func (x *JudgeRequest) GetParams() map[string]string {
+func (x *JudgeRequest) GetParams() map[string]*structpb.Value {
 	if x != nil {
 		return x.Params
 	}
@@ -1145,9 +1181,12 @@ func (x *JudgeRequest) GetFreshness() *Freshness {
 	return nil
 }
 
+// JudgeResponse is the judgement, with the outcome at the top.
 type JudgeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Result        *StepResult            `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Outcome Outcome                `protobuf:"varint,2,opt,name=outcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"outcome,omitempty"`
+	// One entry per effect, in the order of the contracts.
+	Effects       []*EffectResult `protobuf:"bytes,3,rep,name=effects,proto3" json:"effects,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,9 +1221,16 @@ func (*JudgeResponse) Descriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *JudgeResponse) GetResult() *StepResult {
+func (x *JudgeResponse) GetOutcome() Outcome {
 	if x != nil {
-		return x.Result
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *JudgeResponse) GetEffects() []*EffectResult {
+	if x != nil {
+		return x.Effects
 	}
 	return nil
 }
@@ -1193,8 +1239,12 @@ func (x *JudgeResponse) GetResult() *StepResult {
 type Read struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Reachable bool                   `protobuf:"varint,1,opt,name=reachable,proto3" json:"reachable,omitempty"`
-	// Each entry is one flat record as a JSON object. Ignored when unreachable.
-	RecordsJson   [][]byte `protobuf:"bytes,2,rep,name=records_json,json=recordsJson,proto3" json:"records_json,omitempty"`
+	// Each entry is one flat record, a JSON object. Give none when
+	// unreachable. A number is read as the judge reads any record's number
+	// (exact decimal text); over HTTP/JSON a number with more digits than a
+	// double holds exactly is refused (send it as a string), and over gRPC
+	// a number_value is taken as the double it is.
+	Records       []*structpb.Struct `protobuf:"bytes,3,rep,name=records,proto3" json:"records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1236,9 +1286,9 @@ func (x *Read) GetReachable() bool {
 	return false
 }
 
-func (x *Read) GetRecordsJson() [][]byte {
+func (x *Read) GetRecords() []*structpb.Struct {
 	if x != nil {
-		return x.RecordsJson
+		return x.Records
 	}
 	return nil
 }
@@ -1352,8 +1402,8 @@ type GetSessionResponse struct {
 	Result     *StepResult            `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
 	BegunAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=begun_at,json=begunAt,proto3" json:"begun_at,omitempty"`
 	VerifiedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
-	// The receipt of the first result (DSSE envelope, JSON).
-	ReceiptJson []byte `protobuf:"bytes,7,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	// The receipt of the first result (the DSSE envelope, a JSON object).
+	Receipt *structpb.Struct `protobuf:"bytes,9,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	// Re-verifications after a repair, oldest first; the first result stays.
 	Reverifications []*Reverification `protobuf:"bytes,8,rep,name=reverifications,proto3" json:"reverifications,omitempty"`
 	unknownFields   protoimpl.UnknownFields
@@ -1432,9 +1482,9 @@ func (x *GetSessionResponse) GetVerifiedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *GetSessionResponse) GetReceiptJson() []byte {
+func (x *GetSessionResponse) GetReceipt() *structpb.Struct {
 	if x != nil {
-		return x.ReceiptJson
+		return x.Receipt
 	}
 	return nil
 }
@@ -1450,11 +1500,12 @@ func (x *GetSessionResponse) GetReverifications() []*Reverification {
 type Reverification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1 for the first re-verification.
-	Attempt       int32                  `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Result        *StepResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
-	VerifiedAt    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
-	ReceiptJson   []byte                 `protobuf:"bytes,5,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	Attempt    int32                  `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Reason     string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Result     *StepResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	VerifiedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
+	// The DSSE envelope of this result's receipt, a JSON object.
+	Receipt       *structpb.Struct `protobuf:"bytes,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1517,9 +1568,9 @@ func (x *Reverification) GetVerifiedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-func (x *Reverification) GetReceiptJson() []byte {
+func (x *Reverification) GetReceipt() *structpb.Struct {
 	if x != nil {
-		return x.ReceiptJson
+		return x.Receipt
 	}
 	return nil
 }
@@ -1683,10 +1734,10 @@ type ExportLedgerResponse struct {
 	Entry *LedgerEntry           `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
 	// The DSSE envelope JSON of a signed ledger checkpoint (payload type
 	// application/vnd.verifierd.ledger-checkpoint.v1+json: seq, head, at,
-	// signer) covering exactly the entries sent before it.
-	CheckpointJson []byte `protobuf:"bytes,2,opt,name=checkpoint_json,json=checkpointJson,proto3" json:"checkpoint_json,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// signer) covering exactly the entries sent before it, as a JSON object.
+	Checkpoint    *structpb.Struct `protobuf:"bytes,3,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExportLedgerResponse) Reset() {
@@ -1726,9 +1777,9 @@ func (x *ExportLedgerResponse) GetEntry() *LedgerEntry {
 	return nil
 }
 
-func (x *ExportLedgerResponse) GetCheckpointJson() []byte {
+func (x *ExportLedgerResponse) GetCheckpoint() *structpb.Struct {
 	if x != nil {
-		return x.CheckpointJson
+		return x.Checkpoint
 	}
 	return nil
 }
@@ -1743,7 +1794,8 @@ type LedgerEntry struct {
 	Session string                 `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	Digest  string                 `protobuf:"bytes,5,opt,name=digest,proto3" json:"digest,omitempty"`
 	At      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
-	// The entry's canonical JSON, exactly as hashed by the next entry.
+	// The entry's canonical JSON, exactly as hashed by the next entry: bytes,
+	// not an object, since the digest covers these bytes and no re-encoding.
 	CanonicalJson []byte `protobuf:"bytes,7,opt,name=canonical_json,json=canonicalJson,proto3" json:"canonical_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2064,9 +2116,9 @@ type VerifyArtifactResponse struct {
 	// Tier of the adapter that read the store.
 	Tier      int32  `protobuf:"varint,3,opt,name=tier,proto3" json:"tier,omitempty"`
 	Substrate string `protobuf:"bytes,4,opt,name=substrate,proto3" json:"substrate,omitempty"`
-	// DSSE envelope, JSON, payload type
+	// The DSSE envelope as a JSON object, payload type
 	// application/vnd.verifierd.artifact-verification.v1+json.
-	ReceiptJson   []byte `protobuf:"bytes,5,opt,name=receipt_json,json=receiptJson,proto3" json:"receipt_json,omitempty"`
+	Receipt       *structpb.Struct `protobuf:"bytes,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2129,9 +2181,9 @@ func (x *VerifyArtifactResponse) GetSubstrate() string {
 	return ""
 }
 
-func (x *VerifyArtifactResponse) GetReceiptJson() []byte {
+func (x *VerifyArtifactResponse) GetReceipt() *structpb.Struct {
 	if x != nil {
-		return x.ReceiptJson
+		return x.Receipt
 	}
 	return nil
 }
@@ -2145,7 +2197,7 @@ type StepResult struct {
 	// The step's terminal outcome as the ledger and receipt record it: the
 	// judged outcome, or FAILED_PLATFORM when a non-confirmed verdict comes
 	// from an adapter process that failed (outcome then stays
-	// RECONCILIATION_REQUIRED). Unset from Judge.
+	// RECONCILIATION_REQUIRED). OUTCOME_UNSPECIFIED from Judge.
 	TerminalOutcome Outcome `protobuf:"varint,3,opt,name=terminal_outcome,json=terminalOutcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"terminal_outcome,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -2261,15 +2313,18 @@ type EffectResult struct {
 	Verdict Verdict                `protobuf:"varint,1,opt,name=verdict,proto3,enum=verifierd.verifier.v1.Verdict" json:"verdict,omitempty"`
 	Result  ResultClass            `protobuf:"varint,2,opt,name=result,proto3,enum=verifierd.verifier.v1.ResultClass" json:"result,omitempty"`
 	Reasons []*Reason              `protobuf:"bytes,3,rep,name=reasons,proto3" json:"reasons,omitempty"`
-	// Unset on INDETERMINATE.
-	ObservedCount *int64 `protobuf:"varint,4,opt,name=observed_count,json=observedCount,proto3,oneof" json:"observed_count,omitempty"`
-	ExpectedCount *int64 `protobuf:"varint,5,opt,name=expected_count,json=expectedCount,proto3,oneof" json:"expected_count,omitempty"`
+	// Unset on INDETERMINATE. Counts are int32, JSON numbers (a step's
+	// records are far fewer than 2^31).
+	ObservedCount *int32 `protobuf:"varint,4,opt,name=observed_count,json=observedCount,proto3,oneof" json:"observed_count,omitempty"`
+	ExpectedCount *int32 `protobuf:"varint,5,opt,name=expected_count,json=expectedCount,proto3,oneof" json:"expected_count,omitempty"`
 	// field_equals only.
 	ObservedValue *string `protobuf:"bytes,6,opt,name=observed_value,json=observedValue,proto3,oneof" json:"observed_value,omitempty"`
 	ExpectedValue *string `protobuf:"bytes,7,opt,name=expected_value,json=expectedValue,proto3,oneof" json:"expected_value,omitempty"`
-	// The matched records, one compact JSON object each.
-	MatchedRecordsJson [][]byte `protobuf:"bytes,8,rep,name=matched_records_json,json=matchedRecordsJson,proto3" json:"matched_records_json,omitempty"`
-	ContractHash       string   `protobuf:"bytes,9,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
+	// The matched records (already redacted), one JSON object each. A number
+	// keeps its value; one with more digits than a double holds exactly is
+	// given as a string of its exact digits, never rounded.
+	MatchedRecords []*structpb.Struct `protobuf:"bytes,15,rep,name=matched_records,json=matchedRecords,proto3" json:"matched_records,omitempty"`
+	ContractHash   string             `protobuf:"bytes,9,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
 	// Tier of the adapter that read the system of record; 0 from Judge, where
 	// no adapter read anything.
 	Tier int32 `protobuf:"varint,10,opt,name=tier,proto3" json:"tier,omitempty"`
@@ -2341,14 +2396,14 @@ func (x *EffectResult) GetReasons() []*Reason {
 	return nil
 }
 
-func (x *EffectResult) GetObservedCount() int64 {
+func (x *EffectResult) GetObservedCount() int32 {
 	if x != nil && x.ObservedCount != nil {
 		return *x.ObservedCount
 	}
 	return 0
 }
 
-func (x *EffectResult) GetExpectedCount() int64 {
+func (x *EffectResult) GetExpectedCount() int32 {
 	if x != nil && x.ExpectedCount != nil {
 		return *x.ExpectedCount
 	}
@@ -2369,9 +2424,9 @@ func (x *EffectResult) GetExpectedValue() string {
 	return ""
 }
 
-func (x *EffectResult) GetMatchedRecordsJson() [][]byte {
+func (x *EffectResult) GetMatchedRecords() []*structpb.Struct {
 	if x != nil {
-		return x.MatchedRecordsJson
+		return x.MatchedRecords
 	}
 	return nil
 }
@@ -2530,8 +2585,8 @@ func (x *ReconciliationTask) GetSuggestedAction() SuggestedAction {
 
 type ReconciliationEvidence struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	ObservedCount *int64                 `protobuf:"varint,1,opt,name=observed_count,json=observedCount,proto3,oneof" json:"observed_count,omitempty"`
-	ExpectedCount *int64                 `protobuf:"varint,2,opt,name=expected_count,json=expectedCount,proto3,oneof" json:"expected_count,omitempty"`
+	ObservedCount *int32                 `protobuf:"varint,1,opt,name=observed_count,json=observedCount,proto3,oneof" json:"observed_count,omitempty"`
+	ExpectedCount *int32                 `protobuf:"varint,2,opt,name=expected_count,json=expectedCount,proto3,oneof" json:"expected_count,omitempty"`
 	// field_equals only: whether the read-back value equalled the expected one.
 	ValuesMatch *bool `protobuf:"varint,3,opt,name=values_match,json=valuesMatch,proto3,oneof" json:"values_match,omitempty"`
 	// sha256: digests of the matched records' canonical JSON.
@@ -2570,14 +2625,14 @@ func (*ReconciliationEvidence) Descriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{30}
 }
 
-func (x *ReconciliationEvidence) GetObservedCount() int64 {
+func (x *ReconciliationEvidence) GetObservedCount() int32 {
 	if x != nil && x.ObservedCount != nil {
 		return *x.ObservedCount
 	}
 	return 0
 }
 
-func (x *ReconciliationEvidence) GetExpectedCount() int64 {
+func (x *ReconciliationEvidence) GetExpectedCount() int32 {
 	if x != nil && x.ExpectedCount != nil {
 		return *x.ExpectedCount
 	}
@@ -2602,14 +2657,14 @@ var File_verifierd_verifier_v1_verifier_proto protoreflect.FileDescriptor
 
 const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\n" +
-	"$verifierd/verifier/v1/verifier.proto\x12\x15verifierd.verifier.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf6\x01\n" +
+	"$verifierd/verifier/v1/verifier.proto\x12\x15verifierd.verifier.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa1\x02\n" +
 	"\x15TestConnectionRequest\x12'\n" +
-	"\x0fdeployment_yaml\x18\x01 \x01(\fR\x0edeploymentYaml\x12P\n" +
-	"\x06params\x18\x02 \x03(\v28.verifierd.verifier.v1.TestConnectionRequest.ParamsEntryR\x06params\x12'\n" +
-	"\x0fdeployment_name\x18\x03 \x01(\tR\x0edeploymentName\x1a9\n" +
+	"\x0fdeployment_yaml\x18\x01 \x01(\tR\x0edeploymentYaml\x12P\n" +
+	"\x06params\x18\x04 \x03(\v28.verifierd.verifier.v1.TestConnectionRequest.ParamsEntryR\x06params\x12'\n" +
+	"\x0fdeployment_name\x18\x03 \x01(\tR\x0edeploymentName\x1aQ\n" +
 	"\vParamsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"d\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01J\x04\b\x02\x10\x03R\vparams_text\"d\n" +
 	"\x16TestConnectionResponse\x12J\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2*.verifierd.verifier.v1.CandidateConnectionR\n" +
@@ -2623,19 +2678,19 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\bwarnings\x18\x06 \x03(\tR\bwarnings\x12\x18\n" +
 	"\anewness\x18\a \x01(\tR\anewness\x12\x1c\n" +
 	"\tnarrowing\x18\b \x03(\tR\tnarrowing\x12)\n" +
-	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\xc0\x02\n" +
+	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\xeb\x02\n" +
 	"\fBeginRequest\x12)\n" +
-	"\x0fdeployment_yaml\x18\x01 \x01(\fH\x00R\x0edeploymentYaml\x12)\n" +
+	"\x0fdeployment_yaml\x18\x01 \x01(\tH\x00R\x0edeploymentYaml\x12)\n" +
 	"\x0fdeployment_name\x18\x02 \x01(\tH\x00R\x0edeploymentName\x12\x18\n" +
-	"\aeffects\x18\x03 \x01(\fR\aeffects\x12G\n" +
-	"\x06params\x18\x04 \x03(\v2/.verifierd.verifier.v1.BeginRequest.ParamsEntryR\x06params\x12\x1a\n" +
+	"\aeffects\x18\x03 \x01(\tR\aeffects\x12G\n" +
+	"\x06params\x18\a \x03(\v2/.verifierd.verifier.v1.BeginRequest.ParamsEntryR\x06params\x12\x1a\n" +
 	"\bworkflow\x18\x05 \x01(\tR\bworkflow\x12\x12\n" +
-	"\x04step\x18\x06 \x01(\tR\x04step\x1a9\n" +
+	"\x04step\x18\x06 \x01(\tR\x04step\x1aQ\n" +
 	"\vParamsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"deployment\"\xe1\x01\n" +
+	"deploymentJ\x04\b\x04\x10\x05R\vparams_text\"\xe1\x01\n" +
 	"\rBeginResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12<\n" +
@@ -2653,34 +2708,37 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x0fcandidate_index\x18\x04 \x01(\x05R\x0ecandidateIndex\".\n" +
 	"\rVerifyRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xdd\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x98\x03\n" +
 	"\x0eVerifyResponse\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
-	"\x06result\x18\x02 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x12N\n" +
-	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\x12!\n" +
-	"\freceipt_json\x18\x04 \x01(\fR\vreceiptJson\"\x82\x03\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x128\n" +
+	"\aoutcome\x18\x05 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12I\n" +
+	"\x10terminal_outcome\x18\x06 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\x12=\n" +
+	"\aeffects\x18\a \x03(\v2#.verifierd.verifier.v1.EffectResultR\aeffects\x12N\n" +
+	"\x0fregistered_step\x18\x03 \x01(\v2%.verifierd.verifier.v1.RegisteredStepR\x0eregisteredStep\x121\n" +
+	"\areceipt\x18\b \x01(\v2\x17.google.protobuf.StructR\areceiptJ\x04\b\x02\x10\x03J\x04\b\x04\x10\x05R\x06resultR\freceipt_json\"\xad\x03\n" +
 	"\fJudgeRequest\x12\x18\n" +
-	"\aeffects\x18\x01 \x01(\fR\aeffects\x12G\n" +
-	"\x06params\x18\x02 \x03(\v2/.verifierd.verifier.v1.JudgeRequest.ParamsEntryR\x06params\x123\n" +
+	"\aeffects\x18\x01 \x01(\tR\aeffects\x12G\n" +
+	"\x06params\x18\a \x03(\v2/.verifierd.verifier.v1.JudgeRequest.ParamsEntryR\x06params\x123\n" +
 	"\x06before\x18\x03 \x01(\v2\x1b.verifierd.verifier.v1.ReadR\x06before\x121\n" +
 	"\x05after\x18\x04 \x01(\v2\x1b.verifierd.verifier.v1.ReadR\x05after\x12,\n" +
 	"\x03now\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12>\n" +
-	"\tfreshness\x18\x06 \x01(\v2 .verifierd.verifier.v1.FreshnessR\tfreshness\x1a9\n" +
+	"\tfreshness\x18\x06 \x01(\v2 .verifierd.verifier.v1.FreshnessR\tfreshness\x1aQ\n" +
 	"\vParamsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"J\n" +
-	"\rJudgeResponse\x129\n" +
-	"\x06result\x18\x01 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\"G\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01J\x04\b\x02\x10\x03R\vparams_text\"\x96\x01\n" +
+	"\rJudgeResponse\x128\n" +
+	"\aoutcome\x18\x02 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12=\n" +
+	"\aeffects\x18\x03 \x03(\v2#.verifierd.verifier.v1.EffectResultR\aeffectsJ\x04\b\x01\x10\x02R\x06result\"k\n" +
 	"\x04Read\x12\x1c\n" +
-	"\treachable\x18\x01 \x01(\bR\treachable\x12!\n" +
-	"\frecords_json\x18\x02 \x03(\fR\vrecordsJson\"<\n" +
+	"\treachable\x18\x01 \x01(\bR\treachable\x121\n" +
+	"\arecords\x18\x03 \x03(\v2\x17.google.protobuf.StructR\arecordsJ\x04\b\x02\x10\x03R\frecords_json\"<\n" +
 	"\tFreshness\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x19\n" +
 	"\bwindow_s\x18\x02 \x01(\x01R\awindowS\"2\n" +
 	"\x11GetSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xcd\x03\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xf1\x03\n" +
 	"\x12GetSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x129\n" +
@@ -2689,16 +2747,16 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x06result\x18\x04 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x125\n" +
 	"\bbegun_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\abegunAt\x12;\n" +
 	"\vverified_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"verifiedAt\x12!\n" +
-	"\freceipt_json\x18\a \x01(\fR\vreceiptJson\x12O\n" +
-	"\x0freverifications\x18\b \x03(\v2%.verifierd.verifier.v1.ReverificationR\x0freverifications\"\xdd\x01\n" +
+	"verifiedAt\x121\n" +
+	"\areceipt\x18\t \x01(\v2\x17.google.protobuf.StructR\areceipt\x12O\n" +
+	"\x0freverifications\x18\b \x03(\v2%.verifierd.verifier.v1.ReverificationR\x0freverificationsJ\x04\b\a\x10\bR\freceipt_json\"\x81\x02\n" +
 	"\x0eReverification\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x129\n" +
 	"\x06result\x18\x03 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x12;\n" +
 	"\vverified_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"verifiedAt\x12!\n" +
-	"\freceipt_json\x18\x05 \x01(\fR\vreceiptJson\"\x10\n" +
+	"verifiedAt\x121\n" +
+	"\areceipt\x18\x06 \x01(\v2\x17.google.protobuf.StructR\areceiptJ\x04\b\x05\x10\x06R\freceipt_json\"\x10\n" +
 	"\x0eGetInfoRequest\"\x87\x01\n" +
 	"\x0fGetInfoResponse\x12\x1d\n" +
 	"\n" +
@@ -2709,10 +2767,12 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\n" +
 	"ledger_seq\x18\x04 \x01(\x04R\tledgerSeq\"0\n" +
 	"\x13ExportLedgerRequest\x12\x19\n" +
-	"\bfrom_seq\x18\x01 \x01(\x04R\afromSeq\"y\n" +
+	"\bfrom_seq\x18\x01 \x01(\x04R\afromSeq\"\xa0\x01\n" +
 	"\x14ExportLedgerResponse\x128\n" +
-	"\x05entry\x18\x01 \x01(\v2\".verifierd.verifier.v1.LedgerEntryR\x05entry\x12'\n" +
-	"\x0fcheckpoint_json\x18\x02 \x01(\fR\x0echeckpointJson\"\xcc\x01\n" +
+	"\x05entry\x18\x01 \x01(\v2\".verifierd.verifier.v1.LedgerEntryR\x05entry\x127\n" +
+	"\n" +
+	"checkpoint\x18\x03 \x01(\v2\x17.google.protobuf.StructR\n" +
+	"checkpointJ\x04\b\x02\x10\x03R\x0fcheckpoint_json\"\xcc\x01\n" +
 	"\vLedgerEntry\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04prev\x18\x02 \x01(\tR\x04prev\x12\x12\n" +
@@ -2737,13 +2797,13 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x03 \x01(\tR\tmediaType\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\xe0\x01\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\"\x84\x02\n" +
 	"\x16VerifyArtifactResponse\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x127\n" +
 	"\areasons\x18\x02 \x03(\v2\x1d.verifierd.verifier.v1.ReasonR\areasons\x12\x12\n" +
 	"\x04tier\x18\x03 \x01(\x05R\x04tier\x12\x1c\n" +
-	"\tsubstrate\x18\x04 \x01(\tR\tsubstrate\x12!\n" +
-	"\freceipt_json\x18\x05 \x01(\fR\vreceiptJson\"\xd0\x01\n" +
+	"\tsubstrate\x18\x04 \x01(\tR\tsubstrate\x121\n" +
+	"\areceipt\x18\x06 \x01(\v2\x17.google.protobuf.StructR\areceiptJ\x04\b\x05\x10\x06R\freceipt_json\"\xd0\x01\n" +
 	"\n" +
 	"StepResult\x128\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12=\n" +
@@ -2751,16 +2811,16 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x10terminal_outcome\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xe3\x05\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x8f\x06\n" +
 	"\fEffectResult\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x12:\n" +
 	"\x06result\x18\x02 \x01(\x0e2\".verifierd.verifier.v1.ResultClassR\x06result\x127\n" +
 	"\areasons\x18\x03 \x03(\v2\x1d.verifierd.verifier.v1.ReasonR\areasons\x12*\n" +
-	"\x0eobserved_count\x18\x04 \x01(\x03H\x00R\robservedCount\x88\x01\x01\x12*\n" +
-	"\x0eexpected_count\x18\x05 \x01(\x03H\x01R\rexpectedCount\x88\x01\x01\x12*\n" +
+	"\x0eobserved_count\x18\x04 \x01(\x05H\x00R\robservedCount\x88\x01\x01\x12*\n" +
+	"\x0eexpected_count\x18\x05 \x01(\x05H\x01R\rexpectedCount\x88\x01\x01\x12*\n" +
 	"\x0eobserved_value\x18\x06 \x01(\tH\x02R\robservedValue\x88\x01\x01\x12*\n" +
-	"\x0eexpected_value\x18\a \x01(\tH\x03R\rexpectedValue\x88\x01\x01\x120\n" +
-	"\x14matched_records_json\x18\b \x03(\fR\x12matchedRecordsJson\x12#\n" +
+	"\x0eexpected_value\x18\a \x01(\tH\x03R\rexpectedValue\x88\x01\x01\x12@\n" +
+	"\x0fmatched_records\x18\x0f \x03(\v2\x17.google.protobuf.StructR\x0ematchedRecords\x12#\n" +
 	"\rcontract_hash\x18\t \x01(\tR\fcontractHash\x12\x12\n" +
 	"\x04tier\x18\n" +
 	" \x01(\x05R\x04tier\x12\x1c\n" +
@@ -2771,7 +2831,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x0f_observed_countB\x11\n" +
 	"\x0f_expected_countB\x11\n" +
 	"\x0f_observed_valueB\x11\n" +
-	"\x0f_expected_value\"\xc2\x03\n" +
+	"\x0f_expected_valueJ\x04\b\b\x10\tR\x14matched_records_json\"\xc2\x03\n" +
 	"\x12ReconciliationTask\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12=\n" +
 	"\x04kind\x18\x02 \x01(\x0e2).verifierd.verifier.v1.ReconciliationKindR\x04kind\x12\x1c\n" +
@@ -2784,48 +2844,48 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\bevidence\x18\b \x01(\v2-.verifierd.verifier.v1.ReconciliationEvidenceR\bevidence\x12Q\n" +
 	"\x10suggested_action\x18\t \x01(\x0e2&.verifierd.verifier.v1.SuggestedActionR\x0fsuggestedAction\"\xf6\x01\n" +
 	"\x16ReconciliationEvidence\x12*\n" +
-	"\x0eobserved_count\x18\x01 \x01(\x03H\x00R\robservedCount\x88\x01\x01\x12*\n" +
-	"\x0eexpected_count\x18\x02 \x01(\x03H\x01R\rexpectedCount\x88\x01\x01\x12&\n" +
+	"\x0eobserved_count\x18\x01 \x01(\x05H\x00R\robservedCount\x88\x01\x01\x12*\n" +
+	"\x0eexpected_count\x18\x02 \x01(\x05H\x01R\rexpectedCount\x88\x01\x01\x12&\n" +
 	"\fvalues_match\x18\x03 \x01(\bH\x02R\vvaluesMatch\x88\x01\x01\x12%\n" +
 	"\x0erecord_digests\x18\x04 \x03(\tR\rrecordDigestsB\x11\n" +
 	"\x0f_observed_countB\x11\n" +
 	"\x0f_expected_countB\x0f\n" +
-	"\r_values_match*b\n" +
+	"\r_values_match*F\n" +
 	"\fSessionState\x12\x1d\n" +
-	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
-	"\x13SESSION_STATE_BEGUN\x10\x01\x12\x1a\n" +
-	"\x16SESSION_STATE_VERIFIED\x10\x02*\xb9\x01\n" +
+	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\t\n" +
+	"\x05begun\x10\x01\x12\f\n" +
+	"\bverified\x10\x02*\x91\x01\n" +
 	"\aOutcome\x12\x17\n" +
-	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x14\n" +
-	"\x10OUTCOME_VERIFIED\x10\x01\x12#\n" +
-	"\x1fOUTCOME_RECONCILIATION_REQUIRED\x10\x02\x12 \n" +
-	"\x1cOUTCOME_HALTED_BEFORE_EFFECT\x10\x03\x12\x1b\n" +
-	"\x17OUTCOME_REJECTED_POLICY\x10\x04\x12\x1b\n" +
-	"\x17OUTCOME_FAILED_PLATFORM\x10\x05*i\n" +
+	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bVERIFIED\x10\x01\x12\x1b\n" +
+	"\x17RECONCILIATION_REQUIRED\x10\x02\x12\x18\n" +
+	"\x14HALTED_BEFORE_EFFECT\x10\x03\x12\x13\n" +
+	"\x0fREJECTED_POLICY\x10\x04\x12\x13\n" +
+	"\x0fFAILED_PLATFORM\x10\x05*Q\n" +
 	"\aVerdict\x12\x17\n" +
-	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\x15\n" +
-	"\x11VERDICT_CONFIRMED\x10\x01\x12\x13\n" +
-	"\x0fVERDICT_REFUTED\x10\x02\x12\x19\n" +
-	"\x15VERDICT_INDETERMINATE\x10\x03*\xd5\x01\n" +
+	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tCONFIRMED\x10\x01\x12\v\n" +
+	"\aREFUTED\x10\x02\x12\x11\n" +
+	"\rINDETERMINATE\x10\x03*\x87\x01\n" +
 	"\vResultClass\x12\x1c\n" +
-	"\x18RESULT_CLASS_UNSPECIFIED\x10\x00\x12\x1a\n" +
-	"\x16RESULT_CLASS_CONFIRMED\x10\x01\x12\x16\n" +
-	"\x12RESULT_CLASS_STALE\x10\x02\x12\x1c\n" +
-	"\x18RESULT_CLASS_UNAVAILABLE\x10\x03\x12\x1e\n" +
-	"\x1aRESULT_CLASS_INDETERMINATE\x10\x04\x12\x1c\n" +
-	"\x18RESULT_CLASS_CONFLICTING\x10\x05\x12\x18\n" +
-	"\x14RESULT_CLASS_REFUTED\x10\x06*\xbc\x01\n" +
+	"\x18RESULT_CLASS_UNSPECIFIED\x10\x00\x12\r\n" +
+	"\tconfirmed\x10\x01\x12\t\n" +
+	"\x05stale\x10\x02\x12\x0f\n" +
+	"\vunavailable\x10\x03\x12\x11\n" +
+	"\rindeterminate\x10\x04\x12\x0f\n" +
+	"\vconflicting\x10\x05\x12\v\n" +
+	"\arefuted\x10\x06*\x80\x01\n" +
 	"\x12ReconciliationKind\x12#\n" +
-	"\x1fRECONCILIATION_KIND_UNSPECIFIED\x10\x00\x12&\n" +
-	"\"RECONCILIATION_KIND_EFFECT_REFUTED\x10\x01\x12,\n" +
-	"(RECONCILIATION_KIND_EFFECT_INDETERMINATE\x10\x02\x12+\n" +
-	"'RECONCILIATION_KIND_COMPENSATION_FAILED\x10\x03*\xd0\x01\n" +
+	"\x1fRECONCILIATION_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eeffect_refuted\x10\x01\x12\x18\n" +
+	"\x14effect_indeterminate\x10\x02\x12\x17\n" +
+	"\x13compensation_failed\x10\x03*\x8c\x01\n" +
 	"\x0fSuggestedAction\x12 \n" +
-	"\x1cSUGGESTED_ACTION_UNSPECIFIED\x10\x00\x12#\n" +
-	"\x1fSUGGESTED_ACTION_RESTORE_ACCESS\x10\x01\x12&\n" +
-	"\"SUGGESTED_ACTION_REMOVE_DUPLICATES\x10\x02\x12\"\n" +
-	"\x1eSUGGESTED_ACTION_MANUAL_REPAIR\x10\x03\x12*\n" +
-	"&SUGGESTED_ACTION_REVERIFY_BEFORE_RETRY\x10\x042\xf3\x06\n" +
+	"\x1cSUGGESTED_ACTION_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eRESTORE_ACCESS\x10\x01\x12\x15\n" +
+	"\x11REMOVE_DUPLICATES\x10\x02\x12\x11\n" +
+	"\rMANUAL_REPAIR\x10\x03\x12\x19\n" +
+	"\x15REVERIFY_BEFORE_RETRY\x10\x042\xf3\x06\n" +
 	"\x0fVerifierService\x12m\n" +
 	"\x0eTestConnection\x12,.verifierd.verifier.v1.TestConnectionRequest\x1a-.verifierd.verifier.v1.TestConnectionResponse\x12R\n" +
 	"\x05Begin\x12#.verifierd.verifier.v1.BeginRequest\x1a$.verifierd.verifier.v1.BeginResponse\x12U\n" +
@@ -2893,7 +2953,9 @@ var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	nil,                            // 37: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
 	nil,                            // 38: verifierd.verifier.v1.BeginRequest.ParamsEntry
 	nil,                            // 39: verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	(*timestamppb.Timestamp)(nil),  // 40: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 40: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 41: google.protobuf.Timestamp
+	(*structpb.Value)(nil),         // 42: google.protobuf.Value
 }
 var file_verifierd_verifier_v1_verifier_proto_depIdxs = []int32{
 	37, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
@@ -2901,62 +2963,75 @@ var file_verifierd_verifier_v1_verifier_proto_depIdxs = []int32{
 	38, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
 	12, // 3: verifierd.verifier.v1.BeginResponse.effects:type_name -> verifierd.verifier.v1.BegunEffect
 	11, // 4: verifierd.verifier.v1.BeginResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
-	32, // 5: verifierd.verifier.v1.VerifyResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	11, // 6: verifierd.verifier.v1.VerifyResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
-	39, // 7: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	17, // 8: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
-	17, // 9: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
-	40, // 10: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
-	18, // 11: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
-	32, // 12: verifierd.verifier.v1.JudgeResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	0,  // 13: verifierd.verifier.v1.GetSessionResponse.state:type_name -> verifierd.verifier.v1.SessionState
-	10, // 14: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
-	32, // 15: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	40, // 16: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
-	40, // 17: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
-	21, // 18: verifierd.verifier.v1.GetSessionResponse.reverifications:type_name -> verifierd.verifier.v1.Reverification
-	32, // 19: verifierd.verifier.v1.Reverification.result:type_name -> verifierd.verifier.v1.StepResult
-	40, // 20: verifierd.verifier.v1.Reverification.verified_at:type_name -> google.protobuf.Timestamp
-	26, // 21: verifierd.verifier.v1.ExportLedgerResponse.entry:type_name -> verifierd.verifier.v1.LedgerEntry
-	40, // 22: verifierd.verifier.v1.LedgerEntry.at:type_name -> google.protobuf.Timestamp
-	21, // 23: verifierd.verifier.v1.ReverifyResponse.reverification:type_name -> verifierd.verifier.v1.Reverification
-	30, // 24: verifierd.verifier.v1.VerifyArtifactRequest.artifact:type_name -> verifierd.verifier.v1.Artifact
-	2,  // 25: verifierd.verifier.v1.VerifyArtifactResponse.verdict:type_name -> verifierd.verifier.v1.Verdict
-	33, // 26: verifierd.verifier.v1.VerifyArtifactResponse.reasons:type_name -> verifierd.verifier.v1.Reason
-	1,  // 27: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
-	34, // 28: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
-	1,  // 29: verifierd.verifier.v1.StepResult.terminal_outcome:type_name -> verifierd.verifier.v1.Outcome
-	2,  // 30: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
-	3,  // 31: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
-	33, // 32: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
-	35, // 33: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
-	4,  // 34: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
-	2,  // 35: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
-	36, // 36: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
-	5,  // 37: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
-	6,  // 38: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
-	9,  // 39: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
-	13, // 40: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
-	15, // 41: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
-	19, // 42: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
-	22, // 43: verifierd.verifier.v1.VerifierService.GetInfo:input_type -> verifierd.verifier.v1.GetInfoRequest
-	24, // 44: verifierd.verifier.v1.VerifierService.ExportLedger:input_type -> verifierd.verifier.v1.ExportLedgerRequest
-	27, // 45: verifierd.verifier.v1.VerifierService.Reverify:input_type -> verifierd.verifier.v1.ReverifyRequest
-	29, // 46: verifierd.verifier.v1.VerifierService.VerifyArtifact:input_type -> verifierd.verifier.v1.VerifyArtifactRequest
-	7,  // 47: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
-	10, // 48: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
-	14, // 49: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
-	16, // 50: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
-	20, // 51: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
-	23, // 52: verifierd.verifier.v1.VerifierService.GetInfo:output_type -> verifierd.verifier.v1.GetInfoResponse
-	25, // 53: verifierd.verifier.v1.VerifierService.ExportLedger:output_type -> verifierd.verifier.v1.ExportLedgerResponse
-	28, // 54: verifierd.verifier.v1.VerifierService.Reverify:output_type -> verifierd.verifier.v1.ReverifyResponse
-	31, // 55: verifierd.verifier.v1.VerifierService.VerifyArtifact:output_type -> verifierd.verifier.v1.VerifyArtifactResponse
-	47, // [47:56] is the sub-list for method output_type
-	38, // [38:47] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	1,  // 5: verifierd.verifier.v1.VerifyResponse.outcome:type_name -> verifierd.verifier.v1.Outcome
+	1,  // 6: verifierd.verifier.v1.VerifyResponse.terminal_outcome:type_name -> verifierd.verifier.v1.Outcome
+	34, // 7: verifierd.verifier.v1.VerifyResponse.effects:type_name -> verifierd.verifier.v1.EffectResult
+	11, // 8: verifierd.verifier.v1.VerifyResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
+	40, // 9: verifierd.verifier.v1.VerifyResponse.receipt:type_name -> google.protobuf.Struct
+	39, // 10: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	17, // 11: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
+	17, // 12: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
+	41, // 13: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
+	18, // 14: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
+	1,  // 15: verifierd.verifier.v1.JudgeResponse.outcome:type_name -> verifierd.verifier.v1.Outcome
+	34, // 16: verifierd.verifier.v1.JudgeResponse.effects:type_name -> verifierd.verifier.v1.EffectResult
+	40, // 17: verifierd.verifier.v1.Read.records:type_name -> google.protobuf.Struct
+	0,  // 18: verifierd.verifier.v1.GetSessionResponse.state:type_name -> verifierd.verifier.v1.SessionState
+	10, // 19: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
+	32, // 20: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	41, // 21: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
+	41, // 22: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
+	40, // 23: verifierd.verifier.v1.GetSessionResponse.receipt:type_name -> google.protobuf.Struct
+	21, // 24: verifierd.verifier.v1.GetSessionResponse.reverifications:type_name -> verifierd.verifier.v1.Reverification
+	32, // 25: verifierd.verifier.v1.Reverification.result:type_name -> verifierd.verifier.v1.StepResult
+	41, // 26: verifierd.verifier.v1.Reverification.verified_at:type_name -> google.protobuf.Timestamp
+	40, // 27: verifierd.verifier.v1.Reverification.receipt:type_name -> google.protobuf.Struct
+	26, // 28: verifierd.verifier.v1.ExportLedgerResponse.entry:type_name -> verifierd.verifier.v1.LedgerEntry
+	40, // 29: verifierd.verifier.v1.ExportLedgerResponse.checkpoint:type_name -> google.protobuf.Struct
+	41, // 30: verifierd.verifier.v1.LedgerEntry.at:type_name -> google.protobuf.Timestamp
+	21, // 31: verifierd.verifier.v1.ReverifyResponse.reverification:type_name -> verifierd.verifier.v1.Reverification
+	30, // 32: verifierd.verifier.v1.VerifyArtifactRequest.artifact:type_name -> verifierd.verifier.v1.Artifact
+	2,  // 33: verifierd.verifier.v1.VerifyArtifactResponse.verdict:type_name -> verifierd.verifier.v1.Verdict
+	33, // 34: verifierd.verifier.v1.VerifyArtifactResponse.reasons:type_name -> verifierd.verifier.v1.Reason
+	40, // 35: verifierd.verifier.v1.VerifyArtifactResponse.receipt:type_name -> google.protobuf.Struct
+	1,  // 36: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
+	34, // 37: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
+	1,  // 38: verifierd.verifier.v1.StepResult.terminal_outcome:type_name -> verifierd.verifier.v1.Outcome
+	2,  // 39: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
+	3,  // 40: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
+	33, // 41: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
+	40, // 42: verifierd.verifier.v1.EffectResult.matched_records:type_name -> google.protobuf.Struct
+	35, // 43: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
+	4,  // 44: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
+	2,  // 45: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
+	36, // 46: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
+	5,  // 47: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
+	42, // 48: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	42, // 49: verifierd.verifier.v1.BeginRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	42, // 50: verifierd.verifier.v1.JudgeRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	6,  // 51: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
+	9,  // 52: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
+	13, // 53: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
+	15, // 54: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
+	19, // 55: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
+	22, // 56: verifierd.verifier.v1.VerifierService.GetInfo:input_type -> verifierd.verifier.v1.GetInfoRequest
+	24, // 57: verifierd.verifier.v1.VerifierService.ExportLedger:input_type -> verifierd.verifier.v1.ExportLedgerRequest
+	27, // 58: verifierd.verifier.v1.VerifierService.Reverify:input_type -> verifierd.verifier.v1.ReverifyRequest
+	29, // 59: verifierd.verifier.v1.VerifierService.VerifyArtifact:input_type -> verifierd.verifier.v1.VerifyArtifactRequest
+	7,  // 60: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
+	10, // 61: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
+	14, // 62: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
+	16, // 63: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
+	20, // 64: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
+	23, // 65: verifierd.verifier.v1.VerifierService.GetInfo:output_type -> verifierd.verifier.v1.GetInfoResponse
+	25, // 66: verifierd.verifier.v1.VerifierService.ExportLedger:output_type -> verifierd.verifier.v1.ExportLedgerResponse
+	28, // 67: verifierd.verifier.v1.VerifierService.Reverify:output_type -> verifierd.verifier.v1.ReverifyResponse
+	31, // 68: verifierd.verifier.v1.VerifierService.VerifyArtifact:output_type -> verifierd.verifier.v1.VerifyArtifactResponse
+	60, // [60:69] is the sub-list for method output_type
+	51, // [51:60] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_verifier_v1_verifier_proto_init() }
