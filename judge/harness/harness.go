@@ -85,8 +85,10 @@ func Run(input []byte, now time.Time) ([]byte, int) {
 func RunString(input string, now time.Time) ([]byte, int) {
 	out, err := JudgeString(input, now)
 	if err != nil {
+		// A refusal without a code (a value refused before the judge
+		// named its rule) is the case's, as any other error.
 		jerr, ok := errors.AsType[*judge.Error](err)
-		if !ok {
+		if !ok || jerr.Code == "" {
 			jerr = &judge.Error{Code: judge.CodeInvalidCase, Message: err.Error()}
 		}
 		return encode(Refusal{Error: jerr}), ExitRefused
