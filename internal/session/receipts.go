@@ -414,30 +414,6 @@ func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
 	return env, err
 }
 
-// refusalOutcome names the terminal outcome of a Begin refusal: a trust
-// rule or contract guard (Denied, or a guard's rule code) and a secret
-// outside secrets.allow are the operator's policy; a
-// plugin that cannot start or a deployment file that cannot be read is the
-// platform; a baseline that cannot be read halts before any effect.
-func refusalOutcome(e *Error) string {
-	if e.Kind == Denied {
-		return OutcomeRejectedPolicy
-	}
-	switch e.Reason {
-	case reasonPolicy:
-		return OutcomeRejectedPolicy
-	case reasonPlatform:
-		return OutcomeFailedPlatform
-	}
-	return string(judge.HaltedBeforeEffect)
-}
-
-// Reasons a refusal carries for refusalOutcome.
-const (
-	reasonPolicy   = "policy"
-	reasonPlatform = "platform"
-)
-
 // recordBeginRefusal records a Refused Begin error and attaches its
 // receipt; other errors pass unchanged.
 func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err error) error {
@@ -460,11 +436,6 @@ func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err er
 	out := *se
 	out.TerminalOutcome, out.Receipt = refusalOutcome(se), env
 	return &out
-}
-
-func isKind(err error, k ErrorKind) bool {
-	var se *Error
-	return errors.As(err, &se) && se.Kind == k
 }
 
 // KeyInfo is the daemon's signing identity and ledger head.
