@@ -89,7 +89,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("deployment %q has no document-hash or file candidate", deploymentName)}
 	}
 	cand := dep.Candidates[ci]
-	insts, errs := m.configure(ctx, dep, nil, map[string]string{})
+	insts, errs := m.configure(ctx, dep, nil, map[string]string{}, forCheck)
 	res := &ArtifactResult{Substrate: cand.Kind}
 	var read ReadDigest
 	switch {

@@ -159,7 +159,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	// each selected candidate's baseline capture binds them first and
 	// refuses as CheckParams would (below); only a candidate that is not
 	// read is asked.
-	insts, errs := m.configureTraced(ctx, dep, contracts, params, true)
+	insts, errs := m.configure(ctx, dep, contracts, params, forSession)
 	for _, err := range errs {
 		if err != nil {
 			// Every candidate must be constructible before input: a

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
@@ -56,19 +55,12 @@ func censusFields(group []*judge.Contract) []string {
 func (m *Manager) censusInstance(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
 	c := dep.Candidates[ci].Census
 	path := candidatePath(dep, ci) + ".census"
-	allow := func(string) bool { return false }
-	if m.Daemon != nil {
-		allow = m.Daemon.AllowSecret
-	}
-	cfg, secrets, err := c.Resolve(nil, m.lookupEnv, allow)
+	conf := m.configurer()
+	cfg, secrets, err := c.Resolve(nil, conf.lookupEnv, conf.allow)
 	if err != nil {
-		reason := reasonPlatform
-		if strings.Contains(err.Error(), "secrets.allow") {
-			reason = reasonPolicy
-		}
-		return nil, &Error{Kind: Refused, Reason: reason, Path: path, Message: err.Error()}
+		return nil, &Error{Kind: Refused, Reason: resolveReason(refusalCode(err)), Path: path, Message: err.Error()}
 	}
-	inst, err := m.Host.Instance(ctx, pluginhost.Spec{
+	inst, err := conf.host.Instance(ctx, pluginhost.Spec{
 		Kind: c.Kind, ConfigJSON: cfg, Params: map[string]string{}, Secrets: secrets,
 		EffectTimeout: effectTimeout(contracts), ParamsChecked: true,
 	})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
 )
 
@@ -78,6 +79,28 @@ const (
 	reasonPolicy   = "policy"
 	reasonPlatform = "platform"
 )
+
+// refusalCode is the code of the first refusal (the SDK's one refusal
+// type, which config.Error, judge.Error and sdk.ConfigError are) in err's
+// chain; "" when there is none.
+func refusalCode(err error) string {
+	if r, ok := errors.AsType[*config.Error](err); ok {
+		return r.Code
+	}
+	return ""
+}
+
+// resolveReason classifies a refusal of the deployment's resolving
+// (config.Candidate.Resolve) by its code, never its text: a secret outside
+// secrets.allow is the operator's policy; anything else (a secret missing
+// from the environment, an option parameter the run does not give) is the
+// platform's.
+func resolveReason(code string) string {
+	if code == config.CodeSecretNotAllowed {
+		return reasonPolicy
+	}
+	return reasonPlatform
+}
 
 func isKind(err error, k ErrorKind) bool {
 	var se *Error

@@ -50,9 +50,23 @@ type group struct {
 	census *groupCensus
 }
 
+// groupRun is what verifyGroup judges: one capture of a session, with its
+// pinned adapter.
+type groupRun struct {
+	id        string      // the session
+	n         int         // the capture's index in the session
+	cm        captureMeta // the capture
+	inst      *pluginhost.Instance
+	instErr   error // why inst could not be configured (inst is nil then)
+	contracts []*judge.Contract
+	dep       *config.Deployment
+	ev        *groupEvidence // filled with what the group read
+}
+
 // verifyGroup settles and judges every effect of one capture and returns
 // their verdicts, and the tasks a compensation left (nil otherwise).
-func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, dep *config.Deployment, ev *groupEvidence) ([]judge.Verdict, []*judge.Task) {
+func (m *Manager) verifyGroup(ctx context.Context, r groupRun) ([]judge.Verdict, []*judge.Task) {
+	id, n, cm, inst, instErr, contracts, dep, ev := r.id, r.n, r.cm, r.inst, r.instErr, r.contracts, r.dep, r.ev
 	cand := &dep.Candidates[cm.Candidate]
 	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev}
 	g.effects = make([]*judge.Contract, len(cm.Effects))

@@ -180,7 +180,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 			return changed("was reconfigured since the episode was registered")
 		}
 		one := &config.Deployment{Candidates: []config.Candidate{*c}, Policy: dep.Policy}
-		insts, errs := m.configure(ctx, one, effects, identity)
+		insts, errs := m.configure(ctx, one, effects, identity, forCheck)
 		if insts[0] == nil {
 			read.Code = reward.ReasonOracleUnavailable
 			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline cannot be configured: %w", deployment, pin.Index, pin.Kind, errors.Join(errs...)))
@@ -190,7 +190,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 			return changed("now reports kind %s tier %d", clip(inst.Kind()), inst.Info().Tier)
 		}
 	} else {
-		insts, errs := m.configure(ctx, dep, effects, identity)
+		insts, errs := m.configure(ctx, dep, effects, identity, forCheck)
 		best = -1
 		for i, inst := range insts {
 			if inst != nil && (best < 0 || inst.Info().Tier < insts[best].Info().Tier) {

@@ -1,0 +1,83 @@
+package session
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/verifierd/verifierd/internal/config"
+)
+
+// TestConfigurerResolveClassifiesByCode: a secret outside secrets.allow is
+// the operator's policy, one missing from the environment the platform's,
+// told apart by the refusal's code; the path is the slot's in the
+// deployment and the message is the deployment's own.
+func TestConfigurerResolveClassifiesByCode(t *testing.T) {
+	dep, err := config.ParseDeployment([]byte("effects:\n  kind: ldap\n  secret_env: {password: DB_PASSWORD}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, tc := range []struct {
+		name    string
+		daemon  *config.Daemon
+		set     bool
+		reason  string
+		outcome string
+	}{
+		{"no daemon config allows nothing", nil, true, reasonPolicy, OutcomeRejectedPolicy},
+		{"outside secrets.allow", &config.Daemon{Secrets: config.SecretsConfig{Allow: []string{"OTHER_*"}}}, true, reasonPolicy, OutcomeRejectedPolicy},
+		{"allowed but unset", &config.Daemon{Secrets: config.SecretsConfig{Allow: []string{"DB_*"}}}, false, reasonPlatform, OutcomeFailedPlatform},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clear(env)
+			if tc.set {
+				env["DB_PASSWORD"] = "s3cret-value"
+			}
+			_, _, err := newConfigurer(nil, lookup, tc.daemon).resolve(&dep.Candidates[0], nil, candidatePath(dep, 0))
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("resolve: %v, want a *session.Error", err)
+			}
+			if se.Kind != Refused || se.Reason != tc.reason || refusalOutcome(se) != tc.outcome {
+				t.Errorf("kind %d reason %q outcome %q, want Refused, %q, %q", se.Kind, se.Reason, refusalOutcome(se), tc.reason, tc.outcome)
+			}
+			if se.Path != "deployment.effects.candidates[0].secret_env.password" {
+				t.Errorf("path %q", se.Path)
+			}
+			if se.Code != "" {
+				t.Errorf("code %q: the classification code is not a public reason code", se.Code)
+			}
+		})
+	}
+	// Allowed and set: the secret reaches the adapter under its slot.
+	env["DB_PASSWORD"] = "s3cret-value"
+	_, secrets, err := newConfigurer(nil, lookup, &config.Daemon{Secrets: config.SecretsConfig{Allow: []string{"DB_PASSWORD"}}}).resolve(&dep.Candidates[0], nil, "deployment.effects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets) != 1 || secrets["secret_env.password"] != "s3cret-value" {
+		t.Errorf("secrets %v", mapKeys(secrets))
+	}
+}
+
+func mapKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestResolveReason: only secret_not_allowed is the operator's policy.
+func TestResolveReason(t *testing.T) {
+	for code, want := range map[string]string{
+		config.CodeSecretNotAllowed: reasonPolicy,
+		config.CodeSecretUnset:      reasonPlatform,
+		"":                          reasonPlatform,
+	} {
+		if got := resolveReason(code); got != want {
+			t.Errorf("resolveReason(%q) = %q, want %q", code, got, want)
+		}
+	}
+}
