@@ -21,13 +21,7 @@ const (
 // signCheckpoint signs the checkpoint of the ledger whose entry seq hashes
 // to head (receipt.PayloadTypeCheckpoint) and returns the envelope JSON.
 func (m *Manager) signCheckpoint(seq uint64, head string) ([]byte, error) {
-	ref := m.signerRef()
-	payload, err := json.Marshal(receipt.Checkpoint{Seq: seq, Head: head, At: time.Now().UTC(),
-		Signer: &receipt.Signer{PublicKey: ref.PublicKey, KeyID: ref.KeyID}})
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(m.Signer.Sign(receipt.PayloadTypeCheckpoint, payload))
+	return m.receipts().checkpoint(seq, head)
 }
 
 // Checkpoint returns a signed checkpoint covering the ledger as it is now:

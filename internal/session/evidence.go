@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,21 +16,20 @@ import (
 
 // evidenceKey is the daemon's evidence key, or, for a Manager built without
 // one (tests), a random key that lives as long as the Manager.
-func (m *Manager) evidenceKey() []byte {
-	if len(m.EvidenceKey) > 0 {
-		return m.EvidenceKey
-	}
-	m.keyOnce.Do(func() {
-		m.ephemeralKey = make([]byte, EvidenceKeySize)
-		if _, err := rand.Read(m.ephemeralKey); err != nil {
-			panic(err)
-		}
-	})
-	return m.ephemeralKey
-}
+func (m *Manager) evidenceKey() []byte { return m.evidence().key() }
 
 // digester digests task records under the evidence key.
-func (m *Manager) digester() judge.Digester { return judge.KeyedDigester(m.evidenceKey()) }
+func (m *Manager) digester() judge.Digester { return m.evidence().digester() }
+
+// evidence is the Manager's evidence keys: EvidenceKey, or without one a
+// random key made on first use.
+func (m *Manager) evidence() evidenceKeys {
+	if len(m.EvidenceKey) > 0 {
+		return newEvidenceKeys(m.EvidenceKey)
+	}
+	m.keysOnce.Do(func() { m.keys = newEvidenceKeys(nil) })
+	return m.keys
+}
 
 // baselineKeyer rewrites raw baseline records with their hidden values
 // keyed as Begin streams them into the store. It remembers the tokens it

@@ -44,11 +44,7 @@ func (m *Manager) EvidenceDigestKey() []byte { return m.evidenceKey() }
 // KeyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under the
 // evidence key: it proves which exact bytes were seen without disclosing a
 // guessable value to anyone without the key.
-func (m *Manager) KeyedDigest(data []byte) string {
-	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
-	mac.Write(data)
-	return judge.KeyedSum(mac)
-}
+func (m *Manager) KeyedDigest(data []byte) string { return m.evidence().keyedDigest(data) }
 
 // stepEvidence is what a Verify saw, for the receipt: never values, only
 // keyed digests.
@@ -231,27 +227,16 @@ func jsonDigest(v any) string {
 	return sha256Hex(b)
 }
 
-func (m *Manager) signerRef() SignerRef {
-	return SignerRef{PublicKey: m.Signer.PublicKeyBase64(), KeyID: m.Signer.KeyID()}
-}
+func (m *Manager) signerRef() SignerRef { return m.receipts().ref() }
 
 // sign marshals a payload whose ledger position is taken now, signs it and
 // appends its receipt entry. Without a signer it appends nothing.
 func (m *Manager) sign(l *store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
-	if m.Signer == nil {
-		return nil, nil
-	}
-	pos := l.Next()
-	payload, err := json.Marshal(set(pos, m.signerRef()))
-	if err != nil {
-		return nil, err
-	}
-	env := m.Signer.Sign(payloadType, payload)
-	if _, err := l.Append(EntryReceipt, session, receipt.PayloadDigest(payload)); err != nil {
-		return nil, err
-	}
-	return json.Marshal(env)
+	return m.receipts().sign(l, payloadType, session, set)
 }
+
+// receipts is the Manager's receipt signer, over Signer.
+func (m *Manager) receipts() receiptSigner { return newReceiptSigner(m.Signer) }
 
 func namesOf(raw []byte) sessionNames {
 	var md struct {

@@ -56,9 +56,9 @@ type Manager struct {
 	// Metrics records Begin and Verify (observe.go); nil: none.
 	Metrics *metrics.Metrics
 
-	locks        keyedMutex // serialises Verify per session id
-	keyOnce      sync.Once
-	ephemeralKey []byte
+	locks    keyedMutex // serialises Verify per session id
+	keysOnce sync.Once
+	keys     evidenceKeys // without EvidenceKey (evidence)
 }
 
 func (m *Manager) lookupEnv(name string) (string, bool) {
