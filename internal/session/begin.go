@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
@@ -168,20 +170,9 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		}
 	}
 
-	// Select per effect the strongest tier; ties go to declaration order.
 	id := newID()
-	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts)), Registered: a.registered}
-	byCandidate := map[int][]int{}
-	for i, c := range contracts {
-		best := -1
-		for ci, inst := range insts {
-			if best < 0 || inst.Info().Tier < insts[best].Info().Tier {
-				best = ci
-			}
-		}
-		res.Effects[i] = BegunEffect{ContractHash: c.Hash, Tier: int(insts[best].Info().Tier), Candidate: dep.Candidates[best].Kind, CandidateIndex: best}
-		byCandidate[best] = append(byCandidate[best], i)
-	}
+	res, byCandidate := selectTiers(id, dep, contracts, insts)
+	res.Registered = a.registered
 	// The tier is the adapter's (GetInfo), never the deployment's: refuse
 	// a weaker one than the policy allows before anything is read.
 	if err := checkTiers(a.policy, res); err != nil {
@@ -198,6 +189,59 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if md.IrreversibleStep {
 		md.SettleFloorS = a.policy.MinSettleS
 	}
+	writers, err := m.captureSelected(ctx, &md, dep, contracts, insts, byCandidate)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(md)
+	if err != nil {
+		m.dropBaseline(id)
+		return nil, err
+	}
+	// The ledger's begin entry binds the session id, the contract hashes,
+	// tiers and candidates (what Begin answered), never parameter values;
+	// the unused-parameter warning is not part of it.
+	bound := *res
+	bound.UnusedParams = nil
+	beginEntry := func(l *store.Ledger) error {
+		_, err := l.Append(EntryBegin, id, jsonDigest(&bound))
+		return err
+	}
+	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
+	err = m.Store.CreateSessionLedger(id, raw, beginEntry, writers...)
+	endErr(span, err)
+	if err != nil {
+		m.dropBaseline(id)
+		return nil, fmt.Errorf("storing session: %w", err)
+	}
+	return res, nil
+}
+
+// selectTiers selects per effect the strongest tier among the configured
+// candidates; ties go to declaration order. It returns what Begin answers
+// and, per selected candidate, the indices of the effects it reads.
+func selectTiers(id string, dep *config.Deployment, contracts []*judge.Contract, insts []*pluginhost.Instance) (*BeginResult, map[int][]int) {
+	res := &BeginResult{SessionID: id, Effects: make([]BegunEffect, len(contracts))}
+	byCandidate := map[int][]int{}
+	for i, c := range contracts {
+		best := -1
+		for ci, inst := range insts {
+			if best < 0 || inst.Info().Tier < insts[best].Info().Tier {
+				best = ci
+			}
+		}
+		res.Effects[i] = BegunEffect{ContractHash: c.Hash, Tier: int(insts[best].Info().Tier), Candidate: dep.Candidates[best].Kind, CandidateIndex: best}
+		byCandidate[best] = append(byCandidate[best], i)
+	}
+	return res, byCandidate
+}
+
+// captureSelected captures the baseline (and census) of every selected
+// candidate into md.Captures and asks every other candidate whether the run
+// parameters bind. It returns the writers whose last chunks the session's
+// creation commits; on an error nothing captured is kept.
+func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Deployment, contracts []*judge.Contract, insts []*pluginhost.Instance, byCandidate map[int][]int) ([]*store.BaselineWriter, error) {
+	id := md.ID
 	var writers []*store.BaselineWriter
 	// In candidate order, so that the first candidate whose run parameters
 	// do not bind is the one refused, as when each was asked in turn: a
@@ -241,28 +285,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		cm.Census = census
 		md.Captures = append(md.Captures, cm)
 	}
-	raw, err := json.Marshal(md)
-	if err != nil {
-		m.dropBaseline(id)
-		return nil, err
-	}
-	// The ledger's begin entry binds the session id, the contract hashes,
-	// tiers and candidates (what Begin answered), never parameter values;
-	// the unused-parameter warning is not part of it.
-	bound := *res
-	bound.UnusedParams = nil
-	beginEntry := func(l *store.Ledger) error {
-		_, err := l.Append(EntryBegin, id, jsonDigest(&bound))
-		return err
-	}
-	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
-	err = m.Store.CreateSessionLedger(id, raw, beginEntry, writers...)
-	endErr(span, err)
-	if err != nil {
-		m.dropBaseline(id)
-		return nil, fmt.Errorf("storing session: %w", err)
-	}
-	return res, nil
+	return writers, nil
 }
 
 // irreversibleStep reports whether any of the step's effects is
