@@ -121,7 +121,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		if _, err := l.Append(EntryArtifact, "", jsonDigest(claim)); err != nil {
 			return nil, err
 		}
-		env, err := m.sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
+		env, err := m.receipts().sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
 			claim.IssuedAt, claim.Ledger, claim.Signer = time.Now().UTC(), pos, signer
 			return claim
 		})

@@ -75,7 +75,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	// Adapter text, kept in the store and shown to the client.
 	reason = secrets.text(redaction.RedactText(reason, groupOf(contracts, effects)))
 	if redaction.Active() {
-		cm.KeyID = judge.KeyID(m.evidenceKey())
+		cm.KeyID = judge.KeyID(m.evidence().key())
 	}
 	cm.Reachable = reason == ""
 	cm.Reason = reason

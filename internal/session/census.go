@@ -173,7 +173,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	cm := &censusMeta{Reachable: true, Records: len(s.Records), Fields: fields}
 	keyer := m.newBaselineKeyer(redaction)
 	if keyer != nil {
-		cm.KeyID = judge.KeyID(m.evidenceKey())
+		cm.KeyID = judge.KeyID(m.evidence().key())
 	}
 	w := m.Store.NewBaseline(id, store.CensusCapture(n))
 	for _, r := range s.Records {
@@ -237,7 +237,7 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 		gc.before = judge.Snapshot{Reason: "the stored census could not be read: " + err.Error()}
 	case len(recs) != cm.Records:
 		gc.before = judge.Snapshot{Reason: fmt.Sprintf("the stored census holds %d records, Begin stored %d", len(recs), cm.Records)}
-	case cm.KeyID != "" && cm.KeyID != judge.KeyID(g.m.evidenceKey()):
+	case cm.KeyID != "" && cm.KeyID != judge.KeyID(g.m.evidence().key()):
 		gc.before = judge.Snapshot{Reason: "the stored census was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir"}
 	default:
 		gc.before = judge.Snapshot{Reachable: true, Records: recs}

@@ -47,7 +47,7 @@ func TestEvidenceKeys(t *testing.T) {
 func TestManagerEvidenceKey(t *testing.T) {
 	m := &Manager{}
 	first := m.KeyedDigest([]byte("x"))
-	if m.KeyedDigest([]byte("x")) != first || !bytes.Equal(m.evidenceKey(), m.EvidenceDigestKey()) {
+	if m.KeyedDigest([]byte("x")) != first || !bytes.Equal(m.evidence().key(), m.EvidenceDigestKey()) {
 		t.Fatal("the Manager's random key changed")
 	}
 	m.EvidenceKey = bytes.Repeat([]byte{3}, EvidenceKeySize)

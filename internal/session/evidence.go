@@ -14,13 +14,6 @@ import (
 // passes adapter-supplied text through the same policy as records before it
 // reaches a verdict, a stored result or a log line.
 
-// evidenceKey is the daemon's evidence key, or, for a Manager built without
-// one (tests), a random key that lives as long as the Manager.
-func (m *Manager) evidenceKey() []byte { return m.evidence().key() }
-
-// digester digests task records under the evidence key.
-func (m *Manager) digester() judge.Digester { return m.evidence().digester() }
-
 // evidence is the Manager's evidence keys: EvidenceKey, or without one a
 // random key made on first use.
 func (m *Manager) evidence() evidenceKeys {
@@ -51,7 +44,7 @@ func (m *Manager) newBaselineKeyer(p judge.Redaction) *baselineKeyer {
 	if !p.Active() {
 		return nil
 	}
-	return &baselineKeyer{p: p, k: judge.NewKeyer(m.evidenceKey()), tokens: map[string]bool{}}
+	return &baselineKeyer{p: p, k: judge.NewKeyer(m.evidence().key()), tokens: map[string]bool{}}
 }
 
 func (bk *baselineKeyer) key(raw []byte) ([]byte, error) {
@@ -98,11 +91,11 @@ type keyedBaseline struct {
 }
 
 func (m *Manager) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
-	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(m.evidenceKey()), group: group}
+	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(m.evidence().key()), group: group}
 	if cm.KeyID == "" || !stored.reachable() {
 		return kb
 	}
-	if cm.KeyID != judge.KeyID(m.evidenceKey()) {
+	if cm.KeyID != judge.KeyID(m.evidence().key()) {
 		kb.base = unreachableRead("the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir")
 		return kb
 	}

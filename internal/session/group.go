@@ -386,7 +386,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		// A failed DELETE's error may quote the URL, and so an identity.
 		msg := m.secretMask(cand).text(cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched))
 		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
-		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
+		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.evidence().digester())
 	}
 	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
 	if err != nil {
@@ -408,7 +408,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 	*v = nv
 	m.logger().Info("compensated duplicates", "session", g.id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
 	if nv.Decision != judge.Confirmed {
-		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.digester())
+		return judge.CompensationFailedTaskWithDigest(g.id, index, cand.Kind, c, v, deleted, m.evidence().digester())
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ const (
 // EvidenceDigestKey is the key of every keyed evidence digest in a receipt:
 // the daemon's evidence key, the same that keys reconciliation-task digests
 // (Manager.EvidenceKey; a random one of the Manager's lifetime when unset).
-func (m *Manager) EvidenceDigestKey() []byte { return m.evidenceKey() }
+func (m *Manager) EvidenceDigestKey() []byte { return m.evidence().key() }
 
 // KeyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under the
 // evidence key: it proves which exact bytes were seen without disclosing a
@@ -227,15 +227,7 @@ func jsonDigest(v any) string {
 	return sha256Hex(b)
 }
 
-func (m *Manager) signerRef() SignerRef { return m.receipts().ref() }
-
-// sign marshals a payload whose ledger position is taken now, signs it and
-// appends its receipt entry. Without a signer it appends nothing.
-func (m *Manager) sign(l *store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
-	return m.receipts().sign(l, payloadType, session, set)
-}
-
-// receipts is the Manager's receipt signer, over Signer.
+// receipts is the Manager's receipt signer, over Signer (signer.go).
 func (m *Manager) receipts() receiptSigner { return newReceiptSigner(m.Signer) }
 
 func namesOf(raw []byte) sessionNames {
@@ -296,7 +288,7 @@ func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, e
 		}
 	}
 	names := namesOf(rawMeta)
-	env, err := m.sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
+	env, err := m.receipts().sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
 		p := VerdictPayload{
 			Kind: kind, SessionID: res.SessionID,
 			Deployment: DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},
@@ -384,7 +376,7 @@ func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
 			return nil, err
 		}
 		var err error
-		env, err = m.sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
+		env, err = m.receipts().sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
 			return VerdictPayload{
 				Kind: EntryBeginRefused, Deployment: dep, Workflow: r.Workflow, TerminalOutcome: r.Outcome,
 				Effects: []EffectClaim{}, Refusal: claim, EvidenceDigest: "hmac-sha256",

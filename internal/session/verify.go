@@ -235,7 +235,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	for i, c := range contracts {
 		if tasks[i] == nil {
 			cand := dep.Candidates[md.Begin.Effects[i].CandidateIndex]
-			tasks[i] = judge.NewStepTaskWithDigest(id, i, cand.Kind, c, &verdicts[i], md.IrreversibleStep, m.digester())
+			tasks[i] = judge.NewStepTaskWithDigest(id, i, cand.Kind, c, &verdicts[i], md.IrreversibleStep, m.evidence().digester())
 		}
 	}
 	judge.SuggestForOutcome(res.Outcome, tasks)
