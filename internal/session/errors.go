@@ -6,6 +6,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
+	"google.golang.org/grpc/codes"
 )
 
 // ErrorKind classifies a refusal for the API layer.
@@ -54,6 +55,21 @@ func judgeError(err error) error {
 		return &Error{Kind: Invalid, Code: je.Code, Path: clipMsg(je.Path), Message: clipMsg(je.Message)}
 	}
 	return &Error{Kind: Invalid, Message: clipMsg(err.Error())}
+}
+
+// GRPCCode is the gRPC status code a refusal of kind k answers with
+// (InvalidArgument for Invalid and for an unknown kind); the API layer maps
+// refusals with it alone.
+func (k ErrorKind) GRPCCode() codes.Code {
+	switch k {
+	case Refused:
+		return codes.FailedPrecondition
+	case NotFound:
+		return codes.NotFound
+	case Denied:
+		return codes.PermissionDenied
+	}
+	return codes.InvalidArgument
 }
 
 // refusalOutcome names the terminal outcome of a Begin refusal: a trust
