@@ -344,10 +344,10 @@ type reverifyOf struct {
 	openTasks []string // the reconciliation tasks still open before it
 }
 
-// Refusal is a Begin refused before anything was read or done, to record in
-// the ledger with a signed receipt. The policy checks call RecordRefusal
-// with Outcome OutcomeRejectedPolicy.
-type Refusal struct {
+// RefusedBegin is a Begin refused before anything was read or done, to
+// record in the ledger with a signed receipt (the refusal itself is Err).
+// The policy checks call RecordRefusal with Outcome OutcomeRejectedPolicy.
+type RefusedBegin struct {
 	Outcome        string // OutcomeRejectedPolicy, OutcomeFailedPlatform or judge.HaltedBeforeEffect
 	DeploymentName string
 	Deployment     []byte // the deployment YAML, when known (digested only)
@@ -358,7 +358,7 @@ type Refusal struct {
 // RecordRefusal appends a refused Begin to the ledger and returns its
 // signed receipt (nil without a signing key). The refusal message is
 // recorded by digest only: it may name a parameter value.
-func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
+func (m *Manager) RecordRefusal(r RefusedBegin) (json.RawMessage, error) {
 	if m.Store == nil {
 		return nil, nil
 	}
@@ -405,7 +405,7 @@ func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err er
 			wf.Digest = w.Digest
 		}
 	}
-	env, rerr := m.RecordRefusal(Refusal{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
+	env, rerr := m.RecordRefusal(RefusedBegin{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
 	if rerr != nil {
 		m.logger().Error("recording a refused Begin in the ledger", "error", rerr)
 		return err
