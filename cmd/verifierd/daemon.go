@@ -314,7 +314,7 @@ func (d *daemon) serve() error {
 		return err
 	}
 	d.grpcLim.Listener = lis
-	logger.Info("verifierd listening", "addr", lis.Addr().String(), "max_connections", d.opts.Connections.maxConns, "data_dir", d.opts.DataDir, "store", d.storeKind, "kinds", d.host.Kinds(), "key_id", d.signer.KeyID())
+	logger.Info("verifierd listening", "addr", lis.Addr().String(), "max_connections", d.opts.Connections.maxConnections, "data_dir", d.opts.DataDir, "store", d.storeKind, "kinds", d.host.Kinds(), "key_id", d.signer.KeyID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- d.srv.Serve(d.grpcLim) }()

@@ -34,14 +34,12 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 	fs := flag.NewFlagSet("verifierd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o.register(fs)
+	// The connection bounds are connLimits' own (unexported) fields.
 	connection := map[string]bool{"max-connections": true, "handshake-timeout": true, "idle-timeout": true, "http-read-timeout": true}
 	var args []string
 	want := map[string]string{}
 	n := 0
 	fs.VisitAll(func(f *flag.Flag) {
-		if connection[f.Name] {
-			return
-		}
 		n++
 		var v string
 		switch f.Value.(flag.Getter).Get().(type) {
@@ -54,7 +52,7 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 			}
 		case time.Duration:
 			v = (time.Duration(n) * time.Minute).String()
-		case int64, uint64:
+		case int, int64, uint64:
 			v = strings.Repeat("7", n%9+1)
 		default:
 			v = "value-of-" + f.Name
@@ -66,7 +64,30 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv := reflect.ValueOf(o).Elem()
+	conn := reflect.ValueOf(o.Connections).Elem()
 	for name, v := range want {
+		if connection[name] {
+			lower := fieldName(name)
+			lower = strings.ToLower(lower[:1]) + lower[1:]
+			if first, rest, ok := strings.Cut(name, "-"); ok && first == "http" {
+				lower = "http" + fieldName(rest)
+			}
+			field := conn.FieldByName(lower)
+			var got string
+			switch {
+			case !field.IsValid():
+				t.Errorf("--%s: connLimits has no field %s", name, lower)
+				continue
+			case field.Type() == reflect.TypeFor[time.Duration]():
+				got = time.Duration(field.Int()).String()
+			default:
+				got = fmt.Sprint(field.Int())
+			}
+			if got != v {
+				t.Errorf("--%s=%s: field %s holds %q", name, v, lower, got)
+			}
+			continue
+		}
 		field := rv.FieldByName(fieldName(name))
 		if !field.IsValid() {
 			t.Errorf("--%s: options has no field %s", name, fieldName(name))
@@ -77,8 +98,8 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 			t.Errorf("--%s=%s: field %s holds %q", name, v, fieldName(name), got)
 		}
 	}
-	if len(want) != 27 {
-		t.Errorf("%d flags besides the connection bounds, want 27", len(want))
+	if len(want) != 31 {
+		t.Errorf("%d flags, want 31", len(want))
 	}
 	if o.Connections == nil {
 		t.Error("the connection bounds were not registered")
