@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -57,8 +58,8 @@ func (d *daemon) onClose(f func()) { d.closers = append(d.closers, f) }
 
 // close releases everything newDaemon opened, last opened first.
 func (d *daemon) close() {
-	for i := len(d.closers) - 1; i >= 0; i-- {
-		d.closers[i]()
+	for _, release := range slices.Backward(d.closers) {
+		release()
 	}
 	d.closers = nil
 }
