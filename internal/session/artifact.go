@@ -104,7 +104,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 			CaptureID: fmt.Sprintf("artifact/%s/%d", a.SHA256, time.Now().UnixNano()), EffectKind: string(judge.RecordWritten), Timeout: time.Minute,
 		})
 		cancel()
-		read = m.readDigest(snap)
+		read = m.evidence().readDigest(snap)
 		res.Verdict, res.Reasons = judgeArtifact(snap, a, inst.Info().AbsenceNotProof)
 	}
 	// A reason may quote what the adapter read or said: no secret of the

@@ -130,7 +130,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		return streamedBaseline{reason: capt.Reason}, nil
 	}
 	w := m.Store.NewBaseline(id, n)
-	keyer := m.newBaselineKeyer(redaction) // nil when nothing is hidden
+	keyer := m.evidence().newBaselineKeyer(redaction) // nil when nothing is hidden
 	var ix *judge.Indexer
 	var mac hash.Hash
 	if !redaction.Active() {

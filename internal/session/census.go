@@ -171,7 +171,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	}
 	telemetry.Set(span, telemetry.KeyRecords.Int(len(s.Records)), telemetry.KeyReachable.Bool(true))
 	cm := &censusMeta{Reachable: true, Records: len(s.Records), Fields: fields}
-	keyer := m.newBaselineKeyer(redaction)
+	keyer := m.evidence().newBaselineKeyer(redaction)
 	if keyer != nil {
 		cm.KeyID = judge.KeyID(m.evidence().key())
 	}
@@ -252,7 +252,7 @@ func (g *group) readCensus(ctx context.Context) {
 	}
 	if gc.err != nil {
 		gc.after = judge.Snapshot{Reason: g.cand.Redaction.RedactText(gc.err.Error(), g.effects)}
-		g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before)}
+		g.ev.Census = &CensusReads{Before: g.m.evidence().readDigest(gc.before)}
 		return
 	}
 	req := censusRequest(g.id, "census-after", g.n, g.contracts, g.cm.Effects)
@@ -266,7 +266,7 @@ func (g *group) readCensus(ctx context.Context) {
 		telemetry.Fail(span, "unreachable")
 	}
 	gc.after.Reason = g.cand.Redaction.RedactText(gc.after.Reason, g.effects)
-	g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before), After: g.m.readDigest(gc.after)}
+	g.ev.Census = &CensusReads{Before: g.m.evidence().readDigest(gc.before), After: g.m.evidence().readDigest(gc.after)}
 }
 
 // censusOption is the census the judge is given for one after read, its

@@ -40,11 +40,11 @@ type baselineKeyer struct {
 const maxMaskTokens = 1 << 16
 
 // newBaselineKeyer returns nil when the policy hides nothing.
-func (m *Manager) newBaselineKeyer(p judge.Redaction) *baselineKeyer {
+func (e evidenceKeys) newBaselineKeyer(p judge.Redaction) *baselineKeyer {
 	if !p.Active() {
 		return nil
 	}
-	return &baselineKeyer{p: p, k: judge.NewKeyer(m.evidence().key()), tokens: map[string]bool{}}
+	return &baselineKeyer{p: p, k: judge.NewKeyer(e.key()), tokens: map[string]bool{}}
 }
 
 func (bk *baselineKeyer) key(raw []byte) ([]byte, error) {
@@ -90,12 +90,12 @@ type keyedBaseline struct {
 	secrets secretMask
 }
 
-func (m *Manager) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
-	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(m.evidence().key()), group: group}
+func (e evidenceKeys) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
+	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(e.key()), group: group}
 	if cm.KeyID == "" || !stored.reachable() {
 		return kb
 	}
-	if cm.KeyID != judge.KeyID(m.evidence().key()) {
+	if cm.KeyID != judge.KeyID(e.key()) {
 		kb.base = unreachableRead("the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir")
 		return kb
 	}

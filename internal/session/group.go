@@ -177,7 +177,7 @@ func (g *group) readBaseline(ctx context.Context) {
 			if g.projection() {
 				p = judge.ProjectBaseline(g.effects)
 			}
-			rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
+			rs := g.m.evidence().newReadStream("the stored baseline's records", g.cm.Records, p)
 			if err = g.m.Store.ReadBaseline(g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
 				before = rs.read()
 			}
@@ -194,9 +194,9 @@ func (g *group) readBaseline(ctx context.Context) {
 			telemetry.Set(span, telemetry.KeyRecords.Int(before.len()))
 		}
 	}
-	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
+	g.baseline = g.m.evidence().newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
 	g.baseline.secrets = secrets
-	g.ev.Baseline = g.m.readDigestOf(before)
+	g.ev.Baseline = g.m.evidence().readDigestOf(before)
 }
 
 // readIndex reads a baseline stored as an index (judge.Indexer) under the
@@ -270,7 +270,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	}
 	after.snap.Reason = g.baseline.redactText(after.snap.Reason, after)
 	g.lastAfter = after
-	g.ev.After, g.ev.PlatformFailed = g.m.readDigestOf(after), platform
+	g.ev.After, g.ev.PlatformFailed = g.m.evidence().readDigestOf(after), platform
 	return after
 }
 

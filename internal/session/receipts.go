@@ -84,11 +84,11 @@ type ReadDigest struct {
 	Digest    string `json:"digest,omitempty"`
 }
 
-func (m *Manager) readDigest(s judge.Snapshot) ReadDigest {
+func (e evidenceKeys) readDigest(s judge.Snapshot) ReadDigest {
 	if !s.Reachable {
 		return ReadDigest{}
 	}
-	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
+	mac := judge.NewKeyedHash(e.key())
 	for _, r := range s.Records {
 		mac.Write([]byte(judge.CanonicalJSON(r)))
 		mac.Write([]byte{'\n'})
