@@ -1,7 +1,11 @@
 package session
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/config"
@@ -93,5 +97,42 @@ func TestErrorKindGRPCCode(t *testing.T) {
 		if got := k.GRPCCode(); got != want {
 			t.Errorf("kind %d: %s, want %s", k, got, want)
 		}
+	}
+}
+
+// TestBeginSecretRefusalOutcome: Begin over a registered deployment whose
+// secret does not resolve is refused before anything is read, with the
+// terminal outcome its code classifies: REJECTED_POLICY for a variable
+// outside secrets.allow, FAILED_PLATFORM for one allowed but unset.
+func TestBeginSecretRefusalOutcome(t *testing.T) {
+	tab := &table{}
+	a := &memAdapter{kind: "secret-outcome", tier: 1, table: tab}
+	m := signedManager(t, a)
+	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: secret-outcome\n  secret_env: {token: SOR_TOKEN}\n"), 0o600))
+	effects := []byte(`[{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true, "timeout_s": 0}]`)
+	for _, tc := range []struct {
+		name    string
+		allow   []string
+		outcome string
+	}{
+		{"outside secrets.allow", []string{"OTHER_*"}, OutcomeRejectedPolicy},
+		{"allowed but unset", []string{"SOR_*"}, OutcomeFailedPlatform},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m.Daemon = &config.Daemon{Deployments: map[string]string{"sor": depPath}, Secrets: config.SecretsConfig{Allow: tc.allow}, Policy: callerContracts(nil)}
+			m.LookupEnv = func(string) (string, bool) { return "", false }
+			_, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "sor", Effects: effects})
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Begin: %v, want a refusal", err)
+			}
+			if se.Kind != Refused || se.TerminalOutcome != tc.outcome || se.Path != "deployment.effects.candidates[0].secret_env.token" || len(se.Receipt) == 0 {
+				t.Errorf("refusal %+v, want Refused at the slot with %s and a receipt", se, tc.outcome)
+			}
+			if !strings.Contains(se.Message, "SOR_TOKEN") {
+				t.Errorf("message %q does not name the variable", se.Message)
+			}
+		})
 	}
 }
