@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -127,6 +128,37 @@ func TestParseOptions(t *testing.T) {
 	} {
 		if _, err := parseOptions(args); err == nil {
 			t.Errorf("%v: accepted", args)
+		}
+	}
+}
+
+// TestNewDaemonReleasesOnError: a daemon that fails to build (here: a
+// --config that does not exist, read after the store and keys are open)
+// releases what it opened, so the same data dir opens again at once and
+// fails for the same reason, not on the store's lock.
+func TestNewDaemonReleasesOnError(t *testing.T) {
+	dataDir := t.TempDir()
+	args := []string{"--data-dir", dataDir, "--builtin-dir", t.TempDir(), "--config", filepath.Join(t.TempDir(), "missing.yaml"), "--http-listen", ""}
+	for attempt := range 2 {
+		o, err := parseOptions(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			d, err := newDaemon(o)
+			if d != nil {
+				d.close()
+			}
+			done <- err
+		}()
+		select {
+		case err = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("attempt %d: newDaemon did not return (the store of the first attempt is still held?)", attempt)
+		}
+		if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+			t.Fatalf("attempt %d: newDaemon = %v, want the config file's error", attempt, err)
 		}
 	}
 }
