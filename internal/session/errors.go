@@ -26,7 +26,14 @@ const (
 	Denied
 )
 
-// Error is a refusal with the path of the offending input.
+// Error is a session's refusal: the fields of the SDK's one refusal
+// (sdk/refusal: Code, Path, Message) taken from the refusal below it (a
+// parameter, a contract, a deployment key, an adapter's section) or made
+// here, and how it is answered: Kind picks the API's status
+// (ErrorKind.GRPCCode), Reason and Kind the terminal outcome of a refused
+// Begin (refusalOutcome). Code is a public reason code when set; a
+// classification code of a refusal below (config.CodeSecretNotAllowed) is
+// read into Reason, not copied.
 type Error struct {
 	Kind    ErrorKind
 	Code    string // judge code (INVALID_CONTRACT, UNBOUND_PARAM) or rule code (no_change_claim, …) when relevant
