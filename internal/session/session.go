@@ -5,6 +5,18 @@
 // settled, judges, lets the adapter demote (never promote), redacts,
 // persists and returns the result. A verified session answers the recorded
 // result forever after.
+//
+// The Manager holds the daemon's parts (host, store, config, keys) and runs
+// the lifecycle; each concern beside it is a small collaborator of its own
+// file: configure.go (configurer: a deployment's candidates into adapter
+// instances, secrets resolved under secrets.allow), evidencekey.go
+// (evidenceKeys: the key of every keyed digest, read digest and hidden
+// baseline value), signer.go (receiptSigner: receipts and checkpoints),
+// reward_oracle.go (RewardOracle: reward contracts and their reads). The
+// lifecycle itself: begin.go, parse.go, baseline.go and census.go for
+// Begin; verify.go, group.go and read.go for Verify; reverify.go,
+// artifact.go and preflight.go for the other calls; receipts.go and
+// refused.go for what the ledger binds; errors.go for refusals.
 package session
 
 import (
