@@ -13,6 +13,7 @@ import (
 	"github.com/verifierd/verifierd/internal/editdist"
 	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Kind names the judgement an effect asks for.
@@ -34,19 +35,9 @@ const (
 	Irreversible Risk = "irreversible"
 )
 
-// Error is a refusal: what is wrong, where, and what to write instead.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Path    string `json:"path,omitempty"`
-}
-
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
+// Error is a refusal: what is wrong (Code, one of the codes below), where,
+// and what to write instead. It is the SDK's one refusal (refusal.Error).
+type Error = refusal.Error
 
 // Error codes of a refusal.
 const (

@@ -22,10 +22,10 @@ import (
 // HTTP/2 preface, an HTTP request's headers), how long one may sit idle,
 // and how long an HTTP request may take to arrive whole.
 type connLimits struct {
-	maxConns  int
-	handshake time.Duration
-	idle      time.Duration
-	httpRead  time.Duration
+	maxConnections   int
+	handshakeTimeout time.Duration
+	idleTimeout      time.Duration
+	httpReadTimeout  time.Duration
 
 	mu        sync.Mutex
 	listeners map[string]*connlimit.Listener // by name: grpc, http, health
@@ -33,18 +33,18 @@ type connLimits struct {
 
 func connFlags(fs *flag.FlagSet) *connLimits {
 	c := &connLimits{}
-	fs.IntVar(&c.maxConns, "max-connections", 1024, "connections each listener (gRPC, HTTP, health) holds at most; at the limit an idle or still-handshaking one is closed to make room, and a new one is closed only when all are busy")
-	fs.DurationVar(&c.handshake, "handshake-timeout", 10*time.Second, "how long a new connection may take to finish its TLS handshake and send the HTTP/2 preface (gRPC) or a request's headers (HTTP) before it is closed")
-	fs.DurationVar(&c.idle, "idle-timeout", 2*time.Minute, "close a connection with no call in flight (gRPC) or no request (HTTP keep-alive) after this long")
-	fs.DurationVar(&c.httpRead, "http-read-timeout", 30*time.Second, "how long one HTTP request, headers and body, may take to arrive")
+	fs.IntVar(&c.maxConnections, "max-connections", 1024, "connections each listener (gRPC, HTTP, health) holds at most; at the limit an idle or still-handshaking one is closed to make room, and a new one is closed only when all are busy")
+	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", 10*time.Second, "how long a new connection may take to finish its TLS handshake and send the HTTP/2 preface (gRPC) or a request's headers (HTTP) before it is closed")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "close a connection with no call in flight (gRPC) or no request (HTTP keep-alive) after this long")
+	fs.DurationVar(&c.httpReadTimeout, "http-read-timeout", 30*time.Second, "how long one HTTP request, headers and body, may take to arrive")
 	return c
 }
 
 func (c *connLimits) check() error {
-	if c.maxConns < 1 {
-		return fmt.Errorf("--max-connections %d: give at least 1 (the default is 1024)", c.maxConns)
+	if c.maxConnections < 1 {
+		return fmt.Errorf("--max-connections %d: give at least 1 (the default is 1024)", c.maxConnections)
 	}
-	for name, d := range map[string]time.Duration{"--handshake-timeout": c.handshake, "--idle-timeout": c.idle, "--http-read-timeout": c.httpRead} {
+	for name, d := range map[string]time.Duration{"--handshake-timeout": c.handshakeTimeout, "--idle-timeout": c.idleTimeout, "--http-read-timeout": c.httpReadTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("%s %s: give a positive duration such as 10s", name, d)
 		}
@@ -59,11 +59,11 @@ func (c *connLimits) check() error {
 // server is built before its address is bound; set the returned
 // Listener's Listener field then, before serving.
 func (c *connLimits) grpcListener(name string, l net.Listener) (*connlimit.Listener, []grpc.ServerOption) {
-	lim := c.track(name, connlimit.New(l, c.maxConns))
+	lim := c.track(name, connlimit.New(l, c.maxConnections))
 	return lim, []grpc.ServerOption{
 		grpc.StatsHandler(lim.StatsHandler()),
-		grpc.ConnectionTimeout(c.handshake),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: c.idle, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.ConnectionTimeout(c.handshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: c.idleTimeout, Time: time.Minute, Timeout: 20 * time.Second}),
 	}
 }
 
@@ -71,9 +71,9 @@ func (c *connLimits) grpcListener(name string, l net.Listener) (*connlimit.Liste
 // on: a connection is busy from a request's first headers until its
 // response is sent.
 func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
-	hs.ReadHeaderTimeout = c.handshake
-	hs.ReadTimeout = c.httpRead
-	hs.IdleTimeout = c.idle
+	hs.ReadHeaderTimeout = c.handshakeTimeout
+	hs.ReadTimeout = c.httpReadTimeout
+	hs.IdleTimeout = c.idleTimeout
 	hs.ConnState = func(conn net.Conn, s http.ConnState) {
 		switch s {
 		case http.StateActive:
@@ -82,7 +82,7 @@ func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
 			connlimit.MarkIdle(conn)
 		}
 	}
-	return c.track("http", connlimit.New(l, c.maxConns))
+	return c.track("http", connlimit.New(l, c.maxConnections))
 }
 
 func (c *connLimits) track(name string, l *connlimit.Listener) *connlimit.Listener {

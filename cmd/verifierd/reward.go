@@ -24,11 +24,12 @@ import (
 // the daemon, naming the file and the rule) and adds RewardService to the
 // gRPC server. It returns the service for the HTTP routes.
 func startRewards(mgr *session.Manager, srv *grpc.Server, logger hclog.Logger) (*reward.Service, error) {
-	contracts, err := mgr.LoadRewardContracts()
+	oracle := session.NewRewardOracle(mgr)
+	contracts, err := oracle.LoadContracts()
 	if err != nil {
 		return nil, err
 	}
-	svc := &reward.Service{Contracts: contracts, Oracle: session.RewardOracle{M: mgr}, Store: mgr.Store, Signer: mgr.Signer, EvidenceKey: mgr.Signer.DerivedKey("reward-evidence")}
+	svc := &reward.Service{Contracts: contracts, Oracle: oracle, Store: mgr.Store, Signer: mgr.Signer, EvidenceKey: mgr.Signer.DerivedKey("reward-evidence")}
 	server.RegisterReward(srv, svc)
 	for name, c := range contracts {
 		state := reward.CertAbsent

@@ -40,6 +40,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // KindRESTDelete is the compensator kind this package runs.
@@ -60,14 +61,17 @@ type config struct {
 	TimeoutS   *float64    `json:"timeout_s"`
 }
 
-// Error refuses a compensator section: Path is the key inside the section
-// (auth.bearer_env), Message what is wrong and what to write instead.
-type Error struct {
-	Path    string
-	Message string
-}
+// Error refuses a compensator section: the SDK's one refusal
+// (refusal.Error). Path is the key in the candidate, under "compensator"
+// (compensator.auth.bearer_env), Message what is wrong and what to write
+// instead.
+type Error = refusal.Error
 
-func (e *Error) Error() string { return "compensator." + e.Path + ": " + e.Message }
+// refuse is a refusal of the section's key at path (inside the section;
+// "" for the whole section).
+func refuse(path, message string) *Error {
+	return refusal.New("", path, message).Under("compensator")
+}
 
 // DeleteError is a DELETE that did not succeed. Index is the record's
 // position in the slice given to Delete; the records before it were
@@ -147,15 +151,15 @@ func Parse(section map[string]any, secrets map[string]string) (*Compensator, err
 		return nil, nil
 	}
 	if kind, _ := section["kind"].(string); kind != KindRESTDelete {
-		return nil, &Error{Path: "kind", Message: fmt.Sprintf("must be %s (the only compensator: a REST DELETE of each duplicate)", KindRESTDelete)}
+		return nil, refuse("kind", fmt.Sprintf("must be %s (the only compensator: a REST DELETE of each duplicate)", KindRESTDelete))
 	}
 	raw, err := json.Marshal(section)
 	if err != nil {
-		return nil, &Error{Message: "the section cannot be read: " + err.Error()}
+		return nil, refuse("", "the section cannot be read: "+err.Error())
 	}
 	c, err := parse(raw, slots(secrets))
 	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
-		return nil, &Error{Path: ce.Path, Message: ce.Message}
+		return nil, refuse(ce.Path, ce.Message)
 	}
 	return c, err
 }

@@ -88,8 +88,8 @@ func TestParseRefusals(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("Parse = %v; want an *Error", err)
 			}
-			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
-				t.Errorf("refused %q: %q; want path %q and %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)
+			if ce.Path != "compensator."+tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
+				t.Errorf("refused %q: %q; want path compensator.%s and %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)
 			}
 			if !strings.HasPrefix(err.Error(), "compensator."+tt.wantPath+": ") {
 				t.Errorf("error text %q does not start with the section path", err)

@@ -392,12 +392,9 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 	secrets = make(map[string]string, len(c.Secrets))
 	for _, slot := range slices.Sorted(maps.Keys(c.Secrets)) {
 		name := c.Secrets[slot]
-		if allow != nil && !allow(name) {
-			return nil, nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)
-		}
-		v, ok := lookupEnv(name)
-		if !ok || v == "" {
-			return nil, nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "environment variable %s is not set in the daemon's environment", name)
+		v, err := resolveSecret(fmt.Sprintf("candidates[%d].%s", c.Index, slot), name, lookupEnv, allow)
+		if err != nil {
+			return nil, nil, err
 		}
 		secrets[slot] = v
 	}
@@ -408,18 +405,38 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 	return configJSON, secrets, nil
 }
 
+// Codes of a secret reference that does not resolve: the first is the
+// operator's policy (the variable is outside secrets.allow), the second the
+// platform's (the variable is not set where the daemon runs).
+const (
+	CodeSecretNotAllowed = "secret_not_allowed"
+	CodeSecretUnset      = "secret_unset"
+)
+
+// resolveSecret looks up the environment variable name that the slot at
+// path references, after allow says the daemon permits it. A refusal
+// names the variable, never a value, and carries CodeSecretNotAllowed or
+// CodeSecretUnset.
+func resolveSecret(path, name string, lookupEnv func(string) (string, bool), allow func(string) bool) (string, error) {
+	if allow != nil && !allow(name) {
+		return "", &Error{Code: CodeSecretNotAllowed, Path: path, Message: fmt.Sprintf("the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)}
+	}
+	v, ok := lookupEnv(name)
+	if !ok || v == "" {
+		return "", &Error{Code: CodeSecretUnset, Path: path, Message: fmt.Sprintf("environment variable %s is not set in the daemon's environment", name)}
+	}
+	return v, nil
+}
+
 // ResolveCompensator resolves the compensator's credentials under the same
 // rules as Resolve. Slots keep their "compensator." prefix.
 func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), allow func(string) bool) (map[string]string, error) {
 	out := make(map[string]string, len(c.CompensatorSecrets))
 	for _, slot := range slices.Sorted(maps.Keys(c.CompensatorSecrets)) {
 		name := c.CompensatorSecrets[slot]
-		if allow != nil && !allow(name) {
-			return nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)
-		}
-		v, ok := lookupEnv(name)
-		if !ok || v == "" {
-			return nil, errorf(fmt.Sprintf("candidates[%d].%s", c.Index, slot), "environment variable %s is not set in the daemon's environment", name)
+		v, err := resolveSecret(fmt.Sprintf("candidates[%d].%s", c.Index, slot), name, lookupEnv, allow)
+		if err != nil {
+			return nil, err
 		}
 		out[slot] = v
 	}

@@ -328,16 +328,7 @@ func toStatus(err error) error {
 		}
 		return status.Error(codes.Internal, clip(err.Error()))
 	}
-	code := codes.InvalidArgument
-	switch se.Kind {
-	case session.Refused:
-		code = codes.FailedPrecondition
-	case session.NotFound:
-		code = codes.NotFound
-	case session.Denied:
-		code = codes.PermissionDenied
-	}
-	st := status.New(code, clip(se.Error()))
+	st := status.New(se.Kind.GRPCCode(), clip(se.Error()))
 	if se.TerminalOutcome != "" {
 		// A refused Begin recorded in the ledger: its outcome and receipt.
 		md := map[string]string{"terminal_outcome": se.TerminalOutcome}

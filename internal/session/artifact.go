@@ -89,7 +89,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("deployment %q has no document-hash or file candidate", deploymentName)}
 	}
 	cand := dep.Candidates[ci]
-	insts, errs := m.configure(ctx, dep, nil, map[string]string{})
+	insts, errs := m.configure(ctx, dep, nil, map[string]string{}, forCheck)
 	res := &ArtifactResult{Substrate: cand.Kind}
 	var read ReadDigest
 	switch {
@@ -104,7 +104,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 			CaptureID: fmt.Sprintf("artifact/%s/%d", a.SHA256, time.Now().UnixNano()), EffectKind: string(judge.RecordWritten), Timeout: time.Minute,
 		})
 		cancel()
-		read = m.readDigest(snap)
+		read = m.evidence().readDigest(snap)
 		res.Verdict, res.Reasons = judgeArtifact(snap, a, inst.Info().AbsenceNotProof)
 	}
 	// A reason may quote what the adapter read or said: no secret of the
@@ -121,7 +121,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		if _, err := l.Append(EntryArtifact, "", jsonDigest(claim)); err != nil {
 			return nil, err
 		}
-		env, err := m.sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
+		env, err := m.receipts().sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
 			claim.IssuedAt, claim.Ledger, claim.Signer = time.Now().UTC(), pos, signer
 			return claim
 		})

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
@@ -56,19 +55,12 @@ func censusFields(group []*judge.Contract) []string {
 func (m *Manager) censusInstance(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
 	c := dep.Candidates[ci].Census
 	path := candidatePath(dep, ci) + ".census"
-	allow := func(string) bool { return false }
-	if m.Daemon != nil {
-		allow = m.Daemon.AllowSecret
-	}
-	cfg, secrets, err := c.Resolve(nil, m.lookupEnv, allow)
+	conf := m.configurer()
+	cfg, secrets, err := c.Resolve(nil, conf.lookupEnv, conf.allow)
 	if err != nil {
-		reason := reasonPlatform
-		if strings.Contains(err.Error(), "secrets.allow") {
-			reason = reasonPolicy
-		}
-		return nil, &Error{Kind: Refused, Reason: reason, Path: path, Message: err.Error()}
+		return nil, &Error{Kind: Refused, Reason: resolveReason(refusalCode(err)), Path: path, Message: err.Error()}
 	}
-	inst, err := m.Host.Instance(ctx, pluginhost.Spec{
+	inst, err := conf.host.Instance(ctx, pluginhost.Spec{
 		Kind: c.Kind, ConfigJSON: cfg, Params: map[string]string{}, Secrets: secrets,
 		EffectTimeout: effectTimeout(contracts), ParamsChecked: true,
 	})
@@ -179,9 +171,9 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	}
 	telemetry.Set(span, telemetry.KeyRecords.Int(len(s.Records)), telemetry.KeyReachable.Bool(true))
 	cm := &censusMeta{Reachable: true, Records: len(s.Records), Fields: fields}
-	keyer := m.newBaselineKeyer(redaction)
+	keyer := m.evidence().newBaselineKeyer(redaction)
 	if keyer != nil {
-		cm.KeyID = judge.KeyID(m.evidenceKey())
+		cm.KeyID = judge.KeyID(m.evidence().key())
 	}
 	w := m.Store.NewBaseline(id, store.CensusCapture(n))
 	for _, r := range s.Records {
@@ -245,7 +237,7 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 		gc.before = judge.Snapshot{Reason: "the stored census could not be read: " + err.Error()}
 	case len(recs) != cm.Records:
 		gc.before = judge.Snapshot{Reason: fmt.Sprintf("the stored census holds %d records, Begin stored %d", len(recs), cm.Records)}
-	case cm.KeyID != "" && cm.KeyID != judge.KeyID(g.m.evidenceKey()):
+	case cm.KeyID != "" && cm.KeyID != judge.KeyID(g.m.evidence().key()):
 		gc.before = judge.Snapshot{Reason: "the stored census was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir"}
 	default:
 		gc.before = judge.Snapshot{Reachable: true, Records: recs}
@@ -260,7 +252,7 @@ func (g *group) readCensus(ctx context.Context) {
 	}
 	if gc.err != nil {
 		gc.after = judge.Snapshot{Reason: g.cand.Redaction.RedactText(gc.err.Error(), g.effects)}
-		g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before)}
+		g.ev.Census = &CensusReads{Before: g.m.evidence().readDigest(gc.before)}
 		return
 	}
 	req := censusRequest(g.id, "census-after", g.n, g.contracts, g.cm.Effects)
@@ -274,7 +266,7 @@ func (g *group) readCensus(ctx context.Context) {
 		telemetry.Fail(span, "unreachable")
 	}
 	gc.after.Reason = g.cand.Redaction.RedactText(gc.after.Reason, g.effects)
-	g.ev.Census = &CensusReads{Before: g.m.readDigest(gc.before), After: g.m.readDigest(gc.after)}
+	g.ev.Census = &CensusReads{Before: g.m.evidence().readDigest(gc.before), After: g.m.evidence().readDigest(gc.after)}
 }
 
 // censusOption is the census the judge is given for one after read, its

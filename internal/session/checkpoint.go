@@ -18,18 +18,6 @@ const (
 	DefaultCheckpointInterval = 10 * time.Second
 )
 
-// signCheckpoint signs the checkpoint of the ledger whose entry seq hashes
-// to head (receipt.PayloadTypeCheckpoint) and returns the envelope JSON.
-func (m *Manager) signCheckpoint(seq uint64, head string) ([]byte, error) {
-	ref := m.signerRef()
-	payload, err := json.Marshal(receipt.Checkpoint{Seq: seq, Head: head, At: time.Now().UTC(),
-		Signer: &receipt.Signer{PublicKey: ref.PublicKey, KeyID: ref.KeyID}})
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(m.Signer.Sign(receipt.PayloadTypeCheckpoint, payload))
-}
-
 // Checkpoint returns a signed checkpoint covering the ledger as it is now:
 // the newest stored one when no entry was appended after it, else a new one
 // of the current head, signed and stored. Its seq is the last entry it
@@ -66,7 +54,7 @@ func (m *Manager) checkpoint(empty bool) (uint64, []byte, error) {
 			return 0, nil, err
 		}
 	}
-	env, err = m.signCheckpoint(seq, pos.Head)
+	env, err = m.receipts().checkpoint(seq, pos.Head)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -132,7 +120,7 @@ func (m *Manager) StartCheckpoints(ctx context.Context, every uint64, interval t
 		return
 	}
 	if every > 0 {
-		m.Store.SignCheckpoints(&store.Checkpointing{Every: every, Sign: m.signCheckpoint})
+		m.Store.SignCheckpoints(&store.Checkpointing{Every: every, Sign: m.receipts().checkpoint})
 	}
 	if interval > 0 {
 		go m.checkpointEvery(ctx, interval)

@@ -88,7 +88,7 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	}
 	// A checkpoint of seq 4 whose head is not entry 4's, then entry 5.
 	appendOne()
-	env, err := m.signCheckpoint(4, "sha256:"+strings.Repeat("00", 32))
+	env, err := m.receipts().checkpoint(4, "sha256:"+strings.Repeat("00", 32))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,23 +14,15 @@ import (
 // passes adapter-supplied text through the same policy as records before it
 // reaches a verdict, a stored result or a log line.
 
-// evidenceKey is the daemon's evidence key, or, for a Manager built without
-// one (tests), a random key that lives as long as the Manager.
-func (m *Manager) evidenceKey() []byte {
+// evidence is the Manager's evidence keys: EvidenceKey, or without one a
+// random key made on first use.
+func (m *Manager) evidence() evidenceKeys {
 	if len(m.EvidenceKey) > 0 {
-		return m.EvidenceKey
+		return newEvidenceKeys(m.EvidenceKey)
 	}
-	m.keyOnce.Do(func() {
-		m.ephemeralKey = make([]byte, EvidenceKeySize)
-		if _, err := rand.Read(m.ephemeralKey); err != nil {
-			panic(err)
-		}
-	})
-	return m.ephemeralKey
+	m.keysOnce.Do(func() { m.keys = newEvidenceKeys(nil) })
+	return m.keys
 }
-
-// digester digests task records under the evidence key.
-func (m *Manager) digester() judge.Digester { return judge.KeyedDigester(m.evidenceKey()) }
 
 // baselineKeyer rewrites raw baseline records with their hidden values
 // keyed as Begin streams them into the store. It remembers the tokens it
@@ -49,11 +40,11 @@ type baselineKeyer struct {
 const maxMaskTokens = 1 << 16
 
 // newBaselineKeyer returns nil when the policy hides nothing.
-func (m *Manager) newBaselineKeyer(p judge.Redaction) *baselineKeyer {
+func (e evidenceKeys) newBaselineKeyer(p judge.Redaction) *baselineKeyer {
 	if !p.Active() {
 		return nil
 	}
-	return &baselineKeyer{p: p, k: judge.NewKeyer(m.evidenceKey()), tokens: map[string]bool{}}
+	return &baselineKeyer{p: p, k: judge.NewKeyer(e.key()), tokens: map[string]bool{}}
 }
 
 func (bk *baselineKeyer) key(raw []byte) ([]byte, error) {
@@ -99,12 +90,12 @@ type keyedBaseline struct {
 	secrets secretMask
 }
 
-func (m *Manager) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
-	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(m.evidenceKey()), group: group}
+func (e evidenceKeys) newKeyedBaseline(cm captureMeta, stored *read, p judge.Redaction, group []*judge.Contract) keyedBaseline {
+	kb := keyedBaseline{base: stored, policy: p, keyer: judge.NewKeyer(e.key()), group: group}
 	if cm.KeyID == "" || !stored.reachable() {
 		return kb
 	}
-	if cm.KeyID != judge.KeyID(m.evidenceKey()) {
+	if cm.KeyID != judge.KeyID(e.key()) {
 		kb.base = unreachableRead("the stored baseline was keyed with another evidence key; restore keys/evidence-hmac.key of this data dir")
 		return kb
 	}

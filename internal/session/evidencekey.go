@@ -8,10 +8,47 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/verifierd/verifierd/judge"
 )
 
 // EvidenceKeySize is the length of the per-daemon evidence key.
 const EvidenceKeySize = 32
+
+// evidenceKeys is what every keyed evidence value is made under: the
+// daemon's evidence key (LoadEvidenceKey), which keys task digests, the
+// hidden values of stored baselines and the evidence digests of receipts;
+// or, made without one (tests), a random key that lives as long as the
+// evidenceKeys.
+type evidenceKeys struct {
+	k []byte
+}
+
+// newEvidenceKeys holds key, or a random key when key is empty.
+func newEvidenceKeys(key []byte) evidenceKeys {
+	if len(key) > 0 {
+		return evidenceKeys{k: key}
+	}
+	k := make([]byte, EvidenceKeySize)
+	if _, err := rand.Read(k); err != nil {
+		panic(err)
+	}
+	return evidenceKeys{k: k}
+}
+
+// key is the evidence key itself (never logged, returned or stored).
+func (e evidenceKeys) key() []byte { return e.k }
+
+// digester digests task records under the key.
+func (e evidenceKeys) digester() judge.Digester { return judge.KeyedDigester(e.k) }
+
+// keyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under
+// the key.
+func (e evidenceKeys) keyedDigest(data []byte) string {
+	mac := judge.NewKeyedHash(e.k)
+	mac.Write(data)
+	return judge.KeyedSum(mac)
+}
 
 // EvidenceKeyPath is where the evidence key lives inside the data dir.
 func EvidenceKeyPath(dataDir string) string {

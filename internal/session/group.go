@@ -50,9 +50,23 @@ type group struct {
 	census *groupCensus
 }
 
+// groupRun is what verifyGroup judges: one capture of a session, with its
+// pinned adapter.
+type groupRun struct {
+	id        string      // the session
+	n         int         // the capture's index in the session
+	cm        captureMeta // the capture
+	inst      *pluginhost.Instance
+	instErr   error // why inst could not be configured (inst is nil then)
+	contracts []*judge.Contract
+	dep       *config.Deployment
+	ev        *groupEvidence // filled with what the group read
+}
+
 // verifyGroup settles and judges every effect of one capture and returns
 // their verdicts, and the tasks a compensation left (nil otherwise).
-func (m *Manager) verifyGroup(ctx context.Context, id string, n int, cm captureMeta, inst *pluginhost.Instance, instErr error, contracts []*judge.Contract, dep *config.Deployment, ev *groupEvidence) ([]judge.Verdict, []*judge.Task) {
+func (m *Manager) verifyGroup(ctx context.Context, r groupRun) ([]judge.Verdict, []*judge.Task) {
+	id, n, cm, inst, instErr, contracts, dep, ev := r.id, r.n, r.cm, r.inst, r.instErr, r.contracts, r.dep, r.ev
 	cand := &dep.Candidates[cm.Candidate]
 	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev}
 	g.effects = make([]*judge.Contract, len(cm.Effects))
@@ -163,7 +177,7 @@ func (g *group) readBaseline(ctx context.Context) {
 			if g.projection() {
 				p = judge.ProjectBaseline(g.effects)
 			}
-			rs := g.m.newReadStream("the stored baseline's records", g.cm.Records, p)
+			rs := g.m.evidence().newReadStream("the stored baseline's records", g.cm.Records, p)
 			if err = g.m.Store.ReadBaseline(g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
 				before = rs.read()
 			}
@@ -180,9 +194,9 @@ func (g *group) readBaseline(ctx context.Context) {
 			telemetry.Set(span, telemetry.KeyRecords.Int(before.len()))
 		}
 	}
-	g.baseline = g.m.newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
+	g.baseline = g.m.evidence().newKeyedBaseline(g.cm, before, g.cand.Redaction, g.effects)
 	g.baseline.secrets = secrets
-	g.ev.Baseline = g.m.readDigestOf(before)
+	g.ev.Baseline = g.m.evidence().readDigestOf(before)
 }
 
 // readIndex reads a baseline stored as an index (judge.RecordStream.Index) under the
@@ -256,7 +270,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	}
 	after.snap.Reason = g.baseline.redactText(after.snap.Reason, after)
 	g.lastAfter = after
-	g.ev.After, g.ev.PlatformFailed = g.m.readDigestOf(after), platform
+	g.ev.After, g.ev.PlatformFailed = g.m.evidence().readDigestOf(after), platform
 	return after
 }
 
@@ -372,7 +386,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		// A failed DELETE's error may quote the URL, and so an identity.
 		msg := m.secretMask(cand).text(cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched))
 		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
-		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.digester()})
+		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.evidence().digester()})
 	}
 	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
 	if err != nil {
@@ -394,7 +408,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 	*v = nv
 	m.logger().Info("compensated duplicates", "session", g.id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
 	if nv.Decision != judge.Confirmed {
-		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.digester()})
+		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.evidence().digester()})
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	if err != nil {
 		t.Fatal(err)
 	}
-	insts, errs := m.configure(ctx, dep, contracts, md.Params)
+	insts, errs := m.configure(ctx, dep, contracts, md.Params, forCheck)
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}

@@ -53,7 +53,7 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 		}
 	}
 	probe := []*judge.Contract{{TimeoutS: judge.DefaultTimeoutS}}
-	insts, errs := m.configure(ctx, dep, probe, params)
+	insts, errs := m.configure(ctx, dep, probe, params, forCheck)
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
 		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},

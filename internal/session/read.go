@@ -96,7 +96,7 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 		}
 		return incompleteRead(reason, capt.Code), nil
 	}
-	rs := m.newReadStream("the after read's records", expect, p)
+	rs := m.evidence().newReadStream("the after read's records", expect, p)
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
 			return unreachableRead(err.Error()), err
@@ -118,8 +118,8 @@ type readStream struct {
 	mac hash.Hash
 }
 
-func (m *Manager) newReadStream(path string, expect int, p *judge.Projection) readStream {
-	rs := readStream{RecordStream: judge.NewRecordStream(path, expect), mac: judge.NewKeyedHash(m.EvidenceDigestKey())}
+func (e evidenceKeys) newReadStream(path string, expect int, p *judge.Projection) readStream {
+	rs := readStream{RecordStream: judge.NewRecordStream(path, expect), mac: judge.NewKeyedHash(e.key())}
 	rs.Digest(rs.mac)
 	rs.Project(p)
 	return rs
@@ -133,14 +133,14 @@ func (rs readStream) read() *read {
 
 // readDigestOf is readDigest of a compact read: the same digest. A
 // streamed read has it already.
-func (m *Manager) readDigestOf(r *read) ReadDigest {
+func (e evidenceKeys) readDigestOf(r *read) ReadDigest {
 	if !r.reachable() {
 		return ReadDigest{}
 	}
 	if r.digest != nil {
 		return *r.digest
 	}
-	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
+	mac := judge.NewKeyedHash(e.key())
 	b := r.snap.Batch
 	n := b.Len()
 	canon := b.Canonicaliser()

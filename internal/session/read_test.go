@@ -87,7 +87,7 @@ func compactRead(t *testing.T, raws [][]byte) *read {
 // streamed with their digest, kept as p says.
 func projectedRead(t *testing.T, m *Manager, raws [][]byte, p *judge.Projection) *read {
 	t.Helper()
-	rs := m.newReadStream("records", len(raws), p)
+	rs := m.evidence().newReadStream("records", len(raws), p)
 	for _, raw := range raws {
 		if err := rs.Add(raw); err != nil {
 			t.Fatalf("%s: %v", raw, err)
@@ -139,7 +139,7 @@ func TestCompactPathAgreesWithMaps(t *testing.T) {
 		braw, araw := randomWireRead(rng, rng.IntN(14), ordered), randomWireRead(rng, rng.IntN(14), ordered)
 		bm, am := mapRead(t, braw), mapRead(t, araw)
 		bc, ac := compactRead(t, braw), compactRead(t, araw)
-		if got, want := m.readDigestOf(ac), m.readDigest(am); got != want {
+		if got, want := m.evidence().readDigestOf(ac), m.evidence().readDigest(am); got != want {
 			t.Fatalf("round %d: digest %+v, want %+v", round, got, want)
 		}
 		for k, c := range contracts {
@@ -159,8 +159,8 @@ func TestCompactPathAgreesWithMaps(t *testing.T) {
 			// kept only as far as the contract reads it.
 			group := []*judge.Contract{c}
 			pb, pa := projectedRead(t, m, braw, judge.ProjectBaseline(group)), projectedRead(t, m, araw, judge.ProjectAfter(group))
-			if m.readDigestOf(pb) != m.readDigest(bm) || m.readDigestOf(pa) != m.readDigest(am) {
-				t.Fatalf("round %d, contract %d: projected reads' digests %+v %+v, want %+v %+v", round, k, m.readDigestOf(pb), m.readDigestOf(pa), m.readDigest(bm), m.readDigest(am))
+			if m.evidence().readDigestOf(pb) != m.evidence().readDigest(bm) || m.evidence().readDigestOf(pa) != m.evidence().readDigest(am) {
+				t.Fatalf("round %d, contract %d: projected reads' digests %+v %+v, want %+v %+v", round, k, m.evidence().readDigestOf(pb), m.evidence().readDigestOf(pa), m.evidence().readDigest(bm), m.evidence().readDigest(am))
 			}
 			got = judge.JudgeBatch(c, pb.snap, pa.snap, judge.Options{})
 			if len(got.Matched) == 0 && len(want.Matched) == 0 {

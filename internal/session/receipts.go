@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/store"
@@ -39,16 +37,12 @@ const (
 // EvidenceDigestKey is the key of every keyed evidence digest in a receipt:
 // the daemon's evidence key, the same that keys reconciliation-task digests
 // (Manager.EvidenceKey; a random one of the Manager's lifetime when unset).
-func (m *Manager) EvidenceDigestKey() []byte { return m.evidenceKey() }
+func (m *Manager) EvidenceDigestKey() []byte { return m.evidence().key() }
 
 // KeyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under the
 // evidence key: it proves which exact bytes were seen without disclosing a
 // guessable value to anyone without the key.
-func (m *Manager) KeyedDigest(data []byte) string {
-	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
-	mac.Write(data)
-	return judge.KeyedSum(mac)
-}
+func (m *Manager) KeyedDigest(data []byte) string { return m.evidence().keyedDigest(data) }
 
 // stepEvidence is what a Verify saw, for the receipt: never values, only
 // keyed digests.
@@ -90,11 +84,11 @@ type ReadDigest struct {
 	Digest    string `json:"digest,omitempty"`
 }
 
-func (m *Manager) readDigest(s judge.Snapshot) ReadDigest {
+func (e evidenceKeys) readDigest(s judge.Snapshot) ReadDigest {
 	if !s.Reachable {
 		return ReadDigest{}
 	}
-	mac := judge.NewKeyedHash(m.EvidenceDigestKey())
+	mac := judge.NewKeyedHash(e.key())
 	for _, r := range s.Records {
 		mac.Write([]byte(judge.CanonicalJSON(r)))
 		mac.Write([]byte{'\n'})
@@ -231,28 +225,6 @@ func jsonDigest(v any) string {
 	return sha256Hex(b)
 }
 
-func (m *Manager) signerRef() SignerRef {
-	return SignerRef{PublicKey: m.Signer.PublicKeyBase64(), KeyID: m.Signer.KeyID()}
-}
-
-// sign marshals a payload whose ledger position is taken now, signs it and
-// appends its receipt entry. Without a signer it appends nothing.
-func (m *Manager) sign(l *store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
-	if m.Signer == nil {
-		return nil, nil
-	}
-	pos := l.Next()
-	payload, err := json.Marshal(set(pos, m.signerRef()))
-	if err != nil {
-		return nil, err
-	}
-	env := m.Signer.Sign(payloadType, payload)
-	if _, err := l.Append(EntryReceipt, session, receipt.PayloadDigest(payload)); err != nil {
-		return nil, err
-	}
-	return json.Marshal(env)
-}
-
 func namesOf(raw []byte) sessionNames {
 	var md struct {
 		DeploymentName string `json:"deployment_name"`
@@ -311,7 +283,7 @@ func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, e
 		}
 	}
 	names := namesOf(rawMeta)
-	env, err := m.sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
+	env, err := m.receipts().sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
 		p := VerdictPayload{
 			Kind: kind, SessionID: res.SessionID,
 			Deployment: DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},
@@ -365,106 +337,6 @@ type reverifyOf struct {
 	attempt   int
 	reason    string
 	openTasks []string // the reconciliation tasks still open before it
-}
-
-// Refusal is a Begin refused before anything was read or done, to record in
-// the ledger with a signed receipt. The policy checks call RecordRefusal
-// with Outcome OutcomeRejectedPolicy.
-type Refusal struct {
-	Outcome        string // OutcomeRejectedPolicy, OutcomeFailedPlatform or judge.HaltedBeforeEffect
-	DeploymentName string
-	Deployment     []byte // the deployment YAML, when known (digested only)
-	Workflow       *WorkflowRef
-	Err            *Error
-}
-
-// RecordRefusal appends a refused Begin to the ledger and returns its
-// signed receipt (nil without a signing key). The refusal message is
-// recorded by digest only: it may name a parameter value.
-func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
-	if m.Store == nil {
-		return nil, nil
-	}
-	key := fmt.Sprintf("refusal/%s", newID())
-	// Keyed: a message can quote a low-entropy parameter value.
-	claim := &RefusalClaim{MessageDigest: m.KeyedDigest([]byte(r.Err.Message)), Path: r.Err.Path, Code: r.Err.Code}
-	var dep DeploymentRef
-	dep.Name = r.DeploymentName
-	if len(r.Deployment) > 0 {
-		dep.Digest = sha256Hex(r.Deployment)
-	}
-	var env json.RawMessage
-	_, err := m.Store.PutReceipt(key, func(l *store.Ledger) ([]byte, error) {
-		if _, err := l.Append(EntryBeginRefused, "", jsonDigest(map[string]any{"outcome": r.Outcome, "refusal": claim, "deployment": dep})); err != nil {
-			return nil, err
-		}
-		var err error
-		env, err = m.sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
-			return VerdictPayload{
-				Kind: EntryBeginRefused, Deployment: dep, Workflow: r.Workflow, TerminalOutcome: r.Outcome,
-				Effects: []EffectClaim{}, Refusal: claim, EvidenceDigest: "hmac-sha256",
-				IssuedAt: time.Now().UTC(), Ledger: pos, Signer: signer,
-			}
-		})
-		if env == nil {
-			return []byte("{}"), err
-		}
-		return env, err
-	})
-	return env, err
-}
-
-// refusalOutcome names the terminal outcome of a Begin refusal: a trust
-// rule or contract guard (Denied, or a guard's rule code) and a secret
-// outside secrets.allow are the operator's policy; a
-// plugin that cannot start or a deployment file that cannot be read is the
-// platform; a baseline that cannot be read halts before any effect.
-func refusalOutcome(e *Error) string {
-	if e.Kind == Denied {
-		return OutcomeRejectedPolicy
-	}
-	switch e.Reason {
-	case reasonPolicy:
-		return OutcomeRejectedPolicy
-	case reasonPlatform:
-		return OutcomeFailedPlatform
-	}
-	return string(judge.HaltedBeforeEffect)
-}
-
-// Reasons a refusal carries for refusalOutcome.
-const (
-	reasonPolicy   = "policy"
-	reasonPlatform = "platform"
-)
-
-// recordBeginRefusal records a Refused Begin error and attaches its
-// receipt; other errors pass unchanged.
-func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err error) error {
-	var se *Error
-	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) {
-		return err
-	}
-	var wf *WorkflowRef
-	if req.Workflow != "" {
-		wf = &WorkflowRef{Name: req.Workflow, Step: req.Step}
-		if w := m.Workflows[req.Workflow]; w != nil {
-			wf.Digest = w.Digest
-		}
-	}
-	env, rerr := m.RecordRefusal(Refusal{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
-	if rerr != nil {
-		m.logger().Error("recording a refused Begin in the ledger", "error", rerr)
-		return err
-	}
-	out := *se
-	out.TerminalOutcome, out.Receipt = refusalOutcome(se), env
-	return &out
-}
-
-func isKind(err error, k ErrorKind) bool {
-	var se *Error
-	return errors.As(err, &se) && se.Kind == k
 }
 
 // KeyInfo is the daemon's signing identity and ledger head.

@@ -179,7 +179,7 @@ func TestRefusedBeginHasAReceipt(t *testing.T) {
 	if p.Kind != EntryBeginRefused || p.TerminalOutcome != string(judge.HaltedBeforeEffect) || p.Refusal == nil || p.Refusal.MessageDigest == "" {
 		t.Errorf("payload %+v", p)
 	}
-	env, err := m.RecordRefusal(Refusal{Outcome: OutcomeRejectedPolicy, DeploymentName: "clinic", Err: &Error{Kind: Refused, Path: "params.subject", Message: "subject p-77 is not allowed"}})
+	env, err := m.RecordRefusal(RefusedBegin{Outcome: OutcomeRejectedPolicy, DeploymentName: "clinic", Err: &Error{Kind: Refused, Path: "params.subject", Message: "subject p-77 is not allowed"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,11 @@ import (
 // sqliteHeader opens every SQLite 3 database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
-// CheckOracleDeployment checks a reward contract's oracle at load: the
+// CheckDeployment checks a reward contract's oracle at load: the
 // deployment is registered and parses, and a SQLite file it names is a
 // SQLite database (a renamed JSON dump is refused, not read).
-func (m *Manager) CheckOracleDeployment(name string) error {
-	data, err := m.deploymentBytes(BeginRequest{DeploymentName: name})
+func (o RewardOracle) CheckDeployment(name string) error {
+	data, err := o.m.deploymentBytes(BeginRequest{DeploymentName: name})
 	if err != nil {
 		return err
 	}
@@ -58,8 +58,13 @@ func checkSQLiteFiles(dep *config.Deployment) error {
 	return nil
 }
 
-// RewardOracle reads registered deployments for the reward service.
-type RewardOracle struct{ M *Manager }
+// RewardOracle reads registered deployments for the reward service
+// (reward.Oracle) and loads the reward contracts whose oracles they are.
+type RewardOracle struct{ m *Manager }
+
+// NewRewardOracle is the reward oracle over m's deployments, adapters and
+// keys.
+func NewRewardOracle(m *Manager) RewardOracle { return RewardOracle{m: m} }
 
 // OracleConfigDigest is the digest of a candidate's configuration as the
 // deployment declares it: its kind, its section and the names of the
@@ -100,12 +105,12 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 	}
 	var all secretMask
 	for i := range dep.Candidates {
-		all.secrets = append(all.secrets, o.M.secretMask(&dep.Candidates[i]).secrets...)
+		all.secrets = append(all.secrets, o.m.secretMask(&dep.Candidates[i]).secrets...)
 	}
 	all.sort()
 	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
 	if phase != "after" && read.Snapshot.Reachable && read.Pin != nil && read.Pin.Index < len(dep.Candidates) {
-		mask := o.M.secretMask(&dep.Candidates[read.Pin.Index])
+		mask := o.m.secretMask(&dep.Candidates[read.Pin.Index])
 		if mask.active() {
 			recs := make([]judge.Record, len(read.Snapshot.Records))
 			for i, r := range read.Snapshot.Records {
@@ -124,7 +129,7 @@ func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, 
 	if dep == nil || pin == nil || pin.Index < 0 || pin.Index >= len(dep.Candidates) {
 		return recs
 	}
-	mask := o.M.secretMask(&dep.Candidates[pin.Index])
+	mask := o.m.secretMask(&dep.Candidates[pin.Index])
 	if !mask.active() {
 		return recs
 	}
@@ -136,7 +141,7 @@ func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, 
 }
 
 func (o RewardOracle) deployment(name string) *config.Deployment {
-	data, err := o.M.deploymentBytes(BeginRequest{DeploymentName: name})
+	data, err := o.m.deploymentBytes(BeginRequest{DeploymentName: name})
 	if err != nil {
 		return nil
 	}
@@ -148,7 +153,7 @@ func (o RewardOracle) deployment(name string) *config.Deployment {
 }
 
 func (o RewardOracle) read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
-	m := o.M
+	m := o.m
 	fail := func(read reward.OracleRead, err error) reward.OracleRead {
 		read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
 		return read
@@ -180,7 +185,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 			return changed("was reconfigured since the episode was registered")
 		}
 		one := &config.Deployment{Candidates: []config.Candidate{*c}, Policy: dep.Policy}
-		insts, errs := m.configure(ctx, one, effects, identity)
+		insts, errs := m.configure(ctx, one, effects, identity, forCheck)
 		if insts[0] == nil {
 			read.Code = reward.ReasonOracleUnavailable
 			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline cannot be configured: %w", deployment, pin.Index, pin.Kind, errors.Join(errs...)))
@@ -190,7 +195,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 			return changed("now reports kind %s tier %d", clip(inst.Kind()), inst.Info().Tier)
 		}
 	} else {
-		insts, errs := m.configure(ctx, dep, effects, identity)
+		insts, errs := m.configure(ctx, dep, effects, identity, forCheck)
 		best = -1
 		for i, inst := range insts {
 			if inst != nil && (best < 0 || inst.Info().Tier < insts[best].Info().Tier) {
@@ -245,11 +250,12 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	return read
 }
 
-// LoadRewardContracts loads the reward contracts of the daemon config. A
+// LoadContracts loads the reward contracts of the daemon config. A
 // certificate must be signed by the daemon's key or one listed under
 // rewards_trust; the oracle deployment must be registered (and a SQLite
 // file it names must be one). Every refusal names the file and the rule.
-func (m *Manager) LoadRewardContracts() (map[string]*reward.Contract, error) {
+func (o RewardOracle) LoadContracts() (map[string]*reward.Contract, error) {
+	m := o.m
 	out := map[string]*reward.Contract{}
 	if m.Daemon == nil || len(m.Daemon.Rewards) == 0 {
 		return out, nil
@@ -270,7 +276,7 @@ func (m *Manager) LoadRewardContracts() (map[string]*reward.Contract, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rewards.%s: %w", name, err)
 		}
-		if err := m.CheckOracleDeployment(c.Deployment); err != nil {
+		if err := o.CheckDeployment(c.Deployment); err != nil {
 			return nil, fmt.Errorf("rewards.%s: %s: deployment %q: %w", name, dir+"/"+reward.ContractFile, c.Deployment, err)
 		}
 		out[name] = c

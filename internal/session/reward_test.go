@@ -59,7 +59,7 @@ type rewardRig struct {
 }
 
 // newRewardRig loads the MockMed contract over deployment (YAML), with a
-// certificate calibrated by the daemon key, through LoadRewardContracts.
+// certificate calibrated by the daemon key, through RewardOracle.LoadContracts.
 func newRewardRig(t *testing.T, deployment string, env map[string]string, adapters ...sdk.Adapter) *rewardRig {
 	t.Helper()
 	host, err := pluginhost.New(pluginhost.Options{})
@@ -90,17 +90,17 @@ func newRewardRig(t *testing.T, deployment string, env map[string]string, adapte
 	m := &Manager{Host: host, Store: st, Daemon: daemon, Signer: signer, EvidenceKey: make([]byte, EvidenceKeySize),
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 	// Calibrate with the daemon key, as `verifyctl reward calibrate` does.
-	contracts, err := m.LoadRewardContracts()
+	contracts, err := NewRewardOracle(m).LoadContracts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &reward.Service{Contracts: contracts, Oracle: RewardOracle{M: m}, Store: st, Signer: signer, EvidenceKey: []byte("evidence")}
+	svc := &reward.Service{Contracts: contracts, Oracle: NewRewardOracle(m), Store: st, Signer: signer, EvidenceKey: []byte("evidence")}
 	cal, err := svc.Calibrate("mockmed", 300, 0.05, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	must(t, os.WriteFile(filepath.Join(contractDir, reward.CertificateFile), cal.CertificateJSON, 0o600))
-	if svc.Contracts, err = m.LoadRewardContracts(); err != nil {
+	if svc.Contracts, err = NewRewardOracle(m).LoadContracts(); err != nil {
 		t.Fatal(err)
 	}
 	return &rewardRig{svc: svc, m: m, signer: signer}
@@ -272,7 +272,7 @@ func TestRewardRefusesRenamedJSONAsSQLite(t *testing.T) {
 	}
 	_, priv, _ := ed25519.GenerateKey(nil)
 	m := &Manager{Host: host, Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(priv)}
-	_, err := m.LoadRewardContracts()
+	_, err := NewRewardOracle(m).LoadContracts()
 	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database file") || !strings.Contains(err.Error(), "contract.yaml") {
 		t.Fatalf("got %v, want the SQLite header refusal naming contract.yaml", err)
 	}
@@ -307,11 +307,11 @@ func TestRewardsTrust(t *testing.T) {
 
 	_, daemonKey, _ := ed25519.GenerateKey(nil)
 	m := &Manager{Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(daemonKey)}
-	if _, err := m.LoadRewardContracts(); err == nil || !strings.Contains(err.Error(), reward.RuleCertificateUntrust) {
+	if _, err := NewRewardOracle(m).LoadContracts(); err == nil || !strings.Contains(err.Error(), reward.RuleCertificateUntrust) {
 		t.Fatalf("an issuer outside rewards_trust: %v", err)
 	}
 	m.Daemon.RewardsTrust = []string{issuer.PublicKeyBase64()}
-	got, err := m.LoadRewardContracts()
+	got, err := NewRewardOracle(m).LoadContracts()
 	if err != nil || got["m"].Certificate == nil {
 		t.Fatalf("an issuer in rewards_trust: %v", err)
 	}
@@ -332,7 +332,7 @@ func (r *rewardRig) restart(t *testing.T, kinds map[string]func() sdk.Adapter) {
 	}
 	m := &Manager{Host: host, Store: r.m.Store, Daemon: r.m.Daemon, Signer: r.m.Signer, EvidenceKey: r.m.EvidenceKey, LookupEnv: r.m.LookupEnv}
 	r.m = m
-	r.svc.Oracle = RewardOracle{M: m}
+	r.svc.Oracle = NewRewardOracle(m)
 }
 
 func (r *rewardRig) score(t *testing.T, ep string) reward.Receipt {

@@ -203,7 +203,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		return nil, nil, fmt.Errorf("session %s no longer parses: %w", id, err)
 	}
 	// The parameters were checked at Begin; every capture binds them again.
-	insts, instErrs := m.configureTraced(ctx, dep, contracts, md.Params, true)
+	insts, instErrs := m.configure(ctx, dep, contracts, md.Params, forSession)
 
 	verdicts := make([]judge.Verdict, len(contracts))
 	tasks := make([]*judge.Task, len(contracts)) // set only by a compensation
@@ -215,8 +215,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
 		wg.Go(func() {
-			inst, instErr := insts[cm.Candidate], instErrs[cm.Candidate]
-			vs, ts := m.verifyGroup(ctx, id, n, cm, inst, instErr, contracts, dep, &ev.Groups[n])
+			vs, ts := m.verifyGroup(ctx, groupRun{id: id, n: n, cm: cm, inst: insts[cm.Candidate], instErr: instErrs[cm.Candidate], contracts: contracts, dep: dep, ev: &ev.Groups[n]})
 			for k, i := range cm.Effects {
 				verdicts[i], tasks[i] = vs[k], ts[k]
 			}
@@ -236,7 +235,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	for i, c := range contracts {
 		if tasks[i] == nil {
 			cand := dep.Candidates[md.Begin.Effects[i].CandidateIndex]
-			tasks[i] = judge.NewTask(id, i, cand.Kind, c, &verdicts[i], judge.TaskOptions{IrreversibleStep: md.IrreversibleStep, Digest: m.digester()})
+			tasks[i] = judge.NewTask(id, i, cand.Kind, c, &verdicts[i], judge.TaskOptions{IrreversibleStep: md.IrreversibleStep, Digest: m.evidence().digester()})
 		}
 	}
 	judge.SuggestForOutcome(res.Outcome, tasks)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Schema is the only workflow schema this daemon reads.
@@ -114,13 +115,9 @@ func (w *Workflow) SecretParams() map[string]bool {
 	return out
 }
 
-// Error is a refusal naming the path in the file and the fix.
-type Error struct {
-	Path    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Path + ": " + e.Message }
+// Error is a refusal naming the path in the file and the fix: the SDK's
+// one refusal (refusal.Error).
+type Error = refusal.Error
 
 func refuse(path, format string, args ...any) error {
 	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}

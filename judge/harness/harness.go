@@ -79,8 +79,10 @@ func RunString(input string, now time.Time) ([]byte, int) {
 func RunOptions(input string, now time.Time, opts judge.Options) ([]byte, int) {
 	out, err := judgeString(input, now, opts)
 	if err != nil {
+		// A refusal without a code (a value refused before the judge
+		// named its rule) is the case's, as any other error.
 		jerr, ok := errors.AsType[*judge.Error](err)
-		if !ok {
+		if !ok || jerr.Code == "" {
 			jerr = &judge.Error{Code: judge.CodeInvalidCase, Message: err.Error()}
 		}
 		return encode(Refusal{Error: jerr}), ExitRefused

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Value is one value expression: literal text, or a reference to a run
@@ -44,20 +46,11 @@ func (v Value) Params() []string {
 }
 
 // Error is a refused value or parameter, and an adapter's refused
-// configuration (sdk.ConfigError is this type). Path is the dotted path of
-// the offending key ("" when the caller has not said where the value came
-// from); Message says what is wrong and what to write instead.
-type Error struct {
-	Path    string
-	Message string
-}
-
-func (e *Error) Error() string {
-	if e.Path == "" {
-		return e.Message
-	}
-	return e.Path + ": " + e.Message
-}
+// configuration (sdk.ConfigError is this type): the SDK's one refusal
+// (refusal.Error). Path is the dotted path of the offending key ("" when
+// the caller has not said where the value came from); Message says what is
+// wrong and what to write instead.
+type Error = refusal.Error
 
 // Option adjusts how Parse words its refusals.
 type Option func(*parser)
