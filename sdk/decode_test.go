@@ -115,7 +115,7 @@ func TestRefuseUnknownKeys(t *testing.T) {
 	section := map[string]json.RawMessage{"kind": nil, "url": nil, "ur1": nil}
 	err := sdk.RefuseUnknownKeys("rest", "", section, []string{"url"})
 	var ce *sdk.ConfigError
-	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url` {
+	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url (did you mean "url"?)` {
 		t.Errorf("top level: %v", err)
 	}
 	err = sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"token_env": 1, "bearer_env": 2}, []string{"bearer_env"})

@@ -1,0 +1,119 @@
+package strict
+
+import (
+	"reflect"
+	"strings"
+)
+
+// field is one key of a struct: its name, whether it is required, and
+// where its field is (an index path through embedded structs).
+type field struct {
+	Name     string
+	Required bool
+	index    []int
+}
+
+// fields lists the keys of struct type t, in declaration order, with the
+// keys of an embedded struct (untagged, not a pointer) in its place.
+func fields(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			for _, inner := range fields(f.Type) {
+				inner.index = append([]int{i}, inner.index...)
+				out = append(out, inner)
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, field{Name: name, Required: hasOption(opts, "required"), index: []int{i}})
+	}
+	return out
+}
+
+// Keys lists the keys of struct type t (a pointer is followed), in
+// declaration order.
+func Keys(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var keys []string
+	for _, f := range fields(t) {
+		keys = append(keys, f.Name)
+	}
+	return keys
+}
+
+func fieldNamed(fields []field, key string) (field, bool) {
+	for _, f := range fields {
+		if f.Name == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+func hasOption(opts, want string) bool {
+	for opts != "" {
+		var o string
+		o, opts, _ = strings.Cut(opts, ",")
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Closest is the key of known nearest to key within two edits (a typo's
+// likely intent), or "" when none is that close. Ties go to the first in
+// known's order.
+func Closest(key string, known []string) string {
+	best, bestD := "", 3
+	if len(key) > 64 {
+		return ""
+	}
+	for _, k := range known {
+		if len(k) > 64 {
+			continue
+		}
+		if d := levenshtein(key, k); d < bestD && d < len(key) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// levenshtein is the edit distance between a and b, in bytes.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
