@@ -101,14 +101,6 @@ func checkKind(kind string, named any) error {
 	return nil
 }
 
-// join is path.key, or key at the top.
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 // DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
 // with exact numbers. The top-level key `kind` is ignored. A key that v's
 // structs have no field for is refused with a *ConfigError naming its dotted

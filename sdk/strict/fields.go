@@ -23,7 +23,7 @@ func fields(t reflect.Type) []field {
 		if tag == "-" {
 			continue
 		}
-		name, opts, _ := strings.Cut(tag, ",")
+		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
 			for _, inner := range fields(f.Type) {
 				inner.index = append([]int{i}, inner.index...)
@@ -37,7 +37,7 @@ func fields(t reflect.Type) []field {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, field{Name: name, Required: hasOption(opts, "required"), index: []int{i}})
+		out = append(out, field{Name: name, Required: hasOption(f.Tag.Get("strict"), "required"), index: []int{i}})
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 )
 
 type fuzzTarget struct {
-	Name  string            `json:"name,required"`
+	Name  string            `json:"name" strict:"required"`
 	N     int               `json:"n"`
 	F     *float64          `json:"f"`
 	B     bool              `json:"b"`

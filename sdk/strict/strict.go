@@ -11,8 +11,8 @@
 //   - a struct's keys are its fields' `json` tag names (the field name when
 //     untagged; `json:"-"` and unexported fields are not keys). The fields
 //     of an embedded struct without a tag are keys of the struct embedding
-//     it. The tag option `required` makes a key mandatory: absent or null,
-//     it is refused as missing.
+//     it. The tag `strict:"required"` makes a key mandatory: absent or
+//     null, it is refused as missing.
 //   - a key the struct has no field for is refused with the keys allowed
 //     there and, when one is close, the key that was probably meant.
 //   - a value of the wrong type is refused with the type it must be. null
@@ -21,7 +21,9 @@
 //   - a field of type any receives the subtree as it is (for a caller that
 //     reads that part itself); json.RawMessage receives it as JSON; a type
 //     with an UnmarshalTree method reads its own subtree; any other
-//     json.Unmarshaler receives the subtree as JSON.
+//     json.Unmarshaler receives the subtree as JSON. Such a type is called
+//     whenever its key is present, null included, so it can tell a null
+//     from an absent key.
 //   - a key absent from the tree leaves its field as it was, so a caller
 //     sets defaults by filling the value before decoding.
 //
@@ -73,7 +75,13 @@ type Error struct {
 	// them.
 	Key     string
 	Allowed []string
+	// Err is, for CodeInvalid, the refusal of the type's own decoder, so
+	// that a caller finds its own error type with errors.As.
+	Err error
 }
+
+// Unwrap is the type's own refusal (CodeInvalid), or nil.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Path == "" {
@@ -117,8 +125,7 @@ func ParseJSON(data []byte, path string) (any, error) {
 		return nil, nil
 	}
 	if err := jsondepth.CheckJSON(data, path, jsondepth.Max); err != nil {
-		var de *jsondepth.Error
-		if errors.As(err, &de) {
+		if de, ok := errors.AsType[*jsondepth.Error](err); ok {
 			return nil, &Error{Code: CodeDepth, Path: de.Path, Message: strings.TrimPrefix(err.Error(), de.Path+" ")}
 		}
 		return nil, &Error{Code: CodeDepth, Path: path, Message: err.Error()}
@@ -136,11 +143,8 @@ func ParseJSON(data []byte, path string) (any, error) {
 }
 
 var (
-	typeAny         = reflect.TypeFor[any]()
-	typeNumber      = reflect.TypeFor[json.Number]()
-	typeRaw         = reflect.TypeFor[json.RawMessage]()
-	typeUnmarshaler = reflect.TypeFor[Unmarshaler]()
-	typeJSONUnmarsh = reflect.TypeFor[json.Unmarshaler]()
+	typeNumber = reflect.TypeFor[json.Number]()
+	typeRaw    = reflect.TypeFor[json.RawMessage]()
 )
 
 func decode(tree any, path string, v reflect.Value, depth int) error {
@@ -167,14 +171,16 @@ func decode(tree any, path string, v reflect.Value, depth int) error {
 		}
 		v.Set(tv)
 		return nil
-	case reflect.PointerTo(t).Implements(typeUnmarshaler):
-		return wrapInvalid(path, v.Addr().Interface().(Unmarshaler).UnmarshalTree(tree, path))
-	case t != typeNumber && reflect.PointerTo(t).Implements(typeJSONUnmarsh):
+	}
+	if u, ok := reflect.TypeAssert[Unmarshaler](v.Addr()); ok {
+		return wrapInvalid(path, u.UnmarshalTree(tree, path))
+	}
+	if u, ok := reflect.TypeAssert[json.Unmarshaler](v.Addr()); ok && t != typeNumber {
 		raw, err := json.Marshal(tree)
 		if err != nil {
 			return &Error{Code: CodeInvalid, Path: path, Message: "cannot be written as JSON: " + err.Error()}
 		}
-		return wrapInvalid(path, v.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(raw))
+		return wrapInvalid(path, u.UnmarshalJSON(raw))
 	}
 	if t.Kind() == reflect.Pointer {
 		if tree == nil {
@@ -199,7 +205,8 @@ func decode(tree any, path string, v reflect.Value, depth int) error {
 }
 
 // wrapInvalid gives a type's own refusal the path, unless it is already
-// one of ours (it named its own path).
+// one of ours (it named its own path). The refusal stays reachable with
+// errors.As, so a caller whose type refused in its own terms keeps them.
 func wrapInvalid(path string, err error) error {
 	if err == nil {
 		return nil
@@ -207,7 +214,7 @@ func wrapInvalid(path string, err error) error {
 	if se, ok := errors.AsType[*Error](err); ok {
 		return se
 	}
-	return &Error{Code: CodeInvalid, Path: path, Message: err.Error()}
+	return &Error{Code: CodeInvalid, Path: path, Message: err.Error(), Err: err}
 }
 
 // asMap is tree as a map with string keys, or false.

@@ -13,7 +13,7 @@ import (
 )
 
 type auth struct {
-	TokenEnv string `json:"token_env,required"`
+	TokenEnv string `json:"token_env" strict:"required"`
 }
 
 type shared struct {
@@ -21,7 +21,7 @@ type shared struct {
 }
 
 type target struct {
-	Name    string            `json:"name,required"`
+	Name    string            `json:"name" strict:"required"`
 	Limit   int               `json:"limit"`
 	Small   int8              `json:"small"`
 	Count   uint              `json:"count"`
