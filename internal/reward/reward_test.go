@@ -669,3 +669,24 @@ func TestPinnedOracle(t *testing.T) {
 		t.Fatalf("an unpinned stored episode: %+v", rc)
 	}
 }
+
+// contract.yaml is read by the strict decoder: an unknown key or a value
+// of the wrong type is refused with its path and the fix.
+func TestContractFileRefusals(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ contract, want string }{
+		"unknown key":      {mockmedContract + "identity_key: [x]\n", `identity_key: unknown key; "identity_key" is not one of: schema, id, version, deployment, identity_keys, components, scoring, certificate_policy (did you mean "identity_keys"?)`},
+		"nested key":       {strings.Replace(mockmedContract, "epsilon: 0.05", "epsilo: 0.05", 1), `certificate_policy.epsilo: unknown key`},
+		"version a number": {strings.Replace(mockmedContract, `version: "1"`, "version: 1", 1), `version: must be a string, got 1; quote it ("1") if it is text`},
+		"weight a string":  {strings.Replace(mockmedContract, "weight: 1", "weight: one", 1), "components[0].weight: must be a number, got a string"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadContract("m", writeContract(t, tc.contract, mockmedRequired, ""), Trust{})
+			le, ok := errors.AsType[*LoadError](err)
+			if !ok || le.Rule != RuleInvalid || filepath.Base(le.File) != ContractFile || !strings.Contains(le.Msg, tc.want) {
+				t.Fatalf("got %v; want %s in %s saying %q", err, RuleInvalid, ContractFile, tc.want)
+			}
+		})
+	}
+}

@@ -340,7 +340,7 @@ func decodeScalar(tree any, path string, v reflect.Value) error {
 	case k == reflect.String:
 		s, ok := tree.(string)
 		if !ok {
-			return typeError(path, "a string", tree)
+			return stringError(path, tree)
 		}
 		v.SetString(s)
 	case k == reflect.Bool:
@@ -413,7 +413,20 @@ func wholeNumber(tree any) (int64, bool) {
 	return int64(f), true
 }
 
-func typeError(path, want string, got any) error {
+// stringError refuses a non-string where a string must be; a number or a
+// boolean (a YAML reader's reading of version: 1 or name: yes) is most
+// likely meant as text, so the refusal says how to quote it.
+func stringError(path string, got any) error {
+	err := typeError(path, "a string", got)
+	if _, isMap := asMap(got); got != nil && !isMap {
+		if _, isList := got.([]any); !isList {
+			err.Message += fmt.Sprintf("; quote it (%q) if it is text", Describe(got))
+		}
+	}
+	return err
+}
+
+func typeError(path, want string, got any) *Error {
 	return &Error{Code: CodeType, Path: path, Message: "must be " + want + ", got " + Describe(got)}
 }
 
