@@ -690,3 +690,29 @@ func TestContractFileRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A descriptor is read by the strict decoder: an unknown key names the
+// keys allowed and the nearest, a wrong type its key and the type wanted.
+func TestParseDescriptorMessages(t *testing.T) {
+	t.Parallel()
+	head := `{"episode_id": "episode-0001", "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": "sha256:` + strings.Repeat("a", 64) + `"`
+	for name, tc := range map[string]struct{ doc, says string }{
+		"typo":        {head + `, "runtime_signl": "refused"}`, `runtime_signl: unknown key; "runtime_signl" is not one of: schema_version, episode_id,`},
+		"wrong type":  {head + `, "task_id": 7}`, "task_id: must be a string, got 7"},
+		"metadata":    {head + `, "metadata": []}`, "metadata: must be a map, got a list"},
+		"id a number": {`{"episode_id": 12345678}`, "episode_id: must be a string"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseDescriptor([]byte(tc.doc))
+			rf, ok := errors.AsType[*Refusal](err)
+			if !ok || rf.Code != CodeInvalidEpisode || !strings.Contains(rf.Detail, tc.says) {
+				t.Fatalf("refusal %v; want invalid_episode saying %q", err, tc.says)
+			}
+		})
+	}
+	_, err := ParseDescriptor([]byte(head + `, "runtime_signl": "refused"}`))
+	if err == nil || !strings.Contains(err.Error(), `did you mean "runtime_signal"?`) {
+		t.Errorf("a misspelt key: %v; want the nearest key named", err)
+	}
+}
