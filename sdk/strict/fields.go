@@ -14,7 +14,8 @@ type field struct {
 }
 
 // fields lists the keys of struct type t, in declaration order, with the
-// keys of an embedded struct (untagged, not a pointer) in its place.
+// keys of an embedded struct (untagged; a struct, or an exported pointer
+// to one) in its place, as encoding/json promotes them.
 func fields(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
@@ -24,8 +25,12 @@ func fields(t reflect.Type) []field {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for _, inner := range fields(f.Type) {
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer && f.IsExported() {
+			ft = ft.Elem() // an exported embedded pointer is allocated when a key fills it
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			for _, inner := range fields(ft) {
 				inner.index = append([]int{i}, inner.index...)
 				out = append(out, inner)
 			}
@@ -116,4 +121,19 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// fieldAt is v's field at index, through embedded structs, allocating an
+// embedded pointer that is nil.
+func fieldAt(v reflect.Value, index []int) reflect.Value {
+	for n, i := range index {
+		if n > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(i)
+	}
+	return v
 }

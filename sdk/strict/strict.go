@@ -253,7 +253,7 @@ func decodeStruct(tree any, path string, v reflect.Value, depth int) error {
 		if m[k] == nil && f.Required {
 			continue // refused below as missing
 		}
-		if err := decode(m[k], join(path, k), v.FieldByIndex(f.index), depth+1); err != nil {
+		if err := decode(m[k], join(path, k), fieldAt(v, f.index), depth+1); err != nil {
 			return err
 		}
 	}

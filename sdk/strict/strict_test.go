@@ -3,6 +3,8 @@ package strict_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -169,6 +171,27 @@ func TestDecodeOwnDecoders(t *testing.T) {
 	err = strict.Decode(map[string]any{"j": "no"}, "top", &v)
 	if se, ok := errors.AsType[*strict.Error](err); !ok || se.Path != "top.j" || se.Code != strict.CodeInvalid || se.Message != "say ok" {
 		t.Errorf("UnmarshalJSON's refusal, with the path: %v", err)
+	}
+}
+
+type Embedded struct {
+	Region string `json:"region"`
+}
+
+func TestDecodeEmbeddedPointer(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		*Embedded
+		Name string `json:"name"`
+	}
+	if err := strict.Decode(map[string]any{"name": "n"}, "", &v); err != nil || v.Embedded != nil {
+		t.Fatalf("no key of the embedded struct: %+v, %v", v, err)
+	}
+	if err := strict.Decode(map[string]any{"region": "eu"}, "", &v); err != nil || v.Embedded == nil || v.Region != "eu" {
+		t.Fatalf("a key of the embedded struct: %+v, %v", v, err)
+	}
+	if got := strict.Keys(reflect.TypeOf(v)); !slices.Equal(got, []string{"region", "name"}) {
+		t.Errorf("keys %v", got)
 	}
 }
 
