@@ -42,7 +42,7 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 		wantPath string
 		wantMsg  []string
 	}{
-		"top level":        {`{"root":"/x","rooot":"/y"}`, "", "rooot", []string{`unknown key; "rooot" is not one of: root, limit, auth, fields, extra`}},
+		"top level":        {`{"root":"/x","rooot":"/y"}`, "", "rooot", []string{`unknown key; "rooot" is not one of: root, limit, auth, fields, extra`, `(did you mean "root"?)`}},
 		"with the kind":    {`{"lmit":1}`, "demo", "lmit", []string{"unknown key for kind demo", `"lmit"`, "root, limit"}},
 		"nested map":       {`{"auth":{"token":"T"}}`, "demo", "auth.token", []string{`"token" is not one of the keys of auth: token_env`}},
 		"map of structs":   {`{"fields":{"note":{"selector":"td","format":"x"}}}`, "", "fields.note.format", []string{"keys of fields.note: selector"}},
@@ -107,6 +107,23 @@ func TestDecodeConfigAccepts(t *testing.T) {
 	var m map[string]any
 	if err := sdk.DecodeConfig(json.RawMessage(`{"a":1}`), &m); err != nil || m["a"] != json.Number("1") {
 		t.Errorf("into a map: %v, %v; want exact numbers", m, err)
+	}
+}
+
+// A value that reads itself (sdk.Value) is refused with its path, which
+// its own UnmarshalJSON cannot know.
+func TestDecodeConfigValuePath(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Match map[string]sdk.Value `json:"match"`
+	}
+	err := sdk.DecodeConfig(json.RawMessage(`{"match":{"id":{"foo":"x"}}}`), &v)
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Path != "match.id" || ce.Message == "" {
+		t.Fatalf("DecodeConfig = %v; want a *ConfigError at match.id", err)
+	}
+	if err := sdk.DecodeConfig(json.RawMessage(`{"match":{"id":{"param":"pid"}}}`), &v); err != nil || !v.Match["id"].IsParam() {
+		t.Fatalf("a parameter reference: %v, %+v", err, v)
 	}
 }
 
