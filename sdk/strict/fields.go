@@ -3,6 +3,7 @@ package strict
 import (
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // field is one key of a struct: its name, whether it is required, and
@@ -11,6 +12,21 @@ type field struct {
 	Name     string
 	Required bool
 	index    []int
+}
+
+// fieldCache holds fields' answer per struct type: a type's keys never
+// change, and a contract list decodes the same struct once per effect.
+var fieldCache sync.Map // reflect.Type -> []field
+
+// cachedFields is fields(t), computed once per type. Callers must not
+// change the slice.
+func cachedFields(t reflect.Type) []field {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.([]field) //nolint:forcetypeassert // only []field is stored
+	}
+	fs := fields(t)
+	fieldCache.Store(t, fs)
+	return fs
 }
 
 // fields lists the keys of struct type t, in declaration order, with the
@@ -57,7 +73,7 @@ func Keys(t reflect.Type) []string {
 		return nil
 	}
 	var keys []string
-	for _, f := range fields(t) {
+	for _, f := range cachedFields(t) {
 		keys = append(keys, f.Name)
 	}
 	return keys

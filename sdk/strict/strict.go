@@ -241,7 +241,7 @@ func decodeStruct(tree any, path string, v reflect.Value, depth int) error {
 	if !ok {
 		return typeError(path, "a map", tree)
 	}
-	fs := fields(v.Type())
+	fs := cachedFields(v.Type())
 	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		if _, ok := fieldNamed(fs, k); !ok {
