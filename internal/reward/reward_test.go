@@ -677,7 +677,7 @@ func TestContractFileRefusals(t *testing.T) {
 	for name, tc := range map[string]struct{ contract, want string }{
 		"unknown key":      {mockmedContract + "identity_key: [x]\n", `identity_key: unknown key; "identity_key" is not one of: schema, id, version, deployment, identity_keys, components, scoring, certificate_policy (did you mean "identity_keys"?)`},
 		"nested key":       {strings.Replace(mockmedContract, "epsilon: 0.05", "epsilo: 0.05", 1), `certificate_policy.epsilo: unknown key`},
-		"version a number": {strings.Replace(mockmedContract, `version: "1"`, "version: 1", 1), `version: must be a string, got 1; quote it ("1") if it is text`},
+		"version a number": {strings.Replace(mockmedContract, `version: "1"`, "version: 1", 1), `version: must be a string, got 1; write it in quotes if it is text`},
 		"weight a string":  {strings.Replace(mockmedContract, "weight: 1", "weight: one", 1), "components[0].weight: must be a number, got a string"},
 	} {
 		t.Run(name, func(t *testing.T) {

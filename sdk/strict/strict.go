@@ -415,12 +415,14 @@ func wholeNumber(tree any) (int64, bool) {
 
 // stringError refuses a non-string where a string must be; a number or a
 // boolean (a YAML reader's reading of version: 1 or name: yes) is most
-// likely meant as text, so the refusal says how to quote it.
+// likely meant as text, so the refusal says to quote it. It does not
+// offer the quoted text: a YAML reader may have changed it (0007 reads
+// as 7).
 func stringError(path string, got any) error {
 	err := typeError(path, "a string", got)
 	if _, isMap := asMap(got); got != nil && !isMap {
 		if _, isList := got.([]any); !isList {
-			err.Message += fmt.Sprintf("; quote it (%q) if it is text", Describe(got))
+			err.Message += "; write it in quotes if it is text"
 		}
 	}
 	return err
