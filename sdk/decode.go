@@ -101,13 +101,15 @@ func checkKind(kind string, named any) error {
 	return nil
 }
 
-// DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
-// with exact numbers. The top-level key `kind` is ignored. A key that v's
-// structs have no field for is refused with a *ConfigError naming its dotted
-// path and the keys allowed there, at any depth, and a value of the wrong
-// type with its path and what it must be ("must be true or false"). The
-// fields of an embedded struct (untagged) are keys of the struct that
-// embeds it, as encoding/json promotes them, so a group of keys several
-// adapters share is declared once. ConfigureRequest's
-// DecodeConfig method does the same and names the kind in the refusal.
+// DecodeConfig decodes an adapter's section (raw JSON) into v, a pointer,
+// with the strict decoder of sdk/strict and exact numbers. The top-level
+// key `kind` is ignored. Keys are matched exactly (case counts). A key that
+// v's structs have no field for is refused with a *ConfigError naming its
+// dotted path, the keys allowed there and the nearest one, at any depth; a
+// value of the wrong type with its path and what it must be ("must be true
+// or false"); a field tagged strict:"required" that is absent or null as
+// missing. The fields of an embedded struct (untagged) are keys of the
+// struct that embeds it, so a group of keys several adapters share is
+// declared once. ConfigureRequest's DecodeConfig method does the same and
+// names the kind in the refusal.
 func DecodeConfig(raw json.RawMessage, v any) error { return decodeConfig("", raw, v) }
