@@ -82,11 +82,11 @@ fmt-check:
 # The other way round is the design: the daemon uses the SDK, and the pure
 # judge imports the SDK's grammar leaves, sdk/param and sdk/jsonnum, which
 # must therefore import only the standard library.
-SDK_LEAVES := ./sdk/param ./sdk/jsonnum ./sdk/jsondepth
+SDK_LEAVES := ./sdk/param ./sdk/jsonnum ./sdk/jsondepth ./sdk/strict
 check-sdk:
 	@bad=$$($(GO) list -deps ./sdk/... | grep -E '^github.com/verifierd/verifierd/(internal|judge|cmd|adapters)(/|$$)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK imports daemon-side packages:"; echo "$$bad"; exit 1; fi; \
-	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth)' || true); \
+	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth|strict)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports ($(SDK_LEAVES)) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
 	echo "check-sdk: the SDK imports nothing from the daemon side; its leaves import only the standard library"
 
@@ -137,6 +137,7 @@ soak:
 
 fuzz:
 	$(GO) test ./judge -run '^$$' -fuzz FuzzLoadEffects -fuzztime 30s
+	$(GO) test ./sdk/strict -run '^$$' -fuzz FuzzDecodeJSON -fuzztime 30s
 	$(GO) test ./judge -run '^$$' -fuzz FuzzJudge -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParseDeployment -fuzztime 30s
 	$(GO) test ./internal/session -run '^$$' -fuzz FuzzBeginRequest -fuzztime 30s

@@ -662,7 +662,7 @@ func TestPluginPinsAndNames(t *testing.T) {
 		}
 	})
 	t.Run("wrong pin refused", func(t *testing.T) {
-		d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: noChangeClaim + fmt.Sprintf("plugins:\n  csv-ledger: {sha256: %s}\n", strings.Repeat("0", 64))})
+		d := startDaemon(t, daemonOpts{pluginDir: bins.pluginDir, config: noChangeClaim + fmt.Sprintf("plugins:\n  csv-ledger: {sha256: %q}\n", strings.Repeat("0", 64))})
 		out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, dep), "--effects", effects)
 		if r := mustJSON[beginOutput](t, out); code != 3 || r.Error == nil || !strings.Contains(r.Error.Message, "pinned SHA-256") {
 			t.Errorf("wrong pin: exit %d, %s; want exit 3 naming the pin", code, out)

@@ -8,12 +8,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/verifierd/verifierd/internal/editdist"
 	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // Kind names the judgement an effect asks for.
@@ -85,13 +84,6 @@ const (
 	MaxTimeoutS          = 3600
 )
 
-var effectKeys = map[string]bool{
-	"kind": true, "match": true, "expected_count": true, "count_new_only": true, "new_only": true,
-	"idempotency_key": true, "key_field": true, "field": true, "value": true,
-	"new_records": true, "identity_field": true, "forbid_collateral_loss": true,
-	"risk": true, "timeout_s": true, "probe": true,
-}
-
 // ParseEffects reads a YAML or JSON list of effect contracts. path names the
 // list in errors (for example "effects").
 func ParseEffects(data []byte, path string) ([]Effect, error) {
@@ -119,157 +111,149 @@ func LoadEffects(tree any, path string) ([]Effect, error) {
 	return out, nil
 }
 
+// effectDoc is an effect contract as written, for the strict decoder
+// (sdk/strict): its fields are the contract's keys, so an unknown key is
+// refused with the keys allowed and the nearest one. A key whose refusal
+// says more than its type reads its own value (the *Key types); a string
+// or boolean key is typed, and a null there is refused. field, probe,
+// idempotency_key and value treat null as absent, so that contracts
+// exported with every key (field: null on a record_written) load
+// unchanged.
+type effectDoc struct {
+	Kind                 kindKey    `json:"kind"`
+	Match                matchKey   `json:"match"`
+	ExpectedCount        countKey   `json:"expected_count"`
+	CountNewOnly         bool       `json:"count_new_only"`
+	NewOnly              bool       `json:"new_only"`
+	IdempotencyKey       valueKey   `json:"idempotency_key"`
+	KeyField             string     `json:"key_field"`
+	Field                *string    `json:"field"`
+	Value                valueKey   `json:"value"`
+	NewRecords           *[]any     `json:"new_records"`
+	IdentityField        string     `json:"identity_field"`
+	ForbidCollateralLoss bool       `json:"forbid_collateral_loss"`
+	Risk                 riskKey    `json:"risk"`
+	TimeoutS             timeoutKey `json:"timeout_s"`
+	Probe                *string    `json:"probe"`
+}
+
+type kindKey Kind
+
+func (k *kindKey) UnmarshalTree(v any, path string) error {
+	s, isStr := v.(string)
+	if !isStr || (Kind(s) != RecordWritten && Kind(s) != FieldEquals && Kind(s) != ExactNewSet) {
+		return refuse(path, "bad kind %s; write one of record_written, field_equals, exact_new_set", param.Show(v))
+	}
+	*k = kindKey(s)
+	return nil
+}
+
+type matchKey Selector
+
+func (s *matchKey) UnmarshalTree(v any, path string) error {
+	sel, err := loadSelector(v, path, true)
+	*s = matchKey(sel)
+	return err
+}
+
+type countKey int
+
+func (c *countKey) UnmarshalTree(v any, path string) error {
+	n, err := loadCount(v, path)
+	*c = countKey(n)
+	return err
+}
+
+// valueKey is a contract value; null leaves it unset.
+type valueKey struct{ v *Value }
+
+func (k *valueKey) UnmarshalTree(v any, path string) error {
+	if v == nil {
+		return nil
+	}
+	val, err := loadValue(v, path)
+	k.v = &val
+	return err
+}
+
+type riskKey Risk
+
+func (r *riskKey) UnmarshalTree(v any, path string) error {
+	s, isStr := v.(string)
+	if !isStr || (Risk(s) != Reversible && Risk(s) != Irreversible) {
+		return refuse(path, "risk must be reversible or irreversible, got %s", param.Show(v))
+	}
+	*r = riskKey(s)
+	return nil
+}
+
+type timeoutKey float64
+
+func (t *timeoutKey) UnmarshalTree(v any, path string) error {
+	n, isNum := v.(json.Number)
+	f, perr := strconv.ParseFloat(string(n), 64)
+	if !isNum || perr != nil || math.IsNaN(f) || f < 0 || f > MaxTimeoutS {
+		return refuse(path, "timeout_s must be a number of seconds from 0 to %d, got %s", MaxTimeoutS, param.Show(v))
+	}
+	*t = timeoutKey(f)
+	return nil
+}
+
+// decodeStrict decodes tree into v with the strict decoder, its refusals
+// as the judge's.
+func decodeStrict(tree any, path string, v any) error {
+	err := strict.Decode(tree, path, v)
+	if err == nil {
+		return nil
+	}
+	if jerr, ok := errors.AsType[*Error](err); ok {
+		return jerr
+	}
+	if se, ok := errors.AsType[*strict.Error](err); ok {
+		return refuse(se.Path, "%s", se.Message)
+	}
+	return refuse(path, "%s", err.Error())
+}
+
 // LoadEffect loads one decoded contract, applying every load-time refusal of
 // docs/contracts.md §1. Each refusal names its path and how to fix it.
 func LoadEffect(tree any, path string) (Effect, error) {
-	m, ok := tree.(map[string]any)
-	if !ok {
+	if _, ok := tree.(map[string]any); !ok {
 		return Effect{}, refuse(path, "an effect contract must be a map, got %s", param.TypeName(tree))
 	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !effectKeys[k] {
-			hint := ""
-			if s := closestKey(k); s != "" {
-				hint = fmt.Sprintf("; did you mean %q?", s)
-			}
-			return Effect{}, refuse(join(path, k), "unknown key %q%s (known keys: %s)", k, hint, knownKeyList())
-		}
-	}
-	e := Effect{
+	doc := effectDoc{
 		ExpectedCount:        1,
 		KeyField:             DefaultKeyField,
 		IdentityField:        DefaultIdentityField,
 		ForbidCollateralLoss: true,
-		Risk:                 Reversible,
+		Risk:                 riskKey(Reversible),
 		TimeoutS:             DefaultTimeoutS,
-		Match:                Selector{},
+		Match:                matchKey{},
 	}
-
-	kind, present := m["kind"]
-	ks, isStr := kind.(string)
-	switch {
-	case !present:
+	if err := decodeStrict(tree, path, &doc); err != nil {
+		return Effect{}, err
+	}
+	if doc.Kind == "" {
 		return Effect{}, refuse(join(path, "kind"), "kind is missing; write one of record_written, field_equals, exact_new_set")
-	case !isStr || (Kind(ks) != RecordWritten && Kind(ks) != FieldEquals && Kind(ks) != ExactNewSet):
-		return Effect{}, refuse(join(path, "kind"), "bad kind %s; write one of record_written, field_equals, exact_new_set", param.Show(kind))
 	}
-	e.Kind = Kind(ks)
-
-	var err error
-	if v, ok := m["match"]; ok {
-		if e.Match, err = loadSelector(v, join(path, "match"), true); err != nil {
-			return Effect{}, err
-		}
+	e := Effect{
+		Kind:                 Kind(doc.Kind),
+		Match:                Selector(doc.Match),
+		ExpectedCount:        int(doc.ExpectedCount),
+		CountNewOnly:         doc.CountNewOnly,
+		NewOnly:              doc.NewOnly,
+		IdempotencyKey:       doc.IdempotencyKey.v,
+		KeyField:             doc.KeyField,
+		IdentityField:        doc.IdentityField,
+		ForbidCollateralLoss: doc.ForbidCollateralLoss,
+		Risk:                 Risk(doc.Risk),
+		TimeoutS:             float64(doc.TimeoutS),
 	}
-	if v, ok := m["expected_count"]; ok {
-		if e.ExpectedCount, err = loadCount(v, join(path, "expected_count")); err != nil {
-			return Effect{}, err
-		}
+	if doc.Probe != nil {
+		e.Probe = *doc.Probe
 	}
-	if v, ok := m["count_new_only"]; ok {
-		if e.CountNewOnly, err = loadBool(v, join(path, "count_new_only")); err != nil {
-			return Effect{}, err
-		}
-		if e.CountNewOnly && e.Kind != RecordWritten {
-			return Effect{}, refuse(join(path, "count_new_only"), "count_new_only applies only to record_written; remove it (exact_new_set already judges against the baseline)")
-		}
-	}
-	if v, ok := m["new_only"]; ok {
-		if e.NewOnly, err = loadBool(v, join(path, "new_only")); err != nil {
-			return Effect{}, err
-		}
-		if e.NewOnly && e.Kind != FieldEquals {
-			return Effect{}, refuse(join(path, "new_only"), "new_only applies only to field_equals; remove it (record_written counts new records with count_new_only, exact_new_set always judges against the baseline)")
-		}
-	}
-	if v, ok := m["idempotency_key"]; ok && v != nil {
-		val, err := loadValue(v, join(path, "idempotency_key"))
-		if err != nil {
-			return Effect{}, err
-		}
-		e.IdempotencyKey = &val
-	}
-	if v, ok := m["key_field"]; ok {
-		if e.KeyField, err = loadString(v, join(path, "key_field")); err != nil {
-			return Effect{}, err
-		}
-	}
-	// A null counts as absent, so that contracts exported with every key
-	// (field: null on a record_written) load unchanged.
-	hasField := m["field"] != nil
-	hasValue := m["value"] != nil
-	if e.Kind != FieldEquals {
-		if hasField {
-			return Effect{}, refuse(join(path, "field"), "field applies only to field_equals; remove it or use kind: field_equals")
-		}
-		if hasValue {
-			return Effect{}, refuse(join(path, "value"), "value applies only to field_equals; remove it or use kind: field_equals")
-		}
-	} else {
-		if !hasField {
-			return Effect{}, refuse(join(path, "field"), "field_equals needs field: the record field to read back")
-		}
-		if e.Field, err = loadString(m["field"], join(path, "field")); err != nil {
-			return Effect{}, err
-		}
-		if e.Field == "" {
-			return Effect{}, refuse(join(path, "field"), "must name a record field; it is empty")
-		}
-		if !hasValue {
-			return Effect{}, refuse(join(path, "value"), `field_equals needs value: the expected text, e.g. value: "Follow-up" or value: {param: note}`)
-		}
-		val, err := loadValue(m["value"], join(path, "value"))
-		if err != nil {
-			return Effect{}, err
-		}
-		e.Value = &val
-	}
-	if v, ok := m["new_records"]; ok && (v != nil || e.Kind == ExactNewSet) {
-		list, isList := v.([]any)
-		if !isList {
-			return Effect{}, refuse(join(path, "new_records"), "must be a list of selectors, got %s", param.TypeName(v))
-		}
-		if e.Kind != ExactNewSet && len(list) > 0 {
-			return Effect{}, refuse(join(path, "new_records"), "new_records applies only to exact_new_set; remove it or use kind: exact_new_set")
-		}
-		for i, item := range list {
-			p := fmt.Sprintf("%s[%d]", join(path, "new_records"), i)
-			sel, err := loadSelector(item, p, false)
-			if err != nil {
-				return Effect{}, err
-			}
-			e.NewRecords = append(e.NewRecords, sel)
-		}
-	}
-	if v, ok := m["identity_field"]; ok {
-		if e.IdentityField, err = loadString(v, join(path, "identity_field")); err != nil {
-			return Effect{}, err
-		}
-	}
-	if v, ok := m["forbid_collateral_loss"]; ok {
-		if e.ForbidCollateralLoss, err = loadBool(v, join(path, "forbid_collateral_loss")); err != nil {
-			return Effect{}, err
-		}
-	}
-	if v, ok := m["risk"]; ok {
-		s, isStr := v.(string)
-		if !isStr || (Risk(s) != Reversible && Risk(s) != Irreversible) {
-			return Effect{}, refuse(join(path, "risk"), "risk must be reversible or irreversible, got %s", param.Show(v))
-		}
-		e.Risk = Risk(s)
-	}
-	if v, ok := m["timeout_s"]; ok {
-		n, isNum := v.(json.Number)
-		f, perr := strconv.ParseFloat(string(n), 64)
-		if !isNum || perr != nil || math.IsNaN(f) || f < 0 || f > MaxTimeoutS {
-			return Effect{}, refuse(join(path, "timeout_s"), "timeout_s must be a number of seconds from 0 to %d, got %s", MaxTimeoutS, param.Show(v))
-		}
-		e.TimeoutS = f
-	}
-	if v, ok := m["probe"]; ok && v != nil {
-		if e.Probe, err = loadString(v, join(path, "probe")); err != nil {
-			return Effect{}, err
-		}
+	if err := checkKindKeys(&e, &doc, path); err != nil {
+		return Effect{}, err
 	}
 	if e.Kind == ExactNewSet {
 		if e.IdentityField == "" {
@@ -280,6 +264,48 @@ func LoadEffect(tree any, path string) (Effect, error) {
 		}
 	}
 	return e, nil
+}
+
+// checkKindKeys refuses a key that belongs to another kind, and completes
+// e with the keys that belong to its own: field and value (field_equals),
+// new_records (exact_new_set).
+func checkKindKeys(e *Effect, doc *effectDoc, path string) error {
+	if e.CountNewOnly && e.Kind != RecordWritten {
+		return refuse(join(path, "count_new_only"), "count_new_only applies only to record_written; remove it (exact_new_set already judges against the baseline)")
+	}
+	if e.NewOnly && e.Kind != FieldEquals {
+		return refuse(join(path, "new_only"), "new_only applies only to field_equals; remove it (record_written counts new records with count_new_only, exact_new_set always judges against the baseline)")
+	}
+	switch {
+	case e.Kind != FieldEquals && doc.Field != nil:
+		return refuse(join(path, "field"), "field applies only to field_equals; remove it or use kind: field_equals")
+	case e.Kind != FieldEquals && doc.Value.v != nil:
+		return refuse(join(path, "value"), "value applies only to field_equals; remove it or use kind: field_equals")
+	case e.Kind != FieldEquals:
+	case doc.Field == nil:
+		return refuse(join(path, "field"), "field_equals needs field: the record field to read back")
+	case *doc.Field == "":
+		return refuse(join(path, "field"), "must name a record field; it is empty")
+	case doc.Value.v == nil:
+		return refuse(join(path, "value"), `field_equals needs value: the expected text, e.g. value: "Follow-up" or value: {param: note}`)
+	default:
+		e.Field, e.Value = *doc.Field, doc.Value.v
+	}
+	if doc.NewRecords == nil {
+		return nil
+	}
+	list, p := *doc.NewRecords, join(path, "new_records")
+	if e.Kind != ExactNewSet && len(list) > 0 {
+		return refuse(p, "new_records applies only to exact_new_set; remove it or use kind: exact_new_set")
+	}
+	for i, item := range list {
+		sel, err := loadSelector(item, fmt.Sprintf("%s[%d]", p, i), false)
+		if err != nil {
+			return err
+		}
+		e.NewRecords = append(e.NewRecords, sel)
+	}
+	return nil
 }
 
 func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
@@ -378,55 +404,9 @@ func loadCount(v any, path string) (int, error) {
 	return int(f), nil
 }
 
-func loadBool(v any, path string) (bool, error) {
-	b, ok := v.(bool)
-	if !ok {
-		return false, refuse(path, "%s must be true or false, got %s", lastKey(path), param.Show(v))
-	}
-	return b, nil
-}
-
-func loadString(v any, path string) (string, error) {
-	s, ok := v.(string)
-	if !ok {
-		return "", refuse(path, "%s must be a string, got %s", lastKey(path), param.Show(v))
-	}
-	return s, nil
-}
-
-// lastKey is the last key of a path, for messages.
-func lastKey(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
-}
-
 func join(path, key string) string {
 	if path == "" {
 		return key
 	}
 	return path + "." + key
-}
-
-func knownKeyList() string {
-	return strings.Join(slices.Sorted(maps.Keys(effectKeys)), ", ")
-}
-
-// closestKey suggests a known key within edit distance 2 of k.
-func closestKey(k string) string {
-	best, bestD := "", 3
-	for _, known := range slices.Sorted(maps.Keys(effectKeys)) {
-		if d := editDistance(k, known); d < bestD {
-			best, bestD = known, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	return editdist.Levenshtein([]byte(a), []byte(b))
 }

@@ -1,53 +1,72 @@
 package sdk
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
-// decodeConfig unmarshals an adapter's section into v (a pointer), with
-// exact numbers (json.Number where v holds any). Unknown keys are refused at
-// any depth of v's structs, naming the key's path and the keys allowed
-// there; kind names the adapter in that message ("" leaves it out). The key
-// `kind` is always allowed at the top (the daemon may pass it along), and
-// when kind is given it must name it.
+// decodeConfig decodes an adapter's section into v (a pointer) with the
+// strict decoder (sdk/strict): exact numbers (json.Number where v holds
+// any), unknown keys refused at any depth of v's structs with the key's
+// path and the keys allowed there, and values of the wrong type refused
+// with their path and what they must be. kind names the adapter in an
+// unknown key's refusal ("" leaves it out). The key `kind` is always
+// allowed at the top (the daemon may pass it along), and when kind is
+// given it must name it.
 func decodeConfig(kind string, raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
+	tree, err := strict.ParseJSON(raw, "")
+	if err != nil {
+		return configError(kind, err)
+	}
+	if tree == nil {
 		return nil
 	}
-	t := reflect.TypeOf(v)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t != nil && t.Kind() == reflect.Struct {
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+	if t := reflect.TypeOf(v); len(strict.Keys(t)) > 0 || isStruct(t) {
+		top, ok := tree.(map[string]any)
+		if !ok {
 			return &ConfigError{Message: "the section must be a map of settings"}
 		}
 		if err := checkKind(kind, top["kind"]); err != nil {
 			return err
 		}
-		if _, ok := top["kind"]; ok && !slices.Contains(jsonKeys(t), "kind") {
+		if _, ok := top["kind"]; ok && !slices.Contains(strict.Keys(t), "kind") {
+			top = maps.Clone(top)
 			delete(top, "kind")
-			raw, _ = json.Marshal(top)
-		}
-		if err := refuseUnknown(kind, "", raw, t, true); err != nil {
-			return err
+			tree = top
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return &ConfigError{Message: err.Error()}
+	if err := strict.Decode(tree, "", v); err != nil {
+		return configError(kind, err)
 	}
 	return nil
+}
+
+func isStruct(t reflect.Type) bool {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && t.Kind() == reflect.Struct
+}
+
+// configError is the strict decoder's refusal as a *ConfigError, the
+// adapter's kind named in an unknown key's.
+func configError(kind string, err error) error {
+	se, ok := errors.AsType[*strict.Error](err)
+	if !ok {
+		return &ConfigError{Message: err.Error()}
+	}
+	msg := se.Message
+	if se.Code == strict.CodeUnknownKey && kind != "" {
+		msg = "unknown key for kind " + kind + strings.TrimPrefix(msg, "unknown key")
+	}
+	return &ConfigError{Path: se.Path, Message: msg}
 }
 
 // RefuseUnknownKeys refuses the first key of section, in sorted order, that
@@ -58,220 +77,39 @@ func RefuseUnknownKeys[V any](kind, path string, section map[string]V, allowed [
 		if (path == "" && k == "kind") || slices.Contains(allowed, k) {
 			continue
 		}
-		return &ConfigError{Path: join(path, k), Message: unknownKey(kind, path, k, allowed, path == "")}
+		if path == "" {
+			allowed = slices.DeleteFunc(slices.Clone(allowed), func(k string) bool { return k == "kind" })
+		}
+		return configError(kind, strict.UnknownKey(path, k, allowed))
 	}
 	return nil
 }
 
 // checkKind refuses a section whose kind names another adapter than the
 // one the daemon configures.
-func checkKind(kind string, raw json.RawMessage) error {
-	if kind == "" || raw == nil {
+func checkKind(kind string, named any) error {
+	if kind == "" || named == nil {
 		return nil
 	}
-	var named string
-	if json.Unmarshal(raw, &named) != nil || named != kind {
-		return &ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, raw)}
-	}
-	return nil
-}
-
-// refuseUnknown walks raw along t and refuses the first key, in sorted
-// order, that t has no field for.
-func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top bool) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
-		return nil // the type decodes (and refuses) its own keys, as Value does
-	}
-	if want := wrongType(raw, t); want != "" && !top {
-		return &ConfigError{Path: path, Message: want}
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if t == reflect.TypeFor[json.RawMessage]() {
-			return nil
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
-			return nil //nolint:nilerr // the decoder reports the wrong type, with its own message
-		}
-		keys := jsonKeys(t)
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			at := join(path, k)
-			f, ok := field(t, k)
-			if !ok {
-				return &ConfigError{Path: at, Message: unknownKey(kind, path, k, keys, top)}
-			}
-			if err := refuseUnknown(kind, at, m[k], f.typ, false); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
-			return nil
-		}
-		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
-			return nil //nolint:nilerr // as above
-		}
-		for i, item := range items {
-			if err := refuseUnknown(kind, path+"["+strconv.Itoa(i)+"]", item, t.Elem(), false); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		var m map[string]json.RawMessage
-		if t.Key().Kind() != reflect.String || json.Unmarshal(raw, &m) != nil {
-			return nil //nolint:nilerr // as above
-		}
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if err := refuseUnknown(kind, join(path, k), m[k], t.Elem(), false); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func unknownKey(kind, path, key string, keys []string, top bool) string {
-	msg := "unknown key"
-	if kind != "" {
-		msg += " for kind " + kind
-	}
-	if top {
-		keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == "kind" })
-		return fmt.Sprintf("%s; %q is not one of: %s", msg, key, strings.Join(keys, ", "))
-	}
-	return fmt.Sprintf("%s; %q is not one of the keys of %s: %s", msg, key, path, strings.Join(keys, ", "))
-}
-
-// wrongType says what a value of type t must be when raw, a JSON value, is
-// of another type ("" when it fits, or is null); encoding/json would refuse
-// it without naming the key's path.
-func wrongType(raw json.RawMessage, t reflect.Type) string {
-	v := bytes.TrimSpace(raw)
-	if len(v) == 0 || string(v) == "null" {
-		return ""
-	}
-	isNumber := v[0] == '-' || (v[0] >= '0' && v[0] <= '9')
+	s, ok := named.(string)
 	switch {
-	case t == reflect.TypeFor[json.Number]():
-		if !isNumber && v[0] != '"' {
-			return "must be a number"
-		}
-	case t == reflect.TypeFor[json.RawMessage]():
-	case t.Kind() == reflect.String:
-		if v[0] != '"' {
-			return "must be a string"
-		}
-	case t.Kind() == reflect.Bool:
-		if v[0] != 't' && v[0] != 'f' {
-			return "must be true or false"
-		}
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		if _, err := strconv.ParseInt(string(v), 10, t.Bits()); err != nil {
-			return "must be a whole number"
-		}
-	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uintptr:
-		if _, err := strconv.ParseUint(string(v), 10, t.Bits()); err != nil {
-			return "must be a whole number, 0 or more"
-		}
-	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
-		if !isNumber {
-			return "must be a number"
-		}
-	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
-		if v[0] != '{' {
-			return "must be a map"
-		}
-	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8, t.Kind() == reflect.Array:
-		if v[0] != '[' {
-			return "must be a list"
-		}
+	case !ok:
+		return &ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, strict.Describe(named))}
+	case s != kind:
+		return &ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", kind, s)}
 	}
-	return ""
+	return nil
 }
 
-// jsonField is a key encoding/json decodes into a struct, and the type of
-// the field it fills.
-type jsonField struct {
-	name string
-	typ  reflect.Type
-}
-
-// jsonFields lists the keys encoding/json decodes into t's fields, in field
-// order, with the fields of an embedded struct (untagged) in its place, as
-// encoding/json promotes them.
-func jsonFields(t reflect.Type) []jsonField {
-	var out []jsonField
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		ft := f.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			out = append(out, jsonFields(ft)...)
-			continue
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out = append(out, jsonField{name: name, typ: f.Type})
-	}
-	return out
-}
-
-// jsonKeys lists the keys of t, in field order.
-func jsonKeys(t reflect.Type) []string {
-	var keys []string
-	for _, f := range jsonFields(t) {
-		keys = append(keys, f.name)
-	}
-	return keys
-}
-
-// field finds the field encoding/json would fill from key: an exact name
-// first, then a case-insensitive one, as the decoder does.
-func field(t reflect.Type, key string) (jsonField, bool) {
-	var fold *jsonField
-	for _, f := range jsonFields(t) {
-		switch {
-		case f.name == key:
-			return f, true
-		case fold == nil && strings.EqualFold(f.name, key):
-			fold = &f
-		}
-	}
-	if fold != nil {
-		return *fold, true
-	}
-	return jsonField{}, false
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
-// with exact numbers. The top-level key `kind` is ignored. A key that v's
-// structs have no field for is refused with a *ConfigError naming its dotted
-// path and the keys allowed there, at any depth, and a value of the wrong
-// type with its path and what it must be ("must be true or false"). The
-// fields of an embedded struct (untagged) are keys of the struct that
-// embeds it, as encoding/json promotes them, so a group of keys several
-// adapters share is declared once. ConfigureRequest's
-// DecodeConfig method does the same and names the kind in the refusal.
+// DecodeConfig decodes an adapter's section (raw JSON) into v, a pointer,
+// with the strict decoder of sdk/strict and exact numbers. The top-level
+// key `kind` is ignored. Keys are matched exactly (case counts). A key that
+// v's structs have no field for is refused with a *ConfigError naming its
+// dotted path, the keys allowed there and the nearest one, at any depth; a
+// value of the wrong type with its path and what it must be ("must be true
+// or false"); a field tagged strict:"required" that is absent or null as
+// missing. The fields of an embedded struct (untagged) are keys of the
+// struct that embeds it, so a group of keys several adapters share is
+// declared once. ConfigureRequest's DecodeConfig method does the same and
+// names the kind in the refusal.
 func DecodeConfig(raw json.RawMessage, v any) error { return decodeConfig("", raw, v) }

@@ -42,7 +42,7 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 		wantPath string
 		wantMsg  []string
 	}{
-		"top level":        {`{"root":"/x","rooot":"/y"}`, "", "rooot", []string{`unknown key; "rooot" is not one of: root, limit, auth, fields, extra`}},
+		"top level":        {`{"root":"/x","rooot":"/y"}`, "", "rooot", []string{`unknown key; "rooot" is not one of: root, limit, auth, fields, extra`, `(did you mean "root"?)`}},
 		"with the kind":    {`{"lmit":1}`, "demo", "lmit", []string{"unknown key for kind demo", `"lmit"`, "root, limit"}},
 		"nested map":       {`{"auth":{"token":"T"}}`, "demo", "auth.token", []string{`"token" is not one of the keys of auth: token_env`}},
 		"map of structs":   {`{"fields":{"note":{"selector":"td","format":"x"}}}`, "", "fields.note.format", []string{"keys of fields.note: selector"}},
@@ -110,12 +110,29 @@ func TestDecodeConfigAccepts(t *testing.T) {
 	}
 }
 
+// A value that reads itself (sdk.Value) is refused with its path, which
+// its own UnmarshalJSON cannot know.
+func TestDecodeConfigValuePath(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Match map[string]sdk.Value `json:"match"`
+	}
+	err := sdk.DecodeConfig(json.RawMessage(`{"match":{"id":{"foo":"x"}}}`), &v)
+	var ce *sdk.ConfigError
+	if !errors.As(err, &ce) || ce.Path != "match.id" || ce.Message == "" {
+		t.Fatalf("DecodeConfig = %v; want a *ConfigError at match.id", err)
+	}
+	if err := sdk.DecodeConfig(json.RawMessage(`{"match":{"id":{"param":"pid"}}}`), &v); err != nil || !v.Match["id"].IsParam() {
+		t.Fatalf("a parameter reference: %v, %+v", err, v)
+	}
+}
+
 func TestRefuseUnknownKeys(t *testing.T) {
 	t.Parallel()
 	section := map[string]json.RawMessage{"kind": nil, "url": nil, "ur1": nil}
 	err := sdk.RefuseUnknownKeys("rest", "", section, []string{"url"})
 	var ce *sdk.ConfigError
-	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url` {
+	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url (did you mean "url"?)` {
 		t.Errorf("top level: %v", err)
 	}
 	err = sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"token_env": 1, "bearer_env": 2}, []string{"bearer_env"})

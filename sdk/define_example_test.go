@@ -54,7 +54,7 @@ func ExampleDefine() {
 		fmt.Println(r["id"], r["payee"])
 	}
 	// Output:
-	// payer: unknown key for kind ledger; "payer" is not one of: payee
+	// payer: unknown key for kind ledger; "payer" is not one of: payee (did you mean "payee"?)
 	// true the ledger of ACME is readable
 	// p-1 ACME
 }

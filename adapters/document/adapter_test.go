@@ -117,7 +117,7 @@ func TestConfigureRefusals(t *testing.T) {
 		{"wrong kind", map[string]any{"kind": "file", "root": "/d"}, "kind", `not "file"`},
 		{"bad format", map[string]any{"root": "/d", "document_format": "xml"}, "document_format", "json or text"},
 		{"bad pattern", map[string]any{"root": "/d", "file_pattern": "a/**/b"}, "file_pattern", "** is not supported"},
-		{"bad window", map[string]any{"root": "/d", "file_mtime_window_s": "soon"}, "", "soon"},
+		{"bad window", map[string]any{"root": "/d", "file_mtime_window_s": "soon"}, "file_mtime_window_s", "must be a number"},
 		{"json with a text pattern", map[string]any{"root": "/d", "document_text_pattern": "(?P<a>x)"}, "document_text_pattern", "document_format: text"},
 		{"empty field paths", map[string]any{"root": "/d", "document_field_paths": map[string]string{}}, "document_field_paths", "is empty"},
 		{"reserved field", map[string]any{"root": "/d", "document_field_paths": map[string]string{"id": "order.id"}}, "document_field_paths.id", "sets itself"},

@@ -124,8 +124,8 @@ var displayName = regexp.MustCompile(`^:[0-9]{1,4}(\.[0-9]{1,2})?$`)
 // reading the surface the save left is tier 4 and must be asked for with
 // same_surface: true.
 func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
-	// The SDK's decoder refuses an unknown key at any depth, naming it
-	// and the keys allowed there.
+	// The SDK's strict decoder refuses an unknown key at any depth, naming
+	// it, the keys allowed there and the one probably meant.
 	var top struct {
 		Kind     string   `json:"kind"`
 		OnScreen *section `json:"onscreen"`
@@ -141,73 +141,99 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	}
 	sec := *top.OnScreen
 	s := &settings{minConfidence: defaultMinConfidence, navTimeout: defaultNavTimeout}
+	if err := s.parseScreen(sec, req.Secrets); err != nil {
+		return nil, err
+	}
+	minRatio, err := s.parseLimits(sec)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.parseNavigation(sec); err != nil {
+		return nil, err
+	}
+	if err := s.parseFields(sec.Fields, minRatio); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	// screen
+// parseScreen reads where the application's screen is: a local X display,
+// or the DevTools address of the Chromium the automation drives (written,
+// or from the secret slot screen.cdp_url_env fills).
+func (s *settings) parseScreen(sec section, secrets map[string]string) error {
 	sp := Kind + ".screen"
 	if sec.Screen == nil {
-		return nil, configError(sp, "missing: say where the application's screen is: cdp_url or cdp_url_env (a Chromium the automation drives)")
+		return configError(sp, "missing: say where the application's screen is: cdp_url or cdp_url_env (a Chromium the automation drives)")
 	}
 	switch {
 	case sec.Screen.Display != "" && (sec.Screen.CDPURL != "" || sec.Screen.CDPURLEnv != ""):
-		return nil, configError(sp, "give one source: display, or cdp_url / cdp_url_env")
+		return configError(sp, "give one source: display, or cdp_url / cdp_url_env")
 	case sec.Screen.Display != "":
 		if !displayName.MatchString(sec.Screen.Display) {
-			return nil, configError(sp+".display", "write a local X display such as \":99\" (a display on another host is not read)")
+			return configError(sp+".display", "write a local X display such as \":99\" (a display on another host is not read)")
 		}
 		if sec.Screen.PageURLPrefix != "" {
-			return nil, configError(sp+".page_url_prefix", "an X display has no tabs; remove page_url_prefix")
+			return configError(sp+".page_url_prefix", "an X display has no tabs; remove page_url_prefix")
 		}
 		if len(sec.Renavigate) > 0 {
-			return nil, configError(Kind+".renavigate", "an X display is only read, never driven: re-navigation needs the DevTools source (cdp_url); remove renavigate and say same_surface: true")
+			return configError(Kind+".renavigate", "an X display is only read, never driven: re-navigation needs the DevTools source (cdp_url); remove renavigate and say same_surface: true")
 		}
 		s.display = sec.Screen.Display
 	case sec.Screen.CDPURL != "" && sec.Screen.CDPURLEnv != "":
-		return nil, configError(sp, "give one of cdp_url and cdp_url_env, not both")
+		return configError(sp, "give one of cdp_url and cdp_url_env, not both")
 	case sec.Screen.CDPURL != "":
 		s.cdpURL = sec.Screen.CDPURL
 	case sec.Screen.CDPURLEnv != "":
-		v, ok := req.Secrets[cdpSecretSlot]
+		v, ok := secrets[cdpSecretSlot]
 		if !ok || v == "" {
-			return nil, configError(sp+".cdp_url_env", "the daemon passed no value for %s; set the variable in the daemon's environment and allow it", sec.Screen.CDPURLEnv)
+			return configError(sp+".cdp_url_env", "the daemon passed no value for %s; set the variable in the daemon's environment and allow it", sec.Screen.CDPURLEnv)
 		}
 		s.cdpURL = v
 	default:
-		return nil, configError(sp, "missing: cdp_url or cdp_url_env (the DevTools address of the Chromium the automation drives, such as http://127.0.0.1:9222)")
+		return configError(sp, "missing: cdp_url or cdp_url_env (the DevTools address of the Chromium the automation drives, such as http://127.0.0.1:9222)")
 	}
 	if u, err := url.Parse(s.cdpURL); s.display == "" && (err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "ws")) {
 		// The URL may come from a secret: never quote it.
-		return nil, configError(sp, "the DevTools address must be an http:// or ws:// URL with a host, such as http://127.0.0.1:9222")
+		return configError(sp, "the DevTools address must be an http:// or ws:// URL with a host, such as http://127.0.0.1:9222")
 	}
 	s.pageURLPrefix = sec.Screen.PageURLPrefix
+	return nil
+}
 
-	// navigation_timeout_s, ocr_min_confidence, readback_min_ratio
+// parseLimits reads navigation_timeout_s and ocr_min_confidence into s and
+// returns readback_min_ratio (each field's default).
+func (s *settings) parseLimits(sec section) (float64, error) {
 	if t := sec.NavigationTimout; t != nil {
 		if *t <= 0 || *t > 300 {
-			return nil, configError(Kind+".navigation_timeout_s", "must be above 0 and at most 300 seconds")
+			return 0, configError(Kind+".navigation_timeout_s", "must be above 0 and at most 300 seconds")
 		}
 		s.navTimeout = time.Duration(*t * float64(time.Second))
 	}
 	if c := sec.MinConfidence; c != nil {
 		if *c < 0 || *c > 100 {
-			return nil, configError(Kind+".ocr_min_confidence", "must be between 0 and 100 (Tesseract's word confidence)")
+			return 0, configError(Kind+".ocr_min_confidence", "must be between 0 and 100 (Tesseract's word confidence)")
 		}
 		s.minConfidence = *c
 	}
 	minRatio := defaultMinRatio
 	if r := sec.MinRatio; r != nil {
 		if *r <= 0 || *r > 1 {
-			return nil, configError(Kind+".readback_min_ratio", "must be above 0 and at most 1 (1 asks for an exact read)")
+			return 0, configError(Kind+".readback_min_ratio", "must be above 0 and at most 1 (1 asks for an exact read)")
 		}
 		minRatio = *r
 	}
+	return minRatio, nil
+}
 
-	// renavigate and the tier: checked with a stand-in for every run
-	// parameter the actions use; bind fills them per call.
+// parseNavigation reads renavigate, same_surface and absent_selector and
+// sets the tier. The actions are checked with a stand-in for every run
+// parameter they use; bind fills them per call.
+func (s *settings) parseNavigation(sec section) error {
 	s.renavigate = sec.Renavigate
 	for i, as := range sec.Renavigate {
 		a, err := bindAction(as, fmt.Sprintf("%s.renavigate[%d]", Kind, i), standIns(as))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.actions = append(s.actions, a)
 	}
@@ -215,71 +241,75 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	case len(s.actions) >= 2:
 		s.tier = sdk.TierReacquiredState
 		if sec.SameSurface {
-			return nil, configError(Kind+".same_surface", "a read-back that re-navigates does not read the save's own surface; remove same_surface or the renavigate list")
+			return configError(Kind+".same_surface", "a read-back that re-navigates does not read the save's own surface; remove same_surface or the renavigate list")
 		}
 		if s.actions[0].kind != "open" {
-			return nil, configError(Kind+".renavigate[0]", "the re-navigation must begin with open: a URL, so that it re-opens the record rather than reading the screen the save left")
+			return configError(Kind+".renavigate[0]", "the re-navigation must begin with open: a URL, so that it re-opens the record rather than reading the screen the save left")
 		}
 	case len(s.actions) == 1:
-		return nil, configError(Kind+".renavigate", "one action does not re-open a record; give two actions or more (open a URL, then wait for the record), or none with same_surface: true")
+		return configError(Kind+".renavigate", "one action does not re-open a record; give two actions or more (open a URL, then wait for the record), or none with same_surface: true")
 	case !sec.SameSurface:
-		return nil, configError(Kind+".same_surface", "without a renavigate list the read-back reads the screen the save left (tier 4, screen consistency only); say same_surface: true to accept that, or add renavigate actions that re-open the record")
+		return configError(Kind+".same_surface", "without a renavigate list the read-back reads the screen the save left (tier 4, screen consistency only); say same_surface: true to accept that, or add renavigate actions that re-open the record")
 	default:
 		s.tier = sdk.TierScreenConsistency
 	}
 	if sec.AbsentSelector != "" {
 		if s.tier != sdk.TierReacquiredState {
-			return nil, configError(Kind+".absent_selector", "only a read-back that re-opens the record can see that it does not exist; remove it")
+			return configError(Kind+".absent_selector", "only a read-back that re-opens the record can see that it does not exist; remove it")
 		}
 		if err := checkSelector(sec.AbsentSelector, Kind+".absent_selector"); err != nil {
-			return nil, err
+			return err
 		}
 		s.absent = sec.AbsentSelector
 	}
+	return nil
+}
 
-	// fields
-	if len(sec.Fields) == 0 {
-		return nil, configError(Kind+".fields", "missing: mark at least one field: {param: NAME, region: [x, y, w, h]} or {param: NAME, selector: CSS}")
+// parseFields reads the marked fields: each names a run parameter once and
+// is read from a region (OCR) or a selector (the page structure).
+func (s *settings) parseFields(fields []fieldSection, minRatio float64) error {
+	if len(fields) == 0 {
+		return configError(Kind+".fields", "missing: mark at least one field: {param: NAME, region: [x, y, w, h]} or {param: NAME, selector: CSS}")
 	}
 	seen := map[string]bool{}
-	for i, fs := range sec.Fields {
+	for i, fs := range fields {
 		p := fmt.Sprintf("%s.fields[%d]", Kind, i)
 		if fs.Param == "" {
-			return nil, configError(p+".param", "missing: the run parameter whose value this field shows")
+			return configError(p+".param", "missing: the run parameter whose value this field shows")
 		}
 		if fs.Param == "id" {
-			return nil, configError(p+".param", `"id" is the record field the adapter sets itself (the page's identity); mark another parameter`)
+			return configError(p+".param", `"id" is the record field the adapter sets itself (the page's identity); mark another parameter`)
 		}
 		if seen[fs.Param] {
-			return nil, configError(p+".param", "%q is marked twice; mark each parameter once", fs.Param)
+			return configError(p+".param", "%q is marked twice; mark each parameter once", fs.Param)
 		}
 		seen[fs.Param] = true
 		f := field{param: fs.Param, path: p + ".param", minRatio: minRatio}
 		if fs.MinRatio != nil {
 			if *fs.MinRatio <= 0 || *fs.MinRatio > 1 {
-				return nil, configError(p+".min_ratio", "must be above 0 and at most 1")
+				return configError(p+".min_ratio", "must be above 0 and at most 1")
 			}
 			f.minRatio = *fs.MinRatio
 		}
 		switch {
 		case fs.Region != nil && fs.Selector != "":
-			return nil, configError(p, "give region or selector, not both")
+			return configError(p, "give region or selector, not both")
 		case fs.Region != nil:
 			if len(fs.Region) != 4 || fs.Region[0] < 0 || fs.Region[1] < 0 || fs.Region[2] < 4 || fs.Region[3] < 4 || fs.Region[2] > 4000 || fs.Region[3] > 1000 {
-				return nil, configError(p+".region", "write [x, y, width, height] in CSS pixels of the viewport, width and height at least 4")
+				return configError(p+".region", "write [x, y, width, height] in CSS pixels of the viewport, width and height at least 4")
 			}
 			f.region = &[4]int{fs.Region[0], fs.Region[1], fs.Region[2], fs.Region[3]}
 		case fs.Selector != "":
 			if err := checkSelector(fs.Selector, p+".selector"); err != nil {
-				return nil, err
+				return err
 			}
 			f.selector = fs.Selector
 		default:
-			return nil, configError(p, "missing: region: [x, y, w, h] (read by OCR) or selector: CSS (read from the page structure)")
+			return configError(p, "missing: region: [x, y, w, h] (read by OCR) or selector: CSS (read from the page structure)")
 		}
 		s.fields = append(s.fields, f)
 	}
-	return s, nil
+	return nil
 }
 
 // standIns maps every run parameter an action uses to a stand-in value, to

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 	"github.com/verifierd/verifierd/sdk"
@@ -55,7 +56,7 @@ func quiet(string, ...any) {}
 // sign-in), re-navigates under the read-only guards and reads the fields
 // there, then closes the tab. Tier 4 attaches to the application's tab,
 // reads the fields as the save left them and detaches, touching nothing.
-func read(ctx context.Context, s *settings) (res result, err error) {
+func read(ctx context.Context, s *settings) (result, error) {
 	if s.display != "" {
 		return readDisplay(ctx, s)
 	}
@@ -63,31 +64,12 @@ func read(ctx context.Context, s *settings) (res result, err error) {
 	// that is done in the background after the read, so that a read does
 	// not wait for it. Every step of the read is bounded by ctx.
 	base := context.WithoutCancel(ctx)
-	allocCtx, cancelAlloc := remote.NewAllocator(base, s.cdpURL)
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
-	var cancelTab context.CancelFunc
-	var ownTab context.Context // the re-navigation's tab, closed under its guards
-	var g guard
-	var installed chan struct{} // closed once the tab is open and guarded, or failed to be
-	log := sdk.Logger(ctx)
-	defer func() {
-		go func() {
-			if ownTab != nil {
-				select {
-				case <-installed:
-				case <-time.After(tabCloseWait):
-				}
-				if err := cdpguard.CloseTab(ownTab, g.Network, tabCloseWait); err != nil {
-					log.Warn("on-screen read-back: the re-navigation's tab did not close cleanly", "error", err.Error())
-				}
-			}
-			if cancelTab != nil {
-				cancelTab()
-			}
-			cancelBrowser()
-			cancelAlloc()
-		}()
-	}()
+	c := &connection{}
+	var allocCtx context.Context
+	allocCtx, c.cancelAlloc = remote.NewAllocator(base, s.cdpURL)
+	var bctx context.Context
+	bctx, c.cancelBrowser = chromedp.NewContext(allocCtx, chromedp.WithLogf(quiet), chromedp.WithErrorf(quiet))
+	defer c.closeLater(sdk.Logger(ctx))
 	// The first call on a chromedp context ties the connection (or the
 	// tab) to that context, so it gets the context itself and ctx bounds
 	// the wait instead.
@@ -101,7 +83,7 @@ func read(ctx context.Context, s *settings) (res result, err error) {
 	}
 	if s.tier == sdk.TierScreenConsistency {
 		var tctx context.Context
-		tctx, cancelTab = chromedp.NewContext(bctx, chromedp.WithTargetID(app.TargetID), chromedp.WithDetachOnCancel())
+		tctx, c.cancelTab = chromedp.NewContext(bctx, chromedp.WithTargetID(app.TargetID), chromedp.WithDetachOnCancel())
 		if _, err := within(ctx, func() (bool, error) { return chromedp.Run(tctx, chromedp.Evaluate[bool]("true")) }); err != nil {
 			return result{}, unusable("could not attach to the application's tab: %v", errText(err))
 		}
@@ -109,6 +91,45 @@ func read(ctx context.Context, s *settings) (res result, err error) {
 		defer stop()
 		return readFields(op, s)
 	}
+	return c.readNewTab(ctx, bctx, app, s)
+}
+
+// connection is what one read opened in the browser, closed in the
+// background once the read has answered.
+type connection struct {
+	cancelAlloc, cancelBrowser, cancelTab context.CancelFunc
+	ownTab                                context.Context // the re-navigation's tab, closed under its guards
+	g                                     guard
+	installed                             chan struct{} // closed once the tab is open and guarded, or failed to be
+}
+
+// closeLater closes the re-navigation's tab (once its installation has
+// ended, so that a read cut short cannot leave a tab opened after it was
+// closed) and the connection, without the read waiting for it.
+func (c *connection) closeLater(log hclog.Logger) {
+	go func() {
+		if c.ownTab != nil {
+			select {
+			case <-c.installed:
+			case <-time.After(tabCloseWait):
+			}
+			if err := cdpguard.CloseTab(c.ownTab, c.g.Network, tabCloseWait); err != nil {
+				log.Warn("on-screen read-back: the re-navigation's tab did not close cleanly", "error", err.Error())
+			}
+		}
+		if c.cancelTab != nil {
+			c.cancelTab()
+		}
+		c.cancelBrowser()
+		c.cancelAlloc()
+	}()
+}
+
+// readNewTab is the tier 3 read: a new tab beside the application's,
+// guarded read-only, re-navigated to the record, its fields read. Any
+// request the guards refused during the read makes it unusable.
+func (c *connection) readNewTab(ctx, bctx context.Context, app *target.Info, s *settings) (res result, err error) {
+	log := sdk.Logger(ctx)
 	// A tab in the application's window, not a window of its own: opening
 	// a window costs about as much as the rest of the read. The tab is
 	// closed when the read ends and the window returns to the tab before it.
@@ -118,11 +139,12 @@ func read(ctx context.Context, s *settings) (res result, err error) {
 		// sign-in, so the record page opens as the automation sees it.
 		opts = append(opts, chromedp.WithExistingBrowserContext(app.BrowserContextID))
 	}
-	g = newGuard()
+	g := newGuard()
+	c.g = g
 	opts = append(opts, chromedp.WithListener(g.Listen))
 	var tctx context.Context
-	tctx, cancelTab = chromedp.NewContext(bctx, opts...)
-	ownTab = tctx
+	tctx, c.cancelTab = chromedp.NewContext(bctx, opts...)
+	c.ownTab = tctx
 	// The network guard answers for the life of the tab, not of the read
 	// (cdpguard.Network); the read ends only once every request paused
 	// during it has been answered, the refused ones failed.
@@ -145,7 +167,8 @@ func read(ctx context.Context, s *settings) (res result, err error) {
 	}()
 	// The installation opens the tab; the close waits for it, so that a
 	// read cut short cannot leave a tab opened after it was closed.
-	installed = make(chan struct{})
+	installed := make(chan struct{})
+	c.installed = installed
 	var installErr error
 	go func() {
 		defer close(installed)

@@ -25,11 +25,6 @@ const (
 	bindingSchemaCarried = "openadapt.record-check-binding/v1"
 )
 
-var (
-	bindingKeys     = []string{"schema", "workflow_name", "source_content_digest", "steps", "not_compared"}
-	bindingStepKeys = []string{"step", "intent", "effects"}
-)
-
 // binding is a loaded record-check binding file.
 type binding struct {
 	workflowName string
@@ -157,6 +152,24 @@ func refuseBinding(stdout io.Writer, rs []refusal) int {
 	return exitInvalid
 }
 
+// bindingDoc is a binding file as written, for the strict decoder
+// (sdk/strict, through workflow.Decode): its fields are the file's keys,
+// so an unknown key names the keys allowed and the nearest one. A null
+// optional key is absent.
+type bindingDoc struct {
+	Schema              string            `json:"schema"`
+	WorkflowName        string            `json:"workflow_name"`
+	SourceContentDigest *string           `json:"source_content_digest"`
+	Steps               []bindingStepDoc  `json:"steps"`
+	NotCompared         map[string]string `json:"not_compared"`
+}
+
+type bindingStepDoc struct {
+	Step    string  `json:"step"`
+	Intent  *string `json:"intent"`
+	Effects []any   `json:"effects"`
+}
+
 // parseBinding reads a binding file's structure. Paths are the binding
 // file's.
 func parseBinding(data []byte) (*binding, error) {
@@ -164,77 +177,49 @@ func parseBinding(data []byte) (*binding, error) {
 	if err != nil {
 		return nil, &workflow.Error{Path: "", Message: fmt.Sprintf("cannot parse the binding file: %v", err)}
 	}
-	m, ok := tree.(map[string]any)
-	if !ok {
+	if _, ok := tree.(map[string]any); !ok {
 		return nil, &workflow.Error{Path: "", Message: "a binding file is a map with schema, workflow_name, steps and not_compared"}
 	}
-	if err := workflow.CheckKeys(m, bindingKeys, ""); err != nil {
+	var doc bindingDoc
+	if err := workflow.Decode(tree, "", &doc); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
-	b := &binding{notCompared: map[string]string{}, digest: "sha256:" + hex.EncodeToString(sum[:])}
-	if s, _ := m["schema"].(string); s != bindingSchema && s != bindingSchemaCarried {
-		return nil, &workflow.Error{Path: "schema", Message: fmt.Sprintf("must be %q, got %v", bindingSchema, m["schema"])}
+	b := &binding{notCompared: map[string]string{}, digest: "sha256:" + hex.EncodeToString(sum[:]), workflowName: doc.WorkflowName}
+	if doc.Schema != bindingSchema && doc.Schema != bindingSchemaCarried {
+		return nil, &workflow.Error{Path: "schema", Message: fmt.Sprintf("must be %q, got %q", bindingSchema, doc.Schema)}
 	}
-	b.workflowName, _ = m["workflow_name"].(string)
 	if b.workflowName == "" {
 		return nil, &workflow.Error{Path: "workflow_name", Message: "name the workflow this binding is for (its name: key)"}
 	}
-	if v, present := m["source_content_digest"]; present && v != nil {
-		s, ok := v.(string)
-		if !ok || s == "" {
+	if doc.SourceContentDigest != nil {
+		if *doc.SourceContentDigest == "" {
 			return nil, &workflow.Error{Path: "source_content_digest", Message: "must be the workflow file's digest, sha256:<hex>, or absent"}
 		}
-		b.sourcePin = s
+		b.sourcePin = *doc.SourceContentDigest
 	}
-	if v, present := m["not_compared"]; present && v != nil {
-		nc, ok := v.(map[string]any)
-		if !ok {
-			return nil, &workflow.Error{Path: "not_compared", Message: "must be a map of parameter name to the reason no contract compares it"}
+	for _, p := range slices.Sorted(maps.Keys(doc.NotCompared)) {
+		if strings.TrimSpace(doc.NotCompared[p]) == "" {
+			return nil, &workflow.Error{Path: "not_compared." + p, Message: "give the reason no contract compares this parameter, as text"}
 		}
-		for p, r := range nc {
-			reason, _ := r.(string)
-			if strings.TrimSpace(reason) == "" {
-				return nil, &workflow.Error{Path: "not_compared." + p, Message: "give the reason no contract compares this parameter, as text"}
-			}
-			b.notCompared[p] = reason
-		}
+		b.notCompared[p] = doc.NotCompared[p]
 	}
-	steps, ok := m["steps"].([]any)
-	if !ok || len(steps) == 0 {
+	if len(doc.Steps) == 0 {
 		return nil, &workflow.Error{Path: "steps", Message: "give a non-empty list of {step, intent, effects}"}
 	}
-	for i, raw := range steps {
+	for i, sd := range doc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
-		sm, ok := raw.(map[string]any)
-		if !ok {
-			return nil, &workflow.Error{Path: path, Message: "a bound step is a map with step, effects and optionally intent"}
-		}
-		if err := workflow.CheckKeys(sm, bindingStepKeys, path); err != nil {
-			return nil, err
-		}
-		var s bindingStep
-		s.name, _ = sm["step"].(string)
-		if s.name == "" {
+		if sd.Step == "" {
 			return nil, &workflow.Error{Path: path + ".step", Message: "name the workflow step to bind"}
 		}
-		if v, present := sm["intent"]; present && v != nil {
-			str, ok := v.(string)
-			if !ok {
-				return nil, &workflow.Error{Path: path + ".intent", Message: "must be text: the step's intent as the workflow states it"}
-			}
-			s.intent = &str
-		}
-		list, ok := sm["effects"].([]any)
-		if !ok || len(list) == 0 {
+		if len(sd.Effects) == 0 {
 			return nil, &workflow.Error{Path: path + ".effects", Message: "give a non-empty list of effect contracts"}
 		}
-		effects, err := judge.LoadEffects(list, path+".effects")
+		effects, err := judge.LoadEffects(sd.Effects, path+".effects")
 		if err != nil {
 			return nil, err
 		}
-		s.effects = effects
-		b.steps = append(b.steps, s)
+		b.steps = append(b.steps, bindingStep{name: sd.Step, intent: sd.Intent, effects: effects})
 	}
 	return b, nil
 }

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // A census is a second read of a candidate's collection, bound to no run
@@ -101,7 +103,11 @@ func parseNewness(c *Candidate, sec map[string]any, path string) error {
 		case slices.Contains(bindingKeys, k) || strings.HasSuffix(k, "_params"):
 			return errorf(cpath+"."+k, "a census binds no run parameter: it reads the whole collection for every run; remove %s and write the read without parameters", k)
 		case !slices.Contains(allowed, k):
-			return errorf(cpath+"."+k, "not a read key of %s; a census writes only %s and inherits the candidate's connection and credentials", c.Kind, strings.Join(allowed, ", "))
+			hint := ""
+			if near := strict.Closest(k, allowed); near != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			return errorf(cpath+"."+k, "not a read key of %s; a census writes only %s and inherits the candidate's connection and credentials%s", c.Kind, strings.Join(allowed, ", "), hint)
 		}
 		if err := refuseParams(cm[k], cpath+"."+k); err != nil {
 			return err

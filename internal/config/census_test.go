@@ -20,6 +20,7 @@ func TestCensusRefusals(t *testing.T) {
 		{"census param value", "effects: {kind: graphql, base_url: 'http://x', graphql_query: 'q', census: {graphql_query: 'q', graphql_variables: {a: {param: applicant}}}}\n", "effects.census.graphql_variables.a", "applicant"},
 		{"census search exprs", "effects: {kind: fhir, base_url: 'http://x', resource_type: Observation, census: {resource_type: Observation, search_param_exprs: {subject: {param: p}}}}\n", "effects.census.search_param_exprs", "binds no run parameter"},
 		{"census option params", "effects: {kind: acme, census: {option_params: {a: {param: p}}}}\n", "effects.census.option_params", "binds no run parameter"},
+		{"census read key misspelt", "effects: {kind: sql, sql_query: 'SELECT id FROM e', census: {sql_querry: 'SELECT id FROM e'}}\n", "effects.census.sql_querry", `did you mean "sql_query"?`},
 		{"census connection key", "effects: {kind: sql, sql_query: 'SELECT id FROM e', census: {sql_query: 'SELECT id FROM e', sqlite_database: /x}}\n", "effects.census.sqlite_database", "inherits"},
 		{"census without its read", "effects: {kind: sql, sql_query: 'SELECT id FROM e', census: {}}\n", "effects.census.sql_query", "missing"},
 		{"census not a map", "effects: {kind: sql, sql_query: 'SELECT id FROM e', census: 'SELECT id FROM e'}\n", "effects.census", "must be a map"},

@@ -1,16 +1,14 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
 )
 
 // Daemon is the daemon's own configuration file (verifierd --config FILE).
@@ -19,54 +17,55 @@ type Daemon struct {
 	// Plugins pins plugin binaries by SHA-256, keyed by kind
 	// (verifier-adapter-<kind>). A pinned binary whose digest differs is
 	// refused before it runs.
-	Plugins map[string]PluginConfig `yaml:"plugins"`
+	Plugins map[string]PluginConfig `json:"plugins"`
 	// Secrets limits which environment variables a deployment may name.
-	Secrets SecretsConfig `yaml:"secrets"`
+	Secrets SecretsConfig `json:"secrets"`
 	// API secures the public gRPC API.
-	API APIConfig `yaml:"api"`
+	API APIConfig `json:"api"`
 	// Deployments names deployment files that a Begin may refer to by name.
-	Deployments map[string]string `yaml:"deployments"`
+	Deployments map[string]string `json:"deployments"`
 	// Workflows names reviewed workflow files (verifierd.workflow/v1) whose
 	// steps carry the contracts a Begin may name instead of sending effects.
-	Workflows map[string]string `yaml:"workflows"`
+	Workflows map[string]string `json:"workflows"`
 	// Rewards names reward-contract directories (contract.yaml,
 	// required_effects.yaml, forbidden_effects.yaml, certificate.json);
 	// see docs/rewards.md.
-	Rewards map[string]string `yaml:"rewards"`
+	Rewards map[string]string `json:"rewards"`
 	// RewardsTrust lists further public keys (base64 of the raw 32 bytes)
 	// whose signature a reward certificate may carry besides the daemon's.
-	RewardsTrust []string `yaml:"rewards_trust"`
+	RewardsTrust []string `json:"rewards_trust"`
 	// Policy is the base layer of the contract guards (nil: the defaults).
 	// A registered deployment's or workflow's own policy: overrides it.
-	Policy *workflow.Policy `yaml:"-"`
+	Policy *workflow.Policy `json:"-"`
 }
 
-// daemonFile is the file's shape: the policy block is read by
-// workflow.ParsePolicy, like a deployment's or a workflow's.
+// daemonFile is the file's shape, for the strict decoder (sdk/strict):
+// Daemon's keys, and policy, which workflow.ParsePolicy reads as it reads
+// a deployment's or a workflow's.
 type daemonFile struct {
-	Daemon `yaml:",inline"`
-	Policy any `yaml:"policy"`
+	Daemon
+	Policy any `json:"policy"`
 }
 
 // PluginConfig is one plugin's settings.
 type PluginConfig struct {
-	SHA256 string `yaml:"sha256"`
+	SHA256 string `json:"sha256"`
 }
 
 // SecretsConfig lists the environment variables deployments may name: exact
 // names, or prefixes ending in '*'. An empty list allows none, so that a
 // deployment sent by a client cannot read the daemon's environment.
 type SecretsConfig struct {
-	Allow []string `yaml:"allow"`
+	Allow []string `json:"allow"`
 }
 
 // APIConfig secures the public API.
 type APIConfig struct {
 	// BearerTokenEnv names the variable holding the token clients must send
 	// as "authorization: Bearer <token>". Empty: no token required.
-	BearerTokenEnv string `yaml:"bearer_token_env"`
-	TLSCertFile    string `yaml:"tls_cert_file"`
-	TLSKeyFile     string `yaml:"tls_key_file"`
+	BearerTokenEnv string `json:"bearer_token_env"`
+	TLSCertFile    string `json:"tls_cert_file"`
+	TLSKeyFile     string `json:"tls_key_file"`
 }
 
 var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -78,11 +77,13 @@ func LoadDaemon(path string) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the daemon config: %w", err)
 	}
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot parse: %w", path, err)
+	}
 	var f daemonFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	if err := workflow.Decode(tree, "", &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	d := f.Daemon
 	if f.Policy != nil {

@@ -54,6 +54,11 @@ func TestLoadDaemonPolicyRefusals(t *testing.T) {
 		"not bool":    {"policy: {require_change_claim: maybe}\n", "policy.require_change_claim"},
 		"newness":     {"policy: {require_proven_newness: yes please}\n", "policy.require_proven_newness"},
 		"empty path":  {"workflows: {triage: ''}\n", "workflows.triage"},
+		"top key":     {"deployment: {a: b.yaml}\n", `deployment: unknown key; "deployment" is not one of: plugins, secrets, api, deployments, workflows, rewards, rewards_trust, policy (did you mean "deployments"?)`},
+		"nested key":  {"api: {bearer_token: X}\n", `api.bearer_token: unknown key; "bearer_token" is not one of the keys of api: bearer_token_env,`},
+		"plugin key":  {"plugins: {acme: {sha265: x}}\n", `plugins.acme.sha265: unknown key`},
+		"not a list":  {"rewards_trust: abc\n", "rewards_trust: must be a list, got a string"},
+		"not text":    {"deployments: {clinic: 5}\n", `deployments.clinic: must be a string, got 5; write it in quotes if it is text`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

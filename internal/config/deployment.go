@@ -20,6 +20,7 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // BuiltinKinds are the kinds verifierd ships or reserves (internal/builtin).
@@ -153,7 +154,8 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 			case contains(defaultableKeys, k):
 				defaults[k] = v
 			default:
-				return nil, errorf("effects."+k, "unknown key next to candidates: (allowed: candidates, %s)", strings.Join(defaultableKeys, ", "))
+				se := strict.UnknownKey("effects", k, append([]string{"candidates"}, defaultableKeys...))
+				return nil, errorf(se.Path, "%s (a key of one candidate goes inside its entry)", se.Message)
 			}
 		}
 		for i, item := range list {
@@ -174,117 +176,60 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 	return d, nil
 }
 
+// candidateDoc holds the keys of a candidate that the daemon reads itself,
+// for the strict decoder (sdk/strict); every other key of the section is
+// the adapter's, which checks it. A null is an absent key. secret_env's
+// values are checked here, never quoted: a value written there by mistake
+// may be the secret itself.
+type candidateDoc struct {
+	Kind                 string         `json:"kind"`
+	EvidenceRedactFields []string       `json:"evidence_redact_fields"`
+	EvidenceKeepFields   []string       `json:"evidence_keep_fields"`
+	FreshnessField       *string        `json:"freshness_field"`
+	FreshnessWindowS     any            `json:"freshness_window_s"`
+	SettleS              any            `json:"settle_s"`
+	Options              map[string]any `json:"options"`
+	OptionParams         map[string]any `json:"option_params"`
+	SecretEnv            map[string]any `json:"secret_env"`
+	Compensator          map[string]any `json:"compensator"`
+	Census               any            `json:"census"`
+	Newness              any            `json:"newness"`
+}
+
 func parseCandidate(sec map[string]any, path string, index int, defaults map[string]any) (Candidate, error) {
 	c := Candidate{Index: index, Section: map[string]any{}, Secrets: map[string]string{}}
-	kind, ok := sec["kind"].(string)
-	if !ok || kind == "" {
+	common := maps.Clone(defaults)
+	if common == nil {
+		common = map[string]any{}
+	}
+	for k, v := range sec {
+		if commonKeys[k] {
+			common[k] = v
+		}
+	}
+	var doc candidateDoc
+	if err := workflow.Decode(common, path, &doc); err != nil {
+		return c, err
+	}
+	if doc.Kind == "" {
 		return c, errorf(path+".kind", "must name the adapter kind, e.g. kind: sql")
 	}
-	c.Kind = kind
-	builtin := BuiltinKinds[kind]
-	get := func(k string) (any, bool) {
-		if v, ok := sec[k]; ok {
-			return v, true
-		}
-		v, ok := defaults[k]
-		return v, ok
-	}
-
-	var err error
-	if c.Redaction.RedactFields, err = stringList(get, "evidence_redact_fields", path); err != nil {
+	c.Kind = doc.Kind
+	if err := c.parseJudging(&doc, path); err != nil {
 		return c, err
 	}
-	if c.Redaction.KeepFields, err = stringList(get, "evidence_keep_fields", path); err != nil {
-		return c, err
-	}
-	if err := c.Redaction.Validate(path); err != nil {
-		if je, ok := errors.AsType[*judge.Error](err); ok {
-			return c, &Error{Path: je.Path, Message: je.Message}
-		}
-		return c, err
-	}
-	if v, ok := get("freshness_field"); ok {
-		f, isStr := v.(string)
-		if !isStr || f == "" {
-			return c, errorf(path+".freshness_field", "must name the record's timestamp field")
-		}
-		w, ok := get("freshness_window_s")
-		if !ok {
-			return c, errorf(path+".freshness_window_s", "freshness_field needs freshness_window_s (seconds)")
-		}
-		ws, err := seconds(w, path+".freshness_window_s", 366*24*3600)
-		if err != nil {
-			return c, err
-		}
-		c.Freshness = &FreshnessSetting{Field: f, WindowS: ws}
-	} else if _, ok := get("freshness_window_s"); ok {
-		return c, errorf(path+".freshness_field", "freshness_window_s needs freshness_field (the record's timestamp field)")
-	}
-	if v, ok := get("settle_s"); ok {
-		if c.SettleS, err = seconds(v, path+".settle_s", judge.MaxTimeoutS); err != nil {
-			return c, err
-		}
-	}
-
 	for _, k := range []string{"options", "option_params", "secret_env"} {
-		if _, ok := sec[k]; ok && builtin {
-			return c, errorf(path+"."+k, "%s is for plugin kinds only; the built-in kind %q refuses it (use its own documented fields)", k, kind)
+		if _, ok := sec[k]; ok && BuiltinKinds[c.Kind] {
+			return c, errorf(path+"."+k, "%s is for plugin kinds only; the built-in kind %q refuses it (use its own documented fields)", k, c.Kind)
 		}
 	}
-	if v, ok := sec["options"]; ok {
-		opts, isMap := v.(map[string]any)
-		if !isMap {
-			return c, errorf(path+".options", "must be a map of non-secret settings")
-		}
-		for _, k := range slices.Sorted(maps.Keys(opts)) {
-			if namesCredential(k) {
-				return c, errorf(path+".options."+k, "an option may not carry a credential; put its environment-variable name under secret_env: instead")
-			}
-		}
-		c.Section["options"] = opts
+	if err := c.parsePluginKeys(&doc, path); err != nil {
+		return c, err
 	}
-	if v, ok := sec["option_params"]; ok {
-		op, isMap := v.(map[string]any)
-		if !isMap {
-			return c, errorf(path+".option_params", `must be a map of option name to {param: name}, {template: "text {name}"} or a literal`)
-		}
-		c.OptionParams = map[string]judge.Value{}
-		opts, _ := c.Section["options"].(map[string]any)
-		for _, k := range slices.Sorted(maps.Keys(op)) {
-			if namesCredential(k) {
-				return c, errorf(path+".option_params."+k, "an option may not carry a credential; use secret_env:")
-			}
-			if _, dup := opts[k]; dup {
-				return c, errorf(path+".option_params."+k, "also set under options:; set it in one place")
-			}
-			val, err := loadValue(op[k], path+".option_params."+k)
-			if err != nil {
-				return c, err
-			}
-			c.OptionParams[k] = val
-		}
-	}
-	if v, ok := sec["secret_env"]; ok {
-		se, isMap := v.(map[string]any)
-		if !isMap {
-			return c, errorf(path+".secret_env", "must map a secret slot to an environment-variable name")
-		}
-		for _, slot := range slices.Sorted(maps.Keys(se)) {
-			name, isStr := se[slot].(string)
-			if !isStr || !envNameRE.MatchString(name) {
-				return c, errorf(path+".secret_env."+slot, "must be an environment-variable name such as ACME_READER_PASSWORD, not a secret value")
-			}
-			c.Secrets["secret_env."+slot] = name
-		}
-	}
-	if v, ok := sec["compensator"]; ok && v != nil {
-		cm, isMap := v.(map[string]any)
-		if !isMap {
-			return c, errorf(path+".compensator", "must be a map (kind: rest_delete, base_url, delete_path, auth)")
-		}
-		c.Compensator = cm
+	if doc.Compensator != nil {
+		c.Compensator = doc.Compensator
 		c.CompensatorSecrets = map[string]string{}
-		if err := collectEnvRefs(cm, "compensator", path, c.CompensatorSecrets); err != nil {
+		if err := collectEnvRefs(doc.Compensator, "compensator", path, c.CompensatorSecrets); err != nil {
 			return c, err
 		}
 	}
@@ -297,11 +242,93 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 			return c, err
 		}
 	}
-	c.Section["kind"] = kind
+	c.Section["kind"] = c.Kind
 	if err := parseNewness(&c, sec, path); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// parseJudging reads the keys that shape the candidate's verdicts:
+// evidence redaction, freshness and settling.
+func (c *Candidate) parseJudging(doc *candidateDoc, path string) error {
+	for _, l := range []struct {
+		key    string
+		fields []string
+	}{{"evidence_redact_fields", doc.EvidenceRedactFields}, {"evidence_keep_fields", doc.EvidenceKeepFields}} {
+		for i, f := range l.fields {
+			if f == "" {
+				return errorf(fmt.Sprintf("%s.%s[%d]", path, l.key, i), "must be a record field name")
+			}
+		}
+	}
+	c.Redaction.RedactFields, c.Redaction.KeepFields = doc.EvidenceRedactFields, doc.EvidenceKeepFields
+	if err := c.Redaction.Validate(path); err != nil {
+		if je, ok := errors.AsType[*judge.Error](err); ok {
+			return &Error{Path: je.Path, Message: je.Message}
+		}
+		return err
+	}
+	switch {
+	case doc.FreshnessField != nil:
+		if *doc.FreshnessField == "" {
+			return errorf(path+".freshness_field", "must name the record's timestamp field")
+		}
+		if doc.FreshnessWindowS == nil {
+			return errorf(path+".freshness_window_s", "freshness_field needs freshness_window_s (seconds)")
+		}
+		ws, err := seconds(doc.FreshnessWindowS, path+".freshness_window_s", 366*24*3600)
+		if err != nil {
+			return err
+		}
+		c.Freshness = &FreshnessSetting{Field: *doc.FreshnessField, WindowS: ws}
+	case doc.FreshnessWindowS != nil:
+		return errorf(path+".freshness_field", "freshness_window_s needs freshness_field (the record's timestamp field)")
+	}
+	if doc.SettleS != nil {
+		var err error
+		if c.SettleS, err = seconds(doc.SettleS, path+".settle_s", judge.MaxTimeoutS); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parsePluginKeys reads a plugin kind's options (no credentials),
+// option_params (bound per run) and secret_env (slot to variable name).
+func (c *Candidate) parsePluginKeys(doc *candidateDoc, path string) error {
+	for _, k := range slices.Sorted(maps.Keys(doc.Options)) {
+		if namesCredential(k) {
+			return errorf(path+".options."+k, "an option may not carry a credential; put its environment-variable name under secret_env: instead")
+		}
+	}
+	if doc.Options != nil {
+		c.Section["options"] = doc.Options
+	}
+	if doc.OptionParams != nil {
+		c.OptionParams = map[string]judge.Value{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(doc.OptionParams)) {
+		if namesCredential(k) {
+			return errorf(path+".option_params."+k, "an option may not carry a credential; use secret_env:")
+		}
+		if _, dup := doc.Options[k]; dup {
+			return errorf(path+".option_params."+k, "also set under options:; set it in one place")
+		}
+		val, err := loadValue(doc.OptionParams[k], path+".option_params."+k)
+		if err != nil {
+			return err
+		}
+		c.OptionParams[k] = val
+	}
+	for _, slot := range slices.Sorted(maps.Keys(doc.SecretEnv)) {
+		name, isStr := doc.SecretEnv[slot].(string)
+		if !isStr || !envNameRE.MatchString(name) {
+			return errorf(path+".secret_env."+slot, "must be an environment-variable name such as ACME_READER_PASSWORD, not a secret value")
+		}
+		c.Secrets["secret_env."+slot] = name
+	}
+	return nil
 }
 
 // collectEnvRefs records every string value under a key ending in _env as a
@@ -452,26 +479,6 @@ func loadValue(v any, path string) (judge.Value, error) {
 		return judge.Value{}, errorf(path, "%s", err.Error())
 	}
 	return val, nil
-}
-
-func stringList(get func(string) (any, bool), key, path string) ([]string, error) {
-	v, ok := get(key)
-	if !ok || v == nil {
-		return nil, nil
-	}
-	list, isList := v.([]any)
-	if !isList {
-		return nil, errorf(path+"."+key, "must be a list of record field names")
-	}
-	out := make([]string, len(list))
-	for i, item := range list {
-		s, isStr := item.(string)
-		if !isStr || s == "" {
-			return nil, errorf(fmt.Sprintf("%s.%s[%d]", path, key, i), "must be a record field name")
-		}
-		out[i] = s
-	}
-	return out, nil
 }
 
 func seconds(v any, path string, max float64) (float64, error) {

@@ -35,6 +35,12 @@ func TestParseDeploymentRefusals(t *testing.T) {
 		{"negative settle", "effects: {kind: sql, settle_s: -1}\n", "effects.settle_s"},
 		{"option set twice", "effects: {kind: acme, options: {a: x}, option_params: {a: {param: p}}}\n", "effects.option_params.a"},
 		{"bad option param", "effects: {kind: acme, option_params: {a: 1}}\n", "effects.option_params.a"},
+		{"kind not text", "effects: {kind: 5}\n", "effects.kind"},
+		{"redact list not a list", "effects: {kind: sql, evidence_redact_fields: id}\n", "effects.evidence_redact_fields"},
+		{"redact field empty", "effects: {kind: sql, evidence_redact_fields: [id, '']}\n", "effects.evidence_redact_fields[1]"},
+		{"options not a map", "effects: {kind: acme, options: [a]}\n", "effects.options"},
+		{"secret_env value a number", "effects: {kind: acme, secret_env: {pin: 123456}}\n", "effects.secret_env.pin"},
+		{"default not a list", "effects: {candidates: [{kind: sql}], evidence_keep_fields: id}\n", "effects.candidates[0].evidence_keep_fields"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,5 +204,26 @@ func TestOptionParamTemplates(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "effects.option_params.claim.template: ") {
 			t.Errorf("%s: err %v, want a refusal at effects.option_params.claim.template", name, err)
 		}
+	}
+}
+
+// The daemon's own keys of a candidate are read by the strict decoder; a
+// secret written where its variable's name belongs is never repeated.
+func TestParseDeploymentMessages(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ doc, says, never string }{
+		"key beside candidates":  {"effects: {candidates: [{kind: sql}], settle: 1}\n", `"settle" is not one of the keys of effects: candidates, evidence_redact_fields`, ""},
+		"typo beside candidates": {"effects: {candidates: [{kind: sql}], settle_sec: 1}\n", `did you mean "settle_s"?`, ""},
+		"wrong type":             {"effects: {kind: sql, evidence_keep_fields: {a: b}}\n", "must be a list, got a map", ""},
+		"secret number":          {"effects: {kind: acme, secret_env: {pin: 123456}}\n", "environment-variable name", "123456"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseDeployment([]byte(tc.doc))
+			ce, ok := errors.AsType[*Error](err)
+			if !ok || !strings.Contains(ce.Message, tc.says) || (tc.never != "" && strings.Contains(err.Error(), tc.never)) {
+				t.Fatalf("refusal %v; want it to say %q and never %q", err, tc.says, tc.never)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package reward
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,10 +14,9 @@ import (
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // ContractSchema is the schema key of contract.yaml.
@@ -42,8 +40,8 @@ const (
 
 // Component is one named share of the scalar.
 type Component struct {
-	Name   string  `json:"name" yaml:"name"`
-	Weight float64 `json:"weight" yaml:"weight"`
+	Name   string  `json:"name"`
+	Weight float64 `json:"weight"`
 }
 
 // Scoring maps outcomes to scalars. Uncertain episodes and platform
@@ -117,29 +115,36 @@ const (
 
 func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
 
+// contractFile is contract.yaml as written, for the strict decoder
+// (sdk/strict): its fields are the file's keys. A nil pointer in scoring
+// or certificate_policy keeps the default.
 type contractFile struct {
-	Schema       string      `yaml:"schema"`
-	ID           string      `yaml:"id"`
-	Version      string      `yaml:"version"`
-	Deployment   string      `yaml:"deployment"`
-	IdentityKeys []string    `yaml:"identity_keys"`
-	Components   []Component `yaml:"components"`
-	Scoring      *struct {
-		VerifiedReward           *float64 `yaml:"verified_reward"`
-		WrongEffectReward        *float64 `yaml:"wrong_effect_reward"`
-		HaltedBeforeEffectReward *float64 `yaml:"halted_before_effect_reward"`
-		RefusedReward            *float64 `yaml:"refused_reward"`
-		RejectedPolicyReward     *float64 `yaml:"rejected_policy_reward"`
-		UncertainEpisodes        *string  `yaml:"uncertain_episodes"`
-		PlatformFailures         *string  `yaml:"platform_failures"`
-	} `yaml:"scoring"`
-	CertificatePolicy *struct {
-		Epsilon                 *float64 `yaml:"epsilon"`
-		Delta                   *float64 `yaml:"delta"`
-		Threshold               *float64 `yaml:"threshold"`
-		CalibrationCorpusDigest string   `yaml:"calibration_corpus_digest"`
-		ExpiryPolicyUpdates     *int64   `yaml:"expiry_policy_updates"`
-	} `yaml:"certificate_policy"`
+	Schema            string          `json:"schema"`
+	ID                string          `json:"id"`
+	Version           string          `json:"version"`
+	Deployment        string          `json:"deployment"`
+	IdentityKeys      []string        `json:"identity_keys"`
+	Components        []Component     `json:"components"`
+	Scoring           *scoringFile    `json:"scoring"`
+	CertificatePolicy *certPolicyFile `json:"certificate_policy"`
+}
+
+type scoringFile struct {
+	VerifiedReward           *float64 `json:"verified_reward"`
+	WrongEffectReward        *float64 `json:"wrong_effect_reward"`
+	HaltedBeforeEffectReward *float64 `json:"halted_before_effect_reward"`
+	RefusedReward            *float64 `json:"refused_reward"`
+	RejectedPolicyReward     *float64 `json:"rejected_policy_reward"`
+	UncertainEpisodes        *string  `json:"uncertain_episodes"`
+	PlatformFailures         *string  `json:"platform_failures"`
+}
+
+type certPolicyFile struct {
+	Epsilon                 *float64 `json:"epsilon"`
+	Delta                   *float64 `json:"delta"`
+	Threshold               *float64 `json:"threshold"`
+	CalibrationCorpusDigest string   `json:"calibration_corpus_digest"`
+	ExpiryPolicyUpdates     *int64   `json:"expiry_policy_updates"`
 }
 
 var (
@@ -154,145 +159,210 @@ type Trust struct {
 	Keys map[string][]byte
 }
 
+// refuseIn is a refused contract: the file, the rule and why.
+func refuseIn(file, rule, format string, args ...any) error {
+	return &LoadError{File: file, Rule: rule, Msg: fmt.Sprintf(format, args...)}
+}
+
 // LoadContract reads and checks a contract directory. name is the
 // contract's name in the daemon config. Every refusal names the file and
 // the rule.
 func LoadContract(name, dir string, trust Trust) (*Contract, error) {
 	cpath := filepath.Join(dir, ContractFile)
-	data, err := os.ReadFile(cpath)
+	f, err := readContractFile(cpath)
 	if err != nil {
-		return nil, &LoadError{File: cpath, Rule: RuleInvalid, Msg: err.Error()}
-	}
-	bad := func(file, rule, format string, args ...any) error {
-		return &LoadError{File: file, Rule: rule, Msg: fmt.Sprintf(format, args...)}
-	}
-	var f contractFile
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, bad(cpath, RuleInvalid, "%v", err)
+		return nil, err
 	}
 	c := &Contract{Name: name, Dir: dir, Schema: f.Schema, ID: f.ID, Version: f.Version, Deployment: f.Deployment}
+	if err := checkHead(c, f, cpath); err != nil {
+		return nil, err
+	}
+	if c.Scoring, err = loadScoring(f.Scoring, cpath); err != nil {
+		return nil, err
+	}
+	if f.CertificatePolicy != nil {
+		if c.CertificatePolicy, err = loadCertificatePolicy(f.CertificatePolicy, cpath); err != nil {
+			return nil, err
+		}
+	}
+	if err := loadContractEffects(c, dir); err != nil {
+		return nil, err
+	}
+	c.Digest = "sha256:" + canonicalDigest(c)
+	corpus, err := DeriveCorpus(c)
+	if err != nil {
+		return nil, refuseIn(filepath.Join(dir, RequiredFile), RuleInvalid, "%v", err)
+	}
+	c.CorpusDigest = corpus.Digest
+	if cp := c.CertificatePolicy; cp != nil && cp.CalibrationCorpusDigest != "" && cp.CalibrationCorpusDigest != c.CorpusDigest {
+		return nil, refuseIn(cpath, RuleCertificateCorpus, "certificate_policy.calibration_corpus_digest %s differs from the corpus derived from these effects (%s); recalibrate", cp.CalibrationCorpusDigest, c.CorpusDigest)
+	}
+	if c.Certificate, err = loadCertificate(c, dir, trust); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readContractFile reads contract.yaml (YAML or JSON) with the strict
+// decoder: an unknown key or a value of the wrong type is refused with
+// its path.
+func readContractFile(cpath string) (*contractFile, error) {
+	data, err := os.ReadFile(cpath)
+	if err != nil {
+		return nil, refuseIn(cpath, RuleInvalid, "%v", err)
+	}
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, refuseIn(cpath, RuleInvalid, "cannot parse: %v", err)
+	}
+	var f contractFile
+	if err := strict.Decode(tree, "", &f); err != nil {
+		return nil, refuseIn(cpath, RuleInvalid, "%v", err)
+	}
+	return &f, nil
+}
+
+// checkHead checks the contract's identity (schema, id, version,
+// deployment), its identity keys and its components, and copies them to c
+// in a canonical order.
+func checkHead(c *Contract, f *contractFile, cpath string) error {
 	switch {
 	case f.Schema != ContractSchema:
-		return nil, bad(cpath, RuleInvalid, "schema: must be %q", ContractSchema)
+		return refuseIn(cpath, RuleInvalid, "schema: must be %q", ContractSchema)
 	case f.ID == "" || len(f.ID) > 128:
-		return nil, bad(cpath, RuleInvalid, "id: give the contract an id of 1 to 128 characters")
+		return refuseIn(cpath, RuleInvalid, "id: give the contract an id of 1 to 128 characters")
 	case f.Version == "":
-		return nil, bad(cpath, RuleInvalid, "version: give the contract a version")
+		return refuseIn(cpath, RuleInvalid, "version: give the contract a version")
 	case f.Deployment == "":
-		return nil, bad(cpath, RuleInvalid, "deployment: name the registered deployment that is the oracle")
+		return refuseIn(cpath, RuleInvalid, "deployment: name the registered deployment that is the oracle")
 	}
 	if len(f.IdentityKeys) == 0 || len(f.IdentityKeys) > maxIdentity {
-		return nil, bad(cpath, RuleInvalid, "identity_keys: give 1 to %d run-parameter names that name the graded subject", maxIdentity)
+		return refuseIn(cpath, RuleInvalid, "identity_keys: give 1 to %d run-parameter names that name the graded subject", maxIdentity)
 	}
 	seen := map[string]bool{}
 	for i, k := range f.IdentityKeys {
 		if !nameRE.MatchString(k) || seen[k] {
-			return nil, bad(cpath, RuleInvalid, "identity_keys[%d]: %q must be a unique parameter name (letters, digits, _)", i, k)
+			return refuseIn(cpath, RuleInvalid, "identity_keys[%d]: %q must be a unique parameter name (letters, digits, _)", i, k)
 		}
 		seen[k] = true
 	}
 	c.IdentityKeys = append([]string(nil), f.IdentityKeys...)
 	slices.Sort(c.IdentityKeys)
-	if len(f.Components) == 0 {
-		f.Components = []Component{{Name: "terminal_effect", Weight: 1}}
+	components := f.Components
+	if len(components) == 0 {
+		components = []Component{{Name: "terminal_effect", Weight: 1}}
 	}
-	if len(f.Components) > maxComponents {
-		return nil, bad(cpath, RuleInvalid, "components: at most %d", maxComponents)
+	if len(components) > maxComponents {
+		return refuseIn(cpath, RuleInvalid, "components: at most %d", maxComponents)
 	}
 	cseen := map[string]bool{}
-	for i, comp := range f.Components {
+	for i, comp := range components {
 		if comp.Name == "" || cseen[comp.Name] || !(comp.Weight > 0) || comp.Weight > maxMagnitude {
-			return nil, bad(cpath, RuleInvalid, "components[%d]: a unique name and a weight in (0, 1e6]", i)
+			return refuseIn(cpath, RuleInvalid, "components[%d]: a unique name and a weight in (0, 1e6]", i)
 		}
 		cseen[comp.Name] = true
 	}
-	c.Components = append([]Component(nil), f.Components...)
+	c.Components = append([]Component(nil), components...)
 	slices.SortFunc(c.Components, func(a, b Component) int { return strings.Compare(a.Name, b.Name) })
+	return nil
+}
 
-	c.Scoring = Scoring{VerifiedReward: 1, WrongEffectReward: -1, UncertainEpisodes: unscoredPolicy, PlatformFailures: unscoredPolicy}
-	if s := f.Scoring; s != nil {
-		set := func(dst *float64, src *float64, key string, positive bool) error {
-			if src == nil {
-				return nil
-			}
-			v := *src
-			if math.IsNaN(v) || math.Abs(v) > maxMagnitude || (positive && !(v > 0)) || (!positive && v > 0) {
-				if positive {
-					return bad(cpath, RuleInvalid, "scoring.%s: must be > 0 and at most 1e6", key)
-				}
-				return bad(cpath, RuleInvalid, "scoring.%s: must be ≤ 0 and at least -1e6", key)
-			}
-			*dst = v
-			return nil
+// loadScoring applies the scoring block over the defaults: a verified
+// episode earns 1, a wrong effect -1, and an uncertain episode or a
+// platform failure is never scored.
+func loadScoring(s *scoringFile, cpath string) (Scoring, error) {
+	sc := Scoring{VerifiedReward: 1, WrongEffectReward: -1, UncertainEpisodes: unscoredPolicy, PlatformFailures: unscoredPolicy}
+	if s == nil {
+		return sc, nil
+	}
+	for _, x := range []struct {
+		dst *float64
+		src *float64
+		key string
+		pos bool
+	}{
+		{&sc.VerifiedReward, s.VerifiedReward, "verified_reward", true},
+		{&sc.WrongEffectReward, s.WrongEffectReward, "wrong_effect_reward", false},
+		{&sc.HaltedBeforeEffectReward, s.HaltedBeforeEffectReward, "halted_before_effect_reward", false},
+		{&sc.RefusedReward, s.RefusedReward, "refused_reward", false},
+		{&sc.RejectedPolicyReward, s.RejectedPolicyReward, "rejected_policy_reward", false},
+	} {
+		if x.src == nil {
+			continue
 		}
-		for _, x := range []struct {
-			dst *float64
-			src *float64
-			key string
-			pos bool
-		}{
-			{&c.Scoring.VerifiedReward, s.VerifiedReward, "verified_reward", true},
-			{&c.Scoring.WrongEffectReward, s.WrongEffectReward, "wrong_effect_reward", false},
-			{&c.Scoring.HaltedBeforeEffectReward, s.HaltedBeforeEffectReward, "halted_before_effect_reward", false},
-			{&c.Scoring.RefusedReward, s.RefusedReward, "refused_reward", false},
-			{&c.Scoring.RejectedPolicyReward, s.RejectedPolicyReward, "rejected_policy_reward", false},
-		} {
-			if err := set(x.dst, x.src, x.key, x.pos); err != nil {
-				return nil, err
+		v := *x.src
+		if math.IsNaN(v) || math.Abs(v) > maxMagnitude || (x.pos && !(v > 0)) || (!x.pos && v > 0) {
+			if x.pos {
+				return sc, refuseIn(cpath, RuleInvalid, "scoring.%s: must be > 0 and at most 1e6", x.key)
 			}
+			return sc, refuseIn(cpath, RuleInvalid, "scoring.%s: must be ≤ 0 and at least -1e6", x.key)
 		}
-		for key, v := range map[string]*string{"uncertain_episodes": s.UncertainEpisodes, "platform_failures": s.PlatformFailures} {
-			if v != nil && *v != unscoredPolicy {
-				return nil, bad(cpath, RuleInvalid, "scoring.%s: is always %q; an episode whose effect is unknown is never scored 0", key, unscoredPolicy)
-			}
+		*x.dst = v
+	}
+	for _, x := range []struct {
+		key string
+		v   *string
+	}{{"uncertain_episodes", s.UncertainEpisodes}, {"platform_failures", s.PlatformFailures}} {
+		if x.v != nil && *x.v != unscoredPolicy {
+			return sc, refuseIn(cpath, RuleInvalid, "scoring.%s: is always %q; an episode whose effect is unknown is never scored 0", x.key, unscoredPolicy)
 		}
 	}
-	if p := f.CertificatePolicy; p != nil {
-		cp := &CertificatePolicy{Epsilon: 0.05, Delta: 0.05, Threshold: 0.5, ExpiryPolicyUpdates: 1000, CalibrationCorpusDigest: p.CalibrationCorpusDigest}
-		if p.Epsilon != nil {
-			cp.Epsilon = *p.Epsilon
-		}
-		if p.Delta != nil {
-			cp.Delta = *p.Delta
-		}
-		if p.Threshold != nil {
-			cp.Threshold = *p.Threshold
-		}
-		if p.ExpiryPolicyUpdates != nil {
-			cp.ExpiryPolicyUpdates = *p.ExpiryPolicyUpdates
-		}
-		switch {
-		case !(cp.Epsilon > 0 && cp.Epsilon < 1):
-			return nil, bad(cpath, RuleInvalid, "certificate_policy.epsilon: must be in (0, 1)")
-		case !(cp.Delta > 0 && cp.Delta < 1):
-			return nil, bad(cpath, RuleInvalid, "certificate_policy.delta: must be in (0, 1)")
-		case cp.ExpiryPolicyUpdates < 1:
-			return nil, bad(cpath, RuleInvalid, "certificate_policy.expiry_policy_updates: must be at least 1")
-		case cp.CalibrationCorpusDigest != "" && !digestRE.MatchString(cp.CalibrationCorpusDigest):
-			return nil, bad(cpath, RuleInvalid, "certificate_policy.calibration_corpus_digest: must be sha256:<64 hex>")
-		}
-		c.CertificatePolicy = cp
-	}
+	return sc, nil
+}
 
-	// The effects.
+// loadCertificatePolicy applies the certificate_policy block over its
+// defaults and checks the result.
+func loadCertificatePolicy(p *certPolicyFile, cpath string) (*CertificatePolicy, error) {
+	cp := &CertificatePolicy{Epsilon: 0.05, Delta: 0.05, Threshold: 0.5, ExpiryPolicyUpdates: 1000, CalibrationCorpusDigest: p.CalibrationCorpusDigest}
+	if p.Epsilon != nil {
+		cp.Epsilon = *p.Epsilon
+	}
+	if p.Delta != nil {
+		cp.Delta = *p.Delta
+	}
+	if p.Threshold != nil {
+		cp.Threshold = *p.Threshold
+	}
+	if p.ExpiryPolicyUpdates != nil {
+		cp.ExpiryPolicyUpdates = *p.ExpiryPolicyUpdates
+	}
+	switch {
+	case !(cp.Epsilon > 0 && cp.Epsilon < 1):
+		return nil, refuseIn(cpath, RuleInvalid, "certificate_policy.epsilon: must be in (0, 1)")
+	case !(cp.Delta > 0 && cp.Delta < 1):
+		return nil, refuseIn(cpath, RuleInvalid, "certificate_policy.delta: must be in (0, 1)")
+	case cp.ExpiryPolicyUpdates < 1:
+		return nil, refuseIn(cpath, RuleInvalid, "certificate_policy.expiry_policy_updates: must be at least 1")
+	case cp.CalibrationCorpusDigest != "" && !digestRE.MatchString(cp.CalibrationCorpusDigest):
+		return nil, refuseIn(cpath, RuleInvalid, "certificate_policy.calibration_corpus_digest: must be sha256:<64 hex>")
+	}
+	return cp, nil
+}
+
+// loadContractEffects reads the required and forbidden effects into c and
+// checks them against the identity keys: at least one required change
+// claim, every {param} an identity key, every identity key selected.
+func loadContractEffects(c *Contract, dir string) error {
 	rpath := filepath.Join(dir, RequiredFile)
 	req, rtree, err := loadEffects(rpath, "required_effects", true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fpath := filepath.Join(dir, ForbiddenFile)
 	forb, ftree, err := loadEffects(fpath, "forbidden_effects", false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.Required, c.RequiredTree, c.Forbidden, c.ForbiddenTree = req, rtree, forb, ftree
 	if len(req) == 0 {
-		return nil, bad(rpath, RuleNoRequiredEffects, "declare at least one required effect; a reward with nothing required proves nothing")
+		return refuseIn(rpath, RuleNoRequiredEffects, "declare at least one required effect; a reward with nothing required proves nothing")
 	}
 	if !workflow.HasChangeClaim(req) {
-		return nil, bad(rpath, RuleNoChangeClaim, "the required effects assert only what the store holds now, so a record that was already there satisfies them and an idle rollout earns the full reward; add a record_written with count_new_only: true or an exact_new_set")
+		return refuseIn(rpath, RuleNoChangeClaim, "the required effects assert only what the store holds now, so a record that was already there satisfies them and an idle rollout earns the full reward; add a record_written with count_new_only: true or an exact_new_set")
+	}
+	identity := map[string]bool{}
+	for _, k := range c.IdentityKeys {
+		identity[k] = true
 	}
 	for _, x := range []struct {
 		path string
@@ -300,10 +370,9 @@ func LoadContract(name, dir string, trust Trust) (*Contract, error) {
 		name string
 	}{{rpath, req, "required_effects"}, {fpath, forb, "forbidden_effects"}} {
 		for i, e := range x.list {
-			refs := workflow.ReferencedParams(e)
-			for _, p := range sortedNames(refs) {
-				if !seen[p] {
-					return nil, bad(x.path, RuleUnknownParam, "%s[%d]: {param: %s} is not one of identity_keys (%s); an episode supplies only its subject's identity", x.name, i, p, strings.Join(c.IdentityKeys, ", "))
+			for _, p := range sortedNames(workflow.ReferencedParams(e)) {
+				if !identity[p] {
+					return refuseIn(x.path, RuleUnknownParam, "%s[%d]: {param: %s} is not one of identity_keys (%s); an episode supplies only its subject's identity", x.name, i, p, strings.Join(c.IdentityKeys, ", "))
 				}
 			}
 		}
@@ -321,34 +390,31 @@ func LoadContract(name, dir string, trust Trust) (*Contract, error) {
 		}
 	}
 	if len(unbound) > 0 {
-		return nil, bad(rpath, RuleIdentityNotBound, "identity key(s) %s are not selected by any required effect (match, new_records or idempotency_key; value does not count), so a write to another subject would pass; add e.g. match: {%s: {param: %s}}", strings.Join(unbound, ", "), unbound[0], unbound[0])
+		return refuseIn(rpath, RuleIdentityNotBound, "identity key(s) %s are not selected by any required effect (match, new_records or idempotency_key; value does not count), so a write to another subject would pass; add e.g. match: {%s: {param: %s}}", strings.Join(unbound, ", "), unbound[0], unbound[0])
 	}
+	return nil
+}
 
-	c.Digest = "sha256:" + canonicalDigest(c)
-	corpus, err := DeriveCorpus(c)
-	if err != nil {
-		return nil, bad(rpath, RuleInvalid, "%v", err)
-	}
-	c.CorpusDigest = corpus.Digest
-	if cp := c.CertificatePolicy; cp != nil && cp.CalibrationCorpusDigest != "" && cp.CalibrationCorpusDigest != c.CorpusDigest {
-		return nil, bad(cpath, RuleCertificateCorpus, "certificate_policy.calibration_corpus_digest %s differs from the corpus derived from these effects (%s); recalibrate", cp.CalibrationCorpusDigest, c.CorpusDigest)
-	}
-
+// loadCertificate reads and checks certificate.json beside the contract;
+// nil when there is none.
+func loadCertificate(c *Contract, dir string, trust Trust) (*Certificate, error) {
 	certPath := filepath.Join(dir, CertificateFile)
-	if raw, err := os.ReadFile(certPath); err == nil {
-		cert, err := checkCertificate(raw, c, trust)
-		if err != nil {
-			if le, ok := errors.AsType[*LoadError](err); ok {
-				le.File = certPath
-				return nil, le
-			}
-			return nil, bad(certPath, RuleCertificateInvalid, "%v", err)
-		}
-		c.Certificate = cert
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, bad(certPath, RuleCertificateInvalid, "%v", err)
+	raw, err := os.ReadFile(certPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
 	}
-	return c, nil
+	if err != nil {
+		return nil, refuseIn(certPath, RuleCertificateInvalid, "%v", err)
+	}
+	cert, err := checkCertificate(raw, c, trust)
+	if err != nil {
+		if le, ok := errors.AsType[*LoadError](err); ok {
+			le.File = certPath
+			return nil, le
+		}
+		return nil, refuseIn(certPath, RuleCertificateInvalid, "%v", err)
+	}
+	return cert, nil
 }
 
 func loadEffects(path, name string, required bool) ([]judge.Effect, any, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // Refusal codes (the reference's names) and their HTTP statuses.
@@ -81,10 +82,21 @@ var forbiddenMeta = func() map[string]bool {
 	return m
 }()
 
-var descriptorKeys = map[string]bool{
-	"schema_version": true, "episode_id": true, "policy_checkpoint_id": true, "policy_update": true,
-	"reward_contract_digest": true, "task_id": true, "environment_id": true, "metadata": true,
-	"oracle_identity": true, "runtime_signal": true,
+// descriptorDoc is a descriptor as sent, for the strict decoder
+// (sdk/strict): its fields are the descriptor's keys. policy_update,
+// oracle_identity and runtime_signal are read here, with their own
+// refusals; metadata is only searched for forbidden keys.
+type descriptorDoc struct {
+	SchemaVersion        *string        `json:"schema_version"`
+	EpisodeID            string         `json:"episode_id"`
+	PolicyCheckpointID   string         `json:"policy_checkpoint_id"`
+	PolicyUpdate         any            `json:"policy_update"`
+	RewardContractDigest string         `json:"reward_contract_digest"`
+	TaskID               *string        `json:"task_id"`
+	EnvironmentID        *string        `json:"environment_id"`
+	Metadata             map[string]any `json:"metadata"`
+	OracleIdentity       any            `json:"oracle_identity"`
+	RuntimeSignal        any            `json:"runtime_signal"`
 }
 
 // Descriptor is a trainer's episode descriptor, checked.
@@ -105,73 +117,57 @@ func ParseDescriptor(data []byte) (*Descriptor, error) {
 	if err != nil {
 		return nil, refuse(CodeInvalidEpisode, "the descriptor is not JSON: %v", err)
 	}
-	m, ok := tree.(map[string]any)
-	if !ok {
+	if _, ok := tree.(map[string]any); !ok {
 		return nil, refuse(CodeInvalidEpisode, "the descriptor must be a JSON object")
 	}
-	keys := slices.Sorted(maps.Keys(m))
-	for _, k := range keys {
-		if !descriptorKeys[k] {
-			return nil, refuse(CodeInvalidEpisode, "unknown key %q; a descriptor has episode_id, policy_checkpoint_id, policy_update, reward_contract_digest and optionally oracle_identity, runtime_signal, metadata, task_id, environment_id, schema_version", clip(k))
+	var doc descriptorDoc
+	if err := strict.Decode(tree, "", &doc); err != nil {
+		return nil, refuse(CodeInvalidEpisode, "%s", err.Error())
+	}
+	if doc.SchemaVersion != nil && !strings.HasSuffix(*doc.SchemaVersion, "reward-episode/v1") {
+		return nil, refuse(CodeInvalidEpisode, "schema_version: must name reward-episode/v1")
+	}
+	for _, x := range []struct {
+		key string
+		v   *string
+	}{{"task_id", doc.TaskID}, {"environment_id", doc.EnvironmentID}} {
+		if x.v != nil && len(*x.v) > 256 {
+			return nil, refuse(CodeInvalidEpisode, "%s: a string of at most 256 bytes", x.key)
 		}
 	}
-	d := &Descriptor{Signal: SignalCompleted}
-	str := func(k string) (string, bool) { s, ok := m[k].(string); return s, ok }
-	if v, present := m["schema_version"]; present {
-		if s, ok := v.(string); !ok || !strings.HasSuffix(s, "reward-episode/v1") {
-			return nil, refuse(CodeInvalidEpisode, "schema_version: must name reward-episode/v1")
-		}
-	}
-	for _, k := range []string{"task_id", "environment_id"} {
-		if v, present := m[k]; present {
-			if s, ok := v.(string); !ok || len(s) > 256 {
-				return nil, refuse(CodeInvalidEpisode, "%s: a string of at most 256 bytes", k)
-			}
-		}
-	}
-	if d.EpisodeID, ok = str("episode_id"); !ok || !opaqueID.MatchString(d.EpisodeID) {
+	d := &Descriptor{EpisodeID: doc.EpisodeID, PolicyCheckpointID: doc.PolicyCheckpointID, RewardContractDigest: doc.RewardContractDigest, Signal: SignalCompleted}
+	if !opaqueID.MatchString(d.EpisodeID) {
 		return nil, refuse(CodeInvalidEpisode, "episode_id: 8 to 128 characters, the first a letter or digit, then letters, digits or ._:-")
 	}
-	if d.PolicyCheckpointID, ok = str("policy_checkpoint_id"); !ok || !opaqueID.MatchString(d.PolicyCheckpointID) {
+	if !opaqueID.MatchString(d.PolicyCheckpointID) {
 		return nil, refuse(CodeInvalidEpisode, "policy_checkpoint_id: 8 to 128 characters, the first a letter or digit, then letters, digits or ._:-")
 	}
-	n, ok := m["policy_update"].(json.Number)
+	n, ok := doc.PolicyUpdate.(json.Number)
 	if !ok {
 		return nil, refuse(CodeInvalidEpisode, "policy_update: a whole number ≥ 0")
 	}
 	if d.PolicyUpdate, err = n.Int64(); err != nil || d.PolicyUpdate < 0 || d.PolicyUpdate > 1<<53-1 {
 		return nil, refuse(CodeInvalidEpisode, "policy_update: a whole number from 0 to 2^53-1")
 	}
-	if d.RewardContractDigest, ok = str("reward_contract_digest"); !ok || !digestRE.MatchString(d.RewardContractDigest) {
+	if !digestRE.MatchString(d.RewardContractDigest) {
 		return nil, refuse(CodeInvalidEpisode, "reward_contract_digest: sha256:<64 lowercase hex>")
 	}
-	var metaIdentity, metaSignal any
-	if v, present := m["metadata"]; present {
-		md, ok := v.(map[string]any)
-		if !ok {
-			return nil, refuse(CodeInvalidEpisode, "metadata: must be an object")
-		}
-		if k := forbiddenKey(md); k != "" {
-			// The key is not echoed: a refusal body is held to the same
-			// rule as a receipt.
-			return nil, refuse(CodeInvalidEpisode, "metadata carries a forbidden key (the list is in docs/rewards.md): a descriptor carries no observation, typed value or record")
-		}
-		metaIdentity, metaSignal = md["oracle_identity"], md["runtime_signal"]
+	if k := forbiddenKey(doc.Metadata); k != "" {
+		// The key is not echoed: a refusal body is held to the same rule
+		// as a receipt.
+		return nil, refuse(CodeInvalidEpisode, "metadata carries a forbidden key (the list is in docs/rewards.md): a descriptor carries no observation, typed value or record")
 	}
-	idv := m["oracle_identity"]
+	idv, sig := doc.OracleIdentity, doc.RuntimeSignal
 	if idv == nil {
-		idv = metaIdentity
+		idv = doc.Metadata["oracle_identity"]
 	}
 	if idv != nil {
-		id, err := parseIdentity(idv)
-		if err != nil {
+		if d.Identity, err = parseIdentity(idv); err != nil {
 			return nil, err
 		}
-		d.Identity = id
 	}
-	sig := m["runtime_signal"]
 	if sig == nil {
-		sig = metaSignal
+		sig = doc.Metadata["runtime_signal"]
 	}
 	if sig != nil {
 		s, ok := sig.(string)

@@ -669,3 +669,50 @@ func TestPinnedOracle(t *testing.T) {
 		t.Fatalf("an unpinned stored episode: %+v", rc)
 	}
 }
+
+// contract.yaml is read by the strict decoder: an unknown key or a value
+// of the wrong type is refused with its path and the fix.
+func TestContractFileRefusals(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ contract, want string }{
+		"unknown key":      {mockmedContract + "identity_key: [x]\n", `identity_key: unknown key; "identity_key" is not one of: schema, id, version, deployment, identity_keys, components, scoring, certificate_policy (did you mean "identity_keys"?)`},
+		"nested key":       {strings.Replace(mockmedContract, "epsilon: 0.05", "epsilo: 0.05", 1), `certificate_policy.epsilo: unknown key`},
+		"version a number": {strings.Replace(mockmedContract, `version: "1"`, "version: 1", 1), `version: must be a string, got 1; write it in quotes if it is text`},
+		"weight a string":  {strings.Replace(mockmedContract, "weight: 1", "weight: one", 1), "components[0].weight: must be a number, got a string"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadContract("m", writeContract(t, tc.contract, mockmedRequired, ""), Trust{})
+			le, ok := errors.AsType[*LoadError](err)
+			if !ok || le.Rule != RuleInvalid || filepath.Base(le.File) != ContractFile || !strings.Contains(le.Msg, tc.want) {
+				t.Fatalf("got %v; want %s in %s saying %q", err, RuleInvalid, ContractFile, tc.want)
+			}
+		})
+	}
+}
+
+// A descriptor is read by the strict decoder: an unknown key names the
+// keys allowed and the nearest, a wrong type its key and the type wanted.
+func TestParseDescriptorMessages(t *testing.T) {
+	t.Parallel()
+	head := `{"episode_id": "episode-0001", "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": "sha256:` + strings.Repeat("a", 64) + `"`
+	for name, tc := range map[string]struct{ doc, says string }{
+		"typo":        {head + `, "runtime_signl": "refused"}`, `runtime_signl: unknown key; "runtime_signl" is not one of: schema_version, episode_id,`},
+		"wrong type":  {head + `, "task_id": 7}`, "task_id: must be a string, got 7"},
+		"metadata":    {head + `, "metadata": []}`, "metadata: must be a map, got a list"},
+		"id a number": {`{"episode_id": 12345678}`, "episode_id: must be a string"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseDescriptor([]byte(tc.doc))
+			rf, ok := errors.AsType[*Refusal](err)
+			if !ok || rf.Code != CodeInvalidEpisode || !strings.Contains(rf.Detail, tc.says) {
+				t.Fatalf("refusal %v; want invalid_episode saying %q", err, tc.says)
+			}
+		})
+	}
+	_, err := ParseDescriptor([]byte(head + `, "runtime_signl": "refused"}`))
+	if err == nil || !strings.Contains(err.Error(), `did you mean "runtime_signal"?`) {
+		t.Errorf("a misspelt key: %v; want the nearest key named", err)
+	}
+}

@@ -358,17 +358,8 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	if ep != nil && ep.ReceiptID != "" {
 		return nil, refuseStatus(CodeDuplicateEpisode, 409, "episode %s was already scored (receipt %s)", d.EpisodeID, ep.ReceiptID)
 	}
-	identity := d.Identity
-	if ep != nil {
-		if identity != nil && !sameIdentity(identity, ep.Identity) {
-			return nil, refuse(CodeIdentityConflict, "the environment registered episode %s for another subject before the rollout; the descriptor may not name a different one", d.EpisodeID)
-		}
-		identity = ep.Identity
-	}
-	if identity == nil {
-		return nil, refuse(CodeIdentityMissing, "episode %s was not registered and the descriptor names no oracle_identity; register it with POST /v1/episodes before the rollout", d.EpisodeID)
-	}
-	if err := checkIdentity(c, identity); err != nil {
+	identity, err := episodeIdentity(c, d, ep)
+	if err != nil {
 		return nil, err
 	}
 	mk, err := s.loadMark(c.Digest)
@@ -394,13 +385,41 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	if j.Outcome == OutcomeFailedPlatform && j.Uncertainty == UncertaintyOracleUnavailable && read.Code != "" {
 		j.Reason = read.Code
 	}
+	r := s.receiptFor(c, d, j, read, before.Reachable, identity)
+	r.Verdicts, r.EvidenceDigest = s.verdicts(req, forb, j)
+	return s.issue(c, d, key, ep, identity, r)
+}
 
+// episodeIdentity is the subject an episode is scored for: the one its
+// registration recorded (a descriptor may repeat it, not change it), else
+// the descriptor's oracle_identity; checked against the contract.
+func episodeIdentity(c *Contract, d *Descriptor, ep *episode) (map[string]string, error) {
+	identity := d.Identity
+	if ep != nil {
+		if identity != nil && !sameIdentity(identity, ep.Identity) {
+			return nil, refuse(CodeIdentityConflict, "the environment registered episode %s for another subject before the rollout; the descriptor may not name a different one", d.EpisodeID)
+		}
+		identity = ep.Identity
+	}
+	if identity == nil {
+		return nil, refuse(CodeIdentityMissing, "episode %s was not registered and the descriptor names no oracle_identity; register it with POST /v1/episodes before the rollout", d.EpisodeID)
+	}
+	if err := checkIdentity(c, identity); err != nil {
+		return nil, err
+	}
+	return identity, nil
+}
+
+// receiptFor writes the receipt of a judged episode (its verdicts aside):
+// the outcome and its scalar, the certificate and whether it certifies
+// this scalar, the oracle read and the keyed digests.
+func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRead, baselineReachable bool, identity map[string]string) Receipt {
 	r := Receipt{
 		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
 		RewardContractDigest: c.Digest, EpisodeID: d.EpisodeID, PolicyCheckpointID: d.PolicyCheckpointID, PolicyUpdate: d.PolicyUpdate,
 		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, RuntimeSignal: d.Signal,
 		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason,
-		BaselineReachable: before.Reachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
+		BaselineReachable: baselineReachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
 		Components: []ComponentValue{},
 	}
 	if scalar, ok := c.Scoring.Scalar(j.Outcome); ok {
@@ -427,10 +446,16 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	r.Certified = strong && r.ScalarReward != nil && r.RewardOutcome != OutcomeFailedPlatform && r.CertificateState == CertCurrent && satisfies
 	r.DevelopmentOnly = !strong
 	r.SubjectDigest = s.keyedDigest("subject", canonicalJSON(identity))
-	r.Verdicts, r.EvidenceDigest = s.verdicts(req, forb, j)
+	return r
+}
 
+// issue signs and stores the receipt in one transaction with the ledger
+// entry, the episode's record and the contract's policy-update mark (the
+// mark is checked again inside it, so two racing episodes cannot regress
+// it).
+func (s *Service) issue(c *Contract, d *Descriptor, key string, ep *episode, identity map[string]string, r Receipt) (*Result, error) {
 	var res *Result
-	err = s.Store.RewardUpdate(func(tx *store.RewardTx) error {
+	err := s.Store.RewardUpdate(func(tx *store.RewardTx) error {
 		// Checked again inside the transaction that advances the mark.
 		if raw := tx.Get(store.RewardMarks, c.Digest); raw != nil {
 			var m mark

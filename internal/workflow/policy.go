@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // Policy holds the contract guards. A nil field inherits from the layer
@@ -42,52 +44,47 @@ type Policy struct {
 	MinSettleS *float64
 }
 
-var policyKeys = []string{"require_registered_contracts", "require_change_claim", "subject_params", "min_tier", "require_proven_newness", "min_settle_s"}
+// policyDoc is a policy: block as written, for the strict decoder; a
+// null key inherits, as an absent one does.
+type policyDoc struct {
+	RequireRegisteredContracts *bool `json:"require_registered_contracts"`
+	RequireChangeClaim         *bool `json:"require_change_claim"`
+	SubjectParams              any   `json:"subject_params"`
+	MinTier                    any   `json:"min_tier"`
+	RequireProvenNewness       *bool `json:"require_proven_newness"`
+	MinSettleS                 any   `json:"min_settle_s"`
+}
 
 // ParsePolicy loads a decoded `policy:` block.
 func ParsePolicy(tree any, path string) (*Policy, error) {
-	m, ok := tree.(map[string]any)
-	if !ok {
-		return nil, refuse(path, "must be a map with any of %s", strings.Join(policyKeys, ", "))
+	if _, ok := tree.(map[string]any); !ok {
+		return nil, refuse(path, "must be a map with any of %s", strings.Join(strict.Keys(reflect.TypeFor[policyDoc]()), ", "))
 	}
-	if err := CheckKeys(m, policyKeys, path); err != nil {
+	var doc policyDoc
+	if err := Decode(tree, path, &doc); err != nil {
 		return nil, err
 	}
-	p := &Policy{}
-	for _, key := range []string{"require_registered_contracts", "require_change_claim", "require_proven_newness"} {
-		v, present := m[key]
-		if !present || v == nil {
-			continue
-		}
-		b, ok := v.(bool)
-		if !ok {
-			return nil, refuse(path+"."+key, "must be true or false")
-		}
-		switch key {
-		case "require_registered_contracts":
-			p.RequireRegisteredContracts = &b
-		case "require_change_claim":
-			p.RequireChangeClaim = &b
-		default:
-			p.RequireProvenNewness = &b
-		}
+	p := &Policy{
+		RequireRegisteredContracts: doc.RequireRegisteredContracts,
+		RequireChangeClaim:         doc.RequireChangeClaim,
+		RequireProvenNewness:       doc.RequireProvenNewness,
 	}
-	if v, present := m["subject_params"]; present && v != nil {
-		list, err := parseSubjectParams(v, path+".subject_params")
+	if doc.SubjectParams != nil {
+		list, err := parseSubjectParams(doc.SubjectParams, path+".subject_params")
 		if err != nil {
 			return nil, err
 		}
 		p.subjectSet, p.SubjectParams = true, list
 	}
-	if v, present := m["min_tier"]; present && v != nil {
-		n, ok := asInt(v)
+	if doc.MinTier != nil {
+		n, ok := asInt(doc.MinTier)
 		if !ok || n < 1 || n > 4 {
 			return nil, refuse(path+".min_tier", "must be a whole number from 1 (independent system) to 4 (screen consistency)")
 		}
 		p.MinTier = &n
 	}
-	if v, present := m["min_settle_s"]; present && v != nil {
-		f, ok := asSeconds(v)
+	if doc.MinSettleS != nil {
+		f, ok := asSeconds(doc.MinSettleS)
 		if !ok {
 			return nil, refuse(path+".min_settle_s", "must be a number of seconds from 0 to %d (how long a change claim of an irreversible step keeps reading after its first CONFIRMED)", judge.MaxTimeoutS)
 		}

@@ -9,14 +9,17 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // Schema is the only workflow schema this daemon reads.
@@ -151,10 +154,60 @@ func Load(path string) (*Workflow, error) {
 	return w, nil
 }
 
-var workflowKeys = []string{"schema", "name", "params", "steps", "policy", "binding"}
-var bindingKeys = []string{"binding_digest", "source_digest", "coverage"}
-var stepKeys = []string{"step", "intent", "risk", "enters", "subject_params", "effects"}
-var paramKeys = []string{"secret"}
+// workflowDoc is a workflow file as written, for the strict decoder
+// (sdk/strict): its fields are the file's keys. policy and binding are
+// read by ParsePolicy and parseBinding.
+type workflowDoc struct {
+	Schema  string               `json:"schema"`
+	Name    string               `json:"name"`
+	Params  map[string]*paramDoc `json:"params"`
+	Steps   []stepDoc            `json:"steps"`
+	Policy  any                  `json:"policy"`
+	Binding any                  `json:"binding"`
+}
+
+type paramDoc struct {
+	Secret bool `json:"secret"`
+}
+
+// stepDoc is one step as written; null for an optional key is absent.
+type stepDoc struct {
+	Step          string   `json:"step"`
+	Intent        *string  `json:"intent"`
+	Risk          any      `json:"risk"`
+	Enters        []string `json:"enters"`
+	SubjectParams any      `json:"subject_params"`
+	Effects       []any    `json:"effects"`
+}
+
+type bindingDoc struct {
+	BindingDigest string         `json:"binding_digest"`
+	SourceDigest  string         `json:"source_digest"`
+	Coverage      map[string]any `json:"coverage"`
+}
+
+// Decode walks a decoded YAML or JSON tree into v (a pointer to a struct
+// whose json tags are the keys) with the strict decoder: an unknown key is
+// refused with the keys allowed there and the one probably meant, a value
+// of the wrong type with the type it must be. path names tree. Every
+// refusal is an *Error (a type that reads its own subtree may refuse with
+// one of its own).
+func Decode(tree any, path string, v any) error {
+	err := strict.Decode(tree, path, v)
+	if err == nil {
+		return nil
+	}
+	if we, ok := errors.AsType[*Error](err); ok {
+		return we
+	}
+	if je, ok := errors.AsType[*judge.Error](err); ok {
+		return je
+	}
+	if se, ok := errors.AsType[*strict.Error](err); ok {
+		return &Error{Path: se.Path, Message: se.Message}
+	}
+	return refuse(path, "%s", err.Error())
+}
 
 // Parse reads a workflow document (YAML or JSON).
 func Parse(data []byte) (*Workflow, error) {
@@ -162,171 +215,114 @@ func Parse(data []byte) (*Workflow, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckKeys(m, workflowKeys, ""); err != nil {
+	var doc workflowDoc
+	if err := Decode(m, "", &doc); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	w := &Workflow{Params: map[string]Param{}, Digest: "sha256:" + hex.EncodeToString(sum[:])}
-	if s, _ := m["schema"].(string); s != Schema {
-		return nil, refuse("schema", "must be %q, got %v", Schema, m["schema"])
+	if doc.Schema != Schema {
+		return nil, refuse("schema", "must be %q, got %q", Schema, doc.Schema)
 	}
-	name, ok := m["name"].(string)
-	if !ok || name == "" {
+	if doc.Name == "" {
 		return nil, refuse("name", "give the workflow a non-empty name")
 	}
-	w.Name = name
-	if raw, present := m["params"]; present && raw != nil {
-		pm, ok := raw.(map[string]any)
-		if !ok {
-			return nil, refuse("params", "must be a map of parameter name to {secret: bool}")
+	w.Name = doc.Name
+	for _, pname := range slices.Sorted(maps.Keys(doc.Params)) {
+		if !validName(pname) {
+			return nil, refuse("params."+pname, "a parameter name is letters, digits and _ (starting with a letter or _)")
 		}
-		for pname, pv := range pm {
-			path := "params." + pname
-			if !validName(pname) {
-				return nil, refuse(path, "a parameter name is letters, digits and _ (starting with a letter or _)")
-			}
-			var p Param
-			if pv != nil {
-				pvm, ok := pv.(map[string]any)
-				if !ok {
-					return nil, refuse(path, "must be a map, e.g. {} or {secret: true}")
-				}
-				if err := CheckKeys(pvm, paramKeys, path); err != nil {
-					return nil, err
-				}
-				if s, present := pvm["secret"]; present {
-					b, ok := s.(bool)
-					if !ok {
-						return nil, refuse(path+".secret", "must be true or false")
-					}
-					p.Secret = b
-				}
-			}
-			w.Params[pname] = p
+		var p Param
+		if pd := doc.Params[pname]; pd != nil {
+			p.Secret = pd.Secret
 		}
+		w.Params[pname] = p
 	}
-	if raw, present := m["policy"]; present && raw != nil {
-		p, err := ParsePolicy(raw, "policy")
-		if err != nil {
+	if doc.Policy != nil {
+		if w.Policy, err = ParsePolicy(doc.Policy, "policy"); err != nil {
 			return nil, err
 		}
-		w.Policy = p
 	}
-	if raw, present := m["binding"]; present && raw != nil {
-		b, err := parseBinding(raw)
-		if err != nil {
+	if doc.Binding != nil {
+		if w.Binding, err = parseBinding(doc.Binding); err != nil {
 			return nil, err
 		}
-		w.Binding = b
 	}
-	steps, ok := m["steps"].([]any)
-	if !ok || len(steps) == 0 {
+	if len(doc.Steps) == 0 {
 		return nil, refuse("steps", "give a non-empty list of steps")
 	}
 	seen := map[string]bool{}
-	for i, raw := range steps {
-		path := fmt.Sprintf("steps[%d]", i)
-		sm, ok := raw.(map[string]any)
-		if !ok {
-			return nil, refuse(path, "a step must be a map with step, risk and effects")
-		}
-		if err := CheckKeys(sm, stepKeys, path); err != nil {
+	for i, sd := range doc.Steps {
+		s, err := parseStep(sd, fmt.Sprintf("steps[%d]", i), w.Params)
+		if err != nil {
 			return nil, err
 		}
-		var s Step
-		s.Name, _ = sm["step"].(string)
-		if s.Name == "" {
-			return nil, refuse(path+".step", "give the step a non-empty name")
-		}
 		if seen[s.Name] {
-			return nil, refuse(path+".step", "step %q is declared twice; step names are unique", s.Name)
+			return nil, refuse(fmt.Sprintf("steps[%d].step", i), "step %q is declared twice; step names are unique", s.Name)
 		}
 		seen[s.Name] = true
-		if v, present := sm["intent"]; present && v != nil {
-			str, ok := v.(string)
-			if !ok {
-				return nil, refuse(path+".intent", "must be text")
-			}
-			s.Intent = str
-		}
-		s.Risk = RiskReversible
-		if v, present := sm["risk"]; present && v != nil {
-			str, _ := v.(string)
-			switch str {
-			case RiskIrreversible, RiskReversible, RiskReadOnly:
-				s.Risk = str
-			default:
-				return nil, refuse(path+".risk", "must be irreversible, reversible or read_only, got %v", v)
-			}
-		}
-		if v, present := sm["enters"]; present && v != nil {
-			list, ok := v.([]any)
-			if !ok {
-				return nil, refuse(path+".enters", "must be a list of parameter names")
-			}
-			for j, e := range list {
-				str, ok := e.(string)
-				if !ok {
-					return nil, refuse(fmt.Sprintf("%s.enters[%d]", path, j), "must be a parameter name")
-				}
-				if _, known := w.Params[str]; !known {
-					return nil, refuse(fmt.Sprintf("%s.enters[%d]", path, j), "parameter %q is not declared under params:", str)
-				}
-				s.Enters = append(s.Enters, str)
-			}
-		}
-		if v, present := sm["subject_params"]; present && v != nil {
-			list, err := parseSubjectParams(v, path+".subject_params")
-			if err != nil {
-				return nil, err
-			}
-			s.SubjectParams = list
-		}
-		if v, present := sm["effects"]; present && v != nil {
-			list, ok := v.([]any)
-			if !ok {
-				return nil, refuse(path+".effects", "must be a list of effect contracts")
-			}
-			effects, err := judge.LoadEffects(list, path+".effects")
-			if err != nil {
-				return nil, err
-			}
-			s.Effects = effects
-			s.EffectsTree = list
-		}
 		w.Steps = append(w.Steps, s)
 	}
 	return w, nil
 }
 
-func parseBinding(raw any) (*Binding, error) {
-	m, ok := raw.(map[string]any)
-	if !ok {
-		return nil, refuse("binding", "must be a map with %s", strings.Join(bindingKeys, ", "))
+// parseStep checks one decoded step: its name, risk, the declared
+// parameters it enters, and its effect contracts.
+func parseStep(sd stepDoc, path string, params map[string]Param) (Step, error) {
+	s := Step{Name: sd.Step, Risk: RiskReversible}
+	if s.Name == "" {
+		return s, refuse(path+".step", "give the step a non-empty name")
 	}
-	if err := CheckKeys(m, bindingKeys, "binding"); err != nil {
+	if sd.Intent != nil {
+		s.Intent = *sd.Intent
+	}
+	if sd.Risk != nil {
+		str, _ := sd.Risk.(string)
+		switch str {
+		case RiskIrreversible, RiskReversible, RiskReadOnly:
+			s.Risk = str
+		default:
+			return s, refuse(path+".risk", "must be irreversible, reversible or read_only, got %v", sd.Risk)
+		}
+	}
+	for j, name := range sd.Enters {
+		if _, known := params[name]; !known {
+			return s, refuse(fmt.Sprintf("%s.enters[%d]", path, j), "parameter %q is not declared under params:", name)
+		}
+		s.Enters = append(s.Enters, name)
+	}
+	if sd.SubjectParams != nil {
+		list, err := parseSubjectParams(sd.SubjectParams, path+".subject_params")
+		if err != nil {
+			return s, err
+		}
+		s.SubjectParams = list
+	}
+	if sd.Effects != nil {
+		effects, err := judge.LoadEffects(sd.Effects, path+".effects")
+		if err != nil {
+			return s, err
+		}
+		s.Effects = effects
+		s.EffectsTree = sd.Effects
+	}
+	return s, nil
+}
+
+func parseBinding(raw any) (*Binding, error) {
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, refuse("binding", "must be a map with %s", strings.Join(strict.Keys(reflect.TypeFor[bindingDoc]()), ", "))
+	}
+	var doc bindingDoc
+	if err := Decode(raw, "binding", &doc); err != nil {
 		return nil, err
 	}
-	b := &Binding{}
-	for _, key := range []string{"binding_digest", "source_digest"} {
-		s, _ := m[key].(string)
-		if !isDigest(s) {
-			return nil, refuse("binding."+key, "must be sha256: followed by 64 lowercase hex digits, got %v", m[key])
-		}
-		if key == "binding_digest" {
-			b.BindingDigest = s
-		} else {
-			b.SourceDigest = s
+	for _, d := range []struct{ key, value string }{{"binding_digest", doc.BindingDigest}, {"source_digest", doc.SourceDigest}} {
+		if !isDigest(d.value) {
+			return nil, refuse("binding."+d.key, "must be sha256: followed by 64 lowercase hex digits, got %q", d.value)
 		}
 	}
-	if v, present := m["coverage"]; present && v != nil {
-		cov, ok := v.(map[string]any)
-		if !ok {
-			return nil, refuse("binding.coverage", "must be a map (the coverage verifyctl bind recorded)")
-		}
-		b.Coverage = cov
-	}
-	return b, nil
+	return &Binding{BindingDigest: doc.BindingDigest, SourceDigest: doc.SourceDigest, Coverage: doc.Coverage}, nil
 }
 
 func isDigest(s string) bool {
@@ -358,17 +354,14 @@ func validName(s string) bool {
 }
 
 // CheckKeys refuses a key of m outside allowed, naming its path (under
-// path) and the keys allowed there. Keys are checked in sorted order, so the
-// refusal is the same on every run.
+// path), the keys allowed there and the one probably meant, as Decode
+// does. Keys are checked in sorted order, so the refusal is the same on
+// every run.
 func CheckKeys(m map[string]any, allowed []string, path string) error {
-	keys := slices.Sorted(maps.Keys(m))
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(allowed, k) {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			return refuse(p, "unknown key; the keys here are %s", strings.Join(allowed, ", "))
+			se := strict.UnknownKey(path, k, allowed)
+			return &Error{Path: se.Path, Message: se.Message}
 		}
 	}
 	return nil
