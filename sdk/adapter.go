@@ -120,7 +120,9 @@ type ConfigureRequest struct {
 	Kind string
 	// Config is the adapter's section as a JSON object, secrets removed.
 	Config json.RawMessage
-	// Secrets maps each secret slot to its resolved value. Never log them.
+	// Secrets maps each secret slot to its resolved value, keyed as the
+	// daemon sends it; read one with Secret, which names the slot as the
+	// section declares it. Never log them.
 	Secrets map[string]string
 	// EffectTimeout bounds one effect's settlement window.
 	EffectTimeout time.Duration
