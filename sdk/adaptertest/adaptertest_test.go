@@ -319,7 +319,7 @@ func TestKitSubprocess(t *testing.T) {
 		Binary:        testPlugin,
 		Deployment:    func(t *testing.T) adaptertest.Deployment { return config("right") },
 		BadDeployment: func(t *testing.T) adaptertest.Deployment { return config("wrong") },
-		Selector:       map[string]string{"patient_id": "p1", "type": "Triage"},
+		Selector:      map[string]string{"patient_id": "p1", "type": "Triage"},
 		Reset: func(t *testing.T) {
 			fs.mu.Lock()
 			defer fs.mu.Unlock()

@@ -70,7 +70,7 @@ effects:
 			Params:        map[string]string{"payee": "ACME"},
 			Deployment:    func(*testing.T) adaptertest.Deployment { return deployment("right") },
 			BadDeployment: func(*testing.T) adaptertest.Deployment { return deployment("wrong") },
-			Selector: map[string]string{"payee": "ACME"},
+			Selector:      map[string]string{"payee": "ACME"},
 			// Reset, WriteCorrect, WriteWrongEntity, WriteDuplicate,
 			// WriteStale, WriteLater, SetReachable and SeedMany write to
 			// and break the system of record; every one is required.
