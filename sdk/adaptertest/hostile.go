@@ -122,7 +122,11 @@ func (k *kit) readAs(t *testing.T, r *running, params map[string]string) ([]stri
 		}
 		t.Fatalf("Configure with run parameters %v: %v", params, err)
 	}
-	defer r.Release(ctx, id)
+	defer func() {
+		if err := r.Release(ctx, id); err != nil {
+			t.Errorf("Release of an instance configured for run parameters %v: %v", params, err)
+		}
+	}()
 	req := k.req()
 	req.Params = params
 	c, err := r.CaptureAfter(ctx, id, req)
