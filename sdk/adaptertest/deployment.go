@@ -1,17 +1,13 @@
 package adaptertest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/deployment"
+	"github.com/verifierd/verifierd/sdk/yamldoc"
 )
 
 // Deployment is a deployment document and the daemon's environment: what
@@ -22,9 +18,10 @@ import (
 // secret under another slot than the one the section declares is
 // configured without it, exactly as under the daemon.
 type Deployment struct {
-	// YAML is a deployment document (YAML or JSON) with an effects:
-	// section: kind: with the adapter's section, or candidates:, of which
-	// Candidate picks one.
+	// YAML is a deployment document with an effects: section: kind: with
+	// the adapter's section, or candidates:, of which Candidate picks one.
+	// It is read with the daemon's YAML reader (sdk/yamldoc): numbers in
+	// their canonical text, duplicate keys and aliases refused.
 	YAML string
 	// Candidate is the index of the section in effects.candidates; unused
 	// with effects.kind.
@@ -71,7 +68,7 @@ func (d Deployment) Resolve(params map[string]string) (sdk.ConfigureRequest, err
 
 // section finds the adapter's section in the document.
 func (d Deployment) section() (map[string]any, string, error) {
-	tree, err := decodeDocument([]byte(d.YAML))
+	tree, err := yamldoc.Decode([]byte(d.YAML))
 	if err != nil {
 		return nil, "", fmt.Errorf("the deployment does not parse: %w", err)
 	}
@@ -92,62 +89,4 @@ func (d Deployment) section() (map[string]any, string, error) {
 		return nil, "", fmt.Errorf("effects.candidates[%d] is not a map", d.Candidate)
 	}
 	return sec, fmt.Sprintf("effects.candidates[%d]", d.Candidate), nil
-}
-
-// decodeDocument reads one YAML (or JSON) document into the tree the
-// daemon's reader gives: maps, lists, strings, booleans, nil, and numbers
-// as json.Number with the text as written.
-func decodeDocument(data []byte) (any, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the document is empty")
-		}
-		return nil, err
-	}
-	return nodeTree(&doc)
-}
-
-func nodeTree(n *yaml.Node) (any, error) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return nodeTree(n.Content[0])
-	case yaml.AliasNode:
-		return nodeTree(n.Alias)
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := nodeTree(n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[n.Content[i].Value] = v
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		l := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := nodeTree(c)
-			if err != nil {
-				return nil, err
-			}
-			l = append(l, v)
-		}
-		return l, nil
-	}
-	switch n.ShortTag() {
-	case "!!int", "!!float":
-		return json.Number(n.Value), nil
-	case "!!null":
-		return nil, nil
-	case "!!bool":
-		var b bool
-		err := n.Decode(&b)
-		return b, err
-	}
-	return n.Value, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestDeploymentResolves: the kit's ConfigureRequest is the daemon's: the
-// candidate's own keys with exact numbers, options with option_params
+// candidate's own keys with numbers as the daemon reads them, options with option_params
 // bound, the secret under its slot, the daemon's keys gone.
 func TestDeploymentResolves(t *testing.T) {
 	t.Parallel()
@@ -40,8 +40,8 @@ effects:
 		t.Fatal(err)
 	}
 	opts, _ := got["options"].(map[string]any)
-	if req.Kind != "ldap" || got["page_size"] != json.Number("1.50") || opts["uid"] != "u-jdoe" || len(got) != 3 {
-		t.Errorf("Config = %s; want kind, page_size 1.50 as written and options with uid bound", req.Config)
+	if req.Kind != "ldap" || got["page_size"] != json.Number("1.5") || opts["uid"] != "u-jdoe" || len(got) != 3 {
+		t.Errorf("Config = %s; want kind, page_size in the daemon's canonical text (1.5) and options with uid bound", req.Config)
 	}
 	if pw, ok := req.Secret("password"); !ok || pw != "pw" {
 		t.Errorf("Secret(password) = %q, %v", pw, ok)
