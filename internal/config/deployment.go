@@ -226,10 +226,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 	if err != nil {
 		return c, asError(err)
 	}
-	c.Section, c.Secrets = ps.Fields, ps.Secrets
-	if ps.OptionParams != nil {
-		c.OptionParams = ps.OptionParams
-	}
+	c.Section, c.Secrets, c.OptionParams = ps.Fields, ps.Secrets, ps.OptionParams
 	if v, ok := sec["compensator"]; ok && v != nil {
 		cm, isMap := v.(map[string]any)
 		if !isMap {
