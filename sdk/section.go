@@ -10,9 +10,12 @@ package sdk
 //	  secret_env: {password: LDAP_PASSWORD}   # req.Secret("password")
 //
 // reaches the adapter as {"kind": "ldap", "options": {"base_dn":
-// "dc=example,dc=org", "uid": "jdoe"}}. An adapter decodes it with
-// sdk.Define[Section[myOptions]] (or ConfigureRequest.DecodeConfig), whose
-// strict decoder refuses a misspelt option with its path.
+// "dc=example,dc=org", "uid": "jdoe"}}. An adapter built with Define takes
+// it as its configure function's config type,
+//
+//	func configure(ctx context.Context, sec sdk.Section[options], req sdk.ConfigureRequest) (*settings, error)
+//
+// and the SDK's strict decoder refuses a misspelt option with its path.
 //
 // What the daemon sends, exactly (sdk/deployment, the daemon's own code):
 //
