@@ -2,17 +2,12 @@ package judge
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/yamldoc"
 )
 
 // MaxDepth is how many levels of objects and arrays (mappings and
@@ -70,100 +65,7 @@ func DecodeDocument(data []byte) (any, error) {
 	return decodeYAML(data)
 }
 
-func decodeYAML(data []byte) (any, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("the document is empty")
-		}
-		if strings.Contains(err.Error(), "exceeded max depth") {
-			// The YAML reader's own bound (10,000 levels), met while it
-			// scans: far past ours.
-			return nil, &jsondepth.Error{Limit: MaxDepth}
-		}
-		return nil, err
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, errors.New("more than one YAML document; write one")
-	}
-	return yamlTree(&doc, 0)
-}
-
-// yamlTree converts the node tree. The YAML library refuses nesting past
-// 10,000 levels while it scans (flow brackets and block indentation both),
-// so its own tree building stays shallow enough; this conversion counts
-// depth and refuses past MaxDepth before recursing further. The document
-// node itself is level 0.
-func yamlTree(n *yaml.Node, depth int) (any, error) {
-	if depth > MaxDepth && (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) {
-		return nil, &jsondepth.Error{Line: n.Line, Limit: MaxDepth}
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return yamlTree(n.Content[0], depth+1)
-	case yaml.AliasNode:
-		// Aliases can multiply a small file into a huge tree; a contract
-		// never needs one.
-		return nil, fmt.Errorf("line %d: YAML aliases are not allowed; write the value out", n.Line)
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			kn, vn := n.Content[i], n.Content[i+1]
-			if kn.Kind != yaml.ScalarNode || kn.ShortTag() == "!!merge" {
-				return nil, fmt.Errorf("line %d: a mapping key must be a plain string", kn.Line)
-			}
-			if _, dup := m[kn.Value]; dup {
-				return nil, fmt.Errorf("line %d: duplicate key %q", kn.Line, kn.Value)
-			}
-			v, err := yamlTree(vn, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[kn.Value] = v
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		a := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := yamlTree(c, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			a = append(a, v)
-		}
-		return a, nil
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str", "!!binary", "!!timestamp":
-			return n.Value, nil
-		case "!!null":
-			return nil, nil
-		case "!!bool":
-			var b bool
-			if err := n.Decode(&b); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n.Line, err)
-			}
-			return b, nil
-		case "!!int":
-			var i int64
-			if err := n.Decode(&i); err != nil {
-				return json.Number(n.Value), nil //nolint:nilerr // too large for int64: keep the exact text
-			}
-			return json.Number(strconv.FormatInt(i, 10)), nil
-		case "!!float":
-			var f float64
-			if err := n.Decode(&f); err != nil {
-				return nil, fmt.Errorf("line %d: %v", n.Line, err)
-			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
-		default:
-			return n.Value, nil
-		}
-	}
-	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
-}
+// decodeYAML is the SDK's YAML reader (sdk/yamldoc), which the
+// qualification kit reads deployments with too. Its depth bound is
+// jsondepth.Max, which MaxDepth is.
+func decodeYAML(data []byte) (any, error) { return yamldoc.Decode(data) }

@@ -33,8 +33,11 @@ type Adapter interface {
 	// (and, for a built-in kind, of the kind's floor): a configuration can
 	// weaken a tier, never strengthen it.
 	Info() Info
-	// Configure receives the deployment's section for this adapter, without
-	// run parameters: check the {param} references' shape here, bind their
+	// Configure receives the deployment's section for this adapter in the
+	// shape sdk/deployment documents (Section), and its secrets under their
+	// slots (ConfigureRequest.Secret). It sees no run parameter except a
+	// plugin's option_params, which the daemon binds into options before
+	// configuring: check the {param} references' shape here, bind their
 	// values per call. Return a *ConfigError to refuse it with the offending
 	// field's path. Do not connect here: a system of record that is down is
 	// reported by the captures, not by Configure.
@@ -114,13 +117,18 @@ type Info struct {
 	MaxConcurrentCaptures int
 }
 
-// ConfigureRequest carries the deployment's section for one adapter.
+// ConfigureRequest carries the deployment's section for one adapter. A
+// test builds one as the daemon would with adaptertest.Deployment.
 type ConfigureRequest struct {
 	// Kind is the kind the deployment section names.
 	Kind string
-	// Config is the adapter's section as a JSON object, secrets removed.
+	// Config is the adapter's section as a JSON object: kind, options
+	// with option_params bound, and the other keys the operator wrote;
+	// the daemon's own keys removed (Section, sdk/deployment).
 	Config json.RawMessage
-	// Secrets maps each secret slot to its resolved value. Never log them.
+	// Secrets maps each secret slot to its resolved value, keyed as the
+	// daemon sends it; read one with Secret, which names the slot as the
+	// section declares it. Never log them.
 	Secrets map[string]string
 	// EffectTimeout bounds one effect's settlement window.
 	EffectTimeout time.Duration

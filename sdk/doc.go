@@ -10,8 +10,10 @@
 //
 // The daemon starts the binary as a hashicorp/go-plugin subprocess over gRPC
 // with mutual TLS. One process serves every session: the daemon calls
-// Configure once per deployment section (its secrets included, no run
-// parameters), and every later call carries the session's run parameters,
+// Configure once per deployment section (its secrets included, read with
+// ConfigureRequest.Secret; no run parameters but a plugin's option_params,
+// bound into options; Section and sdk/deployment give the exact shape),
+// and every later call carries the session's run parameters,
 // which the adapter binds into that one read (ParamChecker lets the daemon
 // check them at Begin without reading). CaptureBefore/CaptureAfter records
 // stream in bounded batches. The

@@ -20,13 +20,13 @@ const kind = "csv-ledger"
 // ReasonClockSkew is the reason code of the verdict hook's demotion.
 const ReasonClockSkew = "LEDGER_CLOCK_SKEW"
 
-// section is what the daemon sends: the deployment's section with `kind`
-// and the resolved plugin `options` (secret_env is resolved into
-// ConfigureRequest.Secrets and removed).
-type section struct {
-	Kind    string   `json:"kind"`
-	Options *options `json:"options"`
-}
+// section is what the daemon sends (sdk.Section): the deployment's
+// section with `kind` and the plugin's `options`, option_params bound and
+// merged in. The daemon keeps its own keys (freshness_field, secret_env,
+// ...) and sends a secret_env secret apart, in ConfigureRequest.Secrets
+// (read with req.Secret); the ledger has none. Options is a pointer so that
+// a section without options: is told apart from one with empty options.
+type section = sdk.Section[*options]
 
 type options struct {
 	Path     string `json:"path"`

@@ -269,12 +269,16 @@ func TestQualification(t *testing.T) {
 	}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
 	writeLedger(t, path, [][]string{header})
-	config := func(p string) sdk.ConfigureRequest { return configReq(t, map[string]any{"path": p, "id_column": "id"}) }
+	// The section as the README tells an operator to write it; the kit
+	// resolves it with the daemon's own code.
+	config := func(p string) adaptertest.Deployment {
+		return adaptertest.Deployment{YAML: fmt.Sprintf("effects:\n  kind: csv-ledger\n  options: {path: %q, id_column: id}\n", p)}
+	}
 
 	adaptertest.Run(t, adaptertest.Harness{
-		Binary: binary,
-		Config: func(t *testing.T) sdk.ConfigureRequest { return config(path) },
-		BadCredentials: func(t *testing.T) sdk.ConfigureRequest {
+		Binary:     binary,
+		Deployment: func(t *testing.T) adaptertest.Deployment { return config(path) },
+		BadDeployment: func(t *testing.T) adaptertest.Deployment {
 			if os.Geteuid() == 0 {
 				t.Skip("a CSV file has no credentials; its access control is file permissions, which root bypasses")
 			}

@@ -14,11 +14,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/deployment"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
@@ -51,12 +51,13 @@ type Deployment struct {
 type Candidate struct {
 	Index int
 	Kind  string
-	// Section is the kind's own fields as JSON: what the adapter receives.
-	// Secret references stay as environment-variable names; resolved
-	// plugin options replace options/option_params.
+	// Section is the kind's own fields: what the adapter receives
+	// (sdk/deployment documents the shape). Secret references stay as
+	// environment-variable names; Resolve binds option_params into options.
 	Section map[string]any
 	// Secrets maps a slot (the dotted path of a *_env key, or
-	// secret_env.<slot>) to the environment variable it names.
+	// secret_env.<slot>; sdk/deployment's rule) to the environment
+	// variable it names.
 	Secrets map[string]string
 	// Judging settings that apply to this candidate's verdicts.
 	Redaction judge.Redaction
@@ -82,14 +83,6 @@ type Candidate struct {
 type FreshnessSetting struct {
 	Field   string
 	WindowS float64
-}
-
-// commonKeys are read by the daemon, not the adapter.
-var commonKeys = map[string]bool{
-	"kind": true, "evidence_redact_fields": true, "evidence_keep_fields": true,
-	"freshness_field": true, "freshness_window_s": true, "settle_s": true,
-	"options": true, "option_params": true, "secret_env": true, "compensator": true,
-	"census": true, "newness": true,
 }
 
 // defaultableKeys may also be set once at the effects level for all
@@ -203,7 +196,7 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 		common = map[string]any{}
 	}
 	for k, v := range sec {
-		if commonKeys[k] {
+		if deployment.DaemonKey(k) {
 			common[k] = v
 		}
 	}
@@ -218,31 +211,21 @@ func parseCandidate(sec map[string]any, path string, index int, defaults map[str
 	if err := c.parseJudging(&doc, path); err != nil {
 		return c, err
 	}
-	for _, k := range []string{"options", "option_params", "secret_env"} {
-		if _, ok := sec[k]; ok && BuiltinKinds[c.Kind] {
-			return c, errorf(path+"."+k, "%s is for plugin kinds only; the built-in kind %q refuses it (use its own documented fields)", k, c.Kind)
-		}
+	// What reaches the adapter, and under which secret slots, is the SDK's
+	// reading (sdk/deployment), so the qualification kit configures an
+	// adapter exactly as this does.
+	ps, err := deployment.Parse(sec, path, !BuiltinKinds[c.Kind])
+	if err != nil {
+		return c, asError(err)
 	}
-	if err := c.parsePluginKeys(&doc, path); err != nil {
-		return c, err
-	}
+	c.Section, c.Secrets, c.OptionParams = ps.Fields, ps.Secrets, ps.OptionParams
 	if doc.Compensator != nil {
 		c.Compensator = doc.Compensator
 		c.CompensatorSecrets = map[string]string{}
-		if err := collectEnvRefs(doc.Compensator, "compensator", path, c.CompensatorSecrets); err != nil {
-			return c, err
+		if err := deployment.EnvRefs(doc.Compensator, "compensator", path, c.CompensatorSecrets); err != nil {
+			return c, asError(err)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(sec)) {
-		if commonKeys[k] {
-			continue
-		}
-		c.Section[k] = sec[k]
-		if err := collectEnvRefs(sec[k], k, path, c.Secrets); err != nil {
-			return c, err
-		}
-	}
-	c.Section["kind"] = c.Kind
 	if err := parseNewness(&c, sec, path); err != nil {
 		return c, err
 	}
@@ -294,178 +277,42 @@ func (c *Candidate) parseJudging(doc *candidateDoc, path string) error {
 	return nil
 }
 
-// parsePluginKeys reads a plugin kind's options (no credentials),
-// option_params (bound per run) and secret_env (slot to variable name).
-func (c *Candidate) parsePluginKeys(doc *candidateDoc, path string) error {
-	for _, k := range slices.Sorted(maps.Keys(doc.Options)) {
-		if namesCredential(k) {
-			return errorf(path+".options."+k, "an option may not carry a credential; put its environment-variable name under secret_env: instead")
-		}
-	}
-	if doc.Options != nil {
-		c.Section["options"] = doc.Options
-	}
-	if doc.OptionParams != nil {
-		c.OptionParams = map[string]judge.Value{}
-	}
-	for _, k := range slices.Sorted(maps.Keys(doc.OptionParams)) {
-		if namesCredential(k) {
-			return errorf(path+".option_params."+k, "an option may not carry a credential; use secret_env:")
-		}
-		if _, dup := doc.Options[k]; dup {
-			return errorf(path+".option_params."+k, "also set under options:; set it in one place")
-		}
-		val, err := loadValue(doc.OptionParams[k], path+".option_params."+k)
-		if err != nil {
-			return err
-		}
-		c.OptionParams[k] = val
-	}
-	for _, slot := range slices.Sorted(maps.Keys(doc.SecretEnv)) {
-		name, isStr := doc.SecretEnv[slot].(string)
-		if !isStr || !envNameRE.MatchString(name) {
-			return errorf(path+".secret_env."+slot, "must be an environment-variable name such as ACME_READER_PASSWORD, not a secret value")
-		}
-		c.Secrets["secret_env."+slot] = name
-	}
-	return nil
-}
+// namesCredential reports whether an option key names a credential
+// (sdk/deployment.NamesCredential).
+func namesCredential(key string) bool { return deployment.NamesCredential(key) }
 
-// collectEnvRefs records every string value under a key ending in _env as a
-// secret reference, at any depth (auth.bearer_env, sign_in.password_env).
-func collectEnvRefs(v any, slot, path string, out map[string]string) error {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if err := collectEnvRefs(x[k], slot+"."+k, path, out); err != nil {
-				return err
-			}
-		}
-	case string:
-		if strings.HasSuffix(lastSegment(slot), "_env") {
-			if !envNameRE.MatchString(x) {
-				return errorf(path+"."+slot, "must be an environment-variable name, not a secret value")
-			}
-			out[slot] = x
-		}
-	}
-	return nil
-}
-
-func lastSegment(slot string) string {
-	if i := strings.LastIndexByte(slot, '.'); i >= 0 {
-		return slot[i+1:]
-	}
-	return slot
-}
-
-// namesCredential reports whether an option key names a credential: its last
-// word is password, secret, token or credential, or it ends in api_key.
-func namesCredential(key string) bool {
-	k := strings.ToLower(key)
-	if strings.HasSuffix(k, "api_key") || strings.HasSuffix(k, "apikey") {
-		return true
-	}
-	words := strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' })
-	if len(words) == 0 {
-		return false
-	}
-	switch strings.TrimSuffix(words[len(words)-1], "s") {
-	case "password", "secret", "token", "credential", "passwd":
-		return true
-	}
-	return false
-}
+// asError is the SDK's refusal as this package's: the same type
+// (sdk/refusal), kept whole, code included.
+func asError(err error) error { return err }
 
 // Resolve returns the candidate's adapter config (JSON) and secrets for one
 // run: option_params are bound to params, and every secret reference is
 // looked up with lookupEnv after allow says the daemon permits it. A missing
 // or refused variable fails loud, naming the variable, never a value.
 func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (string, bool), allow func(string) bool) (configJSON []byte, secrets map[string]string, err error) {
-	section := make(map[string]any, len(c.Section))
-	maps.Copy(section, c.Section)
-	if len(c.OptionParams) > 0 {
-		opts := map[string]any{}
-		if o, ok := section["options"].(map[string]any); ok {
-			maps.Copy(opts, o)
-		}
-		var missing []string
-		for _, k := range slices.Sorted(maps.Keys(c.OptionParams)) {
-			v := c.OptionParams[k]
-			var absent []string
-			for _, name := range v.Params() {
-				if _, ok := params[name]; !ok {
-					absent = append(absent, strconv.Quote(name))
-				}
-			}
-			if len(absent) > 0 {
-				missing = append(missing, absent...)
-				continue
-			}
-			// An option goes to a plugin as data; what the plugin does
-			// with it is its own, so only NUL and control characters are
-			// refused here (a template's literal text is kept as written).
-			s, err := v.BindIn(params, "", param.Data)
-			if err != nil {
-				return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params.%s", c.Index, k), "%s", err.Error())
-			}
-			opts[k] = s
-		}
-		if len(missing) > 0 {
-			return nil, nil, errorf(fmt.Sprintf("candidates[%d].option_params", c.Index), "missing run parameter %s", strings.Join(missing, ", "))
-		}
-		section["options"] = opts
-	}
-	secrets = make(map[string]string, len(c.Secrets))
-	for _, slot := range slices.Sorted(maps.Keys(c.Secrets)) {
-		name := c.Secrets[slot]
-		v, err := resolveSecret(fmt.Sprintf("candidates[%d].%s", c.Index, slot), name, lookupEnv, allow)
-		if err != nil {
-			return nil, nil, err
-		}
-		secrets[slot] = v
-	}
-	configJSON, err = json.Marshal(section)
+	ps := deployment.Section{Kind: c.Kind, Fields: c.Section, Secrets: c.Secrets, OptionParams: c.OptionParams}
+	configJSON, secrets, err = ps.Resolve(params, fmt.Sprintf("candidates[%d]", c.Index), lookupEnv, allow)
 	if err != nil {
-		return nil, nil, errorf(fmt.Sprintf("candidates[%d]", c.Index), "cannot encode the section: %v", err)
+		return nil, nil, asError(err)
 	}
 	return configJSON, secrets, nil
 }
 
-// Codes of a secret reference that does not resolve: the first is the
-// operator's policy (the variable is outside secrets.allow), the second the
-// platform's (the variable is not set where the daemon runs).
+// Codes of a secret reference that does not resolve (sdk/deployment): the
+// first is the operator's policy (the variable is outside secrets.allow),
+// the second the platform's (the variable is not set where the daemon
+// runs).
 const (
-	CodeSecretNotAllowed = "secret_not_allowed"
-	CodeSecretUnset      = "secret_unset"
+	CodeSecretNotAllowed = deployment.CodeSecretNotAllowed
+	CodeSecretUnset      = deployment.CodeSecretUnset
 )
-
-// resolveSecret looks up the environment variable name that the slot at
-// path references, after allow says the daemon permits it. A refusal
-// names the variable, never a value, and carries CodeSecretNotAllowed or
-// CodeSecretUnset.
-func resolveSecret(path, name string, lookupEnv func(string) (string, bool), allow func(string) bool) (string, error) {
-	if allow != nil && !allow(name) {
-		return "", &Error{Code: CodeSecretNotAllowed, Path: path, Message: fmt.Sprintf("the daemon does not allow the environment variable %s; add it to secrets.allow in the daemon config", name)}
-	}
-	v, ok := lookupEnv(name)
-	if !ok || v == "" {
-		return "", &Error{Code: CodeSecretUnset, Path: path, Message: fmt.Sprintf("environment variable %s is not set in the daemon's environment", name)}
-	}
-	return v, nil
-}
 
 // ResolveCompensator resolves the compensator's credentials under the same
 // rules as Resolve. Slots keep their "compensator." prefix.
 func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), allow func(string) bool) (map[string]string, error) {
-	out := make(map[string]string, len(c.CompensatorSecrets))
-	for _, slot := range slices.Sorted(maps.Keys(c.CompensatorSecrets)) {
-		name := c.CompensatorSecrets[slot]
-		v, err := resolveSecret(fmt.Sprintf("candidates[%d].%s", c.Index, slot), name, lookupEnv, allow)
-		if err != nil {
-			return nil, err
-		}
-		out[slot] = v
+	out, err := deployment.LookupSecrets(c.CompensatorSecrets, fmt.Sprintf("candidates[%d]", c.Index), lookupEnv, allow)
+	if err != nil {
+		return nil, asError(err)
 	}
 	return out, nil
 }

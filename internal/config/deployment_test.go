@@ -27,6 +27,8 @@ func TestParseDeploymentRefusals(t *testing.T) {
 		{"api key option", "effects: {kind: acme, options: {service_api_key: x}}\n", "effects.options.service_api_key"},
 		{"token option", "effects: {kind: acme, options: {access-token: x}}\n", "effects.options.access-token"},
 		{"secret value instead of a name", "effects: {kind: acme, secret_env: {password: 'hunter2!'}}\n", "effects.secret_env.password"},
+		{"secret slot ending in _env", "effects: {kind: acme, secret_env: {token_env: ACME_TOKEN}}\n", "effects.secret_env.token_env"},
+		{"secret slot with a dot", "effects: {kind: acme, secret_env: {a.b: ACME_TOKEN}}\n", "effects.secret_env.a.b"},
 		{"env value not a name", "effects: {kind: sql, sql_password_env: 'p@ss word'}\n", "effects.sql_password_env"},
 		{"nested env value not a name", "effects: {kind: rest, auth: {bearer_env: 'abc def'}}\n", "effects.auth.bearer_env"},
 		{"both redaction lists", "effects: {kind: sql, evidence_redact_fields: [a], evidence_keep_fields: [b]}\n", "effects"},

@@ -18,6 +18,7 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/timestamp"
 )
 
 // Harness describes an adapter and the system of record it reads. Every hook
@@ -31,11 +32,24 @@ type Harness struct {
 	Env     []string
 	Factory func() sdk.Adapter
 
-	// Config configures the adapter against the working system of record,
-	// with the right credentials.
+	// Deployment configures the adapter against the working system of
+	// record, with the right credentials, from what an operator writes:
+	// a deployment document and the daemon's environment, which the kit
+	// resolves with the daemon's own code (sdk/deployment) into the
+	// ConfigureRequest the daemon would send, Params bound into its
+	// option_params. Set it, or Config.
+	Deployment func(t *testing.T) Deployment
+	// BadDeployment is Deployment with credentials the system of record
+	// refuses (see BadCredentials). Set it with Deployment.
+	BadDeployment func(t *testing.T) Deployment
+	// Config is Deployment's ConfigureRequest built by hand. It qualifies
+	// nothing about the section's shape or its secret slots (a request
+	// built by hand can carry a slot the daemon never sends); prefer
+	// Deployment.
 	Config func(t *testing.T) sdk.ConfigureRequest
 	// Params are the run parameters every call carries (the session's
 	// bound values for the section's {param} references); nil for none.
+	// The kit also replaces each by nothing and by HostileValues.
 	Params map[string]string
 	// BadCredentials is Config with credentials the system of record
 	// refuses. Configure must accept it (a refusal is only for a malformed
@@ -62,7 +76,10 @@ type Harness struct {
 	// identity.
 	WriteDuplicate func(t *testing.T) string
 	// WriteStale writes one record matching Selector whose timestamp field
-	// is long past, and returns the field's name and the stored text.
+	// is long past (more than a day), and returns the field's name and the
+	// value the adapter must read back: the stored text, or its RFC 3339
+	// form when the adapter converts the system's own format (the judge
+	// reads only epoch seconds and RFC 3339 / ISO 8601, sdk/timestamp).
 	WriteStale func(t *testing.T) (field, value string)
 	// WriteLater starts writing one record matching Selector that lands
 	// after delay, and returns at once.
@@ -98,6 +115,12 @@ const ManyRecordsTimeout = 2 * time.Minute
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	h.check(t)
+	if h.Deployment != nil {
+		params := h.Params
+		good, bad := h.Deployment, h.BadDeployment
+		h.Config = func(t *testing.T) sdk.ConfigureRequest { return good(t).Request(t, params) }
+		h.BadCredentials = func(t *testing.T) sdk.ConfigureRequest { return bad(t).Request(t, params) }
+	}
 	if h.IdentityField == "" {
 		h.IdentityField = "id"
 	}
@@ -110,6 +133,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("wrong_entity", k.wrongEntity)
 	t.Run("duplicate_rows", k.duplicates)
 	t.Run("stale_row", k.stale)
+	t.Run("hostile_params", k.hostileParams)
 	t.Run("settles_later", k.settlesLater)
 	t.Run("bad_credentials_unreachable", k.badCredentials)
 	t.Run("unreachable_before", k.unreachableBefore)
@@ -126,8 +150,9 @@ func (h Harness) check(t *testing.T) {
 		missing bool
 	}{
 		{"Binary or Factory", h.Binary == "" && h.Factory == nil},
-		{"Config", h.Config == nil},
-		{"BadCredentials", h.BadCredentials == nil},
+		{"Deployment (or Config)", h.Config == nil && h.Deployment == nil},
+		{"BadDeployment (with Deployment)", h.Deployment != nil && h.BadDeployment == nil},
+		{"BadCredentials (with Config)", h.Config != nil && h.BadCredentials == nil},
 		{"Selector", len(h.Selector) == 0},
 		{"Reset", h.Reset == nil},
 		{"WriteCorrect", h.WriteCorrect == nil},
@@ -141,6 +166,9 @@ func (h Harness) check(t *testing.T) {
 		if hook.missing {
 			t.Fatalf("adaptertest: Harness.%s is required", hook.name)
 		}
+	}
+	if h.Config != nil && h.Deployment != nil {
+		t.Fatal("adaptertest: set Harness.Deployment or Harness.Config, not both")
 	}
 }
 
@@ -413,6 +441,15 @@ func (k *kit) stale(t *testing.T) {
 	}
 	if v, ok := text(got[0][field]); !ok || v != value {
 		t.Errorf("the stale row's %q reads as %q (present %v); want the stored %q, untouched", field, v, ok, value)
+	}
+	// The judge's own reading of a timestamp: a shape it refuses would
+	// make every freshness window judge the record INDETERMINATE.
+	at, err := timestamp.Parse(got[0][field])
+	switch {
+	case err != nil:
+		t.Errorf("the stale row's %q cannot be read by the judge's freshness check: %v; yield RFC 3339 text (2006-01-02T15:04:05Z) or epoch seconds, converting the system's own format", field, err)
+	case time.Since(at) < 24*time.Hour:
+		t.Errorf("the stale row's %q reads as %v, not long past: WriteStale must write a timestamp more than a day old", field, at)
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // memStore is a fake system of record: an in-memory table. A fake is right
@@ -40,20 +41,62 @@ func (s *memStore) write(patient, stamp string) string {
 	return strconv.Itoa(s.next)
 }
 
-// memAdapter reads memStore. It returns every row, whatever the selector,
-// so the kit's "wrong entity is distinguishable" path is exercised.
+// memAdapter reads memStore. It returns every row of the configured type
+// (options.type, a glob pattern bound from the run's option_params),
+// whatever the selector, so the kit's "wrong entity is distinguishable"
+// path is exercised.
 type memAdapter struct {
 	store    *memStore
 	password string
+	pattern  string
 	cached   []sdk.Record
 }
+
+type memOptions struct {
+	// Type is nil when the section sets none (every type is read); an
+	// empty type is a type too, which matches only itself.
+	Type *string `json:"type"`
+}
+
+// globValue is the memory adapter's own place: a literal inside a
+// path.Match pattern, where * ? [ ] and \ are escaped.
+var globValue = param.Place{Where: "in the type pattern", Escape: func(v string) (string, error) {
+	var b strings.Builder
+	for _, r := range v {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), nil
+}}
 
 func (a *memAdapter) Info() sdk.Info {
 	return sdk.Info{Kind: "memory", Tier: sdk.TierIndependentSystem, Description: "in-memory fake for the kit's own test"}
 }
 
 func (a *memAdapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	a.password = req.Secrets["password"]
+	var sec sdk.Section[memOptions]
+	if err := json.Unmarshal(req.Config, &sec); err != nil {
+		return &sdk.ConfigError{Message: err.Error()}
+	}
+	a.pattern = "*"
+	if t := sec.Options.Type; t != nil {
+		a.pattern = *t
+		if a.store.flaw != "unescaped" {
+			var err error
+			if a.pattern, err = globValue.Bind(*t); err != nil {
+				return &sdk.ConfigError{Path: "options.type", Message: err.Error()}
+			}
+		}
+	}
+	if a.store.flaw == "wrong-slot" {
+		// The slot's name as the deployment writes it, which the daemon
+		// never sends: the kit must catch it.
+		a.password = req.Secrets["password"]
+		return nil
+	}
+	a.password, _ = req.Secret("password")
 	return nil
 }
 
@@ -112,7 +155,12 @@ func (a *memAdapter) read() (sdk.Capture, error) {
 		return sdk.Unreachable("%s", why), nil
 	}
 	a.store.mu.Lock()
-	rows := slices.Clone(a.store.rows)
+	var rows []sdk.Record
+	for _, r := range a.store.rows {
+		if ok, _ := path.Match(a.pattern, fmt.Sprint(r["type"])); ok {
+			rows = append(rows, r)
+		}
+	}
 	a.store.mu.Unlock()
 	if a.store.flaw == "dedupe" {
 		rows = dedupe(rows)
@@ -139,14 +187,25 @@ func memHarness(flaw string) adaptertest.Harness {
 	store := &memStore{password: "right", flaw: flaw}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
 	const fixed = "2026-01-01T00:00:00Z"
+	stale := "2001-02-03T04:05:06Z"
+	if flaw == "generalized-time" {
+		stale = "20010203040506Z" // LDAP's own format, yielded unconverted
+	}
+	const doc = `
+effects:
+  kind: memory
+  option_params: {type: {param: visit_type}}
+  secret_env: {password: MEMORY_PASSWORD}
+`
 	return adaptertest.Harness{
 		Factory: func() sdk.Adapter { return &memAdapter{store: store} },
-		Config: func(t *testing.T) sdk.ConfigureRequest {
-			return sdk.ConfigureRequest{Kind: "memory", Secrets: map[string]string{"password": "right"}}
+		Deployment: func(t *testing.T) adaptertest.Deployment {
+			return adaptertest.Deployment{YAML: doc, Env: map[string]string{"MEMORY_PASSWORD": "right"}}
 		},
-		BadCredentials: func(t *testing.T) sdk.ConfigureRequest {
-			return sdk.ConfigureRequest{Kind: "memory", Secrets: map[string]string{"password": "wrong"}}
+		BadDeployment: func(t *testing.T) adaptertest.Deployment {
+			return adaptertest.Deployment{YAML: doc, Env: map[string]string{"MEMORY_PASSWORD": "wrong"}}
 		},
+		Params:   map[string]string{"visit_type": "Triage"},
 		Selector: map[string]string{"patient_id": "p1", "type": "Triage"},
 		Reset: func(t *testing.T) {
 			store.mu.Lock()
@@ -157,8 +216,8 @@ func memHarness(flaw string) adaptertest.Harness {
 		WriteWrongEntity: func(t *testing.T) string { return store.write("p2", fixed) },
 		WriteDuplicate:   func(t *testing.T) string { return store.write("p1", fixed) },
 		WriteStale: func(t *testing.T) (string, string) {
-			store.write("p1", "2001-02-03T04:05:06Z")
-			return "updated_at", "2001-02-03T04:05:06Z"
+			store.write("p1", stale)
+			return "updated_at", stale
 		},
 		WriteLater: func(t *testing.T, d time.Duration) {
 			time.AfterFunc(d, func() { store.write("p1", now()) })
@@ -249,16 +308,18 @@ func TestKitSubprocess(t *testing.T) {
 	if err := os.WriteFile(fs.path+".password", []byte("right\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	config := func(password string) sdk.ConfigureRequest {
-		cfg, _ := json.Marshal(map[string]string{"mode": "file", "path": fs.path})
-		return sdk.ConfigureRequest{Kind: "testplugin", Config: cfg, Secrets: map[string]string{"password": password}}
+	// The section as an operator writes it: the plugin's own top-level
+	// keys, and its secret declared under secret_env.
+	config := func(password string) adaptertest.Deployment {
+		doc := fmt.Sprintf("effects:\n  kind: testplugin\n  mode: file\n  path: %q\n  secret_env: {password: TESTPLUGIN_PASSWORD}\n  freshness_field: updated_at\n  freshness_window_s: 60\n", fs.path)
+		return adaptertest.Deployment{YAML: doc, Env: map[string]string{"TESTPLUGIN_PASSWORD": password}}
 	}
 	const fixed = "2026-01-01T00:00:00Z"
 	adaptertest.Run(t, adaptertest.Harness{
-		Binary:         testPlugin,
-		Config:         func(t *testing.T) sdk.ConfigureRequest { return config("right") },
-		BadCredentials: func(t *testing.T) sdk.ConfigureRequest { return config("wrong") },
-		Selector:       map[string]string{"patient_id": "p1", "type": "Triage"},
+		Binary:        testPlugin,
+		Deployment:    func(t *testing.T) adaptertest.Deployment { return config("right") },
+		BadDeployment: func(t *testing.T) adaptertest.Deployment { return config("wrong") },
+		Selector:      map[string]string{"patient_id": "p1", "type": "Triage"},
 		Reset: func(t *testing.T) {
 			fs.mu.Lock()
 			defer fs.mu.Unlock()
@@ -305,6 +366,9 @@ func TestKitCatchesFlawedAdapters(t *testing.T) {
 		{"error-on-outage", "must be Reachable=false, not an error"},
 		{"empty-on-outage", "an empty read would look like a missing write"},
 		{"cache-after", "must read afresh every time"},
+		{"wrong-slot", "the working system of record was reported unreachable: authentication failed"},
+		{"unescaped", "the value reshaped the read"},
+		{"generalized-time", "cannot be read by the judge's freshness check"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.flaw, func(t *testing.T) {

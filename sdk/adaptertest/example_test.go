@@ -12,10 +12,25 @@ import (
 
 type exampleAdapter struct{}
 
+// ledgerOptions is what the example's section holds under options:.
+type ledgerOptions struct {
+	Path  string `json:"path"`
+	Payee string `json:"payee"` // bound from the run's option_params
+}
+
 func (exampleAdapter) Info() sdk.Info {
 	return sdk.Info{Kind: "ledger", Tier: sdk.TierIndependentSystem}
 }
-func (exampleAdapter) Configure(context.Context, sdk.ConfigureRequest) error { return nil }
+
+func (exampleAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) error {
+	var sec sdk.Section[ledgerOptions]
+	if err := json.Unmarshal(req.Config, &sec); err != nil {
+		return &sdk.ConfigError{Message: err.Error()}
+	}
+	// The slot the section declares as secret_env: {password: ...}.
+	_, err := req.RequireSecret("password")
+	return err
+}
 func (exampleAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
 	return sdk.TestResult{Reachable: true}, nil
 }
@@ -30,20 +45,32 @@ func (exampleAdapter) CaptureAfter(context.Context, sdk.CaptureRequest) (sdk.Cap
 // every hazard (an empty read, a write for another entity, a double
 // submit, a stale row, a late write, an outage, a large read, a crash
 // mid-stream, several instances in one process) through the real plugin
-// client. The hooks drive the system of record the adapter reads; Params
-// are the run parameters every call carries.
+// client. The adapter is configured from a deployment section and an
+// environment, resolved by the daemon's own code, so it receives exactly
+// what the daemon sends (options with option_params bound, the secret
+// under its slot). The hooks drive the system of record the adapter reads;
+// Params are the run parameters every call carries, which the kit also
+// replaces by missing, empty, wildcard and injection-shaped values.
 func ExampleRun() {
+	deployment := func(password string) adaptertest.Deployment {
+		return adaptertest.Deployment{
+			YAML: `
+effects:
+  kind: ledger
+  options: {path: /srv/ledger.csv}
+  option_params: {payee: {param: payee}}
+  secret_env: {password: LEDGER_PASSWORD}
+`,
+			Env: map[string]string{"LEDGER_PASSWORD": password},
+		}
+	}
 	qualify := func(t *testing.T) {
 		adaptertest.Run(t, adaptertest.Harness{
-			Factory: func() sdk.Adapter { return exampleAdapter{} },
-			Params:  map[string]string{"payee": "ACME"},
-			Config: func(*testing.T) sdk.ConfigureRequest {
-				return sdk.ConfigureRequest{Kind: "ledger", Config: json.RawMessage(`{"path":"/srv/ledger.csv"}`)}
-			},
-			BadCredentials: func(*testing.T) sdk.ConfigureRequest {
-				return sdk.ConfigureRequest{Kind: "ledger", Config: json.RawMessage(`{"path":"/srv/unreadable.csv"}`)}
-			},
-			Selector: map[string]string{"payee": "ACME"},
+			Factory:       func() sdk.Adapter { return exampleAdapter{} },
+			Params:        map[string]string{"payee": "ACME"},
+			Deployment:    func(*testing.T) adaptertest.Deployment { return deployment("right") },
+			BadDeployment: func(*testing.T) adaptertest.Deployment { return deployment("wrong") },
+			Selector:      map[string]string{"payee": "ACME"},
 			// Reset, WriteCorrect, WriteWrongEntity, WriteDuplicate,
 			// WriteStale, WriteLater, SetReachable and SeedMany write to
 			// and break the system of record; every one is required.
@@ -57,12 +84,15 @@ func ExampleRun() {
 // capture request, Capture reads it whole.
 func ExampleCapture() {
 	test := func(t *testing.T) {
-		in := adaptertest.Configured(t, func() sdk.Adapter { return exampleAdapter{} },
-			sdk.ConfigureRequest{Kind: "ledger", Config: json.RawMessage(`{}`)},
-			map[string]string{"payee": "ACME"})
-		req := adaptertest.Request(map[string]string{"payee": "ACME"})
-		req.Timeout = 10 * time.Second
-		capt, records := adaptertest.Capture(t, in, true, req)
+		params := map[string]string{"payee": "ACME"}
+		req := adaptertest.Deployment{
+			YAML: "effects: {kind: ledger, options: {path: /srv/ledger.csv}, secret_env: {password: LEDGER_PASSWORD}}",
+			Env:  map[string]string{"LEDGER_PASSWORD": "s3cret"},
+		}.Request(t, params)
+		in := adaptertest.Configured(t, func() sdk.Adapter { return exampleAdapter{} }, req, params)
+		read := adaptertest.Request(map[string]string{"payee": "ACME"})
+		read.Timeout = 10 * time.Second
+		capt, records := adaptertest.Capture(t, in, true, read)
 		if !capt.Reachable || len(records) != 0 {
 			t.Errorf("read %v", records)
 		}

@@ -56,6 +56,19 @@
 // open such a placeholder is literal text. A placeholder may not stand in a
 // URL's scheme or host.
 //
+// # A place of the adapter's own
+//
+// An adapter whose read is written in a syntax this package does not know
+// (an LDAP filter or DN, a query language, a command line) declares the
+// place as a Place: a name for refusals and an Escape function that writes
+// a value so it stands for itself there, or refuses it. ExpandIn and
+// ExpandValuesIn fill a template of that syntax, every placeholder in the
+// place; Place.Bind serves Value.BindIn and Values.BindWith for a single
+// value. Check runs before Escape, so an escaper never sees a control
+// character. Escape is a pure function of the value, which is what lets a
+// fuzz test state the place's whole promise: a value either is refused or
+// reads back as itself, without adding a clause or a wildcard.
+//
 // The package imports only the standard library, so a customer's adapter
 // can use it as well.
 package param

@@ -99,6 +99,45 @@ const (
 	FilePattern
 )
 
+// Place is a place of the adapter's own for a run parameter's value,
+// beside the URL and file-pattern places this package knows: an LDAP
+// filter or DN, a query language, a command's argument. Give it to
+// ExpandIn or ExpandValuesIn for a template of that syntax, or its Bind to
+// Value.BindIn and Values.BindWith for one value.
+//
+// Escape is the whole of the place's rule, a pure function of the value,
+// so it can be fuzzed on its own (see the package's FuzzOwnPlace): for any
+// value it either refuses it or returns text that, in the place, stands
+// for exactly that value and nothing more (no wildcard, no operator, no
+// second clause).
+type Place struct {
+	// Where names the place in a refusal: "in the LDAP filter".
+	Where string
+	// Escape writes v so that it stands in the place as itself, or says
+	// why v cannot stand there ("holds a NUL" is never one of its
+	// reasons: Bind has refused control characters and invalid UTF-8
+	// before Escape sees v).
+	Escape func(v string) (string, error)
+}
+
+// Bind checks v (Check) and escapes it for p. A Place without an Escape
+// refuses every value.
+func (p Place) Bind(v string) (string, error) {
+	if err := Check(v); err != nil {
+		return "", err
+	}
+	if p.Escape == nil {
+		return "", fmt.Errorf("has no place to stand %s (the adapter's Place has no Escape)", p.Where)
+	}
+	return p.Escape(v)
+}
+
+// everywhere is the placer of a template all of whose placeholders stand
+// in p.
+func (p Place) everywhere(Placeholder) (func(string) (string, error), string, error) {
+	return p.Bind, p.Where, nil
+}
+
 // Placeholder is one {name} of a template.
 type Placeholder struct {
 	Name       string
@@ -177,7 +216,17 @@ func CheckTemplate(t string) error {
 // query-escaped id. A parameter the run does not supply is an *Error with
 // the entry's path; a value refused for its place, one without a Path.
 func ExpandValues(template string, syntax Syntax, vs Values, params map[string]string) (string, error) {
-	return expand(template, syntax, func(name, where string, escape func(string) (string, error)) (string, error) {
+	return expand(template, syntaxPlaces(template, syntax), fillValues(vs, params))
+}
+
+// ExpandValuesIn is ExpandValues for a template of the adapter's own
+// syntax, every placeholder of which stands in place.
+func ExpandValuesIn(template string, place Place, vs Values, params map[string]string) (string, error) {
+	return expand(template, place.everywhere, fillValues(vs, params))
+}
+
+func fillValues(vs Values, params map[string]string) filler {
+	return func(name, where string, escape func(string) (string, error)) (string, error) {
 		v, ok := vs.Get(name)
 		if !ok {
 			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
@@ -204,14 +253,25 @@ func ExpandValues(template string, syntax Syntax, vs Values, params map[string]s
 			}
 			return e, nil
 		})
-	})
+	}
 }
 
 // Expand fills each {name} of template with lookup(name), escaped for the
 // place it stands in (see the package documentation). The *Error it
 // returns names the placeholder and has no Path; the caller sets it.
 func Expand(template string, syntax Syntax, lookup func(name string) (string, bool)) (string, error) {
-	return expand(template, syntax, func(name, where string, escape func(string) (string, error)) (string, error) {
+	return expand(template, syntaxPlaces(template, syntax), fillLookup(lookup))
+}
+
+// ExpandIn is Expand for a template of the adapter's own syntax (an LDAP
+// filter, a DN, a query language the package does not know): every
+// placeholder stands in place, and is filled with place.Bind of its value.
+func ExpandIn(template string, place Place, lookup func(name string) (string, bool)) (string, error) {
+	return expand(template, place.everywhere, fillLookup(lookup))
+}
+
+func fillLookup(lookup func(name string) (string, bool)) filler {
+	return func(name, where string, escape func(string) (string, error)) (string, error) {
 		v, ok := lookup(name)
 		if !ok {
 			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
@@ -221,13 +281,19 @@ func Expand(template string, syntax Syntax, lookup func(name string) (string, bo
 			return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
 		}
 		return e, nil
-	})
+	}
 }
 
-// expand fills each placeholder of template with fill(name, where, escape),
-// where escape is the escaping of the place the placeholder stands in and
-// where says that place for a message.
-func expand(template string, syntax Syntax, fill func(name, where string, escape func(string) (string, error)) (string, error)) (string, error) {
+// A filler fills the placeholder name, where escape is the escaping of the
+// place it stands in and where says that place for a message.
+type filler func(name, where string, escape func(string) (string, error)) (string, error)
+
+// A placer says the place of one placeholder: its escaping and its name
+// for a message, or why nothing may stand there.
+type placer func(p Placeholder) (escape func(string) (string, error), where string, err error)
+
+// syntaxPlaces is the placer of a URL or file-pattern template.
+func syntaxPlaces(template string, syntax Syntax) placer {
 	query, authority := len(template), 0
 	if syntax == URL {
 		if i := strings.IndexAny(template, "?#"); i >= 0 {
@@ -235,23 +301,28 @@ func expand(template string, syntax Syntax, fill func(name, where string, escape
 		}
 		authority = authorityEnd(template)
 	}
+	return func(p Placeholder) (func(string) (string, error), string, error) {
+		switch {
+		case p.Start < authority:
+			return nil, "", &Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
+		case syntax == FilePattern:
+			return FileName, "in the file pattern", nil
+		case p.Start < query:
+			return PathSegment, "in the path", nil
+		}
+		return QueryValue, "in the query", nil
+	}
+}
+
+// expand fills each placeholder of template with fill, given the place
+// place says it stands in.
+func expand(template string, place placer, fill filler) (string, error) {
 	var b strings.Builder
 	last := 0
 	for _, p := range Placeholders(template) {
-		if p.Start < authority {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
-		}
-		var (
-			escape func(string) (string, error)
-			where  string
-		)
-		switch {
-		case syntax == FilePattern:
-			escape, where = FileName, "in the file pattern"
-		case p.Start < query:
-			escape, where = PathSegment, "in the path"
-		default:
-			escape, where = QueryValue, "in the query"
+		escape, where, err := place(p)
+		if err != nil {
+			return "", err
 		}
 		escaped, err := fill(p.Name, where, escape)
 		if err != nil {

@@ -7,7 +7,8 @@
 //     ("print"), or the names of its environment variables ("env").
 //   - "file": a tiny real system of record, a JSON-lines file at "path".
 //     It is unreachable while "<path>.down" exists, and refuses any
-//     "password" secret other than the content of "<path>.password".
+//     secret in the "password" slot (secret_env: {password: VAR}) other
+//     than the content of "<path>.password".
 //
 // It is test scaffolding for the SDK, not an example of a good adapter.
 package main

@@ -60,7 +60,8 @@ func (a *adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	default:
 		return &sdk.ConfigError{Path: "mode", Message: fmt.Sprintf("%q is not a mode; write synthetic or file", a.cfg.Mode)}
 	}
-	a.password = req.Secrets["password"]
+	// The slot the deployment declares as secret_env: {password: VAR}.
+	a.password, _ = req.Secret("password")
 	sdk.Logger(ctx).Info("configured", "mode", a.cfg.Mode)
 	return nil
 }

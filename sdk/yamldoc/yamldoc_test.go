@@ -1,0 +1,39 @@
+package yamldoc
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/verifierd/verifierd/sdk/jsondepth"
+)
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	got, err := Decode([]byte("a: 1.50\nb: 0x10\nc: [x, true, null]\nd: {e: '2'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": json.Number("1.5"), "b": json.Number("16"), "c": []any{"x", true, nil}, "d": map[string]any{"e": "2"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"", "empty"},
+		{"a: 1\n---\nb: 2\n", "more than one"},
+		{"a: &x 1\nb: *x\n", "aliases"},
+		{"a: 1\na: 2\n", "duplicate key"},
+		{"? [a]\n: 1\n", "plain string"},
+	} {
+		if _, err := Decode([]byte(tc.doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Decode(%q) = %v; want an error saying %q", tc.doc, err, tc.want)
+		}
+	}
+	deep := strings.Repeat("[", jsondepth.Max+1) + strings.Repeat("]", jsondepth.Max+1)
+	if _, err := Decode([]byte(deep)); !errors.As(err, new(*jsondepth.Error)) {
+		t.Errorf("a document %d levels deep: %v; want a *jsondepth.Error", jsondepth.Max+1, err)
+	}
+}
