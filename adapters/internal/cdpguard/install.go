@@ -119,7 +119,15 @@ func CloseTab(tctx context.Context, n *Network, wait time.Duration) error {
 	// may not answer the navigation away.
 	_ = thaw(tab)
 	if err := leave(tab); err != nil {
-		errs = append(errs, fmt.Errorf("leaving the read-back's page: %w", err))
+		// A page still live when its tab closes can have a request paused
+		// at that moment, which the close lets go: keep trying, with the
+		// guards failing everything meanwhile, for as long as the close
+		// itself may take, before closing the tab on a live page.
+		again, cancelAgain := context.WithTimeout(context.WithoutCancel(tctx), closeBudget*wait)
+		if err = leave(again); err != nil {
+			errs = append(errs, fmt.Errorf("leaving the read-back's page: %w", err))
+		}
+		cancelAgain()
 	}
 	drain("failing the requests the page paused while it was left")
 	if n != nil {
