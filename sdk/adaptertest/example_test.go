@@ -55,14 +55,14 @@ func ExampleRun() {
 // A package's own tests read through the same client as the daemon:
 // InProcess (or Configured) serves the adapter in process, Request builds a
 // capture request, Capture reads it whole.
-func ExampleCapture() {
+func ExampleReadAll() {
 	test := func(t *testing.T) {
 		in := adaptertest.Configured(t, func() sdk.Adapter { return exampleAdapter{} },
 			sdk.ConfigureRequest{Kind: "ledger", Config: json.RawMessage(`{}`)},
 			map[string]string{"payee": "ACME"})
 		req := adaptertest.Request(map[string]string{"payee": "ACME"})
 		req.Timeout = 10 * time.Second
-		capt, records := adaptertest.Capture(t, in, true, req)
+		capt, records := adaptertest.ReadAll(t, in, true, req)
 		if !capt.Reachable || len(records) != 0 {
 			t.Errorf("read %v", records)
 		}
