@@ -50,19 +50,6 @@ func decodeConfig(kind string, raw json.RawMessage, v any) error {
 	return nil
 }
 
-// RefuseUnknownKeys refuses the first key of section, in sorted order, that
-// is not in allowed, naming its path and the allowed keys. path is the
-// section's own path ("" at the top, where `kind` is always allowed).
-func RefuseUnknownKeys[V any](kind, path string, section map[string]V, allowed []string) error {
-	for _, k := range slices.Sorted(maps.Keys(section)) {
-		if (path == "" && k == "kind") || slices.Contains(allowed, k) {
-			continue
-		}
-		return &ConfigError{Path: join(path, k), Message: unknownKey(kind, path, k, allowed, path == "")}
-	}
-	return nil
-}
-
 // checkKind refuses a section whose kind names another adapter than the
 // one the daemon configures.
 func checkKind(kind string, raw json.RawMessage) error {
@@ -83,7 +70,7 @@ func refuseUnknown(kind, path string, raw json.RawMessage, t reflect.Type, top b
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
-		return nil // the type decodes (and refuses) its own keys, as Value does
+		return nil // the type decodes (and refuses) its own keys, as param.Value does
 	}
 	if want := wrongType(raw, t); want != "" && !top {
 		return &ConfigError{Path: path, Message: want}
@@ -264,14 +251,3 @@ func join(path, key string) string {
 	}
 	return path + "." + key
 }
-
-// DecodeConfig unmarshals an adapter's section (raw JSON) into v, a pointer,
-// with exact numbers. The top-level key `kind` is ignored. A key that v's
-// structs have no field for is refused with a *ConfigError naming its dotted
-// path and the keys allowed there, at any depth, and a value of the wrong
-// type with its path and what it must be ("must be true or false"). The
-// fields of an embedded struct (untagged) are keys of the struct that
-// embeds it, as encoding/json promotes them, so a group of keys several
-// adapters share is declared once. ConfigureRequest's
-// DecodeConfig method does the same and names the kind in the refusal.
-func DecodeConfig(raw json.RawMessage, v any) error { return decodeConfig("", raw, v) }
