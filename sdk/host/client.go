@@ -400,7 +400,11 @@ func DecodeRecord(b []byte) (sdk.Record, error) { return fromproto.Record(b) }
 // MaxBatchRecords is the most records one batch of a Stream holds: captures
 // are cut into batches of at most this many records and 1 MiB, so a read
 // set of any size streams.
-const MaxBatchRecords = wire.MaxBatchRecords
+const MaxBatchRecords = 1000
+
+// The server batches by wire.MaxBatchRecords: the two may not drift apart
+// (a negative difference does not compile).
+const _ = uint(MaxBatchRecords-wire.MaxBatchRecords) + uint(wire.MaxBatchRecords-MaxBatchRecords)
 
 // NegotiateAPIVersion picks the newest API version that both this side and
 // an adapter (its GetInfo list) speak.
