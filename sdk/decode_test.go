@@ -63,8 +63,7 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var v decodeTarget
-			var err error
-			err = sdk.ConfigureRequest{Kind: tt.kind, Config: json.RawMessage(tt.raw)}.DecodeConfig(&v)
+			err := sdk.ConfigureRequest{Kind: tt.kind, Config: json.RawMessage(tt.raw)}.DecodeConfig(&v)
 			var ce *sdk.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("DecodeConfig = %v; want a *ConfigError", err)

@@ -3,7 +3,9 @@
 // them as go-plugin subprocesses with AutoMTLS and an empty environment
 // (but for the OpenTelemetry variables of package sdk/tracing, when set),
 // configures them, restarts a crashed one (with backoff between failed
-// launches), and never lets a plugin take a built-in kind's name.
+// launches), and never lets a plugin take a built-in kind's name. It drives
+// each adapter through the SDK's client (package sdk/host), the one the
+// SDK's qualification kit drives adapters through too.
 //
 // One adapter process serves every session of its kind: the host starts at
 // most one process per kind, configures one instance in it per distinct
