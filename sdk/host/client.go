@@ -83,8 +83,8 @@ type grpcClient struct {
 	exited func() bool
 }
 
-// NewClient returns a Client over an established connection to an adapter.
-func NewClient(conn grpc.ClientConnInterface) Client {
+// newClient returns a Client over an established connection to an adapter.
+func newClient(conn grpc.ClientConnInterface) Client {
 	return &grpcClient{rpc: adapterv1.NewAdapterServiceClient(conn)}
 }
 

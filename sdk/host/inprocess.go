@@ -46,7 +46,7 @@ func NewInProcess(factory func() sdk.Adapter, logger hclog.Logger) (*InProcess, 
 		srv.Stop()
 		return nil, err
 	}
-	return &InProcess{Client: NewClient(conn), server: srv, conn: conn, lis: lis}, nil
+	return &InProcess{Client: newClient(conn), server: srv, conn: conn, lis: lis}, nil
 }
 
 // Close stops the adapter's server and the connection.

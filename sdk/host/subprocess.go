@@ -26,7 +26,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *goplugin.ClientConfig {
 	}
 	return &goplugin.ClientConfig{
 		HandshakeConfig:  wire.Handshake,
-		Plugins:          goplugin.PluginSet{wire.PluginName: &wire.AdapterPlugin{Dispense: func(conn *grpc.ClientConn) any { return NewClient(conn) }}},
+		Plugins:          goplugin.PluginSet{wire.PluginName: &wire.AdapterPlugin{Dispense: func(conn *grpc.ClientConn) any { return newClient(conn) }}},
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
