@@ -8,6 +8,12 @@ GO ?= go
 BIN := .cache/bin
 PLUGINS := .cache/plugins
 
+# The repository holds two Go modules: the daemon's (the root) and the SDK
+# adapters are built against (sdk/, github.com/verifierd/verifierd/sdk,
+# released by its sdk/v* tags). `go test ./...` in one never enters the
+# other, so test, vet and golangci-lint run in each of MODULES.
+MODULES := . sdk
+
 # First-party binaries: the daemon, the CLI, the built-in adapters (found by
 # the daemon beside its own binary) and the demo's system of record. Every
 # folder under cmd/plugins is a built-in adapter, verifier-adapter-<kind>;
@@ -18,7 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
+.PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
 
 all: build
 
@@ -53,7 +59,7 @@ deps:
 	bash scripts/deps.sh
 
 test: deps vet fmt-check check-sdk
-	$(GO) test -count=1 -timeout 30m ./...
+	@for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -count=1 -timeout 30m ./...) || exit 1; done
 	$(MAKE) python-test
 
 # test-thirdparty: the e2e suite against a real third-party application,
@@ -72,23 +78,35 @@ python-test: build
 	VERIFIERD_BIN=$(abspath $(BIN)) python3 -m unittest discover -s clients/python/tests -v
 
 vet: build-deps
-	$(GO) vet ./...
+	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt wants to change:"; echo "$$out"; exit 1; fi
 
-# check-sdk: the SDK a customer imports must not depend on the daemon side.
-# The other way round is the design: the daemon uses the SDK, and the pure
-# judge imports the SDK's grammar leaves, sdk/param and sdk/jsonnum, which
-# must therefore import only the standard library.
-SDK_LEAVES := ./sdk/param ./sdk/jsonnum ./sdk/jsondepth ./sdk/strict
+# check-sdk: the SDK module a customer requires must not depend on the
+# daemon: no package of the root module among its packages' (and tests')
+# dependencies, and no root module in its module graph. The other way round
+# is the design: the daemon requires the SDK (replace => ./sdk), and the pure
+# judge imports the SDK's grammar leaves, sdk/param, sdk/jsonnum,
+# sdk/jsondepth and sdk/strict, which must therefore import only the standard library.
+SDK_LEAVES := ./param ./jsonnum ./jsondepth ./strict ./refusal
 check-sdk:
-	@bad=$$($(GO) list -deps ./sdk/... | grep -E '^github.com/verifierd/verifierd/(internal|judge|cmd|adapters)(/|$$)' || true); \
+	@cd sdk; \
+	bad=$$($(GO) list -deps -test ./... | grep -E '^github.com/verifierd/verifierd(/|$$)' | grep -vE '^github.com/verifierd/verifierd/sdk([/._ ]|$$)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK imports daemon-side packages:"; echo "$$bad"; exit 1; fi; \
-	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth|strict)' || true); \
-	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports ($(SDK_LEAVES)) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
-	echo "check-sdk: the SDK imports nothing from the daemon side; its leaves import only the standard library"
+	bad=$$($(GO) list -m all | grep -E '^github.com/verifierd/verifierd( |$$)' || true); \
+	if [ -n "$$bad" ]; then echo "check-sdk: the SDK's module graph holds the daemon's module:"; echo "$$bad"; exit 1; fi; \
+	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth|strict|refusal)' || true); \
+	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/jsonnum, sdk/jsondepth, sdk/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
+	echo "check-sdk: the SDK module holds nothing of the daemon; its leaves import only the standard library"
+
+# check-sdk-api: the SDK module's exported API against its last release (the
+# newest sdk/v* tag), with the pinned apidiff; it passes, saying so, before
+# the first tag. An intentional break is acknowledged with a commit trailer,
+# as buf-breaking's is: see scripts/check-sdk-api.sh.
+check-sdk-api:
+	bash scripts/check-sdk-api.sh
 
 generate:
 	bash scripts/generate.sh
@@ -122,9 +140,9 @@ buf-breaking:
 
 golangci-lint: build-deps
 	bash scripts/tools.sh
-	$(BIN)/golangci-lint run ./...
+	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(abspath $(BIN))/golangci-lint run ./...) || exit 1; done
 
-lint: vet fmt-check check-sdk golangci-lint buf-lint buf-breaking
+lint: vet fmt-check check-sdk check-sdk-api golangci-lint buf-lint buf-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
@@ -145,11 +163,11 @@ fuzz:
 	$(GO) test ./adapters/graphql -run '^$$' -fuzz FuzzParseReadQuery -fuzztime 30s
 	$(GO) test ./adapters/fhir -run '^$$' -fuzz FuzzFlatten -fuzztime 30s
 	$(GO) test ./adapters/email -run '^$$' -fuzz FuzzReadMessage -fuzztime 30s
-	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzExpandURL -fuzztime 30s
-	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzFileName -fuzztime 30s
-	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzParseValue -fuzztime 30s
-	$(GO) test ./sdk/param -run '^$$' -fuzz FuzzTemplateInURL -fuzztime 30s
-	$(GO) test ./sdk/jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
+	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzExpandURL -fuzztime 30s
+	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzFileName -fuzztime 30s
+	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzParseValue -fuzztime 30s
+	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzTemplateInURL -fuzztime 30s
+	cd sdk && $(GO) test ./jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
 	$(GO) test ./internal/reward -run '^$$' -fuzz FuzzParseDescriptor -fuzztime 30s
 
 clean:

@@ -21,6 +21,7 @@ tools=(
 	"protoc-gen-grpc-gateway=github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway"
 	"protoc-gen-openapiv2=github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2"
 	"golangci-lint=github.com/golangci/golangci-lint/v2/cmd/golangci-lint"
+	"apidiff=golang.org/x/exp/cmd/apidiff"
 )
 
 want="$(cat "$root/tools/go.mod" "$root/tools/go.sum" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"

@@ -136,10 +136,12 @@ type ConfigureRequest struct {
 	APIVersion string
 }
 
-// DecodeConfig unmarshals Config into v with the SDK's strict decoder
-// (DecodeConfig in this package): a misspelt option is refused with its
-// path, the kind, and the keys allowed there, instead of being ignored; a
-// section whose `kind` names another adapter is refused at kind.
+// DecodeConfig unmarshals Config into v, a pointer, with the SDK's strict
+// decoder, the one Define uses: a misspelt option is refused with its path,
+// the kind, and the keys allowed there, instead of being ignored; a section
+// whose `kind` names another adapter is refused at kind. Numbers decode as
+// json.Number where v holds any, so their text stays exact. An empty Config
+// leaves v as it is.
 func (r ConfigureRequest) DecodeConfig(v any) error {
 	return decodeConfig(r.Kind, r.Config, v)
 }

@@ -69,22 +69,6 @@ func configError(kind string, err error) error {
 	return &ConfigError{Path: se.Path, Message: msg}
 }
 
-// RefuseUnknownKeys refuses the first key of section, in sorted order, that
-// is not in allowed, naming its path and the allowed keys. path is the
-// section's own path ("" at the top, where `kind` is always allowed).
-func RefuseUnknownKeys[V any](kind, path string, section map[string]V, allowed []string) error {
-	for _, k := range slices.Sorted(maps.Keys(section)) {
-		if (path == "" && k == "kind") || slices.Contains(allowed, k) {
-			continue
-		}
-		if path == "" {
-			allowed = slices.DeleteFunc(slices.Clone(allowed), func(k string) bool { return k == "kind" })
-		}
-		return configError(kind, strict.UnknownKey(path, k, allowed))
-	}
-	return nil
-}
-
 // checkKind refuses a section whose kind names another adapter than the
 // one the daemon configures.
 func checkKind(kind string, named any) error {
@@ -101,15 +85,3 @@ func checkKind(kind string, named any) error {
 	return nil
 }
 
-// DecodeConfig decodes an adapter's section (raw JSON) into v, a pointer,
-// with the strict decoder of sdk/strict and exact numbers. The top-level
-// key `kind` is ignored. Keys are matched exactly (case counts). A key that
-// v's structs have no field for is refused with a *ConfigError naming its
-// dotted path, the keys allowed there and the nearest one, at any depth; a
-// value of the wrong type with its path and what it must be ("must be true
-// or false"); a field tagged strict:"required" that is absent or null as
-// missing. The fields of an embedded struct (untagged) are keys of the
-// struct that embeds it, so a group of keys several adapters share is
-// declared once. ConfigureRequest's DecodeConfig method does the same and
-// names the kind in the refusal.
-func DecodeConfig(raw json.RawMessage, v any) error { return decodeConfig("", raw, v) }

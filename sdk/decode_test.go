@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 type decodeTarget struct {
@@ -63,12 +64,7 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var v decodeTarget
-			var err error
-			if tt.kind == "" {
-				err = sdk.DecodeConfig(json.RawMessage(tt.raw), &v)
-			} else {
-				err = sdk.ConfigureRequest{Kind: tt.kind, Config: json.RawMessage(tt.raw)}.DecodeConfig(&v)
-			}
+			err := sdk.ConfigureRequest{Kind: tt.kind, Config: json.RawMessage(tt.raw)}.DecodeConfig(&v)
 			var ce *sdk.ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("DecodeConfig = %v; want a *ConfigError", err)
@@ -89,7 +85,7 @@ func TestDecodeConfigAccepts(t *testing.T) {
 	t.Parallel()
 	raw := `{"kind":"demo","root":"/x","limit":3,"auth":{"token_env":"T"},"fields":{"note":{"selector":"td"}},"extra":{"anything":[1]},"base_url":"https://h","verify_tls":false,"amount":"1.50"}`
 	var v decodeTarget
-	if err := sdk.DecodeConfig(json.RawMessage(raw), &v); err != nil {
+	if err := (sdk.ConfigureRequest{Config: json.RawMessage(raw)}).DecodeConfig(&v); err != nil {
 		t.Fatal(err)
 	}
 	if v.Root != "/x" || v.Limit != 3 || v.Auth == nil || v.Auth.TokenEnv != "T" || v.Fields["note"].Selector != "td" {
@@ -101,48 +97,28 @@ func TestDecodeConfigAccepts(t *testing.T) {
 	if diff := cmp.Diff(`{"anything":[1]}`, string(v.Extra)); diff != "" {
 		t.Errorf("raw value (-want +got):\n%s", diff)
 	}
-	if err := sdk.DecodeConfig(nil, &v); err != nil {
+	if err := (sdk.ConfigureRequest{Config: nil}).DecodeConfig(&v); err != nil {
 		t.Errorf("an empty section: %v", err)
 	}
 	var m map[string]any
-	if err := sdk.DecodeConfig(json.RawMessage(`{"a":1}`), &m); err != nil || m["a"] != json.Number("1") {
+	if err := (sdk.ConfigureRequest{Config: json.RawMessage(`{"a":1}`)}).DecodeConfig(&m); err != nil || m["a"] != json.Number("1") {
 		t.Errorf("into a map: %v, %v; want exact numbers", m, err)
 	}
 }
 
-// A value that reads itself (sdk.Value) is refused with its path, which
+// A value that reads itself (param.Value) is refused with its path, which
 // its own UnmarshalJSON cannot know.
 func TestDecodeConfigValuePath(t *testing.T) {
 	t.Parallel()
 	var v struct {
-		Match map[string]sdk.Value `json:"match"`
+		Match map[string]param.Value `json:"match"`
 	}
-	err := sdk.DecodeConfig(json.RawMessage(`{"match":{"id":{"foo":"x"}}}`), &v)
+	err := sdk.ConfigureRequest{Config: json.RawMessage(`{"match":{"id":{"foo":"x"}}}`)}.DecodeConfig(&v)
 	var ce *sdk.ConfigError
 	if !errors.As(err, &ce) || ce.Path != "match.id" || ce.Message == "" {
 		t.Fatalf("DecodeConfig = %v; want a *ConfigError at match.id", err)
 	}
-	if err := sdk.DecodeConfig(json.RawMessage(`{"match":{"id":{"param":"pid"}}}`), &v); err != nil || !v.Match["id"].IsParam() {
+	if err := (sdk.ConfigureRequest{Config: json.RawMessage(`{"match":{"id":{"param":"pid"}}}`)}).DecodeConfig(&v); err != nil || !v.Match["id"].IsParam() {
 		t.Fatalf("a parameter reference: %v, %+v", err, v)
-	}
-}
-
-func TestRefuseUnknownKeys(t *testing.T) {
-	t.Parallel()
-	section := map[string]json.RawMessage{"kind": nil, "url": nil, "ur1": nil}
-	err := sdk.RefuseUnknownKeys("rest", "", section, []string{"url"})
-	var ce *sdk.ConfigError
-	if !errors.As(err, &ce) || ce.Path != "ur1" || ce.Message != `unknown key for kind rest; "ur1" is not one of: url (did you mean "url"?)` {
-		t.Errorf("top level: %v", err)
-	}
-	err = sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"token_env": 1, "bearer_env": 2}, []string{"bearer_env"})
-	if !errors.As(err, &ce) || ce.Path != "auth.token_env" || !strings.Contains(ce.Message, `"token_env" is not one of the keys of auth: bearer_env`) {
-		t.Errorf("nested: %v", err)
-	}
-	if err := sdk.RefuseUnknownKeys("rest", "auth", map[string]int{"kind": 1}, []string{"bearer_env"}); err == nil {
-		t.Error("kind is allowed only at the top")
-	}
-	if err := sdk.RefuseUnknownKeys("", "", map[string]int{"kind": 1, "url": 2}, []string{"url"}); err != nil {
-		t.Errorf("known keys refused: %v", err)
 	}
 }

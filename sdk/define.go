@@ -52,7 +52,7 @@ type AfterReader interface {
 // and Close; it is a VerdictHook only when the settings are one, and its
 // CaptureAfter is the settings' ReadAfter when they have one. An adapter that
 // keeps state outside its settings, or configures in a way this does not
-// fit, implements Adapter itself (Base and Settings help).
+// fit, implements Adapter itself (Settings and Binding help).
 func Define[C, S any, R interface {
 	*S
 	Reader
@@ -75,10 +75,7 @@ func Define[C, S any, R interface {
 	reader := func(s *S) Reader { return R(s) }
 	_, hook := any(R(nil)).(VerdictHook)
 	return func() Adapter {
-		d := &Defined[S]{Base: Base[S]{About: info}, configure: resolve, reader: reader}
-		d.Read = func(s *S, ctx context.Context, req CaptureRequest) (Capture, error) {
-			return reader(s).Read(ctx, req)
-		}
+		d := &Defined[S]{about: info, configure: resolve, reader: reader}
 		if hook {
 			return hooked[S]{d}
 		}
@@ -91,10 +88,15 @@ func Define[C, S any, R interface {
 // (type Adapter = sdk.Defined[settings]) so that its own tests can Load
 // the settings Configure stored.
 type Defined[S any] struct {
-	Base[S]
+	// Settings holds what the last successful Configure resolved.
+	Settings[S]
+	about     Info
 	configure func(ctx context.Context, req ConfigureRequest) (*S, error)
 	reader    func(*S) Reader
 }
+
+// Info answers the Info that Define was given.
+func (d *Defined[S]) Info() Info { return d.about }
 
 // Configure decodes the section, resolves the settings and stores them,
 // closing the ones a previous Configure stored when they are an io.Closer.
@@ -117,6 +119,15 @@ func (d *Defined[S]) TestConnection(ctx context.Context, req TestRequest) (TestR
 		return TestResult{}, err
 	}
 	return d.reader(s).TestConnection(ctx, req)
+}
+
+// CaptureBefore answers the settings' Read.
+func (d *Defined[S]) CaptureBefore(ctx context.Context, req CaptureRequest) (Capture, error) {
+	s, err := d.Load()
+	if err != nil {
+		return Capture{}, err
+	}
+	return d.reader(s).Read(ctx, req)
 }
 
 // CaptureAfter answers the settings' ReadAfter when they are an

@@ -21,9 +21,10 @@
 // system of record as data, returns every record the selector can see
 // (duplicates included), and never caches between captures.
 //
-// The package owns the author-facing API only. The wire transport and Serve
-// live in sdk/plugin (which the daemon also uses as the client), the
-// qualification kit every adapter must pass, and the test helpers
-// (InProcess, Request, Capture), in sdk/adaptertest. Generated protobuf types
-// never appear here, and nothing here imports the daemon.
+// The package owns the author-facing API only. Main and Serve live in
+// sdk/plugin; the qualification kit every adapter must pass and the test
+// helpers (Subprocess, InProcess, Request, ReadAll) in sdk/adaptertest; the
+// daemon's end of the wire in sdk/host, which adapter authors do not import.
+// Generated protobuf types never appear here, and nothing in this module
+// imports the daemon (module github.com/verifierd/verifierd/sdk).
 package sdk

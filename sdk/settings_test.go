@@ -12,18 +12,30 @@ import (
 
 type readSettings struct{ name string }
 
-func (s *readSettings) capture(_ context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+func (s *readSettings) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult, error) {
+	return sdk.TestResult{Reachable: true}, nil
+}
+
+func (s *readSettings) Read(_ context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	return sdk.Capture{Reachable: true, Records: sdk.Records(sdk.Record{"id": s.name, "capture": req.CaptureID})}, nil
 }
 
-func TestBaseReadAnswersBothCaptures(t *testing.T) {
+// TestDefinedReadAnswersBothCaptures: Define's adapter answers CaptureBefore
+// and CaptureAfter with the settings' Read, and neither before Configure.
+func TestDefinedReadAnswersBothCaptures(t *testing.T) {
 	t.Parallel()
-	b := &sdk.Base[readSettings]{About: sdk.Info{Kind: "demo"}, Read: (*readSettings).capture}
-	if _, err := b.CaptureBefore(t.Context(), sdk.CaptureRequest{}); !errors.Is(err, sdk.ErrNotConfigured) {
+	a := sdk.Define(sdk.Info{Kind: "demo"}, func(_ context.Context, cfg struct {
+		Name string `json:"name"`
+	}, _ sdk.ConfigureRequest) (*readSettings, error) {
+		return &readSettings{name: cfg.Name}, nil
+	})()
+	if _, err := a.CaptureBefore(t.Context(), sdk.CaptureRequest{}); !errors.Is(err, sdk.ErrNotConfigured) {
 		t.Fatalf("before Configure: %v; want ErrNotConfigured", err)
 	}
-	b.Store(&readSettings{name: "r1"})
-	for _, capture := range []func(context.Context, sdk.CaptureRequest) (sdk.Capture, error){b.CaptureBefore, b.CaptureAfter} {
+	if err := a.Configure(t.Context(), sdk.ConfigureRequest{Config: []byte(`{"name":"r1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, capture := range []func(context.Context, sdk.CaptureRequest) (sdk.Capture, error){a.CaptureBefore, a.CaptureAfter} {
 		c, err := capture(t.Context(), sdk.CaptureRequest{CaptureID: "c1"})
 		if err != nil || !c.Reachable {
 			t.Fatalf("capture: %+v, %v", c, err)
@@ -38,11 +50,6 @@ func TestBaseReadAnswersBothCaptures(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%d records, want 1", n)
 		}
-	}
-	none := &sdk.Base[readSettings]{}
-	none.Store(&readSettings{})
-	if _, err := none.CaptureAfter(t.Context(), sdk.CaptureRequest{}); err == nil {
-		t.Error("a Base without Read answered a capture")
 	}
 }
 

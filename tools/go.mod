@@ -6,7 +6,10 @@
 // golangci-lint is v2.15.0, the newest release, configured by .golangci.yml.
 // protoc-gen-grpc-gateway and protoc-gen-openapiv2 are grpc-gateway v2.33.0,
 // the newest release, which needs protobuf v1.36.12 and grpc v1.84; the root
-// module's runtime import is the same version.
+// module's runtime import is the same version. apidiff (make check-sdk-api,
+// scripts/check-sdk-api.sh) is golang.org/x/exp at the pseudo-version below,
+// the one the other tools' dependency trees already select (x/exp has no
+// tagged releases).
 module github.com/verifierd/verifierd/tools
 
 go 1.26.8
@@ -16,6 +19,7 @@ tool (
 	github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 	github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway
 	github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2
+	golang.org/x/exp/cmd/apidiff
 	google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	google.golang.org/protobuf/cmd/protoc-gen-go
 )

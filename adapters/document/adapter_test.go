@@ -15,7 +15,6 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-document, built once by TestMain.
@@ -64,7 +63,7 @@ func write(t testing.TB, root, rel, content string, mtime time.Time) {
 	}
 }
 
-func captureAll(t testing.TB, c *adaptertest.Instance) (*plugin.Capture, []sdk.Record) {
+func captureAll(t testing.TB, c *adaptertest.Instance) (*adaptertest.Stream, []sdk.Record) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: time.Minute})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-document-hash, built once by TestMain.
@@ -78,7 +76,7 @@ func sum(content string) string {
 	return hex.EncodeToString(h[:])
 }
 
-func captureAll(t testing.TB, c *adaptertest.Instance) (*plugin.Capture, []sdk.Record) {
+func captureAll(t testing.TB, c *adaptertest.Instance) (*adaptertest.Stream, []sdk.Record) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: time.Minute})
 	if err != nil {
@@ -329,12 +327,7 @@ func TestPluginBinary(t *testing.T) {
 	root := t.TempDir()
 	write(t, root, "invoice-1.pdf", "invoice one", time.Time{})
 	write(t, root, "notes.txt", "not matched", time.Time{})
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Kill()
-	bin := &adaptertest.Instance{Process: sp}
+	bin := adaptertest.Subprocess(t, pluginBinary)
 	if err := bin.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, "kind", Kind, "root", root, "glob", "*.pdf")}); err != nil {
 		t.Fatal(err)
 	}

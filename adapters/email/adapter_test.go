@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/smtp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-email, built once by TestMain.
@@ -50,7 +48,7 @@ func configured(t testing.TB, cfg map[string]any) *adaptertest.Instance {
 }
 
 // read captures once (after) with the selector and returns the capture id.
-func read(t testing.TB, c *adaptertest.Instance, selector map[string]string) (string, *plugin.Capture, []sdk.Record) {
+func read(t testing.TB, c *adaptertest.Instance, selector map[string]string) (string, *adaptertest.Stream, []sdk.Record) {
 	t.Helper()
 	id := fmt.Sprintf("after-%d", time.Now().UnixNano())
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: id, Selector: selector, Timeout: time.Minute})
@@ -482,12 +480,7 @@ func TestPluginBinary(t *testing.T) {
 	t.Parallel()
 	maildir := filepath.Join(t.TempDir(), "Maildir")
 	srv := smtp.Start(t, maildir)
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Kill()
-	bin := &adaptertest.Instance{Process: sp}
+	bin := adaptertest.Subprocess(t, pluginBinary)
 	cfg := map[string]any{"kind": Kind, "root": maildir, "file_content_probe": "Invoice 42", "expected_recipients": []string{"alice@example.com"}}
 	if err := bin.Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, cfg)}); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-fhir, built once by TestMain.
@@ -441,12 +439,8 @@ func TestPluginBinary(t *testing.T) {
 	t.Parallel()
 	f := httprecords.NewFHIR(t, true)
 	id := f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T00:00:00Z", "185"))
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Kill()
-	bin := &httprecords.Process{Instance: &adaptertest.Instance{Process: sp}}
+	proc := adaptertest.Subprocess(t, pluginBinary)
+	bin := &httprecords.Process{Instance: proc}
 	if err := bin.Configure(t.Context(), request(t, section(f, nil), patient, map[string]string{"access_token_env": f.Token})); err != nil {
 		t.Fatal(err)
 	}

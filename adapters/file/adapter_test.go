@@ -19,7 +19,6 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-file, built once by TestMain.
@@ -75,7 +74,7 @@ func sum(content string) string {
 }
 
 // captureAll reads once through c with the given timeout.
-func captureAll(t testing.TB, c *adaptertest.Instance, timeout time.Duration) (*plugin.Capture, []sdk.Record) {
+func captureAll(t testing.TB, c *adaptertest.Instance, timeout time.Duration) (*adaptertest.Stream, []sdk.Record) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), sdk.CaptureRequest{CaptureID: "t", Timeout: timeout})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/testservers/sshd"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
 
 func testKey(t testing.TB) []byte {
@@ -250,7 +250,7 @@ func TestSFTPMidRead(t *testing.T) {
 			c := configured(t, cfg, secrets)
 
 			type result struct {
-				capt *plugin.Capture
+				capt *adaptertest.Stream
 				recs []sdk.Record
 				err  error
 				took time.Duration

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-graphql, built once by TestMain.
@@ -338,12 +336,8 @@ func TestPluginBinary(t *testing.T) {
 	t.Parallel()
 	g := httprecords.NewGraphQL(t, true)
 	id := g.Add(t, "p-1", "Triage", "x", "")
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Kill()
-	bin := &httprecords.Process{Instance: &adaptertest.Instance{Process: sp}}
+	proc := adaptertest.Subprocess(t, pluginBinary)
+	bin := &httprecords.Process{Instance: proc}
 	refused := bin.Configure(t.Context(), request(t, section(g, func(s map[string]any) {
 		s["graphql_query"] = `mutation M($patient: String!) { addEncounter(patientId: $patient, type: "Triage") { id } }`
 	}), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": g.Token}))

@@ -130,7 +130,7 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 		Kind     string   `json:"kind"`
 		OnScreen *section `json:"onscreen"`
 	}
-	if err := sdk.DecodeConfig(req.Config, &top); err != nil {
+	if err := req.DecodeConfig(&top); err != nil {
 		return nil, err
 	}
 	if top.Kind != "" && top.Kind != Kind {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // pluginBinary is verifier-adapter-rest, built once by TestMain.
@@ -515,12 +513,8 @@ func TestPluginBinary(t *testing.T) {
 	t.Parallel()
 	f := httprecords.NewFrappe(t, true)
 	name := f.Post(t, doctype, encounter("PAT-1", "Triage", "x"))
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Kill()
-	bin := &httprecords.Process{Instance: &adaptertest.Instance{Process: sp}}
+	proc := adaptertest.Subprocess(t, pluginBinary)
+	bin := &httprecords.Process{Instance: proc}
 	info, err := bin.GetInfo(t.Context())
 	if err != nil || info.Kind != Kind || info.Tier != sdk.TierIndependentSystem {
 		t.Fatalf("GetInfo = %+v, %v", info, err)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // pluginBinary is verifier-adapter-sql, built once by TestMain.
@@ -97,7 +96,7 @@ func captureReq(timeout time.Duration) sdk.CaptureRequest {
 }
 
 // readAll captures after and returns the records as compact JSON lines.
-func readAll(t testing.TB, c *adaptertest.Instance) (*plugin.Capture, []string) {
+func readAll(t testing.TB, c *adaptertest.Instance) (*adaptertest.Stream, []string) {
 	t.Helper()
 	capt, err := c.CaptureAfter(t.Context(), captureReq(10*time.Second))
 	if err != nil {
@@ -509,8 +508,8 @@ func TestStreamsRowsInBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(batch) > plugin.MaxBatchRecords {
-			t.Fatalf("a batch of %d records; the SDK bounds them at %d", len(batch), plugin.MaxBatchRecords)
+		if len(batch) > host.MaxBatchRecords {
+			t.Fatalf("a batch of %d records; the SDK bounds them at %d", len(batch), host.MaxBatchRecords)
 		}
 		for _, r := range batch {
 			total++
@@ -523,8 +522,8 @@ func TestStreamsRowsInBatches(t *testing.T) {
 	if total != rows {
 		t.Errorf("streamed %d records; want %d", total, rows)
 	}
-	if batches < rows/plugin.MaxBatchRecords {
-		t.Errorf("%d rows arrived in %d batches; want them streamed in at least %d", rows, batches, rows/plugin.MaxBatchRecords)
+	if batches < rows/host.MaxBatchRecords {
+		t.Errorf("%d rows arrived in %d batches; want them streamed in at least %d", rows, batches, rows/host.MaxBatchRecords)
 	}
 }
 
@@ -589,13 +588,8 @@ func TestPluginBinary(t *testing.T) {
 		`INSERT INTO encounters VALUES (2, 'p-2', 'Triage', 'x')`,
 		`INSERT INTO encounters VALUES (3, 'p-1', 'Vitals', 'y')`,
 	)
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Kill()
+	bin := adaptertest.Subprocess(t, pluginBinary)
 	ctx := t.Context()
-	bin := &adaptertest.Instance{Process: sp}
 
 	info, err := bin.GetInfo(ctx)
 	if err != nil {

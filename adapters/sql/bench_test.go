@@ -3,14 +3,12 @@ package sql
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // benchCapture captures the rows of encounters through the in-process
@@ -59,17 +57,12 @@ func benchPostgresPlugin(b *testing.B, rows int) {
 			SELECT 'p-' || (g %% 97), 'Triage', 'note ' || g, (g %% 1000) / 100.0, '2024-01-01'::timestamptz + g * interval '1 second'
 			FROM generate_series(1, %d) g`, table, rows),
 		fmt.Sprintf("ANALYZE %s", table))
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sp.Kill()
-	bin := &adaptertest.Instance{Process: sp}
+	bin := adaptertest.Subprocess(b, pluginBinary)
 	query := fmt.Sprintf("SELECT id, patient_id, type, note, amount, updated_at FROM %s", table)
 	if err := bin.Configure(b.Context(), e.request(b, e.section(query, nil), e.reader)); err != nil {
 		b.Fatal(err)
 	}
-	cpuBefore, _ := cpuTime(sp.Pid())
+	cpuBefore, _ := cpuTime(bin.Pid())
 	b.ResetTimer()
 	for b.Loop() {
 		capt, err := bin.CaptureBefore(b.Context(), captureReq(10*time.Minute))
@@ -94,10 +87,10 @@ func benchPostgresPlugin(b *testing.B, rows int) {
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	// CPU time the plugin spent per row: the figure that does not depend
 	// on what else the machine runs.
-	if cpuAfter, err := cpuTime(sp.Pid()); err == nil {
+	if cpuAfter, err := cpuTime(bin.Pid()); err == nil {
 		b.ReportMetric(float64((cpuAfter-cpuBefore).Nanoseconds())/float64(rows*b.N), "plugin-cpu-ns/row")
 	}
-	if hwm, err := peakRSS(sp.Pid()); err == nil {
+	if hwm, err := peakRSS(bin.Pid()); err == nil {
 		b.ReportMetric(float64(hwm)/(1<<20), "plugin-peak-MiB")
 	} else {
 		b.Logf("plugin peak memory: %v", err)

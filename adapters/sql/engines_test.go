@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // Tests against the real PostgreSQL and MariaDB servers. Captures go
@@ -443,7 +442,7 @@ func TestServerStreamsInBatches(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(batch) > plugin.MaxBatchRecords {
+			if len(batch) > host.MaxBatchRecords {
 				t.Fatalf("a batch of %d records", len(batch))
 			}
 			for _, r := range batch {
@@ -454,8 +453,8 @@ func TestServerStreamsInBatches(t *testing.T) {
 			}
 			batches++
 		}
-		if total != rows || batches < rows/plugin.MaxBatchRecords {
-			t.Errorf("%d records in %d batches; want %d records in at least %d batches", total, batches, rows, rows/plugin.MaxBatchRecords)
+		if total != rows || batches < rows/host.MaxBatchRecords {
+			t.Errorf("%d records in %d batches; want %d records in at least %d batches", total, batches, rows, rows/host.MaxBatchRecords)
 		}
 	})
 }
@@ -683,12 +682,7 @@ func TestServerQualification(t *testing.T) {
 func TestServerPluginBinaryNoSecretInLogs(t *testing.T) {
 	t.Parallel()
 	forEachEngine(t, true, func(t *testing.T, e *engine) {
-		sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sp.Kill()
-		bin := &adaptertest.Instance{Process: sp}
+		bin := adaptertest.Subprocess(t, pluginBinary)
 		wrong := e.reader
 		wrong.Password = "s3cr3t-wrong-password"
 		if err := bin.Configure(t.Context(), e.request(t, e.section("SELECT 1 AS one", nil), wrong)); err != nil {

@@ -3,7 +3,6 @@ package uireadback
 import (
 	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/recordapp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // BenchmarkReadBack measures one read-back (fresh context, sign-in, record
@@ -141,12 +139,7 @@ func benchPatients(b *testing.B, pace time.Duration) {
 		a.AddPatient(p)
 		a.Add(recordapp.Encounter{PatientID: p, Type: "Triage", Note: "Follow-up " + p, Date: "2026-05-06"})
 	}
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(pluginBinary), nil))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sp.Kill()
-	in := &adaptertest.Instance{Process: sp}
+	in := adaptertest.Subprocess(b, pluginBinary)
 	req := request(b, a.section(), "pp-0", recordapp.ReaderPassword)
 	if err := in.Setup(b.Context(), req.ConfigureRequest, req.Params); err != nil {
 		b.Fatal(err)
@@ -154,7 +147,7 @@ func benchPatients(b *testing.B, pace time.Duration) {
 	read := func(patient string) time.Duration {
 		creq := sdk.CaptureRequest{CaptureID: "bench", Timeout: 30 * time.Second, Params: map[string]string{"patient_id": patient}}
 		start := time.Now()
-		_, recs := adaptertest.Capture(b, in, true, creq)
+		_, recs := adaptertest.ReadAll(b, in, true, creq)
 		took := time.Since(start)
 		if len(recs) != 1 || recs[0]["patient_id"] != patient {
 			b.Fatalf("patient %s read %v", patient, recs)
@@ -174,7 +167,7 @@ func benchPatients(b *testing.B, pace time.Duration) {
 		}
 	}
 	report(b, took)
-	b.ReportMetric(float64(countDescendants(sp.Pid(), "chrom")), "chromium-procs")
+	b.ReportMetric(float64(countDescendants(in.Pid(), "chrom")), "chromium-procs")
 }
 
 // countDescendants counts the processes under pid whose command name

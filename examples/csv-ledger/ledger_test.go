@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
 // binary is verifier-adapter-csv-ledger, built once by TestMain exactly as
@@ -26,18 +24,6 @@ var binary string
 
 func TestMain(m *testing.M) {
 	adaptertest.MainWithPlugin(m, "github.com/verifierd/verifierd/examples/csv-ledger", "csv-ledger", &binary)
-}
-
-// start runs the binary as the daemon does (go-plugin, AutoMTLS, an empty
-// environment) and returns a handle whose Configure makes an instance.
-func start(t *testing.T) *adaptertest.Instance {
-	t.Helper()
-	sp, err := plugin.Start(plugin.ClientConfig(exec.Command(binary), nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sp.Kill)
-	return &adaptertest.Instance{Process: sp}
 }
 
 func configReq(t testing.TB, opts map[string]any) sdk.ConfigureRequest {
@@ -71,14 +57,14 @@ func writeLedger(t testing.TB, path string, rows [][]string) {
 	}
 }
 
-func capture(t *testing.T, c *adaptertest.Instance, id string) (*plugin.Capture, []sdk.Record) {
+func capture(t *testing.T, c *adaptertest.Instance, id string) (*adaptertest.Stream, []sdk.Record) {
 	t.Helper()
-	return adaptertest.Capture(t, c, true, sdk.CaptureRequest{CaptureID: id, Timeout: 10 * time.Second})
+	return adaptertest.ReadAll(t, c, true, sdk.CaptureRequest{CaptureID: id, Timeout: 10 * time.Second})
 }
 
 func TestConfigureRefusals(t *testing.T) {
 	t.Parallel()
-	sp := start(t)
+	sp := adaptertest.Subprocess(t, binary)
 	tests := []struct {
 		name     string
 		req      sdk.ConfigureRequest
@@ -109,7 +95,7 @@ func TestCapture(t *testing.T) {
 		{"P-1", "ACME", "10.50", ""},
 		{"P-2", "Zoë GmbH", "0100", "comma, \"quoted\""},
 	})
-	sp := start(t)
+	sp := adaptertest.Subprocess(t, binary)
 	if err := sp.Configure(t.Context(), configReq(t, map[string]any{"path": path, "id_column": "payment_no"})); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +138,7 @@ func TestUnreachable(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sp := start(t)
+			sp := adaptertest.Subprocess(t, binary)
 			if err := sp.Configure(t.Context(), configReq(t, map[string]any{"path": path, "id_column": tt.idColumn})); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +159,7 @@ func TestMalformedRowAbortsTheRead(t *testing.T) {
 	if err := os.WriteFile(path, []byte("id,amount\n1,10\n2,20,extra\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sp := start(t)
+	sp := adaptertest.Subprocess(t, binary)
 	if err := sp.Configure(t.Context(), configReq(t, map[string]any{"path": path})); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +207,7 @@ func TestVerdictHook(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			sp := start(t)
+			sp := adaptertest.Subprocess(t, binary)
 			if err := sp.Configure(t.Context(), configReq(t, map[string]any{"path": tt.path})); err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ func TestExcerptRedactsEveryForm(t *testing.T) {
 	var cfg struct {
 		Auth *Auth `json:"auth"`
 	}
-	if err := sdk.DecodeConfig(json.RawMessage(`{"auth":{"basic_env":"B"}}`), &cfg); err != nil {
+	if err := (sdk.ConfigureRequest{Config: json.RawMessage(`{"auth":{"basic_env":"B"}}`)}).DecodeConfig(&cfg); err != nil {
 		t.Fatal(err)
 	}
 	creds, err := cfg.Auth.Credentials(map[string]string{"auth.basic_env": "reader:pa55word-XYZ"})

@@ -3,7 +3,9 @@
 // them as go-plugin subprocesses with AutoMTLS and an empty environment
 // (but for the OpenTelemetry variables of package sdk/tracing, when set),
 // configures them, restarts a crashed one (with backoff between failed
-// launches), and never lets a plugin take a built-in kind's name.
+// launches), and never lets a plugin take a built-in kind's name. It drives
+// each adapter through the SDK's client (package sdk/host), the one the
+// SDK's qualification kit drives adapters through too.
 //
 // One adapter process serves every session of its kind: the host starts at
 // most one process per kind, configures one instance in it per distinct
@@ -36,7 +38,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -45,7 +47,7 @@ const BinaryPrefix = builtin.BinaryPrefix
 
 // ErrPluginShutdown is every transport failure to an adapter. A session
 // turns it into INDETERMINATE (unavailable), never CONFIRMED.
-var ErrPluginShutdown = plugin.ErrPluginShutdown
+var ErrPluginShutdown = host.ErrPluginShutdown
 
 // Options configure a Host.
 type Options struct {
@@ -339,7 +341,7 @@ func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
 	path, hasBinary := h.binaries[kind]
 	h.mu.Unlock()
 	if factory != nil && !hasBinary {
-		return plugin.NewInProcess(factory, logger)
+		return host.NewInProcess(factory, logger)
 	}
 	if !hasBinary {
 		return nil, fmt.Errorf("no adapter for kind %q: put %s%s in the plugin dir (known kinds: %s)", kind, BinaryPrefix, kind, strings.Join(h.Kinds(), ", "))
@@ -349,7 +351,7 @@ func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
 	// nothing but the trace variables (tracing.PassedEnv), when set.
 	cmd.Env = tracing.Env(os.Environ())
 	setParentDeathSignal(cmd)
-	cfg := plugin.ClientConfig(cmd, logger)
+	cfg := host.ClientConfig(cmd, logger)
 	if pin := h.opts.Pins[kind]; pin != "" {
 		sum, err := hex.DecodeString(pin)
 		if err != nil {
@@ -357,7 +359,7 @@ func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
 		}
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
-	sp, err := plugin.Start(cfg)
+	sp, err := host.Start(cfg)
 	if err != nil {
 		if errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
 			return nil, fmt.Errorf("adapter %s does not match its pinned SHA-256 (plugins.%s.sha256); refusing to run it", path, kind)
@@ -369,12 +371,12 @@ func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {
 
 // conn is a running adapter: a subprocess or an in-process server.
 type conn interface {
-	plugin.Client
+	host.Client
 }
 
 func stopConn(c conn) {
 	switch x := c.(type) {
-	case *plugin.Subprocess:
+	case *host.Subprocess:
 		x.Kill()
 	case io.Closer:
 		x.Close()
@@ -385,7 +387,7 @@ func stopConn(c conn) {
 // never exits unless it says so (the package's tests make one that does).
 func exited(c conn) bool {
 	switch x := c.(type) {
-	case *plugin.Subprocess:
+	case *host.Subprocess:
 		return x.Plugin.Exited()
 	case interface{ Exited() bool }:
 		return x.Exited()
@@ -395,7 +397,7 @@ func exited(c conn) bool {
 
 // Pid returns the adapter process id of a subprocess conn, or 0.
 func pid(c conn) int {
-	if sp, ok := c.(*plugin.Subprocess); ok {
+	if sp, ok := c.(*host.Subprocess); ok {
 		return sp.Pid()
 	}
 	return 0

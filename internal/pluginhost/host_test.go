@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // fakeAdapter is an adapter whose Info and Configure a test sets; its
@@ -72,7 +72,7 @@ func (fakeAdapter) CaptureAfter(_ context.Context, req sdk.CaptureRequest) (sdk.
 // crashable is an in-process adapter that can die like a process: after
 // Crash it reports Exited, and the host must relaunch it.
 type crashable struct {
-	*plugin.InProcess
+	*host.InProcess
 	dead atomic.Bool
 }
 
@@ -128,7 +128,7 @@ func (l *launcher) start(kind string, logger hclog.Logger) (conn, error) {
 	if tier == 0 {
 		tier = sdk.TierIndependentSystem
 	}
-	ip, err := plugin.NewInProcess(func() sdk.Adapter { return fakeAdapter{kind: reported, tier: tier, max: l.max, stats: &l.stats} }, logger)
+	ip, err := host.NewInProcess(func() sdk.Adapter { return fakeAdapter{kind: reported, tier: tier, max: l.max, stats: &l.stats} }, logger)
 	if err != nil {
 		return nil, err
 	}

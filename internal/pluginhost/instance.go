@@ -11,7 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // Backoff between failed launches of one kind's process.
@@ -32,8 +32,8 @@ type proc struct {
 	mu         sync.Mutex
 	c          conn
 	gen        uint64
-	info       plugin.Info // the process-level answer, checked
-	version    string      // the negotiated API version
+	info       host.AdapterInfo // the process-level answer, checked
+	version    string           // the negotiated API version
 	slots      chan struct{}
 	failures   int
 	nextLaunch time.Time
@@ -88,16 +88,16 @@ func (p *proc) ensure(ctx context.Context) (conn, uint64, error) {
 }
 
 // start launches the process and checks what it says about itself.
-func (p *proc) start(ctx context.Context) (conn, plugin.Info, string, error) {
+func (p *proc) start(ctx context.Context) (conn, host.AdapterInfo, string, error) {
 	kind := p.kind
 	c, err := p.host.startConn(kind, p.logger)
 	if err != nil {
-		return nil, plugin.Info{}, "", err
+		return nil, host.AdapterInfo{}, "", err
 	}
 	p.host.opts.Events.PluginStarted(kind)
-	fail := func(err error) (conn, plugin.Info, string, error) {
+	fail := func(err error) (conn, host.AdapterInfo, string, error) {
 		stopConn(c)
-		return nil, plugin.Info{}, "", err
+		return nil, host.AdapterInfo{}, "", err
 	}
 	info, err := c.GetInfo(ctx, "")
 	if err != nil {
@@ -116,7 +116,7 @@ func (p *proc) start(ctx context.Context) (conn, plugin.Info, string, error) {
 	case isBuiltin && b.ConfiguredTier && info.Tier < b.Tier:
 		return fail(fmt.Errorf("built-in adapter %s declares tier %d, stronger than its mechanism's best (%d)", kind, info.Tier, b.Tier))
 	}
-	version, err := plugin.NegotiateAPIVersion(info.APIVersions)
+	version, err := host.NegotiateAPIVersion(info.APIVersions)
 	if err != nil {
 		return fail(fmt.Errorf("adapter %s: %w", kind, err))
 	}
@@ -177,7 +177,7 @@ type configured struct {
 	mu   sync.Mutex
 	gen  uint64 // the process generation id belongs to
 	id   string
-	info plugin.Info
+	info host.AdapterInfo
 	// noHook is set once the adapter answered that it has no Verdict hook,
 	// so later verdicts skip the round trip.
 	noHook bool
@@ -214,7 +214,7 @@ func (cf *configured) client(ctx context.Context) (conn, string, error) {
 		return nil, "", fmt.Errorf("adapter %s: configure: %w", kind, err)
 	}
 	if id == "" {
-		return nil, "", fmt.Errorf("adapter %s: configure: %w: no instance id", kind, plugin.ErrProtocol)
+		return nil, "", fmt.Errorf("adapter %s: configure: %w: no instance id", kind, host.ErrProtocol)
 	}
 	// The tier may depend on the configuration (onscreen: re-opening the
 	// record is tier 3, reading the save's own screen tier 4). Ask about
@@ -307,18 +307,18 @@ func (in *Instance) CheckParams(ctx context.Context) error {
 
 // CaptureBefore starts a baseline read with the session's parameters. A
 // parameter the adapter cannot bind is a *ConfigError.
-func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	return in.capture(ctx, req, conn.CaptureBefore)
 }
 
 // CaptureAfter starts an after read with the session's parameters.
-func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	return in.capture(ctx, req, conn.CaptureAfter)
 }
 
 // capture runs one capture inside one of the process's capture slots; the
 // slot is held until the capture is closed or consumed, or ctx ends.
-func (in *Instance) capture(ctx context.Context, req sdk.CaptureRequest, call func(conn, context.Context, string, sdk.CaptureRequest) (*plugin.Capture, error)) (*plugin.Capture, error) {
+func (in *Instance) capture(ctx context.Context, req sdk.CaptureRequest, call func(conn, context.Context, string, sdk.CaptureRequest) (*host.Stream, error)) (*host.Stream, error) {
 	c, id, err := in.cfg.client(ctx)
 	if err != nil {
 		return nil, err
@@ -340,13 +340,13 @@ func (in *Instance) capture(ctx context.Context, req sdk.CaptureRequest, call fu
 }
 
 // Verdict calls the adapter's optional demotion hook. It returns
-// plugin.ErrNoVerdictHook (wrapped) when the adapter has none.
+// host.ErrNoVerdictHook (wrapped) when the adapter has none.
 func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
 	in.cfg.mu.Lock()
 	noHook := in.cfg.noHook
 	in.cfg.mu.Unlock()
 	if noHook {
-		return sdk.Demotion{}, fmt.Errorf("adapter %s: %w", in.Kind(), plugin.ErrNoVerdictHook)
+		return sdk.Demotion{}, fmt.Errorf("adapter %s: %w", in.Kind(), host.ErrNoVerdictHook)
 	}
 	c, id, err := in.cfg.client(ctx)
 	if err != nil {
@@ -354,7 +354,7 @@ func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.De
 	}
 	req.Params = in.params
 	d, err := c.Verdict(ctx, id, req)
-	if errors.Is(err, plugin.ErrNoVerdictHook) {
+	if errors.Is(err, host.ErrNoVerdictHook) {
 		in.cfg.mu.Lock()
 		in.cfg.noHook = true
 		in.cfg.mu.Unlock()

@@ -14,7 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // A candidate's census (config.Candidate.Census) is read beside its
@@ -315,7 +315,7 @@ func checkNewness(p workflow.Effective, dep *config.Deployment, effects []byte, 
 // unreachableCapture is the snapshot of a capture the adapter answered as
 // unreachable: its stream drained (it holds no batches), its reason (or
 // "unreachable") and the adapter's code for an incomplete read.
-func unreachableCapture(capt *plugin.Capture) judge.Snapshot {
+func unreachableCapture(capt *host.Stream) judge.Snapshot {
 	for _, err := range capt.RawBatches() {
 		if err != nil {
 			break

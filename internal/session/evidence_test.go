@@ -21,7 +21,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 func TestLoadEvidenceKey(t *testing.T) {
@@ -366,7 +366,7 @@ type brokenBaseline struct{ *memAdapter }
 
 func (a brokenBaseline) CaptureBefore(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
 	return sdk.Capture{Reachable: true, Records: func(yield func(sdk.Record, error) bool) {
-		for i := 0; i <= plugin.MaxBatchRecords; i++ {
+		for i := 0; i <= host.MaxBatchRecords; i++ {
 			ssn := secretSSN
 			if i > 0 {
 				ssn = fmt.Sprintf("%09d", i)

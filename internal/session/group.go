@@ -13,7 +13,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // group is the effects of one session that were captured through one
@@ -263,7 +263,7 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	after, err := g.m.readAfterRead(readCtx, g.inst, req, expect, p)
 	g.readCensus(outer)
 	g.waitBaseline()
-	platform := err != nil && errors.Is(err, plugin.ErrPluginShutdown)
+	platform := err != nil && errors.Is(err, host.ErrPluginShutdown)
 	telemetry.Set(span, telemetry.KeyRecords.Int(after.len()), telemetry.KeyReachable.Bool(after.reachable()))
 	if !after.reachable() {
 		telemetry.Fail(span, "unreachable")
@@ -336,11 +336,11 @@ func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	d, err := g.inst.Verdict(hctx, req)
-	if !errors.Is(err, plugin.ErrNoVerdictHook) {
+	if !errors.Is(err, host.ErrNoVerdictHook) {
 		telemetry.Set(span, telemetry.KeyHookPresent.Bool(true))
 	}
 	switch {
-	case errors.Is(err, plugin.ErrNoVerdictHook):
+	case errors.Is(err, host.ErrNoVerdictHook):
 		telemetry.Set(span, telemetry.KeyHookPresent.Bool(false))
 		return
 	case err != nil:

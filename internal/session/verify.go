@@ -15,7 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // EffectResult is one effect's final verdict as clients see it: the
@@ -264,7 +264,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 // (ErrPluginShutdown), not the system of record.
 func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, bool) {
 	snap, err := m.readAfterErr(ctx, inst, req)
-	return snap, err != nil && errors.Is(err, plugin.ErrPluginShutdown)
+	return snap, err != nil && errors.Is(err, host.ErrPluginShutdown)
 }
 
 func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
@@ -278,7 +278,7 @@ func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, r
 
 // decodeRecord decodes one adapter record, keeping numbers exact.
 func decodeRecord(raw []byte) (judge.Record, error) {
-	r, err := plugin.DecodeRecord(raw)
+	r, err := host.DecodeRecord(raw)
 	if err != nil {
 		return nil, err
 	}

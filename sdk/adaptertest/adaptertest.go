@@ -6,18 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
-	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/host"
 	"github.com/verifierd/verifierd/sdk/param"
-	"github.com/verifierd/verifierd/sdk/plugin"
 	"github.com/verifierd/verifierd/sdk/timestamp"
 )
 
@@ -179,7 +175,7 @@ type kit struct {
 
 // running is one configured adapter instance behind the real plugin client.
 type running struct {
-	plugin.Client
+	host.Client
 	id     string
 	params map[string]string
 	kill   func() // abrupt death, as a crash
@@ -189,12 +185,12 @@ func (r *running) test(ctx context.Context) (sdk.TestResult, error) {
 	return r.TestConnection(ctx, r.id, sdk.TestRequest{Params: r.params})
 }
 
-func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
 	req.Params = r.params
 	return r.CaptureBefore(ctx, r.id, req)
 }
 
-func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
 	req.Params = r.params
 	return r.CaptureAfter(ctx, r.id, req)
 }
@@ -207,35 +203,13 @@ func (k *kit) start(t *testing.T, cfg sdk.ConfigureRequest) *running {
 // startAs is start with the name of the configuration in failure messages.
 func (k *kit) startAs(t *testing.T, cfg sdk.ConfigureRequest, what string) *running {
 	t.Helper()
-	var r *running
+	var in *Instance
 	if k.h.Binary != "" {
-		logs := &lockedBuffer{}
-		cmd := exec.Command(k.h.Binary)
-		cmd.Env = k.h.Env
-		logger := hclog.New(&hclog.LoggerOptions{Name: "adapter", Output: logs, Level: hclog.Debug})
-		sp, err := plugin.Start(plugin.ClientConfig(cmd, logger))
-		if err != nil {
-			t.Fatalf("starting %s: %v", k.h.Binary, err)
-		}
-		t.Cleanup(func() {
-			sp.Kill()
-			if t.Failed() {
-				t.Logf("adapter log:\n%s", logs.String())
-			}
-		})
-		r = &running{Client: sp, kill: func() {
-			if p, err := os.FindProcess(sp.Pid()); err == nil {
-				p.Kill()
-			}
-		}}
+		in = Subprocess(t, k.h.Binary, k.h.Env...)
 	} else {
-		ip, err := plugin.NewInProcess(k.h.Factory, nil)
-		if err != nil {
-			t.Fatalf("starting the adapter in process: %v", err)
-		}
-		t.Cleanup(func() { ip.Close() })
-		r = &running{Client: ip, kill: ip.Crash}
+		in = InProcess(t, k.h.Factory)
 	}
+	r := &running{Client: in.Process, kill: in.Crash}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	id, err := r.Configure(ctx, cfg)
@@ -348,7 +322,7 @@ func (k *kit) info(t *testing.T) {
 	if !info.Tier.Valid() {
 		t.Errorf("Info.Tier = %d; want 1 to 4", info.Tier)
 	}
-	if _, err := plugin.NegotiateAPIVersion(info.APIVersions); err != nil {
+	if _, err := host.NegotiateAPIVersion(info.APIVersions); err != nil {
 		t.Error(err)
 	}
 }
@@ -598,16 +572,16 @@ func (k *kit) crash(t *testing.T) {
 		}
 	}
 	switch {
-	case errors.Is(final, plugin.ErrPluginShutdown):
+	case errors.Is(final, host.ErrPluginShutdown):
 		t.Logf("killed after %d of %d records: the read ended in ErrPluginShutdown", got, total)
 	case final != nil:
-		t.Errorf("after the kill the read ended with %v; want an error wrapping plugin.ErrPluginShutdown", final)
+		t.Errorf("after the kill the read ended with %v; want an error wrapping host.ErrPluginShutdown", final)
 	case got != total:
 		t.Errorf("after the kill the read ended cleanly with %d of %d records: a partial read passed as complete", got, total)
 	default:
 		t.Logf("the whole read (%d records) had arrived before the kill landed", got)
 	}
-	if _, err := r.test(ctx); !errors.Is(err, plugin.ErrPluginShutdown) {
+	if _, err := r.test(ctx); !errors.Is(err, host.ErrPluginShutdown) {
 		t.Errorf("a call to the killed adapter returned %v; want ErrPluginShutdown", err)
 	}
 }

@@ -15,7 +15,7 @@
 // or told apart? Is an outage or a credential failure reported as
 // unreachable (data), not as an error and not as an empty read? Does every
 // capture read afresh? Does a plugin that dies mid-capture yield an error
-// (plugin.ErrPluginShutdown) rather than a shorter read set?
+// (host.ErrPluginShutdown) rather than a shorter read set?
 //
 // It also checks the protocol's instances: two configurations in one
 // process, each read under its own id, and a released one gone.
@@ -34,10 +34,11 @@
 //		adaptertest.Run(t, adaptertest.Harness{Binary: bin, Deployment: ..., Params: ..., ...})
 //	}
 //
-// The helpers every adapter's own tests need are here too: InProcess and
-// Configured serve an adapter in process behind the daemon's client and
-// return an Instance (a configured instance with the run parameters every
-// call carries; Setup also checks they bind, as the daemon does at Begin),
-// Request builds a capture request, Capture reads one whole, and
+// The helpers every adapter's own tests need are here too: Subprocess
+// starts the plugin binary as the daemon does, InProcess and Configured
+// serve an adapter in process behind the daemon's client, and each returns
+// an Instance (a configured instance with the run parameters every call
+// carries; Setup also checks they bind, as the daemon does at Begin);
+// Request builds a capture request, ReadAll reads one whole, and
 // MainWithPlugin builds the plugin binary for TestMain.
 package adaptertest

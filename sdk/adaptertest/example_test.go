@@ -82,7 +82,7 @@ effects:
 // A package's own tests read through the same client as the daemon:
 // InProcess (or Configured) serves the adapter in process, Request builds a
 // capture request, Capture reads it whole.
-func ExampleCapture() {
+func ExampleReadAll() {
 	test := func(t *testing.T) {
 		params := map[string]string{"payee": "ACME"}
 		req := adaptertest.Deployment{
@@ -92,7 +92,7 @@ func ExampleCapture() {
 		in := adaptertest.Configured(t, func() sdk.Adapter { return exampleAdapter{} }, req, params)
 		read := adaptertest.Request(map[string]string{"payee": "ACME"})
 		read.Timeout = 10 * time.Second
-		capt, records := adaptertest.Capture(t, in, true, read)
+		capt, records := adaptertest.ReadAll(t, in, true, read)
 		if !capt.Reachable || len(records) != 0 {
 			t.Errorf("read %v", records)
 		}

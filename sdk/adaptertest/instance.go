@@ -2,12 +2,22 @@ package adaptertest
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
+
+// Stream is one capture in flight, as the daemon's client receives it: the
+// header (Reachable, Reason, Code, At) has arrived, the records follow
+// through Records, Batches or RawBatches, and any error while reading them
+// means the read is incomplete.
+type Stream = host.Stream
 
 // Instance is one configured adapter instance behind the real plugin
 // client, as the daemon holds it: every call names the instance and carries
@@ -16,7 +26,7 @@ import (
 type Instance struct {
 	// Process is the plugin process (or in-process server) serving the
 	// instance; it can configure more instances.
-	Process plugin.Client
+	Process host.Client
 	// ID is the instance id Configure returned ("" before Configure).
 	ID string
 	// Params are the run parameters every call carries; a request that
@@ -24,6 +34,36 @@ type Instance struct {
 	Params map[string]string
 
 	crash func()
+	pid   int
+}
+
+// Subprocess starts the adapter binary as a plugin process exactly as the
+// daemon does (go-plugin's handshake, AutoMTLS, gRPC only, an environment
+// of exactly env, nothing inherited) and returns an unconfigured Instance.
+// The process is killed when t ends; the adapter's log (its stderr) is
+// shown when t failed.
+func Subprocess(t testing.TB, binary string, env ...string) *Instance {
+	t.Helper()
+	logs := &lockedBuffer{}
+	cmd := exec.Command(binary)
+	cmd.Env = env
+	logger := hclog.New(&hclog.LoggerOptions{Name: "adapter", Output: logs, Level: hclog.Debug})
+	sp, err := host.Start(host.ClientConfig(cmd, logger))
+	if err != nil {
+		t.Fatalf("starting %s: %v", binary, err)
+	}
+	t.Cleanup(func() {
+		sp.Kill()
+		if t.Failed() {
+			t.Logf("adapter log:\n%s", logs.String())
+		}
+	})
+	pid := sp.Pid()
+	return &Instance{Process: sp, pid: pid, crash: func() {
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Kill()
+		}
+	}}
 }
 
 // InProcess serves factory's adapter in process, over the same server,
@@ -31,7 +71,7 @@ type Instance struct {
 // Instance; the server stops when t ends.
 func InProcess(t testing.TB, factory func() sdk.Adapter) *Instance {
 	t.Helper()
-	ip, err := plugin.NewInProcess(factory, nil)
+	ip, err := host.NewInProcess(factory, nil)
 	if err != nil {
 		t.Fatalf("starting the adapter in process: %v", err)
 	}
@@ -74,7 +114,7 @@ func (in *Instance) Setup(ctx context.Context, req sdk.ConfigureRequest, params 
 }
 
 // GetInfo describes the configured instance (the adapter before Configure).
-func (in *Instance) GetInfo(ctx context.Context) (plugin.Info, error) {
+func (in *Instance) GetInfo(ctx context.Context) (host.AdapterInfo, error) {
 	return in.Process.GetInfo(ctx, in.ID)
 }
 
@@ -84,12 +124,12 @@ func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) 
 }
 
 // CaptureBefore starts a baseline read with Params.
-func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
 	return in.Process.CaptureBefore(ctx, in.ID, in.bind(req))
 }
 
 // CaptureAfter starts an after read with Params.
-func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*plugin.Capture, error) {
+func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
 	return in.Process.CaptureAfter(ctx, in.ID, in.bind(req))
 }
 
@@ -106,13 +146,16 @@ func (in *Instance) Release(ctx context.Context) error {
 	return in.Process.Release(ctx, in.ID)
 }
 
-// Crash cuts an in-process server off abruptly, as a plugin process dying
-// would.
+// Crash kills the plugin process (Subprocess) or cuts the in-process server
+// off (InProcess) abruptly, as an adapter dying mid-call would.
 func (in *Instance) Crash() {
 	if in.crash != nil {
 		in.crash()
 	}
 }
+
+// Pid is the plugin process id of a Subprocess instance; 0 in process.
+func (in *Instance) Pid() int { return in.pid }
 
 func (in *Instance) bind(req sdk.CaptureRequest) sdk.CaptureRequest {
 	if req.Params == nil {
@@ -133,9 +176,9 @@ func Request(selector map[string]string) sdk.CaptureRequest {
 	}
 }
 
-// Capture runs one capture (CaptureAfter when after, else CaptureBefore)
+// ReadAll runs one capture (CaptureAfter when after, else CaptureBefore)
 // and reads it whole; an error from the call or the stream fails t.
-func Capture(t testing.TB, in *Instance, after bool, req sdk.CaptureRequest) (*plugin.Capture, []sdk.Record) {
+func ReadAll(t testing.TB, in *Instance, after bool, req sdk.CaptureRequest) (*Stream, []sdk.Record) {
 	t.Helper()
 	ctx := t.Context()
 	if req.Timeout > 0 {

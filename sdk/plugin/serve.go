@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/internal/wire"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -34,7 +35,7 @@ type serveOptions struct {
 }
 
 // WithMaxMessageBytes bounds every gRPC message the plugin receives or
-// sends (default MaxMessageBytes). Captures are batched far below it; raise
+// sends (default 8 MiB). Captures are batched far below it; raise
 // it only for an adapter whose single records are large.
 func WithMaxMessageBytes(n int) Option {
 	return func(o *serveOptions) {
@@ -66,10 +67,10 @@ var ErrNotStartedByDaemon = errors.New("this binary is a verifierd adapter plugi
 // of killing the process. It returns ErrNotStartedByDaemon, at once, when
 // the handshake's cookie is missing.
 func Serve(factory func() sdk.Adapter, opts ...Option) error {
-	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+	if os.Getenv(wire.Handshake.MagicCookieKey) != wire.Handshake.MagicCookieValue {
 		return ErrNotStartedByDaemon
 	}
-	o := serveOptions{maxMessageBytes: MaxMessageBytes, level: hclog.LevelFromString(os.Getenv(LogLevelEnv))}
+	o := serveOptions{maxMessageBytes: wire.MaxMessageBytes, level: hclog.LevelFromString(os.Getenv(LogLevelEnv))}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -105,13 +106,13 @@ func Serve(factory func() sdk.Adapter, opts ...Option) error {
 	}()
 
 	goplugin.Serve(&goplugin.ServeConfig{
-		HandshakeConfig: Handshake,
-		Plugins: goplugin.PluginSet{PluginName: &AdapterPlugin{
+		HandshakeConfig: wire.Handshake,
+		Plugins: goplugin.PluginSet{wire.PluginName: &wire.AdapterPlugin{
 			Factory: factory,
 			Logger:  logger,
 		}},
 		GRPCServer: func(gopts []grpc.ServerOption) *grpc.Server {
-			return newGRPCServer(logger, o.maxMessageBytes, gopts...)
+			return wire.NewGRPCServer(logger, o.maxMessageBytes, gopts...)
 		},
 		Logger: logger,
 	})
@@ -156,7 +157,7 @@ func watchParent(logger hclog.Logger, every time.Duration, exit func(int)) {
 // it starts, or -1.
 func isHandshake(line string) int {
 	for _, network := range []string{"tcp", "unix"} {
-		prefix := strconv.Itoa(goplugin.CoreProtocolVersion) + "|" + strconv.Itoa(ProtocolVersion) + "|" + network + "|"
+		prefix := strconv.Itoa(goplugin.CoreProtocolVersion) + "|" + strconv.Itoa(wire.ProtocolVersion) + "|" + network + "|"
 		if i := strings.Index(line, prefix); i >= 0 {
 			return i
 		}

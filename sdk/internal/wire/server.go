@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"context"
@@ -23,14 +23,11 @@ import (
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
-// NewGRPCServer returns a gRPC server with the SDK's message-size bounds and
-// panic recovery, plus opts (go-plugin passes its TLS options here). When
-// traces are on (tracing.Enabled) each call is a span under the daemon's.
-func NewGRPCServer(logger hclog.Logger, opts ...grpc.ServerOption) *grpc.Server {
-	return newGRPCServer(logger, MaxMessageBytes, opts...)
-}
-
-func newGRPCServer(logger hclog.Logger, maxMessageBytes int, opts ...grpc.ServerOption) *grpc.Server {
+// NewGRPCServer returns a gRPC server with message-size bounds of
+// maxMessageBytes and panic recovery, plus opts (go-plugin passes its TLS
+// options here). When traces are on (tracing.Enabled) each call is a span
+// under the daemon's.
+func NewGRPCServer(logger hclog.Logger, maxMessageBytes int, opts ...grpc.ServerOption) *grpc.Server {
 	opts = append(opts, tracing.ServerOptions()...)
 	opts = append(opts,
 		grpc.MaxRecvMsgSize(maxMessageBytes),
@@ -88,6 +85,12 @@ type server struct {
 	mu        sync.RWMutex
 	instances map[string]sdk.Adapter
 	next      uint64
+}
+
+// Register serves AdapterService on s for the adapters factory builds, one
+// per Configure.
+func Register(s *grpc.Server, factory func() sdk.Adapter, logger hclog.Logger) {
+	adapterv1.RegisterAdapterServiceServer(s, newServer(factory, logger))
 }
 
 func newServer(factory func() sdk.Adapter, logger hclog.Logger) *server {

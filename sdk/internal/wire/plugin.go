@@ -1,4 +1,4 @@
-package plugin
+package wire
 
 import (
 	"context"
@@ -9,17 +9,19 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/verifierd/verifierd/sdk"
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 )
 
 // AdapterPlugin is the go-plugin glue for an adapter, gRPC only. The adapter
-// binary serves it with Factory set; the daemon puts a zero AdapterPlugin in
-// its plugin map and receives a Client from Dispense.
+// binary serves it with Factory set; the daemon puts one with Dispense set in
+// its plugin map and receives what Dispense makes of the connection.
 type AdapterPlugin struct {
 	goplugin.NetRPCUnsupportedPlugin
 
 	// Factory builds the adapter a plugin process serves. Unused by clients.
 	Factory func() sdk.Adapter
+	// Dispense wraps the daemon's connection to the plugin. Unused by
+	// servers.
+	Dispense func(conn *grpc.ClientConn) any
 	// Logger is the server's logger; nil discards.
 	Logger hclog.Logger
 }
@@ -35,11 +37,14 @@ func (p *AdapterPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	adapterv1.RegisterAdapterServiceServer(s, newServer(p.Factory, logger))
+	Register(s, p.Factory, logger)
 	return nil
 }
 
-// GRPCClient returns a Client over the plugin's connection.
+// GRPCClient returns what Dispense makes of the plugin's connection.
 func (p *AdapterPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
-	return NewClient(conn), nil
+	if p.Dispense == nil {
+		return nil, errors.New("AdapterPlugin.Dispense is nil: nothing to dispense")
+	}
+	return p.Dispense(conn), nil
 }

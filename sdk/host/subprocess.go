@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	"github.com/verifierd/verifierd/sdk/internal/wire"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -24,8 +25,8 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *goplugin.ClientConfig {
 		logger = hclog.NewNullLogger()
 	}
 	return &goplugin.ClientConfig{
-		HandshakeConfig:  Handshake,
-		Plugins:          goplugin.PluginSet{PluginName: &AdapterPlugin{}},
+		HandshakeConfig:  wire.Handshake,
+		Plugins:          goplugin.PluginSet{wire.PluginName: &wire.AdapterPlugin{Dispense: func(conn *grpc.ClientConn) any { return newClient(conn) }}},
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -33,7 +34,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *goplugin.ClientConfig {
 		Logger:           logger,
 		SyncStdout:       logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 		SyncStderr:       logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
-		GRPCDialOptions:  append([]grpc.DialOption{grpc.WithDefaultCallOptions(callOptions()...)}, tracing.DialOptions()...),
+		GRPCDialOptions:  append([]grpc.DialOption{grpc.WithDefaultCallOptions(wire.CallOptions()...)}, tracing.DialOptions()...),
 	}
 }
 
@@ -55,7 +56,7 @@ func Start(cfg *goplugin.ClientConfig) (*Subprocess, error) {
 		pc.Kill()
 		return nil, fmt.Errorf("start adapter %s: %w", cfg.Cmd.Path, err)
 	}
-	raw, err := rpc.Dispense(PluginName)
+	raw, err := rpc.Dispense(wire.PluginName)
 	if err != nil {
 		pc.Kill()
 		return nil, fmt.Errorf("start adapter %s: %w", cfg.Cmd.Path, err)

@@ -1,4 +1,4 @@
-package plugin_test
+package host_test
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // testPlugin is the path of sdk/internal/testplugin, built once by TestMain.
@@ -69,7 +69,7 @@ func (s *syncBuffer) String() string {
 
 type started struct {
 	*adaptertest.Instance
-	sp     *plugin.Subprocess
+	sp     *host.Subprocess
 	stderr *syncBuffer // raw plugin stderr
 	log    *syncBuffer // the daemon-side logger
 }
@@ -80,9 +80,9 @@ func start(t testing.TB, config string, env ...string) started {
 	cmd.Env = env
 	s := started{stderr: &syncBuffer{}, log: &syncBuffer{}}
 	logger := hclog.New(&hclog.LoggerOptions{Name: "adapter.testplugin", Output: s.log, Level: hclog.Trace})
-	cfg := plugin.ClientConfig(cmd, logger)
+	cfg := host.ClientConfig(cmd, logger)
 	cfg.Stderr = s.stderr
-	sp, err := plugin.Start(cfg)
+	sp, err := host.Start(cfg)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -114,14 +114,14 @@ func TestInfoConfigureAndTestConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := plugin.Info{
+	want := host.AdapterInfo{
 		Info:        sdk.Info{Kind: "testplugin", Tier: sdk.TierIndependentSystem, NeedsBaseline: true, Description: "SDK test adapter"},
 		APIVersions: []string{"v2"},
 	}
 	if diff := cmp.Diff(want, info); diff != "" {
 		t.Errorf("GetInfo (-want +got):\n%s", diff)
 	}
-	if v, err := plugin.NegotiateAPIVersion(info.APIVersions); err != nil || v != sdk.APIVersion {
+	if v, err := host.NegotiateAPIVersion(info.APIVersions); err != nil || v != sdk.APIVersion {
 		t.Errorf("NegotiateAPIVersion = %q, %v; want %q", v, err, sdk.APIVersion)
 	}
 
@@ -166,8 +166,8 @@ func TestCaptureStreamsInBatches(t *testing.T) {
 			t.Fatalf("after %d records: %v", total, err)
 		}
 		batches++
-		if len(batch) > plugin.MaxBatchRecords {
-			t.Fatalf("batch of %d records, over %d", len(batch), plugin.MaxBatchRecords)
+		if len(batch) > host.MaxBatchRecords {
+			t.Fatalf("batch of %d records, over %d", len(batch), host.MaxBatchRecords)
 		}
 		total += len(batch)
 		last = batch[len(batch)-1]
@@ -175,7 +175,7 @@ func TestCaptureStreamsInBatches(t *testing.T) {
 	if total != n {
 		t.Fatalf("got %d records, want %d", total, n)
 	}
-	if batches < n/plugin.MaxBatchRecords {
+	if batches < n/host.MaxBatchRecords {
 		t.Errorf("got %d batches; a read set must not travel in a few huge messages", batches)
 	}
 	want := sdk.Record{"id": json.Number("99999"), "exact": json.Number("12345678901234567890.5"), "name": "row 99999"}
@@ -190,7 +190,7 @@ func TestPanicAnswersInternalAndPluginSurvives(t *testing.T) {
 	ctx := t.Context()
 
 	_, err := p.TestConnection(ctx)
-	if status.Code(err) != codes.Internal || !errors.Is(err, plugin.ErrAdapterFailed) {
+	if status.Code(err) != codes.Internal || !errors.Is(err, host.ErrAdapterFailed) {
 		t.Fatalf("TestConnection panic: err = %v (code %v); want codes.Internal wrapping ErrAdapterFailed", err, status.Code(err))
 	}
 
@@ -248,7 +248,7 @@ func TestUnreachableAndAdapterErrors(t *testing.T) {
 		t.Fatalf("unreachable capture records = %v, %v; want none", recs, err)
 	}
 
-	if _, err := p.CaptureAfter(ctx, synthetic("error")); !errors.Is(err, plugin.ErrAdapterFailed) {
+	if _, err := p.CaptureAfter(ctx, synthetic("error")); !errors.Is(err, host.ErrAdapterFailed) {
 		t.Fatalf("adapter error = %v; want ErrAdapterFailed", err)
 	}
 
@@ -257,7 +257,7 @@ func TestUnreachableAndAdapterErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, err := c.Records()
-	if !errors.Is(err, plugin.ErrAdapterFailed) || !strings.Contains(err.Error(), "cursor lost") || recs != nil {
+	if !errors.Is(err, host.ErrAdapterFailed) || !strings.Contains(err.Error(), "cursor lost") || recs != nil {
 		t.Fatalf("stream error: records %v, err %v; want no records and the adapter's error", recs, err)
 	}
 }
@@ -305,10 +305,10 @@ func TestKillMidCaptureIsShutdown(t *testing.T) {
 		}
 		got += len(batch)
 	}
-	if !errors.Is(final, plugin.ErrPluginShutdown) {
+	if !errors.Is(final, host.ErrPluginShutdown) {
 		t.Fatalf("after %d records the stream ended with %v; want ErrPluginShutdown", got, final)
 	}
-	if _, err := p.TestConnection(t.Context()); !errors.Is(err, plugin.ErrPluginShutdown) {
+	if _, err := p.TestConnection(t.Context()); !errors.Is(err, host.ErrPluginShutdown) {
 		t.Fatalf("call to a dead plugin = %v; want ErrPluginShutdown", err)
 	}
 }
@@ -349,7 +349,7 @@ func TestPluginEnvironmentIsEmpty(t *testing.T) {
 	for _, r := range recs {
 		name := r["name"].(string)
 		names = append(names, name)
-		if name != "ONLY_THIS" && name != plugin.Handshake.MagicCookieKey && !strings.HasPrefix(name, "PLUGIN_") {
+		if name != "ONLY_THIS" && name != host.Handshake.MagicCookieKey && !strings.HasPrefix(name, "PLUGIN_") {
 			t.Errorf("the plugin inherited %s", name)
 		}
 	}
@@ -360,7 +360,7 @@ func TestPluginEnvironmentIsEmpty(t *testing.T) {
 	if !slices.Contains(names, "PLUGIN_CLIENT_CERT") {
 		t.Errorf("the plugin got no client certificate: the connection is not mutual TLS (%v)", names)
 	}
-	cfg := plugin.ClientConfig(exec.Command(testPlugin), nil)
+	cfg := host.ClientConfig(exec.Command(testPlugin), nil)
 	if !cfg.AutoMTLS || !cfg.SkipHostEnv || len(cfg.AllowedProtocols) != 1 {
 		t.Errorf("ClientConfig: AutoMTLS %v, SkipHostEnv %v, protocols %v; want mTLS, no host env, gRPC only", cfg.AutoMTLS, cfg.SkipHostEnv, cfg.AllowedProtocols)
 	}
@@ -401,7 +401,7 @@ func TestParentDeathWatchdog(t *testing.T) {
 	// sh starts the plugin (with the cookie, so it serves), records its pid
 	// and exits shortly after: the plugin is orphaned.
 	script := fmt.Sprintf("%s=%s %q >/dev/null 2>&1 & echo $! > %q; sleep 1",
-		plugin.Handshake.MagicCookieKey, plugin.Handshake.MagicCookieValue, testPlugin, pidFile)
+		host.Handshake.MagicCookieKey, host.Handshake.MagicCookieValue, testPlugin, pidFile)
 	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("sh: %v\n%s", err, out)
 	}
@@ -460,7 +460,7 @@ func TestInProcessCrashIsShutdown(t *testing.T) {
 			p.Crash()
 		}
 	}
-	if !errors.Is(final, plugin.ErrPluginShutdown) {
+	if !errors.Is(final, host.ErrPluginShutdown) {
 		t.Fatalf("stream ended with %v; want ErrPluginShutdown", final)
 	}
 }

@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func rawClient(t *testing.T, chunks ...*adapterv1.CaptureChunk) Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return NewClient(conn)
+	return newClient(conn)
 }
 
 func header() *adapterv1.CaptureChunk {

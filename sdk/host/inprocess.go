@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/verifierd/verifierd/sdk"
-	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
+	"github.com/verifierd/verifierd/sdk/internal/wire"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -33,20 +33,20 @@ func NewInProcess(factory func() sdk.Adapter, logger hclog.Logger) (*InProcess, 
 		logger = hclog.NewNullLogger()
 	}
 	lis := bufconn.Listen(1 << 20)
-	srv := NewGRPCServer(logger)
-	adapterv1.RegisterAdapterServiceServer(srv, newServer(factory, logger))
+	srv := wire.NewGRPCServer(logger, wire.MaxMessageBytes)
+	wire.Register(srv, factory, logger)
 	go srv.Serve(lis)
 
 	conn, err := grpc.NewClient("passthrough:///in-process-adapter", append([]grpc.DialOption{
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(callOptions()...),
+		grpc.WithDefaultCallOptions(wire.CallOptions()...),
 	}, tracing.DialOptions()...)...)
 	if err != nil {
 		srv.Stop()
 		return nil, err
 	}
-	return &InProcess{Client: NewClient(conn), server: srv, conn: conn, lis: lis}, nil
+	return &InProcess{Client: newClient(conn), server: srv, conn: conn, lis: lis}, nil
 }
 
 // Close stops the adapter's server and the connection.
@@ -60,11 +60,4 @@ func (p *InProcess) Close() error {
 func (p *InProcess) Crash() {
 	p.server.Stop()
 	p.lis.Close()
-}
-
-func callOptions() []grpc.CallOption {
-	return []grpc.CallOption{
-		grpc.MaxCallRecvMsgSize(MaxMessageBytes),
-		grpc.MaxCallSendMsgSize(MaxMessageBytes),
-	}
 }

@@ -1,4 +1,4 @@
-package plugin
+package host
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
+	"github.com/verifierd/verifierd/sdk/internal/wire"
 )
 
 var (
@@ -35,8 +37,9 @@ var (
 	ErrNoVerdictHook = errors.New("adapter has no verdict hook")
 )
 
-// Info is what an adapter says about itself, with the API versions it speaks.
-type Info struct {
+// AdapterInfo is what an adapter says about itself (GetInfo), with the API
+// versions it speaks.
+type AdapterInfo struct {
 	sdk.Info
 	APIVersions []string
 }
@@ -51,7 +54,7 @@ type Info struct {
 type Client interface {
 	// GetInfo describes the adapter, or the configured instance when
 	// instanceID is not "".
-	GetInfo(ctx context.Context, instanceID string) (Info, error)
+	GetInfo(ctx context.Context, instanceID string) (AdapterInfo, error)
 	// Configure returns the new instance's id, or a *sdk.ConfigError when
 	// the adapter refuses.
 	Configure(ctx context.Context, req sdk.ConfigureRequest) (string, error)
@@ -65,10 +68,10 @@ type Client interface {
 	// cannot be bound.
 	TestConnection(ctx context.Context, instanceID string, req sdk.TestRequest) (sdk.TestResult, error)
 	// CaptureBefore and CaptureAfter return once the stream's header has
-	// arrived; the records follow through the returned Capture. They
+	// arrived; the records follow through the returned Stream. They
 	// return a *sdk.ConfigError when the run parameters cannot be bound.
-	CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error)
-	CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error)
+	CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Stream, error)
+	CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Stream, error)
 	Verdict(ctx context.Context, instanceID string, req sdk.VerdictRequest) (sdk.Demotion, error)
 }
 
@@ -80,18 +83,18 @@ type grpcClient struct {
 	exited func() bool
 }
 
-// NewClient returns a Client over an established connection to an adapter.
-func NewClient(conn grpc.ClientConnInterface) Client {
+// newClient returns a Client over an established connection to an adapter.
+func newClient(conn grpc.ClientConnInterface) Client {
 	return &grpcClient{rpc: adapterv1.NewAdapterServiceClient(conn)}
 }
 
-func (c *grpcClient) GetInfo(ctx context.Context, instanceID string) (Info, error) {
-	res, err := c.rpc.GetInfo(ctx, &adapterv1.GetInfoRequest{DaemonApiVersions: APIVersions, InstanceId: instanceID})
+func (c *grpcClient) GetInfo(ctx context.Context, instanceID string) (AdapterInfo, error) {
+	res, err := c.rpc.GetInfo(ctx, &adapterv1.GetInfoRequest{DaemonApiVersions: wire.APIVersions, InstanceId: instanceID})
 	if err != nil {
-		return Info{}, c.wrap(ctx, "get info", err)
+		return AdapterInfo{}, c.wrap(ctx, "get info", err)
 	}
 	info, versions := fromproto.Info(res)
-	return Info{Info: info, APIVersions: versions}, nil
+	return AdapterInfo{Info: info, APIVersions: versions}, nil
 }
 
 func (c *grpcClient) Configure(ctx context.Context, req sdk.ConfigureRequest) (string, error) {
@@ -134,7 +137,7 @@ func (c *grpcClient) TestConnection(ctx context.Context, instanceID string, req 
 	return fromproto.TestResult(res), nil
 }
 
-func (c *grpcClient) CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error) {
+func (c *grpcClient) CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Stream, error) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := c.rpc.CaptureBefore(ctx, &adapterv1.CaptureBeforeRequest{Spec: toproto.CaptureSpec(req), InstanceId: instanceID, Params: req.Params})
@@ -148,7 +151,7 @@ func (c *grpcClient) CaptureBefore(ctx context.Context, instanceID string, req s
 	})
 }
 
-func (c *grpcClient) CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Capture, error) {
+func (c *grpcClient) CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Stream, error) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := c.rpc.CaptureAfter(ctx, &adapterv1.CaptureAfterRequest{Spec: toproto.CaptureSpec(req), InstanceId: instanceID, Params: req.Params})
@@ -198,7 +201,7 @@ func (c *grpcClient) wrap(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("adapter %s: %w: %w", what, ErrAdapterFailed, cause)
 }
 
-// Capture is one read in flight. The header (reachability and capture time)
+// Stream is one capture in flight. The header (reachability and capture time)
 // has arrived; the records are read from the stream as they are consumed, so
 // a large read set never sits whole in the daemon's memory.
 //
@@ -206,7 +209,7 @@ func (c *grpcClient) wrap(ctx context.Context, what string, err error) error {
 // A consumption that ends without an error has seen every record the adapter
 // sent and the adapter's closing count matched; any error means the read is
 // incomplete and must not be judged as a read set.
-type Capture struct {
+type Stream struct {
 	Reachable bool
 	Reason    string
 	// Code is the unreachable read's reason code (sdk.Capture.Code): the
@@ -232,8 +235,8 @@ type Capture struct {
 
 // open reads the header of a capture stream. ctx is the caller's context,
 // cancel ends the stream's own.
-func (c *grpcClient) open(ctx context.Context, cancel context.CancelFunc, what string, recv func() (*adapterv1.CaptureChunk, error)) (*Capture, error) {
-	capt := &Capture{recv: recv, cancel: cancel, ctx: ctx, client: c, what: what}
+func (c *grpcClient) open(ctx context.Context, cancel context.CancelFunc, what string, recv func() (*adapterv1.CaptureChunk, error)) (*Stream, error) {
+	capt := &Stream{recv: recv, cancel: cancel, ctx: ctx, client: c, what: what}
 	chunk, err := recv()
 	if err != nil {
 		defer capt.Close()
@@ -268,7 +271,7 @@ func (c *grpcClient) open(ctx context.Context, cancel context.CancelFunc, what s
 
 // Close abandons the rest of the stream. It is safe to call at any time and
 // more than once.
-func (c *Capture) Close() {
+func (c *Stream) Close() {
 	c.once.Do(c.cancel)
 	c.closeMu.Lock()
 	c.closed = true
@@ -283,7 +286,7 @@ func (c *Capture) Close() {
 // OnClose registers f to run once when the capture is closed or fully
 // consumed, at once if it already is (the daemon's host gives back a
 // concurrency slot with it).
-func (c *Capture) OnClose(f func()) {
+func (c *Stream) OnClose(f func()) {
 	c.closeMu.Lock()
 	if c.closed {
 		c.closeMu.Unlock()
@@ -299,7 +302,7 @@ func (c *Capture) OnClose(f func()) {
 // buffer it arrived in. The last pair has a non-nil error if and only if the
 // read is incomplete or broken (a batch whose record ends do not add up
 // included).
-func (c *Capture) RawBatches() iter.Seq2[[][]byte, error] {
+func (c *Stream) RawBatches() iter.Seq2[[][]byte, error] {
 	return func(yield func([][]byte, error) bool) {
 		defer c.Close()
 		if c.done && !c.used {
@@ -352,7 +355,7 @@ func (c *Capture) RawBatches() iter.Seq2[[][]byte, error] {
 
 // Batches yields the records batch by batch, decoded; numbers are
 // json.Number so their text stays exact. Error semantics as RawBatches.
-func (c *Capture) Batches() iter.Seq2[[]sdk.Record, error] {
+func (c *Stream) Batches() iter.Seq2[[]sdk.Record, error] {
 	return func(yield func([]sdk.Record, error) bool) {
 		for raw, err := range c.RawBatches() {
 			if err != nil {
@@ -377,7 +380,7 @@ func (c *Capture) Batches() iter.Seq2[[]sdk.Record, error] {
 
 // Records collects the whole read. Meant for small reads and tests; the
 // daemon streams with Batches.
-func (c *Capture) Records() ([]sdk.Record, error) {
+func (c *Stream) Records() ([]sdk.Record, error) {
 	var all []sdk.Record
 	for batch, err := range c.Batches() {
 		if err != nil {
@@ -393,3 +396,23 @@ func (c *Capture) Records() ([]sdk.Record, error) {
 // take a fast path; anything else goes through encoding/json. The daemon
 // uses it for stored baselines, which it keeps as the adapter's bytes.
 func DecodeRecord(b []byte) (sdk.Record, error) { return fromproto.Record(b) }
+
+// MaxBatchRecords is the most records one batch of a Stream holds: captures
+// are cut into batches of at most this many records and 1 MiB, so a read
+// set of any size streams.
+const MaxBatchRecords = 1000
+
+// The server batches by wire.MaxBatchRecords: the two may not drift apart
+// (a negative difference does not compile).
+const _ = uint(MaxBatchRecords-wire.MaxBatchRecords) + uint(wire.MaxBatchRecords-MaxBatchRecords)
+
+// NegotiateAPIVersion picks the newest API version that both this side and
+// an adapter (its GetInfo list) speak.
+func NegotiateAPIVersion(theirs []string) (string, error) {
+	for _, v := range wire.APIVersions {
+		if slices.Contains(theirs, v) {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("adapter speaks API versions %q, this side speaks %q: rebuild the adapter with a matching SDK", theirs, wire.APIVersions)
+}

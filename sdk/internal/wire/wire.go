@@ -1,10 +1,13 @@
-package plugin
+// Package wire holds what both ends of the adapter protocol share inside the
+// SDK: the go-plugin handshake, the API versions, the transport limits and
+// the AdapterService server that sdk/plugin serves and sdk/host runs in
+// process. Nothing here is part of the SDK's public API: sdk/plugin and
+// sdk/host use it, and host.MaxBatchRecords is the one limit they show.
+package wire
 
 import (
-	"fmt"
-	"slices"
-
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -45,13 +48,11 @@ const (
 	MaxRecordBytes = 4 << 20
 )
 
-// NegotiateAPIVersion picks the newest API version that both this side and
-// an adapter (its GetInfo list) speak.
-func NegotiateAPIVersion(theirs []string) (string, error) {
-	for _, v := range APIVersions {
-		if slices.Contains(theirs, v) {
-			return v, nil
-		}
+// CallOptions bound every call's messages on the client side, as the server
+// bounds them.
+func CallOptions() []grpc.CallOption {
+	return []grpc.CallOption{
+		grpc.MaxCallRecvMsgSize(MaxMessageBytes),
+		grpc.MaxCallSendMsgSize(MaxMessageBytes),
 	}
-	return "", fmt.Errorf("adapter speaks API versions %q, this side speaks %q: rebuild the adapter with a matching SDK", theirs, APIVersions)
 }

@@ -1,4 +1,4 @@
-package plugin_test
+package host_test
 
 import (
 	"context"
