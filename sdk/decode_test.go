@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/param"
 )
 
 type decodeTarget struct {
@@ -103,22 +102,5 @@ func TestDecodeConfigAccepts(t *testing.T) {
 	var m map[string]any
 	if err := (sdk.ConfigureRequest{Config: json.RawMessage(`{"a":1}`)}).DecodeConfig(&m); err != nil || m["a"] != json.Number("1") {
 		t.Errorf("into a map: %v, %v; want exact numbers", m, err)
-	}
-}
-
-// A value that reads itself (param.Value) is refused with its path, which
-// its own UnmarshalJSON cannot know.
-func TestDecodeConfigValuePath(t *testing.T) {
-	t.Parallel()
-	var v struct {
-		Match map[string]param.Value `json:"match"`
-	}
-	err := sdk.ConfigureRequest{Config: json.RawMessage(`{"match":{"id":{"foo":"x"}}}`)}.DecodeConfig(&v)
-	var ce *sdk.ConfigError
-	if !errors.As(err, &ce) || ce.Path != "match.id" || ce.Message == "" {
-		t.Fatalf("DecodeConfig = %v; want a *ConfigError at match.id", err)
-	}
-	if err := (sdk.ConfigureRequest{Config: json.RawMessage(`{"match":{"id":{"param":"pid"}}}`)}).DecodeConfig(&v); err != nil || !v.Match["id"].IsParam() {
-		t.Fatalf("a parameter reference: %v, %+v", err, v)
 	}
 }
