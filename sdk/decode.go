@@ -84,4 +84,3 @@ func checkKind(kind string, named any) error {
 	}
 	return nil
 }
-
