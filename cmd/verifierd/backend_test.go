@@ -10,19 +10,20 @@ import (
 
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 // TestStoreAndKeyFlags: --store accepts empty, bbolt and a postgres DSN
 // only; keys from env vars and files are checked and never echoed.
 func TestStoreAndKeyFlags(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := openBackend("postgress://x@127.0.0.1/db", "", dir, store.Options{}); err == nil || !strings.Contains(err.Error(), "--store must be") {
+	if _, _, err := openBackend("postgress://x@127.0.0.1/db", "", dir, bolt.Options{}); err == nil || !strings.Contains(err.Error(), "--store must be") {
 		t.Errorf("mistyped DSN: %v", err)
 	}
-	if _, _, err := openBackend("", "SOME_VAR", dir, store.Options{}); err == nil || !strings.Contains(err.Error(), "--store-password-env") {
+	if _, _, err := openBackend("", "SOME_VAR", dir, bolt.Options{}); err == nil || !strings.Contains(err.Error(), "--store-password-env") {
 		t.Errorf("password env without a DSN: %v", err)
 	}
-	st, kind, err := openBackend("bbolt", "", dir, store.Options{})
+	st, kind, err := openBackend("bbolt", "", dir, bolt.Options{})
 	if err != nil || kind != "bbolt" {
 		t.Fatalf("bbolt: %s %v", kind, err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -112,7 +113,7 @@ func run(args []string) error {
 
 	// The store first: a damaged one stops the daemon before anything
 	// starts, with the message `verifierd store check` prints.
-	st, storeKind, err := openBackend(*storeDSN, *storePasswordEnv, *dataDir, store.Options{NoSync: !*storeSync, InitStore: *initStore})
+	st, storeKind, err := openBackend(*storeDSN, *storePasswordEnv, *dataDir, bolt.Options{NoSync: !*storeSync, InitStore: *initStore})
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func run(args []string) error {
 	}
 	// One fleet, one key set; and from here every stored value is checked
 	// on read.
-	if err := bindStore(st, evidenceKey, signer.KeyID(), *rotateKeys, logger); err != nil {
+	if err := bindStore(context.Background(), st, evidenceKey, signer.KeyID(), *rotateKeys, logger); err != nil {
 		return err
 	}
 	// At start nothing is in flight: every uncommitted baseline is an orphan.
@@ -191,7 +192,7 @@ func run(args []string) error {
 		return err
 	}
 	defer host.Close()
-	watchDaemon(mets, st, host)
+	watchDaemon(maintainCtx, mets, st, host)
 	mets.Register(limits)
 
 	// The API's listener is bound last (below); its connection limit is
@@ -218,7 +219,9 @@ func run(args []string) error {
 	// before the store closes): nothing appends any more, and the head the
 	// daemon leaves behind is signed.
 	defer func() {
-		if seq, _, err := mgr.Checkpoint(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownCheckpointTimeout)
+		defer cancel()
+		if seq, _, err := mgr.Checkpoint(ctx); err != nil {
 			logger.Error("signing the ledger checkpoint at shutdown", "error", err)
 		} else {
 			logger.Info("signed the ledger checkpoint", "seq", seq)
@@ -340,6 +343,10 @@ func shortest(a, b time.Duration) time.Duration {
 // onFlags sees the daemon's flag set once every flag is registered (tests
 // read it; see deploy/kubernetes).
 var onFlags = func(*flag.FlagSet) {}
+
+// shutdownCheckpointTimeout bounds signing and storing the ledger
+// checkpoint at shutdown.
+const shutdownCheckpointTimeout = 30 * time.Second
 
 // freeMemory answers SIGUSR1: a forced GC that returns freed pages to the
 // OS, so that resident memory shows what is really held.

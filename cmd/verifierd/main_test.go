@@ -17,6 +17,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 var (
@@ -79,11 +80,11 @@ func runBin(t *testing.T, args ...string) (int, string, string) {
 func seed(t *testing.T, n int, orphan bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := store.Open(dir)
+	s, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(w *store.BaselineWriter, n int) {
+	add := func(w store.BaselineWriter, n int) {
 		for i := range n {
 			if err := w.Add(fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
 				t.Fatal(err)
@@ -189,7 +190,7 @@ func TestStoreCheckAndCompactClean(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "5 sessions kept") {
 		t.Fatalf("compact: exit %d\n%s%s", code, out, errs)
 	}
-	s, err := store.Open(dir)
+	s, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	if !strings.Contains(log, "orphan_baselines=1") {
 		t.Errorf("no orphan removal logged:\n%s", log)
 	}
-	s, err := store.Open(dir)
+	s, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 // The daemon's wiring: /metrics and the console join the HTTP listener
 // behind its token, with the gauges read at scrape time.
 func TestObserveRoutesBehindTheToken(t *testing.T) {
 	t.Parallel()
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

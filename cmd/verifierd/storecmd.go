@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 const storeUsage = `usage: verifierd store check   --data-dir DIR            read-only check of the file and of every stored value: exit 0 sound, 1 damaged, 2 not checked
@@ -40,7 +41,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var evidenceKey []byte
 	fail := func(err error) int {
-		if errors.Is(err, store.ErrLocked) {
+		if errors.Is(err, bolt.ErrLocked) {
 			err = fmt.Errorf("%w; stop that verifierd first", err)
 		}
 		fmt.Fprintln(stderr, "verifierd:", err)
@@ -63,7 +64,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "check":
-		rep, err := store.Check(*dataDir)
+		rep, err := bolt.Check(*dataDir)
 		if err != nil {
 			fmt.Fprintln(stderr, "verifierd:", err)
 			return 2
@@ -79,7 +80,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			}
 			return 1
 		}
-		vr, err := store.CheckValues(*dataDir, evidenceKey)
+		vr, err := bolt.CheckValues(*dataDir, evidenceKey)
 		if err != nil {
 			return fail(err)
 		}
@@ -92,7 +93,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "compact":
-		res, err := store.Compact(*dataDir)
+		res, err := bolt.Compact(*dataDir)
 		if err != nil {
 			return fail(err)
 		}
@@ -103,7 +104,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "verifierd store salvage: --out DIR is required")
 			return 2
 		}
-		rep, err := store.SalvageWith(*dataDir, *out, evidenceKey)
+		rep, err := bolt.SalvageWith(*dataDir, *out, evidenceKey)
 		if err != nil {
 			return fail(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
@@ -118,7 +119,7 @@ func censusManager(t *testing.T, kind string) (*Manager, *scoped) {
 		t.Fatal(err)
 	}
 	host.RegisterInProcess(kind, func() sdk.Adapter { return &scopedAdapter{s: s, kind: kind} })
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

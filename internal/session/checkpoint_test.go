@@ -73,7 +73,7 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	m := signedManager(t)
 	appendOne := func() {
 		t.Helper()
-		if err := m.Store.AppendLedger(func(l *store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+		if err := m.Store.AppendLedger(func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -108,7 +108,7 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := twin.Store.CreateSessionLedger(id, raw, func(l *store.Ledger) error {
+	if err := twin.Store.CreateSessionLedger(id, raw, func(l store.Ledger) error {
 		_, err := l.Append(EntryBegin, id, jsonDigest(&md.Begin))
 		return err
 	}, w); err != nil {

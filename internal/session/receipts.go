@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -237,7 +238,7 @@ func (m *Manager) signerRef() SignerRef {
 
 // sign marshals a payload whose ledger position is taken now, signs it and
 // appends its receipt entry. Without a signer it appends nothing.
-func (m *Manager) sign(l *store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
+func (m *Manager) sign(l store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
 	if m.Signer == nil {
 		return nil, nil
 	}
@@ -280,7 +281,7 @@ func (n sessionNames) workflow() *WorkflowRef {
 // that stores it, and returns the result JSON with its receipt. rev is nil
 // for the first Verify; for a Reverify it names the attempt, its reason and
 // the first result.
-func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, ev *stepEvidence, rev *reverifyOf) ([]byte, error) {
+func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev *stepEvidence, rev *reverifyOf) ([]byte, error) {
 	kind, entry := EntryVerify, EntryVerify
 	if rev != nil {
 		kind, entry = EntryReverify, EntryReverify
@@ -381,7 +382,7 @@ type Refusal struct {
 // RecordRefusal appends a refused Begin to the ledger and returns its
 // signed receipt (nil without a signing key). The refusal message is
 // recorded by digest only: it may name a parameter value.
-func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
+func (m *Manager) RecordRefusal(ctx context.Context, r Refusal) (json.RawMessage, error) {
 	if m.Store == nil {
 		return nil, nil
 	}
@@ -394,7 +395,7 @@ func (m *Manager) RecordRefusal(r Refusal) (json.RawMessage, error) {
 		dep.Digest = sha256Hex(r.Deployment)
 	}
 	var env json.RawMessage
-	_, err := m.Store.PutReceipt(key, func(l *store.Ledger) ([]byte, error) {
+	_, err := m.Store.PutReceipt(ctx, key, func(l store.Ledger) ([]byte, error) {
 		if _, err := l.Append(EntryBeginRefused, "", jsonDigest(map[string]any{"outcome": r.Outcome, "refusal": claim, "deployment": dep})); err != nil {
 			return nil, err
 		}
@@ -440,7 +441,7 @@ const (
 
 // recordBeginRefusal records a Refused Begin error and attaches its
 // receipt; other errors pass unchanged.
-func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err error) error {
+func (m *Manager) recordBeginRefusal(ctx context.Context, req BeginRequest, deployment []byte, err error) error {
 	var se *Error
 	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) {
 		return err
@@ -452,7 +453,7 @@ func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err er
 			wf.Digest = w.Digest
 		}
 	}
-	env, rerr := m.RecordRefusal(Refusal{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
+	env, rerr := m.RecordRefusal(ctx, Refusal{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
 	if rerr != nil {
 		m.logger().Error("recording a refused Begin in the ledger", "error", rerr)
 		return err
@@ -475,12 +476,12 @@ type KeyInfo struct {
 }
 
 // Info reports the signing identity; empty key fields without a signer.
-func (m *Manager) Info() (*KeyInfo, error) {
+func (m *Manager) Info(ctx context.Context) (*KeyInfo, error) {
 	ki := &KeyInfo{}
 	if m.Signer != nil {
 		ki.PublicKey, ki.KeyID = m.Signer.PublicKeyBase64(), m.Signer.KeyID()
 	}
-	pos, err := m.Store.LedgerHead()
+	pos, err := m.Store.LedgerHead(ctx)
 	ki.Head = pos
 	return ki, err
 }

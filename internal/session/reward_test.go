@@ -22,6 +22,7 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/sdk"
@@ -70,7 +71,7 @@ func newRewardRig(t *testing.T, deployment string, env map[string]string, adapte
 	for _, a := range adapters {
 		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
 	}
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -435,11 +435,11 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	// request the operator's rules refuse.
 	a, err := m.admit(req)
 	if err != nil {
-		return nil, m.recordBeginRefusal(req, nil, err)
+		return nil, m.recordBeginRefusal(ctx, req, nil, err)
 	}
 	res, err = m.begin(ctx, req, a)
 	if err != nil {
-		return nil, m.recordBeginRefusal(req, a.deployment, err)
+		return nil, m.recordBeginRefusal(ctx, req, a.deployment, err)
 	}
 	return res, nil
 }
@@ -496,7 +496,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if md.IrreversibleStep {
 		md.SettleFloorS = a.policy.MinSettleS
 	}
-	var writers []*store.BaselineWriter
+	var writers []store.BaselineWriter
 	// In candidate order, so that the first candidate whose run parameters
 	// do not bind is the one refused, as when each was asked in turn: a
 	// candidate that is read binds them in its baseline capture (nothing
@@ -507,7 +507,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		if !read {
 			if err := inst.CheckParams(ctx); err != nil {
 				if n > 0 { // an earlier candidate's baseline was read
-					m.dropBaseline(id)
+					m.dropBaseline(ctx, id)
 				}
 				return nil, candidateError(dep, ci, err)
 			}
@@ -518,7 +518,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		if err != nil {
 			// Nothing of a refused session is kept: the chunks of the
 			// baselines captured before are dropped.
-			m.dropBaseline(id)
+			m.dropBaseline(ctx, id)
 			if _, refused := errors.AsType[*sdk.ConfigError](err); refused {
 				return nil, candidateError(dep, ci, err)
 			}
@@ -530,7 +530,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		cm.Candidate = ci
 		census, cw, err := m.captureCensus(ctx, id, n-1, dep, ci, contracts, effects)
 		if err != nil {
-			m.dropBaseline(id)
+			m.dropBaseline(ctx, id)
 			return nil, err
 		}
 		if cw != nil {
@@ -541,7 +541,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	}
 	raw, err := json.Marshal(md)
 	if err != nil {
-		m.dropBaseline(id)
+		m.dropBaseline(ctx, id)
 		return nil, err
 	}
 	// The ledger's begin entry binds the session id, the contract hashes,
@@ -549,15 +549,15 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	// the unused-parameter warning is not part of it.
 	bound := *res
 	bound.UnusedParams = nil
-	beginEntry := func(l *store.Ledger) error {
+	beginEntry := func(l store.Ledger) error {
 		_, err := l.Append(EntryBegin, id, jsonDigest(&bound))
 		return err
 	}
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
-	err = m.Store.CreateSessionLedger(id, raw, beginEntry, writers...)
+	err = m.Store.CreateSessionLedger(ctx, id, raw, beginEntry, writers...)
 	endErr(span, err)
 	if err != nil {
-		m.dropBaseline(id)
+		m.dropBaseline(ctx, id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
 	return res, nil
@@ -601,7 +601,7 @@ func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
 // captureBaseline reads one selected adapter's baseline once, streaming its
 // records into the store. A needed baseline that cannot be read completely
 // refuses the session.
-func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction, secrets secretMask) (captureMeta, *store.BaselineWriter, error) {
+func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction, secrets secretMask) (captureMeta, store.BaselineWriter, error) {
 	cm := captureMeta{Effects: effects}
 	var needed []string
 	for _, i := range effects {
@@ -655,7 +655,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 type streamedBaseline struct {
 	reason  string // "" when read completely
 	count   int
-	w       *store.BaselineWriter // its last chunk is committed by CreateSession
+	w       store.BaselineWriter // its last chunk is committed by CreateSession
 	indexed bool                  // stored as an index (judge.Indexer)
 	digest  string                // an index's read digest ("" if a record did not decode)
 }
@@ -715,7 +715,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 					return streamedBaseline{count: count}, err
 				}
 			}
-			if err := w.Add(rec); err != nil {
+			if err := w.Add(ctx, rec); err != nil {
 				return streamedBaseline{count: count}, fmt.Errorf("storing the baseline: %w", err)
 			}
 			count++
@@ -784,10 +784,16 @@ func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// dropBaseline removes the chunks of a Begin that did not commit. A
+// dropTimeout bounds the removal of an uncommitted baseline.
+const dropTimeout = 10 * time.Second
+
+// dropBaseline removes the chunks of a Begin that did not commit, even
+// when the Begin failed because its ctx ended (within dropTimeout). A
 // failure leaves orphans that the store's cleanup removes later.
-func (m *Manager) dropBaseline(id string) {
-	if err := m.Store.DropBaseline(id); err != nil {
+func (m *Manager) dropBaseline(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+	defer cancel()
+	if err := m.Store.DropBaseline(ctx, id); err != nil {
 		m.logger().Warn("dropping an uncommitted baseline; the orphan cleanup will remove it", "session", id, "error", err)
 	}
 }
