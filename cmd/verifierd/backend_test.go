@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/signing"
-	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 

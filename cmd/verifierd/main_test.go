@@ -86,7 +86,7 @@ func seed(t *testing.T, n int, orphan bool) string {
 	}
 	add := func(w store.BaselineWriter, n int) {
 		for i := range n {
-			if err := w.Add(fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
+			if err := w.Add(t.Context(), fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -95,7 +95,7 @@ func seed(t *testing.T, n int, orphan bool) string {
 		id := fmt.Sprintf("s%d", i)
 		w := s.NewBaseline(id, 0)
 		add(w, 1000)
-		if err := s.CreateSession(id, []byte(`{}`), w); err != nil {
+		if err := s.CreateSession(t.Context(), id, []byte(`{}`), w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,7 +195,7 @@ func TestStoreCheckAndCompactClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, _, err := s.Session(fmt.Sprintf("s%d", i)); err != nil {
+		if _, _, err := s.Session(t.Context(), fmt.Sprintf("s%d", i)); err != nil {
 			t.Errorf("session s%d after compact: %v", i, err)
 		}
 	}
@@ -279,14 +279,14 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Bind(store.IntegrityKey(key), store.Keys{EvidenceKeyID: store.EvidenceKeyID(key), SigningKeyID: "test"}, true); err != nil {
+	if _, err := s.Bind(t.Context(), store.IntegrityKey(key), store.Keys{EvidenceKeyID: store.EvidenceKeyID(key), SigningKeyID: "test"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReadBaseline("killed", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ReadBaseline(t.Context(), "killed", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("orphan baseline after start: %v", err)
 	}
 	for _, id := range []string{"s0", "s1"} {
-		if err := s.ReadBaseline(id, 0, func([]byte) error { return nil }); err != nil {
+		if err := s.ReadBaseline(t.Context(), id, 0, func([]byte) error { return nil }); err != nil {
 			t.Errorf("session %s's baseline: %v", id, err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
-	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
@@ -29,7 +28,7 @@ func TestObserveRoutesBehindTheToken(t *testing.T) {
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
 	mets := newMetrics()
-	watchDaemon(mets, st, host)
+	watchDaemon(t.Context(), mets, st, host)
 	api := httpapi.New("tok")
 	registerObserve(api, mets, &session.Manager{Host: host, Store: st, Metrics: mets})
 	srv := httptest.NewServer(api)

@@ -113,7 +113,7 @@ func TestVerifyAnswersWhatIsStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := m.Get(res.SessionID)
+		st, err := m.Get(ctx, res.SessionID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -196,7 +196,7 @@ func runEvidence(t *testing.T, a sdk.Adapter, tab *table, redact string, write f
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := m.Get(res.SessionID)
+	got, err := m.Get(t.Context(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,7 +284,7 @@ func TestUnknownSessionAndRecordedResult(t *testing.T) {
 	if first.Effects[0].Verdict != judge.Refuted || second.Effects[0].Verdict != judge.Refuted || !second.VerifiedAt.Equal(first.VerifiedAt) {
 		t.Errorf("second verify %s at %s, want the recorded REFUTED at %s", second.Effects[0].Verdict, second.VerifiedAt, first.VerifiedAt)
 	}
-	st, err := m.Get(res.SessionID)
+	st, err := m.Get(t.Context(), res.SessionID)
 	if err != nil || st.Result == nil || st.Result.Outcome != judge.HaltedBeforeEffect {
 		t.Errorf("get = %+v, %v", st, err)
 	}

@@ -27,15 +27,15 @@ func seedStoreN(t *testing.T, records int) string {
 		id := fmt.Sprintf("s%d", i)
 		w := s.NewBaseline(id, 0)
 		for r := range records {
-			if err := w.Add(fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, r, r)); err != nil {
+			if err := w.Add(t.Context(), fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, r, r)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := s.CreateSession(id, []byte(`{"m":1}`), w); err != nil {
+		if err := s.CreateSession(t.Context(), id, []byte(`{"m":1}`), w); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.FinishSession("s2", []byte("result")); err != nil {
+	if _, err := s.FinishSession(t.Context(), "s2", []byte("result")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -207,7 +207,7 @@ func TestInitStoreAcceptsEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, _, err := s.Session("s0"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.Session(t.Context(), "s0"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("session in a re-initialised store: %v", err)
 	}
 }

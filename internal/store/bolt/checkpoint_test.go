@@ -58,7 +58,7 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seq, env, err := s.LatestCheckpoint(); err != nil || seq != 0 || env != nil {
+	if seq, env, err := s.LatestCheckpoint(t.Context()); err != nil || seq != 0 || env != nil {
 		t.Fatalf("a new store has a checkpoint: %d %s %v", seq, env, err)
 	}
 	pub, sign := signer(t)
@@ -67,24 +67,24 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 		var err error
 		switch i % 3 {
 		case 0:
-			err = s.AppendLedger(func(l *Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err })
+			err = s.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err })
 		case 1:
-			_, err = s.PutReceipt("r", func(l *Ledger) ([]byte, error) {
+			_, err = s.PutReceipt(t.Context(), "r", func(l store.Ledger) ([]byte, error) {
 				_, err := l.Append("receipt", "s", "sha256:bb")
 				return []byte("{}"), err
 			})
 		default:
-			err = s.RewardUpdate(func(tx *RewardTx) error { _, err := tx.Ledger.Append("reward", "s", "sha256:cc"); return err })
+			err = s.RewardUpdate(t.Context(), func(tx store.RewardTx) error { _, err := tx.Ledger().Append("reward", "s", "sha256:cc"); return err })
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	var entries []receipt.Entry
-	if err := s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
+	if err := s.ExportLedger(t.Context(), 0, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	seq, env, err := s.LatestCheckpoint()
+	seq, env, err := s.LatestCheckpoint(t.Context())
 	if err != nil || seq != 8 {
 		t.Fatalf("latest checkpoint at seq %d (%v), want 8", seq, err)
 	}
@@ -93,7 +93,7 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 	}
 	// Entries 10 to 12 in a transaction that fails: no checkpoint 12.
 	boom := errors.New("boom")
-	if err := s.AppendLedger(func(l *Ledger) error {
+	if err := s.AppendLedger(t.Context(), func(l store.Ledger) error {
 		for range 3 {
 			if _, err := l.Append("begin", "s", "sha256:dd"); err != nil {
 				return err
@@ -103,14 +103,14 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 	}); !errors.Is(err, boom) {
 		t.Fatalf("failing append: %v", err)
 	}
-	if seq, _, _ := s.LatestCheckpoint(); seq != 8 {
+	if seq, _, _ := s.LatestCheckpoint(t.Context()); seq != 8 {
 		t.Fatalf("a rolled back append left checkpoint %d", seq)
 	}
 	// The daemon's timer and exports store further ones; seq 8 stays.
-	if err := s.PutCheckpoint(9, []byte(`{"n":9}`)); err != nil {
+	if err := s.PutCheckpoint(t.Context(), 9, []byte(`{"n":9}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutCheckpoint(8, []byte(`{"n":"other"}`)); err != nil {
+	if err := s.PutCheckpoint(t.Context(), 8, []byte(`{"n":"other"}`)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -118,10 +118,10 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if seq, env, err := s.LatestCheckpoint(); err != nil || seq != 9 || string(env) != `{"n":9}` {
+	if seq, env, err := s.LatestCheckpoint(t.Context()); err != nil || seq != 9 || string(env) != `{"n":9}` {
 		t.Fatalf("after reopen: %d %s %v", seq, env, err)
 	}
-	if err := s.view(func(tx *bbolt.Tx) error {
+	if err := s.view(t.Context(), func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketCheckpoints).Get(binary.BigEndian.AppendUint64(nil, 8))
 		openCheckpoint(t, pub, v)
 		return nil
@@ -131,11 +131,11 @@ func TestCheckpointsEveryNthEntry(t *testing.T) {
 	// Without SignCheckpoints (nil), appends sign nothing.
 	s.SignCheckpoints(nil)
 	for range 8 {
-		if err := s.AppendLedger(func(l *Ledger) error { _, err := l.Append("begin", "s", "sha256:ee"); return err }); err != nil {
+		if err := s.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:ee"); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if seq, _, _ := s.LatestCheckpoint(); seq != 9 {
+	if seq, _, _ := s.LatestCheckpoint(t.Context()); seq != 9 {
 		t.Fatalf("checkpoint %d without checkpointing", seq)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/verifierd/verifierd/internal/store"
 )
 
 // BenchmarkSessionWrites: the store's part of a session (CreateSessionLedger
@@ -37,17 +39,17 @@ func benchSessionWrites(b *testing.B, writers int, solo bool) {
 		id := fmt.Sprintf("s%d", seq.Add(1))
 		w := s.NewBaseline(id, 0)
 		for i := range 10 {
-			if err := w.Add(fmt.Appendf(nil, `{"id": %d, "patient_id": "bench", "type": "Consult"}`, i)); err != nil {
+			if err := w.Add(b.Context(), fmt.Appendf(nil, `{"id": %d, "patient_id": "bench", "type": "Consult"}`, i)); err != nil {
 				return err
 			}
 		}
-		if err := s.CreateSessionLedger(id, []byte(`{"meta": true}`), func(l *Ledger) error {
+		if err := s.CreateSessionLedger(b.Context(), id, []byte(`{"meta": true}`), func(l store.Ledger) error {
 			_, err := l.Append("begin", id, "sha256:aa")
 			return err
 		}, w); err != nil {
 			return err
 		}
-		_, err := s.FinishSessionLedger(id, func(l *Ledger) ([]byte, bool, error) {
+		_, _, err := s.FinishSessionLedger(b.Context(), id, func(l store.Ledger) ([]byte, bool, error) {
 			_, err := l.Append("verify", id, "sha256:bb")
 			return []byte(`{"outcome": "VERIFIED"}`), false, err
 		})

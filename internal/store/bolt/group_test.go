@@ -24,7 +24,7 @@ func holdCommit(t *testing.T, s *Store, release chan struct{}) <-chan error {
 	running := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.AppendLedger(func(l *Ledger) error {
+		done <- s.AppendLedger(t.Context(), func(l store.Ledger) error {
 			select {
 			case <-running:
 			default:
@@ -60,7 +60,7 @@ func waitQueued(t *testing.T, s *Store, n int) {
 func exportChain(t *testing.T, s *Store) []receipt.Entry {
 	t.Helper()
 	var entries []receipt.Entry
-	if err := s.ExportLedger(0, func(e receipt.Entry, _ []byte) error {
+	if err := s.ExportLedger(t.Context(), 0, func(e receipt.Entry, _ []byte) error {
 		entries = append(entries, e)
 		return nil
 	}); err != nil {
@@ -92,11 +92,11 @@ func TestGroupCommitConcurrentCreates(t *testing.T) {
 		wg.Go(func() {
 			id := fmt.Sprintf("s%02d", i)
 			w := s.NewBaseline(id, 0)
-			if err := w.Add(fmt.Appendf(nil, `{"id": %d}`, i)); err != nil {
+			if err := w.Add(t.Context(), fmt.Appendf(nil, `{"id": %d}`, i)); err != nil {
 				errs[i] = err
 				return
 			}
-			errs[i] = s.CreateSessionLedger(id, []byte(`{}`), func(l *Ledger) error {
+			errs[i] = s.CreateSessionLedger(t.Context(), id, []byte(`{}`), func(l store.Ledger) error {
 				_, err := l.Append("begin", id, "sha256:aa")
 				return err
 			}, w)
@@ -130,11 +130,11 @@ func TestGroupCommitConcurrentCreates(t *testing.T) {
 			if begins[id] != 1 {
 				t.Errorf("%s has %d begin entries, want 1", id, begins[id])
 			}
-			if _, _, err := s.Session(id); err != nil {
+			if _, _, err := s.Session(t.Context(), id); err != nil {
 				t.Errorf("session %s: %v", id, err)
 			}
 			var recs int
-			if err := s.ReadBaseline(id, 0, func([]byte) error { recs++; return nil }); err != nil || recs != 1 {
+			if err := s.ReadBaseline(t.Context(), id, 0, func([]byte) error { recs++; return nil }); err != nil || recs != 1 {
 				t.Errorf("baseline of %s: %d records, %v", id, recs, err)
 			}
 		}
@@ -162,7 +162,7 @@ func TestGroupCommitRerunsAfterRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.CreateSession("taken", []byte(`{}`)); err != nil {
+	if err := s.CreateSession(t.Context(), "taken", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
@@ -173,7 +173,7 @@ func TestGroupCommitRerunsAfterRefusal(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			errs[i] = s.CreateSessionLedger(id, []byte(`{}`), func(l *Ledger) error {
+			errs[i] = s.CreateSessionLedger(t.Context(), id, []byte(`{}`), func(l store.Ledger) error {
 				runs[i].Add(1)
 				_, err := l.Append("begin", id, "sha256:aa")
 				return err
@@ -235,7 +235,7 @@ func TestGroupCommitNoEarlyAck(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { errs[i] = s.CreateSession(fmt.Sprintf("q%d", i), []byte(`{}`)) })
+		wg.Go(func() { errs[i] = s.CreateSession(t.Context(), fmt.Sprintf("q%d", i), []byte(`{}`)) })
 	}
 	waitQueued(t, s, n)
 	closed := make(chan error, 1)
@@ -256,7 +256,7 @@ func TestGroupCommitNoEarlyAck(t *testing.T) {
 	defer s.Close()
 	failed := 0
 	for i := range n {
-		_, _, got := s.Session(fmt.Sprintf("q%d", i))
+		_, _, got := s.Session(t.Context(), fmt.Sprintf("q%d", i))
 		switch {
 		case errs[i] == nil && got != nil:
 			t.Errorf("q%d was acknowledged but is not in the store: %v", i, got)
@@ -286,12 +286,12 @@ func TestBaselineWriterRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	w := s.NewBaseline("r", 0)
-	if err := w.Add([]byte(`{"id": 1}`)); err != nil {
+	w := s.NewBaseline("r", 0).(*baselineWriter)
+	if err := w.Add(t.Context(), []byte(`{"id": 1}`)); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := s.update(func(tx *bbolt.Tx) error {
+	if err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 		if err := w.commit(tx); err != nil {
 			return err
 		}
@@ -299,11 +299,11 @@ func TestBaselineWriterRerun(t *testing.T) {
 	}); !errors.Is(err, boom) {
 		t.Fatal(err)
 	}
-	if err := s.CreateSession("r", []byte(`{}`), w); err != nil {
+	if err := s.CreateSession(t.Context(), "r", []byte(`{}`), w); err != nil {
 		t.Fatal(err)
 	}
 	var recs []string
-	if err := s.ReadBaseline("r", 0, func(rec []byte) error { recs = append(recs, string(rec)); return nil }); err != nil {
+	if err := s.ReadBaseline(t.Context(), "r", 0, func(rec []byte) error { recs = append(recs, string(rec)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(recs) != 1 || recs[0] != `{"id": 1}` {

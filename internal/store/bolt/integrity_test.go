@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -27,28 +28,28 @@ func fill(t *testing.T, s *Store) {
 	t.Helper()
 	w := s.NewBaseline("s1", 0)
 	census := s.NewBaseline("s1", store.CensusCapture(0))
-	for _, b := range []*BaselineWriter{w, census} {
-		if err := b.Add([]byte(`{"id":1,"note":"Triage"}`)); err != nil {
+	for _, b := range []store.BaselineWriter{w, census} {
+		if err := b.Add(t.Context(), []byte(`{"id":1,"note":"Triage"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.CreateSession("s1", []byte(`{"m":"one"}`), w, census); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{"m":"one"}`), w, census); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FinishSessionLedger("s1", func(*Ledger) ([]byte, bool, error) {
+	if _, _, err := s.FinishSessionLedger(t.Context(), "s1", func(store.Ledger) ([]byte, bool, error) {
 		return []byte(`{"outcome":"FAILED","type":"Triage"}`), true, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddReverification("s1", func(_ *Ledger, attempt int) ([]byte, bool, error) {
+	if _, err := s.AddReverification(t.Context(), "s1", func(_ store.Ledger, attempt int) ([]byte, bool, error) {
 		return []byte(`{"outcome":"FAILED","attempt":1}`), true, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSession("s2", []byte(`{"m":"two"}`)); err != nil {
+	if err := s.CreateSession(t.Context(), "s2", []byte(`{"m":"two"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RewardUpdate(func(tx *RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
+	if err := s.RewardUpdate(t.Context(), func(tx store.RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -56,19 +57,19 @@ func fill(t *testing.T, s *Store) {
 // readAll reads every value fill wrote and returns the first error.
 func readAll(s *Store) error {
 	for _, id := range []string{"s1", "s2"} {
-		if _, _, err := s.Session(id); err != nil {
+		if _, _, err := s.Session(context.Background(), id); err != nil {
 			return err
 		}
 	}
-	if _, err := s.Reverifications("s1"); err != nil {
+	if _, err := s.Reverifications(context.Background(), "s1"); err != nil {
 		return err
 	}
 	for _, c := range []int{0, store.CensusCapture(0)} {
-		if err := s.ReadBaseline("s1", c, func([]byte) error { return nil }); err != nil {
+		if err := s.ReadBaseline(context.Background(), "s1", c, func([]byte) error { return nil }); err != nil {
 			return err
 		}
 	}
-	_, err := s.RewardGet(store.RewardMarks, "c1")
+	_, err := s.RewardGet(context.Background(), store.RewardMarks, "c1")
 	return err
 }
 
@@ -76,7 +77,7 @@ func readAll(s *Store) error {
 // rot or an editor would).
 func flip(t *testing.T, s *Store, bucket []byte, key string, at byte) {
 	t.Helper()
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucket)
 		v := bytes.Clone(b.Get([]byte(key)))
 		i := bytes.IndexByte(v, at)
@@ -93,7 +94,7 @@ func flip(t *testing.T, s *Store, bucket []byte, key string, at byte) {
 
 func bindOrFail(t *testing.T, s *Store, evidence []byte, signing string) store.BindReport {
 	t.Helper()
-	rep, err := s.Bind(store.IntegrityKey(evidence), keysOf(evidence, signing), false)
+	rep, err := s.Bind(t.Context(), store.IntegrityKey(evidence), keysOf(evidence, signing), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 		t.Fatalf("sound store: %v", err)
 	}
 	flip(t, s, bucketResults, "s1", 'T') // "Triage" -> "Uriage"
-	_, _, err = s.Session("s1")
+	_, _, err = s.Session(t.Context(), "s1")
 	ie, ok := errors.AsType[*store.IntegrityError](err)
 	if !ok || ie.Session != "s1" || ie.What != "result" {
 		t.Fatalf("Session after a flipped result byte: %v, want an store.IntegrityError naming s1's result", err)
@@ -124,13 +125,13 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 		t.Errorf("message %q names neither the session nor the way out", err)
 	}
 	// The result is also checked where Verify finds it already stored.
-	if _, err := s.FinishSession("s1", []byte(`{}`)); !errors.As(err, &ie) {
+	if _, err := s.FinishSession(t.Context(), "s1", []byte(`{}`)); !errors.As(err, &ie) {
 		t.Errorf("FinishSession over a damaged result: %v, want an store.IntegrityError", err)
 	}
-	if _, _, err := s.Session("s2"); err != nil {
+	if _, _, err := s.Session(t.Context(), "s2"); err != nil {
 		t.Errorf("the other session: %v", err)
 	}
-	if err := s.ForEachSession(func(string, []byte, []byte) error { return nil }); !errors.As(err, &ie) {
+	if err := s.ForEachSession(t.Context(), func(string, []byte, []byte) error { return nil }); !errors.As(err, &ie) {
 		t.Errorf("ForEachSession over a damaged session: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -171,13 +172,13 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 	}
 	defer t2.Close()
 	bindOrFail(t, t2, testEvidenceA, "sk1")
-	if _, _, err := t2.Session("s1"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := t2.Session(t.Context(), "s1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("salvaged s1: %v, want NotFound", err)
 	}
-	if m, _, err := t2.Session("s2"); err != nil || string(m) != `{"m":"two"}` {
+	if m, _, err := t2.Session(t.Context(), "s2"); err != nil || string(m) != `{"m":"two"}` {
 		t.Errorf("salvaged s2: %q, %v", m, err)
 	}
-	if v, err := t2.RewardGet(store.RewardMarks, "c1"); err != nil || string(v) != `{"mark":3}` {
+	if v, err := t2.RewardGet(t.Context(), store.RewardMarks, "c1"); err != nil || string(v) != `{"mark":3}` {
 		t.Errorf("salvaged reward record: %q, %v", v, err)
 	}
 	if vr, err := CheckValues(out, testEvidenceA); err == nil {
@@ -196,9 +197,9 @@ func TestEveryKindOfValueIsChecked(t *testing.T) {
 		{"re-verification", func(t *testing.T, s *Store) { flip(t, s, bucketReverified, "s1/00000001", 'F') }, "re-verification 1"},
 		{"baseline chunk", func(t *testing.T, s *Store) { flipChunk(t, s, 0) }, "baseline capture 0 chunk 0"},
 		{"census", func(t *testing.T, s *Store) { flipChunk(t, s, store.CensusCapture(0)) }, "baseline capture -1 chunk 0"},
-		{"reward record", func(t *testing.T, s *Store) { flip(t, s, bucketRewardMarks, "c1", '3') }, "reward record reward_marks/c1"},
+		{"reward record", func(t *testing.T, s *Store) { flip(t, s, []byte(store.RewardMarks.String()), "c1", '3') }, "reward record reward_marks/c1"},
 		{"moved between sessions", func(t *testing.T, s *Store) {
-			if err := s.update(func(tx *bbolt.Tx) error {
+			if err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 				b := tx.Bucket(bucketSessions)
 				return b.Put([]byte("s2"), bytes.Clone(b.Get([]byte("s1"))))
 			}); err != nil {
@@ -206,7 +207,7 @@ func TestEveryKindOfValueIsChecked(t *testing.T) {
 			}
 		}, "record"},
 		{"tag cut off", func(t *testing.T, s *Store) {
-			if err := s.update(func(tx *bbolt.Tx) error {
+			if err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 				b := tx.Bucket(bucketResults)
 				return b.Put([]byte("s1"), store.Strip(bytes.Clone(b.Get([]byte("s1")))))
 			}); err != nil {
@@ -244,7 +245,7 @@ func TestEveryKindOfValueIsChecked(t *testing.T) {
 
 func flipChunk(t *testing.T, s *Store, capture int) {
 	t.Helper()
-	err := s.update(func(tx *bbolt.Tx) error {
+	err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketBaselines).Bucket([]byte("s1")).Bucket(baselineKey("s1", capture))
 		k, v := b.Cursor().First()
 		v = bytes.Clone(v)
@@ -281,17 +282,17 @@ func TestBindSealsAnOldStore(t *testing.T) {
 	if err := readAll(s); err != nil {
 		t.Fatalf("after sealing: %v", err)
 	}
-	if _, r, _ := s.Session("s1"); string(r) != `{"outcome":"FAILED","type":"Triage"}` {
+	if _, r, _ := s.Session(t.Context(), "s1"); string(r) != `{"outcome":"FAILED","type":"Triage"}` {
 		t.Errorf("result after sealing: %q", r)
 	}
 	// A value written without a tag after the seal is damage, not an old
 	// record.
-	if err := s.update(func(tx *bbolt.Tx) error {
+	if err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketSessions).Put([]byte("s2"), []byte(`{"m":"forged"}`))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Session("s2"); !errors.As(err, new(*store.IntegrityError)) {
+	if _, _, err := s.Session(t.Context(), "s2"); !errors.As(err, new(*store.IntegrityError)) {
 		t.Errorf("an untagged value after the seal: %v, want an store.IntegrityError", err)
 	}
 	s.Close()
@@ -320,7 +321,7 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Bind(store.IntegrityKey(c.evidence), keysOf(c.evidence, c.signing), false)
+		_, err = s.Bind(t.Context(), store.IntegrityKey(c.evidence), keysOf(c.evidence, c.signing), false)
 		me, ok := errors.AsType[*store.KeyMismatchError](err)
 		if !ok {
 			t.Fatalf("bind with other keys: %v, want a store.KeyMismatchError", err)
@@ -338,7 +339,7 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.Bind(store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk2"), true)
+	rep, err := s.Bind(t.Context(), store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk2"), true)
 	if err != nil || !rep.Rotated || rep.Resealed != 7 {
 		t.Fatalf("rotation: %+v, %v; want 7 values re-sealed", rep, err)
 	}
@@ -350,7 +351,7 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Bind(store.IntegrityKey(testEvidenceA), keysOf(testEvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
+	if _, err := s.Bind(t.Context(), store.IntegrityKey(testEvidenceA), keysOf(testEvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
 		t.Errorf("the old keys after the rotation: %v, want refused", err)
 	}
 }

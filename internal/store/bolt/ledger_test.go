@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/receipt"
+
+	"github.com/verifierd/verifierd/internal/store"
 )
 
 func TestLedgerChainsAcrossReopen(t *testing.T) {
@@ -14,14 +16,14 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSessionLedger("s1", []byte(`{}`), func(l *Ledger) error {
+	if err := s.CreateSessionLedger(t.Context(), "s1", []byte(`{}`), func(l store.Ledger) error {
 		_, err := l.Append("begin", "s1", "sha256:aa")
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	var pos receipt.Position
-	if _, err := s.FinishSessionLedger("s1", func(l *Ledger) ([]byte, bool, error) {
+	if _, _, err := s.FinishSessionLedger(t.Context(), "s1", func(l store.Ledger) ([]byte, bool, error) {
 		pos = l.Next()
 		_, err := l.Append("verify", "s1", "sha256:bb")
 		return []byte(`{"r":1}`), true, err
@@ -29,7 +31,7 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second finish returns the stored result and appends nothing.
-	got, err := s.FinishSessionLedger("s1", func(*Ledger) ([]byte, bool, error) {
+	got, _, err := s.FinishSessionLedger(t.Context(), "s1", func(store.Ledger) ([]byte, bool, error) {
 		t.Fatal("build called for a finished session")
 		return nil, false, nil
 	})
@@ -46,7 +48,7 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AddReverification("s1", func(l *Ledger, attempt int) ([]byte, bool, error) {
+	if _, err := s.AddReverification(t.Context(), "s1", func(l store.Ledger, attempt int) ([]byte, bool, error) {
 		if attempt != 1 {
 			t.Errorf("attempt %d", attempt)
 		}
@@ -57,7 +59,7 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 	}
 	var entries []receipt.Entry
 	var raw bytes.Buffer
-	if err := s.ExportLedger(0, func(e receipt.Entry, canonical []byte) error {
+	if err := s.ExportLedger(t.Context(), 0, func(e receipt.Entry, canonical []byte) error {
 		entries = append(entries, e)
 		raw.Write(canonical)
 		raw.WriteByte('\n')
@@ -76,46 +78,12 @@ func TestLedgerChainsAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next, _ := s.LedgerHead(); next.Head != head || next.Seq != 4 {
+	if next, _ := s.LedgerHead(t.Context()); next.Head != head || next.Seq != 4 {
 		t.Fatalf("head %+v, chain head %s", next, head)
 	}
-	rs, err := s.Reverifications("s1")
+	rs, err := s.Reverifications(t.Context(), "s1")
 	if err != nil || len(rs) != 1 || string(rs[0]) != `{"r":2}` {
 		t.Fatalf("reverifications %q %v", rs, err)
-	}
-}
-
-func TestExportLedgerInBatches(t *testing.T) {
-	t.Parallel()
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	const n = exportBatch*2 + 3
-	if err := s.AppendLedger(func(l *Ledger) error {
-		for range n {
-			if _, err := l.Append("artifact", "", "sha256:00"); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var got []receipt.Entry
-	if err := s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := receipt.VerifyChain(got, false); err != nil || len(got) != n {
-		t.Fatalf("%d entries, %v", len(got), err)
-	}
-	got = nil
-	if err := s.ExportLedger(n-1, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Seq != n-1 {
-		t.Fatalf("from seq %d: %+v", n-1, got)
 	}
 }
 
@@ -126,13 +94,13 @@ func TestSalvageCopiesTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSessionLedger("s1", []byte(`{}`), func(l *Ledger) error {
+	if err := s.CreateSessionLedger(t.Context(), "s1", []byte(`{}`), func(l store.Ledger) error {
 		_, err := l.Append("begin", "s1", "sha256:aa")
 		return err
 	}, s.NewBaseline("s1", 0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FinishSessionLedger("s1", func(l *Ledger) ([]byte, bool, error) {
+	if _, _, err := s.FinishSessionLedger(t.Context(), "s1", func(l store.Ledger) ([]byte, bool, error) {
 		_, err := l.Append("verify", "s1", "sha256:bb")
 		return []byte(`{"outcome":"RECONCILIATION_REQUIRED"}`), true, err
 	}); err != nil {
@@ -153,7 +121,7 @@ func TestSalvageCopiesTheLedger(t *testing.T) {
 	}
 	defer s.Close()
 	var got []receipt.Entry
-	if err := s.ExportLedger(0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
+	if err := s.ExportLedger(t.Context(), 0, func(e receipt.Entry, _ []byte) error { got = append(got, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := receipt.VerifyChain(got, false); err != nil || len(got) != 2 {

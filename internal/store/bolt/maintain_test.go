@@ -16,7 +16,7 @@ func TestCompactKeepsEverySession(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Free some pages so that compaction has something to do.
-	if _, err := s.FinishSession("s1", []byte("r1")); err != nil {
+	if _, err := s.FinishSession(t.Context(), "s1", []byte("r1")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Compact(dir); !errors.Is(err, ErrLocked) {
@@ -38,12 +38,12 @@ func TestCompactKeepsEverySession(t *testing.T) {
 	}
 	defer s.Close()
 	for _, id := range []string{"s0", "s1", "s2"} {
-		if _, _, err := s.Session(id); err != nil {
+		if _, _, err := s.Session(t.Context(), id); err != nil {
 			t.Errorf("session %s after compaction: %v", id, err)
 		}
 	}
 	n := 0
-	if err := s.ReadBaseline("s0", 0, func([]byte) error { n++; return nil }); err != nil || n != 20_000 {
+	if err := s.ReadBaseline(t.Context(), "s0", 0, func([]byte) error { n++; return nil }); err != nil || n != 20_000 {
 		t.Errorf("baseline after compaction: %d %v", n, err)
 	}
 }
@@ -89,13 +89,13 @@ func TestSalvage(t *testing.T) {
 	}
 	defer s.Close()
 	for _, id := range []string{"s0", "s1", "s2"} {
-		if _, _, err := s.Session(id); err != nil {
+		if _, _, err := s.Session(t.Context(), id); err != nil {
 			t.Errorf("salvaged session %s: %v", id, err)
 		}
 	}
 	for _, id := range []string{"s0", "s1"} {
 		n := 0
-		err := s.ReadBaseline(id, 0, func([]byte) error { n++; return nil })
+		err := s.ReadBaseline(t.Context(), id, 0, func([]byte) error { n++; return nil })
 		lost := false
 		for _, l := range rep.LostBaselines {
 			lost = lost || l == id+"/0" || l == id+"/*"

@@ -20,23 +20,23 @@ func TestReadBaselineAgainAfterRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.CreateSession("s1", []byte(`{}`)); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	w := s.NewBaseline("s1", 0)
 	const n = 40_000 // about 12 MiB: several 4 MiB chunks
 	rec := func(i int) string { return fmt.Sprintf(`{"id":%d,"note":"%0300d"}`, i, i) }
 	for i := range n {
-		if err := w.Add([]byte(rec(i))); err != nil {
+		if err := w.Add(t.Context(), []byte(rec(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
+	if err := w.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	read := func() error {
 		i := 0
-		err := s.ReadBaseline("s1", 0, func(b []byte) error {
+		err := s.ReadBaseline(t.Context(), "s1", 0, func(b []byte) error {
 			if string(b) != rec(i) {
 				return fmt.Errorf("record %d = %.40s…", i, b)
 			}
@@ -63,7 +63,7 @@ func TestReadBaselineAgainAfterRelease(t *testing.T) {
 		}
 	}
 	heap := bytes.Repeat([]byte{7}, 1<<20)
-	err = s.view(func(tx *bbolt.Tx) error {
+	err = s.view(t.Context(), func(tx *bbolt.Tx) error {
 		s.releaseMapped(tx, heap)
 		return nil
 	})

@@ -12,17 +12,17 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 )
 
-func addRecords(t *testing.T, w *BaselineWriter, n int) {
+func addRecords(t *testing.T, w store.BaselineWriter, n int) {
 	t.Helper()
 	for i := range n {
-		if err := w.Add(fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
+		if err := w.Add(t.Context(), fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 func hasBaseline(s *Store, id string) bool {
-	return !errors.Is(s.ReadBaseline(id, 0, func([]byte) error { return nil }), store.ErrNotFound)
+	return !errors.Is(s.ReadBaseline(context.Background(), id, 0, func([]byte) error { return nil }), store.ErrNotFound)
 }
 
 // TestOrphanChunksRemovedAtStart: a Begin killed after some chunks were
@@ -37,7 +37,7 @@ func TestOrphanChunksRemovedAtStart(t *testing.T) {
 	}
 	kept := s.NewBaseline("kept", 0)
 	addRecords(t, kept, 100)
-	if err := s.CreateSession("kept", []byte(`{}`), kept); err != nil {
+	if err := s.CreateSession(t.Context(), "kept", []byte(`{}`), kept); err != nil {
 		t.Fatal(err)
 	}
 	dead := s.NewBaseline("killed", 0)
@@ -83,17 +83,17 @@ func TestInFlightBeginSurvivesCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	addRecords(t, w, 10)
-	if err := s.CreateSession("begin", []byte(`{}`), w); err != nil {
+	if err := s.CreateSession(t.Context(), "begin", []byte(`{}`), w); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := s.ReadBaseline("begin", 0, func([]byte) error { n++; return nil }); err != nil || n != 30_010 {
+	if err := s.ReadBaseline(t.Context(), "begin", 0, func([]byte) error { n++; return nil }); err != nil || n != 30_010 {
 		t.Fatalf("baseline after cleanup: %d records, %v; want 30010", n, err)
 	}
 	// A refused Begin's chunks are dropped and nothing is left in flight.
 	w2 := s.NewBaseline("refused", 0)
 	addRecords(t, w2, 30_000)
-	if err := s.DropBaseline("refused"); err != nil {
+	if err := s.DropBaseline(t.Context(), "refused"); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := s.RemoveOrphans(context.Background(), time.Now(), 24*time.Hour); st.OrphanBaselines != 0 || hasBaseline(s, "refused") {
@@ -115,11 +115,11 @@ func TestUnfinishedSessionsExpire(t *testing.T) {
 	for _, id := range []string{"old", "done"} {
 		w := s.NewBaseline(id, 0)
 		addRecords(t, w, 100)
-		if err := s.CreateSession(id, []byte(`{}`), w); err != nil {
+		if err := s.CreateSession(t.Context(), id, []byte(`{}`), w); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.FinishSession("done", []byte("result")); err != nil {
+	if _, err := s.FinishSession(t.Context(), "done", []byte("result")); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -130,10 +130,10 @@ func TestUnfinishedSessionsExpire(t *testing.T) {
 	// Two days later "old" has expired; "recent", begun now, has not.
 	w := s.NewBaseline("recent", 0)
 	addRecords(t, w, 10)
-	if err := s.CreateSession("recent", []byte(`{}`), w); err != nil {
+	if err := s.CreateSession(t.Context(), "recent", []byte(`{}`), w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.update(func(tx *bbolt.Tx) error {
+	if err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketBegun).Put([]byte("old"), beginStamp(now.Add(-48*time.Hour)))
 	}); err != nil {
 		t.Fatal(err)
@@ -142,21 +142,21 @@ func TestUnfinishedSessionsExpire(t *testing.T) {
 	if err != nil || st.UnfinishedSessions != 1 {
 		t.Fatalf("expired session: %+v %v, want 1 removed", st, err)
 	}
-	if _, _, err := s.Session("old"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.Session(t.Context(), "old"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("expired session still there: %v", err)
 	}
 	if hasBaseline(s, "old") {
 		t.Error("expired session's baseline still there")
 	}
-	if _, r, err := s.Session("done"); err != nil || string(r) != "result" {
+	if _, r, err := s.Session(t.Context(), "done"); err != nil || string(r) != "result" {
 		t.Errorf("finished session: %s %v", r, err)
 	}
-	if _, _, err := s.Session("recent"); err != nil || !hasBaseline(s, "recent") {
+	if _, _, err := s.Session(t.Context(), "recent"); err != nil || !hasBaseline(s, "recent") {
 		t.Errorf("recent session: %v", err)
 	}
 	// A store from before begin stamps: its unfinished sessions count as
 	// begun at the upgrade, so none expires at once.
-	if err := s.update(func(tx *bbolt.Tx) error { return tx.DeleteBucket(bucketBegun) }); err != nil {
+	if err := s.update(t.Context(), func(tx *bbolt.Tx) error { return tx.DeleteBucket(bucketBegun) }); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -53,8 +53,8 @@ func TestRandomDamageNeverPanics(t *testing.T) {
 			continue
 		}
 		for _, id := range []string{"s0", "s1", "s2"} {
-			_, _, _ = s.Session(id) // any answer but a panic will do
-			_ = s.ReadBaseline(id, 0, func([]byte) error { return nil })
+			_, _, _ = s.Session(t.Context(), id) // any answer but a panic will do
+			_ = s.ReadBaseline(t.Context(), id, 0, func([]byte) error { return nil })
 		}
 		_, _ = s.RemoveOrphans(t.Context(), time.Now(), 0)
 		s.Close()

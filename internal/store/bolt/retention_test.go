@@ -26,17 +26,17 @@ func TestRemoveExpired(t *testing.T) {
 	mk := func(id string, finish bool) {
 		w := s.NewBaseline(id, 0)
 		addRecords(t, w, 3)
-		if err := s.CreateSessionLedger(id, []byte(`{}`), func(l *Ledger) error {
+		if err := s.CreateSessionLedger(t.Context(), id, []byte(`{}`), func(l store.Ledger) error {
 			_, err := l.Append("begin", id, "sha256:aa")
 			return err
 		}, w); err != nil {
 			t.Fatal(err)
 		}
 		if finish {
-			if _, err := s.FinishSessionLedger(id, func(*Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
+			if _, _, err := s.FinishSessionLedger(t.Context(), id, func(store.Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.AddReverification(id, func(*Ledger, int) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
+			if _, err := s.AddReverification(t.Context(), id, func(store.Ledger, int) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -46,7 +46,7 @@ func TestRemoveExpired(t *testing.T) {
 	}
 	mk("old-unfinished", false)
 	now := time.Now()
-	if err := s.update(func(tx *bbolt.Tx) error {
+	if err := s.update(t.Context(), func(tx *bbolt.Tx) error {
 		for i := range 40 {
 			if err := tx.Bucket(bucketFinished).Put(fmt.Appendf(nil, "old-%02d", i), beginStamp(now.Add(-200*time.Hour))); err != nil {
 				return err
@@ -57,7 +57,7 @@ func TestRemoveExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	mk("new", true)
-	head, err := s.LedgerHead()
+	head, err := s.LedgerHead(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRemoveExpired(t *testing.T) {
 		t.Fatalf("removed %d (%v), want 40", n, err)
 	}
 	var ids []string
-	if err := s.ForEachSession(func(id string, _, _ []byte) error { ids = append(ids, id); return nil }); err != nil {
+	if err := s.ForEachSession(t.Context(), func(id string, _, _ []byte) error { ids = append(ids, id); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(ids, ",") != "new,old-unfinished" {
@@ -75,21 +75,21 @@ func TestRemoveExpired(t *testing.T) {
 	if hasBaseline(s, "old-07") || !hasBaseline(s, "new") || !hasBaseline(s, "old-unfinished") {
 		t.Fatal("baselines: want old-07's removed, new and old-unfinished kept")
 	}
-	if revs, _ := s.Reverifications("old-07"); len(revs) != 0 {
+	if revs, _ := s.Reverifications(t.Context(), "old-07"); len(revs) != 0 {
 		t.Fatalf("re-verifications of a removed session: %d", len(revs))
 	}
-	if revs, _ := s.Reverifications("new"); len(revs) != 1 {
+	if revs, _ := s.Reverifications(t.Context(), "new"); len(revs) != 1 {
 		t.Fatalf("re-verifications of a kept session: %d", len(revs))
 	}
-	if after, err := s.LedgerHead(); err != nil || after != head {
+	if after, err := s.LedgerHead(t.Context()); err != nil || after != head {
 		t.Fatalf("the ledger changed: %+v -> %+v (%v)", head, after, err)
 	}
-	if _, _, err := s.Session("old-07"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.Session(t.Context(), "old-07"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("removed session: %v", err)
 	}
 	// A result stored without a stamp (an older daemon) is stamped now and
 	// kept a full retention from the pass that stamped it.
-	if err := s.update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketFinished).Delete([]byte("new")) }); err != nil {
+	if err := s.update(t.Context(), func(tx *bbolt.Tx) error { return tx.Bucket(bucketFinished).Delete([]byte("new")) }); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.RemoveExpired(context.Background(), time.Now().Add(time.Hour), time.Hour/2); err != nil || n != 0 {

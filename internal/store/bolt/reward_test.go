@@ -15,7 +15,7 @@ func TestSalvageKeepsRewardBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.RewardUpdate(func(tx *RewardTx) error {
+	err = s.RewardUpdate(t.Context(), func(tx store.RewardTx) error {
 		if err := tx.Put(store.RewardMarks, "sha256:c", []byte(`{"highest_policy_update":7}`)); err != nil {
 			return err
 		}
@@ -34,10 +34,10 @@ func TestSalvageKeepsRewardBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if v, err := s2.RewardGet(store.RewardMarks, "sha256:c"); err != nil || string(v) != `{"highest_policy_update":7}` {
+	if v, err := s2.RewardGet(t.Context(), store.RewardMarks, "sha256:c"); err != nil || string(v) != `{"highest_policy_update":7}` {
 		t.Fatalf("salvaged mark %q, %v", v, err)
 	}
-	if v, _ := s2.RewardGet(store.RewardReceipts, "rwd_1"); string(v) != `{}` {
+	if v, _ := s2.RewardGet(t.Context(), store.RewardReceipts, "rwd_1"); string(v) != `{}` {
 		t.Fatalf("salvaged receipt %q", v)
 	}
 }

@@ -393,12 +393,13 @@ func (s *Store) ReadBaseline(ctx context.Context, id string, capture int, fn fun
 }
 
 // DropBaseline removes every baseline capture of a session that was never
-// created (a Begin that was refused part-way).
+// created (a Begin that was refused part-way); a committed session's
+// baseline stays.
 func (s *Store) DropBaseline(ctx context.Context, id string) error {
 	defer s.done(id)
 	return s.update(ctx, func(tx *bbolt.Tx) error {
 		bb := tx.Bucket(bucketBaselines)
-		if bb.Bucket([]byte(id)) == nil {
+		if bb.Bucket([]byte(id)) == nil || tx.Bucket(bucketSessions).Get([]byte(id)) != nil {
 			return nil
 		}
 		return bb.DeleteBucket([]byte(id))

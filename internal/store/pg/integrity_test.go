@@ -26,53 +26,53 @@ func fill(t *testing.T, s *Store) {
 	t.Helper()
 	w := s.NewBaseline("s1", 0)
 	census := s.NewBaseline("s1", store.CensusCapture(0))
-	for _, b := range []*store.BaselineWriter{w, census} {
-		if err := b.Add([]byte(`{"id":1,"note":"Triage"}`)); err != nil {
+	for _, b := range []store.BaselineWriter{w, census} {
+		if err := b.Add(t.Context(), []byte(`{"id":1,"note":"Triage"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.CreateSession("s1", []byte(`{"m":"one"}`), w, census); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{"m":"one"}`), w, census); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FinishSessionLedger("s1", func(*store.Ledger) ([]byte, bool, error) {
+	if _, _, err := s.FinishSessionLedger(t.Context(), "s1", func(store.Ledger) ([]byte, bool, error) {
 		return []byte(`{"outcome":"FAILED","type":"Triage"}`), true, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddReverification("s1", func(*store.Ledger, int) ([]byte, bool, error) {
+	if _, err := s.AddReverification(t.Context(), "s1", func(store.Ledger, int) ([]byte, bool, error) {
 		return []byte(`{"outcome":"FAILED","attempt":1}`), true, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSession("s2", []byte(`{"m":"two"}`)); err != nil {
+	if err := s.CreateSession(t.Context(), "s2", []byte(`{"m":"two"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RewardUpdate(func(tx *store.RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
+	if err := s.RewardUpdate(t.Context(), func(tx store.RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func readAll(s *Store) error {
 	for _, id := range []string{"s1", "s2"} {
-		if _, _, err := s.Session(id); err != nil {
+		if _, _, err := s.Session(context.Background(), id); err != nil {
 			return err
 		}
 	}
-	if _, err := s.Reverifications("s1"); err != nil {
+	if _, err := s.Reverifications(context.Background(), "s1"); err != nil {
 		return err
 	}
 	for _, c := range []int{0, store.CensusCapture(0)} {
-		if err := s.ReadBaseline("s1", c, func([]byte) error { return nil }); err != nil {
+		if err := s.ReadBaseline(context.Background(), "s1", c, func([]byte) error { return nil }); err != nil {
 			return err
 		}
 	}
-	_, err := s.RewardGet(store.RewardMarks, "c1")
+	_, err := s.RewardGet(context.Background(), store.RewardMarks, "c1")
 	return err
 }
 
 func bind(t *testing.T, s *Store, evidence []byte, signing string) store.BindReport {
 	t.Helper()
-	rep, err := s.Bind(store.IntegrityKey(evidence), keysOf(evidence, signing), false)
+	rep, err := s.Bind(t.Context(), store.IntegrityKey(evidence), keysOf(evidence, signing), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +94,15 @@ func TestFlippedValuesAreDataLoss(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, "UPDATE verifierd_sessions SET result = set_byte(result, position('\\x54'::bytea in result) - 1, 85) WHERE id = 's1'"); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := s.Session("s1")
+	_, _, err := s.Session(ctx, "s1")
 	ie, ok := errors.AsType[*store.IntegrityError](err)
 	if !ok || ie.Session != "s1" || ie.What != "result" {
 		t.Fatalf("Session after a flipped byte: %v, want an IntegrityError naming s1's result", err)
 	}
-	if _, err := s.FinishSession("s1", []byte(`{}`)); !errors.As(err, &ie) {
+	if _, err := s.FinishSession(ctx, "s1", []byte(`{}`)); !errors.As(err, &ie) {
 		t.Errorf("FinishSession over a damaged result: %v", err)
 	}
-	if _, err := s.AddReverification("s1", func(*store.Ledger, int) ([]byte, bool, error) { return []byte(`{}`), false, nil }); !errors.As(err, &ie) {
+	if _, err := s.AddReverification(ctx, "s1", func(store.Ledger, int) ([]byte, bool, error) { return []byte(`{}`), false, nil }); !errors.As(err, &ie) {
 		t.Errorf("AddReverification over a damaged result: %v", err)
 	}
 	// The other kinds of value.
@@ -114,13 +114,13 @@ func TestFlippedValuesAreDataLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.ReadBaseline("s1", store.CensusCapture(0), func([]byte) error { return nil }); !errors.As(err, &ie) || ie.What != "baseline capture -1 chunk 0" {
+	if err := s.ReadBaseline(ctx, "s1", store.CensusCapture(0), func([]byte) error { return nil }); !errors.As(err, &ie) || ie.What != "baseline capture -1 chunk 0" {
 		t.Errorf("a damaged census: %v", err)
 	}
-	if _, err := s.RewardGet(store.RewardMarks, "c1"); !errors.As(err, &ie) {
+	if _, err := s.RewardGet(ctx, store.RewardMarks, "c1"); !errors.As(err, &ie) {
 		t.Errorf("a damaged reward record: %v", err)
 	}
-	if err := s.RewardUpdate(func(tx *store.RewardTx) error { tx.Get(store.RewardMarks, "c1"); return nil }); !errors.As(err, &ie) {
+	if err := s.RewardUpdate(ctx, func(tx store.RewardTx) error { tx.Get(store.RewardMarks, "c1"); return nil }); !errors.As(err, &ie) {
 		t.Errorf("a reward update reading a damaged record: %v", err)
 	}
 
@@ -144,10 +144,10 @@ func TestFlippedValuesAreDataLoss(t *testing.T) {
 		t.Errorf("salvage: %+v, want s1 and the reward record left out", rep)
 	}
 	bind(t, dst, testEvidenceA, "sk1")
-	if _, _, err := dst.Session("s1"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := dst.Session(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("salvaged s1: %v, want NotFound", err)
 	}
-	if m, _, err := dst.Session("s2"); err != nil || string(m) != `{"m":"two"}` {
+	if m, _, err := dst.Session(ctx, "s2"); err != nil || string(m) != `{"m":"two"}` {
 		t.Errorf("salvaged s2: %q, %v", m, err)
 	}
 	if _, err := s.SalvageInto(ctx, dst, testEvidenceA); err == nil {
@@ -166,13 +166,13 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 	if err := readAll(s); err != nil {
 		t.Fatal(err)
 	}
-	if _, r, _ := s.Session("s1"); string(r) != `{"outcome":"FAILED","type":"Triage"}` {
+	if _, r, _ := s.Session(t.Context(), "s1"); string(r) != `{"outcome":"FAILED","type":"Triage"}` {
 		t.Errorf("result after sealing: %q", r)
 	}
 
 	// A second replica with another evidence key is refused.
 	other := open(t, dsn)
-	_, err := other.Bind(store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk1"), false)
+	_, err := other.Bind(t.Context(), store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk1"), false)
 	me, ok := errors.AsType[*store.KeyMismatchError](err)
 	if !ok {
 		t.Fatalf("bind with another evidence key: %v", err)
@@ -182,7 +182,7 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 			t.Errorf("message %q does not name %q", me, want)
 		}
 	}
-	if rep, err := other.Bind(store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk2"), true); err != nil || rep.Resealed != 7 {
+	if rep, err := other.Bind(t.Context(), store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk2"), true); err != nil || rep.Resealed != 7 {
 		t.Fatalf("rotation: %+v, %v", rep, err)
 	}
 	if err := readAll(other); err != nil {

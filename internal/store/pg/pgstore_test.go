@@ -118,7 +118,7 @@ func TestMigrationsIdempotentUnderConcurrentStart(t *testing.T) {
 	}
 	// A further open migrates nothing and works.
 	s := open(t, dsn)
-	if err := s.CreateSession("x", []byte(`{}`)); err != nil {
+	if err := s.CreateSession(t.Context(), "x", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -156,11 +156,11 @@ func TestBaselineRoundTripInChunks(t *testing.T) {
 		rec = fmt.Appendf(rec, "#%d", i)
 		want = append(want, rec)
 		total += len(rec)
-		if err := w.Add(rec); err != nil {
+		if err := w.Add(t.Context(), rec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.CreateSession("s1", []byte(`{"m":1}`), w, empty); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{"m":1}`), w, empty); err != nil {
 		t.Fatal(err)
 	}
 	var chunks int
@@ -171,7 +171,7 @@ func TestBaselineRoundTripInChunks(t *testing.T) {
 		t.Fatalf("%d chunk rows, want 4", chunks)
 	}
 	i := 0
-	if err := s.ReadBaseline("s1", 0, func(rec []byte) error {
+	if err := s.ReadBaseline(t.Context(), "s1", 0, func(rec []byte) error {
 		if i >= len(want) || !bytes.Equal(rec, want[i]) {
 			return fmt.Errorf("record %d differs", i)
 		}
@@ -184,27 +184,27 @@ func TestBaselineRoundTripInChunks(t *testing.T) {
 		t.Fatalf("read %d records, want %d", i, len(want))
 	}
 	n := 0
-	if err := s.ReadBaseline("s1", 1, func([]byte) error { n++; return nil }); err != nil || n != 0 {
+	if err := s.ReadBaseline(t.Context(), "s1", 1, func([]byte) error { n++; return nil }); err != nil || n != 0 {
 		t.Fatalf("empty capture: %d records, %v", n, err)
 	}
-	if err := s.ReadBaseline("s1", 2, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ReadBaseline(t.Context(), "s1", 2, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing capture: %v", err)
 	}
-	if err := s.CreateSession("s1", []byte(`{}`)); !errors.Is(err, store.ErrExists) {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{}`)); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("second create: %v", err)
 	}
-	meta, result, err := s.Session("s1")
+	meta, result, err := s.Session(t.Context(), "s1")
 	if err != nil || string(meta) != `{"m":1}` || result != nil {
 		t.Fatalf("session: %s %s %v", meta, result, err)
 	}
-	if _, _, err := s.Session("nope"); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.Session(t.Context(), "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
 	// Finishing removes the baseline.
-	if _, err := s.FinishSession("s1", []byte(`{"r":1}`)); err != nil {
+	if _, err := s.FinishSession(t.Context(), "s1", []byte(`{"r":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReadBaseline("s1", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ReadBaseline(t.Context(), "s1", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("baseline after finish: %v", err)
 	}
 }
@@ -213,30 +213,30 @@ func TestDropBaselineKeepsACommittedSession(t *testing.T) {
 	t.Parallel()
 	s := open(t, newDatabase(t))
 	w := s.NewBaseline("s1", 0)
-	if err := w.Add([]byte("r1")); err != nil {
+	if err := w.Add(t.Context(), []byte("r1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateSession("s1", []byte(`{}`), w); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{}`), w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DropBaseline("s1"); err != nil {
+	if err := s.DropBaseline(t.Context(), "s1"); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := s.ReadBaseline("s1", 0, func([]byte) error { n++; return nil }); err != nil || n != 1 {
+	if err := s.ReadBaseline(t.Context(), "s1", 0, func([]byte) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("committed baseline after DropBaseline: %d records, %v", n, err)
 	}
 	o := s.NewBaseline("s2", 0)
-	if err := o.Add([]byte("r")); err != nil {
+	if err := o.Add(t.Context(), []byte("r")); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.Close(); err != nil {
+	if err := o.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DropBaseline("s2"); err != nil {
+	if err := s.DropBaseline(t.Context(), "s2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReadBaseline("s2", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ReadBaseline(t.Context(), "s2", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("dropped baseline: %v", err)
 	}
 }
@@ -247,7 +247,7 @@ func TestFinishFirstWriterWinsAcrossHandles(t *testing.T) {
 	a, b := open(t, dsn), open(t, dsn)
 	const sessions = 20
 	for i := range sessions {
-		if err := a.CreateSession(fmt.Sprintf("s%d", i), []byte(`{}`)); err != nil {
+		if err := a.CreateSession(t.Context(), fmt.Sprintf("s%d", i), []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +263,7 @@ func TestFinishFirstWriterWinsAcrossHandles(t *testing.T) {
 				st = b
 			}
 			wg.Go(func() {
-				got[j], errs[j] = st.FinishSessionLedger(id, func(l *store.Ledger) ([]byte, bool, error) {
+				got[j], errs[j] = st.FinishSessionLedger(t.Context(), id, func(l store.Ledger) ([]byte, bool, error) {
 					built.Add(1)
 					if _, err := l.Append("verify", id, "sha256:00"); err != nil {
 						return nil, false, err
@@ -282,7 +282,7 @@ func TestFinishFirstWriterWinsAcrossHandles(t *testing.T) {
 				t.Fatalf("%s: finish %d returned %s, finish 0 %s", id, j, got[j], got[0])
 			}
 		}
-		_, stored, err := b.Session(id)
+		_, stored, err := b.Session(t.Context(), id)
 		if err != nil || !bytes.Equal(stored, got[0]) {
 			t.Fatalf("%s: stored %s (%v), returned %s", id, stored, err, got[0])
 		}
@@ -291,11 +291,11 @@ func TestFinishFirstWriterWinsAcrossHandles(t *testing.T) {
 		t.Fatalf("build ran %d times for %d sessions", built.Load(), sessions)
 	}
 	// One ledger entry per session: the losers appended nothing.
-	head, err := a.LedgerHead()
+	head, err := a.LedgerHead(t.Context())
 	if err != nil || head.Seq != sessions+1 {
 		t.Fatalf("ledger head %+v (%v), want seq %d", head, err, sessions+1)
 	}
-	if _, err := a.FinishSession("unknown", []byte(`{}`)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := a.FinishSession(t.Context(), "unknown", []byte(`{}`)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("finish of an unknown session: %v", err)
 	}
 }
@@ -313,19 +313,19 @@ func TestLedgerOneChainAcrossTwoHandles(t *testing.T) {
 				var err error
 				switch j % 3 {
 				case 0:
-					err = st.CreateSessionLedger(id, []byte(`{}`), func(l *store.Ledger) error {
+					err = st.CreateSessionLedger(t.Context(), id, []byte(`{}`), func(l store.Ledger) error {
 						_, err := l.Append("begin", id, "sha256:aa")
 						return err
 					})
 				case 1:
-					_, err = st.PutReceipt("r/"+id, func(l *store.Ledger) ([]byte, error) {
+					_, err = st.PutReceipt(t.Context(), "r/"+id, func(l store.Ledger) ([]byte, error) {
 						pos := l.Next()
 						_, err := l.Append("receipt", id, "sha256:bb")
 						return fmt.Appendf(nil, `{"seq":%d}`, pos.Seq), err
 					})
 				default:
-					err = st.RewardUpdate(func(tx *store.RewardTx) error {
-						if _, err := tx.Ledger.Append("reward", id, "sha256:cc"); err != nil {
+					err = st.RewardUpdate(t.Context(), func(tx store.RewardTx) error {
+						if _, err := tx.Ledger().Append("reward", id, "sha256:cc"); err != nil {
 							return err
 						}
 						return tx.Put(store.RewardMarks, id, []byte("1"))
@@ -344,7 +344,7 @@ func TestLedgerOneChainAcrossTwoHandles(t *testing.T) {
 	}
 	var entries []receipt.Entry
 	var raw bytes.Buffer
-	if err := b.ExportLedger(0, func(e receipt.Entry, c []byte) error {
+	if err := b.ExportLedger(t.Context(), 0, func(e receipt.Entry, c []byte) error {
 		entries = append(entries, e)
 		raw.Write(c)
 		raw.WriteByte('\n')
@@ -363,18 +363,18 @@ func TestLedgerOneChainAcrossTwoHandles(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chain across two handles: %v", err)
 	}
-	pos, err := a.LedgerHead()
+	pos, err := a.LedgerHead(t.Context())
 	if err != nil || pos.Seq != 2*per+1 || pos.Head != head {
 		t.Fatalf("head %+v (%v), chain head %s", pos, err, head)
 	}
 	// From a position, as verifyctl exports a tail.
 	n := 0
-	if err := a.ExportLedger(2*per-4, func(receipt.Entry, []byte) error { n++; return nil }); err != nil || n != 5 {
+	if err := a.ExportLedger(t.Context(), 2*per-4, func(receipt.Entry, []byte) error { n++; return nil }); err != nil || n != 5 {
 		t.Fatalf("tail export: %d entries, %v", n, err)
 	}
 	// A failing build appends nothing.
 	boom := errors.New("boom")
-	if err := a.AppendLedger(func(l *store.Ledger) error {
+	if err := a.AppendLedger(t.Context(), func(l store.Ledger) error {
 		if _, err := l.Append("x", "", "sha256:dd"); err != nil {
 			return err
 		}
@@ -382,7 +382,7 @@ func TestLedgerOneChainAcrossTwoHandles(t *testing.T) {
 	}); !errors.Is(err, boom) {
 		t.Fatalf("failing append: %v", err)
 	}
-	if pos2, _ := b.LedgerHead(); pos2 != pos {
+	if pos2, _ := b.LedgerHead(t.Context()); pos2 != pos {
 		t.Fatalf("a rolled back append moved the head: %+v -> %+v", pos, pos2)
 	}
 }
@@ -391,17 +391,17 @@ func TestReverificationsAndRewards(t *testing.T) {
 	t.Parallel()
 	dsn := newDatabase(t)
 	s, other := open(t, dsn), open(t, dsn)
-	if err := s.CreateSession("s1", []byte(`{}`)); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddReverification("s1", func(*store.Ledger, int) ([]byte, bool, error) { return nil, false, nil }); err == nil {
+	if _, err := s.AddReverification(t.Context(), "s1", func(store.Ledger, int) ([]byte, bool, error) { return nil, false, nil }); err == nil {
 		t.Fatal("re-verified an unfinished session")
 	}
-	if _, err := s.FinishSession("s1", []byte(`{"r":0}`)); err != nil {
+	if _, err := s.FinishSession(t.Context(), "s1", []byte(`{"r":0}`)); err != nil {
 		t.Fatal(err)
 	}
 	for want := 1; want <= 3; want++ {
-		if _, err := s.AddReverification("s1", func(_ *store.Ledger, attempt int) ([]byte, bool, error) {
+		if _, err := s.AddReverification(t.Context(), "s1", func(_ store.Ledger, attempt int) ([]byte, bool, error) {
 			if attempt != want {
 				t.Errorf("attempt %d, want %d", attempt, want)
 			}
@@ -410,11 +410,11 @@ func TestReverificationsAndRewards(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	revs, err := s.Reverifications("s1")
+	revs, err := s.Reverifications(t.Context(), "s1")
 	if err != nil || len(revs) != 3 || string(revs[2]) != `{"r":3}` {
 		t.Fatalf("reverifications %q %v", revs, err)
 	}
-	if v, err := s.RewardGet(store.RewardMarks, "c1"); err != nil || v != nil {
+	if v, err := s.RewardGet(t.Context(), store.RewardMarks, "c1"); err != nil || v != nil {
 		t.Fatalf("absent mark: %q %v", v, err)
 	}
 	// Concurrent read-modify-write of one mark through two handles (two
@@ -426,7 +426,7 @@ func TestReverificationsAndRewards(t *testing.T) {
 			st = other
 		}
 		wg.Go(func() {
-			err := st.RewardUpdate(func(tx *store.RewardTx) error {
+			err := st.RewardUpdate(t.Context(), func(tx store.RewardTx) error {
 				n := 0
 				if v := tx.Get(store.RewardMarks, "c1"); v != nil {
 					if _, err := fmt.Sscan(string(v), &n); err != nil {
@@ -441,7 +441,7 @@ func TestReverificationsAndRewards(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if v, err := s.RewardGet(store.RewardMarks, "c1"); err != nil || string(v) != "20" {
+	if v, err := s.RewardGet(t.Context(), store.RewardMarks, "c1"); err != nil || string(v) != "20" {
 		t.Fatalf("mark after 20 increments: %q %v", v, err)
 	}
 }
@@ -452,20 +452,20 @@ func TestRetentionRemovesWhatItShouldAndNothingElse(t *testing.T) {
 	ctx := context.Background()
 	mk := func(id string, finish bool) {
 		w := s.NewBaseline(id, 0)
-		if err := w.Add([]byte("rec")); err != nil {
+		if err := w.Add(ctx, []byte("rec")); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.CreateSessionLedger(id, []byte(`{}`), func(l *store.Ledger) error {
+		if err := s.CreateSessionLedger(ctx, id, []byte(`{}`), func(l store.Ledger) error {
 			_, err := l.Append("begin", id, "sha256:aa")
 			return err
 		}, w); err != nil {
 			t.Fatal(err)
 		}
 		if finish {
-			if _, err := s.FinishSessionLedger(id, func(*store.Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
+			if _, _, err := s.FinishSessionLedger(ctx, id, func(store.Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.AddReverification(id, func(*store.Ledger, int) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
+			if _, err := s.AddReverification(ctx, id, func(store.Ledger, int) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -488,17 +488,17 @@ func TestRetentionRemovesWhatItShouldAndNothingElse(t *testing.T) {
 	// An uncommitted baseline, old, and one being written now.
 	for _, id := range []string{"orphan-old", "orphan-new"} {
 		w := s.NewBaseline(id, 0)
-		if err := w.Add([]byte("r")); err != nil {
+		if err := w.Add(ctx, []byte("r")); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Close(); err != nil {
+		if err := w.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := s.pool.Exec(ctx, "UPDATE verifierd_baseline_chunks SET written_at = now() - interval '2 days' WHERE session_id = 'orphan-old'"); err != nil {
 		t.Fatal(err)
 	}
-	head, err := s.LedgerHead()
+	head, err := s.LedgerHead(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestRetentionRemovesWhatItShouldAndNothingElse(t *testing.T) {
 		t.Fatalf("RemoveOrphans: %+v %v", st, err)
 	}
 	var ids []string
-	if err := s.ForEachSession(func(id string, _, _ []byte) error { ids = append(ids, id); return nil }); err != nil {
+	if err := s.ForEachSession(ctx, func(id string, _, _ []byte) error { ids = append(ids, id); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(ids, ",") != "new-finished,new-unfinished" {
@@ -532,11 +532,11 @@ func TestRetentionRemovesWhatItShouldAndNothingElse(t *testing.T) {
 		t.Fatalf("%d re-verifications left, want 1", c)
 	}
 	// The ledger is untouched and still verifies.
-	if after, err := s.LedgerHead(); err != nil || after != head {
+	if after, err := s.LedgerHead(ctx); err != nil || after != head {
 		t.Fatalf("ledger head moved: %+v -> %+v (%v)", head, after, err)
 	}
 	var raw bytes.Buffer
-	if err := s.ExportLedger(0, func(_ receipt.Entry, c []byte) error { raw.Write(c); raw.WriteByte('\n'); return nil }); err != nil {
+	if err := s.ExportLedger(ctx, 0, func(_ receipt.Entry, c []byte) error { raw.Write(c); raw.WriteByte('\n'); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := receipt.ReadEntries(&raw)
@@ -550,7 +550,7 @@ func TestRetentionRemovesWhatItShouldAndNothingElse(t *testing.T) {
 	if n, err := s.RemoveExpired(ctx, time.Now().Add(1000*time.Hour), 0); err != nil || n != 0 {
 		t.Fatalf("retain 0 removed %d (%v)", n, err)
 	}
-	if size := s.Size(); size <= 0 {
+	if size := s.Size(ctx); size <= 0 {
 		t.Fatalf("Size %d", size)
 	}
 }
@@ -584,11 +584,11 @@ func TestBaselineIndexRoundTrip(t *testing.T) {
 		}
 		e := bytes.Clone(x.Entry(rec))
 		entries = append(entries, e)
-		if err := w.Add(e); err != nil {
+		if err := w.Add(t.Context(), e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.CreateSession("s1", []byte(`{}`), w); err != nil {
+	if err := s.CreateSession(t.Context(), "s1", []byte(`{}`), w); err != nil {
 		t.Fatal(err)
 	}
 	var chunks int
@@ -598,7 +598,7 @@ func TestBaselineIndexRoundTrip(t *testing.T) {
 	got := judge.NewRecordStream("records", len(entries))
 	got.Project(p)
 	i := 0
-	if err := s.ReadBaseline("s1", 0, func(e []byte) error {
+	if err := s.ReadBaseline(t.Context(), "s1", 0, func(e []byte) error {
 		if i >= len(entries) || !bytes.Equal(e, entries[i]) {
 			return fmt.Errorf("entry %d differs", i)
 		}
@@ -631,39 +631,39 @@ func TestCensusCaptureBesideTheBaseline(t *testing.T) {
 	s := open(t, newDatabase(t))
 	for _, id := range []string{"kept", "final"} {
 		base, census := s.NewBaseline(id, 0), s.NewBaseline(id, store.CensusCapture(0))
-		if err := base.Add([]byte(`{"id":1,"owner":"a"}`)); err != nil {
+		if err := base.Add(t.Context(), []byte(`{"id":1,"owner":"a"}`)); err != nil {
 			t.Fatal(err)
 		}
 		for _, rec := range []string{`{"id":1}`, `{"id":2}`} {
-			if err := census.Add([]byte(rec)); err != nil {
+			if err := census.Add(t.Context(), []byte(rec)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := s.CreateSession(id, []byte(`{}`), base, census); err != nil {
+		if err := s.CreateSession(t.Context(), id, []byte(`{}`), base, census); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
-		if err := s.ReadBaseline(id, store.CensusCapture(0), func(rec []byte) error { got = append(got, string(rec)); return nil }); err != nil {
+		if err := s.ReadBaseline(t.Context(), id, store.CensusCapture(0), func(rec []byte) error { got = append(got, string(rec)); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Join(got, ",") != `{"id":1},{"id":2}` {
 			t.Fatalf("census %v", got)
 		}
 		n := 0
-		if err := s.ReadBaseline(id, 0, func([]byte) error { n++; return nil }); err != nil || n != 1 {
+		if err := s.ReadBaseline(t.Context(), id, 0, func([]byte) error { n++; return nil }); err != nil || n != 1 {
 			t.Fatalf("baseline beside the census: %d records, %v", n, err)
 		}
 	}
-	if _, err := s.FinishSessionLedger("kept", func(*store.Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
+	if _, _, err := s.FinishSessionLedger(t.Context(), "kept", func(store.Ledger) ([]byte, bool, error) { return []byte(`{}`), true, nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReadBaseline("kept", store.CensusCapture(0), func([]byte) error { return nil }); err != nil {
+	if err := s.ReadBaseline(t.Context(), "kept", store.CensusCapture(0), func([]byte) error { return nil }); err != nil {
 		t.Errorf("census of a session kept for Reverify: %v", err)
 	}
-	if _, err := s.FinishSession("final", []byte(`{}`)); err != nil {
+	if _, err := s.FinishSession(t.Context(), "final", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReadBaseline("final", store.CensusCapture(0), func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ReadBaseline(t.Context(), "final", store.CensusCapture(0), func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("census after a final result: %v, want ErrNotFound", err)
 	}
 }
@@ -676,7 +676,7 @@ func TestCheckpointsAcrossHandles(t *testing.T) {
 	t.Parallel()
 	dsn := newDatabase(t)
 	a, b := open(t, dsn), open(t, dsn)
-	if seq, env, err := a.LatestCheckpoint(); err != nil || seq != 0 || env != nil {
+	if seq, env, err := a.LatestCheckpoint(t.Context()); err != nil || seq != 0 || env != nil {
 		t.Fatalf("a new database has a checkpoint: %d %s %v", seq, env, err)
 	}
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -697,10 +697,10 @@ func TestCheckpointsAcrossHandles(t *testing.T) {
 			for j := range per {
 				var err error
 				if j%2 == 0 {
-					err = st.AppendLedger(func(l *store.Ledger) error { _, err := l.Append("begin", fmt.Sprint(i), "sha256:aa"); return err })
+					err = st.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", fmt.Sprint(i), "sha256:aa"); return err })
 				} else {
-					err = st.RewardUpdate(func(tx *store.RewardTx) error {
-						_, err := tx.Ledger.Append("reward", fmt.Sprint(i), "sha256:bb")
+					err = st.RewardUpdate(t.Context(), func(tx store.RewardTx) error {
+						_, err := tx.Ledger().Append("reward", fmt.Sprint(i), "sha256:bb")
 						return err
 					})
 				}
@@ -716,7 +716,7 @@ func TestCheckpointsAcrossHandles(t *testing.T) {
 		return
 	}
 	var entries []receipt.Entry
-	if err := a.ExportLedger(0, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
+	if err := a.ExportLedger(t.Context(), 0, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := a.pool.Query(context.Background(), "SELECT seq, envelope FROM verifierd_ledger_checkpoints ORDER BY seq")
@@ -747,7 +747,7 @@ func TestCheckpointsAcrossHandles(t *testing.T) {
 	}
 	// Entries 25 to 30 in a transaction that fails: no checkpoint 25.
 	boom := errors.New("boom")
-	if err := b.AppendLedger(func(l *store.Ledger) error {
+	if err := b.AppendLedger(t.Context(), func(l store.Ledger) error {
 		for range 6 {
 			if _, err := l.Append("x", "", "sha256:cc"); err != nil {
 				return err
@@ -757,16 +757,16 @@ func TestCheckpointsAcrossHandles(t *testing.T) {
 	}); !errors.Is(err, boom) {
 		t.Fatalf("failing append: %v", err)
 	}
-	if seq, _, err := b.LatestCheckpoint(); err != nil || seq != 20 {
+	if seq, _, err := b.LatestCheckpoint(t.Context()); err != nil || seq != 20 {
 		t.Fatalf("latest %d (%v), want 20", seq, err)
 	}
-	if err := a.PutCheckpoint(24, []byte(`{"n":24}`)); err != nil {
+	if err := a.PutCheckpoint(t.Context(), 24, []byte(`{"n":24}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.PutCheckpoint(24, []byte(`{"n":"other"}`)); err != nil {
+	if err := b.PutCheckpoint(t.Context(), 24, []byte(`{"n":"other"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if seq, env, err := b.LatestCheckpoint(); err != nil || seq != 24 || string(env) != `{"n":24}` {
+	if seq, env, err := b.LatestCheckpoint(t.Context()); err != nil || seq != 24 || string(env) != `{"n":24}` {
 		t.Fatalf("latest %d %s (%v), want the first seq 24", seq, env, err)
 	}
 }

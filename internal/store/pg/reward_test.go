@@ -23,7 +23,7 @@ func TestRewardEpisodesPinTheirOracle(t *testing.T) {
 	if _, err := r.Service.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := pg.RewardGet(store.RewardEpisodes, "mockmed/episode-0001")
+	raw, err := pg.RewardGet(ctx, store.RewardEpisodes, "mockmed/episode-0001")
 	if err != nil || !strings.Contains(string(raw), `"oracle":{"index":0,"kind":"mem","tier":1,"config_digest":"sha256:mem"}`) {
 		t.Fatalf("stored episode: %s %v", raw, err)
 	}
@@ -34,7 +34,7 @@ func TestRewardEpisodesPinTheirOracle(t *testing.T) {
 	}
 
 	old := `{"contract":"mockmed","episode_id":"episode-0002","identity":{"patient_id":"patient-0002"},"baseline_reachable":true,"baseline_records":[],"registered_at":"2026-01-01T00:00:00Z"}`
-	if err := pg.RewardUpdate(func(tx *store.RewardTx) error {
+	if err := pg.RewardUpdate(ctx, func(tx store.RewardTx) error {
 		return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old))
 	}); err != nil {
 		t.Fatal(err)
