@@ -188,7 +188,7 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 	if err := readAll(other); err != nil {
 		t.Errorf("after the rotation: %v", err)
 	}
-	if _, err := open(t, dsn).Bind(store.IntegrityKey(testEvidenceA), keysOf(testEvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
+	if _, err := open(t, dsn).Bind(t.Context(), store.IntegrityKey(testEvidenceA), keysOf(testEvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
 		t.Errorf("the old keys after the rotation: %v, want refused", err)
 	}
 }

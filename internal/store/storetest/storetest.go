@@ -51,6 +51,10 @@ const (
 	KindReward
 )
 
+func (k Kind) String() string {
+	return [...]string{"record", "result", "re-verification", "baseline chunk", "reward record"}[k]
+}
+
 // Exercise runs the conformance suite against b: every part on a store of
 // its own.
 func Exercise(t *testing.T, b Backend) {
@@ -719,7 +723,7 @@ func testIntegrity(t *testing.T, b Backend) {
 			})
 		}},
 	} {
-		t.Run(fmt.Sprintf("%d/%s", c.v.Kind, c.v.Session+c.v.Key), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %s%s", c.v.Kind, c.v.Session, c.v.Key), func(t *testing.T) {
 			s := b.Open(t)
 			if rep, err := bind(t, s, evidenceA, "sk_a", false); err != nil || !rep.FirstWriter {
 				t.Fatalf("Bind of an empty store: %+v %v", rep, err)
