@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -308,5 +309,62 @@ func TestBaselineWriterRerun(t *testing.T) {
 	}
 	if len(recs) != 1 || recs[0] != `{"id": 1}` {
 		t.Fatalf("baseline %q, want the one record once", recs)
+	}
+}
+
+// TestGroupCommitQueuedCallLeavesOnCancel: a write queued behind a running
+// commit whose context ends leaves the queue at once with the context's
+// error, its function never runs, and the writers queued beside it commit
+// as if it had never come.
+func TestGroupCommitQueuedCallLeavesOnCancel(t *testing.T) {
+	t.Parallel()
+	s, err := OpenWith(t.TempDir(), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	release := make(chan struct{})
+	held := holdCommit(t, s, release)
+	ctx, cancel := context.WithCancel(t.Context())
+	var ran atomic.Bool
+	cancelled := make(chan error, 1)
+	go func() {
+		cancelled <- s.AppendLedger(ctx, func(l store.Ledger) error {
+			ran.Store(true)
+			_, err := l.Append("cancelled", "", "sha256:00")
+			return err
+		})
+	}()
+	waitQueued(t, s, 1)
+	other := make(chan error, 1)
+	go func() {
+		other <- s.AppendLedger(t.Context(), func(l store.Ledger) error {
+			_, err := l.Append("other", "", "sha256:00")
+			return err
+		})
+	}()
+	waitQueued(t, s, 2)
+	cancel()
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled queued write: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queued write whose context ended is still waiting for the running commit")
+	}
+	waitQueued(t, s, 1)
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-other; err != nil {
+		t.Fatal(err)
+	}
+	if ran.Load() {
+		t.Fatal("the cancelled write's function ran")
+	}
+	if got := exportChain(t, s); len(got) != 2 || got[0].Type != "hold" || got[1].Type != "other" {
+		t.Fatalf("ledger %+v, want the held entry and the other one", got)
 	}
 }

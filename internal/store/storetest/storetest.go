@@ -460,6 +460,20 @@ func testCheckpoints(t *testing.T, b Backend) {
 	if signed[3] != entries[2].Hash() {
 		t.Fatalf("the checkpoint at seq 3 signed head %q, want %q", signed[3], entries[2].Hash())
 	}
+	// Entries 8 and 9 in a transaction that fails: no checkpoint 9.
+	if err := s.AppendLedger(ctx, func(l store.Ledger) error {
+		for range 2 {
+			if err := appendEntry("test", "")(l); err != nil {
+				return err
+			}
+		}
+		return errors.New("refused")
+	}); err == nil {
+		t.Fatal("a refusing append: no error")
+	}
+	if seq, _, err := s.LatestCheckpoint(ctx); err != nil || seq != 6 {
+		t.Fatalf("a rolled back append left checkpoint %d (%v)", seq, err)
+	}
 	// A failing signer fails the append: no entry runs past a checkpoint
 	// it could not sign.
 	s.SignCheckpoints(&store.Checkpointing{Every: 8, Sign: func(uint64, string) ([]byte, error) { return nil, errors.New("no key") }})
