@@ -466,7 +466,7 @@ func TestRefusals(t *testing.T) {
 			return err
 		}, "duplicate_episode/409"},
 		{"unknown receipt", func() error {
-			_, err := r.svc.GetReward(t.Context(), "rwd_" + strings.Repeat("0", 32))
+			_, err := r.svc.GetReward(t.Context(), "rwd_"+strings.Repeat("0", 32))
 			return err
 		}, "not_found/404"},
 	}

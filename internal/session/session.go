@@ -656,8 +656,8 @@ type streamedBaseline struct {
 	reason  string // "" when read completely
 	count   int
 	w       store.BaselineWriter // its last chunk is committed by CreateSession
-	indexed bool                  // stored as an index (judge.Indexer)
-	digest  string                // an index's read digest ("" if a record did not decode)
+	indexed bool                 // stored as an index (judge.Indexer)
+	digest  string               // an index's read digest ("" if a record did not decode)
 }
 
 // streamBaseline copies a capture into the store. Without a redaction

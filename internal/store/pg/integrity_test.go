@@ -120,7 +120,7 @@ func TestFlippedValuesAreDataLoss(t *testing.T) {
 	if _, err := s.RewardGet(ctx, store.RewardMarks, "c1"); !errors.As(err, &ie) {
 		t.Errorf("a damaged reward record: %v", err)
 	}
-	if err := s.RewardUpdate(ctx, func(tx store.RewardTx) error { tx.Get(store.RewardMarks, "c1"); return nil }); !errors.As(err, &ie) {
+	if err := s.RewardUpdate(ctx, func(tx store.RewardTx) error { _, _ = tx.Get(store.RewardMarks, "c1"); return nil }); !errors.As(err, &ie) {
 		t.Errorf("a reward update reading a damaged record: %v", err)
 	}
 

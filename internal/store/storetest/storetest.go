@@ -577,7 +577,7 @@ func testReward(t *testing.T, b Backend) {
 	}
 	err := s.RewardUpdate(ctx, func(tx store.RewardTx) error {
 		if v, err := tx.Get(store.RewardMarks, "c1"); err != nil || v != nil {
-			return fmt.Errorf("Get of nothing: %q %v", v, err)
+			return fmt.Errorf("a get of nothing: %q %v", v, err)
 		}
 		for _, bk := range store.RewardBuckets {
 			if err := tx.Put(bk, "c1", []byte(bk.String())); err != nil {
@@ -585,7 +585,7 @@ func testReward(t *testing.T, b Backend) {
 			}
 		}
 		if v, err := tx.Get(store.RewardMarks, "c1"); err != nil || string(v) != "reward_marks" {
-			return fmt.Errorf("Get after Put in one transaction: %q %v", v, err)
+			return fmt.Errorf("a get after a put in one transaction: %q %v", v, err)
 		}
 		return appendEntry("reward", "rwd_1")(tx.Ledger())
 	})
