@@ -221,6 +221,10 @@ func bindStore(ctx context.Context, st store.Backend, evidenceKey []byte, signin
 	ctx, cancel := context.WithTimeout(ctx, bindTimeout)
 	defer cancel()
 	rep, err := st.Bind(ctx, store.IntegrityKey(evidenceKey), keys, rotate)
+	if _, ok := errors.AsType[*store.KeyMismatchError](err); ok {
+		return fmt.Errorf("%w: start every replica with the --evidence-key and --signing-key (or --evidence-key-env, --signing-key-env) of the store's first writer, "+
+			"or, to change keys deliberately, start one daemon with --rotate-keys", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var evidenceKey []byte
 	fail := func(err error) int {
+		if errors.Is(err, store.ErrEvidenceKey) {
+			err = fmt.Errorf("%w; %s", err, evidenceKeyHint)
+		}
 		if errors.Is(err, bolt.ErrLocked) {
 			err = fmt.Errorf("%w; stop that verifierd first", err)
 		}
@@ -150,6 +153,10 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// evidenceKeyHint says how to pass the evidence key a check or a salvage
+// needs (the store names no flags).
+const evidenceKeyHint = "pass the store's evidence key with --evidence-key or --evidence-key-env (default <data-dir>/keys/evidence-hmac.key)"
+
 // reportValues prints what a check of the stored values found and returns
 // the exit code: 0 sound (or not sealed yet), 1 damaged, 2 not checked.
 func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer) int {
@@ -157,7 +164,7 @@ func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "keys: evidence key %s, signing key %s (those of the store's first writer)\n", vr.Keys.EvidenceKeyID, vr.Keys.SigningKeyID)
 	}
 	if vr.Problem != "" {
-		fmt.Fprintf(stderr, "verifierd: the values of the store %s were not checked: %s\n", where, vr.Problem)
+		fmt.Fprintf(stderr, "verifierd: the values of the store %s were not checked: %s; %s\n", where, vr.Problem, evidenceKeyHint)
 		return 2
 	}
 	if !vr.Sealed {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/pg"
 )
 
@@ -55,8 +56,11 @@ func storePostgres(cmd, dsn, passwordEnv, out string, evidenceKey []byte, stdout
 		return 2
 	}
 	rep, err := src.SalvageInto(ctx, dst, evidenceKey)
-	if errors.Is(err, pg.ErrTargetNotEmpty) {
+	switch {
+	case errors.Is(err, pg.ErrTargetNotEmpty):
 		err = fmt.Errorf("--out: %w", err)
+	case errors.Is(err, store.ErrEvidenceKey):
+		err = fmt.Errorf("%w; %s", err, evidenceKeyHint)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "verifierd:", err)

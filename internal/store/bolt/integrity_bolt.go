@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -308,10 +307,10 @@ func salvageSealer(w *walker, top map[string][]byte, rootPage int64, evidenceKey
 		return nil, nil
 	}
 	if evidenceKey == nil {
-		return nil, errors.New("the store's values carry tags keyed by the evidence key: pass --evidence-key or --evidence-key-env (default <data-dir>/keys/evidence-hmac.key)")
+		return nil, fmt.Errorf("%w: the store's values carry tags keyed by it, and none was given", store.ErrEvidenceKey)
 	}
 	if id := store.EvidenceKeyID(evidenceKey); id != kv[string(keyEvidenceID)] {
-		return nil, fmt.Errorf("the evidence key given (%s) is not the store's (%s): pass the store's --evidence-key or --evidence-key-env", id, kv[string(keyEvidenceID)])
+		return nil, fmt.Errorf("%w: the evidence key given (%s) is not the store's (%s)", store.ErrEvidenceKey, id, kv[string(keyEvidenceID)])
 	}
 	return store.NewSealer(store.IntegrityKey(evidenceKey)), nil
 }

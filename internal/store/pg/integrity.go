@@ -257,7 +257,7 @@ func (s *Store) SalvageInto(ctx context.Context, dst *Store, evidenceKey []byte)
 		return nil, err
 	}
 	if vr.Problem != "" {
-		return nil, errors.New(vr.Problem)
+		return nil, fmt.Errorf("%w%s", store.ErrEvidenceKey, strings.TrimPrefix(vr.Problem, store.ErrEvidenceKey.Error()))
 	}
 	var n int
 	if err := dst.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM verifierd_sessions) + (SELECT count(*) FROM verifierd_ledger) + (SELECT count(*) FROM verifierd_store_keys)").Scan(&n); err != nil {
