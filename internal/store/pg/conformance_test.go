@@ -98,7 +98,13 @@ func TestDeadlineStopsACallBlockedOnALock(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), deadline)
 			defer cancel()
 			start := time.Now()
-			err = c.call(ctx)
+			answer := make(chan error, 1)
+			go func() { answer <- c.call(ctx) }()
+			select {
+			case err = <-answer:
+			case <-time.After(deadline + 10*time.Second):
+				t.Fatalf("a call blocked on the %s is still waiting %v past its deadline", c.name, 10*time.Second)
+			}
 			took := time.Since(start)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("a call blocked on the %s: %v, want context.DeadlineExceeded", c.name, err)
