@@ -18,7 +18,7 @@ import (
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 // clinic is a real daemon, in process, on a loopback port: the sql adapter
@@ -109,7 +109,7 @@ func startClinicWith(t testing.TB, opts server.Options) *clinic {
 		t.Fatal(err)
 	}
 	host.RegisterInProcess("sql", sqladapter.New)
-	st, err := store.Open(filepath.Join(dir, "state"))
+	st, err := bolt.Open(filepath.Join(dir, "state"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,8 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
-	"github.com/verifierd/verifierd/internal/store/pgstore"
+	"github.com/verifierd/verifierd/internal/store/bolt"
+	"github.com/verifierd/verifierd/internal/store/pg"
 )
 
 // openBackend opens the session store --store names: a postgres:// or
@@ -28,21 +29,33 @@ import (
 // default) or "bbolt" the embedded bbolt file in the data dir. Anything else
 // is refused rather than taken for bbolt: a mistyped DSN must not leave one
 // replica on a store of its own.
-func openBackend(dsn, passwordEnv, dataDir string, opts store.Options) (store.Backend, string, error) {
+func openBackend(dsn, passwordEnv, dataDir string, opts bolt.Options) (store.Backend, string, error) {
 	if dsn == "" || dsn == "bbolt" {
 		if passwordEnv != "" {
 			return nil, "", fmt.Errorf("--store-password-env %s is set but --store is not a postgres:// DSN; drop it or pass --store", passwordEnv)
 		}
-		st, err := store.OpenWith(dataDir, opts)
+		st, err := bolt.OpenWith(dataDir, opts)
 		return st, "bbolt", err
 	}
-	if !pgstore.IsDSN(dsn) {
+	if !pg.IsDSN(dsn) {
 		return nil, "", fmt.Errorf("--store must be empty or bbolt (the embedded store in --data-dir), or a PostgreSQL DSN postgres://USER@HOST:PORT/DATABASE")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := pgstore.Open(ctx, dsn, pgstore.Options{PasswordEnv: passwordEnv})
-	return st, "postgres", err
+	st, err := pg.Open(ctx, dsn, pg.Options{PasswordEnv: passwordEnv})
+	if err != nil {
+		return nil, "", pgFlagError(err)
+	}
+	return st, "postgres", nil
+}
+
+// pgFlagError names the flag behind a PostgreSQL store's error: the store
+// package names no flags.
+func pgFlagError(err error) error {
+	if _, ok := errors.AsType[*pg.PasswordEnvError](err); ok {
+		return fmt.Errorf("--store-password-env: %w", err)
+	}
+	return fmt.Errorf("--store: %w", err)
 }
 
 // loadEvidenceKey reads the evidence key from file when one is named (a
@@ -195,13 +208,23 @@ func loadEvidence(env, file, dataDir string) ([]byte, error) {
 	return keyFromEnv("--evidence-key-env", env, session.EvidenceKeySize)
 }
 
+// bindTimeout bounds Bind at start-up (a store written before value tags
+// is sealed in it, value by value).
+const bindTimeout = 10 * time.Minute
+
 // bindStore ties the store to this daemon's keys (store.Backend.Bind): a
 // store first written with other keys is refused unless rotate, naming the
 // flags and the store's key ids; a store written before values carried
 // tags is sealed as it stands.
-func bindStore(st store.Backend, evidenceKey []byte, signingKeyID string, rotate bool, logger hclog.Logger) error {
+func bindStore(ctx context.Context, st store.Backend, evidenceKey []byte, signingKeyID string, rotate bool, logger hclog.Logger) error {
 	keys := store.Keys{EvidenceKeyID: store.EvidenceKeyID(evidenceKey), SigningKeyID: signingKeyID}
-	rep, err := st.Bind(store.IntegrityKey(evidenceKey), keys, rotate)
+	ctx, cancel := context.WithTimeout(ctx, bindTimeout)
+	defer cancel()
+	rep, err := st.Bind(ctx, store.IntegrityKey(evidenceKey), keys, rotate)
+	if _, ok := errors.AsType[*store.KeyMismatchError](err); ok {
+		return fmt.Errorf("%w: start every replica with the --evidence-key and --signing-key (or --evidence-key-env, --signing-key-env) of the store's first writer, "+
+			"or, to change keys deliberately, start one daemon with --rotate-keys", err)
+	}
 	if err != nil {
 		return err
 	}

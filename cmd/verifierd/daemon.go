@@ -26,6 +26,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -111,7 +112,9 @@ func newDaemon(o *options) (d *daemon, err error) {
 	// before the store closes): nothing appends any more, and the head the
 	// daemon leaves behind is signed.
 	d.onClose(func() {
-		if seq, _, err := d.mgr.Checkpoint(); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownCheckpointTimeout)
+		defer cancel()
+		if seq, _, err := d.mgr.Checkpoint(ctx); err != nil {
 			d.logger.Error("signing the ledger checkpoint at shutdown", "error", err)
 		} else {
 			d.logger.Info("signed the ledger checkpoint", "seq", seq)
@@ -150,7 +153,7 @@ func (d *daemon) startTracing() error {
 // starts the store's maintenance.
 func (d *daemon) openStore() error {
 	o := d.opts
-	st, storeKind, err := openBackend(o.Store, o.StorePasswordEnv, o.DataDir, store.Options{NoSync: !o.StoreSync, InitStore: o.InitStore})
+	st, storeKind, err := openBackend(o.Store, o.StorePasswordEnv, o.DataDir, bolt.Options{NoSync: !o.StoreSync, InitStore: o.InitStore})
 	if err != nil {
 		return err
 	}
@@ -168,7 +171,7 @@ func (d *daemon) openStore() error {
 	d.signer = signer
 	// One fleet, one key set; and from here every stored value is checked
 	// on read.
-	if err := bindStore(st, evidenceKey, signer.KeyID(), o.RotateKeys, d.logger); err != nil {
+	if err := bindStore(context.Background(), st, evidenceKey, signer.KeyID(), o.RotateKeys, d.logger); err != nil {
 		return err
 	}
 	// At start nothing is in flight: every uncommitted baseline is an orphan.
@@ -238,7 +241,7 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 	}
 	d.host = host
 	d.onClose(host.Close)
-	watchDaemon(mets, d.st, host)
+	watchDaemon(d.maintain, mets, d.st, host)
 	return nil
 }
 

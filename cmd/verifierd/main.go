@@ -97,6 +97,10 @@ func shortest(a, b time.Duration) time.Duration {
 // read it; see deploy/kubernetes).
 var onFlags = func(*flag.FlagSet) {}
 
+// shutdownCheckpointTimeout bounds signing and storing the ledger
+// checkpoint at shutdown.
+const shutdownCheckpointTimeout = 30 * time.Second
+
 // freeMemory answers SIGUSR1: a forced GC that returns freed pages to the
 // OS, so that resident memory shows what is really held.
 func freeMemory(logger hclog.Logger) {

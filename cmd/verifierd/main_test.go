@@ -17,6 +17,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 var (
@@ -79,13 +80,13 @@ func runBin(t *testing.T, args ...string) (int, string, string) {
 func seed(t *testing.T, n int, orphan bool) string {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := store.Open(dir)
+	s, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(w *store.BaselineWriter, n int) {
+	add := func(w store.BaselineWriter, n int) {
 		for i := range n {
-			if err := w.Add(fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
+			if err := w.Add(t.Context(), fmt.Appendf(nil, `{"id":%d,"note":"%0200d"}`, i, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -94,7 +95,7 @@ func seed(t *testing.T, n int, orphan bool) string {
 		id := fmt.Sprintf("s%d", i)
 		w := s.NewBaseline(id, 0)
 		add(w, 1000)
-		if err := s.CreateSession(id, []byte(`{}`), w); err != nil {
+		if err := s.CreateSession(t.Context(), id, []byte(`{}`), w); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,12 +190,12 @@ func TestStoreCheckAndCompactClean(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "5 sessions kept") {
 		t.Fatalf("compact: exit %d\n%s%s", code, out, errs)
 	}
-	s, err := store.Open(dir)
+	s, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
-		if _, _, err := s.Session(fmt.Sprintf("s%d", i)); err != nil {
+		if _, _, err := s.Session(t.Context(), fmt.Sprintf("s%d", i)); err != nil {
 			t.Errorf("session s%d after compact: %v", i, err)
 		}
 	}
@@ -269,7 +270,7 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	if !strings.Contains(log, "orphan_baselines=1") {
 		t.Errorf("no orphan removal logged:\n%s", log)
 	}
-	s, err := store.Open(dir)
+	s, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,14 +279,14 @@ func TestDaemonRemovesOrphansAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Bind(store.IntegrityKey(key), store.Keys{EvidenceKeyID: store.EvidenceKeyID(key), SigningKeyID: "test"}, true); err != nil {
+	if _, err := s.Bind(t.Context(), store.IntegrityKey(key), store.Keys{EvidenceKeyID: store.EvidenceKeyID(key), SigningKeyID: "test"}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReadBaseline("killed", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+	if err := s.ReadBaseline(t.Context(), "killed", 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("orphan baseline after start: %v", err)
 	}
 	for _, id := range []string{"s0", "s1"} {
-		if err := s.ReadBaseline(id, 0, func([]byte) error { return nil }); err != nil {
+		if err := s.ReadBaseline(t.Context(), id, 0, func([]byte) error { return nil }); err != nil {
 			t.Errorf("session %s's baseline: %v", id, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -21,9 +22,9 @@ func newMetrics() *metrics.Metrics {
 }
 
 // watchDaemon adds the gauges read at scrape time: the store file's size
-// and the live adapter processes.
-func watchDaemon(m *metrics.Metrics, st store.Backend, host *pluginhost.Host) {
-	m.GaugeFunc("store_size_bytes", "Size of the session store file (verifierd.db).", func() float64 { return float64(st.Size()) })
+// (read under ctx, the daemon's lifetime) and the live adapter processes.
+func watchDaemon(ctx context.Context, m *metrics.Metrics, st store.Backend, host *pluginhost.Host) {
+	m.GaugeFunc("store_size_bytes", "Size of the session store file (verifierd.db).", func() float64 { return float64(st.Size(ctx)) })
 	m.GaugeFunc("plugin_processes", "Adapter processes running now (at most one per kind).", func() float64 { return float64(host.LiveProcesses()) })
 }
 

@@ -11,14 +11,14 @@ import (
 	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 // The daemon's wiring: /metrics and the console join the HTTP listener
 // behind its token, with the gauges read at scrape time.
 func TestObserveRoutesBehindTheToken(t *testing.T) {
 	t.Parallel()
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestObserveRoutesBehindTheToken(t *testing.T) {
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
 	mets := newMetrics()
-	watchDaemon(mets, st, host)
+	watchDaemon(t.Context(), mets, st, host)
 	api := httpapi.New("tok")
 	registerObserve(api, mets, &session.Manager{Host: host, Store: st, Metrics: mets})
 	srv := httptest.NewServer(api)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 )
 
 const storeUsage = `usage: verifierd store check   --data-dir DIR            read-only check of the file and of every stored value: exit 0 sound, 1 damaged, 2 not checked
@@ -40,7 +41,10 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	var evidenceKey []byte
 	fail := func(err error) int {
-		if errors.Is(err, store.ErrLocked) {
+		if errors.Is(err, store.ErrEvidenceKey) {
+			err = fmt.Errorf("%w; %s", err, evidenceKeyHint)
+		}
+		if errors.Is(err, bolt.ErrLocked) {
 			err = fmt.Errorf("%w; stop that verifierd first", err)
 		}
 		fmt.Fprintln(stderr, "verifierd:", err)
@@ -63,7 +67,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "check":
-		rep, err := store.Check(*dataDir)
+		rep, err := bolt.Check(*dataDir)
 		if err != nil {
 			fmt.Fprintln(stderr, "verifierd:", err)
 			return 2
@@ -79,7 +83,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			}
 			return 1
 		}
-		vr, err := store.CheckValues(*dataDir, evidenceKey)
+		vr, err := bolt.CheckValues(*dataDir, evidenceKey)
 		if err != nil {
 			return fail(err)
 		}
@@ -92,7 +96,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "compact":
-		res, err := store.Compact(*dataDir)
+		res, err := bolt.Compact(*dataDir)
 		if err != nil {
 			return fail(err)
 		}
@@ -103,7 +107,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "verifierd store salvage: --out DIR is required")
 			return 2
 		}
-		rep, err := store.SalvageWith(*dataDir, *out, evidenceKey)
+		rep, err := bolt.SalvageWith(*dataDir, *out, evidenceKey)
 		if err != nil {
 			return fail(err)
 		}
@@ -149,6 +153,10 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// evidenceKeyHint says how to pass the evidence key a check or a salvage
+// needs (the store names no flags).
+const evidenceKeyHint = "pass the store's evidence key with --evidence-key or --evidence-key-env (default <data-dir>/keys/evidence-hmac.key)"
+
 // reportValues prints what a check of the stored values found and returns
 // the exit code: 0 sound (or not sealed yet), 1 damaged, 2 not checked.
 func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer) int {
@@ -156,7 +164,7 @@ func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "keys: evidence key %s, signing key %s (those of the store's first writer)\n", vr.Keys.EvidenceKeyID, vr.Keys.SigningKeyID)
 	}
 	if vr.Problem != "" {
-		fmt.Fprintf(stderr, "verifierd: the values of the store %s were not checked: %s\n", where, vr.Problem)
+		fmt.Fprintf(stderr, "verifierd: the values of the store %s were not checked: %s; %s\n", where, vr.Problem, evidenceKeyHint)
 		return 2
 	}
 	if !vr.Sealed {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/verifierd/verifierd/internal/store/pgstore"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/pg"
 )
 
 // storePostgres runs `verifierd store check|salvage --store postgres://…`:
@@ -14,15 +16,15 @@ import (
 // sessions; salvage copies the sound ones into the empty database --out
 // names.
 func storePostgres(cmd, dsn, passwordEnv, out string, evidenceKey []byte, stdout, stderr io.Writer) int {
-	if !pgstore.IsDSN(dsn) {
+	if !pg.IsDSN(dsn) {
 		fmt.Fprintln(stderr, "verifierd: --store must be a PostgreSQL DSN postgres://USER@HOST:PORT/DATABASE (the embedded store is named by --data-dir)")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	src, err := pgstore.Open(ctx, dsn, pgstore.Options{PasswordEnv: passwordEnv})
+	src, err := pg.Open(ctx, dsn, pg.Options{PasswordEnv: passwordEnv})
 	if err != nil {
-		fmt.Fprintln(stderr, "verifierd:", err)
+		fmt.Fprintln(stderr, "verifierd:", pgFlagError(err))
 		return 2
 	}
 	defer src.Close()
@@ -39,11 +41,11 @@ func storePostgres(cmd, dsn, passwordEnv, out string, evidenceKey []byte, stdout
 		fmt.Fprintf(stdout, "the store %s is sound: %d values checked\n", where, vr.Values)
 		return 0
 	}
-	if !pgstore.IsDSN(out) {
+	if !pg.IsDSN(out) {
 		fmt.Fprintln(stderr, "verifierd store salvage: --out must name another, empty PostgreSQL database postgres://USER@HOST:PORT/DATABASE (the password: --store-password-env, the same for both)")
 		return 2
 	}
-	dst, err := pgstore.Open(ctx, out, pgstore.Options{PasswordEnv: passwordEnv})
+	dst, err := pg.Open(ctx, out, pg.Options{PasswordEnv: passwordEnv})
 	if err != nil {
 		fmt.Fprintln(stderr, "verifierd: --out:", err)
 		return 2
@@ -54,6 +56,12 @@ func storePostgres(cmd, dsn, passwordEnv, out string, evidenceKey []byte, stdout
 		return 2
 	}
 	rep, err := src.SalvageInto(ctx, dst, evidenceKey)
+	switch {
+	case errors.Is(err, pg.ErrTargetNotEmpty):
+		err = fmt.Errorf("--out: %w", err)
+	case errors.Is(err, store.ErrEvidenceKey):
+		err = fmt.Errorf("%w; %s", err, evidenceKeyHint)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "verifierd:", err)
 		return 1

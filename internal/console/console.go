@@ -9,6 +9,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -100,9 +101,9 @@ func (f Filter) match(r *Row) bool {
 // Recent lists the newest sessions matching f, at most limit. The store is
 // read whole (session ids are random, not in time order); each session
 // keeps only a small row.
-func Recent(st store.Backend, f Filter, limit int) ([]Row, int, error) {
+func Recent(ctx context.Context, st store.Backend, f Filter, limit int) ([]Row, int, error) {
 	var rows []Row
-	err := st.ForEachSession(func(id string, meta, result []byte) error {
+	err := st.ForEachSession(ctx, func(id string, meta, result []byte) error {
 		var m storedMeta
 		// A session that does not decode is left to `verifierd store check`.
 		if json.Unmarshal(meta, &m) == nil {
@@ -158,7 +159,7 @@ func (c *Console) sessions(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Tier = n
 	}
-	rows, total, err := Recent(c.Store, f, PageSize)
+	rows, total, err := Recent(r.Context(), c.Store, f, PageSize)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
 		return
@@ -182,7 +183,7 @@ type Attempt struct {
 
 func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	st, err := c.Manager.Get(id)
+	st, err := c.Manager.Get(r.Context(), id)
 	if err != nil {
 		if se, ok := errors.AsType[*session.Error](err); ok && (se.Kind == session.NotFound || se.Kind == session.Invalid) {
 			httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such session")
@@ -192,7 +193,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var deployment string
-	if meta, _, err := c.Store.Session(id); err == nil {
+	if meta, _, err := c.Store.Session(r.Context(), id); err == nil {
 		var m storedMeta
 		if json.Unmarshal(meta, &m) == nil {
 			deployment = m.DeploymentName
@@ -227,8 +228,8 @@ type Task struct {
 // OpenTasks lists the open reconciliation tasks, newest first, at most
 // limit: those of sessions whose latest result (the first Verify, or the
 // last re-verification) carries tasks and is not VERIFIED.
-func OpenTasks(m *session.Manager, st store.Backend, limit int) ([]Task, error) {
-	rows, _, err := Recent(st, Filter{}, int(^uint(0)>>1))
+func OpenTasks(ctx context.Context, m *session.Manager, st store.Backend, limit int) ([]Task, error) {
+	rows, _, err := Recent(ctx, st, Filter{}, int(^uint(0)>>1))
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func OpenTasks(m *session.Manager, st store.Backend, limit int) ([]Task, error) 
 		if r.Tasks == 0 || len(out) >= limit {
 			continue
 		}
-		s, err := m.Get(r.ID)
+		s, err := m.Get(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -257,8 +258,8 @@ func OpenTasks(m *session.Manager, st store.Backend, limit int) ([]Task, error) 
 	return out, nil
 }
 
-func (c *Console) reconciliation(w http.ResponseWriter, _ *http.Request) {
-	tasks, err := OpenTasks(c.Manager, c.Store, PageSize)
+func (c *Console) reconciliation(w http.ResponseWriter, r *http.Request) {
+	tasks, err := OpenTasks(r.Context(), c.Manager, c.Store, PageSize)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
 		return

@@ -25,7 +25,7 @@ import (
 	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
@@ -115,7 +115,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	host.RegisterInProcess("console-test", func() sdk.Adapter { return tableAdapter{tab} })
-	st, err := store.Open(filepath.Join(dir, "data"))
+	st, err := bolt.Open(filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func (h rewardHandler) score(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h rewardHandler) get(w http.ResponseWriter, r *http.Request) {
-	res, err := h.svc.GetReward(r.PathValue("id"))
+	res, err := h.svc.GetReward(r.Context(), r.PathValue("id"))
 	if err != nil {
 		h.fail(w, err)
 		return

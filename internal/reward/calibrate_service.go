@@ -1,6 +1,7 @@
 package reward
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -17,7 +18,7 @@ type Calibrated struct {
 
 // Calibrate calibrates a registered contract and signs the certificate with
 // the daemon key. trials, delta and seed default when zero (seed: nil).
-func (s *Service) Calibrate(name string, trials int, delta float64, seed *uint64) (*Calibrated, error) {
+func (s *Service) Calibrate(ctx context.Context, name string, trials int, delta float64, seed *uint64) (*Calibrated, error) {
 	c, ok := s.Contracts[name]
 	if !ok {
 		return nil, refuse(CodeNotFound, "no reward contract named %q in the daemon config", clip(name))
@@ -46,7 +47,7 @@ func (s *Service) Calibrate(name string, trials int, delta float64, seed *uint64
 	cert := NewCertificate(c, cal, s.Signer.KeyID(), s.now())
 	// The certificate starts at the contract's high-water mark: updates
 	// below it can no longer be scored, so its expiry counts from there.
-	mk, err := s.loadMark(c.Digest)
+	mk, err := s.loadMark(ctx, c.Digest)
 	if err != nil {
 		return nil, err
 	}

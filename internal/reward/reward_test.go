@@ -15,6 +15,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
 )
 
@@ -297,7 +298,7 @@ func newRig(t *testing.T, tier int) *rig {
 
 func (r *rig) open(t *testing.T) {
 	t.Helper()
-	st, err := store.Open(r.data)
+	st, err := bolt.Open(r.data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +466,7 @@ func TestRefusals(t *testing.T) {
 			return err
 		}, "duplicate_episode/409"},
 		{"unknown receipt", func() error {
-			_, err := r.svc.GetReward("rwd_" + strings.Repeat("0", 32))
+			_, err := r.svc.GetReward(t.Context(), "rwd_"+strings.Repeat("0", 32))
 			return err
 		}, "not_found/404"},
 	}
@@ -607,7 +608,7 @@ func TestCertificateStartsAtTheMark(t *testing.T) {
 	if _, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 5000, "")); err != nil {
 		t.Fatal(err)
 	}
-	out, err := r.svc.Calibrate("mockmed", 20, 0.05, nil)
+	out, err := r.svc.Calibrate(ctx, "mockmed", 20, 0.05, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +634,7 @@ func TestPinnedOracle(t *testing.T) {
 	if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := r.svc.Store.RewardGet(store.RewardEpisodes, "mockmed/episode-0001")
+	raw, err := r.svc.Store.RewardGet(ctx, store.RewardEpisodes, "mockmed/episode-0001")
 	if err != nil || !strings.Contains(string(raw), `"oracle":{"index":0,"kind":"mem","tier":1,"config_digest":"sha256:mem"}`) {
 		t.Fatalf("the stored episode does not pin its oracle: %v %s", err, raw)
 	}
@@ -653,7 +654,7 @@ func TestPinnedOracle(t *testing.T) {
 	// An episode stored before oracles were pinned: readable, unscored.
 	r2 := newRig(t, 1)
 	old := `{"contract":"mockmed","episode_id":"episode-0002","identity":{"patient_id":"patient-0002"},"baseline_reachable":true,"baseline_records":[],"registered_at":"2026-01-01T00:00:00Z"}`
-	if err := r2.svc.Store.RewardUpdate(func(tx *store.RewardTx) error {
+	if err := r2.svc.Store.RewardUpdate(ctx, func(tx store.RewardTx) error {
 		return tx.Put(store.RewardEpisodes, "mockmed/episode-0002", []byte(old))
 	}); err != nil {
 		t.Fatal(err)

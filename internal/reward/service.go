@@ -192,7 +192,7 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	}
 	key := episodeKey(c.Name, episodeID)
 	defer s.locks.Lock(key)()
-	prev, err := s.loadEpisode(key)
+	prev, err := s.loadEpisode(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	if err != nil {
 		return nil, err
 	}
-	err = s.Store.RewardUpdate(func(tx *store.RewardTx) error {
+	err = s.Store.RewardUpdate(ctx, func(tx store.RewardTx) error {
 		return tx.Put(store.RewardEpisodes, key, raw)
 	})
 	if err != nil {
@@ -224,8 +224,8 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	return &Registration{Contract: c.Name, EpisodeID: episodeID, BaselineReachable: ep.Reachable, BaselineRecordCount: len(ep.Records)}, nil
 }
 
-func (s *Service) loadEpisode(key string) (*episode, error) {
-	raw, err := s.Store.RewardGet(store.RewardEpisodes, key)
+func (s *Service) loadEpisode(ctx context.Context, key string) (*episode, error) {
+	raw, err := s.Store.RewardGet(ctx, store.RewardEpisodes, key)
 	if err != nil || raw == nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	}
 	key := episodeKey(c.Name, d.EpisodeID)
 	defer s.locks.Lock(key)()
-	ep, err := s.loadEpisode(key)
+	ep, err := s.loadEpisode(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +362,7 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	if err != nil {
 		return nil, err
 	}
-	mk, err := s.loadMark(c.Digest)
+	mk, err := s.loadMark(ctx, c.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +387,7 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	}
 	r := s.receiptFor(c, d, j, read, before.Reachable, identity)
 	r.Verdicts, r.EvidenceDigest = s.verdicts(req, forb, j)
-	return s.issue(c, d, key, ep, identity, r)
+	return s.issue(ctx, c, d, key, ep, identity, r)
 }
 
 // episodeIdentity is the subject an episode is scored for: the one its
@@ -453,27 +453,31 @@ func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRe
 // entry, the episode's record and the contract's policy-update mark (the
 // mark is checked again inside it, so two racing episodes cannot regress
 // it).
-func (s *Service) issue(c *Contract, d *Descriptor, key string, ep *episode, identity map[string]string, r Receipt) (*Result, error) {
+func (s *Service) issue(ctx context.Context, c *Contract, d *Descriptor, key string, ep *episode, identity map[string]string, r Receipt) (*Result, error) {
 	var res *Result
-	err := s.Store.RewardUpdate(func(tx *store.RewardTx) error {
+	err := s.Store.RewardUpdate(ctx, func(tx store.RewardTx) error {
 		// Checked again inside the transaction that advances the mark.
-		if raw := tx.Get(store.RewardMarks, c.Digest); raw != nil {
+		raw, err := tx.Get(store.RewardMarks, c.Digest)
+		if err != nil {
+			return err
+		}
+		if raw != nil {
 			var m mark
 			if err := json.Unmarshal(raw, &m); err == nil && d.PolicyUpdate < m.Highest {
 				return regressed(c, d.PolicyUpdate, &m)
 			}
 		}
-		r.Ledger = tx.Ledger.Next()
+		r.Ledger = tx.Ledger().Next()
 		payload, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
 		env := s.Signer.Sign(PayloadTypeReceipt, payload)
-		if _, err := tx.Ledger.Append("reward", r.ReceiptID, receipt.PayloadDigest(payload)); err != nil {
+		if _, err := tx.Ledger().Append("reward", r.ReceiptID, receipt.PayloadDigest(payload)); err != nil {
 			return err
 		}
 		res = &Result{Receipt: r, Envelope: env}
-		raw, err := json.Marshal(res)
+		raw, err = json.Marshal(res)
 		if err != nil {
 			return err
 		}
@@ -493,7 +497,11 @@ func (s *Service) issue(c *Contract, d *Descriptor, key string, ep *episode, ide
 			return err
 		}
 		m := mark{Contract: c.Digest, Highest: d.PolicyUpdate, PolicyCheckpointID: d.PolicyCheckpointID, ReceiptID: r.ReceiptID}
-		if old := tx.Get(store.RewardMarks, c.Digest); old != nil {
+		old, err := tx.Get(store.RewardMarks, c.Digest)
+		if err != nil {
+			return err
+		}
+		if old != nil {
 			var prev mark
 			if json.Unmarshal(old, &prev) == nil && prev.Highest > m.Highest {
 				m = prev
@@ -544,8 +552,8 @@ func regressed(c *Contract, u int64, m *mark) error {
 		c.Name, m.Highest, m.PolicyCheckpointID, u)
 }
 
-func (s *Service) loadMark(digest string) (*mark, error) {
-	raw, err := s.Store.RewardGet(store.RewardMarks, digest)
+func (s *Service) loadMark(ctx context.Context, digest string) (*mark, error) {
+	raw, err := s.Store.RewardGet(ctx, store.RewardMarks, digest)
 	if err != nil || raw == nil {
 		return nil, err
 	}
@@ -584,11 +592,11 @@ func (s *Service) keyedDigest(purpose, text string) string {
 }
 
 // GetReward returns a stored result by receipt id.
-func (s *Service) GetReward(id string) (*Result, error) {
+func (s *Service) GetReward(ctx context.Context, id string) (*Result, error) {
 	if !receiptIDRE.MatchString(id) {
 		return nil, refuseStatus(CodeNotFound, 404, "no reward receipt %q", clip(id))
 	}
-	raw, err := s.Store.RewardGet(store.RewardReceipts, id)
+	raw, err := s.Store.RewardGet(ctx, store.RewardReceipts, id)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk"
@@ -78,7 +79,7 @@ func startAPI(t *testing.T, opts Options, adapters map[string]func() sdk.Adapter
 	for kind, f := range adapters {
 		host.RegisterInProcess(kind, f)
 	}
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,8 @@ func reverificationToProto(r *session.Result) (*verifierv1.Reverification, error
 	}, nil
 }
 
-func (s *service) GetInfo(context.Context, *verifierv1.GetInfoRequest) (*verifierv1.GetInfoResponse, error) {
-	ki, err := s.m.Info()
+func (s *service) GetInfo(ctx context.Context, _ *verifierv1.GetInfoRequest) (*verifierv1.GetInfoResponse, error) {
+	ki, err := s.m.Info(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -58,7 +58,7 @@ var errExportDone = errors.New("the export reached its checkpoint")
 // signed checkpoint matching its last entry. Entries appended meanwhile
 // belong to the next export.
 func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verifierv1.VerifierService_ExportLedgerServer) error {
-	upTo, checkpoint, err := s.m.Checkpoint()
+	upTo, checkpoint, err := s.m.Checkpoint(stream.Context())
 	if errors.Is(err, session.ErrLedgerDiverged) {
 		return status.Error(codes.DataLoss, clip(err.Error()))
 	}
@@ -68,7 +68,7 @@ func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verif
 	if checkpoint == nil {
 		upTo = math.MaxUint64 // no signer: the whole ledger, unsigned
 	}
-	err = s.m.Store.ExportLedger(req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
+	err = s.m.Store.ExportLedger(stream.Context(), req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
 		if e.Seq > upTo {
 			return errExportDone
 		}

@@ -69,21 +69,21 @@ func (s *rewardService) ScoreEpisode(ctx context.Context, req *verifierv1.ScoreE
 	return &verifierv1.ScoreEpisodeResponse{Result: rewardToProto(res)}, nil
 }
 
-func (s *rewardService) GetReward(_ context.Context, req *verifierv1.GetRewardRequest) (*verifierv1.GetRewardResponse, error) {
-	res, err := s.svc.GetReward(req.GetReceiptId())
+func (s *rewardService) GetReward(ctx context.Context, req *verifierv1.GetRewardRequest) (*verifierv1.GetRewardResponse, error) {
+	res, err := s.svc.GetReward(ctx, req.GetReceiptId())
 	if err != nil {
 		return nil, rewardStatus(err)
 	}
 	return &verifierv1.GetRewardResponse{Result: rewardToProto(res)}, nil
 }
 
-func (s *rewardService) CalibrateReward(_ context.Context, req *verifierv1.CalibrateRewardRequest) (*verifierv1.CalibrateRewardResponse, error) {
+func (s *rewardService) CalibrateReward(ctx context.Context, req *verifierv1.CalibrateRewardRequest) (*verifierv1.CalibrateRewardResponse, error) {
 	var seed *uint64
 	if req.Seed != nil {
 		v := req.GetSeed()
 		seed = &v
 	}
-	out, err := s.svc.Calibrate(req.GetContract(), int(req.GetTrials()), req.GetDelta(), seed)
+	out, err := s.svc.Calibrate(ctx, req.GetContract(), int(req.GetTrials()), req.GetDelta(), seed)
 	if err != nil {
 		return nil, rewardStatus(err)
 	}

@@ -221,8 +221,8 @@ func registeredToProto(r *session.RegisteredStep) *verifierv1.RegisteredStep {
 	return &verifierv1.RegisteredStep{Workflow: r.Workflow, WorkflowDigest: r.WorkflowDigest, Step: r.Step}
 }
 
-func (s *service) GetSession(_ context.Context, req *verifierv1.GetSessionRequest) (*verifierv1.GetSessionResponse, error) {
-	st, err := s.m.Get(req.GetSessionId())
+func (s *service) GetSession(ctx context.Context, req *verifierv1.GetSessionRequest) (*verifierv1.GetSessionResponse, error) {
+	st, err := s.m.Get(ctx, req.GetSessionId())
 	if err != nil {
 		return nil, toStatus(err)
 	}

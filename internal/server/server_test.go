@@ -17,7 +17,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk"
@@ -46,7 +46,7 @@ func serve(t *testing.T, opts Options) *grpc.ClientConn {
 		t.Fatal(err)
 	}
 	host.RegisterInProcess("empty", func() sdk.Adapter { return emptyAdapter{} })
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

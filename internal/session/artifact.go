@@ -113,7 +113,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	for i, r := range res.Reasons {
 		res.Reasons[i] = judge.Reason{Code: r.Code, Message: secrets.text(r.Message)}
 	}
-	env, err := m.Store.PutReceipt("artifact/"+newID(), func(l *store.Ledger) ([]byte, error) {
+	env, err := m.Store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
 		claim := ArtifactPayload{
 			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
 			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, Substrate: res.Substrate, Read: read,

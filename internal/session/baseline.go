@@ -42,7 +42,7 @@ func baselineReadTimeout(contracts []*judge.Contract) time.Duration {
 // captureBaseline reads one selected adapter's baseline once, streaming its
 // records into the store. A needed baseline that cannot be read completely
 // refuses the session.
-func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction, secrets secretMask) (captureMeta, *store.BaselineWriter, error) {
+func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *pluginhost.Instance, contracts []*judge.Contract, effects []int, redaction judge.Redaction, secrets secretMask) (captureMeta, store.BaselineWriter, error) {
 	cm := captureMeta{Effects: effects}
 	var needed []string
 	for _, i := range effects {
@@ -96,9 +96,9 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 type streamedBaseline struct {
 	reason  string // "" when read completely
 	count   int
-	w       *store.BaselineWriter // its last chunk is committed by CreateSession
-	indexed bool                  // stored as an index (judge.RecordStream.Index)
-	digest  string                // an index's read digest ("" if a record did not decode)
+	w       store.BaselineWriter // its last chunk is committed by CreateSession
+	indexed bool                 // stored as an index (judge.RecordStream.Index)
+	digest  string               // an index's read digest ("" if a record did not decode)
 }
 
 // streamBaseline copies a capture into the store. Without a redaction
@@ -158,7 +158,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 					return streamedBaseline{count: count}, err
 				}
 			}
-			if err := w.Add(rec); err != nil {
+			if err := w.Add(ctx, rec); err != nil {
 				return streamedBaseline{count: count}, fmt.Errorf("storing the baseline: %w", err)
 			}
 			count++
@@ -204,10 +204,16 @@ func captureRequest(id, phase string, n int, contracts []*judge.Contract, effect
 	return req
 }
 
-// dropBaseline removes the chunks of a Begin that did not commit. A
+// dropTimeout bounds the removal of an uncommitted baseline.
+const dropTimeout = 10 * time.Second
+
+// dropBaseline removes the chunks of a Begin that did not commit, also
+// when the Begin failed because its ctx ended (within dropTimeout). A
 // failure leaves orphans that the store's cleanup removes later.
-func (m *Manager) dropBaseline(id string) {
-	if err := m.Store.DropBaseline(id); err != nil {
+func (m *Manager) dropBaseline(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+	defer cancel()
+	if err := m.Store.DropBaseline(ctx, id); err != nil {
 		m.logger().Warn("dropping an uncommitted baseline; the orphan cleanup will remove it", "session", id, "error", err)
 	}
 }

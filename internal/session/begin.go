@@ -139,11 +139,11 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	// request the operator's rules refuse.
 	a, err := m.admit(req)
 	if err != nil {
-		return nil, m.recordBeginRefusal(req, nil, err)
+		return nil, m.recordBeginRefusal(ctx, req, nil, err)
 	}
 	res, err = m.begin(ctx, req, a)
 	if err != nil {
-		return nil, m.recordBeginRefusal(req, a.deployment, err)
+		return nil, m.recordBeginRefusal(ctx, req, a.deployment, err)
 	}
 	return res, nil
 }
@@ -195,7 +195,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	}
 	raw, err := json.Marshal(md)
 	if err != nil {
-		m.dropBaseline(id)
+		m.dropBaseline(ctx, id)
 		return nil, err
 	}
 	// The ledger's begin entry binds the session id, the contract hashes,
@@ -203,15 +203,15 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	// the unused-parameter warning is not part of it.
 	bound := *res
 	bound.UnusedParams = nil
-	beginEntry := func(l *store.Ledger) error {
+	beginEntry := func(l store.Ledger) error {
 		_, err := l.Append(EntryBegin, id, jsonDigest(&bound))
 		return err
 	}
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
-	err = m.Store.CreateSessionLedger(id, raw, beginEntry, writers...)
+	err = m.Store.CreateSessionLedger(ctx, id, raw, beginEntry, writers...)
 	endErr(span, err)
 	if err != nil {
-		m.dropBaseline(id)
+		m.dropBaseline(ctx, id)
 		return nil, fmt.Errorf("storing session: %w", err)
 	}
 	return res, nil
@@ -240,9 +240,9 @@ func selectTiers(id string, dep *config.Deployment, contracts []*judge.Contract,
 // candidate into md.Captures and asks every other candidate whether the run
 // parameters bind. It returns the writers whose last chunks the session's
 // creation commits; on an error nothing captured is kept.
-func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Deployment, contracts []*judge.Contract, insts []*pluginhost.Instance, byCandidate map[int][]int) ([]*store.BaselineWriter, error) {
+func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Deployment, contracts []*judge.Contract, insts []*pluginhost.Instance, byCandidate map[int][]int) ([]store.BaselineWriter, error) {
 	id := md.ID
-	var writers []*store.BaselineWriter
+	var writers []store.BaselineWriter
 	// In candidate order, so that the first candidate whose run parameters
 	// do not bind is the one refused, as when each was asked in turn: a
 	// candidate that is read binds them in its baseline capture (nothing
@@ -253,7 +253,7 @@ func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Dep
 		if !read {
 			if err := inst.CheckParams(ctx); err != nil {
 				if n > 0 { // an earlier candidate's baseline was read
-					m.dropBaseline(id)
+					m.dropBaseline(ctx, id)
 				}
 				return nil, candidateError(dep, ci, err)
 			}
@@ -264,7 +264,7 @@ func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Dep
 		if err != nil {
 			// Nothing of a refused session is kept: the chunks of the
 			// baselines captured before are dropped.
-			m.dropBaseline(id)
+			m.dropBaseline(ctx, id)
 			if _, refused := errors.AsType[*sdk.ConfigError](err); refused {
 				return nil, candidateError(dep, ci, err)
 			}
@@ -276,7 +276,7 @@ func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Dep
 		cm.Candidate = ci
 		census, cw, err := m.captureCensus(ctx, id, n-1, dep, ci, contracts, effects)
 		if err != nil {
-			m.dropBaseline(id)
+			m.dropBaseline(ctx, id)
 			return nil, err
 		}
 		if cw != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -59,7 +59,7 @@ func TestBeginParamRefusalInTheCapture(t *testing.T) {
 	if c, b := strong.checks.Load(), strong.befores.Load(); c != 1 || b != 0 {
 		t.Errorf("refused Begin: %d checks, %d baseline reads; want 1 check and no read", c, b)
 	}
-	st, err := m.Store.(*store.Store).RemoveOrphans(ctx, time.Now(), 0)
+	st, err := m.Store.(*bolt.Store).RemoveOrphans(ctx, time.Now(), 0)
 	if err != nil || st.OrphanBaselines != 0 {
 		t.Errorf("after the refusal: %d baseline chunks left behind (%v); want none", st.OrphanBaselines, err)
 	}
@@ -113,7 +113,7 @@ func TestVerifyAnswersWhatIsStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := m.Get(res.SessionID)
+		st, err := m.Get(ctx, res.SessionID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/signing"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -31,7 +31,7 @@ func BenchmarkBeginVerifyInProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	host.RegisterInProcess(a.kind, func() sdk.Adapter { return a })
-	st, err := store.OpenWith(b.TempDir(), store.Options{NoSync: true})
+	st, err := bolt.OpenWith(b.TempDir(), bolt.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
 	}

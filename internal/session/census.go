@@ -145,7 +145,7 @@ func censusUnusable(group []*judge.Contract, s judge.Snapshot) (int, string) {
 // census (unreachable, or a record without a contract's identity field)
 // refuses the session as an unreadable baseline does: the client must not
 // actuate.
-func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *config.Deployment, ci int, contracts []*judge.Contract, effects []int) (*censusMeta, *store.BaselineWriter, error) {
+func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *config.Deployment, ci int, contracts []*judge.Contract, effects []int) (*censusMeta, store.BaselineWriter, error) {
 	group := groupOf(contracts, effects)
 	fields := censusFields(group)
 	if dep.Candidates[ci].Census == nil || len(fields) == 0 {
@@ -184,7 +184,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := w.Add(raw); err != nil {
+		if err := w.Add(ctx, raw); err != nil {
 			return nil, nil, fmt.Errorf("storing the census: %w", err)
 		}
 	}
@@ -221,7 +221,7 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 		return
 	}
 	recs := []judge.Record{}
-	err := g.m.Store.ReadBaseline(g.id, store.CensusCapture(g.n), func(raw []byte) error {
+	err := g.m.Store.ReadBaseline(ctx, g.id, store.CensusCapture(g.n), func(raw []byte) error {
 		r, err := decodeRecord(raw)
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
@@ -118,7 +119,7 @@ func censusManager(t *testing.T, kind string) (*Manager, *scoped) {
 		t.Fatal(err)
 	}
 	host.RegisterInProcess(kind, func() sdk.Adapter { return &scopedAdapter{s: s, kind: kind} })
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestCensusStoredAtBegin(t *testing.T) {
 	if n := s.censusBefore.Load(); n != 1 {
 		t.Errorf("census read %d times at Begin, want 1", n)
 	}
-	raw, _, err := m.Store.Session(res.SessionID)
+	raw, _, err := m.Store.Session(t.Context(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestCensusStoredAtBegin(t *testing.T) {
 		t.Fatalf("capture %+v census %+v, want a baseline of 1 and a census of 2 ids", c, c.Census)
 	}
 	var stored []string
-	if err := m.Store.ReadBaseline(res.SessionID, store.CensusCapture(0), func(rec []byte) error {
+	if err := m.Store.ReadBaseline(t.Context(), res.SessionID, store.CensusCapture(0), func(rec []byte) error {
 		stored = append(stored, string(rec))
 		return nil
 	}); err != nil {
@@ -219,7 +220,7 @@ func TestCensusUnusableRefusesBegin(t *testing.T) {
 				t.Errorf("terminal outcome %q, want HALTED_BEFORE_EFFECT (as an unreadable baseline)", se.TerminalOutcome)
 			}
 			n := 0
-			if err := m.Store.ForEachSession(func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
+			if err := m.Store.ForEachSession(t.Context(), func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
 				t.Errorf("%d sessions stored (%v), want none", n, err)
 			}
 		})
@@ -375,7 +376,7 @@ func TestCensusKeyedUnderRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored []string
-	if err := m.Store.ReadBaseline(res.SessionID, store.CensusCapture(0), func(rec []byte) error {
+	if err := m.Store.ReadBaseline(t.Context(), res.SessionID, store.CensusCapture(0), func(rec []byte) error {
 		stored = append(stored, string(rec))
 		return nil
 	}); err != nil {
@@ -495,7 +496,7 @@ func TestCensusRefusedByItsAdapter(t *testing.T) {
 		t.Fatalf("err = %v, want Invalid at deployment.effects.census.options.bad", err)
 	}
 	n := 0
-	if err := m.Store.ForEachSession(func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
+	if err := m.Store.ForEachSession(t.Context(), func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
 		t.Errorf("%d sessions stored (%v), want none", n, err)
 	}
 }

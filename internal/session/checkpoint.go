@@ -22,22 +22,22 @@ const (
 // the newest stored one when no entry was appended after it, else a new one
 // of the current head, signed and stored. Its seq is the last entry it
 // covers (0 for an empty ledger). Without a signer it returns no envelope.
-func (m *Manager) Checkpoint() (seq uint64, envelope []byte, err error) {
-	return m.checkpoint(true)
+func (m *Manager) Checkpoint(ctx context.Context) (seq uint64, envelope []byte, err error) {
+	return m.checkpoint(ctx, true)
 }
 
 // checkpoint is Checkpoint; an empty ledger is signed only when empty is
 // true (an export asks for it; the timer does not).
-func (m *Manager) checkpoint(empty bool) (uint64, []byte, error) {
+func (m *Manager) checkpoint(ctx context.Context, empty bool) (uint64, []byte, error) {
 	if m.Signer == nil || m.Store == nil {
 		return 0, nil, nil
 	}
-	pos, err := m.Store.LedgerHead()
+	pos, err := m.Store.LedgerHead(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
 	seq := pos.Seq - 1
-	have, env, err := m.Store.LatestCheckpoint()
+	have, env, err := m.Store.LatestCheckpoint(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -50,7 +50,7 @@ func (m *Manager) checkpoint(empty bool) (uint64, []byte, error) {
 		return 0, nil, nil
 	}
 	if env != nil {
-		if err := m.checkContinuity(have, env, seq); err != nil {
+		if err := m.checkContinuity(ctx, have, env, seq); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -58,7 +58,7 @@ func (m *Manager) checkpoint(empty bool) (uint64, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return seq, env, m.Store.PutCheckpoint(seq, env)
+	return seq, env, m.Store.PutCheckpoint(ctx, seq, env)
 }
 
 // ErrLedgerDiverged is the stored ledger no longer chaining onto the newest
@@ -71,7 +71,7 @@ var ErrLedgerDiverged = errors.New("the stored ledger no longer chains onto its 
 // still hashes to its signed head and that every entry after it chains
 // onto it, so that the daemon never signs over a ledger changed in the
 // store behind its back.
-func (m *Manager) checkContinuity(have uint64, env []byte, upTo uint64) error {
+func (m *Manager) checkContinuity(ctx context.Context, have uint64, env []byte, upTo uint64) error {
 	e, err := receipt.ParseEnvelope(env)
 	if err != nil {
 		return fmt.Errorf("%w: the checkpoint of seq %d: %v", ErrLedgerDiverged, have, err)
@@ -86,7 +86,7 @@ func (m *Manager) checkContinuity(have uint64, env []byte, upTo uint64) error {
 	}
 	prev, last := cp.Head, have
 	stop := errors.New("stop")
-	err = m.Store.ExportLedger(max(have, 1), func(e receipt.Entry, _ []byte) error {
+	err = m.Store.ExportLedger(ctx, max(have, 1), func(e receipt.Entry, _ []byte) error {
 		switch {
 		case e.Seq > upTo:
 			return stop
@@ -136,7 +136,7 @@ func (m *Manager) checkpointEvery(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		if _, _, err := m.checkpoint(false); err != nil && ctx.Err() == nil {
+		if _, _, err := m.checkpoint(ctx, false); err != nil && ctx.Err() == nil {
 			m.logger().Error("signing a ledger checkpoint", "error", err)
 		}
 	}

@@ -36,7 +36,7 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		return c
 	}
 	// The timer's checkpoint of an empty ledger: none.
-	if seq, env, err := m.checkpoint(false); err != nil || seq != 0 || env != nil {
+	if seq, env, err := m.checkpoint(t.Context(), false); err != nil || seq != 0 || env != nil {
 		t.Fatalf("timer on an empty ledger: %d %s %v", seq, env, err)
 	}
 	ctx := t.Context()
@@ -51,16 +51,16 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := ledgerOf(t, m) // begin, verify, receipt
-	if seq, env, _ := m.Store.LatestCheckpoint(); seq != 2 || open(env).Head != entries[1].Hash() {
+	if seq, env, _ := m.Store.LatestCheckpoint(ctx); seq != 2 || open(env).Head != entries[1].Hash() {
 		t.Fatalf("every 2nd entry: latest checkpoint %d, want 2", seq)
 	}
-	seq, env, err := m.Checkpoint()
+	seq, env, err := m.Checkpoint(ctx)
 	c := open(env)
 	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.Signer.KeyID() {
 		t.Fatalf("Checkpoint: %d %+v %v", seq, c, err)
 	}
 	time.Sleep(time.Millisecond)
-	if _, again, _ := m.Checkpoint(); string(again) != string(env) {
+	if _, again, _ := m.Checkpoint(ctx); string(again) != string(env) {
 		t.Errorf("a second Checkpoint of the same head signed again")
 	}
 }
@@ -73,17 +73,17 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	m := signedManager(t)
 	appendOne := func() {
 		t.Helper()
-		if err := m.Store.AppendLedger(func(l *store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+		if err := m.Store.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	appendOne()
 	appendOne()
-	if seq, _, err := m.Checkpoint(); err != nil || seq != 2 {
+	if seq, _, err := m.Checkpoint(t.Context()); err != nil || seq != 2 {
 		t.Fatalf("honest checkpoint: %d %v", seq, err)
 	}
 	appendOne()
-	if seq, _, err := m.Checkpoint(); err != nil || seq != 3 {
+	if seq, _, err := m.Checkpoint(t.Context()); err != nil || seq != 3 {
 		t.Fatalf("a checkpoint chained onto the last: %d %v", seq, err)
 	}
 	// A checkpoint of seq 4 whose head is not entry 4's, then entry 5.
@@ -92,14 +92,14 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Store.PutCheckpoint(4, env); err != nil {
+	if err := m.Store.PutCheckpoint(t.Context(), 4, env); err != nil {
 		t.Fatal(err)
 	}
 	appendOne()
-	if _, _, err := m.Checkpoint(); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
+	if _, _, err := m.Checkpoint(t.Context()); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
 		t.Fatalf("diverged ledger: %v, want ErrLedgerDiverged naming seq 4", err)
 	}
-	if seq, _, _ := m.Store.LatestCheckpoint(); seq != 4 {
+	if seq, _, _ := m.Store.LatestCheckpoint(t.Context()); seq != 4 {
 		t.Fatalf("a checkpoint %d was signed over the diverged ledger", seq)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/host"
@@ -146,7 +146,7 @@ func evidenceManager(t *testing.T, key []byte, adapters ...sdk.Adapter) (*Manage
 		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
 	}
 	dir := t.TempDir()
-	st, err := store.Open(dir)
+	st, err := bolt.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func runEvidence(t *testing.T, a sdk.Adapter, tab *table, redact string, write f
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := m.Get(res.SessionID)
+	got, err := m.Get(t.Context(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

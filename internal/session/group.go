@@ -178,11 +178,11 @@ func (g *group) readBaseline(ctx context.Context) {
 				p = judge.ProjectBaseline(g.effects)
 			}
 			rs := g.m.evidence().newReadStream("the stored baseline's records", g.cm.Records, p)
-			if err = g.m.Store.ReadBaseline(g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
+			if err = g.m.Store.ReadBaseline(ctx, g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
 				before = rs.read()
 			}
 		} else {
-			before, err = g.readIndex(secrets)
+			before, err = g.readIndex(ctx, secrets)
 		}
 		if err != nil {
 			if _, ok := errors.AsType[*store.IntegrityError](err); ok {
@@ -205,7 +205,7 @@ func (g *group) readBaseline(ctx context.Context) {
 // another evidence key or none, an entry without its mark, a count that
 // differs) makes it unreadable: the contracts that need it are
 // INDETERMINATE.
-func (g *group) readIndex(secrets secretMask) (*read, error) {
+func (g *group) readIndex(ctx context.Context, secrets secretMask) (*read, error) {
 	cm := g.cm
 	switch {
 	case cm.Index != baselineIndexV1:
@@ -217,7 +217,7 @@ func (g *group) readIndex(secrets secretMask) (*read, error) {
 	}
 	rs := judge.NewRecordStream("the stored baseline's records", cm.Records)
 	rs.Project(judge.ProjectBaseline(g.effects))
-	if err := g.m.Store.ReadBaseline(g.id, g.n, func(e []byte) error { return rs.AddEntry(secrets.restoreRaw(e)) }); err != nil {
+	if err := g.m.Store.ReadBaseline(ctx, g.id, g.n, func(e []byte) error { return rs.AddEntry(secrets.restoreRaw(e)) }); err != nil {
 		return nil, err
 	}
 	switch {

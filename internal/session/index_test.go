@@ -50,7 +50,7 @@ func indexRows(rng *rand.Rand, from, n int) []sdk.Record {
 // storedMeta is session id's stored metadata.
 func storedMeta(t *testing.T, m *Manager, id string) meta {
 	t.Helper()
-	raw, _, err := m.Store.Session(id)
+	raw, _, err := m.Store.Session(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	twin.EvidenceKey, twin.Signer = m.EvidenceKey, m.Signer
 	w := twin.Store.NewBaseline(id, 0)
 	for _, r := range recs {
-		if err := w.Add(r); err != nil {
+		if err := w.Add(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := twin.Store.CreateSessionLedger(id, raw, func(l *store.Ledger) error {
+	if err := twin.Store.CreateSessionLedger(t.Context(), id, raw, func(l store.Ledger) error {
 		_, err := l.Append(EntryBegin, id, jsonDigest(&md.Begin))
 		return err
 	}, w); err != nil {
@@ -190,7 +190,7 @@ func indexRound(t *testing.T, rng *rand.Rand, round int, count func(judge.Decisi
 		t.Fatalf("round %d: capture %+v is not stored as an index", round, cm)
 	}
 	marks := map[byte]int{}
-	if err := m.Store.ReadBaseline(id, 0, func(e []byte) error { marks[e[0]]++; return nil }); err != nil {
+	if err := m.Store.ReadBaseline(t.Context(), id, 0, func(e []byte) error { marks[e[0]]++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(marks) == 0 || marks[judge.IndexWhole]+marks[judge.IndexPartial] != md.Captures[0].Records || marks[judge.IndexPartial] == 0 {
@@ -298,11 +298,11 @@ func TestUnreadableIndexIsIndeterminate(t *testing.T) {
 			}
 			id := res.SessionID
 			var stored [][]byte
-			if err := m.Store.ReadBaseline(id, 0, func(e []byte) error { stored = append(stored, bytes.Clone(e)); return nil }); err != nil {
+			if err := m.Store.ReadBaseline(t.Context(), id, 0, func(e []byte) error { stored = append(stored, bytes.Clone(e)); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			twin := wholeTwin(t, m, a, id, func(md *meta, _ [][]byte) [][]byte {
-				src, _, _ := m.Store.Session(id)
+				src, _, _ := m.Store.Session(t.Context(), id)
 				if err := json.Unmarshal(src, md); err != nil {
 					t.Fatal(err)
 				}

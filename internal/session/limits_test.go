@@ -162,7 +162,7 @@ func TestUnknownSessionLeavesNoLock(t *testing.T) {
 	}
 	_, err := m.Verify(context.Background(), strings.Repeat("x", 1<<20))
 	refusal(t, err, Invalid, "session_id", "limit of 128 bytes")
-	_, err = m.Get(strings.Repeat("x", 1<<20))
+	_, err = m.Get(t.Context(), strings.Repeat("x", 1<<20))
 	refusal(t, err, Invalid, "session_id", "limit of 128 bytes")
 	if n := m.locks.len(); n != 0 {
 		t.Errorf("%d lock entries left after unknown ids, want 0", n)

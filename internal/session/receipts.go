@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -252,7 +253,7 @@ func (n sessionNames) workflow() *WorkflowRef {
 // that stores it, and returns the result JSON with its receipt. rev is nil
 // for the first Verify; for a Reverify it names the attempt, its reason and
 // the first result.
-func (m *Manager) seal(l *store.Ledger, rawMeta []byte, md *meta, res *Result, ev *stepEvidence, rev *reverifyOf) ([]byte, error) {
+func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev *stepEvidence, rev *reverifyOf) ([]byte, error) {
 	kind, entry := EntryVerify, EntryVerify
 	if rev != nil {
 		kind, entry = EntryReverify, EntryReverify
@@ -347,12 +348,12 @@ type KeyInfo struct {
 }
 
 // Info reports the signing identity; empty key fields without a signer.
-func (m *Manager) Info() (*KeyInfo, error) {
+func (m *Manager) Info(ctx context.Context) (*KeyInfo, error) {
 	ki := &KeyInfo{}
 	if m.Signer != nil {
 		ki.PublicKey, ki.KeyID = m.Signer.PublicKeyBase64(), m.Signer.KeyID()
 	}
-	pos, err := m.Store.LedgerHead()
+	pos, err := m.Store.LedgerHead(ctx)
 	ki.Head = pos
 	return ki, err
 }

@@ -29,7 +29,7 @@ func signedManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 func ledgerOf(t *testing.T, m *Manager) []receipt.Entry {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := m.Store.ExportLedger(0, func(_ receipt.Entry, c []byte) error {
+	if err := m.Store.ExportLedger(t.Context(), 0, func(_ receipt.Entry, c []byte) error {
 		buf.Write(append(c, '\n'))
 		return nil
 	}); err != nil {
@@ -179,7 +179,7 @@ func TestRefusedBeginHasAReceipt(t *testing.T) {
 	if p.Kind != EntryBeginRefused || p.TerminalOutcome != string(judge.HaltedBeforeEffect) || p.Refusal == nil || p.Refusal.MessageDigest == "" {
 		t.Errorf("payload %+v", p)
 	}
-	env, err := m.RecordRefusal(RefusedBegin{Outcome: OutcomeRejectedPolicy, DeploymentName: "clinic", Err: &Error{Kind: Refused, Path: "params.subject", Message: "subject p-77 is not allowed"}})
+	env, err := m.RecordRefusal(t.Context(), RefusedBegin{Outcome: OutcomeRejectedPolicy, DeploymentName: "clinic", Err: &Error{Kind: Refused, Path: "params.subject", Message: "subject p-77 is not allowed"}})
 	if err != nil {
 		t.Fatal(err)
 	}

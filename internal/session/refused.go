@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ type RefusedBegin struct {
 // RecordRefusal appends a refused Begin to the ledger and returns its
 // signed receipt (nil without a signing key). The refusal message is
 // recorded by digest only: it may name a parameter value.
-func (m *Manager) RecordRefusal(r RefusedBegin) (json.RawMessage, error) {
+func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMessage, error) {
 	if m.Store == nil {
 		return nil, nil
 	}
@@ -37,7 +38,7 @@ func (m *Manager) RecordRefusal(r RefusedBegin) (json.RawMessage, error) {
 		dep.Digest = sha256Hex(r.Deployment)
 	}
 	var env json.RawMessage
-	_, err := m.Store.PutReceipt(key, func(l *store.Ledger) ([]byte, error) {
+	_, err := m.Store.PutReceipt(ctx, key, func(l store.Ledger) ([]byte, error) {
 		if _, err := l.Append(EntryBeginRefused, "", jsonDigest(map[string]any{"outcome": r.Outcome, "refusal": claim, "deployment": dep})); err != nil {
 			return nil, err
 		}
@@ -59,7 +60,7 @@ func (m *Manager) RecordRefusal(r RefusedBegin) (json.RawMessage, error) {
 
 // recordBeginRefusal records a Refused Begin error and attaches its
 // receipt; other errors pass unchanged.
-func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err error) error {
+func (m *Manager) recordBeginRefusal(ctx context.Context, req BeginRequest, deployment []byte, err error) error {
 	var se *Error
 	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) {
 		return err
@@ -71,7 +72,7 @@ func (m *Manager) recordBeginRefusal(req BeginRequest, deployment []byte, err er
 			wf.Digest = w.Digest
 		}
 	}
-	env, rerr := m.RecordRefusal(RefusedBegin{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
+	env, rerr := m.RecordRefusal(ctx, RefusedBegin{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
 	if rerr != nil {
 		m.logger().Error("recording a refused Begin in the ledger", "error", rerr)
 		return err

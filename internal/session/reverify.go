@@ -22,7 +22,7 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	if reason == "" {
 		return nil, &Error{Kind: Invalid, Path: "reason", Message: "say what was repaired, e.g. \"deleted the duplicate encounter by hand\""}
 	}
-	unlock, raw, stored, err := m.lockSession(id)
+	unlock, raw, stored, err := m.lockSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 		return nil, &Error{Kind: Refused, Path: "session_id", Message: "the session was VERIFIED; there is nothing to re-verify"}
 	}
 	open := openTasks(&first)
-	more, err := m.Store.Reverifications(id)
+	more, err := m.Store.Reverifications(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.Store.AddReverification(id, func(l *store.Ledger, attempt int) ([]byte, bool, error) {
+	out, err := m.Store.AddReverification(ctx, id, func(l store.Ledger, attempt int) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, &reverifyOf{attempt: attempt, reason: reason, openTasks: open})
 		// Once VERIFIED the session is settled and its baseline goes.
 		return out, res.Outcome != judge.Verified, err

@@ -22,6 +22,7 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/sdk"
@@ -70,7 +71,7 @@ func newRewardRig(t *testing.T, deployment string, env map[string]string, adapte
 	for _, a := range adapters {
 		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
 	}
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func newRewardRig(t *testing.T, deployment string, env map[string]string, adapte
 		t.Fatal(err)
 	}
 	svc := &reward.Service{Contracts: contracts, Oracle: NewRewardOracle(m), Store: st, Signer: signer, EvidenceKey: []byte("evidence")}
-	cal, err := svc.Calibrate("mockmed", 300, 0.05, nil)
+	cal, err := svc.Calibrate(t.Context(), "mockmed", 300, 0.05, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestRewardOraclePinned(t *testing.T) {
 
 	// Honest, through SQLite: verified and certified.
 	r.register(t, "episode-0001", "patient-pin-0001")
-	raw, err := r.m.Store.RewardGet(store.RewardEpisodes, "mockmed/episode-0001")
+	raw, err := r.m.Store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/episode-0001")
 	if err != nil || !strings.Contains(string(raw), `"oracle":{"index":0,"kind":"sql","tier":1,"config_digest":"sha256:`) {
 		t.Fatalf("the stored episode does not pin the SQLite candidate: %v %s", err, raw)
 	}
@@ -465,7 +466,7 @@ func TestRewardSecretInRecords(t *testing.T) {
 	}, reward.OutcomeVerified, &one, true, false})
 	r.run(t, 1, episodeCase{"idle", "patient-echo-0002", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false})
 	for _, ep := range []string{"episode-0000", "episode-0001"} {
-		raw, err := r.m.Store.RewardGet(store.RewardEpisodes, "mockmed/"+ep)
+		raw, err := r.m.Store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/"+ep)
 		if err != nil || raw == nil || strings.Contains(string(raw), token) || !strings.Contains(string(raw), "[redacted:secret_env.token]") {
 			t.Errorf("stored %s: %s %v", ep, raw, err)
 		}

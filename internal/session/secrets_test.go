@@ -61,7 +61,7 @@ func runEcho(t *testing.T, kind string, failAfter bool, env map[string]string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := m.Get(res.SessionID)
+	got, err := m.Get(t.Context(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

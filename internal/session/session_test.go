@@ -12,7 +12,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -112,7 +112,7 @@ func newManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 	for _, a := range adapters {
 		host.RegisterInProcess(a.Info().Kind, func() sdk.Adapter { return a })
 	}
-	st, err := store.Open(t.TempDir())
+	st, err := bolt.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestUnknownSessionAndRecordedResult(t *testing.T) {
 	if first.Effects[0].Verdict != judge.Refuted || second.Effects[0].Verdict != judge.Refuted || !second.VerifiedAt.Equal(first.VerifiedAt) {
 		t.Errorf("second verify %s at %s, want the recorded REFUTED at %s", second.Effects[0].Verdict, second.VerifiedAt, first.VerifiedAt)
 	}
-	st, err := m.Get(res.SessionID)
+	st, err := m.Get(t.Context(), res.SessionID)
 	if err != nil || st.Result == nil || st.Result.Outcome != judge.HaltedBeforeEffect {
 		t.Errorf("get = %+v, %v", st, err)
 	}

@@ -27,7 +27,7 @@ func (r receiptSigner) ref() SignerRef {
 // sign marshals a payload whose ledger position is taken now, signs it and
 // appends its receipt entry to l. Without a key it appends nothing and
 // returns no envelope.
-func (r receiptSigner) sign(l *store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
+func (r receiptSigner) sign(l store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
 	if r.s == nil {
 		return nil, nil
 	}

@@ -138,7 +138,7 @@ func TestWorkflowStepBegin(t *testing.T) {
 	if v.Outcome != "VERIFIED" || v.Registered == nil || *v.Registered != want {
 		t.Errorf("verify %s %+v, want VERIFIED with %+v", v.Outcome, v.Registered, want)
 	}
-	st, err := m.Get(res.SessionID)
+	st, err := m.Get(t.Context(), res.SessionID)
 	if err != nil || st.Begin.Registered == nil || st.Result.Registered == nil {
 		t.Errorf("stored session lost the registered step: %+v %v", st, err)
 	}

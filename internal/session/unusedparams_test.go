@@ -75,7 +75,7 @@ steps:
 			if !slices.Equal(res.UnusedParams, tc.want) {
 				t.Fatalf("unused_params = %q, want %q", res.UnusedParams, tc.want)
 			}
-			st, err := m.Get(res.SessionID)
+			st, err := m.Get(ctx, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,11 +67,11 @@ type State struct {
 }
 
 // Get returns a session's state.
-func (m *Manager) Get(id string) (*State, error) {
+func (m *Manager) Get(ctx context.Context, id string) (*State, error) {
 	if err := CheckSessionID(id); err != nil {
 		return nil, err
 	}
-	raw, result, err := m.Store.Session(id)
+	raw, result, err := m.Store.Session(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
@@ -90,7 +90,7 @@ func (m *Manager) Get(id string) (*State, error) {
 		}
 		st.Result = &r
 	}
-	more, err := m.Store.Reverifications(id)
+	more, err := m.Store.Reverifications(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -112,12 +112,12 @@ func decodeResult(raw []byte, r *Result) error {
 
 // lockSession checks the id, takes the session's lock and reads it; the
 // caller releases the lock with unlock (nil on error).
-func (m *Manager) lockSession(id string) (unlock func(), meta, result []byte, err error) {
+func (m *Manager) lockSession(ctx context.Context, id string) (unlock func(), meta, result []byte, err error) {
 	if err := CheckSessionID(id); err != nil {
 		return nil, nil, nil, err
 	}
 	unlock = m.locks.lock(id)
-	meta, result, err = m.Store.Session(id)
+	meta, result, err = m.Store.Session(ctx, id)
 	if err != nil {
 		unlock()
 		if errors.Is(err, store.ErrNotFound) {
@@ -141,7 +141,7 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 
 func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Result, error) {
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreRead, telemetry.KeySession.String(id))
-	unlock, raw, stored, err := m.lockSession(id)
+	unlock, raw, stored, err := m.lockSession(ctx, id)
 	endErr(span, err)
 	if err != nil {
 		return nil, err
@@ -164,10 +164,8 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 		return nil, err
 	}
 	_, span = telemetry.Start(ctx, telemetry.SpanStoreFinish, telemetry.KeySession.String(id))
-	var sealed []byte
-	final, err := m.Store.FinishSessionLedger(id, func(l *store.Ledger) ([]byte, bool, error) {
+	final, own, err := m.Store.FinishSessionLedger(ctx, id, func(l store.Ledger) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, nil)
-		sealed = out
 		// A VERIFIED session cannot be re-verified, so its baseline goes.
 		return out, res.Outcome != judge.Verified, err
 	})
@@ -175,7 +173,7 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 	if err != nil {
 		return nil, err
 	}
-	if len(final) > 0 && len(sealed) == len(final) && &sealed[0] == &final[0] {
+	if own {
 		// What was stored is this call's own result, sealed from res (the
 		// last time the transaction ran): answer it without decoding the
 		// JSON just encoded.

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -155,13 +156,13 @@ type KeyMismatchError struct {
 func (e *KeyMismatchError) Error() string {
 	var diff []string
 	if e.Have.EvidenceKeyID != e.Want.EvidenceKeyID {
-		diff = append(diff, fmt.Sprintf("evidence key %s, but this daemon's --evidence-key (or --evidence-key-env) is %s", e.Have.EvidenceKeyID, e.Want.EvidenceKeyID))
+		diff = append(diff, fmt.Sprintf("evidence key %s, but this daemon's is %s", e.Have.EvidenceKeyID, e.Want.EvidenceKeyID))
 	}
 	if e.Have.SigningKeyID != e.Want.SigningKeyID {
-		diff = append(diff, fmt.Sprintf("signing key %s, but this daemon's --signing-key (or --signing-key-env) is %s", e.Have.SigningKeyID, e.Want.SigningKeyID))
+		diff = append(diff, fmt.Sprintf("signing key %s, but this daemon's is %s", e.Have.SigningKeyID, e.Want.SigningKeyID))
 	}
-	return fmt.Sprintf("the store %s was first written with %s: start every replica of one store with the same --evidence-key and --signing-key as its first writer, "+
-		"or, to change keys deliberately, start one daemon with --rotate-keys (docs/operations.md, \"Rotating keys\")",
+	return fmt.Sprintf("the store %s was first written with %s: every daemon of one store runs with the keys of its first writer, "+
+		"unless one deliberately rotates them (docs/operations.md, \"Rotating keys\")",
 		e.Store, strings.Join(diff, "; and "))
 }
 
@@ -211,6 +212,11 @@ func (r *ValueReport) DamagedSessions() []string {
 // Bad reports whether the check found damage or could not run.
 func (r *ValueReport) Bad() bool { return len(r.Damaged) > 0 || r.Problem != "" }
 
+// ErrEvidenceKey says that a check or a salvage of a sealed store was not
+// given the store's evidence key. A ValueReport's Problem starts with its
+// message; the caller says how to pass the key.
+var ErrEvidenceKey = errors.New("the store's evidence key is needed")
+
 // CheckSealer is the sealer that checks a store's values under evidenceKey
 // for a check or a salvage, given what the store records in rep (Keys,
 // Sealed): nil for a store not sealed yet, or nil with rep.Problem set when
@@ -220,9 +226,9 @@ func CheckSealer(rep *ValueReport, evidenceKey []byte) *Sealer {
 	case !rep.Sealed:
 		return nil
 	case evidenceKey == nil:
-		rep.Problem = "the store's values carry tags keyed by the evidence key, and no evidence key was given: pass --evidence-key or --evidence-key-env (default <data-dir>/keys/evidence-hmac.key)"
+		rep.Problem = ErrEvidenceKey.Error() + ": the store's values carry tags keyed by it, and none was given"
 	case EvidenceKeyID(evidenceKey) != rep.Keys.EvidenceKeyID:
-		rep.Problem = fmt.Sprintf("the evidence key given (%s) is not the store's (%s): pass the store's --evidence-key or --evidence-key-env", EvidenceKeyID(evidenceKey), rep.Keys.EvidenceKeyID)
+		rep.Problem = fmt.Sprintf("%v: the evidence key given (%s) is not the store's (%s)", ErrEvidenceKey, EvidenceKeyID(evidenceKey), rep.Keys.EvidenceKeyID)
 	default:
 		return NewSealer(IntegrityKey(evidenceKey))
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/signing"
-	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
 )
 
@@ -99,7 +99,7 @@ func New(t testing.TB) *Rig {
 	}
 	r := &Rig{Oracle: &Oracle{Tier: 1}, Signer: signer, DataDir: t.TempDir()}
 	r.Reopen(t, map[string]*reward.Contract{"mockmed": c})
-	cal, err := r.Service.Calibrate("mockmed", 300, 0.05, nil)
+	cal, err := r.Service.Calibrate(t.Context(), "mockmed", 300, 0.05, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func (r *Rig) Reopen(t testing.TB, contracts map[string]*reward.Contract) {
 		r.Service.Store.Close()
 		contracts = r.Service.Contracts
 	}
-	st, err := store.Open(r.DataDir)
+	st, err := bolt.Open(r.DataDir)
 	if err != nil {
 		t.Fatal(err)
 	}
