@@ -19,7 +19,6 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/deployment"
-	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
 
@@ -315,17 +314,6 @@ func (c *Candidate) ResolveCompensator(lookupEnv func(string) (string, bool), al
 		return nil, asError(err)
 	}
 	return out, nil
-}
-
-func loadValue(v any, path string) (judge.Value, error) {
-	val, err := param.Parse(v, path, param.Templates())
-	if err != nil {
-		if perr, ok := errors.AsType[*param.Error](err); ok {
-			return judge.Value{}, errorf(perr.Path, "%s", perr.Message)
-		}
-		return judge.Value{}, errorf(path, "%s", err.Error())
-	}
-	return val, nil
 }
 
 func seconds(v any, path string, max float64) (float64, error) {

@@ -81,12 +81,13 @@ func NewNetwork(refused *Refusals, allow func(method, rawURL string) bool, limit
 func (n *Network) worker(id target.SessionID, running bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if running {
+	switch {
+	case running:
 		n.workers[id] = true
 		n.started++
-	} else if n.workers[id] {
+	case n.workers[id]:
 		delete(n.workers, id)
-	} else {
+	default:
 		return
 	}
 	close(n.changed)

@@ -100,9 +100,7 @@ func TestDrain(t *testing.T) {
 func TestSettle(t *testing.T) {
 	var refused Refusals
 	g := &Guards{Network: NewNetwork(&refused, func(method, _ string) bool { return IsRead(method) }, 0)}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go g.Network.Answer(ctx)
+	go g.Network.Answer(t.Context())
 	g.Listen(&target.EventAttachedToTarget{SessionID: "w1", TargetInfo: &target.Info{Type: "worker"}})
 	g.Listen(&target.EventAttachedToTarget{SessionID: "p1", TargetInfo: &target.Info{Type: "iframe"}})
 
