@@ -6,6 +6,9 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,13 +36,20 @@ const (
 	soakClients  = 50
 	soakPatients = 5 // clients share patients, so a few adapter processes serve them all
 	soakRSSSlack = 64 << 10
+	// soakMaxConns is the daemon's --max-connections; the HTTP flood opens
+	// more than that.
+	soakMaxConns = 128
 )
 
 // TestSoak runs good and hostile traffic through the real daemon binary and
 // the sql plugin on a SQLite file. Good traffic: each of 50 clients loops
 // Begin, one INSERT (the action), Verify, and must get VERIFIED every time
 // with no error. Hostile traffic runs alongside: huge, deep, invalid and
-// unknown-id requests, each of which must be refused with its exact code.
+// unknown-id requests, each of which must be refused with its exact code,
+// and, on the HTTP listener, what a web page could send (a rebinding Host,
+// a form-encoded or cross-site POST) and floods of idle and half-sent
+// connections past --max-connections, during which /v1/info must still
+// answer.
 // Afterwards the daemon's resident memory, after a forced GC (SIGUSR1),
 // must be within 64 MiB of where it started.
 //
@@ -63,7 +73,9 @@ func TestSoak(t *testing.T) {
 	// The good traffic names a registered deployment, as production does;
 	// the hostile stream sends inline deployments too (the development
 	// switch is on), so that their size limits are exercised as well.
-	d := startDaemon(t, daemonOpts{dataDir: filepath.Join(dir, "data"), inline: true, args: []string{"--log-level", "info"}})
+	httpAddr := freeAddr(t)
+	d := startDaemon(t, daemonOpts{dataDir: filepath.Join(dir, "data"), inline: true, args: []string{"--log-level", "info",
+		"--http-listen", httpAddr, "--max-connections", strconv.Itoa(soakMaxConns), "--handshake-timeout", "2s"}})
 	pid := d.cmd.Process.Pid
 	conn, err := grpc.NewClient(d.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -135,7 +147,7 @@ func TestSoak(t *testing.T) {
 			}
 		})
 	}
-	cases := hostileRequests(client, conn, dep)
+	cases := append(hostileRequests(client, conn, dep), hostileHTTP(httpAddr)...)
 	for w := range 2 {
 		wg.Go(func() {
 			for i := w; time.Now().Before(stop); i++ {
@@ -244,6 +256,65 @@ func hostileRequests(c verifierv1.VerifierServiceClient, conn *grpc.ClientConn, 
 			_, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: randomHex(1 << 19)})
 			return err
 		}, codes.InvalidArgument, "over the limit of 128 bytes"},
+	}
+}
+
+// hostileHTTP are what a web page (or a flood) can send the HTTP listener.
+// Each call returns nil when the daemon answers as it must (the case's code
+// is OK) and an error saying what it answered otherwise.
+func hostileHTTP(addr string) []hostileCase {
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	send := func(method, path, body string, header map[string]string, host string, want int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
+			if err != nil {
+				return err
+			}
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			if host != "" {
+				req.Host = host
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				return status.Errorf(codes.Unknown, "%s %s: %v", method, path, err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != want {
+				return status.Errorf(codes.Unknown, "%s %s answered %d, want %d", method, path, res.StatusCode, want)
+			}
+			return nil
+		}
+	}
+	session := `{"deploymentName": "x", "effects": "[]"}`
+	flood := func(ctx context.Context) error {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := range soakMaxConns + soakMaxConns/2 {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				continue // a refused dial is fine: what matters is what the daemon holds
+			}
+			if i%4 == 0 {
+				_, _ = c.Write([]byte("GET /v1/info HTTP/1.1\r\nHost: 127.0.0.1")) // half the headers
+			}
+			conns = append(conns, c)
+		}
+		return send("GET", "/v1/info", "", nil, "", http.StatusOK)(ctx)
+	}
+	return []hostileCase{
+		{"rebinding Host", send("GET", "/console/", "", nil, "rebind.example:80", http.StatusMisdirectedRequest), codes.OK, ""},
+		{"form-encoded POST", send("POST", "/v1/sessions", "a=b", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, "", http.StatusUnsupportedMediaType), codes.OK, ""},
+		{"text/plain POST", send("POST", "/v1/sessions", session, map[string]string{"Content-Type": "text/plain"}, "", http.StatusUnsupportedMediaType), codes.OK, ""},
+		{"cross-origin POST", send("POST", "/v1/sessions", session, map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example"}, "", http.StatusForbidden), codes.OK, ""},
+		{"cross-site POST", send("POST", "/v1/sessions", session, map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, "", http.StatusForbidden), codes.OK, ""},
+		{"connection flood", flood, codes.OK, ""},
 	}
 }
 

@@ -213,16 +213,15 @@ func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 	w, m := openFile(f, rep, true)
 	res := &SalvageReport{}
 	defer func() { res.Damage = rep.Problems }()
-	top := map[string][]byte{}
-	var seal *store.Sealer
+	sv := &salvager{w: w, root: int64(m.root), res: res, top: map[string][]byte{}}
 	if w != nil {
 		w.tree(m.root, 0, func(e elem) {
 			if e.bucket {
-				top[string(e.key)] = e.val
+				sv.top[string(e.key)] = e.val
 			}
 		})
 		// Refused before anything is written to out.
-		if seal, err = salvageSealer(w, top, int64(m.root), evidenceKey); err != nil {
+		if sv.seal, err = salvageSealer(w, sv.top, sv.root, evidenceKey); err != nil {
 			return nil, err
 		}
 	}
@@ -234,53 +233,103 @@ func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 	if w == nil {
 		return res, nil
 	}
-	res.Damaged = salvageDamage(w, top, int64(m.root), seal)
-	skip, skipReward := map[string]bool{}, map[string]bool{}
-	for _, d := range res.Damaged {
-		if d.Session != "" {
-			if !skip[d.Session] {
-				res.Skipped = append(res.Skipped, d.Session)
+	sv.dst = dst
+	sv.readSessions()
+	if err := sv.copySessions(); err != nil {
+		return nil, err
+	}
+	if err := sv.copyBaselines(); err != nil {
+		return nil, err
+	}
+	if err := sv.copyBuckets(); err != nil {
+		return nil, err
+	}
+	if !sv.whole["results"] {
+		for id := range sv.sessions {
+			if sv.results[id] == nil {
+				res.LostResults = append(res.LostResults, id)
 			}
-			skip[d.Session] = true
-		} else {
-			skipReward[d.What] = true
 		}
 	}
-	sessions, results, begun := map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
-	whole := map[string]bool{}
-	for name, into := range map[string]map[string][]byte{"sessions": sessions, "results": results, "begun": begun} {
-		if v, ok := top[name]; ok {
-			whole[name] = w.bucket(v, int64(m.root), func(e elem) {
+	res.LostSessions = slices.Sorted(maps.Keys(sv.lost))
+	slices.Sort(res.LostResults)
+	slices.Sort(res.LostBaselines)
+	return res, nil
+}
+
+// salvager is one salvage: what was read of the damaged store (w, its
+// top-level buckets, the sealer that checks its values) and the store it
+// fills (dst), with what it found so far.
+type salvager struct {
+	w    *walker
+	root int64
+	top  map[string][]byte
+	seal *store.Sealer
+	dst  *Store
+	res  *SalvageReport
+	// skip are the sessions with a damaged value, skipReward the reward
+	// records; sessions, results and begun the values read; whole which of
+	// those buckets was read whole; lost the sessions whose meta is gone.
+	skip, skipReward         map[string]bool
+	sessions, results, begun map[string][]byte
+	whole, lost              map[string]bool
+}
+
+// readSessions finds the damaged values and reads every session, result
+// and begin stamp that is not damaged.
+func (sv *salvager) readSessions() {
+	sv.res.Damaged = salvageDamage(sv.w, sv.top, sv.root, sv.seal)
+	sv.skip, sv.skipReward = map[string]bool{}, map[string]bool{}
+	for _, d := range sv.res.Damaged {
+		if d.Session != "" {
+			if !sv.skip[d.Session] {
+				sv.res.Skipped = append(sv.res.Skipped, d.Session)
+			}
+			sv.skip[d.Session] = true
+		} else {
+			sv.skipReward[d.What] = true
+		}
+	}
+	sv.sessions, sv.results, sv.begun = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
+	sv.whole = map[string]bool{}
+	for name, into := range map[string]map[string][]byte{"sessions": sv.sessions, "results": sv.results, "begun": sv.begun} {
+		if v, ok := sv.top[name]; ok {
+			sv.whole[name] = sv.w.bucket(v, sv.root, func(e elem) {
 				if !e.bucket {
 					into[string(e.key)] = bytes.Clone(e.val)
 				}
 			})
 		}
 	}
-	for id := range skip {
-		delete(sessions, id)
-		delete(results, id)
+	for id := range sv.skip {
+		delete(sv.sessions, id)
+		delete(sv.results, id)
 	}
-	lost := map[string]bool{}
-	for id := range results {
-		if sessions[id] == nil {
-			lost[id] = true
+	sv.lost = map[string]bool{}
+	for id := range sv.results {
+		if sv.sessions[id] == nil {
+			sv.lost[id] = true
 		}
 	}
+}
+
+// copySessions writes every session kept, with its result or, for an
+// unfinished one, its begin stamp.
+func (sv *salvager) copySessions() error {
 	now := beginStamp(time.Now())
-	err = dst.guarded(func(tx *bbolt.Tx) error {
-		for id, meta := range sessions {
+	err := sv.dst.guarded(func(tx *bbolt.Tx) error {
+		for id, meta := range sv.sessions {
 			if err := tx.Bucket(bucketSessions).Put([]byte(id), meta); err != nil {
 				return err
 			}
-			if r := results[id]; r != nil {
-				res.Results++
+			if r := sv.results[id]; r != nil {
+				sv.res.Results++
 				if err := tx.Bucket(bucketResults).Put([]byte(id), r); err != nil {
 					return err
 				}
 				continue
 			}
-			stamp := begun[id]
+			stamp := sv.begun[id]
 			if len(stamp) != 8 {
 				stamp = now
 			}
@@ -290,93 +339,112 @@ func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		sv.res.Sessions = len(sv.sessions)
 	}
-	res.Sessions = len(sessions)
+	return err
+}
 
-	if v, ok := top["baselines"]; ok {
-		var ids []elem
-		w.bucket(v, int64(m.root), func(e elem) {
+// copyBaselines writes the baselines of the sessions kept that may still
+// need one (not VERIFIED), each capture only when all its chunks are there.
+func (sv *salvager) copyBaselines() error {
+	v, ok := sv.top["baselines"]
+	if !ok {
+		return nil
+	}
+	var ids []elem
+	sv.w.bucket(v, sv.root, func(e elem) {
+		if e.bucket {
+			ids = append(ids, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
+		}
+	})
+	for _, sess := range ids {
+		id := string(sess.key)
+		if sv.skip[id] {
+			continue
+		}
+		if sv.sessions[id] == nil {
+			sv.lost[id] = true
+			continue
+		}
+		if r := sv.results[id]; r != nil && verifiedResult(r, sv.seal != nil) {
+			continue // a VERIFIED session needs no baseline; others keep it for Reverify
+		}
+		var caps []elem
+		complete := sv.w.bucket(sess.val, sv.root, func(e elem) {
 			if e.bucket {
-				ids = append(ids, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
+				caps = append(caps, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
 			}
 		})
-		for _, sess := range ids {
-			id := string(sess.key)
-			if skip[id] {
-				continue
-			}
-			if sessions[id] == nil {
-				lost[id] = true
-				continue
-			}
-			if r := results[id]; r != nil && verifiedResult(r, seal != nil) {
-				continue // a VERIFIED session needs no baseline; others keep it for Reverify
-			}
-			var caps []elem
-			complete := w.bucket(sess.val, int64(m.root), func(e elem) {
-				if e.bucket {
-					caps = append(caps, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
-				}
-			})
-			if !complete {
-				// A capture may be missing without a trace: keep none.
-				res.LostBaselines = append(res.LostBaselines, id+"/*")
-				continue
-			}
-			for _, c := range caps {
-				var chunks [][]byte
-				next := uint64(0)
-				ok := w.bucket(c.val, int64(m.root), func(e elem) {
-					if len(e.key) != 8 || binary.BigEndian.Uint64(e.key) != next {
-						next = ^uint64(0)
-						return
-					}
-					next++
-					chunks = append(chunks, bytes.Clone(e.val))
-				})
-				if !ok || next == ^uint64(0) || len(chunks) == 0 {
-					res.LostBaselines = append(res.LostBaselines, string(c.key))
-					continue
-				}
-				for i, chunk := range chunks {
-					err := dst.guarded(func(tx *bbolt.Tx) error {
-						parent, err := tx.Bucket(bucketBaselines).CreateBucketIfNotExists(sess.key)
-						if err != nil {
-							return err
-						}
-						b, err := parent.CreateBucketIfNotExists(c.key)
-						if err != nil {
-							return err
-						}
-						return b.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), chunk)
-					})
-					if err != nil {
-						return nil, err
-					}
-				}
-				res.Baselines++
+		if !complete {
+			// A capture may be missing without a trace: keep none.
+			sv.res.LostBaselines = append(sv.res.LostBaselines, id+"/*")
+			continue
+		}
+		for _, c := range caps {
+			if err := sv.copyCapture(sess.key, c); err != nil {
+				return err
 			}
 		}
 	}
-	// The ledger, re-verifications, standalone receipts and the reward
-	// buckets: copied as they are, key by key.
+	return nil
+}
+
+// copyCapture writes one capture of the session's baseline, or records it
+// lost when a chunk is missing or out of order.
+func (sv *salvager) copyCapture(session []byte, c elem) error {
+	var chunks [][]byte
+	next := uint64(0)
+	ok := sv.w.bucket(c.val, sv.root, func(e elem) {
+		if len(e.key) != 8 || binary.BigEndian.Uint64(e.key) != next {
+			next = ^uint64(0)
+			return
+		}
+		next++
+		chunks = append(chunks, bytes.Clone(e.val))
+	})
+	if !ok || next == ^uint64(0) || len(chunks) == 0 {
+		sv.res.LostBaselines = append(sv.res.LostBaselines, string(c.key))
+		return nil
+	}
+	for i, chunk := range chunks {
+		err := sv.dst.guarded(func(tx *bbolt.Tx) error {
+			parent, err := tx.Bucket(bucketBaselines).CreateBucketIfNotExists(session)
+			if err != nil {
+				return err
+			}
+			b, err := parent.CreateBucketIfNotExists(c.key)
+			if err != nil {
+				return err
+			}
+			return b.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), chunk)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	sv.res.Baselines++
+	return nil
+}
+
+// copyBuckets copies the ledger, re-verifications, standalone receipts and
+// the reward buckets as they are, key by key, less the damaged records.
+func (sv *salvager) copyBuckets() error {
 	for _, name := range append(append([][]byte{bucketStoreKeys}, ledgerBuckets...), rewardBuckets...) {
-		v, ok := top[string(name)]
+		v, ok := sv.top[string(name)]
 		if !ok {
 			continue
 		}
 		var kvs []elem
-		complete := w.bucket(v, int64(m.root), func(e elem) {
-			if !e.bucket && !skipSalvaged(string(name), e.key, skip, skipReward) {
+		complete := sv.w.bucket(v, sv.root, func(e elem) {
+			if !e.bucket && !skipSalvaged(string(name), e.key, sv.skip, sv.skipReward) {
 				kvs = append(kvs, elem{key: bytes.Clone(e.key), val: bytes.Clone(e.val)})
 			}
 		})
 		if string(name) == string(bucketLedger) {
-			res.LedgerEntries, res.LedgerIncomplete = len(kvs), !complete
+			sv.res.LedgerEntries, sv.res.LedgerIncomplete = len(kvs), !complete
 		}
-		err := dst.guarded(func(tx *bbolt.Tx) error {
+		err := sv.dst.guarded(func(tx *bbolt.Tx) error {
 			b, err := tx.CreateBucketIfNotExists(name)
 			if err != nil {
 				return err
@@ -389,20 +457,10 @@ func SalvageWith(dir, out string, evidenceKey []byte) (*SalvageReport, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if !whole["results"] {
-		for id := range sessions {
-			if results[id] == nil {
-				res.LostResults = append(res.LostResults, id)
-			}
-		}
-	}
-	res.LostSessions = slices.Sorted(maps.Keys(lost))
-	slices.Sort(res.LostResults)
-	slices.Sort(res.LostBaselines)
-	return res, nil
+	return nil
 }
 
 // skipSalvaged reports whether a value of a copied bucket belongs to a
