@@ -198,16 +198,10 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 // probe reads the search's first page at first.
 func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
 	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
-		res := s.complete.ReadAll(ctx, s.reader(first).page)
-		if res.Why != "" && res.Code == "" {
-			return res.Why, "", nil
-		}
-		read, warnings := s.complete.Report(res)
-		if res.Code != "" {
-			warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
-		}
-		return "", fmt.Sprintf("%s answered a searchset Bundle of %s using %s: %s (%d on the first page); %s; records are %s",
-			httpx.Target(http.MethodGet, first), s.typ, s.creds.Scheme(), read, res.FirstPage, s.complete.Describe(), s.fields), warnings
+		return s.complete.Probe(ctx, s.reader(first).page, func(read string, firstPage int) string {
+			return fmt.Sprintf("%s answered a searchset Bundle of %s using %s: %s (%d on the first page); %s; records are %s",
+				httpx.Target(http.MethodGet, first), s.typ, s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields)
+		})
 	}), nil
 }
 

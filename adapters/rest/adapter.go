@@ -193,16 +193,10 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 // how the read is complete.
 func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
 	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
-		res := s.complete.ReadAll(ctx, s.pager(first).fetch)
-		if res.Why != "" && res.Code == "" {
-			return res.Why, "", nil
-		}
-		read, warnings := s.complete.Report(res)
-		if res.Code != "" {
-			warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
-		}
-		return "", fmt.Sprintf("%s answered with %s using %s: %s (%d on the first page); %s; records are %s. %s",
-			httpx.Target(http.MethodGet, first), s.describeKey(), s.creds.Scheme(), read, res.FirstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck), warnings
+		return s.complete.Probe(ctx, s.pager(first).fetch, func(read string, firstPage int) string {
+			return fmt.Sprintf("%s answered with %s using %s: %s (%d on the first page); %s; records are %s. %s",
+				httpx.Target(http.MethodGet, first), s.describeKey(), s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck)
+		})
 	}), nil
 }
 

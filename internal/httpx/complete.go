@@ -250,6 +250,24 @@ func (c *Completeness) Describe() string {
 	return how
 }
 
+// Probe is the preflight of a paged read: it reads the whole list with
+// fetch, as a capture would, and returns why it could not (a refused or
+// failed read: unreachable), or a summary and warnings. describe writes
+// the summary from Report's account of the read and the size of the first
+// page; a read that is not whole is a warning, as it would be judged
+// INDETERMINATE. It is the body of a ProbeRead.
+func (c *Completeness) Probe(ctx context.Context, fetch func(context.Context) (Page, string), describe func(read string, firstPage int) string) (why, summary string, warnings []string) {
+	res := c.ReadAll(ctx, fetch)
+	if res.Why != "" && res.Code == "" {
+		return res.Why, "", nil
+	}
+	read, warnings := c.Report(res)
+	if res.Code != "" {
+		warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
+	}
+	return "", describe(read, res.FirstPage), warnings
+}
+
 // Report describes a whole read for preflight, with warnings: a full first
 // page, single_response without max_records, a declared total that differs
 // from the records read. The credential's visible count is stated beside
