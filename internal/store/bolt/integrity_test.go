@@ -11,48 +11,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/storetest"
 )
-
-var (
-	testEvidenceA = bytes.Repeat([]byte{0xA1}, 32)
-	testEvidenceB = bytes.Repeat([]byte{0xB2}, 32)
-)
-
-func keysOf(evidence []byte, signing string) store.Keys {
-	return store.Keys{EvidenceKeyID: store.EvidenceKeyID(evidence), SigningKeyID: signing}
-}
-
-// fill writes one finished session with a re-verification, a baseline of
-// two captures and a census, one unfinished session, and a reward record.
-func fill(t *testing.T, s *Store) {
-	t.Helper()
-	w := s.NewBaseline("s1", 0)
-	census := s.NewBaseline("s1", store.CensusCapture(0))
-	for _, b := range []store.BaselineWriter{w, census} {
-		if err := b.Add(t.Context(), []byte(`{"id":1,"note":"Triage"}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.CreateSession(t.Context(), "s1", []byte(`{"m":"one"}`), w, census); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.FinishSessionLedger(t.Context(), "s1", func(store.Ledger) ([]byte, bool, error) {
-		return []byte(`{"outcome":"FAILED","type":"Triage"}`), true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AddReverification(t.Context(), "s1", func(_ store.Ledger, attempt int) ([]byte, bool, error) {
-		return []byte(`{"outcome":"FAILED","attempt":1}`), true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateSession(t.Context(), "s2", []byte(`{"m":"two"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RewardUpdate(t.Context(), func(tx store.RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // readAll reads every value fill wrote and returns the first error.
 func readAll(s *Store) error {
@@ -94,7 +54,7 @@ func flip(t *testing.T, s *Store, bucket []byte, key string, at byte) {
 
 func bindOrFail(t *testing.T, s *Store, evidence []byte, signing string) store.BindReport {
 	t.Helper()
-	rep, err := s.Bind(t.Context(), store.IntegrityKey(evidence), keysOf(evidence, signing), false)
+	rep, err := s.Bind(t.Context(), store.IntegrityKey(evidence), storetest.KeysOf(evidence, signing), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +68,10 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := bindOrFail(t, s, testEvidenceA, "sk1"); !rep.FirstWriter || rep.Sealed != 0 {
+	if rep := bindOrFail(t, s, storetest.EvidenceA, "sk1"); !rep.FirstWriter || rep.Sealed != 0 {
 		t.Errorf("bind of a new store: %+v, want first writer, nothing to seal", rep)
 	}
-	fill(t, s)
+	storetest.Fill(t, s)
 	if err := readAll(s); err != nil {
 		t.Fatalf("sound store: %v", err)
 	}
@@ -138,17 +98,17 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	vr, err := CheckValues(dir, testEvidenceA)
+	vr, err := CheckValues(dir, storetest.EvidenceA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !vr.Sealed || vr.Values != 7 || len(vr.Damaged) != 1 || !slices.Equal(vr.DamagedSessions(), []string{"s1"}) {
 		t.Errorf("check: %+v, want 7 values checked, s1's result damaged", vr)
 	}
-	if vr.Keys != keysOf(testEvidenceA, "sk1") {
+	if vr.Keys != storetest.KeysOf(storetest.EvidenceA, "sk1") {
 		t.Errorf("recorded keys %+v", vr.Keys)
 	}
-	if vr, _ := CheckValues(dir, testEvidenceB); vr == nil || vr.Problem == "" || !vr.Bad() {
+	if vr, _ := CheckValues(dir, storetest.EvidenceB); vr == nil || vr.Problem == "" || !vr.Bad() {
 		t.Errorf("check with another evidence key: %+v, want a problem", vr)
 	}
 	if vr, _ := CheckValues(dir, nil); vr == nil || !strings.HasPrefix(vr.Problem, store.ErrEvidenceKey.Error()) || strings.Contains(vr.Problem, "--") {
@@ -159,7 +119,7 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 	if _, err := SalvageWith(dir, out, nil); err == nil {
 		t.Error("salvage of a sealed store without its key: no error")
 	}
-	rep, err := SalvageWith(dir, out, testEvidenceA)
+	rep, err := SalvageWith(dir, out, storetest.EvidenceA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +131,7 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer t2.Close()
-	bindOrFail(t, t2, testEvidenceA, "sk1")
+	bindOrFail(t, t2, storetest.EvidenceA, "sk1")
 	if _, _, err := t2.Session(t.Context(), "s1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("salvaged s1: %v, want NotFound", err)
 	}
@@ -181,7 +141,7 @@ func TestFlippedResultIsDataLossNamingTheSession(t *testing.T) {
 	if v, err := t2.RewardGet(t.Context(), store.RewardMarks, "c1"); err != nil || string(v) != `{"mark":3}` {
 		t.Errorf("salvaged reward record: %q, %v", v, err)
 	}
-	if vr, err := CheckValues(out, testEvidenceA); err == nil {
+	if vr, err := CheckValues(out, storetest.EvidenceA); err == nil {
 		t.Errorf("check of a store held open: %+v, want ErrLocked", vr)
 	}
 }
@@ -223,8 +183,8 @@ func TestEveryKindOfValueIsChecked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			bindOrFail(t, s, testEvidenceA, "sk1")
-			fill(t, s)
+			bindOrFail(t, s, storetest.EvidenceA, "sk1")
+			storetest.Fill(t, s)
 			c.damage(t, s)
 			err = readAll(s)
 			ie, ok := errors.AsType[*store.IntegrityError](err)
@@ -232,7 +192,7 @@ func TestEveryKindOfValueIsChecked(t *testing.T) {
 				t.Errorf("read: %v, want an store.IntegrityError for the %s", err, c.what)
 			}
 			s.Close()
-			vr, err := CheckValues(dir, testEvidenceA)
+			vr, err := CheckValues(dir, storetest.EvidenceA)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -264,9 +224,9 @@ func TestBindSealsAnOldStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fill(t, s) // written as before values carried tags
+	storetest.Fill(t, s) // written as before values carried tags
 	s.Close()
-	vr, err := CheckValues(dir, testEvidenceA)
+	vr, err := CheckValues(dir, storetest.EvidenceA)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +236,7 @@ func TestBindSealsAnOldStore(t *testing.T) {
 	if s, err = Open(dir); err != nil {
 		t.Fatal(err)
 	}
-	if rep := bindOrFail(t, s, testEvidenceA, "sk1"); rep.Sealed != 7 || !rep.FirstWriter {
+	if rep := bindOrFail(t, s, storetest.EvidenceA, "sk1"); rep.Sealed != 7 || !rep.FirstWriter {
 		t.Errorf("bind: %+v, want 7 values sealed", rep)
 	}
 	if err := readAll(s); err != nil {
@@ -305,8 +265,8 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bindOrFail(t, s, testEvidenceA, "sk1")
-	fill(t, s)
+	bindOrFail(t, s, storetest.EvidenceA, "sk1")
+	storetest.Fill(t, s)
 	s.Close()
 
 	for _, c := range []struct {
@@ -314,14 +274,14 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 		signing  string
 		flags    []string
 	}{
-		{testEvidenceB, "sk1", []string{"evidence key", store.EvidenceKeyID(testEvidenceA), store.EvidenceKeyID(testEvidenceB)}},
-		{testEvidenceA, "sk2", []string{"signing key", "sk1", "sk2"}},
+		{storetest.EvidenceB, "sk1", []string{"evidence key", store.EvidenceKeyID(storetest.EvidenceA), store.EvidenceKeyID(storetest.EvidenceB)}},
+		{storetest.EvidenceA, "sk2", []string{"signing key", "sk1", "sk2"}},
 	} {
 		s, err := Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.Bind(t.Context(), store.IntegrityKey(c.evidence), keysOf(c.evidence, c.signing), false)
+		_, err = s.Bind(t.Context(), store.IntegrityKey(c.evidence), storetest.KeysOf(c.evidence, c.signing), false)
 		me, ok := errors.AsType[*store.KeyMismatchError](err)
 		if !ok {
 			t.Fatalf("bind with other keys: %v, want a store.KeyMismatchError", err)
@@ -342,7 +302,7 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := s.Bind(t.Context(), store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk2"), true)
+	rep, err := s.Bind(t.Context(), store.IntegrityKey(storetest.EvidenceB), storetest.KeysOf(storetest.EvidenceB, "sk2"), true)
 	if err != nil || !rep.Rotated || rep.Resealed != 7 {
 		t.Fatalf("rotation: %+v, %v; want 7 values re-sealed", rep, err)
 	}
@@ -354,7 +314,7 @@ func TestBindRefusesOtherKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Bind(t.Context(), store.IntegrityKey(testEvidenceA), keysOf(testEvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
+	if _, err := s.Bind(t.Context(), store.IntegrityKey(storetest.EvidenceA), storetest.KeysOf(storetest.EvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
 		t.Errorf("the old keys after the rotation: %v, want refused", err)
 	}
 }

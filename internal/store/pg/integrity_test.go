@@ -1,7 +1,6 @@
 package pg
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -9,48 +8,8 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/storetest"
 )
-
-var (
-	testEvidenceA = bytes.Repeat([]byte{0xA1}, 32)
-	testEvidenceB = bytes.Repeat([]byte{0xB2}, 32)
-)
-
-func keysOf(evidence []byte, signing string) store.Keys {
-	return store.Keys{EvidenceKeyID: store.EvidenceKeyID(evidence), SigningKeyID: signing}
-}
-
-// fill writes a finished session with a re-verification, a baseline and
-// a census, an unfinished session and a reward record: 7 values.
-func fill(t *testing.T, s *Store) {
-	t.Helper()
-	w := s.NewBaseline("s1", 0)
-	census := s.NewBaseline("s1", store.CensusCapture(0))
-	for _, b := range []store.BaselineWriter{w, census} {
-		if err := b.Add(t.Context(), []byte(`{"id":1,"note":"Triage"}`)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.CreateSession(t.Context(), "s1", []byte(`{"m":"one"}`), w, census); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.FinishSessionLedger(t.Context(), "s1", func(store.Ledger) ([]byte, bool, error) {
-		return []byte(`{"outcome":"FAILED","type":"Triage"}`), true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AddReverification(t.Context(), "s1", func(store.Ledger, int) ([]byte, bool, error) {
-		return []byte(`{"outcome":"FAILED","attempt":1}`), true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateSession(t.Context(), "s2", []byte(`{"m":"two"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RewardUpdate(t.Context(), func(tx store.RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func readAll(s *Store) error {
 	for _, id := range []string{"s1", "s2"} {
@@ -72,7 +31,7 @@ func readAll(s *Store) error {
 
 func bind(t *testing.T, s *Store, evidence []byte, signing string) store.BindReport {
 	t.Helper()
-	rep, err := s.Bind(t.Context(), store.IntegrityKey(evidence), keysOf(evidence, signing), false)
+	rep, err := s.Bind(t.Context(), store.IntegrityKey(evidence), storetest.KeysOf(evidence, signing), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +43,10 @@ func TestFlippedValuesAreDataLoss(t *testing.T) {
 	ctx := context.Background()
 	dsn := newDatabase(t)
 	s := open(t, dsn)
-	if rep := bind(t, s, testEvidenceA, "sk1"); !rep.FirstWriter {
+	if rep := bind(t, s, storetest.EvidenceA, "sk1"); !rep.FirstWriter {
 		t.Errorf("bind of a new store: %+v", rep)
 	}
-	fill(t, s)
+	storetest.Fill(t, s)
 	if err := readAll(s); err != nil {
 		t.Fatalf("sound store: %v", err)
 	}
@@ -124,33 +83,33 @@ func TestFlippedValuesAreDataLoss(t *testing.T) {
 		t.Errorf("a reward update reading a damaged record: %v", err)
 	}
 
-	vr, err := s.CheckValues(ctx, testEvidenceA)
+	vr, err := s.CheckValues(ctx, storetest.EvidenceA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vr.Values != 7 || len(vr.Damaged) != 3 || !slices.Equal(vr.DamagedSessions(), []string{"s1"}) || vr.Keys != keysOf(testEvidenceA, "sk1") {
+	if vr.Values != 7 || len(vr.Damaged) != 3 || !slices.Equal(vr.DamagedSessions(), []string{"s1"}) || vr.Keys != storetest.KeysOf(storetest.EvidenceA, "sk1") {
 		t.Errorf("check: %+v, want 7 values, 3 damaged, in s1 and a reward record", vr)
 	}
-	if vr, _ := s.CheckValues(ctx, testEvidenceB); vr == nil || !strings.Contains(vr.Problem, "not the store's") {
+	if vr, _ := s.CheckValues(ctx, storetest.EvidenceB); vr == nil || !strings.Contains(vr.Problem, "not the store's") {
 		t.Errorf("check with another key: %+v", vr)
 	}
 
 	dst := open(t, newDatabase(t))
-	rep, err := s.SalvageInto(ctx, dst, testEvidenceA)
+	rep, err := s.SalvageInto(ctx, dst, storetest.EvidenceA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(rep.Skipped, []string{"s1"}) || rep.Sessions != 1 || rep.RewardRecords != 0 || rep.BaselineChunks != 0 {
 		t.Errorf("salvage: %+v, want s1 and the reward record left out", rep)
 	}
-	bind(t, dst, testEvidenceA, "sk1")
+	bind(t, dst, storetest.EvidenceA, "sk1")
 	if _, _, err := dst.Session(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("salvaged s1: %v, want NotFound", err)
 	}
 	if m, _, err := dst.Session(ctx, "s2"); err != nil || string(m) != `{"m":"two"}` {
 		t.Errorf("salvaged s2: %q, %v", m, err)
 	}
-	if _, err := s.SalvageInto(ctx, dst, testEvidenceA); err == nil {
+	if _, err := s.SalvageInto(ctx, dst, storetest.EvidenceA); err == nil {
 		t.Error("a second salvage into the same database: no error")
 	}
 }
@@ -159,8 +118,8 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 	t.Parallel()
 	dsn := newDatabase(t)
 	s := open(t, dsn)
-	fill(t, s) // written before values carried tags
-	if rep := bind(t, s, testEvidenceA, "sk1"); rep.Sealed != 7 {
+	storetest.Fill(t, s) // written before values carried tags
+	if rep := bind(t, s, storetest.EvidenceA, "sk1"); rep.Sealed != 7 {
 		t.Errorf("bind of an old store: %+v, want 7 values sealed", rep)
 	}
 	if err := readAll(s); err != nil {
@@ -172,12 +131,12 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 
 	// A second replica with another evidence key is refused.
 	other := open(t, dsn)
-	_, err := other.Bind(t.Context(), store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk1"), false)
+	_, err := other.Bind(t.Context(), store.IntegrityKey(storetest.EvidenceB), storetest.KeysOf(storetest.EvidenceB, "sk1"), false)
 	me, ok := errors.AsType[*store.KeyMismatchError](err)
 	if !ok {
 		t.Fatalf("bind with another evidence key: %v", err)
 	}
-	for _, want := range []string{"evidence key", store.EvidenceKeyID(testEvidenceA), store.EvidenceKeyID(testEvidenceB), "rotates", "postgres 127.0.0.1"} {
+	for _, want := range []string{"evidence key", store.EvidenceKeyID(storetest.EvidenceA), store.EvidenceKeyID(storetest.EvidenceB), "rotates", "postgres 127.0.0.1"} {
 		if !strings.Contains(me.Error(), want) {
 			t.Errorf("message %q does not name %q", me, want)
 		}
@@ -185,13 +144,13 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 	if strings.Contains(me.Error(), "--") {
 		t.Errorf("message %q names a flag; the daemon adds those", me)
 	}
-	if rep, err := other.Bind(t.Context(), store.IntegrityKey(testEvidenceB), keysOf(testEvidenceB, "sk2"), true); err != nil || rep.Resealed != 7 {
+	if rep, err := other.Bind(t.Context(), store.IntegrityKey(storetest.EvidenceB), storetest.KeysOf(storetest.EvidenceB, "sk2"), true); err != nil || rep.Resealed != 7 {
 		t.Fatalf("rotation: %+v, %v", rep, err)
 	}
 	if err := readAll(other); err != nil {
 		t.Errorf("after the rotation: %v", err)
 	}
-	if _, err := open(t, dsn).Bind(t.Context(), store.IntegrityKey(testEvidenceA), keysOf(testEvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
+	if _, err := open(t, dsn).Bind(t.Context(), store.IntegrityKey(storetest.EvidenceA), storetest.KeysOf(storetest.EvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
 		t.Errorf("the old keys after the rotation: %v, want refused", err)
 	}
 }
