@@ -3,8 +3,6 @@ package onscreen
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,26 +10,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard/guardtest"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
-
-// guardReadsEnv sets how many reads TestRefusedRequestsNeverArrive makes;
-// make test runs a few dozen, VERIFIERD_GUARD_READS=300 the full count.
-const guardReadsEnv = "VERIFIERD_GUARD_READS"
-
-func guardReads(t *testing.T, normal int) int {
-	t.Helper()
-	v := os.Getenv(guardReadsEnv)
-	if v == "" {
-		return normal
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number of reads", guardReadsEnv, v)
-	}
-	return n
-}
 
 // TestRefusedRequestsNeverArrive: the record page is a single-page admin
 // app that renews its session as it loads, every 5 ms after that, and from
@@ -46,7 +28,7 @@ func guardReads(t *testing.T, normal int) int {
 //
 // make test makes 24 reads; VERIFIERD_GUARD_READS=300 makes the full count.
 func TestRefusedRequestsNeverArrive(t *testing.T) {
-	reads := guardReads(t, 24)
+	reads := guardtest.Reads(t, 24)
 	a := startApp(t)
 	rec := typed("guard-1")
 	a.Put(rec)

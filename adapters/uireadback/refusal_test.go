@@ -2,8 +2,6 @@ package uireadback
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -11,26 +9,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard/guardtest"
 	"github.com/verifierd/verifierd/internal/testservers/recordapp"
 	"github.com/verifierd/verifierd/sdk"
 )
-
-// guardReadsEnv sets how many reads TestRefusedRequestsNeverArrive makes;
-// make test runs a few dozen, VERIFIERD_GUARD_READS=300 the full count.
-const guardReadsEnv = "VERIFIERD_GUARD_READS"
-
-func guardReads(t *testing.T, normal int) int {
-	t.Helper()
-	v := os.Getenv(guardReadsEnv)
-	if v == "" {
-		return normal
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive number of reads", guardReadsEnv, v)
-	}
-	return n
-}
 
 // TestRefusedRequestsNeverArrive: the record page POSTs as it loads, every
 // 5 ms after that for as long as it is open, and from a dedicated worker
@@ -44,7 +26,7 @@ func guardReads(t *testing.T, normal int) int {
 // its tab closes. The unguarded control in TestPagePostRefused shows the
 // same page's POSTs do arrive without the guards.
 func TestRefusedRequestsNeverArrive(t *testing.T) {
-	reads := guardReads(t, 24)
+	reads := guardtest.Reads(t, 24)
 	a := startApp(t)
 	signInActor(t, a).save(intended("g1"))
 	a.SetFaults(recordapp.Faults{PostOnLoad: true, PostEveryMS: 5, PostFromWorker: true, ReloadOnFailure: true})
