@@ -73,6 +73,9 @@ var gatewayRoutes = []string{
 	"POST /v1/judge",
 	"GET /v1/info",
 	"POST /v1/artifacts:verify",
+	"POST /v1/runs",
+	"GET /v1/runs/{run}",
+	"POST /v1/runs/{runVerb}", // {run_id}:finish and :rollbackCheck
 }
 
 // RegisterGateway joins VerifierService over HTTP/JSON: the handlers that

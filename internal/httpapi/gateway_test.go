@@ -98,8 +98,8 @@ func TestGatewayMatchesOpenAPI(t *testing.T) {
 	t.Parallel()
 	c := serveGateway(t)
 	ops := openAPIOps(t, c)
-	if len(ops) != 8 {
-		t.Errorf("the document has %d operations, want 8 (VerifierService without ExportLedger): %v", len(ops), ops)
+	if len(ops) != 12 {
+		t.Errorf("the document has %d operations, want 12 (VerifierService without ExportLedger): %v", len(ops), ops)
 	}
 	patterns := http.NewServeMux()
 	for _, p := range gatewayRoutes {
@@ -109,6 +109,7 @@ func TestGatewayMatchesOpenAPI(t *testing.T) {
 	for op, id := range ops {
 		method, path, _ := strings.Cut(op, " ")
 		path = strings.ReplaceAll(path, "{sessionId}", "s1")
+		path = strings.ReplaceAll(path, "{runId}", "r1")
 		r := httptest.NewRequest(method, path, nil)
 		_, pattern := patterns.Handler(r)
 		if pattern == "" {

@@ -96,12 +96,15 @@ const (
 	// Every effect is affirmatively absent: nothing landed.
 	Outcome_HALTED_BEFORE_EFFECT Outcome = 3
 	// Begin was refused by the operator's policy; nothing was read or done.
-	// Only a terminal_outcome, never a judged outcome.
+	// Only a terminal_outcome (or a run's outcome), never a judged outcome.
 	Outcome_REJECTED_POLICY Outcome = 4
 	// The daemon or an adapter process failed (not the system of record):
 	// the verdicts stay INDETERMINATE and the step needs reconciling. Only a
 	// terminal_outcome, never a judged outcome.
 	Outcome_FAILED_PLATFORM Outcome = 5
+	// A run's outcome only: every change the run made was seen undone by a
+	// rollback check against the steps' original baselines.
+	Outcome_ROLLED_BACK_VERIFIED Outcome = 6
 )
 
 // Enum value maps for Outcome.
@@ -113,6 +116,7 @@ var (
 		3: "HALTED_BEFORE_EFFECT",
 		4: "REJECTED_POLICY",
 		5: "FAILED_PLATFORM",
+		6: "ROLLED_BACK_VERIFIED",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED":     0,
@@ -121,6 +125,7 @@ var (
 		"HALTED_BEFORE_EFFECT":    3,
 		"REJECTED_POLICY":         4,
 		"FAILED_PLATFORM":         5,
+		"ROLLED_BACK_VERIFIED":    6,
 	}
 )
 
@@ -373,6 +378,59 @@ func (x SuggestedAction) Number() protoreflect.EnumNumber {
 // Deprecated: Use SuggestedAction.Descriptor instead.
 func (SuggestedAction) EnumDescriptor() ([]byte, []int) {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{5}
+}
+
+// RunState is lower case, as verifyctl run show prints it.
+type RunState int32
+
+const (
+	RunState_RUN_STATE_UNSPECIFIED RunState = 0
+	// Begun, not sealed: steps may still begin.
+	RunState_open RunState = 1
+	// Sealed by FinishRun or RollbackCheck with a receipt. A run sealed
+	// RECONCILIATION_REQUIRED may be finished again after a Reverify.
+	RunState_sealed RunState = 2
+)
+
+// Enum value maps for RunState.
+var (
+	RunState_name = map[int32]string{
+		0: "RUN_STATE_UNSPECIFIED",
+		1: "open",
+		2: "sealed",
+	}
+	RunState_value = map[string]int32{
+		"RUN_STATE_UNSPECIFIED": 0,
+		"open":                  1,
+		"sealed":                2,
+	}
+)
+
+func (x RunState) Enum() *RunState {
+	p := new(RunState)
+	*p = x
+	return p
+}
+
+func (x RunState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RunState) Descriptor() protoreflect.EnumDescriptor {
+	return file_verifierd_verifier_v1_verifier_proto_enumTypes[6].Descriptor()
+}
+
+func (RunState) Type() protoreflect.EnumType {
+	return &file_verifierd_verifier_v1_verifier_proto_enumTypes[6]
+}
+
+func (x RunState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RunState.Descriptor instead.
+func (RunState) EnumDescriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{6}
 }
 
 type TestConnectionRequest struct {
@@ -629,8 +687,13 @@ type BeginRequest struct {
 	Params map[string]*structpb.Value `protobuf:"bytes,7,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A workflow registered in the daemon config (workflows:) and one of its
 	// steps: the contracts come from the operator's file, not the caller.
-	Workflow      string `protobuf:"bytes,5,opt,name=workflow,proto3" json:"workflow,omitempty"`
-	Step          string `protobuf:"bytes,6,opt,name=step,proto3" json:"step,omitempty"`
+	Workflow string `protobuf:"bytes,5,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	Step     string `protobuf:"bytes,6,opt,name=step,proto3" json:"step,omitempty"`
+	// A run begun with BeginRun: the workflow and the deployment come from the
+	// run, so workflow, deployment and effects stay empty; step names the
+	// step and params holds only the step's own parameters (a parameter the
+	// run already binds is refused, as is a value for a handoff parameter).
+	RunId         string `protobuf:"bytes,8,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -714,6 +777,13 @@ func (x *BeginRequest) GetWorkflow() string {
 func (x *BeginRequest) GetStep() string {
 	if x != nil {
 		return x.Step
+	}
+	return ""
+}
+
+func (x *BeginRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
 	}
 	return ""
 }
@@ -1505,7 +1575,9 @@ type Reverification struct {
 	Result     *StepResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	VerifiedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=verified_at,json=verifiedAt,proto3" json:"verified_at,omitempty"`
 	// The DSSE envelope of this result's receipt, a JSON object.
-	Receipt       *structpb.Struct `protobuf:"bytes,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	Receipt *structpb.Struct `protobuf:"bytes,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	// The oracle rung of the read (see EffectResult.oracle_rung).
+	OracleRung    int32 `protobuf:"varint,7,opt,name=oracle_rung,json=oracleRung,proto3" json:"oracle_rung,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1573,6 +1645,13 @@ func (x *Reverification) GetReceipt() *structpb.Struct {
 		return x.Receipt
 	}
 	return nil
+}
+
+func (x *Reverification) GetOracleRung() int32 {
+	if x != nil {
+		return x.OracleRung
+	}
+	return 0
 }
 
 type GetInfoRequest struct {
@@ -1990,8 +2069,17 @@ type VerifyArtifactRequest struct {
 	// A document-hash or file deployment registered in the daemon config.
 	DeploymentName string    `protobuf:"bytes,1,opt,name=deployment_name,json=deploymentName,proto3" json:"deployment_name,omitempty"`
 	Artifact       *Artifact `protobuf:"bytes,2,opt,name=artifact,proto3" json:"artifact,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional: the run whose workflow declares the artifact. A CONFIRMED
+	// result records the exact digest and size in the run, which lets the
+	// consuming step begin; a REFUTED or INDETERMINATE one makes the run
+	// RECONCILIATION_REQUIRED.
+	RunId string `protobuf:"bytes,3,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// With run_id: the artifact's name in the workflow (a step's produces:)
+	// and the step that produced it.
+	RunArtifact   string `protobuf:"bytes,4,opt,name=run_artifact,json=runArtifact,proto3" json:"run_artifact,omitempty"`
+	Step          string `protobuf:"bytes,5,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VerifyArtifactRequest) Reset() {
@@ -2036,6 +2124,27 @@ func (x *VerifyArtifactRequest) GetArtifact() *Artifact {
 		return x.Artifact
 	}
 	return nil
+}
+
+func (x *VerifyArtifactRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *VerifyArtifactRequest) GetRunArtifact() string {
+	if x != nil {
+		return x.RunArtifact
+	}
+	return ""
+}
+
+func (x *VerifyArtifactRequest) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
 }
 
 // Artifact names one exact file: its content digest and size.
@@ -2118,7 +2227,9 @@ type VerifyArtifactResponse struct {
 	Substrate string `protobuf:"bytes,4,opt,name=substrate,proto3" json:"substrate,omitempty"`
 	// The DSSE envelope as a JSON object, payload type
 	// application/vnd.verifierd.artifact-verification.v1+json.
-	Receipt       *structpb.Struct `protobuf:"bytes,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	Receipt *structpb.Struct `protobuf:"bytes,6,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	// The oracle rung of the read (see EffectResult.oracle_rung).
+	OracleRung    int32 `protobuf:"varint,7,opt,name=oracle_rung,json=oracleRung,proto3" json:"oracle_rung,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2186,6 +2297,13 @@ func (x *VerifyArtifactResponse) GetReceipt() *structpb.Struct {
 		return x.Receipt
 	}
 	return nil
+}
+
+func (x *VerifyArtifactResponse) GetOracleRung() int32 {
+	if x != nil {
+		return x.OracleRung
+	}
+	return 0
 }
 
 // StepResult is the judgement of one step (a list of effects).
@@ -2341,8 +2459,12 @@ type EffectResult struct {
 	// What the loss checks could see: "collection" or "subject" (only the
 	// narrowed read). Empty from Judge.
 	CollateralScope string `protobuf:"bytes,14,opt,name=collateral_scope,json=collateralScope,proto3" json:"collateral_scope,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The rung of the oracle ladder the read stands on: 0 visual evidence
+	// (on-screen), 1 a separate read-only session (UI read-back), 2 a
+	// system-of-record read, 3 a counterparty acknowledgment. 0 from Judge.
+	OracleRung    int32 `protobuf:"varint,16,opt,name=oracle_rung,json=oracleRung,proto3" json:"oracle_rung,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EffectResult) Reset() {
@@ -2471,6 +2593,13 @@ func (x *EffectResult) GetCollateralScope() string {
 		return x.CollateralScope
 	}
 	return ""
+}
+
+func (x *EffectResult) GetOracleRung() int32 {
+	if x != nil {
+		return x.OracleRung
+	}
+	return 0
 }
 
 // ReconciliationTask asks a person to repair state. It carries no field or
@@ -2653,6 +2782,846 @@ func (x *ReconciliationEvidence) GetRecordDigests() []string {
 	return nil
 }
 
+type BeginRunRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A workflow registered in the daemon config (workflows:).
+	Workflow string `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// A deployment registered in the daemon config.
+	DeploymentName string `protobuf:"bytes,2,opt,name=deployment_name,json=deploymentName,proto3" json:"deployment_name,omitempty"`
+	// Run parameters, bound into every step (JSON scalars, as in Begin).
+	Params map[string]*structpb.Value `protobuf:"bytes,3,rep,name=params,proto3" json:"params,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Optional client-chosen id (1-128 of [A-Za-z0-9._-]); the daemon makes
+	// one when empty.
+	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BeginRunRequest) Reset() {
+	*x = BeginRunRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BeginRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BeginRunRequest) ProtoMessage() {}
+
+func (x *BeginRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BeginRunRequest.ProtoReflect.Descriptor instead.
+func (*BeginRunRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *BeginRunRequest) GetWorkflow() string {
+	if x != nil {
+		return x.Workflow
+	}
+	return ""
+}
+
+func (x *BeginRunRequest) GetDeploymentName() string {
+	if x != nil {
+		return x.DeploymentName
+	}
+	return ""
+}
+
+func (x *BeginRunRequest) GetParams() map[string]*structpb.Value {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *BeginRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type BeginRunResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BeginRunResponse) Reset() {
+	*x = BeginRunResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BeginRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BeginRunResponse) ProtoMessage() {}
+
+func (x *BeginRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BeginRunResponse.ProtoReflect.Descriptor instead.
+func (*BeginRunResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *BeginRunResponse) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type FinishRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishRunRequest) Reset() {
+	*x = FinishRunRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishRunRequest) ProtoMessage() {}
+
+func (x *FinishRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishRunRequest.ProtoReflect.Descriptor instead.
+func (*FinishRunRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *FinishRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type FinishRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Run   *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// The signed run receipt: the DSSE envelope as a JSON object, payload
+	// type application/vnd.verifierd.run-receipt.v1+json.
+	Receipt       *structpb.Struct `protobuf:"bytes,2,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FinishRunResponse) Reset() {
+	*x = FinishRunResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FinishRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FinishRunResponse) ProtoMessage() {}
+
+func (x *FinishRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FinishRunResponse.ProtoReflect.Descriptor instead.
+func (*FinishRunResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FinishRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *FinishRunResponse) GetReceipt() *structpb.Struct {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+type GetRunRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunRequest) Reset() {
+	*x = GetRunRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunRequest) ProtoMessage() {}
+
+func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
+func (*GetRunRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetRunRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type GetRunResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Run   *Run                   `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	// The latest run receipt; unset while the run was never sealed.
+	Receipt       *structpb.Struct `protobuf:"bytes,2,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRunResponse) Reset() {
+	*x = GetRunResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRunResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRunResponse) ProtoMessage() {}
+
+func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
+func (*GetRunResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetRunResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *GetRunResponse) GetReceipt() *structpb.Struct {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+type RollbackCheckRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RunId         string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackCheckRequest) Reset() {
+	*x = RollbackCheckRequest{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackCheckRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackCheckRequest) ProtoMessage() {}
+
+func (x *RollbackCheckRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackCheckRequest.ProtoReflect.Descriptor instead.
+func (*RollbackCheckRequest) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RollbackCheckRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+type RollbackCheckResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every change the run made is gone; the run is sealed
+	// ROLLED_BACK_VERIFIED and receipt holds its receipt.
+	RolledBack bool             `protobuf:"varint,1,opt,name=rolled_back,json=rolledBack,proto3" json:"rolled_back,omitempty"`
+	Run        *Run             `protobuf:"bytes,2,opt,name=run,proto3" json:"run,omitempty"`
+	Receipt    *structpb.Struct `protobuf:"bytes,3,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	// What remains (empty when rolled_back).
+	Remains       []*RollbackRemainder `protobuf:"bytes,4,rep,name=remains,proto3" json:"remains,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackCheckResponse) Reset() {
+	*x = RollbackCheckResponse{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackCheckResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackCheckResponse) ProtoMessage() {}
+
+func (x *RollbackCheckResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackCheckResponse.ProtoReflect.Descriptor instead.
+func (*RollbackCheckResponse) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *RollbackCheckResponse) GetRolledBack() bool {
+	if x != nil {
+		return x.RolledBack
+	}
+	return false
+}
+
+func (x *RollbackCheckResponse) GetRun() *Run {
+	if x != nil {
+		return x.Run
+	}
+	return nil
+}
+
+func (x *RollbackCheckResponse) GetReceipt() *structpb.Struct {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+func (x *RollbackCheckResponse) GetRemains() []*RollbackRemainder {
+	if x != nil {
+		return x.Remains
+	}
+	return nil
+}
+
+// RollbackRemainder is one effect whose change is still there, or could not
+// be shown gone.
+type RollbackRemainder struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Step      string                 `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`
+	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The effect's index in the step's contracts.
+	EffectIndex   int32     `protobuf:"varint,3,opt,name=effect_index,json=effectIndex,proto3" json:"effect_index,omitempty"`
+	ContractHash  string    `protobuf:"bytes,4,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
+	Reasons       []*Reason `protobuf:"bytes,5,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackRemainder) Reset() {
+	*x = RollbackRemainder{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackRemainder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackRemainder) ProtoMessage() {}
+
+func (x *RollbackRemainder) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackRemainder.ProtoReflect.Descriptor instead.
+func (*RollbackRemainder) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RollbackRemainder) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *RollbackRemainder) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RollbackRemainder) GetEffectIndex() int32 {
+	if x != nil {
+		return x.EffectIndex
+	}
+	return 0
+}
+
+func (x *RollbackRemainder) GetContractHash() string {
+	if x != nil {
+		return x.ContractHash
+	}
+	return ""
+}
+
+func (x *RollbackRemainder) GetReasons() []*Reason {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+// Run is a whole process: one workflow, one deployment, its steps.
+type Run struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	RunId          string                 `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	Workflow       string                 `protobuf:"bytes,2,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	DeploymentName string                 `protobuf:"bytes,3,opt,name=deployment_name,json=deploymentName,proto3" json:"deployment_name,omitempty"`
+	State          RunState               `protobuf:"varint,4,opt,name=state,proto3,enum=verifierd.verifier.v1.RunState" json:"state,omitempty"`
+	// The run classifier's outcome; unset while the run was never sealed.
+	Outcome Outcome `protobuf:"varint,5,opt,name=outcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"outcome,omitempty"`
+	// How many times the run was sealed (1 on the first FinishRun).
+	Attempt int32 `protobuf:"varint,6,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The weakest tier of the run's steps (internal tiers: 1 strongest);
+	// 0 while no step has a result.
+	Tier int32 `protobuf:"varint,7,opt,name=tier,proto3" json:"tier,omitempty"`
+	// The lowest oracle rung of the run's steps.
+	OracleRung int32 `protobuf:"varint,8,opt,name=oracle_rung,json=oracleRung,proto3" json:"oracle_rung,omitempty"`
+	// One entry per step of the workflow, in the workflow's order.
+	Steps     []*RunStep     `protobuf:"bytes,9,rep,name=steps,proto3" json:"steps,omitempty"`
+	Artifacts []*RunArtifact `protobuf:"bytes,10,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	// Why the outcome is not VERIFIED (codes such as step_not_verified,
+	// artifact_unverified, tier_below_run_min); empty when VERIFIED.
+	Reasons       []*Reason              `protobuf:"bytes,11,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	BegunAt       *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=begun_at,json=begunAt,proto3" json:"begun_at,omitempty"`
+	SealedAt      *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=sealed_at,json=sealedAt,proto3" json:"sealed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Run) Reset() {
+	*x = Run{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Run) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Run) ProtoMessage() {}
+
+func (x *Run) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Run.ProtoReflect.Descriptor instead.
+func (*Run) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Run) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *Run) GetWorkflow() string {
+	if x != nil {
+		return x.Workflow
+	}
+	return ""
+}
+
+func (x *Run) GetDeploymentName() string {
+	if x != nil {
+		return x.DeploymentName
+	}
+	return ""
+}
+
+func (x *Run) GetState() RunState {
+	if x != nil {
+		return x.State
+	}
+	return RunState_RUN_STATE_UNSPECIFIED
+}
+
+func (x *Run) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *Run) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Run) GetTier() int32 {
+	if x != nil {
+		return x.Tier
+	}
+	return 0
+}
+
+func (x *Run) GetOracleRung() int32 {
+	if x != nil {
+		return x.OracleRung
+	}
+	return 0
+}
+
+func (x *Run) GetSteps() []*RunStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *Run) GetArtifacts() []*RunArtifact {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
+}
+
+func (x *Run) GetReasons() []*Reason {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *Run) GetBegunAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BegunAt
+	}
+	return nil
+}
+
+func (x *Run) GetSealedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SealedAt
+	}
+	return nil
+}
+
+type RunStep struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Step  string                 `protobuf:"bytes,1,opt,name=step,proto3" json:"step,omitempty"`
+	// Risk irreversible or reversible: the run needs it VERIFIED.
+	Consequential bool `protobuf:"varint,2,opt,name=consequential,proto3" json:"consequential,omitempty"`
+	// The latest session begun for the step in the run; empty when none.
+	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The session's latest result (after any Reverify); unset while not
+	// verified.
+	Outcome    Outcome `protobuf:"varint,4,opt,name=outcome,proto3,enum=verifierd.verifier.v1.Outcome" json:"outcome,omitempty"`
+	Tier       int32   `protobuf:"varint,5,opt,name=tier,proto3" json:"tier,omitempty"`
+	OracleRung int32   `protobuf:"varint,6,opt,name=oracle_rung,json=oracleRung,proto3" json:"oracle_rung,omitempty"`
+	// sha256: digest of the step's latest receipt envelope.
+	ReceiptDigest string `protobuf:"bytes,7,opt,name=receipt_digest,json=receiptDigest,proto3" json:"receipt_digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunStep) Reset() {
+	*x = RunStep{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunStep) ProtoMessage() {}
+
+func (x *RunStep) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunStep.ProtoReflect.Descriptor instead.
+func (*RunStep) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *RunStep) GetStep() string {
+	if x != nil {
+		return x.Step
+	}
+	return ""
+}
+
+func (x *RunStep) GetConsequential() bool {
+	if x != nil {
+		return x.Consequential
+	}
+	return false
+}
+
+func (x *RunStep) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RunStep) GetOutcome() Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return Outcome_OUTCOME_UNSPECIFIED
+}
+
+func (x *RunStep) GetTier() int32 {
+	if x != nil {
+		return x.Tier
+	}
+	return 0
+}
+
+func (x *RunStep) GetOracleRung() int32 {
+	if x != nil {
+		return x.OracleRung
+	}
+	return 0
+}
+
+func (x *RunStep) GetReceiptDigest() string {
+	if x != nil {
+		return x.ReceiptDigest
+	}
+	return ""
+}
+
+type RunArtifact struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The artifact's name in the workflow.
+	Artifact string `protobuf:"bytes,1,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	FromStep string `protobuf:"bytes,2,opt,name=from_step,json=fromStep,proto3" json:"from_step,omitempty"`
+	// The latest VerifyArtifact verdict in the run; unset while not checked.
+	Verdict Verdict `protobuf:"varint,3,opt,name=verdict,proto3,enum=verifierd.verifier.v1.Verdict" json:"verdict,omitempty"`
+	// The exact digest and size a CONFIRMED result recorded.
+	Sha256 string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	Size   int64  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	// sha256: digest of the artifact verification receipt envelope.
+	ReceiptDigest string `protobuf:"bytes,6,opt,name=receipt_digest,json=receiptDigest,proto3" json:"receipt_digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunArtifact) Reset() {
+	*x = RunArtifact{}
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunArtifact) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunArtifact) ProtoMessage() {}
+
+func (x *RunArtifact) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_verifier_v1_verifier_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunArtifact.ProtoReflect.Descriptor instead.
+func (*RunArtifact) Descriptor() ([]byte, []int) {
+	return file_verifierd_verifier_v1_verifier_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *RunArtifact) GetArtifact() string {
+	if x != nil {
+		return x.Artifact
+	}
+	return ""
+}
+
+func (x *RunArtifact) GetFromStep() string {
+	if x != nil {
+		return x.FromStep
+	}
+	return ""
+}
+
+func (x *RunArtifact) GetVerdict() Verdict {
+	if x != nil {
+		return x.Verdict
+	}
+	return Verdict_VERDICT_UNSPECIFIED
+}
+
+func (x *RunArtifact) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *RunArtifact) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *RunArtifact) GetReceiptDigest() string {
+	if x != nil {
+		return x.ReceiptDigest
+	}
+	return ""
+}
+
 var File_verifierd_verifier_v1_verifier_proto protoreflect.FileDescriptor
 
 const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
@@ -2678,14 +3647,15 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\bwarnings\x18\x06 \x03(\tR\bwarnings\x12\x18\n" +
 	"\anewness\x18\a \x01(\tR\anewness\x12\x1c\n" +
 	"\tnarrowing\x18\b \x03(\tR\tnarrowing\x12)\n" +
-	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\xeb\x02\n" +
+	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\x82\x03\n" +
 	"\fBeginRequest\x12)\n" +
 	"\x0fdeployment_yaml\x18\x01 \x01(\tH\x00R\x0edeploymentYaml\x12)\n" +
 	"\x0fdeployment_name\x18\x02 \x01(\tH\x00R\x0edeploymentName\x12\x18\n" +
 	"\aeffects\x18\x03 \x01(\tR\aeffects\x12G\n" +
 	"\x06params\x18\a \x03(\v2/.verifierd.verifier.v1.BeginRequest.ParamsEntryR\x06params\x12\x1a\n" +
 	"\bworkflow\x18\x05 \x01(\tR\bworkflow\x12\x12\n" +
-	"\x04step\x18\x06 \x01(\tR\x04step\x1aQ\n" +
+	"\x04step\x18\x06 \x01(\tR\x04step\x12\x15\n" +
+	"\x06run_id\x18\b \x01(\tR\x05runId\x1aQ\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
 	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01B\f\n" +
@@ -2749,14 +3719,16 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\vverified_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"verifiedAt\x121\n" +
 	"\areceipt\x18\t \x01(\v2\x17.google.protobuf.StructR\areceipt\x12O\n" +
-	"\x0freverifications\x18\b \x03(\v2%.verifierd.verifier.v1.ReverificationR\x0freverificationsJ\x04\b\a\x10\bR\freceipt_json\"\x81\x02\n" +
+	"\x0freverifications\x18\b \x03(\v2%.verifierd.verifier.v1.ReverificationR\x0freverificationsJ\x04\b\a\x10\bR\freceipt_json\"\xa2\x02\n" +
 	"\x0eReverification\x12\x18\n" +
 	"\aattempt\x18\x01 \x01(\x05R\aattempt\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x129\n" +
 	"\x06result\x18\x03 \x01(\v2!.verifierd.verifier.v1.StepResultR\x06result\x12;\n" +
 	"\vverified_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"verifiedAt\x121\n" +
-	"\areceipt\x18\x06 \x01(\v2\x17.google.protobuf.StructR\areceiptJ\x04\b\x05\x10\x06R\freceipt_json\"\x10\n" +
+	"\areceipt\x18\x06 \x01(\v2\x17.google.protobuf.StructR\areceipt\x12\x1f\n" +
+	"\voracle_rung\x18\a \x01(\x05R\n" +
+	"oracleRungJ\x04\b\x05\x10\x06R\freceipt_json\"\x10\n" +
 	"\x0eGetInfoRequest\"\x87\x01\n" +
 	"\x0fGetInfoResponse\x12\x1d\n" +
 	"\n" +
@@ -2788,22 +3760,27 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x10ReverifyResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12M\n" +
-	"\x0ereverification\x18\x02 \x01(\v2%.verifierd.verifier.v1.ReverificationR\x0ereverification\"}\n" +
+	"\x0ereverification\x18\x02 \x01(\v2%.verifierd.verifier.v1.ReverificationR\x0ereverification\"\xcb\x01\n" +
 	"\x15VerifyArtifactRequest\x12'\n" +
 	"\x0fdeployment_name\x18\x01 \x01(\tR\x0edeploymentName\x12;\n" +
-	"\bartifact\x18\x02 \x01(\v2\x1f.verifierd.verifier.v1.ArtifactR\bartifact\"i\n" +
+	"\bartifact\x18\x02 \x01(\v2\x1f.verifierd.verifier.v1.ArtifactR\bartifact\x12\x15\n" +
+	"\x06run_id\x18\x03 \x01(\tR\x05runId\x12!\n" +
+	"\frun_artifact\x18\x04 \x01(\tR\vrunArtifact\x12\x12\n" +
+	"\x04step\x18\x05 \x01(\tR\x04step\"i\n" +
 	"\bArtifact\x12\x16\n" +
 	"\x06sha256\x18\x01 \x01(\tR\x06sha256\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x03 \x01(\tR\tmediaType\x12\x12\n" +
-	"\x04name\x18\x04 \x01(\tR\x04name\"\x84\x02\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\"\xa5\x02\n" +
 	"\x16VerifyArtifactResponse\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x127\n" +
 	"\areasons\x18\x02 \x03(\v2\x1d.verifierd.verifier.v1.ReasonR\areasons\x12\x12\n" +
 	"\x04tier\x18\x03 \x01(\x05R\x04tier\x12\x1c\n" +
 	"\tsubstrate\x18\x04 \x01(\tR\tsubstrate\x121\n" +
-	"\areceipt\x18\x06 \x01(\v2\x17.google.protobuf.StructR\areceiptJ\x04\b\x05\x10\x06R\freceipt_json\"\xd0\x01\n" +
+	"\areceipt\x18\x06 \x01(\v2\x17.google.protobuf.StructR\areceipt\x12\x1f\n" +
+	"\voracle_rung\x18\a \x01(\x05R\n" +
+	"oracleRungJ\x04\b\x05\x10\x06R\freceipt_json\"\xd0\x01\n" +
 	"\n" +
 	"StepResult\x128\n" +
 	"\aoutcome\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12=\n" +
@@ -2811,7 +3788,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x10terminal_outcome\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x8f\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xb0\x06\n" +
 	"\fEffectResult\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x12:\n" +
 	"\x06result\x18\x02 \x01(\x0e2\".verifierd.verifier.v1.ResultClassR\x06result\x127\n" +
@@ -2827,7 +3804,9 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\tsubstrate\x18\v \x01(\tR\tsubstrate\x12Z\n" +
 	"\x13reconciliation_task\x18\f \x01(\v2).verifierd.verifier.v1.ReconciliationTaskR\x12reconciliationTask\x12\x18\n" +
 	"\anewness\x18\r \x01(\tR\anewness\x12)\n" +
-	"\x10collateral_scope\x18\x0e \x01(\tR\x0fcollateralScopeB\x11\n" +
+	"\x10collateral_scope\x18\x0e \x01(\tR\x0fcollateralScope\x12\x1f\n" +
+	"\voracle_rung\x18\x10 \x01(\x05R\n" +
+	"oracleRungB\x11\n" +
 	"\x0f_observed_countB\x11\n" +
 	"\x0f_expected_countB\x11\n" +
 	"\x0f_observed_valueB\x11\n" +
@@ -2850,18 +3829,87 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x0erecord_digests\x18\x04 \x03(\tR\rrecordDigestsB\x11\n" +
 	"\x0f_observed_countB\x11\n" +
 	"\x0f_expected_countB\x0f\n" +
-	"\r_values_match*F\n" +
+	"\r_values_match\"\x8c\x02\n" +
+	"\x0fBeginRunRequest\x12\x1a\n" +
+	"\bworkflow\x18\x01 \x01(\tR\bworkflow\x12'\n" +
+	"\x0fdeployment_name\x18\x02 \x01(\tR\x0edeploymentName\x12J\n" +
+	"\x06params\x18\x03 \x03(\v22.verifierd.verifier.v1.BeginRunRequest.ParamsEntryR\x06params\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\x1aQ\n" +
+	"\vParamsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12,\n" +
+	"\x05value\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x05value:\x028\x01\")\n" +
+	"\x10BeginRunResponse\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\")\n" +
+	"\x10FinishRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"t\n" +
+	"\x11FinishRunResponse\x12,\n" +
+	"\x03run\x18\x01 \x01(\v2\x1a.verifierd.verifier.v1.RunR\x03run\x121\n" +
+	"\areceipt\x18\x02 \x01(\v2\x17.google.protobuf.StructR\areceipt\"&\n" +
+	"\rGetRunRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"q\n" +
+	"\x0eGetRunResponse\x12,\n" +
+	"\x03run\x18\x01 \x01(\v2\x1a.verifierd.verifier.v1.RunR\x03run\x121\n" +
+	"\areceipt\x18\x02 \x01(\v2\x17.google.protobuf.StructR\areceipt\"-\n" +
+	"\x14RollbackCheckRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\xdd\x01\n" +
+	"\x15RollbackCheckResponse\x12\x1f\n" +
+	"\vrolled_back\x18\x01 \x01(\bR\n" +
+	"rolledBack\x12,\n" +
+	"\x03run\x18\x02 \x01(\v2\x1a.verifierd.verifier.v1.RunR\x03run\x121\n" +
+	"\areceipt\x18\x03 \x01(\v2\x17.google.protobuf.StructR\areceipt\x12B\n" +
+	"\aremains\x18\x04 \x03(\v2(.verifierd.verifier.v1.RollbackRemainderR\aremains\"\xc7\x01\n" +
+	"\x11RollbackRemainder\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12!\n" +
+	"\feffect_index\x18\x03 \x01(\x05R\veffectIndex\x12#\n" +
+	"\rcontract_hash\x18\x04 \x01(\tR\fcontractHash\x127\n" +
+	"\areasons\x18\x05 \x03(\v2\x1d.verifierd.verifier.v1.ReasonR\areasons\"\xc2\x04\n" +
+	"\x03Run\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
+	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12'\n" +
+	"\x0fdeployment_name\x18\x03 \x01(\tR\x0edeploymentName\x125\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x1f.verifierd.verifier.v1.RunStateR\x05state\x128\n" +
+	"\aoutcome\x18\x05 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12\x18\n" +
+	"\aattempt\x18\x06 \x01(\x05R\aattempt\x12\x12\n" +
+	"\x04tier\x18\a \x01(\x05R\x04tier\x12\x1f\n" +
+	"\voracle_rung\x18\b \x01(\x05R\n" +
+	"oracleRung\x124\n" +
+	"\x05steps\x18\t \x03(\v2\x1e.verifierd.verifier.v1.RunStepR\x05steps\x12@\n" +
+	"\tartifacts\x18\n" +
+	" \x03(\v2\".verifierd.verifier.v1.RunArtifactR\tartifacts\x127\n" +
+	"\areasons\x18\v \x03(\v2\x1d.verifierd.verifier.v1.ReasonR\areasons\x125\n" +
+	"\bbegun_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\abegunAt\x127\n" +
+	"\tsealed_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\bsealedAt\"\xf8\x01\n" +
+	"\aRunStep\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\x12$\n" +
+	"\rconsequential\x18\x02 \x01(\bR\rconsequential\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x128\n" +
+	"\aoutcome\x18\x04 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\aoutcome\x12\x12\n" +
+	"\x04tier\x18\x05 \x01(\x05R\x04tier\x12\x1f\n" +
+	"\voracle_rung\x18\x06 \x01(\x05R\n" +
+	"oracleRung\x12%\n" +
+	"\x0ereceipt_digest\x18\a \x01(\tR\rreceiptDigest\"\xd3\x01\n" +
+	"\vRunArtifact\x12\x1a\n" +
+	"\bartifact\x18\x01 \x01(\tR\bartifact\x12\x1b\n" +
+	"\tfrom_step\x18\x02 \x01(\tR\bfromStep\x128\n" +
+	"\averdict\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12\x12\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12%\n" +
+	"\x0ereceipt_digest\x18\x06 \x01(\tR\rreceiptDigest*F\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05begun\x10\x01\x12\f\n" +
-	"\bverified\x10\x02*\x91\x01\n" +
+	"\bverified\x10\x02*\xab\x01\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\f\n" +
 	"\bVERIFIED\x10\x01\x12\x1b\n" +
 	"\x17RECONCILIATION_REQUIRED\x10\x02\x12\x18\n" +
 	"\x14HALTED_BEFORE_EFFECT\x10\x03\x12\x13\n" +
 	"\x0fREJECTED_POLICY\x10\x04\x12\x13\n" +
-	"\x0fFAILED_PLATFORM\x10\x05*Q\n" +
+	"\x0fFAILED_PLATFORM\x10\x05\x12\x18\n" +
+	"\x14ROLLED_BACK_VERIFIED\x10\x06*Q\n" +
 	"\aVerdict\x12\x17\n" +
 	"\x13VERDICT_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tCONFIRMED\x10\x01\x12\v\n" +
@@ -2885,7 +3933,12 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x0eRESTORE_ACCESS\x10\x01\x12\x15\n" +
 	"\x11REMOVE_DUPLICATES\x10\x02\x12\x11\n" +
 	"\rMANUAL_REPAIR\x10\x03\x12\x19\n" +
-	"\x15REVERIFY_BEFORE_RETRY\x10\x042\xf3\x06\n" +
+	"\x15REVERIFY_BEFORE_RETRY\x10\x04*;\n" +
+	"\bRunState\x12\x19\n" +
+	"\x15RUN_STATE_UNSPECIFIED\x10\x00\x12\b\n" +
+	"\x04open\x10\x01\x12\n" +
+	"\n" +
+	"\x06sealed\x10\x022\xf3\t\n" +
 	"\x0fVerifierService\x12m\n" +
 	"\x0eTestConnection\x12,.verifierd.verifier.v1.TestConnectionRequest\x1a-.verifierd.verifier.v1.TestConnectionResponse\x12R\n" +
 	"\x05Begin\x12#.verifierd.verifier.v1.BeginRequest\x1a$.verifierd.verifier.v1.BeginResponse\x12U\n" +
@@ -2896,7 +3949,11 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\aGetInfo\x12%.verifierd.verifier.v1.GetInfoRequest\x1a&.verifierd.verifier.v1.GetInfoResponse\x12i\n" +
 	"\fExportLedger\x12*.verifierd.verifier.v1.ExportLedgerRequest\x1a+.verifierd.verifier.v1.ExportLedgerResponse0\x01\x12[\n" +
 	"\bReverify\x12&.verifierd.verifier.v1.ReverifyRequest\x1a'.verifierd.verifier.v1.ReverifyResponse\x12m\n" +
-	"\x0eVerifyArtifact\x12,.verifierd.verifier.v1.VerifyArtifactRequest\x1a-.verifierd.verifier.v1.VerifyArtifactResponseBGZEgithub.com/verifierd/verifierd/proto/verifierd/verifier/v1;verifierv1b\x06proto3"
+	"\x0eVerifyArtifact\x12,.verifierd.verifier.v1.VerifyArtifactRequest\x1a-.verifierd.verifier.v1.VerifyArtifactResponse\x12[\n" +
+	"\bBeginRun\x12&.verifierd.verifier.v1.BeginRunRequest\x1a'.verifierd.verifier.v1.BeginRunResponse\x12^\n" +
+	"\tFinishRun\x12'.verifierd.verifier.v1.FinishRunRequest\x1a(.verifierd.verifier.v1.FinishRunResponse\x12U\n" +
+	"\x06GetRun\x12$.verifierd.verifier.v1.GetRunRequest\x1a%.verifierd.verifier.v1.GetRunResponse\x12j\n" +
+	"\rRollbackCheck\x12+.verifierd.verifier.v1.RollbackCheckRequest\x1a,.verifierd.verifier.v1.RollbackCheckResponseBGZEgithub.com/verifierd/verifierd/proto/verifierd/verifier/v1;verifierv1b\x06proto3"
 
 var (
 	file_verifierd_verifier_v1_verifier_proto_rawDescOnce sync.Once
@@ -2910,8 +3967,8 @@ func file_verifierd_verifier_v1_verifier_proto_rawDescGZIP() []byte {
 	return file_verifierd_verifier_v1_verifier_proto_rawDescData
 }
 
-var file_verifierd_verifier_v1_verifier_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_verifierd_verifier_v1_verifier_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_verifierd_verifier_v1_verifier_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_verifierd_verifier_v1_verifier_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	(SessionState)(0),              // 0: verifierd.verifier.v1.SessionState
 	(Outcome)(0),                   // 1: verifierd.verifier.v1.Outcome
@@ -2919,119 +3976,160 @@ var file_verifierd_verifier_v1_verifier_proto_goTypes = []any{
 	(ResultClass)(0),               // 3: verifierd.verifier.v1.ResultClass
 	(ReconciliationKind)(0),        // 4: verifierd.verifier.v1.ReconciliationKind
 	(SuggestedAction)(0),           // 5: verifierd.verifier.v1.SuggestedAction
-	(*TestConnectionRequest)(nil),  // 6: verifierd.verifier.v1.TestConnectionRequest
-	(*TestConnectionResponse)(nil), // 7: verifierd.verifier.v1.TestConnectionResponse
-	(*CandidateConnection)(nil),    // 8: verifierd.verifier.v1.CandidateConnection
-	(*BeginRequest)(nil),           // 9: verifierd.verifier.v1.BeginRequest
-	(*BeginResponse)(nil),          // 10: verifierd.verifier.v1.BeginResponse
-	(*RegisteredStep)(nil),         // 11: verifierd.verifier.v1.RegisteredStep
-	(*BegunEffect)(nil),            // 12: verifierd.verifier.v1.BegunEffect
-	(*VerifyRequest)(nil),          // 13: verifierd.verifier.v1.VerifyRequest
-	(*VerifyResponse)(nil),         // 14: verifierd.verifier.v1.VerifyResponse
-	(*JudgeRequest)(nil),           // 15: verifierd.verifier.v1.JudgeRequest
-	(*JudgeResponse)(nil),          // 16: verifierd.verifier.v1.JudgeResponse
-	(*Read)(nil),                   // 17: verifierd.verifier.v1.Read
-	(*Freshness)(nil),              // 18: verifierd.verifier.v1.Freshness
-	(*GetSessionRequest)(nil),      // 19: verifierd.verifier.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),     // 20: verifierd.verifier.v1.GetSessionResponse
-	(*Reverification)(nil),         // 21: verifierd.verifier.v1.Reverification
-	(*GetInfoRequest)(nil),         // 22: verifierd.verifier.v1.GetInfoRequest
-	(*GetInfoResponse)(nil),        // 23: verifierd.verifier.v1.GetInfoResponse
-	(*ExportLedgerRequest)(nil),    // 24: verifierd.verifier.v1.ExportLedgerRequest
-	(*ExportLedgerResponse)(nil),   // 25: verifierd.verifier.v1.ExportLedgerResponse
-	(*LedgerEntry)(nil),            // 26: verifierd.verifier.v1.LedgerEntry
-	(*ReverifyRequest)(nil),        // 27: verifierd.verifier.v1.ReverifyRequest
-	(*ReverifyResponse)(nil),       // 28: verifierd.verifier.v1.ReverifyResponse
-	(*VerifyArtifactRequest)(nil),  // 29: verifierd.verifier.v1.VerifyArtifactRequest
-	(*Artifact)(nil),               // 30: verifierd.verifier.v1.Artifact
-	(*VerifyArtifactResponse)(nil), // 31: verifierd.verifier.v1.VerifyArtifactResponse
-	(*StepResult)(nil),             // 32: verifierd.verifier.v1.StepResult
-	(*Reason)(nil),                 // 33: verifierd.verifier.v1.Reason
-	(*EffectResult)(nil),           // 34: verifierd.verifier.v1.EffectResult
-	(*ReconciliationTask)(nil),     // 35: verifierd.verifier.v1.ReconciliationTask
-	(*ReconciliationEvidence)(nil), // 36: verifierd.verifier.v1.ReconciliationEvidence
-	nil,                            // 37: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
-	nil,                            // 38: verifierd.verifier.v1.BeginRequest.ParamsEntry
-	nil,                            // 39: verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	(*structpb.Struct)(nil),        // 40: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),  // 41: google.protobuf.Timestamp
-	(*structpb.Value)(nil),         // 42: google.protobuf.Value
+	(RunState)(0),                  // 6: verifierd.verifier.v1.RunState
+	(*TestConnectionRequest)(nil),  // 7: verifierd.verifier.v1.TestConnectionRequest
+	(*TestConnectionResponse)(nil), // 8: verifierd.verifier.v1.TestConnectionResponse
+	(*CandidateConnection)(nil),    // 9: verifierd.verifier.v1.CandidateConnection
+	(*BeginRequest)(nil),           // 10: verifierd.verifier.v1.BeginRequest
+	(*BeginResponse)(nil),          // 11: verifierd.verifier.v1.BeginResponse
+	(*RegisteredStep)(nil),         // 12: verifierd.verifier.v1.RegisteredStep
+	(*BegunEffect)(nil),            // 13: verifierd.verifier.v1.BegunEffect
+	(*VerifyRequest)(nil),          // 14: verifierd.verifier.v1.VerifyRequest
+	(*VerifyResponse)(nil),         // 15: verifierd.verifier.v1.VerifyResponse
+	(*JudgeRequest)(nil),           // 16: verifierd.verifier.v1.JudgeRequest
+	(*JudgeResponse)(nil),          // 17: verifierd.verifier.v1.JudgeResponse
+	(*Read)(nil),                   // 18: verifierd.verifier.v1.Read
+	(*Freshness)(nil),              // 19: verifierd.verifier.v1.Freshness
+	(*GetSessionRequest)(nil),      // 20: verifierd.verifier.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),     // 21: verifierd.verifier.v1.GetSessionResponse
+	(*Reverification)(nil),         // 22: verifierd.verifier.v1.Reverification
+	(*GetInfoRequest)(nil),         // 23: verifierd.verifier.v1.GetInfoRequest
+	(*GetInfoResponse)(nil),        // 24: verifierd.verifier.v1.GetInfoResponse
+	(*ExportLedgerRequest)(nil),    // 25: verifierd.verifier.v1.ExportLedgerRequest
+	(*ExportLedgerResponse)(nil),   // 26: verifierd.verifier.v1.ExportLedgerResponse
+	(*LedgerEntry)(nil),            // 27: verifierd.verifier.v1.LedgerEntry
+	(*ReverifyRequest)(nil),        // 28: verifierd.verifier.v1.ReverifyRequest
+	(*ReverifyResponse)(nil),       // 29: verifierd.verifier.v1.ReverifyResponse
+	(*VerifyArtifactRequest)(nil),  // 30: verifierd.verifier.v1.VerifyArtifactRequest
+	(*Artifact)(nil),               // 31: verifierd.verifier.v1.Artifact
+	(*VerifyArtifactResponse)(nil), // 32: verifierd.verifier.v1.VerifyArtifactResponse
+	(*StepResult)(nil),             // 33: verifierd.verifier.v1.StepResult
+	(*Reason)(nil),                 // 34: verifierd.verifier.v1.Reason
+	(*EffectResult)(nil),           // 35: verifierd.verifier.v1.EffectResult
+	(*ReconciliationTask)(nil),     // 36: verifierd.verifier.v1.ReconciliationTask
+	(*ReconciliationEvidence)(nil), // 37: verifierd.verifier.v1.ReconciliationEvidence
+	(*BeginRunRequest)(nil),        // 38: verifierd.verifier.v1.BeginRunRequest
+	(*BeginRunResponse)(nil),       // 39: verifierd.verifier.v1.BeginRunResponse
+	(*FinishRunRequest)(nil),       // 40: verifierd.verifier.v1.FinishRunRequest
+	(*FinishRunResponse)(nil),      // 41: verifierd.verifier.v1.FinishRunResponse
+	(*GetRunRequest)(nil),          // 42: verifierd.verifier.v1.GetRunRequest
+	(*GetRunResponse)(nil),         // 43: verifierd.verifier.v1.GetRunResponse
+	(*RollbackCheckRequest)(nil),   // 44: verifierd.verifier.v1.RollbackCheckRequest
+	(*RollbackCheckResponse)(nil),  // 45: verifierd.verifier.v1.RollbackCheckResponse
+	(*RollbackRemainder)(nil),      // 46: verifierd.verifier.v1.RollbackRemainder
+	(*Run)(nil),                    // 47: verifierd.verifier.v1.Run
+	(*RunStep)(nil),                // 48: verifierd.verifier.v1.RunStep
+	(*RunArtifact)(nil),            // 49: verifierd.verifier.v1.RunArtifact
+	nil,                            // 50: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
+	nil,                            // 51: verifierd.verifier.v1.BeginRequest.ParamsEntry
+	nil,                            // 52: verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	nil,                            // 53: verifierd.verifier.v1.BeginRunRequest.ParamsEntry
+	(*structpb.Struct)(nil),        // 54: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
+	(*structpb.Value)(nil),         // 56: google.protobuf.Value
 }
 var file_verifierd_verifier_v1_verifier_proto_depIdxs = []int32{
-	37, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
-	8,  // 1: verifierd.verifier.v1.TestConnectionResponse.candidates:type_name -> verifierd.verifier.v1.CandidateConnection
-	38, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
-	12, // 3: verifierd.verifier.v1.BeginResponse.effects:type_name -> verifierd.verifier.v1.BegunEffect
-	11, // 4: verifierd.verifier.v1.BeginResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
+	50, // 0: verifierd.verifier.v1.TestConnectionRequest.params:type_name -> verifierd.verifier.v1.TestConnectionRequest.ParamsEntry
+	9,  // 1: verifierd.verifier.v1.TestConnectionResponse.candidates:type_name -> verifierd.verifier.v1.CandidateConnection
+	51, // 2: verifierd.verifier.v1.BeginRequest.params:type_name -> verifierd.verifier.v1.BeginRequest.ParamsEntry
+	13, // 3: verifierd.verifier.v1.BeginResponse.effects:type_name -> verifierd.verifier.v1.BegunEffect
+	12, // 4: verifierd.verifier.v1.BeginResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
 	1,  // 5: verifierd.verifier.v1.VerifyResponse.outcome:type_name -> verifierd.verifier.v1.Outcome
 	1,  // 6: verifierd.verifier.v1.VerifyResponse.terminal_outcome:type_name -> verifierd.verifier.v1.Outcome
-	34, // 7: verifierd.verifier.v1.VerifyResponse.effects:type_name -> verifierd.verifier.v1.EffectResult
-	11, // 8: verifierd.verifier.v1.VerifyResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
-	40, // 9: verifierd.verifier.v1.VerifyResponse.receipt:type_name -> google.protobuf.Struct
-	39, // 10: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
-	17, // 11: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
-	17, // 12: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
-	41, // 13: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
-	18, // 14: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
+	35, // 7: verifierd.verifier.v1.VerifyResponse.effects:type_name -> verifierd.verifier.v1.EffectResult
+	12, // 8: verifierd.verifier.v1.VerifyResponse.registered_step:type_name -> verifierd.verifier.v1.RegisteredStep
+	54, // 9: verifierd.verifier.v1.VerifyResponse.receipt:type_name -> google.protobuf.Struct
+	52, // 10: verifierd.verifier.v1.JudgeRequest.params:type_name -> verifierd.verifier.v1.JudgeRequest.ParamsEntry
+	18, // 11: verifierd.verifier.v1.JudgeRequest.before:type_name -> verifierd.verifier.v1.Read
+	18, // 12: verifierd.verifier.v1.JudgeRequest.after:type_name -> verifierd.verifier.v1.Read
+	55, // 13: verifierd.verifier.v1.JudgeRequest.now:type_name -> google.protobuf.Timestamp
+	19, // 14: verifierd.verifier.v1.JudgeRequest.freshness:type_name -> verifierd.verifier.v1.Freshness
 	1,  // 15: verifierd.verifier.v1.JudgeResponse.outcome:type_name -> verifierd.verifier.v1.Outcome
-	34, // 16: verifierd.verifier.v1.JudgeResponse.effects:type_name -> verifierd.verifier.v1.EffectResult
-	40, // 17: verifierd.verifier.v1.Read.records:type_name -> google.protobuf.Struct
+	35, // 16: verifierd.verifier.v1.JudgeResponse.effects:type_name -> verifierd.verifier.v1.EffectResult
+	54, // 17: verifierd.verifier.v1.Read.records:type_name -> google.protobuf.Struct
 	0,  // 18: verifierd.verifier.v1.GetSessionResponse.state:type_name -> verifierd.verifier.v1.SessionState
-	10, // 19: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
-	32, // 20: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
-	41, // 21: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
-	41, // 22: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
-	40, // 23: verifierd.verifier.v1.GetSessionResponse.receipt:type_name -> google.protobuf.Struct
-	21, // 24: verifierd.verifier.v1.GetSessionResponse.reverifications:type_name -> verifierd.verifier.v1.Reverification
-	32, // 25: verifierd.verifier.v1.Reverification.result:type_name -> verifierd.verifier.v1.StepResult
-	41, // 26: verifierd.verifier.v1.Reverification.verified_at:type_name -> google.protobuf.Timestamp
-	40, // 27: verifierd.verifier.v1.Reverification.receipt:type_name -> google.protobuf.Struct
-	26, // 28: verifierd.verifier.v1.ExportLedgerResponse.entry:type_name -> verifierd.verifier.v1.LedgerEntry
-	40, // 29: verifierd.verifier.v1.ExportLedgerResponse.checkpoint:type_name -> google.protobuf.Struct
-	41, // 30: verifierd.verifier.v1.LedgerEntry.at:type_name -> google.protobuf.Timestamp
-	21, // 31: verifierd.verifier.v1.ReverifyResponse.reverification:type_name -> verifierd.verifier.v1.Reverification
-	30, // 32: verifierd.verifier.v1.VerifyArtifactRequest.artifact:type_name -> verifierd.verifier.v1.Artifact
+	11, // 19: verifierd.verifier.v1.GetSessionResponse.begin:type_name -> verifierd.verifier.v1.BeginResponse
+	33, // 20: verifierd.verifier.v1.GetSessionResponse.result:type_name -> verifierd.verifier.v1.StepResult
+	55, // 21: verifierd.verifier.v1.GetSessionResponse.begun_at:type_name -> google.protobuf.Timestamp
+	55, // 22: verifierd.verifier.v1.GetSessionResponse.verified_at:type_name -> google.protobuf.Timestamp
+	54, // 23: verifierd.verifier.v1.GetSessionResponse.receipt:type_name -> google.protobuf.Struct
+	22, // 24: verifierd.verifier.v1.GetSessionResponse.reverifications:type_name -> verifierd.verifier.v1.Reverification
+	33, // 25: verifierd.verifier.v1.Reverification.result:type_name -> verifierd.verifier.v1.StepResult
+	55, // 26: verifierd.verifier.v1.Reverification.verified_at:type_name -> google.protobuf.Timestamp
+	54, // 27: verifierd.verifier.v1.Reverification.receipt:type_name -> google.protobuf.Struct
+	27, // 28: verifierd.verifier.v1.ExportLedgerResponse.entry:type_name -> verifierd.verifier.v1.LedgerEntry
+	54, // 29: verifierd.verifier.v1.ExportLedgerResponse.checkpoint:type_name -> google.protobuf.Struct
+	55, // 30: verifierd.verifier.v1.LedgerEntry.at:type_name -> google.protobuf.Timestamp
+	22, // 31: verifierd.verifier.v1.ReverifyResponse.reverification:type_name -> verifierd.verifier.v1.Reverification
+	31, // 32: verifierd.verifier.v1.VerifyArtifactRequest.artifact:type_name -> verifierd.verifier.v1.Artifact
 	2,  // 33: verifierd.verifier.v1.VerifyArtifactResponse.verdict:type_name -> verifierd.verifier.v1.Verdict
-	33, // 34: verifierd.verifier.v1.VerifyArtifactResponse.reasons:type_name -> verifierd.verifier.v1.Reason
-	40, // 35: verifierd.verifier.v1.VerifyArtifactResponse.receipt:type_name -> google.protobuf.Struct
+	34, // 34: verifierd.verifier.v1.VerifyArtifactResponse.reasons:type_name -> verifierd.verifier.v1.Reason
+	54, // 35: verifierd.verifier.v1.VerifyArtifactResponse.receipt:type_name -> google.protobuf.Struct
 	1,  // 36: verifierd.verifier.v1.StepResult.outcome:type_name -> verifierd.verifier.v1.Outcome
-	34, // 37: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
+	35, // 37: verifierd.verifier.v1.StepResult.effects:type_name -> verifierd.verifier.v1.EffectResult
 	1,  // 38: verifierd.verifier.v1.StepResult.terminal_outcome:type_name -> verifierd.verifier.v1.Outcome
 	2,  // 39: verifierd.verifier.v1.EffectResult.verdict:type_name -> verifierd.verifier.v1.Verdict
 	3,  // 40: verifierd.verifier.v1.EffectResult.result:type_name -> verifierd.verifier.v1.ResultClass
-	33, // 41: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
-	40, // 42: verifierd.verifier.v1.EffectResult.matched_records:type_name -> google.protobuf.Struct
-	35, // 43: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
+	34, // 41: verifierd.verifier.v1.EffectResult.reasons:type_name -> verifierd.verifier.v1.Reason
+	54, // 42: verifierd.verifier.v1.EffectResult.matched_records:type_name -> google.protobuf.Struct
+	36, // 43: verifierd.verifier.v1.EffectResult.reconciliation_task:type_name -> verifierd.verifier.v1.ReconciliationTask
 	4,  // 44: verifierd.verifier.v1.ReconciliationTask.kind:type_name -> verifierd.verifier.v1.ReconciliationKind
 	2,  // 45: verifierd.verifier.v1.ReconciliationTask.verdict:type_name -> verifierd.verifier.v1.Verdict
-	36, // 46: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
+	37, // 46: verifierd.verifier.v1.ReconciliationTask.evidence:type_name -> verifierd.verifier.v1.ReconciliationEvidence
 	5,  // 47: verifierd.verifier.v1.ReconciliationTask.suggested_action:type_name -> verifierd.verifier.v1.SuggestedAction
-	42, // 48: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry.value:type_name -> google.protobuf.Value
-	42, // 49: verifierd.verifier.v1.BeginRequest.ParamsEntry.value:type_name -> google.protobuf.Value
-	42, // 50: verifierd.verifier.v1.JudgeRequest.ParamsEntry.value:type_name -> google.protobuf.Value
-	6,  // 51: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
-	9,  // 52: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
-	13, // 53: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
-	15, // 54: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
-	19, // 55: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
-	22, // 56: verifierd.verifier.v1.VerifierService.GetInfo:input_type -> verifierd.verifier.v1.GetInfoRequest
-	24, // 57: verifierd.verifier.v1.VerifierService.ExportLedger:input_type -> verifierd.verifier.v1.ExportLedgerRequest
-	27, // 58: verifierd.verifier.v1.VerifierService.Reverify:input_type -> verifierd.verifier.v1.ReverifyRequest
-	29, // 59: verifierd.verifier.v1.VerifierService.VerifyArtifact:input_type -> verifierd.verifier.v1.VerifyArtifactRequest
-	7,  // 60: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
-	10, // 61: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
-	14, // 62: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
-	16, // 63: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
-	20, // 64: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
-	23, // 65: verifierd.verifier.v1.VerifierService.GetInfo:output_type -> verifierd.verifier.v1.GetInfoResponse
-	25, // 66: verifierd.verifier.v1.VerifierService.ExportLedger:output_type -> verifierd.verifier.v1.ExportLedgerResponse
-	28, // 67: verifierd.verifier.v1.VerifierService.Reverify:output_type -> verifierd.verifier.v1.ReverifyResponse
-	31, // 68: verifierd.verifier.v1.VerifierService.VerifyArtifact:output_type -> verifierd.verifier.v1.VerifyArtifactResponse
-	60, // [60:69] is the sub-list for method output_type
-	51, // [51:60] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	53, // 48: verifierd.verifier.v1.BeginRunRequest.params:type_name -> verifierd.verifier.v1.BeginRunRequest.ParamsEntry
+	47, // 49: verifierd.verifier.v1.FinishRunResponse.run:type_name -> verifierd.verifier.v1.Run
+	54, // 50: verifierd.verifier.v1.FinishRunResponse.receipt:type_name -> google.protobuf.Struct
+	47, // 51: verifierd.verifier.v1.GetRunResponse.run:type_name -> verifierd.verifier.v1.Run
+	54, // 52: verifierd.verifier.v1.GetRunResponse.receipt:type_name -> google.protobuf.Struct
+	47, // 53: verifierd.verifier.v1.RollbackCheckResponse.run:type_name -> verifierd.verifier.v1.Run
+	54, // 54: verifierd.verifier.v1.RollbackCheckResponse.receipt:type_name -> google.protobuf.Struct
+	46, // 55: verifierd.verifier.v1.RollbackCheckResponse.remains:type_name -> verifierd.verifier.v1.RollbackRemainder
+	34, // 56: verifierd.verifier.v1.RollbackRemainder.reasons:type_name -> verifierd.verifier.v1.Reason
+	6,  // 57: verifierd.verifier.v1.Run.state:type_name -> verifierd.verifier.v1.RunState
+	1,  // 58: verifierd.verifier.v1.Run.outcome:type_name -> verifierd.verifier.v1.Outcome
+	48, // 59: verifierd.verifier.v1.Run.steps:type_name -> verifierd.verifier.v1.RunStep
+	49, // 60: verifierd.verifier.v1.Run.artifacts:type_name -> verifierd.verifier.v1.RunArtifact
+	34, // 61: verifierd.verifier.v1.Run.reasons:type_name -> verifierd.verifier.v1.Reason
+	55, // 62: verifierd.verifier.v1.Run.begun_at:type_name -> google.protobuf.Timestamp
+	55, // 63: verifierd.verifier.v1.Run.sealed_at:type_name -> google.protobuf.Timestamp
+	1,  // 64: verifierd.verifier.v1.RunStep.outcome:type_name -> verifierd.verifier.v1.Outcome
+	2,  // 65: verifierd.verifier.v1.RunArtifact.verdict:type_name -> verifierd.verifier.v1.Verdict
+	56, // 66: verifierd.verifier.v1.TestConnectionRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	56, // 67: verifierd.verifier.v1.BeginRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	56, // 68: verifierd.verifier.v1.JudgeRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	56, // 69: verifierd.verifier.v1.BeginRunRequest.ParamsEntry.value:type_name -> google.protobuf.Value
+	7,  // 70: verifierd.verifier.v1.VerifierService.TestConnection:input_type -> verifierd.verifier.v1.TestConnectionRequest
+	10, // 71: verifierd.verifier.v1.VerifierService.Begin:input_type -> verifierd.verifier.v1.BeginRequest
+	14, // 72: verifierd.verifier.v1.VerifierService.Verify:input_type -> verifierd.verifier.v1.VerifyRequest
+	16, // 73: verifierd.verifier.v1.VerifierService.Judge:input_type -> verifierd.verifier.v1.JudgeRequest
+	20, // 74: verifierd.verifier.v1.VerifierService.GetSession:input_type -> verifierd.verifier.v1.GetSessionRequest
+	23, // 75: verifierd.verifier.v1.VerifierService.GetInfo:input_type -> verifierd.verifier.v1.GetInfoRequest
+	25, // 76: verifierd.verifier.v1.VerifierService.ExportLedger:input_type -> verifierd.verifier.v1.ExportLedgerRequest
+	28, // 77: verifierd.verifier.v1.VerifierService.Reverify:input_type -> verifierd.verifier.v1.ReverifyRequest
+	30, // 78: verifierd.verifier.v1.VerifierService.VerifyArtifact:input_type -> verifierd.verifier.v1.VerifyArtifactRequest
+	38, // 79: verifierd.verifier.v1.VerifierService.BeginRun:input_type -> verifierd.verifier.v1.BeginRunRequest
+	40, // 80: verifierd.verifier.v1.VerifierService.FinishRun:input_type -> verifierd.verifier.v1.FinishRunRequest
+	42, // 81: verifierd.verifier.v1.VerifierService.GetRun:input_type -> verifierd.verifier.v1.GetRunRequest
+	44, // 82: verifierd.verifier.v1.VerifierService.RollbackCheck:input_type -> verifierd.verifier.v1.RollbackCheckRequest
+	8,  // 83: verifierd.verifier.v1.VerifierService.TestConnection:output_type -> verifierd.verifier.v1.TestConnectionResponse
+	11, // 84: verifierd.verifier.v1.VerifierService.Begin:output_type -> verifierd.verifier.v1.BeginResponse
+	15, // 85: verifierd.verifier.v1.VerifierService.Verify:output_type -> verifierd.verifier.v1.VerifyResponse
+	17, // 86: verifierd.verifier.v1.VerifierService.Judge:output_type -> verifierd.verifier.v1.JudgeResponse
+	21, // 87: verifierd.verifier.v1.VerifierService.GetSession:output_type -> verifierd.verifier.v1.GetSessionResponse
+	24, // 88: verifierd.verifier.v1.VerifierService.GetInfo:output_type -> verifierd.verifier.v1.GetInfoResponse
+	26, // 89: verifierd.verifier.v1.VerifierService.ExportLedger:output_type -> verifierd.verifier.v1.ExportLedgerResponse
+	29, // 90: verifierd.verifier.v1.VerifierService.Reverify:output_type -> verifierd.verifier.v1.ReverifyResponse
+	32, // 91: verifierd.verifier.v1.VerifierService.VerifyArtifact:output_type -> verifierd.verifier.v1.VerifyArtifactResponse
+	39, // 92: verifierd.verifier.v1.VerifierService.BeginRun:output_type -> verifierd.verifier.v1.BeginRunResponse
+	41, // 93: verifierd.verifier.v1.VerifierService.FinishRun:output_type -> verifierd.verifier.v1.FinishRunResponse
+	43, // 94: verifierd.verifier.v1.VerifierService.GetRun:output_type -> verifierd.verifier.v1.GetRunResponse
+	45, // 95: verifierd.verifier.v1.VerifierService.RollbackCheck:output_type -> verifierd.verifier.v1.RollbackCheckResponse
+	83, // [83:96] is the sub-list for method output_type
+	70, // [70:83] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_verifier_v1_verifier_proto_init() }
@@ -3050,8 +4148,8 @@ func file_verifierd_verifier_v1_verifier_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verifierd_verifier_v1_verifier_proto_rawDesc), len(file_verifierd_verifier_v1_verifier_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   34,
+			NumEnums:      7,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,10 @@ const (
 	VerifierService_ExportLedger_FullMethodName   = "/verifierd.verifier.v1.VerifierService/ExportLedger"
 	VerifierService_Reverify_FullMethodName       = "/verifierd.verifier.v1.VerifierService/Reverify"
 	VerifierService_VerifyArtifact_FullMethodName = "/verifierd.verifier.v1.VerifierService/VerifyArtifact"
+	VerifierService_BeginRun_FullMethodName       = "/verifierd.verifier.v1.VerifierService/BeginRun"
+	VerifierService_FinishRun_FullMethodName      = "/verifierd.verifier.v1.VerifierService/FinishRun"
+	VerifierService_GetRun_FullMethodName         = "/verifierd.verifier.v1.VerifierService/GetRun"
+	VerifierService_RollbackCheck_FullMethodName  = "/verifierd.verifier.v1.VerifierService/RollbackCheck"
 )
 
 // VerifierServiceClient is the client API for VerifierService service.
@@ -77,6 +81,23 @@ type VerifierServiceClient interface {
 	// VerifyArtifact asks whether a registered document-hash or file
 	// deployment holds a document with exactly the given digest and size.
 	VerifyArtifact(ctx context.Context, in *VerifyArtifactRequest, opts ...grpc.CallOption) (*VerifyArtifactResponse, error)
+	// BeginRun opens a run of a registered workflow against one registered
+	// deployment. A client-chosen run_id makes it idempotent: the same id with
+	// the same arguments returns the run, with other arguments it is refused
+	// (AlreadyExists).
+	BeginRun(ctx context.Context, in *BeginRunRequest, opts ...grpc.CallOption) (*BeginRunResponse, error)
+	// FinishRun classifies the run from its steps' latest results and seals it
+	// with a signed run receipt. A run sealed RECONCILIATION_REQUIRED can be
+	// finished again after a Reverify of the offending step; it is re-sealed
+	// with the next attempt number.
+	FinishRun(ctx context.Context, in *FinishRunRequest, opts ...grpc.CallOption) (*FinishRunResponse, error)
+	// GetRun reports a run, its steps and artifacts, and its latest receipt.
+	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error)
+	// RollbackCheck re-reads every begun step's effects against its original
+	// baseline. When every change the run made is gone the run is sealed
+	// ROLLED_BACK_VERIFIED with a receipt; otherwise the response lists what
+	// remains and the run is unchanged.
+	RollbackCheck(ctx context.Context, in *RollbackCheckRequest, opts ...grpc.CallOption) (*RollbackCheckResponse, error)
 }
 
 type verifierServiceClient struct {
@@ -186,6 +207,46 @@ func (c *verifierServiceClient) VerifyArtifact(ctx context.Context, in *VerifyAr
 	return out, nil
 }
 
+func (c *verifierServiceClient) BeginRun(ctx context.Context, in *BeginRunRequest, opts ...grpc.CallOption) (*BeginRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BeginRunResponse)
+	err := c.cc.Invoke(ctx, VerifierService_BeginRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verifierServiceClient) FinishRun(ctx context.Context, in *FinishRunRequest, opts ...grpc.CallOption) (*FinishRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FinishRunResponse)
+	err := c.cc.Invoke(ctx, VerifierService_FinishRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verifierServiceClient) GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*GetRunResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetRunResponse)
+	err := c.cc.Invoke(ctx, VerifierService_GetRun_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *verifierServiceClient) RollbackCheck(ctx context.Context, in *RollbackCheckRequest, opts ...grpc.CallOption) (*RollbackCheckResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RollbackCheckResponse)
+	err := c.cc.Invoke(ctx, VerifierService_RollbackCheck_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VerifierServiceServer is the server API for VerifierService service.
 // All implementations must embed UnimplementedVerifierServiceServer
 // for forward compatibility.
@@ -222,6 +283,23 @@ type VerifierServiceServer interface {
 	// VerifyArtifact asks whether a registered document-hash or file
 	// deployment holds a document with exactly the given digest and size.
 	VerifyArtifact(context.Context, *VerifyArtifactRequest) (*VerifyArtifactResponse, error)
+	// BeginRun opens a run of a registered workflow against one registered
+	// deployment. A client-chosen run_id makes it idempotent: the same id with
+	// the same arguments returns the run, with other arguments it is refused
+	// (AlreadyExists).
+	BeginRun(context.Context, *BeginRunRequest) (*BeginRunResponse, error)
+	// FinishRun classifies the run from its steps' latest results and seals it
+	// with a signed run receipt. A run sealed RECONCILIATION_REQUIRED can be
+	// finished again after a Reverify of the offending step; it is re-sealed
+	// with the next attempt number.
+	FinishRun(context.Context, *FinishRunRequest) (*FinishRunResponse, error)
+	// GetRun reports a run, its steps and artifacts, and its latest receipt.
+	GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error)
+	// RollbackCheck re-reads every begun step's effects against its original
+	// baseline. When every change the run made is gone the run is sealed
+	// ROLLED_BACK_VERIFIED with a receipt; otherwise the response lists what
+	// remains and the run is unchanged.
+	RollbackCheck(context.Context, *RollbackCheckRequest) (*RollbackCheckResponse, error)
 	mustEmbedUnimplementedVerifierServiceServer()
 }
 
@@ -258,6 +336,18 @@ func (UnimplementedVerifierServiceServer) Reverify(context.Context, *ReverifyReq
 }
 func (UnimplementedVerifierServiceServer) VerifyArtifact(context.Context, *VerifyArtifactRequest) (*VerifyArtifactResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method VerifyArtifact not implemented")
+}
+func (UnimplementedVerifierServiceServer) BeginRun(context.Context, *BeginRunRequest) (*BeginRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method BeginRun not implemented")
+}
+func (UnimplementedVerifierServiceServer) FinishRun(context.Context, *FinishRunRequest) (*FinishRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FinishRun not implemented")
+}
+func (UnimplementedVerifierServiceServer) GetRun(context.Context, *GetRunRequest) (*GetRunResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetRun not implemented")
+}
+func (UnimplementedVerifierServiceServer) RollbackCheck(context.Context, *RollbackCheckRequest) (*RollbackCheckResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RollbackCheck not implemented")
 }
 func (UnimplementedVerifierServiceServer) mustEmbedUnimplementedVerifierServiceServer() {}
 func (UnimplementedVerifierServiceServer) testEmbeddedByValue()                         {}
@@ -435,6 +525,78 @@ func _VerifierService_VerifyArtifact_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VerifierService_BeginRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BeginRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).BeginRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_BeginRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).BeginRun(ctx, req.(*BeginRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerifierService_FinishRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FinishRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).FinishRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_FinishRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).FinishRun(ctx, req.(*FinishRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerifierService_GetRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRunRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).GetRun(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_GetRun_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).GetRun(ctx, req.(*GetRunRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VerifierService_RollbackCheck_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RollbackCheckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServiceServer).RollbackCheck(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: VerifierService_RollbackCheck_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServiceServer).RollbackCheck(ctx, req.(*RollbackCheckRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // VerifierService_ServiceDesc is the grpc.ServiceDesc for VerifierService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -473,6 +635,22 @@ var VerifierService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VerifyArtifact",
 			Handler:    _VerifierService_VerifyArtifact_Handler,
+		},
+		{
+			MethodName: "BeginRun",
+			Handler:    _VerifierService_BeginRun_Handler,
+		},
+		{
+			MethodName: "FinishRun",
+			Handler:    _VerifierService_FinishRun_Handler,
+		},
+		{
+			MethodName: "GetRun",
+			Handler:    _VerifierService_GetRun_Handler,
+		},
+		{
+			MethodName: "RollbackCheck",
+			Handler:    _VerifierService_RollbackCheck_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
