@@ -14,7 +14,7 @@ import (
 //
 // Define's adapter also takes up these when the settings implement them:
 // ParamChecker (CheckParams binds a session's parameters without reading),
-// AfterReader (a CaptureAfter that differs from the baseline read),
+// TierReporter (a tier that depends on the configuration), AfterReader (a CaptureAfter that differs from the baseline read),
 // VerdictHook (Verdict), and io.Closer (Close releases what configure
 // opened, such as connection pools, once the daemon releases the instance
 // or configures it again).
@@ -24,6 +24,17 @@ type Reader interface {
 	// Read reads the system of record afresh: it answers CaptureBefore
 	// and, unless the settings are an AfterReader, CaptureAfter.
 	Read(ctx context.Context, req CaptureRequest) (Capture, error)
+}
+
+// TierReporter is implemented by settings whose mechanism, and so their
+// tier, depends on the configuration (onscreen: re-opening the record, or
+// reading the screen the save left). Once Configure has stored them,
+// Define's adapter answers Info with their tier when it is weaker than the
+// Info it was given, never with a stronger one: a configuration can weaken
+// a tier, never strengthen it (the daemon asks Info before and after
+// Configure and keeps the weaker answer).
+type TierReporter interface {
+	Tier() Tier
 }
 
 // AfterReader is implemented by settings whose after-read differs from
@@ -95,8 +106,21 @@ type Defined[S any] struct {
 	reader    func(*S) Reader
 }
 
-// Info answers the Info that Define was given.
-func (d *Defined[S]) Info() Info { return d.about }
+// Info answers the Info that Define was given, with the tier of configured
+// settings that are a TierReporter when theirs is the weaker.
+func (d *Defined[S]) Info() Info {
+	info := d.about
+	s, err := d.Load()
+	if err != nil {
+		return info
+	}
+	if tr, ok := d.reader(s).(TierReporter); ok {
+		if t := tr.Tier(); t.Valid() && t > info.Tier {
+			info.Tier = t
+		}
+	}
+	return info
+}
 
 // Configure decodes the section, resolves the settings and stores them,
 // closing the ones a previous Configure stored when they are an io.Closer.

@@ -3,6 +3,7 @@ package sdk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -129,5 +130,39 @@ func TestDefineOptional(t *testing.T) {
 	}
 	if _, err := a.TestConnection(ctx, TestRequest{}); !errors.Is(err, ErrNotConfigured) {
 		t.Errorf("TestConnection after Close = %v; want ErrNotConfigured", err)
+	}
+}
+
+// tierSettings report the tier their configuration gives.
+type tierSettings struct {
+	defSettings
+	tier Tier
+}
+
+func (s *tierSettings) Tier() Tier { return s.tier }
+
+// TestDefineTierReporter: configured settings that are a TierReporter
+// weaken the Info's tier, never strengthen it.
+func TestDefineTierReporter(t *testing.T) {
+	a := Define(Info{Kind: "tiered", Tier: TierReacquiredState}, func(_ context.Context, cfg struct {
+		Tier int `json:"tier"`
+	}, _ ConfigureRequest) (*tierSettings, error) {
+		return &tierSettings{tier: Tier(cfg.Tier)}, nil
+	})()
+	ctx := t.Context()
+	if got := a.Info().Tier; got != TierReacquiredState {
+		t.Errorf("unconfigured tier %d; want the Info's, 3", got)
+	}
+	for _, tt := range []struct{ configured, want Tier }{
+		{TierScreenConsistency, TierScreenConsistency}, // weaker: reported
+		{TierIndependentSystem, TierReacquiredState},   // stronger: never
+		{Tier(9), TierReacquiredState},                 // not a tier: ignored
+	} {
+		if err := a.Configure(ctx, ConfigureRequest{Config: fmt.Appendf(nil, `{"tier": %d}`, tt.configured)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Info().Tier; got != tt.want {
+			t.Errorf("settings of tier %d: Info tier %d; want %d", tt.configured, got, tt.want)
+		}
 	}
 }
