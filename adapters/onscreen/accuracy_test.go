@@ -47,7 +47,7 @@ var accuracyFonts = []string{"sans", "serif", "mono"}
 
 // ocrOnly configures a same-surface read of the three fields by OCR, for
 // the values of rec.
-func (a *app) ocrOnly(t testing.TB, rec screenapp.Record) *Adapter {
+func (a *app) ocrOnly(t testing.TB, rec screenapp.Record) *settings {
 	t.Helper()
 	raw, err := json.Marshal(a.sameSurfaceSection())
 	if err != nil {
@@ -56,20 +56,19 @@ func (a *app) ocrOnly(t testing.TB, rec screenapp.Record) *Adapter {
 	return configuredFor(t, raw, params(rec))
 }
 
-// configuredFor configures an adapter with raw and stores its settings
+// configuredFor configures an adapter with raw and returns its settings
 // bound to params, for tests that read through readBack directly.
-func configuredFor(t testing.TB, raw []byte, params map[string]string) *Adapter {
+func configuredFor(t testing.TB, raw []byte, params map[string]string) *settings {
 	t.Helper()
-	ad := New().(*Adapter)
-	if err := ad.Configure(context.Background(), sdk.ConfigureRequest{Kind: Kind, Config: raw}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := loaded(ad).bind(params)
+	s, err := configured(sdk.ConfigureRequest{Kind: Kind, Config: raw})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad.settings.Store(s)
-	return ad
+	b, err := s.bind(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestOCRAccuracy paints 20 names, dates and amounts in three fonts and
@@ -87,9 +86,9 @@ func TestOCRAccuracy(t *testing.T) {
 		for i, v := range accuracyValues {
 			v.Ref, v.Font = fmt.Sprintf("acc-%d", i), font
 			a.show(t, v)
-			ad := a.ocrOnly(t, v)
+			s := a.ocrOnly(t, v)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			res, err := ad.readBack(ctx, loaded(ad))
+			res, err := s.readBack(ctx)
 			cancel()
 			if err != nil {
 				t.Fatal(err)
@@ -137,15 +136,14 @@ func BenchmarkReadBack(b *testing.B) {
 	}{{"reopen", a.reopenSection()}, {"same_surface", a.sameSurfaceSection()}} {
 		b.Run(tc.name, func(b *testing.B) {
 			raw, _ := json.Marshal(tc.sec)
-			ad := configuredFor(b, raw, params(rec))
-			s := loaded(ad)
-			if res, err := ad.readBack(context.Background(), s); err != nil || res.unusable != "" || len(res.records) != 1 || res.records[0]["name"] != rec.Name {
+			s := configuredFor(b, raw, params(rec))
+			if res, err := s.readBack(context.Background()); err != nil || res.unusable != "" || len(res.records) != 1 || res.records[0]["name"] != rec.Name {
 				b.Fatalf("warm-up read: %+v, %v", res, err)
 			}
 			var took []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				res, err := ad.readBack(context.Background(), s)
+				res, err := s.readBack(context.Background())
 				took = append(took, time.Since(start))
 				if err != nil || res.unusable != "" {
 					b.Fatalf("read: %+v, %v", res, err)
@@ -178,10 +176,10 @@ func BenchmarkOCR(b *testing.B) {
 	a := startApp(b)
 	rec := typed("ocr-1")
 	a.show(b, rec)
-	ad := a.ocrOnly(b, rec)
+	s := a.ocrOnly(b, rec)
 	// Render the three regions once, as a read does.
 	var regions []*image.Gray
-	for _, f := range loaded(ad).fields {
+	for _, f := range s.fields {
 		r := f.region
 		shot, err := chromedp.Call(a.tab, page.CaptureScreenshot, page.CaptureScreenshotParams{
 			Format: page.CaptureScreenshotFormatPng,
@@ -212,8 +210,3 @@ func BenchmarkOCR(b *testing.B) {
 	}
 }
 
-// loaded is the adapter's configured settings (nil before Configure).
-func loaded(ad *Adapter) *settings {
-	s, _ := ad.settings.Load()
-	return s
-}

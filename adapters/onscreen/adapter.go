@@ -16,80 +16,48 @@ const Kind = "onscreen"
 // Description is what the adapter says about itself, in GetInfo.
 const Description = "reads the acting application's own screen (a Chromium the automation drives): tier 3 when it re-opens the record by a declared re-navigation, tier 4 when it reads the screen the save left; a consistency check, never a read of the system of record"
 
-// Adapter reads marked fields off the application's screen.
-type Adapter struct {
-	settings sdk.Settings[settings]
-	// Binding binds a call's run parameters into the re-navigation and the
-	// fields (bound), and answers CheckParams with it.
-	sdk.Binding[*settings]
-}
+// Adapter is the onscreen adapter as Define builds it; its tests Load the
+// settings Configure stored.
+type Adapter = sdk.Defined[settings]
 
-var _ sdk.Adapter = (*Adapter)(nil)
+// info is what the adapter says about itself before Configure: the
+// strongest tier an on-screen read can have (3, the kind's floor). Its
+// settings report the tier their mechanism gives (Tier), 3 or 4, and the
+// daemon keeps the weaker. Absence is not proof: a screen can fail to show
+// a record that exists.
+var info = sdk.Info{Kind: Kind, Tier: sdk.TierReacquiredState, AbsenceNotProof: true, Description: Description}
 
 // New returns an unconfigured adapter; it is the factory for plugin.Serve.
-func New() sdk.Adapter {
-	a := &Adapter{}
-	a.Binding = a.bound
-	return a
-}
+// Configure checks the section and opens nothing; each call binds its run
+// parameters into the re-navigation and the fields.
+var New = sdk.Define(info, configure)
 
-// Info declares the mechanism. Before Configure it claims the strongest
-// tier an on-screen read can have (3, the kind's floor); after Configure it
-// reports the tier the configuration's mechanism gives, 3 or 4, and the
-// daemon keeps the weaker of the two. Absence is not proof: a screen can
-// fail to show a record that exists.
-func (a *Adapter) Info() sdk.Info {
-	tier := sdk.TierReacquiredState
-	if s, err := a.settings.Load(); err == nil {
-		tier = s.tier
-	}
-	return sdk.Info{Kind: Kind, Tier: tier, AbsenceNotProof: true, Description: Description}
-}
+// Tier is the tier of the configured mechanism: 3 when the read re-opens
+// the record, 4 when it reads the screen the save left.
+func (s *settings) Tier() sdk.Tier { return s.tier }
 
-// Configure checks the section; each call binds its run parameters into the
-// re-navigation and the fields. It opens nothing.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	s, err := parseSettings(req)
-	if err != nil {
-		return err
-	}
-	if _, err := modelPath(); err != nil && hasRegion(s) {
-		return &sdk.ConfigError{Path: Kind + ".fields", Message: err.Error()}
-	}
-	if s.display != "" {
-		if _, err := xwdPath(); err != nil {
-			return &sdk.ConfigError{Path: Kind + ".screen.display", Message: err.Error()}
-		}
-	}
-	a.settings.Store(s)
-	return nil
-}
-
-func hasRegion(s *settings) bool {
-	for _, f := range s.fields {
-		if f.region != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// bound is the configuration with one call's run parameters bound.
-func (a *Adapter) bound(params map[string]string) (*settings, error) {
-	_, s, err := sdk.Bound(&a.settings, params, (*settings).bind)
-	return s, err
+// CheckParams binds params as a call would, without reading: a run
+// parameter the re-navigation or a field needs and the run does not
+// supply, or one that cannot stand where it goes, is refused at Begin.
+func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := s.bind(params)
+	return err
 }
 
 // TestConnection reaches the application's browser. For tier 3 it does one
 // read-back (re-navigation under the read-only guards); for tier 4 it only
 // finds the application's tab, since the screen the save will leave does
 // not exist yet.
-func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	return a.Test(ctx, req, a.test)
+func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	b, err := s.bind(req.Params)
+	if err != nil {
+		return sdk.TestResult{}, err
+	}
+	return b.test(ctx)
 }
 
 // test is TestConnection with the run parameters bound into s.
-func (a *Adapter) test(ctx context.Context, s *settings) (sdk.TestResult, error) {
+func (s *settings) test(ctx context.Context) (sdk.TestResult, error) {
 	start := time.Now()
 	if s.tier == sdk.TierScreenConsistency {
 		// Before the save the screen shows the form, not the record:
@@ -106,7 +74,7 @@ func (a *Adapter) test(ctx context.Context, s *settings) (sdk.TestResult, error)
 		return sdk.TestResult{Reachable: true, Latency: latency,
 			Message: "reached the application's browser and its tab; the fields are read from the screen the save leaves (tier 4, screen consistency only), not the system of record"}, nil
 	}
-	res, err := a.readBack(ctx, s)
+	res, err := s.readBack(ctx)
 	latency := time.Since(start)
 	if err != nil {
 		return sdk.TestResult{}, err
@@ -114,42 +82,39 @@ func (a *Adapter) test(ctx context.Context, s *settings) (sdk.TestResult, error)
 	if res.unusable != "" {
 		return sdk.TestResult{Message: "on-screen read-back unusable: " + res.unusable, Latency: latency}, nil
 	}
-	what := "read the screen the save left (tier 4, screen consistency only)"
-	if s.tier == sdk.TierReacquiredState {
-		what = fmt.Sprintf("re-opened the record in %d actions and read it (tier 3, reacquired state)", len(s.actions))
-	}
 	return sdk.TestResult{Reachable: true, Latency: latency,
-		Message: fmt.Sprintf("reached the application's browser, %s: %d record(s); an on-screen read is a consistency check, not a read of the system of record", what, len(res.records))}, nil
+		Message: fmt.Sprintf("reached the application's browser, re-opened the record in %d actions and read it (tier 3, reacquired state): %d record(s); an on-screen read is a consistency check, not a read of the system of record", len(s.actions), len(res.records))}, nil
 }
 
-// CaptureBefore reads the record as the screen shows it before the step.
-// A tier-4 read has no before state: the screen the save will leave does
-// not exist yet, and the form before it shows nothing of the record, so
-// the baseline is unreachable and a contract that needs one (a change
+// Read answers CaptureBefore: the record as the screen shows it before the
+// step. A tier-4 read has no before state: the screen the save will leave
+// does not exist yet, and the form before it shows nothing of the record,
+// so the baseline is unreachable and a contract that needs one (a change
 // claim, count_new_only) is refused at Begin.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, err := a.bound(req.Params)
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	b, err := s.bind(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	if s.tier == sdk.TierScreenConsistency {
+	if b.tier == sdk.TierScreenConsistency {
 		return sdk.Unreachable("on-screen read-back of the save's own surface (tier 4) has no before state: a screen shows state, not a change; a contract that needs a baseline cannot be judged on it"), nil
 	}
-	return a.capture(ctx, req, s)
+	return b.capture(ctx, req)
 }
 
-// CaptureAfter reads the record again.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	s, err := a.bound(req.Params)
+// ReadAfter answers CaptureAfter: the record read again, at either tier.
+func (s *settings) ReadAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	b, err := s.bind(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
-	return a.capture(ctx, req, s)
+	return b.capture(ctx, req)
 }
 
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest, s *settings) (sdk.Capture, error) {
+// capture is one read of s, bound to the call's run parameters.
+func (s *settings) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	return cdpguard.Capture(ctx, req, "on-screen read-back", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
-		res, err := a.readBack(ctx, s)
+		res, err := s.readBack(ctx)
 		return res.records, res.unusable, res.at, err
 	})
 }
@@ -164,7 +129,7 @@ type readOutcome struct {
 
 // readBack runs one read. The error is for the adapter's own faults (no
 // Tesseract); everything the screen shows is in the outcome.
-func (a *Adapter) readBack(ctx context.Context, s *settings) (readOutcome, error) {
+func (s *settings) readBack(ctx context.Context) (readOutcome, error) {
 	rctx, cancel := context.WithDeadline(ctx, readDeadline(ctx, s))
 	defer cancel()
 	res, err := read(rctx, s)

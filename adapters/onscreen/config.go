@@ -1,6 +1,7 @@
 package onscreen
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -118,28 +119,24 @@ const cdpSecretSlot = Kind + ".screen.cdp_url_env"
 
 var displayName = regexp.MustCompile(`^:[0-9]{1,4}(\.[0-9]{1,2})?$`)
 
-// parseSettings checks the section and binds it to the run's parameters and
-// secrets. The tier comes from what the section makes the read do: a
-// re-navigation of two actions or more re-opens the record (tier 3);
+// config is the adapter's section as the daemon passes it: everything sits
+// under onscreen:. Define decodes it with the SDK's strict decoder, which
+// refuses an unknown key at any depth with its path, the keys allowed there
+// and the one probably meant, and checks the section's kind.
+type config struct {
+	OnScreen *section `json:"onscreen"`
+}
+
+// configure checks the section into the settings every call binds its run
+// parameters into. The tier comes from what the section makes the read do:
+// a re-navigation of two actions or more re-opens the record (tier 3);
 // reading the surface the save left is tier 4 and must be asked for with
-// same_surface: true.
-func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
-	// The SDK's strict decoder refuses an unknown key at any depth, naming
-	// it, the keys allowed there and the one probably meant.
-	var top struct {
-		Kind     string   `json:"kind"`
-		OnScreen *section `json:"onscreen"`
-	}
-	if err := req.DecodeConfig(&top); err != nil {
-		return nil, err
-	}
-	if top.Kind != "" && top.Kind != Kind {
-		return nil, configError("kind", "this adapter reads kind %q", Kind)
-	}
-	if top.OnScreen == nil {
+// same_surface: true. It opens nothing.
+func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
+	if cfg.OnScreen == nil {
 		return nil, configError(Kind, "missing: the onscreen: section holds screen, fields and either renavigate (two actions or more) or same_surface: true")
 	}
-	sec := *top.OnScreen
+	sec := *cfg.OnScreen
 	s := &settings{minConfidence: defaultMinConfidence, navTimeout: defaultNavTimeout}
 	if err := s.parseScreen(sec, req.Secrets); err != nil {
 		return nil, err
@@ -154,7 +151,25 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	if err := s.parseFields(sec.Fields, minRatio); err != nil {
 		return nil, err
 	}
+	if _, err := modelPath(); err != nil && s.hasRegion() {
+		return nil, configError(Kind+".fields", "%v", err)
+	}
+	if s.display != "" {
+		if _, err := xwdPath(); err != nil {
+			return nil, configError(Kind+".screen.display", "%v", err)
+		}
+	}
 	return s, nil
+}
+
+// hasRegion reports whether a field is read by OCR.
+func (s *settings) hasRegion() bool {
+	for _, f := range s.fields {
+		if f.region != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // parseScreen reads where the application's screen is: a local X display,

@@ -1,6 +1,7 @@
 package onscreen
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -31,11 +32,21 @@ func configureSection(t *testing.T, sec map[string]any, secrets map[string]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: raw, Secrets: secrets})
+	s, err := configured(sdk.ConfigureRequest{Kind: Kind, Config: raw, Secrets: secrets})
 	if err != nil {
 		return nil, err
 	}
 	return s.bind(baseParams)
+}
+
+// configured configures a new adapter with req and returns the settings it
+// stored.
+func configured(req sdk.ConfigureRequest) (*settings, error) {
+	a := New().(*Adapter)
+	if err := a.Configure(context.Background(), req); err != nil {
+		return nil, err
+	}
+	return a.Load()
 }
 
 // TestTierFromMechanism: the tier follows what the section makes the read
@@ -180,7 +191,7 @@ func FuzzConfigure(f *testing.F) {
 	f.Add(raw)
 	f.Add([]byte(`{"onscreen":{"screen":{"cdp_url":"http://h:1"},"same_surface":true,"fields":[{"param":"name","selector":"#n"}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: data})
+		s, err := configured(sdk.ConfigureRequest{Kind: Kind, Config: data})
 		if err == nil {
 			_, err = s.bind(baseParams)
 		}
