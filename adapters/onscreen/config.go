@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
 )
@@ -25,7 +26,9 @@ type section struct {
 	Renavigate       []actionSection `json:"renavigate"`
 	SameSurface      bool            `json:"same_surface"`
 	AbsentSelector   string          `json:"absent_selector"`
+	RowSelector      string          `json:"row_selector"`
 	Fields           []fieldSection  `json:"fields"`
+	ReadPostPaths    []string        `json:"read_post_paths"`
 	MinRatio         *float64        `json:"readback_min_ratio"`
 	MinConfidence    *float64        `json:"ocr_min_confidence"`
 	NavigationTimout *float64        `json:"navigation_timeout_s"`
@@ -71,6 +74,8 @@ type settings struct {
 	renavigate    []actionSection // as written; bound per call
 	actions       []action        // bound copies: the run's values; else stand-ins
 	absent        string
+	rows          string   // row_selector: one record per visible row; "" for one record
+	readPosts     []string // read_post_paths as origin+path: POSTs the re-opened page may make
 	fields        []field
 	minConfidence float64
 	navTimeout    time.Duration
@@ -149,6 +154,12 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, err
 	}
 	if err := s.parseFields(sec.Fields, minRatio); err != nil {
+		return nil, err
+	}
+	if err := s.parseRows(sec.RowSelector); err != nil {
+		return nil, err
+	}
+	if err := s.parseReadPosts(sec.ReadPostPaths); err != nil {
 		return nil, err
 	}
 	if _, err := modelPath(); err != nil && s.hasRegion() {
@@ -323,6 +334,55 @@ func (s *settings) parseFields(fields []fieldSection, minRatio float64) error {
 			return configError(p, "missing: region: [x, y, w, h] (read by OCR) or selector: CSS (read from the page structure)")
 		}
 		s.fields = append(s.fields, f)
+	}
+	return nil
+}
+
+// parseRows reads row_selector: every visible element it matches is one
+// record, its fields read inside it by selector. A region is a fixed place
+// on the screen, not a place inside a row, and an X display has no rows.
+func (s *settings) parseRows(rowSelector string) error {
+	if rowSelector == "" {
+		return nil
+	}
+	p := Kind + ".row_selector"
+	if err := checkSelector(rowSelector, p); err != nil {
+		return err
+	}
+	if s.display != "" {
+		return configError(p, "an X display has no page structure to find rows in; remove row_selector (read it from the Chromium the automation drives, with cdp_url)")
+	}
+	for i, f := range s.fields {
+		if f.region != nil {
+			return configError(fmt.Sprintf("%s.fields[%d].region", Kind, i), "with row_selector every field is read inside each row: give it a selector (relative to the row, such as td.amount) instead of a region of the screen")
+		}
+	}
+	s.rows = rowSelector
+	return nil
+}
+
+// parseReadPosts reads read_post_paths: the paths, on the site the
+// re-navigation opens first, that the re-opened page may POST to as it
+// loads (a session token's refresh). Every other request that is not a
+// read is still refused by both guards.
+func (s *settings) parseReadPosts(paths []string) error {
+	p := Kind + ".read_post_paths"
+	if len(paths) == 0 {
+		return nil
+	}
+	if s.tier != sdk.TierReacquiredState {
+		return configError(p, "only a read-back that re-opens the record runs under the read-only guards; a read of the screen the save left sends nothing, so remove read_post_paths")
+	}
+	u, err := url.Parse(s.actions[0].url)
+	if err != nil {
+		return configError(Kind+".renavigate[0].open", "write an absolute http(s) URL")
+	}
+	origin := u.Scheme + "://" + u.Host
+	for i, path := range paths {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#{}") {
+			return configError(fmt.Sprintf("%s[%d]", p, i), "%q: write a path on the site of renavigate[0].open (%s) that starts with / and has no query or {placeholder}, such as /auth/refresh", path, origin)
+		}
+		s.readPosts = append(s.readPosts, cdpguard.OriginPath(origin+path))
 	}
 	return nil
 }

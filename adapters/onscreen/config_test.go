@@ -128,6 +128,20 @@ func TestConfigureRefuses(t *testing.T) {
 		{"field param not in run", func(m map[string]any) { m["fields"] = []any{map[string]any{"param": "born", "selector": "#b"}} }, "onscreen.fields[0].param", "born"},
 		{"ratio above 1", func(m map[string]any) { m["readback_min_ratio"] = 1.5 }, "onscreen.readback_min_ratio", "at most 1"},
 		{"unknown key", func(m map[string]any) { m["typo"] = 1 }, "onscreen.typo", "unknown key"},
+		{"row_selector with a region", func(m map[string]any) { m["row_selector"] = "tr.row" }, "onscreen.fields[0].region", "inside each row"},
+		{"row_selector on an x display", func(m map[string]any) {
+			delete(m, "renavigate")
+			m["same_surface"] = true
+			m["screen"] = map[string]any{"display": ":99"}
+			m["row_selector"] = "tr.row"
+		}, "onscreen.row_selector", "X display"},
+		{"read_post_paths on the same surface", func(m map[string]any) {
+			delete(m, "renavigate")
+			m["same_surface"] = true
+			m["read_post_paths"] = []any{"/auth/token"}
+		}, "onscreen.read_post_paths", "remove read_post_paths"},
+		{"read_post_paths not a path", func(m map[string]any) { m["read_post_paths"] = []any{"auth/token"} }, "onscreen.read_post_paths[0]", "starts with /"},
+		{"read_post_paths with a query", func(m map[string]any) { m["read_post_paths"] = []any{"/auth?x=1"} }, "onscreen.read_post_paths[0]", "no query"},
 		{"absent selector on the same surface", func(m map[string]any) {
 			delete(m, "renavigate")
 			m["same_surface"] = true
@@ -147,6 +161,20 @@ func TestConfigureRefuses(t *testing.T) {
 				t.Errorf("refusal %q: %q; want path %q and a message with %q", ce.Path, ce.Message, tt.path, tt.message)
 			}
 		})
+	}
+}
+
+// TestReadPostPathsOrigin: read_post_paths are paths on the site the
+// re-navigation opens first.
+func TestReadPostPathsOrigin(t *testing.T) {
+	sec := baseSection()
+	inner(sec)["read_post_paths"] = []any{"/auth/token", "/graphql"}
+	s, err := configureSection(t, sec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.readPosts, " "); got != "https://app.example.org/auth/token https://app.example.org/graphql" {
+		t.Errorf("read posts %q; want the two paths on the site of renavigate[0].open", got)
 	}
 }
 

@@ -139,7 +139,7 @@ func (c *connection) readNewTab(ctx, bctx context.Context, app *target.Info, s *
 		// sign-in, so the record page opens as the automation sees it.
 		opts = append(opts, chromedp.WithExistingBrowserContext(app.BrowserContextID))
 	}
-	g := newGuard()
+	g := newGuard(s)
 	c.g = g
 	opts = append(opts, chromedp.WithListener(g.Listen))
 	var tctx context.Context
@@ -284,15 +284,29 @@ const drainWait = 2 * time.Second
 // guard keeps the re-navigation read-only, as ui_readback does: the page
 // guard refuses non-read requests before they are sent, the network guard
 // aborts any that get through, and any refusal makes the read unusable.
-type guard struct{ *cdpguard.Guards }
+// The one exception is a POST to a read_post_paths target.
+type guard struct {
+	*cdpguard.Guards
+	readPosts []string // origin+path
+}
 
-func newGuard() guard {
-	return guard{cdpguard.NewGuards(func(method, _ string) bool { return cdpguard.IsRead(method) }, guardQueue)}
+func newGuard(s *settings) guard {
+	allowed := make(map[string]bool, len(s.readPosts))
+	for _, p := range s.readPosts {
+		allowed[p] = true
+	}
+	allow := func(method, rawURL string) bool {
+		if cdpguard.IsRead(method) {
+			return true
+		}
+		return strings.EqualFold(method, "POST") && allowed[cdpguard.OriginPath(rawURL)]
+	}
+	return guard{Guards: cdpguard.NewGuards(allow, guardQueue), readPosts: s.readPosts}
 }
 
 func (g guard) install(ctx context.Context) error {
 	return chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := g.Install(ctx, t, cdpguard.Setup{})
+		_, err := g.Install(ctx, t, cdpguard.Setup{AllowedPosts: g.readPosts})
 		return err
 	}))
 }
@@ -302,7 +316,7 @@ func (g guard) err() error {
 	if what == "" {
 		return nil
 	}
-	return unusable("the re-navigation attempted a non-read request: %s; a read-back never submits or writes", what)
+	return unusable("the re-navigation attempted a non-read request: %s; a read-back never submits or writes (a POST the page must make as it loads, such as a token refresh, is let through only when its path is declared in read_post_paths)", what)
 }
 
 // step runs one action under navigation_timeout_s.
@@ -457,53 +471,44 @@ func captureRegions(ctx context.Context, fields []field) ([]image.Image, error) 
 	return out, nil
 }
 
-// shownText is an element's displayed text, as the page structure gives it.
-type shownText struct {
-	Found bool   `json:"found"`
-	Text  string `json:"text"`
-}
-
 // readFields reads every marked field of the page in ctx's tab: selector
-// fields from the page structure (the element's displayed text), region
-// fields by OCR of the region rendered at ocrScale. Every field must read;
-// one that cannot makes the read unusable.
+// fields from the page structure (readStructure: over every visible row
+// with row_selector), region fields by OCR of the region rendered at
+// ocrScale. Every field must read; one that cannot makes the read unusable.
 func readFields(ctx context.Context, s *settings) (result, error) {
-	rec := sdk.Record{}
-	raw := map[string]string{}
-	path, err := chromedp.Run(ctx, chromedp.Evaluate[string]("location.pathname"))
-	if err != nil {
-		return result{}, unusable("could not read the page's address: %s", errText(err))
-	}
-	rec["id"] = path
-	var regions []*image.Gray
-	var regionFields []field
+	var selectorFields, regionFields []field
 	for _, f := range s.fields {
 		if f.region == nil {
-			expr := "(function(){ var e = document.querySelector(" + jsString(f.selector) + "); if (!e) return {found:false, text:''}; return {found:true, text: e.innerText}; })()"
-			st, err := chromedp.Run(ctx, chromedp.Evaluate[shownText](expr))
-			if err != nil {
-				return result{}, unusable("field %s: the page could not evaluate its selector: %s", f.param, errText(err))
-			}
-			text := collapse(st.Text)
-			if !st.Found || text == "" {
-				return result{}, unusable("field %s: the page shows no text at its selector; every marked field must read back", f.param)
-			}
-			raw[f.param] = text
-			rec[f.param] = valueOf(f, text)
-			continue
+			selectorFields = append(selectorFields, f)
+		} else {
+			regionFields = append(regionFields, f)
 		}
-		regionFields = append(regionFields, f)
+	}
+	pg, err := readStructure(ctx, s, selectorFields)
+	if err != nil {
+		return result{}, err
+	}
+	if s.rows != "" {
+		return rowRecords(s, pg)
+	}
+	rec := sdk.Record{"id": pg.Path}
+	raw := map[string]string{}
+	for j, f := range selectorFields {
+		shown, v, err := f.readShown(pg.Rows[0][j], 0, 0)
+		if err != nil {
+			return result{}, err
+		}
+		raw[f.param], rec[f.param] = shown, v
 	}
 	if len(regionFields) > 0 {
 		imgs, err := captureRegions(ctx, regionFields)
 		if err != nil {
 			return result{}, err
 		}
+		regions := make([]*image.Gray, 0, len(imgs))
 		for _, img := range imgs {
 			regions = append(regions, binarize(img))
 		}
-	}
-	if len(regions) > 0 {
 		readings, err := recognize(ctx, regions)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -24,6 +25,25 @@ const (
 	Honest     = "honest"     // stores what was typed and shows what it stored
 	Optimistic = "optimistic" // paints the typed values as saved; stores nothing
 	WrongValue = "wrong"      // stores and shows another name than the one typed
+	Duplicate  = "duplicate"  // stores the record twice (a double submit) and shows what it stored
+)
+
+// DuplicateSuffix ends the reference of the second record a Duplicate save
+// stores.
+const DuplicateSuffix = "-dup"
+
+// Token refresh modes of the record page (SetTokenRefresh).
+const (
+	TokenOff       = 0 // the record page posts nothing
+	TokenOnLoad    = 1 // it POSTs to TokenPath as it loads and shows the record once that succeeds
+	TokenAndNotice = 2 // as TokenOnLoad, and POSTs to NoticePath (a write) before it shows the record
+)
+
+// TokenPath is where a record page renews its session token as it loads;
+// NoticePath is where it reports that the record was seen (a write).
+const (
+	TokenPath  = "/auth/token"
+	NoticePath = "/api/seen"
 )
 
 // WrongName is the name a WrongValue save stores instead of the typed one.
@@ -55,10 +75,13 @@ type App struct {
 	// refreshMS > 0 makes every record page behave as a single-page
 	// admin app that renews its session (SetRefreshing).
 	refreshMS testservers.Setting[int]
+	// token is the record page's token refresh (SetTokenRefresh).
+	token testservers.Setting[int]
 
 	mu      sync.Mutex
 	records map[string]Record
 	posts   int
+	tokens  int
 }
 
 // Server is a running App on loopback.
@@ -93,6 +116,21 @@ const RefreshPath = "/auth/refresh"
 // itself again (an app that signs in again), which renews again. Posts
 // counts every such POST that arrives. 0 switches it off.
 func (a *App) SetRefreshing(everyMS int) { a.refreshMS.Set(everyMS) }
+
+// SetTokenRefresh makes every record page renew its session token with a
+// POST to TokenPath as it loads (TokenOnLoad), as many single-page apps do,
+// and show the record (#record) only once the renewal succeeded; when it
+// fails the page shows #signed-out instead. TokenAndNotice also POSTs to
+// NoticePath before it shows the record. TokenOff switches it off.
+func (a *App) SetTokenRefresh(mode int) { a.token.Set(mode) }
+
+// Tokens counts the POSTs to TokenPath that arrived (Posts does not count
+// them).
+func (a *App) Tokens() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tokens
+}
 
 // SetDown makes every page answer 503 (true), as an outage, or serves
 // again (false).
@@ -133,6 +171,15 @@ func (a *App) routes() webapp.Routes {
 		"GET /show":          a.show,
 		"GET /records/{ref}": a.recordPage,
 		"GET /search":        a.search,
+		"GET /list":          a.list,
+		"GET /edit/{ref}":    a.edit,
+		"POST " + TokenPath: func(w http.ResponseWriter, r *http.Request) {
+			a.mu.Lock()
+			a.tokens++
+			a.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"token": "renewed"}`)
+		},
 		"GET /postform": func(w http.ResponseWriter, r *http.Request) {
 			// A page whose button submits a form with POST, and which posts
 			// with fetch when asked: what a read-back must never send.
@@ -156,13 +203,18 @@ func (a *App) save(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad record", http.StatusBadRequest)
 		return
 	}
-	wrong := a.mode.Get() == WrongValue
+	mode := a.mode.Get()
 	a.mu.Lock()
 	a.posts++
-	if wrong {
+	if mode == WrongValue {
 		rec.Name = WrongName
 	}
 	a.records[rec.Ref] = rec
+	if mode == Duplicate {
+		dup := rec
+		dup.Ref += DuplicateSuffix
+		a.records[dup.Ref] = dup
+	}
 	a.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(rec)
@@ -191,6 +243,7 @@ type view struct {
 	Absent    bool
 	RefreshMS int
 	Refresh   string
+	Token     int
 }
 
 var page = template.Must(template.New("page").Parse(`<!doctype html>
@@ -204,11 +257,32 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
 <body>
 <div id="head">{{.Title}}</div>
 {{if .Absent}}<div id="not-found" class="v" style="left:40px;top:120px;width:560px;height:44px">No such record</div>{{end}}
-{{with .Rec}}<div id="{{if $.RefreshMS}}record-pending{{else}}record{{end}}" data-ref="{{.Ref}}">
+{{with .Rec}}<div id="{{if or $.RefreshMS $.Token}}record-pending{{else}}record{{end}}" data-ref="{{.Ref}}">
  <div id="name" class="v" style="left:{{index $.Fields.name 0}}px;top:{{index $.Fields.name 1}}px;width:{{index $.Fields.name 2}}px;height:{{index $.Fields.name 3}}px">{{.Name}}</div>
  <div id="born" class="v" style="left:{{index $.Fields.born 0}}px;top:{{index $.Fields.born 1}}px;width:{{index $.Fields.born 2}}px;height:{{index $.Fields.born 3}}px">{{.Born}}</div>
  <div id="amount" class="v" style="left:{{index $.Fields.amount 0}}px;top:{{index $.Fields.amount 1}}px;width:{{index $.Fields.amount 2}}px;height:{{index $.Fields.amount 3}}px">{{.Amount}}</div>
 </div>{{end}}
+{{if .Token}}<script>
+(function () {
+  var notice = {{.Token}} === 2;
+  function show() {
+    var r = document.getElementById("record-pending");
+    if (r) { r.id = "record"; }
+  }
+  fetch("/auth/token", {method: "POST", body: "renew"}).then(function (resp) {
+    if (!resp.ok) { throw new Error("refused"); }
+    if (notice) {
+      return fetch("/api/seen", {method: "POST", body: "seen"}).then(show, show);
+    }
+    show();
+  }).catch(function () {
+    var d = document.createElement("div");
+    d.id = "signed-out";
+    d.textContent = "Signed out";
+    document.body.appendChild(d);
+  });
+})();
+</script>{{end}}
 {{if .RefreshMS}}<script>
 (function () {
   var url = new URL({{.Refresh}}, location.href).href;
@@ -294,7 +368,63 @@ func (a *App) recordPage(w http.ResponseWriter, r *http.Request) {
 	if font == "" {
 		font = rec.Font
 	}
-	a.render(w, view{Title: "Record " + ref, Font: fontFamily(font), Rec: &rec, RefreshMS: a.refreshMS.Get(), Refresh: RefreshPath})
+	a.render(w, view{Title: "Record " + ref, Font: fontFamily(font), Rec: &rec, RefreshMS: a.refreshMS.Get(), Refresh: RefreshPath, Token: a.token.Get()})
+}
+
+var listPage = template.Must(template.New("list").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Records</title>
+<style> body { font: 16px sans-serif; } td { padding: 4px 12px; } </style></head>
+<body><h1 id="head">Records</h1>
+{{if not .}}<p id="empty">No records</p>{{end}}
+<table id="records">
+<tr class="row" style="display:none"><td class="name"></td><td class="born"></td><td class="amount"></td></tr>
+{{range .}}<tr class="row" data-ref="{{.Ref}}"><td class="name">{{.Name}}</td><td class="born">{{.Born}}</td><td class="amount">{{.Amount}}</td></tr>
+{{end}}</table></body></html>`))
+
+// list shows every stored record as a row of a table, in the order of
+// their references, after a hidden template row (as many list pages keep);
+// #empty when there is none.
+func (a *App) list(w http.ResponseWriter, _ *http.Request) {
+	a.mu.Lock()
+	recs := make([]Record, 0, len(a.records))
+	for _, r := range a.records {
+		recs = append(recs, r)
+	}
+	a.mu.Unlock()
+	slices.SortFunc(recs, func(x, y Record) int { return strings.Compare(x.Ref, y.Ref) })
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := listPage.Execute(w, recs); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+var editPage = template.Must(template.New("edit").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Edit</title></head>
+<body><h1 id="head">Edit record</h1>
+{{if .}}<form id="edit" onsubmit="return false">
+ <input id="e-name" name="name" value="{{.Name}}">
+ <select id="e-born" name="born"><option value="">(unknown)</option><option value="{{.Born}}" selected>born {{.Born}}</option></select>
+ <textarea id="e-amount" name="amount">{{.Amount}}</textarea>
+ <input id="e-pass" type="password" name="pass" value="hunter2-{{.Ref}}">
+ <input id="e-keep" type="checkbox" name="keep" checked>
+</form>{{else}}<p id="not-found">No such record</p>{{end}}
+</body></html>`))
+
+// edit shows a stored record in the controls of an edit form: its name in
+// an input, its birth date as the selected option of a select (labelled
+// "born ..."), its amount in a textarea, beside a password input and a
+// checkbox; #not-found when there is no such record.
+func (a *App) edit(w http.ResponseWriter, r *http.Request) {
+	var rec *Record
+	if got, ok := a.Get(r.PathValue("ref")); ok {
+		rec = &got
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := editPage.Execute(w, rec); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
 }
 
 // search lists the records whose name contains q, each a link to its page.
