@@ -4,7 +4,8 @@
 // application's own screen — a Chromium the automation drives, reached over
 // the DevTools protocol, or a local X display dumped with xwd — by OCR of a
 // region (Tesseract) or, in Chromium, from the page structure (an element's
-// displayed text).
+// displayed text, a form control's value), one record for the page or, with
+// row_selector, one per row on screen.
 //
 // Its tier comes from the configured mechanism: with a re-navigation of two
 // actions or more it re-opens the record in a new tab of the same browser,

@@ -40,7 +40,7 @@ func unusable(format string, args ...any) error {
 }
 
 // result is one read: no records when the re-opened page says the record
-// does not exist, otherwise one.
+// does not exist, otherwise one, or one per row on screen (row_selector).
 type result struct {
 	records []sdk.Record
 	// raw is what each field showed before the ratio rule, for tests and
