@@ -209,4 +209,3 @@ func BenchmarkOCR(b *testing.B) {
 		})
 	}
 }
-
