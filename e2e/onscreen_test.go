@@ -326,3 +326,125 @@ func TestOnScreenCandidates(t *testing.T) {
 		}
 	})
 }
+
+// TestOnScreenReadsWhatTheScreenShows: through the real daemon and plugin.
+// With row_selector every row on the screen is a record, so a double submit
+// the list shows as two rows is REFUTED (COUNT_OVER) where an honest save is
+// VERIFIED; and a record page that renews a session token by POST as it
+// loads cannot be re-read at tier 3 (INDETERMINATE, the refused POST named)
+// until read_post_paths declares that path.
+func TestOnScreenReadsWhatTheScreenShows(t *testing.T) {
+	buildOnScreen(t)
+	cdp := automationBrowser(t)
+	honestURL := startProcess(t, "screenapp listening on ", exec.Command(filepath.Join(bins.dir, "screenapp"), "-token", "1"), false)
+	doubleURL := startProcess(t, "screenapp listening on ", exec.Command(filepath.Join(bins.dir, "screenapp"), "-mode", "duplicate"), false)
+	alloc, cancelAlloc := remote.NewAllocator(context.Background(), cdp)
+	t.Cleanup(cancelAlloc)
+	tab, cancelTab := chromedp.NewContext(alloc)
+	t.Cleanup(cancelTab)
+	if _, err := chromedp.Run(tab, chromedp.Navigate(honestURL+"/new")); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, daemonOpts{})
+	dir := t.TempDir()
+	list := func(appURL string) string {
+		return writeFile(t, dir, "list-"+strings.TrimPrefix(appURL, "http://127.0.0.1:")+".yaml", noChangeClaim+fmt.Sprintf(`effects:
+  kind: onscreen
+  onscreen:
+    screen: {cdp_url: %q, page_url_prefix: %q}
+    same_surface: true
+    row_selector: "tr.row"
+    fields:
+      - {param: holder, selector: "td.name"}
+      - {param: amount, selector: "td.amount"}
+`, cdp, appURL+"/"))
+	}
+	region, _ := json.Marshal(screenNameRegion)
+	reopen := func(name, extra string) string {
+		return writeFile(t, dir, name, fmt.Sprintf(`effects:
+  kind: onscreen
+  newness: newly_matching
+  onscreen:
+    screen: {cdp_url: %q, page_url_prefix: %q}
+    renavigate:
+      - open: "%s/records/{ref}"
+      - wait: {selector: "#record"}
+    absent_selector: "#not-found"
+    fields:
+      - {param: holder, region: %s}
+      - {param: amount, selector: "#amount"}
+%s`, cdp, honestURL+"/", honestURL, region, extra))
+	}
+	noClaim := writeFile(t, dir, "effects-no-claim.yaml", `
+- kind: record_written
+  match: {amount: {param: amount}}
+  forbid_collateral_loss: false
+  timeout_s: 3
+- kind: field_equals
+  match: {amount: {param: amount}}
+  field: holder
+  value: {param: holder}
+  timeout_s: 3
+`)
+	changeClaim := writeFile(t, dir, "effects.yaml", `
+- kind: record_written
+  match: {amount: {param: amount}}
+  count_new_only: true
+  timeout_s: 3
+- kind: field_equals
+  match: {amount: {param: amount}}
+  field: holder
+  value: {param: holder}
+  timeout_s: 3
+`)
+	tests := []struct {
+		name, appURL, deployment, effects string
+		showList                          bool
+		want                              []string // outcome, then decision/class/first code per effect
+		reason                            string   // in the first effect's reasons
+	}{
+		{"list, honest save", honestURL, list(honestURL), noClaim, true,
+			[]string{"VERIFIED", "CONFIRMED/confirmed/COUNT_EXACT", "CONFIRMED/confirmed/FIELD_EQUAL"}, "SCREEN_CONSISTENCY_ONLY"},
+		{"list, double submit", doubleURL, list(doubleURL), noClaim, true,
+			[]string{"RECONCILIATION_REQUIRED", "REFUTED/conflicting/COUNT_OVER", "REFUTED/conflicting/FIELD_AMBIGUOUS"}, ""},
+		{"token refresh not declared", honestURL, reopen("token-refused.yaml", ""), changeClaim, false,
+			[]string{"", "INDETERMINATE/unavailable/SOR_UNREACHABLE", "INDETERMINATE/unavailable/SOR_UNREACHABLE"}, "read_post_paths"},
+		{"token refresh declared", honestURL, reopen("token-declared.yaml", "    read_post_paths: [\"/auth/token\"]\n"), changeClaim, false,
+			[]string{"VERIFIED", "CONFIRMED/confirmed/COUNT_EXACT", "CONFIRMED/confirmed/FIELD_EQUAL"}, "SCREEN_CONSISTENCY_ONLY"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := screenRecord{Ref: fmt.Sprintf("shows-%d", i), Name: "Grace Hopper", Born: "1906-12-09", Amount: fmt.Sprintf("7,21%d.50", i)}
+			// The application's tab is on this application's form.
+			if _, err := chromedp.Run(tab, chromedp.Navigate(tt.appURL+"/new")); err != nil {
+				t.Fatal(err)
+			}
+			b := d.beginWith(t, tt.deployment, tt.effects, "ref="+rec.Ref, "holder="+rec.Name, "amount="+rec.Amount)
+			automationSave(t, tab, tt.appURL, rec)
+			if tt.showList {
+				if _, err := chromedp.Run(tab, chromedp.Navigate(tt.appURL+"/list")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			v := d.verify(t, b.SessionID)
+			if tt.want[0] != "" && v.Outcome != tt.want[0] {
+				t.Errorf("outcome %s; want %s (%s)", v.Outcome, tt.want[0], v.summary())
+			}
+			if len(v.Effects) != 2 {
+				t.Fatalf("verify = %s; want two effects\ndaemon log:\n%s", v.summary(), d.logs())
+			}
+			for k, e := range v.Effects {
+				got := e.Verdict + "/" + e.Result + "/"
+				if len(e.Reasons) > 0 {
+					got += e.Reasons[0].Code
+				}
+				if got != tt.want[k+1] {
+					t.Errorf("effect %d: %s; want %s (%s)", k, got, tt.want[k+1], v.summary())
+				}
+			}
+			if tt.reason != "" && !strings.Contains(fmt.Sprint(v.Effects[0].Reasons), tt.reason) {
+				t.Errorf("the first effect's reasons %v do not name %s", v.Effects[0].Reasons, tt.reason)
+			}
+		})
+	}
+}

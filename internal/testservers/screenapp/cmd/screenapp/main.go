@@ -12,7 +12,8 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", screenapp.Honest, "how saves behave: honest, optimistic or wrong")
+	mode := flag.String("mode", screenapp.Honest, "how saves behave: honest, optimistic, wrong or duplicate")
+	token := flag.Int("token", screenapp.TokenOff, "record pages renew a session token by POST as they load: 0 no, 1 yes, 2 yes and post a notice too")
 	flag.Parse()
 	webapp.Main("screenapp", func() (*webapp.Server, error) {
 		s, err := screenapp.Start()
@@ -20,6 +21,7 @@ func main() {
 			return nil, err
 		}
 		s.SetMode(*mode)
+		s.SetTokenRefresh(*token)
 		return s.Server, nil
 	})
 }
