@@ -65,7 +65,9 @@ type fieldSection struct {
 	MinRatio *float64 `json:"min_ratio"`
 }
 
-// settings are a checked configuration bound to one run's parameters.
+// settings are the checked configuration configure returns and Define
+// stores; each call reads through a copy bound to its run parameters
+// (bind).
 type settings struct {
 	cdpURL        string
 	display       string // an X display (":99"), the other source
