@@ -32,6 +32,15 @@ var info = sdk.Info{Kind: Kind, Tier: sdk.TierReacquiredState, AbsenceNotProof: 
 // parameters into the re-navigation and the fields.
 var New = sdk.Define(info, configure)
 
+// The settings take up Define's optional parts: a tier of their own, a
+// check of a session's parameters at Begin, and an after-read that differs
+// from the baseline read (a tier-4 baseline is unreachable).
+var (
+	_ sdk.TierReporter = (*settings)(nil)
+	_ sdk.ParamChecker = (*settings)(nil)
+	_ sdk.AfterReader  = (*settings)(nil)
+)
+
 // Tier is the tier of the configured mechanism: 3 when the read re-opens
 // the record, 4 when it reads the screen the save left.
 func (s *settings) Tier() sdk.Tier { return s.tier }
