@@ -445,6 +445,13 @@ func tierOf(r *Result) (int, oracle.Rung) {
 	return tier, rung
 }
 
+// ResultRung is the lowest oracle rung of a result's effects (what a
+// Reverification reports).
+func ResultRung(r *Result) oracle.Rung {
+	_, rung := tierOf(r)
+	return rung
+}
+
 // stepStates reads every step's latest session and its latest result.
 func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
 	out := make([]stepState, len(wf.Steps))
