@@ -761,7 +761,9 @@ func testIntegrity(t *testing.T, b Backend) {
 		}},
 		{Value{Kind: KindRun, Key: "r1"}, "", func(ctx context.Context, s store.Backend) error {
 			// A damaged run is never updated from.
-			_, err := s.UpdateRun(ctx, "r1", func(store.Ledger, []byte) ([]byte, store.RunChange, error) { return []byte(`{}`), store.RunChange{}, nil })
+			_, err := s.UpdateRun(ctx, "r1", func(store.Ledger, []byte) ([]byte, store.RunChange, error) {
+				return []byte(`{}`), store.RunChange{}, nil
+			})
 			return err
 		}},
 		{Value{Kind: KindRun, Key: "r1"}, "", func(ctx context.Context, s store.Backend) error {
