@@ -460,15 +460,15 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 		st := stepState{Step: run.Step{Name: s.Name, Consequential: s.Consequential()}}
 		if rs := rec.step(s.Name); rs != nil {
 			st.Refused = rs.Refused
-			for j := len(rs.Sessions) - 1; j >= 0; j-- {
-				r, found, err := m.latestResult(ctx, rs.Sessions[j])
+			for _, sid := range slices.Backward(rs.Sessions) {
+				r, found, err := m.latestResult(ctx, sid)
 				if err != nil {
 					return nil, err
 				}
 				if !found {
 					continue
 				}
-				st.Began, st.SessionID, st.latest = true, rs.Sessions[j], r
+				st.Began, st.SessionID, st.latest = true, sid, r
 				if r != nil {
 					st.Outcome = outcomeOf(r)
 					st.Tier, st.OracleRung = tierOf(r)

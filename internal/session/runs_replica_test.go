@@ -57,7 +57,8 @@ func runAcross(t *testing.T, ms ...*Manager) {
 
 func shared2Steps(t *testing.T) *workflow.Workflow {
 	t.Helper()
-	w, err := workflow.Parse([]byte(runWorkflowYAML[:strings.Index(runWorkflowYAML, "  - step: mail")]))
+	head, _, _ := strings.Cut(runWorkflowYAML, "  - step: mail")
+	w, err := workflow.Parse([]byte(head))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -148,7 +149,7 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	_, err = f.begin(t, "r1", "posting", map[string]string{"amount": "10"})
 	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
 	var se *Error
-	if !errorsAs(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy || len(se.Receipt) == 0 {
+	if !errors.As(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy || len(se.Receipt) == 0 {
 		t.Fatalf("out of order: terminal %q, receipt %d bytes; want REJECTED_POLICY with its refusal receipt", se.TerminalOutcome, len(se.Receipt))
 	}
 	// A run parameter cannot be overridden; unknown steps are invalid.
@@ -268,14 +269,6 @@ func openRunReceipt(t *testing.T, f *runFixture, raw json.RawMessage, id string)
 		t.Fatalf("the run receipt is not in the ledger: %v", err)
 	}
 	return p
-}
-
-func errorsAs(err error, se **Error) bool {
-	e, ok := err.(*Error)
-	if ok {
-		*se = e
-	}
-	return ok
 }
 
 func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
