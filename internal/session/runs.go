@@ -352,6 +352,13 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 	return id, nil
 }
 
+// handoffDigest is the keyed digest of a handed-off value's JSON (a JSON
+// string).
+func (m *Manager) handoffDigest(value string) string {
+	b, _ := json.Marshal(value) // a string always encodes
+	return m.KeyedDigest(b)
+}
+
 // paramsDigest is the keyed digest of a run's parameters (canonical JSON:
 // keys sorted).
 func (m *Manager) paramsDigest(params map[string]string) string {
@@ -592,7 +599,7 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 		params[h.Param] = value
 		binding.Handoffs = append(binding.Handoffs, HandoffBound{
 			Param: h.Param, FromStep: h.From.Step, FromSession: src.SessionID, Effect: h.From.Effect, Field: h.From.Field,
-			ValueDigest: m.KeyedDigest([]byte(strconv.Quote(value))),
+			ValueDigest: m.handoffDigest(value),
 		})
 	}
 	full.Params, full.run = params, binding

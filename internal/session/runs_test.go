@@ -364,6 +364,16 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	}
 	openRunReceipt(t, f, view.Receipt, "halt")
 
+	// Stopped on a policy refusal before anything was done.
+	f.beginRun(t, "refused")
+	_, err = f.begin(t, "refused", "posting", map[string]string{"amount": "1"})
+	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
+	view, err = f.m.FinishRun(ctx, "refused")
+	if err != nil || view.Outcome != run.RejectedPolicy || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepRefused) {
+		t.Fatalf("stopped on a refusal: %+v %v", view, err)
+	}
+	openRunReceipt(t, f, view.Receipt, "refused")
+
 	// Saved, then undone: the rollback check sees every change gone.
 	f.beginRun(t, "undo")
 	f.step(t, "undo", "intake", nil, sdk.Record{"id": "p-9", "kind": "patient", "name": "Ada"})
