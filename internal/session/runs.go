@@ -52,7 +52,9 @@ const (
 	// CodeStepAlreadyBegun: the step already has a session in the run
 	// that did not end HALTED_BEFORE_EFFECT.
 	CodeStepAlreadyBegun = "step_already_begun"
-	// CodeRunSealed: the run is sealed and takes no further step.
+	// CodeRunSealed: the run is sealed with an outcome other than
+	// RECONCILIATION_REQUIRED and takes no further step (a run sealed
+	// RECONCILIATION_REQUIRED goes on until it is sealed again).
 	CodeRunSealed = "run_sealed"
 	// CodeWorkflowChanged: the registered workflow is no longer the file
 	// the run began with.
@@ -534,8 +536,8 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 	policy := func(code, path, format string, args ...any) error {
 		return refuse(&Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: code + ": " + fmt.Sprintf(format, args...)})
 	}
-	if rec.Seal != nil {
-		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: repair with Reverify, or begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
+	if rec.Seal != nil && !rec.reconciling() {
+		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
 	}
 	params := maps.Clone(rec.Params)
 	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
@@ -672,7 +674,7 @@ func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, si
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return nil, store.RunChange{}, fmt.Errorf("run %s is corrupt: %w", runID, err)
 		}
-		if rec.Seal != nil {
+		if rec.Seal != nil && !rec.reconciling() {
 			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: CodeRunSealed + ": the run was sealed while the step began; begin a new run"}
 		}
 		rs := rec.step(step)
@@ -705,7 +707,7 @@ func (m *Manager) noteRunRefusal(ctx context.Context, runID, step string, err er
 			return nil, store.RunChange{}, err
 		}
 		rs := rec.step(step)
-		if rec.Seal != nil || rs == nil {
+		if (rec.Seal != nil && !rec.reconciling()) || rs == nil {
 			return nil, store.RunChange{}, nil
 		}
 		rs.Refused = outcome

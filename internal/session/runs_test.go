@@ -282,8 +282,6 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if v.Outcome != judge.ReconciliationRequired {
 		t.Fatalf("double submit: %s", v.Outcome)
 	}
-	// The letter is still made, checked and consumed... but posting is not
-	// VERIFIED, so the run cannot be.
 	view, err := f.m.FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
@@ -302,16 +300,30 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if r, err := f.m.Reverify(ctx, view.Steps[1].SessionID, "removed the duplicate posting"); err != nil || r.Outcome != judge.Verified {
 		t.Fatalf("Reverify: %v %v", r, err)
 	}
-	// mail still needs the letter; sealed RECONCILIATION_REQUIRED runs take
-	// artifact checks but no new step, so this run ends here with mail not
-	// begun: still RECONCILIATION_REQUIRED (sticky), attempt 2.
+	// The run stays RECONCILIATION_REQUIRED (sticky) while mail is not
+	// begun: attempt 2.
 	view, err = f.m.FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if view.Outcome != run.ReconciliationRequired || view.Attempt != 2 || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotBegun) {
+	if view.Outcome != run.ReconciliationRequired || view.Attempt != 2 || !slices.Equal(reasonCodes(view.Reasons), []string{run.CodeStepNotBegun, run.CodeArtifactUnverified, run.CodeReconciliationSticky}) {
 		t.Fatalf("re-seal with mail not begun = %s attempt %d %v", view.Outcome, view.Attempt, reasonCodes(view.Reasons))
 	}
+	// A run sealed RECONCILIATION_REQUIRED goes on: the letter, then mail,
+	// then attempt 3 is VERIFIED.
+	if a := f.letter(t, "r2", true); a.Verdict != judge.Confirmed {
+		t.Fatalf("letter %s", a.Verdict)
+	}
+	if v := f.step(t, "r2", "mail", nil, sdk.Record{"id": "m-2", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("mail %s", v.Outcome)
+	}
+	view, err = f.m.FinishRun(ctx, "r2")
+	if err != nil || view.Outcome != run.Verified || view.Attempt != 3 {
+		t.Fatalf("attempt 3: %+v %v", view, err)
+	}
+	// Sealed VERIFIED, the run takes no further step.
+	_, err = f.begin(t, "r2", "intake", nil)
+	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
 }
 
 // A two-step process (mail dropped) for the re-seal to VERIFIED.
