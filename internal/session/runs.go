@@ -387,6 +387,20 @@ func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
 	return &rec, nil
 }
 
+// runNames is a run's deployment and workflow names, for the log (empty
+// when the run cannot be read).
+func (m *Manager) runNames(ctx context.Context, id string) (deployment, workflow string) {
+	raw, err := m.Store.Run(ctx, id)
+	if err != nil {
+		return "", ""
+	}
+	var rec runRecord
+	if json.Unmarshal(raw, &rec) != nil {
+		return "", ""
+	}
+	return rec.DeploymentName, rec.Workflow
+}
+
 // runWorkflow is the registered workflow a run began with; a workflow
 // since changed or gone is refused.
 func (m *Manager) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
