@@ -229,9 +229,12 @@ func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestC
 	for i, s := range w.Steps {
 		for j, e := range s.Effects {
 			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
-			if tier == 4 {
+			// Tiers 3 and 4 read the application's own screen: at tier 4 the
+			// session the automation acted in, at tier 3 a fresh one of the
+			// same application. Either way the oracle is the acting surface.
+			if tier == 3 || tier == 4 {
 				out = append(out, lintFinding{Code: workflow.CodeSameChannelOracle, Step: s.Name, Effect: new(j), Path: path,
-					Message: fmt.Sprintf("the selected candidate %s reads at tier 4, the same channel the automation wrote through; it can confirm what the screen shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate)})
+					Message: fmt.Sprintf("the selected candidate %s reads at tier %d, the screen of the application the automation wrote through; it can confirm what that application shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate, tier)})
 			}
 			for _, f := range workflow.CheckTier(p, int(tier), candidate, j, path) {
 				out = append(out, fromFinding(s.Name, f))
