@@ -718,6 +718,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if code != 3 || !strings.Contains(out, "secrets.allow") {
 		t.Errorf("disallowed variable: exit %d %s; want exit 3 pointing at secrets.allow", code, out)
 	}
+	// A credential written as an option is refused however deep it sits,
+	// by its path, and its value is never echoed.
+	nested := writeFile(t, dir, "nested.yaml", fmt.Sprintf("effects:\n  kind: csv-ledger\n  options: {path: %s, conn: {auth: [{user: u, token: %s}]}}\n", csvPath, secret))
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, nested), "--effects", effects)
+	responses = append(responses, out)
+	if code != 3 || !strings.Contains(out, "effects.options.conn.auth[0].token") {
+		t.Errorf("nested credential option: exit %d %s; want exit 3 naming effects.options.conn.auth[0].token", code, out)
+	}
 	d.stop()
 	for i, r := range responses {
 		if strings.Contains(r, secret) {
