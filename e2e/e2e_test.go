@@ -723,8 +723,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 	nested := writeFile(t, dir, "nested.yaml", fmt.Sprintf("effects:\n  kind: csv-ledger\n  options: {path: %s, conn: {auth: [{user: u, token: %s}]}}\n", csvPath, secret))
 	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, nested), "--effects", effects)
 	responses = append(responses, out)
-	if code != 3 || !strings.Contains(out, "effects.options.conn.auth[0].token") {
-		t.Errorf("nested credential option: exit %d %s; want exit 3 naming effects.options.conn.auth[0].token", code, out)
+	if code != 2 || !strings.Contains(out, `"path": "deployment.effects.options.conn.auth[0].token"`) {
+		t.Errorf("nested credential option: exit %d %s; want exit 2 (invalid) naming effects.options.conn.auth[0].token", code, out)
 	}
 	d.stop()
 	for i, r := range responses {
