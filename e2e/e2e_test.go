@@ -373,12 +373,14 @@ type verifyOutput struct {
 			Message string `json:"message"`
 		} `json:"reasons"`
 		Tier               int             `json:"tier"`
+		OracleRung         int             `json:"oracle_rung"`
 		Substrate          string          `json:"substrate"`
 		ContractHash       string          `json:"contract_hash"`
 		ReconciliationTask json.RawMessage `json:"reconciliation_task"`
 		Newness            string          `json:"newness"`
 		CollateralScope    string          `json:"collateral_scope"`
 	} `json:"effects"`
+	Receipt json.RawMessage `json:"receipt"`
 }
 
 func (v verifyOutput) summary() string {
@@ -431,7 +433,9 @@ func (d *daemon) verify(t *testing.T, id string) verifyOutput {
 	if code != 0 {
 		t.Fatalf("verify exit %d: %s\ndaemon log:\n%s", code, out, d.logs())
 	}
-	return mustJSON[verifyOutput](t, out)
+	v := mustJSON[verifyOutput](t, out)
+	checkRungs(t, v)
+	return v
 }
 
 // TestSaveOutcomes: begin -> the automation writes (or not) -> verify.

@@ -33,8 +33,20 @@ func reverificationToProto(r *session.Result) (*verifierv1.Reverification, error
 	}
 	return &verifierv1.Reverification{
 		Attempt: int32(r.Attempt), Reason: r.ReverifyReason, Result: resultToProto(r),
-		VerifiedAt: timestamppb.New(r.VerifiedAt), Receipt: rec,
+		VerifiedAt: timestamppb.New(r.VerifiedAt), Receipt: rec, OracleRung: lowestRung(r),
 	}, nil
+}
+
+// lowestRung is the lowest oracle rung of a result's effects: the read the
+// whole result is as strong as (0 without effects).
+func lowestRung(r *session.Result) int32 {
+	var low int32
+	for i, e := range r.Effects {
+		if i == 0 || int32(e.OracleRung) < low {
+			low = int32(e.OracleRung)
+		}
+	}
+	return low
 }
 
 func (s *service) GetInfo(ctx context.Context, _ *verifierv1.GetInfoRequest) (*verifierv1.GetInfoResponse, error) {
@@ -120,7 +132,7 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, Receipt: rec}
+	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), OracleRung: int32(res.OracleRung), Substrate: res.Substrate, Receipt: rec}
 	for _, r := range res.Reasons {
 		out.Reasons = append(out.Reasons, &verifierv1.Reason{Code: r.Code, Message: r.Message})
 	}

@@ -414,7 +414,7 @@ func resultToProto(r *session.Result) *verifierv1.StepResult {
 			Verdict: verdictToProto[e.Verdict], Result: classToProto[e.Result],
 			ObservedCount: optInt(e.ObservedCount), ExpectedCount: optInt(e.ExpectedCount),
 			ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
-			ContractHash: e.ContractHash, Tier: int32(e.Tier), Substrate: e.Substrate,
+			ContractHash: e.ContractHash, Tier: int32(e.Tier), OracleRung: int32(e.OracleRung), Substrate: e.Substrate,
 			Newness: e.Newness, CollateralScope: e.CollateralScope,
 		}
 		for _, rs := range e.Reasons {
