@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -48,7 +49,7 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := workflow.Load(*path)
 	if err != nil {
-		return workflowError(stdout, err)
+		return workflowError(stdout, placeholderError(*path, err))
 	}
 	report := lintWorkflow(w)
 	if *deploymentFile != "" {
@@ -88,6 +89,33 @@ func testConnectionByName(ctx context.Context, c verifierv1.VerifierServiceClien
 
 // workflowError prints an unreadable or invalid workflow file as the JSON
 // error shape of the client commands.
+// placeholderError is err, the refusal of the workflow file at path, or,
+// when the file holds a placeholder contract (kind: placeholder), a
+// refusal naming the first one and the way to replace it.
+func placeholderError(path string, err error) error {
+	data, rerr := os.ReadFile(path)
+	if rerr != nil {
+		return err
+	}
+	tree, derr := judge.DecodeDocument(data)
+	m, _ := tree.(map[string]any)
+	steps, _ := m["steps"].([]any)
+	if derr != nil {
+		return err
+	}
+	for i, st := range steps {
+		sm, _ := st.(map[string]any)
+		effects, _ := sm["effects"].([]any)
+		for j, e := range effects {
+			if isPlaceholder(e) {
+				return fmt.Errorf("%s: %w", path, &workflow.Error{Path: fmt.Sprintf("steps[%d].effects[%d]", i, j),
+					Message: "a placeholder stands where a reviewed contract must be, and no step with one can run; write the contract in a binding file and run verifyctl bind, which replaces the placeholder"})
+			}
+		}
+	}
+	return err
+}
+
 func workflowError(stdout io.Writer, err error) int {
 	return fileError(stdout, "INVALID_WORKFLOW", err)
 }
