@@ -45,7 +45,7 @@ type Deployment struct {
 	// may carry one.
 	Policy *workflow.Policy
 	// Notices are what loaded but is spelt differently from verifierd's
-	// own keys (kit.go), in document order; see TakeNotices.
+	// own keys (spelling.go), in document order; see TakeNotices.
 	Notices []Notice
 	gate    *noticeGate
 }

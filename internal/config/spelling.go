@@ -16,7 +16,7 @@ type Notice struct {
 	Message   string
 }
 
-// kitSpellings are the keys the effect kit spells differently in a kind's
+// kitSpellings are the keys the reference kit spells differently in a kind's
 // section, by kind, mapped to the key verifierd reads (docs/contracts.md
 // lists them). They mean exactly the same, so they load under the
 // canonical key, with a notice naming it.
@@ -52,7 +52,7 @@ func canonicalSpelling(sec map[string]any, path string, index int) (map[string]a
 		delete(out, kit)
 		out[canon] = v
 		notices = append(notices, Notice{Candidate: index, Path: path + "." + kit,
-			Message: "read as " + canon + ", the key verifierd spells it with (the effect kit's spelling); write " + canon + " to silence this notice"})
+			Message: "read as " + canon + ", the key verifierd spells it with (the reference kit's spelling); write " + canon + " to silence this notice"})
 	}
 	if out == nil {
 		return sec, nil, nil
