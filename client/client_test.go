@@ -58,7 +58,7 @@ func TestStepVerified(t *testing.T) {
 		t.Fatalf("result = %+v, want VERIFIED, two effects, no task", res)
 	}
 	e := res.Effects[0]
-	if e.Verdict != "CONFIRMED" || e.Class != "confirmed" || e.ObservedCount == nil || *e.ObservedCount != 1 || len(e.MatchedRecords) != 1 || e.Substrate != "sql" {
+	if e.Verdict != "CONFIRMED" || e.Class != "confirmed" || e.ObservedCount == nil || *e.ObservedCount != 1 || len(e.MatchedRecords) != 1 || e.Substrate != "sql" || e.OracleRung != 2 {
 		t.Fatalf("effect 0 = %+v, want CONFIRMED/confirmed, 1 observed and matched, substrate sql", e)
 	}
 	payload, err := res.CheckReceipt(c.pub, receipt.Expect{Session: seen.ID, Deployment: "clinic", Step: "save_triage"})

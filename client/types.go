@@ -176,8 +176,12 @@ type Effect struct {
 	MatchedRecords []json.RawMessage
 	ContractHash   string
 	Tier           int
-	Substrate      string
-	Newness        string
+	// OracleRung is the read's rung of the oracle ladder: 0 a screen, 1 a
+	// separate session of the application, 2 the system of record, 3 a
+	// counterparty (docs/receipts.md); 0 from Judge.
+	OracleRung int
+	Substrate  string
+	Newness    string
 	// CollateralScope is what the loss checks could see: "collection" or
 	// "subject".
 	CollateralScope string
@@ -236,7 +240,7 @@ func effectOf(e *verifierv1.EffectResult) Effect {
 		Class:         strings.ToLower(enum(e.GetResult().String(), "RESULT_CLASS_")),
 		ObservedCount: count(e.ObservedCount), ExpectedCount: count(e.ExpectedCount),
 		ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
-		ContractHash: e.GetContractHash(), Tier: int(e.GetTier()), Substrate: e.GetSubstrate(),
+		ContractHash: e.GetContractHash(), Tier: int(e.GetTier()), OracleRung: int(e.GetOracleRung()), Substrate: e.GetSubstrate(),
 		Newness: e.GetNewness(), CollateralScope: e.GetCollateralScope()}
 	for _, r := range e.GetReasons() {
 		out.Reasons = append(out.Reasons, Reason{Code: r.GetCode(), Message: r.GetMessage()})

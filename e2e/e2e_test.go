@@ -373,12 +373,14 @@ type verifyOutput struct {
 			Message string `json:"message"`
 		} `json:"reasons"`
 		Tier               int             `json:"tier"`
+		OracleRung         int             `json:"oracle_rung"`
 		Substrate          string          `json:"substrate"`
 		ContractHash       string          `json:"contract_hash"`
 		ReconciliationTask json.RawMessage `json:"reconciliation_task"`
 		Newness            string          `json:"newness"`
 		CollateralScope    string          `json:"collateral_scope"`
 	} `json:"effects"`
+	Receipt json.RawMessage `json:"receipt"`
 }
 
 func (v verifyOutput) summary() string {
@@ -431,7 +433,9 @@ func (d *daemon) verify(t *testing.T, id string) verifyOutput {
 	if code != 0 {
 		t.Fatalf("verify exit %d: %s\ndaemon log:\n%s", code, out, d.logs())
 	}
-	return mustJSON[verifyOutput](t, out)
+	v := mustJSON[verifyOutput](t, out)
+	checkRungs(t, v)
+	return v
 }
 
 // TestSaveOutcomes: begin -> the automation writes (or not) -> verify.
@@ -717,6 +721,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 	responses = append(responses, out)
 	if code != 3 || !strings.Contains(out, "secrets.allow") {
 		t.Errorf("disallowed variable: exit %d %s; want exit 3 pointing at secrets.allow", code, out)
+	}
+	// A credential written as an option is refused however deep it sits,
+	// by its path, and its value is never echoed.
+	nested := writeFile(t, dir, "nested.yaml", fmt.Sprintf("effects:\n  kind: csv-ledger\n  options: {path: %s, conn: {auth: [{user: u, token: %s}]}}\n", csvPath, secret))
+	out, code = d.ctl(t, "begin", "--deployment-name", d.register(t, nested), "--effects", effects)
+	responses = append(responses, out)
+	if code != 2 || !strings.Contains(out, `"path": "deployment.effects.options.conn.auth[0].token"`) {
+		t.Errorf("nested credential option: exit %d %s; want exit 2 (invalid) naming effects.options.conn.auth[0].token", code, out)
 	}
 	d.stop()
 	for i, r := range responses {

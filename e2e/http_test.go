@@ -427,3 +427,52 @@ func TestFHIRThroughDaemon(t *testing.T) {
 			substr: "OperationOutcome: fatal exception"},
 	})
 }
+
+// TestGraphQLKitSpellingThroughDaemon: a deployment written for the effect
+// kit, with graphql_freshness_field and graphql_freshness_window_s, loads
+// as freshness_field / freshness_window_s and judges freshness as they do
+// (a match outside the window is stale); preflight and the daemon log say
+// which key to write instead.
+func TestGraphQLKitSpellingThroughDaemon(t *testing.T) {
+	g := httprecords.NewGraphQL(t, true)
+	d := httpDaemon(t, "GQL_TOKEN="+g.Token)
+	b := newBoundary(t, fmt.Sprintf(`effects:
+  kind: graphql
+  base_url: %s
+  graphql_query: |
+    query Encounters($patient: String!) {
+      encounters(patientId: $patient) { id patientId type note updatedAt }
+    }
+  graphql_variables: {patient: {param: patient_id}}
+  graphql_records_path: encounters
+  single_response: true
+  max_records: 20
+  auth: {bearer_env: GQL_TOKEN}
+  ca_file: %s
+  graphql_freshness_field: updatedAt
+  graphql_freshness_window_s: 60
+  newness: newly_matching
+`, g.URL, g.CAFile), `
+- kind: record_written
+  match: {patientId: {param: patient_id}, type: Triage}
+  count_new_only: true
+  risk: irreversible
+  timeout_s: 0.5
+`)
+	out, code := d.ctl(t, "preflight", "--deployment-name", d.register(t, b.deployment), "--param", "patient_id=k-pre")
+	if code != 0 || !strings.Contains(out, "effects.graphql_freshness_field: read as freshness_field") ||
+		!strings.Contains(out, "effects.graphql_freshness_window_s: read as freshness_window_s") {
+		t.Fatalf("preflight exit %d: %s\nwant a warning per kit key naming the canonical key", code, out)
+	}
+	add := func(updatedAt string) func(*testing.T, string) {
+		return func(t *testing.T, p string) { g.Add(t, p, "Triage", "Follow-up", updatedAt) }
+	}
+	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	runHTTPCases(t, d, b, "graphql", func(i int) []string { return []string{fmt.Sprintf("patient_id=k-%d", i)} }, []httpCase{
+		{name: "fresh", act: add(""), want: "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
+		{name: "stale", act: add(old), want: "RECONCILIATION_REQUIRED INDETERMINATE/stale/STALE"},
+	})
+	if logs := d.logs(); strings.Count(logs, "read as freshness_field") != 1 {
+		t.Errorf("the daemon log names the canonical key %d times, want once (at load):\n%s", strings.Count(logs, "read as freshness_field"), logs)
+	}
+}

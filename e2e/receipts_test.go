@@ -131,6 +131,51 @@ func decodePayload(t *testing.T, file string) (map[string]any, []byte) {
 	return p, env.Payload
 }
 
+// wantRung is the oracle ladder as docs/receipts.md states it, per
+// first-party kind.
+var wantRung = map[string]int{
+	"onscreen": 0, "ui_readback": 1,
+	"sql": 2, "rest": 2, "graphql": 2, "fhir": 2, "email": 2, "file": 2, "document": 2, "document-hash": 2,
+}
+
+// checkRungs: every effect of a verify answer states its read's oracle
+// rung, and its signed receipt states the same one. Every verify of the
+// suite goes through it, so a receipt of each kind the suite reads is
+// checked. A plugin kind is placed by its tier.
+func checkRungs(t *testing.T, v verifyOutput) {
+	t.Helper()
+	if len(v.Receipt) == 0 {
+		t.Errorf("the verify answer carries no receipt")
+		return
+	}
+	env, err := receipt.ParseEnvelope(v.Receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Effects []struct {
+			OracleRung *int   `json:"oracle_rung"`
+			Substrate  string `json:"substrate"`
+		} `json:"effects"`
+	}
+	if err := json.Unmarshal(env.Payload, &p); err != nil || len(p.Effects) != len(v.Effects) {
+		t.Fatalf("receipt payload %s (%v): want %d effect claims", env.Payload, err, len(v.Effects))
+	}
+	for i, e := range v.Effects {
+		want, ok := wantRung[e.Substrate]
+		if !ok {
+			want = map[int]int{1: 2, 2: 1}[e.Tier]
+		}
+		if e.OracleRung != want || p.Effects[i].OracleRung == nil || *p.Effects[i].OracleRung != want || p.Effects[i].Substrate != e.Substrate {
+			got := "none"
+			if r := p.Effects[i].OracleRung; r != nil {
+				got = fmt.Sprint(*r)
+			}
+			t.Errorf("effect %d (%s, tier %d): oracle_rung %d, in the receipt %s; want %d", i, e.Substrate, e.Tier, e.OracleRung, got, want)
+		}
+	}
+}
+
 // TestReceiptsAndLedger: a Verify returns a receipt that checks offline
 // with the daemon's key and fails on any change; the exported ledger
 // checks and fails, naming the seq, on a deleted, moved or edited line; a
@@ -179,7 +224,7 @@ func TestReceiptsAndLedger(t *testing.T) {
 		t.Errorf("payload %s", payload)
 	}
 	effects := p["effects"].([]any)
-	if e := effects[0].(map[string]any); e["contract_hash"] != b.Effects[0].ContractHash || e["verdict"] != "CONFIRMED" || e["tier"] != 1.0 ||
+	if e := effects[0].(map[string]any); e["contract_hash"] != b.Effects[0].ContractHash || e["verdict"] != "CONFIRMED" || e["tier"] != 1.0 || e["oracle_rung"] != 2.0 ||
 		len(e["evidence_digests"].([]any)) != 1 || !strings.HasPrefix(e["evidence_digests"].([]any)[0].(string), "hmac-sha256:") {
 		t.Errorf("effect claim %v", e)
 	}
@@ -428,8 +473,9 @@ func TestVerifyArtifact(t *testing.T) {
 		Reasons []struct {
 			Code string `json:"code"`
 		} `json:"reasons"`
-		Tier    int             `json:"tier"`
-		Receipt json.RawMessage `json:"receipt"`
+		Tier       int             `json:"tier"`
+		OracleRung int             `json:"oracle_rung"`
+		Receipt    json.RawMessage `json:"receipt"`
 	}
 	ask := func(file string) (answer, string) {
 		out, code := d.ctl(t, "artifact", "verify", "--deployment-name", "exports", "--file", file)
@@ -447,7 +493,7 @@ func TestVerifyArtifact(t *testing.T) {
 		{"absent", absent, "REFUTED", "ARTIFACT_ABSENT"},
 	} {
 		a, out := ask(tc.file)
-		if a.Verdict != tc.verdict || len(a.Reasons) != 1 || a.Reasons[0].Code != tc.code || a.Tier != 1 {
+		if a.Verdict != tc.verdict || len(a.Reasons) != 1 || a.Reasons[0].Code != tc.code || a.Tier != 1 || a.OracleRung != 2 {
 			t.Errorf("%s: %s", tc.name, out)
 			continue
 		}
@@ -460,14 +506,15 @@ func TestVerifyArtifact(t *testing.T) {
 			Artifact struct {
 				SHA256 string `json:"sha256"`
 			} `json:"artifact"`
-			Verdict string `json:"verdict"`
-			Tier    int    `json:"tier"`
+			Verdict    string `json:"verdict"`
+			Tier       int    `json:"tier"`
+			OracleRung *int   `json:"oracle_rung"`
 		}
 		_, payload := decodePayload(t, f)
 		if err := json.Unmarshal(payload, &p); err != nil {
 			t.Fatal(err)
 		}
-		if tc.file == exact && p.Artifact.SHA256 != hex.EncodeToString(sum[:]) || p.Verdict != tc.verdict || p.Tier != 1 {
+		if tc.file == exact && p.Artifact.SHA256 != hex.EncodeToString(sum[:]) || p.Verdict != tc.verdict || p.Tier != 1 || p.OracleRung == nil || *p.OracleRung != 2 {
 			t.Errorf("%s: payload %s", tc.name, payload)
 		}
 	}

@@ -306,7 +306,7 @@ func TestRewardPinnedOracleEndToEnd(t *testing.T) {
 	register("mockmed", "episode-0001", "patient-honest-0001")
 	c.run(t, "save", c.path, "patient-honest-0001", "Triage", "Follow-up")
 	if res, out := score("mockmed", "episode-0001"); res["reward_outcome"] != "verified" || res["scalar_reward"] != 1.0 || res["certified"] != true ||
-		res["development_only"] != false || res["oracle_kind"] != "sql" || res["oracle_candidate"] != 0.0 {
+		res["development_only"] != false || res["oracle_kind"] != "sql" || res["oracle_rung"] != 2.0 || res["oracle_candidate"] != 0.0 {
 		t.Fatalf("honest: %s\n%s", out, d.logs())
 	}
 
@@ -348,7 +348,7 @@ func TestRewardPinnedOracleEndToEnd(t *testing.T) {
 	register("docs", "episode-0004", "patient-doc-0004")
 	writeFile(t, docsFolder, "encounter.json", `{"patient_id": "patient-doc-0004", "type": "Triage"}`)
 	if res, out := score("docs", "episode-0004"); res["reward_outcome"] != "verified" || res["scalar_reward"] != 1.0 || res["certified"] != false ||
-		res["development_only"] != true || res["oracle_kind"] != "document" || res["certificate_state"] != "current" {
+		res["development_only"] != true || res["oracle_kind"] != "document" || res["oracle_rung"] != 0.0 || res["certificate_state"] != "current" {
 		t.Fatalf("document oracle: %s\n%s", out, d.logs())
 	}
 }

@@ -43,9 +43,11 @@
 // or a redacted excerpt. Every page is read before the capture answers. A null on the way to the list
 // (the query resolved the entity to nothing) is an answer with no records.
 //
-// Freshness is judged by the daemon (freshness_field, freshness_window_s):
-// the kit's graphql_freshness_field and graphql_freshness_window_s are
-// refused with a pointer to them. A verdict hook cannot do it cleanly: the
+// Freshness is judged by the daemon (freshness_field, freshness_window_s).
+// The daemon loads the kit's graphql_freshness_field and
+// graphql_freshness_window_s as those keys before the adapter sees the
+// section; configured directly, the adapter refuses them with a pointer to
+// the daemon's keys. A verdict hook cannot do it cleanly: the
 // hook sees neither the matched records nor, when effects share a read,
 // the selector, and its demotion would class as indeterminate, not stale.
 //

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -40,6 +42,32 @@ type bindingStep struct {
 	intent    *string
 	effects   []judge.Effect
 	stepIndex int // in the workflow
+	// What binding does to the step (checkBinding fills them): the
+	// step's confirmed contracts are kept, its placeholders replaced, and
+	// the binding's contracts appended, except one equal to a kept one.
+	kept, replaced int
+	added          []int // indexes into effects of the contracts appended
+	final          []judge.Effect
+}
+
+// placeholderKind marks an effect that stands in for a contract nobody has
+// written yet (a compiler's stub, or an author's "to do"): `{kind:
+// placeholder}`, with any other keys. It is no contract: the judge knows
+// no such kind, so a workflow holding one does not load in the daemon or in
+// lint, and bind replaces it with the binding's contracts.
+const placeholderKind = "placeholder"
+
+// bindStepChange is what bind does to one bound step.
+type bindStepChange struct {
+	Step string `json:"step"`
+	// Kept counts the step's own confirmed contracts, which stay first in
+	// its effects; Replaced its placeholders, which are dropped; Added the
+	// binding's contracts appended after the kept ones. AlreadyKept counts
+	// the binding's contracts equal to a kept one, not added twice.
+	Kept        int `json:"kept"`
+	Replaced    int `json:"replaced"`
+	Added       int `json:"added"`
+	AlreadyKept int `json:"already_kept"`
 }
 
 // refusal is one reason a binding is refused, with its path in the binding
@@ -77,6 +105,9 @@ type bindReport struct {
 	SourceDigest  string       `json:"source_digest"`
 	BindingDigest string       `json:"binding_digest"`
 	Coverage      bindCoverage `json:"coverage"`
+	// Steps says, per bound step in the binding's order, what was kept,
+	// replaced and added.
+	Steps []bindStepChange `json:"steps"`
 	// Written is the new workflow file, null with --check.
 	Written *string `json:"written"`
 }
@@ -103,7 +134,7 @@ func cmdBind(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return workflowError(stdout, fmt.Errorf("reading the workflow file: %w", err))
 	}
-	w, err := workflow.Parse(source)
+	w, placeholders, err := loadSource(source)
 	if err != nil {
 		return workflowError(stdout, fmt.Errorf("%s: %w", *wfPath, err))
 	}
@@ -111,11 +142,15 @@ func cmdBind(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return refuseBinding(stdout, []refusal{{Path: "", Message: fmt.Sprintf("cannot read the binding file: %v", err)}})
 	}
-	b, cov, refusals := checkBinding(w, data)
+	b, cov, refusals := checkBinding(w, placeholders, data)
 	if len(refusals) > 0 {
 		return refuseBinding(stdout, refusals)
 	}
-	report := bindReport{Workflow: w.Name, SourceDigest: w.Digest, BindingDigest: b.digest, Coverage: cov}
+	report := bindReport{Workflow: w.Name, SourceDigest: w.Digest, BindingDigest: b.digest, Coverage: cov, Steps: []bindStepChange{}}
+	for _, bs := range b.steps {
+		report.Steps = append(report.Steps, bindStepChange{Step: bs.name, Kept: bs.kept, Replaced: bs.replaced,
+			Added: len(bs.added), AlreadyKept: len(bs.effects) - len(bs.added)})
+	}
 	if *out != "" {
 		bound, err := boundWorkflow(source, data, b, cov)
 		if err != nil {
@@ -224,9 +259,63 @@ func parseBinding(data []byte) (*binding, error) {
 	return b, nil
 }
 
-// checkBinding loads a binding and checks it against the workflow. It
-// returns every refusal it finds, so that one --check shows them all.
-func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []refusal) {
+// isPlaceholder reports whether an effect, as decoded, is a placeholder.
+func isPlaceholder(e any) bool {
+	m, ok := e.(map[string]any)
+	return ok && m["kind"] == placeholderKind
+}
+
+// loadSource reads the workflow file to bind. Its placeholders are set
+// aside first (the rest must load as a workflow) and counted per step
+// index; Digest stays the digest of the file's own bytes.
+func loadSource(source []byte) (*workflow.Workflow, map[int]int, error) {
+	placeholders := map[int]int{}
+	tree, err := judge.DecodeDocument(source)
+	m, isMap := tree.(map[string]any)
+	steps, hasSteps := m["steps"].([]any)
+	if err != nil || !isMap || !hasSteps {
+		w, err := workflow.Parse(source) // refused with its own path
+		return w, placeholders, err
+	}
+	for i, st := range steps {
+		sm, _ := st.(map[string]any)
+		effects, _ := sm["effects"].([]any)
+		var confirmed []any
+		for _, e := range effects {
+			if isPlaceholder(e) {
+				placeholders[i]++
+			} else {
+				confirmed = append(confirmed, e)
+			}
+		}
+		switch {
+		case placeholders[i] == 0:
+		case len(confirmed) == 0:
+			delete(sm, "effects")
+		default:
+			sm["effects"] = confirmed
+		}
+	}
+	if len(placeholders) == 0 {
+		w, err := workflow.Parse(source)
+		return w, placeholders, err
+	}
+	rest, err := json.Marshal(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := workflow.Parse(rest)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.Digest = workflowDigest(source)
+	return w, placeholders, nil
+}
+
+// checkBinding loads a binding and checks it against the workflow, whose
+// placeholders loadSource counted per step index. It returns every refusal
+// it finds, so that one --check shows them all.
+func checkBinding(w *workflow.Workflow, placeholders map[int]int, data []byte) (*binding, bindCoverage, []refusal) {
 	cov := bindCoverage{Steps: []bindStepCoverage{}}
 	b, err := parseBinding(data)
 	if err != nil {
@@ -281,11 +370,24 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 		if bs.intent != nil && *bs.intent != ws.Intent {
 			add(path+".intent", "the guard expects intent %q but step %q now reads %q: the workflow was recompiled; review the binding against the new step", *bs.intent, bs.name, ws.Intent)
 		}
-		if len(ws.Effects) > 0 {
-			add(path+".step", "step %q already has %d contract(s); bind attaches contracts to steps that have none, so edit the reviewed workflow instead", bs.name, len(ws.Effects))
+		// The step's confirmed contracts stay, first; its placeholders go;
+		// the binding's contracts follow, but one equal to a kept contract
+		// is not added twice. finalIndex is each binding contract's index
+		// in the step's new effects.
+		bs.kept, bs.replaced = len(ws.Effects), placeholders[bs.stepIndex]
+		bs.final = slices.Clone(ws.Effects)
+		finalIndex := make([]int, len(bs.effects))
+		for j, e := range bs.effects {
+			if k := slices.IndexFunc(ws.Effects, func(kept judge.Effect) bool { return reflect.DeepEqual(kept, e) }); k >= 0 {
+				finalIndex[j] = k
+				continue
+			}
+			finalIndex[j] = len(bs.final)
+			bs.added = append(bs.added, j)
+			bs.final = append(bs.final, e)
 		}
-		if !workflow.HasChangeClaim(bs.effects) {
-			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true expecting at least one record, or an exact_new_set with at least one member), so an automation that did nothing would pass; add one")
+		if !workflow.HasChangeClaim(bs.final) {
+			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true expecting at least one record, or an exact_new_set with at least one member), neither the binding's nor one the step keeps, so an automation that did nothing would pass; add one")
 		}
 		// The workflow's own subject_params apply to the bound contracts, so
 		// that what bind writes lints clean. A contract that selects through
@@ -296,6 +398,13 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 			}
 		}
 		compared := map[string][]int{}
+		for k, e := range ws.Effects {
+			for _, p := range slices.Sorted(maps.Keys(workflow.ReferencedParams(e))) {
+				if !secret[p] && hasParam(w, p) {
+					compared[p] = append(compared[p], k)
+				}
+			}
+		}
 		for j, e := range bs.effects {
 			epath := fmt.Sprintf("%s.effects[%d]", path, j)
 			if (e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals || e.Kind == judge.ExactNewSet) && len(workflow.SelectorParams(e)) == 0 {
@@ -313,8 +422,8 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 					add(epath, "the contract references the secret parameter %q; a contract is hashed, stored and shown as evidence, so compare a non-secret field instead", p)
 				case !hasParam(w, p):
 					add(epath, "the contract references %q, which the workflow's params do not declare", p)
-				default:
-					compared[p] = append(compared[p], j)
+				case slices.Contains(bs.added, j):
+					compared[p] = append(compared[p], finalIndex[j])
 				}
 			}
 		}
@@ -340,6 +449,13 @@ func checkBinding(w *workflow.Workflow, data []byte) (*binding, bindCoverage, []
 			sc.Fields = append(sc.Fields, fc)
 		}
 		cov.Steps = append(cov.Steps, sc)
+	}
+	// A placeholder the binding leaves in place would be written into a
+	// workflow that cannot load.
+	for _, i := range slices.Sorted(maps.Keys(placeholders)) {
+		if !slices.ContainsFunc(b.steps, func(bs bindingStep) bool { return bs.stepIndex == i }) {
+			add("steps", "workflow step %q holds %d placeholder contract(s) (kind: placeholder) and the binding does not bind it; a placeholder is no contract and a workflow holding one does not load, so bind that step too", w.Steps[i].Name, placeholders[i])
+		}
 	}
 	return b, cov, rs
 }
@@ -376,10 +492,28 @@ func boundWorkflow(source, bindingData []byte, b *binding, cov bindCoverage) ([]
 			return nil, errors.New("the steps lists changed while binding")
 		}
 		effects := mapValue(bsteps.Content[i], "effects")
-		if effects == nil {
+		if effects == nil || effects.Kind != yaml.SequenceNode || len(effects.Content) != len(bs.effects) {
 			return nil, fmt.Errorf("steps[%d] has no effects as YAML", i)
 		}
-		setMapValue(wsteps.Content[bs.stepIndex], "effects", effects)
+		wstep := wsteps.Content[bs.stepIndex]
+		if bs.kept == 0 && bs.replaced == 0 {
+			setMapValue(wstep, "effects", effects)
+			continue
+		}
+		// The kept contracts as the source wrote them, then the added
+		// ones as the binding wrote them.
+		merged := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+		if own := mapValue(wstep, "effects"); own != nil {
+			for _, e := range own.Content {
+				if !isPlaceholderNode(e) {
+					merged.Content = append(merged.Content, e)
+				}
+			}
+		}
+		for _, j := range bs.added {
+			merged.Content = append(merged.Content, effects.Content[j])
+		}
+		setMapValue(wstep, "effects", merged)
 	}
 	block := struct {
 		BindingDigest string       `yaml:"binding_digest"`
@@ -407,7 +541,7 @@ func boundWorkflow(source, bindingData []byte, b *binding, cov bindCoverage) ([]
 		return nil, fmt.Errorf("the bound workflow does not load (%v); report this", err)
 	}
 	for _, bs := range b.steps {
-		if len(got.Steps[bs.stepIndex].Effects) != len(bs.effects) {
+		if len(got.Steps[bs.stepIndex].Effects) != len(bs.final) {
 			return nil, fmt.Errorf("the bound workflow lost contracts of step %q; report this", bs.name)
 		}
 	}
@@ -435,6 +569,12 @@ func docRoot(doc *yaml.Node) *yaml.Node {
 		return doc.Content[0]
 	}
 	return doc
+}
+
+// isPlaceholderNode reports whether an effect node is a placeholder.
+func isPlaceholderNode(n *yaml.Node) bool {
+	k := mapValue(n, "kind")
+	return k != nil && k.Kind == yaml.ScalarNode && k.Value == placeholderKind
 }
 
 // mapValue returns the value of key in a mapping node, or nil.

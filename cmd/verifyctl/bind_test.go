@@ -57,6 +57,7 @@ func TestBindClaimIntake(t *testing.T) {
 		SourceDigest:  before,
 		BindingDigest: fileDigest(t, bindingFile),
 		Coverage:      claimIntakeCoverage(),
+		Steps:         []bindStepChange{{Step: "save_claim", Added: 2}},
 	}
 
 	out, code := runCLI(t, "bind", "--workflow", src, "--binding", bindingFile, "--check")
@@ -121,7 +122,7 @@ func TestBindClaimIntake(t *testing.T) {
 		t.Fatalf("lint of the bound workflow (-want +got):\n%s", diff)
 	}
 
-	// Binding again refuses: --out exists, and the bound step has contracts.
+	// Binding again refuses: --out exists, and the file records a binding.
 	out, code = runCLI(t, "bind", "--workflow", src, "--binding", bindingFile, "--out", dst)
 	if code != exitInvalid || !strings.Contains(string(out), `"path": "--out"`) {
 		t.Fatalf("--out over an existing file: exit %d: %s", code, out)
@@ -131,7 +132,7 @@ func TestBindClaimIntake(t *testing.T) {
 		t.Fatalf("binding a bound workflow: exit %d: %s", code, out)
 	}
 	refusals := decodeRefusal(t, out)
-	if diff := cmp.Diff([]string{"", "steps[0].step"}, paths(refusals)); diff != "" {
+	if diff := cmp.Diff([]string{""}, paths(refusals)); diff != "" {
 		t.Fatalf("refusal paths (-want +got):\n%s\n%s", diff, out)
 	}
 }
@@ -198,8 +199,6 @@ func TestBindRefusals(t *testing.T) {
 			doc: head + "steps:\n  - step: save_claim\n    intent: click Save\n    effects: [" + claim + ", " + member + "]\n" + note, paths: []string{"steps[0].intent"}, phrase: "recompiled"},
 		"entered parameter not compared": {
 			doc: head + step(claim, member), paths: []string{"steps[0].effects"}, phrase: `enters "visit_note"`},
-		"step already has contracts": {
-			doc: head + step(claim, member) + note + "", paths: nil},
 		"workflow name": {
 			doc: strings.Replace(head, "claim-intake", "other", 1) + step(claim, member) + note, paths: []string{"workflow_name"}, phrase: `"other"`},
 		"source pin": {
@@ -224,19 +223,6 @@ func TestBindRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			wf := src
-			if name == "step already has contracts" {
-				// A workflow whose save_claim has contracts already.
-				wf = filepath.Join(t.TempDir(), "bound.yaml")
-				data, err := os.ReadFile(src)
-				if err != nil {
-					t.Fatal(err)
-				}
-				data = append(data, []byte("    effects: ["+claim+"]\n")...)
-				if err := os.WriteFile(wf, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				tc.paths, tc.phrase = []string{"steps[0].step"}, "steps that have none"
-			}
 			bf := filepath.Join(t.TempDir(), "binding.yaml")
 			if err := os.WriteFile(bf, []byte(tc.doc), 0o644); err != nil {
 				t.Fatal(err)
@@ -269,6 +255,108 @@ func TestBindRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBindKeepsAndReplaces: bind updates a step as the kit does. The
+// step's confirmed contract is kept (first), its placeholder replaced, the
+// binding's contracts added after it, and one equal to a kept contract not
+// added twice; --check and --out say so per step, the coverage counts the
+// kept contract, and the file written loads and lints clean. A placeholder
+// in a step the binding does not bind is refused.
+func TestBindKeepsAndReplaces(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data, err := os.ReadFile(claimIntake + "workflow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const status = "{kind: field_equals, match: {claim_no: {param: claim_no}}, field: status, value: open}"
+	src := writeTemp(t, dir, "workflow.yaml", string(data)+"    effects:\n"+
+		"      - {kind: placeholder, note: the recorder saw a Save click}\n"+
+		"      - "+status+"\n")
+	binding := writeTemp(t, dir, "binding.yaml", `schema: openadapt.record-check-binding/v1
+workflow_name: claim-intake
+steps:
+  - step: save_claim
+    effects:
+      - `+status+`
+      - {kind: record_written, match: {claim_no: {param: claim_no}}, expected_count: 1, count_new_only: true}
+      - {kind: field_equals, match: {claim_no: {param: claim_no}}, field: member_no, value: {param: member_no}}
+not_compared: {visit_note: free text}
+`)
+	note := "free text"
+	want := bindReport{
+		Workflow: "claim-intake", SourceDigest: fileDigest(t, src), BindingDigest: fileDigest(t, binding),
+		Coverage: bindCoverage{Fields: 3, Compared: 2, NotCompared: 1, Steps: []bindStepCoverage{{Step: "save_claim", Fields: []fieldCoverage{
+			{Param: "claim_no", ComparedBy: []int{0, 1, 2}},
+			{Param: "member_no", ComparedBy: []int{2}},
+			{Param: "visit_note", ComparedBy: []int{}, NotCompared: &note},
+		}}}},
+		Steps: []bindStepChange{{Step: "save_claim", Kept: 1, Replaced: 1, Added: 2, AlreadyKept: 1}},
+	}
+	out, code := runCLI(t, "bind", "--workflow", src, "--binding", binding, "--check")
+	if code != exitOK {
+		t.Fatalf("--check exit %d: %s", code, out)
+	}
+	if diff := cmp.Diff(want, decodeBind(t, out)); diff != "" {
+		t.Fatalf("--check (-want +got):\n%s", diff)
+	}
+	// The source with its placeholder does not load: the gate refuses it.
+	if _, err := workflow.Load(src); err == nil {
+		t.Fatal("a workflow holding a placeholder loads")
+	}
+	// lint names the placeholder and the way to replace it.
+	out, code = runCLI(t, "lint", "--workflow", src)
+	if code != exitInvalid || !strings.Contains(string(out), `"path": "steps[2].effects[0]"`) || !strings.Contains(string(out), "verifyctl bind") {
+		t.Fatalf("lint of a workflow with a placeholder: exit %d: %s", code, out)
+	}
+
+	dst := filepath.Join(dir, "bound.yaml")
+	out, code = runCLI(t, "bind", "--workflow", src, "--binding", binding, "--out", dst)
+	if code != exitOK {
+		t.Fatalf("--out exit %d: %s", code, out)
+	}
+	want.Written = &dst
+	if diff := cmp.Diff(want, decodeBind(t, out)); diff != "" {
+		t.Fatalf("--out (-want +got):\n%s", diff)
+	}
+	w, err := workflow.Load(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := w.Steps[2].Effects
+	if len(got) != 3 || got[0].Kind != "field_equals" || got[0].Field != "status" || got[1].Kind != "record_written" || got[2].Field != "member_no" {
+		t.Fatalf("save_claim's effects %+v; want the kept status check, then the record_written and the member_no check", got)
+	}
+	if bound, _ := os.ReadFile(dst); bytes.Contains(bound, []byte(placeholderKind)) {
+		t.Fatalf("the placeholder survived:\n%s", bound)
+	}
+	if w.Binding == nil || w.Binding.SourceDigest != want.SourceDigest || w.Binding.BindingDigest != want.BindingDigest {
+		t.Fatalf("binding block %+v", w.Binding)
+	}
+	if out, code := runCLI(t, "lint", "--workflow", dst, "--require-effects-for-irreversible"); code != exitOK {
+		t.Fatalf("lint of the bound workflow: exit %d: %s", code, out)
+	}
+
+	// A placeholder left in a step the binding does not bind.
+	other := writeTemp(t, dir, "other.yaml", strings.Replace(string(data), "    risk: read_only\n", "    risk: read_only\n    effects: [{kind: placeholder}]\n", 1))
+	out, code = runCLI(t, "bind", "--workflow", other, "--binding", claimIntake+"record-checks.yaml", "--check")
+	if code != exitInvalid {
+		t.Fatalf("an unbound placeholder: exit %d: %s", code, out)
+	}
+	r := decodeRefusal(t, out)
+	if diff := cmp.Diff([]string{"steps"}, paths(r)); diff != "" || !strings.Contains(r.Error.Message, `"open_new_claim"`) {
+		t.Fatalf("refusal paths (-want +got):\n%s\n%s", diff, out)
+	}
+}
+
+func writeTemp(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestBindUsage(t *testing.T) {
@@ -339,7 +427,7 @@ func FuzzCheckBinding(f *testing.F) {
 	f.Add([]byte("schema: verifierd.record-check-binding/v1\nworkflow_name: claim-intake\nsteps: [{step: save_claim, effects: [{kind: exact_new_set, new_records: [{claim_no: {param: claim_no}}]}]}]\n"))
 	f.Add([]byte(`{"schema": "openadapt.record-check-binding/v1", "steps": []}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		b, cov, refusals := checkBinding(w, data)
+		b, cov, refusals := checkBinding(w, nil, data)
 		if len(refusals) > 0 {
 			return
 		}

@@ -428,6 +428,7 @@ func stepJSON(outcome, terminal verifierv1.Outcome, es []*verifierv1.EffectResul
 			"contract_hash":       e.GetContractHash(),
 			"matched_records":     matched,
 			"tier":                e.GetTier(),
+			"oracle_rung":         e.GetOracleRung(),
 			"substrate":           e.GetSubstrate(),
 			"reconciliation_task": task,
 		}

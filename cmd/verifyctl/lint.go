@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -48,7 +49,7 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := workflow.Load(*path)
 	if err != nil {
-		return workflowError(stdout, err)
+		return workflowError(stdout, placeholderError(*path, err))
 	}
 	report := lintWorkflow(w)
 	if *deploymentFile != "" {
@@ -88,6 +89,33 @@ func testConnectionByName(ctx context.Context, c verifierv1.VerifierServiceClien
 
 // workflowError prints an unreadable or invalid workflow file as the JSON
 // error shape of the client commands.
+// placeholderError is err, the refusal of the workflow file at path, or,
+// when the file holds a placeholder contract (kind: placeholder), a
+// refusal naming the first one and the way to replace it.
+func placeholderError(path string, err error) error {
+	data, rerr := os.ReadFile(path)
+	if rerr != nil {
+		return err
+	}
+	tree, derr := judge.DecodeDocument(data)
+	m, _ := tree.(map[string]any)
+	steps, _ := m["steps"].([]any)
+	if derr != nil {
+		return err
+	}
+	for i, st := range steps {
+		sm, _ := st.(map[string]any)
+		effects, _ := sm["effects"].([]any)
+		for j, e := range effects {
+			if isPlaceholder(e) {
+				return fmt.Errorf("%s: %w", path, &workflow.Error{Path: fmt.Sprintf("steps[%d].effects[%d]", i, j),
+					Message: "a placeholder stands where a reviewed contract must be, and no step with one can run; write the contract in a binding file and run verifyctl bind, which replaces the placeholder"})
+			}
+		}
+	}
+	return err
+}
+
 func workflowError(stdout io.Writer, err error) int {
 	return fileError(stdout, "INVALID_WORKFLOW", err)
 }
@@ -229,9 +257,12 @@ func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestC
 	for i, s := range w.Steps {
 		for j, e := range s.Effects {
 			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
-			if tier == 4 {
+			// Tiers 3 and 4 read the application's own screen: at tier 4 the
+			// session the automation acted in, at tier 3 a fresh one of the
+			// same application. Either way the oracle is the acting surface.
+			if tier == 3 || tier == 4 {
 				out = append(out, lintFinding{Code: workflow.CodeSameChannelOracle, Step: s.Name, Effect: new(j), Path: path,
-					Message: fmt.Sprintf("the selected candidate %s reads at tier 4, the same channel the automation wrote through; it can confirm what the screen shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate)})
+					Message: fmt.Sprintf("the selected candidate %s reads at tier %d, the screen of the application the automation wrote through; it can confirm what that application shows, not what the system of record holds; offer a tier 1 or 2 candidate in the deployment", candidate, tier)})
 			}
 			for _, f := range workflow.CheckTier(p, int(tier), candidate, j, path) {
 				out = append(out, fromFinding(s.Name, f))

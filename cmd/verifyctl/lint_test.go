@@ -190,6 +190,37 @@ func TestLintEveryFinding(t *testing.T) {
 	}
 }
 
+// TestLintSameChannelAtTier3: a fresh on-screen session of the acting
+// application (tier 3) is still the acting surface; lint says so through
+// the CLI, as it does for tier 4.
+func TestLintSameChannelAtTier3(t *testing.T) {
+	t.Parallel()
+	wf := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(wf, []byte(`schema: verifierd.workflow/v1
+name: screen-only
+params: {pid: {}}
+steps:
+  - step: save
+    risk: irreversible
+    effects:
+      - {kind: record_written, match: {pid: {param: pid}}, count_new_only: true}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stub := &connectionStub{asked: make(chan *verifierv1.TestConnectionRequest, 1), res: &verifierv1.TestConnectionResponse{
+		Candidates: []*verifierv1.CandidateConnection{{CandidateIndex: 0, Kind: "onscreen", Tier: 3, Reachable: true}},
+	}}
+	out, code := runCLI(t, "lint", "--workflow", wf, "--deployment-name", "app", "--addr", startStub(t, stub), "--timeout", "20s", "--require-effects-for-irreversible")
+	if code != exitFindings {
+		t.Fatalf("exit %d, want %d: %s", code, exitFindings, out)
+	}
+	got := decodeLint(t, out)
+	if len(got.Findings) != 1 || got.Findings[0].Code != workflow.CodeSameChannelOracle || got.Findings[0].Path != "steps[0].effects[0]" ||
+		!strings.Contains(got.Findings[0].Message, "tier 3") {
+		t.Fatalf("findings %+v, want one same_channel_oracle at steps[0].effects[0] naming tier 3", got.Findings)
+	}
+}
+
 func TestTierFindings(t *testing.T) {
 	t.Parallel()
 	w, err := workflow.Parse([]byte(`schema: verifierd.workflow/v1
@@ -224,9 +255,9 @@ steps:
 			codes:    [][]lintFinding{both(workflow.CodeSameChannelOracle), both(workflow.CodeWeakTier)},
 			selected: 0,
 		},
-		"tier 3 is below min_tier 2": {
-			cands:    []*verifierv1.CandidateConnection{cand(0, "screen", 4, true), cand(1, "ui_readback", 3, true)},
-			codes:    [][]lintFinding{both(workflow.CodeWeakTier)},
+		"tier 3 is the same channel and below min_tier 2": {
+			cands:    []*verifierv1.CandidateConnection{cand(0, "screen", 4, true), cand(1, "onscreen", 3, true)},
+			codes:    [][]lintFinding{both(workflow.CodeSameChannelOracle), both(workflow.CodeWeakTier)},
 			selected: 1,
 		},
 		"the strongest reachable candidate is selected": {

@@ -185,7 +185,7 @@ func cmdArtifact(args []string, stdout, stderr io.Writer) int {
 		}
 		return map[string]any{
 			"verdict": res.GetVerdict().String(), "reasons": reasons,
-			"tier": res.GetTier(), "substrate": res.GetSubstrate(),
+			"tier": res.GetTier(), "oracle_rung": res.GetOracleRung(), "substrate": res.GetSubstrate(),
 			"artifact": map[string]any{"sha256": a.Sha256, "size": a.Size, "name": a.Name, "media_type": a.MediaType},
 			"receipt":  receiptJSON(res.GetReceipt()),
 		}, nil

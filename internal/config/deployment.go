@@ -44,6 +44,10 @@ type Deployment struct {
 	// for steps read through this deployment. Only a registered deployment
 	// may carry one.
 	Policy *workflow.Policy
+	// Notices are what loaded but is spelt differently from verifierd's
+	// own keys (spelling.go), in document order; see TakeNotices.
+	Notices []Notice
+	gate    *noticeGate
 }
 
 // Candidate is one read boundary a deployment offers.
@@ -115,7 +119,7 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 	if !ok {
 		return nil, errorf("effects", "must be a map with kind: or candidates:")
 	}
-	d := &Deployment{}
+	d := &Deployment{gate: &noticeGate{}}
 	if raw, present := top["policy"]; present && raw != nil {
 		p, err := workflow.ParsePolicy(raw, "policy")
 		if err != nil {
@@ -129,7 +133,7 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 	case hasCands && hasKind:
 		return nil, errorf("effects", "write either kind: (one boundary) or candidates: (a list), not both")
 	case hasKind:
-		c, err := parseCandidate(em, "effects", 0, nil)
+		c, err := d.parseCandidate(em, "effects", 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -156,7 +160,7 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 			if !ok {
 				return nil, errorf(path, "must be a map with a kind:")
 			}
-			c, err := parseCandidate(sec, path, i, defaults)
+			c, err := d.parseCandidate(sec, path, i, defaults)
 			if err != nil {
 				return nil, err
 			}
@@ -188,8 +192,15 @@ type candidateDoc struct {
 	Newness              any            `json:"newness"`
 }
 
-func parseCandidate(sec map[string]any, path string, index int, defaults map[string]any) (Candidate, error) {
+// parseCandidate reads one candidate's section into d's notices and the
+// candidate it returns.
+func (d *Deployment) parseCandidate(sec map[string]any, path string, index int, defaults map[string]any) (Candidate, error) {
 	c := Candidate{Index: index, Section: map[string]any{}, Secrets: map[string]string{}}
+	sec, notices, err := canonicalSpelling(sec, path, index)
+	if err != nil {
+		return c, err
+	}
+	d.Notices = append(d.Notices, notices...)
 	common := maps.Clone(defaults)
 	if common == nil {
 		common = map[string]any{}

@@ -26,6 +26,8 @@ func TestParseDeploymentRefusals(t *testing.T) {
 		{"credential option", "effects: {kind: acme, options: {client_secret: x}}\n", "effects.options.client_secret"},
 		{"api key option", "effects: {kind: acme, options: {service_api_key: x}}\n", "effects.options.service_api_key"},
 		{"token option", "effects: {kind: acme, options: {access-token: x}}\n", "effects.options.access-token"},
+		{"nested credential option", "effects: {kind: acme, options: {conn: {host: h, auth: {token: x}}}}\n", "effects.options.conn.auth.token"},
+		{"credential in an option list", "effects: {candidates: [{kind: acme, options: {peers: [{name: a}, {credential: x}]}}]}\n", "effects.candidates[0].options.peers[1].credential"},
 		{"secret value instead of a name", "effects: {kind: acme, secret_env: {password: 'hunter2!'}}\n", "effects.secret_env.password"},
 		{"secret slot ending in _env", "effects: {kind: acme, secret_env: {token_env: ACME_TOKEN}}\n", "effects.secret_env.token_env"},
 		{"secret slot with a dot", "effects: {kind: acme, secret_env: {a.b: ACME_TOKEN}}\n", "effects.secret_env.a.b"},

@@ -312,6 +312,55 @@ func (r *rig) descriptor(episode, checkpoint string, update int64, extra string)
 
 func mustNow() time.Time { return time.Now() }
 
+// TestRungDecidesCertification: a receipt states the read's oracle rung,
+// and only rung 2 or above (the system of record itself) certifies: a
+// separate session of the application (rung 1), a screen or a file (rung
+// 0) never do, whatever tier the adapter declares.
+func TestRungDecidesCertification(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind      string
+		tier      int
+		rung      int
+		certified bool
+	}{
+		{"sql", 1, 2, true},
+		{"rest", 1, 2, true},
+		{"mem", 1, 2, true}, // a plugin at tier 1 reads the system of record
+		{"mem", 2, 1, false},
+		{"ui_readback", 2, 1, false},
+		{"onscreen", 3, 0, false},
+		{"document-hash", 1, 0, false},
+		{"file", 1, 0, false},
+	} {
+		t.Run(fmt.Sprintf("%s at tier %d", tc.kind, tc.tier), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, tc.tier)
+			r.oracle.kind = tc.kind
+			ctx := context.Background()
+			if _, err := r.svc.RegisterEpisode(ctx, "", "", "episode-0001", map[string]string{"patient_id": "patient-0001"}); err != nil {
+				t.Fatal(err)
+			}
+			r.oracle.add(10, "patient-0001", "Triage")
+			res, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := res.Receipt
+			if rc.OracleRung != tc.rung || rc.OracleTier != tc.tier || rc.Certified != tc.certified || rc.DevelopmentOnly == tc.certified || rc.RewardOutcome != OutcomeVerified {
+				t.Fatalf("rung %d tier %d certified %v dev_only %v outcome %s; want rung %d tier %d certified %v",
+					rc.OracleRung, rc.OracleTier, rc.Certified, rc.DevelopmentOnly, rc.RewardOutcome, tc.rung, tc.tier, tc.certified)
+			}
+			var signed struct {
+				OracleRung *int `json:"oracle_rung"`
+			}
+			if err := json.Unmarshal(res.Envelope.Payload, &signed); err != nil || signed.OracleRung == nil || *signed.OracleRung != tc.rung {
+				t.Fatalf("signed payload oracle_rung %v (%v), want %d", signed.OracleRung, err, tc.rung)
+			}
+		})
+	}
+}
+
 func TestEpisodeOutcomes(t *testing.T) {
 	t.Parallel()
 	one := 1.0

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/internal/keyed"
+	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
+	"github.com/verifierd/verifierd/sdk"
 )
 
 // ReceiptSchema is the schema of a reward receipt's payload.
@@ -80,15 +82,16 @@ type BaselineRestorer interface {
 	RestoreBaseline(deployment string, pin *OraclePin, records []judge.Record) []judge.Record
 }
 
-// localDocumentKinds read files that whoever writes them controls: the
-// bytes carry the answer and nothing in them tells a system of record's
-// export from a hand-written one. A reward read through them is scored
-// for development and never certified, whatever tier the adapter declares.
-var localDocumentKinds = map[string]bool{"document": true, "file": true, "document-hash": true}
-
-// DevelopmentOnlyKind reports whether a reward read through an adapter of
-// this kind is development only whatever its tier.
-func DevelopmentOnlyKind(kind string) bool { return localDocumentKinds[kind] }
+// OracleRung is the rung of the oracle ladder a reward read stands on
+// (internal/oracle.Reward: a file or a document is visual-floor evidence
+// whatever its tier, since whoever writes it writes the answer). A read
+// through no adapter (tier 0) stands on the lowest rung.
+func OracleRung(read OracleRead) oracle.Rung {
+	if read.Tier == 0 {
+		return oracle.Visual
+	}
+	return oracle.Reward(read.Kind, sdk.Tier(read.Tier))
+}
 
 // Service registers and scores episodes.
 type Service struct {
@@ -301,6 +304,7 @@ type Receipt struct {
 	Deployment           string           `json:"deployment"`
 	OracleKind           string           `json:"oracle_kind"`
 	OracleTier           int              `json:"oracle_tier"`
+	OracleRung           int              `json:"oracle_rung"`
 	OracleCandidate      *int             `json:"oracle_candidate"`
 	OracleConfigDigest   string           `json:"oracle_config_digest,omitempty"`
 	RuntimeSignal        string           `json:"runtime_signal"`
@@ -417,7 +421,7 @@ func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRe
 	r := Receipt{
 		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
 		RewardContractDigest: c.Digest, EpisodeID: d.EpisodeID, PolicyCheckpointID: d.PolicyCheckpointID, PolicyUpdate: d.PolicyUpdate,
-		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, RuntimeSignal: d.Signal,
+		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, OracleRung: int(OracleRung(read)), RuntimeSignal: d.Signal,
 		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason,
 		BaselineReachable: baselineReachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
 		Components: []ComponentValue{},
@@ -439,7 +443,11 @@ func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRe
 		r.OracleCandidate = &idx
 		r.OracleConfigDigest = s.keyedDigest("oracle", read.Pin.ConfigDigest)
 	}
-	strong := (read.Tier == 1 || read.Tier == 2) && !DevelopmentOnlyKind(read.Kind)
+	// Only a read of the system of record itself (rung 2) or a
+	// counterparty's acknowledgment (rung 3) can certify: a separate
+	// session of the application, a screen or a file anyone may write
+	// cannot.
+	strong := OracleRung(read) >= oracle.SystemOfRecord
 	// Certified states that the scalar rests on a strong read and a current
 	// certificate: an unscored receipt (a failed platform, an uncertain
 	// effect) has no scalar to certify.

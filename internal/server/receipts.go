@@ -9,12 +9,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/receipt"
-	"github.com/verifierd/verifierd/sdk"
 )
 
 // ReceiptDomain is the ErrorInfo domain of a refused Begin's terminal
@@ -131,8 +129,7 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, Receipt: rec,
-		OracleRung: int32(oracle.Of(res.Substrate, sdk.Tier(res.Tier)))}
+	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), OracleRung: int32(res.OracleRung), Substrate: res.Substrate, Receipt: rec}
 	for _, r := range res.Reasons {
 		out.Reasons = append(out.Reasons, &verifierv1.Reason{Code: r.Code, Message: r.Message})
 	}

@@ -418,9 +418,8 @@ func resultToProto(r *session.Result) *verifierv1.StepResult {
 			Verdict: verdictToProto[e.Verdict], Result: classToProto[e.Result],
 			ObservedCount: optInt(e.ObservedCount), ExpectedCount: optInt(e.ExpectedCount),
 			ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
-			ContractHash: e.ContractHash, Tier: int32(e.Tier), Substrate: e.Substrate,
+			ContractHash: e.ContractHash, Tier: int32(e.Tier), OracleRung: int32(oracle.Of(e.Substrate, sdk.Tier(e.Tier))), Substrate: e.Substrate,
 			Newness: e.Newness, CollateralScope: e.CollateralScope,
-			OracleRung: int32(oracle.Of(e.Substrate, sdk.Tier(e.Tier))),
 		}
 		for _, rs := range e.Reasons {
 			pe.Reasons = append(pe.Reasons, &verifierv1.Reason{Code: rs.Code, Message: rs.Message})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
@@ -26,11 +27,14 @@ type Artifact struct {
 
 // ArtifactResult is VerifyArtifact's answer.
 type ArtifactResult struct {
-	Verdict   judge.Decision `json:"verdict"`
-	Reasons   []judge.Reason `json:"reasons"`
-	Tier      int            `json:"tier"`
-	Substrate string         `json:"substrate"`
-	Receipt   json.RawMessage
+	Verdict judge.Decision `json:"verdict"`
+	Reasons []judge.Reason `json:"reasons"`
+	Tier    int            `json:"tier"`
+	// OracleRung is the read's rung of the oracle ladder (internal/oracle);
+	// 0 with tier 0, when no read was made.
+	OracleRung int    `json:"oracle_rung"`
+	Substrate  string `json:"substrate"`
+	Receipt    json.RawMessage
 }
 
 // ArtifactPayload is the payload of an artifact receipt
@@ -41,6 +45,7 @@ type ArtifactPayload struct {
 	Verdict    string           `json:"verdict"`
 	Reasons    []string         `json:"reason_codes"`
 	Tier       int              `json:"tier"`
+	OracleRung int              `json:"oracle_rung"`
 	Substrate  string           `json:"substrate"`
 	Read       ReadDigest       `json:"read"`
 	IssuedAt   time.Time        `json:"issued_at"`
@@ -99,6 +104,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	default:
 		inst := insts[ci]
 		res.Tier = int(inst.Info().Tier)
+		res.OracleRung = int(oracle.Of(cand.Kind, inst.Info().Tier))
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		snap, _ := m.readAfterChecked(rctx, inst, sdk.CaptureRequest{
 			CaptureID: fmt.Sprintf("artifact/%s/%d", a.SHA256, time.Now().UnixNano()), EffectKind: string(judge.RecordWritten), Timeout: time.Minute,
@@ -116,7 +122,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	env, err := m.Store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
 		claim := ArtifactPayload{
 			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
-			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, Substrate: res.Substrate, Read: read,
+			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, OracleRung: res.OracleRung, Substrate: res.Substrate, Read: read,
 		}
 		if _, err := l.Append(EntryArtifact, "", jsonDigest(claim)); err != nil {
 			return nil, err

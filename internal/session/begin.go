@@ -178,6 +178,9 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range dep.TakeNotices() {
+		m.logger().Warn("deployment notice: "+n.Message, "deployment", req.DeploymentName, "path", n.Path)
+	}
 	// The run parameters are not checked in a round trip of their own:
 	// each selected candidate's baseline capture binds them first and
 	// refuses as CheckParams would (below); only a candidate that is not

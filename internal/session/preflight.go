@@ -58,6 +58,11 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 	for i, c := range dep.Candidates {
 		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
 			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing()}
+		for _, n := range dep.Notices {
+			if n.Candidate == i {
+				out[i].Warnings = append(out[i].Warnings, n.Path+": "+n.Message)
+			}
+		}
 		if out[i].Narrowing == nil {
 			out[i].Narrowing = []string{}
 		}
@@ -77,9 +82,7 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 			continue
 		}
 		out[i].Reachable, out[i].Message = r.Reachable, r.Message
-		if r.Warnings != nil {
-			out[i].Warnings = r.Warnings
-		}
+		out[i].Warnings = append(out[i].Warnings, r.Warnings...)
 		out[i].LatencyMS = float64(r.Latency.Microseconds()) / 1000
 		if out[i].Reachable && c.Census != nil {
 			// A census that cannot be read refuses every Begin through

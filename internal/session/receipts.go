@@ -166,6 +166,7 @@ type EffectClaim struct {
 	Verdict            string   `json:"verdict"`
 	Result             string   `json:"result"`
 	Tier               int      `json:"tier"`
+	OracleRung         int      `json:"oracle_rung"`
 	Substrate          string   `json:"substrate"`
 	ReasonCodes        []string `json:"reason_codes"`
 	ObservedCount      *int     `json:"observed_count"`
@@ -310,7 +311,7 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 				digests = append(digests, m.KeyedDigest([]byte(judge.CanonicalJSON(rec))))
 			}
 			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
-				Tier: e.Tier, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
+				Tier: e.Tier, OracleRung: e.OracleRung, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
 				Newness: e.Newness, CollateralScope: e.CollateralScope}
 			if e.ReconciliationTask != nil {
 				c.ReconciliationTask = e.ReconciliationTask.ID

@@ -83,7 +83,7 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	if bytes.Contains(v.Receipt, []byte("v-secret")) {
 		t.Error("the receipt holds a parameter value")
 	}
-	want := EffectClaim{Index: 0, ContractHash: res.Effects[0].ContractHash, Verdict: "CONFIRMED", Result: "confirmed", Tier: 1,
+	want := EffectClaim{Index: 0, ContractHash: res.Effects[0].ContractHash, Verdict: "CONFIRMED", Result: "confirmed", Tier: 1, OracleRung: 2,
 		Substrate: "receipt-test", ReasonCodes: []string{judge.ReasonCountExact}, ObservedCount: v.Effects[0].ObservedCount,
 		EvidenceDigests: []string{m.KeyedDigest([]byte(`{"id":1,"p":"v-secret"}`))},
 		Newness:         "whole_read", CollateralScope: "collection"}
@@ -185,5 +185,36 @@ func TestRefusedBeginHasAReceipt(t *testing.T) {
 	}
 	if p := openReceipt(t, m, env); p.TerminalOutcome != OutcomeRejectedPolicy || bytes.Contains(env, []byte("p-77")) {
 		t.Errorf("policy refusal %+v", p)
+	}
+}
+
+// TestReceiptRungFollowsPluginTier: a plugin kind is placed on the oracle
+// ladder by the tier it declares, and the result and its receipt state the
+// same rung.
+func TestReceiptRungFollowsPluginTier(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tier sdk.Tier
+		rung int
+	}{
+		{sdk.TierIndependentSystem, 2},
+		{sdk.TierIndependentSession, 1},
+		{sdk.TierReacquiredState, 0},
+	} {
+		tab := &table{}
+		m := signedManager(t, &memAdapter{kind: "rung-test", tier: tc.tier, table: tab})
+		res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: rung-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab.add(sdk.Record{"id": json.Number("1"), "p": "v"})
+		v, err := m.Verify(context.Background(), res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := openReceipt(t, m, v.Receipt)
+		if v.Effects[0].OracleRung != tc.rung || p.Effects[0].OracleRung != tc.rung || p.Effects[0].Tier != int(tc.tier) {
+			t.Errorf("tier %d: result rung %d, receipt rung %d tier %d; want rung %d", tc.tier, v.Effects[0].OracleRung, p.Effects[0].OracleRung, p.Effects[0].Tier, tc.rung)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
@@ -24,7 +25,11 @@ import (
 // was read and the task.
 type EffectResult struct {
 	judge.EffectResult
-	Tier               int         `json:"tier"`
+	Tier int `json:"tier"`
+	// OracleRung is the read's rung of the oracle ladder (internal/oracle):
+	// what the receipt states beside the tier. 0 from Judge, and in
+	// results stored before rungs.
+	OracleRung         int         `json:"oracle_rung"`
 	Substrate          string      `json:"substrate"`
 	ReconciliationTask *judge.Task `json:"reconciliation_task"`
 	// Newness is how the selected candidate proves a record new
@@ -251,7 +256,8 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		shown := judge.ResultOf(secrets.verdict(cand.Redaction.Apply(v, c)))
 		shown.ContractHash = c.Hash
 		newness, scope := newnessOf(&cand)
-		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CollateralScope: scope}
+		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, OracleRung: int(oracle.Of(cand.Kind, sdk.Tier(sel.Tier))),
+			Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CollateralScope: scope}
 	}
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
 	return res, ev, nil

@@ -152,10 +152,8 @@ func (s *Section) parseOptions(sec map[string]any, path string) error {
 		if !isMap {
 			return refuse(path+".options", "must be a map of non-secret settings")
 		}
-		for _, k := range slices.Sorted(maps.Keys(opts)) {
-			if NamesCredential(k) {
-				return refuse(path+".options."+k, "an option may not carry a credential; put its environment-variable name under secret_env: instead")
-			}
+		if at := credentialAt(opts, path+".options"); at != "" {
+			return refuse(at, "an option may not carry a credential, at any depth of options:; put its environment-variable name under secret_env: instead")
 		}
 		s.Fields["options"] = opts
 	}
@@ -169,10 +167,10 @@ func (s *Section) parseOptions(sec map[string]any, path string) error {
 	}
 	s.OptionParams = map[string]param.Value{}
 	opts, _ := s.Fields["options"].(map[string]any)
+	if at := credentialAt(op, path+".option_params"); at != "" {
+		return refuse(at, "an option may not carry a credential, at any depth of option_params:; use secret_env:")
+	}
 	for _, k := range slices.Sorted(maps.Keys(op)) {
-		if NamesCredential(k) {
-			return refuse(path+".option_params."+k, "an option may not carry a credential; use secret_env:")
-		}
 		if _, dup := opts[k]; dup {
 			return refuse(path+".option_params."+k, "also set under options:; set it in one place")
 		}
@@ -218,7 +216,8 @@ func lastSegment(slot string) string {
 
 // NamesCredential reports whether an option key names a credential: its
 // last word is password, secret, token or credential, or it ends in
-// api_key. Such an option is refused: a credential goes under secret_env.
+// api_key. Such a key is refused at any depth of options and option_params:
+// a credential goes under secret_env.
 func NamesCredential(key string) bool {
 	k := strings.ToLower(key)
 	if strings.HasSuffix(k, "api_key") || strings.HasSuffix(k, "apikey") {
@@ -233,6 +232,31 @@ func NamesCredential(key string) bool {
 		return true
 	}
 	return false
+}
+
+// credentialAt is the path of the first key under v, at any depth of its
+// maps and lists (in sorted key order), that names a credential
+// (NamesCredential), or "" when none does. path is v's own path: a key k
+// of a map at p is p.k, an element i of a list is p[i].
+func credentialAt(v any, path string) string {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if NamesCredential(k) {
+				return path + "." + k
+			}
+			if at := credentialAt(x[k], path+"."+k); at != "" {
+				return at
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if at := credentialAt(e, fmt.Sprintf("%s[%d]", path, i)); at != "" {
+				return at
+			}
+		}
+	}
+	return ""
 }
 
 // Resolve returns what the adapter receives for one run: the section as

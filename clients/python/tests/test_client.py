@@ -192,6 +192,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(step.result.outcome, "VERIFIED")
         self.assertEqual([e.verdict for e in step.result.effects], ["CONFIRMED", "CONFIRMED"])
         self.assertEqual([(e.newness, e.collateral_scope) for e in step.result.effects], [("census", "collection")] * 2)
+        self.assertEqual([e.oracle_rung for e in step.result.effects], [2, 2])
         self.assertEqual(step.result.registered_step.step, "save_triage")  # type: ignore[union-attr]
         self.assertTrue(step.result.receipt_json.startswith(b"{"))
         # The daemon's own answer: the outcome at the top, unprefixed; the

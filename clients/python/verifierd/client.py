@@ -299,6 +299,10 @@ class EffectResult:
     # and what its loss checks saw (collection, subject); "" from Judge.
     newness: str = ""
     collateral_scope: str = ""
+    # The read's rung of the oracle ladder: 0 a screen, 1 a separate
+    # session of the application, 2 the system of record, 3 a
+    # counterparty; 0 from Judge.
+    oracle_rung: int = 0
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "EffectResult":
@@ -319,6 +323,7 @@ class EffectResult:
             raw=d,
             newness=d.get("newness", ""),
             collateral_scope=d.get("collateralScope", ""),
+            oracle_rung=int(d.get("oracleRung") or 0),
         )
 
 
