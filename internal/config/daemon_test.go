@@ -38,7 +38,7 @@ policy:
 		t.Errorf("workflows (-want +got):\n%s", diff)
 	}
 	got := workflow.Resolve(d.Policy)
-	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2, RequireProvenNewness: true}
+	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2, RequireProvenNewness: true, RunMinTier: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}
