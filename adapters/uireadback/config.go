@@ -1,7 +1,6 @@
 package uireadback
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -99,6 +98,9 @@ type settings struct {
 	readPostPaths    []string // origin+path of the record site
 	truncation       []string
 	navTimeout       time.Duration
+
+	browser *Browser // the Chromium its read-backs run in
+	hooks   hooks
 }
 
 type signIn struct {
@@ -132,14 +134,10 @@ func configError(path, format string, args ...any) error {
 	return &sdk.ConfigError{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
-// parseSettings reads and checks the deployment section and takes its
-// secrets, one part of the section at a time; the run parameters are bound
-// per call (bind).
-func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return nil, err
-	}
+// resolve checks the decoded deployment section and takes its secrets, one
+// part of the section at a time; the run parameters are bound per call
+// (bind).
+func resolve(cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	sec := cfg.UIReadback
 	if sec == nil {
 		return nil, configError(section, "missing: the ui_readback: section holds record_url, sign_in, ready_selector, row_selector, fields and identity")
@@ -201,12 +199,6 @@ func (s *settings) bind(params map[string]string) (*settings, error) {
 	}
 	b.identity.value = collapseSpace(v)
 	return &b, nil
-}
-
-// CheckParams binds a session's run parameters into the record URL and the
-// identity without opening anything.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).bind)
 }
 
 // section is the path of the adapter's own map inside its deployment

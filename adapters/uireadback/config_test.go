@@ -324,3 +324,13 @@ func FuzzDateFormat(f *testing.F) {
 		}
 	})
 }
+
+// parseSettings decodes the deployment section with the SDK's strict
+// decoder, as Define does, and resolves it.
+func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
+		return nil, err
+	}
+	return resolve(cfg, req)
+}
