@@ -104,6 +104,7 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	if err != nil {
 		return sdk.Capture{}, err
 	}
+	b.spell.selector = req.Selector
 	return cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
 		res, err := b.readBack(ctx)
 		return res.records, res.unusable, res.at, err
@@ -122,6 +123,11 @@ func (s *settings) CheckParams(_ context.Context, params map[string]string) erro
 // Chromium to start); everything the page or the application does is in
 // the result.
 func (s *settings) readBack(ctx context.Context) (readResult, error) {
+	if why := s.gate.admit(); why != "" {
+		// A credential the application rejected is not tried again yet:
+		// answered at once, without a browser.
+		return readResult{unusable: why, at: time.Now()}, nil
+	}
 	deadline := readDeadline(ctx, s)
 	t, release, err := s.browser.acquire(ctx)
 	if err != nil {

@@ -361,14 +361,42 @@ func (b *Browser) start(ctx context.Context) (*browserProcess, error) {
 	return p, nil
 }
 
+// stopTabsWait bounds the wait, when a browser process stops, for its tabs
+// to be let go. Stopping ends the browser first, so a tab's close can only
+// time out by then; the process's folder must not wait for that.
+const stopTabsWait = 2 * time.Second
+
 // stop stops Chromium, which ends every tab's context and so every
-// read-back still running in it, waits for the tabs to be let go, and
-// removes the process's folder.
+// read-back still running in it, waits (stopTabsWait at most) for the tabs
+// to be let go, ends the process and removes the process's folder.
 func (p *browserProcess) stop() {
 	p.cancel()
-	p.tabs.Wait()
+	let := make(chan struct{})
+	go func() {
+		p.tabs.Wait()
+		close(let)
+	}()
+	t := time.NewTimer(stopTabsWait)
+	select {
+	case <-let:
+	case <-t.C:
+	}
+	t.Stop()
 	p.allocCancel()
-	os.RemoveAll(p.dir)
+	removeDir(p.dir)
+}
+
+// removeDir removes a browser's folder, trying again for a moment while a
+// browser process that is ending still writes into it.
+func removeDir(dir string) {
+	for range 20 {
+		if err := os.RemoveAll(dir); err == nil {
+			if _, err := os.Stat(dir); os.IsNotExist(err) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // removeStaleTempDirs removes the temporary folders of adapter processes

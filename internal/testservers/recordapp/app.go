@@ -85,6 +85,10 @@ type Faults struct {
 	HideIdentity bool `json:"hide_identity,omitempty"`
 	// Down answers every request with 503.
 	Down bool `json:"down,omitempty"`
+	// SignInAction makes the sign-in form POST to this path (also a
+	// sign-in) instead of /login, as an application whose form posts to
+	// another URL than the page it is on.
+	SignInAction string `json:"sign_in_action,omitempty"`
 }
 
 // Request is one logged request.
@@ -253,6 +257,7 @@ func (a *App) Handler() http.Handler {
 	routes := webapp.Routes{
 		"GET /login":                         a.loginPage,
 		"POST /login":                        a.login,
+		"POST /session":                      a.login,
 		"GET /{$}":                           a.home,
 		"GET /patients/{patient}/encounters": a.encountersPage,
 		"GET /api/beacon":                    func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) },
@@ -316,7 +321,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 <html><head><title>Sign in</title></head><body>
 <h1>Clinic records</h1>
 {{if .Error}}<p id="login-error">{{.Error}}</p>{{end}}
-<form method="post" action="/login">
+<form method="post" action="{{.Action}}">
   <label>User <input id="username" name="username" autocomplete="username"></label>
   <label>Password <input id="password" name="password" type="password"></label>
   <button type="submit">Sign in</button>
@@ -382,8 +387,19 @@ type row struct {
 	Shown string
 }
 
+// loginForm is what the sign-in page shows.
+type loginForm struct{ Error, Action string }
+
 func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
-	pages.ExecuteTemplate(w, "login", struct{ Error string }{})
+	pages.ExecuteTemplate(w, "login", loginForm{Action: a.signInAction()})
+}
+
+// signInAction is the path the sign-in form posts to.
+func (a *App) signInAction() string {
+	if p := a.faults.Get().SignInAction; p != "" {
+		return p
+	}
+	return "/login"
 }
 
 func (a *App) login(w http.ResponseWriter, r *http.Request) {
@@ -394,7 +410,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	sid, err := a.SignIn(r.PostForm.Get("username"), r.PostForm.Get("password"))
 	if err != nil {
 		w.WriteHeader(http.StatusOK)
-		pages.ExecuteTemplate(w, "login", struct{ Error string }{err.Error()})
+		pages.ExecuteTemplate(w, "login", loginForm{Error: err.Error(), Action: a.signInAction()})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
