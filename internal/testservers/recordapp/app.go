@@ -89,6 +89,9 @@ type Faults struct {
 	// sign-in) instead of /login, as an application whose form posts to
 	// another URL than the page it is on.
 	SignInAction string `json:"sign_in_action,omitempty"`
+	// RejectReader rejects every sign-in of the read-back account, as
+	// after its password was changed or the account was locked.
+	RejectReader bool `json:"reject_reader,omitempty"`
 }
 
 // Request is one logged request.
@@ -242,7 +245,7 @@ func (a *App) SignIn(user, password string) (string, error) {
 }
 
 func (a *App) signInLocked(user, password string) (string, error) {
-	if want, ok := a.users[user]; !ok || want != password {
+	if want, ok := a.users[user]; !ok || want != password || (user == ReaderUser && a.faults.Get().RejectReader) {
 		return "", errors.New("wrong user name or password")
 	}
 	b := make([]byte, 16)
