@@ -15,6 +15,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // unavailable checks that every verdict of v is INDETERMINATE, classed
@@ -292,13 +293,19 @@ func TestTruncationMarkersPerField(t *testing.T) {
 	}
 }
 
-// TestSIGTERMRemovesProfile: the plugin binary, sent SIGTERM by its process
-// id, stops Chromium and removes the browser's temporary folder (its
-// profile) before it ends.
-func TestSIGTERMRemovesProfile(t *testing.T) {
+// pluginWithBrowser starts the plugin binary with a temporary folder of
+// its own, reads once through it (which starts Chromium) and returns the
+// instance, its process id and its browser's folder.
+func pluginWithBrowser(t *testing.T) (*adaptertest.Instance, int, string) {
+	t.Helper()
 	a := startApp(t)
 	signInActor(t, a).save(intended("st1"))
-	tmp := t.TempDir()
+	// A short folder: Chromium's socket path inside it has a length limit.
+	tmp, err := os.MkdirTemp("", "uirb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	in := adaptertest.Subprocess(t, pluginBinary, "TMPDIR="+tmp)
 	req := request(t, a.section(), "st1", recordapp.ReaderPassword)
 	if err := in.Setup(t.Context(), req.ConfigureRequest, req.Params); err != nil {
@@ -318,22 +325,48 @@ func TestSIGTERMRemovesProfile(t *testing.T) {
 	if n := len(processesMentioning(dirs[0])); n == 0 {
 		t.Fatal("no Chromium process runs with the folder")
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	return in, pid, dirs[0]
+}
+
+// browserGone waits for the plugin process pid to end and checks that
+// its browser's folder and every process using it are gone.
+func browserGone(t *testing.T, pid int, dir string) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !processGone(pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the plugin process %d still runs 20 s after SIGTERM", pid)
+			t.Fatalf("the plugin process %d still runs 20 s after it was stopped", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := os.Stat(dirs[0]); !os.IsNotExist(err) {
-		t.Errorf("the browser folder %s outlived the SIGTERM (stat: %v)", dirs[0], err)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the browser folder %s outlived the plugin (stat: %v)", dir, err)
 	}
-	if ps := processesMentioning(dirs[0]); len(ps) > 0 {
+	if ps := processesMentioning(dir); len(ps) > 0 {
 		t.Errorf("processes %v still run with the browser folder", ps)
 	}
+}
+
+// TestSIGTERMRemovesProfile: the plugin binary, sent SIGTERM by its process
+// id, stops Chromium and removes the browser's temporary folder (its
+// profile) before it ends; so does a plugin the daemon stops.
+func TestSIGTERMRemovesProfile(t *testing.T) {
+	t.Run("SIGTERM", func(t *testing.T) {
+		_, pid, dir := pluginWithBrowser(t)
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		browserGone(t, pid, dir)
+	})
+	t.Run("stopped by the daemon", func(t *testing.T) {
+		in, pid, dir := pluginWithBrowser(t)
+		sp, ok := in.Process.(*host.Subprocess)
+		if !ok {
+			t.Fatalf("the instance's process is a %T", in.Process)
+		}
+		sp.Kill() // what the daemon does to stop a plugin
+		browserGone(t, pid, dir)
+	})
 }
 
 // processesMentioning lists the processes whose command line holds s.
