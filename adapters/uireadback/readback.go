@@ -587,7 +587,7 @@ func (f field) read(r *fieldReading) (string, error) {
 	}
 	for _, m := range f.markers {
 		if strings.Contains(v, m) {
-			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, or narrow truncation_markers", m)
+			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, narrow truncation_markers, or give a field no contract reads its own truncation_markers: []", m)
 		}
 	}
 	if f.layout != "" {
