@@ -106,6 +106,30 @@ func (a *recordApp) post(t *testing.T, c *http.Client, path string, body any) {
 	}
 }
 
+// signIns counts the sign-in POSTs the application has received.
+func (a *recordApp) signIns(t *testing.T) int {
+	t.Helper()
+	res, err := http.Get(a.url + "/api/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var log []struct {
+		Method string `json:"method"`
+		Path   string `json:"path"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&log); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range log {
+		if r.Method == "POST" && r.Path == "/login" {
+			n++
+		}
+	}
+	return n
+}
+
 // TestUIReadback: begin -> the automation saves (or not) through the record
 // application -> verify, through the real daemon and the real
 // verifier-adapter-ui_readback driving a headless Chromium.
@@ -162,23 +186,36 @@ func TestUIReadback(t *testing.T) {
 	const note = "Follow-up in 2 weeks"
 
 	tests := []struct {
-		name    string
-		save    bool
+		name string
+		save bool
+		// note is the run's note and the one saved (note when empty).
+		note string
+		// reject makes the application reject the read-back account's
+		// credential from the moment the session has begun.
+		reject  bool
 		want    string
 		observe int
 	}{
-		{"correct save verified at tier 2", true,
+		{"correct save verified at tier 2", true, "", false,
 			"VERIFIED CONFIRMED/confirmed/COUNT_EXACT CONFIRMED/confirmed/FIELD_EQUAL", 1},
-		{"missing row needs reconciliation, never halts", false,
+		{"missing row needs reconciliation, never halts", false, "", false,
 			"RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER REFUTED/conflicting/FIELD_NO_MATCH", 0},
+		{"two spaces the page collapses still verify", true, "Follow-up  in 2  weeks", false,
+			"VERIFIED CONFIRMED/confirmed/COUNT_EXACT CONFIRMED/confirmed/FIELD_EQUAL", 1},
+		{"a rejected credential is tried once, then restore access", true, "", true,
+			"RECONCILIATION_REQUIRED INDETERMINATE/unavailable/SOR_UNREACHABLE INDETERMINATE/unavailable/SOR_UNREACHABLE", -1},
 	}
 	var outputs []string
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			runNote := tt.note
+			if runNote == "" {
+				runNote = note
+			}
 			patient := fmt.Sprintf("e%d", i)
 			app.post(t, http.DefaultClient, "/api/patients", map[string]string{"id": patient})
 			app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Vitals", "note": "BP 120/80", "date": "2026-05-05"})
-			out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, deployment), "--effects", effects, "--param", "patient_id="+patient, "--param", "note="+note)
+			out, code := d.ctl(t, "begin", "--deployment-name", d.register(t, deployment), "--effects", effects, "--param", "patient_id="+patient, "--param", "note="+runNote)
 			outputs = append(outputs, out)
 			if code != 0 {
 				t.Fatalf("begin exit %d: %s\ndaemon log:\n%s", code, out, d.logs())
@@ -190,8 +227,13 @@ func TestUIReadback(t *testing.T) {
 				}
 			}
 			if tt.save {
-				app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Triage", "note": note, "date": "2026-05-06"})
+				app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Triage", "note": runNote, "date": "2026-05-06"})
 			}
+			if tt.reject {
+				app.post(t, http.DefaultClient, "/api/faults", map[string]bool{"reject_reader": true})
+				defer app.post(t, http.DefaultClient, "/api/faults", map[string]bool{})
+			}
+			signIns := app.signIns(t)
 			v := d.verify(t, b.SessionID)
 			raw, _ := json.Marshal(v)
 			outputs = append(outputs, string(raw))
@@ -203,8 +245,25 @@ func TestUIReadback(t *testing.T) {
 					t.Errorf("verdict tier/substrate = %d/%s; want 2/ui_readback", e.Tier, e.Substrate)
 				}
 			}
-			if n := v.Effects[0].ObservedCount; n == nil || *n != tt.observe {
-				t.Errorf("observed_count = %v; want %d", n, tt.observe)
+			if !tt.reject {
+				if n := v.Effects[0].ObservedCount; n == nil || *n != tt.observe {
+					t.Errorf("observed_count = %v; want %d", n, tt.observe)
+				}
+				return
+			}
+			// The settlement window (timeout_s: 2) has the daemon read
+			// again and again; the rejected credential is tried once.
+			if n := app.signIns(t) - signIns; n != 1 {
+				t.Errorf("%d sign-ins during the verification; want 1", n)
+			}
+			var task struct {
+				SuggestedAction string `json:"suggested_action"`
+			}
+			if err := json.Unmarshal(v.Effects[0].ReconciliationTask, &task); err != nil || task.SuggestedAction != "RESTORE_ACCESS" {
+				t.Errorf("task %s (%v); want RESTORE_ACCESS", v.Effects[0].ReconciliationTask, err)
+			}
+			if msg := v.Effects[0].Reasons[0].Message; !strings.Contains(msg, "restore the account's access") {
+				t.Errorf("reason %q; want it to say to restore the account's access", msg)
 			}
 		})
 	}

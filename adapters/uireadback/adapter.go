@@ -16,18 +16,16 @@ const Kind = "ui_readback"
 // Description is what the adapter says about itself, in GetInfo.
 const Description = "reads the application's record page in a separate, separately signed-in, read-only headless Chromium session: a record page read (tier 2), not a read of the system of record"
 
-// Adapter reads a record page of a GUI application in a fresh browser
-// context of a shared headless Chromium.
-type Adapter struct {
-	settings    sdk.Settings[settings]
-	browser     *Browser
-	ownsBrowser bool
-
-	// Test hooks: run with one of the two read-only guards switched off.
-	noPageGuard, noNetworkGuard bool
+// info declares the mechanism: tier 2, and absence is not proof, because a
+// record page can hide rows (paging, filters, a display limit), so the
+// daemon never ends a step as HALTED_BEFORE_EFFECT on what this adapter
+// does not see.
+var info = sdk.Info{
+	Kind:            Kind,
+	Tier:            sdk.TierIndependentSession,
+	AbsenceNotProof: true,
+	Description:     Description,
 }
-
-var _ sdk.Adapter = (*Adapter)(nil)
 
 // processBrowser is the one headless Chromium of a plugin process, shared
 // by every configured instance; each read-back runs in a fresh context of
@@ -35,71 +33,57 @@ var _ sdk.Adapter = (*Adapter)(nil)
 var processBrowser = sync.OnceValue(func() *Browser { return NewBrowser(BrowserOptions{}) })
 
 // New returns an unconfigured adapter on the process's shared browser; it
-// is the factory for plugin.Serve.
-func New() sdk.Adapter {
-	return &Adapter{browser: processBrowser()}
-}
+// is the factory for plugin.Serve. Configure checks the section and takes
+// the read-back account; each call binds its run parameters into the record
+// URL and the identity. Configure opens no browser.
+var New = define(processBrowser, hooks{})
 
 // NewWithBrowser returns a factory whose adapters share b (a test package,
 // or a process serving several adapters, keeps one browser process). The
 // adapters never close b; its owner does.
 func NewWithBrowser(b *Browser) func() sdk.Adapter {
-	return func() sdk.Adapter { return &Adapter{browser: b} }
+	return define(func() *Browser { return b }, hooks{})
 }
 
-// Close stops the adapter's own browser; a shared one is left running.
-func (a *Adapter) Close() error {
-	if a.ownsBrowser {
-		return a.browser.Close()
-	}
-	return nil
+// hooks switch off one of the two read-only guards, for the package's tests
+// that show each one alone stops a write.
+type hooks struct {
+	noPageGuard, noNetworkGuard bool
 }
 
-// Info declares the mechanism: tier 2, and absence is not proof, because a
-// record page can hide rows (paging, filters, a display limit), so the
-// daemon never ends a step as HALTED_BEFORE_EFFECT on what this adapter
-// does not see.
-func (a *Adapter) Info() sdk.Info {
-	return sdk.Info{
-		Kind:            Kind,
-		Tier:            sdk.TierIndependentSession,
-		AbsenceNotProof: true,
-		Description:     Description,
-	}
-}
-
-// Configure checks the section and takes the read-back account; each call
-// binds its run parameters into the record URL and the identity. It opens
-// no browser.
-func (a *Adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	s, err := parseSettings(req)
-	if err != nil {
-		return err
-	}
-	a.settings.Store(s)
-	return nil
+// define is the adapter built with sdk.Define, reading through the browser
+// that browser returns (asked at Configure, which starts no process).
+func define(browser func() *Browser, h hooks) func() sdk.Adapter {
+	return sdk.Define(info, func(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settings, error) {
+		s, err := resolve(cfg, req)
+		if err != nil {
+			return nil, err
+		}
+		s.browser, s.hooks = browser(), h
+		return s, nil
+	})
 }
 
 // TestConnection is a complete read-back: sign in with the read-back
 // account in a fresh context, open the record page, check the identity and
 // read the rows. It writes nothing (the sign-in is the one request that
 // posts).
-func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
-	_, s, err := sdk.Bound(&a.settings, req.Params, (*settings).bind)
+func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.TestResult, error) {
+	b, err := s.bind(req.Params)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
 	start := time.Now()
-	res, err := a.readBack(ctx, s)
+	res, err := b.readBack(ctx)
 	latency := time.Since(start)
 	if err != nil {
 		return sdk.TestResult{}, err
 	}
 	var warnings []string
-	if s.emptySelector == "" {
+	if b.emptySelector == "" {
 		warnings = append(warnings, "no empty_selector: a record page with no rows will read as unusable, never as empty")
 	}
-	if len(s.truncation) == 0 {
+	if len(b.truncation) == 0 {
 		warnings = append(warnings, "truncation_markers is empty: a value the page shortens with a marker is read as it is shown")
 	}
 	if res.unusable != "" {
@@ -107,39 +91,45 @@ func (a *Adapter) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk.
 	}
 	return sdk.TestResult{
 		Reachable: true,
-		Message:   fmt.Sprintf("signed in as the read-back account in a fresh browser context, opened %s and read %d rows of the record it names (a record page read in a separate session, not the system of record)", s.recordURL, len(res.records)),
+		Message:   fmt.Sprintf("signed in as the read-back account in a fresh browser context, opened %s and read %d rows of the record it names (a record page read in a separate session, not the system of record)", b.recordURL, len(res.records)),
 		Warnings:  warnings,
 		Latency:   latency,
 	}, nil
 }
 
-// CaptureBefore reads the record page before the automation acts.
-func (a *Adapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-// CaptureAfter reads it again, in another fresh context.
-func (a *Adapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.capture(ctx, req)
-}
-
-func (a *Adapter) capture(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	_, s, err := sdk.Bound(&a.settings, req.Params, (*settings).bind)
+// Read reads the record page, before the automation acts and after it,
+// each time in another fresh browser context.
+func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
+	b, err := s.bind(req.Params)
 	if err != nil {
 		return sdk.Capture{}, err
 	}
+	b.spell.selector = req.Selector
 	return cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
-		res, err := a.readBack(ctx, s)
+		res, err := b.readBack(ctx)
 		return res.records, res.unusable, res.at, err
 	})
 }
 
-// readBack runs one read-back in a fresh browser context. The error is for
-// the adapter's own faults (no Chromium to start); everything the page or
-// the application does is in the result.
-func (a *Adapter) readBack(ctx context.Context, s *settings) (readResult, error) {
+// CheckParams binds a session's run parameters into the record URL and the
+// identity without opening anything.
+func (s *settings) CheckParams(_ context.Context, params map[string]string) error {
+	_, err := s.bind(params)
+	return err
+}
+
+// readBack runs one read-back of s (bound to a call's parameters) in a
+// fresh browser context. The error is for the adapter's own faults (no
+// Chromium to start); everything the page or the application does is in
+// the result.
+func (s *settings) readBack(ctx context.Context) (readResult, error) {
+	if why := s.gate.admit(); why != "" {
+		// A credential the application rejected is not tried again yet:
+		// answered at once, without a browser.
+		return readResult{unusable: why, at: time.Now()}, nil
+	}
 	deadline := readDeadline(ctx, s)
-	t, release, err := a.browser.acquire(ctx)
+	t, release, err := s.browser.acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return readResult{unusable: "timed out starting the browser: the effect's deadline passed", at: time.Now()}, nil
@@ -148,7 +138,7 @@ func (a *Adapter) readBack(ctx context.Context, s *settings) (readResult, error)
 	}
 	defer release()
 	rb := newReadback(s)
-	rb.noPageGuard, rb.noNetworkGuard = a.noPageGuard, a.noNetworkGuard
+	rb.noPageGuard, rb.noNetworkGuard = s.hooks.noPageGuard, s.hooks.noNetworkGuard
 	return rb.read(ctx, t, deadline), nil
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 func TestInfo(t *testing.T) {
-	info := (&Adapter{}).Info()
+	info := New().Info()
 	if info.Kind != "ui_readback" || info.Tier != sdk.TierIndependentSession || !info.AbsenceNotProof || info.NeedsBaseline {
 		t.Errorf("info = %+v; want kind ui_readback, tier 2, absence not proof", info)
 	}

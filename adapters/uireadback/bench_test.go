@@ -34,7 +34,7 @@ func BenchmarkReadBack(b *testing.B) {
 	}
 	req := request(b, a.section(), "b1", recordapp.ReaderPassword)
 
-	read := func(b *testing.B, ad *Adapter) {
+	read := func(b *testing.B, ad sdk.Adapter) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		c, err := ad.CaptureAfter(ctx, sdk.CaptureRequest{CaptureID: "bench", Timeout: 30 * time.Second, Params: req.Params})
@@ -45,8 +45,8 @@ func BenchmarkReadBack(b *testing.B) {
 			b.Fatal(c.Reason)
 		}
 	}
-	configured := func(b *testing.B, br *Browser) *Adapter {
-		ad := &Adapter{browser: br}
+	configured := func(b *testing.B, br *Browser) sdk.Adapter {
+		ad := NewWithBrowser(br)()
 		if err := ad.Configure(context.Background(), req.ConfigureRequest); err != nil {
 			b.Fatal(err)
 		}

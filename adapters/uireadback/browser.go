@@ -164,6 +164,17 @@ func (t *tab) dispose(guard *cdpguard.Network, report func(error)) {
 	})
 }
 
+// discard lets go of a tab no read-back took (the spare: about:blank,
+// no guards), when its browser process stops: there is nothing in it for
+// the guards to answer, and a close through CloseTab would wait out its
+// budgets on a browser that is going away.
+func (t *tab) discard() {
+	t.disposed.Do(func() {
+		t.cancel()
+		t.proc.tabs.Done()
+	})
+}
+
 // acquire returns a fresh tab in the running browser, starting the browser
 // when needed, and a release func the caller must call when its read-back
 // ends. The caller disposes of the tab.
@@ -239,7 +250,7 @@ func (b *Browser) stopIdle() {
 // running in it (after Close) fails as the browser goes.
 func (b *Browser) stopLocked() {
 	if b.spare != nil {
-		b.spare.dispose(nil, nil)
+		b.spare.discard()
 		b.spare = nil
 	}
 	if b.proc != nil {
@@ -257,7 +268,7 @@ func (b *Browser) Close() error {
 		b.idle.Stop()
 	}
 	if b.spare != nil {
-		b.spare.dispose(nil, nil)
+		b.spare.discard()
 		b.spare = nil
 	}
 	p := b.proc
@@ -361,14 +372,42 @@ func (b *Browser) start(ctx context.Context) (*browserProcess, error) {
 	return p, nil
 }
 
+// stopTabsWait bounds the wait, when a browser process stops, for its tabs
+// to be let go. Stopping ends the browser first, so a tab's close can only
+// time out by then; the process's folder must not wait for that.
+const stopTabsWait = time.Second
+
 // stop stops Chromium, which ends every tab's context and so every
-// read-back still running in it, waits for the tabs to be let go, and
-// removes the process's folder.
+// read-back still running in it, waits (stopTabsWait at most) for the tabs
+// to be let go, ends the process and removes the process's folder.
 func (p *browserProcess) stop() {
 	p.cancel()
-	p.tabs.Wait()
+	let := make(chan struct{})
+	go func() {
+		p.tabs.Wait()
+		close(let)
+	}()
+	t := time.NewTimer(stopTabsWait)
+	select {
+	case <-let:
+	case <-t.C:
+	}
+	t.Stop()
 	p.allocCancel()
-	os.RemoveAll(p.dir)
+	removeDir(p.dir)
+}
+
+// removeDir removes a browser's folder, trying again for a moment while a
+// browser process that is ending still writes into it.
+func removeDir(dir string) {
+	for range 20 {
+		if err := os.RemoveAll(dir); err == nil {
+			if _, err := os.Stat(dir); os.IsNotExist(err) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // removeStaleTempDirs removes the temporary folders of adapter processes

@@ -1,7 +1,6 @@
 package uireadback
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -22,6 +21,14 @@ const (
 
 // DefaultTruncationMarkers mark a value the page shortened.
 var DefaultTruncationMarkers = []string{"…", "..."}
+
+// DefaultSignInAttempts is sign_in.max_attempts when not set: a credential
+// the application rejects is not tried again within the read.
+const DefaultSignInAttempts = 1
+
+// maxSignInAttempts is the largest sign_in.max_attempts accepted; most
+// applications lock an account after three to five failed sign-ins.
+const maxSignInAttempts = 5
 
 // DefaultNavigationTimeout bounds each wait of a read-back (a page load, the
 // sign-in, the record page becoming ready) when navigation_timeout_s is not
@@ -61,13 +68,15 @@ type signInConfig struct {
 	SignedInSelector *string `json:"signed_in_selector"`
 	UsernameEnv      *string `json:"username_env"`
 	PasswordEnv      *string `json:"password_env"`
+	MaxAttempts      *int    `json:"max_attempts"`
 }
 
 type fieldConfig struct {
-	Selector   string `json:"selector"`
-	Attribute  string `json:"attribute"`
-	DateFormat string `json:"date_format"`
-	Casefold   bool   `json:"casefold"`
+	Selector          string   `json:"selector"`
+	Attribute         string   `json:"attribute"`
+	DateFormat        string   `json:"date_format"`
+	Casefold          bool     `json:"casefold"`
+	TruncationMarkers []string `json:"truncation_markers"`
 }
 
 type identityConfig struct {
@@ -90,6 +99,8 @@ type settings struct {
 	idValue          param.Value  // identity.value, bound per call
 	recordURL        string       // the record page, parameters bound and escaped (bound copies only)
 	signIn           signIn
+	gate             *signInGate // shared by the bound copies of one configured instance
+	spell            spellings   // the run's spellings of expected values (bound copies only)
 	readySelector    string
 	emptySelector    string
 	notFoundSelector string
@@ -99,6 +110,9 @@ type settings struct {
 	readPostPaths    []string // origin+path of the record site
 	truncation       []string
 	navTimeout       time.Duration
+
+	browser *Browser // the Chromium its read-backs run in
+	hooks   hooks
 }
 
 type signIn struct {
@@ -109,6 +123,7 @@ type signIn struct {
 	signedInSelector string
 	username         string // secret
 	password         string // secret
+	maxAttempts      int    // rejected sign-ins before the gate holds
 }
 
 type field struct {
@@ -118,12 +133,14 @@ type field struct {
 	layout    string // Go layout from date_format; "" for none
 	isoLayout string // the ISO 8601 layout the parsed date is written in
 	casefold  bool
+	markers   []string // truncation markers of this field
 }
 
 type identity struct {
 	selector  string
 	attribute string
-	value     string // bound (bound copies only)
+	value     string // bound, whitespace collapsed (bound copies only)
+	raw       string // bound, as the run spelled it (bound copies only)
 	field     string // record field that carries it; "" adds none
 }
 
@@ -132,14 +149,10 @@ func configError(path, format string, args ...any) error {
 	return &sdk.ConfigError{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
-// parseSettings reads and checks the deployment section and takes its
-// secrets, one part of the section at a time; the run parameters are bound
-// per call (bind).
-func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
-	var cfg config
-	if err := req.DecodeConfig(&cfg); err != nil {
-		return nil, err
-	}
+// resolve checks the decoded deployment section and takes its secrets, one
+// part of the section at a time; the run parameters are bound per call
+// (bind).
+func resolve(cfg config, req sdk.ConfigureRequest) (*settings, error) {
 	sec := cfg.UIReadback
 	if sec == nil {
 		return nil, configError(section, "missing: the ui_readback: section holds record_url, sign_in, ready_selector, row_selector, fields and identity")
@@ -163,18 +176,19 @@ func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
 	if s.identity, s.idValue, err = parseIdentity(sec.Identity); err != nil {
 		return nil, err
 	}
-	if s.fields, err = parseFields(sec.Fields, s.identity.field); err != nil {
+	if s.truncation, err = parseTruncationMarkers(sec.TruncationMarkers, section+".truncation_markers", DefaultTruncationMarkers); err != nil {
+		return nil, err
+	}
+	if s.fields, err = parseFields(sec.Fields, s.identity.field, s.truncation); err != nil {
 		return nil, err
 	}
 	if s.readPostPaths, err = parseReadPostPaths(sec.ReadPostPaths, origin); err != nil {
 		return nil, err
 	}
-	if s.truncation, err = parseTruncationMarkers(sec.TruncationMarkers); err != nil {
-		return nil, err
-	}
 	if s.navTimeout, err = parseNavigationTimeout(sec.NavigationTimeoutS); err != nil {
 		return nil, err
 	}
+	s.gate = newSignInGate(s.signIn.maxAttempts, signInHold(req.EffectTimeout))
 	return s, nil
 }
 
@@ -199,14 +213,9 @@ func (s *settings) bind(params map[string]string) (*settings, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, configError(ip, "the identifier is empty; a record page cannot be told apart by an empty identifier")
 	}
-	b.identity.value = collapseSpace(v)
+	b.identity.value, b.identity.raw = collapseSpace(v), v
+	b.spell = spellings{params: params}
 	return &b, nil
-}
-
-// CheckParams binds a session's run parameters into the record URL and the
-// identity without opening anything.
-func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-	return sdk.CheckParams(&a.settings, params, (*settings).bind)
 }
 
 // section is the path of the adapter's own map inside its deployment
@@ -287,6 +296,13 @@ func parseSignIn(si *signInConfig, secrets map[string]string) (signIn, error) {
 	if out.username == "" {
 		return out, configError(sp+".username_env", "the read-back account's user name is empty")
 	}
+	out.maxAttempts = DefaultSignInAttempts
+	if n := si.MaxAttempts; n != nil {
+		if *n < 1 || *n > maxSignInAttempts {
+			return out, configError(sp+".max_attempts", "must be a whole number from 1 to %d: how many sign-ins whose credential the application rejects one read may make (1, the default, never tries a rejected credential again within the read)", maxSignInAttempts)
+		}
+		out.maxAttempts = *n
+	}
 	return out, nil
 }
 
@@ -323,7 +339,7 @@ func parseIdentity(id *identityConfig) (identity, param.Value, error) {
 // parseFields reads fields: where a row shows each record field, sorted by
 // name. identityField is the field the identifier fills, which no other
 // may name.
-func parseFields(fs map[string]fieldConfig, identityField string) ([]field, error) {
+func parseFields(fs map[string]fieldConfig, identityField string, markers []string) ([]field, error) {
 	const p = section + ".fields"
 	if fs == nil {
 		return nil, configError(p, "missing: map each record field to where a row shows it, e.g. id: {attribute: data-id}")
@@ -339,7 +355,7 @@ func parseFields(fs map[string]fieldConfig, identityField string) ([]field, erro
 		if name == identityField {
 			return nil, configError(p+"."+name, "identity.field already names %q: the record page's identifier fills it", name)
 		}
-		f, err := parseField(name, fs[name], p+"."+name)
+		f, err := parseField(name, fs[name], p+"."+name, markers)
 		if err != nil {
 			return nil, err
 		}
@@ -349,13 +365,16 @@ func parseFields(fs map[string]fieldConfig, identityField string) ([]field, erro
 }
 
 // parseField reads one entry of fields.
-func parseField(name string, fc fieldConfig, fp string) (field, error) {
+func parseField(name string, fc fieldConfig, fp string, markers []string) (field, error) {
 	f := field{name: name, selector: fc.Selector, attribute: fc.Attribute, casefold: fc.Casefold}
+	var err error
+	if f.markers, err = parseTruncationMarkers(fc.TruncationMarkers, fp+".truncation_markers", markers); err != nil {
+		return f, err
+	}
 	if f.selector == "" && f.attribute == "" {
 		return f, configError(fp, "write a selector (the element inside the row whose text is the value), an attribute (of the row itself), or both")
 	}
 	if fc.DateFormat != "" {
-		var err error
 		if f.layout, f.isoLayout, err = dateLayout(fc.DateFormat); err != nil {
 			return f, configError(fp+".date_format", "%v", err)
 		}
@@ -377,12 +396,12 @@ func parseReadPostPaths(paths []string, origin string) ([]string, error) {
 	return out, nil
 }
 
-// parseTruncationMarkers reads truncation_markers, DefaultTruncationMarkers
-// when absent.
-func parseTruncationMarkers(markers []string) ([]string, error) {
-	const p = section + ".truncation_markers"
+// parseTruncationMarkers reads a truncation_markers list at p: the
+// section's (def is then DefaultTruncationMarkers) or a field's own, which
+// replaces the section's (def) for that field.
+func parseTruncationMarkers(markers []string, p string, def []string) ([]string, error) {
 	if markers == nil {
-		return DefaultTruncationMarkers, nil
+		return def, nil
 	}
 	for i, m := range markers {
 		if m == "" {

@@ -3,6 +3,7 @@ package uireadback
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,12 @@ func TestConfigureRefuses(t *testing.T) {
 		{"read_post_paths not a path", func(_, ui map[string]any) { ui["read_post_paths"] = []any{"graphql"} }, nil, nil, "ui_readback.read_post_paths[0]", "starts with /"},
 		{"empty truncation marker", func(_, ui map[string]any) { ui["truncation_markers"] = []any{"…", ""} }, nil, nil, "ui_readback.truncation_markers[1]", "empty"},
 		{"zero timeout", func(_, ui map[string]any) { ui["navigation_timeout_s"] = 0 }, nil, nil, "ui_readback.navigation_timeout_s", "above 0"},
+		{"empty field truncation marker", func(_, ui map[string]any) {
+			ui["fields"].(map[string]any)["note"].(map[string]any)["truncation_markers"] = []any{""}
+		}, nil, nil, "ui_readback.fields.note.truncation_markers[0]", "empty"},
+		{"zero sign-in attempts", func(_, ui map[string]any) { ui["sign_in"].(map[string]any)["max_attempts"] = 0 }, nil, nil, "ui_readback.sign_in.max_attempts", "from 1 to 5"},
+		{"too many sign-in attempts", func(_, ui map[string]any) { ui["sign_in"].(map[string]any)["max_attempts"] = 6 }, nil, nil, "ui_readback.sign_in.max_attempts", "from 1 to 5"},
+		{"fractional sign-in attempts", func(_, ui map[string]any) { ui["sign_in"].(map[string]any)["max_attempts"] = 1.5 }, nil, nil, "ui_readback.sign_in.max_attempts", ""},
 		{"sign-in URL not http", func(_, ui map[string]any) {
 			ui["sign_in"].(map[string]any)["url"] = "file:///etc/passwd"
 		}, nil, nil, "ui_readback.sign_in.url", "http"},
@@ -180,7 +187,7 @@ func TestDateLayout(t *testing.T) {
 			continue
 		}
 		f := field{name: "d", selector: "td", layout: layout, isoLayout: iso}
-		got, err := f.read(&fieldReading{Text: tt.shown}, nil)
+		got, err := f.read(&fieldReading{Text: tt.shown})
 		if err != nil || got != tt.want {
 			t.Errorf("%q reading %q = %q, %v; want %q", tt.format, tt.shown, got, err, tt.want)
 		}
@@ -194,7 +201,6 @@ func TestDateLayout(t *testing.T) {
 
 func TestFieldRead(t *testing.T) {
 	title := func(s string) *string { return &s }
-	markers := DefaultTruncationMarkers
 	tests := []struct {
 		name    string
 		f       field
@@ -217,7 +223,8 @@ func TestFieldRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.f.read(tt.r, markers)
+			tt.f.markers = DefaultTruncationMarkers
+			got, err := tt.f.read(tt.r)
 			switch {
 			case tt.wantErr == "" && (err != nil || got != tt.want):
 				t.Errorf("read = %q, %v; want %q", got, err, tt.want)
@@ -226,7 +233,7 @@ func TestFieldRead(t *testing.T) {
 			}
 		})
 	}
-	if got, err := (field{selector: "td"}).read(&fieldReading{Text: "wait..."}, []string{}); err != nil || got != "wait..." {
+	if got, err := (field{selector: "td", markers: []string{}}).read(&fieldReading{Text: "wait..."}); err != nil || got != "wait..." {
 		t.Errorf("with no markers: %q, %v", got, err)
 	}
 }
@@ -315,7 +322,7 @@ func FuzzDateFormat(f *testing.F) {
 			return
 		}
 		when := time.Date(2027, time.February, 9, 8, 6, 0, 0, time.UTC)
-		got, err := (field{selector: "td", layout: layout, isoLayout: iso}).read(&fieldReading{Text: when.Format(layout)}, nil)
+		got, err := (field{selector: "td", layout: layout, isoLayout: iso}).read(&fieldReading{Text: when.Format(layout)})
 		if err != nil {
 			return // a layout whose own output does not survive whitespace collapsing
 		}
@@ -323,4 +330,118 @@ func FuzzDateFormat(f *testing.F) {
 			t.Fatalf("%q wrote %q and read back %q", format, when.Format(layout), got)
 		}
 	})
+}
+
+// parseSettings decodes the deployment section with the SDK's strict
+// decoder, as Define does, and resolves it.
+func parseSettings(req sdk.ConfigureRequest) (*settings, error) {
+	var cfg config
+	if err := req.DecodeConfig(&cfg); err != nil {
+		return nil, err
+	}
+	return resolve(cfg, req)
+}
+
+// TestConfigureDefaults: the sign-in gate and the truncation markers a
+// section gets when it sets neither, and a field's own markers.
+func TestConfigureDefaults(t *testing.T) {
+	s, err := configure(t, testSection(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.signIn.maxAttempts != 1 || s.gate.maxAttempts != 1 || s.gate.hold != defaultSignInHold {
+		t.Errorf("sign-in attempts %d, gate %d for %v; want 1 for %v", s.signIn.maxAttempts, s.gate.maxAttempts, s.gate.hold, defaultSignInHold)
+	}
+	for _, f := range s.fields {
+		if !slices.Equal(f.markers, DefaultTruncationMarkers) {
+			t.Errorf("field %s markers %q; want the default", f.name, f.markers)
+		}
+	}
+	sec := testSection()
+	inner(sec)["sign_in"].(map[string]any)["max_attempts"] = 3
+	inner(sec)["truncation_markers"] = []any{"[…]"}
+	inner(sec)["fields"].(map[string]any)["note"].(map[string]any)["truncation_markers"] = []any{}
+	raw, _ := json.Marshal(sec)
+	s, err = parseSettings(sdk.ConfigureRequest{Kind: Kind, Config: raw, EffectTimeout: 7 * time.Second,
+		Secrets: map[string]string{usernameSlot: "reader", passwordSlot: "s3cret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.gate.maxAttempts != 3 || s.gate.hold != 7*time.Second {
+		t.Errorf("gate %d for %v; want 3 for the effect timeout, 7s", s.gate.maxAttempts, s.gate.hold)
+	}
+	for _, f := range s.fields {
+		want := []string{"[…]"}
+		if f.name == "note" {
+			want = []string{}
+		}
+		if !slices.Equal(f.markers, want) {
+			t.Errorf("field %s markers %q; want %q", f.name, f.markers, want)
+		}
+	}
+}
+
+// TestSignInGate: rejections in a row hold the gate for its window; a
+// success resets the count; the window ends.
+func TestSignInGate(t *testing.T) {
+	now := time.Date(2026, 5, 6, 10, 0, 0, 0, time.UTC)
+	g := newSignInGate(2, time.Minute)
+	g.now = func() time.Time { return now }
+	if g.admit() != "" || g.reject() {
+		t.Fatal("the first rejection of two held the gate")
+	}
+	g.succeeded()
+	if g.reject() || g.admit() != "" {
+		t.Fatal("a success did not reset the count")
+	}
+	if !g.reject() {
+		t.Fatal("the second rejection in a row did not hold the gate")
+	}
+	why := g.admit()
+	if !strings.Contains(why, "rejected the read-back account's credential at 10:00:00") || !strings.Contains(why, "before 10:01:00") || !strings.Contains(why, "restore the account's access") {
+		t.Errorf("held: %q", why)
+	}
+	now = now.Add(59 * time.Second)
+	if g.admit() == "" {
+		t.Error("the gate opened inside its window")
+	}
+	now = now.Add(time.Second)
+	if why := g.admit(); why != "" {
+		t.Errorf("the gate still holds after its window: %q", why)
+	}
+}
+
+// TestSpellings: a value read is reported in the one spelling of the run
+// that normalises to it; the contract's own selector value comes first;
+// two spellings that disagree leave the value as read.
+func TestSpellings(t *testing.T) {
+	layout, iso, err := dateLayout("%d/%m/%Y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := field{name: "note", selector: "td"}
+	typ := field{name: "type", selector: "td", casefold: true}
+	date := field{name: "date", selector: "td", layout: layout, isoLayout: iso}
+	sp := spellings{params: map[string]string{"note": "Follow-up  in 2 weeks", "t": "Triage", "d": "06/05/2026", "other": "a  b", "other2": "a b "}}
+	tests := []struct {
+		f          field
+		sel        map[string]string
+		read, want string
+	}{
+		{note, nil, "Follow-up in 2 weeks", "Follow-up  in 2 weeks"},
+		{note, nil, "Follow-up in 3 weeks", "Follow-up in 3 weeks"},
+		{note, nil, "follow-up in 2 weeks", "follow-up in 2 weeks"},
+		{typ, nil, "triage", "Triage"},
+		{typ, map[string]string{"type": "TRIAGE"}, "triage", "TRIAGE"},
+		{typ, map[string]string{"type": "Vitals"}, "triage", "Triage"},
+		{date, nil, "2026-05-06", "06/05/2026"},
+		{date, nil, "2026-05-07", "2026-05-07"},
+		{note, nil, "a b", "a b"}, // two spellings disagree
+	}
+	for _, tt := range tests {
+		sp.selector = tt.sel
+		if got := sp.of(tt.f.name, tt.read, tt.f.expected, sp.candidates(tt.f.expected)); got != tt.want {
+			t.Errorf("%s read %q (selector %v) = %q; want %q", tt.f.name, tt.read, tt.sel, got, tt.want)
+		}
+	}
 }

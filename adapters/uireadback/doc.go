@@ -18,13 +18,19 @@
 //     request;
 //  3. signs in with the read-back account through the sign-in form (the one
 //     write allowed, a POST to sign_in.url, and only until the signed-in
-//     element appears);
+//     element appears), unless the application rejected the credential
+//     sign_in.max_attempts times in a row within the settlement window:
+//     then the read answers at once, unusable, so that retries never lock
+//     the account (signin.go);
 //  4. opens record_url with its parameters bound and escaped, waits for
 //     ready_selector (or not_found_selector), and checks that the page
 //     shows identity.value;
 //  5. reads every row_selector row's fields from the DOM, in an isolated
 //     world the page's scripts cannot reach, collapsing whitespace, refusing
-//     shortened values, and applying date_format and casefold.
+//     shortened values, and applying date_format and casefold; a value is
+//     reported in the run's spelling when that spelling, normalised the
+//     same way, is the value read (spellings), so the normalisation holds
+//     on both sides of the judge's comparison.
 //
 // Whatever keeps the page from being read as the record (a failed sign-in,
 // a timeout, another record's page, no identifier, selectors that no longer

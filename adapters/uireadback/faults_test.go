@@ -197,7 +197,7 @@ func TestDisplayProbesStop(t *testing.T) {
 		{scenario{name: "replica slower than the timeout", save: correct, after: recordapp.Faults{ReplicaDelayMS: 6000}, timeout: 4 * time.Second}, false, "timed out"},
 		{scenario{name: "redesign breaks the selectors", save: correct, after: recordapp.Faults{Redesign: true}}, false, "no longer has the structure"},
 		{scenario{name: "page posts when it loads", save: correct, before: recordapp.Faults{PostOnLoad: true}, after: recordapp.Faults{PostOnLoad: true}}, true, "non-read request"},
-		{scenario{name: "wrong read-back password", save: correct, password: "not-the-password"}, true, "sign-in failed"},
+		{scenario{name: "wrong read-back password", save: correct, password: "not-the-password"}, true, "restore the account's access"},
 	}
 	stopped := 0
 	for i, tt := range tests {

@@ -113,6 +113,9 @@ const effectsYAML = `
 type stepVerdict struct {
 	outcome  judge.Outcome
 	verdicts []judge.Verdict
+	// tasks are the reconciliation tasks of the verdicts (nil where none
+	// is due).
+	tasks []*judge.Task
 }
 
 func (s stepVerdict) String() string {
@@ -135,6 +138,12 @@ func snapshot(r read) judge.Snapshot {
 // the adapter declares in GetInfo, as the daemon does.
 func judgeStep(t testing.TB, c *adaptertest.Instance, params map[string]string, before, after read) stepVerdict {
 	t.Helper()
+	return judgeEffects(t, c, effectsYAML, params, before, after)
+}
+
+// judgeEffects is judgeStep for the contracts in effects (YAML).
+func judgeEffects(t testing.TB, c *adaptertest.Instance, effectsYAML string, params map[string]string, before, after read) stepVerdict {
+	t.Helper()
 	info, err := c.GetInfo(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +158,9 @@ func judgeStep(t testing.TB, c *adaptertest.Instance, params map[string]string, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		out.verdicts = append(out.verdicts, judge.Judge(bound, snapshot(before), snapshot(after), judge.Options{AbsenceNotProof: info.AbsenceNotProof}))
+		v := judge.Judge(bound, snapshot(before), snapshot(after), judge.Options{AbsenceNotProof: info.AbsenceNotProof})
+		out.verdicts = append(out.verdicts, v)
+		out.tasks = append(out.tasks, judge.NewTask("test", i, Kind, bound, &v, judge.TaskOptions{}))
 	}
 	out.outcome = judge.OutcomeOf(out.verdicts)
 	return out

@@ -136,7 +136,7 @@ func TestPagePostRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			factory := func() sdk.Adapter {
-				return &Adapter{browser: shared, noPageGuard: tt.noPageGuard, noNetworkGuard: tt.noNetwok}
+				return withHooks(hooks{noPageGuard: tt.noPageGuard, noNetworkGuard: tt.noNetwok})()
 			}
 			c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
 			a.SetFaults(recordapp.Faults{PostOnLoad: true})
@@ -164,7 +164,7 @@ func TestPagePostRefused(t *testing.T) {
 		// The page keeps posting after the read has ended: every request
 		// still paused when the read-back lets go of its tab must die with
 		// the tab, never be let through.
-		factory := func() sdk.Adapter { return &Adapter{browser: shared, noPageGuard: true} }
+		factory := withHooks(hooks{noPageGuard: true})
 		c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
 		a.SetFaults(recordapp.Faults{PostOnLoad: true, PostEveryMS: 5})
 		defer a.SetFaults(recordapp.Faults{})
@@ -187,7 +187,7 @@ func TestPagePostRefused(t *testing.T) {
 		// same POST arrives: the check can fail.
 		for _, mode := range []string{"both guards", "network guard alone", "unguarded"} {
 			factory := func() sdk.Adapter {
-				return &Adapter{browser: shared, noPageGuard: mode != "both guards", noNetworkGuard: mode == "unguarded"}
+				return withHooks(hooks{noPageGuard: mode != "both guards", noNetworkGuard: mode == "unguarded"})()
 			}
 			c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
 			a.SetFaults(recordapp.Faults{PostFromWorker: true})
@@ -226,7 +226,7 @@ func TestPagePostRefused(t *testing.T) {
 	t.Run("unguarded control", func(t *testing.T) {
 		// Without either guard the same page's POST does reach the
 		// application: the test above can fail.
-		factory := func() sdk.Adapter { return &Adapter{browser: shared, noPageGuard: true, noNetworkGuard: true} }
+		factory := withHooks(hooks{noPageGuard: true, noNetworkGuard: true})
 		c := adapterClientWith(t, request(t, a.section(), "i3", recordapp.ReaderPassword), factory)
 		a.SetFaults(recordapp.Faults{PostOnLoad: true})
 		defer a.SetFaults(recordapp.Faults{})

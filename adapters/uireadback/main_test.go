@@ -188,3 +188,9 @@ func tryCapture(c *adaptertest.Instance, after bool, timeout time.Duration) (rea
 	}
 	return read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}, nil
 }
+
+// withHooks is the adapter's factory on the shared browser with the guards h
+// switches off.
+func withHooks(h hooks) func() sdk.Adapter {
+	return define(func() *Browser { return shared }, h)
+}

@@ -2,6 +2,7 @@ package uireadback
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -116,4 +117,53 @@ func checkLiteral(lit string) error {
 		}
 	}
 	return nil
+}
+
+// spellings are the values a contract of this read can expect, as the run
+// spells them: the contract's match with its parameters bound
+// (CaptureRequest.Selector, which the daemon sends when one contract is
+// read) and the run's parameters. The page's values are normalised (their
+// whitespace collapsed, dates in ISO 8601, casefolded) and the judge
+// compares exact text, so a value read is reported in the spelling the
+// contract expects whenever that spelling, normalised the same way, is the
+// value read: the normalisation then holds on both sides, and a save whose
+// only difference from the run's value is one the page cannot show (two
+// spaces, a date's display format, capitals) is not refuted for it.
+type spellings struct {
+	selector map[string]string
+	params   map[string]string
+}
+
+// candidates maps each normalised form (norm) of the run's parameters, and
+// of extra, to the distinct spellings that have it.
+func (sp spellings) candidates(norm func(string) string, extra ...string) map[string][]string {
+	out := map[string][]string{}
+	add := func(e string) {
+		n := norm(e)
+		if !slices.Contains(out[n], e) {
+			out[n] = append(out[n], e)
+		}
+	}
+	for _, e := range sp.params {
+		add(e)
+	}
+	for _, e := range extra {
+		add(e)
+	}
+	return out
+}
+
+// of is field name's value read (normalised: read) in the spelling a
+// contract expects: the contract's own value for the field when the daemon
+// sent it and it normalises (norm) to read; else the one spelling among
+// cands (candidates) that normalises to read; else, with none or with
+// several that disagree, read as it is.
+func (sp spellings) of(name, read string, norm func(string) string, cands map[string][]string) string {
+	if e, ok := sp.selector[name]; ok && norm(e) == read {
+		return e
+	}
+	if c := cands[read]; len(c) == 1 {
+		return c[0]
+	}
+	return read
 }

@@ -50,12 +50,24 @@ func newReadback(s *settings) *readback {
 }
 
 // failure is a step that could not finish.
-type failure struct{ reason string }
+type failure struct {
+	reason string
+	// rejected: the application rejected the read-back account's
+	// credential (the sign-in form came back). refusal: the reason is a
+	// request the guards refused.
+	rejected, refusal bool
+}
 
 func (f *failure) Error() string { return f.reason }
 
 func unusable(format string, args ...any) error {
 	return &failure{reason: fmt.Sprintf(format, args...)}
+}
+
+// isFailure reports whether err is a failure that test says is of a kind.
+func isFailure(err error, test func(*failure) bool) bool {
+	f, ok := errors.AsType[*failure](err)
+	return ok && test(f)
 }
 
 // read runs the read-back in tab, which it owns and disposes of. ctx
@@ -97,7 +109,7 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 			err = unusable("a request the read-only guards refused could not be failed in the browser: %v", derr)
 		}
 	}
-	if rerr := rb.refusalError(); rerr != nil {
+	if rerr := rb.refusalError(); rerr != nil && !isFailure(err, func(f *failure) bool { return f.refusal }) {
 		// A refused request explains a wait that then timed out, and one
 		// refused after the rows were read still means the page tried to
 		// write while it was being read.
@@ -117,7 +129,32 @@ func (rb *readback) refusalError() error {
 	if what == "" {
 		return nil
 	}
-	return unusable("the record page attempted a non-read request: %s; a read-back that had to refuse a write is not a clean read of the record page", what)
+	return &failure{refusal: true, reason: fmt.Sprintf("the record page attempted a non-read request: %s; a read-back that had to refuse a write is not a clean read of the record page", what)}
+}
+
+// signInRefusal is the reason of a sign-in during which the guards refused
+// a request (nil when they refused none): the refusal, which explains a
+// sign-in that then failed or timed out (signErr), and what to change when
+// the refused request is a POST to another URL than sign_in.url.
+func (rb *readback) signInRefusal(signErr error) error {
+	what := rb.Refused.Summary()
+	if what == "" {
+		return nil
+	}
+	reason := "the read-only guards refused a request while signing in: " + what
+	if signErr != nil {
+		reason = "signing in did not finish because the read-only guards refused a request: " + what
+		if strings.Contains(signErr.Error(), "timed out") {
+			reason += " (the wait for signed_in_selector then timed out: the refusal is why)"
+		}
+	}
+	for _, r := range rb.Refused.Snapshot() {
+		if strings.EqualFold(r.Method, "POST") && r.Target != "" && r.Target != rb.policy.signInPost {
+			reason += fmt.Sprintf("; the only POST a sign-in may make is to sign_in.url (%s): if the sign-in form posts to %s, write that URL as sign_in.url", rb.policy.signInPost, r.Target)
+			break
+		}
+	}
+	return &failure{refusal: true, reason: reason}
 }
 
 // drainWait bounds the wait, at the end of a read-back, for the network
@@ -144,12 +181,21 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 		return err
 	}
 
-	if err := rb.signIn(ctx); err != nil {
+	err = rb.signIn(ctx)
+	if rerr := rb.signInRefusal(err); rerr != nil {
+		return rerr
+	}
+	switch {
+	case isFailure(err, func(f *failure) bool { return f.rejected }):
+		if rb.s.gate.reject() {
+			f, _ := errors.AsType[*failure](err)
+			f.reason += fmt.Sprintf("; it is not tried again for %v (sign_in.max_attempts is %d), so that the application does not lock the account: restore the account's access", rb.s.gate.hold, rb.s.gate.maxAttempts)
+		}
+		return err
+	case err != nil:
 		return err
 	}
-	if err := rb.refusalError(); err != nil {
-		return err
-	}
+	rb.s.gate.succeeded()
 
 	// From here on, not even the sign-in page may be posted to.
 	rb.policy.phase.Store(phaseRead)
@@ -312,7 +358,7 @@ func (rb *readback) signIn(ctx context.Context) error {
 			return err
 		}
 		if state != "in" {
-			return unusable("the sign-in failed: the sign-in form came back and %s never appeared (is the read-back account's user name or password wrong, or the account locked?)", si.signedInSelector)
+			return &failure{rejected: true, reason: fmt.Sprintf("the sign-in failed: the sign-in form came back and %s never appeared (is the read-back account's user name or password wrong, or the account locked?)", si.signedInSelector)}
 		}
 		return nil
 	})
@@ -471,15 +517,22 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	if pg.Empty {
 		return unusable("the record page shows %d rows and its empty-state element (%s) at once; its structure is not what the configuration describes", len(pg.Rows), s.emptySelector)
 	}
+	spelled := make([]map[string][]string, len(s.fields))
+	for j, f := range s.fields {
+		spelled[j] = s.spell.candidates(f.expected)
+	}
+	if s.identity.field != "" {
+		ident = s.spell.of(s.identity.field, ident, collapseSpace, s.spell.candidates(collapseSpace, s.identity.raw))
+	}
 	res.records = make([]sdk.Record, 0, len(pg.Rows))
 	for i, row := range pg.Rows {
 		rec := make(sdk.Record, len(s.fields)+1)
 		for j, f := range s.fields {
-			v, err := f.read(row[j], s.truncation)
+			v, err := f.read(row[j])
 			if err != nil {
 				return unusable("row %d of %d, field %s: %v", i+1, len(pg.Rows), f.name, err)
 			}
-			rec[f.name] = v
+			rec[f.name] = s.spell.of(f.name, v, f.expected, spelled[j])
 		}
 		if s.identity.field != "" {
 			rec[s.identity.field] = ident
@@ -512,7 +565,7 @@ func (rb *readback) checkIdentity(p extracted) (string, error) {
 
 // read turns one field's reading into its record value: whitespace
 // collapsed, refused when shortened, then date_format and casefold.
-func (f field) read(r *fieldReading, markers []string) (string, error) {
+func (f field) read(r *fieldReading) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("%s matches nothing in the row; the record page no longer has the structure the configuration describes", f.selector)
 	}
@@ -532,9 +585,9 @@ func (f field) read(r *fieldReading, markers []string) (string, error) {
 			}
 		}
 	}
-	for _, m := range markers {
+	for _, m := range f.markers {
 		if strings.Contains(v, m) {
-			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, or narrow truncation_markers", m)
+			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, narrow truncation_markers, or give a field no contract reads its own truncation_markers: []", m)
 		}
 	}
 	if f.layout != "" {
@@ -548,4 +601,20 @@ func (f field) read(r *fieldReading, markers []string) (string, error) {
 		v = strings.ToLower(v)
 	}
 	return v, nil
+}
+
+// expected is a contract's value for the field normalised as a value read
+// is: whitespace collapsed, parsed with date_format into ISO 8601 when it
+// parses (a value already in ISO form stays as it is), and casefolded.
+func (f field) expected(e string) string {
+	v := collapseSpace(e)
+	if f.layout != "" {
+		if t, err := time.Parse(f.layout, v); err == nil {
+			v = t.Format(f.isoLayout)
+		}
+	}
+	if f.casefold {
+		v = strings.ToLower(v)
+	}
+	return v
 }

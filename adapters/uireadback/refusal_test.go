@@ -11,7 +11,6 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/internal/cdpguard/guardtest"
 	"github.com/verifierd/verifierd/internal/testservers/recordapp"
-	"github.com/verifierd/verifierd/sdk"
 )
 
 // TestRefusedRequestsNeverArrive: the record page POSTs as it loads, every
@@ -34,7 +33,7 @@ func TestRefusedRequestsNeverArrive(t *testing.T) {
 	a.ClearRequests()
 	guarded := adapterClient(t, request(t, a.section(), "g1", recordapp.ReaderPassword))
 	networkOnly := adapterClientWith(t, request(t, a.section(), "g1", recordapp.ReaderPassword),
-		func() sdk.Adapter { return &Adapter{browser: shared, noPageGuard: true} })
+		withHooks(hooks{noPageGuard: true}))
 
 	start := time.Now()
 	var (

@@ -1,6 +1,8 @@
 // Command verifier-adapter-ui_readback serves the first-party ui_readback
 // adapter (adapters/uireadback) as a verifierd plugin. It drives a headless
-// Chromium (Debian's chromium package). Build it under that name:
+// Chromium (Debian's chromium package), which it stops, removing the
+// browser's temporary profile folder, when the daemon stops the plugin or
+// the process receives SIGTERM. Build it under that name:
 //
 //	go build -o .cache/bin/verifier-adapter-ui_readback ./cmd/plugins/ui_readback
 package main
@@ -10,4 +12,7 @@ import (
 	"github.com/verifierd/verifierd/sdk/plugin"
 )
 
-func main() { plugin.Main(uireadback.New) }
+func main() {
+	defer uireadback.CloseOnTerminate()()
+	plugin.Main(uireadback.New)
+}

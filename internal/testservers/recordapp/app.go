@@ -85,6 +85,13 @@ type Faults struct {
 	HideIdentity bool `json:"hide_identity,omitempty"`
 	// Down answers every request with 503.
 	Down bool `json:"down,omitempty"`
+	// SignInAction makes the sign-in form POST to this path (also a
+	// sign-in) instead of /login, as an application whose form posts to
+	// another URL than the page it is on.
+	SignInAction string `json:"sign_in_action,omitempty"`
+	// RejectReader rejects every sign-in of the read-back account, as
+	// after its password was changed or the account was locked.
+	RejectReader bool `json:"reject_reader,omitempty"`
 }
 
 // Request is one logged request.
@@ -238,7 +245,7 @@ func (a *App) SignIn(user, password string) (string, error) {
 }
 
 func (a *App) signInLocked(user, password string) (string, error) {
-	if want, ok := a.users[user]; !ok || want != password {
+	if want, ok := a.users[user]; !ok || want != password || (user == ReaderUser && a.faults.Get().RejectReader) {
 		return "", errors.New("wrong user name or password")
 	}
 	b := make([]byte, 16)
@@ -253,6 +260,7 @@ func (a *App) Handler() http.Handler {
 	routes := webapp.Routes{
 		"GET /login":                         a.loginPage,
 		"POST /login":                        a.login,
+		"POST /session":                      a.login,
 		"GET /{$}":                           a.home,
 		"GET /patients/{patient}/encounters": a.encountersPage,
 		"GET /api/beacon":                    func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) },
@@ -316,7 +324,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 <html><head><title>Sign in</title></head><body>
 <h1>Clinic records</h1>
 {{if .Error}}<p id="login-error">{{.Error}}</p>{{end}}
-<form method="post" action="/login">
+<form method="post" action="{{.Action}}">
   <label>User <input id="username" name="username" autocomplete="username"></label>
   <label>Password <input id="password" name="password" type="password"></label>
   <button type="submit">Sign in</button>
@@ -382,8 +390,19 @@ type row struct {
 	Shown string
 }
 
+// loginForm is what the sign-in page shows.
+type loginForm struct{ Error, Action string }
+
 func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
-	pages.ExecuteTemplate(w, "login", struct{ Error string }{})
+	pages.ExecuteTemplate(w, "login", loginForm{Action: a.signInAction()})
+}
+
+// signInAction is the path the sign-in form posts to.
+func (a *App) signInAction() string {
+	if p := a.faults.Get().SignInAction; p != "" {
+		return p
+	}
+	return "/login"
 }
 
 func (a *App) login(w http.ResponseWriter, r *http.Request) {
@@ -394,7 +413,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	sid, err := a.SignIn(r.PostForm.Get("username"), r.PostForm.Get("password"))
 	if err != nil {
 		w.WriteHeader(http.StatusOK)
-		pages.ExecuteTemplate(w, "login", struct{ Error string }{err.Error()})
+		pages.ExecuteTemplate(w, "login", loginForm{Error: err.Error(), Action: a.signInAction()})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
