@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,11 +45,7 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = "the document"
-	}
-	return fmt.Sprintf("%s at byte %d (in %s)", e.Msg, e.Offset, where)
+	return fmt.Sprintf("%s at byte %d (in %s)", e.Msg, e.Offset, cmp.Or(e.Path, "the document"))
 }
 
 // NewScanner reads the JSON document s.
