@@ -197,12 +197,10 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 
 // probe reads the search's first page at first.
 func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
-	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
-		return s.complete.Probe(ctx, s.reader(first).page, func(read string, firstPage int) string {
-			return fmt.Sprintf("%s answered a searchset Bundle of %s using %s: %s (%d on the first page); %s; records are %s",
-				httpx.Target(http.MethodGet, first), s.typ, s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields)
-		})
-	}), nil
+	return s.complete.Preflight(ctx, s.warnings, s.reader(first).page, func(read string, firstPage int) string {
+		return fmt.Sprintf("%s answered a searchset Bundle of %s using %s: %s (%d on the first page); %s; records are %s",
+			httpx.Target(http.MethodGet, first), s.typ, s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields)
+	})
 }
 
 // Read reads every Bundle of the search before answering, so that a
@@ -211,11 +209,7 @@ func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, e
 // capture (the last two with sdk.CodeReadIncomplete), never a partial
 // result.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	first, err := s.firstURL(req.Params)
-	if err != nil {
-		return sdk.Capture{}, err
-	}
-	return s.complete.Read(ctx, req.Timeout, s.reader(first).page), nil
+	return httpx.ReadBound(ctx, &s.complete, req, s.firstURL, func(first *url.URL) httpx.Fetch { return s.reader(first).page })
 }
 
 // page reads the next Bundle as a page of the read; its total is

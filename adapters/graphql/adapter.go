@@ -241,23 +241,17 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 // probe runs the whole read once, as a capture would, and reports how it
 // is complete.
 func (s *settings) probe(ctx context.Context, vars map[string]any) (sdk.TestResult, error) {
-	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
-		return s.complete.Probe(ctx, s.pager(vars).fetch, func(read string, firstPage int) string {
-			return fmt.Sprintf("%s answered the query with records at %s using %s: %s (%d on the first page); %s; records are %s. %s",
-				httpx.Target(http.MethodPost, s.endpoint), s.records, s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck)
-		})
-	}), nil
+	return s.complete.Preflight(ctx, s.warnings, s.pager(vars).fetch, func(read string, firstPage int) string {
+		return fmt.Sprintf("%s answered the query with records at %s using %s: %s (%d on the first page); %s; records are %s. %s",
+			httpx.Target(http.MethodPost, s.endpoint), s.records, s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck)
+	})
 }
 
 // Read runs the query for every page before answering, bounded by the
 // capture's deadline, so that a failed or incomplete read is an
 // unreachable capture, never a partial list.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	vars, err := s.variables(req.Params)
-	if err != nil {
-		return sdk.Capture{}, err
-	}
-	return s.complete.Read(ctx, req.Timeout, s.pager(vars).fetch), nil
+	return httpx.ReadBound(ctx, &s.complete, req, s.variables, func(vars map[string]any) httpx.Fetch { return s.pager(vars).fetch })
 }
 
 // pager walks the pages of one read.

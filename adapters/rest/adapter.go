@@ -192,12 +192,10 @@ func (s *settings) TestConnection(ctx context.Context, req sdk.TestRequest) (sdk
 // probe reads the whole list at first, as a capture would, and reports
 // how the read is complete.
 func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, error) {
-	return httpx.ProbeRead(ctx, s.warnings, func(ctx context.Context) (string, string, []string) {
-		return s.complete.Probe(ctx, s.pager(first).fetch, func(read string, firstPage int) string {
-			return fmt.Sprintf("%s answered with %s using %s: %s (%d on the first page); %s; records are %s. %s",
-				httpx.Target(http.MethodGet, first), s.describeKey(), s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck)
-		})
-	}), nil
+	return s.complete.Preflight(ctx, s.warnings, s.pager(first).fetch, func(read string, firstPage int) string {
+		return fmt.Sprintf("%s answered with %s using %s: %s (%d on the first page); %s; records are %s. %s",
+			httpx.Target(http.MethodGet, first), s.describeKey(), s.creds.Scheme(), read, firstPage, s.complete.Describe(), s.fields, httpx.NoWriteCheck)
+	})
 }
 
 func (s *settings) describeKey() string {
@@ -212,11 +210,7 @@ func (s *settings) describeKey() string {
 // a full single response, a count that differs from the declared total) is
 // an unreachable capture, never a partial list.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	first, err := s.firstURL(req.Params)
-	if err != nil {
-		return sdk.Capture{}, err
-	}
-	return s.complete.Read(ctx, req.Timeout, s.pager(first).fetch), nil
+	return httpx.ReadBound(ctx, &s.complete, req, s.firstURL, func(first *url.URL) httpx.Fetch { return s.pager(first).fetch })
 }
 
 // pager walks the pages of one read.

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/verifierd/verifierd/internal/periodic"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
@@ -138,15 +139,8 @@ func watchStore(ctx context.Context, st store.Backend, hs *health.Server, every 
 		return
 	}
 	const service = "verifierd.verifier.v1.VerifierService"
-	t := time.NewTicker(every)
-	defer t.Stop()
 	serving := true
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Every(ctx, every, func(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, every)
 		err := p.Ping(pctx)
 		cancel()
@@ -163,7 +157,7 @@ func watchStore(ctx context.Context, st store.Backend, hs *health.Server, every 
 			hs.SetServingStatus(service, healthpb.HealthCheckResponse_SERVING)
 			serving = true
 		}
-	}
+	})
 }
 
 // keyFromEnv reads a base64 key of size bytes from the environment

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/verifierd/verifierd/internal/periodic"
 	"github.com/verifierd/verifierd/internal/store"
 )
 
@@ -65,14 +66,7 @@ func orphanInterval(retain time.Duration) time.Duration {
 // removeOrphansEvery runs the store's orphan cleanup off the request path
 // until ctx ends; each run works in small transactions.
 func removeOrphansEvery(ctx context.Context, st store.Backend, every, retain, retainFinished time.Duration, logger hclog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Every(ctx, every, func(ctx context.Context) {
 		stats, err := st.RemoveOrphans(ctx, time.Now(), retain)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -81,7 +75,7 @@ func removeOrphansEvery(ctx context.Context, st store.Backend, every, retain, re
 			logger.Info("store: removed orphans", "orphan_baselines", stats.OrphanBaselines, "unfinished_sessions", stats.UnfinishedSessions)
 		}
 		removeExpired(ctx, st, retainFinished, logger)
-	}
+	})
 }
 
 // shortest is the shorter of two retentions, a zero (keep) one not

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
@@ -45,19 +46,6 @@ func ParamText(v any) (string, bool) {
 		return strconv.FormatBool(x), true
 	}
 	return "", false
-}
-
-// paramProblem describes what a refused parameter value is, never its content.
-func paramProblem(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	}
-	return fmt.Sprintf("a %T", v)
 }
 
 // scalarParams keeps the digits of a run parameter written as a JSON
@@ -189,7 +177,7 @@ func topLevel(raw []byte) ([]member, bool) {
 
 func paramRefusal(name string, v any) error {
 	path := "params." + clip(name)
-	msg := fmt.Sprintf("a run parameter is one value: a string, a number (sent as its text as written) or true/false, not %s; send it as one of those", paramProblem(v))
+	msg := fmt.Sprintf("a run parameter is one value: a string, a number (sent as its text as written) or true/false, not %s; send it as one of those", httpx.KindOf(v))
 	st := status.New(codes.InvalidArgument, path+": "+msg)
 	if d, err := st.WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: path, Description: msg}}}); err == nil {
 		st = d

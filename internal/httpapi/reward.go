@@ -10,6 +10,7 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // RegisterReward joins the reward routes a trainer speaks:
@@ -66,44 +67,36 @@ func (h rewardHandler) register(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	for k := range m {
-		switch k {
-		case "episode_id", "oracle_identity", "contract", "reward_contract_digest":
-		default:
-			WriteError(w, http.StatusUnprocessableEntity, reward.CodeInvalidEpisode, "unknown key "+clip(k)+"; send episode_id, oracle_identity and optionally contract or reward_contract_digest")
-			return
-		}
-	}
-	str := func(k string) (string, bool) {
-		v, present := m[k]
-		if !present {
-			return "", true
-		}
-		s, ok := v.(string)
-		return s, ok
-	}
-	ep, ok1 := str("episode_id")
-	contract, ok2 := str("contract")
-	digest, ok3 := str("reward_contract_digest")
-	if !ok1 || !ok2 || !ok3 {
-		WriteError(w, http.StatusUnprocessableEntity, reward.CodeInvalidEpisode, "episode_id, contract and reward_contract_digest are strings")
+	var req episodeRequest
+	if err := strict.Decode(m, "", &req); err != nil {
+		WriteError(w, http.StatusUnprocessableEntity, reward.CodeInvalidEpisode, err.Error())
 		return
 	}
 	var identity map[string]string
-	if v, present := m["oracle_identity"]; present && v != nil {
-		id, err := reward.ParseIdentity(v)
+	if req.OracleIdentity != nil {
+		id, err := reward.ParseIdentity(req.OracleIdentity)
 		if err != nil {
 			h.fail(w, err)
 			return
 		}
 		identity = id
 	}
-	res, err := h.svc.RegisterEpisode(r.Context(), contract, digest, ep, identity)
+	res, err := h.svc.RegisterEpisode(r.Context(), req.Contract, req.RewardContractDigest, req.EpisodeID, identity)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	WriteJSON(w, http.StatusOK, res)
+}
+
+// episodeRequest is the body of POST /v1/episodes, read by the strict
+// decoder: any other key, or a value of another type, is invalid_episode
+// (422) with the path and what is allowed there.
+type episodeRequest struct {
+	EpisodeID            string `json:"episode_id"`
+	OracleIdentity       any    `json:"oracle_identity"` // reward.ParseIdentity reads it
+	Contract             string `json:"contract"`
+	RewardContractDigest string `json:"reward_contract_digest"`
 }
 
 // rewardBody is a scored episode on the wire: the receipt (the signed

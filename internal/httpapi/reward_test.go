@@ -75,6 +75,9 @@ func TestRewardRoutesRefusals(t *testing.T) {
 		{"register: identity keys differ", "POST", "/v1/episodes", `{"episode_id": "episode-0002", "oracle_identity": {"patient_id": "p", "visit": "v"}}`, token, 422, "identity_mismatch"},
 		{"register: no identity", "POST", "/v1/episodes", `{"episode_id": "episode-0002"}`, token, 422, "identity_missing"},
 		{"register: bad episode id", "POST", "/v1/episodes", register("../../etc", "patient-0001"), token, 422, "invalid_episode"},
+		{"register: unknown key", "POST", "/v1/episodes", `{"episode_id": "episode-0003", "oracle_identty": {"patient_id": "p"}}`, token, 422, "invalid_episode"},
+		{"register: episode_id not a string", "POST", "/v1/episodes", `{"episode_id": 3, "oracle_identity": {"patient_id": "p"}}`, token, 422, "invalid_episode"},
+		{"register: contract null", "POST", "/v1/episodes", `{"episode_id": "episode-0003", "contract": null, "oracle_identity": {"patient_id": "p"}}`, token, 422, "invalid_episode"},
 		{"register: another subject", "POST", "/v1/episodes", register("episode-0001", "patient-0002"), token, 409, "identity_conflict"},
 		{"register: same subject again", "POST", "/v1/episodes", register("episode-0001", "patient-0001"), token, 200, ""},
 		{"score: extra key", "POST", "/v1/rewards", rig.Descriptor("episode-0001", "ckpt-0001", 0, `, "extra": 1`), token, 422, "invalid_episode"},
@@ -103,6 +106,27 @@ func TestRewardRoutesRefusals(t *testing.T) {
 		}
 	}
 	assertNoValues(t, bodies)
+}
+
+// TestRegisterBodyRefusals: the registration body is read by the strict
+// decoder, whose refusal names the key, what is allowed and the key
+// probably meant.
+func TestRegisterBodyRefusals(t *testing.T) {
+	t.Parallel()
+	rig := rewardtest.New(t)
+	var bodies []string
+	c := serve(t, rig, &bodies)
+	for _, tc := range []struct{ body, want string }{
+		{`{"episode_id": "episode-0003", "oracle_identty": {"patient_id": "p"}}`, `"oracle_identty"`},
+		{`{"episode_id": "episode-0003", "oracle_identty": {"patient_id": "p"}}`, "oracle_identity"},
+		{`{"episode_id": 3, "oracle_identity": {"patient_id": "p"}}`, "episode_id"},
+	} {
+		status, body := c.do("POST", "/v1/episodes", tc.body, token)
+		detail, _ := body["detail"].(string)
+		if status != 422 || body["error"] != "invalid_episode" || !strings.Contains(detail, tc.want) {
+			t.Errorf("%s: %d %v, want 422 invalid_episode naming %s", tc.body, status, body, tc.want)
+		}
+	}
 }
 
 func TestRewardRoutesOutcomesAndGrader(t *testing.T) {

@@ -164,6 +164,21 @@ func (c *Completeness) ReadAll(ctx context.Context, fetch func(context.Context) 
 	return res
 }
 
+// Fetch reads the next page of a read: the page, or why the read failed.
+type Fetch = func(context.Context) (Page, string)
+
+// ReadBound is a paged adapter's Read: it binds the call's run parameters
+// with bind (a refusal is the error, before anything is read), then reads
+// every page that pages fetches from the bound value, as Read does, within
+// the capture's timeout.
+func ReadBound[B any](ctx context.Context, c *Completeness, req sdk.CaptureRequest, bind func(params map[string]string) (B, error), pages func(bound B) Fetch) (sdk.Capture, error) {
+	bound, err := bind(req.Params)
+	if err != nil {
+		return sdk.Capture{}, err
+	}
+	return c.Read(ctx, req.Timeout, pages(bound)), nil
+}
+
 // Read is ReadAll as a capture, bounded by timeout: every page is read
 // before the capture answers, so a read that fails or is not whole is an
 // unreachable capture (with sdk.Capture.Code when the server answered but
@@ -266,6 +281,16 @@ func (c *Completeness) Probe(ctx context.Context, fetch func(context.Context) (P
 		warnings = append(warnings, "the read is not whole and would be judged INDETERMINATE ("+res.Code+"): "+res.Why)
 	}
 	return "", describe(read, res.FirstPage), warnings
+}
+
+// Preflight is a paged adapter's TestConnection probe: ProbeRead of Probe,
+// which reads the whole list with fetch and describes it with describe,
+// beside the adapter's configuration warnings. Its error is always nil, so
+// that it is the probe a Binding's Test runs.
+func (c *Completeness) Preflight(ctx context.Context, warnings []string, fetch Fetch, describe func(read string, firstPage int) string) (sdk.TestResult, error) {
+	return ProbeRead(ctx, warnings, func(ctx context.Context) (string, string, []string) {
+		return c.Probe(ctx, fetch, describe)
+	}), nil
 }
 
 // Report describes a whole read for preflight, with warnings: a full first

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,5 +113,53 @@ func TestReadAll(t *testing.T) {
 		if capt.Reachable != (tt.wantWhy == "") || capt.Code != tt.wantCode || (capt.Reachable && n != tt.wantN) {
 			t.Errorf("%s: capture reachable %v code %q, %d records; want %d", tt.name, capt.Reachable, capt.Code, n, tt.wantN)
 		}
+	}
+}
+
+// TestReadBound: a refused binding is Read's error and nothing is fetched;
+// a bound read reads every page the bound value leads to.
+func TestReadBound(t *testing.T) {
+	t.Parallel()
+	c := mustComplete(t, CompletenessConfig{}, "offset paging", 2, 5)
+	refused := &sdk.ConfigError{Path: "records_path", Message: "no value for {id}"}
+	fetched := false
+	_, err := ReadBound(context.Background(), &c, sdk.CaptureRequest{Params: map[string]string{}},
+		func(map[string]string) (string, error) { return "", refused },
+		func(string) Fetch { fetched = true; return pagesOf([]int{1}, nil, nil, 0, "") })
+	if !errors.Is(err, refused) || fetched {
+		t.Errorf("refused binding: err %v, fetched %v; want the refusal and no fetch", err, fetched)
+	}
+	var boundTo string
+	capt, err := ReadBound(context.Background(), &c, sdk.CaptureRequest{Params: map[string]string{"id": "7"}},
+		func(p map[string]string) (string, error) { return "/items/" + p["id"], nil },
+		func(first string) Fetch { boundTo = first; return pagesOf([]int{2, 2, 1}, nil, nil, 0, "") })
+	n := 0
+	if capt.Records != nil {
+		for range capt.Records {
+			n++
+		}
+	}
+	if err != nil || !capt.Reachable || n != 5 || boundTo != "/items/7" {
+		t.Errorf("bound read: %+v %v, %d records (bound to %q), want 5 records read from /items/7", capt, err, n, boundTo)
+	}
+}
+
+// TestPreflight: the probe reads the whole list, describes it, and keeps
+// the adapter's warnings beside the read's own (a full first page); a
+// failed read is unreachable with its reason.
+func TestPreflight(t *testing.T) {
+	t.Parallel()
+	c := mustComplete(t, CompletenessConfig{}, "offset paging", 2, 5)
+	describe := func(read string, firstPage int) string { return read + "; first page " + strconv.Itoa(firstPage) }
+	res, err := c.Preflight(context.Background(), []string{"configured warning"}, pagesOf([]int{2, 1}, nil, nil, 0, ""), describe)
+	if err != nil || !res.Reachable || !strings.Contains(res.Message, "read 3 records in 2 page(s); first page 2") {
+		t.Errorf("whole read: %+v %v", res, err)
+	}
+	if len(res.Warnings) != 2 || res.Warnings[0] != "configured warning" || !strings.Contains(res.Warnings[1], "first page is full") {
+		t.Errorf("warnings %q, want the adapter's then the full first page", res.Warnings)
+	}
+	res, err = c.Preflight(context.Background(), nil, pagesOf([]int{2}, nil, nil, 1, "GET /items answered 503"), describe)
+	if err != nil || res.Reachable || res.Message != "GET /items answered 503" {
+		t.Errorf("failed read: %+v %v, want unreachable with the reason", res, err)
 	}
 }

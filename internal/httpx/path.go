@@ -1,13 +1,13 @@
 package httpx
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // Path is a dotted path into decoded JSON: each segment is an object key,
@@ -103,21 +103,15 @@ func ListRecords(v any, where string) ([]sdk.Record, error) {
 	return recs, nil
 }
 
-// KindOf names a decoded JSON value's type, never its content.
+// KindOf names a decoded JSON value's type, never its content, in JSON's
+// words: "an object" and "an array", and param.TypeName's for the rest
+// ("null", "a string", "a number", "a boolean").
 func KindOf(v any) string {
 	switch v.(type) {
-	case nil:
-		return "null"
 	case map[string]any:
 		return "an object"
 	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
+		return "an array"
 	}
-	return fmt.Sprintf("a %T", v)
+	return param.TypeName(v)
 }

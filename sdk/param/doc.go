@@ -69,6 +69,7 @@
 // fuzz test state the place's whole promise: a value either is refused or
 // reads back as itself, without adding a clause or a wildcard.
 //
-// The package imports only the standard library, so a customer's adapter
-// can use it as well.
+// The package imports only the standard library and the SDK's own
+// packages (refusal, and the naming of a value's type it shares with
+// timestamp), so a customer's adapter can use it as well.
 package param

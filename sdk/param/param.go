@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/verifierd/verifierd/sdk/internal/typename"
 	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
@@ -265,23 +266,7 @@ func lastKey(path string) string {
 
 // TypeName names a decoded YAML or JSON value's type for a message ("a
 // string", "a map"), never its content.
-func TypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case json.Number, int, int64, uint64, float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("%T", v)
-}
+func TypeName(v any) string { return typename.Of(v) }
 
 // Text is the text of a decoded scalar as it was written: a string as is,
 // a number in its digits (json.Number's own text), a bool as true or false.

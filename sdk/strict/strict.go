@@ -383,16 +383,8 @@ func numberText(tree any) (string, bool) {
 		return strconv.FormatFloat(n, 'g', -1, 64), true
 	case float32:
 		return strconv.FormatFloat(float64(n), 'g', -1, 32), true
-	case int:
-		return strconv.Itoa(n), true
-	case int64:
-		return strconv.FormatInt(n, 10), true
-	case int32:
-		return strconv.FormatInt(int64(n), 10), true
-	case uint64:
-		return strconv.FormatUint(n, 10), true
-	case uint:
-		return strconv.FormatUint(uint64(n), 10), true
+	case int, int64, int32, uint64, uint:
+		return fmt.Sprint(n), true // decimal digits, as strconv writes them
 	}
 	return "", false
 }

@@ -12,7 +12,8 @@
 // the second with an optional fraction, a 'T', 't' or space between them,
 // and a zone written Z, z, +07:00, +0700 or +07 (none means UTC).
 //
-// The package imports only the standard library.
+// The package imports only the standard library and the SDK's own
+// naming of a value's type (the words param refuses a value with).
 package timestamp
 
 import (
@@ -22,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/verifierd/verifierd/sdk/internal/typename"
 )
 
 // layouts are the ISO 8601 / RFC 3339 shapes accepted, after a space or
@@ -60,7 +63,7 @@ func Parse(v any) (time.Time, error) {
 	case string:
 		return parseText(x)
 	}
-	return time.Time{}, fmt.Errorf("%s is not a timestamp", typeName(v))
+	return time.Time{}, fmt.Errorf("%s is not a timestamp", typename.Of(v))
 }
 
 func parseText(x string) (time.Time, error) {
@@ -99,17 +102,4 @@ func epochFloat(f float64) (time.Time, error) {
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC(), nil
-}
-
-// typeName names v's type for a message, never its content.
-func typeName(v any) string {
-	switch v.(type) {
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	}
-	return fmt.Sprintf("a %T", v)
 }

@@ -96,8 +96,7 @@ func loansLimit(n *int32) *int {
 	if n == nil {
 		return nil
 	}
-	v := int(*n)
-	return &v
+	return new(int(*n))
 }
 
 func (r *loansRoot) Applications(args struct {

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,11 +45,7 @@ type SyntaxError struct {
 }
 
 func (e *SyntaxError) Error() string {
-	where := e.Path
-	if where == "" {
-		where = "the document"
-	}
-	return fmt.Sprintf("%s at byte %d (in %s)", e.Msg, e.Offset, where)
+	return fmt.Sprintf("%s at byte %d (in %s)", e.Msg, e.Offset, cmp.Or(e.Path, "the document"))
 }
 
 // NewScanner reads the JSON document s.
@@ -527,6 +524,50 @@ func recordPath(path string, idx int, key string) string {
 	return p
 }
 
+// newName reads the field name at i, one that is not the previous
+// record's k-th written plainly: it unquotes and interns it and notes it as
+// the shape's k-th. It returns the name, its text and where the name ends.
+// Kept out of record, whose loop reads the common case (the same names in
+// the same order) without it.
+func (sc *Scanner) newName(b *Batch, i, k int) (uint32, string, int, *SyntaxError) {
+	key, j, serr := sc.str(i)
+	if serr != nil {
+		return 0, "", j, serr
+	}
+	name := b.Intern(key)
+	plain := plainName(key)
+	if k < len(sc.shape) {
+		sc.shape[k], sc.plain[k] = name, plain
+	} else {
+		sc.shape, sc.plain = append(sc.shape, name), append(sc.plain, plain)
+	}
+	return name, key, j, nil
+}
+
+// nested reads the object or array at i (the value of the field at path)
+// into f as its canonical JSON, and returns where the value ends.
+func (sc *Scanner) nested(b *Batch, f *Field, i int, path string) (int, error) {
+	s := sc.s
+	end, serr := sc.skip(i, path)
+	if serr != nil {
+		return i, serr
+	}
+	// The record is a level itself, inside sc.level others.
+	if err := deepAt(s[i:end], path, i, MaxDepth-1-sc.level); err != nil {
+		return i, err
+	}
+	v, derr := DecodeJSON([]byte(s[i:end]))
+	if derr != nil {
+		return i, sc.fail(path, i, "%v", derr)
+	}
+	f.Kind = KindObject
+	if s[i] == '[' {
+		f.Kind = KindArray
+	}
+	b.setOwned(f, CanonicalJSON(v))
+	return end, nil
+}
+
 // record reads one object (the scanner is at its '{') as the next record.
 func (sc *Scanner) record(b *Batch, path string, idx int) error {
 	s := sc.s
@@ -555,20 +596,10 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			name, key = sc.shape[k], b.Names[sc.shape[k]]
 			i += len(key) + 2
 		} else {
-			var j int
 			var serr *SyntaxError
-			key, j, serr = sc.str(i)
-			if serr != nil {
+			if name, key, i, serr = sc.newName(b, i, k); serr != nil {
 				serr.Path = recordPath(path, idx, "")
 				return serr
-			}
-			i = j
-			name = b.Intern(key)
-			plain := plainName(key)
-			if k < len(sc.shape) {
-				sc.shape[k], sc.plain[k] = name, plain
-			} else {
-				sc.shape, sc.plain = append(sc.shape, name), append(sc.plain, plain)
 			}
 		}
 		for int(name) >= len(sc.seen) {
@@ -616,25 +647,10 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 		case c == 'n' && strings.HasPrefix(s[i:], "null"):
 			i += 4
 		case c == '{' || c == '[':
-			p := recordPath(path, idx, key)
-			end, serr := sc.skip(i, p)
-			if serr != nil {
-				return serr
-			}
-			// The record is a level itself, inside sc.level others.
-			if err := deepAt(s[i:end], p, i, MaxDepth-1-sc.level); err != nil {
+			var err error
+			if i, err = sc.nested(b, &f, i, recordPath(path, idx, key)); err != nil {
 				return err
 			}
-			v, derr := DecodeJSON([]byte(s[i:end]))
-			if derr != nil {
-				return sc.fail(p, i, "%v", derr)
-			}
-			f.Kind = KindObject
-			if c == '[' {
-				f.Kind = KindArray
-			}
-			b.setOwned(&f, CanonicalJSON(v))
-			i = end
 		default:
 			return sc.fail(recordPath(path, idx, key), i, "invalid value")
 		}
