@@ -88,7 +88,7 @@ func TestDeploymentPolicyLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := workflow.Resolve(daemon.Policy, dep.Policy, wf.Policy)
-	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false, MinSettleS: 2.5}
+	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false, MinSettleS: 2.5, RunMinTier: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effective (-want +got):\n%s", diff)
 	}
