@@ -12,14 +12,8 @@ var ErrNotConfigured = errors.New("adapter called before Configure")
 
 // Settings holds what an instance's Configure resolved (S: the adapter's
 // own settings type), for its calls to load, safely for concurrent use.
-// Configure stores it once; the calls load it and bind their run
-// parameters into it:
-//
-//	type Adapter struct{ settings sdk.Settings[settings] }
-//
-//	func (a *Adapter) CheckParams(_ context.Context, params map[string]string) error {
-//		return sdk.CheckParams(&a.settings, params, (*settings).firstURL)
-//	}
+// Configure stores it once; the calls load it. Defined holds one; an
+// adapter that implements Adapter itself may too.
 type Settings[S any] struct {
 	p atomic.Pointer[S]
 }
@@ -37,26 +31,6 @@ func (s *Settings[S]) Load() (*S, error) {
 		return nil, ErrNotConfigured
 	}
 	return v, nil
-}
-
-// Bound loads the settings and binds one call's run parameters into them
-// with bind (an adapter's own binding: a URL, a query's arguments, a page's
-// identity). A parameter bind refuses is its *ConfigError.
-func Bound[S, B any](s *Settings[S], params map[string]string, bind func(*S, map[string]string) (B, error)) (*S, B, error) {
-	v, err := s.Load()
-	if err != nil {
-		var zero B
-		return nil, zero, err
-	}
-	b, err := bind(v, params)
-	return v, b, err
-}
-
-// CheckParams is an adapter's ParamChecker in one call: Bound, without
-// reading, keeping only the refusal.
-func CheckParams[S, B any](s *Settings[S], params map[string]string, bind func(*S, map[string]string) (B, error)) error {
-	_, _, err := Bound(s, params, bind)
-	return err
 }
 
 // Binding is an adapter's binding of one call's run parameters into the
