@@ -89,7 +89,8 @@ fmt-check:
 # dependencies, and no root module in its module graph. The other way round
 # is the design: the daemon requires the SDK (replace => ./sdk), and the pure
 # judge imports the SDK's grammar leaves, sdk/param, sdk/jsonnum,
-# sdk/jsondepth and sdk/strict, which must therefore import only the standard library.
+# sdk/jsondepth and sdk/strict, which must therefore import only the standard library
+# (and sdk/internal/typename, a leaf of their own that imports nothing else).
 SDK_LEAVES := ./param ./jsonnum ./jsondepth ./strict ./refusal
 check-sdk:
 	@cd sdk; \
@@ -97,7 +98,7 @@ check-sdk:
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK imports daemon-side packages:"; echo "$$bad"; exit 1; fi; \
 	bad=$$($(GO) list -m all | grep -E '^github.com/verifierd/verifierd( |$$)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK's module graph holds the daemon's module:"; echo "$$bad"; exit 1; fi; \
-	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth|strict|refusal)' || true); \
+	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth|strict|refusal|internal/typename)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/jsonnum, sdk/jsondepth, sdk/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
 	echo "check-sdk: the SDK module holds nothing of the daemon; its leaves import only the standard library"
 
