@@ -135,7 +135,10 @@ func TestReadBound(t *testing.T) {
 		func(first string) Fetch { boundTo = first; return pagesOf([]int{2, 2, 1}, nil, nil, 0, "") })
 	n := 0
 	if capt.Records != nil {
-		for range capt.Records {
+		for _, rerr := range capt.Records {
+			if rerr != nil {
+				t.Fatalf("bound read: record %d: %v", n, rerr)
+			}
 			n++
 		}
 	}
