@@ -217,9 +217,9 @@ func TestRunCommands(t *testing.T) {
 			Verdict  string `json:"verdict"`
 			SHA256   string `json:"sha256"`
 		} `json:"artifacts"`
-		Reasons []struct{ Code string } `json:"reasons"`
-		Receipt    json.RawMessage `json:"receipt"`
-		RolledBack *bool           `json:"rolled_back"`
+		Reasons    []struct{ Code string } `json:"reasons"`
+		Receipt    json.RawMessage         `json:"receipt"`
+		RolledBack *bool                   `json:"rolled_back"`
 		Remains    []struct {
 			Step    string                  `json:"step"`
 			Reasons []struct{ Code string } `json:"reasons"`
