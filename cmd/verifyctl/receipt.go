@@ -14,7 +14,7 @@ import (
 )
 
 // runReceiptType is the payload type of a signed run receipt.
-const runReceiptType = "application/vnd.verifierd.run-receipt.v1+json"
+const runReceiptType = receipt.PayloadTypeRun
 
 // checkRunSubject checks a run receipt's signed payload: that it is one
 // (its type, a run_id and an outcome) and, with want, that it is about
