@@ -34,8 +34,8 @@ commands:
   session --session ID                      show a session's state, its result and any re-verifications
   key                                       print the daemon's signing public key and key id
   ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines, ending with a signed checkpoint
-  artifact verify --deployment-name NAME --file PATH
-                                            is exactly this file (digest and size) in the registered store?
+  artifact verify --deployment-name NAME --file PATH [--run RUN --artifact NAME --step STEP]
+                                            is exactly this file (digest and size) in the registered store? with --run, recorded in the run
   lint --workflow FILE [--deployment FILE] [--deployment-name NAME] [--require-effects-for-irreversible]
                                             check a workflow's contracts; exit 1: findings under --require-…
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
