@@ -24,6 +24,9 @@ var ErrNotFound = errors.New("no such session")
 // ErrExists is returned when a session id is already taken.
 var ErrExists = errors.New("session already exists")
 
+// ErrRunNotFound is returned for an unknown run.
+var ErrRunNotFound = errors.New("no such run")
+
 // Backend is what the daemon needs of a session store.
 //
 // Every method that can touch the store takes a context first and returns
@@ -171,6 +174,43 @@ type Backend interface {
 	// Size is the store's size in bytes (0 when it cannot be read), for
 	// the daemon's store size gauge.
 	Size(ctx context.Context) int64
+
+	// CreateRun records a new run under id with its first ledger entries
+	// (fn) in one transaction, and returns the stored record with created
+	// true. When a run id is taken, nothing is written, fn is not called
+	// and the record already stored is returned with created false (an
+	// idempotent create: the caller compares it). fn may run more than
+	// once (see CreateSessionLedger).
+	CreateRun(ctx context.Context, id string, rec []byte, fn func(Ledger) error) (stored []byte, created bool, err error)
+
+	// Run returns a run's record; ErrRunNotFound for an unknown id.
+	Run(ctx context.Context, id string) ([]byte, error)
+
+	// UpdateRun reads a run's record and stores what fn makes of it, with
+	// fn's ledger entries, in one transaction. Updates of one run are
+	// serialized across every writer of the store (every replica), so
+	// fn always sees the newest record. A nil record from fn leaves the
+	// stored one (ledger entries fn appended still commit); an error
+	// from fn changes nothing and is returned. change says what else the
+	// update does (RunChange). It returns the record stored after the
+	// call. ErrRunNotFound for an unknown id. fn may run more than once.
+	UpdateRun(ctx context.Context, id string, fn func(l Ledger, rec []byte) (next []byte, change RunChange, err error)) ([]byte, error)
+
+	// ForEachRun calls fn with every run's record, in run id order; an
+	// error from fn stops the walk and is returned.
+	ForEachRun(ctx context.Context, fn func(id string, rec []byte) error) error
+}
+
+// RunChange is what a run update does besides storing the record.
+type RunChange struct {
+	// Hold names sessions the run holds (added to those held already): a
+	// held session is kept by RemoveExpired and RemoveOrphans while its
+	// run is open, and from the run's last seal on for as long as the
+	// retention keeps a session finished then.
+	Hold []string
+	// Sealed: the run is sealed (again) now; the retention of its held
+	// sessions counts from this moment.
+	Sealed bool
 }
 
 // Ledger appends to the hash-chained ledger inside one store transaction:

@@ -117,6 +117,9 @@ func PlaceBaseline(id string, capture int, seq uint64) string {
 // PlaceReward is a reward record.
 func PlaceReward(b RewardBucket, key string) string { return PlaceRewardNamed(b.String(), key) }
 
+// PlaceRun is a run's record.
+func PlaceRun(id string) string { return "run/" + id }
+
 // PlaceRewardNamed is PlaceReward with the bucket by name.
 func PlaceRewardNamed(bucket, key string) string { return "reward/" + bucket + "/" + key }
 

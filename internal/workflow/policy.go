@@ -42,6 +42,9 @@ type Policy struct {
 	// step with an irreversible effect keeps reading at least this long
 	// after its first CONFIRMED, so a late duplicate is caught.
 	MinSettleS *float64
+	// RunMinTier is the weakest tier (1 strongest .. 4 weakest) a step may
+	// have for its run to be VERIFIED (the run classifier, internal/run).
+	RunMinTier *int
 }
 
 // policyDoc is a policy: block as written, for the strict decoder; a
@@ -53,6 +56,7 @@ type policyDoc struct {
 	MinTier                    any   `json:"min_tier"`
 	RequireProvenNewness       *bool `json:"require_proven_newness"`
 	MinSettleS                 any   `json:"min_settle_s"`
+	RunMinTier                 any   `json:"run_min_tier"`
 }
 
 // ParsePolicy loads a decoded `policy:` block.
@@ -82,6 +86,13 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 			return nil, refuse(path+".min_tier", "must be a whole number from 1 (independent system) to 4 (screen consistency)")
 		}
 		p.MinTier = &n
+	}
+	if doc.RunMinTier != nil {
+		n, ok := asInt(doc.RunMinTier)
+		if !ok || n < 1 || n > 4 {
+			return nil, refuse(path+".run_min_tier", "must be a whole number from 1 (independent system) to 4 (screen consistency): the weakest step tier a VERIFIED run may have")
+		}
+		p.RunMinTier = &n
 	}
 	if doc.MinSettleS != nil {
 		f, ok := asSeconds(doc.MinSettleS)
@@ -161,13 +172,21 @@ type Effective struct {
 	RequireProvenNewness       bool     `json:"require_proven_newness"`
 	// MinSettleS is the largest min_settle_s of any layer (0: none).
 	MinSettleS float64 `json:"min_settle_s"`
+	// RunMinTier is the weakest step tier of a VERIFIED run
+	// (DefaultRunMinTier unless a layer sets it).
+	RunMinTier int `json:"run_min_tier"`
 }
+
+// DefaultRunMinTier is run_min_tier when no policy sets it: a run is
+// VERIFIED only when every step was read at tier 1 or 2 (a separate
+// system or session), never from the screen alone.
+const DefaultRunMinTier = 2
 
 // Defaults is the policy with no policy block anywhere: a caller's own
 // effects are refused (the operator's reviewed workflow steps decide what
 // counts as proof) and a step must claim a change.
 func Defaults() Effective {
-	return Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true}
+	return Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true, RunMinTier: DefaultRunMinTier}
 }
 
 // Resolve layers policies, base first; nil layers are skipped.
@@ -191,6 +210,9 @@ func Resolve(layers ...*Policy) Effective {
 		}
 		if p.RequireProvenNewness != nil {
 			e.RequireProvenNewness = *p.RequireProvenNewness
+		}
+		if p.RunMinTier != nil {
+			e.RunMinTier = *p.RunMinTier
 		}
 		// A floor: the largest applies, whatever the layer.
 		if p.MinSettleS != nil {

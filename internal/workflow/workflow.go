@@ -81,6 +81,12 @@ type Step struct {
 	// EffectsTree is the decoded effects list, as written, for re-emitting
 	// the contracts (verifyctl bind) and for the session's stored copy.
 	EffectsTree []any
+	// After, Handoffs, Consumes and Produces order the step in a run
+	// (run.go); all empty for a step that only stands alone.
+	After    []string
+	Handoffs []Handoff
+	Consumes []Consume
+	Produces []string
 }
 
 // Step returns the step named name.
@@ -172,12 +178,16 @@ type paramDoc struct {
 
 // stepDoc is one step as written; null for an optional key is absent.
 type stepDoc struct {
-	Step          string   `json:"step"`
-	Intent        *string  `json:"intent"`
-	Risk          any      `json:"risk"`
-	Enters        []string `json:"enters"`
-	SubjectParams any      `json:"subject_params"`
-	Effects       []any    `json:"effects"`
+	Step          string       `json:"step"`
+	Intent        *string      `json:"intent"`
+	Risk          any          `json:"risk"`
+	Enters        []string     `json:"enters"`
+	SubjectParams any          `json:"subject_params"`
+	Effects       []any        `json:"effects"`
+	After         []string     `json:"after"`
+	Handoffs      []handoffDoc `json:"handoffs"`
+	Consumes      []consumeDoc `json:"consumes"`
+	Produces      []produceDoc `json:"produces"`
 }
 
 type bindingDoc struct {
@@ -262,6 +272,9 @@ func Parse(data []byte) (*Workflow, error) {
 		}
 		seen[s.Name] = true
 		w.Steps = append(w.Steps, s)
+	}
+	if err := w.checkRunKeys(doc.Steps); err != nil {
+		return nil, err
 	}
 	return w, nil
 }

@@ -143,6 +143,9 @@ func placeOf(bucket string, sub, key []byte) (place string, d store.Damage, ok b
 		seq := binary.BigEndian.Uint64(key)
 		return store.PlaceBaseline(id, capture, seq), store.Damage{Session: id, What: fmt.Sprintf("baseline capture %d chunk %d", capture, seq)}, true
 	}
+	if bucket == string(bucketRuns) {
+		return store.PlaceRun(string(key)), store.Damage{What: "run " + string(key)}, true
+	}
 	for _, rb := range []store.RewardBucket{store.RewardEpisodes, store.RewardReceipts, store.RewardMarks} {
 		if bucket == rb.String() {
 			return store.PlaceReward(rb, string(key)), store.Damage{What: "reward record " + bucket + "/" + string(key)}, true
@@ -153,7 +156,7 @@ func placeOf(bucket string, sub, key []byte) (place string, d store.Damage, ok b
 
 // checkedBuckets are the top-level buckets whose values carry tags.
 func checkedBuckets() [][]byte {
-	return append([][]byte{bucketSessions, bucketResults, bucketReverified, bucketBaselines}, rewardBuckets...)
+	return append(append([][]byte{bucketSessions, bucketResults, bucketReverified, bucketBaselines}, rewardBuckets...), bucketRuns)
 }
 
 // forEachValue calls fn with every tagged value in tx: its bucket, key,

@@ -430,7 +430,7 @@ func (sv *salvager) copyCapture(session []byte, c elem) error {
 // copyBuckets copies the ledger, re-verifications, standalone receipts and
 // the reward buckets as they are, key by key, less the damaged records.
 func (sv *salvager) copyBuckets() error {
-	for _, name := range append(append([][]byte{bucketStoreKeys}, ledgerBuckets...), rewardBuckets...) {
+	for _, name := range append(append(append([][]byte{bucketStoreKeys}, ledgerBuckets...), rewardBuckets...), runBuckets...) {
 		v, ok := sv.top[string(name)]
 		if !ok {
 			continue

@@ -49,10 +49,15 @@ func (s *Store) RemoveOrphans(ctx context.Context, now time.Time, retainUnfinish
 	// Unfinished sessions past the retention.
 	limit := beginStamp(cutoff)
 	n, err = s.removeBatches(ctx, bucketBegun, func(tx *bbolt.Tx, id, begun []byte) bool {
-		return len(begun) == 8 && bytes.Compare(begun, limit) < 0 && tx.Bucket(bucketResults).Get(id) == nil
+		return len(begun) == 8 && bytes.Compare(begun, limit) < 0 && tx.Bucket(bucketResults).Get(id) == nil && !heldAfter(tx, id, limit)
 	}, func(tx *bbolt.Tx, id []byte) error {
 		if err := tx.Bucket(bucketBegun).Delete(id); err != nil {
 			return err
+		}
+		if holds := tx.Bucket(bucketRunHolds); holds != nil {
+			if err := holds.Delete(id); err != nil {
+				return err
+			}
 		}
 		if err := tx.Bucket(bucketSessions).Delete(id); err != nil {
 			return err

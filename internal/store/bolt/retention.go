@@ -45,7 +45,7 @@ func (s *Store) RemoveExpired(ctx context.Context, now time.Time, retain time.Du
 		fin := tx.Bucket(bucketFinished)
 		if fin != nil {
 			if err := fin.ForEach(func(k, v []byte) error {
-				if len(v) == 8 && bytes.Compare(v, limit) < 0 && len(expired) < expiredScan {
+				if len(v) == 8 && bytes.Compare(v, limit) < 0 && len(expired) < expiredScan && !heldAfter(tx, k, limit) {
 					expired = append(expired, append([]byte(nil), k...))
 				}
 				return nil
@@ -95,7 +95,7 @@ func (s *Store) RemoveExpired(ctx context.Context, now time.Time, retain time.Du
 		if err := s.update(ctx, func(tx *bbolt.Tx) error {
 			for _, id := range expired[:n] {
 				// Again inside the writing transaction.
-				if v := tx.Bucket(bucketFinished).Get(id); len(v) != 8 || bytes.Compare(v, limit) >= 0 {
+				if v := tx.Bucket(bucketFinished).Get(id); len(v) != 8 || bytes.Compare(v, limit) >= 0 || heldAfter(tx, id, limit) {
 					continue
 				}
 				if err := removeSession(tx, id); err != nil {
@@ -117,6 +117,11 @@ func (s *Store) RemoveExpired(ctx context.Context, now time.Time, retain time.Du
 func removeSession(tx *bbolt.Tx, id []byte) error {
 	for _, b := range [][]byte{bucketFinished, bucketSessions, bucketResults, bucketBegun} {
 		if err := tx.Bucket(b).Delete(id); err != nil {
+			return err
+		}
+	}
+	if holds := tx.Bucket(bucketRunHolds); holds != nil {
+		if err := holds.Delete(id); err != nil {
 			return err
 		}
 	}

@@ -127,7 +127,7 @@ func OpenWith(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	err = s.guarded(func(tx *bbolt.Tx) error {
-		for _, b := range append([][]byte{bucketSessions, bucketResults, bucketBaselines}, ledgerBuckets...) {
+		for _, b := range append(append([][]byte{bucketSessions, bucketResults, bucketBaselines}, ledgerBuckets...), runBuckets...) {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -46,7 +46,7 @@ func (s *Store) RemoveOrphans(ctx context.Context, now time.Time, retainUnfinish
 	}
 	n, err = s.removeBatches(ctx, func(ctx context.Context, tx pgx.Tx) (int, error) {
 		return removeSessions(ctx, tx, `SELECT id FROM verifierd_sessions
-			WHERE finished_at IS NULL AND begun_at < $1 ORDER BY begun_at LIMIT $2 FOR UPDATE SKIP LOCKED`, now.Add(-retainUnfinished))
+			WHERE finished_at IS NULL AND begun_at < $1 AND `+notHeld+` ORDER BY begun_at LIMIT $2 FOR UPDATE SKIP LOCKED`, now.Add(-retainUnfinished))
 	})
 	st.UnfinishedSessions = n
 	return st, err
@@ -62,9 +62,13 @@ func (s *Store) RemoveExpired(ctx context.Context, now time.Time, retain time.Du
 	}
 	return s.removeBatches(ctx, func(ctx context.Context, tx pgx.Tx) (int, error) {
 		return removeSessions(ctx, tx, `SELECT id FROM verifierd_sessions
-			WHERE finished_at IS NOT NULL AND finished_at < $1 ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED`, now.Add(-retain))
+			WHERE finished_at IS NOT NULL AND finished_at < $1 AND `+notHeld+` ORDER BY finished_at LIMIT $2 FOR UPDATE SKIP LOCKED`, now.Add(-retain))
 	})
 }
+
+// notHeld keeps a session a run holds (RunChange.Hold) while the run is
+// open, or was last sealed at or after the cutoff ($1).
+const notHeld = `NOT EXISTS (SELECT 1 FROM verifierd_run_holds h WHERE h.session_id = verifierd_sessions.id AND (h.sealed_at IS NULL OR h.sealed_at >= $1))`
 
 // removeSessions locks the sessions query selects (at most batch) and
 // removes them with everything stored for them.
@@ -81,6 +85,7 @@ func removeSessions(ctx context.Context, tx pgx.Tx, query string, cutoff time.Ti
 		"DELETE FROM verifierd_baseline_chunks WHERE session_id = ANY($1)",
 		"DELETE FROM verifierd_reverifications WHERE session_id = ANY($1)",
 		"DELETE FROM verifierd_sessions WHERE id = ANY($1)",
+		"DELETE FROM verifierd_run_holds WHERE session_id = ANY($1)",
 	} {
 		if _, err := tx.Exec(ctx, q, ids); err != nil {
 			return 0, err

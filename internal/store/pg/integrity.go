@@ -226,6 +226,16 @@ func eachValue(ctx context.Context, tx pgx.Tx, fn func(place string, d store.Dam
 					d: store.Damage{What: "reward record " + bucket + "/" + key}, v: v}, err
 			})
 	}
+	if err == nil {
+		err = scan("SELECT id, record FROM verifierd_runs ORDER BY id",
+			"UPDATE verifierd_runs SET record = $2 WHERE id = $1",
+			func(c pgx.CollectableRow) (row, error) {
+				var id string
+				var v []byte
+				err := c.Scan(&id, &v)
+				return row{keys: []any{id}, place: store.PlaceRun(id), d: store.Damage{What: "run " + id}, v: v}, err
+			})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("reading the store's values: %w", err)
 	}

@@ -179,10 +179,22 @@ var migrations = []string{
 		seq      bigint PRIMARY KEY,
 		envelope bytea NOT NULL
 	);`,
+	// 4: runs (runs.go) and the sessions they hold from the cleanups.
+	`CREATE TABLE verifierd_runs (
+		id       text PRIMARY KEY,
+		record   bytea NOT NULL,
+		begun_at timestamptz NOT NULL
+	);
+	CREATE TABLE verifierd_run_holds (
+		session_id text PRIMARY KEY,
+		run_id     text NOT NULL,
+		sealed_at  timestamptz
+	);
+	CREATE INDEX verifierd_run_holds_run ON verifierd_run_holds (run_id);`,
 }
 
 // tables are the store's tables, for Size.
-var tables = []string{"verifierd_sessions", "verifierd_baseline_chunks", "verifierd_reverifications", "verifierd_receipts", "verifierd_ledger", "verifierd_ledger_checkpoints", "verifierd_reward", "verifierd_schema", "verifierd_store_keys"}
+var tables = []string{"verifierd_sessions", "verifierd_baseline_chunks", "verifierd_reverifications", "verifierd_receipts", "verifierd_ledger", "verifierd_ledger_checkpoints", "verifierd_reward", "verifierd_schema", "verifierd_store_keys", "verifierd_runs", "verifierd_run_holds"}
 
 // migrate applies the missing migrations under a session-level advisory
 // lock held on one connection.

@@ -77,6 +77,9 @@ func Exercise(t *testing.T, b Backend) {
 		{"ConcurrentFinish", testConcurrentFinish},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Cancelled", testCancelled},
+		{"Runs", testRuns},
+		{"ConcurrentRunUpdates", testConcurrentRunUpdates},
+		{"RunHolds", testRunHolds},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}
