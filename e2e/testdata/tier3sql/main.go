@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/verifierd/verifierd/adapters/sql"
 	"github.com/verifierd/verifierd/sdk"
@@ -19,6 +20,21 @@ func (a tier3) Info() sdk.Info {
 	info := a.Adapter.Info()
 	info.Kind, info.Tier = "tier3-sql", sdk.TierReacquiredState
 	return info
+}
+
+// Configure hands the section to the sql adapter as its own kind.
+func (a tier3) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	var section map[string]json.RawMessage
+	if err := json.Unmarshal(req.Config, &section); err != nil {
+		return err
+	}
+	section["kind"] = json.RawMessage(`"sql"`)
+	raw, err := json.Marshal(section)
+	if err != nil {
+		return err
+	}
+	req.Kind, req.Config = "sql", raw
+	return a.Adapter.Configure(ctx, req)
 }
 
 // CheckParams passes the sql adapter's own check through.
