@@ -1,0 +1,255 @@
+// Package run is the run classifier: from the latest state of every step
+// and artifact edge of a workflow run it decides the run's one outcome,
+// its tier and lowest oracle rung, and the reason codes of anything short
+// of VERIFIED. It is a pure function of its input; internal/session
+// gathers the input from the store and seals the answer in a run receipt.
+// docs/runs.md gives the rules as a table.
+package run
+
+import (
+	"fmt"
+
+	"github.com/verifierd/verifierd/internal/oracle"
+)
+
+// Outcomes of a run. The first five are also step outcomes; ROLLED_BACK_VERIFIED
+// is a run's only (RollbackCheck).
+const (
+	Verified               = "VERIFIED"
+	HaltedBeforeEffect     = "HALTED_BEFORE_EFFECT"
+	ReconciliationRequired = "RECONCILIATION_REQUIRED"
+	RejectedPolicy         = "REJECTED_POLICY"
+	FailedPlatform         = "FAILED_PLATFORM"
+	RolledBackVerified     = "ROLLED_BACK_VERIFIED"
+)
+
+// Reason codes of a run that is not VERIFIED.
+const (
+	// CodeStepNotBegun: a consequential step has no session in the run.
+	CodeStepNotBegun = "step_not_begun"
+	// CodeStepNotVerified: a consequential step's latest result is not
+	// VERIFIED (or it was never verified).
+	CodeStepNotVerified = "step_not_verified"
+	// CodeStepRefused: the run stopped on a refused Begin of the step.
+	CodeStepRefused = "step_refused"
+	// CodeArtifactUnverified: a consumed artifact is not CONFIRMED in the
+	// run, or an artifact's check was REFUTED or INDETERMINATE.
+	CodeArtifactUnverified = "artifact_unverified"
+	// CodeTierBelowRunMin: a step was read at a tier weaker than
+	// run_min_tier.
+	CodeTierBelowRunMin = "tier_below_run_min"
+	// CodeReconciliationSticky: the run was sealed RECONCILIATION_REQUIRED
+	// before; only VERIFIED (or a rollback check) leaves that state.
+	CodeReconciliationSticky = "reconciliation_sticky"
+)
+
+// Verdicts of an artifact check.
+const (
+	ArtifactConfirmed     = "CONFIRMED"
+	ArtifactRefuted       = "REFUTED"
+	ArtifactIndeterminate = "INDETERMINATE"
+)
+
+// Step is one workflow step's state in the run.
+type Step struct {
+	Name string
+	// Consequential: risk irreversible or reversible; the run needs it
+	// VERIFIED.
+	Consequential bool
+	// Began: the step has a session in the run.
+	Began bool
+	// Outcome is the terminal outcome of the step's latest session's
+	// latest result (after any Reverify); "" while not verified.
+	Outcome string
+	// Tier is the weakest tier of the session's effects (0 while not
+	// verified); OracleRung the lowest rung.
+	Tier       int
+	OracleRung oracle.Rung
+	// Refused is the terminal outcome of the latest refused Begin of the
+	// step (REJECTED_POLICY, FAILED_PLATFORM or HALTED_BEFORE_EFFECT), ""
+	// when none since its latest session. It stops the run only while the
+	// step has no session or its latest one ended HALTED_BEFORE_EFFECT.
+	Refused string
+}
+
+// Artifact is one artifact edge of the run.
+type Artifact struct {
+	Name     string
+	FromStep string
+	// Consumed: a step of the workflow consumes it.
+	Consumed bool
+	// Verdict is the latest VerifyArtifact verdict in the run, "" when
+	// never checked.
+	Verdict string
+}
+
+// Input is what the classifier reads.
+type Input struct {
+	// Steps are the workflow's steps, in the workflow's order.
+	Steps     []Step
+	Artifacts []Artifact
+	// RunMinTier is the weakest step tier a VERIFIED run may have.
+	RunMinTier int
+	// Sticky: the run was sealed RECONCILIATION_REQUIRED before, or an
+	// artifact check was REFUTED or INDETERMINATE: something may have
+	// landed, so no "nothing landed" outcome can follow.
+	Sticky bool
+}
+
+// Reason is one reason a run is not VERIFIED.
+type Reason struct {
+	Code string `json:"code"`
+	// Step or Artifact names what the reason is about.
+	Step     string `json:"step,omitempty"`
+	Artifact string `json:"artifact,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Classification is the classifier's answer.
+type Classification struct {
+	Outcome string
+	// Reasons are empty when VERIFIED.
+	Reasons []Reason
+	// Tier is the weakest tier of the steps with a result (0: none);
+	// OracleRung the lowest rung of those steps (0 when none).
+	Tier       int
+	OracleRung oracle.Rung
+}
+
+// Classify decides a run's outcome:
+//
+//   - VERIFIED: every consequential step's latest result is VERIFIED,
+//     every consumed artifact is CONFIRMED, no artifact check failed, and
+//     every step with a result was read at run_min_tier or stronger;
+//   - HALTED_BEFORE_EFFECT: nothing landed: every begun consequential
+//     step ended HALTED_BEFORE_EFFECT (or none began), no artifact was
+//     seen, and no Begin was refused;
+//   - REJECTED_POLICY / FAILED_PLATFORM: nothing landed as above, and the
+//     run stopped on a Begin refused by policy / by a platform failure
+//     (the first such step in workflow order decides);
+//   - RECONCILIATION_REQUIRED: anything else, and whatever is not VERIFIED
+//     once the run is Sticky.
+func Classify(in Input) Classification {
+	c := Classification{}
+	first := true
+	for _, s := range in.Steps {
+		if s.Outcome == "" || s.Tier == 0 {
+			continue
+		}
+		c.Tier = max(c.Tier, s.Tier)
+		if first || s.OracleRung < c.OracleRung {
+			c.OracleRung = s.OracleRung
+		}
+		first = false
+	}
+
+	var reasons []Reason
+	for _, s := range in.Steps {
+		switch {
+		case s.stopped() && s.Consequential:
+			reasons = append(reasons, Reason{Code: CodeStepRefused, Step: s.Name, Message: fmt.Sprintf("the Begin of step %q was refused (%s)", s.Name, s.Refused)})
+		case !s.Consequential:
+		case !s.Began:
+			reasons = append(reasons, Reason{Code: CodeStepNotBegun, Step: s.Name, Message: fmt.Sprintf("step %q has no session in the run", s.Name)})
+		case s.Outcome != Verified:
+			what := s.Outcome
+			if what == "" {
+				what = "not verified"
+			}
+			reasons = append(reasons, Reason{Code: CodeStepNotVerified, Step: s.Name, Message: fmt.Sprintf("step %q is %s", s.Name, what)})
+		}
+		if s.Outcome != "" && s.Tier > in.RunMinTier {
+			reasons = append(reasons, Reason{Code: CodeTierBelowRunMin, Step: s.Name, Message: fmt.Sprintf("step %q was read at tier %d, weaker than run_min_tier %d", s.Name, s.Tier, in.RunMinTier)})
+		}
+	}
+	seen := false
+	for _, a := range in.Artifacts {
+		if a.Verdict != "" {
+			seen = true
+		}
+		switch {
+		case a.Verdict == ArtifactRefuted || a.Verdict == ArtifactIndeterminate:
+			reasons = append(reasons, Reason{Code: CodeArtifactUnverified, Artifact: a.Name, Step: a.FromStep, Message: fmt.Sprintf("artifact %q of step %q was checked %s", a.Name, a.FromStep, a.Verdict)})
+		case a.Consumed && a.Verdict != ArtifactConfirmed:
+			reasons = append(reasons, Reason{Code: CodeArtifactUnverified, Artifact: a.Name, Step: a.FromStep, Message: fmt.Sprintf("artifact %q of step %q is consumed but not CONFIRMED in the run", a.Name, a.FromStep)})
+		}
+	}
+	if len(reasons) == 0 {
+		c.Outcome = Verified
+		return c
+	}
+	c.Reasons = reasons
+	if in.Sticky {
+		c.Outcome = ReconciliationRequired
+		c.Reasons = append(c.Reasons, Reason{Code: CodeReconciliationSticky, Message: "the run needed reconciling before; it stays RECONCILIATION_REQUIRED until every step is VERIFIED again"})
+		return c
+	}
+	if !seen && nothingLanded(in.Steps) {
+		c.Outcome = HaltedBeforeEffect
+		for _, s := range in.Steps {
+			if s.stopped() && s.Consequential {
+				c.Outcome = s.Refused
+				break
+			}
+		}
+		return c
+	}
+	c.Outcome = ReconciliationRequired
+	return c
+}
+
+// stopped reports whether a refused Begin stopped the run at s.
+func (s Step) stopped() bool {
+	return s.Refused != "" && (!s.Began || s.Outcome == HaltedBeforeEffect)
+}
+
+// nothingLanded: every step that began ended HALTED_BEFORE_EFFECT (a
+// read-only step's result counts too: it may have been wrong about
+// nothing, but it changes nothing either, so only its absence of a
+// result is a doubt).
+func nothingLanded(steps []Step) bool {
+	for _, s := range steps {
+		if !s.Began {
+			continue
+		}
+		if !s.Consequential && s.Outcome != "" {
+			continue
+		}
+		if s.Outcome != HaltedBeforeEffect {
+			return false
+		}
+	}
+	return true
+}
+
+// EffectCheck is one effect of a begun step as a rollback check re-read
+// it against the step's original baseline.
+type EffectCheck struct {
+	Step         string
+	SessionID    string
+	Effect       int
+	ContractHash string
+	// Class is the judge's result class of the re-read (judge.Class):
+	// "refuted" when the effect is affirmatively absent again (no new
+	// record, no lost record, no existing record changed).
+	Class string
+	// Reasons are the re-read's reason codes and messages.
+	Reasons []Reason
+}
+
+// ClassAbsent is the judge class of an effect affirmatively absent.
+const ClassAbsent = "refuted"
+
+// RolledBack decides a rollback check: the run is ROLLED_BACK_VERIFIED
+// when every effect of every begun step reads affirmatively absent
+// against its original baseline; otherwise it returns what remains (every
+// other effect, in the order given) and the run is unchanged.
+func RolledBack(checks []EffectCheck) (bool, []EffectCheck) {
+	var remains []EffectCheck
+	for _, c := range checks {
+		if c.Class != ClassAbsent {
+			remains = append(remains, c)
+		}
+	}
+	return len(remains) == 0, remains
+}
