@@ -32,6 +32,7 @@ type runAnswering struct {
 	mu       sync.Mutex
 	beginRun *verifierv1.BeginRunRequest
 	begin    *verifierv1.BeginRequest
+	artifact *verifierv1.VerifyArtifactRequest
 	receipt  *structpb.Struct
 }
 
@@ -57,6 +58,13 @@ func (a *runAnswering) Begin(_ context.Context, req *verifierv1.BeginRequest) (*
 		return nil, status.Error(codes.FailedPrecondition, "step posting needs step intake VERIFIED in run run_1 first (step_out_of_order)")
 	}
 	return &verifierv1.BeginResponse{SessionId: "ses-9", RegisteredStep: &verifierv1.RegisteredStep{Workflow: "w", Step: req.GetStep()}}, nil
+}
+
+func (a *runAnswering) VerifyArtifact(_ context.Context, req *verifierv1.VerifyArtifactRequest) (*verifierv1.VerifyArtifactResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.artifact = req
+	return &verifierv1.VerifyArtifactResponse{Verdict: verifierv1.Verdict_CONFIRMED, Tier: 1}, nil
 }
 
 // run is the run of id: run_ok VERIFIED, run_rr RECONCILIATION_REQUIRED,
@@ -199,6 +207,22 @@ func TestRunCommands(t *testing.T) {
 		if code, _, errOut := ctlRun(args...); code != exitInvalid || errOut == "" {
 			t.Errorf("%q: exit %d (%s), want 2 with a message", args, code, errOut)
 		}
+	}
+
+	// artifact verify --run records the check in the run.
+	letter := filepath.Join(t.TempDir(), "letter.txt")
+	if err := os.WriteFile(letter, []byte("Dear patient"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = ctlRun("artifact", "verify", "--addr", addr, "--deployment-name", "letters", "--file", letter, "--run", "run_1", "--artifact", "letter", "--step", "letter")
+	if code != 0 || !strings.Contains(out, `"verdict": "CONFIRMED"`) {
+		t.Fatalf("artifact verify --run: exit %d %s %s", code, out, errOut)
+	}
+	if r := a.artifact; r.GetRunId() != "run_1" || r.GetRunArtifact() != "letter" || r.GetStep() != "letter" || r.GetDeploymentName() != "letters" || r.GetArtifact().GetSize() != 12 {
+		t.Errorf("artifact verify --run sent %v", r)
+	}
+	if code, _, errOut = ctlRun("artifact", "verify", "--addr", addr, "--deployment-name", "letters", "--file", letter, "--run", "run_1"); code != exitInvalid || !strings.Contains(errOut, "go together") {
+		t.Errorf("artifact verify --run without --artifact/--step: exit %d %s", code, errOut)
 	}
 
 	type runOut struct {
