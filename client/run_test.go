@@ -91,7 +91,8 @@ func TestRunVerified(t *testing.T) {
 
 // TestRunRefusalsAndNotVerified: a step out of order is refused before its
 // action runs; a handed-off value from the caller is refused; a run
-// finished with a step never begun is not VERIFIED (*RunNotVerified).
+// finished with that step stopped there (its Begins refused, never begun)
+// after the triage landed is not VERIFIED (*RunNotVerified).
 func TestRunRefusalsAndNotVerified(t *testing.T) {
 	c := startClinic(t, "")
 	cl := dial(t, c)
@@ -122,8 +123,8 @@ func TestRunRefusalsAndNotVerified(t *testing.T) {
 	for _, r := range res.Reasons {
 		reasons = append(reasons, r.Code)
 	}
-	if !strings.Contains(strings.Join(reasons, ","), "step_not_begun") || !strings.Contains(err.Error(), "step_not_begun") {
-		t.Errorf("reasons %v (%v), want step_not_begun", reasons, err)
+	if strings.Join(reasons, ",") != "step_refused" || !strings.Contains(err.Error(), "step_refused") {
+		t.Errorf("reasons %v (%v), want step_refused", reasons, err)
 	}
 	if _, err := cl.GetRun(ctx, "run-nope"); status.Code(err) != codes.NotFound {
 		t.Errorf("GetRun of an unknown run = %v, want NotFound", err)
