@@ -26,6 +26,14 @@ type BeginRequest struct {
 	// the session judges (instead of Effects).
 	Workflow string
 	Step     string
+	// RunID begins Step as a step of a run (BeginRun): the workflow and
+	// the deployment come from the run, so Workflow, DeploymentName,
+	// Deployment and Effects stay empty, and Params holds the step's own
+	// parameters only (runs.go).
+	RunID string
+
+	// run is what beginInRun binds into the session (nil outside a run).
+	run *RunBinding
 }
 
 // BegunEffect is what Begin reports per effect.
@@ -71,6 +79,11 @@ type meta struct {
 	// this long (group.settle). Taken at Begin, so Verify and every
 	// re-verification apply the policy the session began under.
 	SettleFloorS float64 `json:"settle_floor_s,omitempty"`
+	// Run binds the session to a step of a run, with the handed-off
+	// values' digests and the consumed artifacts' exact digests; nil
+	// outside a run. A run's session keeps its baseline after any result,
+	// for the run's rollback check.
+	Run *RunBinding `json:"run,omitempty"`
 }
 
 // captureMeta is one baseline capture: one per selected candidate.
@@ -135,6 +148,9 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	ctx, span := telemetry.Start(ctx, telemetry.SpanBegin, telemetry.KeyDeployment.String(req.DeploymentName))
 	start := time.Now()
 	defer func() { m.observeBegin(req, res, err, time.Since(start)); endBegin(span, res, err) }()
+	if req.RunID != "" {
+		return m.beginInRun(ctx, req)
+	}
 	// The trust checks come first: nothing is configured or read for a
 	// request the operator's rules refuse.
 	a, err := m.admit(req)
@@ -184,7 +200,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 	}
 	res.UnusedParams = unusedParams(params, dep, a.effects)
 
-	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res}
+	md := meta{ID: id, DeploymentName: req.DeploymentName, BegunAt: time.Now().UTC(), Deployment: a.deployment, Effects: a.effects, Params: params, Begin: *res, Run: req.run}
 	md.IrreversibleStep = a.registeredIrreversible || irreversibleStep(contracts)
 	if md.IrreversibleStep {
 		md.SettleFloorS = a.policy.MinSettleS

@@ -24,6 +24,8 @@ const (
 	// (an inline deployment, its own contracts under
 	// require_registered_contracts).
 	Denied
+	// Exists: the id is taken by a run begun with other arguments.
+	Exists
 )
 
 // Error is a session's refusal: the fields of the SDK's one refusal
@@ -75,6 +77,8 @@ func (k ErrorKind) GRPCCode() codes.Code {
 		return codes.NotFound
 	case Denied:
 		return codes.PermissionDenied
+	case Exists:
+		return codes.AlreadyExists
 	}
 	return codes.InvalidArgument
 }

@@ -202,6 +202,10 @@ type VerdictPayload struct {
 	// Refusal (begin_refused only): the path and code of the refusal and
 	// the SHA-256 of its message.
 	Refusal *RefusalClaim `json:"refusal,omitempty"`
+	// Run binds a step of a run: the run id, the step, the keyed digests
+	// of its handed-off values and the exact digests of the artifacts it
+	// consumed (absent outside a run).
+	Run *RunBinding `json:"run,omitempty"`
 	// EvidenceDigest names the algorithm of evidence_digests and the reads.
 	EvidenceDigest string           `json:"evidence_digest"`
 	IssuedAt       time.Time        `json:"issued_at"`
@@ -288,7 +292,7 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 		p := VerdictPayload{
 			Kind: kind, SessionID: res.SessionID,
 			Deployment: DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},
-			Workflow:   names.workflow(), Attempt: res.Attempt,
+			Workflow:   names.workflow(), Attempt: res.Attempt, Run: md.Run,
 			Outcome: string(res.Outcome), TerminalOutcome: res.TerminalOutcome,
 			Effects:        make([]EffectClaim, len(res.Effects)),
 			EvidenceDigest: "hmac-sha256", IssuedAt: res.VerifiedAt, Ledger: pos, Signer: signer,

@@ -62,8 +62,9 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	}
 	out, err := m.Store.AddReverification(ctx, id, func(l store.Ledger, attempt int) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, &reverifyOf{attempt: attempt, reason: reason, openTasks: open})
-		// Once VERIFIED the session is settled and its baseline goes.
-		return out, res.Outcome != judge.Verified, err
+		// Once VERIFIED the session is settled and its baseline goes
+		// (a run's session keeps it for the rollback check).
+		return out, res.Outcome != judge.Verified || md.Run != nil, err
 	})
 	if err != nil {
 		return nil, err

@@ -166,8 +166,9 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 	_, span = telemetry.Start(ctx, telemetry.SpanStoreFinish, telemetry.KeySession.String(id))
 	final, own, err := m.Store.FinishSessionLedger(ctx, id, func(l store.Ledger) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, nil)
-		// A VERIFIED session cannot be re-verified, so its baseline goes.
-		return out, res.Outcome != judge.Verified, err
+		// A VERIFIED session cannot be re-verified, so its baseline goes,
+		// unless its run's rollback check may still read against it.
+		return out, res.Outcome != judge.Verified || md.Run != nil, err
 	})
 	endErr(span, err)
 	if err != nil {

@@ -1,0 +1,1037 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/verifierd/verifierd/internal/oracle"
+	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// Runs (docs/runs.md). A run is one workflow run against one deployment:
+// BeginRun stores it, each Begin with its RunID binds a session to one of
+// its steps under the workflow's order (after, handoffs, consumes),
+// VerifyArtifact with the run records its artifact edges, and FinishRun
+// classifies it (internal/run) and seals it with a signed run receipt.
+// Everything is in the store (store.Backend's runs): another replica
+// sharing it continues a run, and a daemon killed at any point loses no
+// state a caller was told of.
+
+// Refusal codes of a step of a run (FailedPrecondition; the Begin is
+// recorded as REJECTED_POLICY).
+const (
+	// CodeStepOutOfOrder: a step listed in after:, or a handoff's source
+	// step, has no VERIFIED session in the run yet.
+	CodeStepOutOfOrder = "step_out_of_order"
+	// CodeArtifactUnverified: a consumed artifact is not CONFIRMED in the
+	// run.
+	CodeArtifactUnverified = "artifact_unverified"
+	// CodeHandoffForged: the caller sent a value for a parameter the run
+	// hands off from an earlier step.
+	CodeHandoffForged = "handoff_forged"
+	// CodeHandoffAmbiguous: the handoff's source effect matched zero or
+	// several records, or the one it matched has no usable value in the
+	// field.
+	CodeHandoffAmbiguous = "handoff_ambiguous"
+	// CodeRunParamOverridden: a step parameter names a run parameter.
+	CodeRunParamOverridden = "run_param_overridden"
+	// CodeStepAlreadyBegun: the step already has a session in the run
+	// that did not end HALTED_BEFORE_EFFECT.
+	CodeStepAlreadyBegun = "step_already_begun"
+	// CodeRunSealed: the run is sealed and takes no further step.
+	CodeRunSealed = "run_sealed"
+	// CodeWorkflowChanged: the registered workflow is no longer the file
+	// the run began with.
+	CodeWorkflowChanged = "workflow_changed"
+)
+
+// Ledger entry types of runs.
+const (
+	EntryRunBegun       = "run_begun"
+	EntryRunStepBound   = "run_step_bound"
+	EntryRunStepRefused = "run_step_refused"
+	EntryRunArtifact    = "run_artifact"
+	EntryRunSealed      = "run_sealed"
+)
+
+// Run states.
+const (
+	RunOpen   = "open"
+	RunSealed = "sealed"
+)
+
+// MaxRunIDBytes bounds a client-chosen run id.
+const MaxRunIDBytes = 128
+
+// RunBinding is what a session of a run records in its metadata and its
+// verdict receipt binds: the run, the step, the values handed to it (by
+// keyed digest) and the exact artifacts it consumed.
+type RunBinding struct {
+	RunID    string          `json:"run_id"`
+	Step     string          `json:"step"`
+	Handoffs []HandoffBound  `json:"handoffs,omitempty"`
+	Consumed []ConsumedBound `json:"consumed,omitempty"`
+}
+
+// HandoffBound is one handed-off value: where it came from and its keyed
+// digest (the value itself is only in the session's parameters).
+type HandoffBound struct {
+	Param       string `json:"param"`
+	FromStep    string `json:"from_step"`
+	FromSession string `json:"from_session"`
+	Effect      int    `json:"effect"`
+	Field       string `json:"field"`
+	ValueDigest string `json:"value_digest"`
+}
+
+// ConsumedBound is one artifact a step consumed: the exact digest and size
+// CONFIRMED in the run and that verification's receipt digest.
+type ConsumedBound struct {
+	Artifact      string `json:"artifact"`
+	SHA256        string `json:"sha256"`
+	Size          int64  `json:"size"`
+	ReceiptDigest string `json:"receipt_digest"`
+}
+
+// runRecord is a run as the store keeps it (store.Backend's runs).
+type runRecord struct {
+	ID               string            `json:"id"`
+	Workflow         string            `json:"workflow"`
+	WorkflowDigest   string            `json:"workflow_digest"`
+	DeploymentName   string            `json:"deployment_name"`
+	DeploymentDigest string            `json:"deployment_digest"`
+	Params           map[string]string `json:"params"`
+	// RunMinTier is the policy's run_min_tier, resolved at BeginRun.
+	RunMinTier int              `json:"run_min_tier"`
+	BegunAt    time.Time        `json:"begun_at"`
+	Steps      []runStepRecord  `json:"steps"`
+	Artifacts  []runArtifactRec `json:"artifacts"`
+	// Sticky: an artifact check failed in the run (run.Input.Sticky).
+	Sticky bool `json:"sticky,omitempty"`
+	// Attempt counts the seals; Seal is the latest (nil while open).
+	Attempt int      `json:"attempt"`
+	Seal    *runSeal `json:"seal,omitempty"`
+}
+
+type runStepRecord struct {
+	Step string `json:"step"`
+	// Sessions are the step's sessions in the run, oldest first.
+	Sessions []string       `json:"sessions"`
+	Handoffs []HandoffBound `json:"handoffs,omitempty"`
+	// Refused is the terminal outcome of the latest refused Begin of the
+	// step since its latest session ("" when none).
+	Refused string `json:"refused,omitempty"`
+}
+
+type runArtifactRec struct {
+	Artifact      string `json:"artifact"`
+	FromStep      string `json:"from_step"`
+	Verdict       string `json:"verdict,omitempty"`
+	SHA256        string `json:"sha256,omitempty"`
+	Size          int64  `json:"size,omitempty"`
+	ReceiptDigest string `json:"receipt_digest,omitempty"`
+}
+
+type runSeal struct {
+	Outcome    string       `json:"outcome"`
+	Reasons    []run.Reason `json:"reasons,omitempty"`
+	Tier       int          `json:"tier"`
+	OracleRung int          `json:"oracle_rung"`
+	SealedAt   time.Time    `json:"sealed_at"`
+	// InputDigest is the digest of the classifier's input: FinishRun of a
+	// run sealed RECONCILIATION_REQUIRED re-seals only when it changed.
+	InputDigest string          `json:"input_digest"`
+	Receipt     json.RawMessage `json:"receipt,omitempty"`
+}
+
+func (r *runRecord) step(name string) *runStepRecord {
+	for i := range r.Steps {
+		if r.Steps[i].Step == name {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}
+
+func (r *runRecord) artifact(name string) *runArtifactRec {
+	for i := range r.Artifacts {
+		if r.Artifacts[i].Artifact == name {
+			return &r.Artifacts[i]
+		}
+	}
+	return nil
+}
+
+// reconciling: sealed RECONCILIATION_REQUIRED, the one sealed state that
+// may change again (a Reverify, then FinishRun).
+func (r *runRecord) reconciling() bool {
+	return r.Seal != nil && r.Seal.Outcome == run.ReconciliationRequired
+}
+
+// BeginRunRequest opens a run.
+type BeginRunRequest struct {
+	Workflow       string
+	DeploymentName string
+	Params         map[string]string
+	// RunID is optional: a client-chosen id makes BeginRun idempotent.
+	RunID string
+}
+
+// RunView is a run as GetRun, FinishRun and RollbackCheck report it.
+type RunView struct {
+	RunID          string `json:"run_id"`
+	Workflow       string `json:"workflow"`
+	DeploymentName string `json:"deployment_name"`
+	State          string `json:"state"`
+	// Outcome, Attempt, Reasons: the latest seal ("" and 0 while open).
+	Outcome string       `json:"outcome,omitempty"`
+	Attempt int          `json:"attempt"`
+	Reasons []run.Reason `json:"reasons,omitempty"`
+	// Tier and OracleRung: of the steps as they stand now.
+	Tier       int               `json:"tier"`
+	OracleRung int               `json:"oracle_rung"`
+	Steps      []RunStepView     `json:"steps"`
+	Artifacts  []RunArtifactView `json:"artifacts"`
+	BegunAt    time.Time         `json:"begun_at"`
+	SealedAt   time.Time         `json:"sealed_at"`
+	// Receipt is the latest run receipt (a DSSE envelope; nil while open
+	// or without a signing key).
+	Receipt json.RawMessage `json:"receipt,omitempty"`
+}
+
+// RunStepView is one workflow step of a run.
+type RunStepView struct {
+	Step          string `json:"step"`
+	Consequential bool   `json:"consequential"`
+	SessionID     string `json:"session_id,omitempty"`
+	Outcome       string `json:"outcome,omitempty"`
+	Tier          int    `json:"tier"`
+	OracleRung    int    `json:"oracle_rung"`
+	ReceiptDigest string `json:"receipt_digest,omitempty"`
+}
+
+// RunArtifactView is one artifact edge of a run.
+type RunArtifactView struct {
+	Artifact      string `json:"artifact"`
+	FromStep      string `json:"from_step"`
+	Verdict       string `json:"verdict,omitempty"`
+	SHA256        string `json:"sha256,omitempty"`
+	Size          int64  `json:"size"`
+	ReceiptDigest string `json:"receipt_digest,omitempty"`
+}
+
+// RollbackResult is RollbackCheck's answer.
+type RollbackResult struct {
+	RolledBack bool
+	Run        *RunView
+	// Remains lists every effect whose change is still there or could
+	// not be shown gone (empty when RolledBack).
+	Remains []run.EffectCheck
+}
+
+// CheckRunID checks a client-chosen run id: 1 to 128 of [A-Za-z0-9._-].
+func CheckRunID(id string) error {
+	if id == "" {
+		return &Error{Kind: Invalid, Path: "run_id", Message: "give the run id BeginRun returned"}
+	}
+	if len(id) > MaxRunIDBytes {
+		return overLimit("run_id", len(id), MaxRunIDBytes, "bytes", "a run id is 1 to 128 of A-Z a-z 0-9 . _ -")
+	}
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return &Error{Kind: Invalid, Path: "run_id", Message: "a run id is 1 to 128 of A-Z a-z 0-9 . _ -"}
+		}
+	}
+	return nil
+}
+
+func newRunID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return "run_" + hex.EncodeToString(b[:])
+}
+
+// BeginRun opens a run of a registered workflow against a registered
+// deployment and returns its id. The same client-chosen id with the same
+// workflow, deployment and parameters answers the run already stored; with
+// other arguments it is refused (Exists).
+func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, error) {
+	id := req.RunID
+	if id == "" {
+		id = newRunID()
+	} else if err := CheckRunID(id); err != nil {
+		return "", err
+	}
+	if err := checkParams(req.Params); err != nil {
+		return "", err
+	}
+	if req.Workflow == "" {
+		return "", &Error{Kind: Invalid, Path: "workflow", Message: "name a workflow registered in the daemon config (workflows:)"}
+	}
+	wf := m.Workflows[req.Workflow]
+	if wf == nil {
+		return "", &Error{Kind: Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", clip(req.Workflow))}
+	}
+	if req.DeploymentName == "" {
+		return "", &Error{Kind: Invalid, Path: "deployment_name", Message: "name a deployment registered in the daemon config (deployments:); a run reads only registered deployments"}
+	}
+	raw, err := m.deploymentBytes(BeginRequest{DeploymentName: req.DeploymentName})
+	if err != nil {
+		return "", err
+	}
+	dep, _, err := parseDeployment(raw)
+	if err != nil {
+		return "", err
+	}
+	params := map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
+		if _, declared := wf.Params[k]; !declared {
+			return "", &Error{Kind: Invalid, Path: "params." + clip(k), Message: fmt.Sprintf("workflow %q declares no parameter %q under params:", req.Workflow, clip(k))}
+		}
+		for _, s := range wf.Steps {
+			if h, ok := s.Handoff(k); ok {
+				return "", &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeHandoffForged, Path: "params." + k,
+					Message: fmt.Sprintf("step %q takes %q from step %q's evidence (handoffs:); the caller may not send it", s.Name, k, h.From.Step)}
+			}
+		}
+		params[k] = req.Params[k]
+	}
+	rec := runRecord{
+		ID: id, Workflow: req.Workflow, WorkflowDigest: wf.Digest, DeploymentName: req.DeploymentName, DeploymentDigest: sha256Hex(raw),
+		Params: params, RunMinTier: m.policy(dep, wf).RunMinTier, BegunAt: time.Now().UTC(),
+	}
+	for _, s := range wf.Steps {
+		rec.Steps = append(rec.Steps, runStepRecord{Step: s.Name, Sessions: []string{}})
+	}
+	for _, a := range wf.Artifacts() {
+		rec.Artifacts = append(rec.Artifacts, runArtifactRec{Artifact: a.Artifact, FromStep: a.FromStep})
+	}
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return "", err
+	}
+	stored, created, err := m.Store.CreateRun(ctx, id, body, func(l store.Ledger) error {
+		_, err := l.Append(EntryRunBegun, id, jsonDigest(map[string]any{
+			"run_id": id, "workflow": rec.Workflow, "workflow_digest": rec.WorkflowDigest,
+			"deployment_name": rec.DeploymentName, "deployment_digest": rec.DeploymentDigest,
+			"params_digest": m.paramsDigest(params), "run_min_tier": rec.RunMinTier,
+		}))
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if created {
+		return id, nil
+	}
+	var have runRecord
+	if err := json.Unmarshal(stored, &have); err != nil {
+		return "", fmt.Errorf("run %s is corrupt: %w", id, err)
+	}
+	if have.Workflow != rec.Workflow || have.DeploymentName != rec.DeploymentName || !maps.Equal(have.Params, rec.Params) {
+		return "", &Error{Kind: Exists, Path: "run_id", Message: fmt.Sprintf("run %q was begun with another workflow, deployment or parameters; choose a new run id", id)}
+	}
+	return id, nil
+}
+
+// paramsDigest is the keyed digest of a run's parameters (canonical JSON:
+// keys sorted).
+func (m *Manager) paramsDigest(params map[string]string) string {
+	b, _ := json.Marshal(params) // a map's keys are written sorted
+	return m.KeyedDigest(b)
+}
+
+// loadRun reads a run.
+func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
+	if err := CheckRunID(id); err != nil {
+		return nil, err
+	}
+	raw, err := m.Store.Run(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrRunNotFound) {
+			return nil, &Error{Kind: NotFound, Path: "run_id", Message: fmt.Sprintf("no run %q", clip(id))}
+		}
+		return nil, err
+	}
+	var rec runRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("run %s is corrupt: %w", id, err)
+	}
+	return &rec, nil
+}
+
+// runWorkflow is the registered workflow a run began with; a workflow
+// since changed or gone is refused.
+func (m *Manager) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
+	wf := m.Workflows[rec.Workflow]
+	if wf == nil || wf.Digest != rec.WorkflowDigest {
+		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeWorkflowChanged, Path: "run_id",
+			Message: fmt.Sprintf("run %q follows workflow %q as it was (%s); the daemon's registered workflow is no longer that file, so the run cannot go on: begin a new run", rec.ID, rec.Workflow, rec.WorkflowDigest)}
+	}
+	return wf, nil
+}
+
+// latestResult is a session's latest result (the last re-verification, or
+// the first result); nil while not verified. found is false for a session
+// the store no longer has.
+func (m *Manager) latestResult(ctx context.Context, id string) (res *Result, found bool, err error) {
+	_, first, err := m.Store.Session(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil || first == nil {
+		return nil, err == nil, err
+	}
+	raw := first
+	more, err := m.Store.Reverifications(ctx, id)
+	if err != nil {
+		return nil, true, err
+	}
+	if len(more) > 0 {
+		raw = more[len(more)-1]
+	}
+	var r Result
+	if err := decodeResult(raw, &r); err != nil {
+		return nil, true, err
+	}
+	return &r, true, nil
+}
+
+// stepState is one workflow step as it stands in a run.
+type stepState struct {
+	run.Step
+	SessionID     string
+	ReceiptDigest string
+	latest        *Result
+}
+
+// outcomeOf is the terminal outcome a result records.
+func outcomeOf(r *Result) string {
+	if r.TerminalOutcome != "" {
+		return r.TerminalOutcome
+	}
+	return string(r.Outcome)
+}
+
+// tierOf is the weakest tier of a result's effects and their lowest
+// oracle rung.
+func tierOf(r *Result) (int, oracle.Rung) {
+	tier, rung := 0, oracle.Counterparty
+	for _, e := range r.Effects {
+		tier = max(tier, e.Tier)
+		rung = min(rung, oracle.Of(e.Substrate, sdk.Tier(e.Tier)))
+	}
+	if len(r.Effects) == 0 {
+		rung = oracle.Visual
+	}
+	return tier, rung
+}
+
+// stepStates reads every step's latest session and its latest result.
+func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
+	out := make([]stepState, len(wf.Steps))
+	for i := range wf.Steps {
+		s := &wf.Steps[i]
+		st := stepState{Step: run.Step{Name: s.Name, Consequential: s.Consequential()}}
+		if rs := rec.step(s.Name); rs != nil {
+			st.Refused = rs.Refused
+			for j := len(rs.Sessions) - 1; j >= 0; j-- {
+				r, found, err := m.latestResult(ctx, rs.Sessions[j])
+				if err != nil {
+					return nil, err
+				}
+				if !found {
+					continue
+				}
+				st.Began, st.SessionID, st.latest = true, rs.Sessions[j], r
+				if r != nil {
+					st.Outcome = outcomeOf(r)
+					st.Tier, st.OracleRung = tierOf(r)
+					if len(r.Receipt) > 0 {
+						st.ReceiptDigest = sha256Hex(r.Receipt)
+					}
+				}
+				break
+			}
+		}
+		out[i] = st
+	}
+	return out, nil
+}
+
+func stateOf(states []stepState, name string) *stepState {
+	for i := range states {
+		if states[i].Name == name {
+			return &states[i]
+		}
+	}
+	return nil
+}
+
+// beginInRun begins a step of a run: the run's order, handoffs and
+// artifacts are checked, the step's parameters are the run's, the
+// caller's own and the handed-off values, and the session is bound to the
+// run once it is stored.
+func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResult, error) {
+	if req.Workflow != "" || req.DeploymentName != "" || len(req.Deployment) > 0 || len(req.Effects) > 0 {
+		return nil, &Error{Kind: Invalid, Path: "run_id", Message: "a step of a run takes its workflow, deployment and contracts from the run; send only run_id, step and the step's own params"}
+	}
+	if err := checkParams(req.Params); err != nil {
+		return nil, err
+	}
+	rec, err := m.loadRun(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Step == "" {
+		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("name the step of workflow %q to begin", rec.Workflow)}
+	}
+	full := BeginRequest{DeploymentName: rec.DeploymentName, Workflow: rec.Workflow, Step: req.Step}
+	wf, err := m.runWorkflow(rec)
+	if err != nil {
+		return nil, m.recordBeginRefusal(ctx, full, nil, err)
+	}
+	step, ok := wf.Step(req.Step)
+	if !ok {
+		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("workflow %q has no step %q", rec.Workflow, clip(req.Step))}
+	}
+	refuse := func(err error) error {
+		m.noteRunRefusal(ctx, rec.ID, step.Name, err)
+		return m.recordBeginRefusal(ctx, full, nil, err)
+	}
+	policy := func(code, path, format string, args ...any) error {
+		return refuse(&Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: code + ": " + fmt.Sprintf(format, args...)})
+	}
+	if rec.Seal != nil {
+		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: repair with Reverify, or begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
+	}
+	params := maps.Clone(rec.Params)
+	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
+		if h, ok := step.Handoff(k); ok {
+			return nil, policy(CodeHandoffForged, "params."+k, "step %q takes %q from the record step %q's effect %d matched (handoffs:); the caller may not send it", step.Name, k, h.From.Step, h.From.Effect)
+		}
+		if _, ok := rec.Params[k]; ok {
+			return nil, policy(CodeRunParamOverridden, "params."+k, "%q is a parameter of the run, bound at BeginRun; a step may not override it", k)
+		}
+		params[k] = req.Params[k]
+	}
+	states, err := m.stepStates(ctx, wf, rec)
+	if err != nil {
+		return nil, err
+	}
+	for _, before := range step.Predecessors() {
+		if slices.ContainsFunc(step.Consumes, func(c workflow.Consume) bool { return c.FromStep == before }) && !slices.Contains(step.After, before) && !slices.ContainsFunc(step.Handoffs, func(h workflow.Handoff) bool { return h.From.Step == before }) {
+			continue // a producer need only have its artifact confirmed (below)
+		}
+		if st := stateOf(states, before); st == nil || st.Outcome != run.Verified {
+			what := "has no session in the run"
+			if st != nil && st.Began {
+				what = "is " + cmpOr(st.Outcome, "not verified yet")
+			}
+			return nil, policy(CodeStepOutOfOrder, "step", "step %q comes after step %q, which %s; verify %q first", step.Name, before, what, before)
+		}
+	}
+	rs := rec.step(step.Name)
+	seen := len(rs.Sessions)
+	for _, sid := range rs.Sessions {
+		r, found, err := m.latestResult(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		if found && (r == nil || outcomeOf(r) != run.HaltedBeforeEffect) {
+			what := "not verified yet"
+			if r != nil {
+				what = outcomeOf(r)
+			}
+			return nil, policy(CodeStepAlreadyBegun, "step", "step %q already has session %s in the run (%s); only a step whose sessions all ended HALTED_BEFORE_EFFECT may begin again: Verify or Reverify that session", step.Name, sid, what)
+		}
+	}
+	binding := &RunBinding{RunID: rec.ID, Step: step.Name}
+	for _, c := range step.Consumes {
+		a := rec.artifact(c.Artifact)
+		if a == nil || a.Verdict != run.ArtifactConfirmed {
+			what := "was never checked in the run"
+			if a != nil && a.Verdict != "" {
+				what = "was checked " + a.Verdict
+			}
+			return nil, policy(CodeArtifactUnverified, "step", "step %q consumes artifact %q of step %q, which %s; check it with VerifyArtifact (run_id, run_artifact %s, step %s) until CONFIRMED", step.Name, c.Artifact, c.FromStep, what, c.Artifact, c.FromStep)
+		}
+		binding.Consumed = append(binding.Consumed, ConsumedBound{Artifact: c.Artifact, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
+	}
+	for _, h := range step.Handoffs {
+		src := stateOf(states, h.From.Step)
+		value, err := handoffValue(src, h)
+		if err != nil {
+			return nil, policy(CodeHandoffAmbiguous, "params."+h.Param, "%s", err)
+		}
+		params[h.Param] = value
+		binding.Handoffs = append(binding.Handoffs, HandoffBound{
+			Param: h.Param, FromStep: h.From.Step, FromSession: src.SessionID, Effect: h.From.Effect, Field: h.From.Field,
+			ValueDigest: m.KeyedDigest([]byte(strconv.Quote(value))),
+		})
+	}
+	full.Params, full.run = params, binding
+	a, err := m.admit(full)
+	if err != nil {
+		return nil, refuse(err)
+	}
+	res, err := m.begin(ctx, full, a)
+	if err != nil {
+		return nil, refuse(err)
+	}
+	if err := m.bindStep(ctx, rec.ID, step.Name, seen, res.SessionID, binding); err != nil {
+		// The session stays unbound: the caller was never told of it, so
+		// nothing was done under it, and the retention removes it.
+		return nil, err
+	}
+	return res, nil
+}
+
+func cmpOr(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// handoffValue is the value a handoff takes: field h.From.Field of the one
+// record effect h.From.Effect of the source step's latest VERIFIED result
+// matched, as a run parameter (a string, a number's text, or true/false).
+func handoffValue(src *stepState, h workflow.Handoff) (string, error) {
+	if src == nil || src.latest == nil || src.Outcome != run.Verified {
+		return "", fmt.Errorf("step %q is not VERIFIED in the run", h.From.Step)
+	}
+	if h.From.Effect >= len(src.latest.Effects) {
+		return "", fmt.Errorf("step %q's result has no effect %d", h.From.Step, h.From.Effect)
+	}
+	recs := src.latest.Effects[h.From.Effect].MatchedRecords
+	if len(recs) != 1 {
+		return "", fmt.Errorf("effect %d of step %q matched %d records; a handoff takes its value from exactly one", h.From.Effect, h.From.Step, len(recs))
+	}
+	v, ok := recs[0][h.From.Field]
+	if !ok {
+		return "", fmt.Errorf("the record effect %d of step %q matched has no field %q", h.From.Effect, h.From.Step, h.From.Field)
+	}
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case json.Number:
+		s = x.String()
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		s = strconv.FormatBool(x)
+	default:
+		return "", fmt.Errorf("field %q of the record effect %d of step %q matched is not a single value (a string, number or boolean)", h.From.Field, h.From.Effect, h.From.Step)
+	}
+	if s == judge.RedactedMarker || strings.Contains(s, SecretMarker) {
+		return "", fmt.Errorf("field %q of the record effect %d of step %q matched is redacted in the evidence; hand off a field the deployment keeps", h.From.Field, h.From.Effect, h.From.Step)
+	}
+	return s, nil
+}
+
+// bindStep records a new session of a step in its run. seen is how many
+// sessions the step had when Begin checked it: another Begin of the same
+// step that bound first refuses this one.
+func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *RunBinding) error {
+	_, err := m.Store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+		var rec runRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, store.RunChange{}, fmt.Errorf("run %s is corrupt: %w", runID, err)
+		}
+		if rec.Seal != nil {
+			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: CodeRunSealed + ": the run was sealed while the step began; begin a new run"}
+		}
+		rs := rec.step(step)
+		if len(rs.Sessions) != seen {
+			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeStepAlreadyBegun, Path: "step", Message: CodeStepAlreadyBegun + fmt.Sprintf(": another Begin of step %q bound a session first", step)}
+		}
+		rs.Sessions = append(rs.Sessions, sid)
+		rs.Handoffs, rs.Refused = b.Handoffs, ""
+		if _, err := l.Append(EntryRunStepBound, sid, jsonDigest(map[string]any{"run_id": runID, "step": step, "session_id": sid, "binding": b})); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		out, err := json.Marshal(rec)
+		return out, store.RunChange{Hold: []string{sid}}, err
+	})
+	return err
+}
+
+// noteRunRefusal records in the run that a Begin of step was refused
+// (a policy or platform refusal; the caller's malformed input is not). It
+// is best effort: the refusal itself is in the ledger either way.
+func (m *Manager) noteRunRefusal(ctx context.Context, runID, step string, err error) {
+	var se *Error
+	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) || se.Code == CodeRunSealed {
+		return
+	}
+	outcome := refusalOutcome(se)
+	_, uerr := m.Store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+		var rec runRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		rs := rec.step(step)
+		if rec.Seal != nil || rs == nil {
+			return nil, store.RunChange{}, nil
+		}
+		rs.Refused = outcome
+		if _, err := l.Append(EntryRunStepRefused, runID, jsonDigest(map[string]any{"run_id": runID, "step": step, "outcome": outcome, "code": se.Code})); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		out, err := json.Marshal(rec)
+		return out, store.RunChange{}, err
+	})
+	if uerr != nil {
+		m.logger().Error("recording a refused step in its run", "run", runID, "step", step, "error", uerr)
+	}
+}
+
+// RunArtifactRequest is VerifyArtifact with a run: the artifact's name in
+// the workflow and the step that produced it.
+type RunArtifactRequest struct {
+	RunID          string
+	RunArtifact    string
+	Step           string
+	DeploymentName string
+	Artifact       Artifact
+}
+
+// VerifyRunArtifact checks an artifact of a run (VerifyArtifact) and
+// records the answer in the run: a CONFIRMED result the exact digest and
+// size (which lets a consuming step begin), a REFUTED or INDETERMINATE one
+// makes the run RECONCILIATION_REQUIRED (sticky).
+func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*ArtifactResult, error) {
+	rec, err := m.loadRun(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := m.runWorkflow(rec)
+	if err != nil {
+		return nil, err
+	}
+	if req.RunArtifact == "" {
+		return nil, &Error{Kind: Invalid, Path: "run_artifact", Message: "name the artifact as the workflow's produces: names it"}
+	}
+	producer, ok := wf.Producer(req.RunArtifact)
+	if !ok {
+		return nil, &Error{Kind: Invalid, Path: "run_artifact", Message: fmt.Sprintf("no step of workflow %q produces an artifact %q", rec.Workflow, clip(req.RunArtifact))}
+	}
+	if req.Step != "" && req.Step != producer.Name {
+		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("artifact %q is produced by step %q, not %q", req.RunArtifact, producer.Name, clip(req.Step))}
+	}
+	if rec.Seal != nil && !rec.reconciling() {
+		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s; it takes no further check", CodeRunSealed, rec.ID, rec.Seal.Outcome)}
+	}
+	res, err := m.VerifyArtifact(ctx, req.DeploymentName, req.Artifact)
+	if err != nil {
+		return nil, err
+	}
+	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
+	entry := runArtifactRec{Artifact: req.RunArtifact, FromStep: producer.Name, Verdict: string(res.Verdict)}
+	if len(res.Receipt) > 0 {
+		entry.ReceiptDigest = sha256Hex(res.Receipt)
+	}
+	if res.Verdict == judge.Confirmed {
+		entry.SHA256, entry.Size = sum, req.Artifact.Size
+	}
+	_, err = m.Store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+		var cur runRecord
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		a := cur.artifact(req.RunArtifact)
+		if a == nil {
+			cur.Artifacts = append(cur.Artifacts, entry)
+		} else {
+			*a = entry
+		}
+		if res.Verdict != judge.Confirmed {
+			cur.Sticky = true
+		}
+		if _, err := l.Append(EntryRunArtifact, cur.ID, jsonDigest(entry)); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		out, err := json.Marshal(cur)
+		return out, store.RunChange{}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// GetRun reports a run: its steps as they stand and its latest seal.
+func (m *Manager) GetRun(ctx context.Context, id string) (*RunView, error) {
+	rec, err := m.loadRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	wf := m.Workflows[rec.Workflow]
+	if wf == nil || wf.Digest != rec.WorkflowDigest {
+		return m.viewOf(rec, nil, nil), nil
+	}
+	states, err := m.stepStates(ctx, wf, rec)
+	if err != nil {
+		return nil, err
+	}
+	return m.viewOf(rec, wf, states), nil
+}
+
+// viewOf builds what a caller sees of a run (wf and states nil: the steps
+// as recorded, without their results).
+func (m *Manager) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepState) *RunView {
+	v := &RunView{RunID: rec.ID, Workflow: rec.Workflow, DeploymentName: rec.DeploymentName, State: RunOpen, Attempt: rec.Attempt, BegunAt: rec.BegunAt,
+		Steps: []RunStepView{}, Artifacts: []RunArtifactView{}}
+	if s := rec.Seal; s != nil {
+		v.State, v.Outcome, v.Reasons, v.SealedAt, v.Receipt = RunSealed, s.Outcome, s.Reasons, s.SealedAt, s.Receipt
+		v.Tier, v.OracleRung = s.Tier, s.OracleRung
+	}
+	if states == nil {
+		for _, rs := range rec.Steps {
+			sv := RunStepView{Step: rs.Step}
+			if n := len(rs.Sessions); n > 0 {
+				sv.SessionID = rs.Sessions[n-1]
+			}
+			v.Steps = append(v.Steps, sv)
+		}
+	} else {
+		var in run.Input
+		for _, st := range states {
+			in.Steps = append(in.Steps, st.Step)
+			v.Steps = append(v.Steps, RunStepView{Step: st.Name, Consequential: st.Consequential, SessionID: st.SessionID, Outcome: st.Outcome,
+				Tier: st.Tier, OracleRung: int(st.OracleRung), ReceiptDigest: st.ReceiptDigest})
+		}
+		if rec.Seal == nil {
+			c := run.Classify(in)
+			v.Tier, v.OracleRung = c.Tier, int(c.OracleRung)
+		}
+	}
+	for _, a := range rec.Artifacts {
+		v.Artifacts = append(v.Artifacts, RunArtifactView(a))
+	}
+	return v
+}
+
+// classifierInput gathers the classifier's input.
+func classifierInput(wf *workflow.Workflow, rec *runRecord, states []stepState) run.Input {
+	in := run.Input{RunMinTier: rec.RunMinTier, Sticky: rec.Sticky || rec.reconciling()}
+	for _, st := range states {
+		in.Steps = append(in.Steps, st.Step)
+	}
+	for _, a := range rec.Artifacts {
+		in.Artifacts = append(in.Artifacts, run.Artifact{Name: a.Artifact, FromStep: a.FromStep, Consumed: wf.Consumed(a.Artifact), Verdict: a.Verdict})
+	}
+	return in
+}
+
+// FinishRun classifies a run and seals it with a signed run receipt. A
+// run sealed with any outcome but RECONCILIATION_REQUIRED answers its seal
+// again. One sealed RECONCILIATION_REQUIRED is classified again: once
+// what it depends on changed (a Reverify of the offending step) it is
+// re-sealed with the next attempt, VERIFIED or still
+// RECONCILIATION_REQUIRED (sticky: never a nothing-landed outcome).
+func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
+	if err := CheckRunID(id); err != nil {
+		return nil, err
+	}
+	unlock := m.locks.lock("run/" + id)
+	defer unlock()
+	rec, err := m.loadRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := m.runWorkflow(rec)
+	if err != nil {
+		return nil, err
+	}
+	states, err := m.stepStates(ctx, wf, rec)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Seal != nil && !rec.reconciling() {
+		return m.viewOf(rec, wf, states), nil
+	}
+	in := classifierInput(wf, rec, states)
+	c := run.Classify(in)
+	digest := jsonDigest(in)
+	if rec.reconciling() && c.Outcome == run.ReconciliationRequired && rec.Seal.InputDigest == digest {
+		return m.viewOf(rec, wf, states), nil
+	}
+	return m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
+}
+
+// sealRun seals a run with outcome c (attempt+1) and its signed receipt, in
+// one run update: when another call (on any replica) sealed it meanwhile,
+// its seal stands and is answered.
+func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflow, states []stepState, c run.Classification, kind, inputDigest string) (*RunView, error) {
+	raw, err := m.Store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+		var cur runRecord
+		if err := json.Unmarshal(raw, &cur); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		if cur.Attempt != rec.Attempt {
+			return nil, store.RunChange{}, nil
+		}
+		now := time.Now().UTC()
+		cur.Attempt++
+		seal := &runSeal{Outcome: c.Outcome, Reasons: c.Reasons, Tier: c.Tier, OracleRung: int(c.OracleRung), SealedAt: now, InputDigest: inputDigest}
+		p := m.runPayload(&cur, states, seal, kind)
+		if _, err := l.Append(EntryRunSealed, cur.ID, jsonDigest(map[string]any{"run_id": cur.ID, "attempt": cur.Attempt, "outcome": c.Outcome, "input_digest": inputDigest})); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		env, err := m.receipts().sign(l, receipt.PayloadTypeRun, cur.ID, func(pos receipt.Position, signer SignerRef) any {
+			p.IssuedAt, p.Ledger = now, pos
+			p.Signer = receipt.RunSigner{PublicKey: signer.PublicKey, KeyID: signer.KeyID}
+			return p
+		})
+		if err != nil {
+			return nil, store.RunChange{}, err
+		}
+		seal.Receipt = env
+		cur.Seal = seal
+		out, err := json.Marshal(cur)
+		return out, store.RunChange{Sealed: true}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var stored runRecord
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, err
+	}
+	m.logger().Info("run sealed", "run", stored.ID, "attempt", stored.Attempt, "outcome", stored.Seal.Outcome)
+	return m.viewOf(&stored, wf, states), nil
+}
+
+// runPayload is the run receipt's payload (without its ledger position,
+// time and signer).
+func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string) *receipt.RunPayload {
+	p := &receipt.RunPayload{
+		Kind: kind, RunID: rec.ID,
+		Workflow:     receipt.RunWorkflow{Name: rec.Workflow, Digest: rec.WorkflowDigest},
+		Deployment:   receipt.RunDeployment{Name: rec.DeploymentName, Digest: rec.DeploymentDigest},
+		ParamsDigest: m.paramsDigest(rec.Params),
+		Outcome:      seal.Outcome, ReasonCodes: []string{}, Attempt: rec.Attempt,
+		Tier: seal.Tier, OracleRung: seal.OracleRung, RunMinTier: rec.RunMinTier,
+		Steps: []receipt.RunStepClaim{}, Artifacts: []receipt.RunArtifactClaim{}, Handoffs: []receipt.RunHandoffClaim{},
+		EvidenceDigest: "hmac-sha256",
+	}
+	for _, r := range seal.Reasons {
+		p.ReasonCodes = append(p.ReasonCodes, r.Code)
+	}
+	for _, st := range states {
+		p.Steps = append(p.Steps, receipt.RunStepClaim{Step: st.Name, Consequential: st.Consequential, SessionID: st.SessionID,
+			ReceiptDigest: st.ReceiptDigest, Outcome: st.Outcome, Tier: st.Tier, OracleRung: int(st.OracleRung)})
+	}
+	for _, a := range rec.Artifacts {
+		p.Artifacts = append(p.Artifacts, receipt.RunArtifactClaim{Artifact: a.Artifact, FromStep: a.FromStep, Verdict: a.Verdict,
+			SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
+	}
+	for _, rs := range rec.Steps {
+		for _, h := range rs.Handoffs {
+			p.Handoffs = append(p.Handoffs, receipt.RunHandoffClaim{Step: rs.Step, Param: h.Param, FromStep: h.FromStep,
+				Effect: strconv.Itoa(h.Effect), Field: h.Field, ValueDigest: h.ValueDigest})
+		}
+	}
+	return p
+}
+
+// RollbackCheck re-reads every session of the run against its original
+// baseline. When every effect reads affirmatively absent (no new record
+// remains, nothing lost, nothing changed) the run is sealed
+// ROLLED_BACK_VERIFIED with a receipt; otherwise the answer lists what
+// remains and the run is unchanged.
+func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult, error) {
+	if err := CheckRunID(id); err != nil {
+		return nil, err
+	}
+	unlock := m.locks.lock("run/" + id)
+	defer unlock()
+	rec, err := m.loadRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := m.runWorkflow(rec)
+	if err != nil {
+		return nil, err
+	}
+	states, err := m.stepStates(ctx, wf, rec)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Seal != nil && rec.Seal.Outcome == run.RolledBackVerified {
+		return &RollbackResult{RolledBack: true, Run: m.viewOf(rec, wf, states)}, nil
+	}
+	var checks []run.EffectCheck
+	for _, rs := range rec.Steps {
+		for _, sid := range rs.Sessions {
+			cs, err := m.rollbackRead(ctx, rs.Step, sid)
+			if err != nil {
+				return nil, err
+			}
+			checks = append(checks, cs...)
+		}
+	}
+	ok, remains := run.RolledBack(checks)
+	if !ok {
+		return &RollbackResult{Run: m.viewOf(rec, wf, states), Remains: remains}, nil
+	}
+	c := run.Classify(classifierInput(wf, rec, states))
+	c.Outcome, c.Reasons = run.RolledBackVerified, nil
+	view, err := m.sealRun(ctx, rec, wf, states, c, "rollback_check", jsonDigest(checks))
+	if err != nil {
+		return nil, err
+	}
+	return &RollbackResult{RolledBack: view.Outcome == run.RolledBackVerified, Run: view}, nil
+}
+
+// rollbackRead judges a fresh read of one session's effects against its
+// original baseline (as Reverify does, the compensator never runs) and
+// stores nothing.
+func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
+	unlock, raw, _, err := m.lockSession(ctx, sid)
+	if isKind(err, NotFound) {
+		return nil, nil // removed: never bound (see beginInRun)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var md meta
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("session %s is corrupt: %w", sid, err)
+	}
+	res, _, err := m.judgeStep(ctx, sid, &md, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]run.EffectCheck, len(res.Effects))
+	for i, e := range res.Effects {
+		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result)}
+		for _, r := range e.Reasons {
+			c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Message: r.Message})
+		}
+		out[i] = c
+	}
+	return out, nil
+}
