@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -436,6 +437,17 @@ func checkRunClaims(t *testing.T, s *runSoR, d *daemon) {
 		r, code := d.runCmd(t, "run", "finish", "--run", run)
 		if code != 4 || r.outcome() != "HALTED_BEFORE_EFFECT" {
 			t.Fatalf("finish: exit %d %s %v; want exit 4, HALTED_BEFORE_EFFECT", code, r.outcome(), r.Reasons)
+		}
+	})
+
+	t.Run("stopped on a refusal REJECTED_POLICY", func(t *testing.T) {
+		run := d.runBegin(t, "ledger", "p-refused")
+		if b, out, code := d.stepBegin(t, run, "posting", "note=Booked"); code != exitRefusedCode || b.SessionID != "" {
+			t.Fatalf("posting first: exit %d %s; want a refusal", code, out)
+		}
+		r, code := d.runCmd(t, "run", "finish", "--run", run)
+		if code != 4 || r.outcome() != "REJECTED_POLICY" || !slices.Contains(r.reasonCodes(), "step_refused") {
+			t.Fatalf("finish: exit %d %s %v; want exit 4, REJECTED_POLICY with step_refused", code, r.outcome(), r.Reasons)
 		}
 	})
 
