@@ -189,6 +189,22 @@ func (g intercepted) VerifyArtifact(ctx context.Context, r *verifierv1.VerifyArt
 	return call(ctx, g, verifierv1.VerifierService_VerifyArtifact_FullMethodName, r, g.svc.VerifyArtifact)
 }
 
+func (g intercepted) BeginRun(ctx context.Context, r *verifierv1.BeginRunRequest) (*verifierv1.BeginRunResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_BeginRun_FullMethodName, r, g.svc.BeginRun)
+}
+
+func (g intercepted) FinishRun(ctx context.Context, r *verifierv1.FinishRunRequest) (*verifierv1.FinishRunResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_FinishRun_FullMethodName, r, g.svc.FinishRun)
+}
+
+func (g intercepted) GetRun(ctx context.Context, r *verifierv1.GetRunRequest) (*verifierv1.GetRunResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_GetRun_FullMethodName, r, g.svc.GetRun)
+}
+
+func (g intercepted) RollbackCheck(ctx context.Context, r *verifierv1.RollbackCheckRequest) (*verifierv1.RollbackCheckResponse, error) {
+	return call(ctx, g, verifierv1.VerifierService_RollbackCheck_FullMethodName, r, g.svc.RollbackCheck)
+}
+
 // bearerChallenge answers with "WWW-Authenticate: Bearer", whatever the
 // handler set there before writing the status.
 type bearerChallenge struct{ http.ResponseWriter }

@@ -8,6 +8,10 @@ package run
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/verifierd/verifierd/internal/oracle"
 )
@@ -252,4 +256,70 @@ func RolledBack(checks []EffectCheck) (bool, []EffectCheck) {
 		}
 	}
 	return len(remains) == 0, remains
+}
+
+// Judge reason codes a rollback read may forgive (judge.ReasonCountUnder,
+// judge.ReasonCollateralLoss).
+const (
+	codeCountUnder     = "COUNT_UNDER"
+	codeCollateralLoss = "COLLATERAL_LOSS"
+)
+
+// lossMessage is how the judge words a collateral loss with its sampled
+// identities.
+var lossMessage = regexp.MustCompile(`^(\d+) pre-existing record\(s\) outside the selector vanished from .*? \(identities: (.*)\)$`)
+
+// ForgiveCreatedLoss reads a later step's "collateral loss" as what it is
+// when every record lost was created by the run itself: a step's baseline
+// holds the records earlier steps wrote, so undoing those steps shows up
+// as a loss against it. An effect whose re-read found no new record
+// (COUNT_UNDER) and lost only records whose identities are in created
+// (every one named: the judge names up to five) is read as absent. Any
+// other loss, or one that cannot be read so, stays.
+func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectCheck {
+	out := slices.Clone(checks)
+	for i, c := range out {
+		if c.Class != "conflicting" {
+			continue
+		}
+		ok := len(c.Reasons) > 0
+		for _, r := range c.Reasons {
+			switch r.Code {
+			case codeCountUnder:
+			case codeCollateralLoss:
+				ok = ok && lossCreated(r.Message, created)
+			default:
+				ok = false
+			}
+		}
+		if ok {
+			out[i].Class = ClassAbsent
+		}
+	}
+	return out
+}
+
+func lossCreated(msg string, created map[string]bool) bool {
+	m := lossMessage.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
+		return false
+	}
+	rest, seen := m[2], 0
+	for rest != "" {
+		q, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return false
+		}
+		id, _ := strconv.Unquote(q)
+		if !created[id] {
+			return false
+		}
+		seen++
+		rest = strings.TrimPrefix(rest[len(q):], ", ")
+	}
+	return seen == n
 }

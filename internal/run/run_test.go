@@ -1,6 +1,7 @@
 package run
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -145,5 +146,36 @@ func TestRolledBack(t *testing.T) {
 	ok, remains := RolledBack(left)
 	if ok || len(remains) != 3 || remains[0].Step != "posting" || remains[0].Effect != 1 || remains[2].Class != "unavailable" {
 		t.Fatalf("a record left, a loss, an unreadable store: %v %+v; want the three listed", ok, remains)
+	}
+}
+
+// TestForgiveCreatedLoss: undoing an earlier step shows as a loss against
+// a later step's baseline; only a loss of records the run created is
+// forgiven.
+func TestForgiveCreatedLoss(t *testing.T) {
+	t.Parallel()
+	loss := func(n int, ids string) Reason {
+		return Reason{Code: codeCollateralLoss, Message: fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from the read (identities: %s)", n, ids)}
+	}
+	under := Reason{Code: codeCountUnder, Message: "found 0 new matching records, expected exactly 1"}
+	created := map[string]bool{"p-9": true, "p-10": true}
+	checks := []EffectCheck{
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "p-10"`)}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "old-1"`)}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(7, `"p-9", "p-10"`)}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{{Code: "COUNT_OVER"}, loss(1, `"p-9"`)}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, {Code: codeCollateralLoss, Message: "garbled"}}},
+		{Step: "posting", Class: "unavailable", Reasons: []Reason{loss(1, `"p-9"`)}},
+	}
+	got := ForgiveCreatedLoss(checks, created)
+	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable"}
+	for i := range got {
+		if got[i].Class != want[i] {
+			t.Errorf("check %d: class %s, want %s", i, got[i].Class, want[i])
+		}
+	}
+	if checks[0].Class != "conflicting" {
+		t.Error("the input was changed")
 	}
 }

@@ -176,6 +176,8 @@ func TestInterceptedCoversEveryMethod(t *testing.T) {
 		"POST /v1/connection-tests": "TestConnection", "POST /v1/sessions": "Begin", "POST /v1/sessions/s1:verify": "Verify",
 		"POST /v1/judge": "Judge", "GET /v1/sessions/s1": "GetSession", "GET /v1/info": "GetInfo",
 		"POST /v1/sessions/s1:reverify": "Reverify", "POST /v1/artifacts:verify": "VerifyArtifact",
+		"POST /v1/runs": "BeginRun", "POST /v1/runs/r1:finish": "FinishRun", "GET /v1/runs/r1": "GetRun",
+		"POST /v1/runs/r1:rollbackCheck": "RollbackCheck",
 	} {
 		verb, p, _ := strings.Cut(path, " ")
 		req, _ := http.NewRequest(verb, hs.URL+p, strings.NewReader("{}"))

@@ -9,10 +9,12 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/receipt"
+	"github.com/verifierd/verifierd/sdk"
 )
 
 // ReceiptDomain is the ErrorInfo domain of a refused Begin's terminal
@@ -33,7 +35,7 @@ func reverificationToProto(r *session.Result) (*verifierv1.Reverification, error
 	}
 	return &verifierv1.Reverification{
 		Attempt: int32(r.Attempt), Reason: r.ReverifyReason, Result: resultToProto(r),
-		VerifiedAt: timestamppb.New(r.VerifiedAt), Receipt: rec,
+		VerifiedAt: timestamppb.New(r.VerifiedAt), Receipt: rec, OracleRung: int32(session.ResultRung(r)),
 	}, nil
 }
 
@@ -110,9 +112,18 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 	if a == nil {
 		return nil, invalid("artifact", "give {sha256, size, name}")
 	}
-	res, err := s.m.VerifyArtifact(ctx, req.GetDeploymentName(), session.Artifact{
-		SHA256: a.GetSha256(), Size: a.GetSize(), MediaType: a.GetMediaType(), Name: a.GetName(),
-	})
+	art := session.Artifact{SHA256: a.GetSha256(), Size: a.GetSize(), MediaType: a.GetMediaType(), Name: a.GetName()}
+	var res *session.ArtifactResult
+	var err error
+	if req.GetRunId() != "" || req.GetRunArtifact() != "" || req.GetStep() != "" {
+		if req.GetRunId() == "" {
+			return nil, invalid("run_id", "run_artifact and step name an artifact of a run: give the run_id too")
+		}
+		res, err = s.m.VerifyRunArtifact(ctx, session.RunArtifactRequest{RunID: req.GetRunId(), RunArtifact: req.GetRunArtifact(), Step: req.GetStep(),
+			DeploymentName: req.GetDeploymentName(), Artifact: art})
+	} else {
+		res, err = s.m.VerifyArtifact(ctx, req.GetDeploymentName(), art)
+	}
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -120,7 +131,8 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, Receipt: rec}
+	out := &verifierv1.VerifyArtifactResponse{Verdict: verdictToProto[res.Verdict], Tier: int32(res.Tier), Substrate: res.Substrate, Receipt: rec,
+		OracleRung: int32(oracle.Of(res.Substrate, sdk.Tier(res.Tier)))}
 	for _, r := range res.Reasons {
 		out.Reasons = append(out.Reasons, &verifierv1.Reason{Code: r.Code, Message: r.Message})
 	}

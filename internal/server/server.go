@@ -2,9 +2,11 @@
 // gRPC health checking and server reflection, an optional bearer token and
 // TLS. Verdicts are data in responses; gRPC status codes are for transport
 // and contract violations: InvalidArgument (with the field path) for bad
-// input, FailedPrecondition for a session that must not proceed,
-// PermissionDenied for what only the operator may decide (an inline
-// deployment, caller contracts under require_registered_contracts).
+// input, FailedPrecondition for a session (or a run's step) that must not
+// proceed, PermissionDenied for what only the operator may decide (an
+// inline deployment, caller contracts under require_registered_contracts),
+// NotFound for an unknown session or run, AlreadyExists for a run id
+// reused with other arguments.
 package server
 
 import (
@@ -32,10 +34,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/tracing"
 )
 
@@ -180,7 +184,7 @@ func (s *service) Begin(ctx context.Context, req *verifierv1.BeginRequest) (*ver
 	res, err := s.m.Begin(ctx, session.BeginRequest{
 		Deployment: []byte(req.GetDeploymentYaml()), DeploymentName: req.GetDeploymentName(),
 		Effects: []byte(req.GetEffects()), Params: params,
-		Workflow: req.GetWorkflow(), Step: req.GetStep(),
+		Workflow: req.GetWorkflow(), Step: req.GetStep(), RunID: req.GetRunId(),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -416,6 +420,7 @@ func resultToProto(r *session.Result) *verifierv1.StepResult {
 			ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
 			ContractHash: e.ContractHash, Tier: int32(e.Tier), Substrate: e.Substrate,
 			Newness: e.Newness, CollateralScope: e.CollateralScope,
+			OracleRung: int32(oracle.Of(e.Substrate, sdk.Tier(e.Tier))),
 		}
 		for _, rs := range e.Reasons {
 			pe.Reasons = append(pe.Reasons, &verifierv1.Reason{Code: rs.Code, Message: rs.Message})

@@ -445,6 +445,13 @@ func tierOf(r *Result) (int, oracle.Rung) {
 	return tier, rung
 }
 
+// ResultRung is the lowest oracle rung of a result's effects (what a
+// Reverification reports).
+func ResultRung(r *Result) oracle.Rung {
+	_, rung := tierOf(r)
+	return rung
+}
+
 // stepStates reads every step's latest session and its latest result.
 func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
 	out := make([]stepState, len(wf.Steps))
@@ -873,7 +880,11 @@ func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
 	}
 	in := classifierInput(wf, rec, states)
 	c := run.Classify(in)
-	digest := jsonDigest(in)
+	// The digest leaves Sticky out: it turns on with the first seal
+	// itself, which is no change in what the run depends on.
+	bare := in
+	bare.Sticky = false
+	digest := jsonDigest(bare)
 	if rec.reconciling() && c.Outcome == run.ReconciliationRequired && rec.Seal.InputDigest == digest {
 		return m.viewOf(rec, wf, states), nil
 	}
@@ -992,7 +1003,11 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 			checks = append(checks, cs...)
 		}
 	}
-	ok, remains := run.RolledBack(checks)
+	created, err := m.runCreated(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	ok, remains := run.RolledBack(run.ForgiveCreatedLoss(checks, created))
 	if !ok {
 		return &RollbackResult{Run: m.viewOf(rec, wf, states), Remains: remains}, nil
 	}
@@ -1003,6 +1018,52 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 		return nil, err
 	}
 	return &RollbackResult{RolledBack: view.Outcome == run.RolledBackVerified, Run: view}, nil
+}
+
+// runCreated is the identities of the records the run's sessions counted
+// as new (their change claims' matched records, in each session's latest
+// result): a later step's baseline holds them, and their removal is the
+// rollback, not a loss.
+func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, rs := range rec.Steps {
+		for _, sid := range rs.Sessions {
+			raw, _, err := m.Store.Session(ctx, sid)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			r, _, err := m.latestResult(ctx, sid)
+			if err != nil {
+				return nil, err
+			}
+			var md meta
+			if r == nil || json.Unmarshal(raw, &md) != nil {
+				continue
+			}
+			effects, err := effectsList(md.Effects)
+			if err != nil || len(effects) != len(r.Effects) {
+				continue
+			}
+			for i, e := range effects {
+				if !workflow.IsChangeClaim(e) {
+					continue
+				}
+				field := cmpOr(e.IdentityField, judge.DefaultIdentityField)
+				for _, mr := range r.Effects[i].MatchedRecords {
+					switch v := mr[field].(type) {
+					case string:
+						out[v] = true
+					case json.Number:
+						out[v.String()] = true
+					}
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // rollbackRead judges a fresh read of one session's effects against its

@@ -38,6 +38,8 @@ var conformance = storetest.Backend{
 				key = binary.BigEndian.AppendUint64(nil, 0)
 			case storetest.KindReward:
 				bk, key = tx.Bucket([]byte(v.Bucket.String())), []byte(v.Key)
+			case storetest.KindRun:
+				bk, key = tx.Bucket(bucketRuns), []byte(v.Key)
 			}
 			val := append([]byte(nil), bk.Get(key)...)
 			if len(val) == 0 {

@@ -34,6 +34,8 @@ var conformance = storetest.Backend{
 			q, args = "UPDATE verifierd_baseline_chunks SET data = "+flipped("data")+" WHERE session_id = $1 AND capture = $2 AND seq = 0", []any{v.Session, v.Capture}
 		case storetest.KindReward:
 			q, args = "UPDATE verifierd_reward SET value = "+flipped("value")+" WHERE bucket = $1 AND key = $2", []any{v.Bucket.String(), v.Key}
+		case storetest.KindRun:
+			q, args = "UPDATE verifierd_runs SET record = "+flipped("record")+" WHERE id = $1", []any{v.Key}
 		}
 		tag, err := b.(*Store).pool.Exec(t.Context(), q, args...)
 		if err != nil || tag.RowsAffected() != 1 {

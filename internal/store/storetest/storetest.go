@@ -36,7 +36,7 @@ type Value struct {
 	Attempt int // KindReverification
 	Capture int // KindBaseline (its first chunk)
 	Bucket  store.RewardBucket
-	Key     string // KindReward
+	Key     string // KindReward; the run id for KindRun
 }
 
 // Kind is a kind of stored value.
@@ -49,10 +49,11 @@ const (
 	KindReverification
 	KindBaseline
 	KindReward
+	KindRun
 )
 
 func (k Kind) String() string {
-	return [...]string{"record", "result", "re-verification", "baseline chunk", "reward record"}[k]
+	return [...]string{"record", "result", "re-verification", "baseline chunk", "reward record", "run"}[k]
 }
 
 // Exercise runs the conformance suite against b: every part on a store of
@@ -682,6 +683,9 @@ func fill(t *testing.T, s store.Backend) {
 	if err := s.RewardUpdate(ctx, func(tx store.RewardTx) error { return tx.Put(store.RewardMarks, "c1", []byte(`{"mark":3}`)) }); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := s.CreateRun(ctx, "r1", []byte(`{"run":"one"}`), noEntry); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // readAll reads every value fill wrote.
@@ -700,6 +704,9 @@ func readAll(ctx context.Context, s store.Backend) error {
 		}
 	}
 	if err := s.ForEachSession(ctx, func(string, []byte, []byte) error { return nil }); err != nil {
+		return err
+	}
+	if _, err := s.Run(ctx, "r1"); err != nil {
 		return err
 	}
 	_, err := s.RewardGet(ctx, store.RewardMarks, "c1")
@@ -747,6 +754,20 @@ func testIntegrity(t *testing.T, b Backend) {
 				_, err := tx.Get(store.RewardMarks, "c1")
 				return err
 			})
+		}},
+		{Value{Kind: KindRun, Key: "r1"}, "", func(ctx context.Context, s store.Backend) error {
+			_, err := s.Run(ctx, "r1")
+			return err
+		}},
+		{Value{Kind: KindRun, Key: "r1"}, "", func(ctx context.Context, s store.Backend) error {
+			// A damaged run is never updated from.
+			_, err := s.UpdateRun(ctx, "r1", func(store.Ledger, []byte) ([]byte, store.RunChange, error) {
+				return []byte(`{}`), store.RunChange{}, nil
+			})
+			return err
+		}},
+		{Value{Kind: KindRun, Key: "r1"}, "", func(ctx context.Context, s store.Backend) error {
+			return s.ForEachRun(ctx, func(string, []byte) error { return nil })
 		}},
 	} {
 		t.Run(fmt.Sprintf("%s %s%s", c.v.Kind, c.v.Session, c.v.Key), func(t *testing.T) {
