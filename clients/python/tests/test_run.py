@@ -79,19 +79,19 @@ class RunDaemon:
         )
         self.http = "127.0.0.1:%d" % _free_port()
         self.log = open(self.dir / "verifierd.log", "wb")
-        self.proc = subprocess.Popen(
-            [
-                str(BIN / "verifierd"),
-                "--listen", "127.0.0.1:%d" % _free_port(),
-                "--http-listen", self.http,
-                "--data-dir", str(self.dir / "data"),
-                "--config", str(self.dir / "daemon.yaml"),
-                "--log-level", "warn",
-            ],
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
+        self.args = [
+            str(BIN / "verifierd"),
+            "--listen", "127.0.0.1:%d" % _free_port(),
+            "--http-listen", self.http,
+            "--data-dir", str(self.dir / "data"),
+            "--config", str(self.dir / "daemon.yaml"),
+            "--log-level", "warn",
+        ]
         self.url = "http://" + self.http
+        self.start()
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 15
         client = Client(self.url, timeout=2)
         while True:
@@ -105,6 +105,13 @@ class RunDaemon:
                     self.stop()
                     raise RuntimeError("verifierd did not answer on %s" % self.url)
                 time.sleep(0.1)
+
+    def kill9_and_restart(self) -> None:
+        """Kill the daemon with SIGKILL, as a crash would, and start it
+        again on the same data dir and ports."""
+        self.proc.kill()
+        self.proc.wait()
+        self.start()
 
     def output(self) -> str:
         self.log.flush()
@@ -285,6 +292,37 @@ class RunTest(unittest.TestCase):
         with self.assertRaises(VerifierError) as caught:
             self.client.begin_run("claims", "ledger", {"patient_id": "someone-else"}, run_id="py7-run")
         self.assertEqual(caught.exception.code, "ALREADY_EXISTS")
+
+
+class RunRestartTest(unittest.TestCase):
+    """A run survives kill -9 of the daemon between two steps and between
+    the last Verify and FinishRun (its own daemon, which it kills)."""
+
+    def setUp(self) -> None:
+        self.daemon = RunDaemon()
+        self.addCleanup(self.daemon.stop)
+
+    def test_run_survives_kill9(self) -> None:
+        d = self.daemon
+        client = Client(d.url)
+        run = client.begin_run("claims", "ledger", {"patient_id": "pk"}, run_id="pk-run")
+        with run.step("intake"):
+            intake_id = d.insert("intake", "pk")
+        d.kill9_and_restart()  # between two steps
+        run = client.open_run("pk-run")
+        with run.step("posting", {"note": "Booked"}):
+            d.insert("posting", "pk", intake_id, "Booked")
+        with run.step("letter"):
+            d.insert("letter", "pk")
+            data = d.letter("pk")
+        self.assertEqual(run.verify_artifact("letter", "letter", "letters", data, name="letter-pk.txt")["verdict"], "CONFIRMED")
+        with run.step("send"):
+            d.insert("dispatch", "pk")
+        d.kill9_and_restart()  # between the last Verify and FinishRun
+        result = client.open_run("pk-run").finish()
+        self.assertEqual(result.outcome, "VERIFIED")
+        self.assertEqual(result.attempt, 1)
+        self.assertEqual([s.outcome for s in result.steps], ["VERIFIED"] * 4)
 
 
 if __name__ == "__main__":
