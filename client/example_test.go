@@ -106,7 +106,8 @@ func ExampleClient_BeginRun() {
 	run, err := c.BeginRun(ctx, client.RunRequest{Workflow: "claims", Deployment: "ledger",
 		Params: map[string]string{"patient_id": "p1"}})
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return
 	}
 	// intake's record id reaches posting from the record intake's
 	// effect matched, never from the caller (a handoff of the workflow).
@@ -126,6 +127,6 @@ func ExampleClient_BeginRun() {
 			fmt.Println(notVerified.Run.Outcome, r.Code, r.Message)
 		}
 	default:
-		log.Fatal(err)
+		log.Print(err)
 	}
 }
