@@ -149,7 +149,12 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	start := time.Now()
 	defer func() { m.observeBegin(req, res, err, time.Since(start)); endBegin(span, res, err) }()
 	if req.RunID != "" {
-		return m.beginInRun(ctx, req)
+		res, err = m.beginInRun(ctx, req)
+		if err == nil || !isKind(err, Invalid) {
+			// The log names what the run's step began under.
+			req.DeploymentName, req.Workflow = m.runNames(ctx, req.RunID)
+		}
+		return res, err
 	}
 	// The trust checks come first: nothing is configured or read for a
 	// request the operator's rules refuse.

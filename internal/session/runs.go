@@ -52,7 +52,9 @@ const (
 	// CodeStepAlreadyBegun: the step already has a session in the run
 	// that did not end HALTED_BEFORE_EFFECT.
 	CodeStepAlreadyBegun = "step_already_begun"
-	// CodeRunSealed: the run is sealed and takes no further step.
+	// CodeRunSealed: the run is sealed with an outcome other than
+	// RECONCILIATION_REQUIRED and takes no further step (a run sealed
+	// RECONCILIATION_REQUIRED goes on until it is sealed again).
 	CodeRunSealed = "run_sealed"
 	// CodeWorkflowChanged: the registered workflow is no longer the file
 	// the run began with.
@@ -352,6 +354,13 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 	return id, nil
 }
 
+// handoffDigest is the keyed digest of a handed-off value's JSON (a JSON
+// string).
+func (m *Manager) handoffDigest(value string) string {
+	b, _ := json.Marshal(value) // a string always encodes
+	return m.KeyedDigest(b)
+}
+
 // paramsDigest is the keyed digest of a run's parameters (canonical JSON:
 // keys sorted).
 func (m *Manager) paramsDigest(params map[string]string) string {
@@ -376,6 +385,20 @@ func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
 		return nil, fmt.Errorf("run %s is corrupt: %w", id, err)
 	}
 	return &rec, nil
+}
+
+// runNames is a run's deployment and workflow names, for the log (empty
+// when the run cannot be read).
+func (m *Manager) runNames(ctx context.Context, id string) (deployment, workflow string) {
+	raw, err := m.Store.Run(ctx, id)
+	if err != nil {
+		return "", ""
+	}
+	var rec runRecord
+	if json.Unmarshal(raw, &rec) != nil {
+		return "", ""
+	}
+	return rec.DeploymentName, rec.Workflow
 }
 
 // runWorkflow is the registered workflow a run began with; a workflow
@@ -460,15 +483,15 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 		st := stepState{Step: run.Step{Name: s.Name, Consequential: s.Consequential()}}
 		if rs := rec.step(s.Name); rs != nil {
 			st.Refused = rs.Refused
-			for j := len(rs.Sessions) - 1; j >= 0; j-- {
-				r, found, err := m.latestResult(ctx, rs.Sessions[j])
+			for _, sid := range slices.Backward(rs.Sessions) {
+				r, found, err := m.latestResult(ctx, sid)
 				if err != nil {
 					return nil, err
 				}
 				if !found {
 					continue
 				}
-				st.Began, st.SessionID, st.latest = true, rs.Sessions[j], r
+				st.Began, st.SessionID, st.latest = true, sid, r
 				if r != nil {
 					st.Outcome = outcomeOf(r)
 					st.Tier, st.OracleRung = tierOf(r)
@@ -527,8 +550,8 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 	policy := func(code, path, format string, args ...any) error {
 		return refuse(&Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: code + ": " + fmt.Sprintf(format, args...)})
 	}
-	if rec.Seal != nil {
-		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: repair with Reverify, or begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
+	if rec.Seal != nil && !rec.reconciling() {
+		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
 	}
 	params := maps.Clone(rec.Params)
 	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
@@ -592,7 +615,7 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 		params[h.Param] = value
 		binding.Handoffs = append(binding.Handoffs, HandoffBound{
 			Param: h.Param, FromStep: h.From.Step, FromSession: src.SessionID, Effect: h.From.Effect, Field: h.From.Field,
-			ValueDigest: m.KeyedDigest([]byte(strconv.Quote(value))),
+			ValueDigest: m.handoffDigest(value),
 		})
 	}
 	full.Params, full.run = params, binding
@@ -665,7 +688,7 @@ func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, si
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return nil, store.RunChange{}, fmt.Errorf("run %s is corrupt: %w", runID, err)
 		}
-		if rec.Seal != nil {
+		if rec.Seal != nil && !rec.reconciling() {
 			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: CodeRunSealed + ": the run was sealed while the step began; begin a new run"}
 		}
 		rs := rec.step(step)
@@ -698,7 +721,7 @@ func (m *Manager) noteRunRefusal(ctx context.Context, runID, step string, err er
 			return nil, store.RunChange{}, err
 		}
 		rs := rec.step(step)
-		if rec.Seal != nil || rs == nil {
+		if (rec.Seal != nil && !rec.reconciling()) || rs == nil {
 			return nil, store.RunChange{}, nil
 		}
 		rs.Refused = outcome

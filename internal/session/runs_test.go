@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -148,7 +149,7 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	_, err = f.begin(t, "r1", "posting", map[string]string{"amount": "10"})
 	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
 	var se *Error
-	if !errorsAs(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy || len(se.Receipt) == 0 {
+	if !errors.As(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy || len(se.Receipt) == 0 {
 		t.Fatalf("out of order: terminal %q, receipt %d bytes; want REJECTED_POLICY with its refusal receipt", se.TerminalOutcome, len(se.Receipt))
 	}
 	// A run parameter cannot be overridden; unknown steps are invalid.
@@ -270,14 +271,6 @@ func openRunReceipt(t *testing.T, f *runFixture, raw json.RawMessage, id string)
 	return p
 }
 
-func errorsAs(err error, se **Error) bool {
-	e, ok := err.(*Error)
-	if ok {
-		*se = e
-	}
-	return ok
-}
-
 func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	t.Parallel()
 	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
@@ -289,8 +282,6 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if v.Outcome != judge.ReconciliationRequired {
 		t.Fatalf("double submit: %s", v.Outcome)
 	}
-	// The letter is still made, checked and consumed... but posting is not
-	// VERIFIED, so the run cannot be.
 	view, err := f.m.FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
@@ -309,16 +300,30 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if r, err := f.m.Reverify(ctx, view.Steps[1].SessionID, "removed the duplicate posting"); err != nil || r.Outcome != judge.Verified {
 		t.Fatalf("Reverify: %v %v", r, err)
 	}
-	// mail still needs the letter; sealed RECONCILIATION_REQUIRED runs take
-	// artifact checks but no new step, so this run ends here with mail not
-	// begun: still RECONCILIATION_REQUIRED (sticky), attempt 2.
+	// The run stays RECONCILIATION_REQUIRED (sticky) while mail is not
+	// begun: attempt 2.
 	view, err = f.m.FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if view.Outcome != run.ReconciliationRequired || view.Attempt != 2 || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotBegun) {
+	if view.Outcome != run.ReconciliationRequired || view.Attempt != 2 || !slices.Equal(reasonCodes(view.Reasons), []string{run.CodeStepNotBegun, run.CodeArtifactUnverified, run.CodeReconciliationSticky}) {
 		t.Fatalf("re-seal with mail not begun = %s attempt %d %v", view.Outcome, view.Attempt, reasonCodes(view.Reasons))
 	}
+	// A run sealed RECONCILIATION_REQUIRED goes on: the letter, then mail,
+	// then attempt 3 is VERIFIED.
+	if a := f.letter(t, "r2", true); a.Verdict != judge.Confirmed {
+		t.Fatalf("letter %s", a.Verdict)
+	}
+	if v := f.step(t, "r2", "mail", nil, sdk.Record{"id": "m-2", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("mail %s", v.Outcome)
+	}
+	view, err = f.m.FinishRun(ctx, "r2")
+	if err != nil || view.Outcome != run.Verified || view.Attempt != 3 {
+		t.Fatalf("attempt 3: %+v %v", view, err)
+	}
+	// Sealed VERIFIED, the run takes no further step.
+	_, err = f.begin(t, "r2", "intake", nil)
+	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
 }
 
 // A two-step process (mail dropped) for the re-seal to VERIFIED.
@@ -370,6 +375,16 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 		t.Fatalf("nothing saved: %+v %v", view, err)
 	}
 	openRunReceipt(t, f, view.Receipt, "halt")
+
+	// Stopped on a policy refusal before anything was done.
+	f.beginRun(t, "refused")
+	_, err = f.begin(t, "refused", "posting", map[string]string{"amount": "1"})
+	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
+	view, err = f.m.FinishRun(ctx, "refused")
+	if err != nil || view.Outcome != run.RejectedPolicy || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepRefused) {
+		t.Fatalf("stopped on a refusal: %+v %v", view, err)
+	}
+	openRunReceipt(t, f, view.Receipt, "refused")
 
 	// Saved, then undone: the rollback check sees every change gone.
 	f.beginRun(t, "undo")

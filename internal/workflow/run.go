@@ -194,7 +194,7 @@ func (w *Workflow) checkRunKeys(docs []stepDoc) error {
 					return refuse(cpath+".artifact", "artifact %q is consumed twice", cd.Artifact)
 				}
 			}
-			s.Consumes = append(s.Consumes, Consume{Artifact: cd.Artifact, FromStep: cd.FromStep})
+			s.Consumes = append(s.Consumes, Consume(cd))
 		}
 	}
 	return w.checkCycles()

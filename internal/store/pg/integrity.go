@@ -247,7 +247,7 @@ var ErrTargetNotEmpty = errors.New("the salvage target is not empty")
 
 // SalvageReport says what SalvageInto copied and what it left out.
 type SalvageReport struct {
-	Sessions, Results, Reverifications, BaselineChunks, LedgerEntries, Receipts, RewardRecords int
+	Sessions, Results, Reverifications, BaselineChunks, LedgerEntries, Receipts, RewardRecords, Runs int
 	// Skipped are the sessions left out whole because a value of theirs
 	// fails its integrity check; Damaged names every such value (reward
 	// records included, which are left out alone).
@@ -257,7 +257,8 @@ type SalvageReport struct {
 
 // SalvageInto copies this store into dst, an empty store in another
 // database, leaving out every session with a damaged value (its record,
-// results, re-verifications and baseline) and every damaged reward record.
+// results, re-verifications and baseline) and every damaged reward record
+// or run record.
 // The ledger, stand-alone receipts and the recorded key ids are copied as
 // they are, and the copied values keep their tags, so the daemon runs on
 // dst with the same keys. Tables are read whole into memory.
@@ -306,6 +307,11 @@ func (s *Store) SalvageInto(ctx context.Context, dst *Store, evidenceKey []byte)
 			k, _ := v[1].(string)
 			return !skipReward["reward record "+b+"/"+k]
 		}, &rep.RewardRecords},
+		{"verifierd_runs", "id, record, begun_at", func(v []any) bool {
+			id, _ := v[0].(string)
+			return !skipReward["run "+id]
+		}, &rep.Runs},
+		{"verifierd_run_holds", "session_id, run_id, sealed_at", all, nil},
 	}
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(src pgx.Tx) error {
 		return pgx.BeginFunc(ctx, dst.pool, func(out pgx.Tx) error {
