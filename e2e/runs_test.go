@@ -396,6 +396,29 @@ func checkRunClaims(t *testing.T, s *runSoR, d *daemon) {
 		s.insert(t, "posting", "p-double", intake, "Booked")
 		dup := s.insert(t, "posting", "p-double", intake, "Booked") // the double submit
 		d.verifyStep(t, posting, "RECONCILIATION_REQUIRED")
+		// The letter comes after a VERIFIED posting: not now.
+		if b, out, code := d.stepBegin(t, run, "letter"); code != exitRefusedCode || b.SessionID != "" || !strings.Contains(out, "step_out_of_order") {
+			t.Errorf("letter after a posting needing reconciliation: exit %d %s; want step_out_of_order", code, out)
+		}
+
+		r, code := d.runCmd(t, "run", "finish", "--run", run)
+		if code != 4 || r.outcome() != "RECONCILIATION_REQUIRED" || r.Attempt != 1 || !slices.Contains(r.reasonCodes(), "step_not_verified") {
+			t.Fatalf("finish with posting double-submitted: exit %d %s attempt %d reasons %v; want exit 4, RECONCILIATION_REQUIRED attempt 1", code, r.outcome(), r.Attempt, r.Reasons)
+		}
+		if got := r.stepOutcomes(); got != "intake=VERIFIED posting=RECONCILIATION_REQUIRED letter=- send=-" {
+			t.Errorf("steps: %s", got)
+		}
+		// Sticky: finishing again without a repair changes nothing.
+		if again, code := d.runCmd(t, "run", "finish", "--run", run); code != 4 || again.outcome() != "RECONCILIATION_REQUIRED" || again.Attempt != 1 {
+			t.Errorf("finish again unrepaired: exit %d %s attempt %d; want the same seal", code, again.outcome(), again.Attempt)
+		}
+		// A person removes the duplicate and re-verifies the step; the run,
+		// sealed RECONCILIATION_REQUIRED, goes on with its other steps.
+		s.remove(t, dup)
+		out, code := d.ctl(t, "reverify", "--session", posting, "--reason", "removed the duplicate posting")
+		if code != 0 || !strings.Contains(out, `"outcome": "VERIFIED"`) {
+			t.Fatalf("reverify: exit %d %s", code, out)
+		}
 		sid = d.mustStep(t, run, "letter")
 		s.insert(t, "letter", "p-double", 0, "")
 		letter := s.writeLetter(t, "p-double")
@@ -406,24 +429,6 @@ func checkRunClaims(t *testing.T, s *runSoR, d *daemon) {
 		sid = d.mustStep(t, run, "send")
 		s.insert(t, "dispatch", "p-double", 0, "")
 		d.verifyStep(t, sid, "VERIFIED")
-
-		r, code := d.runCmd(t, "run", "finish", "--run", run)
-		if code != 4 || r.outcome() != "RECONCILIATION_REQUIRED" || r.Attempt != 1 || len(r.Reasons) == 0 {
-			t.Fatalf("finish with posting double-submitted: exit %d %s attempt %d reasons %v; want exit 4, RECONCILIATION_REQUIRED attempt 1", code, r.outcome(), r.Attempt, r.Reasons)
-		}
-		if got := r.stepOutcomes(); got != "intake=VERIFIED posting=RECONCILIATION_REQUIRED letter=VERIFIED send=VERIFIED" {
-			t.Errorf("steps: %s", got)
-		}
-		// Sticky: finishing again without a repair changes nothing.
-		if again, code := d.runCmd(t, "run", "finish", "--run", run); code != 4 || again.outcome() != "RECONCILIATION_REQUIRED" {
-			t.Errorf("finish again unrepaired: exit %d %s", code, again.outcome())
-		}
-		// A person removes the duplicate and re-verifies the step.
-		s.remove(t, dup)
-		out, code := d.ctl(t, "reverify", "--session", posting, "--reason", "removed the duplicate posting")
-		if code != 0 || !strings.Contains(out, `"outcome": "VERIFIED"`) {
-			t.Fatalf("reverify: exit %d %s", code, out)
-		}
 		r = d.finishVerified(t, run, 2)
 		if got := r.stepOutcomes(); got != "intake=VERIFIED posting=VERIFIED letter=VERIFIED send=VERIFIED" {
 			t.Errorf("steps after the repair: %s", got)

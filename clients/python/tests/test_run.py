@@ -229,7 +229,9 @@ class RunTest(unittest.TestCase):
         d = self.daemon
         run = self.client.begin_run("claims", "ledger", {"patient_id": "py3"})
         with run.step("intake"):
-            d.insert("intake", "py3")
+            intake_id = d.insert("intake", "py3")
+        with run.step("posting", {"note": "Booked"}):
+            d.insert("posting", "py3", intake_id, "Booked")
         with run.step("letter"):
             d.insert("letter", "py3")
             d.letter("py3")
@@ -247,14 +249,16 @@ class RunTest(unittest.TestCase):
                 d.insert("posting", "py4", intake_id, "Booked")
                 dup = d.insert("posting", "py4", intake_id, "Booked")
         self.assertEqual(double.exception.outcome, "RECONCILIATION_REQUIRED")
-        self._letter_and_send(run, "py4")
         with self.assertRaises(NotConfirmed) as first:
             run.finish()
         self.assertEqual(first.exception.outcome, "RECONCILIATION_REQUIRED")
         self.assertEqual(first.exception.result.attempt, 1)
+        self.assertIn("step_not_verified", _codes(first.exception.result))
         d.delete(dup)
         again = self.client.reverify(double.exception.session_id, "removed the duplicate posting")
         self.assertEqual(again.outcome, "VERIFIED")
+        # Sealed RECONCILIATION_REQUIRED, the run goes on with its steps.
+        self._letter_and_send(run, "py4")
         result = run.finish()
         self.assertEqual(result.outcome, "VERIFIED")
         self.assertEqual(result.attempt, 2)
