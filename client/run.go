@@ -91,8 +91,9 @@ func (r *Run) Step(ctx context.Context, step string, params map[string]string, a
 // Finish classifies the run from its steps' latest results and seals it
 // with a signed run receipt. It returns the run and nil only when the run
 // is VERIFIED; any other outcome returns the run and a *RunNotVerified.
-// A run sealed RECONCILIATION_REQUIRED can be finished again after a
-// Reverify of the offending step: it is re-sealed with the next Attempt.
+// A run sealed RECONCILIATION_REQUIRED goes on: after a Reverify of the
+// offending step its remaining steps may begin, and Finish re-seals it
+// with the next Attempt.
 // With WithReceiptKey the run receipt is checked first (*ReceiptError).
 func (r *Run) Finish(ctx context.Context) (*RunResult, error) {
 	res, err := r.c.api.FinishRun(ctx, &verifierv1.FinishRunRequest{RunId: r.ID})

@@ -692,8 +692,9 @@ class Run:
         """Classify and seal the run with a signed run receipt. Returns the
         result when it is VERIFIED; raises NotConfirmed (``result`` the
         RunResult) for any other outcome. A run sealed
-        RECONCILIATION_REQUIRED can be finished again after a
-        ``reverify`` of the offending step (the next ``attempt``)."""
+        RECONCILIATION_REQUIRED goes on: after a ``reverify`` of the
+        offending step its remaining steps may begin, and finishing it
+        again seals the next ``attempt``."""
         self.result = self._client.finish_run(self.run_id)
         if not self.result.verified:
             raise NotConfirmed(self.result)
