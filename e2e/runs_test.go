@@ -326,7 +326,38 @@ func (d *daemon) finishVerified(t *testing.T, run string, attempt int) runOutput
 	if res, code := d.offline(t, "receipt", "verify", "--receipt", rcpt, "--public-key", key, "--expect-run", run+"-other"); code != 1 || res.Valid {
 		t.Errorf("receipt verify --expect-run of another run: exit %d %+v; want exit 1", code, res)
 	}
+	// The receipt is in the daemon's hash-chained ledger, which ends at a
+	// checkpoint the same key signed.
+	file, _ := d.export(t)
+	if res, code := d.offline(t, "ledger", "verify", "--file", file, "--public-key", key, "--receipt", rcpt); code != 0 || !res.Valid || !res.SignedHeadVerified {
+		t.Errorf("ledger verify --receipt of the run receipt: exit %d %+v", code, res)
+	}
 	return r
+}
+
+// runEntries counts the ledger entries of each type recorded under the
+// run's id, and the run_step_bound entries of its steps' sessions (a step
+// is bound to the run under its session's id).
+func (d *daemon) runEntries(t *testing.T, r runOutput) map[string]int {
+	t.Helper()
+	sessions := map[string]bool{}
+	for _, s := range r.Steps {
+		if s.SessionID != nil {
+			sessions[*s.SessionID] = true
+		}
+	}
+	_, lines := d.export(t)
+	n := map[string]int{}
+	for _, l := range lines {
+		var e receipt.Entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Session == r.RunID || (e.Type == "run_step_bound" && sessions[e.Session]) {
+			n[e.Type]++
+		}
+	}
+	return n
 }
 
 // TestRunClaims drives the claims workflow through the real daemon and a
@@ -376,6 +407,13 @@ func checkRunClaims(t *testing.T, s *runSoR, d *daemon) {
 		}
 		if len(p.Steps) != 4 || p.Steps[1].SessionID == "" || !strings.HasPrefix(p.Steps[1].ReceiptDigest, "sha256:") {
 			t.Errorf("steps in the receipt: %+v", p.Steps)
+		}
+		// The ledger holds the run's beginning, each step bound to it, the
+		// letter's check, the five refused Begins (posting before intake,
+		// two forged handoffs, an overridden run parameter, send before its
+		// letter) and the seal with its receipt.
+		if n := d.runEntries(t, r); n["run_begun"] != 1 || n["run_step_bound"] != 4 || n["run_artifact"] != 1 || n["run_sealed"] != 1 || n["run_step_refused"] != 5 || n["receipt"] != 1 {
+			t.Errorf("ledger entries of the run: %v; want run_begun 1, run_step_bound 4, run_artifact 1, run_step_refused 5, run_sealed 1, receipt 1", n)
 		}
 		// A sealed VERIFIED run takes no more steps, and finishing it again
 		// answers the same seal.
