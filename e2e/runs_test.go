@@ -408,6 +408,38 @@ func checkRunClaims(t *testing.T, s *runSoR, d *daemon) {
 		if len(p.Steps) != 4 || p.Steps[1].SessionID == "" || !strings.HasPrefix(p.Steps[1].ReceiptDigest, "sha256:") {
 			t.Errorf("steps in the receipt: %+v", p.Steps)
 		}
+		// The consumer's own receipt binds the run, its step and the exact
+		// letter it was let in on; posting's binds the handoff by digest.
+		if len(r.Steps) == 4 && r.Steps[3].SessionID != nil && r.Steps[1].SessionID != nil {
+			for i, want := range map[int]string{1: "posting", 3: "send"} {
+				f := filepath.Join(t.TempDir(), want+".json")
+				if out, code := d.ctl(t, "verify", "--session", *r.Steps[i].SessionID, "--receipt-out", f); code != 0 {
+					t.Fatalf("verify %s again: exit %d %s", want, code, out)
+				}
+				vp, raw := decodePayload(t, f)
+				bound, _ := vp["run"].(map[string]any)
+				if bound["run_id"] != run || bound["step"] != want {
+					t.Errorf("the %s receipt binds run %v, want run %s step %s", want, vp["run"], run, want)
+				}
+				switch want {
+				case "send":
+					consumed, _ := bound["consumed"].([]any)
+					c, _ := firstOf(consumed).(map[string]any)
+					if len(consumed) != 1 || c["artifact"] != "letter" || c["sha256"] != *r.Artifacts[0].SHA256 {
+						t.Errorf("the send receipt binds consumed %v, want the letter at %s", bound["consumed"], *r.Artifacts[0].SHA256)
+					}
+				case "posting":
+					handoffs, _ := bound["handoffs"].([]any)
+					h, _ := firstOf(handoffs).(map[string]any)
+					if len(handoffs) != 1 || h["param"] != "intake_id" || !strings.HasPrefix(fmt.Sprint(h["value_digest"]), "hmac-sha256:") {
+						t.Errorf("the posting receipt binds handoffs %v", bound["handoffs"])
+					}
+					if strings.Contains(string(raw), fmt.Sprintf(`"intake_id":"%d"`, intake)) {
+						t.Errorf("the posting receipt carries the handed-off value")
+					}
+				}
+			}
+		}
 		// The ledger holds the run's beginning, each step bound to it, the
 		// letter's check, the five refused Begins (posting before intake,
 		// two forged handoffs, an overridden run parameter, send before its
