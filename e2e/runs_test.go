@@ -505,6 +505,33 @@ func checkRunClaims(t *testing.T, s *runSoR, d *daemon) {
 		}
 	})
 
+	t.Run("letter not as written RECONCILIATION_REQUIRED", func(t *testing.T) {
+		run := d.runBegin(t, "ledger", "p-badletter")
+		sid := d.mustStep(t, run, "intake")
+		intake := s.insert(t, "intake", "p-badletter", 0, "")
+		d.verifyStep(t, sid, "VERIFIED")
+		sid = d.mustStep(t, run, "posting", "note=Booked")
+		s.insert(t, "posting", "p-badletter", intake, "Booked")
+		d.verifyStep(t, sid, "VERIFIED")
+		sid = d.mustStep(t, run, "letter")
+		s.insert(t, "letter", "p-badletter", 0, "")
+		s.writeLetter(t, "p-badletter")
+		d.verifyStep(t, sid, "VERIFIED")
+		// The automation's copy of the letter is not what the store holds.
+		other := writeFile(t, t.TempDir(), "letter-p-badletter.txt", "Dear patient, a letter nobody sent.\n")
+		out, code := d.ctl(t, "artifact", "verify", "--deployment-name", "letters", "--file", other, "--run", run, "--artifact", "letter", "--step", "letter")
+		if code != 0 || strings.Contains(out, `"verdict": "CONFIRMED"`) {
+			t.Fatalf("artifact verify of other bytes: exit %d %s; want a verdict other than CONFIRMED", code, out)
+		}
+		if b, out, code := d.stepBegin(t, run, "send"); code != exitRefusedCode || b.SessionID != "" || !strings.Contains(out, "artifact_unverified") {
+			t.Errorf("send after the letter failed its check: exit %d %s; want artifact_unverified", code, out)
+		}
+		r, code := d.runCmd(t, "run", "finish", "--run", run)
+		if code != 4 || r.outcome() != "RECONCILIATION_REQUIRED" || !slices.Contains(r.reasonCodes(), "artifact_unverified") {
+			t.Fatalf("finish: exit %d %s %v; want exit 4, RECONCILIATION_REQUIRED with artifact_unverified", code, r.outcome(), r.Reasons)
+		}
+	})
+
 	t.Run("nothing saved HALTED_BEFORE_EFFECT", func(t *testing.T) {
 		run := d.runBegin(t, "ledger", "p-idle")
 		sid := d.mustStep(t, run, "intake")
