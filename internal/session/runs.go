@@ -56,6 +56,8 @@ const (
 	// RECONCILIATION_REQUIRED and takes no further step (a run sealed
 	// RECONCILIATION_REQUIRED goes on until it is sealed again).
 	CodeRunSealed = "run_sealed"
+	// CodeNothingToRollBack: a rollback check of a run with no session.
+	CodeNothingToRollBack = "nothing_to_roll_back"
 	// CodeWorkflowChanged: the registered workflow is no longer the file
 	// the run began with.
 	CodeWorkflowChanged = "workflow_changed"
@@ -827,6 +829,37 @@ func (m *Manager) GetRun(ctx context.Context, id string) (*RunView, error) {
 	return m.viewOf(rec, wf, states), nil
 }
 
+// ListRuns reports every run, in run id order, as GetRun does (for the
+// console).
+func (m *Manager) ListRuns(ctx context.Context) ([]*RunView, error) {
+	var recs []*runRecord
+	err := m.Store.ForEachRun(ctx, func(id string, raw []byte) error {
+		var rec runRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("run %s is corrupt: %w", id, err)
+		}
+		recs = append(recs, &rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*RunView, 0, len(recs))
+	for _, rec := range recs {
+		wf := m.Workflows[rec.Workflow]
+		if wf == nil || wf.Digest != rec.WorkflowDigest {
+			out = append(out, m.viewOf(rec, nil, nil))
+			continue
+		}
+		states, err := m.stepStates(ctx, wf, rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m.viewOf(rec, wf, states))
+	}
+	return out, nil
+}
+
 // viewOf builds what a caller sees of a run (wf and states nil: the steps
 // as recorded, without their results).
 func (m *Manager) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepState) *RunView {
@@ -1029,6 +1062,10 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 	created, err := m.runCreated(ctx, rec)
 	if err != nil {
 		return nil, err
+	}
+	if len(checks) == 0 {
+		return nil, &Error{Kind: Refused, Code: CodeNothingToRollBack, Path: "run_id",
+			Message: fmt.Sprintf("%s: run %q has no session to read back; nothing was done under it: FinishRun seals it HALTED_BEFORE_EFFECT", CodeNothingToRollBack, rec.ID)}
 	}
 	ok, remains := run.RolledBack(run.ForgiveCreatedLoss(checks, created))
 	if !ok {

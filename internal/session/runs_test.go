@@ -244,6 +244,10 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	// A sealed run takes no further step.
 	_, err = f.begin(t, "r1", "mail", nil)
 	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
+	list, err := f.m.ListRuns(ctx)
+	if err != nil || len(list) != 1 || list[0].RunID != "r1" || list[0].Outcome != run.Verified || list[0].Steps[2].SessionID != mail.SessionID {
+		t.Fatalf("ListRuns = %+v %v", list, err)
+	}
 	got, err := f.m.GetRun(ctx, "r1")
 	if err != nil || got.Outcome != run.Verified || got.Steps[1].SessionID != res.SessionID || got.Steps[1].Outcome != run.Verified || got.Artifacts[0].Verdict != "CONFIRMED" {
 		t.Fatalf("GetRun = %+v %v", got, err)
@@ -388,6 +392,8 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 
 	// Saved, then undone: the rollback check sees every change gone.
 	f.beginRun(t, "undo")
+	_, err = f.m.RollbackCheck(ctx, "undo")
+	wantRefusal(t, err, Refused, CodeNothingToRollBack, "run_id")
 	f.step(t, "undo", "intake", nil, sdk.Record{"id": "p-9", "kind": "patient", "name": "Ada"})
 	f.step(t, "undo", "posting", map[string]string{"amount": "3"}, sdk.Record{"id": "t-9", "kind": "posting", "patient_id": "p-9", "amount": "3"})
 	rb, err := f.m.RollbackCheck(ctx, "undo")
