@@ -68,25 +68,14 @@ func (c *Console) Register(api *httpapi.API) {
 	api.Handle("GET /console/runs/{id}", c.run)
 }
 
-// Runs lists the newest runs, at most limit, each as GetRun reports it:
-// its outcome (or open), its steps with their latest session and outcome,
-// its artifacts. The store is read whole, as Recent reads it.
-func Runs(ctx context.Context, m *session.Manager, st store.Backend, limit int) ([]*session.RunView, int, error) {
-	var ids []string
-	if err := st.ForEachRun(ctx, func(id string, _ []byte) error {
-		ids = append(ids, id)
-		return nil
-	}); err != nil {
+// Runs lists the newest runs, at most limit, each as GetRun reports it
+// (session.Manager.ListRuns): its outcome (or open), its steps with their
+// latest session and outcome, its artifacts. The store is read whole, as
+// Recent reads it.
+func Runs(ctx context.Context, m *session.Manager, limit int) ([]*session.RunView, int, error) {
+	runs, err := m.ListRuns(ctx)
+	if err != nil {
 		return nil, 0, err
-	}
-	var runs []*session.RunView
-	for _, id := range ids {
-		v, err := m.GetRun(ctx, id)
-		if err != nil {
-			// A run that does not read is left to `verifierd store check`.
-			continue
-		}
-		runs = append(runs, v)
 	}
 	slices.SortFunc(runs, func(a, b *session.RunView) int {
 		if c := b.BegunAt.Compare(a.BegunAt); c != 0 {
@@ -102,7 +91,7 @@ func Runs(ctx context.Context, m *session.Manager, st store.Backend, limit int) 
 }
 
 func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
-	runs, total, err := Runs(r.Context(), c.Manager, c.Store, PageSize)
+	runs, total, err := Runs(r.Context(), c.Manager, PageSize)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
 		return
