@@ -63,10 +63,35 @@ steps:
         value: {param: note}
         timeout_s: 1
 `
+	// visitWorkflow is a run of two steps: a triage encounter, then a
+	// follow-up whose note names it (its id handed off from the triage).
+	visitWorkflow = `schema: verifierd.workflow/v1
+name: visit
+params:
+  patient_id: {}
+  note: {}
+  triage_id: {}
+policy:
+  subject_params: [patient_id]
+steps:
+  - step: triage
+    risk: irreversible
+    enters: [note]
+    effects:
+      - {kind: record_written, match: {patient_id: {param: patient_id}, type: Triage}, count_new_only: true, risk: irreversible, timeout_s: 1}
+  - step: follow_up
+    risk: irreversible
+    after: [triage]
+    handoffs:
+      - {param: triage_id, from: {step: triage, effect: 0, field: id}}
+    effects:
+      - {kind: record_written, match: {patient_id: {param: patient_id}, type: FollowUp, note: {param: triage_id}}, count_new_only: true, risk: irreversible, timeout_s: 1}
+`
 	clinicDaemon = `deployments:
   clinic: deployment.yaml
 workflows:
   triage: workflow.yaml
+  visit: visit.yaml
 policy:
   require_change_claim: true
 `
@@ -83,7 +108,7 @@ func startClinicWith(t testing.TB, opts server.Options) *clinic {
 	t.Helper()
 	dir := t.TempDir()
 	dep := strings.Replace(clinicDeployment, "{db}", filepath.Join(dir, "clinic.db"), 1)
-	for name, text := range map[string]string{"deployment.yaml": dep, "workflow.yaml": clinicWorkflow, "daemon.yaml": clinicDaemon} {
+	for name, text := range map[string]string{"deployment.yaml": dep, "workflow.yaml": clinicWorkflow, "visit.yaml": visitWorkflow, "daemon.yaml": clinicDaemon} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -96,13 +96,20 @@ func (e *ActionError) Unwrap() error { return e.Err }
 
 // ReceiptError is a result whose receipt did not check: not signed by the
 // key given to WithReceiptKey, or about another session, deployment or
-// step (a *receipt.SubjectError). The result is not to be trusted.
+// step (a *receipt.SubjectError); for a run, not a run receipt of that run
+// (*receipt.RunPayloadTypeError, a *receipt.SubjectError of field run).
+// The result is not to be trusted. Result is set for a session's result,
+// Run for a run's.
 type ReceiptError struct {
 	Result *Result
+	Run    *RunResult
 	Err    error
 }
 
 func (e *ReceiptError) Error() string {
+	if e.Run != nil {
+		return fmt.Sprintf("the receipt of run %s does not check: %v", e.Run.RunID, e.Err)
+	}
 	return fmt.Sprintf("the receipt of session %s does not check: %v", e.Result.SessionID, e.Err)
 }
 

@@ -89,3 +89,44 @@ func ExampleResult_CheckReceipt() {
 	}
 	fmt.Printf("%s\n", payload)
 }
+
+// A run is a whole process, one workflow against one deployment: each
+// step begins in the run (the daemon refuses a step out of order, a
+// handed-off value the caller made up, a consumer before its artifact is
+// confirmed), and Finish seals the run with one outcome and a signed run
+// receipt. A step's VERIFIED only lets the run go on; Finish answers for
+// the whole run.
+func ExampleClient_BeginRun() {
+	c, err := client.Dial("127.0.0.1:7443")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	run, err := c.BeginRun(ctx, client.RunRequest{Workflow: "claims", Deployment: "ledger",
+		Params: map[string]string{"patient_id": "p1"}})
+	if err != nil {
+		log.Print(err)
+		return
+	}
+	// intake's record id reaches posting from the record intake's
+	// effect matched, never from the caller (a handoff of the workflow).
+	for _, step := range []string{"intake", "posting"} {
+		if err := run.Step(ctx, step, nil, saveTriageNote); err != nil {
+			log.Print(err) // *client.Refused, *client.NotConfirmed, …: stop here
+			break
+		}
+	}
+	res, err := run.Finish(ctx)
+	var notVerified *client.RunNotVerified
+	switch {
+	case err == nil:
+		fmt.Println("the whole run is verified:", res.RunID, res.Attempt)
+	case errors.As(err, &notVerified):
+		for _, r := range notVerified.Run.Reasons {
+			fmt.Println(notVerified.Run.Outcome, r.Code, r.Message)
+		}
+	default:
+		log.Print(err)
+	}
+}

@@ -35,7 +35,7 @@ import (
 // bins holds the binaries built once in TestMain.
 var bins struct {
 	dir       string // verifierd, verifyctl, built-in adapters, clinic
-	pluginDir string // customer plugins: csv-ledger, slow
+	pluginDir string // customer plugins: csv-ledger, slow, tier3-sql
 }
 
 func TestMain(m *testing.M) {
@@ -56,6 +56,7 @@ func TestMain(m *testing.M) {
 		{filepath.Join(bins.dir, "clinic"), "../examples/demo/clinic"},
 		{filepath.Join(bins.pluginDir, "verifier-adapter-csv-ledger"), "../examples/csv-ledger"},
 		{filepath.Join(bins.pluginDir, "verifier-adapter-slow"), "./testdata/slowadapter"},
+		{filepath.Join(bins.pluginDir, "verifier-adapter-tier3-sql"), "./testdata/tier3sql"},
 	}
 	for _, a := range builtin.Adapters {
 		builds = append(builds, [2]string{filepath.Join(bins.dir, a.Binary()), "." + a.Package()})

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -34,64 +35,12 @@ func readmeBlock(t *testing.T, name string) string {
 }
 
 // TestReadmeHTTPWalkthrough runs the README's HTTP/JSON walk-through as
-// written: a daemon started as `make run` starts it (the demo's daemon
-// config, a freshly initialised clinic database under .cache/demo, the
-// binaries under .cache/bin, the working directory being the checkout's
-// root) and the block's commands in bash, with only the listener's address
-// changed to a free port. Each answer is then checked: Verify's outcome at
+// written (runReadmeBlock). Each answer is then checked: Verify's outcome at
 // the top, unprefixed values, a count as a number and the matched record and
 // the receipt as objects; Judge over records given as objects; the inline
 // deployment refused with PermissionDenied.
 func TestReadmeHTTPWalkthrough(t *testing.T) {
-	script := readmeBlock(t, "http-walkthrough")
-	if !strings.Contains(script, "http://127.0.0.1:7444") {
-		t.Fatalf("the walk-through no longer calls the default listener http://127.0.0.1:7444:\n%s", script)
-	}
-	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, ".cache", "demo"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(bins.dir, filepath.Join(root, ".cache", "bin")); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(filepath.Join(bins.dir, "clinic"), "init", filepath.Join(root, ".cache", "demo", "clinic.db")).CombinedOutput(); err != nil {
-		t.Fatalf("clinic init: %v\n%s", err, out)
-	}
-	config, err := filepath.Abs("../examples/demo/daemon.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := freeAddr(t)
-	d := &daemon{addr: freeAddr(t), dir: root}
-	d.args = []string{"--listen", d.addr, "--http-listen", httpAddr, "--data-dir", filepath.Join(root, ".cache", "demo", "data"),
-		"--plugin-dir", bins.pluginDir, "--config", config}
-	if err := d.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.stop)
-	waitHTTP(t, httpAddr)
-
-	cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.ReplaceAll(script, "127.0.0.1:7444", httpAddr))
-	cmd.Dir = root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("the walk-through failed: %v\nstdout:\n%s\nstderr:\n%s\ndaemon log:\n%.4000s", err, stdout.String(), stderr.String(), d.logs())
-	}
-
-	// The answers, one JSON document per curl.
-	var answers []map[string]any
-	dec := json.NewDecoder(&stdout)
-	for {
-		var a map[string]any
-		if err := dec.Decode(&a); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("answer %d is not a JSON object: %v\n%s", len(answers), err, stdout.String())
-		}
-		answers = append(answers, a)
-	}
+	answers := runReadmeBlock(t, "http-walkthrough")
 	if len(answers) != 3 {
 		t.Fatalf("%d answers, want 3 (verify, judge, the refused begin): %v", len(answers), answers)
 	}
@@ -157,4 +106,98 @@ func waitHTTP(t *testing.T, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the HTTP listener on %s did not answer /health", addr)
+}
+
+// runReadmeBlock runs the README block name as written: a daemon started
+// as `make run` starts it (the demo's daemon config, a freshly initialised
+// clinic database under .cache/demo, the binaries under .cache/bin, the
+// working directory being the checkout's root) and the block's commands in
+// bash, with only the listener's address changed to a free port. It
+// returns what the block printed, one JSON object per answer.
+func runReadmeBlock(t *testing.T, name string) []map[string]any {
+	t.Helper()
+	script := readmeBlock(t, name)
+	if !strings.Contains(script, "http://127.0.0.1:7444") {
+		t.Fatalf("the %s block no longer calls the default listener http://127.0.0.1:7444:\n%s", name, script)
+	}
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".cache", "demo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bins.dir, filepath.Join(root, ".cache", "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(bins.dir, "clinic"), "init", filepath.Join(root, ".cache", "demo", "clinic.db")).CombinedOutput(); err != nil {
+		t.Fatalf("clinic init: %v\n%s", err, out)
+	}
+	config, err := filepath.Abs("../examples/demo/daemon.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := freeAddr(t)
+	d := &daemon{addr: freeAddr(t), dir: root}
+	d.args = []string{"--listen", d.addr, "--http-listen", httpAddr, "--data-dir", filepath.Join(root, ".cache", "demo", "data"),
+		"--plugin-dir", bins.pluginDir, "--config", config}
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.stop)
+	waitHTTP(t, httpAddr)
+
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.ReplaceAll(script, "127.0.0.1:7444", httpAddr))
+	cmd.Dir = root
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the %s block failed: %v\nstdout:\n%s\nstderr:\n%s\ndaemon log:\n%.4000s", name, err, stdout.String(), stderr.String(), d.logs())
+	}
+
+	// The answers, one JSON document per curl.
+	var answers []map[string]any
+	dec := json.NewDecoder(&stdout)
+	for {
+		var a map[string]any
+		if err := dec.Decode(&a); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("answer %d is not a JSON object: %v\n%s", len(answers), err, stdout.String())
+		}
+		answers = append(answers, a)
+	}
+	return answers
+}
+
+// TestReadmeRunWalkthrough runs the README's walk-through of a run as
+// written (runReadmeBlock): the follow-up begun before the triage is
+// refused as out of order, the follow-up with a triage_id of the caller's
+// is refused, and the run, its two steps verified, is sealed VERIFIED with
+// a run receipt.
+func TestReadmeRunWalkthrough(t *testing.T) {
+	answers := runReadmeBlock(t, "run-walkthrough")
+	if len(answers) != 3 {
+		t.Fatalf("%d answers, want 3 (the out-of-order begin, the forged handoff, finish): %v", len(answers), answers)
+	}
+	early, forged, finished := answers[0], answers[1], answers[2]
+	if msg, _ := early["message"].(string); early["code"] == nil || !strings.Contains(msg+fmt.Sprint(early["details"]), "step_out_of_order") {
+		t.Errorf("the follow-up before the triage: %v, want a refusal saying step_out_of_order", early)
+	}
+	if msg, _ := forged["message"].(string); forged["code"] == nil || !strings.Contains(msg, "triage_id") {
+		t.Errorf("the follow-up with the caller's triage_id: %v, want a refusal naming triage_id", forged)
+	}
+	run, _ := finished["run"].(map[string]any)
+	steps, _ := run["steps"].([]any)
+	if run["outcome"] != "VERIFIED" || run["state"] != "sealed" || run["attempt"] != 1.0 || len(steps) != 2 {
+		t.Fatalf("finish: %v, want the run sealed VERIFIED at attempt 1 with two steps", finished)
+	}
+	for i, name := range []string{"triage", "follow_up"} {
+		s, _ := steps[i].(map[string]any)
+		if s["step"] != name || s["outcome"] != "VERIFIED" || s["sessionId"] == "" {
+			t.Errorf("step %d: %v, want %s VERIFIED with its session", i, s, name)
+		}
+	}
+	rc, _ := finished["receipt"].(map[string]any)
+	if rc["payloadType"] != "application/vnd.verifierd.run-receipt.v1+json" || rc["payload"] == "" {
+		t.Errorf("finish: receipt %v, want the run receipt's DSSE envelope as an object", finished["receipt"])
+	}
 }

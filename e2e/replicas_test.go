@@ -79,6 +79,13 @@ func storeServer(t testing.TB) (string, []string, *sqlservers.Postgres) {
 // them.
 func replicas(t *testing.T, n int, c *clinicDB, extra ...string) []*daemon {
 	t.Helper()
+	return replicasWith(t, n, daemonOpts{config: namedClinic(t, c, "")}, extra...)
+}
+
+// replicasWith is replicas with each daemon's config, plugin folder and
+// inline switch taken from o.
+func replicasWith(t *testing.T, n int, o daemonOpts, extra ...string) []*daemon {
+	t.Helper()
 	dsn, env := storeDatabase(t)
 	keys := t.TempDir()
 	evidence := filepath.Join(keys, "evidence.key")
@@ -90,7 +97,7 @@ func replicas(t *testing.T, n int, c *clinicDB, extra ...string) []*daemon {
 		t.Fatal(err)
 	}
 	args := append([]string{"--store", dsn, "--store-password-env", storePasswordEnv}, extra...)
-	first := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env, args: append(args, "--evidence-key", evidence)})
+	first := startDaemon(t, daemonOpts{config: o.config, pluginDir: o.pluginDir, inline: o.inline, env: env, args: append(args, "--evidence-key", evidence)})
 	ds := []*daemon{first}
 	pemKey, err := os.ReadFile(filepath.Join(first.dataDir, "keys", "receipt-signing.key"))
 	if err != nil {
@@ -104,7 +111,7 @@ func replicas(t *testing.T, n int, c *clinicDB, extra ...string) []*daemon {
 		"VERIFIERD_SIGNING_KEY="+base64.StdEncoding.EncodeToString(block.Bytes),
 		"VERIFIERD_EVIDENCE_KEY="+base64.StdEncoding.EncodeToString(evidenceKey))
 	for range n - 1 {
-		ds = append(ds, startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: keyEnv,
+		ds = append(ds, startDaemon(t, daemonOpts{config: o.config, pluginDir: o.pluginDir, inline: o.inline, env: keyEnv,
 			args: append(slices.Clone(args), "--signing-key-env", "VERIFIERD_SIGNING_KEY", "--evidence-key-env", "VERIFIERD_EVIDENCE_KEY")}))
 	}
 	_, firstID := first.keyFile(t)

@@ -257,8 +257,21 @@ func cmdBegin(args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&req.Workflow, "workflow", "", "name of a workflow in the daemon config (with --step, instead of --effects)")
 		fs.StringVar(&req.Step, "step", "", "step of the --workflow whose registered contracts to judge")
 		fs.StringVar(&effects, "effects", "", "effects file: a YAML or JSON list of contracts")
-		fs.Var(ps, "param", "run parameter name=value (repeatable)")
+		fs.StringVar(&req.RunId, "run", "", "run id from run begin (with --step): the workflow and deployment come from the run")
+		fs.Var(ps, "param", "run parameter name=value (repeatable); with --run, the step's own parameters only")
 		return func() error {
+			if req.RunId != "" {
+				// A step of a run: the run names the workflow and the
+				// deployment, and holds the run's parameters.
+				if deployment != "" || deploymentName != "" || req.Workflow != "" || effects != "" {
+					return fmt.Errorf("with --run the workflow and deployment come from the run: drop --deployment-name, --deployment, --workflow and --effects, and name the step with --step")
+				}
+				if req.Step == "" {
+					return fmt.Errorf("with --run, needs --step NAME")
+				}
+				req.Params = verifierv1.StringParams(ps)
+				return nil
+			}
 			if (deployment == "") == (deploymentName == "") {
 				return fmt.Errorf("needs one of --deployment-name NAME or --deployment FILE")
 			}

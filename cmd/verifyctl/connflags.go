@@ -58,7 +58,7 @@ func leadingClientFlags(args []string, stderr io.Writer) ([]string, bool) {
 			return nil, false
 		}
 		words = 2
-	case cmd == "artifact" || cmd == "episode" || cmd == "reward":
+	case cmd == "artifact" || cmd == "episode" || cmd == "reward" || cmd == "run":
 		if len(rest) < 2 || strings.HasPrefix(rest[1], "-") {
 			return rest, true // the command names its subcommands
 		}

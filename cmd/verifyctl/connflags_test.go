@@ -189,6 +189,7 @@ func TestLeadingClientFlagsPlacement(t *testing.T) {
 		{[]string{"--addr", "x:1", "ledger", "export"}, []string{"ledger", "export", "--addr=x:1"}},
 		{[]string{"--addr", "x:1", "artifact", "verify", "--file", "f"}, []string{"artifact", "verify", "--addr=x:1", "--file", "f"}},
 		{[]string{"--timeout", "3s", "reward", "contracts"}, []string{"reward", "contracts", "--timeout=3s"}},
+		{[]string{"--addr", "x:1", "run", "finish", "--run", "r"}, []string{"run", "finish", "--addr=x:1", "--run", "r"}},
 		{[]string{"--addr", "x:1", "lint", "--workflow", "w"}, []string{"lint", "--addr=x:1", "--workflow", "w"}},
 		{[]string{"-h"}, []string{"-h"}},
 	} {

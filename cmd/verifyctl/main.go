@@ -1,6 +1,6 @@
 // Command verifyctl is the verifierd command-line client: preflight, begin
-// and verify against a daemon, and the judge conformance harness, which needs
-// no daemon.
+// and verify against a daemon, runs of a whole workflow, and the judge
+// conformance harness, which needs no daemon.
 package main
 
 import (
@@ -21,21 +21,28 @@ commands:
                                             test every candidate's connection (never writes)
   begin --deployment-name NAME (--workflow NAME --step NAME | --effects FILE) [--param k=v]
                                             capture baselines; exit 3: refused, do not actuate
+  begin --run RUN --step NAME [--param k=v] begin a step of a run (its own params only); exit 3: refused
         (--deployment FILE instead of --deployment-name: only a daemon run with --allow-inline-deployments)
   verify --session ID [--receipt-out FILE]  judge the session (exit 0 whatever the verdict); the signed receipt under "receipt"
+  run begin --workflow NAME --deployment-name NAME [--param k=v] [--run-id ID]
+                                            open a run of a registered workflow; prints {"run_id": …}
+  run finish --run RUN [--receipt-out FILE] classify and seal the run with a signed run receipt; exit 4: not VERIFIED
+  run show --run RUN                        a run, its steps, artifacts and latest receipt
+  run rollback-check --run RUN [--receipt-out FILE]
+                                            is every change the run made gone? sealed ROLLED_BACK_VERIFIED; exit 4: something remains
   reverify --session ID --reason TEXT       judge a fresh read against the original baseline after a repair
   session --session ID                      show a session's state, its result and any re-verifications
   key                                       print the daemon's signing public key and key id
   ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines, ending with a signed checkpoint
-  artifact verify --deployment-name NAME --file PATH
-                                            is exactly this file (digest and size) in the registered store?
+  artifact verify --deployment-name NAME --file PATH [--run RUN --artifact NAME --step STEP]
+                                            is exactly this file (digest and size) in the registered store? with --run, recorded in the run
   lint --workflow FILE [--deployment FILE] [--deployment-name NAME] [--require-effects-for-irreversible]
                                             check a workflow's contracts; exit 1: findings under --require-…
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
                                             attach reviewed contracts to steps that have none
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
-  receipt verify --receipt FILE (--public-key FILE | --key-id ID) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP]
-                                            check a signed receipt offline, and what it is about; exit 1: not valid
+  receipt verify --receipt FILE (--public-key FILE | --key-id ID) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP] [--expect-run ID]
+                                            check a signed receipt (a verdict's or a run's) offline, and what it is about; exit 1: not valid
   ledger verify --file ledger.jsonl [--public-key FILE | --key-id ID] [--receipt FILE]
                                             check an exported ledger's hash chain offline, and with the key that it ends
                                             at the daemon's signed checkpoint; exit 1: broken, truncated, extended, rewritten
@@ -87,6 +94,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdReceipt(args[1:], stdout, stderr)
 	case "key":
 		return cmdKey(args[1:], stdout, stderr)
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
 	case "reverify":
 		return cmdReverify(args[1:], stdout, stderr)
 	case "artifact":

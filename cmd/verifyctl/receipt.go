@@ -13,21 +13,45 @@ import (
 	"github.com/verifierd/verifierd/receipt"
 )
 
+// runReceiptType is the payload type of a signed run receipt.
+const runReceiptType = receipt.PayloadTypeRun
+
+// checkRunSubject checks a run receipt's signed payload: that it is one
+// (its type, a run_id and an outcome) and, with want, that it is about
+// that run.
+func checkRunSubject(payloadType string, payload []byte, want string) error {
+	if payloadType != runReceiptType {
+		return &receipt.SubjectError{Field: "run", Path: "payloadType", Want: runReceiptType, Got: payloadType}
+	}
+	var p struct {
+		RunID   string `json:"run_id"`
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil || p.RunID == "" || p.Outcome == "" {
+		return errors.New("the signed payload is not a run receipt: it needs run_id and outcome")
+	}
+	if want != "" && p.RunID != want {
+		return &receipt.SubjectError{Field: "run", Path: "run_id", Want: want, Got: p.RunID}
+	}
+	return nil
+}
+
 // cmdReceipt: `receipt verify` checks a signed receipt offline.
 func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(stderr, "usage: verifyctl receipt verify --receipt FILE (--public-key FILE | --key-id sha256:HEX) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP]")
+		fmt.Fprintln(stderr, "usage: verifyctl receipt verify --receipt FILE (--public-key FILE | --key-id sha256:HEX) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP] [--expect-run ID]")
 		return exitInvalid
 	}
 	fs := flag.NewFlagSet("receipt verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("receipt", "", "the receipt: a DSSE envelope (JSON), as `verifyctl verify --receipt-out` writes it")
+	file := fs.String("receipt", "", "the receipt: a DSSE envelope (JSON), as `verifyctl verify --receipt-out` or `verifyctl run finish --receipt-out` writes it")
 	keyFile := fs.String("public-key", "", "the daemon's public key: the JSON `verifyctl key` prints, or the base64 of the raw 32 bytes")
 	keyID := fs.String("key-id", "", "the daemon's key id (sha256:HEX); the public key is then taken from the receipt's payload and must hash to it")
 	var want receipt.Expect
 	fs.StringVar(&want.Session, "expect-session", "", "also require the signed payload's session_id to be this session")
 	fs.StringVar(&want.Deployment, "expect-deployment", "", "also require the signed payload's deployment.name to be this registered deployment")
 	fs.StringVar(&want.Step, "expect-step", "", "also require the signed payload's workflow.step to be this workflow step")
+	expectRun := fs.String("expect-run", "", "also require a run receipt (payload type "+runReceiptType+") whose signed run_id is this run")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitInvalid
 	}
@@ -60,7 +84,11 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	}
 	// The subject is read from the payload the signature covers, never
 	// from anything around the envelope.
-	if err := receipt.CheckSubject(payload, want); err != nil {
+	err = receipt.CheckSubject(payload, want)
+	if err == nil && (*expectRun != "" || env.PayloadType == runReceiptType) {
+		err = checkRunSubject(env.PayloadType, payload, *expectRun)
+	}
+	if err != nil {
 		out := map[string]any{"valid": false, "signature_valid": true, "reason": err.Error()}
 		if se, ok := errors.AsType[*receipt.SubjectError](err); ok {
 			out["mismatch"] = map[string]any{"field": se.Field, "path": se.Path, "expected": se.Want, "found": se.Got}

@@ -137,21 +137,29 @@ func cmdReverify(args []string, stdout, stderr io.Writer) int {
 // whether a registered deployment holds exactly those bytes.
 func cmdArtifact(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(stderr, "usage: verifyctl artifact verify --deployment-name NAME --file PATH [--name NAME] [--media-type TYPE] [--receipt-out FILE]")
+		fmt.Fprintln(stderr, "usage: verifyctl artifact verify --deployment-name NAME --file PATH [--name NAME] [--media-type TYPE] [--receipt-out FILE] [--run RUN --artifact NAME --step STEP]")
 		return exitInvalid
 	}
 	var depName, file, name, mediaType, receiptOut string
 	a := &verifierv1.Artifact{}
+	req := &verifierv1.VerifyArtifactRequest{Artifact: a}
 	return clientCommand("artifact verify", args[1:], stdout, stderr, func(fs *flag.FlagSet) func() error {
 		fs.StringVar(&depName, "deployment-name", "", "a document-hash or file deployment registered in the daemon config")
 		fs.StringVar(&file, "file", "", "the local file whose exact bytes must be present")
 		fs.StringVar(&name, "name", "", "the file name in the store (default: the base name of --file)")
 		fs.StringVar(&mediaType, "media-type", "", "the media type to record (default: from the extension)")
 		fs.StringVar(&receiptOut, "receipt-out", "", "also write the receipt alone to this file")
+		fs.StringVar(&req.RunId, "run", "", "record the answer in this run (with --artifact and --step): a CONFIRMED file lets its consumer begin")
+		fs.StringVar(&req.RunArtifact, "artifact", "", "with --run: the artifact's name in the workflow (a step's produces:)")
+		fs.StringVar(&req.Step, "step", "", "with --run: the step that produced the artifact")
 		return func() error {
 			if depName == "" || file == "" {
 				return fmt.Errorf("needs --deployment-name NAME and --file PATH")
 			}
+			if (req.RunId == "") != (req.RunArtifact == "") || (req.RunId == "") != (req.Step == "") {
+				return fmt.Errorf("--run, --artifact and --step go together: name the run, the artifact of the workflow and the step that produced it")
+			}
+			req.DeploymentName = depName
 			f, err := os.Open(file)
 			if err != nil {
 				return err
@@ -172,7 +180,7 @@ func cmdArtifact(args []string, stdout, stderr io.Writer) int {
 			return nil
 		}
 	}, func(ctx context.Context, c verifierv1.VerifierServiceClient) (any, error) {
-		res, err := c.VerifyArtifact(ctx, &verifierv1.VerifyArtifactRequest{DeploymentName: depName, Artifact: a})
+		res, err := c.VerifyArtifact(ctx, req)
 		if err != nil {
 			return nil, err
 		}

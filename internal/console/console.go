@@ -27,7 +27,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 )
 
-// PageSize bounds the sessions and tasks a page lists.
+// PageSize bounds the sessions, runs and tasks a page lists.
 const PageSize = 100
 
 // Pending is the outcome shown for a session begun and not yet verified.
@@ -45,6 +45,12 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 	"record": recordText,
 	"query":  query,
+	"outcome": func(o string) string {
+		if o == "" {
+			return Pending
+		}
+		return o
+	},
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Console serves the pages from the session store through the manager.
@@ -58,6 +64,53 @@ func (c *Console) Register(api *httpapi.API) {
 	api.Handle("GET /console/{$}", c.sessions)
 	api.Handle("GET /console/sessions/{id}", c.session)
 	api.Handle("GET /console/reconciliation", c.reconciliation)
+	api.Handle("GET /console/runs", c.runs)
+	api.Handle("GET /console/runs/{id}", c.run)
+}
+
+// Runs lists the newest runs, at most limit, each as GetRun reports it
+// (session.Manager.ListRuns): its outcome (or open), its steps with their
+// latest session and outcome, its artifacts. The store is read whole, as
+// Recent reads it.
+func Runs(ctx context.Context, m *session.Manager, limit int) ([]*session.RunView, int, error) {
+	runs, err := m.ListRuns(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	slices.SortFunc(runs, func(a, b *session.RunView) int {
+		if c := b.BegunAt.Compare(a.BegunAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RunID, b.RunID)
+	})
+	total := len(runs)
+	if len(runs) > limit {
+		runs = runs[:limit]
+	}
+	return runs, total, nil
+}
+
+func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
+	runs, total, err := Runs(r.Context(), c.Manager, PageSize)
+	if err != nil {
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
+		return
+	}
+	render(w, "runs.html", map[string]any{"Title": "Runs", "Runs": runs, "Total": total, "PageSize": PageSize})
+}
+
+func (c *Console) run(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	v, err := c.Manager.GetRun(r.Context(), id)
+	if err != nil {
+		if se, ok := errors.AsType[*session.Error](err); ok && (se.Kind == session.NotFound || se.Kind == session.Invalid) {
+			httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such run")
+			return
+		}
+		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the run failed")
+		return
+	}
+	render(w, "run.html", map[string]any{"Title": "Run " + id, "Run": v})
 }
 
 // Row is one session in the list.

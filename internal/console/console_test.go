@@ -372,3 +372,95 @@ func TestSessionPageShowsNewness(t *testing.T) {
 		t.Errorf("session page (%d) does not show the newness:\n%s", code, page)
 	}
 }
+
+// runWorkflow is a two-step workflow over the console-test adapter: save
+// writes the patient's record, confirm (after save) its confirmation.
+const runWorkflow = `schema: verifierd.workflow/v1
+name: intake-run
+params:
+  patient: {}
+steps:
+  - step: save
+    risk: irreversible
+    effects:
+      - {kind: record_written, match: {patient: {param: patient}, kind: save}, count_new_only: true, risk: irreversible, timeout_s: 0}
+  - step: confirm
+    risk: irreversible
+    after: [save]
+    effects:
+      - {kind: record_written, match: {patient: {param: patient}, kind: confirm}, count_new_only: true, risk: irreversible, timeout_s: 0}
+`
+
+// The runs page lists every run with its steps, each step linking its
+// latest session with that session's outcome; a run's page shows its
+// outcome, attempt and the reasons it is not VERIFIED.
+func TestConsoleListsRuns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	wf, err := workflow.Parse([]byte(runWorkflow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mgr.Workflows = map[string]*workflow.Workflow{"intake-run": wf}
+	ctx := context.Background()
+	id, err := f.mgr.BeginRun(ctx, session.BeginRunRequest{Workflow: "intake-run", DeploymentName: "intake", Params: map[string]string{"patient": "p-run"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.mgr.Begin(ctx, session.BeginRequest{RunID: id, Step: "save"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tab.add(sdk.Record{"id": json.Number("900"), "patient": "p-run", "kind": "save", "ssn": ssn})
+	if _, err := f.mgr.Verify(ctx, b.SessionID); err != nil {
+		t.Fatal(err)
+	}
+
+	code, page := f.get(t, "GET", "/console/runs", true)
+	if code != http.StatusOK {
+		t.Fatalf("GET /console/runs: %d", code)
+	}
+	for _, want := range []string{
+		`<a href="/console/runs/` + id + `"><code>` + id + `</code></a>`,
+		`save: <a class="VERIFIED" href="/console/sessions/` + b.SessionID + `">VERIFIED</a>`,
+		`confirm: <span class="note">not begun</span>`,
+		`<span class="PENDING">open</span>`,
+		"intake-run",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the runs page lacks %s:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, ssn) {
+		t.Error("the runs page shows a redacted value")
+	}
+
+	// Finished with confirm never begun: something landed, so the run
+	// needs reconciling.
+	if v, err := f.mgr.FinishRun(ctx, id); err != nil || v.Outcome != "RECONCILIATION_REQUIRED" {
+		t.Fatalf("FinishRun = %+v, %v; want RECONCILIATION_REQUIRED", v, err)
+	}
+	code, page = f.get(t, "GET", "/console/runs/"+id, true)
+	if code != http.StatusOK {
+		t.Fatalf("GET /console/runs/%s: %d", id, code)
+	}
+	for _, want := range []string{`<span class="RECONCILIATION_REQUIRED">RECONCILIATION_REQUIRED</span> (attempt 1)`, "<code>step_not_begun</code>", "/console/sessions/" + b.SessionID} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the run page lacks %s:\n%s", want, page)
+		}
+	}
+	if _, page = f.get(t, "GET", "/console/runs", true); !strings.Contains(page, `<span class="RECONCILIATION_REQUIRED">RECONCILIATION_REQUIRED</span>`) {
+		t.Errorf("the runs page does not show the sealed outcome:\n%s", page)
+	}
+	if code, _ := f.get(t, "GET", "/console/runs/run_nope", true); code != http.StatusNotFound {
+		t.Errorf("an unknown run: %d, want 404", code)
+	}
+	for _, m := range []string{"POST", "DELETE"} {
+		if code, _ := f.get(t, m, "/console/runs/"+id, true); code != http.StatusMethodNotAllowed {
+			t.Errorf("%s a run page: %d, want 405", m, code)
+		}
+	}
+	if code, _ := f.get(t, "GET", "/console/runs", false); code != http.StatusUnauthorized {
+		t.Errorf("GET /console/runs without the token: %d, want 401", code)
+	}
+}

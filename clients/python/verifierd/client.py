@@ -1,5 +1,6 @@
-"""The verifierd HTTP/JSON client: Begin, Verify, TestConnection and the
-``step`` context manager that wraps one consequential action.
+"""The verifierd HTTP/JSON client: Begin, Verify, TestConnection, the
+``step`` context manager that wraps one consequential action, and runs:
+``run`` wraps a whole workflow whose steps hand off only verified values.
 
 The daemon answers JSON (lowerCamelCase keys; docs/http-api.md): the
 outcome at the top of Verify's answer, enum values as they read
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import decimal
+import hashlib
 import json
 import re
 import urllib.error
@@ -21,7 +23,7 @@ import urllib.request
 import warnings
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Type, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Type, Union
 
 __all__ = [
     "BegunEffect",
@@ -34,12 +36,19 @@ __all__ = [
     "ReconciliationTask",
     "Refused",
     "RegisteredStep",
+    "RollbackRemainder",
+    "RollbackResult",
+    "Run",
+    "RunArtifact",
+    "RunResult",
+    "RunStep",
     "Session",
     "Step",
     "StepResult",
     "UnusedParamsWarning",
     "VerifierError",
     "check_receipt_subject",
+    "check_run_receipt_subject",
 ]
 
 # A document the daemon takes as YAML or JSON bytes: the text itself (str or
@@ -390,20 +399,186 @@ class Candidate:
         )
 
 
+def _outcome_or_none(value: Any) -> Optional[str]:
+    """A run's or a run step's outcome; None while it has none."""
+    text = _enum(value, "OUTCOME_")
+    return None if text == "UNSPECIFIED" else text
+
+
+@dataclass(frozen=True)
+class RunStep:
+    """One step of a run's workflow: its latest session in the run and
+    that session's latest outcome (after any re-verification)."""
+
+    step: str
+    consequential: bool  # risk irreversible or reversible: the run needs it VERIFIED
+    session_id: str  # "" while the step never began
+    outcome: Optional[str]  # None while not verified
+    tier: int
+    oracle_rung: int
+    receipt_digest: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "RunStep":
+        return cls(
+            step=d.get("step", ""),
+            consequential=bool(d.get("consequential")),
+            session_id=d.get("sessionId", ""),
+            outcome=_outcome_or_none(d.get("outcome")),
+            tier=int(d.get("tier") or 0),
+            oracle_rung=int(d.get("oracleRung") or 0),
+            receipt_digest=d.get("receiptDigest", ""),
+        )
+
+
+@dataclass(frozen=True)
+class RunArtifact:
+    """An artifact edge of a run: what a step produced, its latest
+    verification verdict in the run and the exact digest it confirmed."""
+
+    artifact: str
+    from_step: str
+    verdict: Optional[str]  # None while never checked
+    sha256: str
+    size: int
+    receipt_digest: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "RunArtifact":
+        verdict = _enum(d.get("verdict"), "VERDICT_")
+        return cls(
+            artifact=d.get("artifact", ""),
+            from_step=d.get("fromStep", ""),
+            verdict=None if verdict == "UNSPECIFIED" else verdict,
+            sha256=d.get("sha256", ""),
+            size=int(d.get("size") or 0),  # an int64: a JSON string
+            receipt_digest=d.get("receiptDigest", ""),
+        )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run as the daemon reports it (FinishRun, GetRun): ``outcome`` is
+    the run classifier's answer (VERIFIED, HALTED_BEFORE_EFFECT,
+    REJECTED_POLICY, FAILED_PLATFORM, RECONCILIATION_REQUIRED,
+    ROLLED_BACK_VERIFIED; None while never sealed), ``attempt`` counts the
+    seals, ``reasons`` say why it is not VERIFIED, and ``receipt`` is the
+    latest signed run receipt (a DSSE envelope dict; ``receipt_json`` as
+    bytes)."""
+
+    run_id: str
+    workflow: str
+    deployment: str
+    state: str  # open, sealed
+    outcome: Optional[str]
+    attempt: int
+    tier: int
+    oracle_rung: int
+    steps: List[RunStep]
+    artifacts: List[RunArtifact]
+    reasons: List[Reason]
+    receipt_json: bytes = field(repr=False)
+    raw: Dict[str, Any] = field(repr=False, compare=False)
+    receipt: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def verified(self) -> bool:
+        return self.outcome == "VERIFIED"
+
+    def step(self, name: str) -> Optional[RunStep]:
+        """The run's entry for the workflow step ``name``."""
+        for s in self.steps:
+            if s.step == name:
+                return s
+        return None
+
+    @classmethod
+    def from_json(cls, run: Mapping[str, Any], receipt: Any = None) -> "RunResult":
+        state = run.get("state") or ""
+        return cls(
+            run_id=run.get("runId", ""),
+            workflow=run.get("workflow", ""),
+            deployment=run.get("deploymentName", ""),
+            state="" if state == "RUN_STATE_UNSPECIFIED" else state,
+            outcome=_outcome_or_none(run.get("outcome")),
+            attempt=int(run.get("attempt") or 0),
+            tier=int(run.get("tier") or 0),
+            oracle_rung=int(run.get("oracleRung") or 0),
+            steps=[RunStep.from_json(s) for s in run.get("steps") or []],
+            artifacts=[RunArtifact.from_json(a) for a in run.get("artifacts") or []],
+            reasons=[Reason.from_json(r) for r in run.get("reasons") or []],
+            receipt_json=_envelope(receipt),
+            raw=dict(run),
+            receipt=dict(receipt or {}),
+        )
+
+
+@dataclass(frozen=True)
+class RollbackRemainder:
+    """One effect of a run whose change is still there (or could not be
+    shown gone)."""
+
+    step: str
+    session_id: str
+    effect_index: int
+    contract_hash: str
+    reasons: List[Reason]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "RollbackRemainder":
+        return cls(
+            step=d.get("step", ""),
+            session_id=d.get("sessionId", ""),
+            effect_index=int(d.get("effectIndex") or 0),
+            contract_hash=d.get("contractHash", ""),
+            reasons=[Reason.from_json(r) for r in d.get("reasons") or []],
+        )
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    """What a rollback check found: ``rolled_back`` when every change the
+    run made is gone (the run is then sealed ROLLED_BACK_VERIFIED, with
+    ``run.receipt``), otherwise ``remains`` lists what is still there and
+    the run is unchanged."""
+
+    rolled_back: bool
+    run: RunResult
+    remains: List[RollbackRemainder]
+
+
 class NotConfirmed(Exception):
     """Verify did not answer VERIFIED: the step's effects are not proven.
     Carries the outcome, the per-effect verdicts and the reconciliation
-    tasks a person must work through."""
+    tasks a person must work through.
 
-    def __init__(self, result: StepResult) -> None:
+    Raised by ``Run.finish`` too, for a run sealed with any outcome but
+    VERIFIED: then ``result`` is the ``RunResult``, ``run_id`` names the
+    run, ``reasons`` say why, and ``session_id`` is ""."""
+
+    def __init__(self, result: Union[StepResult, "RunResult"]) -> None:
+        self.result = result
+        self.outcome = result.outcome
+        if isinstance(result, RunResult):
+            codes = sorted({r.code for r in result.reasons})
+            super().__init__(
+                "run %s (attempt %d): %s%s"
+                % (result.run_id, result.attempt, result.outcome, " (%s)" % ", ".join(codes) if codes else "")
+            )
+            self.run_id = result.run_id
+            self.session_id = ""
+            self.reasons: List[Reason] = list(result.reasons)
+            self.effects: List[EffectResult] = []
+            self.reconciliation_tasks: List[ReconciliationTask] = []
+            return
         codes = sorted({r.code for e in result.effects for r in e.reasons})
         super().__init__(
             "session %s: %s%s"
             % (result.session_id, result.outcome, " (%s)" % ", ".join(codes) if codes else "")
         )
-        self.result = result
+        self.run_id = ""
         self.session_id = result.session_id
-        self.outcome = result.outcome
+        self.reasons = sorted({r for e in result.effects for r in e.reasons}, key=lambda r: (r.code, r.message))
         self.effects = result.effects
         self.reconciliation_tasks = result.reconciliation_tasks
 
@@ -435,14 +610,14 @@ class Step:
 
 
 class _StepContext:
-    def __init__(self, client: "Client", begin_args: Dict[str, Any]) -> None:
+    def __init__(self, client: "Client", begin: Callable[[], Session]) -> None:
         self._client = client
-        self._begin_args = begin_args
+        self._begin = begin
         self._step: Optional[Step] = None
 
     def __enter__(self) -> Step:
         # A refusal raises here, before the body runs: nothing is actuated.
-        self._step = Step(self._client.begin(**self._begin_args))
+        self._step = Step(self._begin())
         return self._step
 
     def __exit__(
@@ -465,6 +640,111 @@ class _StepContext:
         step.result = self._client.verify(step.session_id)
         if not step.result.verified:
             raise NotConfirmed(step.result)
+        return False
+
+
+class Run:
+    """A run of a registered workflow: ``with client.run(...) as run:``.
+    Its steps begin inside the run (``run.step(name, params)``, with
+    ``client.step``'s semantics) and ``run.finish()`` seals it, raising
+    NotConfirmed unless the whole run is VERIFIED."""
+
+    def __init__(self, client: "Client", run_id: str, workflow: str = "", deployment: str = "") -> None:
+        self._client = client
+        self.run_id = run_id
+        self.workflow = workflow
+        self.deployment = deployment
+        self.result: Optional[RunResult] = None
+        self.finish_error: Optional[BaseException] = None
+
+    def begin(self, step: str, params: Optional[Params] = None) -> Session:
+        """Begin the session of one step of the run: the workflow and the
+        deployment come from the run; ``params`` are the step's own only
+        (a run parameter or a handed-off one sent here is refused). A step
+        out of order, a consumer before its artifact is confirmed or a
+        forged handoff raises Refused."""
+        return self._client._begin_body(
+            {"runId": self.run_id, "step": step, "params": _encode_params(params)}, stacklevel=3
+        )
+
+    def step(self, step: str, params: Optional[Params] = None) -> "_StepContext":
+        """``with run.step("intake", {...}) as s:`` Begins the step in the
+        run on enter (a refusal raises Refused and the body never runs)
+        and Verifies on exit, raising NotConfirmed unless the step is
+        VERIFIED; a body that raises is verified all the same."""
+        return _StepContext(self._client, lambda: self.begin(step, params))
+
+    def verify_artifact(
+        self,
+        artifact: str,
+        step: str,
+        deployment: str,
+        data: bytes,
+        *,
+        name: str = "",
+        media_type: str = "",
+    ) -> Dict[str, Any]:
+        """Ask whether the registered document store ``deployment`` holds
+        exactly ``data`` (its SHA-256 and size), recording the answer in
+        the run as the artifact ``artifact`` that ``step`` produced. A
+        CONFIRMED answer lets the consuming step begin. Returns the
+        daemon's answer (``verdict``, ``reasons``, ``receipt``)."""
+        return self._client.verify_artifact(
+            deployment, data, name=name, media_type=media_type, run_id=self.run_id, artifact=artifact, step=step
+        )
+
+    def finish(self) -> RunResult:
+        """Classify and seal the run with a signed run receipt. Returns the
+        result when it is VERIFIED; raises NotConfirmed (``result`` the
+        RunResult) for any other outcome. A run sealed
+        RECONCILIATION_REQUIRED goes on: after a ``reverify`` of the
+        offending step its remaining steps may begin, and finishing it
+        again seals the next ``attempt``."""
+        self.result = self._client.finish_run(self.run_id)
+        if not self.result.verified:
+            raise NotConfirmed(self.result)
+        return self.result
+
+    def get(self) -> RunResult:
+        """The run as it stands (GetRun)."""
+        return self._client.get_run(self.run_id)
+
+    def __repr__(self) -> str:
+        outcome = self.result.outcome if self.result else None
+        return "Run(run_id=%r, outcome=%r)" % (self.run_id, outcome)
+
+
+class _RunContext:
+    def __init__(self, client: "Client", workflow: str, deployment: str, params: Optional[Params], run_id: Optional[str]) -> None:
+        self._client = client
+        self._args = (workflow, deployment, params, run_id)
+        self._run: Optional[Run] = None
+
+    def __enter__(self) -> Run:
+        workflow, deployment, params, run_id = self._args
+        self._run = self._client.begin_run(workflow, deployment, params, run_id=run_id)
+        return self._run
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool:
+        run = self._run
+        assert run is not None
+        if run.result is not None:
+            return False  # finished in the body
+        if exc is not None:
+            # Something failed inside the run (a refusal, a step not
+            # confirmed, the action's own error): seal the run so the
+            # daemon records its outcome, then let the exception go on.
+            try:
+                run.result = self._client.finish_run(run.run_id)
+            except Exception as finish_exc:  # noqa: BLE001 - kept on the run
+                run.finish_error = finish_exc
+            return False
+        run.finish()
         return False
 
 
@@ -506,6 +786,9 @@ class Client:
             body["workflow"] = workflow
         if step is not None:
             body["step"] = step
+        return self._begin_body(body, stacklevel=3)
+
+    def _begin_body(self, body: Dict[str, Any], stacklevel: int) -> Session:
         try:
             answer = self._call("POST", "/v1/sessions", body)
         except VerifierError as e:
@@ -518,7 +801,7 @@ class Client:
                 "verifierd: no contract or candidate of the step uses the run parameter(s) %s "
                 "(a misspelt name?); the session was begun" % ", ".join(session.unused_params),
                 UnusedParamsWarning,
-                stacklevel=2,
+                stacklevel=stacklevel,
             )
         return session
 
@@ -564,7 +847,7 @@ class Client:
         propagates."""
         return _StepContext(
             self,
-            dict(
+            lambda: self.begin(
                 deployment=deployment,
                 effects=effects,
                 workflow=workflow,
@@ -573,6 +856,105 @@ class Client:
                 deployment_yaml=deployment_yaml,
             ),
         )
+
+    # -- runs --------------------------------------------------------------
+
+    def run(
+        self,
+        workflow: str,
+        deployment: str,
+        params: Optional[Params] = None,
+        *,
+        run_id: Optional[str] = None,
+    ) -> _RunContext:
+        """``with client.run("claims", "ledger", {"patient_id": "p1"}) as
+        run:`` begins a run of a registered workflow against a registered
+        deployment on enter, and finishes it on exit unless the body did
+        (``run.finish()``): NotConfirmed unless the whole run is VERIFIED.
+        When the body raises, the run is finished all the same (its
+        outcome recorded on ``run.result``) and the exception propagates.
+        ``run_id`` is an optional id of your choosing: the same id with
+        the same arguments is the same run."""
+        return _RunContext(self, workflow, deployment, params, run_id)
+
+    def begin_run(
+        self,
+        workflow: str,
+        deployment: str,
+        params: Optional[Params] = None,
+        *,
+        run_id: Optional[str] = None,
+    ) -> Run:
+        """Open a run (BeginRun) and return its handle, without finishing
+        it on any exit: for a run whose steps span processes."""
+        body: Dict[str, Any] = {"workflow": workflow, "deploymentName": deployment, "params": _encode_params(params)}
+        if run_id:
+            body["runId"] = run_id
+        answer = self._call("POST", "/v1/runs", body)
+        return Run(self, answer.get("runId", ""), workflow, deployment)
+
+    def open_run(self, run_id: str) -> Run:
+        """A handle on a run begun earlier (makes no call)."""
+        return Run(self, run_id)
+
+    def finish_run(self, run_id: str) -> RunResult:
+        """Classify and seal the run; any outcome is returned, not raised
+        (``Run.finish`` raises)."""
+        path = "/v1/runs/%s:finish" % urllib.parse.quote(run_id, safe="")
+        answer = self._call("POST", path, {})
+        return RunResult.from_json(answer.get("run") or {}, answer.get("receipt"))
+
+    def get_run(self, run_id: str) -> RunResult:
+        """The run, its steps and artifacts, and its latest receipt."""
+        answer = self._call("GET", "/v1/runs/%s" % urllib.parse.quote(run_id, safe=""), None)
+        return RunResult.from_json(answer.get("run") or {}, answer.get("receipt"))
+
+    def rollback_check(self, run_id: str) -> RollbackResult:
+        """Re-read every begun step of the run against its original
+        baseline: sealed ROLLED_BACK_VERIFIED when every change is gone,
+        otherwise what remains (the run unchanged)."""
+        path = "/v1/runs/%s:rollbackCheck" % urllib.parse.quote(run_id, safe="")
+        answer = self._call("POST", path, {})
+        return RollbackResult(
+            rolled_back=bool(answer.get("rolledBack")),
+            run=RunResult.from_json(answer.get("run") or {}, answer.get("receipt")),
+            remains=[RollbackRemainder.from_json(r) for r in answer.get("remains") or []],
+        )
+
+    def reverify(self, session_id: str, reason: str) -> StepResult:
+        """Judge a fresh read of a finished session against its original
+        baseline after a repair (``reason`` says what was repaired); the
+        latest result is what a run's FinishRun classifies."""
+        path = "/v1/sessions/%s:reverify" % urllib.parse.quote(session_id, safe="")
+        answer = self._call("POST", path, {"reason": reason})
+        rev = answer.get("reverification") or {}
+        result = dict(rev.get("result") or {})
+        result.setdefault("sessionId", answer.get("sessionId", session_id))
+        result["receipt"] = rev.get("receipt")
+        return StepResult.from_json(result)
+
+    def verify_artifact(
+        self,
+        deployment: str,
+        data: bytes,
+        *,
+        name: str = "",
+        media_type: str = "",
+        run_id: str = "",
+        artifact: str = "",
+        step: str = "",
+    ) -> Dict[str, Any]:
+        """Ask whether the registered document-hash or file deployment
+        holds exactly ``data`` (SHA-256 and size; the bytes never leave
+        this process). With ``run_id``, ``artifact`` and ``step`` the
+        answer is recorded in the run. Returns the daemon's answer."""
+        body: Dict[str, Any] = {
+            "deploymentName": deployment,
+            "artifact": {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "name": name, "mediaType": media_type},
+        }
+        if run_id:
+            body.update({"runId": run_id, "runArtifact": artifact, "step": step})
+        return self._call("POST", "/v1/artifacts:verify", body)
 
     # -- transport ---------------------------------------------------------
 
@@ -697,4 +1079,38 @@ def check_receipt_subject(
         path, got = found[field_name]
         if got != want:
             raise ReceiptSubjectMismatch(field_name, path, want, got)
+    return payload
+
+
+# The payload type of a run receipt (receipt.PayloadTypeRun).
+RUN_RECEIPT_TYPE = "application/vnd.verifierd.run-receipt.v1+json"
+
+
+def check_run_receipt_subject(
+    receipt: Union[RunResult, bytes, str, Mapping[str, Any]],
+    *,
+    run: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Check that a run receipt (a ``RunResult``, or the envelope as JSON
+    text, bytes or dict) is a run receipt and, with ``run``, that its
+    signed payload is about that run; return the decoded payload.
+
+    As ``check_receipt_subject``, this reads the signed payload only and
+    does NOT check the signature: do that with ``verifyctl receipt verify
+    --receipt FILE --public-key KEY --expect-run RUN``. Raises
+    ``ReceiptSubjectMismatch`` (field ``run``, path ``run_id``) for another
+    run, ``ValueError`` for an envelope that is not a run receipt."""
+    if isinstance(receipt, RunResult):
+        receipt = receipt.receipt_json
+    env = _receipt_envelope(receipt)  # type: ignore[arg-type]
+    if env.get("payloadType") != RUN_RECEIPT_TYPE:
+        raise ValueError("receipt: payloadType is %r, not a run receipt (%s)" % (env.get("payloadType"), RUN_RECEIPT_TYPE))
+    try:
+        payload = json.loads(base64.b64decode(env.get("payload") or "", validate=True))
+    except (ValueError, TypeError) as e:
+        raise ValueError("receipt: the payload is not base64 of JSON: %s" % e) from None
+    if not isinstance(payload, dict) or not payload.get("run_id"):
+        raise ValueError("receipt: the payload names no run_id")
+    if run is not None and payload.get("run_id") != run:
+        raise ReceiptSubjectMismatch("run", "run_id", run, str(payload.get("run_id")))
     return payload
