@@ -18,6 +18,10 @@
 # into a staging folder; `podman build --pull=never` with
 # deploy/Containerfile adds them. It writes .cache/image/version, tag,
 # tag-slim and the image ids and digests it built (digest, digest-slim).
+#
+# `scripts/image.sh probe` only answers whether podman can run a container
+# here: it makes the slim root filesystem (cached) and runs /bin/true in it
+# as the images run (uid 65532, read-only, host network); exit 0 if so.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,21 +55,34 @@ revision="$(git rev-parse HEAD)"
 
 log() { echo "image.sh: $*" >&2; }
 
-# rootfs VARIANT PACKAGES...: the cached root filesystem tarball of a
-# variant; prints its path. The key covers everything that shapes it.
-rootfs() {
-	local variant=$1
-	shift
-	local opts=(--variant=essential --mode=root --format=tar
+# mmdebstrap_opts PACKAGES...: the options that shape a root filesystem.
+mmdebstrap_opts() {
+	opts=(--variant=essential --mode=root --format=tar
 		--dpkgopt='path-exclude=/usr/share/doc/*'
 		--dpkgopt='path-include=/usr/share/doc/*/copyright'
 		--dpkgopt='path-exclude=/usr/share/man/*'
 		--dpkgopt='path-exclude=/usr/share/info/*'
 		--dpkgopt='path-exclude=/usr/share/locale/*'
 		--include="$(IFS=,; echo "$*")")
-	local key
-	key="$(printf '%s\n' "$suite" "${opts[@]}" | sha256sum | cut -c1-16)"
-	local tar="$out/rootfs-$variant-$key.tar"
+}
+
+# key PACKAGES...: the cache key of a root filesystem: everything that
+# shapes it.
+key() {
+	local opts
+	mmdebstrap_opts "$@"
+	printf '%s\n' "$suite" "${opts[@]}" | sha256sum | cut -c1-16
+}
+
+# rootfs VARIANT PACKAGES...: the cached root filesystem tarball of a
+# variant; prints its path.
+rootfs() {
+	local variant=$1
+	shift
+	local opts
+	mmdebstrap_opts "$@"
+	local tar
+	tar="$out/rootfs-$variant-$(key "$@").tar"
 	if [[ ! -s $tar ]]; then
 		# The host's Debian sources: the only package source there is.
 		local sources=()
@@ -88,14 +105,18 @@ rootfs() {
 	echo "$tar"
 }
 
-# base VARIANT TAR: the base image imported from the tarball, once per key.
+# base VARIANT PACKAGES...: the base image of a variant, imported from its
+# root filesystem once per key. An image of that key already in podman's
+# storage is used as it is (a fresh checkout on the same machine makes no
+# root filesystem again).
 base() {
-	local variant=$1 tar=$2
-	local key
-	key="$(basename "$tar" .tar)"
-	key="${key##*-}"
-	local image="localhost/verifierd-base:$variant-$key"
+	local variant=$1
+	shift
+	local image
+	image="localhost/verifierd-base:$variant-$(key "$@")"
 	if ! podman image exists "$image"; then
+		local tar
+		tar="$(rootfs "$variant" "$@")"
 		log "podman import $image"
 		podman import --quiet "$tar" "$image" >/dev/null
 	fi
@@ -129,6 +150,15 @@ stage() {
 	echo "$ctx"
 }
 
+if [[ ${1:-} == probe ]]; then
+	probe_base="$(base slim "${common[@]}")"
+	if ! out="$(podman run --rm --network=host --read-only --user 65532:65532 "$probe_base" /bin/true 2>&1)"; then
+		echo "image.sh: podman cannot run a container here: $out" >&2
+		exit 1
+	fi
+	exit 0
+fi
+
 t_start=$SECONDS
 
 # The binaries, built once for both images, beside nothing of make build's
@@ -139,10 +169,10 @@ for d in cmd/plugins/*/; do
 done
 mkdir -p "$out/bin"
 log "go build verifierd, verifyctl and ${#kinds[@]} adapters"
-go build -trimpath -o "$out/bin/verifierd" ./cmd/verifierd
-go build -trimpath -o "$out/bin/verifyctl" ./cmd/verifyctl
+go build -ldflags="-s -w" -o "$out/bin/verifierd" ./cmd/verifierd
+go build -ldflags="-s -w" -o "$out/bin/verifyctl" ./cmd/verifyctl
 for kind in "${kinds[@]}"; do
-	go build -trimpath -o "$out/bin/verifier-adapter-$kind" "./cmd/plugins/$kind"
+	go build -ldflags="-s -w" -o "$out/bin/verifier-adapter-$kind" "./cmd/plugins/$kind"
 done
 slim_kinds=()
 for kind in "${kinds[@]}"; do
@@ -164,11 +194,11 @@ build() {
 		--iidfile "$out/iid-$variant" -t "$tag" -f "$ctx/Containerfile" "$ctx" >/dev/null
 }
 
-tar_full="$(rootfs full "${common[@]}" "${full[@]}")"
-tar_slim="$(rootfs slim "${common[@]}")"
+base_full="$(base full "${common[@]}" "${full[@]}")"
+base_slim="$(base slim "${common[@]}")"
 t_rootfs=$SECONDS
-build full "$(base full "$tar_full")" "localhost/verifierd:$version" "${kinds[@]}"
-build slim "$(base slim "$tar_slim")" "localhost/verifierd:$version-slim" "${slim_kinds[@]}"
+build full "$base_full" "localhost/verifierd:$version" "${kinds[@]}"
+build slim "$base_slim" "localhost/verifierd:$version-slim" "${slim_kinds[@]}"
 
 # The digest of each image as stored: the sha256 of its manifest.
 for variant in full slim; do
@@ -182,7 +212,21 @@ for variant in full slim; do
 done
 echo "$version" >"$out/version"
 
-log "built in $((SECONDS - t_start)) s (binaries $((t_binaries - t_start)) s, root filesystems $((t_rootfs - t_binaries)) s, images $((SECONDS - t_rootfs)) s)"
+# Only the newest build is kept: older verifierd tags and base images of
+# other package lists are removed (their layers with them), so that the
+# images of every commit built here do not pile up.
+podman images --format '{{.Repository}}:{{.Tag}}' | while read -r image; do
+	case "$image" in
+	localhost/verifierd:"$version" | localhost/verifierd:"$version"-slim) ;;
+	localhost/verifierd:*) podman rmi --force "$image" >/dev/null 2>&1 || true ;;
+	localhost/verifierd-base:*)
+		[[ $image == "$base_full" || $image == "$base_slim" ]] ||
+			podman rmi "$image" >/dev/null 2>&1 || true
+		;;
+	esac
+done
+
+log "built in $((SECONDS - t_start)) s (binaries $((t_binaries - t_start)) s, base images $((t_rootfs - t_binaries)) s, images $((SECONDS - t_rootfs)) s)"
 for suffix in "" -slim; do
 	echo "$(cat "$out/tag$suffix")  $(cat "$out/digest$suffix")  $(cat "$out/size-mb$suffix") MB"
 done

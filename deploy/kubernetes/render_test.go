@@ -301,8 +301,13 @@ func TestImageTagOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	overlay := t.TempDir()
+	// kustomize takes a base by a relative path only.
+	base, err := filepath.Rel(overlay, here)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const registry = "registry.internal.test/ops/verifierd"
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + here +
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + base +
 		"\nimages:\n  - name: " + imageName + "\n    newName: " + registry + "\n    newTag: " + version + "\n"
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o600); err != nil {
 		t.Fatal(err)
