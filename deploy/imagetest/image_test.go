@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -140,8 +141,13 @@ type fleet struct {
 	pg        *sqlservers.Postgres
 	args      []string          // the Deployment's args, $(VAR) expanded
 	secretEnv map[string]string // every env var the Deployment sets
-	configDir string
-	tlsDir    string
+	// configFiles are the ConfigMap's files; configDirs the folder
+	// mounted as the ConfigMap for each image.
+	configFiles map[string]string
+	configDirs  map[string]string
+	extraConfig func(daemon map[string]any, dir string)
+	parent      string
+	tlsDir      string
 	caPool    *x509.CertPool
 	caFile    string
 }
@@ -153,7 +159,7 @@ type replica struct {
 	dataDir              string
 	image                string
 	args                 []string
-	containerWasReleased bool
+	configDir            string
 }
 
 // newFleet starts PostgreSQL and lays out the shared config, TLS and keys.
@@ -188,12 +194,11 @@ func newFleet(t *testing.T, e env, extraConfig func(daemon map[string]any, dir s
 	}
 
 	// The ConfigMap's files, the clinic's connection pointed at this
-	// PostgreSQL on loopback.
+	// PostgreSQL on loopback; each image's replicas get them with that
+	// image's pins (configFor).
 	cm := readManifest(t, "configmap.yaml")
-	f.configDir = filepath.Join(parent, "config")
-	if err := os.Mkdir(f.configDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	f.configFiles = map[string]string{}
+	f.parent = parent
 	connect := regexp.MustCompile(`(?m)^(\s*)sql_connect_args: .*$`)
 	for name, content := range cm.Data {
 		if name == "clinic.yaml" {
@@ -202,35 +207,10 @@ func newFleet(t *testing.T, e env, extraConfig func(daemon map[string]any, dir s
 			}
 			content = connect.ReplaceAllString(content, fmt.Sprintf("${1}sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}", pg.Port, pg.Reader.User, pg.Database))
 		}
-		if name == "daemon.yaml" {
-			var d map[string]any
-			if err := yaml.Unmarshal([]byte(content), &d); err != nil {
-				t.Fatal(err)
-			}
-			// The image's own pins: the daemon refuses any other adapter
-			// binary, so the pins match the layout in the image.
-			pins, err := podman("run", "--rm", "--read-only", "--network=none", "--entrypoint", "/bin/cat", e.full, "/usr/lib/verifierd/pins.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var p map[string]any
-			if err := yaml.Unmarshal([]byte(pins), &p); err != nil || p["plugins"] == nil {
-				t.Fatalf("the image's pins.yaml: %v\n%s", err, pins)
-			}
-			d["plugins"] = p["plugins"]
-			if extraConfig != nil {
-				extraConfig(d, f.configDir)
-			}
-			b, err := yaml.Marshal(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			content = string(b)
-		}
-		if err := os.WriteFile(filepath.Join(f.configDir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		f.configFiles[name] = content
 	}
+	f.extraConfig = extraConfig
+	f.configDirs = map[string]string{}
 
 	// The TLS Secret: a certificate for 127.0.0.1, readable by the image's
 	// user only (defaultMode 0440 with fsGroup 65532 in the manifests).
@@ -281,6 +261,50 @@ func newFleet(t *testing.T, e env, extraConfig func(daemon map[string]any, dir s
 		f.args = append(f.args, expand.ReplaceAllStringFunc(a, func(s string) string { return f.secretEnv[expand.FindStringSubmatch(s)[1]] }))
 	}
 	return f
+}
+
+// configFor writes the ConfigMap's files for the replicas of image, once:
+// the daemon config gets the image's own pins (/usr/lib/verifierd/pins.yaml),
+// so the daemon refuses any adapter binary but those built into it.
+func (f *fleet) configFor(t *testing.T, image string) string {
+	t.Helper()
+	if dir, ok := f.configDirs[image]; ok {
+		return dir
+	}
+	dir := filepath.Join(f.parent, fmt.Sprintf("config-%d", len(f.configDirs)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range f.configFiles {
+		if name == "daemon.yaml" {
+			var d map[string]any
+			if err := yaml.Unmarshal([]byte(content), &d); err != nil {
+				t.Fatal(err)
+			}
+			pins, err := podman("run", "--rm", "--read-only", "--network=none", "--entrypoint", "/bin/cat", image, "/usr/lib/verifierd/pins.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p map[string]any
+			if err := yaml.Unmarshal([]byte(pins), &p); err != nil || p["plugins"] == nil {
+				t.Fatalf("%s's pins.yaml: %v\n%s", image, err, pins)
+			}
+			d["plugins"] = p["plugins"]
+			if f.extraConfig != nil {
+				f.extraConfig(d, dir)
+			}
+			b, err := yaml.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content = string(b)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.configDirs[image] = dir
+	return dir
 }
 
 // selfSigned makes a certificate and key for 127.0.0.1 and localhost.
@@ -343,10 +367,10 @@ func (f *fleet) start(t *testing.T, name, image string) *replica {
 		t.Fatal(err)
 	}
 	r.dataDir = dir
+	r.configDir = f.configFor(t, image)
 	t.Cleanup(func() {
 		if t.Failed() {
-			logs, _ := podman("logs", r.name)
-			t.Logf("%s log:\n%s", r.name, logs)
+			t.Logf("%s log:\n%s", r.name, logs(r.name))
 		}
 		if _, err := podman("rm", "--force", "--time", "5", r.name); err != nil {
 			t.Errorf("removing %s: %v", r.name, err)
@@ -364,7 +388,7 @@ func (f *fleet) run(r *replica) error {
 	args := []string{"run", "--detach", "--name", r.name, "--label", "io.verifierd.image-test=" + f.e.run,
 		"--network=host", "--read-only", "--user=65532:65532", "--cap-drop=all", "--security-opt=no-new-privileges",
 		"--volume", r.dataDir + ":/var/lib/verifierd",
-		"--volume", f.configDir + ":/etc/verifierd/config:ro",
+		"--volume", r.configDir + ":/etc/verifierd/config:ro",
 		"--volume", f.tlsDir + ":/etc/verifierd/tls:ro"}
 	// -e NAME passes the variable from podman's own environment: no
 	// secret on a command line.
@@ -401,9 +425,8 @@ func (f *fleet) waitReady(t *testing.T, r *replica) {
 		if err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
 			return
 		}
-		if time.Now().After(deadline) {
-			logs, _ := podman("logs", r.name)
-			t.Fatalf("%s not ready after 90 s (%v %v):\n%s", r.name, res.GetStatus(), err, logs)
+		if inspect(t, r, "{{.State.Running}}") == "false" || time.Now().After(deadline) {
+			t.Fatalf("%s not ready (%v %v):\n%s", r.name, res.GetStatus(), err, logs(r.name))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -466,8 +489,7 @@ func (f *fleet) begin(t *testing.T, r *replica, args ...string) string {
 		SessionID string `json:"session_id"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &b) != nil || b.SessionID == "" {
-		logs, _ := podman("logs", r.name)
-		t.Fatalf("begin on %s: exit %d %s\n%s", r.name, code, out, logs)
+		t.Fatalf("begin on %s: exit %d %s\n%s", r.name, code, out, logs(r.name))
 	}
 	return b.SessionID
 }
@@ -477,10 +499,19 @@ func (f *fleet) verify(t *testing.T, r *replica, session string, extra ...string
 	out, code := f.ctl(t, r, append([]string{"verify", "--session", session}, extra...)...)
 	var v verifyOut
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Outcome == "" {
-		logs, _ := podman("logs", r.name)
-		t.Fatalf("verify on %s: exit %d %s\n%s", r.name, code, out, logs)
+		t.Fatalf("verify on %s: exit %d %s\n%s", r.name, code, out, logs(r.name))
 	}
 	return v
+}
+
+// logs returns a container's log: the daemon writes to stderr, which
+// podman logs replays on its own stderr.
+func logs(name string) string {
+	out, err := exec.Command("podman", "logs", name).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(podman logs %s: %v) %s", name, err, out)
+	}
+	return string(out)
 }
 
 // inspect returns a podman inspect field of a replica's container.
@@ -525,28 +556,38 @@ func TestReplicasInContainers(t *testing.T) {
 	}
 	step := []string{"--deployment-name", "clinic", "--workflow", "triage", "--step", "save_triage"}
 
-	// p1: a visit already there, which the baseline must remember; p2: the
-	// automation never writes.
+	// Three sessions begun on A. p1 had a triage visit already, which only
+	// A's stored baseline tells apart from the new one; p2 is written
+	// cleanly; p3 is never written.
 	write("p1", "earlier visit")
 	s1 := f.begin(t, a, append(step, "--param", "patient_id=p1", "--param", "note=Follow-up in 2 weeks")...)
 	s2 := f.begin(t, a, append(step, "--param", "patient_id=p2", "--param", "note=Call back")...)
+	s3 := f.begin(t, a, append(step, "--param", "patient_id=p3", "--param", "note=Never saved")...)
 	if _, err := podman("kill", a.name); err != nil {
 		t.Fatal(err)
 	}
-	if got := inspect(t, a, "{{.State.Status}}"); got != "exited" {
-		t.Fatalf("%s after podman kill: %s", a.name, got)
+	if got := inspect(t, a, "{{.State.Running}}"); got != "false" {
+		t.Fatalf("%s still runs after podman kill", a.name)
 	}
 	write("p1", "Follow-up in 2 weeks")
+	write("p2", "Call back")
 
 	dir := t.TempDir()
 	rcpt := filepath.Join(dir, "receipt.json")
-	if got, want := f.verify(t, b, s1, "--receipt-out", rcpt).summary(),
-		"VERIFIED CONFIRMED/sql/1/COUNT_EXACT CONFIRMED/sql/1/FIELD_EQUAL"; got != want {
-		t.Errorf("verify of A's session on B = %s\nwant %s", got, want)
-	}
-	if got, want := f.verify(t, b, s2).summary(),
-		"RECONCILIATION_REQUIRED REFUTED/sql/1/COUNT_UNDER REFUTED/sql/1/FIELD_NO_MATCH"; got != want {
-		t.Errorf("verify of the unwritten session on B = %s\nwant %s", got, want)
+	for _, c := range []struct {
+		session, want string
+		extra         []string
+	}{
+		// The new visit counted exactly once (the baseline's census), its
+		// note matching two visits: ambiguous, so reconciliation.
+		{s1, "RECONCILIATION_REQUIRED CONFIRMED/sql/1/COUNT_EXACT REFUTED/sql/1/FIELD_AMBIGUOUS", nil},
+		{s2, "VERIFIED CONFIRMED/sql/1/COUNT_EXACT CONFIRMED/sql/1/FIELD_EQUAL", []string{"--receipt-out", rcpt}},
+		// An irreversible step whose write never landed.
+		{s3, "HALTED_BEFORE_EFFECT REFUTED/sql/1/COUNT_UNDER REFUTED/sql/1/FIELD_NO_MATCH", nil},
+	} {
+		if got := f.verify(t, b, c.session, c.extra...).summary(); got != c.want {
+			t.Errorf("verify of A's session %s on B = %s\nwant %s", c.session, got, c.want)
+		}
 	}
 
 	// The receipt checks offline against the fleet's public key.
@@ -558,7 +599,7 @@ func TestReplicasInContainers(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte(keyOut), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := f.ctl(t, nil, "receipt", "verify", "--receipt", rcpt, "--public-key", keyFile, "--expect-session", s1, "--expect-deployment", "clinic", "--expect-step", "save_triage"); code != 0 {
+	if out, code := f.ctl(t, nil, "receipt", "verify", "--receipt", rcpt, "--public-key", keyFile, "--expect-session", s2, "--expect-deployment", "clinic", "--expect-step", "save_triage"); code != 0 {
 		t.Errorf("receipt verify: exit %d %s", code, out)
 	}
 	// And a receipt altered by one byte does not.
@@ -591,9 +632,17 @@ func TestReplicasInContainers(t *testing.T) {
 		body, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(body)
 	}
-	if code, body := get("/metrics", true); code != 200 || !strings.Contains(body, `verifierd_sessions_verified_total{outcome="VERIFIED"} 1`) ||
-		!strings.Contains(body, `verifierd_sessions_verified_total{outcome="RECONCILIATION_REQUIRED"} 1`) {
-		t.Errorf("/metrics: %d, want 200 counting one VERIFIED and one RECONCILIATION_REQUIRED:\n%.2000s", code, body)
+	code, body := get("/metrics", true)
+	var counted []string
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, "verifierd_sessions_") {
+			counted = append(counted, strings.TrimSpace(line))
+		}
+	}
+	t.Logf("/metrics on B: %s", strings.Join(counted, "; "))
+	if want := []string{`verifierd_sessions_verified_total{outcome="HALTED_BEFORE_EFFECT"} 1`, `verifierd_sessions_verified_total{outcome="RECONCILIATION_REQUIRED"} 1`,
+		`verifierd_sessions_verified_total{outcome="VERIFIED"} 1`}; code != 200 || !slices.Equal(counted, want) {
+		t.Errorf("/metrics: %d, counting %v\nwant %v", code, counted, want)
 	}
 	if code, _ := get("/metrics", false); code != http.StatusUnauthorized {
 		t.Errorf("/metrics without the token: %d, want 401", code)
@@ -608,9 +657,9 @@ func TestReplicasInContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitReady(t, a)
-	s3 := f.begin(t, b, append(step, "--param", "patient_id=p3", "--param", "note=New rash")...)
-	write("p3", "New rash")
-	if got, want := f.verify(t, a, s3).summary(), "VERIFIED CONFIRMED/sql/1/COUNT_EXACT CONFIRMED/sql/1/FIELD_EQUAL"; got != want {
+	s4 := f.begin(t, b, append(step, "--param", "patient_id=p4", "--param", "note=New rash")...)
+	write("p4", "New rash")
+	if got, want := f.verify(t, a, s4).summary(), "VERIFIED CONFIRMED/sql/1/COUNT_EXACT CONFIRMED/sql/1/FIELD_EQUAL"; got != want {
 		t.Errorf("begun on B, verified on A after its restart = %s\nwant %s", got, want)
 	}
 
