@@ -148,18 +148,18 @@ type fleet struct {
 	extraConfig func(daemon map[string]any, dir string)
 	parent      string
 	tlsDir      string
-	caPool    *x509.CertPool
-	caFile    string
+	caPool      *x509.CertPool
+	caFile      string
 }
 
 // replica is one running container.
 type replica struct {
-	name                 string
-	grpc, http, health   string
-	dataDir              string
-	image                string
-	args                 []string
-	configDir            string
+	name               string
+	grpc, http, health string
+	dataDir            string
+	image              string
+	args               []string
+	configDir          string
 }
 
 // newFleet starts PostgreSQL and lays out the shared config, TLS and keys.
@@ -753,7 +753,7 @@ const screenWorkflow = `schema: verifierd.workflow/v1
 name: screen
 params: {ref: {}, holder: {}, amount: {}}
 policy:
-  subject_params: [ref]
+  subject_params: [amount]
 steps:
   - step: save
     risk: irreversible
