@@ -29,6 +29,21 @@ export CONTAINERS_CONF="$root/deploy/containers.conf"
 bash scripts/image-deps.sh
 bash scripts/deps.sh # PostgreSQL, and Chromium for the automation's browser
 
+# kubectl renders this folder's `labels:` from its built-in kustomize v4.1
+# on (kubectl 1.22); Debian's kubernetes-client (1.20) has v2. With such a
+# kubectl, the pinned kustomize is built from the Go module proxy instead
+# (once, into .cache/image) and renders in its place.
+kustomize_version=v5.7.1
+kubectl_version="$(kubectl version --client 2>/dev/null || true)"
+if ! grep -qE 'Kustomize Version: v(4\.([1-9]|[1-9][0-9])\.|[5-9]\.|[1-9][0-9]\.)' <<<"$kubectl_version"; then
+	kbin="$root/.cache/image/kustomize-$kustomize_version"
+	if [[ ! -x $kbin/kustomize ]]; then
+		echo "image-test: kubectl's kustomize is older than v4.1: building kustomize $kustomize_version"
+		GOBIN="$kbin" go install "sigs.k8s.io/kustomize/kustomize/v5@$kustomize_version"
+	fi
+	export VERIFIERD_KUSTOMIZE="$kbin/kustomize"
+fi
+
 echo "image-test: kubectl kustomize deploy/kubernetes, decoded strictly"
 (cd deploy/kubernetes && VERIFIERD_MANIFESTS=require go test -count=1 ./...)
 

@@ -32,13 +32,19 @@ import (
 // scripts/image.sh) and deployment.yaml names.
 const imageName = "verifierd"
 
-// kubectl returns the kubectl to render with: $VERIFIERD_KUBECTL, else the
-// one on PATH. Without one the test skips, unless VERIFIERD_MANIFESTS=require
-// (make image-test, which installs it) makes that a failure.
-func kubectl(t *testing.T) string {
+// renderer returns the command that renders a kustomization folder:
+// $VERIFIERD_KUSTOMIZE build (a kustomize binary, which scripts/image-test.sh
+// builds where kubectl's own kustomize is too old for this folder), else
+// kubectl kustomize with $VERIFIERD_KUBECTL or the kubectl on PATH. Without
+// one the test skips, unless VERIFIERD_MANIFESTS=require (make image-test,
+// which installs kubectl) makes that a failure.
+func renderer(t *testing.T) []string {
 	t.Helper()
+	if p := os.Getenv("VERIFIERD_KUSTOMIZE"); p != "" {
+		return []string{p, "build"}
+	}
 	if p := os.Getenv("VERIFIERD_KUBECTL"); p != "" {
-		return p
+		return []string{p, "kustomize"}
 	}
 	p, err := exec.LookPath("kubectl")
 	if err != nil {
@@ -47,18 +53,19 @@ func kubectl(t *testing.T) string {
 		}
 		t.Skip("no kubectl on PATH (scripts/image-deps.sh installs one; VERIFIERD_MANIFESTS=require makes this a failure)")
 	}
-	return p
+	return []string{p, "kustomize"}
 }
 
-// render runs `kubectl kustomize dir` and returns its output.
+// render renders the kustomization in dir and returns its output.
 func render(t *testing.T, dir string) []byte {
 	t.Helper()
-	cmd := exec.Command(kubectl(t), "kustomize", dir)
+	r := renderer(t)
+	cmd := exec.Command(r[0], r[1], dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+		t.Fatalf("%s %s %s: %v\n%s", r[0], r[1], dir, err, stderr.String())
 	}
 	return out
 }
