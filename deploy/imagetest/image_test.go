@@ -898,7 +898,7 @@ func automationBrowser(t *testing.T) string {
 				case found <- string(m[1]):
 				default:
 				}
-				io.Copy(io.Discard, stderr)
+				_, _ = io.Copy(io.Discard, stderr) // drain, so the browser never blocks on a full pipe
 				return
 			}
 			if err != nil {
