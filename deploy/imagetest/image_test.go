@@ -915,7 +915,12 @@ func automationBrowser(t *testing.T) string {
 	return ""
 }
 
-func newProcessGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// newProcessGroup puts a process in a group of its own (stopGroup stops
+// its helpers with it) and kills it if the test process dies first (a
+// timeout's panic runs no cleanup).
+func newProcessGroup() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
 
 // stopGroup stops a process and its children by the process group the
 // process leads: SIGTERM, then SIGKILL after 10 s.
