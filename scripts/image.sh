@@ -212,13 +212,15 @@ for variant in full slim; do
 done
 echo "$version" >"$out/version"
 
-# Only the newest build is kept: older verifierd tags and base images of
-# other package lists are removed (their layers with them), so that the
-# images of every commit built here do not pile up.
-podman images --format '{{.Repository}}:{{.Tag}}' | while read -r image; do
+# Builds of other versions more than six hours old are removed (and base
+# images of other package lists), their layers with them, so that the
+# images of every commit built here do not pile up. A newer one may belong
+# to a build or test running beside this one, and an image a container
+# still uses is never removed (no --force).
+podman images --filter until=6h --format '{{.Repository}}:{{.Tag}}' | while read -r image; do
 	case "$image" in
 	localhost/verifierd:"$version" | localhost/verifierd:"$version"-slim) ;;
-	localhost/verifierd:*) podman rmi --force "$image" >/dev/null 2>&1 || true ;;
+	localhost/verifierd:*) podman rmi "$image" >/dev/null 2>&1 || true ;;
 	localhost/verifierd-base:*)
 		[[ $image == "$base_full" || $image == "$base_slim" ]] ||
 			podman rmi "$image" >/dev/null 2>&1 || true
