@@ -23,6 +23,7 @@
 # here: it makes the slim root filesystem (cached) and runs /bin/true in it
 # as the images run (uid 65532, read-only, host network); exit 0 if so.
 set -euo pipefail
+shopt -s inherit_errexit # a failure inside $(...) stops the build too
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -150,10 +151,17 @@ stage() {
 	echo "$ctx"
 }
 
-if [[ ${1:-} == probe ]]; then
+# probe-run is the probe's work, run by probe as a process of its own so
+# that any failure stops it (errexit does not hold inside an if's test).
+if [[ ${1:-} == probe-run ]]; then
 	probe_base="$(base slim "${common[@]}")"
-	if ! out="$(podman run --rm --network=host --read-only --user 65532:65532 "$probe_base" /bin/true 2>&1)"; then
-		echo "image.sh: podman cannot run a container here: $out" >&2
+	podman run --rm --network=host --read-only --user 65532:65532 "$probe_base" /bin/true
+	exit 0
+fi
+if [[ ${1:-} == probe ]]; then
+	if ! out="$(bash "${BASH_SOURCE[0]}" probe-run 2>&1)"; then
+		echo "image.sh: podman cannot run a container here:" >&2
+		echo "$out" >&2
 		exit 1
 	fi
 	exit 0
