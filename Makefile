@@ -24,7 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz clean
+.PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
 
@@ -170,6 +170,25 @@ fuzz:
 	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzTemplateInURL -fuzztime 30s
 	cd sdk && $(GO) test ./jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
 	$(GO) test ./internal/reward -run '^$$' -fuzz FuzzParseDescriptor -fuzztime 30s
+
+# image: the two OCI images of verifierd (docs/container-image.md),
+# localhost/verifierd:<version> with every first-party adapter, Chromium and
+# Tesseract, and localhost/verifierd:<version>-slim without ui_readback and
+# onscreen; offline, from Debian's packages (mmdebstrap, the root
+# filesystems cached under .cache/image) and this checkout's Go build.
+# scripts/image-deps.sh installs podman, runc, mmdebstrap and kubectl.
+image: build-deps
+	bash scripts/image.sh
+
+# image-test: renders deploy/kubernetes with kubectl kustomize and decodes
+# it strictly into the Kubernetes API types; then, where podman can run
+# containers, builds the images and runs two replicas of them on one
+# PostgreSQL store on loopback (kill one, verify on the other, receipts,
+# metrics, health, ui_readback and onscreen inside the full image). Where
+# podman cannot, the container part is skipped, saying why, unless
+# VERIFIERD_IMAGE_TEST=require.
+image-test: build-deps
+	bash scripts/image-test.sh
 
 clean:
 	rm -rf .cache

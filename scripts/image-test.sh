@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make image-test (docs/container-image.md):
+#
+#   1. renders deploy/kubernetes with `kubectl kustomize` and decodes every
+#      object strictly into the Kubernetes API types (deploy/kubernetes,
+#      its own Go module pinning k8s.io/api);
+#   2. asks whether podman can run a container here (scripts/image.sh
+#      probe); if not, says why and stops there, passing, unless
+#      VERIFIERD_IMAGE_TEST=require;
+#   3. builds both images (scripts/image.sh: cached root filesystems, the
+#      Go build cache and podman's layer cache make a rebuild quick);
+#   4. renders an overlay pinning the version just built;
+#   5. runs deploy/imagetest: PostgreSQL on loopback (as its own user), two
+#      verifierd containers on the host network listening on 127.0.0.1
+#      only, with the Deployment's args, env and config; Begin on one,
+#      `podman kill` it, Verify on the other, the receipt checked offline,
+#      /metrics and health, ui_readback and onscreen in the full image.
+#
+# Every container the test starts carries the label
+# io.verifierd.image-test=<this run>; the test removes each by name, and
+# this script removes any left by that label when it exits, failed or not.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export PATH="/usr/local/go/bin:$PATH"
+export CONTAINERS_CONF="$root/deploy/containers.conf"
+
+bash scripts/image-deps.sh
+bash scripts/deps.sh # PostgreSQL, and Chromium for the automation's browser
+
+# kubectl renders this folder's `labels:` from its built-in kustomize v4.1
+# on (kubectl 1.22); Debian's kubernetes-client (1.20) has v2. With such a
+# kubectl, the pinned kustomize is built from the Go module proxy instead
+# (once, into .cache/image) and renders in its place.
+kustomize_version=v5.7.1
+kubectl_version="$(kubectl version --client 2>/dev/null || true)"
+if ! grep -qE 'Kustomize Version: v(4\.([1-9]|[1-9][0-9])\.|[5-9]\.|[1-9][0-9]\.)' <<<"$kubectl_version"; then
+	kbin="$root/.cache/image/kustomize-$kustomize_version"
+	if [[ ! -x $kbin/kustomize ]]; then
+		echo "image-test: kubectl's kustomize is older than v4.1: building kustomize $kustomize_version"
+		GOBIN="$kbin" go install "sigs.k8s.io/kustomize/kustomize/v5@$kustomize_version"
+	fi
+	export VERIFIERD_KUSTOMIZE="$kbin/kustomize"
+fi
+
+echo "image-test: kubectl kustomize deploy/kubernetes, decoded strictly"
+(cd deploy/kubernetes && VERIFIERD_MANIFESTS=require go test -count=1 ./...)
+
+if ! bash scripts/image.sh probe; then
+	if [[ ${VERIFIERD_IMAGE_TEST:-} == require ]]; then
+		echo "image-test: podman cannot run containers here, and VERIFIERD_IMAGE_TEST=require" >&2
+		exit 1
+	fi
+	echo "image-test: SKIPPED the image build and the container tests: podman cannot run a container on this machine (see the error above); the manifests were checked"
+	exit 0
+fi
+
+t0=$SECONDS
+bash scripts/image.sh
+build_s=$((SECONDS - t0))
+version="$(cat .cache/image/version)"
+
+echo "image-test: an overlay pinning $version"
+(cd deploy/kubernetes && VERIFIERD_MANIFESTS=require VERIFIERD_IMAGE_VERSION="$version" go test -count=1 -run TestImageTagOverlay ./...)
+
+run="$$"
+cleanup() {
+	local ids
+	ids="$(podman ps --all --quiet --filter "label=io.verifierd.image-test=$run" 2>/dev/null || true)"
+	if [[ -n $ids ]]; then
+		echo "image-test: removing containers left by the run: $ids" >&2
+		# shellcheck disable=SC2086 # one id per word
+		podman rm --force --time 5 $ids >/dev/null || true
+	fi
+}
+trap cleanup EXIT
+
+echo "image-test: the containers"
+VERIFIERD_IMAGE="$(cat .cache/image/tag)" \
+	VERIFIERD_IMAGE_SLIM="$(cat .cache/image/tag-slim)" \
+	VERIFIERD_IMAGE_VERIFYCTL="$root/.cache/image/bin/verifyctl" \
+	VERIFIERD_IMAGE_TEST_RUN="$run" \
+	go test -count=1 -timeout 20m -v ./deploy/imagetest/
+
+echo "image-test: images built (or found up to date) in $build_s s:"
+for suffix in "" -slim; do
+	echo "  $(cat ".cache/image/tag$suffix")  $(cat ".cache/image/digest$suffix")  $(cat ".cache/image/size-mb$suffix") MB"
+done
