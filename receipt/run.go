@@ -102,7 +102,7 @@ type RunHandoffClaim struct {
 	Step     string `json:"step"`
 	Param    string `json:"param"`
 	FromStep string `json:"from_step"`
-	Effect   string `json:"effect"`
+	Effect   int    `json:"effect"`
 	Field    string `json:"field"`
 	// ValueDigest is the keyed digest of the value's canonical JSON.
 	ValueDigest string `json:"value_digest"`

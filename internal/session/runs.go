@@ -547,10 +547,13 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 	}
 	refuse := func(err error) error {
 		m.noteRunRefusal(ctx, rec.ID, step.Name, err)
-		return m.recordBeginRefusal(ctx, full, nil, err)
+		// The refusal's receipt names the deployment's digest, as a
+		// refused Begin outside a run does (none when it cannot be read).
+		raw, _ := m.deploymentBytes(full)
+		return m.recordBeginRefusal(ctx, full, raw, err)
 	}
 	policy := func(code, path, format string, args ...any) error {
-		return refuse(&Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: code + ": " + fmt.Sprintf(format, args...)})
+		return refuse(&Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	if rec.Seal != nil && !rec.reconciling() {
 		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
@@ -1017,7 +1020,7 @@ func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, 
 	for _, rs := range rec.Steps {
 		for _, h := range rs.Handoffs {
 			p.Handoffs = append(p.Handoffs, receipt.RunHandoffClaim{Step: rs.Step, Param: h.Param, FromStep: h.FromStep,
-				Effect: strconv.Itoa(h.Effect), Field: h.Field, ValueDigest: h.ValueDigest})
+				Effect: h.Effect, Field: h.Field, ValueDigest: h.ValueDigest})
 		}
 	}
 	return p
