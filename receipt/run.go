@@ -36,7 +36,10 @@ type RunPayload struct {
 	Tier       int `json:"tier"`
 	OracleRung int `json:"oracle_rung"`
 	// RunMinTier is the floor the classifier applied (policy.run_min_tier).
-	RunMinTier int                `json:"run_min_tier"`
+	RunMinTier int `json:"run_min_tier"`
+	// RunMinRung is the oracle-rung floor the classifier applied
+	// (policy.run_min_rung; 2 unless the workflow's policy lowered it).
+	RunMinRung int                `json:"run_min_rung"`
 	Steps      []RunStepClaim     `json:"steps"`
 	Artifacts  []RunArtifactClaim `json:"artifacts"`
 	Handoffs   []RunHandoffClaim  `json:"handoffs"`

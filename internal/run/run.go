@@ -42,6 +42,9 @@ const (
 	// CodeTierBelowRunMin: a step was read at a tier weaker than
 	// run_min_tier.
 	CodeTierBelowRunMin = "tier_below_run_min"
+	// CodeRungBelowRunMin: a step was read on an oracle rung below
+	// run_min_rung.
+	CodeRungBelowRunMin = "rung_below_run_min"
 	// CodeReconciliationSticky: the run was sealed RECONCILIATION_REQUIRED
 	// before; only VERIFIED (or a rollback check) leaves that state.
 	CodeReconciliationSticky = "reconciliation_sticky"
@@ -94,6 +97,9 @@ type Input struct {
 	Artifacts []Artifact
 	// RunMinTier is the weakest step tier a VERIFIED run may have.
 	RunMinTier int
+	// RunMinRung is the lowest oracle rung a step of a VERIFIED run may
+	// have been read on.
+	RunMinRung oracle.Rung
 	// Sticky: the run was sealed RECONCILIATION_REQUIRED before, or an
 	// artifact check was REFUTED or INDETERMINATE: something may have
 	// landed, so no "nothing landed" outcome can follow.
@@ -124,7 +130,8 @@ type Classification struct {
 //
 //   - VERIFIED: every consequential step's latest result is VERIFIED,
 //     every consumed artifact is CONFIRMED, no artifact check failed, and
-//     every step with a result was read at run_min_tier or stronger;
+//     every step with a result was read at run_min_tier or stronger and
+//     on run_min_rung or higher;
 //   - HALTED_BEFORE_EFFECT: nothing landed: every begun consequential
 //     step ended HALTED_BEFORE_EFFECT (or none began), no artifact was
 //     seen, and no Begin was refused;
@@ -164,6 +171,9 @@ func Classify(in Input) Classification {
 		}
 		if s.Outcome != "" && s.Tier > in.RunMinTier {
 			reasons = append(reasons, Reason{Code: CodeTierBelowRunMin, Step: s.Name, Message: fmt.Sprintf("step %q was read at tier %d, weaker than run_min_tier %d", s.Name, s.Tier, in.RunMinTier)})
+		}
+		if s.Outcome != "" && s.OracleRung < in.RunMinRung {
+			reasons = append(reasons, Reason{Code: CodeRungBelowRunMin, Step: s.Name, Message: fmt.Sprintf("step %q was read on oracle rung %d, below run_min_rung %d", s.Name, s.OracleRung, in.RunMinRung)})
 		}
 	}
 	seen := false

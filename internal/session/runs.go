@@ -120,7 +120,9 @@ type runRecord struct {
 	DeploymentDigest string            `json:"deployment_digest"`
 	Params           map[string]string `json:"params"`
 	// RunMinTier is the policy's run_min_tier, resolved at BeginRun.
-	RunMinTier int              `json:"run_min_tier"`
+	RunMinTier int `json:"run_min_tier"`
+	// RunMinRung is the policy's run_min_rung, resolved at BeginRun.
+	RunMinRung int              `json:"run_min_rung"`
 	BegunAt    time.Time        `json:"begun_at"`
 	Steps      []runStepRecord  `json:"steps"`
 	Artifacts  []runArtifactRec `json:"artifacts"`
@@ -320,7 +322,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 	}
 	rec := runRecord{
 		ID: id, Workflow: req.Workflow, WorkflowDigest: wf.Digest, DeploymentName: req.DeploymentName, DeploymentDigest: sha256Hex(raw),
-		Params: params, RunMinTier: m.policy(dep, wf).RunMinTier, BegunAt: time.Now().UTC(),
+		Params: params, RunMinTier: m.policy(dep, wf).RunMinTier, RunMinRung: m.policy(dep, wf).RunMinRung, BegunAt: time.Now().UTC(),
 	}
 	for _, s := range wf.Steps {
 		rec.Steps = append(rec.Steps, runStepRecord{Step: s.Name, Sessions: []string{}})
@@ -336,7 +338,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 		_, err := l.Append(EntryRunBegun, id, jsonDigest(map[string]any{
 			"run_id": id, "workflow": rec.Workflow, "workflow_digest": rec.WorkflowDigest,
 			"deployment_name": rec.DeploymentName, "deployment_digest": rec.DeploymentDigest,
-			"params_digest": m.paramsDigest(params), "run_min_tier": rec.RunMinTier,
+			"params_digest": m.paramsDigest(params), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
 		}))
 		return err
 	})
@@ -900,7 +902,7 @@ func (m *Manager) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepSta
 
 // classifierInput gathers the classifier's input.
 func classifierInput(wf *workflow.Workflow, rec *runRecord, states []stepState) run.Input {
-	in := run.Input{RunMinTier: rec.RunMinTier, Sticky: rec.Sticky || rec.reconciling()}
+	in := run.Input{RunMinTier: rec.RunMinTier, RunMinRung: oracle.Rung(rec.RunMinRung), Sticky: rec.Sticky || rec.reconciling()}
 	for _, st := range states {
 		in.Steps = append(in.Steps, st.Step)
 	}
@@ -1002,7 +1004,7 @@ func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, 
 		Deployment:   receipt.RunDeployment{Name: rec.DeploymentName, Digest: rec.DeploymentDigest},
 		ParamsDigest: m.paramsDigest(rec.Params),
 		Outcome:      seal.Outcome, ReasonCodes: []string{}, Attempt: rec.Attempt,
-		Tier: seal.Tier, OracleRung: seal.OracleRung, RunMinTier: rec.RunMinTier,
+		Tier: seal.Tier, OracleRung: seal.OracleRung, RunMinTier: rec.RunMinTier, RunMinRung: rec.RunMinRung,
 		Steps: []receipt.RunStepClaim{}, Artifacts: []receipt.RunArtifactClaim{}, Handoffs: []receipt.RunHandoffClaim{},
 		EvidenceDigest: "hmac-sha256",
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"github.com/verifierd/verifierd/internal/oracle"
 	"slices"
 	"strings"
 	"testing"
@@ -428,8 +429,48 @@ func TestRunTier3BlocksVerified(t *testing.T) {
 		t.Fatalf("intake %s", v.Outcome)
 	}
 	view, err := f.m.FinishRun(t.Context(), "t3")
-	if err != nil || view.Outcome != run.ReconciliationRequired || view.Tier != 3 || !slices.Equal(reasonCodes(view.Reasons), []string{run.CodeTierBelowRunMin}) {
+	if err != nil || view.Outcome != run.ReconciliationRequired || view.Tier != 3 || !slices.Equal(reasonCodes(view.Reasons), []string{run.CodeTierBelowRunMin, run.CodeRungBelowRunMin}) {
 		t.Fatalf("a tier-3 step under run_min_tier 2: %+v %v", view, err)
+	}
+}
+
+// TestRunRungFloor: a step read through a separate session (rung 1)
+// keeps a run from VERIFIED under the default run_min_rung 2, whatever its
+// tier; a workflow whose policy lowers the floor explicitly gets VERIFIED,
+// and its run receipt states the floor applied.
+func TestRunRungFloor(t *testing.T) {
+	t.Parallel()
+	intakeOnly := strings.Split(runWorkflowYAML, "  - step: posting")[0]
+	for _, tc := range []struct {
+		name    string
+		policy  string
+		outcome string
+		codes   []string
+		floor   int
+	}{
+		{"default floor", "", run.ReconciliationRequired, []string{run.CodeRungBelowRunMin}, 2},
+		{"floor lowered to 1", "policy: {run_min_rung: 1}\n", run.Verified, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newRunFixture(t, sdk.TierIndependentSession, "runmemsession")
+			w, err := workflow.Parse([]byte(strings.Replace(intakeOnly, "steps:\n", tc.policy+"steps:\n", 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.m.Workflows["clinic"] = w
+			f.beginRun(t, "r1")
+			if v := f.step(t, "r1", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
+				t.Fatalf("intake %s", v.Outcome)
+			}
+			view, err := f.m.FinishRun(t.Context(), "r1")
+			if err != nil || view.Outcome != tc.outcome || view.Tier != 2 || view.OracleRung != int(oracle.SeparateSession) || !slices.Equal(reasonCodes(view.Reasons), tc.codes) {
+				t.Fatalf("FinishRun: %s tier %d rung %d %v %v; want %s %v", view.Outcome, view.Tier, view.OracleRung, reasonCodes(view.Reasons), err, tc.outcome, tc.codes)
+			}
+			if p := openRunReceipt(t, f, view.Receipt, "r1"); p.RunMinRung != tc.floor || p.Outcome != tc.outcome {
+				t.Errorf("receipt: run_min_rung %d outcome %s; want %d %s", p.RunMinRung, p.Outcome, tc.floor, tc.outcome)
+			}
+		})
 	}
 }
 

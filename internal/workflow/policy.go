@@ -45,6 +45,9 @@ type Policy struct {
 	// RunMinTier is the weakest tier (1 strongest .. 4 weakest) a step may
 	// have for its run to be VERIFIED (the run classifier, internal/run).
 	RunMinTier *int
+	// RunMinRung is the lowest oracle rung (0 visual .. 3 counterparty,
+	// internal/oracle) a step may have for its run to be VERIFIED.
+	RunMinRung *int
 }
 
 // policyDoc is a policy: block as written, for the strict decoder; a
@@ -57,6 +60,7 @@ type policyDoc struct {
 	RequireProvenNewness       *bool `json:"require_proven_newness"`
 	MinSettleS                 any   `json:"min_settle_s"`
 	RunMinTier                 any   `json:"run_min_tier"`
+	RunMinRung                 any   `json:"run_min_rung"`
 }
 
 // ParsePolicy loads a decoded `policy:` block.
@@ -93,6 +97,13 @@ func ParsePolicy(tree any, path string) (*Policy, error) {
 			return nil, refuse(path+".run_min_tier", "must be a whole number from 1 (independent system) to 4 (screen consistency): the weakest step tier a VERIFIED run may have")
 		}
 		p.RunMinTier = &n
+	}
+	if doc.RunMinRung != nil {
+		n, ok := asInt(doc.RunMinRung)
+		if !ok || n < 0 || n > 3 {
+			return nil, refuse(path+".run_min_rung", "must be a whole number from 0 (visual evidence) to 3 (counterparty acknowledgment): the lowest oracle rung a step of a VERIFIED run may have")
+		}
+		p.RunMinRung = &n
 	}
 	if doc.MinSettleS != nil {
 		f, ok := asSeconds(doc.MinSettleS)
@@ -175,6 +186,10 @@ type Effective struct {
 	// RunMinTier is the weakest step tier of a VERIFIED run
 	// (DefaultRunMinTier unless a layer sets it).
 	RunMinTier int `json:"run_min_tier"`
+	// RunMinRung is the lowest oracle rung of a step of a VERIFIED run
+	// (DefaultRunMinRung unless a layer lowers it; the run receipt states
+	// the floor applied).
+	RunMinRung int `json:"run_min_rung"`
 }
 
 // DefaultRunMinTier is run_min_tier when no policy sets it: a run is
@@ -182,11 +197,17 @@ type Effective struct {
 // system or session), never from the screen alone.
 const DefaultRunMinTier = 2
 
+// DefaultRunMinRung is run_min_rung when no policy sets it: a run is
+// VERIFIED only when every step was read from the system of record itself
+// (rung 2) or a counterparty (rung 3), never from the application's own
+// screens or sessions alone.
+const DefaultRunMinRung = 2
+
 // Defaults is the policy with no policy block anywhere: a caller's own
 // effects are refused (the operator's reviewed workflow steps decide what
 // counts as proof) and a step must claim a change.
 func Defaults() Effective {
-	return Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true, RunMinTier: DefaultRunMinTier}
+	return Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, MinTier: 4, SubjectParams: []string{}, RequireProvenNewness: true, RunMinTier: DefaultRunMinTier, RunMinRung: DefaultRunMinRung}
 }
 
 // Resolve layers policies, base first; nil layers are skipped.
@@ -213,6 +234,9 @@ func Resolve(layers ...*Policy) Effective {
 		}
 		if p.RunMinTier != nil {
 			e.RunMinTier = *p.RunMinTier
+		}
+		if p.RunMinRung != nil {
+			e.RunMinRung = *p.RunMinRung
 		}
 		// A floor: the largest applies, whatever the layer.
 		if p.MinSettleS != nil {
