@@ -9,7 +9,6 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -203,20 +202,7 @@ type bindingDoc struct {
 // refusal is an *Error (a type that reads its own subtree may refuse with
 // one of its own).
 func Decode(tree any, path string, v any) error {
-	err := strict.Decode(tree, path, v)
-	if err == nil {
-		return nil
-	}
-	if we, ok := errors.AsType[*Error](err); ok {
-		return we
-	}
-	if je, ok := errors.AsType[*judge.Error](err); ok {
-		return je
-	}
-	if se, ok := errors.AsType[*strict.Error](err); ok {
-		return &Error{Path: se.Path, Message: se.Message}
-	}
-	return refuse(path, "%s", err.Error())
+	return strict.DecodeRefusal(tree, path, v, "")
 }
 
 // Parse reads a workflow document (YAML or JSON).
