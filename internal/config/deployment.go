@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -101,6 +102,20 @@ type Error = workflow.Error
 
 func errorf(path, format string, args ...any) error {
 	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// ReadDeployment reads the deployment file at path (ParseDeployment); a
+// refusal names the file.
+func ReadDeployment(path string) (*Deployment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the deployment file: %w", err)
+	}
+	dep, err := ParseDeployment(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return dep, nil
 }
 
 // ParseDeployment reads a deployment document (YAML or JSON) and returns its
