@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -107,15 +106,7 @@ func errorf(path, format string, args ...any) error {
 // ReadDeployment reads the deployment file at path (ParseDeployment); a
 // refusal names the file.
 func ReadDeployment(path string) (*Deployment, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the deployment file: %w", err)
-	}
-	dep, err := ParseDeployment(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return dep, nil
+	return workflow.ReadFile(path, "deployment file", ParseDeployment)
 }
 
 // ParseDeployment reads a deployment document (YAML or JSON) and returns its
