@@ -101,10 +101,8 @@ func TestDrain(t *testing.T) {
 func TestEndRead(t *testing.T) {
 	var refused Refusals
 	n := NewNetwork(&refused, func(string, string) bool { return true }, 0)
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
 	done := make(chan struct{})
-	go func() { n.Answer(ctx); close(done) }()
+	go func() { n.Answer(t.Context()); close(done) }()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := n.EndRead(ended); err != nil {
