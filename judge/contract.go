@@ -200,19 +200,9 @@ func (t *timeoutKey) UnmarshalTree(v any, path string) error {
 }
 
 // decodeStrict decodes tree into v with the strict decoder, its refusals
-// as the judge's.
+// as the judge's (INVALID_CONTRACT).
 func decodeStrict(tree any, path string, v any) error {
-	err := strict.Decode(tree, path, v)
-	if err == nil {
-		return nil
-	}
-	if jerr, ok := errors.AsType[*Error](err); ok {
-		return jerr
-	}
-	if se, ok := errors.AsType[*strict.Error](err); ok {
-		return refuse(se.Path, "%s", se.Message)
-	}
-	return refuse(path, "%s", err.Error())
+	return strict.DecodeRefusal(tree, path, v, CodeInvalidContract)
 }
 
 // LoadEffect loads one decoded contract, applying every load-time refusal of

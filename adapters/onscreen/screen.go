@@ -150,13 +150,10 @@ func (c *connection) readNewTab(ctx, bctx context.Context, app *target.Info, s *
 	// during it has been answered, the refused ones failed.
 	go g.Network.Answer(tctx)
 	defer func() {
-		g.Network.Finish()
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
-		defer cancel()
-		if derr := g.Network.Drain(dctx); derr != nil {
+		if derr := g.Network.EndRead(ctx); derr != nil {
 			log.Warn("on-screen read-back: a request the guards refused may not have been failed", "error", derr.Error())
 			if err == nil {
-				res, err = result{}, unusable("a request the read-only guards refused could not be failed in the browser: %v", derr)
+				res, err = result{}, unusable("%v", derr)
 			}
 		}
 		if gerr := g.err(); err == nil && gerr != nil {
@@ -275,11 +272,6 @@ func errText(err error) string {
 
 // tabCloseWait bounds closing the re-navigation's tab.
 const tabCloseWait = 5 * time.Second
-
-// drainWait bounds the wait, at the end of a read, for the network guard
-// to answer the requests paused during it; an answer takes a round trip
-// to the browser.
-const drainWait = 2 * time.Second
 
 // guard keeps the re-navigation read-only, as ui_readback does: the page
 // guard refuses non-read requests before they are sent, the network guard

@@ -100,13 +100,10 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 	}
 	// The read ends only once every request paused during it has been
 	// answered, the refused ones failed.
-	rb.Network.Finish()
-	dctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
-	defer cancelDrain()
-	if derr := rb.Network.Drain(dctx); derr != nil {
+	if derr := rb.Network.EndRead(ctx); derr != nil {
 		log.Warn("ui_readback: a request the guards refused may not have been failed", "error", derr.Error())
 		if err == nil {
-			err = unusable("a request the read-only guards refused could not be failed in the browser: %v", derr)
+			err = unusable("%v", derr)
 		}
 	}
 	if rerr := rb.refusalError(); rerr != nil && !isFailure(err, func(f *failure) bool { return f.refusal }) {
@@ -156,11 +153,6 @@ func (rb *readback) signInRefusal(signErr error) error {
 	}
 	return &failure{refusal: true, reason: reason}
 }
-
-// drainWait bounds the wait, at the end of a read-back, for the network
-// guard to answer the requests paused during it; an answer takes a round
-// trip to the browser.
-const drainWait = 2 * time.Second
 
 // steps runs the read-back proper.
 func (rb *readback) steps(ctx context.Context, res *readResult) error {

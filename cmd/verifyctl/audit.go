@@ -118,11 +118,7 @@ func cmdAuditTables(args []string, stdout, stderr io.Writer) int {
 // openCounter reads the deployment, picks its sql section and resolves
 // the password variable from verifyctl's own environment.
 func openCounter(ctx context.Context, path string, index int) (*sqladapter.Counter, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--deployment: %v", err)
-	}
-	dep, err := config.ParseDeployment(data)
+	dep, err := config.ReadDeployment(path)
 	if err != nil {
 		return nil, fmt.Errorf("--deployment: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
@@ -53,7 +54,7 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	}
 	report := lintWorkflow(w)
 	if *deploymentFile != "" {
-		dep, err := loadLintDeployment(*deploymentFile)
+		dep, err := config.ReadDeployment(*deploymentFile)
 		if err != nil {
 			return fileError(stdout, "INVALID_DEPLOYMENT", err)
 		}

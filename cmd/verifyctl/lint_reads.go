@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	sqladapter "github.com/verifierd/verifierd/adapters/sql"
@@ -19,19 +18,6 @@ const (
 	// its first CONFIRMED.
 	codeNoSettleWindow = "no_settle_window"
 )
-
-// loadLintDeployment reads the deployment file lint checks the reads of.
-func loadLintDeployment(path string) (*config.Deployment, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the deployment file: %w", err)
-	}
-	dep, err := config.ParseDeployment(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return dep, nil
-}
 
 // candidatePath is a candidate's path in its deployment file.
 func candidatePath(dep *config.Deployment, c config.Candidate) string {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -73,17 +72,9 @@ var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // LoadDaemon reads and checks a daemon config file. Relative deployment
 // paths are resolved against the file's folder.
 func LoadDaemon(path string) (*Daemon, error) {
-	data, err := os.ReadFile(path)
+	f, err := workflow.ReadFile(path, "daemon config", parseDaemon)
 	if err != nil {
-		return nil, fmt.Errorf("reading the daemon config: %w", err)
-	}
-	tree, err := judge.DecodeDocument(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: cannot parse: %w", path, err)
-	}
-	var f daemonFile
-	if err := workflow.Decode(tree, "", &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	d := f.Daemon
 	if f.Policy != nil {
@@ -133,6 +124,19 @@ func LoadDaemon(path string) (*Daemon, error) {
 		}
 	}
 	return &d, nil
+}
+
+// parseDaemon decodes a daemon config document, before LoadDaemon's checks.
+func parseDaemon(data []byte) (*daemonFile, error) {
+	tree, err := judge.DecodeDocument(data)
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse: %w", err)
+	}
+	var f daemonFile
+	if err := workflow.Decode(tree, "", &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // AllowSecret reports whether a deployment may name the variable.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,23 @@ func TestDeploymentPolicyLayers(t *testing.T) {
 	}
 	if _, err := ParseDeployment([]byte("policy: {min_tier: 9}\neffects: {kind: sql}\n")); err == nil || !strings.Contains(err.Error(), "policy.min_tier") {
 		t.Errorf("bad deployment policy: %v", err)
+	}
+}
+
+// TestLoadDaemonFileErrors: a daemon config that cannot be read, parsed or
+// decoded is an error naming the file (the last with the key's path).
+func TestLoadDaemonFileErrors(t *testing.T) {
+	t.Parallel()
+	if _, err := LoadDaemon(filepath.Join(t.TempDir(), "absent.yaml")); err == nil || !strings.HasPrefix(err.Error(), "reading the daemon config: ") {
+		t.Errorf("absent file: %v", err)
+	}
+	p := writeDaemon(t, "deployments: [\n")
+	if _, err := LoadDaemon(p); err == nil || !strings.HasPrefix(err.Error(), p+": cannot parse: ") {
+		t.Errorf("a document that does not parse: %v", err)
+	}
+	p = writeDaemon(t, "deploymnts: {}\n")
+	_, err := LoadDaemon(p)
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.Path != "deploymnts" || !strings.HasPrefix(err.Error(), p+": deploymnts: unknown key") {
+		t.Errorf("an unknown key: %v", err)
 	}
 }

@@ -103,6 +103,12 @@ func errorf(path, format string, args ...any) error {
 	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
+// ReadDeployment reads the deployment file at path (ParseDeployment); a
+// refusal names the file.
+func ReadDeployment(path string) (*Deployment, error) {
+	return workflow.ReadFile(path, "deployment file", ParseDeployment)
+}
+
 // ParseDeployment reads a deployment document (YAML or JSON) and returns its
 // effects section. Other top-level sections belong to other tools and are
 // left alone.

@@ -3,6 +3,8 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -166,6 +168,35 @@ func TestCandidatesInheritDefaults(t *testing.T) {
 	}
 	if d.Candidates[1].Index != 1 || d.Candidates[1].Section["sql_query"] != "SELECT 1" {
 		t.Errorf("candidate 1: %+v", d.Candidates[1])
+	}
+}
+
+// TestReadDeployment: a deployment file is read and parsed; a missing file
+// and a refused document are errors naming the file, the refusal kept.
+func TestReadDeployment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	for p, body := range map[string]string{
+		good: "effects:\n  kind: sql\n  sqlite_database: x.db\n  sql_query: SELECT 1\n",
+		bad:  "effects: 3\n",
+	} {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := ReadDeployment(good)
+	if err != nil || len(d.Candidates) != 1 || d.Candidates[0].Kind != "sql" {
+		t.Fatalf("good file: %+v, %v", d, err)
+	}
+	_, err = ReadDeployment(filepath.Join(dir, "absent.yaml"))
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "reading the deployment file: ") {
+		t.Errorf("absent file: %v", err)
+	}
+	_, err = ReadDeployment(bad)
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.Path != "effects" || !strings.HasPrefix(err.Error(), bad+": effects: ") {
+		t.Errorf("refused document: %v", err)
 	}
 }
 

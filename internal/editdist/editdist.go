@@ -1,7 +1,8 @@
-// Package editdist is the Levenshtein edit distance, shared by the judge (a
-// misspelt contract key's nearest known key) and the onscreen adapter (how
-// closely OCR'd text matches the expected value). A leaf: standard library
-// only.
+// Package editdist is the Levenshtein edit distance, over runes or bytes:
+// how closely the onscreen adapter's OCR'd text matches the expected value.
+// (A misspelt key's nearest known key is sdk/strict's Closest, which keeps
+// a byte-wise copy: the SDK module cannot import the daemon's packages.) A
+// leaf: standard library only.
 package editdist
 
 // Levenshtein is the least number of single-element insertions, deletions

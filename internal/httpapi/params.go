@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/internal/httpx"
+	"github.com/verifierd/verifierd/internal/jsonobj"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
 )
@@ -88,15 +89,15 @@ func rewriteParams(raw []byte) ([]byte, error) {
 	if !bytes.Contains(raw, []byte(`"params"`)) {
 		return raw, nil
 	}
-	members, ok := topLevel(raw)
-	if !ok {
-		return raw, nil // not one JSON object, or a repeated key: the gateway refuses it
+	members, err := jsonobj.Split(raw)
+	if err != nil {
+		return raw, nil //nolint:nilerr // not one JSON object, or a repeated key: the gateway refuses it
 	}
-	at := slices.IndexFunc(members, func(m member) bool { return m.key == "params" })
+	at := slices.IndexFunc(members, func(m jsonobj.Member) bool { return m.Key == "params" })
 	if at < 0 {
 		return raw, nil
 	}
-	tree, err := judge.DecodeJSON(members[at].value) // a repeated name is refused, as protojson does
+	tree, err := judge.DecodeJSON(members[at].Value) // a repeated name is refused, as protojson does
 	ps, ok := tree.(map[string]any)
 	if err != nil || !ok {
 		return raw, nil //nolint:nilerr // not an object of params: the gateway refuses it with its own message
@@ -121,7 +122,7 @@ func rewriteParams(raw []byte) ([]byte, error) {
 	if err != nil {
 		return raw, nil //nolint:nilerr // cannot happen for a map of strings; the gateway then reads the body as sent
 	}
-	members[at].value = enc
+	members[at].Value = enc
 	var out bytes.Buffer
 	out.Grow(len(raw))
 	out.WriteByte('{')
@@ -129,50 +130,13 @@ func rewriteParams(raw []byte) ([]byte, error) {
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		k, _ := json.Marshal(m.key)
+		k, _ := json.Marshal(m.Key)
 		out.Write(k)
 		out.WriteByte(':')
-		out.Write(m.value)
+		out.Write(m.Value)
 	}
 	out.WriteByte('}')
 	return out.Bytes(), nil
-}
-
-// member is one top-level member of a JSON object body.
-type member struct {
-	key   string
-	value json.RawMessage
-}
-
-// topLevel splits a JSON object into its members, in order; false when raw
-// is not exactly one JSON object or repeats a key.
-func topLevel(raw []byte) ([]member, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, false
-	}
-	var out []member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		key, isKey := tok.(string)
-		if err != nil || !isKey || seen[key] {
-			return nil, false
-		}
-		seen[key] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		out = append(out, member{key, v})
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
-	}
-	return out, true
 }
 
 func paramRefusal(name string, v any) error {

@@ -117,16 +117,17 @@ func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.
 
 // contractFile is contract.yaml as written, for the strict decoder
 // (sdk/strict): its fields are the file's keys. A nil pointer in scoring
-// or certificate_policy keeps the default.
+// keeps the default; certificate_policy is decoded over its defaults by
+// loadCertificatePolicy.
 type contractFile struct {
-	Schema            string          `json:"schema"`
-	ID                string          `json:"id"`
-	Version           string          `json:"version"`
-	Deployment        string          `json:"deployment"`
-	IdentityKeys      []string        `json:"identity_keys"`
-	Components        []Component     `json:"components"`
-	Scoring           *scoringFile    `json:"scoring"`
-	CertificatePolicy *certPolicyFile `json:"certificate_policy"`
+	Schema            string       `json:"schema"`
+	ID                string       `json:"id"`
+	Version           string       `json:"version"`
+	Deployment        string       `json:"deployment"`
+	IdentityKeys      []string     `json:"identity_keys"`
+	Components        []Component  `json:"components"`
+	Scoring           *scoringFile `json:"scoring"`
+	CertificatePolicy any          `json:"certificate_policy"`
 }
 
 type scoringFile struct {
@@ -137,14 +138,6 @@ type scoringFile struct {
 	RejectedPolicyReward     *float64 `json:"rejected_policy_reward"`
 	UncertainEpisodes        *string  `json:"uncertain_episodes"`
 	PlatformFailures         *string  `json:"platform_failures"`
-}
-
-type certPolicyFile struct {
-	Epsilon                 *float64 `json:"epsilon"`
-	Delta                   *float64 `json:"delta"`
-	Threshold               *float64 `json:"threshold"`
-	CalibrationCorpusDigest string   `json:"calibration_corpus_digest"`
-	ExpiryPolicyUpdates     *int64   `json:"expiry_policy_updates"`
 }
 
 var (
@@ -310,21 +303,12 @@ func loadScoring(s *scoringFile, cpath string) (Scoring, error) {
 	return sc, nil
 }
 
-// loadCertificatePolicy applies the certificate_policy block over its
-// defaults and checks the result.
-func loadCertificatePolicy(p *certPolicyFile, cpath string) (*CertificatePolicy, error) {
-	cp := &CertificatePolicy{Epsilon: 0.05, Delta: 0.05, Threshold: 0.5, ExpiryPolicyUpdates: 1000, CalibrationCorpusDigest: p.CalibrationCorpusDigest}
-	if p.Epsilon != nil {
-		cp.Epsilon = *p.Epsilon
-	}
-	if p.Delta != nil {
-		cp.Delta = *p.Delta
-	}
-	if p.Threshold != nil {
-		cp.Threshold = *p.Threshold
-	}
-	if p.ExpiryPolicyUpdates != nil {
-		cp.ExpiryPolicyUpdates = *p.ExpiryPolicyUpdates
+// loadCertificatePolicy decodes the certificate_policy block over its
+// defaults (a key left out keeps its default) and checks the result.
+func loadCertificatePolicy(tree any, cpath string) (*CertificatePolicy, error) {
+	cp := &CertificatePolicy{Epsilon: 0.05, Delta: 0.05, Threshold: 0.5, ExpiryPolicyUpdates: 1000}
+	if err := strict.Decode(tree, "certificate_policy", cp); err != nil {
+		return nil, refuseIn(cpath, RuleInvalid, "%v", err)
 	}
 	switch {
 	case !(cp.Epsilon > 0 && cp.Epsilon < 1):

@@ -725,10 +725,13 @@ func TestPinnedOracle(t *testing.T) {
 func TestContractFileRefusals(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct{ contract, want string }{
-		"unknown key":      {mockmedContract + "identity_key: [x]\n", `identity_key: unknown key; "identity_key" is not one of: schema, id, version, deployment, identity_keys, components, scoring, certificate_policy (did you mean "identity_keys"?)`},
-		"nested key":       {strings.Replace(mockmedContract, "epsilon: 0.05", "epsilo: 0.05", 1), `certificate_policy.epsilo: unknown key`},
-		"version a number": {strings.Replace(mockmedContract, `version: "1"`, "version: 1", 1), `version: must be a string, got 1; write it in quotes if it is text`},
-		"weight a string":  {strings.Replace(mockmedContract, "weight: 1", "weight: one", 1), "components[0].weight: must be a number, got a string"},
+		"unknown key":       {mockmedContract + "identity_key: [x]\n", `identity_key: unknown key; "identity_key" is not one of: schema, id, version, deployment, identity_keys, components, scoring, certificate_policy (did you mean "identity_keys"?)`},
+		"nested key":        {strings.Replace(mockmedContract, "epsilon: 0.05", "epsilo: 0.05", 1), `certificate_policy.epsilo: unknown key`},
+		"version a number":  {strings.Replace(mockmedContract, `version: "1"`, "version: 1", 1), `version: must be a string, got 1; write it in quotes if it is text`},
+		"weight a string":   {strings.Replace(mockmedContract, "weight: 1", "weight: one", 1), "components[0].weight: must be a number, got a string"},
+		"policy a list":     {strings.Replace(mockmedContract, "certificate_policy: {epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_updates: 1000}", "certificate_policy: [0.05]", 1), "certificate_policy: must be a map"},
+		"policy key null":   {strings.Replace(mockmedContract, "epsilon: 0.05", "epsilon: null", 1), "certificate_policy.epsilon: must be a number"},
+		"expiry a fraction": {strings.Replace(mockmedContract, "expiry_policy_updates: 1000", "expiry_policy_updates: 10.5", 1), "certificate_policy.expiry_policy_updates: must be a whole number"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -738,6 +741,33 @@ func TestContractFileRefusals(t *testing.T) {
 				t.Fatalf("got %v; want %s in %s saying %q", err, RuleInvalid, ContractFile, tc.want)
 			}
 		})
+	}
+}
+
+// A certificate_policy key left out keeps its default; one written
+// replaces it.
+func TestCertificatePolicyDefaults(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		policy string
+		want   CertificatePolicy
+	}{
+		"one key":   {"{delta: 0.1}", CertificatePolicy{Epsilon: 0.05, Delta: 0.1, Threshold: 0.5, ExpiryPolicyUpdates: 1000}},
+		"empty":     {"{}", CertificatePolicy{Epsilon: 0.05, Delta: 0.05, Threshold: 0.5, ExpiryPolicyUpdates: 1000}},
+		"every key": {"{epsilon: 0.2, delta: 0.3, threshold: 0.9, expiry_policy_updates: 7}", CertificatePolicy{Epsilon: 0.2, Delta: 0.3, Threshold: 0.9, ExpiryPolicyUpdates: 7}},
+	} {
+		contract := strings.Replace(mockmedContract, "{epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_updates: 1000}", tc.policy, 1)
+		c, err := LoadContract("m", writeContract(t, contract, mockmedRequired, ""), Trust{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.CertificatePolicy == nil || *c.CertificatePolicy != tc.want {
+			t.Errorf("%s: %+v, want %+v", name, c.CertificatePolicy, tc.want)
+		}
+	}
+	c, err := LoadContract("m", writeContract(t, strings.Replace(mockmedContract, "certificate_policy: {epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_updates: 1000}\n", "", 1), mockmedRequired, ""), Trust{})
+	if err != nil || c.CertificatePolicy != nil {
+		t.Errorf("no certificate_policy: %+v, %v; want none", c, err)
 	}
 }
 

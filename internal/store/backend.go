@@ -12,6 +12,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/verifierd/verifierd/receipt"
@@ -241,6 +242,21 @@ type BaselineWriter interface {
 	// Close stores what is pending in a transaction of its own. A writer
 	// handed to CreateSessionLedger needs no Close.
 	Close(ctx context.Context) error
+}
+
+// OwnWriters is baselines as the backend's own writer type W, for
+// CreateSessionLedger: a writer of another type, or one that mine says
+// another store made, refuses the session id.
+func OwnWriters[W BaselineWriter](id string, baselines []BaselineWriter, mine func(W) bool) ([]W, error) {
+	ws := make([]W, len(baselines))
+	for i, b := range baselines {
+		w, ok := b.(W)
+		if !ok || !mine(w) {
+			return nil, fmt.Errorf("session %s: a baseline writer of another store", id)
+		}
+		ws[i] = w
+	}
+	return ws, nil
 }
 
 // RewardTx reads and writes the reward buckets, and appends to the ledger,

@@ -9,7 +9,6 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -147,17 +146,25 @@ func DecodeMap(data []byte, path, shape string) (map[string]any, error) {
 	return m, nil
 }
 
-// Load reads and checks a workflow file.
-func Load(path string) (*Workflow, error) {
+// ReadFile reads the file at path and parses it with parse. what names the
+// file in an error reading it ("workflow file"); parse's refusal is
+// prefixed with path.
+func ReadFile[T any](path, what string, parse func([]byte) (T, error)) (T, error) {
+	var zero T
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the workflow file: %w", err)
+		return zero, fmt.Errorf("reading the %s: %w", what, err)
 	}
-	w, err := Parse(data)
+	v, err := parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return zero, fmt.Errorf("%s: %w", path, err)
 	}
-	return w, nil
+	return v, nil
+}
+
+// Load reads and checks a workflow file.
+func Load(path string) (*Workflow, error) {
+	return ReadFile(path, "workflow file", Parse)
 }
 
 // workflowDoc is a workflow file as written, for the strict decoder
@@ -203,20 +210,7 @@ type bindingDoc struct {
 // refusal is an *Error (a type that reads its own subtree may refuse with
 // one of its own).
 func Decode(tree any, path string, v any) error {
-	err := strict.Decode(tree, path, v)
-	if err == nil {
-		return nil
-	}
-	if we, ok := errors.AsType[*Error](err); ok {
-		return we
-	}
-	if je, ok := errors.AsType[*judge.Error](err); ok {
-		return je
-	}
-	if se, ok := errors.AsType[*strict.Error](err); ok {
-		return &Error{Path: se.Path, Message: se.Message}
-	}
-	return refuse(path, "%s", err.Error())
+	return strict.DecodeRefusal(tree, path, v, "")
 }
 
 // Parse reads a workflow document (YAML or JSON).

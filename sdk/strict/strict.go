@@ -28,8 +28,8 @@
 //     sets defaults by filling the value before decoding.
 //
 // A tree nested deeper than jsondepth.Max is refused rather than followed.
-// The package is a leaf of the SDK: it imports the standard library and
-// sdk/jsondepth only, so the daemon and adapters share it.
+// The package is a leaf of the SDK: it imports the standard library,
+// sdk/jsondepth and sdk/refusal only, so the daemon and adapters share it.
 package strict
 
 import (
@@ -46,6 +46,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Codes of a refusal.
@@ -104,6 +105,24 @@ func Decode(tree any, path string, v any) error {
 		return fmt.Errorf("strict.Decode needs a non-nil pointer, not %T", v)
 	}
 	return decode(tree, path, rv.Elem(), 1)
+}
+
+// DecodeRefusal is Decode for a caller whose refusals are *refusal.Error
+// (an adapter's sdk.ConfigError is one): a *refusal.Error that a type's own
+// decoder returned comes back as it is, and every other refusal as a
+// *refusal.Error of code with the path and message Decode gave it.
+func DecodeRefusal(tree any, path string, v any, code string) error {
+	err := Decode(tree, path, v)
+	if err == nil {
+		return nil
+	}
+	if own, ok := refusal.As(err); ok {
+		return own
+	}
+	if se, ok := errors.AsType[*Error](err); ok {
+		return refusal.New(code, se.Path, se.Message)
+	}
+	return refusal.New(code, path, err.Error())
 }
 
 // DecodeJSON reads one JSON value from data (numbers kept exact, nesting

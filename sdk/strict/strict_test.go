@@ -3,6 +3,7 @@ package strict_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
 
@@ -171,6 +173,50 @@ func TestDecodeOwnDecoders(t *testing.T) {
 	err = strict.Decode(map[string]any{"j": "no"}, "top", &v)
 	if se, ok := errors.AsType[*strict.Error](err); !ok || se.Path != "top.j" || se.Code != strict.CodeInvalid || se.Message != "say ok" {
 		t.Errorf("UnmarshalJSON's refusal, with the path: %v", err)
+	}
+}
+
+// ownRefusal refuses everything but "ok" with a *refusal.Error of its own.
+type ownRefusal struct{}
+
+func (*ownRefusal) UnmarshalTree(tree any, path string) error {
+	if tree != "ok" {
+		return refusal.New("MINE", path, "say ok")
+	}
+	return nil
+}
+
+func TestDecodeRefusal(t *testing.T) {
+	t.Parallel()
+	var v struct {
+		Own   ownRefusal `json:"own"`
+		Self  selfRead   `json:"self"`
+		Limit int        `json:"limit"`
+	}
+	if err := strict.DecodeRefusal(map[string]any{"own": "ok", "limit": json.Number("3")}, "top", &v, "BAD"); err != nil || v.Limit != 3 {
+		t.Fatalf("a good tree: %+v, %v", v, err)
+	}
+	for _, tc := range []struct {
+		name string
+		tree any
+		v    any
+		want refusal.Error
+	}{
+		{"the decoder's own", map[string]any{"limt": 1}, &v, refusal.Error{Code: "BAD", Path: "top.limt", Message: `unknown key; "limt" is not one of the keys of top: own, self, limit (did you mean "limit"?)`}},
+		{"a wrong type", map[string]any{"limit": "x"}, &v, refusal.Error{Code: "BAD", Path: "top.limit", Message: "must be a whole number, got a string"}},
+		{"a type's own *refusal.Error, as it is", map[string]any{"own": "no"}, &v, refusal.Error{Code: "MINE", Path: "top.own", Message: "say ok"}},
+		{"a type's own *strict.Error", map[string]any{"self": 1}, &v, refusal.Error{Code: "BAD", Path: "top.self.inner", Message: "mine"}},
+		{"not a pointer", map[string]any{}, v, refusal.Error{Code: "BAD", Path: "top", Message: fmt.Sprintf("strict.Decode needs a non-nil pointer, not %T", v)}},
+	} {
+		err := strict.DecodeRefusal(tc.tree, "top", tc.v, "BAD")
+		r, ok := errors.AsType[*refusal.Error](err)
+		if !ok {
+			t.Errorf("%s: %T %v; want a *refusal.Error", tc.name, err, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, *r); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }
 

@@ -307,6 +307,24 @@ func (n *Network) Drain(ctx context.Context) error {
 	}
 }
 
+// drainWait bounds EndRead's wait for the requests paused during a read to
+// be answered; an answer takes a round trip to the browser.
+const drainWait = 2 * time.Second
+
+// EndRead ends a read: Finish, then Drain for at most two seconds, even
+// when ctx has ended already (a read cut short must still fail the
+// requests its guards refused). The error, nil when every refused request
+// was failed, is said as a reason the read cannot be trusted.
+func (n *Network) EndRead(ctx context.Context) error {
+	n.Finish()
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainWait)
+	defer cancel()
+	if err := n.Drain(dctx); err != nil {
+		return fmt.Errorf("a request the read-only guards refused could not be failed in the browser: %w", err)
+	}
+	return nil
+}
+
 // Stop ends Answer. Call it only once the tab is gone (CloseTab), or the
 // session is about to leave a tab whose requests all died with it.
 func (n *Network) Stop() { n.stopped.Do(func() { close(n.stop) }) }

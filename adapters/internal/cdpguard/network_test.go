@@ -94,6 +94,41 @@ func TestDrain(t *testing.T) {
 	}
 }
 
+// TestEndRead shows the end of a read: EndRead finishes the read (a request
+// paused afterwards is failed, allowed or not), drains even under a
+// context that has already ended, gives up within its bound on a request
+// nobody answers, and says the failure as a read-back's reason.
+func TestEndRead(t *testing.T) {
+	var refused Refusals
+	n := NewNetwork(&refused, func(string, string) bool { return true }, 0)
+	done := make(chan struct{})
+	go func() { n.Answer(t.Context()); close(done) }()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := n.EndRead(ended); err != nil {
+		t.Fatalf("EndRead with nothing paused = %v", err)
+	}
+	n.Paused(paused("1", "GET", "http://127.0.0.1/late"))
+	err := n.EndRead(ended)
+	if err == nil || !strings.HasPrefix(err.Error(), "a request the read-only guards refused could not be failed in the browser: ") ||
+		!strings.Contains(err.Error(), "GET http://127.0.0.1/late could not be failed") {
+		t.Errorf("EndRead after a late GET = %v; want it failed after the read ended (and, with no browser, reported)", err)
+	}
+	n.Stop()
+	<-done
+
+	idle := NewNetwork(&refused, func(string, string) bool { return true }, 0)
+	idle.Paused(paused("2", "GET", "http://127.0.0.1/a"))
+	start := time.Now()
+	err = idle.EndRead(ended)
+	if err == nil || !strings.Contains(err.Error(), "1 paused request(s) not answered") {
+		t.Errorf("EndRead with no Answer running = %v; want the paused request reported", err)
+	}
+	if took := time.Since(start); took < drainWait || took > drainWait+time.Second {
+		t.Errorf("EndRead waited %v; want its bound, %v", took, drainWait)
+	}
+}
+
 // TestSettle shows the guard waiting for the workers of a left page: Settle
 // returns only once every worker that started has ended and what was
 // paused meanwhile is answered, and reports a worker that never ends.

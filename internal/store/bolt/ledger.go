@@ -149,16 +149,12 @@ func (s *Store) ExportLedger(ctx context.Context, from uint64, fn func(receipt.E
 // outside the transaction but assign its results (see batch).
 func (s *Store) CreateSessionLedger(ctx context.Context, id string, meta []byte, fn func(store.Ledger) error, baselines ...store.BaselineWriter) error {
 	defer s.done(id)
-	ws := make([]*baselineWriter, len(baselines))
-	for i, b := range baselines {
-		w, ok := b.(*baselineWriter)
-		if !ok || w.s != s {
-			return fmt.Errorf("session %s: a baseline writer of another store", id)
-		}
-		ws[i] = w
+	ws, err := store.OwnWriters(id, baselines, func(w *baselineWriter) bool { return w.s == s })
+	if err != nil {
+		return err
 	}
 	now := beginStamp(time.Now())
-	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+	err = s.batch(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketSessions)
 		if b.Get([]byte(id)) != nil {
 			return store.ErrExists

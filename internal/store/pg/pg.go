@@ -547,15 +547,11 @@ func (s *Store) DropBaseline(ctx context.Context, id string) error {
 // CreateSessionLedger records a new session, commits the baselines' last
 // chunks and runs fn's ledger appends in one transaction.
 func (s *Store) CreateSessionLedger(ctx context.Context, id string, meta []byte, fn func(store.Ledger) error, baselines ...store.BaselineWriter) error {
-	ws := make([]*baselineWriter, len(baselines))
-	for i, b := range baselines {
-		w, ok := b.(*baselineWriter)
-		if !ok || w.s != s {
-			return fmt.Errorf("session %s: a baseline writer of another store", id)
-		}
-		ws[i] = w
+	ws, err := store.OwnWriters(id, baselines, func(w *baselineWriter) bool { return w.s == s })
+	if err != nil {
+		return err
 	}
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.tx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, "INSERT INTO verifierd_sessions (id, meta, begun_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING", id, s.seal.Seal(store.PlaceSession(id), meta), time.Now())
 		if err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/jsonobj"
 	"github.com/verifierd/verifierd/internal/testservers"
 )
 
@@ -91,7 +92,7 @@ func (f *FHIR) OutcomeEntry(severity string) { f.outcomeEntry.Set(severity) }
 // the given status, issued instant and valueQuantity.value (kept as
 // written; "" leaves the value out, as a partial save does), without an id.
 func Observation(subject, status, issued, value string) []byte {
-	fields, err := orderedFields(FHIRFixture("observation-example.json"))
+	fields, err := jsonobj.Split(FHIRFixture("observation-example.json"))
 	if err != nil {
 		panic(err)
 	}
@@ -140,7 +141,7 @@ func (f *FHIR) Store(resourceType string, body []byte) string {
 }
 
 func (f *FHIR) storeLocked(resourceType string, body []byte) (*fhirResource, error) {
-	fields, err := orderedFields(body)
+	fields, err := jsonobj.Split(body)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (f *FHIR) storeLocked(resourceType string, body []byte) (*fhirResource, err
 	id := strconv.Itoa(f.seq)
 	meta := mustJSON(map[string]string{"versionId": "1", "lastUpdated": time.Now().UTC().Format("2006-01-02T15:04:05.000-07:00")})
 	fields = dropField(dropField(dropField(fields, "resourceType"), "id"), "meta")
-	fields = append([]field{{"resourceType", mustJSON(resourceType)}, {"id", mustJSON(id)}, {"meta", meta}}, fields...)
+	fields = append([]field{{Key: "resourceType", Value: mustJSON(resourceType)}, {Key: "id", Value: mustJSON(id)}, {Key: "meta", Value: meta}}, fields...)
 	raw := encodeFields(fields)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -434,47 +435,22 @@ func listField(v any, key string) []string {
 }
 
 // field is one member of a JSON object, its value byte for byte.
-type field struct {
-	key string
-	val json.RawMessage
-}
-
-// orderedFields splits a JSON object into its members in order, keeping
-// each value's bytes, so that a resource is served as it was written.
-func orderedFields(obj []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	var out []field
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, field{t.(string), v})
-	}
-	return out, nil
-}
+type field = jsonobj.Member
 
 func setField(fs []field, key string, v json.RawMessage) []field {
 	for i := range fs {
-		if fs[i].key == key {
-			fs[i].val = v
+		if fs[i].Key == key {
+			fs[i].Value = v
 			return fs
 		}
 	}
-	return append(fs, field{key, v})
+	return append(fs, field{Key: key, Value: v})
 }
 
 func dropField(fs []field, key string) []field {
 	out := fs[:0:0]
 	for _, f := range fs {
-		if f.key != key {
+		if f.Key != key {
 			out = append(out, f)
 		}
 	}
@@ -485,11 +461,11 @@ func encodeFields(fs []field) []byte {
 	var b bytes.Buffer
 	b.WriteString("{\n")
 	for i, f := range fs {
-		k, _ := json.Marshal(f.key)
+		k, _ := json.Marshal(f.Key)
 		b.WriteString("  ")
 		b.Write(k)
 		b.WriteString(": ")
-		b.Write(f.val)
+		b.Write(f.Value)
 		if i < len(fs)-1 {
 			b.WriteByte(',')
 		}
