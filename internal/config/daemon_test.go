@@ -39,7 +39,7 @@ policy:
 		t.Errorf("workflows (-want +got):\n%s", diff)
 	}
 	got := workflow.Resolve(d.Policy)
-	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2, RequireProvenNewness: true, RunMinTier: 2}
+	want := workflow.Effective{RequireRegisteredContracts: true, RequireChangeClaim: true, SubjectParams: []string{"patient_id"}, MinTier: 2, RequireProvenNewness: true, RunMinTier: 2, RunMinRung: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}
@@ -89,7 +89,7 @@ func TestDeploymentPolicyLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := workflow.Resolve(daemon.Policy, dep.Policy, wf.Policy)
-	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false, MinSettleS: 2.5, RunMinTier: 2}
+	want := workflow.Effective{RequireChangeClaim: false, SubjectParams: []string{"p"}, MinTier: 2, RequireProvenNewness: false, MinSettleS: 2.5, RunMinTier: 2, RunMinRung: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("effective (-want +got):\n%s", diff)
 	}
