@@ -189,6 +189,28 @@ type CaptureRequest struct {
 	ContractHash string
 	// EffectKind is record_written, field_equals or exact_new_set.
 	EffectKind string
+	// ReadFields are the record fields the contracts judged on this read
+	// look at: their match fields, a field_equals field, an idempotency
+	// key's key_field, the identity field of a contract that tells new
+	// records from existing ones, the fields of exact_new_set's
+	// new_records and the candidate's freshness field (for a census read,
+	// only the identity fields it keeps). An adapter may relax, for a
+	// field not listed, a check that protects only that field's value (a
+	// display that may have shortened it, a date that does not parse);
+	// every other check stays. Empty when the daemon does not send the
+	// list (an older daemon): treat every field as read.
+	ReadFields []string
+	// ExpectedValues are, by field name, the distinct values the contracts
+	// judged on this read compare that field with, every {param} bound:
+	// the match values of every contract (Selector carries them only when
+	// one contract is read), a field_equals value, an idempotency key and
+	// exact_new_set's new_records. An adapter that normalises what it
+	// reads (whitespace, case, a date's display format) may report a value
+	// read in the one spelling listed here that normalises to the same
+	// text, so that the contract and the read are normalised alike; never
+	// a value that normalises differently. Empty when the daemon does not
+	// send them (an older daemon).
+	ExpectedValues map[string][]string
 	// Params are the session's bound run parameters, for {param}
 	// references in the section. Bind them into this read only.
 	Params map[string]string
