@@ -105,6 +105,8 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 		return sdk.Capture{}, err
 	}
 	b.spell.selector = req.Selector
+	b.spell.daemon, b.spell.expected = len(req.ReadFields) > 0, req.ExpectedValues
+	b.read = readFields(b, req.ReadFields)
 	return cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
 		res, err := b.readBack(ctx)
 		return res.records, res.unusable, res.at, err

@@ -528,7 +528,7 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	for i, row := range pg.Rows {
 		rec := make(sdk.Record, len(s.fields)+1)
 		for j, f := range s.fields {
-			v, err := f.read(row[j])
+			v, err := f.readAs(row[j], s.checks(f.name))
 			if err != nil {
 				return unusable("row %d of %d, field %s: %v", i+1, len(pg.Rows), f.name, err)
 			}
@@ -565,7 +565,14 @@ func (rb *readback) checkIdentity(p extracted) (string, error) {
 
 // read turns one field's reading into its record value: whitespace
 // collapsed, refused when shortened, then date_format and casefold.
-func (f field) read(r *fieldReading) (string, error) {
+func (f field) read(r *fieldReading) (string, error) { return f.readAs(r, true) }
+
+// readAs is read, with the checks that protect only this field's value
+// (a title that holds more than is shown, truncation markers, a date that
+// does not parse with date_format) made only when checked: a field no
+// contract of the read looks at (settings.checks) is reported as shown,
+// since nothing judged depends on it.
+func (f field) readAs(r *fieldReading, checked bool) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("%s matches nothing in the row; the record page no longer has the structure the configuration describes", f.selector)
 	}
@@ -577,7 +584,7 @@ func (f field) read(r *fieldReading) (string, error) {
 		v = collapseSpace(*r.Attr)
 	} else {
 		v = collapseSpace(r.Text)
-		if r.Title != nil {
+		if checked && r.Title != nil {
 			// A title that starts with the shown text and goes on is the
 			// whole value; the page shows only its beginning.
 			if title := collapseSpace(*r.Title); title != v && strings.HasPrefix(title, v) {
@@ -586,16 +593,18 @@ func (f field) read(r *fieldReading) (string, error) {
 		}
 	}
 	for _, m := range f.markers {
-		if strings.Contains(v, m) {
-			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, narrow truncation_markers, or give a field no contract reads its own truncation_markers: []", m)
+		if checked && strings.Contains(v, m) {
+			return "", fmt.Errorf("the value contains the truncation marker %q and a contract of this read looks at the field, so the page may show it shortened; read the full value from an attribute, or narrow truncation_markers", m)
 		}
 	}
 	if f.layout != "" {
 		t, err := time.Parse(f.layout, v)
-		if err != nil {
+		switch {
+		case err == nil:
+			v = t.Format(f.isoLayout)
+		case checked:
 			return "", fmt.Errorf("the value does not parse with date_format")
 		}
-		v = t.Format(f.isoLayout)
 	}
 	if f.casefold {
 		v = strings.ToLower(v)
