@@ -130,17 +130,11 @@ func (a *recordApp) signIns(t *testing.T) int {
 	return n
 }
 
-// TestUIReadback: begin -> the automation saves (or not) through the record
-// application -> verify, through the real daemon and the real
-// verifier-adapter-ui_readback driving a headless Chromium.
-func TestUIReadback(t *testing.T) {
-	app := startRecordApp(t)
-	d := startDaemon(t, daemonOpts{
-		config: "secrets:\n  allow: [UIRB_*]\n",
-		env:    []string{"UIRB_USER=" + readerUser, "UIRB_PASSWORD=" + readerPassword},
-	})
-	dir := t.TempDir()
-	deployment := writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
+// uiReadbackDeployment writes the ui_readback tests' deployment, reading
+// app's encounters page, into dir.
+func uiReadbackDeployment(t *testing.T, dir string, app *recordApp) string {
+	t.Helper()
+	return writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
   kind: ui_readback
   # One patient's page: new means newly matching it (a reviewed risk).
   newness: newly_matching
@@ -170,6 +164,19 @@ func TestUIReadback(t *testing.T) {
       field: patient_id
     navigation_timeout_s: 10
 `, app.url))
+}
+
+// TestUIReadback: begin -> the automation saves (or not) through the record
+// application -> verify, through the real daemon and the real
+// verifier-adapter-ui_readback driving a headless Chromium.
+func TestUIReadback(t *testing.T) {
+	app := startRecordApp(t)
+	d := startDaemon(t, daemonOpts{
+		config: "secrets:\n  allow: [UIRB_*]\n",
+		env:    []string{"UIRB_USER=" + readerUser, "UIRB_PASSWORD=" + readerPassword},
+	})
+	dir := t.TempDir()
+	deployment := uiReadbackDeployment(t, dir, app)
 	effects := writeFile(t, dir, "effects.yaml", `
 - kind: record_written
   match: {patient_id: {param: patient_id}, type: triage}
