@@ -50,21 +50,23 @@ func TestUIReadbackReadFields(t *testing.T) {
 	const shortened = "Call back... maybe"
 	tests := []struct {
 		name, effects, date string
-		want, reason        string
+		// earlier is the note of the patient's earlier row, in the
+		// baseline too.
+		earlier      string
+		want, reason string
 	}{
-		{"a marker in a field no contract reads", literals, "2026-05-06",
+		{"a marker in a field no contract reads", literals, "2026-05-06", "BP... recheck",
 			"VERIFIED CONFIRMED/confirmed/COUNT_EXACT CONFIRMED/confirmed/FIELD_EQUAL", ""},
-		{"another date is still refuted", literals, "2026-05-07",
+		{"another date is still refuted", literals, "2026-05-07", "BP... recheck",
 			"RECONCILIATION_REQUIRED CONFIRMED/confirmed/COUNT_EXACT REFUTED/conflicting/FIELD_MISMATCH", ""},
-		{"a marker in a field a contract reads", readsNote, "2026-05-06",
+		{"a marker in a field a contract reads", readsNote, "2026-05-06", "BP recheck",
 			"RECONCILIATION_REQUIRED INDETERMINATE/unavailable/SOR_UNREACHABLE INDETERMINATE/unavailable/SOR_UNREACHABLE", "field note: the value contains the truncation marker"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			patient := fmt.Sprintf("f%d", i)
 			app.post(t, http.DefaultClient, "/api/patients", map[string]string{"id": patient})
-			// An earlier row whose note the page shows with "...".
-			app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Vitals", "note": "BP... recheck", "date": "2026-05-05"})
+			app.post(t, clerk, "/api/encounters", map[string]string{"patient_id": patient, "type": "Vitals", "note": tt.earlier, "date": "2026-05-05"})
 			out, code := d.ctl(t, "begin", "--deployment-name", deployment, "--effects", tt.effects,
 				"--param", "patient_id="+patient, "--param", "note="+shortened)
 			if code != 0 {
