@@ -235,8 +235,9 @@ type Capture struct {
 	Reason    string
 	// Code, on an unreachable capture, says the system of record answered
 	// but the read is not whole (CodeReadMayBeTruncated,
-	// CodeReadIncomplete); the daemon judges such a read INDETERMINATE with
-	// this reason code. "" when it could not be read at all.
+	// CodeReadIncomplete), or rejected the reader's credential
+	// (CodeAccessRejected); the daemon judges such a read INDETERMINATE
+	// with this reason code. "" when it could not be read at all.
 	Code string
 	// At is when the read was taken; the zero time means "now".
 	At time.Time
@@ -266,6 +267,14 @@ const (
 	// (fewer or more than the total the system of record declares, or more
 	// pages than the read may follow).
 	CodeReadIncomplete = "READ_INCOMPLETE"
+	// CodeAccessRejected: the system of record rejected the reader's
+	// credential (a refused sign-in, not a timeout or an outage), so
+	// reading again within the settlement window would only try it again
+	// and may lock the account. The daemon stops reading for the effect at
+	// once and judges it INDETERMINATE (class unavailable, a
+	// RESTORE_ACCESS task). A daemon that does not know the code judges it
+	// INDETERMINATE with this code and keeps polling.
+	CodeAccessRejected = "ACCESS_REJECTED"
 )
 
 // Incomplete is the Capture of a read that answered but is not whole:

@@ -21,7 +21,9 @@
 //     element appears), unless the application rejected the credential
 //     sign_in.max_attempts times in a row within the settlement window:
 //     then the read answers at once, unusable, so that retries never lock
-//     the account (signin.go);
+//     the account (signin.go), with sdk.CodeAccessRejected (as does the
+//     rejected sign-in that made the gate hold), so that the daemon stops
+//     reading for the effect;
 //  4. opens record_url with its parameters bound and escaped, waits for
 //     ready_selector (or not_found_selector), and checks that the page
 //     shows identity.value;

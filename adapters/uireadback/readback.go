@@ -39,6 +39,10 @@ type readback struct {
 // page could not be read as a record page; records are then meaningless.
 type readResult struct {
 	unusable string
+	// rejected: the application rejected the read-back account's
+	// credential and the gate holds it (sign_in.max_attempts reached, now
+	// or earlier in the hold): sdk.CodeAccessRejected.
+	rejected bool
 	records  []sdk.Record
 	at       time.Time
 }
@@ -56,6 +60,8 @@ type failure struct {
 	// credential (the sign-in form came back). refusal: the reason is a
 	// request the guards refused.
 	rejected, refusal bool
+	// held: rejected, and the sign-in gate now holds the credential.
+	held bool
 }
 
 func (f *failure) Error() string { return f.reason }
@@ -119,7 +125,7 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 		if _, ok := errors.AsType[*failure](err); !ok {
 			err = unusable("the browser failed during the read-back: %v", err)
 		}
-		return readResult{unusable: err.Error(), at: time.Now()}
+		return readResult{unusable: err.Error(), at: time.Now(), rejected: isFailure(err, func(f *failure) bool { return f.held })}
 	}
 	return res
 }
@@ -189,6 +195,7 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 	case isFailure(err, func(f *failure) bool { return f.rejected }):
 		if rb.s.gate.reject() {
 			f, _ := errors.AsType[*failure](err)
+			f.held = true
 			f.reason += fmt.Sprintf("; it is not tried again for %v (sign_in.max_attempts is %d), so that the application does not lock the account: restore the account's access", rb.s.gate.hold, rb.s.gate.maxAttempts)
 		}
 		return err

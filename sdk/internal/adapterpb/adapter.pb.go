@@ -1279,8 +1279,10 @@ type CaptureHeader struct {
 	// Set on an unreachable read when the system of record answered but the
 	// read is not whole: READ_MAY_BE_TRUNCATED (as many records as the most
 	// it answers at once) or READ_INCOMPLETE (fewer or more records than the
-	// total it declares, or more pages than the read may follow). The daemon
-	// judges the effect INDETERMINATE with this code. Empty when the system
+	// total it declares, or more pages than the read may follow); or
+	// ACCESS_REJECTED when it rejected the reader's credential, which the
+	// daemon does not try again for the effect. The daemon judges the effect
+	// INDETERMINATE with this code. Empty when the system
 	// of record could not be read at all; a receiver that does not know the
 	// field still sees an unreachable read.
 	UnreachableCode string `protobuf:"bytes,5,opt,name=unreachable_code,json=unreachableCode,proto3" json:"unreachable_code,omitempty"`
