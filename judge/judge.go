@@ -50,6 +50,12 @@ const (
 	// ReasonReadIncomplete: the read holds fewer or more records than the
 	// total the system of record declared (a Snapshot's Code).
 	ReasonReadIncomplete = "READ_INCOMPLETE"
+	// ReasonAccessRejected: the system of record rejected the reader's
+	// credential (a Snapshot's Code, set by the adapter). Reading again
+	// would not help and may lock the account, so the settlement loop
+	// stops at the first such read (PollGroup); class unavailable, with a
+	// RESTORE_ACCESS task.
+	ReasonAccessRejected = "ACCESS_REJECTED"
 )
 
 // Snapshot is one read of a system of record: reachable with its records, or
@@ -62,7 +68,9 @@ type Snapshot struct {
 	// example READ_MAY_BE_TRUNCATED or READ_INCOMPLETE, when the system
 	// answered but the read is not known to hold the whole list. An after
 	// read with a Code other than SOR_UNREACHABLE is INDETERMINATE, class
-	// indeterminate (not unavailable). A reachable read's Code is ignored.
+	// indeterminate (not unavailable), except ACCESS_REJECTED (the reader's
+	// credential was rejected), class unavailable. A reachable read's Code
+	// is ignored.
 	Code    string
 	Records []Record
 }
@@ -196,14 +204,18 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 	switch {
 	case !after.ok:
 		code, msg := ReasonSORUnreachable, "the system of record could not be read after the action"
-		if after.code != "" && after.code != ReasonSORUnreachable {
+		switch after.code {
+		case "", ReasonSORUnreachable:
+		case ReasonAccessRejected:
+			code, msg = after.code, "the system of record rejected the reader's credential after the action; it was not read again"
+		default:
 			code, msg = after.code, "the read after the action is not known to hold every record"
 		}
 		if after.reason != "" {
 			msg += ": " + after.reason
 		}
 		v = indeterminate(code, msg)
-		v.Unavailable = code == ReasonSORUnreachable
+		v.Unavailable = code == ReasonSORUnreachable || code == ReasonAccessRejected
 	case NeedsBaseline(c) && !before.ok:
 		code, msg := ReasonBaselineUnreachable, "the baseline read before the action failed, and this contract needs it"
 		if before.code != "" && before.code != ReasonBaselineUnreachable {

@@ -29,7 +29,9 @@ type PollOptions struct {
 // Poll reads and judges until the verdict settles: at least one read; the
 // first CONFIRMED is returned (or, with Settle, watched for Settle longer);
 // otherwise reads repeat with a growing interval until Timeout and the last
-// verdict is returned, so a write that never settles is a failure. check
+// verdict is returned, so a write that never settles is a failure; a read
+// whose system of record rejected the reader's credential
+// (ReasonAccessRejected) ends the loop at once. check
 // performs one after read and judges it against the fixed baseline.
 func Poll(ctx context.Context, clock Clock, opts PollOptions, check func(context.Context) Verdict) Verdict {
 	return PollGroup(ctx, clock, opts, func(ctx context.Context) []Verdict {
@@ -58,6 +60,11 @@ func PollGroup(ctx context.Context, clock Clock, opts PollOptions, check func(co
 	var settleEnd time.Time
 	for {
 		vs := check(ctx)
+		if accessRejected(vs) {
+			// Reading again would sign in again with a credential the
+			// system of record rejects (and may lock the account).
+			return vs
+		}
 		now := clock.Now()
 		if allConfirmed(vs) {
 			if opts.Settle <= 0 {
@@ -96,6 +103,17 @@ func PollGroup(ctx context.Context, clock Clock, opts PollOptions, check func(co
 		}
 		interval = min(interval+interval/2, maxInterval)
 	}
+}
+
+// accessRejected reports whether a verdict says the system of record
+// rejected the reader's credential (ReasonAccessRejected).
+func accessRejected(vs []Verdict) bool {
+	for _, v := range vs {
+		if v.Decision == Indeterminate && len(v.Reasons) > 0 && v.Reasons[0].Code == ReasonAccessRejected {
+			return true
+		}
+	}
+	return false
 }
 
 func allConfirmed(vs []Verdict) bool {

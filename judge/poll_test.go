@@ -299,3 +299,46 @@ func TestPollGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestPollStopsOnAccessRejected: a read whose system of record rejected the
+// reader's credential ends the settlement loop at once, with no wait and
+// no read after it, also inside a settle window; other INDETERMINATE reads
+// are read again until the timeout.
+func TestPollStopsOnAccessRejected(t *testing.T) {
+	t.Parallel()
+	rejected := Verdict{Decision: Indeterminate, Reasons: []Reason{{Code: ReasonAccessRejected, Message: "rejected"}}}
+	other := Verdict{Decision: Indeterminate, Reasons: []Reason{{Code: ReasonSORUnreachable, Message: "down"}}}
+	ok := Verdict{Decision: Confirmed}
+	tests := []struct {
+		name  string
+		reads [][]Verdict
+		opts  PollOptions
+		calls int
+	}{
+		{"first read", [][]Verdict{{ok, rejected}}, PollOptions{Timeout: 10 * time.Second}, 1},
+		{"after an outage", [][]Verdict{{other, ok}, {other, other}, {rejected, other}, {ok, ok}}, PollOptions{Timeout: 10 * time.Second}, 3},
+		{"inside the settle window", [][]Verdict{{ok, ok}, {ok, rejected}, {ok, ok}}, PollOptions{Timeout: 10 * time.Second, Settle: 5 * time.Second}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newFakeClock()
+			calls := 0
+			check := func(context.Context) []Verdict { v := tt.reads[min(calls, len(tt.reads)-1)]; calls++; return v }
+			got := PollGroup(context.Background(), clock, tt.opts, check)
+			if calls != tt.calls || !accessRejected(got) {
+				t.Errorf("%d reads, %v; want %d, the rejected read's verdicts", calls, got, tt.calls)
+			}
+			if slept := clock.slept(); len(slept) != tt.calls-1 {
+				t.Errorf("slept %v; want no wait after the rejected read", slept)
+			}
+		})
+	}
+	// An outage alone is read until the timeout.
+	calls := 0
+	PollGroup(context.Background(), newFakeClock(), PollOptions{Timeout: 2 * time.Second, Interval: 100 * time.Millisecond},
+		func(context.Context) []Verdict { calls++; return []Verdict{other} })
+	if calls < 3 {
+		t.Errorf("an outage was read %d times in 2 s; want it read again", calls)
+	}
+}

@@ -26,6 +26,7 @@ func TestIncompleteReadCode(t *testing.T) {
 		{ReasonReadMayBeTruncated, ReasonReadMayBeTruncated, ClassIndeterminate},
 		{ReasonReadIncomplete, ReasonReadIncomplete, ClassIndeterminate},
 		{"", ReasonSORUnreachable, ClassUnavailable},
+		{ReasonAccessRejected, ReasonAccessRejected, ClassUnavailable},
 	} {
 		after := Snapshot{Reason: "100 records, max_records 100", Code: tt.code, Records: []Record{{"p": "1"}}}
 		for name, v := range map[string]Verdict{

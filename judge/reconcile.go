@@ -60,6 +60,7 @@ var codeSummaries = map[string]string{
 	ReasonExistingRecordChanged: "an existing record was changed to match instead of a new one being added",
 	ReasonReadMayBeTruncated:    "the read may have been cut short by a page cap",
 	ReasonReadIncomplete:        "the read does not hold the total the system declared",
+	ReasonAccessRejected:        "the system of record rejected the reader's credential",
 }
 
 // CodeSummary returns a value-free description of a reason code.

@@ -68,7 +68,9 @@ if [[ -z "$report" ]]; then
 fi
 echo "check-sdk-api: incompatible changes to the SDK's API since $against:"
 echo "$report"
-if git log --format=%B "$against..HEAD" | grep -q '^SDK-Break-Acknowledged:'; then
+# grep reads the whole log (no -q): under pipefail, a grep that stops at
+# the first match would end git log with SIGPIPE and fail the pipeline.
+if git log --format=%B "$against..HEAD" | grep '^SDK-Break-Acknowledged:' >/dev/null; then
 	echo "check-sdk-api: acknowledged by a commit's SDK-Break-Acknowledged trailer since $against; list them in sdk/CHANGES.md"
 	exit 0
 fi

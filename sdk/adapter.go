@@ -189,6 +189,28 @@ type CaptureRequest struct {
 	ContractHash string
 	// EffectKind is record_written, field_equals or exact_new_set.
 	EffectKind string
+	// ReadFields are the record fields the contracts judged on this read
+	// look at: their match fields, a field_equals field, an idempotency
+	// key's key_field, the identity field of a contract that tells new
+	// records from existing ones, the fields of exact_new_set's
+	// new_records and the candidate's freshness field (for a census read,
+	// only the identity fields it keeps). An adapter may relax, for a
+	// field not listed, a check that protects only that field's value (a
+	// display that may have shortened it, a date that does not parse);
+	// every other check stays. Empty when the daemon does not send the
+	// list (an older daemon): treat every field as read.
+	ReadFields []string
+	// ExpectedValues are, by field name, the distinct values the contracts
+	// judged on this read compare that field with, every {param} bound:
+	// the match values of every contract (Selector carries them only when
+	// one contract is read), a field_equals value, an idempotency key and
+	// exact_new_set's new_records. An adapter that normalises what it
+	// reads (whitespace, case, a date's display format) may report a value
+	// read in the one spelling listed here that normalises to the same
+	// text, so that the contract and the read are normalised alike; never
+	// a value that normalises differently. Empty when the daemon does not
+	// send them (an older daemon).
+	ExpectedValues map[string][]string
 	// Params are the session's bound run parameters, for {param}
 	// references in the section. Bind them into this read only.
 	Params map[string]string
@@ -213,8 +235,9 @@ type Capture struct {
 	Reason    string
 	// Code, on an unreachable capture, says the system of record answered
 	// but the read is not whole (CodeReadMayBeTruncated,
-	// CodeReadIncomplete); the daemon judges such a read INDETERMINATE with
-	// this reason code. "" when it could not be read at all.
+	// CodeReadIncomplete), or rejected the reader's credential
+	// (CodeAccessRejected); the daemon judges such a read INDETERMINATE
+	// with this reason code. "" when it could not be read at all.
 	Code string
 	// At is when the read was taken; the zero time means "now".
 	At time.Time
@@ -244,6 +267,14 @@ const (
 	// (fewer or more than the total the system of record declares, or more
 	// pages than the read may follow).
 	CodeReadIncomplete = "READ_INCOMPLETE"
+	// CodeAccessRejected: the system of record rejected the reader's
+	// credential (a refused sign-in, not a timeout or an outage), so
+	// reading again within the settlement window would only try it again
+	// and may lock the account. The daemon stops reading for the effect at
+	// once and judges it INDETERMINATE (class unavailable, a
+	// RESTORE_ACCESS task). A daemon that does not know the code judges it
+	// INDETERMINATE with this code and keeps polling.
+	CodeAccessRejected = "ACCESS_REJECTED"
 )
 
 // Incomplete is the Capture of a read that answered but is not whole:

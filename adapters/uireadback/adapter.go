@@ -105,10 +105,20 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 		return sdk.Capture{}, err
 	}
 	b.spell.selector = req.Selector
-	return cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
+	b.spell.daemon, b.spell.expected = len(req.ReadFields) > 0, req.ExpectedValues
+	b.read = readFields(b, req.ReadFields)
+	rejected := false
+	capt, err := cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
 		res, err := b.readBack(ctx)
+		rejected = res.rejected
 		return res.records, res.unusable, res.at, err
 	})
+	if err == nil && !capt.Reachable && rejected {
+		// The daemon reads no more for the effect: a credential the
+		// application rejects is not tried again.
+		capt.Code = sdk.CodeAccessRejected
+	}
+	return capt, err
 }
 
 // CheckParams binds a session's run parameters into the record URL and the
@@ -126,7 +136,7 @@ func (s *settings) readBack(ctx context.Context) (readResult, error) {
 	if why := s.gate.admit(); why != "" {
 		// A credential the application rejected is not tried again yet:
 		// answered at once, without a browser.
-		return readResult{unusable: why, at: time.Now()}, nil
+		return readResult{unusable: why, at: time.Now(), rejected: true}, nil
 	}
 	deadline := readDeadline(ctx, s)
 	t, release, err := s.browser.acquire(ctx)

@@ -99,8 +99,9 @@ type settings struct {
 	idValue          param.Value  // identity.value, bound per call
 	recordURL        string       // the record page, parameters bound and escaped (bound copies only)
 	signIn           signIn
-	gate             *signInGate // shared by the bound copies of one configured instance
-	spell            spellings   // the run's spellings of expected values (bound copies only)
+	gate             *signInGate     // shared by the bound copies of one configured instance
+	spell            spellings       // the run's spellings of expected values (bound copies only)
+	read             map[string]bool // the fields a contract of the call reads; nil: every field (readFields)
 	readySelector    string
 	emptySelector    string
 	notFoundSelector string

@@ -21,16 +21,22 @@
 //     element appears), unless the application rejected the credential
 //     sign_in.max_attempts times in a row within the settlement window:
 //     then the read answers at once, unusable, so that retries never lock
-//     the account (signin.go);
+//     the account (signin.go), with sdk.CodeAccessRejected (as does the
+//     rejected sign-in that made the gate hold), so that the daemon stops
+//     reading for the effect;
 //  4. opens record_url with its parameters bound and escaped, waits for
 //     ready_selector (or not_found_selector), and checks that the page
 //     shows identity.value;
 //  5. reads every row_selector row's fields from the DOM, in an isolated
 //     world the page's scripts cannot reach, collapsing whitespace, refusing
-//     shortened values, and applying date_format and casefold; a value is
-//     reported in the run's spelling when that spelling, normalised the
-//     same way, is the value read (spellings), so the normalisation holds
-//     on both sides of the judge's comparison.
+//     shortened values, and applying date_format and casefold; a shortened
+//     value or a date that does not parse is refused only in a field a
+//     contract of the read looks at (CaptureRequest.ReadFields: every field
+//     when the daemon sends none); a value is reported in the contracts'
+//     spelling (CaptureRequest.ExpectedValues, or the run's parameters from
+//     an older daemon) when that spelling, normalised the same way, is the
+//     value read (spellings), so the normalisation holds on both sides of
+//     the judge's comparison.
 //
 // Whatever keeps the page from being read as the record (a failed sign-in,
 // a timeout, another record's page, no identifier, selectors that no longer

@@ -123,6 +123,11 @@ func TestRejectedCredentialNotRetried(t *testing.T) {
 				case i >= want && took > time.Second:
 					t.Errorf("read %d took %v; a held credential answers at once", i+1, took)
 				}
+				// From the read that makes the gate hold, the daemon is
+				// told to read no more (sdk.CodeAccessRejected).
+				if wantCode := map[bool]string{true: sdk.CodeAccessRejected}[i >= want-1]; last.Code != wantCode {
+					t.Errorf("read %d: code %q; want %q", i+1, last.Code, wantCode)
+				}
 			}
 			if n := signInPosts(a); n != want {
 				t.Errorf("%d sign-in POSTs over %d reads; want %d", n, want+2, want)
@@ -131,7 +136,11 @@ func TestRejectedCredentialNotRetried(t *testing.T) {
 				t.Error("the reason quotes the password")
 			}
 			v := judgeStep(t, c, params, read{Reachable: true}, last)
-			unavailable(t, v)
+			for _, e := range v.verdicts {
+				if e.Decision != judge.Indeterminate || e.Class != judge.ClassUnavailable || strings.Join(e.Codes(), "+") != judge.ReasonAccessRejected {
+					t.Errorf("verdict %s/%s/%v; want INDETERMINATE/unavailable/ACCESS_REJECTED", e.Decision, e.Class, e.Codes())
+				}
+			}
 			if v.tasks[0] == nil || v.tasks[0].SuggestedAction != judge.ActionRestoreAccess || v.tasks[0].Kind != judge.TaskEffectIndeterminate {
 				t.Errorf("task %+v; want effect_indeterminate with RESTORE_ACCESS", v.tasks[0])
 			}
@@ -143,8 +152,8 @@ func TestRejectedCredentialNotRetried(t *testing.T) {
 		a.SetFaults(recordapp.Faults{Down: true})
 		r := capture(t, c, true, 20*time.Second)
 		a.SetFaults(recordapp.Faults{})
-		if r.Reachable || !strings.Contains(r.Reason, "HTTP 503") {
-			t.Fatalf("read with the application down: %v %q", r.Reachable, r.Reason)
+		if r.Reachable || !strings.Contains(r.Reason, "HTTP 503") || r.Code != "" {
+			t.Fatalf("read with the application down: %v %q code %q; want unreachable, no code (the daemon reads again)", r.Reachable, r.Reason, r.Code)
 		}
 		a.ClearRequests()
 		if r := capture(t, c, true, 20*time.Second); !r.Reachable || len(r.Records) != 1 {

@@ -127,7 +127,7 @@ func (s stepVerdict) String() string {
 }
 
 func snapshot(r read) judge.Snapshot {
-	s := judge.Snapshot{Reachable: r.Reachable, Reason: r.Reason}
+	s := judge.Snapshot{Reachable: r.Reachable, Reason: r.Reason, Code: r.Code}
 	for _, rec := range r.Records {
 		s.Records = append(s.Records, judge.Record(rec))
 	}

@@ -156,6 +156,7 @@ func adapterClientWith(t testing.TB, req setup, factory func() sdk.Adapter) *ada
 type read struct {
 	Reachable bool
 	Reason    string
+	Code      string // an unreachable read's code (sdk.Capture.Code)
 	Records   []sdk.Record
 }
 
@@ -186,7 +187,7 @@ func tryCapture(c *adaptertest.Instance, after bool, timeout time.Duration) (rea
 	if err != nil {
 		return read{}, fmt.Errorf("capture records: %w", err)
 	}
-	return read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}, nil
+	return read{Reachable: capt.Reachable, Reason: capt.Reason, Code: capt.Code, Records: recs}, nil
 }
 
 // withHooks is the adapter's factory on the shared browser with the guards h

@@ -119,19 +119,28 @@ func checkLiteral(lit string) error {
 	return nil
 }
 
-// spellings are the values a contract of this read can expect, as the run
-// spells them: the contract's match with its parameters bound
-// (CaptureRequest.Selector, which the daemon sends when one contract is
-// read) and the run's parameters. The page's values are normalised (their
-// whitespace collapsed, dates in ISO 8601, casefolded) and the judge
-// compares exact text, so a value read is reported in the spelling the
-// contract expects whenever that spelling, normalised the same way, is the
-// value read: the normalisation then holds on both sides, and a save whose
-// only difference from the run's value is one the page cannot show (two
-// spaces, a date's display format, capitals) is not refuted for it.
+// spellings are the values a contract of this read can expect, as the
+// contracts spell them. A daemon that sends the contracts' values
+// (CaptureRequest.ExpectedValues: every match value, a field_equals value,
+// an idempotency key, exact_new_set's members, parameters bound, by field)
+// gives them all, literals included. From an older daemon they are the
+// contract's match (CaptureRequest.Selector, sent when one contract is
+// read) and the run's parameters, which miss a literal the contract writes
+// itself. The page's values are normalised (their whitespace collapsed,
+// dates in ISO 8601, casefolded) and the judge compares exact text, so a
+// value read is reported in the spelling the contract expects whenever
+// that spelling, normalised the same way, is the value read: the
+// normalisation then holds on both sides, and a save whose only difference
+// from the contract's value is one the page cannot show (two spaces, a
+// date's display format, capitals) is not refuted for it.
 type spellings struct {
 	selector map[string]string
 	params   map[string]string
+	// daemon: the daemon sent the contracts' read fields, and with them
+	// expected (nil when no contract compares a value): the contracts'
+	// values are then the only spellings.
+	daemon   bool
+	expected map[string][]string
 }
 
 // candidates maps each normalised form (norm) of the run's parameters, and
@@ -154,11 +163,27 @@ func (sp spellings) candidates(norm func(string) string, extra ...string) map[st
 }
 
 // of is field name's value read (normalised: read) in the spelling a
-// contract expects: the contract's own value for the field when the daemon
-// sent it and it normalises (norm) to read; else the one spelling among
-// cands (candidates) that normalises to read; else, with none or with
-// several that disagree, read as it is.
+// contract expects. When the daemon sent the contracts' values, the one
+// among the field's that normalises (norm) to read, else read as it is.
+// From an older daemon: the contract's own match value for the field when
+// it normalises to read; else the one spelling among cands (candidates)
+// that normalises to read; else, with none or with several that disagree,
+// read as it is.
 func (sp spellings) of(name, read string, norm func(string) string, cands map[string][]string) string {
+	if sp.daemon {
+		// The one value the contracts compare the field with that
+		// normalises to read; none, or several that differ, leave it.
+		var one []string
+		for _, e := range sp.expected[name] {
+			if norm(e) == read && !slices.Contains(one, e) {
+				one = append(one, e)
+			}
+		}
+		if len(one) == 1 {
+			return one[0]
+		}
+		return read
+	}
 	if e, ok := sp.selector[name]; ok && norm(e) == read {
 		return e
 	}
@@ -166,4 +191,34 @@ func (sp spellings) of(name, read string, norm func(string) string, cands map[st
 		return c[0]
 	}
 	return read
+}
+
+// readFields is the set of record fields a contract of this read looks at
+// (sdk.CaptureRequest.ReadFields), or nil, which checks every field: when
+// the daemon sends no list (an older daemon), and when a contract reads a
+// field the page's records do not carry. The latter is the safe answer to
+// a record without its identity field, which the judge tells apart from
+// the others by all of its fields.
+func readFields(s *settings, fields []string) map[string]bool {
+	if len(fields) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(fields))
+	for _, name := range fields {
+		known := name == s.identity.field && name != ""
+		for _, f := range s.fields {
+			known = known || f.name == name
+		}
+		if !known {
+			return nil
+		}
+		out[name] = true
+	}
+	return out
+}
+
+// checks reports whether the checks that protect only field name's value
+// apply to it: whether a contract of this read looks at it.
+func (s *settings) checks(name string) bool {
+	return s.read == nil || s.read[name]
 }

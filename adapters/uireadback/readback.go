@@ -39,6 +39,10 @@ type readback struct {
 // page could not be read as a record page; records are then meaningless.
 type readResult struct {
 	unusable string
+	// rejected: the application rejected the read-back account's
+	// credential and the gate holds it (sign_in.max_attempts reached, now
+	// or earlier in the hold): sdk.CodeAccessRejected.
+	rejected bool
 	records  []sdk.Record
 	at       time.Time
 }
@@ -56,6 +60,8 @@ type failure struct {
 	// credential (the sign-in form came back). refusal: the reason is a
 	// request the guards refused.
 	rejected, refusal bool
+	// held: rejected, and the sign-in gate now holds the credential.
+	held bool
 }
 
 func (f *failure) Error() string { return f.reason }
@@ -116,7 +122,7 @@ func (rb *readback) read(ctx context.Context, t *tab, deadline time.Time) readRe
 		if _, ok := errors.AsType[*failure](err); !ok {
 			err = unusable("the browser failed during the read-back: %v", err)
 		}
-		return readResult{unusable: err.Error(), at: time.Now()}
+		return readResult{unusable: err.Error(), at: time.Now(), rejected: isFailure(err, func(f *failure) bool { return f.held })}
 	}
 	return res
 }
@@ -181,6 +187,7 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 	case isFailure(err, func(f *failure) bool { return f.rejected }):
 		if rb.s.gate.reject() {
 			f, _ := errors.AsType[*failure](err)
+			f.held = true
 			f.reason += fmt.Sprintf("; it is not tried again for %v (sign_in.max_attempts is %d), so that the application does not lock the account: restore the account's access", rb.s.gate.hold, rb.s.gate.maxAttempts)
 		}
 		return err
@@ -520,7 +527,7 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	for i, row := range pg.Rows {
 		rec := make(sdk.Record, len(s.fields)+1)
 		for j, f := range s.fields {
-			v, err := f.read(row[j])
+			v, err := f.readAs(row[j], s.checks(f.name))
 			if err != nil {
 				return unusable("row %d of %d, field %s: %v", i+1, len(pg.Rows), f.name, err)
 			}
@@ -557,7 +564,14 @@ func (rb *readback) checkIdentity(p extracted) (string, error) {
 
 // read turns one field's reading into its record value: whitespace
 // collapsed, refused when shortened, then date_format and casefold.
-func (f field) read(r *fieldReading) (string, error) {
+func (f field) read(r *fieldReading) (string, error) { return f.readAs(r, true) }
+
+// readAs is read, with the checks that protect only this field's value
+// (a title that holds more than is shown, truncation markers, a date that
+// does not parse with date_format) made only when checked: a field no
+// contract of the read looks at (settings.checks) is reported as shown,
+// since nothing judged depends on it.
+func (f field) readAs(r *fieldReading, checked bool) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("%s matches nothing in the row; the record page no longer has the structure the configuration describes", f.selector)
 	}
@@ -569,7 +583,7 @@ func (f field) read(r *fieldReading) (string, error) {
 		v = collapseSpace(*r.Attr)
 	} else {
 		v = collapseSpace(r.Text)
-		if r.Title != nil {
+		if checked && r.Title != nil {
 			// A title that starts with the shown text and goes on is the
 			// whole value; the page shows only its beginning.
 			if title := collapseSpace(*r.Title); title != v && strings.HasPrefix(title, v) {
@@ -578,16 +592,18 @@ func (f field) read(r *fieldReading) (string, error) {
 		}
 	}
 	for _, m := range f.markers {
-		if strings.Contains(v, m) {
-			return "", fmt.Errorf("the value contains the truncation marker %q, so the page may show it shortened; read the full value from an attribute, narrow truncation_markers, or give a field no contract reads its own truncation_markers: []", m)
+		if checked && strings.Contains(v, m) {
+			return "", fmt.Errorf("the value contains the truncation marker %q and a contract of this read looks at the field, so the page may show it shortened; read the full value from an attribute, or narrow truncation_markers", m)
 		}
 	}
 	if f.layout != "" {
 		t, err := time.Parse(f.layout, v)
-		if err != nil {
+		switch {
+		case err == nil:
+			v = t.Format(f.isoLayout)
+		case checked:
 			return "", fmt.Errorf("the value does not parse with date_format")
 		}
-		v = t.Format(f.isoLayout)
 	}
 	if f.casefold {
 		v = strings.ToLower(v)

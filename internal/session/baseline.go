@@ -201,6 +201,7 @@ func captureRequest(id, phase string, n int, contracts []*judge.Contract, effect
 			req.IdentityField = ""
 		}
 	}
+	req.ReadFields, req.ExpectedValues = contractReads(contracts, effects, "")
 	return req
 }
 

@@ -81,6 +81,9 @@ func (m *Manager) censusInstance(ctx context.Context, dep *config.Deployment, ci
 func censusRequest(id, phase string, n int, contracts []*judge.Contract, effects []int) sdk.CaptureRequest {
 	req := captureRequest(id, phase, n, contracts, effects)
 	req.Selector = map[string]string{}
+	// A census keeps only the identity fields of its records and compares
+	// no value.
+	req.ReadFields, req.ExpectedValues = censusFields(groupOf(contracts, effects)), nil
 	return req
 }
 

@@ -243,6 +243,7 @@ func (g *group) projection() bool {
 // redacted.
 func (g *group) read(ctx context.Context, extra time.Duration) *read {
 	req := captureRequest(g.id, "after", g.n, g.contracts, g.cm.Effects)
+	req.ReadFields, req.ExpectedValues = contractReads(g.contracts, g.cm.Effects, freshnessField(g.cand.Freshness))
 	g.lastCapture = req.CaptureID
 	outer := ctx // the census is read in a span of its own, beside this one
 	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureAfter, telemetry.KeyGroup.Int(g.n), telemetry.KeyKind.String(g.inst.Kind()))

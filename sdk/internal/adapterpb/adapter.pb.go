@@ -788,9 +788,27 @@ type CaptureSpec struct {
 	// Hash of the bound contract, for audit.
 	ContractHash string `protobuf:"bytes,6,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
 	// The contract's kind (record_written, field_equals, exact_new_set).
-	EffectKind    string `protobuf:"bytes,7,opt,name=effect_kind,json=effectKind,proto3" json:"effect_kind,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	EffectKind string `protobuf:"bytes,7,opt,name=effect_kind,json=effectKind,proto3" json:"effect_kind,omitempty"`
+	// The record fields the contracts judged on this read look at: their
+	// match fields, a field_equals field, an idempotency key's key_field,
+	// the identity field of a contract that tells new records from old ones,
+	// the fields of exact_new_set's new_records, the candidate's freshness
+	// field; for a census read, only the identity fields it keeps. An
+	// adapter may relax, for a field not listed, a check that only protects
+	// the value of that field (a display that may have shortened it). Empty
+	// from a daemon that does not send it: every field counts as read.
+	ReadFields []string `protobuf:"bytes,8,rep,name=read_fields,json=readFields,proto3" json:"read_fields,omitempty"`
+	// The values the contracts judged on this read compare record fields
+	// with, every {param} bound, by field name: the match values of every
+	// contract (selector holds them only when one contract is read), a
+	// field_equals value, an idempotency key, exact_new_set's new_records.
+	// An adapter that normalises the values it reads (whitespace, case, a
+	// date's display format) may report a value read in one of these
+	// spellings when it normalises to the same text. Empty from a daemon that
+	// does not send it.
+	ExpectedValues map[string]*ExpectedValues `protobuf:"bytes,9,rep,name=expected_values,json=expectedValues,proto3" json:"expected_values,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CaptureSpec) Reset() {
@@ -872,6 +890,65 @@ func (x *CaptureSpec) GetEffectKind() string {
 	return ""
 }
 
+func (x *CaptureSpec) GetReadFields() []string {
+	if x != nil {
+		return x.ReadFields
+	}
+	return nil
+}
+
+func (x *CaptureSpec) GetExpectedValues() map[string]*ExpectedValues {
+	if x != nil {
+		return x.ExpectedValues
+	}
+	return nil
+}
+
+// ExpectedValues are the distinct values contracts compare one field with.
+type ExpectedValues struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpectedValues) Reset() {
+	*x = ExpectedValues{}
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpectedValues) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpectedValues) ProtoMessage() {}
+
+func (x *ExpectedValues) ProtoReflect() protoreflect.Message {
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpectedValues.ProtoReflect.Descriptor instead.
+func (*ExpectedValues) Descriptor() ([]byte, []int) {
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ExpectedValues) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 type CaptureBeforeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Spec  *CaptureSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -885,7 +962,7 @@ type CaptureBeforeRequest struct {
 
 func (x *CaptureBeforeRequest) Reset() {
 	*x = CaptureBeforeRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -897,7 +974,7 @@ func (x *CaptureBeforeRequest) String() string {
 func (*CaptureBeforeRequest) ProtoMessage() {}
 
 func (x *CaptureBeforeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[12]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -910,7 +987,7 @@ func (x *CaptureBeforeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureBeforeRequest.ProtoReflect.Descriptor instead.
 func (*CaptureBeforeRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{12}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CaptureBeforeRequest) GetSpec() *CaptureSpec {
@@ -943,7 +1020,7 @@ type CaptureBeforeResponse struct {
 
 func (x *CaptureBeforeResponse) Reset() {
 	*x = CaptureBeforeResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1032,7 @@ func (x *CaptureBeforeResponse) String() string {
 func (*CaptureBeforeResponse) ProtoMessage() {}
 
 func (x *CaptureBeforeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[13]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1045,7 @@ func (x *CaptureBeforeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureBeforeResponse.ProtoReflect.Descriptor instead.
 func (*CaptureBeforeResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{13}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CaptureBeforeResponse) GetChunk() *CaptureChunk {
@@ -991,7 +1068,7 @@ type CaptureAfterRequest struct {
 
 func (x *CaptureAfterRequest) Reset() {
 	*x = CaptureAfterRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1080,7 @@ func (x *CaptureAfterRequest) String() string {
 func (*CaptureAfterRequest) ProtoMessage() {}
 
 func (x *CaptureAfterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[14]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1093,7 @@ func (x *CaptureAfterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureAfterRequest.ProtoReflect.Descriptor instead.
 func (*CaptureAfterRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{14}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CaptureAfterRequest) GetSpec() *CaptureSpec {
@@ -1049,7 +1126,7 @@ type CaptureAfterResponse struct {
 
 func (x *CaptureAfterResponse) Reset() {
 	*x = CaptureAfterResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1138,7 @@ func (x *CaptureAfterResponse) String() string {
 func (*CaptureAfterResponse) ProtoMessage() {}
 
 func (x *CaptureAfterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[15]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1151,7 @@ func (x *CaptureAfterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureAfterResponse.ProtoReflect.Descriptor instead.
 func (*CaptureAfterResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{15}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CaptureAfterResponse) GetChunk() *CaptureChunk {
@@ -1102,7 +1179,7 @@ type CaptureChunk struct {
 
 func (x *CaptureChunk) Reset() {
 	*x = CaptureChunk{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1191,7 @@ func (x *CaptureChunk) String() string {
 func (*CaptureChunk) ProtoMessage() {}
 
 func (x *CaptureChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[16]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1204,7 @@ func (x *CaptureChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureChunk.ProtoReflect.Descriptor instead.
 func (*CaptureChunk) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{16}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CaptureChunk) GetChunk() isCaptureChunk_Chunk {
@@ -1202,8 +1279,10 @@ type CaptureHeader struct {
 	// Set on an unreachable read when the system of record answered but the
 	// read is not whole: READ_MAY_BE_TRUNCATED (as many records as the most
 	// it answers at once) or READ_INCOMPLETE (fewer or more records than the
-	// total it declares, or more pages than the read may follow). The daemon
-	// judges the effect INDETERMINATE with this code. Empty when the system
+	// total it declares, or more pages than the read may follow); or
+	// ACCESS_REJECTED when it rejected the reader's credential, which the
+	// daemon does not try again for the effect. The daemon judges the effect
+	// INDETERMINATE with this code. Empty when the system
 	// of record could not be read at all; a receiver that does not know the
 	// field still sees an unreachable read.
 	UnreachableCode string `protobuf:"bytes,5,opt,name=unreachable_code,json=unreachableCode,proto3" json:"unreachable_code,omitempty"`
@@ -1213,7 +1292,7 @@ type CaptureHeader struct {
 
 func (x *CaptureHeader) Reset() {
 	*x = CaptureHeader{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1304,7 @@ func (x *CaptureHeader) String() string {
 func (*CaptureHeader) ProtoMessage() {}
 
 func (x *CaptureHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[17]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1317,7 @@ func (x *CaptureHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureHeader.ProtoReflect.Descriptor instead.
 func (*CaptureHeader) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{17}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CaptureHeader) GetReachable() bool {
@@ -1303,7 +1382,7 @@ type RecordBatch struct {
 
 func (x *RecordBatch) Reset() {
 	*x = RecordBatch{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1394,7 @@ func (x *RecordBatch) String() string {
 func (*RecordBatch) ProtoMessage() {}
 
 func (x *RecordBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[18]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1407,7 @@ func (x *RecordBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordBatch.ProtoReflect.Descriptor instead.
 func (*RecordBatch) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{18}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RecordBatch) GetRecordsJson() [][]byte {
@@ -1363,7 +1442,7 @@ type CaptureTrailer struct {
 
 func (x *CaptureTrailer) Reset() {
 	*x = CaptureTrailer{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1454,7 @@ func (x *CaptureTrailer) String() string {
 func (*CaptureTrailer) ProtoMessage() {}
 
 func (x *CaptureTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[19]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,7 +1467,7 @@ func (x *CaptureTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CaptureTrailer.ProtoReflect.Descriptor instead.
 func (*CaptureTrailer) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{19}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CaptureTrailer) GetRecordCount() int64 {
@@ -1409,7 +1488,7 @@ type Reason struct {
 
 func (x *Reason) Reset() {
 	*x = Reason{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[20]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1500,7 @@ func (x *Reason) String() string {
 func (*Reason) ProtoMessage() {}
 
 func (x *Reason) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[20]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1513,7 @@ func (x *Reason) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reason.ProtoReflect.Descriptor instead.
 func (*Reason) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{20}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Reason) GetCode() string {
@@ -1474,7 +1553,7 @@ type VerdictRequest struct {
 
 func (x *VerdictRequest) Reset() {
 	*x = VerdictRequest{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[21]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1565,7 @@ func (x *VerdictRequest) String() string {
 func (*VerdictRequest) ProtoMessage() {}
 
 func (x *VerdictRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[21]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1578,7 @@ func (x *VerdictRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictRequest.ProtoReflect.Descriptor instead.
 func (*VerdictRequest) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{21}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *VerdictRequest) GetCaptureId() string {
@@ -1582,7 +1661,7 @@ type VerdictResponse struct {
 
 func (x *VerdictResponse) Reset() {
 	*x = VerdictResponse{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[22]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1673,7 @@ func (x *VerdictResponse) String() string {
 func (*VerdictResponse) ProtoMessage() {}
 
 func (x *VerdictResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[22]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1686,7 @@ func (x *VerdictResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerdictResponse.ProtoReflect.Descriptor instead.
 func (*VerdictResponse) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{22}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *VerdictResponse) GetDemotion() *Demotion {
@@ -1631,7 +1710,7 @@ type Demotion struct {
 
 func (x *Demotion) Reset() {
 	*x = Demotion{}
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[23]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1722,7 @@ func (x *Demotion) String() string {
 func (*Demotion) ProtoMessage() {}
 
 func (x *Demotion) ProtoReflect() protoreflect.Message {
-	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[23]
+	mi := &file_verifierd_adapter_v1_adapter_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1735,7 @@ func (x *Demotion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Demotion.ProtoReflect.Descriptor instead.
 func (*Demotion) Descriptor() ([]byte, []int) {
-	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{23}
+	return file_verifierd_adapter_v1_adapter_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Demotion) GetVerdict() Verdict {
@@ -1741,7 +1820,7 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1a\n" +
 	"\bwarnings\x18\x03 \x03(\tR\bwarnings\x123\n" +
 	"\alatency\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\alatency\x12=\n" +
-	"\arefusal\x18\x05 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"\xfb\x02\n" +
+	"\arefusal\x18\x05 \x01(\v2#.verifierd.adapter.v1.ConfigRefusalR\arefusal\"\xe5\x04\n" +
 	"\vCaptureSpec\x12\x1d\n" +
 	"\n" +
 	"capture_id\x18\x01 \x01(\tR\tcaptureId\x12!\n" +
@@ -1751,10 +1830,18 @@ const file_verifierd_adapter_v1_adapter_proto_rawDesc = "" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12#\n" +
 	"\rcontract_hash\x18\x06 \x01(\tR\fcontractHash\x12\x1f\n" +
 	"\veffect_kind\x18\a \x01(\tR\n" +
-	"effectKind\x1a;\n" +
+	"effectKind\x12\x1f\n" +
+	"\vread_fields\x18\b \x03(\tR\n" +
+	"readFields\x12^\n" +
+	"\x0fexpected_values\x18\t \x03(\v25.verifierd.adapter.v1.CaptureSpec.ExpectedValuesEntryR\x0eexpectedValues\x1a;\n" +
 	"\rSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf9\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1ag\n" +
+	"\x13ExpectedValuesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12:\n" +
+	"\x05value\x18\x02 \x01(\v2$.verifierd.adapter.v1.ExpectedValuesR\x05value:\x028\x01\"(\n" +
+	"\x0eExpectedValues\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\xf9\x01\n" +
 	"\x14CaptureBeforeRequest\x125\n" +
 	"\x04spec\x18\x01 \x01(\v2!.verifierd.adapter.v1.CaptureSpecR\x04spec\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -1850,7 +1937,7 @@ func file_verifierd_adapter_v1_adapter_proto_rawDescGZIP() []byte {
 }
 
 var file_verifierd_adapter_v1_adapter_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_verifierd_adapter_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_verifierd_adapter_v1_adapter_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_verifierd_adapter_v1_adapter_proto_goTypes = []any{
 	(Verdict)(0),                   // 0: verifierd.adapter.v1.Verdict
 	(*GetInfoRequest)(nil),         // 1: verifierd.adapter.v1.GetInfoRequest
@@ -1865,76 +1952,80 @@ var file_verifierd_adapter_v1_adapter_proto_goTypes = []any{
 	(*TestConnectionRequest)(nil),  // 10: verifierd.adapter.v1.TestConnectionRequest
 	(*TestConnectionResponse)(nil), // 11: verifierd.adapter.v1.TestConnectionResponse
 	(*CaptureSpec)(nil),            // 12: verifierd.adapter.v1.CaptureSpec
-	(*CaptureBeforeRequest)(nil),   // 13: verifierd.adapter.v1.CaptureBeforeRequest
-	(*CaptureBeforeResponse)(nil),  // 14: verifierd.adapter.v1.CaptureBeforeResponse
-	(*CaptureAfterRequest)(nil),    // 15: verifierd.adapter.v1.CaptureAfterRequest
-	(*CaptureAfterResponse)(nil),   // 16: verifierd.adapter.v1.CaptureAfterResponse
-	(*CaptureChunk)(nil),           // 17: verifierd.adapter.v1.CaptureChunk
-	(*CaptureHeader)(nil),          // 18: verifierd.adapter.v1.CaptureHeader
-	(*RecordBatch)(nil),            // 19: verifierd.adapter.v1.RecordBatch
-	(*CaptureTrailer)(nil),         // 20: verifierd.adapter.v1.CaptureTrailer
-	(*Reason)(nil),                 // 21: verifierd.adapter.v1.Reason
-	(*VerdictRequest)(nil),         // 22: verifierd.adapter.v1.VerdictRequest
-	(*VerdictResponse)(nil),        // 23: verifierd.adapter.v1.VerdictResponse
-	(*Demotion)(nil),               // 24: verifierd.adapter.v1.Demotion
-	nil,                            // 25: verifierd.adapter.v1.ConfigureRequest.SecretsEntry
-	nil,                            // 26: verifierd.adapter.v1.CheckParamsRequest.ParamsEntry
-	nil,                            // 27: verifierd.adapter.v1.TestConnectionRequest.ParamsEntry
-	nil,                            // 28: verifierd.adapter.v1.CaptureSpec.SelectorEntry
-	nil,                            // 29: verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntry
-	nil,                            // 30: verifierd.adapter.v1.CaptureAfterRequest.ParamsEntry
-	nil,                            // 31: verifierd.adapter.v1.VerdictRequest.ParamsEntry
-	(*durationpb.Duration)(nil),    // 32: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 33: google.protobuf.Timestamp
+	(*ExpectedValues)(nil),         // 13: verifierd.adapter.v1.ExpectedValues
+	(*CaptureBeforeRequest)(nil),   // 14: verifierd.adapter.v1.CaptureBeforeRequest
+	(*CaptureBeforeResponse)(nil),  // 15: verifierd.adapter.v1.CaptureBeforeResponse
+	(*CaptureAfterRequest)(nil),    // 16: verifierd.adapter.v1.CaptureAfterRequest
+	(*CaptureAfterResponse)(nil),   // 17: verifierd.adapter.v1.CaptureAfterResponse
+	(*CaptureChunk)(nil),           // 18: verifierd.adapter.v1.CaptureChunk
+	(*CaptureHeader)(nil),          // 19: verifierd.adapter.v1.CaptureHeader
+	(*RecordBatch)(nil),            // 20: verifierd.adapter.v1.RecordBatch
+	(*CaptureTrailer)(nil),         // 21: verifierd.adapter.v1.CaptureTrailer
+	(*Reason)(nil),                 // 22: verifierd.adapter.v1.Reason
+	(*VerdictRequest)(nil),         // 23: verifierd.adapter.v1.VerdictRequest
+	(*VerdictResponse)(nil),        // 24: verifierd.adapter.v1.VerdictResponse
+	(*Demotion)(nil),               // 25: verifierd.adapter.v1.Demotion
+	nil,                            // 26: verifierd.adapter.v1.ConfigureRequest.SecretsEntry
+	nil,                            // 27: verifierd.adapter.v1.CheckParamsRequest.ParamsEntry
+	nil,                            // 28: verifierd.adapter.v1.TestConnectionRequest.ParamsEntry
+	nil,                            // 29: verifierd.adapter.v1.CaptureSpec.SelectorEntry
+	nil,                            // 30: verifierd.adapter.v1.CaptureSpec.ExpectedValuesEntry
+	nil,                            // 31: verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntry
+	nil,                            // 32: verifierd.adapter.v1.CaptureAfterRequest.ParamsEntry
+	nil,                            // 33: verifierd.adapter.v1.VerdictRequest.ParamsEntry
+	(*durationpb.Duration)(nil),    // 34: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 35: google.protobuf.Timestamp
 }
 var file_verifierd_adapter_v1_adapter_proto_depIdxs = []int32{
-	25, // 0: verifierd.adapter.v1.ConfigureRequest.secrets:type_name -> verifierd.adapter.v1.ConfigureRequest.SecretsEntry
-	32, // 1: verifierd.adapter.v1.ConfigureRequest.effect_timeout:type_name -> google.protobuf.Duration
+	26, // 0: verifierd.adapter.v1.ConfigureRequest.secrets:type_name -> verifierd.adapter.v1.ConfigureRequest.SecretsEntry
+	34, // 1: verifierd.adapter.v1.ConfigureRequest.effect_timeout:type_name -> google.protobuf.Duration
 	9,  // 2: verifierd.adapter.v1.ConfigureResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
-	26, // 3: verifierd.adapter.v1.CheckParamsRequest.params:type_name -> verifierd.adapter.v1.CheckParamsRequest.ParamsEntry
+	27, // 3: verifierd.adapter.v1.CheckParamsRequest.params:type_name -> verifierd.adapter.v1.CheckParamsRequest.ParamsEntry
 	9,  // 4: verifierd.adapter.v1.CheckParamsResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
-	27, // 5: verifierd.adapter.v1.TestConnectionRequest.params:type_name -> verifierd.adapter.v1.TestConnectionRequest.ParamsEntry
-	32, // 6: verifierd.adapter.v1.TestConnectionResponse.latency:type_name -> google.protobuf.Duration
+	28, // 5: verifierd.adapter.v1.TestConnectionRequest.params:type_name -> verifierd.adapter.v1.TestConnectionRequest.ParamsEntry
+	34, // 6: verifierd.adapter.v1.TestConnectionResponse.latency:type_name -> google.protobuf.Duration
 	9,  // 7: verifierd.adapter.v1.TestConnectionResponse.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
-	28, // 8: verifierd.adapter.v1.CaptureSpec.selector:type_name -> verifierd.adapter.v1.CaptureSpec.SelectorEntry
-	32, // 9: verifierd.adapter.v1.CaptureSpec.timeout:type_name -> google.protobuf.Duration
-	12, // 10: verifierd.adapter.v1.CaptureBeforeRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
-	29, // 11: verifierd.adapter.v1.CaptureBeforeRequest.params:type_name -> verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntry
-	17, // 12: verifierd.adapter.v1.CaptureBeforeResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
-	12, // 13: verifierd.adapter.v1.CaptureAfterRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
-	30, // 14: verifierd.adapter.v1.CaptureAfterRequest.params:type_name -> verifierd.adapter.v1.CaptureAfterRequest.ParamsEntry
-	17, // 15: verifierd.adapter.v1.CaptureAfterResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
-	18, // 16: verifierd.adapter.v1.CaptureChunk.header:type_name -> verifierd.adapter.v1.CaptureHeader
-	19, // 17: verifierd.adapter.v1.CaptureChunk.batch:type_name -> verifierd.adapter.v1.RecordBatch
-	20, // 18: verifierd.adapter.v1.CaptureChunk.trailer:type_name -> verifierd.adapter.v1.CaptureTrailer
-	33, // 19: verifierd.adapter.v1.CaptureHeader.captured_at:type_name -> google.protobuf.Timestamp
-	9,  // 20: verifierd.adapter.v1.CaptureHeader.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
-	0,  // 21: verifierd.adapter.v1.VerdictRequest.verdict:type_name -> verifierd.adapter.v1.Verdict
-	21, // 22: verifierd.adapter.v1.VerdictRequest.reasons:type_name -> verifierd.adapter.v1.Reason
-	31, // 23: verifierd.adapter.v1.VerdictRequest.params:type_name -> verifierd.adapter.v1.VerdictRequest.ParamsEntry
-	24, // 24: verifierd.adapter.v1.VerdictResponse.demotion:type_name -> verifierd.adapter.v1.Demotion
-	0,  // 25: verifierd.adapter.v1.Demotion.verdict:type_name -> verifierd.adapter.v1.Verdict
-	1,  // 26: verifierd.adapter.v1.AdapterService.GetInfo:input_type -> verifierd.adapter.v1.GetInfoRequest
-	3,  // 27: verifierd.adapter.v1.AdapterService.Configure:input_type -> verifierd.adapter.v1.ConfigureRequest
-	5,  // 28: verifierd.adapter.v1.AdapterService.CheckParams:input_type -> verifierd.adapter.v1.CheckParamsRequest
-	7,  // 29: verifierd.adapter.v1.AdapterService.Release:input_type -> verifierd.adapter.v1.ReleaseRequest
-	10, // 30: verifierd.adapter.v1.AdapterService.TestConnection:input_type -> verifierd.adapter.v1.TestConnectionRequest
-	13, // 31: verifierd.adapter.v1.AdapterService.CaptureBefore:input_type -> verifierd.adapter.v1.CaptureBeforeRequest
-	15, // 32: verifierd.adapter.v1.AdapterService.CaptureAfter:input_type -> verifierd.adapter.v1.CaptureAfterRequest
-	22, // 33: verifierd.adapter.v1.AdapterService.Verdict:input_type -> verifierd.adapter.v1.VerdictRequest
-	2,  // 34: verifierd.adapter.v1.AdapterService.GetInfo:output_type -> verifierd.adapter.v1.GetInfoResponse
-	4,  // 35: verifierd.adapter.v1.AdapterService.Configure:output_type -> verifierd.adapter.v1.ConfigureResponse
-	6,  // 36: verifierd.adapter.v1.AdapterService.CheckParams:output_type -> verifierd.adapter.v1.CheckParamsResponse
-	8,  // 37: verifierd.adapter.v1.AdapterService.Release:output_type -> verifierd.adapter.v1.ReleaseResponse
-	11, // 38: verifierd.adapter.v1.AdapterService.TestConnection:output_type -> verifierd.adapter.v1.TestConnectionResponse
-	14, // 39: verifierd.adapter.v1.AdapterService.CaptureBefore:output_type -> verifierd.adapter.v1.CaptureBeforeResponse
-	16, // 40: verifierd.adapter.v1.AdapterService.CaptureAfter:output_type -> verifierd.adapter.v1.CaptureAfterResponse
-	23, // 41: verifierd.adapter.v1.AdapterService.Verdict:output_type -> verifierd.adapter.v1.VerdictResponse
-	34, // [34:42] is the sub-list for method output_type
-	26, // [26:34] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	29, // 8: verifierd.adapter.v1.CaptureSpec.selector:type_name -> verifierd.adapter.v1.CaptureSpec.SelectorEntry
+	34, // 9: verifierd.adapter.v1.CaptureSpec.timeout:type_name -> google.protobuf.Duration
+	30, // 10: verifierd.adapter.v1.CaptureSpec.expected_values:type_name -> verifierd.adapter.v1.CaptureSpec.ExpectedValuesEntry
+	12, // 11: verifierd.adapter.v1.CaptureBeforeRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
+	31, // 12: verifierd.adapter.v1.CaptureBeforeRequest.params:type_name -> verifierd.adapter.v1.CaptureBeforeRequest.ParamsEntry
+	18, // 13: verifierd.adapter.v1.CaptureBeforeResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
+	12, // 14: verifierd.adapter.v1.CaptureAfterRequest.spec:type_name -> verifierd.adapter.v1.CaptureSpec
+	32, // 15: verifierd.adapter.v1.CaptureAfterRequest.params:type_name -> verifierd.adapter.v1.CaptureAfterRequest.ParamsEntry
+	18, // 16: verifierd.adapter.v1.CaptureAfterResponse.chunk:type_name -> verifierd.adapter.v1.CaptureChunk
+	19, // 17: verifierd.adapter.v1.CaptureChunk.header:type_name -> verifierd.adapter.v1.CaptureHeader
+	20, // 18: verifierd.adapter.v1.CaptureChunk.batch:type_name -> verifierd.adapter.v1.RecordBatch
+	21, // 19: verifierd.adapter.v1.CaptureChunk.trailer:type_name -> verifierd.adapter.v1.CaptureTrailer
+	35, // 20: verifierd.adapter.v1.CaptureHeader.captured_at:type_name -> google.protobuf.Timestamp
+	9,  // 21: verifierd.adapter.v1.CaptureHeader.refusal:type_name -> verifierd.adapter.v1.ConfigRefusal
+	0,  // 22: verifierd.adapter.v1.VerdictRequest.verdict:type_name -> verifierd.adapter.v1.Verdict
+	22, // 23: verifierd.adapter.v1.VerdictRequest.reasons:type_name -> verifierd.adapter.v1.Reason
+	33, // 24: verifierd.adapter.v1.VerdictRequest.params:type_name -> verifierd.adapter.v1.VerdictRequest.ParamsEntry
+	25, // 25: verifierd.adapter.v1.VerdictResponse.demotion:type_name -> verifierd.adapter.v1.Demotion
+	0,  // 26: verifierd.adapter.v1.Demotion.verdict:type_name -> verifierd.adapter.v1.Verdict
+	13, // 27: verifierd.adapter.v1.CaptureSpec.ExpectedValuesEntry.value:type_name -> verifierd.adapter.v1.ExpectedValues
+	1,  // 28: verifierd.adapter.v1.AdapterService.GetInfo:input_type -> verifierd.adapter.v1.GetInfoRequest
+	3,  // 29: verifierd.adapter.v1.AdapterService.Configure:input_type -> verifierd.adapter.v1.ConfigureRequest
+	5,  // 30: verifierd.adapter.v1.AdapterService.CheckParams:input_type -> verifierd.adapter.v1.CheckParamsRequest
+	7,  // 31: verifierd.adapter.v1.AdapterService.Release:input_type -> verifierd.adapter.v1.ReleaseRequest
+	10, // 32: verifierd.adapter.v1.AdapterService.TestConnection:input_type -> verifierd.adapter.v1.TestConnectionRequest
+	14, // 33: verifierd.adapter.v1.AdapterService.CaptureBefore:input_type -> verifierd.adapter.v1.CaptureBeforeRequest
+	16, // 34: verifierd.adapter.v1.AdapterService.CaptureAfter:input_type -> verifierd.adapter.v1.CaptureAfterRequest
+	23, // 35: verifierd.adapter.v1.AdapterService.Verdict:input_type -> verifierd.adapter.v1.VerdictRequest
+	2,  // 36: verifierd.adapter.v1.AdapterService.GetInfo:output_type -> verifierd.adapter.v1.GetInfoResponse
+	4,  // 37: verifierd.adapter.v1.AdapterService.Configure:output_type -> verifierd.adapter.v1.ConfigureResponse
+	6,  // 38: verifierd.adapter.v1.AdapterService.CheckParams:output_type -> verifierd.adapter.v1.CheckParamsResponse
+	8,  // 39: verifierd.adapter.v1.AdapterService.Release:output_type -> verifierd.adapter.v1.ReleaseResponse
+	11, // 40: verifierd.adapter.v1.AdapterService.TestConnection:output_type -> verifierd.adapter.v1.TestConnectionResponse
+	15, // 41: verifierd.adapter.v1.AdapterService.CaptureBefore:output_type -> verifierd.adapter.v1.CaptureBeforeResponse
+	17, // 42: verifierd.adapter.v1.AdapterService.CaptureAfter:output_type -> verifierd.adapter.v1.CaptureAfterResponse
+	24, // 43: verifierd.adapter.v1.AdapterService.Verdict:output_type -> verifierd.adapter.v1.VerdictResponse
+	36, // [36:44] is the sub-list for method output_type
+	28, // [28:36] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_verifierd_adapter_v1_adapter_proto_init() }
@@ -1942,19 +2033,19 @@ func file_verifierd_adapter_v1_adapter_proto_init() {
 	if File_verifierd_adapter_v1_adapter_proto != nil {
 		return
 	}
-	file_verifierd_adapter_v1_adapter_proto_msgTypes[16].OneofWrappers = []any{
+	file_verifierd_adapter_v1_adapter_proto_msgTypes[17].OneofWrappers = []any{
 		(*CaptureChunk_Header)(nil),
 		(*CaptureChunk_Batch)(nil),
 		(*CaptureChunk_Trailer)(nil),
 	}
-	file_verifierd_adapter_v1_adapter_proto_msgTypes[21].OneofWrappers = []any{}
+	file_verifierd_adapter_v1_adapter_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verifierd_adapter_v1_adapter_proto_rawDesc), len(file_verifierd_adapter_v1_adapter_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -71,15 +71,29 @@ func TestResult(r *adapterv1.TestConnectionResponse) sdk.TestResult {
 // session's run parameters.
 func CaptureRequest(s *adapterv1.CaptureSpec, params map[string]string) sdk.CaptureRequest {
 	return sdk.CaptureRequest{
-		CaptureID:     s.GetCaptureId(),
-		EffectIndex:   int(s.GetEffectIndex()),
-		Selector:      nonNil(s.GetSelector()),
-		IdentityField: s.GetIdentityField(),
-		Timeout:       Duration(s.GetTimeout()),
-		ContractHash:  s.GetContractHash(),
-		EffectKind:    s.GetEffectKind(),
-		Params:        nonNil(params),
+		CaptureID:      s.GetCaptureId(),
+		EffectIndex:    int(s.GetEffectIndex()),
+		Selector:       nonNil(s.GetSelector()),
+		IdentityField:  s.GetIdentityField(),
+		Timeout:        Duration(s.GetTimeout()),
+		ContractHash:   s.GetContractHash(),
+		EffectKind:     s.GetEffectKind(),
+		Params:         nonNil(params),
+		ReadFields:     s.GetReadFields(),
+		ExpectedValues: expectedValues(s.GetExpectedValues()),
 	}
+}
+
+// expectedValues converts CaptureSpec.expected_values; nil when none.
+func expectedValues(m map[string]*adapterv1.ExpectedValues) map[string][]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for f, v := range m {
+		out[f] = v.GetValues()
+	}
+	return out
 }
 
 // Header is the opening of a capture stream.

@@ -111,10 +111,21 @@ func TestCaptureRequestRoundTrip(t *testing.T) {
 	in := sdk.CaptureRequest{
 		CaptureID: "cap-1", EffectIndex: 2, Selector: map[string]string{"patient_id": "p1", "type": "Triage"},
 		IdentityField: "id", Timeout: 5 * time.Second, ContractHash: "sha256:ee92", EffectKind: "record_written",
-		Params: map[string]string{"patient_id": "p1"},
+		Params:     map[string]string{"patient_id": "p1"},
+		ReadFields: []string{"patient_id", "type", "status"},
+		ExpectedValues: map[string][]string{
+			"patient_id": {"p1"}, "type": {"Triage"}, "status": {"Closed", "closed  later"},
+		},
 	}
 	if diff := cmp.Diff(in, fromproto.CaptureRequest(wire(t, toproto.CaptureSpec(in)), in.Params)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// A daemon that sends neither (an older one) leaves both nil, which an
+	// adapter reads as "every field is read" and "no spelling known".
+	old := sdk.CaptureRequest{CaptureID: "cap-2", Selector: map[string]string{}, Params: map[string]string{}}
+	got := fromproto.CaptureRequest(wire(t, toproto.CaptureSpec(old)), old.Params)
+	if got.ReadFields != nil || got.ExpectedValues != nil {
+		t.Errorf("a request without read fields came back with ReadFields %v, ExpectedValues %v; want both nil", got.ReadFields, got.ExpectedValues)
 	}
 }
 

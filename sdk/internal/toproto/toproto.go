@@ -80,14 +80,28 @@ func TestConnectionResponse(r sdk.TestResult) *adapterv1.TestConnectionResponse 
 // CaptureSpec converts what the daemon asks an adapter to read.
 func CaptureSpec(r sdk.CaptureRequest) *adapterv1.CaptureSpec {
 	return &adapterv1.CaptureSpec{
-		CaptureId:     r.CaptureID,
-		EffectIndex:   int32(r.EffectIndex),
-		Selector:      r.Selector,
-		IdentityField: r.IdentityField,
-		Timeout:       Duration(r.Timeout),
-		ContractHash:  r.ContractHash,
-		EffectKind:    r.EffectKind,
+		CaptureId:      r.CaptureID,
+		EffectIndex:    int32(r.EffectIndex),
+		Selector:       r.Selector,
+		IdentityField:  r.IdentityField,
+		Timeout:        Duration(r.Timeout),
+		ContractHash:   r.ContractHash,
+		EffectKind:     r.EffectKind,
+		ReadFields:     r.ReadFields,
+		ExpectedValues: expectedValues(r.ExpectedValues),
 	}
+}
+
+// expectedValues converts CaptureRequest.ExpectedValues; nil when none.
+func expectedValues(m map[string][]string) map[string]*adapterv1.ExpectedValues {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]*adapterv1.ExpectedValues, len(m))
+	for f, v := range m {
+		out[f] = &adapterv1.ExpectedValues{Values: v}
+	}
+	return out
 }
 
 // HeaderChunk opens a capture stream. A zero At becomes now.
