@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/periodic"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/receipt"
 )
@@ -128,16 +129,9 @@ func (m *Manager) StartCheckpoints(ctx context.Context, every uint64, interval t
 }
 
 func (m *Manager) checkpointEvery(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Every(ctx, interval, func(ctx context.Context) {
 		if _, _, err := m.checkpoint(ctx, false); err != nil && ctx.Err() == nil {
 			m.logger().Error("signing a ledger checkpoint", "error", err)
 		}
-	}
+	})
 }
