@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/verifierd/verifierd/internal/reward/rewardtest"
+	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
@@ -26,7 +27,12 @@ import (
 // RegisterReward).
 func serveReward(t *testing.T, rig *rewardtest.Rig) (verifierv1.RewardServiceClient, context.Context) {
 	t.Helper()
-	srv, _ := New(&session.Manager{Store: rig.Service.Store}, Options{BearerToken: "tok"})
+	host, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	srv, _ := New(mustManager(t, session.Options{Host: host, Store: rig.Service.Store}), Options{BearerToken: "tok"})
 	RegisterReward(srv, rig.Service)
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)

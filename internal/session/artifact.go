@@ -119,7 +119,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	for i, r := range res.Reasons {
 		res.Reasons[i] = judge.Reason{Code: r.Code, Message: secrets.text(r.Message)}
 	}
-	env, err := m.Store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
+	env, err := m.store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
 		claim := ArtifactPayload{
 			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
 			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, OracleRung: res.OracleRung, Substrate: res.Substrate, Read: read,
@@ -139,7 +139,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	if err != nil {
 		return nil, err
 	}
-	if m.Signer != nil {
+	if m.signer != nil {
 		res.Receipt = env
 	}
 	return res, nil

@@ -129,8 +129,8 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 		return nil, overLimit("deployment_name", len(req.DeploymentName), MaxNameBytes, "bytes", "name a deployment of the daemon config")
 	}
 	var path string
-	if m.Daemon != nil {
-		path = m.Daemon.Deployments[req.DeploymentName]
+	if m.daemon != nil {
+		path = m.daemon.Deployments[req.DeploymentName]
 	}
 	if path == "" {
 		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", clip(req.DeploymentName))}
@@ -179,7 +179,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return nil, err
 	}
 	for _, n := range dep.TakeNotices() {
-		m.logger().Warn("deployment notice: "+n.Message, "deployment", req.DeploymentName, "path", n.Path)
+		m.logger.Warn("deployment notice: "+n.Message, "deployment", req.DeploymentName, "path", n.Path)
 	}
 	// The run parameters are not checked in a round trip of their own:
 	// each selected candidate's baseline capture binds them first and
@@ -232,7 +232,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return err
 	}
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
-	err = m.Store.CreateSessionLedger(ctx, id, raw, beginEntry, writers...)
+	err = m.store.CreateSessionLedger(ctx, id, raw, beginEntry, writers...)
 	endErr(span, err)
 	if err != nil {
 		m.dropBaseline(ctx, id)

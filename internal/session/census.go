@@ -123,7 +123,7 @@ func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req
 	if before {
 		phase = "before"
 	}
-	m.Metrics.Captured(inst.Kind(), "census_"+phase, len(s.Records), 0)
+	m.metrics.Captured(inst.Kind(), "census_"+phase, len(s.Records), 0)
 	return s
 }
 
@@ -175,7 +175,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	if keyer != nil {
 		cm.KeyID = judge.KeyID(m.evidence().key())
 	}
-	w := m.Store.NewBaseline(id, store.CensusCapture(n))
+	w := m.store.NewBaseline(id, store.CensusCapture(n))
 	for _, r := range s.Records {
 		if keyer != nil {
 			r = keyer.p.KeyBaseline(keyer.k, r)
@@ -221,7 +221,7 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 		return
 	}
 	recs := []judge.Record{}
-	err := g.m.Store.ReadBaseline(ctx, g.id, store.CensusCapture(g.n), func(raw []byte) error {
+	err := g.m.store.ReadBaseline(ctx, g.id, store.CensusCapture(g.n), func(raw []byte) error {
 		r, err := decodeRecord(raw)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/periodic"
@@ -30,15 +31,15 @@ func (m *Manager) Checkpoint(ctx context.Context) (seq uint64, envelope []byte, 
 // checkpoint is Checkpoint; an empty ledger is signed only when empty is
 // true (an export asks for it; the timer does not).
 func (m *Manager) checkpoint(ctx context.Context, empty bool) (uint64, []byte, error) {
-	if m.Signer == nil || m.Store == nil {
+	if m.signer == nil || m.store == nil {
 		return 0, nil, nil
 	}
-	pos, err := m.Store.LedgerHead(ctx)
+	pos, err := m.store.LedgerHead(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
 	seq := pos.Seq - 1
-	have, env, err := m.Store.LatestCheckpoint(ctx)
+	have, env, err := m.store.LatestCheckpoint(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -59,7 +60,35 @@ func (m *Manager) checkpoint(ctx context.Context, empty bool) (uint64, []byte, e
 	if err != nil {
 		return 0, nil, err
 	}
-	return seq, env, m.Store.PutCheckpoint(ctx, seq, env)
+	return seq, env, m.store.PutCheckpoint(ctx, seq, env)
+}
+
+// ExportLedger calls fn with each ledger entry from seq from on, up to a
+// signed checkpoint of the head as it is when the export starts (signed
+// now if the head moved since the newest one, as Checkpoint), and returns
+// that checkpoint's envelope: an export ends exactly at the checkpoint of
+// its last entry; entries appended meanwhile belong to the next export.
+// Without a signer it sends the whole ledger and returns no envelope. An
+// error of fn ends the export and is returned.
+func (m *Manager) ExportLedger(ctx context.Context, from uint64, fn func(e receipt.Entry, canonical []byte) error) ([]byte, error) {
+	upTo, env, err := m.Checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if env == nil {
+		upTo = math.MaxUint64 // no signer: the whole ledger, unsigned
+	}
+	done := errors.New("export done")
+	err = m.store.ExportLedger(ctx, from, func(e receipt.Entry, canonical []byte) error {
+		if e.Seq > upTo {
+			return done
+		}
+		return fn(e, canonical)
+	})
+	if err != nil && !errors.Is(err, done) {
+		return nil, err
+	}
+	return env, nil
 }
 
 // ErrLedgerDiverged is the stored ledger no longer chaining onto the newest
@@ -77,7 +106,7 @@ func (m *Manager) checkContinuity(ctx context.Context, have uint64, env []byte, 
 	if err != nil {
 		return fmt.Errorf("%w: the checkpoint of seq %d: %v", ErrLedgerDiverged, have, err)
 	}
-	payload, err := e.Open(m.Signer.PublicKey())
+	payload, err := e.Open(m.signer.PublicKey())
 	if err != nil {
 		return fmt.Errorf("%w: the checkpoint of seq %d does not verify with the signing key: %v", ErrLedgerDiverged, have, err)
 	}
@@ -87,7 +116,7 @@ func (m *Manager) checkContinuity(ctx context.Context, have uint64, env []byte, 
 	}
 	prev, last := cp.Head, have
 	stop := errors.New("stop")
-	err = m.Store.ExportLedger(ctx, max(have, 1), func(e receipt.Entry, _ []byte) error {
+	err = m.store.ExportLedger(ctx, max(have, 1), func(e receipt.Entry, _ []byte) error {
 		switch {
 		case e.Seq > upTo:
 			return stop
@@ -117,11 +146,11 @@ func (m *Manager) checkContinuity(ctx context.Context, have uint64, env []byte, 
 // interval when entries were appended since the newest (0: none by time).
 // The caller signs one more at shutdown (Checkpoint).
 func (m *Manager) StartCheckpoints(ctx context.Context, every uint64, interval time.Duration) {
-	if m.Signer == nil || m.Store == nil {
+	if m.signer == nil || m.store == nil {
 		return
 	}
 	if every > 0 {
-		m.Store.SignCheckpoints(&store.Checkpointing{Every: every, Sign: m.receipts().checkpoint})
+		m.store.SignCheckpoints(&store.Checkpointing{Every: every, Sign: m.receipts().checkpoint})
 	}
 	if interval > 0 {
 		go m.checkpointEvery(ctx, interval)
@@ -131,7 +160,7 @@ func (m *Manager) StartCheckpoints(ctx context.Context, every uint64, interval t
 func (m *Manager) checkpointEvery(ctx context.Context, interval time.Duration) {
 	periodic.Every(ctx, interval, func(ctx context.Context) {
 		if _, _, err := m.checkpoint(ctx, false); err != nil && ctx.Err() == nil {
-			m.logger().Error("signing a ledger checkpoint", "error", err)
+			m.logger.Error("signing a ledger checkpoint", "error", err)
 		}
 	})
 }

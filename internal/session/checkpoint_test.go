@@ -25,7 +25,7 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payload, err := env.Open(m.Signer.PublicKey())
+		payload, err := env.Open(m.signer.PublicKey())
 		if err != nil || env.PayloadType != receipt.PayloadTypeCheckpoint {
 			t.Fatalf("checkpoint %s: %v", env.PayloadType, err)
 		}
@@ -51,12 +51,12 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := ledgerOf(t, m) // begin, verify, receipt
-	if seq, env, _ := m.Store.LatestCheckpoint(ctx); seq != 2 || open(env).Head != entries[1].Hash() {
+	if seq, env, _ := m.store.LatestCheckpoint(ctx); seq != 2 || open(env).Head != entries[1].Hash() {
 		t.Fatalf("every 2nd entry: latest checkpoint %d, want 2", seq)
 	}
 	seq, env, err := m.Checkpoint(ctx)
 	c := open(env)
-	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.Signer.KeyID() {
+	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.signer.KeyID() {
 		t.Fatalf("Checkpoint: %d %+v %v", seq, c, err)
 	}
 	time.Sleep(time.Millisecond)
@@ -73,7 +73,7 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	m := signedManager(t)
 	appendOne := func() {
 		t.Helper()
-		if err := m.Store.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+		if err := m.store.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,14 +92,14 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Store.PutCheckpoint(t.Context(), 4, env); err != nil {
+	if err := m.store.PutCheckpoint(t.Context(), 4, env); err != nil {
 		t.Fatal(err)
 	}
 	appendOne()
 	if _, _, err := m.Checkpoint(t.Context()); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
 		t.Fatalf("diverged ledger: %v, want ErrLedgerDiverged naming seq 4", err)
 	}
-	if seq, _, _ := m.Store.LatestCheckpoint(t.Context()); seq != 4 {
+	if seq, _, _ := m.store.LatestCheckpoint(t.Context()); seq != 4 {
 		t.Fatalf("a checkpoint %d was signed over the diverged ledger", seq)
 	}
 }

@@ -107,7 +107,7 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 			}
 		}
 	}
-	m.Metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
+	m.metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
 	return rs.read(), nil
 }
 

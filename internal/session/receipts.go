@@ -355,10 +355,10 @@ type KeyInfo struct {
 // Info reports the signing identity; empty key fields without a signer.
 func (m *Manager) Info(ctx context.Context) (*KeyInfo, error) {
 	ki := &KeyInfo{}
-	if m.Signer != nil {
-		ki.PublicKey, ki.KeyID = m.Signer.PublicKeyBase64(), m.Signer.KeyID()
+	if m.signer != nil {
+		ki.PublicKey, ki.KeyID = m.signer.PublicKeyBase64(), m.signer.KeyID()
 	}
-	pos, err := m.Store.LedgerHead(ctx)
+	pos, err := m.store.LedgerHead(ctx)
 	ki.Head = pos
 	return ki, err
 }

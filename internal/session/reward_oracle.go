@@ -257,21 +257,21 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 func (o RewardOracle) LoadContracts() (map[string]*reward.Contract, error) {
 	m := o.m
 	out := map[string]*reward.Contract{}
-	if m.Daemon == nil || len(m.Daemon.Rewards) == 0 {
+	if m.daemon == nil || len(m.daemon.Rewards) == 0 {
 		return out, nil
 	}
 	trust := reward.Trust{Keys: map[string][]byte{}}
-	if m.Signer != nil {
-		trust.Keys[m.Signer.KeyID()] = m.Signer.PublicKey()
+	if m.signer != nil {
+		trust.Keys[m.signer.KeyID()] = m.signer.PublicKey()
 	}
-	for i, text := range m.Daemon.RewardsTrust {
+	for i, text := range m.daemon.RewardsTrust {
 		pub, err := receipt.ParsePublicKey(text)
 		if err != nil {
 			return nil, fmt.Errorf("rewards_trust[%d]: %w", i, err)
 		}
 		trust.Keys[receipt.KeyID(pub)] = pub
 	}
-	for name, dir := range m.Daemon.Rewards {
+	for name, dir := range m.daemon.Rewards {
 		c, err := reward.LoadContract(name, dir, trust)
 		if err != nil {
 			return nil, fmt.Errorf("rewards.%s: %w", name, err)

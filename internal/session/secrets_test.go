@@ -45,8 +45,8 @@ func runEcho(t *testing.T, kind string, failAfter bool, env map[string]string) (
 	m, dbPath, logs := evidenceManager(t, bytes.Repeat([]byte{7}, EvidenceKeySize), a)
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
 	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: "+kind+"\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
-	m.Daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
-	m.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	m.daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
+	m.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	// No identity field: newness and loss compare whole records, so a
 	// baseline judged with a placeholder instead of the value would show
 	// the pre-existing record as lost.
@@ -190,8 +190,8 @@ func TestPreflightMasksSecrets(t *testing.T) {
 	m := newManager(t, a)
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
 	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-test\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
-	m.Daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
-	m.LookupEnv = func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
+	m.daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
+	m.lookupEnv = func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
 	checks, err := m.TestConnection(context.Background(), nil, "echo", nil)
 	if err != nil || len(checks) != 1 {
 		t.Fatalf("preflight: %v %v", checks, err)

@@ -76,7 +76,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*State, error) {
 	if err := CheckSessionID(id); err != nil {
 		return nil, err
 	}
-	raw, result, err := m.Store.Session(ctx, id)
+	raw, result, err := m.store.Session(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
@@ -95,7 +95,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*State, error) {
 		}
 		st.Result = &r
 	}
-	more, err := m.Store.Reverifications(ctx, id)
+	more, err := m.store.Reverifications(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (m *Manager) lockSession(ctx context.Context, id string) (unlock func(), me
 		return nil, nil, nil, err
 	}
 	unlock = m.locks.lock(id)
-	meta, result, err = m.Store.Session(ctx, id)
+	meta, result, err = m.store.Session(ctx, id)
 	if err != nil {
 		unlock()
 		if errors.Is(err, store.ErrNotFound) {
@@ -169,7 +169,7 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 		return nil, err
 	}
 	_, span = telemetry.Start(ctx, telemetry.SpanStoreFinish, telemetry.KeySession.String(id))
-	final, own, err := m.Store.FinishSessionLedger(ctx, id, func(l store.Ledger) ([]byte, bool, error) {
+	final, own, err := m.store.FinishSessionLedger(ctx, id, func(l store.Ledger) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, nil)
 		// A VERIFIED session cannot be re-verified, so its baseline goes,
 		// unless its run's rollback check may still read against it.
