@@ -37,7 +37,7 @@ const (
 
 // EvidenceDigestKey is the key of every keyed evidence digest in a receipt:
 // the daemon's evidence key, the same that keys reconciliation-task digests
-// (Manager.EvidenceKey; a random one of the Manager's lifetime when unset).
+// (Options.EvidenceKey; a random one of the Manager's lifetime when unset).
 func (m *Manager) EvidenceDigestKey() []byte { return m.evidence().key() }
 
 // KeyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under the
