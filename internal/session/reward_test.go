@@ -26,6 +26,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/sdk"
+	sdkrefusal "github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // The MockMed reward contract: one new Triage encounter for the registered
@@ -308,8 +309,10 @@ func TestRewardsTrust(t *testing.T) {
 
 	_, daemonKey, _ := ed25519.GenerateKey(nil)
 	m := mustNew(t, Options{Host: newManager(t).host, Store: newManager(t).store, Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(daemonKey)})
-	if _, err := NewRewardOracle(m).LoadContracts(); err == nil || !strings.Contains(err.Error(), reward.RuleCertificateUntrust) {
-		t.Fatalf("an issuer outside rewards_trust: %v", err)
+	// Classified by its code; the text still names the file and the rule.
+	_, err = NewRewardOracle(m).LoadContracts()
+	if sdkrefusal.CodeOf(err) != reward.RuleCertificateUntrust || !strings.Contains(err.Error(), reward.CertificateFile+": "+reward.RuleCertificateUntrust+": ") {
+		t.Fatalf("an issuer outside rewards_trust: %v, want code %s and a message naming the file and the rule", err, reward.RuleCertificateUntrust)
 	}
 	m.daemon.RewardsTrust = []string{issuer.PublicKeyBase64()}
 	got, err := NewRewardOracle(m).LoadContracts()
