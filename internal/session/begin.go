@@ -125,19 +125,25 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	if len(req.Deployment) > 0 {
 		return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or its name, not both"}
 	}
-	if len(req.DeploymentName) > MaxNameBytes {
-		return nil, overLimit("deployment_name", len(req.DeploymentName), MaxNameBytes, "bytes", "name a deployment of the daemon config")
+	return registeredDeployment(m.daemon, req.DeploymentName)
+}
+
+// registeredDeployment reads the deployment registered under name in
+// daemon (which may be nil: none is registered).
+func registeredDeployment(daemon *config.Daemon, name string) ([]byte, error) {
+	if len(name) > MaxNameBytes {
+		return nil, overLimit("deployment_name", len(name), MaxNameBytes, "bytes", "name a deployment of the daemon config")
 	}
 	var path string
-	if m.daemon != nil {
-		path = m.daemon.Deployments[req.DeploymentName]
+	if daemon != nil {
+		path = daemon.Deployments[name]
 	}
 	if path == "" {
-		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", clip(req.DeploymentName))}
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", clip(name))}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
+		return nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", name, err)}
 	}
 	return data, nil
 }

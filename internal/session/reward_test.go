@@ -475,3 +475,28 @@ func TestRewardSecretInRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestRewardOracleParts: the oracle is made of its parts, without a
+// Manager: with no daemon config it loads no contract and knows no
+// deployment, and a read of an unknown deployment is unreachable with its
+// reason withheld (it cannot be masked).
+func TestRewardOracleParts(t *testing.T) {
+	t.Parallel()
+	host, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	none := func(string) (string, bool) { return "", false }
+	o := newRewardOracle(nil, nil, newConfigurer(host, none, nil), none, afterReader{keys: newEvidenceKeys(nil)})
+	if got, err := o.LoadContracts(); err != nil || len(got) != 0 {
+		t.Fatalf("LoadContracts without a daemon config: %v %v, want none", got, err)
+	}
+	if err := o.CheckDeployment("mockmed"); err == nil || !strings.Contains(err.Error(), `no deployment named "mockmed"`) {
+		t.Fatalf("CheckDeployment of an unregistered name: %v", err)
+	}
+	read := o.Read(t.Context(), "mockmed", nil, map[string]string{"patient_id": "p1"}, "before", nil)
+	if read.Snapshot.Reachable || read.Pin != nil || !strings.Contains(read.Snapshot.Reason, "the reason is withheld") {
+		t.Fatalf("read of an unregistered deployment: %+v", read)
+	}
+}

@@ -7,16 +7,20 @@
 // result forever after.
 //
 // The Manager, made once by New from Options, holds the daemon's parts
-// (host, store, config, keys) and runs the lifecycle; each concern beside it is a small collaborator of its own
-// file: configure.go (configurer: a deployment's candidates into adapter
-// instances, secrets resolved under secrets.allow), evidencekey.go
-// (evidenceKeys: the key of every keyed digest, read digest and hidden
-// baseline value), signer.go (receiptSigner: receipts and checkpoints),
-// reward_oracle.go (RewardOracle: reward contracts and their reads). The
-// lifecycle itself: begin.go, parse.go, baseline.go and census.go for
-// Begin; verify.go, group.go and read.go for Verify; reverify.go,
-// artifact.go and preflight.go for the other calls; receipts.go and
-// refused.go for what the ledger binds; errors.go for refusals.
+// (host, store, config, keys) and runs the lifecycle. Each concern beside
+// it is a small collaborator with a constructor of its own: configurer
+// (configure.go: a deployment's candidates into adapter instances, secrets
+// resolved under secrets.allow), evidenceKeys (evidencekey.go: the key of
+// every keyed digest, read digest and hidden baseline value),
+// receiptSigner (signer.go: receipts and checkpoint envelopes),
+// checkpointer (checkpoint.go: the ledger's signed checkpoints and
+// exports), afterReader (read.go: an adapter's after read, digested as it
+// streams) and RewardOracle (reward_oracle.go: reward contracts and their
+// reads, built from the others). The lifecycle itself: begin.go, parse.go,
+// baseline.go and census.go for Begin; verify.go, group.go and read.go for
+// Verify; reverify.go, artifact.go and preflight.go for the other calls;
+// runs.go for runs; receipts.go and refused.go for what the ledger binds;
+// errors.go for refusals.
 package session
 
 import (

@@ -273,7 +273,13 @@ func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instanc
 }
 
 func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
-	r, err := m.readAfterRead(ctx, inst, req, 0, nil)
+	return m.afterReader().snapshot(ctx, inst, req)
+}
+
+// snapshot reads the adapter once into a snapshot, whole; the error is
+// the read's failure, if any (the snapshot is then unreachable).
+func (a afterReader) snapshot(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
+	r, err := a.capture(ctx, inst, req, 0, nil)
 	s := r.snapshot()
 	if len(s.Records) == 0 {
 		s.Records = nil // as the map path left an empty read
