@@ -127,6 +127,18 @@ func (a afterReader) capture(ctx context.Context, inst *pluginhost.Instance, req
 	return rs.read(), nil
 }
 
+// snapshot reads the adapter once into a snapshot, whole. Every failure,
+// transport or protocol, is an unreachable read, never a partial read
+// set; the error is that failure.
+func (a afterReader) snapshot(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
+	r, err := a.capture(ctx, inst, req, 0, nil)
+	s := r.snapshot()
+	if len(s.Records) == 0 {
+		s.Records = nil // as the map path left an empty read
+	}
+	return s, err
+}
+
 // readStream decodes a read as it streams (judge.RecordStream), digesting
 // every record whole before a projection drops any part of it.
 type readStream struct {

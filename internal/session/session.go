@@ -15,8 +15,9 @@
 // receiptSigner (signer.go: receipts and checkpoint envelopes),
 // checkpointer (checkpoint.go: the ledger's signed checkpoints and
 // exports), afterReader (read.go: an adapter's after read, digested as it
-// streams) and RewardOracle (reward_oracle.go: reward contracts and their
-// reads, built from the others). The lifecycle itself: begin.go, parse.go,
+// streams), artifactVerifier (artifact.go: VerifyArtifact) and
+// RewardOracle (reward_oracle.go: reward contracts and their reads); the
+// last two are built from the others. The lifecycle itself: begin.go, parse.go,
 // baseline.go and census.go for Begin; verify.go, group.go and read.go for
 // Verify; reverify.go, artifact.go and preflight.go for the other calls;
 // runs.go for runs; receipts.go and refused.go for what the ledger binds;

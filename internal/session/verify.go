@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/internal/oracle"
-	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
@@ -261,30 +260,6 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	}
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
 	return res, ev, nil
-}
-
-// readAfterChecked reads the pinned adapter once. Every failure, transport
-// or protocol, is an unreachable read: never a partial read set. It also
-// says whether the read failed because the adapter process itself failed
-// (ErrPluginShutdown), not the system of record.
-func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, bool) {
-	snap, err := m.readAfterErr(ctx, inst, req)
-	return snap, err != nil && errors.Is(err, host.ErrPluginShutdown)
-}
-
-func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
-	return m.afterReader().snapshot(ctx, inst, req)
-}
-
-// snapshot reads the adapter once into a snapshot, whole; the error is
-// the read's failure, if any (the snapshot is then unreachable).
-func (a afterReader) snapshot(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
-	r, err := a.capture(ctx, inst, req, 0, nil)
-	s := r.snapshot()
-	if len(s.Records) == 0 {
-		s.Records = nil // as the map path left an empty read
-	}
-	return s, err
 }
 
 // decodeRecord decodes one adapter record, keeping numbers exact.
