@@ -68,7 +68,7 @@ func TestArtifactVerifier(t *testing.T) {
 	_, priv, _ := ed25519.GenerateKey(nil)
 	v := newArtifactVerifier(daemon, newConfigurer(host, none, daemon), none, afterReader{keys: newEvidenceKeys(nil)}, st, newReceiptSigner(signing.New(priv)))
 
-	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // sha256("test")
+	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // the SHA-256 of the four bytes of report.pdf
 	for _, tc := range []struct {
 		a       Artifact
 		verdict judge.Decision

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
@@ -115,7 +117,28 @@ type captureMeta struct {
 // baselineIndexV1 is captureMeta.Index of a baseline stored as an index.
 const baselineIndexV1 = 1
 
+// deployments resolves the deployment a call names or sends: a registered
+// one by its name in the daemon config, or, with the development switch
+// (allowInline), the caller's own YAML, logged as accepted.
+type deployments struct {
+	daemon      *config.Daemon // may be nil: none is registered
+	allowInline bool
+	logger      hclog.Logger
+}
+
+// deployments is the Manager's deployment resolver.
+func (m *Manager) deployments() deployments {
+	return deployments{daemon: m.daemon, allowInline: m.allowInline, logger: m.logger}
+}
+
+// deploymentBytes is the deployment YAML req names or sends (bytes).
 func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
+	return m.deployments().bytes(req)
+}
+
+// bytes is the deployment YAML req names or sends, inline or not (source
+// applies the trust rule).
+func (d deployments) bytes(req BeginRequest) ([]byte, error) {
 	if req.DeploymentName == "" {
 		if len(req.Deployment) == 0 {
 			return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or the name of a deployment in the daemon config"}
@@ -125,7 +148,7 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	if len(req.Deployment) > 0 {
 		return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or its name, not both"}
 	}
-	return registeredDeployment(m.daemon, req.DeploymentName)
+	return registeredDeployment(d.daemon, req.DeploymentName)
 }
 
 // registeredDeployment reads the deployment registered under name in

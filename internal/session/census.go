@@ -53,9 +53,13 @@ func censusFields(group []*judge.Contract) []string {
 // censusInstance configures the census of candidate ci: its own section,
 // the candidate's credentials, no run parameter.
 func (m *Manager) censusInstance(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
+	return m.configurer().census(ctx, dep, ci, contracts)
+}
+
+// census is censusInstance.
+func (conf *configurer) census(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
 	c := dep.Candidates[ci].Census
 	path := candidatePath(dep, ci) + ".census"
-	conf := m.configurer()
 	cfg, secrets, err := c.Resolve(nil, conf.lookupEnv, conf.allow)
 	if err != nil {
 		return nil, &Error{Kind: Refused, Reason: resolveReason(refusalCode(err)), Path: path, Message: err.Error()}

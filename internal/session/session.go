@@ -8,20 +8,21 @@
 //
 // The Manager, made once by New from Options, holds the daemon's parts
 // (host, store, config, keys) and runs the lifecycle. Each concern beside
-// it is a small collaborator with a constructor of its own: configurer
-// (configure.go: a deployment's candidates into adapter instances, secrets
-// resolved under secrets.allow), evidenceKeys (evidencekey.go: the key of
-// every keyed digest, read digest and hidden baseline value),
-// receiptSigner (signer.go: receipts and checkpoint envelopes),
-// checkpointer (checkpoint.go: the ledger's signed checkpoints and
-// exports), afterReader (read.go: an adapter's after read, digested as it
-// streams), artifactVerifier (artifact.go: VerifyArtifact) and
-// RewardOracle (reward_oracle.go: reward contracts and their reads); the
-// last two are built from the others. The lifecycle itself: begin.go, parse.go,
-// baseline.go and census.go for Begin; verify.go, group.go and read.go for
-// Verify; reverify.go, artifact.go and preflight.go for the other calls;
-// runs.go for runs; receipts.go and refused.go for what the ledger binds;
-// errors.go for refusals.
+// it is a small collaborator with a constructor of its own: deployments
+// (begin.go, trust.go: a registered or inline deployment under the trust
+// rule), configurer (configure.go: a deployment's candidates into adapter
+// instances, secrets resolved under secrets.allow), evidenceKeys
+// (evidencekey.go: the key of every keyed digest, read digest and hidden
+// baseline value), receiptSigner (signer.go: receipts and checkpoint
+// envelopes), checkpointer (checkpoint.go: the ledger's signed checkpoints
+// and exports), afterReader (read.go: an adapter's after read, digested as
+// it streams), and, built from those, preflight (preflight.go:
+// TestConnection), artifactVerifier (artifact.go: VerifyArtifact) and
+// RewardOracle (reward_oracle.go: reward contracts and their reads). The
+// lifecycle itself: begin.go, parse.go, baseline.go and census.go for
+// Begin; verify.go, group.go and read.go for Verify; reverify.go for
+// Reverify; runs.go for runs; receipts.go and refused.go for what the
+// ledger binds; errors.go for refusals.
 package session
 
 import (

@@ -114,18 +114,23 @@ func (m *Manager) admit(req BeginRequest) (*admitted, error) {
 // deploymentSource resolves the deployment bytes and refuses an inline
 // deployment unless the daemon runs with the development switch.
 func (m *Manager) deploymentSource(req BeginRequest, call string) ([]byte, bool, error) {
-	data, err := m.deploymentBytes(req)
+	return m.deployments().source(req, call)
+}
+
+// source is deploymentSource: the bytes, and whether they came inline.
+func (d deployments) source(req BeginRequest, call string) ([]byte, bool, error) {
+	data, err := d.bytes(req)
 	if err != nil {
 		return nil, false, err
 	}
 	if req.DeploymentName != "" {
 		return data, false, nil
 	}
-	if !m.allowInline {
+	if !d.allowInline {
 		return nil, false, &Error{Kind: Denied, Code: CodeInlineDeploymentRefused, Path: "deployment",
 			Message: "the daemon reads only deployments registered in its config (deployments:); name one with --deployment-name NAME (deployment_name), or, for development only, start the daemon with --allow-inline-deployments"}
 	}
-	m.logger.Warn("inline deployment accepted (--allow-inline-deployments is a development switch: the caller chooses where the daemon reads)", "call", call)
+	d.logger.Warn("inline deployment accepted (--allow-inline-deployments is a development switch: the caller chooses where the daemon reads)", "call", call)
 	return data, true, nil
 }
 
