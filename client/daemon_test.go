@@ -139,7 +139,10 @@ func startClinicWith(t testing.TB, opts server.Options) *clinic {
 		t.Fatal(err)
 	}
 	pub, priv, _ := ed25519.GenerateKey(nil)
-	m := &session.Manager{Host: host, Store: st, Daemon: daemon, Workflows: workflows, Signer: signing.New(priv), EvidenceKey: make([]byte, session.EvidenceKeySize)}
+	m, err := session.New(session.Options{Host: host, Store: st, Daemon: daemon, Workflows: workflows, Signer: signing.New(priv), EvidenceKey: make([]byte, session.EvidenceKeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, _ := server.New(m, opts)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

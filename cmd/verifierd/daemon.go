@@ -106,7 +106,11 @@ func newDaemon(o *options) (d *daemon, err error) {
 	if err != nil {
 		return d, err
 	}
-	d.mgr = &session.Manager{Host: d.host, Store: d.st, Daemon: daemonCfg, Logger: d.logger.Named("session"), Signer: d.signer, EvidenceKey: d.evidenceKey, AllowInline: o.AllowInlineDeployments, Workflows: workflows, Metrics: mets}
+	d.mgr, err = session.New(session.Options{Host: d.host, Store: d.st, Daemon: daemonCfg, Logger: d.logger.Named("session"),
+		Signer: d.signer, EvidenceKey: d.evidenceKey, AllowInline: o.AllowInlineDeployments, Workflows: workflows, Metrics: mets})
+	if err != nil {
+		return d, err
+	}
 	d.mgr.StartCheckpoints(d.maintain, o.LedgerCheckpointEvery, o.LedgerCheckpointInterval)
 	// Released before the listeners' stops are, so it runs after them (and
 	// before the store closes): nothing appends any more, and the head the
@@ -281,7 +285,7 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		d.onClose(stopHealth)
 	}
 	go watchStore(d.maintain, d.st, d.healthSrv, 5*time.Second, logger)
-	rewards, err := startRewards(mgr, srv, logger.Named("reward"))
+	rewards, err := startRewards(mgr, d.st, d.signer, srv, logger.Named("reward"))
 	if err != nil {
 		return err
 	}
@@ -292,7 +296,7 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		api.AllowHosts(o.allowedHosts)
 		api.SetBudget(opts.Budget)
-		registerObserve(api, mets, mgr)
+		registerObserve(api, mets, mgr, d.st)
 		stopHTTP, err := serveHTTP(d.maintain, o.HTTPListen, api, opts.TLS, o.Connections, logger)
 		if err != nil {
 			return err

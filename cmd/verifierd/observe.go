@@ -29,8 +29,9 @@ func watchDaemon(ctx context.Context, m *metrics.Metrics, st store.Backend, host
 }
 
 // registerObserve joins /metrics and the operator console to the HTTP
-// listener, behind its token like every route.
-func registerObserve(api *httpapi.API, m *metrics.Metrics, mgr *session.Manager) {
+// listener, behind its token like every route; the console reads st, the
+// Manager's store.
+func registerObserve(api *httpapi.API, m *metrics.Metrics, mgr *session.Manager, st store.Backend) {
 	api.Handle("GET /metrics", m.Handler().ServeHTTP)
-	(&console.Console{Manager: mgr, Store: mgr.Store}).Register(api)
+	(&console.Console{Manager: mgr, Store: st}).Register(api)
 }

@@ -30,7 +30,11 @@ func TestObserveRoutesBehindTheToken(t *testing.T) {
 	mets := newMetrics()
 	watchDaemon(t.Context(), mets, st, host)
 	api := httpapi.New("tok")
-	registerObserve(api, mets, &session.Manager{Host: host, Store: st, Metrics: mets})
+	mgr, err := session.New(session.Options{Host: host, Store: st, Metrics: mets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registerObserve(api, mets, mgr, st)
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 

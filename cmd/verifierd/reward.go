@@ -16,20 +16,23 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/server"
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/signing"
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
 // startRewards loads the registered reward contracts (a refused one stops
 // the daemon, naming the file and the rule) and adds RewardService to the
-// gRPC server. It returns the service for the HTTP routes.
-func startRewards(mgr *session.Manager, srv *grpc.Server, logger hclog.Logger) (*reward.Service, error) {
+// gRPC server; the service keeps its marks in st and signs with signer. It
+// returns the service for the HTTP routes.
+func startRewards(mgr *session.Manager, st store.Backend, signer *signing.Signer, srv *grpc.Server, logger hclog.Logger) (*reward.Service, error) {
 	oracle := session.NewRewardOracle(mgr)
 	contracts, err := oracle.LoadContracts()
 	if err != nil {
 		return nil, err
 	}
-	svc := &reward.Service{Contracts: contracts, Oracle: oracle, Store: mgr.Store, Signer: mgr.Signer, EvidenceKey: mgr.Signer.DerivedKey("reward-evidence")}
+	svc := &reward.Service{Contracts: contracts, Oracle: oracle, Store: st, Signer: signer, EvidenceKey: signer.DerivedKey("reward-evidence")}
 	server.RegisterReward(srv, svc)
 	for name, c := range contracts {
 		state := reward.CertAbsent

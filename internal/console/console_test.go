@@ -122,9 +122,12 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { host.Close(); st.Close() })
 	// The sessions here send their own effects, as an operator allows.
 	noRegistered := false
-	mgr := &session.Manager{Host: host, Store: st, Daemon: &config.Daemon{Deployments: map[string]string{"intake": depPath},
+	mgr, err := session.New(session.Options{Host: host, Store: st, Daemon: &config.Daemon{Deployments: map[string]string{"intake": depPath},
 		Policy: &workflow.Policy{RequireRegisteredContracts: &noRegistered}},
-		PollInterval: 5 * time.Millisecond, Metrics: mets}
+		PollInterval: 5 * time.Millisecond, Metrics: mets})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	api := httpapi.New(token)
 	api.Handle("GET /metrics", mets.Handler().ServeHTTP)

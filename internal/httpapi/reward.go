@@ -10,6 +10,7 @@ import (
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
 
@@ -54,9 +55,11 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any,
 	return raw, m, true
 }
 
-func (h rewardHandler) fail(w http.ResponseWriter, err error) {
-	if rf, ok := errors.AsType[*reward.Refusal](err); ok {
-		WriteError(w, rf.Status, rf.Code, rf.Detail)
+// fail answers a refusal with its code's status (reward.Status), any other
+// error with 500; registering is true for POST /v1/episodes.
+func (h rewardHandler) fail(w http.ResponseWriter, err error, registering bool) {
+	if rf, ok := refusal.As(err); ok {
+		WriteError(w, reward.Status(rf.Code, registering), rf.Code, rf.Message)
 		return
 	}
 	WriteError(w, http.StatusInternalServerError, "internal", "the daemon log has the details")
@@ -76,14 +79,14 @@ func (h rewardHandler) register(w http.ResponseWriter, r *http.Request) {
 	if req.OracleIdentity != nil {
 		id, err := reward.ParseIdentity(req.OracleIdentity)
 		if err != nil {
-			h.fail(w, err)
+			h.fail(w, err, true)
 			return
 		}
 		identity = id
 	}
 	res, err := h.svc.RegisterEpisode(r.Context(), req.Contract, req.RewardContractDigest, req.EpisodeID, identity)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, err, true)
 		return
 	}
 	WriteJSON(w, http.StatusOK, res)
@@ -122,7 +125,7 @@ func (h rewardHandler) score(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := h.svc.ScoreEpisode(r.Context(), r.URL.Query().Get("contract"), raw)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, err, false)
 		return
 	}
 	w.Header().Set("X-Verifierd-Issuer-Key-Id", res.Receipt.IssuerKeyID)
@@ -132,7 +135,7 @@ func (h rewardHandler) score(w http.ResponseWriter, r *http.Request) {
 func (h rewardHandler) get(w http.ResponseWriter, r *http.Request) {
 	res, err := h.svc.GetReward(r.Context(), r.PathValue("id"))
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, err, false)
 		return
 	}
 	WriteJSON(w, http.StatusOK, body(res))
@@ -155,7 +158,7 @@ func (h rewardHandler) grade(w http.ResponseWriter, r *http.Request) {
 	raw, _ := json.Marshal(item)
 	res, err := h.svc.ScoreEpisode(r.Context(), r.URL.Query().Get("contract"), raw)
 	if err != nil {
-		h.fail(w, err)
+		h.fail(w, err, false)
 		return
 	}
 	rc := res.Receipt

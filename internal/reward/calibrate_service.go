@@ -36,7 +36,7 @@ func (s *Service) Calibrate(ctx context.Context, name string, trials int, delta 
 	cal, err := Calibrate(c, trials, delta, sd)
 	if err != nil {
 		if errors.Is(err, ErrCalibrationRefused) {
-			return nil, refuse("calibration_refused", "%v", err)
+			return nil, refuse(CodeCalibrationRefused, "%v", err)
 		}
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/verifierd/verifierd/receipt"
@@ -97,7 +96,7 @@ func SignCertificate(s Signer, cert *Certificate) ([]byte, error) {
 
 func checkCertificate(raw []byte, c *Contract, trust Trust) (*Certificate, error) {
 	bad := func(rule, format string, args ...any) error {
-		return &LoadError{Rule: rule, Msg: fmt.Sprintf(format, args...)}
+		return refuseIn("", rule, format, args...)
 	}
 	env, err := receipt.ParseEnvelope(raw)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
 
@@ -93,14 +94,11 @@ type Contract struct {
 	Certificate *Certificate `json:"-"`
 }
 
-// LoadError is a refused contract: the file and the rule.
-type LoadError struct {
-	File string
-	Rule string
-	Msg  string
-}
+// A refused contract is a refusal (sdk/refusal): its Code is the rule
+// below, its Path the file, and its Message names the rule before saying
+// what is wrong, so the text reads "file: rule: why".
 
-// Load-time rules, named in LoadError.Rule.
+// Load-time rules, the Code of a refused contract.
 const (
 	RuleInvalid            = "invalid_contract"
 	RuleNoRequiredEffects  = "no_required_effects"
@@ -112,8 +110,6 @@ const (
 	RuleCertificateInvalid = "certificate_invalid"
 	RuleCertificateUntrust = "certificate_signature"
 )
-
-func (e *LoadError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Rule, e.Msg) }
 
 // contractFile is contract.yaml as written, for the strict decoder
 // (sdk/strict): its fields are the file's keys. A nil pointer in scoring
@@ -154,7 +150,7 @@ type Trust struct {
 
 // refuseIn is a refused contract: the file, the rule and why.
 func refuseIn(file, rule, format string, args ...any) error {
-	return &LoadError{File: file, Rule: rule, Msg: fmt.Sprintf(format, args...)}
+	return refusal.New(rule, file, rule+": "+fmt.Sprintf(format, args...))
 }
 
 // LoadContract reads and checks a contract directory. name is the
@@ -392,9 +388,8 @@ func loadCertificate(c *Contract, dir string, trust Trust) (*Certificate, error)
 	}
 	cert, err := checkCertificate(raw, c, trust)
 	if err != nil {
-		if le, ok := errors.AsType[*LoadError](err); ok {
-			le.File = certPath
-			return nil, le
+		if r, ok := refusal.As(err); ok {
+			return nil, r.Under(certPath)
 		}
 		return nil, refuseIn(certPath, RuleCertificateInvalid, "%v", err)
 	}
@@ -407,18 +402,18 @@ func loadEffects(path, name string, required bool) ([]judge.Effect, any, error) 
 		if !required && errors.Is(err, os.ErrNotExist) {
 			return nil, []any{}, nil
 		}
-		return nil, nil, &LoadError{File: path, Rule: RuleInvalid, Msg: err.Error()}
+		return nil, nil, refuseIn(path, RuleInvalid, "%v", err)
 	}
 	tree, err := judge.DecodeDocument(data)
 	if err != nil {
-		return nil, nil, &LoadError{File: path, Rule: RuleInvalid, Msg: "cannot parse: " + err.Error()}
+		return nil, nil, refuseIn(path, RuleInvalid, "cannot parse: %v", err)
 	}
 	if tree == nil {
 		tree = []any{}
 	}
 	list, err := judge.LoadEffects(tree, name)
 	if err != nil {
-		return nil, nil, &LoadError{File: path, Rule: RuleInvalid, Msg: err.Error()}
+		return nil, nil, refuseIn(path, RuleInvalid, "%v", err)
 	}
 	return list, tree, nil
 }

@@ -12,10 +12,13 @@ import (
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
 
-// Refusal codes (the reference's names) and their HTTP statuses.
+// Refusal codes (the reference's names). A refused registration or
+// scoring is a refusal (sdk/refusal) with one of them as its Code and the
+// detail as its Message; Status gives its HTTP status.
 const (
 	CodeInvalidEpisode        = "invalid_episode"
 	CodeContractMismatch      = "contract_mismatch"
@@ -26,30 +29,27 @@ const (
 	CodePolicyUpdateRegressed = "policy_update_regressed"
 	CodeNotFound              = "not_found"
 	CodeUnscored              = "unscored"
+	CodeCalibrationRefused    = "calibration_refused"
 )
 
-// Refusal is a refused registration or scoring: Code names the rule,
-// Status is its HTTP status (422 unless said otherwise).
-type Refusal struct {
-	Code   string
-	Status int
-	Detail string
-}
-
-func (r *Refusal) Error() string { return r.Code + ": " + r.Detail }
-
-func refuse(code, format string, args ...any) *Refusal {
-	status := 422
-	if code == CodeNotFound {
-		status = 404
+// Status is the HTTP status of a refusal's code (docs/rewards.md): 404 for
+// not_found; 409 for duplicate_episode, and for identity_conflict when
+// registering (the episode already exists for another subject); 422 for
+// every other code, identity_conflict at scoring among them (the
+// descriptor names another subject than the registered one).
+func Status(code string, registering bool) int {
+	switch {
+	case code == CodeNotFound:
+		return 404
+	case code == CodeDuplicateEpisode, code == CodeIdentityConflict && registering:
+		return 409
 	}
-	return &Refusal{Code: code, Status: status, Detail: fmt.Sprintf(format, args...)}
+	return 422
 }
 
-func refuseStatus(code string, status int, format string, args ...any) *Refusal {
-	r := refuse(code, format, args...)
-	r.Status = status
-	return r
+// refuse is a refused registration or scoring: the code and the detail.
+func refuse(code, format string, args ...any) *refusal.Error {
+	return refusal.New(code, "", fmt.Sprintf(format, args...))
 }
 
 func clip(s string) string {

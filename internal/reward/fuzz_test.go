@@ -1,9 +1,10 @@
 package reward
 
 import (
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // FuzzParseDescriptor: a trainer's descriptor is client input. Whatever the
@@ -22,8 +23,7 @@ func FuzzParseDescriptor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDescriptor(data)
 		if err != nil {
-			var rf *Refusal
-			if !errors.As(err, &rf) || rf.Code != CodeInvalidEpisode || rf.Status != 422 {
+			if rf, ok := refusal.As(err); !ok || rf.Code != CodeInvalidEpisode || Status(rf.Code, false) != 422 {
 				t.Fatalf("refusal %v, want invalid_episode/422", err)
 			}
 			return

@@ -17,6 +17,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 const mockmedContract = `schema: verifierd.reward-contract/v1
@@ -208,8 +209,8 @@ func TestLoadRefusals(t *testing.T) {
 				}
 				return
 			}
-			var le *LoadError
-			if !errors.As(err, &le) || le.Rule != tt.rule || filepath.Base(le.File) != tt.file {
+			le, ok := refusal.As(err)
+			if !ok || le.Code != tt.rule || filepath.Base(le.Path) != tt.file || !strings.Contains(err.Error(), tt.file+": "+tt.rule+": ") {
 				t.Fatalf("got %v, want rule %s in %s", err, tt.rule, tt.file)
 			}
 		})
@@ -448,9 +449,11 @@ func TestRefusals(t *testing.T) {
 	r := newRig(t, 1)
 	ctx := context.Background()
 	id := map[string]string{"patient_id": "patient-0001"}
-	code := func(err error) string {
-		if rf, ok := errors.AsType[*Refusal](err); ok {
-			return fmt.Sprintf("%s/%d", rf.Code, rf.Status)
+	// The HTTP status is the code's (Status); a registration's
+	// identity_conflict is a 409, a descriptor's a 422.
+	code := func(err error, registering bool) string {
+		if rf, ok := refusal.As(err); ok {
+			return fmt.Sprintf("%s/%d", rf.Code, Status(rf.Code, registering))
 		}
 		return fmt.Sprint(err)
 	}
@@ -520,7 +523,7 @@ func TestRefusals(t *testing.T) {
 		}, "not_found/404"},
 	}
 	for _, s := range steps {
-		if got := code(s.do()); got != s.want {
+		if got := code(s.do(), strings.HasPrefix(s.name, "register")); got != s.want {
 			t.Errorf("%s: got %s, want %s", s.name, got, s.want)
 		}
 	}
@@ -554,14 +557,14 @@ func TestPolicyUpdateMark(t *testing.T) {
 			t.Errorf("update %d: %s certified %v outcome %s", s.update, rc.CertificateState, rc.Certified, rc.RewardOutcome)
 		}
 	}
-	var rf *Refusal
+	var rf *refusal.Error
 	if _, err := score(4, "ckpt-0001", 0); !errors.As(err, &rf) || rf.Code != CodePolicyUpdateRegressed {
 		t.Fatalf("update 0 after 10^9: %v, want policy_update_regressed", err)
 	}
 	// A daemon restart and a renamed checkpoint do not reset the mark.
 	r.svc.Store.Close()
 	r.open(t)
-	if _, err := score(5, "renamed-checkpoint", 0); !errors.As(err, &rf) || rf.Code != CodePolicyUpdateRegressed || !strings.Contains(rf.Detail, "ckpt-0001") {
+	if _, err := score(5, "renamed-checkpoint", 0); !errors.As(err, &rf) || rf.Code != CodePolicyUpdateRegressed || !strings.Contains(rf.Message, "ckpt-0001") {
 		t.Fatalf("after restart and rename: %v, want policy_update_regressed naming ckpt-0001", err)
 	}
 	// A refused episode never advanced the mark; an equal update is allowed.
@@ -588,7 +591,7 @@ func TestConcurrentScoringIssuesOneReceipt(t *testing.T) {
 			_, err := r.svc.ScoreEpisode(ctx, "", r.descriptor("episode-0001", "ckpt-0001", 0, ""))
 			mu.Lock()
 			defer mu.Unlock()
-			var rf *Refusal
+			var rf *refusal.Error
 			switch {
 			case err == nil:
 				ok++
@@ -736,8 +739,8 @@ func TestContractFileRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := LoadContract("m", writeContract(t, tc.contract, mockmedRequired, ""), Trust{})
-			le, ok := errors.AsType[*LoadError](err)
-			if !ok || le.Rule != RuleInvalid || filepath.Base(le.File) != ContractFile || !strings.Contains(le.Msg, tc.want) {
+			le, ok := refusal.As(err)
+			if !ok || le.Code != RuleInvalid || filepath.Base(le.Path) != ContractFile || !strings.Contains(le.Message, tc.want) {
 				t.Fatalf("got %v; want %s in %s saying %q", err, RuleInvalid, ContractFile, tc.want)
 			}
 		})
@@ -785,8 +788,8 @@ func TestParseDescriptorMessages(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseDescriptor([]byte(tc.doc))
-			rf, ok := errors.AsType[*Refusal](err)
-			if !ok || rf.Code != CodeInvalidEpisode || !strings.Contains(rf.Detail, tc.says) {
+			rf, ok := refusal.As(err)
+			if !ok || rf.Code != CodeInvalidEpisode || !strings.Contains(rf.Message, tc.says) {
 				t.Fatalf("refusal %v; want invalid_episode saying %q", err, tc.says)
 			}
 		})

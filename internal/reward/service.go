@@ -201,10 +201,10 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	}
 	if prev != nil {
 		if prev.ReceiptID != "" {
-			return nil, refuseStatus(CodeDuplicateEpisode, 409, "episode %s was already scored (receipt %s); an episode is scored once", episodeID, prev.ReceiptID)
+			return nil, refuse(CodeDuplicateEpisode, "episode %s was already scored (receipt %s); an episode is scored once", episodeID, prev.ReceiptID)
 		}
 		if !sameIdentity(prev.Identity, identity) {
-			return nil, refuseStatus(CodeIdentityConflict, 409, "episode %s is registered for another subject; an episode's subject is fixed before its rollout", episodeID)
+			return nil, refuse(CodeIdentityConflict, "episode %s is registered for another subject; an episode's subject is fixed before its rollout", episodeID)
 		}
 	}
 	req, forb, err := BindEffects(c, identity)
@@ -360,7 +360,7 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 		return nil, err
 	}
 	if ep != nil && ep.ReceiptID != "" {
-		return nil, refuseStatus(CodeDuplicateEpisode, 409, "episode %s was already scored (receipt %s)", d.EpisodeID, ep.ReceiptID)
+		return nil, refuse(CodeDuplicateEpisode, "episode %s was already scored (receipt %s)", d.EpisodeID, ep.ReceiptID)
 	}
 	identity, err := episodeIdentity(c, d, ep)
 	if err != nil {
@@ -602,14 +602,14 @@ func (s *Service) keyedDigest(purpose, text string) string {
 // GetReward returns a stored result by receipt id.
 func (s *Service) GetReward(ctx context.Context, id string) (*Result, error) {
 	if !receiptIDRE.MatchString(id) {
-		return nil, refuseStatus(CodeNotFound, 404, "no reward receipt %q", clip(id))
+		return nil, refuse(CodeNotFound, "no reward receipt %q", clip(id))
 	}
 	raw, err := s.Store.RewardGet(ctx, store.RewardReceipts, id)
 	if err != nil {
 		return nil, err
 	}
 	if raw == nil {
-		return nil, refuseStatus(CodeNotFound, 404, "no reward receipt %q", id)
+		return nil, refuse(CodeNotFound, "no reward receipt %q", id)
 	}
 	var res Result
 	if err := json.Unmarshal(raw, &res); err != nil {

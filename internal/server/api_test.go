@@ -88,7 +88,7 @@ func startAPI(t *testing.T, opts Options, adapters map[string]func() sdk.Adapter
 	// their own.
 	noClaim, noRegistered := false, false
 	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim, RequireRegisteredContracts: &noRegistered}}
-	srv, hs := New(&session.Manager{Host: host, Store: st, Daemon: daemon, AllowInline: true}, opts)
+	srv, hs := New(mustManager(t, session.Options{Host: host, Store: st, Daemon: daemon, AllowInline: true}), opts)
 	lis := bufconn.Listen(1 << 20)
 	a := &api{srv: srv, health: hs, served: make(chan error, 1)}
 	go func() { a.served <- srv.Serve(lis) }()

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"math"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -49,35 +48,21 @@ func (s *service) GetInfo(ctx context.Context, _ *verifierv1.GetInfoRequest) (*v
 	return out, nil
 }
 
-// errExportDone stops ExportLedger's walk at the checkpoint's seq.
-var errExportDone = errors.New("the export reached its checkpoint")
-
 // ExportLedger sends the entries up to a signed checkpoint of the head as
-// it is when the export starts (signed now if the head moved since the
-// newest one), then that checkpoint: an export always ends exactly at a
-// signed checkpoint matching its last entry. Entries appended meanwhile
-// belong to the next export.
+// it is when the export starts, then that checkpoint (session's
+// Manager.ExportLedger): an export always ends exactly at a signed
+// checkpoint matching its last entry.
 func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verifierv1.VerifierService_ExportLedgerServer) error {
-	upTo, checkpoint, err := s.m.Checkpoint(stream.Context())
-	if errors.Is(err, session.ErrLedgerDiverged) {
-		return status.Error(codes.DataLoss, clip(err.Error()))
-	}
-	if err != nil {
-		return toStatus(err)
-	}
-	if checkpoint == nil {
-		upTo = math.MaxUint64 // no signer: the whole ledger, unsigned
-	}
-	err = s.m.Store.ExportLedger(stream.Context(), req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
-		if e.Seq > upTo {
-			return errExportDone
-		}
+	checkpoint, err := s.m.ExportLedger(stream.Context(), req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
 		return stream.Send(&verifierv1.ExportLedgerResponse{Entry: &verifierv1.LedgerEntry{
 			Seq: e.Seq, Prev: e.Prev, Type: e.Type, Session: e.Session, Digest: e.Digest,
 			At: timestamppb.New(e.At), CanonicalJson: canonical,
 		}})
 	})
-	if err != nil && !errors.Is(err, errExportDone) {
+	if errors.Is(err, session.ErrLedgerDiverged) {
+		return status.Error(codes.DataLoss, clip(err.Error()))
+	}
+	if err != nil {
 		return toStatus(err)
 	}
 	if checkpoint == nil {

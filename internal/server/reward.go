@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/reward"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // RewardDomain is the ErrorInfo domain of a reward refusal; its reason is
@@ -29,24 +29,29 @@ type rewardService struct {
 	svc *reward.Service
 }
 
-// rewardStatus maps a refusal to a gRPC status: 404 NotFound, 409
-// AlreadyExists, a refused rule FailedPrecondition, bad input
-// InvalidArgument; ErrorInfo carries the refusal's name.
-func rewardStatus(err error) error {
-	var rf *reward.Refusal
-	if !errors.As(err, &rf) {
+// rewardStatus maps a refusal to a gRPC status by its code (reward.Status
+// for the HTTP status it stands beside): not_found NotFound, duplicate_episode
+// and a registration's identity_conflict AlreadyExists, a refused rule
+// FailedPrecondition, bad input InvalidArgument; ErrorInfo carries the
+// code. registering is true for RegisterEpisode.
+func rewardStatus(err error, registering bool) error {
+	rf, ok := refusal.As(err)
+	if !ok {
 		return toStatus(err)
 	}
 	code := codes.InvalidArgument
-	switch {
-	case rf.Status == 404:
+	switch reward.Status(rf.Code, registering) {
+	case 404:
 		code = codes.NotFound
-	case rf.Status == 409:
+	case 409:
 		code = codes.AlreadyExists
-	case rf.Code == reward.CodeIdentityConflict, rf.Code == reward.CodePolicyUpdateRegressed, rf.Code == "calibration_refused":
-		code = codes.FailedPrecondition
+	default:
+		switch rf.Code {
+		case reward.CodeIdentityConflict, reward.CodePolicyUpdateRegressed, reward.CodeCalibrationRefused:
+			code = codes.FailedPrecondition
+		}
 	}
-	st := status.New(code, clip(rf.Code+": "+rf.Detail))
+	st := status.New(code, clip(rf.Code+": "+rf.Message))
 	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: rf.Code, Domain: RewardDomain}); err == nil {
 		st = d
 	}
@@ -56,7 +61,7 @@ func rewardStatus(err error) error {
 func (s *rewardService) RegisterEpisode(ctx context.Context, req *verifierv1.RegisterEpisodeRequest) (*verifierv1.RegisterEpisodeResponse, error) {
 	r, err := s.svc.RegisterEpisode(ctx, req.GetContract(), "", req.GetEpisodeId(), req.GetOracleIdentity())
 	if err != nil {
-		return nil, rewardStatus(err)
+		return nil, rewardStatus(err, true)
 	}
 	return &verifierv1.RegisterEpisodeResponse{Contract: r.Contract, EpisodeId: r.EpisodeID, BaselineReachable: r.BaselineReachable, BaselineRecordCount: int64(r.BaselineRecordCount)}, nil
 }
@@ -64,7 +69,7 @@ func (s *rewardService) RegisterEpisode(ctx context.Context, req *verifierv1.Reg
 func (s *rewardService) ScoreEpisode(ctx context.Context, req *verifierv1.ScoreEpisodeRequest) (*verifierv1.ScoreEpisodeResponse, error) {
 	res, err := s.svc.ScoreEpisode(ctx, req.GetContract(), req.GetDescriptorJson())
 	if err != nil {
-		return nil, rewardStatus(err)
+		return nil, rewardStatus(err, false)
 	}
 	return &verifierv1.ScoreEpisodeResponse{Result: rewardToProto(res)}, nil
 }
@@ -72,7 +77,7 @@ func (s *rewardService) ScoreEpisode(ctx context.Context, req *verifierv1.ScoreE
 func (s *rewardService) GetReward(ctx context.Context, req *verifierv1.GetRewardRequest) (*verifierv1.GetRewardResponse, error) {
 	res, err := s.svc.GetReward(ctx, req.GetReceiptId())
 	if err != nil {
-		return nil, rewardStatus(err)
+		return nil, rewardStatus(err, false)
 	}
 	return &verifierv1.GetRewardResponse{Result: rewardToProto(res)}, nil
 }
@@ -85,7 +90,7 @@ func (s *rewardService) CalibrateReward(ctx context.Context, req *verifierv1.Cal
 	}
 	out, err := s.svc.Calibrate(ctx, req.GetContract(), int(req.GetTrials()), req.GetDelta(), seed)
 	if err != nil {
-		return nil, rewardStatus(err)
+		return nil, rewardStatus(err, false)
 	}
 	c := out.Calibration
 	return &verifierv1.CalibrateRewardResponse{

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/reward/rewardtest"
 	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
@@ -26,7 +27,12 @@ import (
 // RegisterReward).
 func serveReward(t *testing.T, rig *rewardtest.Rig) (verifierv1.RewardServiceClient, context.Context) {
 	t.Helper()
-	srv, _ := New(&session.Manager{Store: rig.Service.Store}, Options{BearerToken: "tok"})
+	host, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	srv, _ := New(mustManager(t, session.Options{Host: host, Store: rig.Service.Store}), Options{BearerToken: "tok"})
 	RegisterReward(srv, rig.Service)
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
@@ -40,8 +46,8 @@ func serveReward(t *testing.T, rig *rewardtest.Rig) (verifierv1.RewardServiceCli
 	return verifierv1.NewRewardServiceClient(conn), metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer tok")
 }
 
-// refusal is the code and the ErrorInfo reason of a gRPC error.
-func refusal(err error) string {
+// grpcRefusal is the code and the ErrorInfo reason of a gRPC error.
+func grpcRefusal(err error) string {
 	if err == nil {
 		return "OK"
 	}
@@ -98,11 +104,11 @@ func TestRewardServiceRefusals(t *testing.T) {
 		{"regressed update", score(rig.Descriptor("episode-0010", "ckpt-0001", 6, `, "oracle_identity": {"patient_id": "patient-0010"}`)), "FailedPrecondition/policy_update_regressed"},
 	}
 	for _, s := range steps {
-		if got := refusal(s.err); got != s.want {
+		if got := grpcRefusal(s.err); got != s.want {
 			t.Errorf("%s: %s, want %s", s.name, got, s.want)
 		}
 	}
-	if _, err := c.GetReward(ctx, &verifierv1.GetRewardRequest{ReceiptId: "rwd_" + strings.Repeat("0", 32)}); refusal(err) != "NotFound/not_found" {
+	if _, err := c.GetReward(ctx, &verifierv1.GetRewardRequest{ReceiptId: "rwd_" + strings.Repeat("0", 32)}); grpcRefusal(err) != "NotFound/not_found" {
 		t.Errorf("unknown receipt: %v", err)
 	}
 	assertNoValueText(t, texts)
@@ -142,12 +148,12 @@ func TestRewardServiceOutcomesAndMark(t *testing.T) {
 	if r, err = score(c, "ckpt-0001", 1_000_000_000, true); err != nil || r.GetCertificateState() != "expired" || r.GetCertified() {
 		t.Errorf("update 10^9: %v %v", r, err)
 	}
-	if _, err = score(c, "ckpt-0001", 0, true); refusal(err) != "FailedPrecondition/policy_update_regressed" {
+	if _, err = score(c, "ckpt-0001", 0, true); grpcRefusal(err) != "FailedPrecondition/policy_update_regressed" {
 		t.Errorf("update 0 after 10^9: %v", err)
 	}
 	rig.Reopen(t, nil)
 	c, _ = serveReward(t, rig)
-	if _, err = score(c, "renamed-ckpt", 0, true); refusal(err) != "FailedPrecondition/policy_update_regressed" || !strings.Contains(err.Error(), "ckpt-0001") {
+	if _, err = score(c, "renamed-ckpt", 0, true); grpcRefusal(err) != "FailedPrecondition/policy_update_regressed" || !strings.Contains(err.Error(), "ckpt-0001") {
 		t.Errorf("after restart and rename: %v", err)
 	}
 	rig.Oracle.Unreachable = true
@@ -168,7 +174,7 @@ func TestCalibrateReward(t *testing.T) {
 	if fmt.Sprintf("%.7f", res.GetEpsilon()) != "0.0099361" || res.GetFalseAccepts() != 0 || len(res.GetFaultClasses()) != 6 {
 		t.Errorf("ε %.7f, %d false accepts, classes %v", res.GetEpsilon(), res.GetFalseAccepts(), res.GetFaultClasses())
 	}
-	if _, err := c.CalibrateReward(ctx, &verifierv1.CalibrateRewardRequest{Contract: "nope"}); refusal(err) != "NotFound/not_found" {
+	if _, err := c.CalibrateReward(ctx, &verifierv1.CalibrateRewardRequest{Contract: "nope"}); grpcRefusal(err) != "NotFound/not_found" {
 		t.Errorf("unknown contract: %v", err)
 	}
 }

@@ -153,8 +153,8 @@ func startRunRig(t *testing.T) *runRig {
 		t.Fatal(err)
 	}
 	pub, priv, _ := ed25519.GenerateKey(nil)
-	m := &session.Manager{Host: host, Store: st, Daemon: &config.Daemon{Deployments: deployments}, Signer: signing.New(priv),
-		Workflows: map[string]*workflow.Workflow{"clinic": wf}}
+	m := mustManager(t, session.Options{Host: host, Store: st, Daemon: &config.Daemon{Deployments: deployments}, Signer: signing.New(priv),
+		Workflows: map[string]*workflow.Workflow{"clinic": wf}})
 	srv, _ := New(m, Options{})
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)

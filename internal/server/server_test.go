@@ -55,7 +55,7 @@ func serve(t *testing.T, opts Options) *grpc.ClientConn {
 	// small; the trust rules have tests of their own.
 	noClaim, noRegistered := false, false
 	daemon := &config.Daemon{Policy: &workflow.Policy{RequireChangeClaim: &noClaim, RequireRegisteredContracts: &noRegistered}}
-	srv, _ := New(&session.Manager{Host: host, Store: st, Daemon: daemon, AllowInline: true}, opts)
+	srv, _ := New(mustManager(t, session.Options{Host: host, Store: st, Daemon: daemon, AllowInline: true}), opts)
 	lis := bufconn.Listen(1 << 20)
 	go srv.Serve(lis)
 	conn, err := grpc.NewClient("passthrough:///bufconn",
@@ -210,4 +210,14 @@ func TestBearerSchemeCaseInsensitive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustManager is session.New, failing t on a refusal.
+func mustManager(t *testing.T, o session.Options) *session.Manager {
+	t.Helper()
+	m, err := session.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
@@ -62,6 +63,34 @@ var artifactKinds = map[string]bool{"document-hash": true, "file": true}
 // that name with other bytes, or no file of that name, REFUTED; a store that
 // cannot be read INDETERMINATE. Every answer is signed and in the ledger.
 func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a Artifact) (*ArtifactResult, error) {
+	return m.artifacts().verify(ctx, deploymentName, a)
+}
+
+// artifactVerifier checks artifacts against registered deployments
+// (VerifyArtifact) and signs every answer into the ledger.
+type artifactVerifier struct {
+	daemon     *config.Daemon // registered deployments; may be nil
+	configurer *configurer
+	lookupEnv  func(string) (string, bool)
+	reader     afterReader
+	store      store.Backend
+	receipts   receiptSigner
+}
+
+// newArtifactVerifier reads the deployments registered in daemon through
+// c and reader, masks the secrets lookupEnv resolves, and records every
+// answer in st's ledger, signed by receipts (which may hold no key).
+func newArtifactVerifier(daemon *config.Daemon, c *configurer, lookupEnv func(string) (string, bool), reader afterReader, st store.Backend, receipts receiptSigner) artifactVerifier {
+	return artifactVerifier{daemon: daemon, configurer: c, lookupEnv: lookupEnv, reader: reader, store: st, receipts: receipts}
+}
+
+// artifacts is the Manager's artifact verifier, over its parts.
+func (m *Manager) artifacts() artifactVerifier {
+	return newArtifactVerifier(m.daemon, m.configurer(), m.lookupEnv, m.afterReader(), m.store, m.receipts())
+}
+
+// verify is VerifyArtifact.
+func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a Artifact) (*ArtifactResult, error) {
 	a.SHA256 = strings.ToLower(strings.TrimPrefix(a.SHA256, "sha256:"))
 	if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != 32 {
 		return nil, &Error{Kind: Invalid, Path: "artifact.sha256", Message: "write the 64 hex digits of the content's SHA-256"}
@@ -75,7 +104,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	if deploymentName == "" {
 		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: "name a document-hash or file deployment registered in the daemon config"}
 	}
-	raw, err := m.deploymentBytes(BeginRequest{DeploymentName: deploymentName})
+	raw, err := registeredDeployment(v.daemon, deploymentName)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +123,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("deployment %q has no document-hash or file candidate", deploymentName)}
 	}
 	cand := dep.Candidates[ci]
-	insts, errs := m.configure(ctx, dep, nil, map[string]string{}, forCheck)
+	insts, errs := v.configurer.configure(ctx, dep, nil, map[string]string{}, false)
 	res := &ArtifactResult{Substrate: cand.Kind}
 	var read ReadDigest
 	switch {
@@ -106,20 +135,20 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		res.Tier = int(inst.Info().Tier)
 		res.OracleRung = int(oracle.Of(cand.Kind, inst.Info().Tier))
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		snap, _ := m.readAfterChecked(rctx, inst, sdk.CaptureRequest{
+		snap, _ := v.reader.snapshot(rctx, inst, sdk.CaptureRequest{
 			CaptureID: fmt.Sprintf("artifact/%s/%d", a.SHA256, time.Now().UnixNano()), EffectKind: string(judge.RecordWritten), Timeout: time.Minute,
 		})
 		cancel()
-		read = m.evidence().readDigest(snap)
+		read = v.reader.keys.readDigest(snap)
 		res.Verdict, res.Reasons = judgeArtifact(snap, a, inst.Info().AbsenceNotProof)
 	}
 	// A reason may quote what the adapter read or said: no secret of the
 	// candidate leaves in it.
-	secrets := m.secretMask(&cand)
+	secrets := maskSecrets(v.lookupEnv, &cand)
 	for i, r := range res.Reasons {
 		res.Reasons[i] = judge.Reason{Code: r.Code, Message: secrets.text(r.Message)}
 	}
-	env, err := m.Store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
+	env, err := v.store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
 		claim := ArtifactPayload{
 			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
 			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, OracleRung: res.OracleRung, Substrate: res.Substrate, Read: read,
@@ -127,7 +156,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 		if _, err := l.Append(EntryArtifact, "", jsonDigest(claim)); err != nil {
 			return nil, err
 		}
-		env, err := m.receipts().sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
+		env, err := v.receipts.sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
 			claim.IssuedAt, claim.Ledger, claim.Signer = time.Now().UTC(), pos, signer
 			return claim
 		})
@@ -139,7 +168,7 @@ func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a A
 	if err != nil {
 		return nil, err
 	}
-	if m.Signer != nil {
+	if v.receipts.s != nil {
 		res.Receipt = env
 	}
 	return res, nil

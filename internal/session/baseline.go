@@ -129,7 +129,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 		}
 		return streamedBaseline{reason: capt.Reason}, nil
 	}
-	w := m.Store.NewBaseline(id, n)
+	w := m.store.NewBaseline(id, n)
 	keyer := m.evidence().newBaselineKeyer(redaction) // nil when nothing is hidden
 	var ix *judge.RecordStream                        // indexes the records (RecordStream.Index)
 	var mac hash.Hash
@@ -167,7 +167,7 @@ func (m *Manager) streamBaseline(ctx context.Context, id string, n int, inst *pl
 			}
 		}
 	}
-	m.Metrics.Captured(inst.Kind(), "before", count, size)
+	m.metrics.Captured(inst.Kind(), "before", count, size)
 	out := streamedBaseline{count: count, w: w, indexed: ix != nil}
 	if ix != nil && ix.IndexErr() == nil {
 		// A record that did not decode is stored as it arrived, and no
@@ -214,7 +214,7 @@ const dropTimeout = 10 * time.Second
 func (m *Manager) dropBaseline(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
 	defer cancel()
-	if err := m.Store.DropBaseline(ctx, id); err != nil {
-		m.logger().Warn("dropping an uncommitted baseline; the orphan cleanup will remove it", "session", id, "error", err)
+	if err := m.store.DropBaseline(ctx, id); err != nil {
+		m.logger.Warn("dropping an uncommitted baseline; the orphan cleanup will remove it", "session", id, "error", err)
 	}
 }

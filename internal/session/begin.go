@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
@@ -115,7 +117,28 @@ type captureMeta struct {
 // baselineIndexV1 is captureMeta.Index of a baseline stored as an index.
 const baselineIndexV1 = 1
 
+// deployments resolves the deployment a call names or sends: a registered
+// one by its name in the daemon config, or, with the development switch
+// (allowInline), the caller's own YAML, logged as accepted.
+type deployments struct {
+	daemon      *config.Daemon // may be nil: none is registered
+	allowInline bool
+	logger      hclog.Logger
+}
+
+// deployments is the Manager's deployment resolver.
+func (m *Manager) deployments() deployments {
+	return deployments{daemon: m.daemon, allowInline: m.allowInline, logger: m.logger}
+}
+
+// deploymentBytes is the deployment YAML req names or sends (bytes).
 func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
+	return m.deployments().bytes(req)
+}
+
+// bytes is the deployment YAML req names or sends, inline or not (source
+// applies the trust rule).
+func (d deployments) bytes(req BeginRequest) ([]byte, error) {
 	if req.DeploymentName == "" {
 		if len(req.Deployment) == 0 {
 			return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or the name of a deployment in the daemon config"}
@@ -125,19 +148,25 @@ func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
 	if len(req.Deployment) > 0 {
 		return nil, &Error{Kind: Invalid, Path: "deployment", Message: "give the deployment YAML or its name, not both"}
 	}
-	if len(req.DeploymentName) > MaxNameBytes {
-		return nil, overLimit("deployment_name", len(req.DeploymentName), MaxNameBytes, "bytes", "name a deployment of the daemon config")
+	return registeredDeployment(d.daemon, req.DeploymentName)
+}
+
+// registeredDeployment reads the deployment registered under name in
+// daemon (which may be nil: none is registered).
+func registeredDeployment(daemon *config.Daemon, name string) ([]byte, error) {
+	if len(name) > MaxNameBytes {
+		return nil, overLimit("deployment_name", len(name), MaxNameBytes, "bytes", "name a deployment of the daemon config")
 	}
 	var path string
-	if m.Daemon != nil {
-		path = m.Daemon.Deployments[req.DeploymentName]
+	if daemon != nil {
+		path = daemon.Deployments[name]
 	}
 	if path == "" {
-		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", clip(req.DeploymentName))}
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("no deployment named %q in the daemon config", clip(name))}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", req.DeploymentName, err)}
+		return nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: "deployment_name", Message: fmt.Sprintf("reading deployment %q: %v", name, err)}
 	}
 	return data, nil
 }
@@ -179,7 +208,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return nil, err
 	}
 	for _, n := range dep.TakeNotices() {
-		m.logger().Warn("deployment notice: "+n.Message, "deployment", req.DeploymentName, "path", n.Path)
+		m.logger.Warn("deployment notice: "+n.Message, "deployment", req.DeploymentName, "path", n.Path)
 	}
 	// The run parameters are not checked in a round trip of their own:
 	// each selected candidate's baseline capture binds them first and
@@ -232,7 +261,7 @@ func (m *Manager) begin(ctx context.Context, req BeginRequest, a *admitted) (*Be
 		return err
 	}
 	_, span := telemetry.Start(ctx, telemetry.SpanStoreCreate, telemetry.KeySession.String(id))
-	err = m.Store.CreateSessionLedger(ctx, id, raw, beginEntry, writers...)
+	err = m.store.CreateSessionLedger(ctx, id, raw, beginEntry, writers...)
 	endErr(span, err)
 	if err != nil {
 		m.dropBaseline(ctx, id)

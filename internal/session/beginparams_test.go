@@ -59,7 +59,7 @@ func TestBeginParamRefusalInTheCapture(t *testing.T) {
 	if c, b := strong.checks.Load(), strong.befores.Load(); c != 1 || b != 0 {
 		t.Errorf("refused Begin: %d checks, %d baseline reads; want 1 check and no read", c, b)
 	}
-	st, err := m.Store.(*bolt.Store).RemoveOrphans(ctx, time.Now(), 0)
+	st, err := m.store.(*bolt.Store).RemoveOrphans(ctx, time.Now(), 0)
 	if err != nil || st.OrphanBaselines != 0 {
 		t.Errorf("after the refusal: %d baseline chunks left behind (%v); want none", st.OrphanBaselines, err)
 	}

@@ -38,7 +38,7 @@ func BenchmarkBeginVerifyInProcess(b *testing.B) {
 	b.Cleanup(func() { host.Close(); st.Close() })
 	_, priv, _ := ed25519.GenerateKey(nil)
 	no := false
-	m := &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(&workflow.Policy{RequireChangeClaim: &no})}, AllowInline: true, Signer: signing.New(priv)}
+	m := mustNew(b, Options{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(&workflow.Policy{RequireChangeClaim: &no})}, AllowInline: true, Signer: signing.New(priv)})
 	dep := []byte("effects: {kind: bench-inprocess}\n")
 	effects := []byte(`[{"kind": "record_written", "match": {"p": "1"}, "expected_count": 10, "timeout_s": 1}]`)
 	ctx := context.Background()

@@ -53,9 +53,13 @@ func censusFields(group []*judge.Contract) []string {
 // censusInstance configures the census of candidate ci: its own section,
 // the candidate's credentials, no run parameter.
 func (m *Manager) censusInstance(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
+	return m.configurer().census(ctx, dep, ci, contracts)
+}
+
+// census is censusInstance.
+func (conf *configurer) census(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
 	c := dep.Candidates[ci].Census
 	path := candidatePath(dep, ci) + ".census"
-	conf := m.configurer()
 	cfg, secrets, err := c.Resolve(nil, conf.lookupEnv, conf.allow)
 	if err != nil {
 		return nil, &Error{Kind: Refused, Reason: resolveReason(refusalCode(err)), Path: path, Message: err.Error()}
@@ -126,7 +130,7 @@ func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req
 	if before {
 		phase = "before"
 	}
-	m.Metrics.Captured(inst.Kind(), "census_"+phase, len(s.Records), 0)
+	m.metrics.Captured(inst.Kind(), "census_"+phase, len(s.Records), 0)
 	return s
 }
 
@@ -178,7 +182,7 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	if keyer != nil {
 		cm.KeyID = judge.KeyID(m.evidence().key())
 	}
-	w := m.Store.NewBaseline(id, store.CensusCapture(n))
+	w := m.store.NewBaseline(id, store.CensusCapture(n))
 	for _, r := range s.Records {
 		if keyer != nil {
 			r = keyer.p.KeyBaseline(keyer.k, r)
@@ -224,7 +228,7 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 		return
 	}
 	recs := []judge.Record{}
-	err := g.m.Store.ReadBaseline(ctx, g.id, store.CensusCapture(g.n), func(raw []byte) error {
+	err := g.m.store.ReadBaseline(ctx, g.id, store.CensusCapture(g.n), func(raw []byte) error {
 		r, err := decodeRecord(raw)
 		if err != nil {
 			return err

@@ -124,7 +124,7 @@ func censusManager(t *testing.T, kind string) (*Manager, *scoped) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { host.Close(); st.Close() })
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true}, s
+	return mustNew(t, Options{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true}), s
 }
 
 const effectsOwner = `[{"kind": "record_written", "match": {"owner": {"param": "owner"}}, "count_new_only": true, "timeout_s": 0.2}]`
@@ -147,7 +147,7 @@ func TestCensusStoredAtBegin(t *testing.T) {
 	if n := s.censusBefore.Load(); n != 1 {
 		t.Errorf("census read %d times at Begin, want 1", n)
 	}
-	raw, _, err := m.Store.Session(t.Context(), res.SessionID)
+	raw, _, err := m.store.Session(t.Context(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestCensusStoredAtBegin(t *testing.T) {
 		t.Fatalf("capture %+v census %+v, want a baseline of 1 and a census of 2 ids", c, c.Census)
 	}
 	var stored []string
-	if err := m.Store.ReadBaseline(t.Context(), res.SessionID, store.CensusCapture(0), func(rec []byte) error {
+	if err := m.store.ReadBaseline(t.Context(), res.SessionID, store.CensusCapture(0), func(rec []byte) error {
 		stored = append(stored, string(rec))
 		return nil
 	}); err != nil {
@@ -220,7 +220,7 @@ func TestCensusUnusableRefusesBegin(t *testing.T) {
 				t.Errorf("terminal outcome %q, want HALTED_BEFORE_EFFECT (as an unreadable baseline)", se.TerminalOutcome)
 			}
 			n := 0
-			if err := m.Store.ForEachSession(t.Context(), func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
+			if err := m.store.ForEachSession(t.Context(), func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
 				t.Errorf("%d sessions stored (%v), want none", n, err)
 			}
 		})
@@ -266,12 +266,12 @@ func TestRequireProvenNewness(t *testing.T) {
 	}
 	// A field_equals read-back claims no newness: the guard leaves it alone.
 	noClaim := false
-	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
+	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	fe := `[{"kind": "field_equals", "match": {"owner": {"param": "owner"}}, "field": "note", "value": "first", "timeout_s": 0}]`
 	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", ""), Effects: []byte(fe), Params: params}); err != nil {
 		t.Fatalf("field_equals over a narrowed read: %v", err)
 	}
-	m.Daemon.Policy = callerContracts(nil)
+	m.daemon.Policy = callerContracts(nil)
 
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", "  newness: newly_matching\n"), Effects: []byte(effectsOwner), Params: params})
 	if err != nil {
@@ -287,7 +287,7 @@ func TestRequireProvenNewness(t *testing.T) {
 	}
 
 	off := false
-	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireProvenNewness: &off})
+	m.daemon.Policy = callerContracts(&workflow.Policy{RequireProvenNewness: &off})
 	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", ""), Effects: []byte(effectsOwner), Params: params}); err != nil {
 		t.Fatalf("with require_proven_newness: false: %v", err)
 	}
@@ -376,7 +376,7 @@ func TestCensusKeyedUnderRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored []string
-	if err := m.Store.ReadBaseline(t.Context(), res.SessionID, store.CensusCapture(0), func(rec []byte) error {
+	if err := m.store.ReadBaseline(t.Context(), res.SessionID, store.CensusCapture(0), func(rec []byte) error {
 		stored = append(stored, string(rec))
 		return nil
 	}); err != nil {
@@ -432,7 +432,7 @@ func TestCensusInReceipt(t *testing.T) {
 	t.Parallel()
 	m, s := censusManager(t, "census-receipt")
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	m.Signer = signing.New(priv)
+	m.signer = signing.New(priv)
 	dep := censusDeployment("census-receipt", "  census: {options: {}}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
@@ -457,7 +457,7 @@ func TestCensusInReceipt(t *testing.T) {
 	}
 	// Without a census the receipt has no census_reads at all.
 	m2, _ := censusManager(t, "census-receipt-none")
-	m2.Signer = m.Signer
+	m2.signer = m.signer
 	res, err = m2.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-receipt-none", "  newness: newly_matching\n"), Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -477,7 +477,7 @@ func mustOpen(t *testing.T, m *Manager, raw json.RawMessage) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := env.Open(m.Signer.PublicKey())
+	payload, err := env.Open(m.signer.PublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +496,7 @@ func TestCensusRefusedByItsAdapter(t *testing.T) {
 		t.Fatalf("err = %v, want Invalid at deployment.effects.census.options.bad", err)
 	}
 	n := 0
-	if err := m.Store.ForEachSession(t.Context(), func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
+	if err := m.store.ForEachSession(t.Context(), func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
 		t.Errorf("%d sessions stored (%v), want none", n, err)
 	}
 }

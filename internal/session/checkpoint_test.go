@@ -1,13 +1,19 @@
 package session
 
 import (
+	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -25,7 +31,7 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payload, err := env.Open(m.Signer.PublicKey())
+		payload, err := env.Open(m.signer.PublicKey())
 		if err != nil || env.PayloadType != receipt.PayloadTypeCheckpoint {
 			t.Fatalf("checkpoint %s: %v", env.PayloadType, err)
 		}
@@ -36,7 +42,7 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		return c
 	}
 	// The timer's checkpoint of an empty ledger: none.
-	if seq, env, err := m.checkpoint(t.Context(), false); err != nil || seq != 0 || env != nil {
+	if seq, env, err := m.checkpoints().checkpoint(t.Context(), false); err != nil || seq != 0 || env != nil {
 		t.Fatalf("timer on an empty ledger: %d %s %v", seq, env, err)
 	}
 	ctx := t.Context()
@@ -51,12 +57,12 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := ledgerOf(t, m) // begin, verify, receipt
-	if seq, env, _ := m.Store.LatestCheckpoint(ctx); seq != 2 || open(env).Head != entries[1].Hash() {
+	if seq, env, _ := m.store.LatestCheckpoint(ctx); seq != 2 || open(env).Head != entries[1].Hash() {
 		t.Fatalf("every 2nd entry: latest checkpoint %d, want 2", seq)
 	}
 	seq, env, err := m.Checkpoint(ctx)
 	c := open(env)
-	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.Signer.KeyID() {
+	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.signer.KeyID() {
 		t.Fatalf("Checkpoint: %d %+v %v", seq, c, err)
 	}
 	time.Sleep(time.Millisecond)
@@ -73,7 +79,7 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	m := signedManager(t)
 	appendOne := func() {
 		t.Helper()
-		if err := m.Store.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+		if err := m.store.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,14 +98,73 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Store.PutCheckpoint(t.Context(), 4, env); err != nil {
+	if err := m.store.PutCheckpoint(t.Context(), 4, env); err != nil {
 		t.Fatal(err)
 	}
 	appendOne()
 	if _, _, err := m.Checkpoint(t.Context()); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
 		t.Fatalf("diverged ledger: %v, want ErrLedgerDiverged naming seq 4", err)
 	}
-	if seq, _, _ := m.Store.LatestCheckpoint(t.Context()); seq != 4 {
+	if seq, _, _ := m.store.LatestCheckpoint(t.Context()); seq != 4 {
 		t.Fatalf("a checkpoint %d was signed over the diverged ledger", seq)
+	}
+}
+
+// TestCheckpointer: made without a key the checkpointer signs nothing and
+// exports the whole ledger; with one, its timer signs the head of a ledger
+// that grew, and an export stops at the checkpoint it signed.
+func TestCheckpointer(t *testing.T) {
+	t.Parallel()
+	st, err := bolt.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	appendOne := func() {
+		t.Helper()
+		if err := st.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("begin", "s", "sha256:aa"); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne()
+	appendOne()
+	unsigned := newCheckpointer(st, nil, hclog.NewNullLogger())
+	if seq, env, err := unsigned.checkpoint(t.Context(), true); err != nil || seq != 0 || env != nil {
+		t.Fatalf("unsigned checkpoint: %d %s %v, want none", seq, env, err)
+	}
+	var seen []uint64
+	env, err := unsigned.export(t.Context(), 1, func(e receipt.Entry, _ []byte) error { seen = append(seen, e.Seq); return nil })
+	if err != nil || env != nil || len(seen) != 2 {
+		t.Fatalf("unsigned export: entries %v, envelope %s, %v; want 2 entries and no envelope", seen, env, err)
+	}
+
+	_, priv, _ := ed25519.GenerateKey(nil)
+	c := newCheckpointer(st, signing.New(priv), hclog.NewNullLogger())
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c.start(ctx, 0, 5*time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if seq, _, _ := st.LatestCheckpoint(t.Context()); seq == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the timer signed no checkpoint of seq 2 within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	appendOne()
+	seen = nil
+	env, err = c.export(t.Context(), 1, func(e receipt.Entry, _ []byte) error { seen = append(seen, e.Seq); return nil })
+	if err != nil || env == nil || len(seen) != 3 {
+		t.Fatalf("signed export: entries %v, envelope %v, %v; want 3 entries and a checkpoint", seen, env != nil, err)
+	}
+	if seq, _, _ := st.LatestCheckpoint(t.Context()); seq != 3 {
+		t.Errorf("the export's checkpoint is of seq %d, want 3", seq)
+	}
+	stop := errors.New("stop")
+	if _, err := c.export(t.Context(), 1, func(receipt.Entry, []byte) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("an export whose send fails: %v, want that error", err)
 	}
 }

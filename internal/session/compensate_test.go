@@ -73,7 +73,7 @@ func TestCompensatorRemovesDuplicates(t *testing.T) {
 			}
 			// A compensator is the operator's: only a registered deployment
 			// may configure one.
-			m.Daemon.Deployments = map[string]string{kind: writeDeployment(t, dep)}
+			m.daemon.Deployments = map[string]string{kind: writeDeployment(t, dep)}
 			res, err := m.Begin(context.Background(), BeginRequest{DeploymentName: kind, Effects: []byte(effects)})
 			if err != nil {
 				t.Fatal(err)

@@ -49,7 +49,7 @@ func newConfigurer(host *pluginhost.Host, lookupEnv func(string) (string, bool),
 // configurer is the Manager's configurer, over its host, environment and
 // daemon config.
 func (m *Manager) configurer() *configurer {
-	return newConfigurer(m.Host, m.lookupEnv, m.Daemon)
+	return newConfigurer(m.host, m.lookupEnv, m.daemon)
 }
 
 // configure builds (or reuses) every candidate's adapter instance for use;

@@ -120,8 +120,8 @@ func TestBeginSecretRefusalOutcome(t *testing.T) {
 		{"allowed but unset", []string{"SOR_*"}, OutcomeFailedPlatform},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m.Daemon = &config.Daemon{Deployments: map[string]string{"sor": depPath}, Secrets: config.SecretsConfig{Allow: tc.allow}, Policy: callerContracts(nil)}
-			m.LookupEnv = func(string) (string, bool) { return "", false }
+			m.daemon = &config.Daemon{Deployments: map[string]string{"sor": depPath}, Secrets: config.SecretsConfig{Allow: tc.allow}, Policy: callerContracts(nil)}
+			m.lookupEnv = func(string) (string, bool) { return "", false }
 			_, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "sor", Effects: effects})
 			var se *Error
 			if !errors.As(err, &se) {

@@ -14,15 +14,9 @@ import (
 // passes adapter-supplied text through the same policy as records before it
 // reaches a verdict, a stored result or a log line.
 
-// evidence is the Manager's evidence keys: EvidenceKey, or without one a
-// random key made on first use.
-func (m *Manager) evidence() evidenceKeys {
-	if len(m.EvidenceKey) > 0 {
-		return newEvidenceKeys(m.EvidenceKey)
-	}
-	m.keysOnce.Do(func() { m.keys = newEvidenceKeys(nil) })
-	return m.keys
-}
+// evidence is the Manager's evidence keys: Options.EvidenceKey, or without
+// one a random key made by New.
+func (m *Manager) evidence() evidenceKeys { return m.keys }
 
 // baselineKeyer rewrites raw baseline records with their hidden values
 // keyed as Begin streams them into the store. It remembers the tokens it

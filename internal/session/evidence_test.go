@@ -153,8 +153,8 @@ func evidenceManager(t *testing.T, key []byte, adapters ...sdk.Adapter) (*Manage
 	t.Cleanup(func() { host.Close(); st.Close() })
 	logs := &syncBuffer{}
 	logger := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true,
-		Logger: logger, EvidenceKey: key}, filepath.Join(dir, "verifierd.db"), logs
+	return mustNew(t, Options{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true,
+		Logger: logger, EvidenceKey: key}), filepath.Join(dir, "verifierd.db"), logs
 }
 
 type syncBuffer struct {
@@ -313,7 +313,7 @@ func TestKeyedBaselineOtherKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	tab.add(sdk.Record{"id": json.Number("2"), "p": "1", "ssn": secretSSN})
-	other := &Manager{Host: m.Host, Store: m.Store, Daemon: m.Daemon, PollInterval: m.PollInterval, AllowInline: true, EvidenceKey: bytes.Repeat([]byte{2}, EvidenceKeySize)}
+	other := mustNew(t, Options{Host: m.host, Store: m.store, Daemon: m.daemon, PollInterval: m.pollInterval, AllowInline: true, EvidenceKey: bytes.Repeat([]byte{2}, EvidenceKeySize)})
 	v, err := other.Verify(context.Background(), res.SessionID)
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +333,7 @@ func TestCompensationFailureLogRedacted(t *testing.T) {
 	dep := "effects:\n  kind: comp-evidence-test\n  evidence_redact_fields: [id]\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
 	const effects = `[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0}]`
 	// A compensator is the operator's: only a registered deployment has one.
-	m.Daemon.Deployments = map[string]string{"comp": writeDeployment(t, dep)}
+	m.daemon.Deployments = map[string]string{"comp": writeDeployment(t, dep)}
 	res, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "comp", Effects: []byte(effects)})
 	if err != nil {
 		t.Fatal(err)

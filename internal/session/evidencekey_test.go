@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/verifierd/verifierd/judge"
 )
@@ -38,16 +39,40 @@ func TestEvidenceKeys(t *testing.T) {
 	}
 }
 
-// TestManagerEvidenceKey: a Manager without EvidenceKey keeps one random
-// key for its lifetime; with one, it uses it, also when set after build.
+// TestManagerEvidenceKey: a Manager made without an evidence key keeps one
+// random key for its lifetime; with one, it uses it; New refuses a key of
+// the wrong length.
 func TestManagerEvidenceKey(t *testing.T) {
-	m := &Manager{}
+	m := newManager(t)
 	first := m.KeyedDigest([]byte("x"))
 	if m.KeyedDigest([]byte("x")) != first || !bytes.Equal(m.evidence().key(), m.EvidenceDigestKey()) {
 		t.Fatal("the Manager's random key changed")
 	}
-	m.EvidenceKey = bytes.Repeat([]byte{3}, EvidenceKeySize)
-	if got := m.KeyedDigest([]byte("x")); got != newEvidenceKeys(m.EvidenceKey).keyedDigest([]byte("x")) || got == first {
-		t.Errorf("EvidenceKey set after build is not used: %s", got)
+	key := bytes.Repeat([]byte{3}, EvidenceKeySize)
+	keyed := mustNew(t, Options{Host: m.host, Store: m.store, EvidenceKey: key})
+	if got := keyed.KeyedDigest([]byte("x")); got != newEvidenceKeys(key).keyedDigest([]byte("x")) || got == first {
+		t.Errorf("Options.EvidenceKey is not used: %s", got)
+	}
+	if _, err := New(Options{Host: m.host, Store: m.store, EvidenceKey: key[:16]}); err == nil || !strings.Contains(err.Error(), "EvidenceKey holds 16 bytes, not 32") {
+		t.Errorf("New with a 16-byte key: %v, want a refusal naming its length", err)
+	}
+}
+
+// TestNewRefuses: New refuses a Manager without its store or host, naming
+// the missing option and what to do.
+func TestNewRefuses(t *testing.T) {
+	m := newManager(t)
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"no store", Options{Host: m.host}, "Options.Store is nil; open the session store"},
+		{"no host", Options{Store: m.store}, "Options.Host is nil; start the plugin host"},
+		{"negative poll", Options{Host: m.host, Store: m.store, PollInterval: -time.Second}, "Options.PollInterval is -1s"},
+	} {
+		if got, err := New(tc.o); err == nil || got != nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: New = %v, %v; want a refusal saying %q", tc.name, got, err, tc.want)
+		}
 	}
 }

@@ -178,7 +178,7 @@ func (g *group) readBaseline(ctx context.Context) {
 				p = judge.ProjectBaseline(g.effects)
 			}
 			rs := g.m.evidence().newReadStream("the stored baseline's records", g.cm.Records, p)
-			if err = g.m.Store.ReadBaseline(ctx, g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
+			if err = g.m.store.ReadBaseline(ctx, g.id, g.n, func(rec []byte) error { return rs.Add(secrets.restoreRaw(rec)) }); err == nil {
 				before = rs.read()
 			}
 		} else {
@@ -217,7 +217,7 @@ func (g *group) readIndex(ctx context.Context, secrets secretMask) (*read, error
 	}
 	rs := judge.NewRecordStream("the stored baseline's records", cm.Records)
 	rs.Project(judge.ProjectBaseline(g.effects))
-	if err := g.m.Store.ReadBaseline(ctx, g.id, g.n, func(e []byte) error { return rs.AddEntry(secrets.restoreRaw(e)) }); err != nil {
+	if err := g.m.store.ReadBaseline(ctx, g.id, g.n, func(e []byte) error { return rs.AddEntry(secrets.restoreRaw(e)) }); err != nil {
 		return nil, err
 	}
 	switch {
@@ -281,7 +281,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 	_, span := telemetry.Start(ctx, telemetry.SpanJudge, effectAttrs(g.contracts, g.cm.Effects)...)
 	defer span.End()
 	if f := g.cand.Freshness; f != nil {
-		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock().Now().UTC()}
+		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock.Now().UTC()}
 	}
 	out := make([]judge.Verdict, len(g.effects))
 	g.waitBaseline()
@@ -304,7 +304,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 
 // settleAll reads and judges until the group settles (docs/contracts.md §6).
 func (g *group) settleAll(ctx context.Context) []judge.Verdict {
-	return judge.PollGroup(ctx, g.m.clock(), judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.PollInterval},
+	return judge.PollGroup(ctx, g.m.clock, judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.pollInterval},
 		func(ctx context.Context) []judge.Verdict { return g.judgeRead(ctx, g.read(ctx, g.settle)) })
 }
 
@@ -353,7 +353,7 @@ func (g *group) hook(ctx context.Context, k int, v *judge.Verdict) {
 		return
 	}
 	if !judge.Demote(v, judge.Decision(d.Verdict), d.ReasonCode, redact(d.Message), g.opts) {
-		g.m.logger().Warn("ignored a verdict hook answer that is not a demotion", "kind", g.inst.Kind(), "from", v.Decision, "to", d.Verdict)
+		g.m.logger.Warn("ignored a verdict hook answer that is not a demotion", "kind", g.inst.Kind(), "from", v.Decision, "to", d.Verdict)
 	}
 }
 
@@ -378,15 +378,15 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 		telemetry.KeyEffectKind.String(string(c.Kind)), telemetry.KeyKind.String(cand.Kind))
 	defer span.End()
 	allow := func(string) bool { return false }
-	if m.Daemon != nil {
-		allow = m.Daemon.AllowSecret
+	if m.daemon != nil {
+		allow = m.daemon.AllowSecret
 	}
 	failed := func(deleted []judge.Record, why error) *judge.Task {
 		telemetry.Fail(span, "compensation_failed")
 		telemetry.Set(span, telemetry.KeyDeleted.Int(len(deleted)))
 		// A failed DELETE's error may quote the URL, and so an identity.
 		msg := m.secretMask(cand).text(cand.Redaction.RedactText(why.Error(), []*judge.Contract{c}, v.Matched))
-		m.logger().Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
+		m.logger.Error("compensation failed", "session", g.id, "effect", index, "deleted", len(deleted), "error", msg)
 		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.evidence().digester()})
 	}
 	secrets, err := cand.ResolveCompensator(m.lookupEnv, allow)
@@ -407,7 +407,7 @@ func (g *group) compensate(ctx context.Context, k int, v *judge.Verdict) *judge.
 	nv.Reasons = append(nv.Reasons, judge.Reason{Code: ReasonCompensated,
 		Message: fmt.Sprintf("the compensator deleted %d duplicate(s); this verdict re-verifies against the original baseline", len(deleted))})
 	*v = nv
-	m.logger().Info("compensated duplicates", "session", g.id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
+	m.logger.Info("compensated duplicates", "session", g.id, "effect", index, "deleted", len(deleted), "verdict", nv.Decision)
 	if nv.Decision != judge.Confirmed {
 		return judge.NewTask(g.id, index, cand.Kind, c, v, judge.TaskOptions{CompensationFailed: true, Deleted: deleted, Digest: m.evidence().digester()})
 	}

@@ -50,7 +50,7 @@ func indexRows(rng *rand.Rand, from, n int) []sdk.Record {
 // storedMeta is session id's stored metadata.
 func storedMeta(t *testing.T, m *Manager, id string) meta {
 	t.Helper()
-	raw, _, err := m.Store.Session(t.Context(), id)
+	raw, _, err := m.store.Session(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,8 +97,8 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 		recs = mutate(&md, recs)
 	}
 	twin := newManager(t, adapter)
-	twin.EvidenceKey, twin.Signer = m.EvidenceKey, m.Signer
-	w := twin.Store.NewBaseline(id, 0)
+	twin.keys, twin.signer = m.keys, m.signer
+	w := twin.store.NewBaseline(id, 0)
 	for _, r := range recs {
 		if err := w.Add(ctx, r); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func wholeTwin(t *testing.T, m *Manager, adapter sdk.Adapter, id string, mutate 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := twin.Store.CreateSessionLedger(t.Context(), id, raw, func(l store.Ledger) error {
+	if err := twin.store.CreateSessionLedger(t.Context(), id, raw, func(l store.Ledger) error {
 		_, err := l.Append(EntryBegin, id, jsonDigest(&md.Begin))
 		return err
 	}, w); err != nil {
@@ -175,7 +175,7 @@ func indexRound(t *testing.T, rng *rand.Rand, round int, count func(judge.Decisi
 	tab := &table{}
 	a := &memAdapter{kind: fmt.Sprintf("index-test-%d", round), tier: 1, table: tab}
 	m := signedManager(t, a)
-	m.EvidenceKey = bytes.Repeat([]byte{byte(round + 1)}, EvidenceKeySize)
+	m.keys = newEvidenceKeys(bytes.Repeat([]byte{byte(round + 1)}, EvidenceKeySize))
 	for _, r := range indexRows(rng, 0, 5+rng.IntN(60)) {
 		tab.add(r)
 	}
@@ -186,11 +186,11 @@ func indexRound(t *testing.T, rng *rand.Rand, round int, count func(judge.Decisi
 	}
 	id := res.SessionID
 	md := storedMeta(t, m, id)
-	if cm := md.Captures[0]; cm.Index != baselineIndexV1 || !strings.HasPrefix(cm.Digest, "hmac-sha256:") || cm.DigestKeyID != judge.KeyID(m.EvidenceKey) {
+	if cm := md.Captures[0]; cm.Index != baselineIndexV1 || !strings.HasPrefix(cm.Digest, "hmac-sha256:") || cm.DigestKeyID != judge.KeyID(m.keys.key()) {
 		t.Fatalf("round %d: capture %+v is not stored as an index", round, cm)
 	}
 	marks := map[byte]int{}
-	if err := m.Store.ReadBaseline(t.Context(), id, 0, func(e []byte) error { marks[e[0]]++; return nil }); err != nil {
+	if err := m.store.ReadBaseline(t.Context(), id, 0, func(e []byte) error { marks[e[0]]++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(marks) == 0 || marks[judge.IndexWhole]+marks[judge.IndexPartial] != md.Captures[0].Records || marks[judge.IndexPartial] == 0 {
@@ -287,7 +287,7 @@ func TestUnreadableIndexIsIndeterminate(t *testing.T) {
 			tab := &table{}
 			a := &memAdapter{kind: "unreadable-index-" + strings.ReplaceAll(tt.name, " ", "-"), tier: 1, table: tab}
 			m := signedManager(t, a)
-			m.EvidenceKey = bytes.Repeat([]byte{7}, EvidenceKeySize)
+			m.keys = newEvidenceKeys(bytes.Repeat([]byte{7}, EvidenceKeySize))
 			tab.add(sdk.Record{"id": json.Number("1"), "p": "1"})
 			tab.add(sdk.Record{"id": json.Number("2"), "p": "2"})
 			tab.add(sdk.Record{"id": json.Number("3"), "p": "3", "note": "x"})
@@ -298,11 +298,11 @@ func TestUnreadableIndexIsIndeterminate(t *testing.T) {
 			}
 			id := res.SessionID
 			var stored [][]byte
-			if err := m.Store.ReadBaseline(t.Context(), id, 0, func(e []byte) error { stored = append(stored, bytes.Clone(e)); return nil }); err != nil {
+			if err := m.store.ReadBaseline(t.Context(), id, 0, func(e []byte) error { stored = append(stored, bytes.Clone(e)); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			twin := wholeTwin(t, m, a, id, func(md *meta, _ [][]byte) [][]byte {
-				src, _, _ := m.Store.Session(t.Context(), id)
+				src, _, _ := m.store.Session(t.Context(), id)
 				if err := json.Unmarshal(src, md); err != nil {
 					t.Fatal(err)
 				}

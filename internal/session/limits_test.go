@@ -41,7 +41,7 @@ func TestBeginLimits(t *testing.T) {
 	m := newManager(t, &memAdapter{kind: "limit-test", tier: 1, table: &table{}})
 	// These tests are about limits, not the change-claim guard.
 	noClaim := false
-	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
+	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	dep := []byte("effects: {kind: limit-test}\n")
 	p := map[string]string{"p": "1"}
 	many := map[string]string{}
@@ -92,7 +92,7 @@ func TestRefusedDocumentsNotCached(t *testing.T) {
 	m := newManager(t, &memAdapter{kind: "nocache-test", tier: 1, table: &table{}})
 	// These tests are about limits, not the change-claim guard.
 	noClaim := false
-	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
+	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	// Documents no other test or run (-count) has sent: the cache is shared.
 	nonce := time.Now().UnixNano()
 	dep := []byte(fmt.Sprintf("effects: {kind: nocache-test}\n# %d\n", nonce))

@@ -57,7 +57,7 @@ func kindsOf(kinds []string) []string {
 // parameter value, a record value or a secret.
 func (m *Manager) observeBegin(req BeginRequest, res *BeginResult, err error, took time.Duration) {
 	outcome := beginOutcome(err)
-	m.Metrics.BeginDone(outcome, took)
+	m.metrics.BeginDone(outcome, took)
 	var id string
 	var kinds []string
 	if res != nil {
@@ -72,10 +72,10 @@ func (m *Manager) observeBegin(req BeginRequest, res *BeginResult, err error, to
 		if se, ok := errors.AsType[*Error](err); ok {
 			fields = append(fields, "code", se.Code, "path", se.Path)
 		}
-		m.logger().Info("session refused", fields...)
+		m.logger.Info("session refused", fields...)
 		return
 	}
-	m.logger().Info("session begun", fields...)
+	m.logger.Info("session begun", fields...)
 }
 
 // observeVerify writes one log line per Verify and, when the call judged
@@ -91,17 +91,17 @@ func (m *Manager) observeVerify(id string, note *verifyNote, res *Result, err er
 	}
 	switch {
 	case note.judged:
-		m.Metrics.VerifyDone(outcome, took)
+		m.metrics.VerifyDone(outcome, took)
 		tasks := 0
 		for _, e := range res.Effects {
-			m.Metrics.Verdict(e.Substrate, string(e.Verdict), string(e.Result), e.Tier)
+			m.metrics.Verdict(e.Substrate, string(e.Verdict), string(e.Result), e.Tier)
 			if e.ReconciliationTask != nil {
 				tasks++
 			}
 		}
-		m.Metrics.TasksIssued(tasks)
+		m.metrics.TasksIssued(tasks)
 	case note.judging && err != nil:
-		m.Metrics.VerifyDone(outcome, took)
+		m.metrics.VerifyDone(outcome, took)
 	}
 	fields := []any{"session", id, "deployment", note.deployment, "outcome", outcome,
 		"duration_ms", took.Milliseconds(), "kinds", kindsOf(kinds), "replay", note.replay}
@@ -109,10 +109,10 @@ func (m *Manager) observeVerify(id string, note *verifyNote, res *Result, err er
 		fields = append(fields, "reconciliation_tasks", len(openTasks(res)))
 	}
 	if err != nil {
-		m.logger().Warn("session not verified", append(fields, "error", errKind(err))...)
+		m.logger.Warn("session not verified", append(fields, "error", errKind(err))...)
 		return
 	}
-	m.logger().Info("session verified", fields...)
+	m.logger.Info("session verified", fields...)
 }
 
 // errKind names a failed Verify without its message (which may quote

@@ -34,8 +34,8 @@ func TestBeginAndVerifyLogOneLineAndCount(t *testing.T) {
 	tab := &table{}
 	m := newManager(t, &memAdapter{kind: "observe-test", tier: 1, table: tab})
 	var logs syncBuffer
-	m.Logger = hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &logs, Level: hclog.Info})
-	m.Metrics = metrics.New(prometheus.NewRegistry())
+	m.logger = hclog.New(&hclog.LoggerOptions{JSONFormat: true, Output: &logs, Level: hclog.Info})
+	m.metrics = metrics.New(prometheus.NewRegistry())
 
 	ctx := context.Background()
 	res, err := m.Begin(ctx, BeginRequest{Deployment: []byte("effects: {kind: observe-test}\n"), Effects: []byte(effectsIrreversible), Params: map[string]string{"p": paramValue}})
@@ -94,7 +94,7 @@ func TestBeginAndVerifyLogOneLineAndCount(t *testing.T) {
 		t.Errorf("replay flags %v, %v; want false, true", lines[1]["replay"], lines[2]["replay"])
 	}
 
-	text := scrape(t, m.Metrics)
+	text := scrape(t, m.metrics)
 	// Every settle poll reads both records: the count is a multiple of 2.
 	if !strings.Contains(text, `verifierd_capture_rows_total{kind="observe-test",phase="after"} `) {
 		t.Errorf("metrics count no rows read after:\n%s", text)

@@ -35,7 +35,31 @@ type CandidateCheck struct {
 // reported unreachable with the reason; only a malformed deployment is an
 // error.
 func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploymentName string, params map[string]string) ([]CandidateCheck, error) {
-	data, inline, err := m.deploymentSource(BeginRequest{Deployment: deployment, DeploymentName: deploymentName}, "TestConnection")
+	return m.preflight().test(ctx, deployment, deploymentName, params)
+}
+
+// preflight runs TestConnection: it resolves the deployment under the
+// trust rule (deployments), configures its candidates and their censuses
+// (configurer) and masks the secrets lookupEnv resolves.
+type preflight struct {
+	deployments deployments
+	configurer  *configurer
+	lookupEnv   func(string) (string, bool)
+}
+
+// newPreflight is the preflight over its parts.
+func newPreflight(d deployments, c *configurer, lookupEnv func(string) (string, bool)) preflight {
+	return preflight{deployments: d, configurer: c, lookupEnv: lookupEnv}
+}
+
+// preflight is the Manager's preflight, over its parts.
+func (m *Manager) preflight() preflight {
+	return newPreflight(m.deployments(), m.configurer(), m.lookupEnv)
+}
+
+// test is TestConnection.
+func (p preflight) test(ctx context.Context, deployment []byte, deploymentName string, params map[string]string) ([]CandidateCheck, error) {
+	data, inline, err := p.deployments.source(BeginRequest{Deployment: deployment, DeploymentName: deploymentName}, "TestConnection")
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +77,7 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 		}
 	}
 	probe := []*judge.Contract{{TimeoutS: judge.DefaultTimeoutS}}
-	insts, errs := m.configure(ctx, dep, probe, params, forCheck)
+	insts, errs := p.configurer.configure(ctx, dep, probe, params, false)
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
 		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
@@ -87,7 +111,7 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 		if out[i].Reachable && c.Census != nil {
 			// A census that cannot be read refuses every Begin through
 			// this candidate: the candidate is not usable.
-			if msg := m.testCensus(ctx, dep, i, probe); msg != "" {
+			if msg := p.testCensus(ctx, dep, i, probe); msg != "" {
 				out[i].Reachable, out[i].Message = false, msg
 			}
 		}
@@ -96,7 +120,7 @@ func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploym
 	// quote the credential it refused: none of the candidate's secrets
 	// leaves in it.
 	for i := range out {
-		secrets := m.secretMask(&dep.Candidates[i])
+		secrets := maskSecrets(p.lookupEnv, &dep.Candidates[i])
 		out[i].Message = secrets.text(out[i].Message)
 		for k, w := range out[i].Warnings {
 			out[i].Warnings[k] = secrets.text(w)
@@ -181,8 +205,8 @@ func Judge(req JudgeRequest) (*Result, error) {
 
 // testCensus runs the read-only preflight of candidate i's census; "" when
 // it answered.
-func (m *Manager) testCensus(ctx context.Context, dep *config.Deployment, i int, contracts []*judge.Contract) string {
-	inst, err := m.censusInstance(ctx, dep, i, contracts)
+func (p preflight) testCensus(ctx context.Context, dep *config.Deployment, i int, contracts []*judge.Contract) string {
+	inst, err := p.configurer.census(ctx, dep, i, contracts)
 	if err != nil {
 		return "census: " + err.Error()
 	}

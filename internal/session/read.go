@@ -5,6 +5,7 @@ import (
 	"hash"
 	"sync"
 
+	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -84,6 +85,21 @@ func (r *read) snapshot() judge.Snapshot {
 // expect is the number of records expected (the baseline's), 0 if unknown;
 // p, when not nil, is what of each record to keep (judge.Projection).
 func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int, p *judge.Projection) (*read, error) {
+	return m.afterReader().capture(ctx, inst, req, expect, p)
+}
+
+// afterReader takes after reads: it digests each record under the
+// evidence keys as it streams and counts the read in metrics (nil: none).
+type afterReader struct {
+	keys    evidenceKeys
+	metrics *metrics.Metrics
+}
+
+// afterReader is the Manager's after reader, over its keys and metrics.
+func (m *Manager) afterReader() afterReader { return afterReader{keys: m.keys, metrics: m.metrics} }
+
+// capture is readAfterRead.
+func (a afterReader) capture(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int, p *judge.Projection) (*read, error) {
 	capt, err := inst.CaptureAfter(ctx, req)
 	if err != nil {
 		return unreachableRead(err.Error()), err
@@ -96,7 +112,7 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 		}
 		return incompleteRead(reason, capt.Code), nil
 	}
-	rs := m.evidence().newReadStream("the after read's records", expect, p)
+	rs := a.keys.newReadStream("the after read's records", expect, p)
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
 			return unreachableRead(err.Error()), err
@@ -107,8 +123,20 @@ func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, 
 			}
 		}
 	}
-	m.Metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
+	a.metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
 	return rs.read(), nil
+}
+
+// snapshot reads the adapter once into a snapshot, whole. Every failure,
+// transport or protocol, is an unreachable read, never a partial read
+// set; the error is that failure.
+func (a afterReader) snapshot(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
+	r, err := a.capture(ctx, inst, req, 0, nil)
+	s := r.snapshot()
+	if len(s.Records) == 0 {
+		s.Records = nil // as the map path left an empty read
+	}
+	return s, err
 }
 
 // readStream decodes a read as it streams (judge.RecordStream), digesting

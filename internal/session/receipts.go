@@ -37,7 +37,7 @@ const (
 
 // EvidenceDigestKey is the key of every keyed evidence digest in a receipt:
 // the daemon's evidence key, the same that keys reconciliation-task digests
-// (Manager.EvidenceKey; a random one of the Manager's lifetime when unset).
+// (Options.EvidenceKey; a random one of the Manager's lifetime when unset).
 func (m *Manager) EvidenceDigestKey() []byte { return m.evidence().key() }
 
 // KeyedDigest is "hmac-sha256:" and the hex HMAC-SHA-256 of data under the
@@ -355,10 +355,10 @@ type KeyInfo struct {
 // Info reports the signing identity; empty key fields without a signer.
 func (m *Manager) Info(ctx context.Context) (*KeyInfo, error) {
 	ki := &KeyInfo{}
-	if m.Signer != nil {
-		ki.PublicKey, ki.KeyID = m.Signer.PublicKeyBase64(), m.Signer.KeyID()
+	if m.signer != nil {
+		ki.PublicKey, ki.KeyID = m.signer.PublicKeyBase64(), m.signer.KeyID()
 	}
-	pos, err := m.Store.LedgerHead(ctx)
+	pos, err := m.store.LedgerHead(ctx)
 	ki.Head = pos
 	return ki, err
 }

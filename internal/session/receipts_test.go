@@ -22,14 +22,14 @@ func signedManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 	t.Helper()
 	m := newManager(t, adapters...)
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	m.Signer = signing.New(priv)
+	m.signer = signing.New(priv)
 	return m
 }
 
 func ledgerOf(t *testing.T, m *Manager) []receipt.Entry {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := m.Store.ExportLedger(t.Context(), 0, func(_ receipt.Entry, c []byte) error {
+	if err := m.store.ExportLedger(t.Context(), 0, func(_ receipt.Entry, c []byte) error {
 		buf.Write(append(c, '\n'))
 		return nil
 	}); err != nil {
@@ -51,7 +51,7 @@ func openReceipt(t *testing.T, m *Manager, raw json.RawMessage) VerdictPayload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := env.Open(m.Signer.PublicKey())
+	payload, err := env.Open(m.signer.PublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	}
 	if p.SessionID != res.SessionID || p.TerminalOutcome != "VERIFIED" || p.Deployment.Digest != sha256Hex(dep) ||
 		len(p.Baseline) != 1 || p.Baseline[0].Records != 0 || p.After[0].Records != 1 || !strings.HasPrefix(p.After[0].Digest, "hmac-sha256:") ||
-		p.Signer.KeyID != m.Signer.KeyID() || p.Ledger.Seq != 3 {
+		p.Signer.KeyID != m.signer.KeyID() || p.Ledger.Seq != 3 {
 		t.Errorf("payload %+v", p)
 	}
 	// The stored result carries the same receipt.

@@ -26,7 +26,7 @@ type RefusedBegin struct {
 // signed receipt (nil without a signing key). The refusal message is
 // recorded by digest only: it may name a parameter value.
 func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMessage, error) {
-	if m.Store == nil {
+	if m.store == nil {
 		return nil, nil
 	}
 	key := fmt.Sprintf("refusal/%s", newID())
@@ -38,7 +38,7 @@ func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMe
 		dep.Digest = sha256Hex(r.Deployment)
 	}
 	var env json.RawMessage
-	_, err := m.Store.PutReceipt(ctx, key, func(l store.Ledger) ([]byte, error) {
+	_, err := m.store.PutReceipt(ctx, key, func(l store.Ledger) ([]byte, error) {
 		if _, err := l.Append(EntryBeginRefused, "", jsonDigest(map[string]any{"outcome": r.Outcome, "refusal": claim, "deployment": dep})); err != nil {
 			return nil, err
 		}
@@ -68,13 +68,13 @@ func (m *Manager) recordBeginRefusal(ctx context.Context, req BeginRequest, depl
 	var wf *WorkflowRef
 	if req.Workflow != "" {
 		wf = &WorkflowRef{Name: req.Workflow, Step: req.Step}
-		if w := m.Workflows[req.Workflow]; w != nil {
+		if w := m.workflows[req.Workflow]; w != nil {
 			wf.Digest = w.Digest
 		}
 	}
 	env, rerr := m.RecordRefusal(ctx, RefusedBegin{Outcome: refusalOutcome(se), DeploymentName: req.DeploymentName, Deployment: deployment, Workflow: wf, Err: se})
 	if rerr != nil {
-		m.logger().Error("recording a refused Begin in the ledger", "error", rerr)
+		m.logger.Error("recording a refused Begin in the ledger", "error", rerr)
 		return err
 	}
 	out := *se

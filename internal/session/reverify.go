@@ -38,7 +38,7 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 		return nil, &Error{Kind: Refused, Path: "session_id", Message: "the session was VERIFIED; there is nothing to re-verify"}
 	}
 	open := openTasks(&first)
-	more, err := m.Store.Reverifications(ctx, id)
+	more, err := m.store.Reverifications(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.Store.AddReverification(ctx, id, func(l store.Ledger, attempt int) ([]byte, bool, error) {
+	out, err := m.store.AddReverification(ctx, id, func(l store.Ledger, attempt int) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, &reverifyOf{attempt: attempt, reason: reason, openTasks: open})
 		// Once VERIFIED the session is settled and its baseline goes
 		// (a run's session keeps it for the rollback check).
@@ -73,12 +73,12 @@ func (m *Manager) Reverify(ctx context.Context, id, reason string) (*Result, err
 	if err := decodeResult(out, &r); err != nil {
 		return nil, err
 	}
-	m.logger().Info("session re-verified", "session", id, "attempt", r.Attempt, "outcome", r.Outcome)
+	m.logger.Info("session re-verified", "session", id, "attempt", r.Attempt, "outcome", r.Outcome)
 	// The re-verification closes (when VERIFIED) or supersedes the tasks
 	// that were open, and issues its own: issued - closed stays the
 	// number of open tasks.
-	m.Metrics.TasksClosed(len(open))
-	m.Metrics.TasksIssued(len(openTasks(&r)))
+	m.metrics.TasksClosed(len(open))
+	m.metrics.TasksIssued(len(openTasks(&r)))
 	return &r, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/reward"
+	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
 )
@@ -24,7 +25,7 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // deployment is registered and parses, and a SQLite file it names is a
 // SQLite database (a renamed JSON dump is refused, not read).
 func (o RewardOracle) CheckDeployment(name string) error {
-	data, err := o.m.deploymentBytes(BeginRequest{DeploymentName: name})
+	data, err := registeredDeployment(o.daemon, name)
 	if err != nil {
 		return err
 	}
@@ -60,11 +61,26 @@ func checkSQLiteFiles(dep *config.Deployment) error {
 
 // RewardOracle reads registered deployments for the reward service
 // (reward.Oracle) and loads the reward contracts whose oracles they are.
-type RewardOracle struct{ m *Manager }
+type RewardOracle struct {
+	daemon     *config.Daemon  // registered deployments and reward contracts; may be nil
+	signer     *signing.Signer // the daemon's key, trusted for certificates; may be nil
+	configurer *configurer
+	lookupEnv  func(string) (string, bool)
+	reader     afterReader
+}
 
 // NewRewardOracle is the reward oracle over m's deployments, adapters and
 // keys.
-func NewRewardOracle(m *Manager) RewardOracle { return RewardOracle{m: m} }
+func NewRewardOracle(m *Manager) RewardOracle {
+	return newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, m.afterReader())
+}
+
+// newRewardOracle reads the deployments registered in daemon through c,
+// masks the secrets lookupEnv resolves, takes after reads with reader and
+// trusts certificates signed by signer (both daemon and signer may be nil).
+func newRewardOracle(daemon *config.Daemon, signer *signing.Signer, c *configurer, lookupEnv func(string) (string, bool), reader afterReader) RewardOracle {
+	return RewardOracle{daemon: daemon, signer: signer, configurer: c, lookupEnv: lookupEnv, reader: reader}
+}
 
 // OracleConfigDigest is the digest of a candidate's configuration as the
 // deployment declares it: its kind, its section and the names of the
@@ -105,12 +121,12 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 	}
 	var all secretMask
 	for i := range dep.Candidates {
-		all.secrets = append(all.secrets, o.m.secretMask(&dep.Candidates[i]).secrets...)
+		all.secrets = append(all.secrets, maskSecrets(o.lookupEnv, &dep.Candidates[i]).secrets...)
 	}
 	all.sort()
 	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
 	if phase != "after" && read.Snapshot.Reachable && read.Pin != nil && read.Pin.Index < len(dep.Candidates) {
-		mask := o.m.secretMask(&dep.Candidates[read.Pin.Index])
+		mask := maskSecrets(o.lookupEnv, &dep.Candidates[read.Pin.Index])
 		if mask.active() {
 			recs := make([]judge.Record, len(read.Snapshot.Records))
 			for i, r := range read.Snapshot.Records {
@@ -129,7 +145,7 @@ func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, 
 	if dep == nil || pin == nil || pin.Index < 0 || pin.Index >= len(dep.Candidates) {
 		return recs
 	}
-	mask := o.m.secretMask(&dep.Candidates[pin.Index])
+	mask := maskSecrets(o.lookupEnv, &dep.Candidates[pin.Index])
 	if !mask.active() {
 		return recs
 	}
@@ -141,7 +157,7 @@ func (o RewardOracle) RestoreBaseline(deployment string, pin *reward.OraclePin, 
 }
 
 func (o RewardOracle) deployment(name string) *config.Deployment {
-	data, err := o.m.deploymentBytes(BeginRequest{DeploymentName: name})
+	data, err := registeredDeployment(o.daemon, name)
 	if err != nil {
 		return nil
 	}
@@ -153,12 +169,11 @@ func (o RewardOracle) deployment(name string) *config.Deployment {
 }
 
 func (o RewardOracle) read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
-	m := o.m
 	fail := func(read reward.OracleRead, err error) reward.OracleRead {
 		read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
 		return read
 	}
-	data, err := m.deploymentBytes(BeginRequest{DeploymentName: deployment})
+	data, err := registeredDeployment(o.daemon, deployment)
 	if err != nil {
 		return fail(reward.OracleRead{Pin: pin}, err)
 	}
@@ -185,7 +200,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 			return changed("was reconfigured since the episode was registered")
 		}
 		one := &config.Deployment{Candidates: []config.Candidate{*c}, Policy: dep.Policy}
-		insts, errs := m.configure(ctx, one, effects, identity, forCheck)
+		insts, errs := o.configurer.configure(ctx, one, effects, identity, false)
 		if insts[0] == nil {
 			read.Code = reward.ReasonOracleUnavailable
 			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline cannot be configured: %w", deployment, pin.Index, pin.Kind, errors.Join(errs...)))
@@ -195,7 +210,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 			return changed("now reports kind %s tier %d", clip(inst.Kind()), inst.Info().Tier)
 		}
 	} else {
-		insts, errs := m.configure(ctx, dep, effects, identity, forCheck)
+		insts, errs := o.configurer.configure(ctx, dep, effects, identity, false)
 		best = -1
 		for i, inst := range insts {
 			if inst != nil && (best < 0 || inst.Info().Tier < insts[best].Info().Tier) {
@@ -220,7 +235,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	rctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(effects))
 	defer cancel()
 	if phase == "after" {
-		snap, _ := m.readAfterErr(rctx, inst, req)
+		snap, _ := o.reader.snapshot(rctx, inst, req)
 		read.Snapshot = snap
 		return read
 	}
@@ -255,23 +270,22 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 // rewards_trust; the oracle deployment must be registered (and a SQLite
 // file it names must be one). Every refusal names the file and the rule.
 func (o RewardOracle) LoadContracts() (map[string]*reward.Contract, error) {
-	m := o.m
 	out := map[string]*reward.Contract{}
-	if m.Daemon == nil || len(m.Daemon.Rewards) == 0 {
+	if o.daemon == nil || len(o.daemon.Rewards) == 0 {
 		return out, nil
 	}
 	trust := reward.Trust{Keys: map[string][]byte{}}
-	if m.Signer != nil {
-		trust.Keys[m.Signer.KeyID()] = m.Signer.PublicKey()
+	if o.signer != nil {
+		trust.Keys[o.signer.KeyID()] = o.signer.PublicKey()
 	}
-	for i, text := range m.Daemon.RewardsTrust {
+	for i, text := range o.daemon.RewardsTrust {
 		pub, err := receipt.ParsePublicKey(text)
 		if err != nil {
 			return nil, fmt.Errorf("rewards_trust[%d]: %w", i, err)
 		}
 		trust.Keys[receipt.KeyID(pub)] = pub
 	}
-	for name, dir := range m.Daemon.Rewards {
+	for name, dir := range o.daemon.Rewards {
 		c, err := reward.LoadContract(name, dir, trust)
 		if err != nil {
 			return nil, fmt.Errorf("rewards.%s: %w", name, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/sdk"
+	sdkrefusal "github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // The MockMed reward contract: one new Triage encounter for the registered
@@ -88,8 +89,8 @@ func newRewardRig(t *testing.T, deployment string, env map[string]string, adapte
 	signer := signing.New(priv)
 	daemon := &config.Daemon{Deployments: map[string]string{"mockmed": depPath}, Rewards: map[string]string{"mockmed": contractDir},
 		Secrets: config.SecretsConfig{Allow: []string{"MOCKMED_*"}}}
-	m := &Manager{Host: host, Store: st, Daemon: daemon, Signer: signer, EvidenceKey: make([]byte, EvidenceKeySize),
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	m := mustNew(t, Options{Host: host, Store: st, Daemon: daemon, Signer: signer, EvidenceKey: make([]byte, EvidenceKeySize),
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	// Calibrate with the daemon key, as `verifyctl reward calibrate` does.
 	contracts, err := NewRewardOracle(m).LoadContracts()
 	if err != nil {
@@ -272,7 +273,7 @@ func TestRewardRefusesRenamedJSONAsSQLite(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(cdir, name), []byte(text), 0o600))
 	}
 	_, priv, _ := ed25519.GenerateKey(nil)
-	m := &Manager{Host: host, Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(priv)}
+	m := mustNew(t, Options{Host: host, Store: newManager(t).store, Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(priv)})
 	_, err := NewRewardOracle(m).LoadContracts()
 	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database file") || !strings.Contains(err.Error(), "contract.yaml") {
 		t.Fatalf("got %v, want the SQLite header refusal naming contract.yaml", err)
@@ -307,11 +308,13 @@ func TestRewardsTrust(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(cdir, reward.CertificateFile), cert, 0o600))
 
 	_, daemonKey, _ := ed25519.GenerateKey(nil)
-	m := &Manager{Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(daemonKey)}
-	if _, err := NewRewardOracle(m).LoadContracts(); err == nil || !strings.Contains(err.Error(), reward.RuleCertificateUntrust) {
-		t.Fatalf("an issuer outside rewards_trust: %v", err)
+	m := mustNew(t, Options{Host: newManager(t).host, Store: newManager(t).store, Daemon: &config.Daemon{Deployments: map[string]string{"mockmed": filepath.Join(dir, "deployment.yaml")}, Rewards: map[string]string{"m": cdir}}, Signer: signing.New(daemonKey)})
+	// Classified by its code; the text still names the file and the rule.
+	_, err = NewRewardOracle(m).LoadContracts()
+	if sdkrefusal.CodeOf(err) != reward.RuleCertificateUntrust || !strings.Contains(err.Error(), reward.CertificateFile+": "+reward.RuleCertificateUntrust+": ") {
+		t.Fatalf("an issuer outside rewards_trust: %v, want code %s and a message naming the file and the rule", err, reward.RuleCertificateUntrust)
 	}
-	m.Daemon.RewardsTrust = []string{issuer.PublicKeyBase64()}
+	m.daemon.RewardsTrust = []string{issuer.PublicKeyBase64()}
 	got, err := NewRewardOracle(m).LoadContracts()
 	if err != nil || got["m"].Certificate == nil {
 		t.Fatalf("an issuer in rewards_trust: %v", err)
@@ -331,7 +334,7 @@ func (r *rewardRig) restart(t *testing.T, kinds map[string]func() sdk.Adapter) {
 	for kind, f := range kinds {
 		host.RegisterInProcess(kind, f)
 	}
-	m := &Manager{Host: host, Store: r.m.Store, Daemon: r.m.Daemon, Signer: r.m.Signer, EvidenceKey: r.m.EvidenceKey, LookupEnv: r.m.LookupEnv}
+	m := mustNew(t, Options{Host: host, Store: r.m.store, Daemon: r.m.daemon, Signer: r.m.signer, EvidenceKey: r.m.keys.key(), LookupEnv: r.m.lookupEnv})
 	r.m = m
 	r.svc.Oracle = NewRewardOracle(m)
 }
@@ -390,7 +393,7 @@ func TestRewardOraclePinned(t *testing.T) {
 
 	// Honest, through SQLite: verified and certified.
 	r.register(t, "episode-0001", "patient-pin-0001")
-	raw, err := r.m.Store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/episode-0001")
+	raw, err := r.m.store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/episode-0001")
 	if err != nil || !strings.Contains(string(raw), `"oracle":{"index":0,"kind":"sql","tier":1,"config_digest":"sha256:`) {
 		t.Fatalf("the stored episode does not pin the SQLite candidate: %v %s", err, raw)
 	}
@@ -403,7 +406,7 @@ func TestRewardOraclePinned(t *testing.T) {
 
 	// Reconfigured between registration and scoring: unscored.
 	r.register(t, "episode-0002", "patient-pin-0002")
-	depPath := r.m.Daemon.Deployments["mockmed"]
+	depPath := r.m.daemon.Deployments["mockmed"]
 	must(t, os.WriteFile(depPath, []byte(strings.Replace(deployment, "ORDER BY id", "ORDER BY id DESC", 1)), 0o600))
 	rc := r.score(t, "episode-0002")
 	if rc.RewardOutcome != reward.OutcomeFailedPlatform || rc.Uncertainty != reward.UncertaintyOracleUnavailable || rc.ReasonCode != reward.ReasonOracleChanged ||
@@ -466,9 +469,34 @@ func TestRewardSecretInRecords(t *testing.T) {
 	}, reward.OutcomeVerified, &one, true, false})
 	r.run(t, 1, episodeCase{"idle", "patient-echo-0002", func(*testing.T, string) {}, reward.OutcomeWrongEffect, &zero, true, false})
 	for _, ep := range []string{"episode-0000", "episode-0001"} {
-		raw, err := r.m.Store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/"+ep)
+		raw, err := r.m.store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/"+ep)
 		if err != nil || raw == nil || strings.Contains(string(raw), token) || !strings.Contains(string(raw), "[redacted:secret_env.token]") {
 			t.Errorf("stored %s: %s %v", ep, raw, err)
 		}
+	}
+}
+
+// TestRewardOracleParts: the oracle is made of its parts, without a
+// Manager: with no daemon config it loads no contract and knows no
+// deployment, and a read of an unknown deployment is unreachable with its
+// reason withheld (it cannot be masked).
+func TestRewardOracleParts(t *testing.T) {
+	t.Parallel()
+	host, err := pluginhost.New(pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Close() })
+	none := func(string) (string, bool) { return "", false }
+	o := newRewardOracle(nil, nil, newConfigurer(host, none, nil), none, afterReader{keys: newEvidenceKeys(nil)})
+	if got, err := o.LoadContracts(); err != nil || len(got) != 0 {
+		t.Fatalf("LoadContracts without a daemon config: %v %v, want none", got, err)
+	}
+	if err := o.CheckDeployment("mockmed"); err == nil || !strings.Contains(err.Error(), `no deployment named "mockmed"`) {
+		t.Fatalf("CheckDeployment of an unregistered name: %v", err)
+	}
+	read := o.Read(t.Context(), "mockmed", nil, map[string]string{"patient_id": "p1"}, "before", nil)
+	if read.Snapshot.Reachable || read.Pin != nil || !strings.Contains(read.Snapshot.Reason, "the reason is withheld") {
+		t.Fatalf("read of an unregistered deployment: %+v", read)
 	}
 }

@@ -292,7 +292,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 	if req.Workflow == "" {
 		return "", &Error{Kind: Invalid, Path: "workflow", Message: "name a workflow registered in the daemon config (workflows:)"}
 	}
-	wf := m.Workflows[req.Workflow]
+	wf := m.workflows[req.Workflow]
 	if wf == nil {
 		return "", &Error{Kind: Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", clip(req.Workflow))}
 	}
@@ -334,7 +334,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 	if err != nil {
 		return "", err
 	}
-	stored, created, err := m.Store.CreateRun(ctx, id, body, func(l store.Ledger) error {
+	stored, created, err := m.store.CreateRun(ctx, id, body, func(l store.Ledger) error {
 		_, err := l.Append(EntryRunBegun, id, jsonDigest(map[string]any{
 			"run_id": id, "workflow": rec.Workflow, "workflow_digest": rec.WorkflowDigest,
 			"deployment_name": rec.DeploymentName, "deployment_digest": rec.DeploymentDigest,
@@ -377,7 +377,7 @@ func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
 	if err := CheckRunID(id); err != nil {
 		return nil, err
 	}
-	raw, err := m.Store.Run(ctx, id)
+	raw, err := m.store.Run(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrRunNotFound) {
 			return nil, &Error{Kind: NotFound, Path: "run_id", Message: fmt.Sprintf("no run %q", clip(id))}
@@ -394,7 +394,7 @@ func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
 // runNames is a run's deployment and workflow names, for the log (empty
 // when the run cannot be read).
 func (m *Manager) runNames(ctx context.Context, id string) (deployment, workflow string) {
-	raw, err := m.Store.Run(ctx, id)
+	raw, err := m.store.Run(ctx, id)
 	if err != nil {
 		return "", ""
 	}
@@ -408,7 +408,7 @@ func (m *Manager) runNames(ctx context.Context, id string) (deployment, workflow
 // runWorkflow is the registered workflow a run began with; a workflow
 // since changed or gone is refused.
 func (m *Manager) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
-	wf := m.Workflows[rec.Workflow]
+	wf := m.workflows[rec.Workflow]
 	if wf == nil || wf.Digest != rec.WorkflowDigest {
 		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeWorkflowChanged, Path: "run_id",
 			Message: fmt.Sprintf("run %q follows workflow %q as it was (%s); the daemon's registered workflow is no longer that file, so the run cannot go on: begin a new run", rec.ID, rec.Workflow, rec.WorkflowDigest)}
@@ -420,7 +420,7 @@ func (m *Manager) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
 // the first result); nil while not verified. found is false for a session
 // the store no longer has.
 func (m *Manager) latestResult(ctx context.Context, id string) (res *Result, found bool, err error) {
-	_, first, err := m.Store.Session(ctx, id)
+	_, first, err := m.store.Session(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -428,7 +428,7 @@ func (m *Manager) latestResult(ctx context.Context, id string) (res *Result, fou
 		return nil, err == nil, err
 	}
 	raw := first
-	more, err := m.Store.Reverifications(ctx, id)
+	more, err := m.store.Reverifications(ctx, id)
 	if err != nil {
 		return nil, true, err
 	}
@@ -690,7 +690,7 @@ func handoffValue(src *stepState, h workflow.Handoff) (string, error) {
 // sessions the step had when Begin checked it: another Begin of the same
 // step that bound first refuses this one.
 func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *RunBinding) error {
-	_, err := m.Store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+	_, err := m.store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return nil, store.RunChange{}, fmt.Errorf("run %s is corrupt: %w", runID, err)
@@ -722,7 +722,7 @@ func (m *Manager) noteRunRefusal(ctx context.Context, runID, step string, err er
 		return
 	}
 	outcome := refusalOutcome(se)
-	_, uerr := m.Store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+	_, uerr := m.store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return nil, store.RunChange{}, err
@@ -739,7 +739,7 @@ func (m *Manager) noteRunRefusal(ctx context.Context, runID, step string, err er
 		return out, store.RunChange{}, err
 	})
 	if uerr != nil {
-		m.logger().Error("recording a refused step in its run", "run", runID, "step", step, "error", uerr)
+		m.logger.Error("recording a refused step in its run", "run", runID, "step", step, "error", uerr)
 	}
 }
 
@@ -791,7 +791,7 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 	if res.Verdict == judge.Confirmed {
 		entry.SHA256, entry.Size = sum, req.Artifact.Size
 	}
-	_, err = m.Store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+	_, err = m.store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return nil, store.RunChange{}, err
@@ -823,7 +823,7 @@ func (m *Manager) GetRun(ctx context.Context, id string) (*RunView, error) {
 	if err != nil {
 		return nil, err
 	}
-	wf := m.Workflows[rec.Workflow]
+	wf := m.workflows[rec.Workflow]
 	if wf == nil || wf.Digest != rec.WorkflowDigest {
 		return m.viewOf(rec, nil, nil), nil
 	}
@@ -838,7 +838,7 @@ func (m *Manager) GetRun(ctx context.Context, id string) (*RunView, error) {
 // console).
 func (m *Manager) ListRuns(ctx context.Context) ([]*RunView, error) {
 	var recs []*runRecord
-	err := m.Store.ForEachRun(ctx, func(id string, raw []byte) error {
+	err := m.store.ForEachRun(ctx, func(id string, raw []byte) error {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("run %s is corrupt: %w", id, err)
@@ -851,7 +851,7 @@ func (m *Manager) ListRuns(ctx context.Context) ([]*RunView, error) {
 	}
 	out := make([]*RunView, 0, len(recs))
 	for _, rec := range recs {
-		wf := m.Workflows[rec.Workflow]
+		wf := m.workflows[rec.Workflow]
 		if wf == nil || wf.Digest != rec.WorkflowDigest {
 			out = append(out, m.viewOf(rec, nil, nil))
 			continue
@@ -956,7 +956,7 @@ func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
 // one run update: when another call (on any replica) sealed it meanwhile,
 // its seal stands and is answered.
 func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflow, states []stepState, c run.Classification, kind, inputDigest string) (*RunView, error) {
-	raw, err := m.Store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+	raw, err := m.store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return nil, store.RunChange{}, err
@@ -991,7 +991,7 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		return nil, err
 	}
-	m.logger().Info("run sealed", "run", stored.ID, "attempt", stored.Attempt, "outcome", stored.Seal.Outcome)
+	m.logger.Info("run sealed", "run", stored.ID, "attempt", stored.Attempt, "outcome", stored.Seal.Outcome)
 	return m.viewOf(&stored, wf, states), nil
 }
 
@@ -1093,7 +1093,7 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 	out := map[string]bool{}
 	for _, rs := range rec.Steps {
 		for _, sid := range rs.Sessions {
-			raw, _, err := m.Store.Session(ctx, sid)
+			raw, _, err := m.store.Session(ctx, sid)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}

@@ -37,8 +37,8 @@ func replica(t *testing.T, st store.Backend, tab *table, priv ed25519.PrivateKey
 	if _, err := st.Bind(t.Context(), store.IntegrityKey(evidence), store.Keys{EvidenceKeyID: store.EvidenceKeyID(evidence), SigningKeyID: signing.New(priv).KeyID()}, false); err != nil {
 		t.Fatal(err)
 	}
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Deployments: deps}, Signer: signing.New(priv), EvidenceKey: evidence,
-		Workflows: map[string]*workflow.Workflow{"clinic": wf}}
+	return mustNew(t, Options{Host: host, Store: st, Daemon: &config.Daemon{Deployments: deps}, Signer: signing.New(priv), EvidenceKey: evidence,
+		Workflows: map[string]*workflow.Workflow{"clinic": wf}})
 }
 
 // runAcross begins the run on one daemon and again, with the same id, on

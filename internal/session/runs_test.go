@@ -56,9 +56,9 @@ func newRunFixture(t *testing.T, tier sdk.Tier, kind string) *runFixture {
 	t.Helper()
 	tab, files := &table{}, &table{}
 	m := newManager(t, &memAdapter{kind: kind, tier: tier, table: tab}, &memAdapter{kind: "doc-" + kind, tier: 1, table: files})
-	m.AllowInline = false
-	m.Daemon.Policy = nil
-	m.Daemon.Deployments = map[string]string{
+	m.allowInline = false
+	m.daemon.Policy = nil
+	m.daemon.Deployments = map[string]string{
 		"clinic": writeDeployment(t, "effects: {kind: "+kind+"}\n"),
 		"docs":   writeDeployment(t, "effects: {kind: doc-"+kind+"}\n"),
 	}
@@ -66,9 +66,9 @@ func newRunFixture(t *testing.T, tier sdk.Tier, kind string) *runFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Workflows = map[string]*workflow.Workflow{"clinic": w}
+	m.workflows = map[string]*workflow.Workflow{"clinic": w}
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	m.Signer = signing.New(priv)
+	m.signer = signing.New(priv)
 	return &runFixture{m: m, tab: tab, files: files, pub: pub}
 }
 
@@ -177,7 +177,7 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := f.m.Store.Session(ctx, res.SessionID)
+	raw, _, err := f.m.store.Session(ctx, res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func openRunReceipt(t *testing.T, f *runFixture, raw json.RawMessage, id string)
 	}
 	// The ledger holds it where it says.
 	var entries []receipt.Entry
-	if err := f.m.Store.ExportLedger(t.Context(), 1, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
+	if err := f.m.store.ExportLedger(t.Context(), 1, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := receipt.FindReceipt(entries, env.Payload); err != nil {
@@ -339,7 +339,7 @@ func TestRunResealedVerifiedAttempt2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.Workflows["clinic"] = w
+	f.m.workflows["clinic"] = w
 	ctx := t.Context()
 	f.beginRun(t, "r3")
 	f.step(t, "r3", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
@@ -423,7 +423,7 @@ func TestRunTier3BlocksVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.Workflows["clinic"] = w
+	f.m.workflows["clinic"] = w
 	f.beginRun(t, "t3")
 	if v := f.step(t, "t3", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("intake %s", v.Outcome)

@@ -34,14 +34,17 @@ type secret struct{ slot, value string }
 
 // secretMask resolves c's secret references in the daemon's environment.
 // A variable that is unset or empty masks nothing.
-func (m *Manager) secretMask(c *config.Candidate) secretMask {
+func (m *Manager) secretMask(c *config.Candidate) secretMask { return maskSecrets(m.lookupEnv, c) }
+
+// maskSecrets is the mask of c's secrets, resolved with lookupEnv.
+func maskSecrets(lookupEnv func(string) (string, bool), c *config.Candidate) secretMask {
 	if c == nil {
 		return secretMask{}
 	}
 	var out secretMask
 	for _, refs := range []map[string]string{c.Secrets, c.CompensatorSecrets} {
 		for _, slot := range slices.Sorted(maps.Keys(refs)) {
-			v, ok := m.lookupEnv(refs[slot])
+			v, ok := lookupEnv(refs[slot])
 			if ok && v != "" && !slices.ContainsFunc(out.secrets, func(s secret) bool { return s.value == v }) {
 				out.secrets = append(out.secrets, secret{slot: slot, value: v})
 			}

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -45,8 +48,8 @@ func runEcho(t *testing.T, kind string, failAfter bool, env map[string]string) (
 	m, dbPath, logs := evidenceManager(t, bytes.Repeat([]byte{7}, EvidenceKeySize), a)
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
 	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: "+kind+"\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
-	m.Daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
-	m.LookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	m.daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
+	m.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	// No identity field: newness and loss compare whole records, so a
 	// baseline judged with a placeholder instead of the value would show
 	// the pre-existing record as lost.
@@ -190,8 +193,8 @@ func TestPreflightMasksSecrets(t *testing.T) {
 	m := newManager(t, a)
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
 	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-test\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
-	m.Daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
-	m.LookupEnv = func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
+	m.daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
+	m.lookupEnv = func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
 	checks, err := m.TestConnection(context.Background(), nil, "echo", nil)
 	if err != nil || len(checks) != 1 {
 		t.Fatalf("preflight: %v %v", checks, err)
@@ -199,5 +202,34 @@ func TestPreflightMasksSecrets(t *testing.T) {
 	c := checks[0]
 	if c.Message != "401: token [redacted] refused" || len(c.Warnings) != 1 || c.Warnings[0] != "sent [redacted] in clear" {
 		t.Errorf("preflight shows %q %q", c.Message, c.Warnings)
+	}
+}
+
+// TestPreflightParts: the preflight is made of its parts, without a
+// Manager. It refuses an inline deployment without the development switch,
+// and with a registered one it masks the secret its environment resolves.
+func TestPreflightParts(t *testing.T) {
+	t.Parallel()
+	a := refusingAdapter{&memAdapter{kind: "refusing-parts-test", tier: 1, table: &table{}}}
+	host, err := pluginhost.New(pluginhost.Options{})
+	must(t, err)
+	host.RegisterInProcess(a.kind, func() sdk.Adapter { return a })
+	t.Cleanup(func() { host.Close() })
+	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
+	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-parts-test\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
+	daemon := &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}}
+	env := func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
+	p := newPreflight(deployments{daemon: daemon, logger: hclog.NewNullLogger()}, newConfigurer(host, env, daemon), env)
+
+	_, err = p.test(t.Context(), []byte("effects: {kind: refusing-parts-test}\n"), "", nil)
+	if se, ok := errors.AsType[*Error](err); !ok || se.Code != CodeInlineDeploymentRefused {
+		t.Fatalf("an inline deployment without the switch: %v, want %s", err, CodeInlineDeploymentRefused)
+	}
+	checks, err := p.test(t.Context(), nil, "echo", nil)
+	if err != nil || len(checks) != 1 {
+		t.Fatalf("preflight: %v %v", checks, err)
+	}
+	if c := checks[0]; c.Reachable || c.Tier != 1 || c.Message != "401: token [redacted] refused" || len(c.Warnings) != 1 || c.Warnings[0] != "sent [redacted] in clear" {
+		t.Errorf("preflight shows %+v", c)
 	}
 }

@@ -120,7 +120,7 @@ func newManager(t *testing.T, adapters ...sdk.Adapter) *Manager {
 	// Most tests here are about the lifecycle, not the trust rules: they
 	// send inline deployments and their own effects (trust_test.go covers
 	// the default refusals).
-	return &Manager{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true}
+	return mustNew(t, Options{Host: host, Store: st, Daemon: &config.Daemon{Policy: callerContracts(nil)}, PollInterval: 5 * time.Millisecond, AllowInline: true})
 }
 
 // callerContracts returns p (a new policy when nil) with
@@ -215,7 +215,7 @@ func TestBeginRefusedWithoutBaseline(t *testing.T) {
 	// A field_equals read-back does not need the baseline: it begins. A
 	// lone read-back claims no change, so the operator's policy allows it.
 	noClaim := false
-	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
+	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	fe := `[{"kind": "field_equals", "match": {"p": "1"}, "field": "note", "value": "x", "timeout_s": 0}]`
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test}\n"), Effects: []byte(fe)})
 	if err != nil {
@@ -243,7 +243,7 @@ func TestSettleCatchesLateDuplicate(t *testing.T) {
 		}
 	}
 	m := newManager(t, a)
-	m.Clock = &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	m.clock = &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	dep := []byte("effects: {kind: late-test, settle_s: 0.3}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
@@ -288,4 +288,14 @@ func TestUnknownSessionAndRecordedResult(t *testing.T) {
 	if err != nil || st.Result == nil || st.Result.Outcome != judge.HaltedBeforeEffect {
 		t.Errorf("get = %+v, %v", st, err)
 	}
+}
+
+// mustNew is New, failing t on a refusal.
+func mustNew(t testing.TB, o Options) *Manager {
+	t.Helper()
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -57,4 +57,4 @@ func (r receiptSigner) checkpoint(seq uint64, head string) ([]byte, error) {
 }
 
 // receipts is the Manager's receipt signer, over Signer (signer.go).
-func (m *Manager) receipts() receiptSigner { return newReceiptSigner(m.Signer) }
+func (m *Manager) receipts() receiptSigner { return newReceiptSigner(m.signer) }

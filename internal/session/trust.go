@@ -114,18 +114,23 @@ func (m *Manager) admit(req BeginRequest) (*admitted, error) {
 // deploymentSource resolves the deployment bytes and refuses an inline
 // deployment unless the daemon runs with the development switch.
 func (m *Manager) deploymentSource(req BeginRequest, call string) ([]byte, bool, error) {
-	data, err := m.deploymentBytes(req)
+	return m.deployments().source(req, call)
+}
+
+// source is deploymentSource: the bytes, and whether they came inline.
+func (d deployments) source(req BeginRequest, call string) ([]byte, bool, error) {
+	data, err := d.bytes(req)
 	if err != nil {
 		return nil, false, err
 	}
 	if req.DeploymentName != "" {
 		return data, false, nil
 	}
-	if !m.AllowInline {
+	if !d.allowInline {
 		return nil, false, &Error{Kind: Denied, Code: CodeInlineDeploymentRefused, Path: "deployment",
 			Message: "the daemon reads only deployments registered in its config (deployments:); name one with --deployment-name NAME (deployment_name), or, for development only, start the daemon with --allow-inline-deployments"}
 	}
-	m.logger().Warn("inline deployment accepted (--allow-inline-deployments is a development switch: the caller chooses where the daemon reads)", "call", call)
+	d.logger.Warn("inline deployment accepted (--allow-inline-deployments is a development switch: the caller chooses where the daemon reads)", "call", call)
 	return data, true, nil
 }
 
@@ -141,7 +146,7 @@ func (m *Manager) contractSource(req BeginRequest) ([]byte, *RegisteredStep, *wo
 	if req.Workflow == "" || req.Step == "" {
 		return nil, nil, nil, &Error{Kind: Invalid, Path: "workflow", Message: "give both workflow and step"}
 	}
-	w := m.Workflows[req.Workflow]
+	w := m.workflows[req.Workflow]
 	if w == nil {
 		return nil, nil, nil, &Error{Kind: Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", req.Workflow)}
 	}
@@ -189,8 +194,8 @@ func checkInline(dep *config.Deployment) error {
 // registered deployment, then the workflow (min_settle_s: the largest).
 func (m *Manager) policy(dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
 	var layers []*workflow.Policy
-	if m.Daemon != nil {
-		layers = append(layers, m.Daemon.Policy)
+	if m.daemon != nil {
+		layers = append(layers, m.daemon.Policy)
 	}
 	layers = append(layers, dep.Policy)
 	if wf != nil {

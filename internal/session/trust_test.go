@@ -33,7 +33,7 @@ func wantRefusal(t *testing.T, err error, kind ErrorKind, code, path string) {
 func TestInlineDeploymentRefusedByDefault(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "inline-test", tier: 1, table: &table{}})
-	m.AllowInline = false
+	m.allowInline = false
 	dep := "effects: {kind: inline-test}\n"
 	req := BeginRequest{Deployment: []byte(dep), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}}
 	_, err := m.Begin(context.Background(), req)
@@ -45,7 +45,7 @@ func TestInlineDeploymentRefusedByDefault(t *testing.T) {
 	wantRefusal(t, err, Denied, CodeInlineDeploymentRefused, "deployment")
 
 	// The same deployment, registered by the operator, works.
-	m.Daemon.Deployments = map[string]string{"mem": writeDeployment(t, dep)}
+	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, dep)}
 	req.Deployment, req.DeploymentName = nil, "mem"
 	if _, err := m.Begin(context.Background(), req); err != nil {
 		t.Fatalf("by name: %v", err)
@@ -58,8 +58,8 @@ func TestInlineDeploymentRefusedByDefault(t *testing.T) {
 func TestInlineDevSwitchRefusesSecretCompensatorPolicy(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "dev-test", tier: 1, table: &table{}})
-	m.Daemon.Secrets.Allow = []string{"DEV_*"}
-	m.LookupEnv = func(string) (string, bool) { return "x", true }
+	m.daemon.Secrets.Allow = []string{"DEV_*"}
+	m.lookupEnv = func(string) (string, bool) { return "x", true }
 	for name, tc := range map[string]struct{ dep, code, path string }{
 		"secret":      {"effects: {kind: dev-test, secret_env: {password: DEV_PASSWORD}}\n", CodeInlineSecretRefused, "deployment.effects.secret_env.password"},
 		"compensator": {"effects: {kind: dev-test, compensator: {kind: rest_delete, base_url: 'http://127.0.0.1:1', delete_path: '/x/{id}'}}\n", CodeInlineCompensatorRefused, "deployment.effects.compensator"},
@@ -117,9 +117,9 @@ func TestWorkflowStepBegin(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	m := newManager(t, &memAdapter{kind: "wf-test", tier: 1, table: tab})
-	m.Daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: wf-test}\n")}
+	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: wf-test}\n")}
 	w := loadTestWorkflow(t)
-	m.Workflows = map[string]*workflow.Workflow{"intake": w}
+	m.workflows = map[string]*workflow.Workflow{"intake": w}
 	params := map[string]string{"p": "1", "note": "hello"}
 
 	res, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "mem", Workflow: "intake", Step: "save", Params: params})
@@ -166,9 +166,9 @@ func TestWorkflowStepBegin(t *testing.T) {
 func TestRequireRegisteredContracts(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "rrc-test", tier: 1, table: &table{}})
-	m.Daemon.Policy = nil
-	m.Daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: rrc-test}\n")}
-	m.Workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
+	m.daemon.Policy = nil
+	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: rrc-test}\n")}
+	m.workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 	params := map[string]string{"p": "1", "note": "x"}
 	_, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "mem", Effects: []byte(effectsRW), Params: params})
 	wantRefusal(t, err, Denied, CodeRegisteredContractsRequired, "effects")
@@ -235,15 +235,15 @@ func TestContractGuards(t *testing.T) {
 			tab := &table{}
 			m := newManager(t, &memAdapter{kind: k, tier: 1, table: tab}, &memAdapter{kind: k + "-2", tier: 2, table: tab})
 			dep := strings.ReplaceAll(strings.ReplaceAll(tc.deployment, "K2", k+"-2"), "{kind: K}", "{kind: "+k+"}")
-			m.Daemon.Deployments = map[string]string{"reg": writeDeployment(t, dep)}
+			m.daemon.Deployments = map[string]string{"reg": writeDeployment(t, dep)}
 			if tc.daemon != "" {
 				w, err := workflow.Parse([]byte("schema: verifierd.workflow/v1\nname: x\npolicy: " + tc.daemon + "\nsteps: [{step: s}]\n"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				m.Daemon.Policy = callerContracts(w.Policy)
+				m.daemon.Policy = callerContracts(w.Policy)
 			}
-			m.Workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
+			m.workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 			req := BeginRequest{DeploymentName: "reg", Effects: []byte(tc.effects), Params: map[string]string{"p": "1", "note": "x", "pin": "1234"}}
 			if tc.step != "" {
 				req.Effects, req.Workflow, req.Step = nil, "intake", tc.step
@@ -275,13 +275,13 @@ func TestLoadWorkflows(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(strings.Replace(testWorkflow, "risk: irreversible", "risk: maybe", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m.Daemon.Workflows = map[string]string{"intake": good}
-	ws, err := LoadWorkflows(m.Daemon)
+	m.daemon.Workflows = map[string]string{"intake": good}
+	ws, err := LoadWorkflows(m.daemon)
 	if err != nil || ws["intake"] == nil || len(ws["intake"].Steps) != 5 {
 		t.Fatalf("loaded %v, %v", ws, err)
 	}
-	m.Daemon.Workflows["broken"] = bad
-	_, err = LoadWorkflows(m.Daemon)
+	m.daemon.Workflows["broken"] = bad
+	_, err = LoadWorkflows(m.daemon)
 	if err == nil || !strings.Contains(err.Error(), "workflows.broken") || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "steps[0].risk") {
 		t.Fatalf("err %v, want one naming workflows.broken, the file and steps[0].risk", err)
 	}

@@ -23,9 +23,9 @@ func TestBeginReportsUnusedParams(t *testing.T) {
 	// Read-backs only, so that no newness rule of a change claim bears on
 	// the reads these deployments bind to run parameters.
 	noClaim := false
-	m.Daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
+	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	dep := []byte("effects:\n  kind: unused-test\n  options: {open: 'https://app.example/{tenant}/records'}\n  option_params: {region: {param: region}}\n")
-	m.Daemon.Deployments = map[string]string{
+	m.daemon.Deployments = map[string]string{
 		"mem": writeDeployment(t, string(dep)),
 		// The workflow's secret parameter pin, referenced by the candidate.
 		"mem-pin": writeDeployment(t, "effects:\n  kind: unused-test\n  option_params: {pin: {param: pin}}\n"),
@@ -42,7 +42,7 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Workflows = map[string]*workflow.Workflow{"readback": w}
+	m.workflows = map[string]*workflow.Workflow{"readback": w}
 	const effects = `[{"kind": "field_equals", "match": {"p": {"param": "p"}}, "field": "note", "value": "n", "timeout_s": 0.2}]`
 	ctx := context.Background()
 

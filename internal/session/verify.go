@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/internal/oracle"
-	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
@@ -76,7 +75,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*State, error) {
 	if err := CheckSessionID(id); err != nil {
 		return nil, err
 	}
-	raw, result, err := m.Store.Session(ctx, id)
+	raw, result, err := m.store.Session(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, &Error{Kind: NotFound, Path: "session_id", Message: fmt.Sprintf("no session %q", clip(id))}
@@ -95,7 +94,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*State, error) {
 		}
 		st.Result = &r
 	}
-	more, err := m.Store.Reverifications(ctx, id)
+	more, err := m.store.Reverifications(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +121,7 @@ func (m *Manager) lockSession(ctx context.Context, id string) (unlock func(), me
 		return nil, nil, nil, err
 	}
 	unlock = m.locks.lock(id)
-	meta, result, err = m.Store.Session(ctx, id)
+	meta, result, err = m.store.Session(ctx, id)
 	if err != nil {
 		unlock()
 		if errors.Is(err, store.ErrNotFound) {
@@ -169,7 +168,7 @@ func (m *Manager) verify(ctx context.Context, id string, note *verifyNote) (*Res
 		return nil, err
 	}
 	_, span = telemetry.Start(ctx, telemetry.SpanStoreFinish, telemetry.KeySession.String(id))
-	final, own, err := m.Store.FinishSessionLedger(ctx, id, func(l store.Ledger) ([]byte, bool, error) {
+	final, own, err := m.store.FinishSessionLedger(ctx, id, func(l store.Ledger) ([]byte, bool, error) {
 		out, err := m.seal(l, raw, &md, res, ev, nil)
 		// A VERIFIED session cannot be re-verified, so its baseline goes,
 		// unless its run's rollback check may still read against it.
@@ -261,24 +260,6 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	}
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
 	return res, ev, nil
-}
-
-// readAfterChecked reads the pinned adapter once. Every failure, transport
-// or protocol, is an unreachable read: never a partial read set. It also
-// says whether the read failed because the adapter process itself failed
-// (ErrPluginShutdown), not the system of record.
-func (m *Manager) readAfterChecked(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, bool) {
-	snap, err := m.readAfterErr(ctx, inst, req)
-	return snap, err != nil && errors.Is(err, host.ErrPluginShutdown)
-}
-
-func (m *Manager) readAfterErr(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
-	r, err := m.readAfterRead(ctx, inst, req, 0, nil)
-	s := r.snapshot()
-	if len(s.Records) == 0 {
-		s.Records = nil // as the map path left an empty read
-	}
-	return s, err
 }
 
 // decodeRecord decodes one adapter record, keeping numbers exact.

@@ -104,7 +104,6 @@ func parseString(input string, parallel bool, arena compact.Arena) (*Case, error
 		return nil, invalid("", "a case is a JSON object with %s", knownCaseKeys)
 	}
 	m := map[string]any{}
-	var unknown []string
 	snaps := map[string]*fastSnapshot{"before": {}, "after": {}}
 	// In parallel, the first read is decoded on its own goroutine while
 	// this one reads the rest of the document (the other read, the
@@ -134,9 +133,6 @@ func parseString(input string, parallel bool, arena compact.Arena) (*Case, error
 		if err != nil {
 			return err
 		}
-		if !caseKeys[key] {
-			unknown = append(unknown, key)
-		}
 		m[key] = v
 		return nil
 	})
@@ -150,7 +146,7 @@ func parseString(input string, parallel bool, arena compact.Arena) (*Case, error
 		return nil, &syntaxFault{err}
 	}
 	c := &Case{compact: true}
-	err = build(c, m, unknown, func(key string) error {
+	err = build(c, m, func(key string) error {
 		snap, err := checkSnapshot(snaps[key], key)
 		if key == "before" {
 			c.BeforeBatch = snap

@@ -9,13 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
+	"reflect"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/strict"
 )
 
 // parallelRecords is the read size from which the effects of a case are
@@ -57,11 +58,8 @@ type Case struct {
 	Census *judge.Census
 }
 
-var caseKeys = map[string]bool{"effects": true, "params": true, "before": true, "after": true, "now": true, "freshness": true,
-	"before_census": true, "after_census": true}
-
-// knownCaseKeys lists caseKeys for messages.
-const knownCaseKeys = "effects, params, before, after, before_census, after_census, now, freshness"
+// knownCaseKeys lists a case's keys for messages, in caseFile's order.
+var knownCaseKeys = strings.Join(strict.Keys(reflect.TypeFor[caseFile]()), ", ")
 
 // Run judges one case. now is used for freshness when the case gives none.
 func Run(input []byte, now time.Time) ([]byte, int) {
@@ -177,14 +175,8 @@ func Parse(input []byte) (*Case, error) {
 	if !ok {
 		return nil, invalid("", "a case is a JSON object with %s", knownCaseKeys)
 	}
-	var unknown []string
-	for k := range m {
-		if !caseKeys[k] {
-			unknown = append(unknown, k)
-		}
-	}
 	c := &Case{}
-	err = build(c, m, unknown, func(key string) error {
+	err = build(c, m, func(key string) error {
 		snap, err := parseSnapshot(m, key)
 		if key == "before" {
 			c.Before = snap
@@ -199,29 +191,47 @@ func Parse(input []byte) (*Case, error) {
 	return c, nil
 }
 
+// caseFile is a case's top level as the strict decoder (sdk/strict) reads
+// it: its fields are the case's keys. The reads (before, after and the
+// census) are checked by each decoder's own snapshot reader, and effects by
+// judge.LoadEffects; here they are only keys.
+type caseFile struct {
+	Effects      any               `json:"effects"`
+	Params       map[string]string `json:"params"`
+	Before       any               `json:"before"`
+	After        any               `json:"after"`
+	BeforeCensus any               `json:"before_census"`
+	AfterCensus  any               `json:"after_census"`
+	Now          *string           `json:"now"`
+	Freshness    *freshnessFile    `json:"freshness"`
+}
+
+type freshnessFile struct {
+	Field   *string  `json:"field"`
+	WindowS *float64 `json:"window_s"`
+}
+
+// caseRefusal is a strict refusal of the case as INVALID_CASE, at its path.
+func caseRefusal(err error) error {
+	if se, ok := errors.AsType[*strict.Error](err); ok {
+		return invalid(se.Path, "%s", se.Message)
+	}
+	return invalid("", "%v", err)
+}
+
 // build checks and fills a case from its decoded keys, in a fixed order so
 // that a case with several faults is refused for the same one by both
-// decoders: unknown keys, params, before, after, the census, now,
+// decoders: the strict decoder's (an unknown key, the first by name, then
+// a value of the wrong type), then params, before, after, the census, now,
 // freshness, effects.
-func build(c *Case, m map[string]any, unknown []string, snapshot func(key string) error) error {
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		k := unknown[0]
-		return invalid(k, "unknown case key %q (known: %s)", k, knownCaseKeys)
+func build(c *Case, m map[string]any, snapshot func(key string) error) error {
+	var f caseFile
+	if err := strict.Decode(m, "", &f); err != nil {
+		return caseRefusal(err)
 	}
-	c.Params = map[string]string{}
-	if p, ok := m["params"]; ok && p != nil {
-		pm, isMap := p.(map[string]any)
-		if !isMap {
-			return invalid("params", "params must be an object of name to text")
-		}
-		for k, v := range pm {
-			s, isStr := v.(string)
-			if !isStr {
-				return invalid("params."+k, "a run parameter is text; write it as a JSON string")
-			}
-			c.Params[k] = s
-		}
+	c.Params = f.Params
+	if c.Params == nil {
+		c.Params = map[string]string{}
 	}
 	if err := snapshot("before"); err != nil {
 		return err
@@ -247,37 +257,21 @@ func build(c *Case, m map[string]any, unknown []string, snapshot func(key string
 	case hasAfter:
 		return invalid("before_census", "a census is two reads: give before_census as well as after_census")
 	}
-	if v, ok := m["now"]; ok && v != nil {
-		s, isStr := v.(string)
-		if !isStr {
-			return invalid("now", "now must be an RFC 3339 timestamp string such as \"2026-01-01T12:00:00Z\"")
-		}
-		t, err := judge.ParseTimestamp(s)
+	if f.Now != nil {
+		t, err := judge.ParseTimestamp(*f.Now)
 		if err != nil {
 			return invalid("now", "%v", err)
 		}
 		c.Now = &t
 	}
-	if v, ok := m["freshness"]; ok && v != nil {
-		fm, isMap := v.(map[string]any)
-		if !isMap {
-			return invalid("freshness", "freshness must be an object {field, window_s}")
-		}
-		for k := range fm {
-			if k != "field" && k != "window_s" {
-				return invalid("freshness."+k, "unknown key %q (known: field, window_s)", k)
-			}
-		}
-		field, isStr := fm["field"].(string)
-		if !isStr || field == "" {
+	if fr := f.Freshness; fr != nil {
+		if fr.Field == nil || *fr.Field == "" {
 			return invalid("freshness.field", "freshness.field must name the record's timestamp field")
 		}
-		n, isNum := fm["window_s"].(json.Number)
-		w, perr := strconv.ParseFloat(string(n), 64)
-		if !isNum || perr != nil || w < 0 || math.IsInf(w, 0) {
+		if fr.WindowS == nil || *fr.WindowS < 0 {
 			return invalid("freshness.window_s", "freshness.window_s must be a number of seconds >= 0")
 		}
-		c.Freshness = &judge.Freshness{Field: field, WindowS: w}
+		c.Freshness = &judge.Freshness{Field: *fr.Field, WindowS: *fr.WindowS}
 	}
 	ev, ok := m["effects"]
 	if !ok {

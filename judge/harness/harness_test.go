@@ -267,3 +267,30 @@ func TestCensusCase(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictCaseRefusals: the case's top level is read by the strict
+// decoder (sdk/strict) behind both decoders: the same INVALID_CASE, path
+// and message from Parse and ParseString, in the strict decoder's words.
+func TestStrictCaseRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, input, path, says string }{
+		{"misspelt key", `{"effect": [{"kind": "record_written"}], ` + okReads + `}`, "effect", `(did you mean "effects"?)`},
+		{"numeric param", `{"effects": [{"kind": "record_written"}], "params": {"pid": 1}, ` + okReads + `}`, "params.pid", "must be a string, got 1"},
+		{"now a number", `{"effects": [{"kind": "record_written"}], "now": 5, ` + okReads + `}`, "now", "must be a string"},
+		{"freshness a list", `{"effects": [{"kind": "record_written"}], "freshness": [], ` + okReads + `}`, "freshness", "must be a map, got a list"},
+		{"window a string", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window_s": "1"}, ` + okReads + `}`, "freshness.window_s", "must be a number"},
+		{"freshness misspelt key", `{"effects": [{"kind": "record_written"}], "freshness": {"field": "ts", "window": 1}, ` + okReads + `}`, "freshness.window", `(did you mean "window_s"?)`},
+	} {
+		_, slowErr := Parse([]byte(tt.input))
+		_, fastErr := ParseString(tt.input)
+		for _, err := range []error{slowErr, fastErr} {
+			e, ok := errors.AsType[*judge.Error](err)
+			if !ok || e.Code != judge.CodeInvalidCase || e.Path != tt.path || !strings.Contains(e.Message, tt.says) {
+				t.Errorf("%s: %v, want INVALID_CASE at %q saying %q", tt.name, err, tt.path, tt.says)
+			}
+		}
+		if slowErr != nil && fastErr != nil && slowErr.Error() != fastErr.Error() {
+			t.Errorf("%s: Parse says %q, ParseString %q", tt.name, slowErr, fastErr)
+		}
+	}
+}
