@@ -122,9 +122,13 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { host.Close(); st.Close() })
 	// The sessions here send their own effects, as an operator allows.
 	noRegistered := false
+	wf, err := workflow.Parse([]byte(runWorkflow))
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := session.New(session.Options{Host: host, Store: st, Daemon: &config.Daemon{Deployments: map[string]string{"intake": depPath},
 		Policy: &workflow.Policy{RequireRegisteredContracts: &noRegistered}},
-		PollInterval: 5 * time.Millisecond, Metrics: mets})
+		PollInterval: 5 * time.Millisecond, Metrics: mets, Workflows: map[string]*workflow.Workflow{"intake-run": wf}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,11 +404,6 @@ steps:
 func TestConsoleListsRuns(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	wf, err := workflow.Parse([]byte(runWorkflow))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.mgr.Workflows = map[string]*workflow.Workflow{"intake-run": wf}
 	ctx := context.Background()
 	id, err := f.mgr.BeginRun(ctx, session.BeginRunRequest{Workflow: "intake-run", DeploymentName: "intake", Params: map[string]string{"patient": "p-run"}})
 	if err != nil {

@@ -458,7 +458,7 @@ func TestRunRungFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.m.Workflows["clinic"] = w
+			f.m.workflows["clinic"] = w
 			f.beginRun(t, "r1")
 			if v := f.step(t, "r1", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 				t.Fatalf("intake %s", v.Outcome)
