@@ -440,7 +440,7 @@ func TestRunTier3BlocksVerified(t *testing.T) {
 // and its run receipt states the floor applied.
 func TestRunRungFloor(t *testing.T) {
 	t.Parallel()
-	intakeOnly := strings.Split(runWorkflowYAML, "  - step: posting")[0]
+	intakeOnly, _, _ := strings.Cut(runWorkflowYAML, "  - step: posting")
 	for _, tc := range []struct {
 		name    string
 		policy  string
