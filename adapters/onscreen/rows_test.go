@@ -231,3 +231,57 @@ func TestFormControls(t *testing.T) {
 		})
 	}
 }
+
+// TestRowsFieldInsideRow: inside a row a field is read from the elements
+// its selector matches there that are on screen. A hidden cell that holds
+// the typed value (a draft column) beside the visible cell that shows what
+// was stored is never read, so a wrong stored name is refuted, not
+// confirmed from the hidden cell; two visible matches in one row make the
+// read unusable (INDETERMINATE), never a read of the first.
+func TestRowsFieldInsideRow(t *testing.T) {
+	tests := []struct {
+		name, style string
+		outcome     judge.Outcome
+		want        []string
+	}{
+		{"hidden cell", "display:none", judge.ReconciliationRequired,
+			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "REFUTED/conflicting/FIELD_MISMATCH"}},
+		{"two visible cells", "", judge.ReconciliationRequired,
+			[]string{"INDETERMINATE/unavailable/SOR_UNREACHABLE", "INDETERMINATE/unavailable/SOR_UNREACHABLE"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := startApp(t)
+			a.SetMode(screenapp.WrongValue)
+			rec := typed(fmt.Sprintf("inrow-%d", i))
+			p := params(rec)
+			c := client(t, request(t, a.listSection(false), p))
+			before := capture(t, c, false)
+			a.fill(t, rec)
+			a.showList(t)
+			// Every row gets a cell of the field's selector before the
+			// visible one, holding the typed name.
+			script := fmt.Sprintf(`(function () {
+				var rows = document.querySelectorAll("tr.row");
+				for (var i = 0; i < rows.length; i++) {
+					var td = document.createElement("td");
+					td.className = "name";
+					td.setAttribute("style", %q);
+					td.textContent = %q;
+					rows[i].insertBefore(td, rows[i].firstChild);
+				}
+				return rows.length;
+			})()`, tt.style, rec.Name)
+			ctx, cancel := context.WithTimeout(a.tab, 10*time.Second)
+			defer cancel()
+			if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](script)); err != nil {
+				t.Fatal(err)
+			}
+			after := capture(t, c, true)
+			if tt.style == "" && (after.Reachable || !strings.Contains(after.Reason, "matches 2 elements")) {
+				t.Errorf("after: %+v; want unusable, the two matches in the row counted", after)
+			}
+			checkCodes(t, judgeStep(t, c, sameSurfaceEffects, p, before, after), tt.outcome, tt.want)
+		})
+	}
+}
