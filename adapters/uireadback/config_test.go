@@ -445,3 +445,29 @@ func TestSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectedISOStaysISO: a contract's value already in ISO 8601 is taken
+// as ISO even when the field's date_format would also read it: under
+// %Y-%d-%m the text 2031-04-03 is 4 March, but a contract that writes it
+// means 3 April, so a page showing 4 March (2031-04-03 in that format,
+// read as 2031-03-04) must not be reported in the contract's spelling.
+func TestExpectedISOStaysISO(t *testing.T) {
+	for _, format := range []string{"%Y-%d-%m", "2006-02-01"} {
+		layout, iso, err := dateLayout(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		date := field{name: "date", selector: "td", layout: layout, isoLayout: iso}
+		if got := date.expected("2031-04-03"); got != "2031-04-03" {
+			t.Errorf("%s: the ISO value 2031-04-03 normalises to %q; want it kept", format, got)
+		}
+		read, err := date.read(&fieldReading{Text: "2031-04-03"}) // 4 March, as the page shows it
+		if err != nil || read != "2031-03-04" {
+			t.Fatalf("%s: read %q, %v; want 2031-03-04", format, read, err)
+		}
+		sp := spellings{daemon: true, expected: map[string][]string{"date": {"2031-04-03"}}}
+		if got := sp.of("date", read, date.expected, nil); got != "2031-03-04" {
+			t.Errorf("%s: 4 March reported as %q to a contract expecting 3 April; want 2031-03-04", format, got)
+		}
+	}
+}

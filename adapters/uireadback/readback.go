@@ -613,12 +613,18 @@ func (f field) readAs(r *fieldReading, checked bool) (string, error) {
 
 // expected is a contract's value for the field normalised as a value read
 // is: whitespace collapsed, parsed with date_format into ISO 8601 when it
-// parses (a value already in ISO form stays as it is), and casefolded.
+// parses (a value already in ISO form stays as it is, also when
+// date_format would read it as another date: under %Y-%d-%m, 2031-04-03
+// is 3 April, as ISO says), and casefolded.
 func (f field) expected(e string) string {
 	v := collapseSpace(e)
 	if f.layout != "" {
-		if t, err := time.Parse(f.layout, v); err == nil {
-			v = t.Format(f.isoLayout)
+		// A value already in ISO 8601 is the contracts' own spelling of a
+		// date: it is never read with date_format.
+		if _, err := time.Parse(f.isoLayout, v); err != nil {
+			if t, err := time.Parse(f.layout, v); err == nil {
+				v = t.Format(f.isoLayout)
+			}
 		}
 	}
 	if f.casefold {
