@@ -285,3 +285,39 @@ func TestRowsFieldInsideRow(t *testing.T) {
 		})
 	}
 }
+
+// rowsLossEffects: one record for the run's amount, and no other record
+// lost (forbid_collateral_loss, the default, written out).
+const rowsLossEffects = `
+- kind: record_written
+  match: {amount: {param: amount}}
+  forbid_collateral_loss: true
+`
+
+// TestRowsCollateralLoss: rows of a list share the page's address as their
+// id, so a row that vanished between Begin and the read cannot be told
+// from one that stayed. A save that replaced another record's row (the
+// list showed A at Begin and shows only the new B after) must not be
+// CONFIRMED with forbid_collateral_loss: the loss check cannot see it, so
+// a list that shows rows is no baseline (unusable before the step), and
+// the contract is INDETERMINATE.
+func TestRowsCollateralLoss(t *testing.T) {
+	a := startApp(t)
+	other := screenapp.Record{Ref: "loss-a", Name: "Ada Lovelace", Born: "1815-12-10", Amount: "12.00"}
+	a.Put(other)
+	rec := typed("loss-b")
+	p := params(rec)
+	c := client(t, request(t, a.listSection(true), p))
+	before := capture(t, c, false)
+	if before.Reachable || !strings.Contains(before.Reason, "shows 1 row(s) before the step") {
+		t.Fatalf("before the save: %+v; want unusable, a list with rows being no baseline", before)
+	}
+	a.Delete(other.Ref)
+	a.fill(t, rec)
+	after := capture(t, c, true)
+	if !after.Reachable || len(after.Records) != 1 {
+		t.Fatalf("after the save: %+v; want the new row only", after)
+	}
+	got := judgeStep(t, c, rowsLossEffects, p, before, after)
+	checkCodes(t, got, judge.ReconciliationRequired, []string{"INDETERMINATE/indeterminate/BASELINE_UNREACHABLE"})
+}
