@@ -471,3 +471,24 @@ func TestExpectedISOStaysISO(t *testing.T) {
 		}
 	}
 }
+
+// TestAttributeWhitespaceIsData: an attribute is not rendered, so a run of
+// spaces in it is the value's own, not the page's layout: a field read
+// from an attribute keeps it (trimmed only), and a contract's value with
+// two spaces is not reported as an attribute that holds one.
+func TestAttributeWhitespaceIsData(t *testing.T) {
+	code := field{name: "code", attribute: "data-code"}
+	one := "AB 12"
+	read, err := code.read(&fieldReading{Attr: &one})
+	if err != nil || read != "AB 12" {
+		t.Fatalf("read %q, %v", read, err)
+	}
+	sp := spellings{daemon: true, expected: map[string][]string{"code": {"AB  12"}}}
+	if got := sp.of("code", read, code.expected, nil); got != "AB 12" {
+		t.Errorf("an attribute holding %q reported as %q to a contract expecting %q; want it as it is", one, got, "AB  12")
+	}
+	two := " AB  12\n"
+	if read, err := code.read(&fieldReading{Attr: &two}); err != nil || read != "AB  12" {
+		t.Errorf("read %q, %v; want the attribute trimmed, its inner spaces kept", read, err)
+	}
+}
