@@ -99,7 +99,11 @@ func (s *settings) test(ctx context.Context) (sdk.TestResult, error) {
 // step. A tier-4 read has no before state: the screen the save will leave
 // does not exist yet, and the form before it shows nothing of the record,
 // so the baseline is unreachable and a contract that needs one (a change
-// claim, count_new_only) is refused at Begin.
+// claim, count_new_only) is refused at Begin. So is a tier-3 baseline of a
+// list (row_selector) that shows rows: every row carries the page's
+// address as its id, so no after row could be told new, nor a vanished row
+// lost (a save that replaced another record's row would pass
+// forbid_collateral_loss); only a list in its empty state is a baseline.
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	b, err := s.bind(req.Params)
 	if err != nil {
@@ -108,7 +112,16 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	if b.tier == sdk.TierScreenConsistency {
 		return sdk.Unreachable("on-screen read-back of the save's own surface (tier 4) has no before state: a screen shows state, not a change; a contract that needs a baseline cannot be judged on it"), nil
 	}
-	return b.capture(ctx, req)
+	if b.rows == "" {
+		return b.capture(ctx, req)
+	}
+	return cdpguard.Capture(ctx, req, "on-screen read-back", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
+		res, err := b.readBack(ctx)
+		if err == nil && res.unusable == "" && len(res.records) > 0 {
+			return nil, fmt.Sprintf("the list shows %d row(s) before the step, and every row of a list carries the page's address as its id: no row after the step can be told new, nor a vanished row lost, so a contract that needs a baseline (count_new_only, forbid_collateral_loss, new_only, exact_new_set) cannot be judged on it; check values with forbid_collateral_loss: false, or re-open a page that shows the record alone", len(res.records)), res.at, nil
+		}
+		return res.records, res.unusable, res.at, err
+	})
 }
 
 // ReadAfter answers CaptureAfter: the record read again, at either tier.

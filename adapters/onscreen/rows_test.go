@@ -231,3 +231,93 @@ func TestFormControls(t *testing.T) {
 		})
 	}
 }
+
+// TestRowsFieldInsideRow: inside a row a field is read from the elements
+// its selector matches there that are on screen. A hidden cell that holds
+// the typed value (a draft column) beside the visible cell that shows what
+// was stored is never read, so a wrong stored name is refuted, not
+// confirmed from the hidden cell; two visible matches in one row make the
+// read unusable (INDETERMINATE), never a read of the first.
+func TestRowsFieldInsideRow(t *testing.T) {
+	tests := []struct {
+		name, style string
+		outcome     judge.Outcome
+		want        []string
+	}{
+		{"hidden cell", "display:none", judge.ReconciliationRequired,
+			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "REFUTED/conflicting/FIELD_MISMATCH"}},
+		{"two visible cells", "", judge.ReconciliationRequired,
+			[]string{"INDETERMINATE/unavailable/SOR_UNREACHABLE", "INDETERMINATE/unavailable/SOR_UNREACHABLE"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := startApp(t)
+			a.SetMode(screenapp.WrongValue)
+			rec := typed(fmt.Sprintf("inrow-%d", i))
+			p := params(rec)
+			c := client(t, request(t, a.listSection(false), p))
+			before := capture(t, c, false)
+			a.fill(t, rec)
+			a.showList(t)
+			// Every row gets a cell of the field's selector before the
+			// visible one, holding the typed name.
+			script := fmt.Sprintf(`(function () {
+				var rows = document.querySelectorAll("tr.row");
+				for (var i = 0; i < rows.length; i++) {
+					var td = document.createElement("td");
+					td.className = "name";
+					td.setAttribute("style", %q);
+					td.textContent = %q;
+					rows[i].insertBefore(td, rows[i].firstChild);
+				}
+				return rows.length;
+			})()`, tt.style, rec.Name)
+			ctx, cancel := context.WithTimeout(a.tab, 10*time.Second)
+			defer cancel()
+			if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](script)); err != nil {
+				t.Fatal(err)
+			}
+			after := capture(t, c, true)
+			if tt.style == "" && (after.Reachable || !strings.Contains(after.Reason, "matches 2 elements")) {
+				t.Errorf("after: %+v; want unusable, the two matches in the row counted", after)
+			}
+			checkCodes(t, judgeStep(t, c, sameSurfaceEffects, p, before, after), tt.outcome, tt.want)
+		})
+	}
+}
+
+// rowsLossEffects: one record for the run's amount, and no other record
+// lost (forbid_collateral_loss, the default, written out).
+const rowsLossEffects = `
+- kind: record_written
+  match: {amount: {param: amount}}
+  forbid_collateral_loss: true
+`
+
+// TestRowsCollateralLoss: rows of a list share the page's address as their
+// id, so a row that vanished between Begin and the read cannot be told
+// from one that stayed. A save that replaced another record's row (the
+// list showed A at Begin and shows only the new B after) must not be
+// CONFIRMED with forbid_collateral_loss: the loss check cannot see it, so
+// a list that shows rows is no baseline (unusable before the step), and
+// the contract is INDETERMINATE.
+func TestRowsCollateralLoss(t *testing.T) {
+	a := startApp(t)
+	other := screenapp.Record{Ref: "loss-a", Name: "Ada Lovelace", Born: "1815-12-10", Amount: "12.00"}
+	a.Put(other)
+	rec := typed("loss-b")
+	p := params(rec)
+	c := client(t, request(t, a.listSection(true), p))
+	before := capture(t, c, false)
+	if before.Reachable || !strings.Contains(before.Reason, "shows 1 row(s) before the step") {
+		t.Fatalf("before the save: %+v; want unusable, a list with rows being no baseline", before)
+	}
+	a.Delete(other.Ref)
+	a.fill(t, rec)
+	after := capture(t, c, true)
+	if !after.Reachable || len(after.Records) != 1 {
+		t.Fatalf("after the save: %+v; want the new row only", after)
+	}
+	got := judgeStep(t, c, rowsLossEffects, p, before, after)
+	checkCodes(t, got, judge.ReconciliationRequired, []string{"INDETERMINATE/indeterminate/BASELINE_UNREACHABLE"})
+}

@@ -14,8 +14,9 @@ import (
 // screen shows them. Without a row selector each field is the one visible
 // element its selector matches on the page (the count is returned, so that
 // a screen showing two records is never read as one); with one, every
-// visible row is read, each field the first element its selector matches
-// inside the row. An input or a textarea shows its value, a select its
+// visible row is read, each field the one visible element its selector
+// matches inside the row (a hidden one, such as a draft cell, is not on
+// the screen; the count is returned as well). An input or a textarea shows its value, a select its
 // selected option (its text, and its value beside it); anything else its
 // displayed text. A password input and a checkbox or radio button are never
 // read.
@@ -53,8 +54,11 @@ const structureSource = `function (spec) {
       for (var r = 0; r < rows.length; r++) {
         var vals = [];
         for (var j = 0; j < spec.fields.length; j++) {
-          var el = rows[r].querySelector(spec.fields[j]);
-          vals.push(el ? shown(el) : {found: false});
+          var els = filter(rows[r].querySelectorAll(spec.fields[j]));
+          if (els.length === 0) { vals.push({found: false}); continue; }
+          var rv = shown(els[0]);
+          rv.count = els.length;
+          vals.push(rv);
         }
         out.rows.push(vals);
       }
@@ -78,7 +82,7 @@ const structureSource = `function (spec) {
 // shownValue is what the page shows at one field's selector.
 type shownValue struct {
 	Found bool   `json:"found"`
-	Count int    `json:"count"` // visible elements the selector matches (outside rows)
+	Count int    `json:"count"` // visible elements the selector matches (on the page, or in the row)
 	Kind  string `json:"kind"`  // text, password or choice
 	Text  string `json:"text"`
 	Value string `json:"value"` // a select's selected option's value
@@ -154,6 +158,8 @@ func (f field) readShown(v shownValue, rows, row int) (string, string, error) {
 		return "", "", unusable("%s: the screen shows no element at its selector; every marked field must read back", where)
 	case rows == 0 && v.Count > 1:
 		return "", "", unusable("%s: its selector matches %d elements on the screen, so the screen may show more than one record; declare row_selector to read every row, or mark a selector that matches one element", where, v.Count)
+	case v.Count > 1:
+		return "", "", unusable("%s: its selector matches %d elements on the screen inside the row, so it is not known which one shows the record's value; give a selector that matches one element per row", where, v.Count)
 	case v.Kind == "password":
 		return "", "", unusable("%s: the element is a password input, which is never read; mark another element", where)
 	case v.Kind == "choice":

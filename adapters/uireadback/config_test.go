@@ -445,3 +445,50 @@ func TestSpellings(t *testing.T) {
 		}
 	}
 }
+
+// TestExpectedISOStaysISO: a contract's value already in ISO 8601 is taken
+// as ISO even when the field's date_format would also read it: under
+// %Y-%d-%m the text 2031-04-03 is 4 March, but a contract that writes it
+// means 3 April, so a page showing 4 March (2031-04-03 in that format,
+// read as 2031-03-04) must not be reported in the contract's spelling.
+func TestExpectedISOStaysISO(t *testing.T) {
+	for _, format := range []string{"%Y-%d-%m", "2006-02-01"} {
+		layout, iso, err := dateLayout(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		date := field{name: "date", selector: "td", layout: layout, isoLayout: iso}
+		if got := date.expected("2031-04-03"); got != "2031-04-03" {
+			t.Errorf("%s: the ISO value 2031-04-03 normalises to %q; want it kept", format, got)
+		}
+		read, err := date.read(&fieldReading{Text: "2031-04-03"}) // 4 March, as the page shows it
+		if err != nil || read != "2031-03-04" {
+			t.Fatalf("%s: read %q, %v; want 2031-03-04", format, read, err)
+		}
+		sp := spellings{daemon: true, expected: map[string][]string{"date": {"2031-04-03"}}}
+		if got := sp.of("date", read, date.expected, nil); got != "2031-03-04" {
+			t.Errorf("%s: 4 March reported as %q to a contract expecting 3 April; want 2031-03-04", format, got)
+		}
+	}
+}
+
+// TestAttributeWhitespaceIsData: an attribute is not rendered, so a run of
+// spaces in it is the value's own, not the page's layout: a field read
+// from an attribute keeps it (trimmed only), and a contract's value with
+// two spaces is not reported as an attribute that holds one.
+func TestAttributeWhitespaceIsData(t *testing.T) {
+	code := field{name: "code", attribute: "data-code"}
+	one := "AB 12"
+	read, err := code.read(&fieldReading{Attr: &one})
+	if err != nil || read != "AB 12" {
+		t.Fatalf("read %q, %v", read, err)
+	}
+	sp := spellings{daemon: true, expected: map[string][]string{"code": {"AB  12"}}}
+	if got := sp.of("code", read, code.expected, nil); got != "AB 12" {
+		t.Errorf("an attribute holding %q reported as %q to a contract expecting %q; want it as it is", one, got, "AB  12")
+	}
+	two := " AB  12\n"
+	if read, err := code.read(&fieldReading{Attr: &two}); err != nil || read != "AB  12" {
+		t.Errorf("read %q, %v; want the attribute trimmed, its inner spaces kept", read, err)
+	}
+}

@@ -580,7 +580,9 @@ func (f field) readAs(r *fieldReading, checked bool) (string, error) {
 		if r.Attr == nil {
 			return "", fmt.Errorf("the element has no %s attribute", f.attribute)
 		}
-		v = collapseSpace(*r.Attr)
+		// An attribute is not rendered: a run of spaces in it is the
+		// value's own (f.space).
+		v = f.space(*r.Attr)
 	} else {
 		v = collapseSpace(r.Text)
 		if checked && r.Title != nil {
@@ -611,14 +613,30 @@ func (f field) readAs(r *fieldReading, checked bool) (string, error) {
 	return v, nil
 }
 
+// space is the whitespace normalisation of the field's values: a value
+// shown on the page is rendered, so its runs of whitespace are collapsed
+// (collapseSpace); an attribute's value is not, so it is only trimmed.
+func (f field) space(s string) string {
+	if f.attribute != "" {
+		return strings.TrimSpace(s)
+	}
+	return collapseSpace(s)
+}
+
 // expected is a contract's value for the field normalised as a value read
-// is: whitespace collapsed, parsed with date_format into ISO 8601 when it
-// parses (a value already in ISO form stays as it is), and casefolded.
+// is: whitespace collapsed (trimmed only for an attribute), parsed with date_format into ISO 8601 when it
+// parses (a value already in ISO form stays as it is, also when
+// date_format would read it as another date: under %Y-%d-%m, 2031-04-03
+// is 3 April, as ISO says), and casefolded.
 func (f field) expected(e string) string {
-	v := collapseSpace(e)
+	v := f.space(e)
 	if f.layout != "" {
-		if t, err := time.Parse(f.layout, v); err == nil {
-			v = t.Format(f.isoLayout)
+		// A value already in ISO 8601 is the contracts' own spelling of a
+		// date: it is never read with date_format.
+		if _, err := time.Parse(f.isoLayout, v); err != nil {
+			if t, err := time.Parse(f.layout, v); err == nil {
+				v = t.Format(f.isoLayout)
+			}
 		}
 	}
 	if f.casefold {
