@@ -107,6 +107,7 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	b.spell.selector = req.Selector
 	b.spell.daemon, b.spell.expected = len(req.ReadFields) > 0, req.ExpectedValues
 	b.read = readFields(b, req.ReadFields)
+	b.idIsIdentity = req.IdentityField != "" && req.IdentityField == b.identity.field
 	rejected := false
 	capt, err := cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
 		res, err := b.readBack(ctx)

@@ -102,6 +102,9 @@ type settings struct {
 	gate             *signInGate     // shared by the bound copies of one configured instance
 	spell            spellings       // the run's spellings of expected values (bound copies only)
 	read             map[string]bool // the fields a contract of the call reads; nil: every field (readFields)
+	// idIsIdentity: the contracts identify records by identity.field,
+	// which every row of the page shares (bound copies only).
+	idIsIdentity bool
 	readySelector    string
 	emptySelector    string
 	notFoundSelector string

@@ -516,6 +516,12 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	if pg.Empty {
 		return unusable("the record page shows %d rows and its empty-state element (%s) at once; its structure is not what the configuration describes", len(pg.Rows), s.emptySelector)
 	}
+	if s.idIsIdentity && len(pg.Rows) > 1 {
+		// Every row would carry the page's one identifier as the field the
+		// judge tells records apart by: a row lost beside a row added
+		// would look like the same record.
+		return unusable("the record page shows %d rows, and the contracts identify records by %s, which every row takes from the page's identity.reader; rows cannot be told apart (a lost row would be hidden): set the contracts' identity_field to a field each row has", len(pg.Rows), s.identity.field)
+	}
 	spelled := make([]map[string][]string, len(s.fields))
 	for j, f := range s.fields {
 		spelled[j] = s.spell.candidates(f.expected)

@@ -190,3 +190,39 @@ func TestReadFieldsSet(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsSharingTheIdentity: every row takes the page's identifier as
+// identity.field, so when the contracts identify records by that field the
+// rows cannot be told apart and a lost row would hide beside an added one:
+// a page with several rows is then unusable, while one row, or contracts
+// identifying records by another field, still read.
+func TestRowsSharingTheIdentity(t *testing.T) {
+	a := startApp(t)
+	ac := signInActor(t, a)
+	ac.save(recordapp.Encounter{PatientID: "si1", Type: "Triage", Note: "first", Date: "2026-05-06"})
+	c := adapterClient(t, request(t, a.section(), "si1", recordapp.ReaderPassword))
+	capture := func(identityField string) read {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		capt, err := c.CaptureAfter(ctx, sdk.CaptureRequest{CaptureID: "ident", Timeout: 20 * time.Second, EffectKind: "record_written", IdentityField: identityField})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := capt.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}
+	}
+	if r := capture("patient_id"); !r.Reachable || len(r.Records) != 1 {
+		t.Fatalf("one row identified by patient_id: %v %q %d records; want it read", r.Reachable, r.Reason, len(r.Records))
+	}
+	ac.save(recordapp.Encounter{PatientID: "si1", Type: "Follow-up", Note: "second", Date: "2026-05-07"})
+	if r := capture("patient_id"); r.Reachable || !strings.Contains(r.Reason, "rows cannot be told apart") {
+		t.Fatalf("two rows identified by the page's patient_id: %v %q; want unusable, rows cannot be told apart", r.Reachable, r.Reason)
+	}
+	if r := capture("id"); !r.Reachable || len(r.Records) != 2 {
+		t.Fatalf("two rows identified by another field: %v %q %d records; want both read", r.Reachable, r.Reason, len(r.Records))
+	}
+}
