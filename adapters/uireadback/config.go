@@ -94,17 +94,17 @@ type readerConfig struct {
 // It never changes afterwards; bind copies it with one call's run
 // parameters bound.
 type settings struct {
-	recordTmpl       string       // record_url, placeholders unfilled
-	urlParams        param.Values // url_params, bound per call
-	idValue          param.Value  // identity.value, bound per call
-	recordURL        string       // the record page, parameters bound and escaped (bound copies only)
-	signIn           signIn
-	gate             *signInGate     // shared by the bound copies of one configured instance
-	spell            spellings       // the run's spellings of expected values (bound copies only)
-	read             map[string]bool // the fields a contract of the call reads; nil: every field (readFields)
+	recordTmpl string       // record_url, placeholders unfilled
+	urlParams  param.Values // url_params, bound per call
+	idValue    param.Value  // identity.value, bound per call
+	recordURL  string       // the record page, parameters bound and escaped (bound copies only)
+	signIn     signIn
+	gate       *signInGate     // shared by the bound copies of one configured instance
+	spell      spellings       // the run's spellings of expected values (bound copies only)
+	read       map[string]bool // the fields a contract of the call reads; nil: every field (readFields)
 	// idIsIdentity: the contracts identify records by identity.field,
 	// which every row of the page shares (bound copies only).
-	idIsIdentity bool
+	idIsIdentity     bool
 	readySelector    string
 	emptySelector    string
 	notFoundSelector string
