@@ -492,10 +492,13 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 				if err != nil {
 					return nil, err
 				}
-				if !found {
-					continue
-				}
+				// A bound session the store no longer has (removed by
+				// the retention) is a doubt: the step began and its
+				// result is unknown; an older session does not stand in.
 				st.Began, st.SessionID, st.latest = true, sid, r
+				if !found {
+					break
+				}
 				if r != nil {
 					st.Outcome = outcomeOf(r)
 					st.Tier, st.OracleRung = tierOf(r)
@@ -593,9 +596,12 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 		if err != nil {
 			return nil, err
 		}
-		if found && (r == nil || outcomeOf(r) != run.HaltedBeforeEffect) {
+		if !found || r == nil || outcomeOf(r) != run.HaltedBeforeEffect {
 			what := "not verified yet"
-			if r != nil {
+			switch {
+			case !found:
+				what = "removed from the store, its result unknown"
+			case r != nil:
 				what = outcomeOf(r)
 			}
 			return nil, policy(CodeStepAlreadyBegun, "step", "step %q already has session %s in the run (%s); only a step whose sessions all ended HALTED_BEFORE_EFFECT may begin again: Verify or Reverify that session", step.Name, sid, what)
@@ -1137,7 +1143,10 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
 	unlock, raw, _, err := m.lockSession(ctx, sid)
 	if isKind(err, NotFound) {
-		return nil, nil // removed: never bound (see beginInRun)
+		// Bound to the run, then removed (the retention): what it did
+		// cannot be read back, so it remains.
+		return []run.EffectCheck{{Step: step, SessionID: sid, Class: string(judge.ClassIndeterminate),
+			Reasons: []run.Reason{{Code: "session_removed", Message: fmt.Sprintf("session %s of step %q is no longer in the store; its effects cannot be read back", sid, step)}}}}, nil
 	}
 	if err != nil {
 		return nil, err
