@@ -930,6 +930,41 @@ func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
 	}
 	unlock := m.locks.lock("run/" + id)
 	defer unlock()
+	return retryRunChanged(func() (*RunView, error) { return m.finishRunOnce(ctx, id) })
+}
+
+// errRunChanged: the run's steps or artifacts changed (a Begin bound a
+// session, an artifact was checked, on any replica) between the read a
+// seal was decided on and the seal: that seal does not stand.
+var errRunChanged = errors.New("the run changed while it was being sealed; call again")
+
+// runChangedTries bounds how often a seal is decided again on a run that
+// keeps changing under it.
+const runChangedTries = 5
+
+// retryRunChanged calls once until it answers anything but errRunChanged,
+// at most runChangedTries times.
+func retryRunChanged[T any](once func() (T, error)) (T, error) {
+	for i := 1; ; i++ {
+		v, err := once()
+		if !errors.Is(err, errRunChanged) || i == runChangedTries {
+			return v, err
+		}
+	}
+}
+
+// sameBindings reports whether a run's steps, artifacts and stickiness
+// are as a and b both recorded them: what a seal was decided on.
+func sameBindings(a, b *runRecord) bool {
+	type bindings struct {
+		Steps     []runStepRecord
+		Artifacts []runArtifactRec
+		Sticky    bool
+	}
+	return jsonDigest(bindings{a.Steps, a.Artifacts, a.Sticky}) == jsonDigest(bindings{b.Steps, b.Artifacts, b.Sticky})
+}
+
+func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -969,6 +1004,9 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 		}
 		if cur.Attempt != rec.Attempt {
 			return nil, store.RunChange{}, nil
+		}
+		if !sameBindings(&cur, rec) {
+			return nil, store.RunChange{}, errRunChanged
 		}
 		now := time.Now().UTC()
 		cur.Attempt++
@@ -1045,6 +1083,10 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 	}
 	unlock := m.locks.lock("run/" + id)
 	defer unlock()
+	return retryRunChanged(func() (*RollbackResult, error) { return m.rollbackCheckOnce(ctx, id) })
+}
+
+func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
 		return nil, err

@@ -52,3 +52,45 @@ func TestRunRemovedSessionIsADoubt(t *testing.T) {
 		t.Fatalf("rollback check of a removed session: %+v %v", rb, err)
 	}
 }
+
+// A seal decided on the run as it stood before a Begin bound a step (a
+// FinishRun racing a Begin, on this replica or another) must not stand:
+// sealing "nothing began" HALTED_BEFORE_EFFECT while the step's session
+// is out and its save may land would tell a falsehood.
+func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "race")
+	// FinishRun's read, before the Begin binds.
+	rec, err := f.m.loadRun(ctx, "race")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := f.m.runWorkflow(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := f.m.stepStates(ctx, wf, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := classifierInput(wf, rec, states)
+	c := run.Classify(in)
+	if c.Outcome != run.HaltedBeforeEffect {
+		t.Fatalf("a run with nothing begun classifies %s", c.Outcome)
+	}
+	// The Begin binds meanwhile, and the automation saves.
+	if _, err := f.begin(t, "race", "intake", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	// FinishRun's seal, on what it read.
+	if view, err := f.m.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); err == nil && view.Outcome == run.HaltedBeforeEffect {
+		t.Fatalf("sealed %s over a step bound after the read", view.Outcome)
+	}
+	view, err := f.m.FinishRun(ctx, "race")
+	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID == "" {
+		t.Fatalf("FinishRun after the Begin: %+v %v", view, err)
+	}
+}
