@@ -508,10 +508,44 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 				}
 				break
 			}
+			if err := m.earlierDoubt(ctx, rs, &st); err != nil {
+				return nil, err
+			}
 		}
 		out[i] = st
 	}
 	return out, nil
+}
+
+// earlierDoubt puts in st the first earlier session of the step (oldest
+// first) whose latest result is neither HALTED_BEFORE_EFFECT nor
+// VERIFIED, or that the store no longer has: a step begins again only
+// after its sessions ended HALTED_BEFORE_EFFECT, so such a result (a
+// Reverify of an earlier attempt that now sees its save, or a duplicate)
+// is the step's, whatever its newest session says.
+func (m *Manager) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepState) error {
+	for _, sid := range rs.Sessions {
+		if sid == st.SessionID {
+			return nil
+		}
+		r, found, err := m.latestResult(ctx, sid)
+		if err != nil {
+			return err
+		}
+		if found && r != nil && (outcomeOf(r) == run.HaltedBeforeEffect || outcomeOf(r) == run.Verified) {
+			continue
+		}
+		st.SessionID, st.latest, st.Outcome, st.Tier, st.OracleRung, st.ReceiptDigest = sid, r, "", 0, 0, ""
+		if r != nil {
+			st.Outcome = outcomeOf(r)
+			st.Tier, st.OracleRung = tierOf(r)
+			if len(r.Receipt) > 0 {
+				st.ReceiptDigest = sha256Hex(r.Receipt)
+			}
+		}
+		return nil
+	}
+	return nil
 }
 
 func stateOf(states []stepState, name string) *stepState {
@@ -605,6 +639,18 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 				what = outcomeOf(r)
 			}
 			return nil, policy(CodeStepAlreadyBegun, "step", "step %q already has session %s in the run (%s); only a step whose sessions all ended HALTED_BEFORE_EFFECT may begin again: Verify or Reverify that session", step.Name, sid, what)
+		}
+		// It ended HALTED_BEFORE_EFFECT: it must still read so now, or a
+		// save of that attempt that landed late would sit in the new
+		// session's baseline beside the new save.
+		checks, err := m.rollbackRead(ctx, step.Name, sid)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range checks {
+			if c.Class != run.ClassAbsent {
+				return nil, policy(CodeStepAlreadyBegun, "step", "step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session instead of beginning the step again", step.Name, sid, c.Effect, c.Class)
+			}
 		}
 	}
 	binding := &RunBinding{RunID: rec.ID, Step: step.Name}

@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"strings"
+
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -92,5 +95,53 @@ func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
 	view, err := f.m.FinishRun(ctx, "race")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID == "" {
 		t.Fatalf("FinishRun after the Begin: %+v %v", view, err)
+	}
+}
+
+// A step may begin again only after its earlier sessions ended
+// HALTED_BEFORE_EFFECT; a save of the earlier attempt that landed late
+// must not become part of the new session's baseline, where the new
+// session's own save would confirm beside it (a hidden duplicate).
+func TestRunRebeginAfterALateSaveRefused(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	f.beginRun(t, "late")
+	if v := f.step(t, "late", "intake", nil); v.Outcome != judge.HaltedBeforeEffect {
+		t.Fatalf("intake with nothing saved: %s", v.Outcome)
+	}
+	// The first attempt's save lands after its Verify.
+	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	_, err := f.begin(t, "late", "intake", nil)
+	wantRefusal(t, err, Refused, CodeStepAlreadyBegun, "step")
+}
+
+// The step's result in the run is not only its newest session's: an
+// earlier session of the step re-verified to something other than
+// HALTED_BEFORE_EFFECT or VERIFIED (a duplicate seen against its
+// baseline) keeps the run from VERIFIED.
+func TestRunReverifyOfAnEarlierSessionCounts(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	w, err := workflow.Parse([]byte(strings.Split(runWorkflowYAML, "  - step: posting")[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.Workflows["clinic"] = w
+	ctx := t.Context()
+	f.beginRun(t, "older")
+	first := f.step(t, "older", "intake", nil)
+	if first.Outcome != judge.HaltedBeforeEffect {
+		t.Fatalf("intake with nothing saved: %s", first.Outcome)
+	}
+	if v := f.step(t, "older", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("intake again: %s", v.Outcome)
+	}
+	f.tab.add(sdk.Record{"id": "p-2", "kind": "patient", "name": "Ada"})
+	if r, err := f.m.Reverify(ctx, first.SessionID, "the first attempt's save may have landed"); err != nil || r.Outcome == judge.Verified || r.Outcome == judge.HaltedBeforeEffect {
+		t.Fatalf("Reverify of the first attempt: %v %v", r, err)
+	}
+	view, err := f.m.FinishRun(ctx, "older")
+	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID != first.SessionID {
+		t.Fatalf("FinishRun with the first attempt reconciling: %s %+v %v", view.Outcome, view.Steps, err)
 	}
 }
