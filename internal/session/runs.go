@@ -61,6 +61,9 @@ const (
 	// CodeWorkflowChanged: the registered workflow is no longer the file
 	// the run began with.
 	CodeWorkflowChanged = "workflow_changed"
+	// CodeArtifactConsumed: VerifyArtifact of other bytes under the name
+	// of an artifact a step of the run already consumed.
+	CodeArtifactConsumed = "artifact_consumed"
 )
 
 // Ledger entry types of runs.
@@ -138,6 +141,9 @@ type runStepRecord struct {
 	// Sessions are the step's sessions in the run, oldest first.
 	Sessions []string       `json:"sessions"`
 	Handoffs []HandoffBound `json:"handoffs,omitempty"`
+	// Consumed are the artifacts the step's latest session consumed, at
+	// the digests it bound.
+	Consumed []ConsumedBound `json:"consumed,omitempty"`
 	// Refused is the terminal outcome of the latest refused Begin of the
 	// step since its latest session ("" when none).
 	Refused string `json:"refused,omitempty"`
@@ -755,7 +761,7 @@ func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, si
 			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeStepAlreadyBegun, Path: "step", Message: CodeStepAlreadyBegun + fmt.Sprintf(": another Begin of step %q bound a session first", step)}
 		}
 		rs.Sessions = append(rs.Sessions, sid)
-		rs.Handoffs, rs.Refused = b.Handoffs, ""
+		rs.Handoffs, rs.Consumed, rs.Refused = b.Handoffs, b.Consumed, ""
 		if _, err := l.Append(EntryRunStepBound, sid, jsonDigest(map[string]any{"run_id": runID, "step": step, "session_id": sid, "binding": b})); err != nil {
 			return nil, store.RunChange{}, err
 		}
@@ -831,11 +837,14 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 	if rec.Seal != nil && !rec.reconciling() {
 		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s; it takes no further check", CodeRunSealed, rec.ID, rec.Seal.Outcome)}
 	}
+	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
+	if err := consumedElsewise(rec, req.RunArtifact, sum); err != nil {
+		return nil, err
+	}
 	res, err := m.VerifyArtifact(ctx, req.DeploymentName, req.Artifact)
 	if err != nil {
 		return nil, err
 	}
-	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
 	entry := runArtifactRec{Artifact: req.RunArtifact, FromStep: producer.Name, Verdict: string(res.Verdict)}
 	if len(res.Receipt) > 0 {
 		entry.ReceiptDigest = sha256Hex(res.Receipt)
@@ -846,6 +855,9 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 	_, err = m.Store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		if err := consumedElsewise(&cur, req.RunArtifact, sum); err != nil {
 			return nil, store.RunChange{}, err
 		}
 		a := cur.artifact(req.RunArtifact)
@@ -867,6 +879,21 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 		return nil, err
 	}
 	return res, nil
+}
+
+// consumedElsewise refuses a check of artifact at digest sum once a step
+// of the run consumed it at another digest: the run's record of the
+// artifact must stay the bytes its consumer bound.
+func consumedElsewise(rec *runRecord, artifact, sum string) error {
+	for _, rs := range rec.Steps {
+		for _, c := range rs.Consumed {
+			if c.Artifact == artifact && c.SHA256 != sum {
+				return &Error{Kind: Refused, Code: CodeArtifactConsumed, Path: "artifact.sha256",
+					Message: fmt.Sprintf("%s: step %q of run %q consumed artifact %q at sha256 %s; other bytes cannot take its place in this run", CodeArtifactConsumed, rs.Step, rec.ID, artifact, c.SHA256)}
+			}
+		}
+	}
+	return nil
 }
 
 // GetRun reports a run: its steps as they stand and its latest seal.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -143,5 +144,37 @@ func TestRunReverifyOfAnEarlierSessionCounts(t *testing.T) {
 	view, err := f.m.FinishRun(ctx, "older")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID != first.SessionID {
 		t.Fatalf("FinishRun with the first attempt reconciling: %s %+v %v", view.Outcome, view.Steps, err)
+	}
+}
+
+// Once a step consumed an artifact at one digest, a check of other bytes
+// under the artifact's name (after a REFUTED check in between, too) must
+// not replace it: the run receipt would name a document no step consumed.
+func TestRunConsumedArtifactNotReplaced(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "swap")
+	f.step(t, "swap", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	f.step(t, "swap", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
+	if a := f.letter(t, "swap", true); a.Verdict != judge.Confirmed {
+		t.Fatalf("letter %s", a.Verdict)
+	}
+	f.step(t, "swap", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"})
+	check := func(sum string) (*ArtifactResult, error) {
+		return f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "swap", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+			Artifact: Artifact{SHA256: sum, Size: 5, Name: "other.pdf"}})
+	}
+	other := strings.Repeat("ab", 32)
+	f.files.add(sdk.Record{"name": "other.pdf", "sha256": other, "size": json.Number("5")})
+	_, err := check(other)
+	wantRefusal(t, err, Refused, CodeArtifactConsumed, "artifact.sha256")
+	// The consumed bytes may be checked again.
+	if a := f.letter(t, "swap", false); a.Verdict != judge.Confirmed {
+		t.Fatalf("letter again %s", a.Verdict)
+	}
+	view, err := f.m.FinishRun(ctx, "swap")
+	if err != nil || view.Outcome != run.Verified || view.Artifacts[0].SHA256 != letterSum {
+		t.Fatalf("FinishRun: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
 }
