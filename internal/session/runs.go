@@ -1055,6 +1055,9 @@ func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error
 	}
 	in := classifierInput(wf, rec, states)
 	c := run.Classify(in)
+	if err := m.stillNothingLanded(ctx, wf, rec, &c); err != nil {
+		return nil, err
+	}
 	// The digest leaves Sticky out: it turns on with the first seal
 	// itself, which is no change in what the run depends on.
 	bare := in
@@ -1064,6 +1067,39 @@ func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error
 		return m.viewOf(rec, wf, states), nil
 	}
 	return m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
+}
+
+// stillNothingLanded re-reads, before a "nothing landed" outcome
+// (HALTED_BEFORE_EFFECT, REJECTED_POLICY, FAILED_PLATFORM) is sealed,
+// every session of a consequential step against its original baseline: a
+// save that landed after its step's Verify turns c into
+// RECONCILIATION_REQUIRED (step_not_verified: Reverify that session).
+func (m *Manager) stillNothingLanded(ctx context.Context, wf *workflow.Workflow, rec *runRecord, c *run.Classification) error {
+	switch c.Outcome {
+	case run.HaltedBeforeEffect, run.RejectedPolicy, run.FailedPlatform:
+	default:
+		return nil
+	}
+	for _, rs := range rec.Steps {
+		if s, ok := wf.Step(rs.Step); !ok || !s.Consequential() {
+			continue
+		}
+		for _, sid := range rs.Sessions {
+			checks, err := m.rollbackRead(ctx, rs.Step, sid)
+			if err != nil {
+				return err
+			}
+			for _, e := range checks {
+				if e.Class != run.ClassAbsent {
+					c.Outcome = run.ReconciliationRequired
+					c.Reasons = append(c.Reasons, run.Reason{Code: run.CodeStepNotVerified, Step: rs.Step,
+						Message: fmt.Sprintf("step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session", rs.Step, sid, e.Effect, e.Class)})
+					return nil
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // sealRun seals a run with outcome c (attempt+1) and its signed receipt, in

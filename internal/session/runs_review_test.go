@@ -178,3 +178,21 @@ func TestRunConsumedArtifactNotReplaced(t *testing.T) {
 		t.Fatalf("FinishRun: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
 }
+
+// A "nothing landed" seal is a claim about the system of record now: a
+// step that ended HALTED_BEFORE_EFFECT but whose save landed late must
+// not be sealed HALTED_BEFORE_EFFECT.
+func TestRunHaltedSealRereadsHaltedSteps(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "late2")
+	if v := f.step(t, "late2", "intake", nil); v.Outcome != judge.HaltedBeforeEffect {
+		t.Fatalf("intake with nothing saved: %s", v.Outcome)
+	}
+	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	view, err := f.m.FinishRun(ctx, "late2")
+	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotVerified) {
+		t.Fatalf("FinishRun after a late save: %s %v %v", view.Outcome, reasonCodes(view.Reasons), err)
+	}
+}
