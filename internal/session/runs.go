@@ -344,7 +344,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 		_, err := l.Append(EntryRunBegun, id, jsonDigest(map[string]any{
 			"run_id": id, "workflow": rec.Workflow, "workflow_digest": rec.WorkflowDigest,
 			"deployment_name": rec.DeploymentName, "deployment_digest": rec.DeploymentDigest,
-			"params_digest": m.paramsDigest(params), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
+			"params_digest": m.paramsDigest(params, wf.SecretParams()), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
 		}))
 		return err
 	})
@@ -372,8 +372,15 @@ func (m *Manager) handoffDigest(value string) string {
 }
 
 // paramsDigest is the keyed digest of a run's parameters (canonical JSON:
-// keys sorted).
-func (m *Manager) paramsDigest(params map[string]string) string {
+// keys sorted). A parameter the workflow marks secret is digested by its
+// name only (its value replaced by SecretMarker): a secret is never hashed.
+func (m *Manager) paramsDigest(params map[string]string, secret map[string]bool) string {
+	params = maps.Clone(params)
+	for k := range params {
+		if secret[k] {
+			params[k] = SecretMarker
+		}
+	}
 	b, _ := json.Marshal(params) // a map's keys are written sorted
 	return m.KeyedDigest(b)
 }
@@ -1120,7 +1127,7 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 		now := time.Now().UTC()
 		cur.Attempt++
 		seal := &runSeal{Outcome: c.Outcome, Reasons: c.Reasons, Tier: c.Tier, OracleRung: int(c.OracleRung), SealedAt: now, InputDigest: inputDigest}
-		p := m.runPayload(&cur, states, seal, kind)
+		p := m.runPayload(&cur, states, seal, kind, wf.SecretParams())
 		if _, err := l.Append(EntryRunSealed, cur.ID, jsonDigest(map[string]any{"run_id": cur.ID, "attempt": cur.Attempt, "outcome": c.Outcome, "input_digest": inputDigest})); err != nil {
 			return nil, store.RunChange{}, err
 		}
@@ -1150,12 +1157,12 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 
 // runPayload is the run receipt's payload (without its ledger position,
 // time and signer).
-func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string) *receipt.RunPayload {
+func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string, secret map[string]bool) *receipt.RunPayload {
 	p := &receipt.RunPayload{
 		Kind: kind, RunID: rec.ID,
 		Workflow:     receipt.RunWorkflow{Name: rec.Workflow, Digest: rec.WorkflowDigest},
 		Deployment:   receipt.RunDeployment{Name: rec.DeploymentName, Digest: rec.DeploymentDigest},
-		ParamsDigest: m.paramsDigest(rec.Params),
+		ParamsDigest: m.paramsDigest(rec.Params, secret),
 		Outcome:      seal.Outcome, ReasonCodes: []string{}, Attempt: rec.Attempt,
 		Tier: seal.Tier, OracleRung: seal.OracleRung, RunMinTier: rec.RunMinTier, RunMinRung: rec.RunMinRung,
 		Steps: []receipt.RunStepClaim{}, Artifacts: []receipt.RunArtifactClaim{}, Handoffs: []receipt.RunHandoffClaim{},

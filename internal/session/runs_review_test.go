@@ -196,3 +196,31 @@ func TestRunHaltedSealRereadsHaltedSteps(t *testing.T) {
 		t.Fatalf("FinishRun after a late save: %s %v %v", view.Outcome, reasonCodes(view.Reasons), err)
 	}
 }
+
+// A run parameter the workflow marks secret is never digested into the
+// ledger or the run receipt: two runs that differ only in the secret's
+// value carry the same params_digest.
+func TestRunSecretParamNotDigested(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	w, err := workflow.Parse([]byte(strings.Replace(runWorkflowYAML, "amount: {}}", "amount: {}, clerk_password: {secret: true}}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.Workflows["clinic"] = w
+	ctx := t.Context()
+	var digests []string
+	for id, pw := range map[string]string{"sec1": "hunter2", "sec2": "correct horse"} {
+		if _, err := f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada", "clerk_password": pw}, RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+		view, err := f.m.FinishRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		digests = append(digests, openRunReceipt(t, f, view.Receipt, id).ParamsDigest)
+	}
+	if digests[0] != digests[1] {
+		t.Fatalf("params_digest depends on a secret's value: %v", digests)
+	}
+}
