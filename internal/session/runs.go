@@ -156,6 +156,10 @@ type runArtifactRec struct {
 	SHA256        string `json:"sha256,omitempty"`
 	Size          int64  `json:"size,omitempty"`
 	ReceiptDigest string `json:"receipt_digest,omitempty"`
+	// DeploymentName and Name: where and under which file name the
+	// CONFIRMED check read the document (a rollback check reads it again).
+	DeploymentName string `json:"deployment_name,omitempty"`
+	Name           string `json:"name,omitempty"`
 }
 
 type runSeal struct {
@@ -858,6 +862,7 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 	}
 	if res.Verdict == judge.Confirmed {
 		entry.SHA256, entry.Size = sum, req.Artifact.Size
+		entry.DeploymentName, entry.Name = req.DeploymentName, req.Artifact.Name
 	}
 	_, err = m.Store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
@@ -981,7 +986,7 @@ func (m *Manager) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepSta
 		}
 	}
 	for _, a := range rec.Artifacts {
-		v.Artifacts = append(v.Artifacts, RunArtifactView(a))
+		v.Artifacts = append(v.Artifacts, RunArtifactView{Artifact: a.Artifact, FromStep: a.FromStep, Verdict: a.Verdict, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
 	}
 	return v
 }
@@ -1228,6 +1233,11 @@ func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackRe
 			checks = append(checks, cs...)
 		}
 	}
+	for _, a := range rec.Artifacts {
+		if a.Verdict == run.ArtifactConfirmed {
+			checks = append(checks, m.artifactRollbackRead(ctx, a))
+		}
+	}
 	created, err := m.runCreated(ctx, rec)
 	if err != nil {
 		return nil, err
@@ -1293,6 +1303,32 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 		}
 	}
 	return out, nil
+}
+
+// artifactRollbackRead checks again that a document the run confirmed is
+// gone: absent (REFUTED, ARTIFACT_ABSENT) reads as undone; present, other
+// bytes under its name, unreadable, or a check recorded without where it
+// read (effect -1 of the producing step) remains.
+func (m *Manager) artifactRollbackRead(ctx context.Context, a runArtifactRec) run.EffectCheck {
+	c := run.EffectCheck{Step: a.FromStep, Effect: -1, Class: string(judge.ClassIndeterminate)}
+	if a.DeploymentName == "" || a.Name == "" {
+		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q was confirmed without a record of where it was read; it cannot be checked again", a.Artifact)}}
+		return c
+	}
+	res, err := m.VerifyArtifact(ctx, a.DeploymentName, Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
+	if err != nil {
+		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q could not be checked again: %v", a.Artifact, err)}}
+		return c
+	}
+	absent := res.Verdict == judge.Refuted && len(res.Reasons) > 0
+	for _, r := range res.Reasons {
+		absent = absent && r.Code == ReasonArtifactAbsent
+		c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q: %s", a.Artifact, r.Message)})
+	}
+	if absent {
+		c.Class = run.ClassAbsent
+	}
+	return c
 }
 
 // rollbackRead judges a fresh read of one session's effects against its

@@ -224,3 +224,32 @@ func TestRunSecretParamNotDigested(t *testing.T) {
 		t.Fatalf("params_digest depends on a secret's value: %v", digests)
 	}
 }
+
+// A document a run's step produced and the run confirmed is a change the
+// run made: a rollback check does not answer ROLLED_BACK_VERIFIED while it
+// is still in the document store.
+func TestRunRollbackSeesConfirmedArtifact(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "undo2")
+	f.step(t, "undo2", "intake", nil, sdk.Record{"id": "p-9", "kind": "patient", "name": "Ada"})
+	f.step(t, "undo2", "posting", map[string]string{"amount": "3"}, sdk.Record{"id": "t-9", "kind": "posting", "patient_id": "p-9", "amount": "3"})
+	if a := f.letter(t, "undo2", true); a.Verdict != judge.Confirmed {
+		t.Fatalf("letter %s", a.Verdict)
+	}
+	f.tab.mu.Lock()
+	f.tab.rows = nil
+	f.tab.mu.Unlock()
+	rb, err := f.m.RollbackCheck(ctx, "undo2")
+	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Step != "posting" || rb.Remains[0].Effect != -1 {
+		t.Fatalf("rollback check with the letter still stored: %+v %v", rb, err)
+	}
+	f.files.mu.Lock()
+	f.files.rows = nil
+	f.files.mu.Unlock()
+	rb, err = f.m.RollbackCheck(ctx, "undo2")
+	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified {
+		t.Fatalf("rollback check with the letter gone too: %+v %v", rb, err)
+	}
+}
