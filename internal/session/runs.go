@@ -1226,6 +1226,15 @@ func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackRe
 	var checks []run.EffectCheck
 	for _, rs := range rec.Steps {
 		for _, sid := range rs.Sessions {
+			// A session not verified yet may still be acting: a read now
+			// cannot show its change gone.
+			if r, found, err := m.latestResult(ctx, sid); err != nil {
+				return nil, err
+			} else if found && r == nil {
+				checks = append(checks, run.EffectCheck{Step: rs.Step, SessionID: sid, Effect: -1, Class: string(judge.ClassIndeterminate),
+					Reasons: []run.Reason{{Code: "session_not_verified", Step: rs.Step, Message: fmt.Sprintf("session %s of step %q is not verified yet, so its automation may still be saving: Verify it, then check again", sid, rs.Step)}}})
+				continue
+			}
 			cs, err := m.rollbackRead(ctx, rs.Step, sid)
 			if err != nil {
 				return nil, err

@@ -253,3 +253,27 @@ func TestRunRollbackSeesConfirmedArtifact(t *testing.T) {
 		t.Fatalf("rollback check with the letter gone too: %+v %v", rb, err)
 	}
 }
+
+// A session not verified yet may still be acting: its save may land after
+// the read. A rollback check does not seal ROLLED_BACK_VERIFIED over it.
+func TestRunRollbackWaitsForUnverifiedSession(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "inflight")
+	b, err := f.begin(t, "inflight", "intake", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := f.m.RollbackCheck(ctx, "inflight")
+	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].SessionID != b.SessionID {
+		t.Fatalf("rollback check with intake in flight: %+v %v", rb, err)
+	}
+	if _, err := f.m.Verify(ctx, b.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	rb, err = f.m.RollbackCheck(ctx, "inflight")
+	if err != nil || !rb.RolledBack {
+		t.Fatalf("rollback check with intake halted: %+v %v", rb, err)
+	}
+}
