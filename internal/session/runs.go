@@ -869,6 +869,11 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return nil, store.RunChange{}, err
 		}
+		if cur.Seal != nil && !cur.reconciling() {
+			// Sealed while the document was read: the seal did not weigh
+			// this check, and the run takes no further one.
+			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s while the artifact was checked; it takes no further check", CodeRunSealed, cur.ID, cur.Seal.Outcome)}
+		}
 		if err := consumedElsewise(&cur, req.RunArtifact, sum); err != nil {
 			return nil, store.RunChange{}, err
 		}

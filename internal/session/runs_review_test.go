@@ -277,3 +277,37 @@ func TestRunRollbackWaitsForUnverifiedSession(t *testing.T) {
 		t.Fatalf("rollback check with intake halted: %+v %v", rb, err)
 	}
 }
+
+// An artifact check that was reading while the run was sealed (FinishRun
+// on any replica) is not recorded into the sealed run: the seal did not
+// weigh it, and a run sealed with a final outcome takes no further check.
+func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	files := &table{}
+	docs := &memAdapter{kind: "doc-runmem3", tier: 1, table: files}
+	m2 := newManager(t, &memAdapter{kind: "runmem", tier: sdk.TierIndependentSystem, table: f.tab}, docs)
+	m2.AllowInline, m2.Daemon.Policy, m2.Daemon.Deployments, m2.Workflows, m2.Signer = false, nil, f.m.Daemon.Deployments, f.m.Workflows, f.m.Signer
+	m2.Daemon.Deployments["docs3"] = writeDeployment(t, "effects: {kind: doc-runmem3}\n")
+	f.m = m2
+	ctx := t.Context()
+	f.beginRun(t, "artrace")
+	files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
+	var sealed *RunView
+	docs.afterRead = func(int) {
+		var err error
+		if sealed, err = f.m.FinishRun(ctx, "artrace"); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs3",
+		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+	if sealed == nil || sealed.Outcome != run.HaltedBeforeEffect {
+		t.Fatalf("the seal during the read: %+v", sealed)
+	}
+	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
+	view, err := f.m.GetRun(ctx, "artrace")
+	if err != nil || view.Artifacts[0].Verdict != "" {
+		t.Fatalf("the sealed run records the artifact: %+v %v", view.Artifacts, err)
+	}
+}
