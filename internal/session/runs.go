@@ -848,6 +848,12 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 	if rec.Seal != nil && !rec.reconciling() {
 		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s; it takes no further check", CodeRunSealed, rec.ID, rec.Seal.Outcome)}
 	}
+	if rs := rec.step(producer.Name); rs == nil || len(rs.Sessions) == 0 {
+		// A document in the store before its producer began in this run
+		// is not the run's (another run's, or one left from before).
+		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeStepOutOfOrder, Path: "run_artifact",
+			Message: fmt.Sprintf("%s: artifact %q is produced by step %q, which has no session in run %q yet: begin that step first", CodeStepOutOfOrder, req.RunArtifact, producer.Name, rec.ID)}
+	}
 	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
 	if err := consumedElsewise(rec, req.RunArtifact, sum); err != nil {
 		return nil, err

@@ -292,7 +292,19 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	f.m = m2
 	ctx := t.Context()
 	f.beginRun(t, "artrace")
+	f.step(t, "artrace", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	f.step(t, "artrace", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
+	check := func() (*ArtifactResult, error) {
+		return f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs3",
+			Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+	}
+	if a, err := check(); err != nil || a.Verdict != judge.Confirmed {
+		t.Fatalf("letter: %v %v", a, err)
+	}
+	f.step(t, "artrace", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"})
+	// The letter is checked again, and deleted meanwhile: the run is
+	// sealed VERIFIED while the check reads.
 	var sealed *RunView
 	docs.afterRead = func(int) {
 		var err error
@@ -300,14 +312,32 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	_, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs3",
-		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
-	if sealed == nil || sealed.Outcome != run.HaltedBeforeEffect {
+	files.mu.Lock()
+	files.rows = nil
+	files.mu.Unlock()
+	_, err := check()
+	if sealed == nil || sealed.Outcome != run.Verified {
 		t.Fatalf("the seal during the read: %+v", sealed)
 	}
 	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
 	view, err := f.m.GetRun(ctx, "artrace")
-	if err != nil || view.Artifacts[0].Verdict != "" {
-		t.Fatalf("the sealed run records the artifact: %+v %v", view.Artifacts, err)
+	if err != nil || view.Outcome != run.Verified || view.Artifacts[0].Verdict != run.ArtifactConfirmed {
+		t.Fatalf("the sealed run records the late check: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
+}
+
+// An artifact is the producing step's document in this run: before that
+// step has a session in the run, a document found in the store (another
+// run's, or one left from before) is not its, and is not recorded.
+func TestRunArtifactBeforeItsProducerRefused(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "early")
+	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
+	_, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "early", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "run_artifact")
+	_, err = f.begin(t, "early", "mail", nil)
+	wantRefusal(t, err, Refused, CodeArtifactUnverified, "step")
 }
