@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -90,8 +91,8 @@ func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
 	}
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	// FinishRun's seal, on what it read.
-	if view, err := f.m.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); err == nil && view.Outcome == run.HaltedBeforeEffect {
-		t.Fatalf("sealed %s over a step bound after the read", view.Outcome)
+	if view, err := f.m.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); !errors.Is(err, errRunChanged) {
+		t.Fatalf("seal over a step bound after the read: %+v %v", view, err)
 	}
 	view, err := f.m.FinishRun(ctx, "race")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID == "" {
