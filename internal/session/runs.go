@@ -61,6 +61,9 @@ const (
 	// CodeWorkflowChanged: the registered workflow is no longer the file
 	// the run began with.
 	CodeWorkflowChanged = "workflow_changed"
+	// CodeArtifactConsumed: VerifyArtifact of other bytes under the name
+	// of an artifact a step of the run already consumed.
+	CodeArtifactConsumed = "artifact_consumed"
 )
 
 // Ledger entry types of runs.
@@ -138,6 +141,9 @@ type runStepRecord struct {
 	// Sessions are the step's sessions in the run, oldest first.
 	Sessions []string       `json:"sessions"`
 	Handoffs []HandoffBound `json:"handoffs,omitempty"`
+	// Consumed are the artifacts the step's latest session consumed, at
+	// the digests it bound.
+	Consumed []ConsumedBound `json:"consumed,omitempty"`
 	// Refused is the terminal outcome of the latest refused Begin of the
 	// step since its latest session ("" when none).
 	Refused string `json:"refused,omitempty"`
@@ -150,6 +156,10 @@ type runArtifactRec struct {
 	SHA256        string `json:"sha256,omitempty"`
 	Size          int64  `json:"size,omitempty"`
 	ReceiptDigest string `json:"receipt_digest,omitempty"`
+	// DeploymentName and Name: where and under which file name the
+	// CONFIRMED check read the document (a rollback check reads it again).
+	DeploymentName string `json:"deployment_name,omitempty"`
+	Name           string `json:"name,omitempty"`
 }
 
 type runSeal struct {
@@ -338,7 +348,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 		_, err := l.Append(EntryRunBegun, id, jsonDigest(map[string]any{
 			"run_id": id, "workflow": rec.Workflow, "workflow_digest": rec.WorkflowDigest,
 			"deployment_name": rec.DeploymentName, "deployment_digest": rec.DeploymentDigest,
-			"params_digest": m.paramsDigest(params), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
+			"params_digest": m.paramsDigest(params, wf.SecretParams()), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
 		}))
 		return err
 	})
@@ -366,8 +376,15 @@ func (m *Manager) handoffDigest(value string) string {
 }
 
 // paramsDigest is the keyed digest of a run's parameters (canonical JSON:
-// keys sorted).
-func (m *Manager) paramsDigest(params map[string]string) string {
+// keys sorted). A parameter the workflow marks secret is digested by its
+// name only (its value replaced by SecretMarker): a secret is never hashed.
+func (m *Manager) paramsDigest(params map[string]string, secret map[string]bool) string {
+	params = maps.Clone(params)
+	for k := range params {
+		if secret[k] {
+			params[k] = SecretMarker
+		}
+	}
 	b, _ := json.Marshal(params) // a map's keys are written sorted
 	return m.KeyedDigest(b)
 }
@@ -492,10 +509,13 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 				if err != nil {
 					return nil, err
 				}
-				if !found {
-					continue
-				}
+				// A bound session the store no longer has (removed by
+				// the retention) is a doubt: the step began and its
+				// result is unknown; an older session does not stand in.
 				st.Began, st.SessionID, st.latest = true, sid, r
+				if !found {
+					break
+				}
 				if r != nil {
 					st.Outcome = outcomeOf(r)
 					st.Tier, st.OracleRung = tierOf(r)
@@ -505,10 +525,44 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 				}
 				break
 			}
+			if err := m.earlierDoubt(ctx, rs, &st); err != nil {
+				return nil, err
+			}
 		}
 		out[i] = st
 	}
 	return out, nil
+}
+
+// earlierDoubt puts in st the first earlier session of the step (oldest
+// first) whose latest result is neither HALTED_BEFORE_EFFECT nor
+// VERIFIED, or that the store no longer has: a step begins again only
+// after its sessions ended HALTED_BEFORE_EFFECT, so such a result (a
+// Reverify of an earlier attempt that now sees its save, or a duplicate)
+// is the step's, whatever its newest session says.
+func (m *Manager) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepState) error {
+	for _, sid := range rs.Sessions {
+		if sid == st.SessionID {
+			return nil
+		}
+		r, found, err := m.latestResult(ctx, sid)
+		if err != nil {
+			return err
+		}
+		if found && r != nil && (outcomeOf(r) == run.HaltedBeforeEffect || outcomeOf(r) == run.Verified) {
+			continue
+		}
+		st.SessionID, st.latest, st.Outcome, st.Tier, st.OracleRung, st.ReceiptDigest = sid, r, "", 0, 0, ""
+		if r != nil {
+			st.Outcome = outcomeOf(r)
+			st.Tier, st.OracleRung = tierOf(r)
+			if len(r.Receipt) > 0 {
+				st.ReceiptDigest = sha256Hex(r.Receipt)
+			}
+		}
+		return nil
+	}
+	return nil
 }
 
 func stateOf(states []stepState, name string) *stepState {
@@ -593,12 +647,27 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 		if err != nil {
 			return nil, err
 		}
-		if found && (r == nil || outcomeOf(r) != run.HaltedBeforeEffect) {
+		if !found || r == nil || outcomeOf(r) != run.HaltedBeforeEffect {
 			what := "not verified yet"
-			if r != nil {
+			switch {
+			case !found:
+				what = "removed from the store, its result unknown"
+			case r != nil:
 				what = outcomeOf(r)
 			}
 			return nil, policy(CodeStepAlreadyBegun, "step", "step %q already has session %s in the run (%s); only a step whose sessions all ended HALTED_BEFORE_EFFECT may begin again: Verify or Reverify that session", step.Name, sid, what)
+		}
+		// It ended HALTED_BEFORE_EFFECT: it must still read so now, or a
+		// save of that attempt that landed late would sit in the new
+		// session's baseline beside the new save.
+		checks, err := m.rollbackRead(ctx, step.Name, sid)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range checks {
+			if c.Class != run.ClassAbsent {
+				return nil, policy(CodeStepAlreadyBegun, "step", "step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session instead of beginning the step again", step.Name, sid, c.Effect, c.Class)
+			}
 		}
 	}
 	binding := &RunBinding{RunID: rec.ID, Step: step.Name}
@@ -703,7 +772,7 @@ func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, si
 			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeStepAlreadyBegun, Path: "step", Message: CodeStepAlreadyBegun + fmt.Sprintf(": another Begin of step %q bound a session first", step)}
 		}
 		rs.Sessions = append(rs.Sessions, sid)
-		rs.Handoffs, rs.Refused = b.Handoffs, ""
+		rs.Handoffs, rs.Consumed, rs.Refused = b.Handoffs, b.Consumed, ""
 		if _, err := l.Append(EntryRunStepBound, sid, jsonDigest(map[string]any{"run_id": runID, "step": step, "session_id": sid, "binding": b})); err != nil {
 			return nil, store.RunChange{}, err
 		}
@@ -779,21 +848,39 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 	if rec.Seal != nil && !rec.reconciling() {
 		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s; it takes no further check", CodeRunSealed, rec.ID, rec.Seal.Outcome)}
 	}
+	if rs := rec.step(producer.Name); rs == nil || len(rs.Sessions) == 0 {
+		// A document in the store before its producer began in this run
+		// is not the run's (another run's, or one left from before).
+		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeStepOutOfOrder, Path: "run_artifact",
+			Message: fmt.Sprintf("%s: artifact %q is produced by step %q, which has no session in run %q yet: begin that step first", CodeStepOutOfOrder, req.RunArtifact, producer.Name, rec.ID)}
+	}
+	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
+	if err := consumedElsewise(rec, req.RunArtifact, sum); err != nil {
+		return nil, err
+	}
 	res, err := m.VerifyArtifact(ctx, req.DeploymentName, req.Artifact)
 	if err != nil {
 		return nil, err
 	}
-	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
 	entry := runArtifactRec{Artifact: req.RunArtifact, FromStep: producer.Name, Verdict: string(res.Verdict)}
 	if len(res.Receipt) > 0 {
 		entry.ReceiptDigest = sha256Hex(res.Receipt)
 	}
 	if res.Verdict == judge.Confirmed {
 		entry.SHA256, entry.Size = sum, req.Artifact.Size
+		entry.DeploymentName, entry.Name = req.DeploymentName, req.Artifact.Name
 	}
 	_, err = m.store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
+			return nil, store.RunChange{}, err
+		}
+		if cur.Seal != nil && !cur.reconciling() {
+			// Sealed while the document was read: the seal did not weigh
+			// this check, and the run takes no further one.
+			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s while the artifact was checked; it takes no further check", CodeRunSealed, cur.ID, cur.Seal.Outcome)}
+		}
+		if err := consumedElsewise(&cur, req.RunArtifact, sum); err != nil {
 			return nil, store.RunChange{}, err
 		}
 		a := cur.artifact(req.RunArtifact)
@@ -815,6 +902,21 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 		return nil, err
 	}
 	return res, nil
+}
+
+// consumedElsewise refuses a check of artifact at digest sum once a step
+// of the run consumed it at another digest: the run's record of the
+// artifact must stay the bytes its consumer bound.
+func consumedElsewise(rec *runRecord, artifact, sum string) error {
+	for _, rs := range rec.Steps {
+		for _, c := range rs.Consumed {
+			if c.Artifact == artifact && c.SHA256 != sum {
+				return &Error{Kind: Refused, Code: CodeArtifactConsumed, Path: "artifact.sha256",
+					Message: fmt.Sprintf("%s: step %q of run %q consumed artifact %q at sha256 %s; other bytes cannot take its place in this run", CodeArtifactConsumed, rs.Step, rec.ID, artifact, c.SHA256)}
+			}
+		}
+	}
+	return nil
 }
 
 // GetRun reports a run: its steps as they stand and its latest seal.
@@ -895,7 +997,7 @@ func (m *Manager) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepSta
 		}
 	}
 	for _, a := range rec.Artifacts {
-		v.Artifacts = append(v.Artifacts, RunArtifactView(a))
+		v.Artifacts = append(v.Artifacts, RunArtifactView{Artifact: a.Artifact, FromStep: a.FromStep, Verdict: a.Verdict, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
 	}
 	return v
 }
@@ -924,6 +1026,41 @@ func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
 	}
 	unlock := m.locks.lock("run/" + id)
 	defer unlock()
+	return retryRunChanged(func() (*RunView, error) { return m.finishRunOnce(ctx, id) })
+}
+
+// errRunChanged: the run's steps or artifacts changed (a Begin bound a
+// session, an artifact was checked, on any replica) between the read a
+// seal was decided on and the seal: that seal does not stand.
+var errRunChanged = errors.New("the run changed while it was being sealed; call again")
+
+// runChangedTries bounds how often a seal is decided again on a run that
+// keeps changing under it.
+const runChangedTries = 5
+
+// retryRunChanged calls once until it answers anything but errRunChanged,
+// at most runChangedTries times.
+func retryRunChanged[T any](once func() (T, error)) (T, error) {
+	for i := 1; ; i++ {
+		v, err := once()
+		if !errors.Is(err, errRunChanged) || i == runChangedTries {
+			return v, err
+		}
+	}
+}
+
+// sameBindings reports whether a run's steps, artifacts and stickiness
+// are as a and b both recorded them: what a seal was decided on.
+func sameBindings(a, b *runRecord) bool {
+	type bindings struct {
+		Steps     []runStepRecord
+		Artifacts []runArtifactRec
+		Sticky    bool
+	}
+	return jsonDigest(bindings{a.Steps, a.Artifacts, a.Sticky}) == jsonDigest(bindings{b.Steps, b.Artifacts, b.Sticky})
+}
+
+func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -941,6 +1078,9 @@ func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
 	}
 	in := classifierInput(wf, rec, states)
 	c := run.Classify(in)
+	if err := m.stillNothingLanded(ctx, wf, rec, &c); err != nil {
+		return nil, err
+	}
 	// The digest leaves Sticky out: it turns on with the first seal
 	// itself, which is no change in what the run depends on.
 	bare := in
@@ -950,6 +1090,39 @@ func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
 		return m.viewOf(rec, wf, states), nil
 	}
 	return m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
+}
+
+// stillNothingLanded re-reads, before a "nothing landed" outcome
+// (HALTED_BEFORE_EFFECT, REJECTED_POLICY, FAILED_PLATFORM) is sealed,
+// every session of a consequential step against its original baseline: a
+// save that landed after its step's Verify turns c into
+// RECONCILIATION_REQUIRED (step_not_verified: Reverify that session).
+func (m *Manager) stillNothingLanded(ctx context.Context, wf *workflow.Workflow, rec *runRecord, c *run.Classification) error {
+	switch c.Outcome {
+	case run.HaltedBeforeEffect, run.RejectedPolicy, run.FailedPlatform:
+	default:
+		return nil
+	}
+	for _, rs := range rec.Steps {
+		if s, ok := wf.Step(rs.Step); !ok || !s.Consequential() {
+			continue
+		}
+		for _, sid := range rs.Sessions {
+			checks, err := m.rollbackRead(ctx, rs.Step, sid)
+			if err != nil {
+				return err
+			}
+			for _, e := range checks {
+				if e.Class != run.ClassAbsent {
+					c.Outcome = run.ReconciliationRequired
+					c.Reasons = append(c.Reasons, run.Reason{Code: run.CodeStepNotVerified, Step: rs.Step,
+						Message: fmt.Sprintf("step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session", rs.Step, sid, e.Effect, e.Class)})
+					return nil
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // sealRun seals a run with outcome c (attempt+1) and its signed receipt, in
@@ -964,10 +1137,13 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 		if cur.Attempt != rec.Attempt {
 			return nil, store.RunChange{}, nil
 		}
+		if !sameBindings(&cur, rec) {
+			return nil, store.RunChange{}, errRunChanged
+		}
 		now := time.Now().UTC()
 		cur.Attempt++
 		seal := &runSeal{Outcome: c.Outcome, Reasons: c.Reasons, Tier: c.Tier, OracleRung: int(c.OracleRung), SealedAt: now, InputDigest: inputDigest}
-		p := m.runPayload(&cur, states, seal, kind)
+		p := m.runPayload(&cur, states, seal, kind, wf.SecretParams())
 		if _, err := l.Append(EntryRunSealed, cur.ID, jsonDigest(map[string]any{"run_id": cur.ID, "attempt": cur.Attempt, "outcome": c.Outcome, "input_digest": inputDigest})); err != nil {
 			return nil, store.RunChange{}, err
 		}
@@ -997,12 +1173,12 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 
 // runPayload is the run receipt's payload (without its ledger position,
 // time and signer).
-func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string) *receipt.RunPayload {
+func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string, secret map[string]bool) *receipt.RunPayload {
 	p := &receipt.RunPayload{
 		Kind: kind, RunID: rec.ID,
 		Workflow:     receipt.RunWorkflow{Name: rec.Workflow, Digest: rec.WorkflowDigest},
 		Deployment:   receipt.RunDeployment{Name: rec.DeploymentName, Digest: rec.DeploymentDigest},
-		ParamsDigest: m.paramsDigest(rec.Params),
+		ParamsDigest: m.paramsDigest(rec.Params, secret),
 		Outcome:      seal.Outcome, ReasonCodes: []string{}, Attempt: rec.Attempt,
 		Tier: seal.Tier, OracleRung: seal.OracleRung, RunMinTier: rec.RunMinTier, RunMinRung: rec.RunMinRung,
 		Steps: []receipt.RunStepClaim{}, Artifacts: []receipt.RunArtifactClaim{}, Handoffs: []receipt.RunHandoffClaim{},
@@ -1039,6 +1215,10 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 	}
 	unlock := m.locks.lock("run/" + id)
 	defer unlock()
+	return retryRunChanged(func() (*RollbackResult, error) { return m.rollbackCheckOnce(ctx, id) })
+}
+
+func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -1057,11 +1237,25 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 	var checks []run.EffectCheck
 	for _, rs := range rec.Steps {
 		for _, sid := range rs.Sessions {
+			// A session not verified yet may still be acting: a read now
+			// cannot show its change gone.
+			if r, found, err := m.latestResult(ctx, sid); err != nil {
+				return nil, err
+			} else if found && r == nil {
+				checks = append(checks, run.EffectCheck{Step: rs.Step, SessionID: sid, Effect: -1, Class: string(judge.ClassIndeterminate),
+					Reasons: []run.Reason{{Code: "session_not_verified", Step: rs.Step, Message: fmt.Sprintf("session %s of step %q is not verified yet, so its automation may still be saving: Verify it, then check again", sid, rs.Step)}}})
+				continue
+			}
 			cs, err := m.rollbackRead(ctx, rs.Step, sid)
 			if err != nil {
 				return nil, err
 			}
 			checks = append(checks, cs...)
+		}
+	}
+	for _, a := range rec.Artifacts {
+		if a.Verdict == run.ArtifactConfirmed {
+			checks = append(checks, m.artifactRollbackRead(ctx, a))
 		}
 	}
 	created, err := m.runCreated(ctx, rec)
@@ -1131,13 +1325,42 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 	return out, nil
 }
 
+// artifactRollbackRead checks again that a document the run confirmed is
+// gone: absent (REFUTED, ARTIFACT_ABSENT) reads as undone; present, other
+// bytes under its name, unreadable, or a check recorded without where it
+// read (effect -1 of the producing step) remains.
+func (m *Manager) artifactRollbackRead(ctx context.Context, a runArtifactRec) run.EffectCheck {
+	c := run.EffectCheck{Step: a.FromStep, Effect: -1, Class: string(judge.ClassIndeterminate)}
+	if a.DeploymentName == "" || a.Name == "" {
+		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q was confirmed without a record of where it was read; it cannot be checked again", a.Artifact)}}
+		return c
+	}
+	res, err := m.VerifyArtifact(ctx, a.DeploymentName, Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
+	if err != nil {
+		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q could not be checked again: %v", a.Artifact, err)}}
+		return c
+	}
+	absent := res.Verdict == judge.Refuted && len(res.Reasons) > 0
+	for _, r := range res.Reasons {
+		absent = absent && r.Code == ReasonArtifactAbsent
+		c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q: %s", a.Artifact, r.Message)})
+	}
+	if absent {
+		c.Class = run.ClassAbsent
+	}
+	return c
+}
+
 // rollbackRead judges a fresh read of one session's effects against its
 // original baseline (as Reverify does, the compensator never runs) and
 // stores nothing.
 func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
 	unlock, raw, _, err := m.lockSession(ctx, sid)
 	if isKind(err, NotFound) {
-		return nil, nil // removed: never bound (see beginInRun)
+		// Bound to the run, then removed (the retention): what it did
+		// cannot be read back, so it remains.
+		return []run.EffectCheck{{Step: step, SessionID: sid, Class: string(judge.ClassIndeterminate),
+			Reasons: []run.Reason{{Code: "session_removed", Message: fmt.Sprintf("session %s of step %q is no longer in the store; its effects cannot be read back", sid, step)}}}}, nil
 	}
 	if err != nil {
 		return nil, err
