@@ -33,7 +33,7 @@ func TestRunRemovedSessionIsADoubt(t *testing.T) {
 	if err != nil || view.Outcome != run.ReconciliationRequired {
 		t.Fatalf("first seal %+v %v", view, err)
 	}
-	n, err := f.m.Store.RemoveExpired(ctx, time.Now().Add(48*time.Hour), time.Hour)
+	n, err := f.m.store.RemoveExpired(ctx, time.Now().Add(48*time.Hour), time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("RemoveExpired = %d, %v", n, err)
 	}
@@ -128,7 +128,7 @@ func TestRunReverifyOfAnEarlierSessionCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.Workflows["clinic"] = w
+	f.m.workflows["clinic"] = w
 	ctx := t.Context()
 	f.beginRun(t, "older")
 	first := f.step(t, "older", "intake", nil)
@@ -208,7 +208,7 @@ func TestRunSecretParamNotDigested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.Workflows["clinic"] = w
+	f.m.workflows["clinic"] = w
 	ctx := t.Context()
 	var digests []string
 	for id, pw := range map[string]string{"sec1": "hunter2", "sec2": "correct horse"} {
@@ -288,8 +288,8 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	files := &table{}
 	docs := &memAdapter{kind: "doc-runmem3", tier: 1, table: files}
 	m2 := newManager(t, &memAdapter{kind: "runmem", tier: sdk.TierIndependentSystem, table: f.tab}, docs)
-	m2.AllowInline, m2.Daemon.Policy, m2.Daemon.Deployments, m2.Workflows, m2.Signer = false, nil, f.m.Daemon.Deployments, f.m.Workflows, f.m.Signer
-	m2.Daemon.Deployments["docs3"] = writeDeployment(t, "effects: {kind: doc-runmem3}\n")
+	m2.allowInline, m2.daemon.Policy, m2.daemon.Deployments, m2.workflows, m2.signer = false, nil, f.m.daemon.Deployments, f.m.workflows, f.m.signer
+	m2.daemon.Deployments["docs3"] = writeDeployment(t, "effects: {kind: doc-runmem3}\n")
 	f.m = m2
 	ctx := t.Context()
 	f.beginRun(t, "artrace")
