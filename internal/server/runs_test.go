@@ -50,7 +50,7 @@ steps:
   - step: posting
     after: [intake]
     handoffs: [{param: patient_id, from: {step: intake, effect: 0, field: id}}]
-    produces: [{artifact: letter}]
+    produces: [{artifact: letter, deployment: docs}]
     effects:
       - {kind: record_written, match: {kind: posting, patient_id: {param: patient_id}, amount: {param: amount}}, count_new_only: true, timeout_s: 0.3}
   - step: mail

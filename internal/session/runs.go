@@ -846,19 +846,25 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("artifact %q is produced by step %q, not %q", req.RunArtifact, producer.Name, clip(req.Step))}
 	}
 	if rec.Seal != nil && !rec.reconciling() {
-		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s; it takes no further check", CodeRunSealed, rec.ID, rec.Seal.Outcome)}
+		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("run %q was sealed %s; it takes no further check", rec.ID, rec.Seal.Outcome)}
 	}
 	if rs := rec.step(producer.Name); rs == nil || len(rs.Sessions) == 0 {
 		// A document in the store before its producer began in this run
 		// is not the run's (another run's, or one left from before).
 		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeStepOutOfOrder, Path: "run_artifact",
-			Message: fmt.Sprintf("%s: artifact %q is produced by step %q, which has no session in run %q yet: begin that step first", CodeStepOutOfOrder, req.RunArtifact, producer.Name, rec.ID)}
+			Message: fmt.Sprintf("artifact %q is produced by step %q, which has no session in run %q yet: begin that step first", req.RunArtifact, producer.Name, rec.ID)}
+	}
+	// The workflow names where the artifact is read; a caller naming
+	// another deployment is refused, not followed.
+	at := producer.ProducedAt[req.RunArtifact]
+	if req.DeploymentName != "" && req.DeploymentName != at {
+		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("workflow %q checks artifact %q in deployment %q (produces: deployment:); leave deployment_name empty or name that one", rec.Workflow, req.RunArtifact, at)}
 	}
 	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
 	if err := consumedElsewise(rec, req.RunArtifact, sum); err != nil {
 		return nil, err
 	}
-	res, err := m.VerifyArtifact(ctx, req.DeploymentName, req.Artifact)
+	res, err := m.VerifyArtifact(ctx, at, req.Artifact)
 	if err != nil {
 		return nil, err
 	}
@@ -878,7 +884,7 @@ func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest)
 		if cur.Seal != nil && !cur.reconciling() {
 			// Sealed while the document was read: the seal did not weigh
 			// this check, and the run takes no further one.
-			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("%s: run %q was sealed %s while the artifact was checked; it takes no further check", CodeRunSealed, cur.ID, cur.Seal.Outcome)}
+			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("run %q was sealed %s while the artifact was checked; it takes no further check", cur.ID, cur.Seal.Outcome)}
 		}
 		if err := consumedElsewise(&cur, req.RunArtifact, sum); err != nil {
 			return nil, store.RunChange{}, err
@@ -912,7 +918,7 @@ func consumedElsewise(rec *runRecord, artifact, sum string) error {
 		for _, c := range rs.Consumed {
 			if c.Artifact == artifact && c.SHA256 != sum {
 				return &Error{Kind: Refused, Code: CodeArtifactConsumed, Path: "artifact.sha256",
-					Message: fmt.Sprintf("%s: step %q of run %q consumed artifact %q at sha256 %s; other bytes cannot take its place in this run", CodeArtifactConsumed, rs.Step, rec.ID, artifact, c.SHA256)}
+					Message: fmt.Sprintf("step %q of run %q consumed artifact %q at sha256 %s; other bytes cannot take its place in this run", rs.Step, rec.ID, artifact, c.SHA256)}
 			}
 		}
 	}
@@ -1264,7 +1270,7 @@ func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackRe
 	}
 	if len(checks) == 0 {
 		return nil, &Error{Kind: Refused, Code: CodeNothingToRollBack, Path: "run_id",
-			Message: fmt.Sprintf("%s: run %q has no session to read back; nothing was done under it: FinishRun seals it HALTED_BEFORE_EFFECT", CodeNothingToRollBack, rec.ID)}
+			Message: fmt.Sprintf("run %q has no session to read back; nothing was done under it: FinishRun seals it HALTED_BEFORE_EFFECT", rec.ID)}
 	}
 	ok, remains := run.RolledBack(run.ForgiveCreatedLoss(checks, created))
 	if !ok {

@@ -289,7 +289,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	docs := &memAdapter{kind: "doc-runmem3", tier: 1, table: files}
 	m2 := newManager(t, &memAdapter{kind: "runmem", tier: sdk.TierIndependentSystem, table: f.tab}, docs)
 	m2.allowInline, m2.daemon.Policy, m2.daemon.Deployments, m2.workflows, m2.signer = false, nil, f.m.daemon.Deployments, f.m.workflows, f.m.signer
-	m2.daemon.Deployments["docs3"] = writeDeployment(t, "effects: {kind: doc-runmem3}\n")
+	m2.daemon.Deployments["docs"] = writeDeployment(t, "effects: {kind: doc-runmem3}\n")
 	f.m = m2
 	ctx := t.Context()
 	f.beginRun(t, "artrace")
@@ -297,7 +297,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	f.step(t, "artrace", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	check := func() (*ArtifactResult, error) {
-		return f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs3",
+		return f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
 			Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	}
 	if a, err := check(); err != nil || a.Verdict != judge.Confirmed {
@@ -341,4 +341,32 @@ func TestRunArtifactBeforeItsProducerRefused(t *testing.T) {
 	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "run_artifact")
 	_, err = f.begin(t, "early", "mail", nil)
 	wantRefusal(t, err, Refused, CodeArtifactUnverified, "step")
+}
+
+// TestRunArtifactReadWhereTheWorkflowSays: the workflow's produces: names
+// the deployment a run's artifact check reads; a caller naming another is
+// refused before anything is read, and a caller naming none gets the
+// workflow's.
+func TestRunArtifactReadWhereTheWorkflowSays(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	f.m.daemon.Deployments["elsewhere"] = f.m.daemon.Deployments["docs"]
+	ctx := t.Context()
+	f.beginRun(t, "where")
+	f.step(t, "where", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	f.step(t, "where", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
+	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
+	art := Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}
+	_, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", DeploymentName: "elsewhere", Artifact: art})
+	var se *Error
+	if !errors.As(err, &se) || se.Kind != Invalid || se.Path != "deployment_name" {
+		t.Fatalf("a caller-chosen deployment: %v; want Invalid at deployment_name", err)
+	}
+	if v, _ := f.m.GetRun(ctx, "where"); len(v.Artifacts) != 1 || v.Artifacts[0].Verdict != "" {
+		t.Fatalf("the refused check was recorded: %+v", v.Artifacts)
+	}
+	res, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", Artifact: art})
+	if err != nil || res.Verdict != judge.Confirmed {
+		t.Fatalf("no deployment named: %v %v; want CONFIRMED from the workflow's deployment", res, err)
+	}
 }

@@ -47,7 +47,8 @@ type consumeDoc struct {
 }
 
 type produceDoc struct {
-	Artifact string `json:"artifact"`
+	Artifact   string `json:"artifact"`
+	Deployment string `json:"deployment"`
 }
 
 // Consequential reports whether a run needs the step VERIFIED: its risk is
@@ -153,8 +154,15 @@ func (w *Workflow) checkRunKeys(docs []stepDoc) error {
 			if other, dup := producedBy[p.Artifact]; dup {
 				return refuse(ppath, "artifact %q is already produced by step %q; an artifact has one producing step", p.Artifact, other)
 			}
+			if p.Deployment == "" {
+				return refuse(fmt.Sprintf("%s.produces[%d].deployment", path, j), "name the registered document-hash or file deployment where the run checks artifact %q (deployment: NAME): the workflow says where the daemon reads, never the caller", p.Artifact)
+			}
 			producedBy[p.Artifact] = s.Name
 			s.Produces = append(s.Produces, p.Artifact)
+			if s.ProducedAt == nil {
+				s.ProducedAt = map[string]string{}
+			}
+			s.ProducedAt[p.Artifact] = p.Deployment
 		}
 	}
 	for i, sd := range docs {

@@ -27,7 +27,7 @@ const runTail = `  - step: posting
     after: [intake]
     enters: [amount]
     handoffs: [{param: patient_id, from: {step: intake, effect: 0, field: id}}]
-    produces: [{artifact: letter}]
+    produces: [{artifact: letter, deployment: docs}]
     effects:
       - {kind: record_written, match: {patient_id: {param: patient_id}, amount: {param: amount}}, count_new_only: true}
   - step: send
@@ -95,10 +95,11 @@ func TestRunKeyRefusals(t *testing.T) {
 		"handoff no field":  {step("    handoffs: [{param: patient_id, from: {step: intake, effect: 0}}]\n"), "steps[1].handoffs[0].from.field", ""},
 		"consume unknown":   {step("    consumes: [{artifact: letter, from_step: intake}]\n"), "steps[1].consumes[0].artifact", "does not produce"},
 		"consume step":      {step("    consumes: [{artifact: letter, from_step: nope}]\n"), "steps[1].consumes[0].from_step", `no step "nope"`},
-		"consume self":      {step("    produces: [{artifact: letter}]\n    consumes: [{artifact: letter, from_step: posting}]\n"), "steps[1].consumes[0].from_step", "itself"},
+		"consume self":      {step("    produces: [{artifact: letter, deployment: docs}]\n    consumes: [{artifact: letter, from_step: posting}]\n"), "steps[1].consumes[0].from_step", "itself"},
 		"consume no name":   {step("    consumes: [{from_step: intake}]\n"), "steps[1].consumes[0].artifact", ""},
 		"produce name":      {step("    produces: [{artifact: 'my letter'}]\n"), "steps[1].produces[0].artifact", ""},
-		"produce twice":     {step("    produces: [{artifact: a}, {artifact: a}]\n"), "steps[1].produces[1].artifact", "already produced"},
+		"produce twice":     {step("    produces: [{artifact: a, deployment: docs}, {artifact: a, deployment: docs}]\n"), "steps[1].produces[1].artifact", "already produced"},
+		"produce nowhere":   {step("    produces: [{artifact: a}]\n"), "steps[1].produces[0].deployment", "never the caller"},
 		"run_min_tier":      {strings.Replace(step(""), "run_min_tier: 1", "run_min_tier: 5", 1), "policy.run_min_tier", "1 (independent system) to 4"},
 		"cycle":             {strings.Replace(step("    after: [intake]\n"), "    risk: irreversible\n", "    risk: irreversible\n    after: [posting]\n", 1), "steps[0]", "cycle"},
 	} {

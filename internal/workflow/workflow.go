@@ -86,6 +86,10 @@ type Step struct {
 	Handoffs []Handoff
 	Consumes []Consume
 	Produces []string
+	// ProducedAt maps each produced artifact to the registered
+	// document-hash or file deployment its run checks read: the workflow
+	// says where, never the caller.
+	ProducedAt map[string]string
 }
 
 // Step returns the step named name.
