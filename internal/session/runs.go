@@ -61,6 +61,9 @@ const (
 	// CodeWorkflowChanged: the registered workflow is no longer the file
 	// the run began with.
 	CodeWorkflowChanged = "workflow_changed"
+	// CodeDeploymentChanged: the registered deployment is no longer the
+	// file the run began with (its digest is in the run receipt).
+	CodeDeploymentChanged = "deployment_changed"
 	// CodeArtifactConsumed: VerifyArtifact of other bytes under the name
 	// of an artifact a step of the run already consumed.
 	CodeArtifactConsumed = "artifact_consumed"
@@ -614,8 +617,18 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 	if rec.Seal != nil && !rec.reconciling() {
 		return nil, policy(CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
 	}
+	// Every step reads through the deployment the run began with and its
+	// receipt names: one changed since is refused, not read.
+	if raw, err := m.deploymentBytes(full); err != nil {
+		return nil, err
+	} else if sha256Hex(raw) != rec.DeploymentDigest {
+		return nil, policy(CodeDeploymentChanged, "run_id", "deployment %q changed since run %q began; finish this run (it is judged on what it read) and begin a new one", rec.DeploymentName, rec.ID)
+	}
 	params := maps.Clone(rec.Params)
 	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
+		if _, declared := wf.Params[k]; !declared {
+			return nil, &Error{Kind: Invalid, Path: "params." + clip(k), Message: fmt.Sprintf("workflow %q declares no parameter %q under params:", rec.Workflow, clip(k))}
+		}
 		if h, ok := step.Handoff(k); ok {
 			return nil, policy(CodeHandoffForged, "params."+k, "step %q takes %q from the record step %q's effect %d matched (handoffs:); the caller may not send it", step.Name, k, h.From.Step, h.From.Effect)
 		}

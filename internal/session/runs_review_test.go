@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -369,4 +370,29 @@ func TestRunArtifactReadWhereTheWorkflowSays(t *testing.T) {
 	if err != nil || res.Verdict != judge.Confirmed {
 		t.Fatalf("no deployment named: %v %v; want CONFIRMED from the workflow's deployment", res, err)
 	}
+}
+
+// TestRunStepRefusesChangedDeploymentAndUndeclaredParams: a step reads
+// through the deployment the run began with (its digest is in the run
+// receipt), so one changed since is refused; a step parameter the workflow
+// does not declare is refused with its path, as at BeginRun.
+func TestRunStepRefusesChangedDeploymentAndUndeclaredParams(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	f.beginRun(t, "chg")
+	_, err := f.begin(t, "chg", "intake", map[string]string{"Patient_ID": "p-1"})
+	var se *Error
+	if !errors.As(err, &se) || se.Kind != Invalid || se.Path != "params.Patient_ID" {
+		t.Fatalf("an undeclared step parameter: %v; want Invalid at params.Patient_ID", err)
+	}
+	path := f.m.daemon.Deployments["clinic"]
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(raw, []byte("\n# edited while the run was open\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.begin(t, "chg", "intake", nil)
+	wantRefusal(t, err, Refused, CodeDeploymentChanged, "run_id")
 }
