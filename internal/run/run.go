@@ -249,7 +249,15 @@ type EffectCheck struct {
 	Class string
 	// Reasons are the re-read's reason codes and messages.
 	Reasons []Reason
+	// Source names the collection the effect was read from (the
+	// deployment candidate): a loss is forgiven only of records the run
+	// created in that same collection.
+	Source string
 }
+
+// CreatedKey is the key of a record the run created, with identity id, in
+// the collection source (the created set of ForgiveCreatedLoss).
+func CreatedKey(source, id string) string { return source + "\x00" + id }
 
 // ClassAbsent is the judge class of an effect affirmatively absent.
 const ClassAbsent = "refuted"
@@ -284,7 +292,8 @@ var lossMessage = regexp.MustCompile(`^(\d+) pre-existing record\(s\) outside th
 // holds the records earlier steps wrote, so undoing those steps shows up
 // as a loss against it. An effect whose re-read found no new record
 // (COUNT_UNDER) and lost only records whose identities are in created
-// (every one named: the judge names up to five) is read as absent. Any
+// for the effect's own Source (CreatedKey; every one named: the judge
+// names up to five) is read as absent. Any
 // other loss, or one that cannot be read so, stays.
 func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectCheck {
 	out := slices.Clone(checks)
@@ -297,7 +306,7 @@ func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectC
 			switch r.Code {
 			case codeCountUnder:
 			case codeCollateralLoss:
-				ok = ok && lossCreated(r.Message, created)
+				ok = ok && c.Source != "" && lossCreated(r.Message, c.Source, created)
 			default:
 				ok = false
 			}
@@ -309,7 +318,7 @@ func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectC
 	return out
 }
 
-func lossCreated(msg string, created map[string]bool) bool {
+func lossCreated(msg, source string, created map[string]bool) bool {
 	m := lossMessage.FindStringSubmatch(msg)
 	if m == nil {
 		return false
@@ -325,7 +334,7 @@ func lossCreated(msg string, created map[string]bool) bool {
 			return false
 		}
 		id, _ := strconv.Unquote(q)
-		if !created[id] {
+		if !created[CreatedKey(source, id)] {
 			return false
 		}
 		seen++

@@ -167,18 +167,22 @@ func TestForgiveCreatedLoss(t *testing.T) {
 		return Reason{Code: codeCollateralLoss, Message: fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from the read (identities: %s)", n, ids)}
 	}
 	under := Reason{Code: codeCountUnder, Message: "found 0 new matching records, expected exactly 1"}
-	created := map[string]bool{"p-9": true, "p-10": true}
+	created := map[string]bool{CreatedKey("patients", "p-9"): true, CreatedKey("patients", "p-10"): true}
 	checks := []EffectCheck{
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "p-10"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "old-1"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(7, `"p-9", "p-10"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{{Code: "COUNT_OVER"}, loss(1, `"p-9"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, {Code: codeCollateralLoss, Message: "garbled"}}},
+		{Step: "posting", Source: "patients", Class: "unavailable", Reasons: []Reason{loss(1, `"p-9"`)}},
+		// The same identity lost from another collection is another
+		// record: not forgiven.
+		{Step: "posting", Source: "postings", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
 		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "p-10"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "old-1"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(7, `"p-9", "p-10"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{{Code: "COUNT_OVER"}, loss(1, `"p-9"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, {Code: codeCollateralLoss, Message: "garbled"}}},
-		{Step: "posting", Class: "unavailable", Reasons: []Reason{loss(1, `"p-9"`)}},
 	}
 	got := ForgiveCreatedLoss(checks, created)
-	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable"}
+	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable", "conflicting", "conflicting"}
 	for i := range got {
 		if got[i].Class != want[i] {
 			t.Errorf("check %d: class %s, want %s", i, got[i].Class, want[i])

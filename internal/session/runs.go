@@ -1298,6 +1298,18 @@ func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackRe
 	return &RollbackResult{RolledBack: view.Outcome == run.RolledBackVerified, Run: view}, nil
 }
 
+// effectSource names the collection effect i of a session was read from:
+// the deployment candidate its baseline capture pinned (every session of a
+// run reads through the run's one deployment). "" when no capture holds it.
+func effectSource(md *meta, i int) string {
+	for _, c := range md.Captures {
+		if slices.Contains(c.Effects, i) {
+			return fmt.Sprintf("candidate %d", c.Candidate)
+		}
+	}
+	return ""
+}
+
 // runCreated is the identities of the records the run's sessions counted
 // as new (their change claims' matched records, in each session's latest
 // result): a later step's baseline holds them, and their removal is the
@@ -1330,12 +1342,16 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 					continue
 				}
 				field := cmpOr(e.IdentityField, judge.DefaultIdentityField)
+				source := effectSource(&md, i)
+				if source == "" {
+					continue
+				}
 				for _, mr := range r.Effects[i].MatchedRecords {
 					switch v := mr[field].(type) {
 					case string:
-						out[v] = true
+						out[run.CreatedKey(source, v)] = true
 					case json.Number:
-						out[v.String()] = true
+						out[run.CreatedKey(source, v.String())] = true
 					}
 				}
 			}
@@ -1395,7 +1411,7 @@ func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.Eff
 	}
 	out := make([]run.EffectCheck, len(res.Effects))
 	for i, e := range res.Effects {
-		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result)}
+		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result), Source: effectSource(&md, i)}
 		for _, r := range e.Reasons {
 			c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Message: r.Message})
 		}
