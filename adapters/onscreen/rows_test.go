@@ -246,6 +246,10 @@ func TestRowsFieldInsideRow(t *testing.T) {
 	}{
 		{"hidden cell", "display:none", judge.ReconciliationRequired,
 			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "REFUTED/conflicting/FIELD_MISMATCH"}},
+		{"invisible cell", "visibility:hidden", judge.ReconciliationRequired,
+			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "REFUTED/conflicting/FIELD_MISMATCH"}},
+		{"transparent cell", "opacity:0", judge.ReconciliationRequired,
+			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "REFUTED/conflicting/FIELD_MISMATCH"}},
 		{"two visible cells", "", judge.ReconciliationRequired,
 			[]string{"INDETERMINATE/unavailable/SOR_UNREACHABLE", "INDETERMINATE/unavailable/SOR_UNREACHABLE"}},
 	}

@@ -16,12 +16,20 @@ import (
 // a screen showing two records is never read as one); with one, every
 // visible row is read, each field the one visible element its selector
 // matches inside the row (a hidden one, such as a draft cell, is not on
-// the screen; the count is returned as well). An input or a textarea shows its value, a select its
+// the screen, nor is one styled invisible or fully transparent; the count
+// is returned as well). An input or a textarea shows its value, a select its
 // selected option (its text, and its value beside it); anything else its
 // displayed text. A password input and a checkbox or radio button are never
 // read.
 const structureSource = `function (spec) {
-  function visible(e) { return e.getClientRects().length > 0; }
+  function visible(e) {
+    if (e.getClientRects().length === 0) { return false; }
+    if (typeof e.checkVisibility === "function") {
+      return e.checkVisibility({opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true});
+    }
+    var st = window.getComputedStyle(e);
+    return st.visibility !== "hidden" && st.visibility !== "collapse";
+  }
   function shown(e) {
     var out = {found: true, count: 1, kind: "text", text: "", value: ""};
     var tag = e.tagName;
