@@ -108,6 +108,11 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	b.spell.daemon, b.spell.expected = len(req.ReadFields) > 0, req.ExpectedValues
 	b.read = readFields(b, req.ReadFields)
 	b.idIsIdentity = req.IdentityField != "" && req.IdentityField == b.identity.field
+	for _, f := range b.fields {
+		if f.casefold && f.name == req.IdentityField {
+			b.foldedIdentity = f.name
+		}
+	}
 	rejected := false
 	capt, err := cdpguard.Capture(ctx, req, "record page read in a separate session", func(ctx context.Context) ([]sdk.Record, string, time.Time, error) {
 		res, err := b.readBack(ctx)

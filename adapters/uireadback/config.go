@@ -104,7 +104,10 @@ type settings struct {
 	read       map[string]bool // the fields a contract of the call reads; nil: every field (readFields)
 	// idIsIdentity: the contracts identify records by identity.field,
 	// which every row of the page shares (bound copies only).
-	idIsIdentity     bool
+	idIsIdentity bool
+	// foldedIdentity names the casefolded field the contracts identify
+	// records by, "" when none (bound copies only).
+	foldedIdentity   string
 	readySelector    string
 	emptySelector    string
 	notFoundSelector string

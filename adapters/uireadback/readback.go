@@ -516,6 +516,11 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	if pg.Empty {
 		return unusable("the record page shows %d rows and its empty-state element (%s) at once; its structure is not what the configuration describes", len(pg.Rows), s.emptySelector)
 	}
+	if s.foldedIdentity != "" && len(pg.Rows) > 1 {
+		// Identifiers that differ only in case are different records;
+		// folded, a row lost beside one added would read as the same.
+		return unusable("the contracts identify records by field %s, which is casefolded (fields.%s.casefold): records whose identifiers differ only in case would merge and a lost row would be hidden; remove casefold from it or set the contracts' identity_field to another field", s.foldedIdentity, s.foldedIdentity)
+	}
 	if s.idIsIdentity && len(pg.Rows) > 1 {
 		// Every row would carry the page's one identifier as the field the
 		// judge tells records apart by: a row lost beside a row added
