@@ -53,6 +53,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/verifierd/verifierd/sdk/param"
 )
@@ -216,14 +217,28 @@ func lastSegment(slot string) string {
 
 // NamesCredential reports whether an option key names a credential: its
 // last word is password, secret, token or credential, or it ends in
-// api_key. Such a key is refused at any depth of options and option_params:
-// a credential goes under secret_env.
+// api_key. Words are split at '_', '-', '.' and a lower-to-upper case
+// change, so clientSecret, x-api-key and api.key are credentials as
+// client_secret and api_key are. Such a key is refused at any depth of
+// options and option_params: a credential goes under secret_env.
 func NamesCredential(key string) bool {
-	k := strings.ToLower(key)
+	var b strings.Builder
+	prevLower := false
+	for _, r := range key {
+		switch {
+		case r == '-' || r == '.':
+			r = '_'
+		case unicode.IsUpper(r) && prevLower:
+			b.WriteByte('_')
+		}
+		prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
+		b.WriteRune(unicode.ToLower(r))
+	}
+	k := b.String()
 	if strings.HasSuffix(k, "api_key") || strings.HasSuffix(k, "apikey") {
 		return true
 	}
-	words := strings.FieldsFunc(k, func(r rune) bool { return r == '_' || r == '-' || r == '.' })
+	words := strings.FieldsFunc(k, func(r rune) bool { return r == '_' })
 	if len(words) == 0 {
 		return false
 	}

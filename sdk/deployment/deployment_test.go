@@ -77,6 +77,9 @@ func TestRefusals(t *testing.T) {
 		{"nested credential option", map[string]any{"kind": "x", "options": map[string]any{"conn": map[string]any{"host": "h", "db_password": "p"}}}, true, "effects.options.conn.db_password"},
 		{"credential in a listed option", map[string]any{"kind": "x", "options": map[string]any{"hosts": []any{map[string]any{"name": "a"}, map[string]any{"secret": "s"}}}}, true, "effects.options.hosts[1].secret"},
 		{"nested credential option param", map[string]any{"kind": "x", "option_params": map[string]any{"conn": map[string]any{"service_api_key": "k"}}}, true, "effects.option_params.conn.service_api_key"},
+		{"camelCase credential option", map[string]any{"kind": "x", "options": map[string]any{"conn": map[string]any{"clientSecret": "s"}}}, true, "effects.options.conn.clientSecret"},
+		{"hyphenated api key in a list", map[string]any{"kind": "x", "options": map[string]any{"headers": []any{map[string]any{"x-api-key": "k"}}}}, true, "effects.options.headers[0].x-api-key"},
+		{"camelCase credential option param", map[string]any{"kind": "x", "option_params": map[string]any{"accessToken": "t"}}, true, "effects.option_params.accessToken"},
 		{"slot ends in _env", map[string]any{"kind": "x", "secret_env": map[string]any{"pw_env": "PW"}}, true, "effects.secret_env.pw_env"},
 		{"slot with a dot", map[string]any{"kind": "x", "secret_env": map[string]any{"a.b": "PW"}}, true, "effects.secret_env.a.b"},
 		{"secret value", map[string]any{"kind": "x", "secret_env": map[string]any{"pw": "hunter2!"}}, true, "effects.secret_env.pw"},
@@ -117,6 +120,20 @@ func TestResolveRefusals(t *testing.T) {
 		perr, ok := errors.AsType[*param.Error](err)
 		if !ok || perr.Path != tc.path {
 			t.Errorf("%s: Resolve = %v; want a refusal at %s", tc.name, err, tc.path)
+		}
+	}
+}
+
+func TestNamesCredentialSpellings(t *testing.T) {
+	t.Parallel()
+	for key, want := range map[string]bool{
+		"password": true, "client_secret": true, "clientSecret": true, "ClientSecret": true,
+		"accessToken": true, "dbPassword": true, "x-api-key": true, "api.key": true, "apiKey": true,
+		"API_KEY": true, "refreshTokens": true, "tokenPath": false, "passwordEnv": false,
+		"password_env": false, "keyspace": false, "monkey": false, "pageSize": false, "records": false,
+	} {
+		if got := NamesCredential(key); got != want {
+			t.Errorf("NamesCredential(%q) = %v, want %v", key, got, want)
 		}
 	}
 }
