@@ -223,15 +223,16 @@ func lastSegment(slot string) string {
 // options and option_params: a credential goes under secret_env.
 func NamesCredential(key string) bool {
 	var b strings.Builder
-	prevLower := false
-	for _, r := range key {
+	rs := []rune(key)
+	for i, r := range rs {
 		switch {
 		case r == '-' || r == '.':
 			r = '_'
-		case unicode.IsUpper(r) && prevLower:
+		case i > 0 && unicode.IsUpper(r) && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1]) ||
+			unicode.IsUpper(rs[i-1]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])):
+			// fooBar, foo2Bar and DBPassword (an acronym, then a word).
 			b.WriteByte('_')
 		}
-		prevLower = unicode.IsLower(r) || unicode.IsDigit(r)
 		b.WriteRune(unicode.ToLower(r))
 	}
 	k := b.String()

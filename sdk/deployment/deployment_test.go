@@ -129,7 +129,7 @@ func TestNamesCredentialSpellings(t *testing.T) {
 	for key, want := range map[string]bool{
 		"password": true, "client_secret": true, "clientSecret": true, "ClientSecret": true,
 		"accessToken": true, "dbPassword": true, "x-api-key": true, "api.key": true, "apiKey": true,
-		"API_KEY": true, "refreshTokens": true, "tokenPath": false, "passwordEnv": false,
+		"API_KEY": true, "refreshTokens": true, "DBPassword": true, "APIToken": true, "PASSWORD": true, "OAuthToken": true, "tokenPath": false, "passwordEnv": false,
 		"password_env": false, "keyspace": false, "monkey": false, "pageSize": false, "records": false,
 	} {
 		if got := NamesCredential(key); got != want {
