@@ -138,6 +138,11 @@ func Parse(sec map[string]any, path string, plugin bool) (*Section, error) {
 		if DaemonKey(k) {
 			continue
 		}
+		// A credential-named key carries a secret in the file wherever
+		// it is: the section's own keys are walked as options: are.
+		if at := credentialAt(map[string]any{k: sec[k]}, path); at != "" {
+			return nil, refuse(at, "a section may not carry a credential, at any depth; put its environment-variable name in a *_env key (built-in kinds) or under secret_env: (plugins) instead")
+		}
 		s.Fields[k] = sec[k]
 		if err := EnvRefs(sec[k], k, path, s.Secrets); err != nil {
 			return nil, err

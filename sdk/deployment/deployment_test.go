@@ -78,6 +78,8 @@ func TestRefusals(t *testing.T) {
 		{"credential in a listed option", map[string]any{"kind": "x", "options": map[string]any{"hosts": []any{map[string]any{"name": "a"}, map[string]any{"secret": "s"}}}}, true, "effects.options.hosts[1].secret"},
 		{"nested credential option param", map[string]any{"kind": "x", "option_params": map[string]any{"conn": map[string]any{"service_api_key": "k"}}}, true, "effects.option_params.conn.service_api_key"},
 		{"camelCase credential option", map[string]any{"kind": "x", "options": map[string]any{"conn": map[string]any{"clientSecret": "s"}}}, true, "effects.options.conn.clientSecret"},
+		{"credential at the section's top", map[string]any{"kind": "x", "bind_password": "hunter2"}, true, "effects.bind_password"},
+		{"credential nested in a built-in kind's field", map[string]any{"kind": "x", "auth": map[string]any{"headers": []any{map[string]any{"x-api-key": "k"}}}}, false, "effects.auth.headers[0].x-api-key"},
 		{"hyphenated api key in a list", map[string]any{"kind": "x", "options": map[string]any{"headers": []any{map[string]any{"x-api-key": "k"}}}}, true, "effects.options.headers[0].x-api-key"},
 		{"camelCase credential option param", map[string]any{"kind": "x", "option_params": map[string]any{"accessToken": "t"}}, true, "effects.option_params.accessToken"},
 		{"slot ends in _env", map[string]any{"kind": "x", "secret_env": map[string]any{"pw_env": "PW"}}, true, "effects.secret_env.pw_env"},
