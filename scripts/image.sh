@@ -214,8 +214,11 @@ for variant in full slim; do
 	[[ $variant == slim ]] && suffix="-slim"
 	tag="localhost/verifierd:$version$suffix"
 	echo "$tag" >"$out/tag$suffix"
-	podman image inspect --format '{{.Digest}}' "$tag" >"$out/digest$suffix"
-	size="$(podman image inspect --format '{{.Size}}' "$tag")"
+	# By the id this build wrote: a concurrent build of the same version
+	# in another checkout may have moved the tag since.
+	iid="$(cat "$out/iid-$variant")"
+	podman image inspect --format '{{.Digest}}' "$iid" >"$out/digest$suffix"
+	size="$(podman image inspect --format '{{.Size}}' "$iid")"
 	echo "$((size / 1000000))" >"$out/size-mb$suffix"
 done
 echo "$version" >"$out/version"
