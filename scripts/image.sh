@@ -239,6 +239,11 @@ podman images --filter until=6h --format '{{.Repository}}:{{.Tag}}' | while read
 	esac
 done
 
+# An image whose tag a rebuild of the same version took (a -dirty tree
+# rebuilt after an edit) is left untagged; those of this script's images
+# (by their variant label) are removed after the same six hours.
+podman image prune --force --filter label=io.verifierd.image.variant --filter until=6h >/dev/null 2>&1 || true
+
 log "built in $((SECONDS - t_start)) s (binaries $((t_binaries - t_start)) s, base images $((t_rootfs - t_binaries)) s, images $((SECONDS - t_rootfs)) s)"
 for suffix in "" -slim; do
 	echo "$(cat "$out/tag$suffix")  $(cat "$out/digest$suffix")  $(cat "$out/size-mb$suffix") MB"

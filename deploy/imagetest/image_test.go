@@ -281,7 +281,7 @@ func (f *fleet) configFor(t *testing.T, image string) string {
 			if err := yaml.Unmarshal([]byte(content), &d); err != nil {
 				t.Fatal(err)
 			}
-			pins, err := podman("run", "--rm", "--read-only", "--network=none", "--entrypoint", "/bin/cat", image, "/usr/lib/verifierd/pins.yaml")
+			pins, err := podman("run", "--rm", "--label", "io.verifierd.image-test="+f.e.run, "--read-only", "--network=none", "--entrypoint", "/bin/cat", image, "/usr/lib/verifierd/pins.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
