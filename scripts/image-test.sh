@@ -77,7 +77,7 @@ podman ps --all --filter label=io.verifierd.image-test --format '{{.ID}} {{index
 		pid="${owner%%-*}"
 		if [[ $pid =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
 			echo "image-test: removing container $id left by an earlier run ($owner)" >&2
-			podman rm --force --time 5 "$id" >/dev/null || true
+			podman rm --force --volumes --time 5 "$id" >/dev/null || true
 		fi
 	done
 cleanup() {
@@ -86,10 +86,20 @@ cleanup() {
 	if [[ -n $ids ]]; then
 		echo "image-test: removing containers left by the run: $ids" >&2
 		# shellcheck disable=SC2086 # one id per word
-		podman rm --force --time 5 $ids >/dev/null || true
+		podman rm --force --volumes --time 5 $ids >/dev/null || true
 	fi
 }
 trap cleanup EXIT
+
+# A build that found every layer cached keeps its image's creation time, so
+# a concurrent `make image` elsewhere may take these images for old builds
+# and remove them (scripts/image.sh removes images over six hours old that
+# no container uses) between this run's tests. A created, never started
+# container of each holds it until the cleanup above.
+for variant in full slim; do
+	podman create --name "verifierd-imagetest-$run-hold-$variant" --label "io.verifierd.image-test=$run" \
+		"$(sed 's/^sha256://' ".cache/image/iid-$variant")" /bin/true >/dev/null
+done
 
 echo "image-test: the containers"
 # By image id, not by tag: a concurrent `make image` of the same commit in
