@@ -79,7 +79,7 @@ podman ps --all --filter label=io.verifierd.image-test --format '{{.ID}} {{index
 			echo "image-test: removing container $id left by an earlier run ($owner)" >&2
 			podman rm --force --volumes --time 5 "$id" >/dev/null || true
 		fi
-	done
+	done || true
 cleanup() {
 	local ids
 	ids="$(podman ps --all --quiet --filter "label=io.verifierd.image-test=$run" 2>/dev/null || true)"
