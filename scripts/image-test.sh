@@ -64,21 +64,50 @@ version="$(cat .cache/image/version)"
 echo "image-test: an overlay pinning $version"
 (cd deploy/kubernetes && VERIFIERD_MANIFESTS=require VERIFIERD_IMAGE_VERSION="$version" go test -count=1 -run TestImageTagOverlay ./...)
 
-run="$$"
+# The run's id names and labels its containers: this script's PID (alive
+# while the run is) and the start time, so that neither a concurrent run
+# nor a container left by a killed earlier run whose PID is reused takes
+# the same names.
+run="$$-$(date +%s)"
+# Containers left by earlier runs that were killed (SIGKILL runs no trap)
+# are removed here: those whose run's PID is no longer alive. A concurrent
+# run's containers (its PID alive) are left alone.
+podman ps --all --filter label=io.verifierd.image-test --format '{{.ID}} {{index .Labels "io.verifierd.image-test"}}' 2>/dev/null |
+	while read -r id owner; do
+		pid="${owner%%-*}"
+		if [[ $pid =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
+			echo "image-test: removing container $id left by an earlier run ($owner)" >&2
+			podman rm --force --volumes --time 5 "$id" >/dev/null || true
+		fi
+	done || true
 cleanup() {
 	local ids
 	ids="$(podman ps --all --quiet --filter "label=io.verifierd.image-test=$run" 2>/dev/null || true)"
 	if [[ -n $ids ]]; then
 		echo "image-test: removing containers left by the run: $ids" >&2
 		# shellcheck disable=SC2086 # one id per word
-		podman rm --force --time 5 $ids >/dev/null || true
+		podman rm --force --volumes --time 5 $ids >/dev/null || true
 	fi
 }
 trap cleanup EXIT
 
+# A build that found every layer cached keeps its image's creation time, so
+# a concurrent `make image` elsewhere may take these images for old builds
+# and remove them (scripts/image.sh removes images over six hours old that
+# no container uses) between this run's tests. A created, never started
+# container of each holds it until the cleanup above.
+for variant in full slim; do
+	podman create --name "verifierd-imagetest-$run-hold-$variant" --label "io.verifierd.image-test=$run" \
+		"$(sed 's/^sha256://' ".cache/image/iid-$variant")" /bin/true >/dev/null
+done
+
 echo "image-test: the containers"
-VERIFIERD_IMAGE="$(cat .cache/image/tag)" \
-	VERIFIERD_IMAGE_SLIM="$(cat .cache/image/tag-slim)" \
+# By image id, not by tag: a concurrent `make image` of the same commit in
+# another checkout (whose binaries differ by their build paths) moves the
+# tag, and a replica started from the moved tag would refuse the pins read
+# from this run's image.
+VERIFIERD_IMAGE="$(sed 's/^sha256://' .cache/image/iid-full)" \
+	VERIFIERD_IMAGE_SLIM="$(sed 's/^sha256://' .cache/image/iid-slim)" \
 	VERIFIERD_IMAGE_VERIFYCTL="$root/.cache/image/bin/verifyctl" \
 	VERIFIERD_IMAGE_TEST_RUN="$run" \
 	go test -count=1 -timeout 20m -v ./deploy/imagetest/

@@ -214,8 +214,11 @@ for variant in full slim; do
 	[[ $variant == slim ]] && suffix="-slim"
 	tag="localhost/verifierd:$version$suffix"
 	echo "$tag" >"$out/tag$suffix"
-	podman image inspect --format '{{.Digest}}' "$tag" >"$out/digest$suffix"
-	size="$(podman image inspect --format '{{.Size}}' "$tag")"
+	# By the id this build wrote: a concurrent build of the same version
+	# in another checkout may have moved the tag since.
+	iid="$(cat "$out/iid-$variant")"
+	podman image inspect --format '{{.Digest}}' "$iid" >"$out/digest$suffix"
+	size="$(podman image inspect --format '{{.Size}}' "$iid")"
 	echo "$((size / 1000000))" >"$out/size-mb$suffix"
 done
 echo "$version" >"$out/version"
@@ -235,6 +238,11 @@ podman images --filter until=6h --format '{{.Repository}}:{{.Tag}}' | while read
 		;;
 	esac
 done
+
+# An image whose tag a rebuild of the same version took (a -dirty tree
+# rebuilt after an edit) is left untagged; those of this script's images
+# (by their variant label) are removed after the same six hours.
+podman image prune --force --filter label=io.verifierd.image.variant --filter until=6h >/dev/null 2>&1 || true
 
 log "built in $((SECONDS - t_start)) s (binaries $((t_binaries - t_start)) s, base images $((t_rootfs - t_binaries)) s, images $((SECONDS - t_rootfs)) s)"
 for suffix in "" -slim; do

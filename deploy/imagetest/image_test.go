@@ -281,7 +281,7 @@ func (f *fleet) configFor(t *testing.T, image string) string {
 			if err := yaml.Unmarshal([]byte(content), &d); err != nil {
 				t.Fatal(err)
 			}
-			pins, err := podman("run", "--rm", "--read-only", "--network=none", "--entrypoint", "/bin/cat", image, "/usr/lib/verifierd/pins.yaml")
+			pins, err := podman("run", "--rm", "--label", "io.verifierd.image-test="+f.e.run, "--read-only", "--network=none", "--entrypoint", "/bin/cat", image, "/usr/lib/verifierd/pins.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,20 +345,6 @@ func selfSigned(t *testing.T) ([]byte, []byte) {
 func (f *fleet) start(t *testing.T, name, image string) *replica {
 	t.Helper()
 	r := &replica{name: fmt.Sprintf("verifierd-imagetest-%s-%s", f.e.run, name), image: image}
-	r.grpc = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	r.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	r.health = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	for _, a := range f.args {
-		switch {
-		case strings.HasPrefix(a, "--listen="):
-			a = "--listen=" + r.grpc
-		case strings.HasPrefix(a, "--http-listen="):
-			a = "--http-listen=" + r.http
-		case strings.HasPrefix(a, "--health-listen="):
-			a = "--health-listen=" + r.health
-		}
-		r.args = append(r.args, a)
-	}
 	dir, err := os.MkdirTemp("", "imagetest-data-")
 	if err != nil {
 		t.Fatal(err)
@@ -377,11 +363,41 @@ func (f *fleet) start(t *testing.T, name, image string) *replica {
 		}
 		os.RemoveAll(dir)
 	})
-	if err := f.run(r); err != nil {
+	// A port freePort found free may be taken by another process before
+	// the daemon binds it (the machine runs other tests): then the replica
+	// is started again on other ports.
+	for attempt := 1; ; attempt++ {
+		r.args = nil
+		r.grpc = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		r.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		r.health = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		for _, a := range f.args {
+			switch {
+			case strings.HasPrefix(a, "--listen="):
+				a = "--listen=" + r.grpc
+			case strings.HasPrefix(a, "--http-listen="):
+				a = "--http-listen=" + r.http
+			case strings.HasPrefix(a, "--health-listen="):
+				a = "--health-listen=" + r.health
+			}
+			r.args = append(r.args, a)
+		}
+		if err := f.run(r); err != nil {
+			t.Fatal(err)
+		}
+		err := f.ready(t, r)
+		if err == nil {
+			return r
+		}
+		if attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			t.Logf("%s: a port was taken before the daemon bound it; starting it again on other ports", r.name)
+			if _, err := podman("rm", "--force", "--time", "5", r.name); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		t.Fatal(err)
 	}
-	f.waitReady(t, r)
-	return r
 }
 
 func (f *fleet) run(r *replica) error {
@@ -411,9 +427,17 @@ func (f *fleet) run(r *replica) error {
 // VerifierService's gRPC health on the health listener.
 func (f *fleet) waitReady(t *testing.T, r *replica) {
 	t.Helper()
+	if err := f.ready(t, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ready is waitReady's wait; its error carries the container's log.
+func (f *fleet) ready(t *testing.T, r *replica) error {
+	t.Helper()
 	conn, err := grpc.NewClient(r.health, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer conn.Close()
 	hc := healthpb.NewHealthClient(conn)
@@ -423,10 +447,10 @@ func (f *fleet) waitReady(t *testing.T, r *replica) {
 		res, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: "verifierd.verifier.v1.VerifierService"})
 		cancel()
 		if err == nil && res.GetStatus() == healthpb.HealthCheckResponse_SERVING {
-			return
+			return nil
 		}
 		if inspect(t, r, "{{.State.Running}}") == "false" || time.Now().After(deadline) {
-			t.Fatalf("%s not ready (%v %v):\n%s", r.name, res.GetStatus(), err, logs(r.name))
+			return fmt.Errorf("%s not ready (%v %v):\n%s", r.name, res.GetStatus(), err, logs(r.name))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
