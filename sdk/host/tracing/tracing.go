@@ -4,6 +4,10 @@
 // carries the trace context over the plugin connection so that an adapter's
 // spans join the session's trace.
 //
+// An adapter author does not import it: plugin.Serve sets it up in the
+// adapter's process. It sits under package host, the daemon's end, with
+// the rest of what the daemon and the SDK's own packages share.
+//
 // Without either variable nothing is set up: the global tracer provider
 // stays OpenTelemetry's no-op one, no gRPC stats handler is installed and
 // no exporter runs.
