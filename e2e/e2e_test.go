@@ -110,13 +110,33 @@ type daemonOpts struct {
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// A port is free only until someone binds it; the kernel may hand a
+	// just-released port out again, so two calls (a daemon's gRPC and HTTP
+	// listeners) could get the same one. No address is given out twice
+	// by this process.
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no loopback port not handed out before")
+	return ""
 }
+
+// handedOut is every address freeAddr gave out.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // register makes the deployment file a registered deployment of the daemon
 // and returns its name: a copy in one of the daemon config's slots (the same
