@@ -1040,12 +1040,19 @@ func classifierInput(wf *workflow.Workflow, rec *runRecord, states []stepState) 
 // re-sealed with the next attempt, VERIFIED or still
 // RECONCILIATION_REQUIRED (sticky: never a nothing-landed outcome).
 func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
+	return lockedRun(m, ctx, id, m.finishRunOnce)
+}
+
+// lockedRun runs once for run id under the run's lock, again while the
+// run changed under it (retryRunChanged).
+func lockedRun[T any](m *Manager, ctx context.Context, id string, once func(context.Context, string) (T, error)) (T, error) {
 	if err := CheckRunID(id); err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	unlock := m.locks.lock("run/" + id)
 	defer unlock()
-	return retryRunChanged(func() (*RunView, error) { return m.finishRunOnce(ctx, id) })
+	return retryRunChanged(func() (T, error) { return once(ctx, id) })
 }
 
 // errRunChanged: the run's steps or artifacts changed (a Begin bound a
@@ -1229,12 +1236,7 @@ func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, 
 // ROLLED_BACK_VERIFIED with a receipt; otherwise the answer lists what
 // remains and the run is unchanged.
 func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult, error) {
-	if err := CheckRunID(id); err != nil {
-		return nil, err
-	}
-	unlock := m.locks.lock("run/" + id)
-	defer unlock()
-	return retryRunChanged(func() (*RollbackResult, error) { return m.rollbackCheckOnce(ctx, id) })
+	return lockedRun(m, ctx, id, m.rollbackCheckOnce)
 }
 
 func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
