@@ -132,6 +132,9 @@ func TestJudgeBatchAgrees(t *testing.T) {
 		`{"kind": "field_equals", "match": {"patient_id": {"literal": "1.0", "as": "integer"}}, "field": "note", "value": {"literal": "1", "as": "decimal"}, "new_only": true}`,
 		`{"kind": "field_equals", "match": {"type": "p2"}, "field": "note", "value": {"literal": "true", "as": "boolean"}}`,
 		`{"kind": "exact_new_set", "new_records": [{"note": {"literal": "1", "as": "decimal"}}], "expected_count": 1}`,
+		// Existing records changed into scope (by the selector, by the key).
+		`{"kind": "record_written", "match": {"type": "p1"}, "idempotency_key": "p2", "key_field": "note", "count_new_only": true}`,
+		`{"kind": "exact_new_set", "match": {"patient_id": "p2"}, "new_records": [{"note": "1"}], "expected_count": 1}`,
 	}
 	bound := bindContracts(t, contracts)
 	// A census of random identities: usable unless a record lacks "id".
@@ -158,7 +161,7 @@ func TestJudgeBatchAgrees(t *testing.T) {
 		}
 		return &Census{Before: ids(), After: ids()}
 	}
-	confirmed, changed := 0, 0
+	confirmed, changed, changedAlone := 0, 0, 0
 	for round := range 400 {
 		ordered := round%2 == 0
 		beforeJS, afterJS := randomRead(rng, rng.IntN(12), ordered), randomRead(rng, rng.IntN(12), ordered)
@@ -183,13 +186,16 @@ func TestJudgeBatchAgrees(t *testing.T) {
 			}
 			if slices.Contains(v.Codes(), ReasonExistingRecordChanged) {
 				changed++
+				if opts.Census == nil {
+					changedAlone++
+				}
 			}
 			checkBatchAgrees(t, "BatchOf", v, JudgeBatch(c, batchOf(before), batchOf(after), opts))
 			checkBatchAgrees(t, "compact.Scanner", v, JudgeBatch(c, bb, ab, opts))
 		}
 	}
-	if confirmed == 0 || changed == 0 {
-		t.Fatalf("%d confirmed, %d existing records changed: the generator does not exercise the judge", confirmed, changed)
+	if confirmed == 0 || changed == 0 || changedAlone == 0 {
+		t.Fatalf("%d confirmed, %d existing records changed (%d without a census): the generator does not exercise the judge", confirmed, changed, changedAlone)
 	}
 }
 

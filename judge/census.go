@@ -18,9 +18,9 @@ const (
 	// without the identity field, so it cannot say what exists.
 	ReasonCensusUnusable = "CENSUS_UNUSABLE"
 	// ReasonExistingRecordChanged: a matched record existed before the
-	// action (it is in the before census) without matching (it is not in
-	// the baseline): an existing record was changed to match, which is
-	// not a new record.
+	// action (in the baseline or the before census) without matching the
+	// selector: an existing record was changed to match, which is not a
+	// new record (changed.go).
 	ReasonExistingRecordChanged = "EXISTING_RECORD_CHANGED"
 )
 
@@ -144,39 +144,11 @@ func excusesSelected(c *Contract) bool {
 	return c.Kind == RecordWritten && c.ForbidCollateralLoss
 }
 
-// censusOutcome sorts the in-scope after records of a newness claim: new
-// (absent from the before census), changed (in the before census but not
-// in the baseline), or pre-existing and already matching (neither).
-type censusOutcome struct {
-	sets    *censusSets
-	changed tally
-}
-
-// isNew classifies one in-scope after record by its identity; inBase says
-// whether the identity is in the baseline. A record of the baseline is
-// never new, even if the before census missed it.
-func (o *censusOutcome) isNew(id string, inBase bool) bool {
-	switch {
-	case inBase:
-		return false
-	case !o.sets.existed(id):
-		return true
-	}
-	o.changed.add(id, func() shownValue { return shownValue{field: o.sets.field, quoted: strconv.Quote(id)} })
-	return false
-}
-
 // missingIdentity is the verdict when a record whose newness the census
 // must judge has no identity.
 func missingIdentity(field string) Verdict {
 	return indeterminate(ReasonIdentityMissing, fmt.Sprintf(
 		"a matched record carries no %q value, so the census cannot tell whether it is new", field))
-}
-
-// changedReason is EXISTING_RECORD_CHANGED for t.
-func changedReason(t tally) Reason {
-	return lossReason(ReasonExistingRecordChanged, fmt.Sprintf(
-		"%d matched record(s) existed before the action without matching (in the census, not in the baseline): an existing record was changed to match, which is not a new record", t.n), t.samples)
 }
 
 // censusVerdict is the kind's verdict from what the census rules found.
@@ -199,19 +171,19 @@ func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
 		}
 	}
 	sets := newCensusSets(c, cs)
-	// Baseline identities, and (when loss excuses them) whether the
-	// selector matched each.
-	excuses := excusesSelected(c)
-	base := make(map[string]bool, len(before.Records))
+	// Baseline identities: whether the selector matched a record of each,
+	// and whether one was in scope.
+	base := make(map[string]baseMark, len(before.Records))
 	for _, r := range before.Records {
 		if id, ok := fieldIdentity(r, field); ok {
-			base[id] = base[id] || (excuses && matchRecord(r, c.Match))
+			m := base[id]
+			base[id] = baseMark{selected: m.selected || matchRecord(r, c.Match), inScope: m.inScope || inScope(c, r)}
 		}
 	}
 	out := censusOutcome{sets: sets}
 	var matched []Record
 	for _, r := range after.Records {
-		if !matchRecord(r, c.Match) || (c.Kind != ExactNewSet && !keyMatches(c, r)) {
+		if !inScope(c, r) {
 			continue
 		}
 		if !claimsNewness(c) {
@@ -222,12 +194,12 @@ func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
 		if !ok {
 			return missingIdentity(field)
 		}
-		_, inBase := base[id]
-		if out.isNew(id, inBase) {
+		mark, inBase := base[id]
+		if out.isNew(id, mark, inBase) {
 			matched = append(matched, r)
 		}
 	}
-	loss := sets.loss(c, func(id string) bool { return base[id] })
+	loss := sets.loss(c, func(id string) bool { return base[id].selected })
 	return censusVerdict(c, matched, out.changed, loss)
 }
 
@@ -252,20 +224,21 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 		}
 	}
 	sets := newCensusSets(c, cs)
-	bSel, excuses := before.Resolve(sels(c.Match)), excusesSelected(c)
-	base := make(map[string]bool, before.Len())
+	bSel, bScope := before.Resolve(sels(c.Match)), scopeFilter(c, before)
+	base := make(map[string]baseMark, before.Len())
 	for i := range before.Len() {
 		rec := before.At(i)
 		if id, ok := before.Get(rec, bID); ok {
-			base[id] = base[id] || (excuses && before.Match(rec, bSel))
+			m := base[id]
+			base[id] = baseMark{selected: m.selected || before.Match(rec, bSel), inScope: m.inScope || bScope(rec)}
 		}
 	}
-	aSel, aKey := after.Resolve(sels(c.Match)), keyFilter(c, after)
+	aScope := scopeFilter(c, after)
 	out := censusOutcome{sets: sets}
 	var matched []int
 	for j := range after.Len() {
 		rec := after.At(j)
-		if !after.Match(rec, aSel) || (c.Kind != ExactNewSet && !aKey(rec)) {
+		if !aScope(rec) {
 			continue
 		}
 		if !claimsNewness(c) {
@@ -276,8 +249,8 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 		if !ok {
 			return missingIdentity(field)
 		}
-		_, inBase := base[id]
-		if out.isNew(id, inBase) {
+		mark, inBase := base[id]
+		if out.isNew(id, mark, inBase) {
 			matched = append(matched, j)
 		}
 	}
@@ -285,6 +258,6 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 	if !ok {
 		return partialMatch()
 	}
-	loss := sets.loss(c, func(id string) bool { return base[id] })
+	loss := sets.loss(c, func(id string) bool { return base[id].selected })
 	return censusVerdict(c, recs, out.changed, loss)
 }

@@ -316,16 +316,19 @@ const maxSamples = 5
 func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 	matched := make([]Record, 0, 4)
 	var loss tally
+	var prior existing
 	take := func(r Record, inBase bool) {
-		if c.CountNewOnly && inBase {
+		if !inScope(c, r) {
 			return
 		}
-		if matchRecord(r, c.Match) && keyMatches(c, r) {
-			matched = append(matched, r)
+		if c.CountNewOnly && inBase {
+			prior.note(c, r)
+			return
 		}
+		matched = append(matched, r)
 	}
 	if c.CountNewOnly || c.ForbidCollateralLoss {
-		reset := func() { matched, loss = matched[:0], tally{} }
+		reset := func() { matched, loss, prior = matched[:0], tally{}, existing{} }
 		gone := func(r Record) {
 			// Collateral loss: a pre-existing record outside the selector
 			// that is absent from the whole after read.
@@ -340,12 +343,12 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 			take(r, false)
 		}
 	}
-
-	return recordWrittenVerdict(c, matched, tally{}, loss, false)
+	changed := prior.changed(c, scopedIDs(c, before.Records))
+	return recordWrittenVerdict(c, matched, changed, loss, false)
 }
 
 // recordWrittenVerdict is record_written's verdict from its counted
-// matches, the existing records changed to match (census only) and its
+// matches, the existing records changed to match and its
 // collateral loss (over the collection when byCensus).
 func recordWrittenVerdict(c *Contract, matched []Record, changed, loss tally, byCensus bool) Verdict {
 	n := len(matched)
@@ -399,16 +402,22 @@ func judgeFieldEquals(c *Contract, before, after Snapshot) Verdict {
 	var matched []Record
 	if c.NewOnly {
 		// Only records new since the baseline are read back.
+		var prior existing
 		take := func(r Record, inBase bool) {
-			if !inBase && matchRecord(r, c.Match) && keyMatches(c, r) {
+			switch {
+			case !inScope(c, r):
+			case inBase:
+				prior.note(c, r)
+			default:
 				matched = append(matched, r)
 			}
 		}
-		readDiff(before.Records, after.Records, c.IdentityField, func() { matched = matched[:0] }, take, func(Record) {})
-		return fieldEqualsVerdict(c, matched, tally{})
+		reset := func() { matched, prior = matched[:0], existing{} }
+		readDiff(before.Records, after.Records, c.IdentityField, reset, take, func(Record) {})
+		return fieldEqualsVerdict(c, matched, prior.changed(c, scopedIDs(c, before.Records)))
 	}
 	for _, r := range after.Records {
-		if matchRecord(r, c.Match) && keyMatches(c, r) {
+		if inScope(c, r) {
 			matched = append(matched, r)
 		}
 	}
@@ -416,7 +425,7 @@ func judgeFieldEquals(c *Contract, before, after Snapshot) Verdict {
 }
 
 // fieldEqualsVerdict is field_equals' verdict from the matched records and
-// the existing records changed to match (census only).
+// the existing records changed to match.
 func fieldEqualsVerdict(c *Contract, matched []Record, changed tally) Verdict {
 	v := fieldEqualsRead(c, matched)
 	if changed.n > 0 {
@@ -493,10 +502,16 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 	field := c.IdentityField
 	added := make([]Record, 0, len(c.NewRecords)+1)
 	var loss tally
-	reset := func() { added, loss = added[:0], tally{} }
+	var prior existing
+	reset := func() { added, loss, prior = added[:0], tally{}, existing{} }
 	take := func(r Record, inBase bool) {
-		// An in-place update keeps its identity: it is not an addition.
-		if !inBase && matchRecord(r, c.Match) {
+		switch {
+		case !matchRecord(r, c.Match):
+		case inBase:
+			// An in-place update keeps its identity: it is not an
+			// addition, and if it moved into scope it is a change.
+			prior.note(c, r)
+		default:
 			added = append(added, r)
 		}
 	}
@@ -516,8 +531,7 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 		reset()
 		hashDiff(before.Records, after.Records, field, take, gone)
 	}
-
-	return exactNewSetVerdict(c, added, tally{}, loss, false)
+	return exactNewSetVerdict(c, added, prior.changed(c, scopedIDs(c, before.Records)), loss, false)
 }
 
 // identityMissing is exact_new_set's verdict when records carry no identity.
@@ -527,7 +541,7 @@ func identityMissing(missing int, field string) Verdict {
 }
 
 // exactNewSetVerdict is exact_new_set's verdict from the added records, the
-// existing records changed into scope (census only) and the scope loss
+// existing records changed into scope and the scope loss
 // (over the collection when byCensus).
 func exactNewSetVerdict(c *Contract, added []Record, changed, loss tally, byCensus bool) Verdict {
 	field := c.IdentityField

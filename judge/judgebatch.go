@@ -208,20 +208,24 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 }
 
 func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
-	aSel, aKey := after.Resolve(sels(c.Match)), keyFilter(c, after)
+	aScope, aID := scopeFilter(c, after), after.NameIndex(c.IdentityField)
 	matched := make([]int, 0, 4)
 	var loss tally
+	var prior existing
 	take := func(j int, inBase bool) {
-		if c.CountNewOnly && inBase {
+		rec := after.At(j)
+		if !aScope(rec) {
 			return
 		}
-		if rec := after.At(j); after.Match(rec, aSel) && aKey(rec) {
-			matched = append(matched, j)
+		if c.CountNewOnly && inBase {
+			prior.noteB(after, rec, aID)
+			return
 		}
+		matched = append(matched, j)
 	}
 	if c.CountNewOnly || c.ForbidCollateralLoss {
 		bSel, bID := before.Resolve(sels(c.Match)), before.NameIndex(c.IdentityField)
-		reset := func() { matched, loss = matched[:0], tally{} }
+		reset := func() { matched, loss, prior = matched[:0], tally{}, existing{} }
 		gone := func(i int) {
 			if !c.ForbidCollateralLoss {
 				return
@@ -242,23 +246,29 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 	if !ok {
 		return partialMatch()
 	}
-	return recordWrittenVerdict(c, recs, tally{}, loss, false)
+	return recordWrittenVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, false)
 }
 
 func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
-	aSel, aKey := after.Resolve(sels(c.Match)), keyFilter(c, after)
+	aScope, aID := scopeFilter(c, after), after.NameIndex(c.IdentityField)
 	var matched []int
+	var prior existing
 	if c.NewOnly {
 		// Only records new since the baseline are read back.
 		take := func(j int, inBase bool) {
-			if rec := after.At(j); !inBase && after.Match(rec, aSel) && aKey(rec) {
+			switch rec := after.At(j); {
+			case !aScope(rec):
+			case inBase:
+				prior.noteB(after, rec, aID)
+			default:
 				matched = append(matched, j)
 			}
 		}
-		readDiffB(before, after, c.IdentityField, func() { matched = matched[:0] }, take, func(int) {})
+		reset := func() { matched, prior = matched[:0], existing{} }
+		readDiffB(before, after, c.IdentityField, reset, take, func(int) {})
 	} else {
 		for j := range after.Len() {
-			if rec := after.At(j); after.Match(rec, aSel) && aKey(rec) {
+			if aScope(after.At(j)) {
 				matched = append(matched, j)
 			}
 		}
@@ -267,7 +277,7 @@ func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
 	if !ok {
 		return partialMatch()
 	}
-	return fieldEqualsVerdict(c, recs, tally{})
+	return fieldEqualsVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)))
 }
 
 func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
@@ -275,8 +285,14 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	aSel, bSel, bID := after.Resolve(sels(c.Match)), before.Resolve(sels(c.Match)), before.NameIndex(field)
 	added := make([]int, 0, len(c.NewRecords)+1)
 	var loss tally
+	var prior existing
+	aID := after.NameIndex(field)
 	take := func(j int, inBase bool) {
-		if !inBase && after.Match(after.At(j), aSel) {
+		switch rec := after.At(j); {
+		case !after.Match(rec, aSel):
+		case inBase:
+			prior.noteB(after, rec, aID)
+		default:
 			added = append(added, j)
 		}
 	}
@@ -303,12 +319,12 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		if missing > 0 {
 			return identityMissing(missing, field)
 		}
-		added, loss = added[:0], tally{}
+		added, loss, prior = added[:0], tally{}, existing{}
 		hashDiffB(before, after, field, take, gone)
 	}
 	recs, ok := after.Records(added)
 	if !ok {
 		return partialMatch()
 	}
-	return exactNewSetVerdict(c, recs, tally{}, loss, false)
+	return exactNewSetVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, false)
 }

@@ -17,10 +17,12 @@ import (
 //     ones; a record without one is identified by its whole canonical
 //     JSON, so it is kept whole;
 //   - of a baseline record, whether it matches a contract's selector (the
-//     collateral and scope loss rules): one that matches some selector
-//     keeps every selector field, one that matches none needs none of them
-//     to match none (a selector with a missing field matches nothing, and
-//     the empty selector matches every record);
+//     collateral and scope loss rules) and whether it was in scope (the
+//     changed-existing-record rule, changed.go): one that matches some
+//     selector keeps every selector field and every idempotency key field,
+//     one that matches none needs none of them to match none (a selector
+//     with a missing field matches nothing, and the empty selector matches
+//     every record);
 //   - of an after record that matches a contract's selector, everything:
 //     it may be counted, read back (field_equals), key-filtered, checked
 //     for freshness and shown as evidence. An after record that matches no
@@ -46,13 +48,26 @@ func project(cs []*Contract, after bool) *Projection {
 			p.IDs = append(p.IDs, c.IdentityField)
 		}
 		p.Sels = append(p.Sels, sels(c.Match))
-		for _, pr := range c.Match {
-			if !slices.Contains(p.SelFields, pr.Field) {
-				p.SelFields = append(p.SelFields, pr.Field)
+		for _, f := range selFields(c) {
+			if !slices.Contains(p.SelFields, f) {
+				p.SelFields = append(p.SelFields, f)
 			}
 		}
 	}
 	return p
+}
+
+// selFields are the fields of a record in c's selector that judging c
+// reads: the selector's and, when c has an idempotency key, its key field.
+func selFields(c *Contract) []string {
+	fs := make([]string, 0, len(c.Match)+1)
+	for _, pr := range c.Match {
+		fs = append(fs, pr.Field)
+	}
+	if c.IdempotencyKey != nil && c.Kind != ExactNewSet {
+		fs = append(fs, c.KeyField)
+	}
+	return fs
 }
 
 // covers reports whether p was made for c: judging c reads nothing of a
@@ -67,6 +82,13 @@ func covers(p *Projection, c *Contract) error {
 	want := sels(c.Match)
 	if !slices.ContainsFunc(p.Sels, func(sel []compact.Sel) bool { return slices.Equal(sel, want) }) {
 		return fmt.Errorf("its selector")
+	}
+	if !p.After {
+		for _, f := range selFields(c) {
+			if !slices.Contains(p.SelFields, f) {
+				return fmt.Errorf("its field %q", f)
+			}
+		}
 	}
 	return nil
 }

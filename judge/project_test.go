@@ -129,8 +129,14 @@ func TestProjectionAgrees(t *testing.T) {
 		`{"kind": "exact_new_set", "match": {"type": "p2"}, "new_records": [{"note": "1"}, {"note": "1"}], "expected_count": 2}`,
 		`{"kind": "exact_new_set", "match": {"patient_id": "p1"}, "identity_field": "type", "new_records": [{"note": "Zoë"}], "expected_count": 1}`,
 		`{"kind": "exact_new_set", "new_records": [], "expected_count": 0, "forbid_collateral_loss": false}`,
+		// The changed-existing-record rule reads the baseline's scope:
+		// the selector and a key field outside it.
+		`{"kind": "record_written", "match": {"type": "p1"}, "idempotency_key": "p2", "key_field": "note", "count_new_only": true}`,
+		`{"kind": "field_equals", "match": {"patient_id": "p1"}, "field": "note", "value": "1", "new_only": true}`,
+		`{"kind": "exact_new_set", "match": {"patient_id": "p2"}, "new_records": [{"note": "1"}], "expected_count": 1}`,
 	}
 	bound := bindContracts(t, contracts)
+	changed := 0
 	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
 	decisions := map[Decision]int{}
 	partial, kept, in := 0, 0, 0
@@ -209,6 +215,9 @@ func TestProjectionAgrees(t *testing.T) {
 			got := JudgeBatch(c, pbefore, pafter, opts)
 			checkBatchAgrees(t, "indexed", got, JudgeBatch(c, BatchSnapshot{Reachable: true, Batch: idxB}, pafter, opts))
 			decisions[want.Decision]++
+			if len(want.Changed) > 0 {
+				changed++
+			}
 			via := fmt.Sprintf("round %d, %s %v", round, c.Kind, c.Match)
 			checkBatchAgrees(t, via, want, got)
 			if !reflect.DeepEqual(want.Matched, got.Matched) {
@@ -221,8 +230,8 @@ func TestProjectionAgrees(t *testing.T) {
 			}
 		}
 	}
-	if decisions[Confirmed] == 0 || decisions[Refuted] == 0 || decisions[Indeterminate] == 0 {
-		t.Fatalf("decisions %v: the generator does not exercise the judge", decisions)
+	if decisions[Confirmed] == 0 || decisions[Refuted] == 0 || decisions[Indeterminate] == 0 || changed == 0 {
+		t.Fatalf("decisions %v, %d with existing records changed: the generator does not exercise the judge", decisions, changed)
 	}
 	if partial == 0 || kept*2 > in {
 		t.Fatalf("%d records projected, %d of %d bytes kept: the projection keeps too much to be tested", partial, kept, in)
