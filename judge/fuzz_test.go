@@ -428,6 +428,12 @@ func FuzzJudge(f *testing.F) {
 		{`{"kind": "exact_new_set", "match": {"a": "p1"}, "new_records": [{"a": "p1"}], "expected_count": 1}`, `[]`, `[{"id": 5, "a": "p1"}]`, `[{"id": 5}]`, `[{"id": 5}]`},
 		{`{"kind": "field_equals", "match": {"a": "p1"}, "field": "v", "value": {"literal": "120.0", "as": "decimal"}, "new_only": true}`,
 			`[{"id": 1, "a": "p1", "v": 118}]`, `[{"id": 1, "a": "p1", "v": 118}, {"id": 2, "a": "p1", "v": "120"}]`, `[{"id": 1}]`, `[{"id": 1}, {"id": 2}]`},
+		// Changed existing records on the baseline alone: re-pointed,
+		// keyed into scope, a set member re-pointed.
+		{rwNew, `[{"id": 5, "a": "p2"}]`, `[{"id": 5, "a": "p1"}, {"id": 7, "a": "p1"}]`, ``, ``},
+		{`{"kind": "record_written", "match": {"a": "p1"}, "count_new_only": true, "idempotency_key": "k", "key_field": "n"}`,
+			`[{"id": 5, "a": "p1", "n": "j"}]`, `[{"id": 5, "a": "p1", "n": "k"}]`, ``, ``},
+		{`{"kind": "exact_new_set", "match": {"a": "p1"}, "new_records": [{"a": "p1"}], "expected_count": 1}`, `[{"id": 5, "a": "p2"}]`, `[{"id": 5, "a": "p1"}]`, ``, ``},
 		{`{"kind": "record_written", "match": {"n": {"literal": "24", "as": "integer"}, "b": {"literal": "true", "as": "boolean"}}}`,
 			`[]`, `[{"id": 1, "n": "24.0", "b": "TRUE"}, {"id": 2, "n": {"v": 24}, "b": true}]`, ``, ``},
 	} {
@@ -549,8 +555,12 @@ func FuzzJudge(f *testing.F) {
 			}
 		}
 		changed := slices.Contains(v.Codes(), ReasonExistingRecordChanged)
-		if changed && !censusUsed {
-			t.Fatalf("%s without a census", ReasonExistingRecordChanged)
+		if changed && !claimsNewness(c) {
+			t.Fatalf("%s on a contract that claims no newness", ReasonExistingRecordChanged)
+		}
+		// Invariant: the structured lists back their reasons, complete.
+		if changed != (len(v.Changed) > 0) || v.HasLoss() != (len(v.Lost) > 0) {
+			t.Fatalf("codes %v with %d changed and %d lost identities", v.Codes(), len(v.Changed), len(v.Lost))
 		}
 		if v.Decision == Refuted {
 			if v.Class != ClassRefuted && v.Class != ClassConflicting {
