@@ -151,15 +151,20 @@ func missingIdentity(field string) Verdict {
 		"a matched record carries no %q value, so the census cannot tell whether it is new", field))
 }
 
-// censusVerdict is the kind's verdict from what the census rules found.
-func censusVerdict(c *Contract, matched []Record, changed, loss tally) Verdict {
+// censusVerdict is the kind's verdict from what the census rules found,
+// with UNEXPLAINED_CHANGE when it would say nothing landed while the
+// census saw the collection change (unexplained.go).
+func censusVerdict(c *Contract, cs *Census, matched []Record, changed, loss tally) Verdict {
+	var v Verdict
 	switch c.Kind {
 	case RecordWritten:
-		return recordWrittenVerdict(c, matched, changed, loss, true)
+		v = recordWrittenVerdict(c, matched, changed, loss, true)
 	case FieldEquals:
-		return fieldEqualsVerdict(c, matched, changed)
+		v = fieldEqualsVerdict(c, matched, changed)
+	default:
+		v = exactNewSetVerdict(c, matched, changed, loss, true)
 	}
-	return exactNewSetVerdict(c, matched, changed, loss, true)
+	return withUnexplained(v, c, cs)
 }
 
 // judgeCensus judges c on map-form reads with a usable census.
@@ -200,7 +205,7 @@ func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
 		}
 	}
 	loss := sets.loss(c, func(id string) bool { return base[id].selected })
-	return censusVerdict(c, matched, out.changed, loss)
+	return censusVerdict(c, cs, matched, out.changed, loss)
 }
 
 // judgeCensusB is judgeCensus on reads in compact form.
@@ -259,5 +264,5 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 		return partialMatch()
 	}
 	loss := sets.loss(c, func(id string) bool { return base[id].selected })
-	return censusVerdict(c, recs, out.changed, loss)
+	return censusVerdict(c, cs, recs, out.changed, loss)
 }

@@ -566,7 +566,11 @@ func FuzzJudge(f *testing.F) {
 			if v.Class != ClassRefuted && v.Class != ClassConflicting {
 				t.Fatalf("REFUTED classed %s", v.Class)
 			}
-			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss() || changed) {
+			unexplained := slices.Contains(v.Codes(), ReasonUnexplainedChange)
+			if unexplained && (!censusUsed || len(v.Unexplained) == 0) {
+				t.Fatalf("%s without a census or identities: %v", ReasonUnexplainedChange, v.Unexplained)
+			}
+			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss() || changed || unexplained) {
 				t.Fatalf("REFUTED observed %d loss %v changed %v classed %s", *v.ObservedCount, v.HasLoss(), changed, v.Class)
 			}
 		}

@@ -139,6 +139,10 @@ type Verdict struct {
 	// Changed are the identities of every record counted in
 	// EXISTING_RECORD_CHANGED, complete. Internal evidence, as Lost.
 	Changed []string `json:"-"`
+	// Unexplained are the identities counted in UNEXPLAINED_CHANGE: every
+	// identity that appeared in, vanished from or changed in the census.
+	// Internal evidence, as Lost.
+	Unexplained []string `json:"-"`
 	// Stale is set when freshness demoted the verdict.
 	Stale bool
 	// Unavailable is set when the after read failed.

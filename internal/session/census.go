@@ -20,10 +20,13 @@ import (
 // A candidate's census (config.Candidate.Census) is read beside its
 // baseline at Begin and beside every after read at Verify, through an
 // adapter instance of its own configured with the census section, and
-// passed to the judge (judge.Options.Census). Only the identity fields of
-// the group's contracts are kept of each census record: the census says
-// which records exist, nothing else. Under a redaction policy that hides an
-// identity field the stored census holds it keyed, as a baseline does.
+// passed to the judge (judge.Options.Census). Of each census record only
+// the identity fields of the group's contracts are kept, and under
+// judge.CensusDigestField the keyed digest (the evidence key's HMAC) of the
+// whole record as read: the census says which records exist and whether
+// one changed in place (UNEXPLAINED_CHANGE), no value. Under a redaction
+// policy that hides an identity field the stored census holds it keyed, as
+// a baseline does.
 
 // censusMeta is what the session meta keeps of a stored census.
 type censusMeta struct {
@@ -117,13 +120,7 @@ func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req
 			if err != nil {
 				return judge.Snapshot{Reason: "the census sent a record that is not one JSON object: " + err.Error()}
 			}
-			kept := make(judge.Record, len(fields))
-			for _, f := range fields {
-				if v, ok := r[f]; ok {
-					kept[f] = v
-				}
-			}
-			s.Records = append(s.Records, kept)
+			s.Records = append(s.Records, m.censusRecord(r, fields))
 		}
 	}
 	phase := "after"
@@ -132,6 +129,20 @@ func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req
 	}
 	m.metrics.Captured(inst.Kind(), "census_"+phase, len(s.Records), 0)
 	return s
+}
+
+// censusRecord is what a census keeps of record r: its identity fields,
+// and the keyed digest of the whole record, so that the judge sees a
+// record changed in place without the census holding its values.
+func (m *Manager) censusRecord(r judge.Record, fields []string) judge.Record {
+	kept := make(judge.Record, len(fields)+1)
+	for _, f := range fields {
+		if v, ok := r[f]; ok {
+			kept[f] = v
+		}
+	}
+	kept[judge.CensusDigestField] = m.evidence().digester()(r)
+	return kept
 }
 
 // censusUnusable is the first of the group's contracts the census cannot

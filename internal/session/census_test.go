@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync/atomic"
@@ -166,8 +167,57 @@ func TestCensusStoredAtBegin(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(stored, ",") != `{"id":1},{"id":2}` {
-		t.Errorf("stored census %v, want only the identities of both rows", stored)
+	// Each record keeps its identity and the keyed digest of the whole
+	// record, no other value.
+	digest := m.evidence().digester()
+	want := []string{
+		`{"id":1,"verifierd:digest":"` + digest(judge.Record{"id": json.Number("1"), "owner": "a", "note": "first"}) + `"}`,
+		`{"id":2,"verifierd:digest":"` + digest(judge.Record{"id": json.Number("2"), "owner": "b", "note": "second"}) + `"}`,
+	}
+	if strings.Join(stored, ",") != strings.Join(want, ",") || !strings.Contains(want[0], judge.KeyedPrefix) {
+		t.Errorf("stored census %v, want the identities and keyed digests of both rows %v", stored, want)
+	}
+}
+
+// TestCensusSeesChangeInPlace: a verdict that would say nothing landed
+// (HALTED_BEFORE_EFFECT) is conflicting with UNEXPLAINED_CHANGE when the
+// census saw a record of the collection change in place, by its digest;
+// also when the redaction policy keys the stored census (identities, or
+// everything but one field, digest included). Unchanged, it still halts.
+func TestCensusSeesChangeInPlace(t *testing.T) {
+	t.Parallel()
+	for name, extra := range map[string]string{"clear": "", "keyed": "  evidence_redact_fields: [id]\n", "kept": "  evidence_keep_fields: [owner]\n"} {
+		for _, change := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/changed=%v", name, change), func(t *testing.T) {
+				t.Parallel()
+				kind := fmt.Sprintf("census-inplace-%s-%v", name, change)
+				m, s := censusManager(t, kind)
+				dep := censusDeployment(kind, extra+"  census: {options: {}}\n")
+				res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if change {
+					s.table.set(2, "note", "overwritten") // b's record edited, nothing of a's saved
+				}
+				v, err := m.Verify(context.Background(), res.SessionID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := v.Effects[0]
+				var codes []string
+				for _, r := range e.Reasons {
+					codes = append(codes, r.Code)
+				}
+				want, outcome, result := "COUNT_UNDER", judge.HaltedBeforeEffect, judge.ClassRefuted
+				if change {
+					want, outcome, result = "COUNT_UNDER,UNEXPLAINED_CHANGE", judge.ReconciliationRequired, judge.ClassConflicting
+				}
+				if strings.Join(codes, ",") != want || e.Result != result || v.Outcome != outcome {
+					t.Errorf("%s/%s %v, outcome %s; want %s %s, outcome %s", e.Verdict, e.Result, codes, v.Outcome, result, want, outcome)
+				}
+			})
+		}
 	}
 }
 
