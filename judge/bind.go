@@ -125,10 +125,16 @@ type unparsed struct {
 // value binds v; a typed value becomes the canonical form it compares by.
 func (b *binder) value(v Value, path string) string {
 	s := v.Literal
-	if v.IsParam() {
+	switch {
+	case v.IsParam():
 		var ok bool
 		if s, ok = b.params[v.Param]; !ok {
 			b.missing = append(b.missing, struct{ name, path string }{v.Param, join(path, "param")})
+			return s
+		}
+	case v.IsTemplate():
+		var ok bool
+		if s, ok = b.template(v, join(path, "template")); !ok {
 			return s
 		}
 	}
@@ -138,12 +144,34 @@ func (b *binder) value(v Value, path string) string {
 	norm, ok := normalise(As(v.As), s)
 	if !ok {
 		u := unparsed{param: v.Param, text: s, path: join(path, "literal"), as: As(v.As)}
-		if v.IsParam() {
+		switch {
+		case v.IsParam():
 			u.path = join(path, "param")
+		case v.IsTemplate():
+			u.param, u.path = strings.Join(v.Params(), ", "), join(path, "template")
 		}
 		b.unparsed = append(b.unparsed, u)
 	}
 	return norm
+}
+
+// template expands v's {name} placeholders from the run's parameters
+// (sdk/param's grammar), each value as it is: the contract compares the
+// expanded text, as it would the literal it equals. Every parameter the
+// run lacks is recorded as missing, as an unbound {param} is.
+func (b *binder) template(v Value, path string) (string, bool) {
+	bound := true
+	for _, name := range v.Params() {
+		if _, ok := b.params[name]; !ok {
+			b.missing = append(b.missing, struct{ name, path string }{name, path})
+			bound = false
+		}
+	}
+	if !bound {
+		return "", false
+	}
+	s, err := v.BindIn(b.params, path, func(s string) (string, error) { return s, nil })
+	return s, err == nil
 }
 
 // asOf is v's comparison type, empty for text.

@@ -322,8 +322,11 @@ func loadSelector(v any, path string, allowEmpty bool) (Selector, error) {
 }
 
 // loadValue reads a value with the shared grammar (sdk/param), suggesting a
-// number's canonical text when one is written unquoted. A value object may
-// also carry `as` (docs/contracts.md §2a): a literal must then parse as that type.
+// number's canonical text when one is written unquoted. A value may be a
+// {template: "Patient/{patient_id}"} (the grammar's own placeholders,
+// checked by param.CheckTemplate: not empty, every brace around a name). A
+// value object may also carry `as` (docs/contracts.md §2a): a literal must
+// then parse as that type (a template, like a param, is checked when bound).
 func loadValue(v any, path string) (Value, error) {
 	var as As
 	if m, ok := v.(map[string]any); ok {
@@ -344,14 +347,14 @@ func loadValue(v any, path string) (Value, error) {
 			v = rest
 		}
 	}
-	val, err := param.Parse(v, path, param.NumberText(compact.CanonNumber))
+	val, err := param.Parse(v, path, param.NumberText(compact.CanonNumber), param.Templates())
 	if err != nil {
 		if perr, ok := errors.AsType[*param.Error](err); ok {
 			return Value{}, refuse(perr.Path, "%s", perr.Message)
 		}
 		return Value{}, refuse(path, "%s", err.Error())
 	}
-	if as != "" && !val.IsParam() {
+	if as != "" && !val.IsParam() && !val.IsTemplate() {
 		if _, ok := normalise(as, val.Literal); !ok {
 			return Value{}, refuse(join(path, "literal"), "%q does not parse as %s; write %s", val.Literal, as.what(), as.hint())
 		}

@@ -292,32 +292,38 @@ func IsChangeClaim(e judge.Effect) bool {
 }
 
 // SelectorParams returns the run parameters an effect binds through a
-// selector: match, new_records or idempotency_key (a {param} in value does
-// not select anything).
+// selector: match, new_records or idempotency_key, by {param} or as a
+// {template} placeholder (a parameter in value does not select anything).
 func SelectorParams(e judge.Effect) map[string]bool {
 	out := map[string]bool{}
 	add := func(s judge.Selector) {
 		for _, v := range s {
-			if v.IsParam() {
-				out[v.Param] = true
-			}
+			addParams(out, v)
 		}
 	}
 	add(e.Match)
 	for _, s := range e.NewRecords {
 		add(s)
 	}
-	if e.IdempotencyKey != nil && e.IdempotencyKey.IsParam() {
-		out[e.IdempotencyKey.Param] = true
+	if e.IdempotencyKey != nil {
+		addParams(out, *e.IdempotencyKey)
 	}
 	return out
+}
+
+// addParams adds the run parameters v reads: the one a {param} names, or
+// every placeholder of a {template}.
+func addParams(out map[string]bool, v judge.Value) {
+	for _, p := range v.Params() {
+		out[p] = true
+	}
 }
 
 // ReferencedParams returns every run parameter an effect references.
 func ReferencedParams(e judge.Effect) map[string]bool {
 	out := SelectorParams(e)
-	if e.Value != nil && e.Value.IsParam() {
-		out[e.Value.Param] = true
+	if e.Value != nil {
+		addParams(out, *e.Value)
 	}
 	return out
 }

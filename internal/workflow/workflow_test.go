@@ -82,6 +82,8 @@ steps:
     effects: [{kind: field_equals, match: {type: Triage}, field: note, value: {param: note}}]
   - step: secret
     effects: [{kind: record_written, match: {pid: {param: pid}, pw: {param: pw}}, count_new_only: true}]
+  - step: secret in a template
+    effects: [{kind: record_written, match: {subject: {template: "Patient/{pid}"}, ref: {template: "x-{pw}"}}, count_new_only: true}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +102,15 @@ steps:
 	}
 	if diff := cmp.Diff([]string{CodeSecretParamInContract}, codes); diff != "" {
 		t.Fatal(diff)
+	}
+	// A template's placeholders are parameters like {param}: the secret
+	// is refused, the subject counts as selected.
+	codes = nil
+	for _, f := range CheckContracts(p, w.Steps[2].Effects, w.SecretParams(), "effects") {
+		codes = append(codes, f.Code)
+	}
+	if diff := cmp.Diff([]string{CodeSecretParamInContract}, codes); diff != "" {
+		t.Fatalf("template: %s", diff)
 	}
 	off := false
 	relaxed := Resolve(&Policy{SubjectParams: []string{"pid"}}, &Policy{RequireChangeClaim: &off})
