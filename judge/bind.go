@@ -40,6 +40,7 @@ type Contract struct {
 	NewRecords           [][]Pair
 	IdentityField        string
 	ForbidCollateralLoss bool
+	ForbidOtherWrites    bool
 	Risk                 Risk
 	TimeoutS             float64
 	Probe                string
@@ -61,6 +62,7 @@ func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
 		Field:                e.Field,
 		IdentityField:        e.IdentityField,
 		ForbidCollateralLoss: e.ForbidCollateralLoss,
+		ForbidOtherWrites:    e.ForbidOtherWrites,
 		Risk:                 e.Risk,
 		TimeoutS:             e.TimeoutS,
 		Probe:                e.Probe,
@@ -223,6 +225,9 @@ func HashInput(c *Contract) string {
 	}
 	if c.NewOnly {
 		m["new_only"] = true
+	}
+	if c.ForbidOtherWrites {
+		m["forbid_other_writes"] = true
 	}
 	if c.Kind == ExactNewSet {
 		members := make([]any, 0, len(c.NewRecords))

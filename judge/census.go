@@ -158,13 +158,13 @@ func censusVerdict(c *Contract, cs *Census, matched []Record, changed, loss tall
 	var v Verdict
 	switch c.Kind {
 	case RecordWritten:
-		v = recordWrittenVerdict(c, matched, changed, loss, true)
+		v = recordWrittenVerdict(c, matched, changed, loss, byCensus)
 	case FieldEquals:
 		v = fieldEqualsVerdict(c, matched, changed)
 	default:
-		v = exactNewSetVerdict(c, matched, changed, loss, true)
+		v = exactNewSetVerdict(c, matched, changed, loss, byCensus)
 	}
-	return withUnexplained(v, c, cs)
+	return withUnexplained(v, "census", func() tally { return unexplainedChange(c, cs) })
 }
 
 // judgeCensus judges c on map-form reads with a usable census.

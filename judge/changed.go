@@ -142,5 +142,5 @@ func (o *censusOutcome) isNew(id string, mark baseMark, inBase bool) bool {
 // changedReason is EXISTING_RECORD_CHANGED for t.
 func changedReason(t tally) Reason {
 	return lossReason(ReasonExistingRecordChanged, fmt.Sprintf(
-		"%d matched record(s) existed before the action without matching the selector (in the baseline with other values, or in the census only): an existing record was changed to match, which is not a new record", t.n), t.samples)
+		"%d matched record(s) existed before the action without matching the selector (re-assigned, re-pointed or edited into scope): an existing record was changed to match, which is not a new record", t.n), t.samples)
 }

@@ -71,9 +71,12 @@ type Effect struct {
 	NewRecords           []Selector
 	IdentityField        string
 	ForbidCollateralLoss bool
-	Risk                 Risk
-	TimeoutS             float64
-	Probe                string
+	// ForbidOtherWrites (record_written, exact_new_set) refutes any net
+	// change in the write set the claim does not make (writeset.go).
+	ForbidOtherWrites bool
+	Risk              Risk
+	TimeoutS          float64
+	Probe             string
 }
 
 // Defaults of the optional contract keys.
@@ -132,6 +135,7 @@ type effectDoc struct {
 	NewRecords           *[]any     `json:"new_records"`
 	IdentityField        string     `json:"identity_field"`
 	ForbidCollateralLoss bool       `json:"forbid_collateral_loss"`
+	ForbidOtherWrites    bool       `json:"forbid_other_writes"`
 	Risk                 riskKey    `json:"risk"`
 	TimeoutS             timeoutKey `json:"timeout_s"`
 	Probe                *string    `json:"probe"`
@@ -236,6 +240,7 @@ func LoadEffect(tree any, path string) (Effect, error) {
 		KeyField:             doc.KeyField,
 		IdentityField:        doc.IdentityField,
 		ForbidCollateralLoss: doc.ForbidCollateralLoss,
+		ForbidOtherWrites:    doc.ForbidOtherWrites,
 		Risk:                 Risk(doc.Risk),
 		TimeoutS:             float64(doc.TimeoutS),
 	}
@@ -262,6 +267,9 @@ func LoadEffect(tree any, path string) (Effect, error) {
 func checkKindKeys(e *Effect, doc *effectDoc, path string) error {
 	if e.CountNewOnly && e.Kind != RecordWritten {
 		return refuse(join(path, "count_new_only"), "count_new_only applies only to record_written; remove it (exact_new_set already judges against the baseline)")
+	}
+	if e.ForbidOtherWrites && e.Kind == FieldEquals {
+		return refuse(join(path, "forbid_other_writes"), "forbid_other_writes applies only to record_written and exact_new_set; remove it (a read-back claims no write)")
 	}
 	if e.NewOnly && e.Kind != FieldEquals {
 		return refuse(join(path, "new_only"), "new_only applies only to field_equals; remove it (record_written counts new records with count_new_only, exact_new_set always judges against the baseline)")

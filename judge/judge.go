@@ -93,6 +93,10 @@ type Options struct {
 	// Census, when set, judges newness and loss over the whole collection
 	// (docs/contracts.md §3a) for every contract that needs the baseline.
 	Census *Census
+	// WriteSet, when set, judges newness, loss and other writes from the
+	// database's change log (docs/contracts.md §3b, writeset.go); it
+	// takes the census's place.
+	WriteSet *WriteSet
 	// Arena, when set, is where a reader that takes Options (the
 	// conformance harness) keeps a large read's records in compact form:
 	// it returns at least size bytes of zeroed memory never handed out
@@ -185,6 +189,9 @@ func NeedsBaseline(c *Contract) bool {
 // Judge judges one bound contract on a baseline and an after read.
 func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
 	return judgeFrame(c, readOf(before), readOf(after), opts, func() Verdict {
+		if usesWriteSet(c, opts) {
+			return judgeWriteSet(c, opts.WriteSet, writeSetAfter(c, after))
+		}
 		if usesCensus(c, opts) {
 			return judgeCensus(c, before, after, opts.Census)
 		}
@@ -237,7 +244,9 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 			msg += ": " + before.reason
 		}
 		v = indeterminate(code, msg)
-	case usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
+	case usesWriteSet(c, opts) && writeSetProblem(c, opts.WriteSet) != "":
+		v = indeterminate(ReasonChangesUnusable, "the write set cannot say what changed, and this contract judges by it ("+writeSetProblem(c, opts.WriteSet)+")")
+	case !usesWriteSet(c, opts) && usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
 		v = indeterminate(ReasonCensusUnusable, "the census cannot say which records exist, and this contract judges newness or loss by it ("+censusProblem(c, opts.Census)+")")
 	default:
 		v = kernel()
@@ -314,6 +323,25 @@ func identityShown(r Record, field string) shownValue {
 	return shownValue{field: "*", quoted: strconv.Quote(CanonicalJSON(r))}
 }
 
+// lossScope is what a loss was judged over, for its message.
+type lossScope int
+
+const (
+	byRead lossScope = iota
+	byCensus
+	byWriteSet
+)
+
+func (l lossScope) where() string {
+	switch l {
+	case byCensus:
+		return "the collection (by the census)"
+	case byWriteSet:
+		return "the collection (deleted, by the write set)"
+	}
+	return "the read"
+}
+
 // maxSamples bounds the identities a reason message lists.
 const maxSamples = 5
 
@@ -348,13 +376,13 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 		}
 	}
 	changed := prior.changed(c, scopedIDs(c, before.Records))
-	return recordWrittenVerdict(c, matched, changed, loss, false)
+	return recordWrittenVerdict(c, matched, changed, loss, byRead)
 }
 
 // recordWrittenVerdict is record_written's verdict from its counted
 // matches, the existing records changed to match and its
 // collateral loss (over the collection when byCensus).
-func recordWrittenVerdict(c *Contract, matched []Record, changed, loss tally, byCensus bool) Verdict {
+func recordWrittenVerdict(c *Contract, matched []Record, changed, loss tally, by lossScope) Verdict {
 	n := len(matched)
 	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount), Lost: loss.ids, Changed: changed.ids}
 	what := "matching records"
@@ -373,12 +401,8 @@ func recordWrittenVerdict(c *Contract, matched []Record, changed, loss tally, by
 		v.Reasons = append(v.Reasons, changedReason(changed))
 	}
 	if loss.n > 0 {
-		where := "the read"
-		if byCensus {
-			where = "the collection (by the census)"
-		}
 		v.Reasons = append(v.Reasons, lossReason(ReasonCollateralLoss,
-			fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from %s", loss.n, where), loss.samples))
+			fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from %s", loss.n, by.where()), loss.samples))
 	}
 	if len(v.Reasons) > 0 {
 		v.Decision = Refuted
@@ -535,7 +559,7 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 		reset()
 		hashDiff(before.Records, after.Records, field, take, gone)
 	}
-	return exactNewSetVerdict(c, added, prior.changed(c, scopedIDs(c, before.Records)), loss, false)
+	return exactNewSetVerdict(c, added, prior.changed(c, scopedIDs(c, before.Records)), loss, byRead)
 }
 
 // identityMissing is exact_new_set's verdict when records carry no identity.
@@ -547,7 +571,7 @@ func identityMissing(missing int, field string) Verdict {
 // exactNewSetVerdict is exact_new_set's verdict from the added records, the
 // existing records changed into scope and the scope loss
 // (over the collection when byCensus).
-func exactNewSetVerdict(c *Contract, added []Record, changed, loss tally, byCensus bool) Verdict {
+func exactNewSetVerdict(c *Contract, added []Record, changed, loss tally, by lossScope) Verdict {
 	field := c.IdentityField
 	n := len(added)
 	v := Verdict{Matched: added, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount), Lost: loss.ids, Changed: changed.ids}
@@ -612,9 +636,9 @@ func exactNewSetVerdict(c *Contract, added []Record, changed, loss tally, byCens
 		v.Reasons = append(v.Reasons, changedReason(changed))
 	}
 	if loss.n > 0 {
-		msg := fmt.Sprintf("%d pre-existing record(s) in scope vanished from the read", loss.n)
-		if byCensus {
-			msg = fmt.Sprintf("%d pre-existing record(s) vanished from the collection (by the census)", loss.n)
+		msg := fmt.Sprintf("%d pre-existing record(s) in scope vanished from %s", loss.n, by.where())
+		if by == byCensus {
+			msg = fmt.Sprintf("%d pre-existing record(s) vanished from %s", loss.n, by.where())
 		}
 		v.Reasons = append(v.Reasons, lossReason(ReasonSetScopeLoss, msg, loss.samples))
 	}

@@ -23,6 +23,9 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 		if gap := projectionGap(c, b, a); gap != "" {
 			return indeterminate(ReasonReadProjected, gap+", which this contract reads; it cannot be judged from less")
 		}
+		if usesWriteSet(c, opts) {
+			return judgeWriteSet(c, opts.WriteSet, writeSetAfterB(c, a))
+		}
 		if usesCensus(c, opts) {
 			return judgeCensusB(c, b, a, opts.Census)
 		}
@@ -246,7 +249,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 	if !ok {
 		return partialMatch()
 	}
-	return recordWrittenVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, false)
+	return recordWrittenVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, byRead)
 }
 
 func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
@@ -326,5 +329,5 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	if !ok {
 		return partialMatch()
 	}
-	return exactNewSetVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, false)
+	return exactNewSetVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, byRead)
 }

@@ -31,7 +31,7 @@ func Classify(v *Verdict, opts Options) Class {
 		}
 		return ClassIndeterminate
 	case Refuted:
-		if opts.AbsenceNotProof || v.HasLoss() || v.hasCode(ReasonExistingRecordChanged) || v.hasCode(ReasonUnexplainedChange) || (v.ObservedCount != nil && *v.ObservedCount > 0) {
+		if opts.AbsenceNotProof || v.HasLoss() || v.hasCode(ReasonExistingRecordChanged) || v.hasCode(ReasonUnexplainedChange) || v.hasCode(ReasonOtherWrite) || (v.ObservedCount != nil && *v.ObservedCount > 0) {
 			return ClassConflicting
 		}
 		return ClassRefuted

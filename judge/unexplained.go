@@ -27,17 +27,18 @@ const ReasonUnexplainedChange = "UNEXPLAINED_CHANGE"
 const CensusDigestField = "verifierd:digest"
 
 // withUnexplained adds UNEXPLAINED_CHANGE to a verdict that would class
-// refuted when the census saw the collection change.
-func withUnexplained(v Verdict, c *Contract, cs *Census) Verdict {
+// refuted when changes (asked only then) says the collection changed, by
+// source (the census, the write set).
+func withUnexplained(v Verdict, source string, changes func() tally) Verdict {
 	if v.Decision != Refuted || Classify(&v, Options{}) != ClassRefuted {
 		return v
 	}
-	t := unexplainedChange(c, cs)
+	t := changes()
 	if t.n == 0 {
 		return v
 	}
 	v.Reasons = append(v.Reasons, lossReason(ReasonUnexplainedChange, fmt.Sprintf(
-		"nothing this contract claims landed, but %d record(s) appeared in, vanished from or changed in the collection (by the census) between the reads: the action may have landed elsewhere", t.n), t.samples))
+		"nothing this contract claims landed, but %d record(s) appeared in, vanished from or changed in the collection (by the %s) between the reads: the action may have landed elsewhere", t.n, source), t.samples))
 	v.Unexplained = t.ids
 	return v
 }

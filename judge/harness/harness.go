@@ -56,6 +56,8 @@ type Case struct {
 	// Census is the case's before_census and after_census (docs/contracts.md §3a),
 	// when it gives them.
 	Census *judge.Census
+	// WriteSet is the case's changes (docs/contracts.md §3b), when given.
+	WriteSet *judge.WriteSet
 }
 
 // knownCaseKeys lists a case's keys for messages, in caseFile's order.
@@ -123,7 +125,7 @@ func judgeCaseWith(c *Case, now time.Time, base judge.Options) (*Output, error) 
 		contracts[i] = bound
 	}
 	opts := base
-	opts.Census = c.Census
+	opts.Census, opts.WriteSet = c.Census, c.WriteSet
 	if c.Freshness != nil {
 		f := *c.Freshness
 		f.Now = now
@@ -202,6 +204,7 @@ type caseFile struct {
 	After        any               `json:"after"`
 	BeforeCensus any               `json:"before_census"`
 	AfterCensus  any               `json:"after_census"`
+	Changes      any               `json:"changes"`
 	Now          *string           `json:"now"`
 	Freshness    *freshnessFile    `json:"freshness"`
 }
@@ -222,8 +225,8 @@ func caseRefusal(err error) error {
 // build checks and fills a case from its decoded keys, in a fixed order so
 // that a case with several faults is refused for the same one by both
 // decoders: the strict decoder's (an unknown key, the first by name, then
-// a value of the wrong type), then params, before, after, the census, now,
-// freshness, effects.
+// a value of the wrong type), then params, before, after, the census, the
+// write set (changes), now, freshness, effects.
 func build(c *Case, m map[string]any, snapshot func(key string) error) error {
 	var f caseFile
 	if err := strict.Decode(m, "", &f); err != nil {
@@ -257,6 +260,11 @@ func build(c *Case, m map[string]any, snapshot func(key string) error) error {
 	case hasAfter:
 		return invalid("before_census", "a census is two reads: give before_census as well as after_census")
 	}
+	ws, err := parseChanges(m)
+	if err != nil {
+		return err
+	}
+	c.WriteSet = ws
 	if f.Now != nil {
 		t, err := judge.ParseTimestamp(*f.Now)
 		if err != nil {
@@ -284,7 +292,6 @@ func build(c *Case, m map[string]any, snapshot func(key string) error) error {
 	if len(list) == 0 {
 		return invalid("effects", "effects is empty; a step with no declared effect proves nothing")
 	}
-	var err error
 	if c.Effects, err = judge.LoadEffects(list, "effects"); err != nil {
 		return err
 	}
