@@ -67,4 +67,12 @@ func TestLostAndChangedLists(t *testing.T) {
 	if len(kv.Lost) != len(v.Lost) || slices.Contains(kv.Lost, "1") {
 		t.Errorf("keyed baseline: Lost %q, want %d tokens, no clear identity", kv.Lost, len(v.Lost))
 	}
+	// Redaction of the identity field masks every listed identity.
+	shown := Redaction{RedactFields: []string{"id"}}.Apply(v, c)
+	if len(shown.Lost) != len(v.Lost) || slices.Contains(shown.Lost, "1") || shown.Lost[0] != RedactedMarker {
+		t.Errorf("redacted Lost %q, want %d masked entries", shown.Lost, len(v.Lost))
+	}
+	if kept := (Redaction{RedactFields: []string{"note"}}).Apply(v, c); !slices.Equal(kept.Lost, v.Lost) {
+		t.Errorf("a policy that keeps the identity changed Lost: %q", kept.Lost)
+	}
 }

@@ -49,8 +49,9 @@ func (p Redaction) redacts(field string) bool {
 
 // Apply returns a copy of v with redacted fields masked in the matched
 // records, the observed and expected values (when the read-back field is
-// redacted) and the reason messages. The decision, class, counts, codes and
-// hash never change.
+// redacted), the reason messages and, when the identity field is redacted,
+// every entry of Lost, Changed and Unexplained (their lengths are kept).
+// The decision, class, counts, codes and hash never change.
 func (p Redaction) Apply(v Verdict, c *Contract) Verdict {
 	if !p.Active() {
 		return v
@@ -79,6 +80,9 @@ func (p Redaction) Apply(v Verdict, c *Contract) Verdict {
 			out.ExpectedValue = &m
 		}
 	}
+	if c != nil && p.redacts(c.IdentityField) {
+		out.Lost, out.Changed, out.Unexplained = maskAll(v.Lost), maskAll(v.Changed), maskAll(v.Unexplained)
+	}
 	out.Reasons = make([]Reason, len(v.Reasons))
 	for i, r := range v.Reasons {
 		msg := r.Message
@@ -88,6 +92,18 @@ func (p Redaction) Apply(v Verdict, c *Contract) Verdict {
 			}
 		}
 		out.Reasons[i] = Reason{Code: r.Code, Message: msg}
+	}
+	return out
+}
+
+// maskAll is ids with every entry masked (the count is kept).
+func maskAll(ids []string) []string {
+	if ids == nil {
+		return nil
+	}
+	out := make([]string, len(ids))
+	for i := range out {
+		out[i] = RedactedMarker
 	}
 	return out
 }
