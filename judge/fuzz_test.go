@@ -417,6 +417,53 @@ func kindOfTest(v any) compact.ValueKind {
 
 // fuzzCensus is a census read for the fuzz test: the identities in data
 // (records without an "id" are kept, making the census unusable).
+// kernelCodes checks that the reasons appended after a kind's own
+// (OTHER_WRITE, UNEXPLAINED_CHANGE, TRANSIENT_WRITE) come last in that
+// order, and returns the kind's own.
+func kernelCodes(t *testing.T, codes []string) []string {
+	t.Helper()
+	tail := []string{ReasonOtherWrite, ReasonUnexplainedChange, ReasonTransientWrite}
+	end := len(codes)
+	for k := len(tail) - 1; k >= 0 && end > 0; k-- {
+		if codes[end-1] == tail[k] {
+			end--
+		}
+	}
+	for _, code := range codes[:end] {
+		if slices.Contains(tail, code) {
+			t.Fatalf("reasons %v: %s before the kind's own reasons", codes, code)
+		}
+	}
+	return codes[:end]
+}
+
+// fuzzWriteSet reads a JSON list of changes ({op, table, before, after})
+// as a complete write set; nil for no data or data that is not such a list.
+func fuzzWriteSet(data []byte) *WriteSet {
+	if len(data) == 0 {
+		return nil
+	}
+	tree, err := DecodeJSON(data)
+	list, ok := tree.([]any)
+	if err != nil || !ok {
+		return nil
+	}
+	ws := &WriteSet{Reachable: true, Complete: true}
+	for _, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil
+		}
+		op, _ := m["op"].(string)
+		table, _ := m["table"].(string)
+		ch := Change{Op: op, Table: table}
+		ch.Before, _ = m["before"].(map[string]any)
+		ch.After, _ = m["after"].(map[string]any)
+		ws.Changes = append(ws.Changes, ch)
+	}
+	return ws
+}
+
 func fuzzCensus(data []byte) Snapshot {
 	s, ok := fuzzSnapshot(data, true)
 	if !ok {
@@ -456,7 +503,7 @@ func FuzzJudge(f *testing.F) {
 			`[{"u": "1"}]`, `[{"id": 1, "u": "1", "s": "x"}]`, true, true, false},
 	}
 	for _, s := range seeds {
-		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), s.beforeUp, s.afterUp, s.fresh, []byte(nil), []byte(nil), false)
+		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), s.beforeUp, s.afterUp, s.fresh, []byte(nil), []byte(nil), false, []byte(nil))
 	}
 	// Census seeds: a re-assigned record, an honest one, a loss outside
 	// the subject, an unusable census, typed values.
@@ -478,9 +525,22 @@ func FuzzJudge(f *testing.F) {
 		{`{"kind": "record_written", "match": {"n": {"literal": "24", "as": "integer"}, "b": {"literal": "true", "as": "boolean"}}}`,
 			`[]`, `[{"id": 1, "n": "24.0", "b": "TRUE"}, {"id": 2, "n": {"v": 24}, "b": true}]`, ``, ``},
 	} {
-		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), true, true, false, []byte(s.bc), []byte(s.ac), s.bc != "")
+		f.Add([]byte(s.contract), []byte(s.before), []byte(s.after), true, true, false, []byte(s.bc), []byte(s.ac), s.bc != "", []byte(nil))
 	}
-	f.Fuzz(func(t *testing.T, contract, beforeJS, afterJS []byte, beforeUp, afterUp, fresh bool, beforeCensus, afterCensus []byte, withCensus bool) {
+	// Write-set seeds: an honest insert, a re-pointing, a deletion, an
+	// other write under forbid_other_writes, a transient record.
+	for _, s := range []struct{ contract, after, changes string }{
+		{rwNew, `[{"id": 7, "a": "p1"}]`, `[{"op": "insert", "table": "t", "after": {"id": 7, "a": "p1"}}]`},
+		{rwNew, `[{"id": 5, "a": "p1"}]`, `[{"op": "update", "table": "t", "before": {"id": 5, "a": "p2"}, "after": {"id": 5, "a": "p1"}}]`},
+		{rwNew, `[]`, `[{"op": "delete", "table": "t", "before": {"id": 3, "a": "p3"}}]`},
+		{`{"kind": "record_written", "match": {"a": "p1"}, "count_new_only": true, "forbid_other_writes": true}`, `[{"id": 7, "a": "p1"}]`,
+			`[{"op": "insert", "table": "t", "after": {"id": 7, "a": "p1"}}, {"op": "update", "table": "t", "before": {"id": 4, "v": 1}, "after": {"id": 4, "v": 2}}]`},
+		{`{"kind": "exact_new_set", "match": {"a": "p1"}, "new_records": [{"a": "p1"}], "expected_count": 1}`, `[{"id": 7, "a": "p1"}]`,
+			`[{"op": "insert", "table": "t", "after": {"id": 8, "a": "p1"}}, {"op": "delete", "table": "t", "before": {"id": 8, "a": "p1"}}, {"op": "insert", "table": "t", "after": {"id": 7, "a": "p1"}}]`},
+	} {
+		f.Add([]byte(s.contract), []byte(`[]`), []byte(s.after), true, true, false, []byte(nil), []byte(nil), false, []byte(s.changes))
+	}
+	f.Fuzz(func(t *testing.T, contract, beforeJS, afterJS []byte, beforeUp, afterUp, fresh bool, beforeCensus, afterCensus []byte, withCensus bool, changesJS []byte) {
 		tree, err := DecodeJSON(contract)
 		if err != nil {
 			return
@@ -518,7 +578,9 @@ func FuzzJudge(f *testing.F) {
 		if withCensus {
 			opts.Census = &Census{Before: fuzzCensus(beforeCensus), After: fuzzCensus(afterCensus)}
 		}
-		censusUsed := withCensus && NeedsBaseline(c)
+		opts.WriteSet = fuzzWriteSet(changesJS)
+		writeSetUsed := usesWriteSet(c, opts)
+		censusUsed := withCensus && NeedsBaseline(c) && !writeSetUsed
 		v := Judge(c, before, after, opts)
 		// The compact path gives the same verdict, from maps and from the
 		// fast decoder.
@@ -611,10 +673,14 @@ func FuzzJudge(f *testing.F) {
 				t.Fatalf("REFUTED classed %s", v.Class)
 			}
 			unexplained := slices.Contains(v.Codes(), ReasonUnexplainedChange)
-			if unexplained && (!censusUsed || len(v.Unexplained) == 0) {
+			if unexplained && (!(censusUsed || writeSetUsed) || len(v.Unexplained) == 0) {
 				t.Fatalf("%s without a census or identities: %v", ReasonUnexplainedChange, v.Unexplained)
 			}
-			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss() || changed || unexplained) {
+			other := slices.Contains(v.Codes(), ReasonOtherWrite)
+			if other && (!c.ForbidOtherWrites || opts.WriteSet == nil) {
+				t.Fatalf("%s without forbid_other_writes and a write set", ReasonOtherWrite)
+			}
+			if (v.Class == ClassConflicting) != (*v.ObservedCount > 0 || v.HasLoss() || changed || unexplained || other) {
 				t.Fatalf("REFUTED observed %d loss %v changed %v classed %s", *v.ObservedCount, v.HasLoss(), changed, v.Class)
 			}
 		}
@@ -643,13 +709,13 @@ func FuzzJudge(f *testing.F) {
 		switch c.Kind {
 		case RecordWritten:
 			if v.Decision == Confirmed {
-				if len(v.Matched) != c.ExpectedCount || v.HasLoss() || !slices.Equal(v.Codes(), []string{ReasonCountExact}) {
+				if len(v.Matched) != c.ExpectedCount || v.HasLoss() || !slices.Equal(kernelCodes(t, v.Codes()), []string{ReasonCountExact}) {
 					t.Fatalf("CONFIRMED record_written: %d matched, expected %d, codes %v", len(v.Matched), c.ExpectedCount, v.Codes())
 				}
 			}
 			if v.Decision == Refuted {
 				n, x := *v.ObservedCount, *v.ExpectedCount
-				codes := v.Codes()
+				codes := kernelCodes(t, v.Codes())
 				var want []string
 				if n > x {
 					want = append(want, ReasonCountOver)
@@ -662,7 +728,7 @@ func FuzzJudge(f *testing.F) {
 				if slices.Contains(codes, ReasonCollateralLoss) {
 					want = append(want, ReasonCollateralLoss)
 				}
-				if !slices.Equal(codes, want) || len(codes) == 0 {
+				if !slices.Equal(codes, want) || len(v.Codes()) == 0 {
 					t.Fatalf("REFUTED record_written observed %d expected %d codes %v, want %v", n, x, codes, want)
 				}
 				if !c.ForbidCollateralLoss && v.HasLoss() {
@@ -700,7 +766,7 @@ func FuzzJudge(f *testing.F) {
 			}
 		case ExactNewSet:
 			if v.Decision == Confirmed {
-				if len(v.Matched) != c.ExpectedCount || !slices.Equal(v.Codes(), []string{ReasonSetExact}) {
+				if len(v.Matched) != c.ExpectedCount || !slices.Equal(kernelCodes(t, v.Codes()), []string{ReasonSetExact}) {
 					t.Fatalf("CONFIRMED exact_new_set: added %d, expected %d, codes %v", len(v.Matched), c.ExpectedCount, v.Codes())
 				}
 				baseIDs := map[string]bool{}
@@ -709,7 +775,7 @@ func FuzzJudge(f *testing.F) {
 					if !has {
 						t.Fatalf("CONFIRMED exact_new_set with a baseline record lacking %q", c.IdentityField)
 					}
-					if !censusUsed {
+					if !censusUsed && !writeSetUsed {
 						baseIDs[id] = true
 					}
 				}
@@ -733,7 +799,7 @@ func FuzzJudge(f *testing.F) {
 			if v.Decision == Refuted {
 				order := []string{ReasonSetCardinality, ReasonSetMultiplicity, ReasonSetUndeclared, ReasonExistingRecordChanged, ReasonSetScopeLoss}
 				last := -1
-				for _, code := range v.Codes() {
+				for _, code := range kernelCodes(t, v.Codes()) {
 					i := slices.Index(order, code)
 					if i <= last {
 						t.Fatalf("exact_new_set reasons %v out of order", v.Codes())
