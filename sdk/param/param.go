@@ -23,8 +23,9 @@ type Value struct {
 	// never does, and refuses an `as` key like any other unknown key.
 	As string
 	// Template is non-empty for a {template: "text {name} text"}: literal
-	// text composed with run parameters. Only a deployment's values take
-	// one (Templates, ParseMap); a contract's never do.
+	// text composed with run parameters. Only a parser given Templates
+	// reads one (ParseMap does; so does the judge's contract loader, which
+	// expands it as plain text when it binds a contract).
 	Template string
 }
 
@@ -61,12 +62,11 @@ type parser struct {
 	templates  bool
 }
 
-// Templates lets Parse read the fourth form, {template: "text {name}"}: a
-// deployment's parameter value composing literal text with run parameters
-// (see BindIn and ExpandValues for how each part is escaped). A template
-// that names no parameter, or whose braces do not each open or close a
-// {name}, is refused. Without this option a template is refused: a
-// contract compares values, it does not compose them.
+// Templates lets Parse read the fourth form, {template: "text {name}"}:
+// literal text composed with run parameters (see BindIn and ExpandValues
+// for how each part is escaped where a read is built). A template that
+// names no parameter, or whose braces do not each open or close a {name},
+// is refused. Without this option a template is refused.
 func Templates() Option {
 	return func(p *parser) { p.templates = true }
 }
