@@ -48,6 +48,15 @@ const (
 	// CodeReconciliationSticky: the run was sealed RECONCILIATION_REQUIRED
 	// before; only VERIFIED (or a rollback check) leaves that state.
 	CodeReconciliationSticky = "reconciliation_sticky"
+	// CodeEarlierAttemptLanded: an earlier attempt of a step (a session
+	// that ended HALTED_BEFORE_EFFECT before the step began again) no
+	// longer reads absent when the run is sealed: its save landed late,
+	// beside the step's later attempt.
+	CodeEarlierAttemptLanded = "earlier_attempt_landed"
+	// CodeVerifiedStepChanged: a step's VERIFIED session no longer reads
+	// VERIFIED against its own baseline when the run is sealed (a
+	// duplicate landed, its record changed or went).
+	CodeVerifiedStepChanged = "verified_step_changed"
 )
 
 // Verdicts of an artifact check.
@@ -104,6 +113,38 @@ type Input struct {
 	// artifact check was REFUTED or INDETERMINATE: something may have
 	// landed, so no "nothing landed" outcome can follow.
 	Sticky bool
+	// Drifted are the sessions that, read again against their own
+	// baselines when the run is sealed, no longer read as their recorded
+	// result (empty when every one still does).
+	Drifted []Drift `json:",omitempty"`
+}
+
+// Drift is one session of a consequential step that no longer reads as its
+// recorded result when the run is sealed.
+type Drift struct {
+	Step      string
+	SessionID string
+	// Latest: the session stands for the step (its latest); false for an
+	// earlier attempt the step began again after.
+	Latest bool
+	// Recorded is the session's recorded outcome (VERIFIED or
+	// HALTED_BEFORE_EFFECT); Effect and Class the first effect that reads
+	// otherwise now and the judge's class of it.
+	Recorded string
+	Effect   int
+	Class    string
+}
+
+// reason is the run reason a drift gives.
+func (d Drift) reason() Reason {
+	switch {
+	case !d.Latest:
+		return Reason{Code: CodeEarlierAttemptLanded, Step: d.Step, Message: fmt.Sprintf("step %q's earlier attempt, session %s, ended %s, but its effect %d no longer reads absent (%s): its save landed after the step began again; reconcile the duplicate, then Reverify session %s", d.Step, d.SessionID, d.Recorded, d.Effect, d.Class, d.SessionID)}
+	case d.Recorded == HaltedBeforeEffect:
+		return Reason{Code: CodeStepNotVerified, Step: d.Step, Message: fmt.Sprintf("step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session", d.Step, d.SessionID, d.Effect, d.Class)}
+	default:
+		return Reason{Code: CodeVerifiedStepChanged, Step: d.Step, Message: fmt.Sprintf("step %q's session %s was %s, but its effect %d reads %s against its baseline now: reconcile the record, then finish the run again", d.Step, d.SessionID, d.Recorded, d.Effect, d.Class)}
+	}
 }
 
 // Reason is one reason a run is not VERIFIED.
@@ -139,7 +180,8 @@ type Classification struct {
 //     run stopped on a Begin refused by policy / by a platform failure
 //     (the first such step in workflow order decides);
 //   - RECONCILIATION_REQUIRED: anything else, and whatever is not VERIFIED
-//     once the run is Sticky.
+//     once the run is Sticky; a session that drifted (Input.Drifted) is
+//     never VERIFIED nor nothing landed.
 func Classify(in Input) Classification {
 	c := Classification{}
 	first := true
@@ -176,7 +218,10 @@ func Classify(in Input) Classification {
 			reasons = append(reasons, Reason{Code: CodeRungBelowRunMin, Step: s.Name, Message: fmt.Sprintf("step %q was read on oracle rung %d, below run_min_rung %d", s.Name, s.OracleRung, in.RunMinRung)})
 		}
 	}
-	seen := false
+	for _, d := range in.Drifted {
+		reasons = append(reasons, d.reason())
+	}
+	seen := len(in.Drifted) > 0
 	for _, a := range in.Artifacts {
 		if a.Verdict != "" {
 			seen = true

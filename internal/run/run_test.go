@@ -117,6 +117,18 @@ func TestClassify(t *testing.T) {
 		{name: "an artifact INDETERMINATE while its steps halted is not nothing landed",
 			in:      Input{Steps: []Step{halted("posting")}, Artifacts: []Artifact{{Name: "letter", FromStep: "posting", Verdict: ArtifactIndeterminate}}, RunMinTier: 2},
 			outcome: ReconciliationRequired, codes: []string{CodeStepNotVerified, CodeArtifactUnverified}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "posting"},
+		{name: "an earlier attempt's late save beside the step's VERIFIED attempt",
+			in:      Input{Steps: []Step{verified("intake", 1, oracle.SystemOfRecord)}, Drifted: []Drift{{Step: "intake", SessionID: "s1", Recorded: HaltedBeforeEffect, Class: "conflicting"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeEarlierAttemptLanded}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "intake"},
+		{name: "an earlier attempt landed while the step's latest attempt halted too is not nothing landed",
+			in:      Input{Steps: []Step{halted("intake")}, Drifted: []Drift{{Step: "intake", SessionID: "s1", Recorded: HaltedBeforeEffect, Class: "confirmed"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeStepNotVerified, CodeEarlierAttemptLanded}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "intake"},
+		{name: "the halted latest session's save landed after its Verify",
+			in:      Input{Steps: []Step{halted("intake")}, Drifted: []Drift{{Step: "intake", SessionID: "s1", Latest: true, Recorded: HaltedBeforeEffect, Class: "confirmed"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeStepNotVerified, CodeStepNotVerified}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "intake"},
+		{name: "a VERIFIED step that no longer reads VERIFIED at the seal",
+			in:      Input{Steps: []Step{verified("intake", 1, oracle.SystemOfRecord), verified("posting", 1, oracle.SystemOfRecord)}, Drifted: []Drift{{Step: "posting", SessionID: "s2", Latest: true, Recorded: Verified, Class: "conflicting"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeVerifiedStepChanged}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "posting"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

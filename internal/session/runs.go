@@ -1086,71 +1086,6 @@ func sameBindings(a, b *runRecord) bool {
 	return jsonDigest(bindings{a.Steps, a.Artifacts, a.Sticky}) == jsonDigest(bindings{b.Steps, b.Artifacts, b.Sticky})
 }
 
-func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
-	rec, err := m.loadRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := m.runWorkflow(rec)
-	if err != nil {
-		return nil, err
-	}
-	states, err := m.stepStates(ctx, wf, rec)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Seal != nil && !rec.reconciling() {
-		return m.viewOf(rec, wf, states), nil
-	}
-	in := classifierInput(wf, rec, states)
-	c := run.Classify(in)
-	if err := m.stillNothingLanded(ctx, wf, rec, &c); err != nil {
-		return nil, err
-	}
-	// The digest leaves Sticky out: it turns on with the first seal
-	// itself, which is no change in what the run depends on.
-	bare := in
-	bare.Sticky = false
-	digest := jsonDigest(bare)
-	if rec.reconciling() && c.Outcome == run.ReconciliationRequired && rec.Seal.InputDigest == digest {
-		return m.viewOf(rec, wf, states), nil
-	}
-	return m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
-}
-
-// stillNothingLanded re-reads, before a "nothing landed" outcome
-// (HALTED_BEFORE_EFFECT, REJECTED_POLICY, FAILED_PLATFORM) is sealed,
-// every session of a consequential step against its original baseline: a
-// save that landed after its step's Verify turns c into
-// RECONCILIATION_REQUIRED (step_not_verified: Reverify that session).
-func (m *Manager) stillNothingLanded(ctx context.Context, wf *workflow.Workflow, rec *runRecord, c *run.Classification) error {
-	switch c.Outcome {
-	case run.HaltedBeforeEffect, run.RejectedPolicy, run.FailedPlatform:
-	default:
-		return nil
-	}
-	for _, rs := range rec.Steps {
-		if s, ok := wf.Step(rs.Step); !ok || !s.Consequential() {
-			continue
-		}
-		for _, sid := range rs.Sessions {
-			checks, err := m.rollbackRead(ctx, rs.Step, sid)
-			if err != nil {
-				return err
-			}
-			for _, e := range checks {
-				if e.Class != run.ClassAbsent {
-					c.Outcome = run.ReconciliationRequired
-					c.Reasons = append(c.Reasons, run.Reason{Code: run.CodeStepNotVerified, Step: rs.Step,
-						Message: fmt.Sprintf("step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session", rs.Step, sid, e.Effect, e.Class)})
-					return nil
-				}
-			}
-		}
-	}
-	return nil
-}
-
 // sealRun seals a run with outcome c (attempt+1) and its signed receipt, in
 // one run update: when another call (on any replica) sealed it meanwhile,
 // its seal stands and is answered.
@@ -1312,56 +1247,6 @@ func effectSource(md *meta, i int) string {
 	return ""
 }
 
-// runCreated is the identities of the records the run's sessions counted
-// as new (their change claims' matched records, in each session's latest
-// result): a later step's baseline holds them, and their removal is the
-// rollback, not a loss.
-func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bool, error) {
-	out := map[string]bool{}
-	for _, rs := range rec.Steps {
-		for _, sid := range rs.Sessions {
-			raw, _, err := m.store.Session(ctx, sid)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			r, _, err := m.latestResult(ctx, sid)
-			if err != nil {
-				return nil, err
-			}
-			var md meta
-			if r == nil || json.Unmarshal(raw, &md) != nil {
-				continue
-			}
-			effects, err := effectsList(md.Effects)
-			if err != nil || len(effects) != len(r.Effects) {
-				continue
-			}
-			for i, e := range effects {
-				if !workflow.IsChangeClaim(e) {
-					continue
-				}
-				field := cmpOr(e.IdentityField, judge.DefaultIdentityField)
-				source := effectSource(&md, i)
-				if source == "" {
-					continue
-				}
-				for _, mr := range r.Effects[i].MatchedRecords {
-					switch v := mr[field].(type) {
-					case string:
-						out[run.CreatedKey(source, v)] = true
-					case json.Number:
-						out[run.CreatedKey(source, v.String())] = true
-					}
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
 // artifactRollbackRead checks again that a document the run confirmed is
 // gone: absent (REFUTED, ARTIFACT_ABSENT) reads as undone; present, other
 // bytes under its name, unreadable, or a check recorded without where it
@@ -1386,38 +1271,4 @@ func (m *Manager) artifactRollbackRead(ctx context.Context, a runArtifactRec) ru
 		c.Class = run.ClassAbsent
 	}
 	return c
-}
-
-// rollbackRead judges a fresh read of one session's effects against its
-// original baseline (as Reverify does, the compensator never runs) and
-// stores nothing.
-func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
-	unlock, raw, _, err := m.lockSession(ctx, sid)
-	if isKind(err, NotFound) {
-		// Bound to the run, then removed (the retention): what it did
-		// cannot be read back, so it remains.
-		return []run.EffectCheck{{Step: step, SessionID: sid, Class: string(judge.ClassIndeterminate),
-			Reasons: []run.Reason{{Code: "session_removed", Message: fmt.Sprintf("session %s of step %q is no longer in the store; its effects cannot be read back", sid, step)}}}}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	var md meta
-	if err := json.Unmarshal(raw, &md); err != nil {
-		return nil, fmt.Errorf("session %s is corrupt: %w", sid, err)
-	}
-	res, _, err := m.judgeStep(ctx, sid, &md, true)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]run.EffectCheck, len(res.Effects))
-	for i, e := range res.Effects {
-		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result), Source: effectSource(&md, i)}
-		for _, r := range e.Reasons {
-			c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Message: r.Message})
-		}
-		out[i] = c
-	}
-	return out, nil
 }

@@ -1,0 +1,137 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+)
+
+// sessionReread is one session of a run judged again against its own
+// original baseline: the session as stored, the judge's fresh result and
+// each effect as a run.EffectCheck.
+type sessionReread struct {
+	md     *meta
+	res    *Result
+	checks []run.EffectCheck
+}
+
+// rollbackRead judges a fresh read of one session's effects against its
+// original baseline (as Reverify does, the compensator never runs) and
+// stores nothing.
+func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
+	r, err := m.rereadSession(ctx, step, sid)
+	if err != nil {
+		return nil, err
+	}
+	return r.checks, nil
+}
+
+// rereadSession is rollbackRead with the session and the judge's result
+// kept (md and res nil for a session the store no longer has). It judges
+// through judgeStep, the one judging path.
+func (m *Manager) rereadSession(ctx context.Context, step, sid string) (*sessionReread, error) {
+	unlock, raw, _, err := m.lockSession(ctx, sid)
+	if isKind(err, NotFound) {
+		// Bound to the run, then removed (the retention): what it did
+		// cannot be read back, so it remains.
+		return &sessionReread{checks: []run.EffectCheck{{Step: step, SessionID: sid, Class: string(judge.ClassIndeterminate),
+			Reasons: []run.Reason{{Code: "session_removed", Message: fmt.Sprintf("session %s of step %q is no longer in the store; its effects cannot be read back", sid, step)}}}}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var md meta
+	if err := json.Unmarshal(raw, &md); err != nil {
+		return nil, fmt.Errorf("session %s is corrupt: %w", sid, err)
+	}
+	res, _, err := m.judgeStep(ctx, sid, &md, true)
+	if err != nil {
+		return nil, err
+	}
+	out := &sessionReread{md: &md, res: res, checks: make([]run.EffectCheck, len(res.Effects))}
+	for i, e := range res.Effects {
+		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result), Source: effectSource(&md, i)}
+		for _, r := range e.Reasons {
+			c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Message: r.Message})
+		}
+		out.checks[i] = c
+	}
+	return out, nil
+}
+
+// runCreated is the identities of the records the run's sessions counted
+// as new (their change claims' matched records, in each session's latest
+// result): a later step's baseline holds them, and their removal is the
+// rollback, not a loss.
+func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, rs := range rec.Steps {
+		if err := m.sessionsCreated(ctx, rs.Sessions, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sessionsCreated adds to out the records sessions counted as new in
+// their latest results (run.CreatedKey of the effect's source and the
+// record's identity).
+func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out map[string]bool) error {
+	for _, sid := range sessions {
+		raw, _, err := m.store.Session(ctx, sid)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r, _, err := m.latestResult(ctx, sid)
+		if err != nil {
+			return err
+		}
+		var md meta
+		if r == nil || json.Unmarshal(raw, &md) != nil {
+			continue
+		}
+		for i, ids := range changeIdentities(&md, r) {
+			for _, id := range ids {
+				out[run.CreatedKey(effectSource(&md, i), id)] = true
+			}
+		}
+	}
+	return nil
+}
+
+// changeIdentities is, per effect of a session, the identities of the
+// records a change claim of r matched (nil for an effect that is no change
+// claim, or whose collection no capture names; none when the session's
+// effects no longer parse or do not line up with r's).
+func changeIdentities(md *meta, r *Result) [][]string {
+	effects, err := effectsList(md.Effects)
+	if err != nil || len(effects) != len(r.Effects) {
+		return nil
+	}
+	out := make([][]string, len(effects))
+	for i, e := range effects {
+		if !workflow.IsChangeClaim(e) || effectSource(md, i) == "" {
+			continue
+		}
+		field := cmpOr(e.IdentityField, judge.DefaultIdentityField)
+		for _, mr := range r.Effects[i].MatchedRecords {
+			switch v := mr[field].(type) {
+			case string:
+				out[i] = append(out[i], v)
+			case json.Number:
+				out[i] = append(out[i], v.String())
+			}
+		}
+	}
+	return out
+}
