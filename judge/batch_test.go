@@ -55,6 +55,7 @@ func verdictSummary(v Verdict) map[string]any {
 		"observed": deref(v.ObservedCount), "expected": deref(v.ExpectedCount),
 		"observed_value": sref(v.ObservedValue), "expected_value": sref(v.ExpectedValue),
 		"matched": matched, "hash": v.ContractHash, "stale": v.Stale, "unavailable": v.Unavailable,
+		"lost": v.Lost, "changed": v.Changed,
 	}
 }
 

@@ -67,14 +67,19 @@ func claimsNewness(c *Contract) bool {
 	return c.CountNewOnly || c.NewOnly || c.Kind == ExactNewSet
 }
 
-// tally counts the records a reason is about, with a few samples.
+// tally counts the records a reason is about: every identity (the
+// verdict's structured list) and a few samples for the message.
 type tally struct {
 	n       int
+	ids     []string
 	samples []shownValue
 }
 
-func (t *tally) add(s func() shownValue) {
+// add counts the record identified by id; s gives its sample for the
+// message, asked only while samples are short.
+func (t *tally) add(id string, s func() shownValue) {
 	t.n++
+	t.ids = append(t.ids, id)
 	if len(t.samples) < maxSamples {
 		t.samples = append(t.samples, s())
 	}
@@ -127,7 +132,7 @@ func (s *censusSets) loss(c *Contract, selected func(id string) bool) tally {
 			if excusesSelected(c) && selected(id) {
 				continue
 			}
-			t.add(func() shownValue { return shownValue{field: s.field, quoted: strconv.Quote(id)} })
+			t.add(id, func() shownValue { return shownValue{field: s.field, quoted: strconv.Quote(id)} })
 		}
 	}
 	return t
@@ -157,7 +162,7 @@ func (o *censusOutcome) isNew(id string, inBase bool) bool {
 	case !o.sets.existed(id):
 		return true
 	}
-	o.changed.add(func() shownValue { return shownValue{field: o.sets.field, quoted: strconv.Quote(id)} })
+	o.changed.add(id, func() shownValue { return shownValue{field: o.sets.field, quoted: strconv.Quote(id)} })
 	return false
 }
 

@@ -131,6 +131,14 @@ type Verdict struct {
 	// records of exact_new_set.
 	Matched      []Record
 	ContractHash string
+	// Lost are the identities (canonical text, docs/contracts.md §2) of
+	// every record counted in COLLATERAL_LOSS or SET_SCOPE_LOSS, complete
+	// (the message names at most 5). Internal evidence: never on the wire
+	// nor in a receipt.
+	Lost []string `json:"-"`
+	// Changed are the identities of every record counted in
+	// EXISTING_RECORD_CHANGED, complete. Internal evidence, as Lost.
+	Changed []string `json:"-"`
 	// Stale is set when freshness demoted the verdict.
 	Stale bool
 	// Unavailable is set when the after read failed.
@@ -286,6 +294,15 @@ func fieldIdentity(r Record, field string) (string, bool) {
 	return Canon(raw)
 }
 
+// identityText is r's identity (docs/contracts.md §2): the canonical text of
+// its identity field, or the canonical JSON of the whole record.
+func identityText(r Record, field string) string {
+	if id, ok := fieldIdentity(r, field); ok {
+		return id
+	}
+	return CanonicalJSON(r)
+}
+
 func identityShown(r Record, field string) shownValue {
 	if id, ok := fieldIdentity(r, field); ok {
 		return shownValue{field: field, quoted: strconv.Quote(id)}
@@ -315,7 +332,7 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 			if !c.ForbidCollateralLoss || matchRecord(r, c.Match) {
 				return
 			}
-			loss.add(func() shownValue { return identityShown(r, c.IdentityField) })
+			loss.add(identityText(r, c.IdentityField), func() shownValue { return identityShown(r, c.IdentityField) })
 		}
 		readDiff(before.Records, after.Records, c.IdentityField, reset, take, gone)
 	} else {
@@ -332,7 +349,7 @@ func judgeRecordWritten(c *Contract, before, after Snapshot) Verdict {
 // collateral loss (over the collection when byCensus).
 func recordWrittenVerdict(c *Contract, matched []Record, changed, loss tally, byCensus bool) Verdict {
 	n := len(matched)
-	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
+	v := Verdict{Matched: matched, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount), Lost: loss.ids, Changed: changed.ids}
 	what := "matching records"
 	if c.CountNewOnly {
 		what = "new matching records"
@@ -408,6 +425,7 @@ func fieldEqualsVerdict(c *Contract, matched []Record, changed tally) Verdict {
 		}
 		v.Decision = Refuted
 		v.Reasons = append(v.Reasons, changedReason(changed))
+		v.Changed = changed.ids
 	}
 	return v
 }
@@ -486,7 +504,7 @@ func judgeExactNewSet(c *Contract, before, after Snapshot) Verdict {
 		if !c.ForbidCollateralLoss || !matchRecord(r, c.Match) {
 			return
 		}
-		loss.add(func() shownValue { return identityShown(r, field) })
+		loss.add(identityText(r, field), func() shownValue { return identityShown(r, field) })
 	}
 	// Newness is never guessed: a record with no identity on either side
 	// makes the verdict INDETERMINATE. The merge join checks every identity
@@ -514,7 +532,7 @@ func identityMissing(missing int, field string) Verdict {
 func exactNewSetVerdict(c *Contract, added []Record, changed, loss tally, byCensus bool) Verdict {
 	field := c.IdentityField
 	n := len(added)
-	v := Verdict{Matched: added, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount)}
+	v := Verdict{Matched: added, ObservedCount: new(n), ExpectedCount: new(c.ExpectedCount), Lost: loss.ids, Changed: changed.ids}
 	if n != c.ExpectedCount {
 		v.Reasons = append(v.Reasons, Reason{Code: ReasonSetCardinality,
 			Message: fmt.Sprintf("%d record(s) were added in scope, expected exactly %d", n, c.ExpectedCount)})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // recs decodes a JSON list of records the way a read would deliver them.
@@ -66,6 +67,8 @@ type judgeCase struct {
 	want     summary
 	// matched, if non-nil, lists the "id" canonical texts of the matched records.
 	matched []string
+	// lost and changed, if non-nil, are the verdict's Lost and Changed.
+	lost, changed []string
 }
 
 func runJudgeCases(t *testing.T, tests []judgeCase) {
@@ -87,6 +90,16 @@ func runJudgeCases(t *testing.T, tests []judgeCase) {
 			for _, r := range v.Reasons {
 				if r.Message == "" {
 					t.Errorf("reason %s has no message", r.Code)
+				}
+			}
+			if tc.lost != nil {
+				if d := cmp.Diff(tc.lost, v.Lost, cmpopts.EquateEmpty()); d != "" {
+					t.Errorf("Lost (-want +got):\n%s", d)
+				}
+			}
+			if tc.changed != nil {
+				if d := cmp.Diff(tc.changed, v.Changed, cmpopts.EquateEmpty()); d != "" {
+					t.Errorf("Changed (-want +got):\n%s", d)
 				}
 			}
 			if tc.matched != nil {

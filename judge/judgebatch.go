@@ -47,6 +47,14 @@ func keyFilter(c *Contract, b *Batch) func([]compact.Field) bool {
 	return func(rec []compact.Field) bool { return b.Holds(rec, &p[0]) }
 }
 
+// identityTextB is identityText on a batch record.
+func identityTextB(b *Batch, rec []compact.Field, name int64) string {
+	if id, ok := b.Get(rec, name); ok {
+		return id
+	}
+	return b.CanonicalFields(rec)
+}
+
 func identityShownB(b *Batch, rec []compact.Field, name int64, field string) shownValue {
 	if id, ok := b.Get(rec, name); ok {
 		return shownValue{field: field, quoted: strconv.Quote(id)}
@@ -222,7 +230,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 			if before.Match(rec, bSel) {
 				return
 			}
-			loss.add(func() shownValue { return identityShownB(before, rec, bID, c.IdentityField) })
+			loss.add(identityTextB(before, rec, bID), func() shownValue { return identityShownB(before, rec, bID, c.IdentityField) })
 		}
 		readDiffB(before, after, c.IdentityField, reset, take, gone)
 	} else {
@@ -280,7 +288,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		if !before.Match(rec, bSel) {
 			return
 		}
-		loss.add(func() shownValue { return identityShownB(before, rec, bID, field) })
+		loss.add(identityTextB(before, rec, bID), func() shownValue { return identityShownB(before, rec, bID, field) })
 	}
 	if !mergeDiffB(before, after, field, take, gone) {
 		missing := 0

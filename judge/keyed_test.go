@@ -144,11 +144,15 @@ type shownVerdict struct {
 	Matched                      []Record
 	Hash                         string
 	Stale, Unavailable           bool
+	// Lost, Changed count the structured identity lists: a keyed
+	// identity that nothing restores stays a token there, so only the
+	// counts can agree.
+	Lost, Changed int
 }
 
 func showVerdict(p Redaction, c *Contract, v Verdict) shownVerdict {
 	r := p.Apply(v, c)
-	return shownVerdict{r.Decision, r.Class, r.Reasons, r.ObservedCount, r.ExpectedCount, r.ObservedValue, r.ExpectedValue, r.Matched, r.ContractHash, r.Stale, r.Unavailable}
+	return shownVerdict{r.Decision, r.Class, r.Reasons, r.ObservedCount, r.ExpectedCount, r.ObservedValue, r.ExpectedValue, r.Matched, r.ContractHash, r.Stale, r.Unavailable, len(v.Lost), len(v.Changed)}
 }
 
 // A keyed baseline restored before judging gives exactly the verdict, and
