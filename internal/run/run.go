@@ -8,10 +8,7 @@ package run
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/verifierd/verifierd/internal/oracle"
 )
@@ -298,6 +295,12 @@ type EffectCheck struct {
 	// deployment candidate): a loss is forgiven only of records the run
 	// created in that same collection.
 	Source string
+	// Lost and Changed are the identities of every record the re-read
+	// counted in a loss reason and in EXISTING_RECORD_CHANGED
+	// (judge.Verdict.Lost and Changed: complete, where a message names a
+	// few). Internal evidence: never shown.
+	Lost    []string `json:"-"`
+	Changed []string `json:"-"`
 }
 
 // CreatedKey is the key of a record the run created, with identity id, in
@@ -321,69 +324,58 @@ func RolledBack(checks []EffectCheck) (bool, []EffectCheck) {
 	return len(remains) == 0, remains
 }
 
-// Judge reason codes a rollback read may forgive (judge.ReasonCountUnder,
-// judge.ReasonCollateralLoss).
+// Judge reason codes and classes a forgiven loss is read through
+// (judge.ReasonCountUnder, judge.ReasonCollateralLoss,
+// judge.ReasonSetScopeLoss, judge.ClassConfirmed).
 const (
 	codeCountUnder     = "COUNT_UNDER"
 	codeCollateralLoss = "COLLATERAL_LOSS"
+	codeSetScopeLoss   = "SET_SCOPE_LOSS"
+	// ClassConfirmed is the judge class of an effect that holds.
+	ClassConfirmed = "confirmed"
+	classConflict  = "conflicting"
 )
-
-// lossMessage is how the judge words a collateral loss with its sampled
-// identities.
-var lossMessage = regexp.MustCompile(`^(\d+) pre-existing record\(s\) outside the selector vanished from .*? \(identities: (.*)\)$`)
 
 // ForgiveCreatedLoss reads a later step's "collateral loss" as what it is
 // when every record lost was created by the run itself: a step's baseline
-// holds the records earlier steps wrote, so undoing those steps shows up
-// as a loss against it. An effect whose re-read found no new record
-// (COUNT_UNDER) and lost only records whose identities are in created
-// for the effect's own Source (CreatedKey; every one named: the judge
-// names up to five) is read as absent. Any
-// other loss, or one that cannot be read so, stays.
+// holds the records earlier steps wrote, so undoing those steps (or
+// removing a duplicate the run wrote) shows up as a loss against it. Each
+// check's class becomes ForgivenClass's.
 func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectCheck {
 	out := slices.Clone(checks)
-	for i, c := range out {
-		if c.Class != "conflicting" {
-			continue
-		}
-		ok := len(c.Reasons) > 0
-		for _, r := range c.Reasons {
-			switch r.Code {
-			case codeCountUnder:
-			case codeCollateralLoss:
-				ok = ok && c.Source != "" && lossCreated(r.Message, c.Source, created)
-			default:
-				ok = false
-			}
-		}
-		if ok {
-			out[i].Class = ClassAbsent
-		}
+	for i := range out {
+		out[i].Class = ForgivenClass(out[i], created)
 	}
 	return out
 }
 
-func lossCreated(msg, source string, created map[string]bool) bool {
-	m := lossMessage.FindStringSubmatch(msg)
-	if m == nil {
-		return false
+// ForgivenClass is c's class once a loss of records the run created is set
+// aside: when c is "conflicting", changed no existing record, and every
+// identity it lost (the judge's complete list, Lost) is in created for its
+// own Source (CreatedKey), it reads ClassAbsent if what is left of its
+// reasons is COUNT_UNDER alone, ClassConfirmed if nothing is left. Any
+// other loss, a loss without its identities, or any other fault keeps
+// c.Class.
+func ForgivenClass(c EffectCheck, created map[string]bool) string {
+	if c.Class != classConflict || c.Source == "" || len(c.Lost) == 0 || len(c.Changed) > 0 {
+		return c.Class
 	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		return false
-	}
-	rest, seen := m[2], 0
-	for rest != "" {
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			return false
+	for _, id := range c.Lost {
+		if !created[CreatedKey(c.Source, id)] {
+			return c.Class
 		}
-		id, _ := strconv.Unquote(q)
-		if !created[CreatedKey(source, id)] {
-			return false
-		}
-		seen++
-		rest = strings.TrimPrefix(rest[len(q):], ", ")
 	}
-	return seen == n
+	var rest []string
+	for _, r := range c.Reasons {
+		if r.Code != codeCollateralLoss && r.Code != codeSetScopeLoss {
+			rest = append(rest, r.Code)
+		}
+	}
+	switch {
+	case len(rest) == 0:
+		return ClassConfirmed
+	case len(rest) == 1 && rest[0] == codeCountUnder:
+		return ClassAbsent
+	}
+	return c.Class
 }

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 
@@ -171,30 +170,37 @@ func TestRolledBack(t *testing.T) {
 }
 
 // TestForgiveCreatedLoss: undoing an earlier step shows as a loss against
-// a later step's baseline; only a loss of records the run created is
-// forgiven.
+// a later step's baseline; only a loss of records the run created, by the
+// judge's complete list of lost identities, is forgiven.
 func TestForgiveCreatedLoss(t *testing.T) {
 	t.Parallel()
-	loss := func(n int, ids string) Reason {
-		return Reason{Code: codeCollateralLoss, Message: fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from the read (identities: %s)", n, ids)}
-	}
+	loss := Reason{Code: codeCollateralLoss, Message: "pre-existing record(s) outside the selector vanished"}
 	under := Reason{Code: codeCountUnder, Message: "found 0 new matching records, expected exactly 1"}
+	exact := Reason{Code: "COUNT_OVER"}
 	created := map[string]bool{CreatedKey("patients", "p-9"): true, CreatedKey("patients", "p-10"): true}
+	seven := []string{"p-9", "p-10", "p-11", "p-12", "p-13", "p-14", "p-15"}
 	checks := []EffectCheck{
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "p-10"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "old-1"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(7, `"p-9", "p-10"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{{Code: "COUNT_OVER"}, loss(1, `"p-9"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, {Code: codeCollateralLoss, Message: "garbled"}}},
-		{Step: "posting", Source: "patients", Class: "unavailable", Reasons: []Reason{loss(1, `"p-9"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9"}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9", "p-10"}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9", "old-1"}},
+		// More than the five a message names: every one is checked.
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: seven},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{exact, loss}, Lost: []string{"p-9"}},
+		// A loss reason without its identities is never forgiven.
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}},
+		{Step: "posting", Source: "patients", Class: "unavailable", Reasons: []Reason{loss}, Lost: []string{"p-9"}},
 		// The same identity lost from another collection is another
 		// record: not forgiven.
-		{Step: "posting", Source: "postings", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
+		{Step: "posting", Source: "postings", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9"}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9"}},
+		// A VERIFIED step's only fault a loss of the run's own records:
+		// it still holds.
+		{Step: "audit", Source: "patients", Class: "conflicting", Reasons: []Reason{loss}, Lost: []string{"p-10"}},
+		// An existing record changed as well: not forgiven.
+		{Step: "audit", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss, {Code: "EXISTING_RECORD_CHANGED"}}, Lost: []string{"p-10"}, Changed: []string{"p-9"}},
 	}
 	got := ForgiveCreatedLoss(checks, created)
-	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable", "conflicting", "conflicting"}
+	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable", "conflicting", "conflicting", ClassConfirmed, "conflicting"}
 	for i := range got {
 		if got[i].Class != want[i] {
 			t.Errorf("check %d: class %s, want %s", i, got[i].Class, want[i])

@@ -50,6 +50,10 @@ func (m *Manager) KeyedDigest(data []byte) string { return m.evidence().keyedDig
 type stepEvidence struct {
 	Groups  []groupEvidence  // per capture, in md.Captures order
 	Matched [][]judge.Record // per effect, unredacted (digested only)
+	// Verdicts are the judge's verdicts per effect, as decided (before
+	// redaction): internal evidence a run's re-reads use (Lost, Changed),
+	// never shown nor stored.
+	Verdicts []judge.Verdict
 }
 
 // groupEvidence is one pinned adapter's reads.

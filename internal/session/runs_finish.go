@@ -71,6 +71,10 @@ func (m *Manager) driftedSessions(ctx context.Context, wf *workflow.Workflow, re
 	if err != nil {
 		return nil, err
 	}
+	created, err := m.runCreated(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	for i := range reads {
 		wg.Go(func() { reads[i].got, reads[i].err = m.rereadSession(ctx, reads[i].step, reads[i].sid) })
@@ -81,7 +85,7 @@ func (m *Manager) driftedSessions(ctx context.Context, wf *workflow.Workflow, re
 		if r.err != nil {
 			return nil, r.err
 		}
-		d, err := m.drift(ctx, r)
+		d, err := m.drift(ctx, r, created)
 		if err != nil {
 			return nil, err
 		}
@@ -93,18 +97,20 @@ func (m *Manager) driftedSessions(ctx context.Context, wf *workflow.Workflow, re
 }
 
 // drift judges one re-read: nil when every effect still reads as the
-// session's recorded result. An earlier attempt's re-read sees the
-// records the step's later attempts created as new against its baseline;
-// those are accounted for (laterExplained), anything else it sees is its
-// own save landed late.
-func (m *Manager) drift(ctx context.Context, r reread) (*run.Drift, error) {
+// session's recorded result. A loss of records the run itself created
+// (created: a repair removed a duplicate the run wrote) is set aside
+// (run.ForgivenClass). An earlier attempt's re-read sees the records the
+// step's later attempts created as new against its baseline; those are
+// accounted for (laterExplained), anything else it sees is its own save
+// landed late.
+func (m *Manager) drift(ctx context.Context, r reread, created map[string]bool) (*run.Drift, error) {
 	want := run.ClassAbsent
 	if r.recorded == run.Verified {
-		want = string(judge.ClassConfirmed)
+		want = run.ClassConfirmed
 	}
 	var later map[string]bool
 	for _, c := range r.got.checks {
-		if c.Class == want {
+		if run.ForgivenClass(c, created) == want {
 			continue
 		}
 		if r.recorded == run.HaltedBeforeEffect && len(r.later) > 0 && r.got.res != nil {

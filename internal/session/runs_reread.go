@@ -51,13 +51,16 @@ func (m *Manager) rereadSession(ctx context.Context, step, sid string) (*session
 	if err := json.Unmarshal(raw, &md); err != nil {
 		return nil, fmt.Errorf("session %s is corrupt: %w", sid, err)
 	}
-	res, _, err := m.judgeStep(ctx, sid, &md, true)
+	res, ev, err := m.judgeStep(ctx, sid, &md, true)
 	if err != nil {
 		return nil, err
 	}
 	out := &sessionReread{md: &md, res: res, checks: make([]run.EffectCheck, len(res.Effects))}
 	for i, e := range res.Effects {
 		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result), Source: effectSource(&md, i)}
+		if ev != nil && i < len(ev.Verdicts) {
+			c.Lost, c.Changed = ev.Verdicts[i].Lost, ev.Verdicts[i].Changed
+		}
 		for _, r := range e.Reasons {
 			c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Message: r.Message})
 		}
@@ -67,9 +70,10 @@ func (m *Manager) rereadSession(ctx context.Context, step, sid string) (*session
 }
 
 // runCreated is the identities of the records the run's sessions counted
-// as new (their change claims' matched records, in each session's latest
-// result): a later step's baseline holds them, and their removal is the
-// rollback, not a loss.
+// as new (their change claims' matched records, in every result of each
+// session: a duplicate the run wrote, seen by a result a Reverify
+// replaced, is the run's too): a later step's baseline holds them, and
+// their removal is the rollback or the repair, not a loss.
 func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, rs := range rec.Steps {
@@ -80,29 +84,35 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 	return out, nil
 }
 
-// sessionsCreated adds to out the records sessions counted as new in
-// their latest results (run.CreatedKey of the effect's source and the
+// sessionsCreated adds to out the records sessions counted as new in any
+// of their results (run.CreatedKey of the effect's source and the
 // record's identity).
 func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out map[string]bool) error {
 	for _, sid := range sessions {
-		raw, _, err := m.store.Session(ctx, sid)
+		raw, first, err := m.store.Session(ctx, sid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		r, _, err := m.latestResult(ctx, sid)
+		var md meta
+		if first == nil || json.Unmarshal(raw, &md) != nil {
+			continue
+		}
+		more, err := m.store.Reverifications(ctx, sid)
 		if err != nil {
 			return err
 		}
-		var md meta
-		if r == nil || json.Unmarshal(raw, &md) != nil {
-			continue
-		}
-		for i, ids := range changeIdentities(&md, r) {
-			for _, id := range ids {
-				out[run.CreatedKey(effectSource(&md, i), id)] = true
+		for _, rawRes := range append([][]byte{first}, more...) {
+			var r Result
+			if err := decodeResult(rawRes, &r); err != nil {
+				return err
+			}
+			for i, ids := range changeIdentities(&md, &r) {
+				for _, id := range ids {
+					out[run.CreatedKey(effectSource(&md, i), id)] = true
+				}
 			}
 		}
 	}
@@ -125,11 +135,9 @@ func changeIdentities(md *meta, r *Result) [][]string {
 		}
 		field := cmpOr(e.IdentityField, judge.DefaultIdentityField)
 		for _, mr := range r.Effects[i].MatchedRecords {
-			switch v := mr[field].(type) {
-			case string:
-				out[i] = append(out[i], v)
-			case json.Number:
-				out[i] = append(out[i], v.String())
+			// The judge's identity text (judge.Verdict.Lost is in it too).
+			if id, ok := judge.Canon(mr[field]); ok {
+				out[i] = append(out[i], id)
 			}
 		}
 	}

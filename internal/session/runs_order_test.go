@@ -1,0 +1,159 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk"
+)
+
+// pendingWorkflowYAML: intake, then mail and audit, neither of which names
+// intake in after:; audit declares itself independent.
+const pendingWorkflowYAML = `schema: verifierd.workflow/v1
+name: clinic
+params: {name: {}}
+steps:
+  - step: intake
+    risk: irreversible
+    effects:
+      - {kind: record_written, match: {kind: patient, name: {param: name}}, count_new_only: true, timeout_s: 0.2}
+  - step: mail
+    effects:
+      - {kind: record_written, match: {kind: mail, name: {param: name}}, count_new_only: true, timeout_s: 0.2}
+  - step: audit
+    independent: true
+    effects:
+      - {kind: record_written, match: {kind: audit, name: {param: name}}, count_new_only: true, timeout_s: 0.2}
+`
+
+// A step that ended RECONCILIATION_REQUIRED stops every later step of the
+// run, named in its after: or not (reconciliation_pending, naming the
+// step and its session), except one declared independent: true; once the
+// step is re-verified VERIFIED, the later steps begin.
+func TestRunReconciliationPendingBlocksLaterSteps(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	w, err := workflow.Parse([]byte(pendingWorkflowYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := w.Step("audit"); !s.Independent {
+		t.Fatal("independent: true was not parsed")
+	}
+	f.m.workflows["clinic"] = w
+	ctx := t.Context()
+	f.beginRun(t, "pend")
+	// A double submit: intake is RECONCILIATION_REQUIRED.
+	intake := f.step(t, "pend", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}, sdk.Record{"id": "p-2", "kind": "patient", "name": "Ada"})
+	if intake.Outcome != judge.ReconciliationRequired {
+		t.Fatalf("intake saved twice: %s", intake.Outcome)
+	}
+	_, err = f.begin(t, "pend", "mail", nil)
+	wantRefusal(t, err, Refused, CodeReconciliationPending, "step")
+	if msg := err.Error(); !strings.Contains(msg, `"intake"`) || !strings.Contains(msg, intake.SessionID) {
+		t.Fatalf("the refusal does not name the step and its session %s: %s", intake.SessionID, msg)
+	}
+	var se *Error
+	if !errors.As(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy {
+		t.Fatalf("the refusal's terminal outcome: %+v; want REJECTED_POLICY", se)
+	}
+	// The independent step is not held.
+	if v := f.step(t, "pend", "audit", nil, sdk.Record{"id": "a-1", "kind": "audit", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("the independent step: %s", v.Outcome)
+	}
+	// Reconciled: the duplicate goes, intake is re-verified VERIFIED.
+	f.tab.mu.Lock()
+	f.tab.rows = slices.DeleteFunc(f.tab.rows, func(r sdk.Record) bool { return r["id"] == "p-2" })
+	f.tab.mu.Unlock()
+	if r, err := f.m.Reverify(ctx, intake.SessionID, "duplicate removed"); err != nil || r.Outcome != judge.Verified {
+		t.Fatalf("Reverify after the repair: %v %v", r, err)
+	}
+	if v := f.step(t, "pend", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("mail after the repair: %s", v.Outcome)
+	}
+	view, err := f.m.FinishRun(ctx, "pend")
+	if err != nil || view.Outcome != run.Verified {
+		t.Fatalf("FinishRun: %+v %v", view, err)
+	}
+}
+
+// A Begin of the consuming step racing a VerifyArtifact of other bytes
+// under the artifact's name: whichever lands first, the consumer's bound
+// digest, the run's record of the artifact and the run receipt name the
+// same file, every time (the binding is decided in the run's one store
+// transaction, on the real bbolt store).
+func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	other := strings.Repeat("cd", 32)
+	f.files.add(sdk.Record{"name": "other.pdf", "sha256": other, "size": json.Number("5")})
+	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
+	bound := map[string]int{}
+	for i := range 12 {
+		id := "race" + string(rune('a'+i))
+		// Each run is its own patient: FinishRun reads every session
+		// again, and another run's records must not count as this one's.
+		if _, err := f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": id}, RunID: id}); err != nil {
+			t.Fatal(err)
+		}
+		f.step(t, id, "intake", nil, sdk.Record{"id": "p-" + id, "kind": "patient", "name": id})
+		f.step(t, id, "posting", map[string]string{"amount": "1"}, sdk.Record{"id": "t-" + id, "kind": "posting", "patient_id": "p-" + id, "amount": "1"})
+		if a := f.letter(t, id, false); a.Verdict != judge.Confirmed {
+			t.Fatalf("letter %s", a.Verdict)
+		}
+		var (
+			wg    sync.WaitGroup
+			res   *BeginResult
+			begun error
+		)
+		wg.Go(func() { res, begun = f.begin(t, id, "mail", nil) })
+		wg.Go(func() {
+			f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+				Artifact: Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
+		})
+		wg.Wait()
+		view, err := f.m.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := view.Artifacts[0].SHA256
+		if begun != nil {
+			wantRefusal(t, begun, Refused, CodeArtifactUnverified, "step")
+			bound["refused"]++
+			continue
+		}
+		raw, _, err := f.m.store.Session(ctx, res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md meta
+		if err := json.Unmarshal(raw, &md); err != nil {
+			t.Fatal(err)
+		}
+		if md.Run == nil || len(md.Run.Consumed) != 1 || md.Run.Consumed[0].SHA256 != recorded {
+			t.Fatalf("iteration %d: the consumer bound %+v, the run records the letter at %s", i, md.Run, recorded)
+		}
+		f.tab.add(sdk.Record{"id": "m-" + id, "kind": "mail", "name": id})
+		if _, err := f.m.Verify(ctx, res.SessionID); err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := f.m.FinishRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := openRunReceipt(t, f, sealed.Receipt, id)
+		if len(p.Artifacts) != 1 || p.Artifacts[0].SHA256 != md.Run.Consumed[0].SHA256 {
+			t.Fatalf("iteration %d: the receipt names %+v, the consumer bound %s", i, p.Artifacts, md.Run.Consumed[0].SHA256)
+		}
+		bound[md.Run.Consumed[0].SHA256]++
+	}
+	t.Logf("outcomes over the iterations: %v", bound)
+}
