@@ -8,7 +8,6 @@ package run
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/verifierd/verifierd/internal/oracle"
 )
@@ -336,21 +335,11 @@ const (
 	classConflict  = "conflicting"
 )
 
-// ForgiveCreatedLoss reads a later step's "collateral loss" as what it is
+// ForgivenClass reads a later step's "collateral loss" as what it is
 // when every record lost was created by the run itself: a step's baseline
 // holds the records earlier steps wrote, so undoing those steps (or
-// removing a duplicate the run wrote) shows up as a loss against it. Each
-// check's class becomes ForgivenClass's.
-func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectCheck {
-	out := slices.Clone(checks)
-	for i := range out {
-		out[i].Class = ForgivenClass(out[i], created)
-	}
-	return out
-}
-
-// ForgivenClass is c's class once a loss of records the run created is set
-// aside: when c is "conflicting", changed no existing record, and every
+// removing a duplicate the run wrote) shows up as a loss against it. It
+// is c's class once a loss of records the run created is set aside: when c is "conflicting", changed no existing record, and every
 // identity it lost (the judge's complete list, Lost) is in created for its
 // own Source (CreatedKey), it reads ClassAbsent if what is left of its
 // reasons is COUNT_UNDER alone, ClassConfirmed if nothing is left. Any

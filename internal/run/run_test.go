@@ -169,10 +169,10 @@ func TestRolledBack(t *testing.T) {
 	}
 }
 
-// TestForgiveCreatedLoss: undoing an earlier step shows as a loss against
+// TestForgivenClass: undoing an earlier step shows as a loss against
 // a later step's baseline; only a loss of records the run created, by the
 // judge's complete list of lost identities, is forgiven.
-func TestForgiveCreatedLoss(t *testing.T) {
+func TestForgivenClass(t *testing.T) {
 	t.Parallel()
 	loss := Reason{Code: codeCollateralLoss, Message: "pre-existing record(s) outside the selector vanished"}
 	under := Reason{Code: codeCountUnder, Message: "found 0 new matching records, expected exactly 1"}
@@ -199,14 +199,10 @@ func TestForgiveCreatedLoss(t *testing.T) {
 		// An existing record changed as well: not forgiven.
 		{Step: "audit", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss, {Code: "EXISTING_RECORD_CHANGED"}}, Lost: []string{"p-10"}, Changed: []string{"p-9"}},
 	}
-	got := ForgiveCreatedLoss(checks, created)
 	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable", "conflicting", "conflicting", ClassConfirmed, "conflicting"}
-	for i := range got {
-		if got[i].Class != want[i] {
-			t.Errorf("check %d: class %s, want %s", i, got[i].Class, want[i])
+	for i, c := range checks {
+		if got := ForgivenClass(c, created); got != want[i] {
+			t.Errorf("check %d: class %s, want %s", i, got, want[i])
 		}
-	}
-	if checks[0].Class != "conflicting" {
-		t.Error("the input was changed")
 	}
 }

@@ -68,6 +68,10 @@ type groupEvidence struct {
 	// settleFloor is the session's settle floor (meta.SettleFloorS): a
 	// group holding a change claim settles at least this long.
 	settleFloor time.Duration
+	// collection is what the last judged read saw of the whole collection
+	// (noteCollection; nil when it cannot see it): a run's rollback check
+	// shows with it that a record is gone, not only gone from the subject.
+	collection *collectionSeen
 	// baselineLoss and censusLoss are a stored baseline or census that
 	// failed its integrity check (*store.IntegrityError): Verify then
 	// answers DataLoss and stores no result.

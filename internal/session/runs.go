@@ -1000,67 +1000,6 @@ func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult
 	return lockedRun(m, ctx, id, m.rollbackCheckOnce)
 }
 
-func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
-	rec, err := m.loadRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := m.runWorkflow(rec)
-	if err != nil {
-		return nil, err
-	}
-	states, err := m.stepStates(ctx, wf, rec)
-	if err != nil {
-		return nil, err
-	}
-	if rec.Seal != nil && rec.Seal.Outcome == run.RolledBackVerified {
-		return &RollbackResult{RolledBack: true, Run: m.viewOf(rec, wf, states)}, nil
-	}
-	var checks []run.EffectCheck
-	for _, rs := range rec.Steps {
-		for _, sid := range rs.Sessions {
-			// A session not verified yet may still be acting: a read now
-			// cannot show its change gone.
-			if r, found, err := m.latestResult(ctx, sid); err != nil {
-				return nil, err
-			} else if found && r == nil {
-				checks = append(checks, run.EffectCheck{Step: rs.Step, SessionID: sid, Effect: -1, Class: string(judge.ClassIndeterminate),
-					Reasons: []run.Reason{{Code: "session_not_verified", Step: rs.Step, Message: fmt.Sprintf("session %s of step %q is not verified yet, so its automation may still be saving: Verify it, then check again", sid, rs.Step)}}})
-				continue
-			}
-			cs, err := m.rollbackRead(ctx, rs.Step, sid)
-			if err != nil {
-				return nil, err
-			}
-			checks = append(checks, cs...)
-		}
-	}
-	for _, a := range rec.Artifacts {
-		if a.Verdict == run.ArtifactConfirmed {
-			checks = append(checks, m.artifactRollbackRead(ctx, a))
-		}
-	}
-	created, err := m.runCreated(ctx, rec)
-	if err != nil {
-		return nil, err
-	}
-	if len(checks) == 0 {
-		return nil, &Error{Kind: Refused, Code: CodeNothingToRollBack, Path: "run_id",
-			Message: fmt.Sprintf("run %q has no session to read back; nothing was done under it: FinishRun seals it HALTED_BEFORE_EFFECT", rec.ID)}
-	}
-	ok, remains := run.RolledBack(run.ForgiveCreatedLoss(checks, created))
-	if !ok {
-		return &RollbackResult{Run: m.viewOf(rec, wf, states), Remains: remains}, nil
-	}
-	c := run.Classify(classifierInput(wf, rec, states))
-	c.Outcome, c.Reasons = run.RolledBackVerified, nil
-	view, err := m.sealRun(ctx, rec, wf, states, c, "rollback_check", jsonDigest(checks))
-	if err != nil {
-		return nil, err
-	}
-	return &RollbackResult{RolledBack: view.Outcome == run.RolledBackVerified, Run: view}, nil
-}
-
 // effectSource names the collection effect i of a session was read from:
 // the deployment candidate its baseline capture pinned (every session of a
 // run reads through the run's one deployment). "" when no capture holds it.
@@ -1071,30 +1010,4 @@ func effectSource(md *meta, i int) string {
 		}
 	}
 	return ""
-}
-
-// artifactRollbackRead checks again that a document the run confirmed is
-// gone: absent (REFUTED, ARTIFACT_ABSENT) reads as undone; present, other
-// bytes under its name, unreadable, or a check recorded without where it
-// read (effect -1 of the producing step) remains.
-func (m *Manager) artifactRollbackRead(ctx context.Context, a runArtifactRec) run.EffectCheck {
-	c := run.EffectCheck{Step: a.FromStep, Effect: -1, Class: string(judge.ClassIndeterminate)}
-	if a.DeploymentName == "" || a.Name == "" {
-		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q was confirmed without a record of where it was read; it cannot be checked again", a.Artifact)}}
-		return c
-	}
-	res, err := m.VerifyArtifact(ctx, a.DeploymentName, Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
-	if err != nil {
-		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q could not be checked again: %v", a.Artifact, err)}}
-		return c
-	}
-	absent := res.Verdict == judge.Refuted && len(res.Reasons) > 0
-	for _, r := range res.Reasons {
-		absent = absent && r.Code == ReasonArtifactAbsent
-		c.Reasons = append(c.Reasons, run.Reason{Code: r.Code, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q: %s", a.Artifact, r.Message)})
-	}
-	if absent {
-		c.Class = run.ClassAbsent
-	}
-	return c
 }

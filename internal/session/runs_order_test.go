@@ -157,3 +157,72 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 	}
 	t.Logf("outcomes over the iterations: %v", bound)
 }
+
+// A VERIFIED run whose records were re-pointed to another patient and
+// whose letter was renamed is not rolled back: each record the run created
+// is still in the collection (record_remains) and the letter's bytes are
+// still in the folder (artifact_moved). Once the records and the file are
+// really gone, the run is sealed ROLLED_BACK_VERIFIED.
+func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	ctx := t.Context()
+	f.beginRun(t, "repoint")
+	f.step(t, "repoint", "intake", nil, sdk.Record{"id": "p-9", "kind": "patient", "name": "Ada"})
+	f.step(t, "repoint", "posting", map[string]string{"amount": "3"}, sdk.Record{"id": "t-9", "kind": "posting", "patient_id": "p-9", "amount": "3"})
+	if a := f.letter(t, "repoint", true); a.Verdict != judge.Confirmed {
+		t.Fatalf("letter %s", a.Verdict)
+	}
+	f.step(t, "repoint", "mail", nil, sdk.Record{"id": "m-9", "kind": "mail", "name": "Ada"})
+	if view, err := f.m.FinishRun(ctx, "repoint"); err != nil || view.Outcome != run.Verified {
+		t.Fatalf("FinishRun: %+v %v", view, err)
+	}
+	// The "undo": every row re-pointed to another patient, the letter
+	// renamed in its folder.
+	f.tab.mu.Lock()
+	for _, r := range f.tab.rows {
+		if r["name"] == "Ada" {
+			r["name"] = "Bob"
+		}
+		if r["patient_id"] == "p-9" {
+			r["patient_id"] = "p-77"
+		}
+	}
+	f.tab.mu.Unlock()
+	f.files.mu.Lock()
+	f.files.rows[0]["name"] = "letter-old.pdf"
+	f.files.mu.Unlock()
+	rb, err := f.m.RollbackCheck(ctx, "repoint")
+	if err != nil || rb.RolledBack {
+		t.Fatalf("rollback check of re-pointed rows and a renamed letter: %+v %v; want not rolled back", rb, err)
+	}
+	got := map[string]int{}
+	for _, r := range rb.Remains {
+		for _, rs := range r.Reasons {
+			got[r.Step+"/"+rs.Code]++
+		}
+	}
+	want := map[string]int{"intake/" + ReasonRecordRemains: 1, "posting/" + ReasonRecordRemains: 1, "mail/" + ReasonRecordRemains: 1, "posting/" + ReasonArtifactMoved: 1}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("remainder %s: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+	if len(rb.Remains) != 4 {
+		t.Errorf("%d remainders, want the three records and the letter: %+v", len(rb.Remains), rb.Remains)
+	}
+	if view, _ := f.m.GetRun(ctx, "repoint"); view.Outcome != run.Verified || view.Attempt != 1 {
+		t.Fatalf("the run after a failed rollback check: %s attempt %d; want it unchanged", view.Outcome, view.Attempt)
+	}
+	// Really undone: the rows and the file gone.
+	f.tab.mu.Lock()
+	f.tab.rows = nil
+	f.tab.mu.Unlock()
+	f.files.mu.Lock()
+	f.files.rows = nil
+	f.files.mu.Unlock()
+	rb, err = f.m.RollbackCheck(ctx, "repoint")
+	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified || len(rb.Remains) != 0 {
+		t.Fatalf("rollback check with everything gone: %+v %v", rb, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/verifierd/verifierd/internal/run"
 	"github.com/verifierd/verifierd/internal/store"
@@ -18,6 +19,7 @@ import (
 type sessionReread struct {
 	md     *meta
 	res    *Result
+	ev     *stepEvidence
 	checks []run.EffectCheck
 }
 
@@ -55,7 +57,7 @@ func (m *Manager) rereadSession(ctx context.Context, step, sid string) (*session
 	if err != nil {
 		return nil, err
 	}
-	out := &sessionReread{md: &md, res: res, checks: make([]run.EffectCheck, len(res.Effects))}
+	out := &sessionReread{md: &md, res: res, ev: ev, checks: make([]run.EffectCheck, len(res.Effects))}
 	for i, e := range res.Effects {
 		c := run.EffectCheck{Step: step, SessionID: sid, Effect: i, ContractHash: e.ContractHash, Class: string(e.Result), Source: effectSource(&md, i)}
 		if ev != nil && i < len(ev.Verdicts) {
@@ -89,7 +91,7 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 // record's identity).
 func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out map[string]bool) error {
 	for _, sid := range sessions {
-		raw, first, err := m.store.Session(ctx, sid)
+		raw, _, err := m.store.Session(ctx, sid)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
@@ -97,26 +99,56 @@ func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out ma
 			return err
 		}
 		var md meta
-		if first == nil || json.Unmarshal(raw, &md) != nil {
+		if json.Unmarshal(raw, &md) != nil {
 			continue
 		}
-		more, err := m.store.Reverifications(ctx, sid)
+		ids, err := m.sessionChangeIDs(ctx, sid, &md)
 		if err != nil {
 			return err
 		}
-		for _, rawRes := range append([][]byte{first}, more...) {
-			var r Result
-			if err := decodeResult(rawRes, &r); err != nil {
-				return err
-			}
-			for i, ids := range changeIdentities(&md, &r) {
-				for _, id := range ids {
-					out[run.CreatedKey(effectSource(&md, i), id)] = true
-				}
+		for i, list := range ids {
+			for _, id := range list {
+				out[run.CreatedKey(effectSource(&md, i), id)] = true
 			}
 		}
 	}
 	return nil
+}
+
+// sessionChangeIDs is, per effect of session sid (stored as md), the
+// identities of the records its change claims counted as new in any of its
+// results (the first and every re-verification): a duplicate a Reverify
+// no longer counts is still the session's.
+func (m *Manager) sessionChangeIDs(ctx context.Context, sid string, md *meta) ([][]string, error) {
+	_, first, err := m.store.Session(ctx, sid)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && first == nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	more, err := m.store.Reverifications(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for _, raw := range append([][]byte{first}, more...) {
+		var r Result
+		if err := decodeResult(raw, &r); err != nil {
+			return nil, err
+		}
+		for i, ids := range changeIdentities(md, &r) {
+			for len(out) <= i {
+				out = append(out, nil)
+			}
+			for _, id := range ids {
+				if !slices.Contains(out[i], id) {
+					out[i] = append(out[i], id)
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // changeIdentities is, per effect of a session, the identities of the
