@@ -303,7 +303,7 @@ type EffectCheck struct {
 }
 
 // CreatedKey is the key of a record the run created, with identity id, in
-// the collection source (the created set of ForgiveCreatedLoss).
+// the collection source (the created set ForgivenClass reads).
 func CreatedKey(source, id string) string { return source + "\x00" + id }
 
 // ClassAbsent is the judge class of an effect affirmatively absent.
