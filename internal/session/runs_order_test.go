@@ -220,12 +220,21 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	if view, _ := f.m.GetRun(ctx, "repoint"); view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("the run after a failed rollback check: %s attempt %d; want it unchanged", view.Outcome, view.Attempt)
 	}
-	// Really undone: the rows and the file gone.
+	// Really undone: the rows and the file gone. While the letters'
+	// folder cannot be read, its absence is not shown: the letter remains
+	// INDETERMINATE.
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
 	f.files.mu.Lock()
-	f.files.rows = nil
+	f.files.rows, f.files.unreachable = nil, true
+	f.files.mu.Unlock()
+	rb, err = f.m.RollbackCheck(ctx, "repoint")
+	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Effect != -1 || rb.Remains[0].Class != string(judge.ClassIndeterminate) {
+		t.Fatalf("rollback check with the letters' folder unreadable: %+v %v; want the letter INDETERMINATE", rb, err)
+	}
+	f.files.mu.Lock()
+	f.files.unreachable = false
 	f.files.mu.Unlock()
 	rb, err = f.m.RollbackCheck(ctx, "repoint")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified || len(rb.Remains) != 0 {
