@@ -241,3 +241,56 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 		t.Fatalf("rollback check with everything gone: %+v %v", rb, err)
 	}
 }
+
+// A step that changed a record existing before the run (field_equals on
+// it) is not undone when the record merely no longer matches the step's
+// selector (moved to another patient): a read against the baseline cannot
+// show it back to its baseline state, so a rollback check leaves it
+// INDETERMINATE (rollback_unprovable), never ROLLED_BACK_VERIFIED.
+func TestRunRollbackOfAnUpdateUnprovable(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	w, err := workflow.Parse([]byte(`schema: verifierd.workflow/v1
+name: clinic
+params: {name: {}}
+policy: {require_change_claim: false}
+steps:
+  - step: close
+    effects:
+      - {kind: field_equals, match: {kind: patient, name: {param: name}}, field: status, value: closed, timeout_s: 0.2}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.workflows["clinic"] = w
+	ctx := t.Context()
+	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada", "status": "open"})
+	f.beginRun(t, "update")
+	res, err := f.begin(t, "update", "close", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.tab.mu.Lock()
+	f.tab.rows[0]["status"] = "closed"
+	f.tab.mu.Unlock()
+	if v, err := f.m.Verify(ctx, res.SessionID); err != nil || v.Outcome != judge.Verified {
+		t.Fatalf("close: %v %v", v, err)
+	}
+	// Set to yet another value: the judge reads a mismatch, which remains.
+	f.tab.mu.Lock()
+	f.tab.rows[0]["status"] = "archived"
+	f.tab.mu.Unlock()
+	rb, err := f.m.RollbackCheck(ctx, "update")
+	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Class == run.ClassAbsent {
+		t.Fatalf("rollback check of a record set to a third value: %+v %v; want it remaining", rb, err)
+	}
+	// Moved to another patient: the step's selector finds nothing, which
+	// reads absent, but the record is not back as it was.
+	f.tab.mu.Lock()
+	f.tab.rows[0]["name"] = "Bob"
+	f.tab.mu.Unlock()
+	rb, err = f.m.RollbackCheck(ctx, "update")
+	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Class != string(judge.ClassIndeterminate) || !slices.Contains(reasonCodes(rb.Remains[0].Reasons), ReasonRollbackUnprovable) {
+		t.Fatalf("rollback check of a changed existing record: %+v %v; want it INDETERMINATE, rollback_unprovable", rb, err)
+	}
+}

@@ -120,6 +120,12 @@ func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out ma
 // results (the first and every re-verification): a duplicate a Reverify
 // no longer counts is still the session's.
 func (m *Manager) sessionChangeIDs(ctx context.Context, sid string, md *meta) ([][]string, error) {
+	return m.sessionMatchedIDs(ctx, sid, md, true)
+}
+
+// sessionMatchedIDs is sessionChangeIDs, of every effect when changeOnly
+// is false (matchedIdentities).
+func (m *Manager) sessionMatchedIDs(ctx context.Context, sid string, md *meta, changeOnly bool) ([][]string, error) {
 	_, first, err := m.store.Session(ctx, sid)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && first == nil) {
 		return nil, nil
@@ -137,7 +143,7 @@ func (m *Manager) sessionChangeIDs(ctx context.Context, sid string, md *meta) ([
 		if err := decodeResult(raw, &r); err != nil {
 			return nil, err
 		}
-		for i, ids := range changeIdentities(md, &r) {
+		for i, ids := range matchedIdentities(md, &r, changeOnly) {
 			for len(out) <= i {
 				out = append(out, nil)
 			}
@@ -156,13 +162,19 @@ func (m *Manager) sessionChangeIDs(ctx context.Context, sid string, md *meta) ([
 // claim, or whose collection no capture names; none when the session's
 // effects no longer parse or do not line up with r's).
 func changeIdentities(md *meta, r *Result) [][]string {
+	return matchedIdentities(md, r, true)
+}
+
+// matchedIdentities is changeIdentities of every effect when changeOnly is
+// false, except one r reads affirmatively absent (it touched nothing).
+func matchedIdentities(md *meta, r *Result, changeOnly bool) [][]string {
 	effects, err := effectsList(md.Effects)
 	if err != nil || len(effects) != len(r.Effects) {
 		return nil
 	}
 	out := make([][]string, len(effects))
 	for i, e := range effects {
-		if !workflow.IsChangeClaim(e) || effectSource(md, i) == "" {
+		if (changeOnly && !workflow.IsChangeClaim(e)) || effectSource(md, i) == "" || (!changeOnly && r.Effects[i].Result == judge.Class(run.ClassAbsent)) {
 			continue
 		}
 		field := cmpOr(e.IdentityField, judge.DefaultIdentityField)

@@ -152,15 +152,42 @@ func (m *Manager) sessionRollback(ctx context.Context, step, sid string, created
 	if err != nil {
 		return nil, err
 	}
+	touched, err := m.sessionMatchedIDs(ctx, sid, got.md, false)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]run.EffectCheck, len(got.checks))
 	for i, c := range got.checks {
 		c.Class = run.ForgivenClass(c, created)
-		if c.Class == run.ClassAbsent && i < len(own) && len(own[i]) > 0 {
+		switch {
+		case c.Class != run.ClassAbsent:
+		case i < len(own) && len(own[i]) > 0:
 			rollbackProven(got, &c, own[i])
+		case i < len(touched):
+			existingRestored(&c, touched[i], created)
 		}
 		out[i] = c
 	}
 	return out, nil
+}
+
+// existingRestored checks the records (identities ids) an effect that is
+// no change claim (field_equals, …) read when the session was judged: one
+// the run created is shown gone by the change claim that created it; one
+// that existed before the run would have to be back to its baseline state,
+// which a read against the baseline does not show (its value differing
+// from the contract's is not its old value), so c stays INDETERMINATE
+// (rollback_unprovable).
+func existingRestored(c *run.EffectCheck, ids []string, created map[string]bool) {
+	for _, id := range ids {
+		if created[run.CreatedKey(c.Source, id)] {
+			continue
+		}
+		c.Class = string(judge.ClassIndeterminate)
+		c.Reasons = append(c.Reasons, run.Reason{Code: ReasonRollbackUnprovable, Step: c.Step,
+			Message: fmt.Sprintf("effect %d of step %q changed a record that existed before the run (identity %q); a rollback check cannot show it back to its baseline state, so it is not counted undone", c.Effect, c.Step, id)})
+		return
+	}
 }
 
 // rollbackProven checks that every record (identities ids) effect c's
