@@ -8,10 +8,6 @@ package run
 
 import (
 	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/verifierd/verifierd/internal/oracle"
 )
@@ -48,6 +44,15 @@ const (
 	// CodeReconciliationSticky: the run was sealed RECONCILIATION_REQUIRED
 	// before; only VERIFIED (or a rollback check) leaves that state.
 	CodeReconciliationSticky = "reconciliation_sticky"
+	// CodeEarlierAttemptLanded: an earlier attempt of a step (a session
+	// that ended HALTED_BEFORE_EFFECT before the step began again) no
+	// longer reads absent when the run is sealed: its save landed late,
+	// beside the step's later attempt.
+	CodeEarlierAttemptLanded = "earlier_attempt_landed"
+	// CodeVerifiedStepChanged: a step's VERIFIED session no longer reads
+	// VERIFIED against its own baseline when the run is sealed (a
+	// duplicate landed, its record changed or went).
+	CodeVerifiedStepChanged = "verified_step_changed"
 )
 
 // Verdicts of an artifact check.
@@ -104,6 +109,38 @@ type Input struct {
 	// artifact check was REFUTED or INDETERMINATE: something may have
 	// landed, so no "nothing landed" outcome can follow.
 	Sticky bool
+	// Drifted are the sessions that, read again against their own
+	// baselines when the run is sealed, no longer read as their recorded
+	// result (empty when every one still does).
+	Drifted []Drift `json:",omitempty"`
+}
+
+// Drift is one session of a consequential step that no longer reads as its
+// recorded result when the run is sealed.
+type Drift struct {
+	Step      string
+	SessionID string
+	// Latest: the session stands for the step (its latest); false for an
+	// earlier attempt the step began again after.
+	Latest bool
+	// Recorded is the session's recorded outcome (VERIFIED or
+	// HALTED_BEFORE_EFFECT); Effect and Class the first effect that reads
+	// otherwise now and the judge's class of it.
+	Recorded string
+	Effect   int
+	Class    string
+}
+
+// reason is the run reason a drift gives.
+func (d Drift) reason() Reason {
+	switch {
+	case !d.Latest:
+		return Reason{Code: CodeEarlierAttemptLanded, Step: d.Step, Message: fmt.Sprintf("step %q's earlier attempt, session %s, ended %s, but its effect %d no longer reads absent (%s): its save landed after the step began again; reconcile the duplicate, then Reverify session %s", d.Step, d.SessionID, d.Recorded, d.Effect, d.Class, d.SessionID)}
+	case d.Recorded == HaltedBeforeEffect:
+		return Reason{Code: CodeStepNotVerified, Step: d.Step, Message: fmt.Sprintf("step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session", d.Step, d.SessionID, d.Effect, d.Class)}
+	default:
+		return Reason{Code: CodeVerifiedStepChanged, Step: d.Step, Message: fmt.Sprintf("step %q's session %s was %s, but its effect %d reads %s against its baseline now: reconcile the record, then finish the run again", d.Step, d.SessionID, d.Recorded, d.Effect, d.Class)}
+	}
 }
 
 // Reason is one reason a run is not VERIFIED.
@@ -139,7 +176,8 @@ type Classification struct {
 //     run stopped on a Begin refused by policy / by a platform failure
 //     (the first such step in workflow order decides);
 //   - RECONCILIATION_REQUIRED: anything else, and whatever is not VERIFIED
-//     once the run is Sticky.
+//     once the run is Sticky; a session that drifted (Input.Drifted) is
+//     never VERIFIED nor nothing landed.
 func Classify(in Input) Classification {
 	c := Classification{}
 	first := true
@@ -176,7 +214,10 @@ func Classify(in Input) Classification {
 			reasons = append(reasons, Reason{Code: CodeRungBelowRunMin, Step: s.Name, Message: fmt.Sprintf("step %q was read on oracle rung %d, below run_min_rung %d", s.Name, s.OracleRung, in.RunMinRung)})
 		}
 	}
-	seen := false
+	for _, d := range in.Drifted {
+		reasons = append(reasons, d.reason())
+	}
+	seen := len(in.Drifted) > 0
 	for _, a := range in.Artifacts {
 		if a.Verdict != "" {
 			seen = true
@@ -253,10 +294,16 @@ type EffectCheck struct {
 	// deployment candidate): a loss is forgiven only of records the run
 	// created in that same collection.
 	Source string
+	// Lost and Changed are the identities of every record the re-read
+	// counted in a loss reason and in EXISTING_RECORD_CHANGED
+	// (judge.Verdict.Lost and Changed: complete, where a message names a
+	// few). Internal evidence: never shown.
+	Lost    []string `json:"-"`
+	Changed []string `json:"-"`
 }
 
 // CreatedKey is the key of a record the run created, with identity id, in
-// the collection source (the created set of ForgiveCreatedLoss).
+// the collection source (the created set ForgivenClass reads).
 func CreatedKey(source, id string) string { return source + "\x00" + id }
 
 // ClassAbsent is the judge class of an effect affirmatively absent.
@@ -276,69 +323,48 @@ func RolledBack(checks []EffectCheck) (bool, []EffectCheck) {
 	return len(remains) == 0, remains
 }
 
-// Judge reason codes a rollback read may forgive (judge.ReasonCountUnder,
-// judge.ReasonCollateralLoss).
+// Judge reason codes and classes a forgiven loss is read through
+// (judge.ReasonCountUnder, judge.ReasonCollateralLoss,
+// judge.ReasonSetScopeLoss, judge.ClassConfirmed).
 const (
 	codeCountUnder     = "COUNT_UNDER"
 	codeCollateralLoss = "COLLATERAL_LOSS"
+	codeSetScopeLoss   = "SET_SCOPE_LOSS"
+	// ClassConfirmed is the judge class of an effect that holds.
+	ClassConfirmed = "confirmed"
+	classConflict  = "conflicting"
 )
 
-// lossMessage is how the judge words a collateral loss with its sampled
-// identities.
-var lossMessage = regexp.MustCompile(`^(\d+) pre-existing record\(s\) outside the selector vanished from .*? \(identities: (.*)\)$`)
-
-// ForgiveCreatedLoss reads a later step's "collateral loss" as what it is
+// ForgivenClass reads a later step's "collateral loss" as what it is
 // when every record lost was created by the run itself: a step's baseline
-// holds the records earlier steps wrote, so undoing those steps shows up
-// as a loss against it. An effect whose re-read found no new record
-// (COUNT_UNDER) and lost only records whose identities are in created
-// for the effect's own Source (CreatedKey; every one named: the judge
-// names up to five) is read as absent. Any
-// other loss, or one that cannot be read so, stays.
-func ForgiveCreatedLoss(checks []EffectCheck, created map[string]bool) []EffectCheck {
-	out := slices.Clone(checks)
-	for i, c := range out {
-		if c.Class != "conflicting" {
-			continue
-		}
-		ok := len(c.Reasons) > 0
-		for _, r := range c.Reasons {
-			switch r.Code {
-			case codeCountUnder:
-			case codeCollateralLoss:
-				ok = ok && c.Source != "" && lossCreated(r.Message, c.Source, created)
-			default:
-				ok = false
-			}
-		}
-		if ok {
-			out[i].Class = ClassAbsent
+// holds the records earlier steps wrote, so undoing those steps (or
+// removing a duplicate the run wrote) shows up as a loss against it. It
+// is c's class once a loss of records the run created is set aside: when c is "conflicting", changed no existing record, and every
+// identity it lost (the judge's complete list, Lost) is in created for its
+// own Source (CreatedKey), it reads ClassAbsent if what is left of its
+// reasons is COUNT_UNDER alone, ClassConfirmed if nothing is left. Any
+// other loss, a loss without its identities, or any other fault keeps
+// c.Class.
+func ForgivenClass(c EffectCheck, created map[string]bool) string {
+	if c.Class != classConflict || c.Source == "" || len(c.Lost) == 0 || len(c.Changed) > 0 {
+		return c.Class
+	}
+	for _, id := range c.Lost {
+		if !created[CreatedKey(c.Source, id)] {
+			return c.Class
 		}
 	}
-	return out
-}
-
-func lossCreated(msg, source string, created map[string]bool) bool {
-	m := lossMessage.FindStringSubmatch(msg)
-	if m == nil {
-		return false
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		return false
-	}
-	rest, seen := m[2], 0
-	for rest != "" {
-		q, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			return false
+	var rest []string
+	for _, r := range c.Reasons {
+		if r.Code != codeCollateralLoss && r.Code != codeSetScopeLoss {
+			rest = append(rest, r.Code)
 		}
-		id, _ := strconv.Unquote(q)
-		if !created[CreatedKey(source, id)] {
-			return false
-		}
-		seen++
-		rest = strings.TrimPrefix(rest[len(q):], ", ")
 	}
-	return seen == n
+	switch {
+	case len(rest) == 0:
+		return ClassConfirmed
+	case len(rest) == 1 && rest[0] == codeCountUnder:
+		return ClassAbsent
+	}
+	return c.Class
 }

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 
@@ -117,6 +116,18 @@ func TestClassify(t *testing.T) {
 		{name: "an artifact INDETERMINATE while its steps halted is not nothing landed",
 			in:      Input{Steps: []Step{halted("posting")}, Artifacts: []Artifact{{Name: "letter", FromStep: "posting", Verdict: ArtifactIndeterminate}}, RunMinTier: 2},
 			outcome: ReconciliationRequired, codes: []string{CodeStepNotVerified, CodeArtifactUnverified}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "posting"},
+		{name: "an earlier attempt's late save beside the step's VERIFIED attempt",
+			in:      Input{Steps: []Step{verified("intake", 1, oracle.SystemOfRecord)}, Drifted: []Drift{{Step: "intake", SessionID: "s1", Recorded: HaltedBeforeEffect, Class: "conflicting"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeEarlierAttemptLanded}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "intake"},
+		{name: "an earlier attempt landed while the step's latest attempt halted too is not nothing landed",
+			in:      Input{Steps: []Step{halted("intake")}, Drifted: []Drift{{Step: "intake", SessionID: "s1", Recorded: HaltedBeforeEffect, Class: "confirmed"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeStepNotVerified, CodeEarlierAttemptLanded}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "intake"},
+		{name: "the halted latest session's save landed after its Verify",
+			in:      Input{Steps: []Step{halted("intake")}, Drifted: []Drift{{Step: "intake", SessionID: "s1", Latest: true, Recorded: HaltedBeforeEffect, Class: "confirmed"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeStepNotVerified, CodeStepNotVerified}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "intake"},
+		{name: "a VERIFIED step that no longer reads VERIFIED at the seal",
+			in:      Input{Steps: []Step{verified("intake", 1, oracle.SystemOfRecord), verified("posting", 1, oracle.SystemOfRecord)}, Drifted: []Drift{{Step: "posting", SessionID: "s2", Latest: true, Recorded: Verified, Class: "conflicting"}}, RunMinTier: 2},
+			outcome: ReconciliationRequired, codes: []string{CodeVerifiedStepChanged}, tier: 1, rung: oracle.SystemOfRecord, reasonOn: "posting"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -158,37 +169,40 @@ func TestRolledBack(t *testing.T) {
 	}
 }
 
-// TestForgiveCreatedLoss: undoing an earlier step shows as a loss against
-// a later step's baseline; only a loss of records the run created is
-// forgiven.
-func TestForgiveCreatedLoss(t *testing.T) {
+// TestForgivenClass: undoing an earlier step shows as a loss against
+// a later step's baseline; only a loss of records the run created, by the
+// judge's complete list of lost identities, is forgiven.
+func TestForgivenClass(t *testing.T) {
 	t.Parallel()
-	loss := func(n int, ids string) Reason {
-		return Reason{Code: codeCollateralLoss, Message: fmt.Sprintf("%d pre-existing record(s) outside the selector vanished from the read (identities: %s)", n, ids)}
-	}
+	loss := Reason{Code: codeCollateralLoss, Message: "pre-existing record(s) outside the selector vanished"}
 	under := Reason{Code: codeCountUnder, Message: "found 0 new matching records, expected exactly 1"}
+	exact := Reason{Code: "COUNT_OVER"}
 	created := map[string]bool{CreatedKey("patients", "p-9"): true, CreatedKey("patients", "p-10"): true}
+	seven := []string{"p-9", "p-10", "p-11", "p-12", "p-13", "p-14", "p-15"}
 	checks := []EffectCheck{
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "p-10"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(2, `"p-9", "old-1"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss(7, `"p-9", "p-10"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{{Code: "COUNT_OVER"}, loss(1, `"p-9"`)}},
-		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, {Code: codeCollateralLoss, Message: "garbled"}}},
-		{Step: "posting", Source: "patients", Class: "unavailable", Reasons: []Reason{loss(1, `"p-9"`)}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9"}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9", "p-10"}},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9", "old-1"}},
+		// More than the five a message names: every one is checked.
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: seven},
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{exact, loss}, Lost: []string{"p-9"}},
+		// A loss reason without its identities is never forgiven.
+		{Step: "posting", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss}},
+		{Step: "posting", Source: "patients", Class: "unavailable", Reasons: []Reason{loss}, Lost: []string{"p-9"}},
 		// The same identity lost from another collection is another
 		// record: not forgiven.
-		{Step: "posting", Source: "postings", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
-		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss(1, `"p-9"`)}},
+		{Step: "posting", Source: "postings", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9"}},
+		{Step: "posting", Class: "conflicting", Reasons: []Reason{under, loss}, Lost: []string{"p-9"}},
+		// A VERIFIED step's only fault a loss of the run's own records:
+		// it still holds.
+		{Step: "audit", Source: "patients", Class: "conflicting", Reasons: []Reason{loss}, Lost: []string{"p-10"}},
+		// An existing record changed as well: not forgiven.
+		{Step: "audit", Source: "patients", Class: "conflicting", Reasons: []Reason{under, loss, {Code: "EXISTING_RECORD_CHANGED"}}, Lost: []string{"p-10"}, Changed: []string{"p-9"}},
 	}
-	got := ForgiveCreatedLoss(checks, created)
-	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable", "conflicting", "conflicting"}
-	for i := range got {
-		if got[i].Class != want[i] {
-			t.Errorf("check %d: class %s, want %s", i, got[i].Class, want[i])
+	want := []string{ClassAbsent, ClassAbsent, "conflicting", "conflicting", "conflicting", "conflicting", "unavailable", "conflicting", "conflicting", ClassConfirmed, "conflicting"}
+	for i, c := range checks {
+		if got := ForgivenClass(c, created); got != want[i] {
+			t.Errorf("check %d: class %s, want %s", i, got, want[i])
 		}
-	}
-	if checks[0].Class != "conflicting" {
-		t.Error("the input was changed")
 	}
 }

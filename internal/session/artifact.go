@@ -104,23 +104,9 @@ func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a A
 	if deploymentName == "" {
 		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: "name a document-hash or file deployment registered in the daemon config"}
 	}
-	raw, err := registeredDeployment(v.daemon, deploymentName)
+	raw, dep, ci, err := artifactCandidate(v.daemon, deploymentName)
 	if err != nil {
 		return nil, err
-	}
-	dep, _, err := parseDeployment(raw)
-	if err != nil {
-		return nil, err
-	}
-	ci := -1
-	for i, c := range dep.Candidates {
-		if artifactKinds[c.Kind] {
-			ci = i
-			break
-		}
-	}
-	if ci < 0 {
-		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("deployment %q has no document-hash or file candidate", deploymentName)}
 	}
 	cand := dep.Candidates[ci]
 	insts, errs := v.configurer.configure(ctx, dep, nil, map[string]string{}, false)

@@ -289,12 +289,15 @@ func (g *group) readCensus(ctx context.Context) {
 
 // censusOption is the census the judge is given for one after read, its
 // hidden identities restored from the after census and the after read
-// where they are read again.
+// where they are read again. It notes what the read saw of the whole
+// collection in the group's evidence (noteCollection).
 func (g *group) censusOption(after *read) *judge.Census {
 	gc := g.census
 	if gc == nil {
+		g.noteCollection(nil, after)
 		return nil
 	}
+	g.noteCollection(&gc.after, after)
 	before := gc.before
 	if gc.meta.KeyID != "" && before.Reachable {
 		seen := append(slices.Clone(gc.after.Records), after.records()...)

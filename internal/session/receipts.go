@@ -50,6 +50,10 @@ func (m *Manager) KeyedDigest(data []byte) string { return m.evidence().keyedDig
 type stepEvidence struct {
 	Groups  []groupEvidence  // per capture, in md.Captures order
 	Matched [][]judge.Record // per effect, unredacted (digested only)
+	// Verdicts are the judge's verdicts per effect, as decided (before
+	// redaction): internal evidence a run's re-reads use (Lost, Changed),
+	// never shown nor stored.
+	Verdicts []judge.Verdict
 }
 
 // groupEvidence is one pinned adapter's reads.
@@ -64,6 +68,10 @@ type groupEvidence struct {
 	// settleFloor is the session's settle floor (meta.SettleFloorS): a
 	// group holding a change claim settles at least this long.
 	settleFloor time.Duration
+	// collection is what the last judged read saw of the whole collection
+	// (noteCollection; nil when it cannot see it): a run's rollback check
+	// shows with it that a record is gone, not only gone from the subject.
+	collection *collectionSeen
 	// baselineLoss and censusLoss are a stored baseline or census that
 	// failed its integrity check (*store.IntegrityError): Verify then
 	// answers DataLoss and stores no result.

@@ -396,3 +396,66 @@ func TestRunStepRefusesChangedDeploymentAndUndeclaredParams(t *testing.T) {
 	_, err = f.begin(t, "chg", "intake", nil)
 	wantRefusal(t, err, Refused, CodeDeploymentChanged, "run_id")
 }
+
+// An attempt that ended HALTED_BEFORE_EFFECT, the step begun again and
+// VERIFIED, then the first attempt's save lands: two records where the
+// run claims one. FinishRun reads every attempt again before it seals, so
+// the run is not VERIFIED (earlier_attempt_landed, and the VERIFIED
+// attempt no longer reads VERIFIED against its own baseline either).
+func TestRunEarlierAttemptLandedBeforeSeal(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	w, err := workflow.Parse([]byte(strings.Split(runWorkflowYAML, "  - step: posting")[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.workflows["clinic"] = w
+	f.beginRun(t, "slow")
+	first := f.step(t, "slow", "intake", nil)
+	if first.Outcome != judge.HaltedBeforeEffect {
+		t.Fatalf("intake with nothing saved: %s", first.Outcome)
+	}
+	if v := f.step(t, "slow", "intake", nil, sdk.Record{"id": "p-2", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("intake again: %s", v.Outcome)
+	}
+	// The first attempt's slow save.
+	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
+	view, err := f.m.FinishRun(t.Context(), "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := reasonCodes(view.Reasons)
+	if view.Outcome != run.ReconciliationRequired || !slices.Equal(codes, []string{run.CodeEarlierAttemptLanded, run.CodeVerifiedStepChanged}) {
+		t.Fatalf("FinishRun after the first attempt's late save: %s %v; want RECONCILIATION_REQUIRED [earlier_attempt_landed verified_step_changed]", view.Outcome, codes)
+	}
+	if !strings.Contains(view.Reasons[0].Message, first.SessionID) {
+		t.Fatalf("the reason does not name the earlier attempt %s: %s", first.SessionID, view.Reasons[0].Message)
+	}
+	p := openRunReceipt(t, f, view.Receipt, "slow")
+	if p.Outcome != run.ReconciliationRequired || !slices.Contains(p.ReasonCodes, run.CodeEarlierAttemptLanded) {
+		t.Fatalf("the run receipt says %s %v", p.Outcome, p.ReasonCodes)
+	}
+}
+
+// With nothing landed late, the re-reads at the seal change nothing: every
+// attempt still reads as its result, and the run is VERIFIED.
+func TestRunRereadAtSealKeepsAnHonestRetryVerified(t *testing.T) {
+	t.Parallel()
+	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
+	w, err := workflow.Parse([]byte(strings.Split(runWorkflowYAML, "  - step: posting")[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.m.workflows["clinic"] = w
+	f.beginRun(t, "retry")
+	if v := f.step(t, "retry", "intake", nil); v.Outcome != judge.HaltedBeforeEffect {
+		t.Fatalf("intake with nothing saved: %s", v.Outcome)
+	}
+	if v := f.step(t, "retry", "intake", nil, sdk.Record{"id": "p-2", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
+		t.Fatalf("intake again: %s", v.Outcome)
+	}
+	view, err := f.m.FinishRun(t.Context(), "retry")
+	if err != nil || view.Outcome != run.Verified || len(view.Reasons) != 0 {
+		t.Fatalf("FinishRun of an honest retry: %+v %v", view, err)
+	}
+}

@@ -235,6 +235,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	res := &Result{SessionID: id, Effects: make([]EffectResult, len(contracts)), VerifiedAt: time.Now().UTC(), Registered: md.Begin.Registered}
 	res.Outcome = judge.OutcomeOf(verdicts)
 	ev.Matched = make([][]judge.Record, len(contracts))
+	ev.Verdicts = verdicts
 	for i, c := range contracts {
 		if tasks[i] == nil {
 			cand := dep.Candidates[md.Begin.Effects[i].CandidateIndex]

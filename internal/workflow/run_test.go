@@ -130,3 +130,24 @@ func TestRunKeySecretHandoff(t *testing.T) {
 		t.Fatalf("a secret handoff: %v", err)
 	}
 }
+
+// TestIndependentKey: independent: true marks a step that a run lets
+// begin while an earlier step stands RECONCILIATION_REQUIRED; absent, it
+// is false; a value that is not a boolean is refused at its path.
+func TestIndependentKey(t *testing.T) {
+	t.Parallel()
+	doc := runHead + "  - step: audit\n    independent: true\n    effects:\n      - {kind: record_written, match: {name: {param: name}}, count_new_only: true}\n"
+	w, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit, _ := w.Step("audit")
+	intake, _ := w.Step("intake")
+	if !audit.Independent || intake.Independent {
+		t.Fatalf("independent: audit %v intake %v; want true and the default false", audit.Independent, intake.Independent)
+	}
+	_, err = Parse([]byte(strings.Replace(doc, "independent: true", "independent: yes please", 1)))
+	if we, ok := errors.AsType[*Error](err); !ok || we.Path != "steps[1].independent" {
+		t.Fatalf("a non-boolean independent: %v; want a refusal at steps[1].independent", err)
+	}
+}

@@ -90,6 +90,11 @@ type Step struct {
 	// document-hash or file deployment its run checks read: the workflow
 	// says where, never the caller.
 	ProducedAt map[string]string
+	// Independent (independent: true): the step does not rest on the
+	// steps before it in the workflow, so one of them standing
+	// RECONCILIATION_REQUIRED does not stop its Begin in a run
+	// (reconciliation_pending). after:, handoffs and consumes still apply.
+	Independent bool
 }
 
 // Step returns the step named name.
@@ -199,6 +204,7 @@ type stepDoc struct {
 	Handoffs      []handoffDoc `json:"handoffs"`
 	Consumes      []consumeDoc `json:"consumes"`
 	Produces      []produceDoc `json:"produces"`
+	Independent   *bool        `json:"independent"`
 }
 
 type bindingDoc struct {
@@ -286,6 +292,9 @@ func parseStep(sd stepDoc, path string, params map[string]Param) (Step, error) {
 	}
 	if sd.Intent != nil {
 		s.Intent = *sd.Intent
+	}
+	if sd.Independent != nil {
+		s.Independent = *sd.Independent
 	}
 	if sd.Risk != nil {
 		str, _ := sd.Risk.(string)
