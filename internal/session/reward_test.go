@@ -25,6 +25,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
+	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	sdkrefusal "github.com/verifierd/verifierd/sdk/refusal"
 )
@@ -189,6 +190,7 @@ func TestRewardMockMedSQLite(t *testing.T) {
   sqlite_database: %s
   sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = :patient_id ORDER BY id
   sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
 `, db), nil)
 	insert := func(t *testing.T, p, typ string) {
 		_, err := rw.Exec(`INSERT INTO encounters (patient_id, type, status) VALUES (?, ?, 'saved')`, p, typ)
@@ -228,6 +230,7 @@ func TestRewardMockMedPostgres(t *testing.T) {
   sql_driver: postgres
   sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = %%(patient_id)s ORDER BY id
   sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
   sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}
   sql_password_env: MOCKMED_DB_PASSWORD
 `, pg.Port, pg.Reader.User, pg.Database), map[string]string{"MOCKMED_DB_PASSWORD": pg.Reader.Password})
@@ -301,7 +304,9 @@ func TestRewardsTrust(t *testing.T) {
 	issuer := signing.New(issuerKey)
 	c, err := reward.LoadContract("m", cdir, reward.Trust{})
 	must(t, err)
-	cal, err := reward.Calibrate(c, 30, 0.05, 1)
+	cal, err := reward.Calibrate(c, 30, 0.05, 1, func(effects []*judge.Contract, before, after reward.OracleRead) []judge.Verdict {
+		return RewardOracle{}.Judge("", nil, effects, before, after)
+	})
 	must(t, err)
 	cert, err := reward.SignCertificate(issuer, reward.NewCertificate(c, cal, issuer.KeyID(), time.Now()))
 	must(t, err)
@@ -381,6 +386,7 @@ func TestRewardOraclePinned(t *testing.T) {
       sqlite_database: %s
       sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = :patient_id ORDER BY id
       sql_query_params: {patient_id: {param: patient_id}}
+      census: {sql_query: SELECT id FROM encounters}
 `, db)
 	docSection := fmt.Sprintf(`    - kind: document
       root: %s
