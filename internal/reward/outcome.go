@@ -41,7 +41,9 @@ type Judged struct {
 	Outcome     string
 	Uncertainty string
 	// Reason is the first reason code that decided a non-verified outcome.
-	Reason    string
+	Reason string
+	// Newness is how the oracle candidate proved a record new (Proof).
+	Newness   string
 	Required  []judge.Verdict
 	Forbidden []judge.Verdict
 }
@@ -68,7 +70,7 @@ func BindEffects(c *Contract, identity map[string]string) (req, forb []*judge.Co
 // EffectJudge judges bound effects on an episode's baseline and after
 // read: the daemon's one judging path (Oracle.Judge), one verdict per
 // effect.
-type EffectJudge func(effects []*judge.Contract, before, after OracleRead) []judge.Verdict
+type EffectJudge func(effects []*judge.Contract, before, after OracleRead) Proof
 
 // JudgeEpisode judges the bound effects on the episode's baseline and after
 // read through judgeFn, and maps the verdicts to an outcome; the first
@@ -77,7 +79,9 @@ type EffectJudge func(effects []*judge.Contract, before, after OracleRead) []jud
 func JudgeEpisode(judgeFn EffectJudge, req, forb []*judge.Contract, before, afterRead OracleRead, signal string) Judged {
 	j := Judged{Uncertainty: UncertaintyNone}
 	after := afterRead.Snapshot
-	vs := judgeFn(append(append([]*judge.Contract{}, req...), forb...), before, afterRead)
+	proof := judgeFn(append(append([]*judge.Contract{}, req...), forb...), before, afterRead)
+	vs := proof.Verdicts
+	j.Newness = proof.Newness
 	if len(vs) != len(req)+len(forb) {
 		vs = make([]judge.Verdict, len(req)+len(forb))
 		for i := range vs {

@@ -268,16 +268,16 @@ func (o *memOracle) Read(_ context.Context, _ string, _ []*judge.Contract, _ map
 // path is in internal/session, which imports this package; these tests of
 // the outcome table and the service stand in for it with the judge itself
 // (a deployment's census and freshness are tested there, over real reads).
-func plainJudge(effects []*judge.Contract, before, after OracleRead) []judge.Verdict {
+func plainJudge(effects []*judge.Contract, before, after OracleRead) Proof {
 	out := make([]judge.Verdict, len(effects))
 	for i, c := range effects {
 		out[i] = judge.Judge(c, before.Snapshot, after.Snapshot, judge.Options{})
 	}
-	return out
+	return Proof{Verdicts: out}
 }
 
 // Judge implements Oracle with plainJudge.
-func (o *memOracle) Judge(_ string, _ *OraclePin, effects []*judge.Contract, before, after OracleRead) []judge.Verdict {
+func (o *memOracle) Judge(_ string, _ *OraclePin, effects []*judge.Contract, before, after OracleRead) Proof {
 	return plainJudge(effects, before, after)
 }
 

@@ -39,9 +39,6 @@ type OracleRead struct {
 	// collection), read beside the snapshot; nil when the candidate
 	// declares none.
 	Census *judge.Snapshot
-	// Newness is how the read candidate proves a record new (census,
-	// whole_read, newly_matching), as session results record it.
-	Newness string
 	// AbsenceNotProof: the read adapter's surface can hide records
 	// (sdk.Info), so a refutation classes as conflicting.
 	AbsenceNotProof bool
@@ -95,7 +92,18 @@ const (
 // nothing itself.
 type Oracle interface {
 	Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *OraclePin) OracleRead
-	Judge(deployment string, pin *OraclePin, effects []*judge.Contract, before, after OracleRead) []judge.Verdict
+	Judge(deployment string, pin *OraclePin, effects []*judge.Contract, before, after OracleRead) Proof
+}
+
+// Proof is what Oracle.Judge answers: a verdict per effect, and what the
+// verdicts rested on — how the candidate proves a record new (census,
+// whole_read, newly_matching; empty for a case of no deployment), and
+// whether a census was given to the judge and could serve every effect.
+type Proof struct {
+	Verdicts     []judge.Verdict
+	Newness      string
+	Census       bool
+	CensusUsable bool
 }
 
 // BaselineRestorer is implemented by an oracle that masks values in the
@@ -154,11 +162,9 @@ type episode struct {
 	Oracle *OraclePin `json:"oracle,omitempty"`
 	// Census is the pinned candidate's census read beside the baseline;
 	// nil when it declares none (and in episodes stored before censuses).
-	Census *storedCensus `json:"baseline_census,omitempty"`
-	// Newness is how the pinned candidate proved newness at registration.
-	Newness      string    `json:"newness,omitempty"`
-	RegisteredAt time.Time `json:"registered_at"`
-	ReceiptID    string    `json:"receipt_id,omitempty"`
+	Census       *storedCensus `json:"baseline_census,omitempty"`
+	RegisteredAt time.Time     `json:"registered_at"`
+	ReceiptID    string        `json:"receipt_id,omitempty"`
 }
 
 // storedCensus is a census as an episode keeps it: identities only.
@@ -259,7 +265,7 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	}
 	ep := episode{Contract: c.Name, EpisodeID: episodeID, Identity: identity, Reachable: read.Snapshot.Reachable,
 		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, Oracle: read.Pin, Census: storeCensus(read.Census),
-		Newness: read.Newness, RegisteredAt: s.now()}
+		RegisteredAt: s.now()}
 	raw, err := json.Marshal(ep)
 	if err != nil {
 		return nil, err
@@ -429,9 +435,6 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	before := s.baseline(c, ep)
 	effects := append(append([]*judge.Contract{}, req...), forb...)
 	read := s.readAfter(ctx, c, ep, effects, identity)
-	if read.Newness == "" {
-		read.Newness = before.Newness // the after read did not reach the candidate
-	}
 	j := JudgeEpisode(s.judgeFor(c.Deployment, read.Pin), req, forb, before, read, d.Signal)
 	if j.Outcome == OutcomeFailedPlatform && j.Uncertainty == UncertaintyOracleUnavailable && read.Code != "" {
 		j.Reason = read.Code
@@ -448,7 +451,7 @@ func (s *Service) baseline(c *Contract, ep *episode) OracleRead {
 	if ep == nil {
 		return OracleRead{Snapshot: judge.Snapshot{Reachable: false, Reason: "the episode was not registered before its rollout"}}
 	}
-	before := OracleRead{Snapshot: judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}, Pin: ep.Oracle, Newness: ep.Newness}
+	before := OracleRead{Snapshot: judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}, Pin: ep.Oracle}
 	if ep.Census != nil {
 		before.Census = &judge.Snapshot{Reachable: ep.Census.Reachable, Reason: ep.Census.Reason, Records: ep.Census.Records}
 	}
@@ -464,7 +467,7 @@ func (s *Service) baseline(c *Contract, ep *episode) OracleRead {
 // judgeFor judges through the oracle's one judging path, for the
 // deployment's candidate pin.
 func (s *Service) judgeFor(deployment string, pin *OraclePin) EffectJudge {
-	return func(effects []*judge.Contract, before, after OracleRead) []judge.Verdict {
+	return func(effects []*judge.Contract, before, after OracleRead) Proof {
 		return s.Oracle.Judge(deployment, pin, effects, before, after)
 	}
 }
@@ -497,7 +500,7 @@ func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRe
 		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
 		RewardContractDigest: c.Digest, EpisodeID: d.EpisodeID, PolicyCheckpointID: d.PolicyCheckpointID, PolicyUpdate: d.PolicyUpdate,
 		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, OracleRung: int(OracleRung(read)), RuntimeSignal: d.Signal,
-		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason, Newness: read.Newness,
+		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason, Newness: j.Newness,
 		BaselineReachable: baselineReachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
 		Components: []ComponentValue{},
 	}

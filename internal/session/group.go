@@ -291,7 +291,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 		// map form.
 		reads = proofReads{before: g.baseline.against(after), after: after.snapshot()}
 	}
-	out := prove(g.effects, reads, g.opts)
+	out := prove(g.cand, g.effects, reads, g.opts).Verdicts
 	telemetry.Set(span, verdictAttr(out))
 	return out
 }

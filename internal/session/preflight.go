@@ -180,7 +180,7 @@ func Judge(req JudgeRequest) (*Result, error) {
 	irreversible := irreversibleStep(contracts)
 	tasks := make([]*judge.Task, len(list))
 	reads := proofReads{before: req.Before, after: req.After, beforeBatch: req.BeforeBatch, afterBatch: req.AfterBatch}
-	verdicts := prove(contracts, reads, opts)
+	verdicts := prove(nil, contracts, reads, opts).Verdicts
 	for i, c := range contracts {
 		v := verdicts[i]
 		res.Effects[i] = EffectResult{

@@ -39,9 +39,10 @@ func proofOptions(cand *config.Candidate, absenceNotProof bool, census *judge.Ce
 	return opts
 }
 
-// prove judges every effect on one pair of reads under opts: the only
-// call of the judge in the daemon.
-func prove(effects []*judge.Contract, r proofReads, opts judge.Options) []judge.Verdict {
+// prove judges every effect on one pair of reads under opts, read
+// through cand (nil: no deployment), and says what the proof rested on:
+// the only call of the judge in the daemon.
+func prove(cand *config.Candidate, effects []*judge.Contract, r proofReads, opts judge.Options) Proof {
 	out := make([]judge.Verdict, len(effects))
 	for k, c := range effects {
 		if r.beforeBatch != nil && r.afterBatch != nil {
@@ -50,7 +51,7 @@ func prove(effects []*judge.Contract, r proofReads, opts judge.Options) []judge.
 			out[k] = judge.Judge(c, r.before, r.after, opts)
 		}
 	}
-	return out
+	return proofOf(cand, opts, out)
 }
 
 // settleProof reads and judges (check, which judges through prove) until

@@ -246,7 +246,7 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	read := reward.OracleRead{Tier: int(inst.Info().Tier), Kind: inst.Kind(), Pin: &reward.OraclePin{
 		Index: best, Kind: inst.Kind(), Tier: int(inst.Info().Tier), ConfigDigest: OracleConfigDigest(&dep.Candidates[best])}}
 	cand := &dep.Candidates[best]
-	read.Newness, read.AbsenceNotProof = cand.NewnessOf(), inst.Info().AbsenceNotProof
+	read.AbsenceNotProof = inst.Info().AbsenceNotProof
 	if pin == nil && phase != "after" {
 		// The guard Begin applies: a change claim over a narrowed read
 		// must prove its newness, or the episode is not registered.
@@ -390,10 +390,10 @@ func (o RewardOracle) census(ctx context.Context, dep *config.Deployment, ci int
 // deployment "" is a calibration case: no deployment's options. A
 // deployment or candidate that cannot be read again leaves every effect
 // INDETERMINATE.
-func (o RewardOracle) Judge(deployment string, pin *reward.OraclePin, effects []*judge.Contract, before, after reward.OracleRead) []judge.Verdict {
+func (o RewardOracle) Judge(deployment string, pin *reward.OraclePin, effects []*judge.Contract, before, after reward.OracleRead) reward.Proof {
 	reads := proofReads{before: before.Snapshot, after: after.Snapshot}
 	if deployment == "" {
-		return prove(effects, reads, proofOptions(nil, false, nil, time.Time{}))
+		return rewardProof(prove(nil, effects, reads, proofOptions(nil, false, nil, time.Time{})))
 	}
 	dep := o.deployment(deployment)
 	if dep == nil || pin == nil || pin.Index < 0 || pin.Index >= len(dep.Candidates) {
@@ -401,7 +401,7 @@ func (o RewardOracle) Judge(deployment string, pin *reward.OraclePin, effects []
 		for k, c := range effects {
 			out[k] = judge.Unreachable(c, fmt.Sprintf("deployment %q or its oracle candidate cannot be read again to judge by its options", deployment))
 		}
-		return out
+		return reward.Proof{Verdicts: out}
 	}
 	cand := &dep.Candidates[pin.Index]
 	var census *judge.Census
@@ -410,7 +410,12 @@ func (o RewardOracle) Judge(deployment string, pin *reward.OraclePin, effects []
 		census = &judge.Census{Before: censusRead(before.Census, missing), After: censusRead(after.Census, missing)}
 	}
 	opts := proofOptions(cand, before.AbsenceNotProof || after.AbsenceNotProof, census, o.now().UTC())
-	return prove(effects, reads, opts)
+	return rewardProof(prove(cand, effects, reads, opts))
+}
+
+// rewardProof is a Proof as the reward service records it.
+func rewardProof(p Proof) reward.Proof {
+	return reward.Proof{Verdicts: p.Verdicts, Newness: p.Newness, Census: p.Census, CensusUsable: p.CensusUsable}
 }
 
 // censusRead is the census read s, or missing when none was read.

@@ -304,7 +304,7 @@ func TestRewardsTrust(t *testing.T) {
 	issuer := signing.New(issuerKey)
 	c, err := reward.LoadContract("m", cdir, reward.Trust{})
 	must(t, err)
-	cal, err := reward.Calibrate(c, 30, 0.05, 1, func(effects []*judge.Contract, before, after reward.OracleRead) []judge.Verdict {
+	cal, err := reward.Calibrate(c, 30, 0.05, 1, func(effects []*judge.Contract, before, after reward.OracleRead) reward.Proof {
 		return RewardOracle{}.Judge("", nil, effects, before, after)
 	})
 	must(t, err)

@@ -75,7 +75,7 @@ func (o *Oracle) Read(context.Context, string, []*judge.Contract, map[string]str
 // Judge implements reward.Oracle through the daemon's one judging path.
 // An in-memory table belongs to no deployment: no census, freshness or
 // absence rule applies.
-func (o *Oracle) Judge(_ string, _ *reward.OraclePin, effects []*judge.Contract, before, after reward.OracleRead) []judge.Verdict {
+func (o *Oracle) Judge(_ string, _ *reward.OraclePin, effects []*judge.Contract, before, after reward.OracleRead) reward.Proof {
 	return session.RewardOracle{}.Judge("", nil, effects, before, after)
 }
 
