@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/reward"
@@ -131,5 +132,44 @@ func TestRewardNewnessRefusedAtRegistration(t *testing.T) {
 	raw, err := r.m.store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/episode-narrow-01")
 	if err != nil || raw != nil {
 		t.Errorf("a refused registration stored %s (%v)", raw, err)
+	}
+}
+
+// TestRewardFreshness: the candidate's freshness window applies at
+// scoring, as at Verify. A Triage written with a timestamp from 2001 is
+// INDETERMINATE (STALE): reconciliation_required, unscored, never
+// certified; one written now verifies.
+func TestRewardFreshness(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "clinic.db")
+	rw, err := stdsql.Open("sqlite", db)
+	must(t, err)
+	t.Cleanup(func() { rw.Close() })
+	_, err = rw.Exec(`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT NOT NULL, type TEXT NOT NULL, status TEXT, created_at TEXT)`)
+	must(t, err)
+	r := newRewardRig(t, fmt.Sprintf(`effects:
+  kind: sql
+  sqlite_database: %s
+  sql_query: SELECT id, patient_id, type, status, created_at FROM encounters WHERE patient_id = :patient_id ORDER BY id
+  sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
+  freshness_field: created_at
+  freshness_window_s: 86400
+`, db), nil)
+	write := func(patient, at string) {
+		t.Helper()
+		_, err := rw.Exec(`INSERT INTO encounters (patient_id, type, status, created_at) VALUES (?, 'Triage', 'saved', ?)`, patient, at)
+		must(t, err)
+	}
+	r.register(t, "episode-stale-0001", "patient-stale-0001")
+	write("patient-stale-0001", "2001-01-01T00:00:00Z")
+	rc := r.score(t, "episode-stale-0001")
+	if rc.RewardOutcome != reward.OutcomeReconciliationRequired || rc.ReasonCode != judge.ReasonStale || rc.ScalarReward != nil || !rc.Unscored || rc.Certified {
+		t.Fatalf("stale Triage: %s (%s) scalar %v certified %v, want reconciliation_required (STALE), unscored", rc.RewardOutcome, rc.ReasonCode, rc.ScalarReward, rc.Certified)
+	}
+	r.register(t, "episode-fresh-0001", "patient-fresh-0001")
+	write("patient-fresh-0001", time.Now().UTC().Format(time.RFC3339))
+	if rc := r.score(t, "episode-fresh-0001"); rc.RewardOutcome != reward.OutcomeVerified || !rc.Certified {
+		t.Fatalf("fresh Triage: %s (%s) reasons %v", rc.RewardOutcome, rc.ReasonCode, reasonsOf(rc))
 	}
 }
