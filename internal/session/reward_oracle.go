@@ -126,6 +126,9 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 		read.Snapshot.Reason = "the deployment could not be read again to mask its secrets; the reason is withheld"
 		read.Snapshot.Records = nil
 		read.Snapshot.Reachable = false
+		if read.Census != nil {
+			read.Census = &judge.Snapshot{Reason: read.Snapshot.Reason}
+		}
 		return read
 	}
 	var all secretMask
