@@ -84,7 +84,7 @@ type Proof struct {
 func proofOf(cand *config.Candidate, opts judge.Options, verdicts []judge.Verdict) Proof {
 	p := Proof{Verdicts: verdicts, Census: opts.Census != nil, Freshness: opts.Freshness != nil, AbsenceIsProof: !opts.AbsenceNotProof}
 	if cand != nil {
-		p.Newness, p.CollateralScope = newnessOf(cand)
+		p.Newness, p.CollateralScope = cand.NewnessOf(), cand.CollateralScope()
 	}
 	p.CensusUsable = p.Census
 	for _, v := range verdicts {

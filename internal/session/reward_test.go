@@ -249,7 +249,7 @@ func TestRewardTier3DevelopmentOnly(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	screen := &memAdapter{kind: "screen-reward-test", tier: sdk.TierReacquiredState, table: tab}
-	r := newRewardRig(t, "effects: {kind: screen-reward-test}\n", nil, screen)
+	r := newRewardRig(t, "effects: {kind: screen-reward-test, newness: whole_read}\n", nil, screen)
 	one := 1.0
 	r.run(t, 0, episodeCase{"tier 3 honest", "patient-screen-0001", func(_ *testing.T, p string) {
 		tab.add(sdk.Record{"id": json.Number("7"), "patient_id": p, "type": "Triage"})
@@ -468,7 +468,7 @@ func TestRewardSecretInRecords(t *testing.T) {
 	tab := &table{}
 	tab.add(sdk.Record{"id": json.Number("1"), "patient_id": "patient-old", "type": "Triage", "auth": "Bearer " + token})
 	a := &memAdapter{kind: "echo-reward-test", tier: sdk.TierIndependentSystem, table: tab}
-	r := newRewardRig(t, "effects:\n  kind: echo-reward-test\n  secret_env: {token: MOCKMED_TOKEN}\n", map[string]string{"MOCKMED_TOKEN": token}, a)
+	r := newRewardRig(t, "effects:\n  kind: echo-reward-test\n  newness: whole_read\n  secret_env: {token: MOCKMED_TOKEN}\n", map[string]string{"MOCKMED_TOKEN": token}, a)
 	one, zero := 1.0, 0.0
 	r.run(t, 0, episodeCase{"honest", "patient-echo-0001", func(_ *testing.T, p string) {
 		tab.add(sdk.Record{"id": json.Number("2"), "patient_id": p, "type": "Triage", "auth": "Bearer " + token})
