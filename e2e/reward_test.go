@@ -237,6 +237,7 @@ func TestRewardPinnedOracleEndToEnd(t *testing.T) {
       sqlite_database: %s
       sql_query: SELECT id, patient_id, type, note FROM encounters WHERE patient_id = :patient_id ORDER BY id
       sql_query_params: {patient_id: {param: patient_id}}
+      census: {sql_query: SELECT id FROM encounters}
 `, db)
 	}
 	docSection := fmt.Sprintf(`    - kind: document

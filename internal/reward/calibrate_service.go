@@ -33,7 +33,7 @@ func (s *Service) Calibrate(ctx context.Context, name string, trials int, delta 
 	if seed != nil {
 		sd = *seed
 	}
-	cal, err := Calibrate(c, trials, delta, sd)
+	cal, err := Calibrate(c, trials, delta, sd, s.judgeFor("", nil))
 	if err != nil {
 		if errors.Is(err, ErrCalibrationRefused) {
 			return nil, refuse(CodeCalibrationRefused, "%v", err)

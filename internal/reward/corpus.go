@@ -264,9 +264,10 @@ type Calibration struct {
 // ErrCalibrationRefused: the corpus does not exercise the contract.
 var ErrCalibrationRefused = errors.New("calibration refused")
 
-// Calibrate runs the control trial and n faulted trials through the
-// judge. Every trial is judged exactly as a scored episode is.
-func Calibrate(c *Contract, n int, delta float64, seed uint64) (*Calibration, error) {
+// Calibrate runs the control trial and n faulted trials through judgeFn
+// (the daemon's one judging path, with no deployment: the corpus is
+// synthetic). Every trial is judged exactly as a scored episode is.
+func Calibrate(c *Contract, n int, delta float64, seed uint64, judgeFn EffectJudge) (*Calibration, error) {
 	if n < 1 || n > 100000 {
 		return nil, fmt.Errorf("%w: trials must be 1 to 100000", ErrCalibrationRefused)
 	}
@@ -286,7 +287,7 @@ func Calibrate(c *Contract, n int, delta float64, seed uint64) (*Calibration, er
 		if err != nil {
 			return "", err
 		}
-		j := JudgeEpisode(req, forb, judge.Snapshot{Reachable: true, Records: before}, judge.Snapshot{Reachable: true, Records: after}, SignalCompleted)
+		j := JudgeEpisode(judgeFn, req, forb, OracleRead{Snapshot: judge.Snapshot{Reachable: true, Records: before}}, OracleRead{Snapshot: judge.Snapshot{Reachable: true, Records: after}}, SignalCompleted)
 		return j.Outcome, nil
 	}
 	// The control: a clean store built from the contract's own effects

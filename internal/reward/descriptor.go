@@ -30,6 +30,10 @@ const (
 	CodeNotFound              = "not_found"
 	CodeUnscored              = "unscored"
 	CodeCalibrationRefused    = "calibration_refused"
+	// CodeNewnessUnproven: a registration whose oracle candidate reads a
+	// narrowed collection with neither a census nor a newness:
+	// declaration, under policy.require_proven_newness.
+	CodeNewnessUnproven = "newness_unproven"
 )
 
 // Status is the HTTP status of a refusal's code (docs/rewards.md): 404 for

@@ -41,7 +41,9 @@ type Judged struct {
 	Outcome     string
 	Uncertainty string
 	// Reason is the first reason code that decided a non-verified outcome.
-	Reason    string
+	Reason string
+	// Newness is how the oracle candidate proved a record new (Proof).
+	Newness   string
 	Required  []judge.Verdict
 	Forbidden []judge.Verdict
 }
@@ -65,17 +67,29 @@ func BindEffects(c *Contract, identity map[string]string) (req, forb []*judge.Co
 	return req, forb, nil
 }
 
+// EffectJudge judges bound effects on an episode's baseline and after
+// read: the daemon's one judging path (Oracle.Judge), one verdict per
+// effect.
+type EffectJudge func(effects []*judge.Contract, before, after OracleRead) Proof
+
 // JudgeEpisode judges the bound effects on the episode's baseline and after
-// read, and maps the verdicts to an outcome; the first matching row of the
-// outcome table wins (docs/rewards.md).
-func JudgeEpisode(req, forb []*judge.Contract, before, after judge.Snapshot, signal string) Judged {
+// read through judgeFn, and maps the verdicts to an outcome; the first
+// matching row of the outcome table wins (docs/rewards.md). A judge that
+// answers for another number of effects leaves every effect INDETERMINATE.
+func JudgeEpisode(judgeFn EffectJudge, req, forb []*judge.Contract, before, afterRead OracleRead, signal string) Judged {
 	j := Judged{Uncertainty: UncertaintyNone}
-	for _, c := range req {
-		j.Required = append(j.Required, judge.Judge(c, before, after, judge.Options{}))
+	after := afterRead.Snapshot
+	proof := judgeFn(append(append([]*judge.Contract{}, req...), forb...), before, afterRead)
+	vs := proof.Verdicts
+	j.Newness = proof.Newness
+	if len(vs) != len(req)+len(forb) {
+		vs = make([]judge.Verdict, len(req)+len(forb))
+		for i := range vs {
+			vs[i] = judge.Verdict{Decision: judge.Indeterminate, Class: judge.ClassIndeterminate,
+				Reasons: []judge.Reason{{Code: "JUDGE_FAILED", Message: "the judge did not answer for every effect"}}}
+		}
 	}
-	for _, c := range forb {
-		j.Forbidden = append(j.Forbidden, judge.Judge(c, before, after, judge.Options{}))
-	}
+	j.Required, j.Forbidden = vs[:len(req):len(req)], vs[len(req):]
 	if signal == "" {
 		signal = SignalCompleted
 	}

@@ -100,7 +100,7 @@ func TestCalibrateMockMed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := Calibrate(c, 300, 0.05, DefaultSeed)
+	cal, err := Calibrate(c, 300, 0.05, DefaultSeed, plainJudge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCalibrateRefusesContradictoryContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Calibrate(c, 300, 0.05, DefaultSeed)
+	_, err = Calibrate(c, 300, 0.05, DefaultSeed, plainJudge)
 	if !errors.Is(err, ErrCalibrationRefused) || !strings.Contains(err.Error(), "does not exercise the contract") {
 		t.Fatalf("got %v, want the control trial's refusal", err)
 	}
@@ -161,7 +161,7 @@ func TestLoadRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := Calibrate(oc, 50, 0.05, 1)
+	cal, err := Calibrate(oc, 50, 0.05, 1, plainJudge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestLoadRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mcal, _ := Calibrate(mc, 50, 0.05, 1)
+	mcal, _ := Calibrate(mc, 50, 0.05, 1, plainJudge)
 	untrusted, _ := SignCertificate(other, NewCertificate(mc, mcal, other.KeyID(), mustNow()))
 	own, _ := SignCertificate(signer, NewCertificate(mc, mcal, signer.KeyID(), mustNow()))
 
@@ -264,6 +264,23 @@ func (o *memOracle) Read(_ context.Context, _ string, _ []*judge.Contract, _ map
 	return OracleRead{Tier: o.tier, Kind: kind, Pin: pin, Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
 }
 
+// plainJudge judges with no deployment's options. The daemon's one judging
+// path is in internal/session, which imports this package; these tests of
+// the outcome table and the service stand in for it with the judge itself
+// (a deployment's census and freshness are tested there, over real reads).
+func plainJudge(effects []*judge.Contract, before, after OracleRead) Proof {
+	out := make([]judge.Verdict, len(effects))
+	for i, c := range effects {
+		out[i] = judge.Judge(c, before.Snapshot, after.Snapshot, judge.Options{})
+	}
+	return Proof{Verdicts: out}
+}
+
+// Judge implements Oracle with plainJudge.
+func (o *memOracle) Judge(_ string, _ *OraclePin, effects []*judge.Contract, before, after OracleRead) Proof {
+	return plainJudge(effects, before, after)
+}
+
 type rig struct {
 	svc    *Service
 	oracle *memOracle
@@ -281,7 +298,7 @@ func newRig(t *testing.T, tier int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := Calibrate(c, 300, 0.05, DefaultSeed)
+	cal, err := Calibrate(c, 300, 0.05, DefaultSeed, plainJudge)
 	if err != nil {
 		t.Fatal(err)
 	}

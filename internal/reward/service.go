@@ -35,6 +35,18 @@ type OracleRead struct {
 	// ReasonOracleUnavailable, or empty for an unreachable store
 	// (SOR_UNREACHABLE).
 	Code string
+	// Census is the read candidate's census (the identities of the whole
+	// collection), read beside the snapshot; nil when the candidate
+	// declares none.
+	Census *judge.Snapshot
+	// AbsenceNotProof: the read adapter's surface can hide records
+	// (sdk.Info), so a refutation classes as conflicting.
+	AbsenceNotProof bool
+	// Refused, on a registration's read, is why the daemon's policy
+	// refuses to judge through the selected candidate
+	// (require_proven_newness): nothing was read, and the episode is not
+	// registered.
+	Refused error
 }
 
 // OraclePin names the deployment candidate that read an episode's
@@ -71,8 +83,27 @@ const (
 // configured, was removed or changed is an unreachable read with Code
 // set — never a read of another candidate. A failure to read is an
 // unreachable snapshot, never an empty one.
+//
+// Judge judges bound effects on an episode's baseline and after read
+// through the daemon's one judging path, under the deployment's options
+// (its census, freshness window and absence rule) for the pinned
+// candidate. deployment "" is a case of no deployment (a calibration
+// trial): no census, no freshness. The reward package reads and judges
+// nothing itself.
 type Oracle interface {
 	Read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *OraclePin) OracleRead
+	Judge(deployment string, pin *OraclePin, effects []*judge.Contract, before, after OracleRead) Proof
+}
+
+// Proof is what Oracle.Judge answers: a verdict per effect, and what the
+// verdicts rested on — how the candidate proves a record new (census,
+// whole_read, newly_matching; empty for a case of no deployment), and
+// whether a census was given to the judge and could serve every effect.
+type Proof struct {
+	Verdicts     []judge.Verdict
+	Newness      string
+	Census       bool
+	CensusUsable bool
 }
 
 // BaselineRestorer is implemented by an oracle that masks values in the
@@ -128,9 +159,26 @@ type episode struct {
 	// be selected, and in episodes stored before oracles were pinned. Such
 	// an episode is scored unscored (ORACLE_NOT_PINNED), never by a fresh
 	// selection.
-	Oracle       *OraclePin `json:"oracle,omitempty"`
-	RegisteredAt time.Time  `json:"registered_at"`
-	ReceiptID    string     `json:"receipt_id,omitempty"`
+	Oracle *OraclePin `json:"oracle,omitempty"`
+	// Census is the pinned candidate's census read beside the baseline;
+	// nil when it declares none (and in episodes stored before censuses).
+	Census       *storedCensus `json:"baseline_census,omitempty"`
+	RegisteredAt time.Time     `json:"registered_at"`
+	ReceiptID    string        `json:"receipt_id,omitempty"`
+}
+
+// storedCensus is a census as an episode keeps it: identities only.
+type storedCensus struct {
+	Reachable bool           `json:"reachable"`
+	Reason    string         `json:"reason,omitempty"`
+	Records   []judge.Record `json:"records"`
+}
+
+func storeCensus(s *judge.Snapshot) *storedCensus {
+	if s == nil {
+		return nil
+	}
+	return &storedCensus{Reachable: s.Reachable, Reason: s.Reason, Records: s.Records}
 }
 
 // mark is the policy-update high-water mark of one contract.
@@ -212,8 +260,12 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 		return nil, refuse(CodeIdentityMismatch, "%v", err)
 	}
 	read := s.Oracle.Read(ctx, c.Deployment, append(req, forb...), identity, "before", nil)
+	if read.Refused != nil {
+		return nil, refuse(CodeNewnessUnproven, "contract %s: deployment %q: %v", c.Name, c.Deployment, read.Refused)
+	}
 	ep := episode{Contract: c.Name, EpisodeID: episodeID, Identity: identity, Reachable: read.Snapshot.Reachable,
-		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, Oracle: read.Pin, RegisteredAt: s.now()}
+		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, Oracle: read.Pin, Census: storeCensus(read.Census),
+		RegisteredAt: s.now()}
 	raw, err := json.Marshal(ep)
 	if err != nil {
 		return nil, err
@@ -292,44 +344,47 @@ type Verdict struct {
 // Receipt is a reward receipt's signed payload. It carries digests, never a
 // record value or the subject's identity.
 type Receipt struct {
-	Schema               string           `json:"schema"`
-	ReceiptID            string           `json:"receipt_id"`
-	Contract             string           `json:"contract"`
-	ContractID           string           `json:"contract_id"`
-	ContractVersion      string           `json:"contract_version"`
-	RewardContractDigest string           `json:"reward_contract_digest"`
-	EpisodeID            string           `json:"episode_id"`
-	PolicyCheckpointID   string           `json:"policy_checkpoint_id"`
-	PolicyUpdate         int64            `json:"policy_update"`
-	Deployment           string           `json:"deployment"`
-	OracleKind           string           `json:"oracle_kind"`
-	OracleTier           int              `json:"oracle_tier"`
-	OracleRung           int              `json:"oracle_rung"`
-	OracleCandidate      *int             `json:"oracle_candidate"`
-	OracleConfigDigest   string           `json:"oracle_config_digest,omitempty"`
-	RuntimeSignal        string           `json:"runtime_signal"`
-	RewardOutcome        string           `json:"reward_outcome"`
-	Uncertainty          string           `json:"uncertainty"`
-	ReasonCode           string           `json:"reason_code,omitempty"`
-	ScalarReward         *float64         `json:"scalar_reward"`
-	Unscored             bool             `json:"unscored"`
-	Components           []ComponentValue `json:"reward_components"`
-	Verdicts             []Verdict        `json:"verdicts"`
-	CertificateID        string           `json:"certificate_id,omitempty"`
-	CertificateDigest    string           `json:"certificate_digest,omitempty"`
-	CertificateState     string           `json:"certificate_state"`
-	CorpusDigest         string           `json:"calibration_corpus_digest,omitempty"`
-	CalibrationScope     string           `json:"calibration_scope,omitempty"`
-	Epsilon              *float64         `json:"epsilon,omitempty"`
-	Certified            bool             `json:"certified"`
-	DevelopmentOnly      bool             `json:"development_only"`
-	SubjectDigest        string           `json:"subject_digest"`
-	EvidenceDigest       string           `json:"evidence_digest"`
-	BaselineReachable    bool             `json:"baseline_reachable"`
-	IssuedAt             time.Time        `json:"issued_at"`
-	IssuerKeyID          string           `json:"issuer_key_id"`
-	Nonce                string           `json:"nonce"`
-	Ledger               receipt.Position `json:"ledger"`
+	Schema               string `json:"schema"`
+	ReceiptID            string `json:"receipt_id"`
+	Contract             string `json:"contract"`
+	ContractID           string `json:"contract_id"`
+	ContractVersion      string `json:"contract_version"`
+	RewardContractDigest string `json:"reward_contract_digest"`
+	EpisodeID            string `json:"episode_id"`
+	PolicyCheckpointID   string `json:"policy_checkpoint_id"`
+	PolicyUpdate         int64  `json:"policy_update"`
+	Deployment           string `json:"deployment"`
+	OracleKind           string `json:"oracle_kind"`
+	OracleTier           int    `json:"oracle_tier"`
+	OracleRung           int    `json:"oracle_rung"`
+	OracleCandidate      *int   `json:"oracle_candidate"`
+	OracleConfigDigest   string `json:"oracle_config_digest,omitempty"`
+	// Newness is how the oracle candidate proves a record new (census,
+	// whole_read, newly_matching), as session results record it.
+	Newness           string           `json:"newness,omitempty"`
+	RuntimeSignal     string           `json:"runtime_signal"`
+	RewardOutcome     string           `json:"reward_outcome"`
+	Uncertainty       string           `json:"uncertainty"`
+	ReasonCode        string           `json:"reason_code,omitempty"`
+	ScalarReward      *float64         `json:"scalar_reward"`
+	Unscored          bool             `json:"unscored"`
+	Components        []ComponentValue `json:"reward_components"`
+	Verdicts          []Verdict        `json:"verdicts"`
+	CertificateID     string           `json:"certificate_id,omitempty"`
+	CertificateDigest string           `json:"certificate_digest,omitempty"`
+	CertificateState  string           `json:"certificate_state"`
+	CorpusDigest      string           `json:"calibration_corpus_digest,omitempty"`
+	CalibrationScope  string           `json:"calibration_scope,omitempty"`
+	Epsilon           *float64         `json:"epsilon,omitempty"`
+	Certified         bool             `json:"certified"`
+	DevelopmentOnly   bool             `json:"development_only"`
+	SubjectDigest     string           `json:"subject_digest"`
+	EvidenceDigest    string           `json:"evidence_digest"`
+	BaselineReachable bool             `json:"baseline_reachable"`
+	IssuedAt          time.Time        `json:"issued_at"`
+	IssuerKeyID       string           `json:"issuer_key_id"`
+	Nonce             string           `json:"nonce"`
+	Ledger            receipt.Position `json:"ledger"`
 }
 
 // Result is a scored episode as stored and returned: the receipt and its
@@ -377,21 +432,44 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 	if err != nil {
 		return nil, refuse(CodeIdentityMismatch, "%v", err)
 	}
-	before := judge.Snapshot{Reachable: false, Reason: "the episode was not registered before its rollout"}
-	if ep != nil {
-		before = judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}
-		if r, ok := s.Oracle.(BaselineRestorer); ok && ep.Oracle != nil {
-			before.Records = r.RestoreBaseline(c.Deployment, ep.Oracle, ep.Records)
-		}
-	}
-	read := s.readAfter(ctx, c, ep, append(append([]*judge.Contract{}, req...), forb...), identity)
-	j := JudgeEpisode(req, forb, before, read.Snapshot, d.Signal)
+	before := s.baseline(c, ep)
+	effects := append(append([]*judge.Contract{}, req...), forb...)
+	read := s.readAfter(ctx, c, ep, effects, identity)
+	j := JudgeEpisode(s.judgeFor(c.Deployment, read.Pin), req, forb, before, read, d.Signal)
 	if j.Outcome == OutcomeFailedPlatform && j.Uncertainty == UncertaintyOracleUnavailable && read.Code != "" {
 		j.Reason = read.Code
 	}
-	r := s.receiptFor(c, d, j, read, before.Reachable, identity)
+	r := s.receiptFor(c, d, j, read, before.Snapshot.Reachable, identity)
 	r.Verdicts, r.EvidenceDigest = s.verdicts(req, forb, j)
 	return s.issue(ctx, c, d, key, ep, identity, r)
+}
+
+// baseline is the episode's baseline as its registration read it, with
+// its census, the values its oracle masked put back; an unregistered
+// episode has none.
+func (s *Service) baseline(c *Contract, ep *episode) OracleRead {
+	if ep == nil {
+		return OracleRead{Snapshot: judge.Snapshot{Reachable: false, Reason: "the episode was not registered before its rollout"}}
+	}
+	before := OracleRead{Snapshot: judge.Snapshot{Reachable: ep.Reachable, Reason: ep.Reason, Records: ep.Records}, Pin: ep.Oracle}
+	if ep.Census != nil {
+		before.Census = &judge.Snapshot{Reachable: ep.Census.Reachable, Reason: ep.Census.Reason, Records: ep.Census.Records}
+	}
+	if r, ok := s.Oracle.(BaselineRestorer); ok && ep.Oracle != nil {
+		before.Snapshot.Records = r.RestoreBaseline(c.Deployment, ep.Oracle, ep.Records)
+		if before.Census != nil {
+			before.Census.Records = r.RestoreBaseline(c.Deployment, ep.Oracle, ep.Census.Records)
+		}
+	}
+	return before
+}
+
+// judgeFor judges through the oracle's one judging path, for the
+// deployment's candidate pin.
+func (s *Service) judgeFor(deployment string, pin *OraclePin) EffectJudge {
+	return func(effects []*judge.Contract, before, after OracleRead) Proof {
+		return s.Oracle.Judge(deployment, pin, effects, before, after)
+	}
 }
 
 // episodeIdentity is the subject an episode is scored for: the one its
@@ -422,7 +500,7 @@ func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRe
 		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
 		RewardContractDigest: c.Digest, EpisodeID: d.EpisodeID, PolicyCheckpointID: d.PolicyCheckpointID, PolicyUpdate: d.PolicyUpdate,
 		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, OracleRung: int(OracleRung(read)), RuntimeSignal: d.Signal,
-		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason,
+		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason, Newness: j.Newness,
 		BaselineReachable: baselineReachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
 		Components: []ComponentValue{},
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"path"
 	"strings"
 	"time"
 
@@ -126,7 +125,7 @@ func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a A
 		})
 		cancel()
 		read = v.reader.keys.readDigest(snap)
-		res.Verdict, res.Reasons = judgeArtifact(snap, a, inst.Info().AbsenceNotProof)
+		res.Verdict, res.Reasons = proveArtifact(snap, a, proofOptions(&cand, inst.Info().AbsenceNotProof, nil, time.Now().UTC()))
 	}
 	// A reason may quote what the adapter read or said: no secret of the
 	// candidate leaves in it.
@@ -166,40 +165,4 @@ func codesOf(rs []judge.Reason) []string {
 		out = append(out, r.Code)
 	}
 	return out
-}
-
-// Reason codes of an artifact verification.
-const (
-	ReasonArtifactExact    = "ARTIFACT_EXACT"
-	ReasonArtifactOther    = "ARTIFACT_OTHER_BYTES"
-	ReasonArtifactAbsent   = "ARTIFACT_ABSENT"
-	ReasonArtifactNoAccess = judge.ReasonSORUnreachable
-)
-
-// judgeArtifact decides from one read. A file matches the name by its name
-// or by its path's last element.
-func judgeArtifact(s judge.Snapshot, a Artifact, absenceNotProof bool) (judge.Decision, []judge.Reason) {
-	if !s.Reachable {
-		return judge.Indeterminate, []judge.Reason{{Code: ReasonArtifactNoAccess, Message: "the store could not be read: " + s.Reason}}
-	}
-	named := 0
-	for _, r := range s.Records {
-		name, _ := r["name"].(string)
-		p, _ := r["path"].(string)
-		if name != a.Name && path.Base(p) != a.Name {
-			continue
-		}
-		named++
-		sum, _ := r["sha256"].(string)
-		if strings.EqualFold(sum, a.SHA256) && fmt.Sprint(r["size"]) == fmt.Sprint(a.Size) {
-			return judge.Confirmed, []judge.Reason{{Code: ReasonArtifactExact, Message: "a document with exactly this digest and size is present"}}
-		}
-	}
-	if named > 0 {
-		return judge.Refuted, []judge.Reason{{Code: ReasonArtifactOther, Message: fmt.Sprintf("%d document(s) of that name hold other bytes", named)}}
-	}
-	if absenceNotProof {
-		return judge.Indeterminate, []judge.Reason{{Code: ReasonArtifactAbsent, Message: "no document of that name was seen, and this adapter cannot prove absence"}}
-	}
-	return judge.Refuted, []judge.Reason{{Code: ReasonArtifactAbsent, Message: "no document of that name is present"}}
 }

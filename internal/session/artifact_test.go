@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/verifierd/verifierd/adapters/documenthash"
 	"github.com/verifierd/verifierd/internal/config"
@@ -38,7 +39,7 @@ func TestJudgeArtifact(t *testing.T) {
 		"absent, absence no proof": {judge.Snapshot{Reachable: true}, true, judge.Indeterminate, ReasonArtifactAbsent},
 		"unreadable":               {judge.Snapshot{Reachable: false, Reason: "root gone"}, false, judge.Indeterminate, judge.ReasonSORUnreachable},
 	} {
-		v, rs := judgeArtifact(tc.snap, a, tc.absence)
+		v, rs := proveArtifact(tc.snap, a, proofOptions(nil, tc.absence, nil, time.Time{}))
 		if v != tc.verdict || len(rs) != 1 || rs[0].Code != tc.reason {
 			t.Errorf("%s: %s %v, want %s %s", name, v, rs, tc.verdict, tc.reason)
 		}

@@ -85,7 +85,8 @@ func (m *Manager) verifyGroup(ctx context.Context, r groupRun) ([]judge.Verdict,
 		telemetry.KeySession.String(id), telemetry.KeyGroup.Int(n),
 		telemetry.KeyKind.String(inst.Kind()), telemetry.KeyTier.Int(int(g.info.Tier)))...)
 	defer span.End()
-	g.opts = judge.Options{AbsenceNotProof: g.info.AbsenceNotProof}
+	// What a hook's demotion classes by until the first read is judged.
+	g.opts = proofOptions(nil, g.info.AbsenceNotProof, nil, time.Time{})
 	g.timeout, g.settle = effectTimeout(g.effects), seconds(cand.SettleS)
 	if ev.settleFloor > g.settle && holdsChangeClaim(g.effects) {
 		// The policy's min_settle_s for an irreversible step: a late
@@ -124,11 +125,12 @@ func holdsChangeClaim(effects []*judge.Contract) bool {
 	return false
 }
 
-// unreachable judges every effect on an after read that failed.
+// unreachable states every effect's verdict when no after read could be
+// made (judge.Unreachable): nothing was read, so nothing is judged.
 func (g *group) unreachable(reason string) []judge.Verdict {
 	out := make([]judge.Verdict, len(g.effects))
 	for k, c := range g.effects {
-		out[k] = judge.Judge(c, judge.Snapshot{}, judge.Snapshot{Reachable: false, Reason: reason}, judge.Options{})
+		out[k] = judge.Unreachable(c, reason)
 	}
 	return out
 }
@@ -276,35 +278,27 @@ func (g *group) read(ctx context.Context, extra time.Duration) *read {
 }
 
 // judgeRead judges every effect of the group on one after read against the
-// baseline.
+// baseline, through the one judging path (prove) under the deployment's
+// options (proofOptions: census, freshness, absence).
 func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 	_, span := telemetry.Start(ctx, telemetry.SpanJudge, effectAttrs(g.contracts, g.cm.Effects)...)
 	defer span.End()
-	if f := g.cand.Freshness; f != nil {
-		g.opts.Freshness = &judge.Freshness{Field: f.Field, WindowS: f.WindowS, Now: g.m.clock.Now().UTC()}
-	}
-	out := make([]judge.Verdict, len(g.effects))
 	g.waitBaseline()
-	g.opts.Census = g.censusOption(after)
+	g.opts = proofOptions(g.cand, g.info.AbsenceNotProof, g.censusOption(after), g.m.clock.Now().UTC())
+	reads := proofReads{beforeBatch: &g.baseline.base.snap, afterBatch: &after.snap}
 	if g.baseline.keyed {
 		// Restoring hidden values works on maps: this read is judged in
 		// map form.
-		before, afterMaps := g.baseline.against(after), after.snapshot()
-		for k, c := range g.effects {
-			out[k] = judge.Judge(c, before, afterMaps, g.opts)
-		}
-	} else {
-		for k, c := range g.effects {
-			out[k] = judge.JudgeBatch(c, g.baseline.base.snap, after.snap, g.opts)
-		}
+		reads = proofReads{before: g.baseline.against(after), after: after.snapshot()}
 	}
+	out := prove(g.cand, g.effects, reads, g.opts).Verdicts
 	telemetry.Set(span, verdictAttr(out))
 	return out
 }
 
 // settleAll reads and judges until the group settles (docs/contracts.md §6).
 func (g *group) settleAll(ctx context.Context) []judge.Verdict {
-	return judge.PollGroup(ctx, g.m.clock, judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.pollInterval},
+	return settleProof(ctx, g.m.clock, judge.PollOptions{Timeout: g.timeout, Settle: g.settle, Interval: g.m.pollInterval},
 		func(ctx context.Context) []judge.Verdict { return g.judgeRead(ctx, g.read(ctx, g.settle)) })
 }
 

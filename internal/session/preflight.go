@@ -143,7 +143,8 @@ type JudgeRequest struct {
 	Freshness   *judge.Freshness
 }
 
-// Judge judges client-supplied reads with exactly the daemon's judge.
+// Judge judges client-supplied reads with exactly the daemon's judge: the
+// one judging path (prove), with no deployment's options.
 func Judge(req JudgeRequest) (*Result, error) {
 	if err := checkParams(req.Params); err != nil {
 		return nil, err
@@ -159,14 +160,15 @@ func Judge(req JudgeRequest) (*Result, error) {
 	if params == nil {
 		params = map[string]string{}
 	}
-	opts := judge.Options{}
+	// A client's reads belong to no deployment: no census; the freshness
+	// window is the request's.
+	opts := proofOptions(nil, false, nil, req.Now)
 	if req.Freshness != nil {
 		f := *req.Freshness
 		f.Now = req.Now
 		opts.Freshness = &f
 	}
 	res := &Result{Effects: make([]EffectResult, len(list))}
-	verdicts := make([]judge.Verdict, len(list))
 	contracts := make([]*judge.Contract, len(list))
 	for i, e := range list {
 		c, err := judge.Bind(e, params, fmt.Sprintf("effects[%d]", i))
@@ -177,14 +179,10 @@ func Judge(req JudgeRequest) (*Result, error) {
 	}
 	irreversible := irreversibleStep(contracts)
 	tasks := make([]*judge.Task, len(list))
+	reads := proofReads{before: req.Before, after: req.After, beforeBatch: req.BeforeBatch, afterBatch: req.AfterBatch}
+	verdicts := prove(nil, contracts, reads, opts).Verdicts
 	for i, c := range contracts {
-		var v judge.Verdict
-		if req.BeforeBatch != nil && req.AfterBatch != nil {
-			v = judge.JudgeBatch(c, *req.BeforeBatch, *req.AfterBatch, opts)
-		} else {
-			v = judge.Judge(c, req.Before, req.After, opts)
-		}
-		verdicts[i] = v
+		v := verdicts[i]
 		res.Effects[i] = EffectResult{
 			EffectResult: judge.EffectResult{
 				Verdict: v.Decision, Result: v.Class, Reasons: v.Reasons,

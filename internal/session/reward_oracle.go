@@ -9,13 +9,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/internal/signing"
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
+	"github.com/verifierd/verifierd/sdk"
 )
 
 // sqliteHeader opens every SQLite 3 database file.
@@ -67,19 +70,25 @@ type RewardOracle struct {
 	configurer *configurer
 	lookupEnv  func(string) (string, bool)
 	reader     afterReader
+	// readCensus reads a census (Manager.readCensus); nil leaves every
+	// census unread (unreachable).
+	readCensus func(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, before bool, fields []string) judge.Snapshot
+	now        func() time.Time
 }
 
 // NewRewardOracle is the reward oracle over m's deployments, adapters and
 // keys.
 func NewRewardOracle(m *Manager) RewardOracle {
-	return newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, m.afterReader())
+	o := newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, m.afterReader())
+	o.readCensus, o.now = m.readCensus, m.clock.Now
+	return o
 }
 
 // newRewardOracle reads the deployments registered in daemon through c,
 // masks the secrets lookupEnv resolves, takes after reads with reader and
 // trusts certificates signed by signer (both daemon and signer may be nil).
 func newRewardOracle(daemon *config.Daemon, signer *signing.Signer, c *configurer, lookupEnv func(string) (string, bool), reader afterReader) RewardOracle {
-	return RewardOracle{daemon: daemon, signer: signer, configurer: c, lookupEnv: lookupEnv, reader: reader}
+	return RewardOracle{daemon: daemon, signer: signer, configurer: c, lookupEnv: lookupEnv, reader: reader, now: time.Now}
 }
 
 // OracleConfigDigest is the digest of a candidate's configuration as the
@@ -117,6 +126,9 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 		read.Snapshot.Reason = "the deployment could not be read again to mask its secrets; the reason is withheld"
 		read.Snapshot.Records = nil
 		read.Snapshot.Reachable = false
+		if read.Census != nil {
+			read.Census = &judge.Snapshot{Reason: read.Snapshot.Reason}
+		}
 		return read
 	}
 	var all secretMask
@@ -125,17 +137,29 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 	}
 	all.sort()
 	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
+	if read.Census != nil {
+		read.Census.Reason = all.text(read.Census.Reason)
+	}
 	if phase != "after" && read.Snapshot.Reachable && read.Pin != nil && read.Pin.Index < len(dep.Candidates) {
 		mask := maskSecrets(o.lookupEnv, &dep.Candidates[read.Pin.Index])
 		if mask.active() {
-			recs := make([]judge.Record, len(read.Snapshot.Records))
-			for i, r := range read.Snapshot.Records {
-				recs[i] = judge.Record(mask.object(r, func(t string) string { return mask.replace(t, placeholder) }))
+			read.Snapshot.Records = maskRecords(mask, read.Snapshot.Records)
+			if read.Census != nil {
+				read.Census.Records = maskRecords(mask, read.Census.Records)
 			}
-			read.Snapshot.Records = recs
 		}
 	}
 	return read
+}
+
+// maskRecords replaces every secret value mask knows in recs by its slot's
+// placeholder (RestoreBaseline puts it back).
+func maskRecords(mask secretMask, recs []judge.Record) []judge.Record {
+	out := make([]judge.Record, len(recs))
+	for i, r := range recs {
+		out[i] = judge.Record(mask.object(r, func(t string) string { return mask.replace(t, placeholder) }))
+	}
+	return out
 }
 
 // RestoreBaseline puts the pinned candidate's current secret values back
@@ -224,6 +248,16 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	}
 	read := reward.OracleRead{Tier: int(inst.Info().Tier), Kind: inst.Kind(), Pin: &reward.OraclePin{
 		Index: best, Kind: inst.Kind(), Tier: int(inst.Info().Tier), ConfigDigest: OracleConfigDigest(&dep.Candidates[best])}}
+	cand := &dep.Candidates[best]
+	read.AbsenceNotProof = inst.Info().AbsenceNotProof
+	if pin == nil && phase != "after" {
+		// The guard Begin applies: a change claim over a narrowed read
+		// must prove its newness, or the episode is not registered.
+		if err := checkRewardNewness(policyOf(o.daemon, dep, nil), dep, best, effects); err != nil {
+			read.Refused = err
+			return fail(read, err)
+		}
+	}
 	if err := checkSQLiteFiles(&config.Deployment{Candidates: dep.Candidates[best : best+1]}); err != nil {
 		return fail(read, err)
 	}
@@ -232,37 +266,51 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 		all[i] = i
 	}
 	req := captureRequest("reward", phase, 0, effects, all)
+	req.ReadFields, req.ExpectedValues = contractReads(effects, all, freshnessField(cand.Freshness))
 	rctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(effects))
 	defer cancel()
 	if phase == "after" {
 		snap, _ := o.reader.snapshot(rctx, inst, req)
 		read.Snapshot = snap
+		// The census after the read, as a session reads it: every record
+		// the read saw is in it.
+		read.Census = o.census(rctx, dep, best, effects, phase)
 		return read
 	}
-	capt, err := inst.CaptureBefore(rctx, req)
+	snap, err := rewardBaseline(rctx, inst, req)
 	if err != nil {
 		return fail(read, err)
 	}
+	read.Snapshot = snap
+	read.Census = o.census(rctx, dep, best, effects, phase)
+	return read
+}
+
+// rewardBaseline reads an episode's baseline whole through inst; an
+// unreachable read is a snapshot, a broken stream an error.
+func rewardBaseline(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest) (judge.Snapshot, error) {
+	capt, err := inst.CaptureBefore(ctx, req)
+	if err != nil {
+		return judge.Snapshot{}, err
+	}
 	defer capt.Close()
 	if !capt.Reachable {
-		read.Snapshot = unreachableCapture(capt)
-		return read
+		return unreachableCapture(capt), nil
 	}
 	recs := []judge.Record{}
 	for batch, err := range capt.RawBatches() {
 		if err != nil {
-			return fail(read, err)
+			return judge.Snapshot{}, err
 		}
 		for _, raw := range batch {
 			r, err := decodeRecord(raw)
 			if err != nil {
-				return fail(read, err)
+				return judge.Snapshot{}, err
 			}
 			recs = append(recs, r)
 		}
 	}
-	read.Snapshot = judge.Snapshot{Reachable: true, Records: recs}
-	return read
+	return judge.Snapshot{Reachable: true, Records: recs}, nil
 }
 
 // LoadContracts loads the reward contracts of the daemon config. A
@@ -296,4 +344,87 @@ func (o RewardOracle) LoadContracts() (map[string]*reward.Contract, error) {
 		out[name] = c
 	}
 	return out, nil
+}
+
+// checkRewardNewness applies policy.require_proven_newness to a
+// registration read through candidate ci, as Begin applies it to a
+// session's selected candidates (workflow.CheckNewness).
+func checkRewardNewness(p workflow.Effective, dep *config.Deployment, ci int, effects []*judge.Contract) error {
+	c := &dep.Candidates[ci]
+	r := workflow.Reader{Name: fmt.Sprintf("%s (%s)", candidatePath(dep, ci), c.Kind), Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+	for i, e := range effects {
+		claim := judge.Effect{Kind: e.Kind, CountNewOnly: e.CountNewOnly, NewOnly: e.NewOnly}
+		if fs := workflow.CheckNewness(p, claim, r, i, fmt.Sprintf("effects[%d]", i)); len(fs) > 0 {
+			return errors.New(fs[0].Message)
+		}
+	}
+	return nil
+}
+
+// census reads candidate ci's census beside a reward read (the before
+// census at registration, the after census at scoring); nil when the
+// candidate declares none or no effect judges newness or loss. A census
+// that cannot be configured or read is an unreachable snapshot: the
+// judge leaves what needs it INDETERMINATE.
+func (o RewardOracle) census(ctx context.Context, dep *config.Deployment, ci int, effects []*judge.Contract, phase string) *judge.Snapshot {
+	fields := censusFields(effects)
+	if dep.Candidates[ci].Census == nil || len(fields) == 0 {
+		return nil
+	}
+	if o.readCensus == nil {
+		return &judge.Snapshot{Reason: "this oracle reads no census"}
+	}
+	inst, err := o.configurer.census(ctx, dep, ci, effects)
+	if err != nil {
+		return &judge.Snapshot{Reason: err.Error()}
+	}
+	all := make([]int, len(effects))
+	for i := range all {
+		all[i] = i
+	}
+	s := o.readCensus(ctx, inst, censusRequest("reward", "census-"+phase, 0, effects, all), phase != "after", fields)
+	return &s
+}
+
+// Judge judges an episode's effects through the one judging path (prove)
+// under the deployment's options for the pinned candidate: its census (the
+// one read beside the baseline and the one read beside the after read),
+// its freshness window and the adapter's absence rule (reward.Oracle).
+// deployment "" is a calibration case: no deployment's options. A
+// deployment or candidate that cannot be read again leaves every effect
+// INDETERMINATE.
+func (o RewardOracle) Judge(deployment string, pin *reward.OraclePin, effects []*judge.Contract, before, after reward.OracleRead) reward.Proof {
+	reads := proofReads{before: before.Snapshot, after: after.Snapshot}
+	if deployment == "" {
+		return rewardProof(prove(nil, effects, reads, proofOptions(nil, false, nil, time.Time{})))
+	}
+	dep := o.deployment(deployment)
+	if dep == nil || pin == nil || pin.Index < 0 || pin.Index >= len(dep.Candidates) {
+		out := make([]judge.Verdict, len(effects))
+		for k, c := range effects {
+			out[k] = judge.Unreachable(c, fmt.Sprintf("deployment %q or its oracle candidate cannot be read again to judge by its options", deployment))
+		}
+		return reward.Proof{Verdicts: out}
+	}
+	cand := &dep.Candidates[pin.Index]
+	var census *judge.Census
+	if cand.Census != nil || before.Census != nil || after.Census != nil {
+		missing := judge.Snapshot{Reason: "no census was read beside this read (the episode was registered before the candidate declared census:, or the candidate no longer declares it)"}
+		census = &judge.Census{Before: censusRead(before.Census, missing), After: censusRead(after.Census, missing)}
+	}
+	opts := proofOptions(cand, before.AbsenceNotProof || after.AbsenceNotProof, census, o.now().UTC())
+	return rewardProof(prove(cand, effects, reads, opts))
+}
+
+// rewardProof is a Proof as the reward service records it.
+func rewardProof(p Proof) reward.Proof {
+	return reward.Proof{Verdicts: p.Verdicts, Newness: p.Newness, Census: p.Census, CensusUsable: p.CensusUsable}
+}
+
+// censusRead is the census read s, or missing when none was read.
+func censusRead(s *judge.Snapshot, missing judge.Snapshot) judge.Snapshot {
+	if s == nil {
+		return missing
+	}
+	return *s
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
+	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	sdkrefusal "github.com/verifierd/verifierd/sdk/refusal"
 )
@@ -189,6 +190,7 @@ func TestRewardMockMedSQLite(t *testing.T) {
   sqlite_database: %s
   sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = :patient_id ORDER BY id
   sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
 `, db), nil)
 	insert := func(t *testing.T, p, typ string) {
 		_, err := rw.Exec(`INSERT INTO encounters (patient_id, type, status) VALUES (?, ?, 'saved')`, p, typ)
@@ -228,6 +230,7 @@ func TestRewardMockMedPostgres(t *testing.T) {
   sql_driver: postgres
   sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = %%(patient_id)s ORDER BY id
   sql_query_params: {patient_id: {param: patient_id}}
+  census: {sql_query: SELECT id FROM encounters}
   sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}
   sql_password_env: MOCKMED_DB_PASSWORD
 `, pg.Port, pg.Reader.User, pg.Database), map[string]string{"MOCKMED_DB_PASSWORD": pg.Reader.Password})
@@ -246,7 +249,7 @@ func TestRewardTier3DevelopmentOnly(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	screen := &memAdapter{kind: "screen-reward-test", tier: sdk.TierReacquiredState, table: tab}
-	r := newRewardRig(t, "effects: {kind: screen-reward-test}\n", nil, screen)
+	r := newRewardRig(t, "effects: {kind: screen-reward-test, newness: whole_read}\n", nil, screen)
 	one := 1.0
 	r.run(t, 0, episodeCase{"tier 3 honest", "patient-screen-0001", func(_ *testing.T, p string) {
 		tab.add(sdk.Record{"id": json.Number("7"), "patient_id": p, "type": "Triage"})
@@ -301,7 +304,9 @@ func TestRewardsTrust(t *testing.T) {
 	issuer := signing.New(issuerKey)
 	c, err := reward.LoadContract("m", cdir, reward.Trust{})
 	must(t, err)
-	cal, err := reward.Calibrate(c, 30, 0.05, 1)
+	cal, err := reward.Calibrate(c, 30, 0.05, 1, func(effects []*judge.Contract, before, after reward.OracleRead) reward.Proof {
+		return RewardOracle{}.Judge("", nil, effects, before, after)
+	})
 	must(t, err)
 	cert, err := reward.SignCertificate(issuer, reward.NewCertificate(c, cal, issuer.KeyID(), time.Now()))
 	must(t, err)
@@ -381,6 +386,7 @@ func TestRewardOraclePinned(t *testing.T) {
       sqlite_database: %s
       sql_query: SELECT id, patient_id, type, status FROM encounters WHERE patient_id = :patient_id ORDER BY id
       sql_query_params: {patient_id: {param: patient_id}}
+      census: {sql_query: SELECT id FROM encounters}
 `, db)
 	docSection := fmt.Sprintf(`    - kind: document
       root: %s
@@ -462,7 +468,7 @@ func TestRewardSecretInRecords(t *testing.T) {
 	tab := &table{}
 	tab.add(sdk.Record{"id": json.Number("1"), "patient_id": "patient-old", "type": "Triage", "auth": "Bearer " + token})
 	a := &memAdapter{kind: "echo-reward-test", tier: sdk.TierIndependentSystem, table: tab}
-	r := newRewardRig(t, "effects:\n  kind: echo-reward-test\n  secret_env: {token: MOCKMED_TOKEN}\n", map[string]string{"MOCKMED_TOKEN": token}, a)
+	r := newRewardRig(t, "effects:\n  kind: echo-reward-test\n  newness: whole_read\n  secret_env: {token: MOCKMED_TOKEN}\n", map[string]string{"MOCKMED_TOKEN": token}, a)
 	one, zero := 1.0, 0.0
 	r.run(t, 0, episodeCase{"honest", "patient-echo-0001", func(_ *testing.T, p string) {
 		tab.add(sdk.Record{"id": json.Number("2"), "patient_id": p, "type": "Triage", "auth": "Bearer " + token})

@@ -193,9 +193,15 @@ func checkInline(dep *config.Deployment) error {
 // policy resolves the effective contract guards: daemon, then the
 // registered deployment, then the workflow (min_settle_s: the largest).
 func (m *Manager) policy(dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
+	return policyOf(m.daemon, dep, wf)
+}
+
+// policyOf is the policy in force for dep (and wf, when not nil) under
+// daemon's (which may be nil).
+func policyOf(daemon *config.Daemon, dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
 	var layers []*workflow.Policy
-	if m.daemon != nil {
-		layers = append(layers, m.daemon.Policy)
+	if daemon != nil {
+		layers = append(layers, daemon.Policy)
 	}
 	layers = append(layers, dep.Policy)
 	if wf != nil {

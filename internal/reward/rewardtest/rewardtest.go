@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/reward"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
@@ -69,6 +70,13 @@ func (o *Oracle) Read(context.Context, string, []*judge.Contract, map[string]str
 		return reward.OracleRead{Tier: o.Tier, Kind: "mem", Pin: pin, Snapshot: judge.Snapshot{Reason: "store offline"}}
 	}
 	return reward.OracleRead{Tier: o.Tier, Kind: "mem", Pin: pin, Snapshot: judge.Snapshot{Reachable: true, Records: append([]judge.Record(nil), o.rows...)}}
+}
+
+// Judge implements reward.Oracle through the daemon's one judging path.
+// An in-memory table belongs to no deployment: no census, freshness or
+// absence rule applies.
+func (o *Oracle) Judge(_ string, _ *reward.OraclePin, effects []*judge.Contract, before, after reward.OracleRead) reward.Proof {
+	return session.RewardOracle{}.Judge("", nil, effects, before, after)
 }
 
 // Rig is a certified MockMed service.
