@@ -34,6 +34,10 @@ const (
 	// narrowed collection with neither a census nor a newness:
 	// declaration, under policy.require_proven_newness.
 	CodeNewnessUnproven = "newness_unproven"
+	// CodeOracleUnavailable: a registration while the deployment's first
+	// candidate cannot be configured. Registering then would pin a lower
+	// candidate for the episode's life, whose rewards may never certify.
+	CodeOracleUnavailable = "oracle_unavailable"
 )
 
 // Status is the HTTP status of a refusal's code (docs/rewards.md): 404 for

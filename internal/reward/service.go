@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -261,7 +262,11 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 	}
 	read := s.Oracle.Read(ctx, c.Deployment, append(req, forb...), identity, "before", nil)
 	if read.Refused != nil {
-		return nil, refuse(CodeNewnessUnproven, "contract %s: deployment %q: %v", c.Name, c.Deployment, read.Refused)
+		code := CodeNewnessUnproven
+		if errors.As(read.Refused, new(*OracleUnavailableError)) {
+			code = CodeOracleUnavailable
+		}
+		return nil, refuse(code, "contract %s: deployment %q: %v", c.Name, c.Deployment, read.Refused)
 	}
 	ep := episode{Contract: c.Name, EpisodeID: episodeID, Identity: identity, Reachable: read.Snapshot.Reachable,
 		Reason: read.Snapshot.Reason, Records: read.Snapshot.Records, Oracle: read.Pin, Census: storeCensus(read.Census),
@@ -703,3 +708,24 @@ func randomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// OracleUnavailableError is a registration read's Refused when the
+// deployment's first candidate, the operator's first choice of oracle,
+// cannot be configured: the episode is not registered (it would pin a
+// lower candidate for its whole life, e.g. a document read whose rewards
+// are only ever development_only). Register again once it is back.
+type OracleUnavailableError struct {
+	Candidate string // "candidate 0 (sql)"
+	Fallback  string // the candidate it would have pinned instead, "" when none
+	Err       error
+}
+
+func (e *OracleUnavailableError) Error() string {
+	msg := fmt.Sprintf("the oracle's first %s is not available: %v", e.Candidate, e.Err)
+	if e.Fallback != "" {
+		msg += fmt.Sprintf("; registering now would pin %s for the episode's life, whose rewards cannot certify what the first candidate would", e.Fallback)
+	}
+	return msg + "; bring it back and register the episode again"
+}
+
+func (e *OracleUnavailableError) Unwrap() error { return e.Err }

@@ -47,7 +47,7 @@ func rewardStatus(err error, registering bool) error {
 		code = codes.AlreadyExists
 	default:
 		switch rf.Code {
-		case reward.CodeIdentityConflict, reward.CodePolicyUpdateRegressed, reward.CodeCalibrationRefused, reward.CodeNewnessUnproven:
+		case reward.CodeIdentityConflict, reward.CodePolicyUpdateRegressed, reward.CodeCalibrationRefused, reward.CodeNewnessUnproven, reward.CodeOracleUnavailable:
 			code = codes.FailedPrecondition
 		}
 	}

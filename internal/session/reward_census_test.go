@@ -5,6 +5,7 @@ import (
 	stdsql "database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -172,4 +173,50 @@ func TestRewardFreshness(t *testing.T) {
 	if rc := r.score(t, "episode-fresh-0001"); rc.RewardOutcome != reward.OutcomeVerified || !rc.Certified {
 		t.Fatalf("fresh Triage: %s (%s) reasons %v", rc.RewardOutcome, rc.ReasonCode, reasonsOf(rc))
 	}
+}
+
+// TestRewardRefusedWhileFirstCandidateDown: a registration while the
+// deployment's first candidate cannot be configured is refused
+// (oracle_unavailable, naming both candidates), where before it quietly
+// pinned the next candidate for the episode's life; nothing is stored.
+// Once the first candidate is back, the same episode registers.
+func TestRewardRefusedWhileFirstCandidateDown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := filepath.Join(dir, "first", "clinic.db")
+	second := filepath.Join(dir, "clinic.db")
+	must(t, os.MkdirAll(filepath.Dir(first), 0o755))
+	for _, db := range []string{first, second} {
+		rw, err := stdsql.Open("sqlite", db)
+		must(t, err)
+		_, err = rw.Exec(`CREATE TABLE encounters (id INTEGER PRIMARY KEY, patient_id TEXT NOT NULL, type TEXT NOT NULL, status TEXT, created_at TEXT)`)
+		must(t, err)
+		rw.Close()
+	}
+	cand := func(db string) string {
+		return fmt.Sprintf(`
+    - kind: sql
+      sqlite_database: %s
+      sql_query: SELECT id, patient_id, type, status, created_at FROM encounters WHERE patient_id = :patient_id ORDER BY id
+      sql_query_params: {patient_id: {param: patient_id}}
+      census: {sql_query: SELECT id FROM encounters}`, db)
+	}
+	r := newRewardRig(t, "effects:\n  candidates:"+cand(first)+cand(second)+"\n", nil)
+	// The first candidate's database goes away: it cannot be configured.
+	must(t, os.Rename(filepath.Dir(first), filepath.Dir(first)+".away"))
+	_, err := r.svc.RegisterEpisode(context.Background(), "", "", "episode-down-0001", map[string]string{"patient_id": "patient-down-0001"})
+	re, ok := errors.AsType[*sdkrefusal.Error](err)
+	if !ok || re.Code != reward.CodeOracleUnavailable {
+		t.Fatalf("register while the first candidate is down: %v, want a %s refusal", err, reward.CodeOracleUnavailable)
+	}
+	for _, want := range []string{"candidate 0 (sql)", "would pin candidate 1 (sql)", "register the episode again"} {
+		if !strings.Contains(re.Message, want) {
+			t.Errorf("the refusal does not say %q: %s", want, re.Message)
+		}
+	}
+	if raw, err := r.m.store.RewardGet(t.Context(), store.RewardEpisodes, "mockmed/episode-down-0001"); err != nil || raw != nil {
+		t.Errorf("a refused registration stored %s (%v)", raw, err)
+	}
+	must(t, os.Rename(filepath.Dir(first)+".away", filepath.Dir(first)))
+	r.register(t, "episode-down-0001", "patient-down-0001")
 }

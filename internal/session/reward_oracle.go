@@ -241,6 +241,15 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 				best = i
 			}
 		}
+		if insts[0] == nil && phase != "after" {
+			// The operator's first choice is down: never pin another
+			// for the episode's life without saying so.
+			e := &reward.OracleUnavailableError{Candidate: fmt.Sprintf("candidate 0 (%s)", clip(dep.Candidates[0].Kind)), Err: errors.Join(errs...)}
+			if best >= 0 {
+				e.Fallback = fmt.Sprintf("candidate %d (%s)", best, clip(insts[best].Kind()))
+			}
+			return fail(reward.OracleRead{Refused: e}, e)
+		}
 		if best < 0 {
 			return fail(reward.OracleRead{}, errors.Join(errs...))
 		}
