@@ -119,18 +119,18 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 		read.Snapshot.Reachable = false
 		return read
 	}
-	var all secretMask
+	masks := make([]secretMask, len(dep.Candidates))
 	for i := range dep.Candidates {
-		all.secrets = append(all.secrets, maskSecrets(o.lookupEnv, &dep.Candidates[i]).secrets...)
+		masks[i] = maskSecrets(o.lookupEnv, &dep.Candidates[i])
 	}
-	all.sort()
+	all := joinMasks(masks...)
 	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
 	if phase != "after" && read.Snapshot.Reachable && read.Pin != nil && read.Pin.Index < len(dep.Candidates) {
 		mask := maskSecrets(o.lookupEnv, &dep.Candidates[read.Pin.Index])
 		if mask.active() {
 			recs := make([]judge.Record, len(read.Snapshot.Records))
 			for i, r := range read.Snapshot.Records {
-				recs[i] = judge.Record(mask.object(r, func(t string) string { return mask.replace(t, placeholder) }))
+				recs[i] = judge.Record(mask.object(r, mask.stored))
 			}
 			read.Snapshot.Records = recs
 		}
