@@ -160,7 +160,12 @@ func (s secretMask) records(rs []judge.Record) []judge.Record {
 // masked and encoded again.
 //
 // A record that does not decode (Verify finds such a baseline unreadable)
-// is stored with each value replaced in its bytes (storeBytes).
+// is stored with each value replaced in its bytes (storeBytes). A record
+// that holds a form in a mix of cases (neither as configured, nor all
+// lower or upper case) is refused with an *unrestorableError: its
+// placeholder could not be put back, and a baseline record judged with a
+// placeholder where the after read holds the value would look changed or
+// new.
 func (s secretMask) storeRaw(rec []byte) ([]byte, error) {
 	if !s.active() || !s.mayHold(rec) {
 		return rec, nil
@@ -170,17 +175,36 @@ func (s secretMask) storeRaw(rec []byte) ([]byte, error) {
 		return s.storeBytes(rec), nil //nolint:nilerr // an undecodable record is stored with its values replaced in its bytes
 	}
 	changed := false
+	var mixed *secretForm
 	masked := s.object(r, func(t string) string {
-		m := s.stored(t)
+		m := s.m.replace(t, func(f *secretForm, found string) string {
+			p := placeholderOf(f, found)
+			if strings.HasSuffix(p, caseMixed+"]") {
+				mixed = f
+			}
+			return p
+		})
 		changed = changed || m != t
 		return m
 	})
+	if mixed != nil {
+		return nil, &unrestorableError{slot: mixed.slot}
+	}
 	if !changed {
 		// Nothing decoded holds one (a duplicate key's earlier value may
 		// still): the bytes as they came, with any value in them replaced.
 		return s.storeBytes(rec), nil
 	}
 	return json.Marshal(masked)
+}
+
+// unrestorableError is a baseline record that echoes a secret in a mix of
+// cases (secretMask.storeRaw).
+type unrestorableError struct{ slot string }
+
+func (e *unrestorableError) Error() string {
+	return "a baseline record echoes the secret of " + e.slot + " in a mix of upper and lower case, which the stored baseline could not put back for the comparison; " +
+		"the session is refused rather than judged against a record that would look changed (have the system of record stop echoing the credential, or read fields that do not carry it)"
 }
 
 // storeBytes replaces each form in rec's bytes, in clear and as JSON
