@@ -8,16 +8,17 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/secretforms"
 	"github.com/verifierd/verifierd/judge"
 )
 
 // SecretMarker replaces a configured secret's value wherever a read record
 // or an adapter's text carries it.
-const SecretMarker = "[redacted]"
+const SecretMarker = secretforms.Marker
 
 // secretMask holds the values of a candidate's configured secrets (the
 // environment variables its *_env keys, secret_env and compensator name)
-// and every form each takes in text (formsOf: base64, URL-escaped, the
+// and every form each takes in text (secretforms.Of: base64, URL-escaped, the
 // password of a user:password pair, JSON-escaped, in any ASCII case), so
 // that a system of record that echoes a credential inside a record (an
 // Authorization header in an audit row, lower-cased or as Basic's base64)
@@ -34,7 +35,7 @@ const SecretMarker = "[redacted]"
 // store never holds the value.
 type secretMask struct {
 	secrets []secret
-	m       *matcher
+	m       *secretforms.Matcher
 }
 
 type secret struct{ slot, value string }
@@ -64,14 +65,14 @@ func maskSecrets(lookupEnv func(string) (string, bool), c *config.Candidate) sec
 // under its first slot).
 func newSecretMask(secrets []secret) secretMask {
 	var out secretMask
-	var forms []secretForm
+	var forms []secretforms.Form
 	for _, sec := range secrets {
 		if !slices.ContainsFunc(out.secrets, func(s secret) bool { return s.value == sec.value }) {
 			out.secrets = append(out.secrets, sec)
-			forms = append(forms, formsOf(sec.slot, sec.value)...)
+			forms = append(forms, secretforms.Of(sec.slot, sec.value)...)
 		}
 	}
-	out.m = newMatcher(forms)
+	out.m = secretforms.NewMatcher(forms)
 	return out
 }
 
@@ -91,7 +92,7 @@ func (s secretMask) text(t string) string {
 	if !s.active() {
 		return t
 	}
-	return s.m.replace(t, func(*secretForm, string) string { return SecretMarker })
+	return s.m.Mask(t)
 }
 
 // stored masks every form of every secret in t with its placeholder.
@@ -99,7 +100,7 @@ func (s secretMask) stored(t string) string {
 	if !s.active() {
 		return t
 	}
-	return s.m.replace(t, placeholderOf)
+	return s.m.Replace(t, secretforms.Placeholder)
 }
 
 // value masks secrets inside a decoded JSON value (text replaces them):
@@ -175,11 +176,11 @@ func (s secretMask) storeRaw(rec []byte) ([]byte, error) {
 		return s.storeBytes(rec), nil //nolint:nilerr // an undecodable record is stored with its values replaced in its bytes
 	}
 	changed := false
-	var mixed *secretForm
+	var mixed *secretforms.Form
 	masked := s.object(r, func(t string) string {
-		m := s.m.replace(t, func(f *secretForm, found string) string {
-			p := placeholderOf(f, found)
-			if strings.HasSuffix(p, caseMixed+"]") {
+		m := s.m.Replace(t, func(f *secretforms.Form, found string) string {
+			p := secretforms.Placeholder(f, found)
+			if secretforms.Mixed(p) {
 				mixed = f
 			}
 			return p
@@ -188,7 +189,7 @@ func (s secretMask) storeRaw(rec []byte) ([]byte, error) {
 		return m
 	})
 	if mixed != nil {
-		return nil, &unrestorableError{slot: mixed.slot}
+		return nil, &unrestorableError{slot: mixed.Slot}
 	}
 	if !changed {
 		// Nothing decoded holds one (a duplicate key's earlier value may
@@ -210,7 +211,7 @@ func (e *unrestorableError) Error() string {
 // storeBytes replaces each form in rec's bytes, in clear and as JSON
 // encodes it, by its placeholder.
 func (s secretMask) storeBytes(rec []byte) []byte {
-	if !s.m.contains(rec) {
+	if !s.m.Contains(rec) {
 		return rec
 	}
 	return []byte(s.stored(string(rec)))
@@ -243,11 +244,8 @@ func (s secretMask) restoreText(t string) string {
 // restore replaces each placeholder in t by its form's text, written
 // with as.
 func (s secretMask) restore(t string, as func(string) string) string {
-	for i := range s.m.forms {
-		if s.m.forms[i].keep {
-			continue
-		}
-		for _, p := range s.m.forms[i].restorable() {
+	for _, f := range s.m.Forms() {
+		for _, p := range f.Restorable() {
 			if strings.Contains(t, p[0]) {
 				t = strings.ReplaceAll(t, p[0], as(p[1]))
 			}
@@ -261,7 +259,7 @@ func (s secretMask) restore(t string, as func(string) string) string {
 // also checked: a record whose bytes hold a backslash is decoded and
 // searched.
 func (s secretMask) mayHold(rec []byte) bool {
-	return bytes.IndexByte(rec, '\\') >= 0 || s.m.contains(rec)
+	return bytes.IndexByte(rec, '\\') >= 0 || s.m.Contains(rec)
 }
 
 // verdict masks the values a verdict shows: its matched records, its

@@ -1,4 +1,14 @@
-package session
+// Package secretforms finds a secret in text in every form it takes on the
+// way through a system of record: the value in any ASCII case, its base64
+// (standard and URL alphabets, padded and not), its URL escapes, the
+// password of a user:password pair, the credential after a scheme word,
+// and any of these as a JSON string escapes it. A Matcher finds all forms
+// of a set of secrets in one pass, leftmost and then longest first, and
+// never matches its own marker, so that masking never masks a marker
+// again. The daemon masks records, reasons and stored baselines with it
+// (internal/session); the HTTP adapters their logs and messages
+// (internal/httpx). A leaf: standard library only.
+package secretforms
 
 import (
 	"encoding/base64"
@@ -8,39 +18,57 @@ import (
 	"strings"
 )
 
-// secretForm is one form a secret's value takes in text: the value itself,
+// Form is one form a secret's value takes in text: the value itself,
 // its base64, its URL-escaped text, the password of a user:password pair,
 // or such a form as a JSON string carries it. Every form is matched without
 // regard to ASCII case.
-type secretForm struct {
+type Form struct {
 	text string // the form as written
 	fold string // text, ASCII letters lowered
-	slot string // the secret's slot
-	name string // the form's name in a stored placeholder; "" for the value
-	// keep marks a marker (SecretMarker, a placeholder's opening): found,
-	// it is written as it is, so that masking never masks its own marker.
+	// Slot is the secret's slot (the dotted path of its *_env key, or its
+	// secret_env name).
+	Slot string
+	// Name is the form's name in a placeholder: "" for the value as
+	// configured, else "base64", "password.query", "json"…
+	Name string
+	// keep marks a marker (Marker, a placeholder's opening): found, it is
+	// written as it is, so that masking never masks its own marker.
 	keep bool
 }
 
+// Marker replaces a secret's form wherever masked text carries it.
+const Marker = "[redacted]"
+
+// Text is the form as written.
+func (f *Form) Text() string { return f.text }
+
 // markers are the forms a matcher keeps as they are.
-var markers = []secretForm{
-	{text: SecretMarker, fold: SecretMarker, keep: true},
+var markers = []Form{
+	{text: Marker, fold: Marker, keep: true},
 	{text: "[redacted:", fold: "[redacted:", keep: true},
 }
 
-// formsOf lists every form of the value v of slot: v and, for a
-// user:password pair (a slot ending in basic_env), the password alone;
-// each of these in base64 (standard and URL alphabets, padded and not);
-// each of those query- and path-escaped; and each result as a JSON string
-// carries it (json.Marshal's escapes) when that differs.
-func formsOf(slot, v string) []secretForm {
-	bases := []secretForm{{text: v}}
-	if strings.HasSuffix(slot, "basic_env") {
-		if _, pass, ok := strings.Cut(v, ":"); ok && pass != "" {
-			bases = append(bases, secretForm{text: pass, name: "password"})
-		}
+// MinBytes is the shortest part of a value that is a form of its own (the
+// password of a pair, the credential after a scheme word): a shorter one
+// would mask ordinary text with it.
+const MinBytes = 8
+
+// Of lists every form of the value v of slot: v; for a user:password pair
+// (a slot ending in basic_env) the password alone; for a value with a
+// scheme word ("token key:secret", "Bearer abc…") the credential after
+// it; each of these (parts of MinBytes or more) in base64 (standard and
+// URL alphabets, padded and not); each of those query- and path-escaped;
+// and each result as a JSON string carries it (json.Marshal's escapes)
+// when that differs.
+func Of(slot, v string) []Form {
+	bases := []Form{{text: v}}
+	if _, pass, ok := strings.Cut(v, ":"); ok && strings.HasSuffix(slot, "basic_env") && len(pass) >= MinBytes {
+		bases = append(bases, Form{text: pass, Name: "password"})
 	}
-	var out []secretForm
+	if _, cred, ok := strings.Cut(v, " "); ok && len(cred) >= MinBytes {
+		bases = append(bases, Form{text: cred, Name: "credential"})
+	}
+	var out []Form
 	for _, b := range bases {
 		for _, e := range base64Forms(b) {
 			out = append(out, escapedForms(e)...)
@@ -49,37 +77,37 @@ func formsOf(slot, v string) []secretForm {
 	for _, f := range slices.Clone(out) {
 		enc, _ := json.Marshal(f.text)
 		if js := string(enc[1 : len(enc)-1]); js != f.text {
-			out = append(out, secretForm{text: js, name: join(f.name, "json")})
+			out = append(out, Form{text: js, Name: join(f.Name, "json")})
 		}
 	}
 	for i := range out {
-		out[i].slot = slot
+		out[i].Slot = slot
 		out[i].fold = foldASCII(out[i].text)
 	}
 	return out
 }
 
 // base64Forms is f and f's text in the four base64 encodings.
-func base64Forms(f secretForm) []secretForm {
-	out := []secretForm{f}
+func base64Forms(f Form) []Form {
+	out := []Form{f}
 	for _, enc := range []struct {
 		name string
 		e    *base64.Encoding
 	}{{"base64", base64.StdEncoding}, {"base64raw", base64.RawStdEncoding}, {"base64url", base64.URLEncoding}, {"base64urlraw", base64.RawURLEncoding}} {
-		out = append(out, secretForm{text: enc.e.EncodeToString([]byte(f.text)), name: join(f.name, enc.name)})
+		out = append(out, Form{text: enc.e.EncodeToString([]byte(f.text)), Name: join(f.Name, enc.name)})
 	}
 	return out
 }
 
 // escapedForms is f and f's text query- and path-escaped, when that
 // differs.
-func escapedForms(f secretForm) []secretForm {
-	out := []secretForm{f}
+func escapedForms(f Form) []Form {
+	out := []Form{f}
 	if q := url.QueryEscape(f.text); q != f.text {
-		out = append(out, secretForm{text: q, name: join(f.name, "query")})
+		out = append(out, Form{text: q, Name: join(f.Name, "query")})
 	}
 	if p := url.PathEscape(f.text); p != f.text {
-		out = append(out, secretForm{text: p, name: join(f.name, "path")})
+		out = append(out, Form{text: p, Name: join(f.Name, "path")})
 	}
 	return out
 }
@@ -138,28 +166,29 @@ func foldEqual[T string | []byte](s T, fold string) bool {
 // filterBits sizes matcher's prefix filter (2^filterBits entries).
 const filterBits = 12
 
-// matcher finds every form of a set of secrets in one pass over a text:
+// Matcher finds every form of a set of secrets in one pass over a text:
 // at each position the next k bytes (k: the shortest form, at most 8),
 // lowered, are a rolling word; a bit table hashed from it rules out almost
 // every position, and at the others the forms sharing that prefix are
 // compared, longest first. The leftmost, then longest, form wins; a
 // replacement is never searched again, so a marker is never masked.
-type matcher struct {
+type Matcher struct {
 	k        int
 	filter   [1 << filterBits]bool
 	byPrefix map[uint64][]int // lowered k-byte prefix -> forms, longest first
-	forms    []secretForm
+	forms    []Form
 }
 
-// newMatcher builds a matcher over forms (no two with the same lowered
-// text: the first is kept). It is nil when forms is empty.
-func newMatcher(forms []secretForm) *matcher {
+// NewMatcher builds a Matcher over forms (no two with the same lowered
+// text: the first is kept). It is nil when forms is empty; a nil Matcher
+// finds nothing.
+func NewMatcher(forms []Form) *Matcher {
 	forms = slices.Clone(forms)
-	slices.SortStableFunc(forms, func(a, b secretForm) int { return len(b.text) - len(a.text) })
+	slices.SortStableFunc(forms, func(a, b Form) int { return len(b.text) - len(a.text) })
 	seen := map[string]bool{}
-	m := &matcher{k: 8, byPrefix: map[uint64][]int{}}
+	m := &Matcher{k: 8, byPrefix: map[uint64][]int{}}
 	for _, f := range forms {
-		if f.text == "" || seen[f.fold] || slices.ContainsFunc(markers, func(k secretForm) bool { return k.fold == f.fold }) {
+		if f.text == "" || seen[f.fold] || slices.ContainsFunc(markers, func(k Form) bool { return k.fold == f.fold }) {
 			continue
 		}
 		seen[f.fold] = true
@@ -170,7 +199,7 @@ func newMatcher(forms []secretForm) *matcher {
 		return nil
 	}
 	m.forms = append(m.forms, markers...)
-	slices.SortStableFunc(m.forms, func(a, b secretForm) int { return len(b.text) - len(a.text) })
+	slices.SortStableFunc(m.forms, func(a, b Form) int { return len(b.text) - len(a.text) })
 	for i, f := range m.forms {
 		w := word(f.fold, 0, m.k)
 		m.filter[hashWord(w)] = true
@@ -192,7 +221,7 @@ func hashWord(w uint64) uint64 { return (w * 0x9E3779B97F4A7C15) >> (64 - filter
 
 // next returns the position and form of the first form found in t at or
 // after from, or -1 and nil.
-func next[T string | []byte](m *matcher, t T, from int) (int, *secretForm) {
+func next[T string | []byte](m *Matcher, t T, from int) (int, *Form) {
 	if m == nil || len(t)-from < m.k {
 		return -1, nil
 	}
@@ -217,9 +246,9 @@ func next[T string | []byte](m *matcher, t T, from int) (int, *secretForm) {
 	}
 }
 
-// replace returns t with every form found replaced by with(form, the text
-// found); t itself when none is.
-func (m *matcher) replace(t string, with func(f *secretForm, found string) string) string {
+// Replace returns t with every form found replaced by with(form, the text
+// found); t itself when none is. A marker found is kept as it is.
+func (m *Matcher) Replace(t string, with func(f *Form, found string) string) string {
 	i, f := next(m, t, 0)
 	if f == nil {
 		return t
@@ -242,8 +271,8 @@ func (m *matcher) replace(t string, with func(f *secretForm, found string) strin
 	return b.String()
 }
 
-// contains reports whether any form (not a marker) is in t.
-func (m *matcher) contains(t []byte) bool {
+// Contains reports whether any form (not a marker) is in t.
+func (m *Matcher) Contains(t []byte) bool {
 	for i, f := next(m, t, 0); f != nil; i, f = next(m, t, i+len(f.text)) {
 		if !f.keep {
 			return true
@@ -261,12 +290,37 @@ const (
 	caseMixed = "mixed"
 )
 
-// placeholderOf is what a stored baseline holds in place of found, a
+// Mixed reports whether p, a Placeholder, names a form found in a mix of
+// cases, which cannot be put back.
+func Mixed(p string) bool {
+	return strings.HasSuffix(p, "."+caseMixed+"]") || strings.HasSuffix(p, "~"+caseMixed+"]")
+}
+
+// Forms lists m's forms, markers excluded.
+func (m *Matcher) Forms() []*Form {
+	if m == nil {
+		return nil
+	}
+	var out []*Form
+	for i := range m.forms {
+		if !m.forms[i].keep {
+			out = append(out, &m.forms[i])
+		}
+	}
+	return out
+}
+
+// Mask returns t with every form m finds replaced by Marker.
+func (m *Matcher) Mask(t string) string {
+	return m.Replace(t, func(*Form, string) string { return Marker })
+}
+
+// Placeholder is what a stored baseline holds in place of found, a
 // match of f: "[redacted:SLOT]" for the value as configured,
 // "[redacted:SLOT~FORM]" for another form, FORM ending in ".lower",
 // ".upper" or ".mixed" when the case of found is not f's.
-func placeholderOf(f *secretForm, found string) string {
-	name := f.name
+func Placeholder(f *Form, found string) string {
+	name := f.Name
 	switch found {
 	case f.text:
 	case f.fold:
@@ -277,20 +331,20 @@ func placeholderOf(f *secretForm, found string) string {
 		name = join(name, caseMixed)
 	}
 	if name == "" {
-		return "[redacted:" + f.slot + "]"
+		return "[redacted:" + f.Slot + "]"
 	}
-	return "[redacted:" + f.slot + "~" + name + "]"
+	return "[redacted:" + f.Slot + "~" + name + "]"
 }
 
-// restorable lists each placeholder a form can be restored from, with the
-// text it stands for.
-func (f *secretForm) restorable() [][2]string {
-	out := [][2]string{{placeholderOf(f, f.text), f.text}}
+// Restorable lists each placeholder f can be put back from, with the text
+// it stands for.
+func (f *Form) Restorable() [][2]string {
+	out := [][2]string{{Placeholder(f, f.text), f.text}}
 	if f.fold != f.text {
-		out = append(out, [2]string{placeholderOf(f, f.fold), f.fold})
+		out = append(out, [2]string{Placeholder(f, f.fold), f.fold})
 	}
 	if up := upperASCII(f.text); up != f.text && up != f.fold {
-		out = append(out, [2]string{placeholderOf(f, up), up})
+		out = append(out, [2]string{Placeholder(f, up), up})
 	}
 	return out
 }
