@@ -42,7 +42,7 @@ func CheckKeys(data []byte, what string) error {
 	for {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil // the end, or not JSON: the caller's decoder says which
+			return nil //nolint:nilerr // the end, or not JSON: the caller's decoder says which
 		}
 		var top *keyFrame
 		if n := len(stack); n > 0 {
