@@ -21,7 +21,9 @@ func TestSecretSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, secrets, err := s.Resolve(nil, "c", func(n string) (string, bool) { return map[string]string{"PW": "pw-1-long", "TOKEN": "tok-2-long"}[n], true }, nil)
+	cfg, secrets, err := s.Resolve(nil, "c", func(n string) (string, bool) {
+		return map[string]string{"PW": "pw-1-long", "TOKEN": "tok-2-long"}[n], true
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
