@@ -276,12 +276,12 @@ func (s sqlServer) auditTables(t *testing.T) {
 		}
 	}
 	// Wrong password: no baseline, exit 3.
-	out, code = verifyctl(t, []string{"VERIFIER_DB_PASSWORD=wrong"}, "audit-tables", "--deployment", dep, "--tables", tables, "--snapshot", filepath.Join(dir, "x.json"))
+	out, code = verifyctl(t, []string{"VERIFIER_DB_PASSWORD=wrong-password"}, "audit-tables", "--deployment", dep, "--tables", tables, "--snapshot", filepath.Join(dir, "x.json"))
 	if code != 3 || !strings.Contains(out, "do not run") || strings.Contains(out, s.reader.Password) {
 		t.Errorf("snapshot with a wrong password: exit %d %s", code, out)
 	}
 	// The audit after the run cannot read: INDETERMINATE, exit 0.
-	out, code = verifyctl(t, []string{"VERIFIER_DB_PASSWORD=wrong"}, "audit-tables", "--deployment", dep, "--tables", tables, "--before", snap)
+	out, code = verifyctl(t, []string{"VERIFIER_DB_PASSWORD=wrong-password"}, "audit-tables", "--deployment", dep, "--tables", tables, "--before", snap)
 	if got := mustJSON[auditOutput](t, out); code != 0 || got.Verdict != "INDETERMINATE" || got.Tables[0].After != nil {
 		t.Errorf("audit with a wrong password: exit %d %s", code, out)
 	}

@@ -108,7 +108,7 @@ func TestInlineDeploymentRefused(t *testing.T) {
 // compensator.
 func TestInlineDevSwitch(t *testing.T) {
 	c := newClinic(t)
-	d := startDaemon(t, daemonOpts{inline: true, config: "secrets:\n  allow: [CLINIC_*]\n", env: []string{"CLINIC_TOKEN=t0k3n"}})
+	d := startDaemon(t, daemonOpts{inline: true, config: "secrets:\n  allow: [CLINIC_*]\n", env: []string{"CLINIC_TOKEN=t0k3n-long"}})
 	if !strings.Contains(d.logs(), "--allow-inline-deployments") {
 		t.Errorf("no WARN line at start: %s", d.logs())
 	}
@@ -300,7 +300,7 @@ func TestContractGuardsThroughDaemon(t *testing.T) {
       field: patient_id
 `)
 		cfg := fmt.Sprintf("deployments:\n  clinic: %s\n  ui: %s\nsecrets:\n  allow: [UIRB_*]\npolicy:\n  min_tier: 1\n  require_registered_contracts: false\n", c.deployment, ui)
-		d := startDaemon(t, daemonOpts{config: cfg, env: []string{"UIRB_USER=u", "UIRB_PASSWORD=p"}})
+		d := startDaemon(t, daemonOpts{config: cfg, env: []string{"UIRB_USER=reader-user", "UIRB_PASSWORD=reader-password"}})
 		msg := d.wantRefused(t, "FailedPrecondition", "weak_tier", "effects[0]",
 			"begin", "--deployment-name", "ui", "--effects", c.effects, "--param", "patient_id=p1", "--param", "note=x")
 		if !strings.Contains(msg, "tier 2") {

@@ -20,7 +20,7 @@ import (
 
 // The record application's accounts (internal/testservers/recordapp).
 const (
-	readerUser     = "reader"
+	readerUser     = "records-reader"
 	readerPassword = "reader-pass-7c1"
 	clerkUser      = "clerk"
 	clerkPassword  = "clerk-pass-4e9"

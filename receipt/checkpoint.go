@@ -68,11 +68,18 @@ func ReadExport(r io.Reader) (*Export, error) {
 		if len(text) == 0 {
 			continue
 		}
+		if err := CheckKeys(text, fmt.Sprintf("line %d", line)); err != nil {
+			return nil, err
+		}
 		var probe struct {
 			PayloadType *string `json:"payloadType"`
 		}
 		if json.Unmarshal(text, &probe) == nil && probe.PayloadType != nil {
 			env, err := ParseEnvelope(text)
+			if de, ok := errors.AsType[*DuplicateKeyError](err); ok {
+				de.What = fmt.Sprintf("line %d: %s", line, de.What)
+				return nil, de
+			}
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %v", line, err)
 			}
@@ -184,6 +191,9 @@ func VerifySigned(x *Export, pub ed25519.PublicKey) (*Checkpoint, error) {
 // CheckpointSignerKey takes the public key a checkpoint payload names and
 // checks that it hashes to keyID, the id the caller trusts.
 func CheckpointSignerKey(env *Envelope, keyID string) (ed25519.PublicKey, error) {
+	if err := CheckKeys(env.Payload, "the checkpoint's payload"); err != nil {
+		return nil, err
+	}
 	var c Checkpoint
 	if err := json.Unmarshal(env.Payload, &c); err != nil || c.Signer == nil || c.Signer.PublicKey == "" {
 		return nil, errors.New("the checkpoint names no signer public key; pass the public key")

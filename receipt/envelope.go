@@ -70,9 +70,10 @@ var (
 
 // Open checks that env carries a valid signature by pub over its payload and
 // type, and returns the payload. It refuses an envelope whose only
-// signatures are by other keys (ErrNoSignature) and one whose signature by
+// signatures are by other keys (ErrNoSignature), one whose signature by
 // pub does not verify (ErrBadSignature): a changed payload, type or
-// signature.
+// signature, and a signed payload that holds a key twice
+// (*DuplicateKeyError).
 func (env *Envelope) Open(pub ed25519.PublicKey) ([]byte, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("the public key has %d bytes, want %d", len(pub), ed25519.PublicKeySize)
@@ -85,6 +86,9 @@ func (env *Envelope) Open(pub ed25519.PublicKey) ([]byte, error) {
 		}
 		found = true
 		if ed25519.Verify(pub, PAE(env.PayloadType, env.Payload), s.Sig) {
+			if err := CheckKeys(env.Payload, "the signed payload"); err != nil {
+				return nil, err
+			}
 			return env.Payload, nil
 		}
 	}
@@ -94,14 +98,23 @@ func (env *Envelope) Open(pub ed25519.PublicKey) ([]byte, error) {
 	return nil, ErrBadSignature
 }
 
-// ParseEnvelope reads an envelope's JSON.
+// ParseEnvelope reads an envelope's JSON. It refuses, with a
+// *DuplicateKeyError, an envelope or payload that holds a key twice in an
+// object at any depth, the keys compared without regard to case
+// ("payload" and "Payload"): other readers would take the other value.
 func ParseEnvelope(data []byte) (*Envelope, error) {
+	if err := CheckKeys(data, "the envelope"); err != nil {
+		return nil, err
+	}
 	var env Envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		return nil, fmt.Errorf("not a DSSE envelope: %w", err)
 	}
 	if env.PayloadType == "" || len(env.Signatures) == 0 {
 		return nil, errors.New("not a DSSE envelope: it needs payloadType, payload and signatures")
+	}
+	if err := CheckKeys(env.Payload, "the envelope's payload"); err != nil {
+		return nil, err
 	}
 	return &env, nil
 }

@@ -121,6 +121,9 @@ func PayloadDigest(payload []byte) string {
 // is given: the entry at the payload's ledger.seq was chained onto
 // ledger.head and records the payload's digest.
 func FindReceipt(entries []Entry, payload []byte) (*Entry, error) {
+	if err := CheckKeys(payload, "the receipt's payload"); err != nil {
+		return nil, err
+	}
 	var p struct {
 		Ledger *Position `json:"ledger"`
 	}

@@ -38,6 +38,9 @@ func CheckSubject(payload []byte, want Expect) error {
 	if want == (Expect{}) {
 		return nil
 	}
+	if err := CheckKeys(payload, "the signed payload"); err != nil {
+		return err
+	}
 	var p struct {
 		SessionID  string          `json:"session_id"`
 		Deployment json.RawMessage `json:"deployment"`

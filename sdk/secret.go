@@ -18,8 +18,11 @@ const secretEnvPrefix = "secret_env."
 //     dotted path: req.Secret("auth.bearer_env").
 //
 // The value is the daemon's environment variable the section names, read
-// when the daemon configures the adapter. Never log it, return it, or put
-// it in a reason or a record.
+// when the daemon configures the adapter; it holds at least
+// deployment.MinSecretBytes (8) bytes, as the daemon refuses a shorter
+// one. Never log it, return it, or put it in a reason or a record: the
+// daemon masks it in every form it knows of (base64, URL-escaped, another
+// case) in what an adapter returns, but an adapter's own log is its own.
 func (r ConfigureRequest) Secret(slot string) (string, bool) {
 	v, ok := r.Secrets[secretKey(slot)]
 	return v, ok && v != ""

@@ -21,12 +21,14 @@ func TestSecretSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, secrets, err := s.Resolve(nil, "c", func(n string) (string, bool) { return map[string]string{"PW": "pw-1", "TOKEN": "tok-2"}[n], true }, nil)
+	cfg, secrets, err := s.Resolve(nil, "c", func(n string) (string, bool) {
+		return map[string]string{"PW": "pw-1-long", "TOKEN": "tok-2-long"}[n], true
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := sdk.ConfigureRequest{Kind: "ldap", Config: cfg, Secrets: secrets}
-	for slot, want := range map[string]string{"password": "pw-1", "auth.bearer_env": "tok-2"} {
+	for slot, want := range map[string]string{"password": "pw-1-long", "auth.bearer_env": "tok-2-long"} {
 		if got, ok := req.Secret(slot); !ok || got != want {
 			t.Errorf("Secret(%q) = %q, %v; want %q", slot, got, ok, want)
 		}
@@ -42,7 +44,7 @@ func TestSecretSlots(t *testing.T) {
 	if _, err := req.RequireSecret("db.dsn_env"); !isConfigErrorAt(err, "db.dsn_env") {
 		t.Errorf("RequireSecret(db.dsn_env) = %v; want a refusal at db.dsn_env", err)
 	}
-	if v, err := req.RequireSecret("password"); err != nil || v != "pw-1" {
+	if v, err := req.RequireSecret("password"); err != nil || v != "pw-1-long" {
 		t.Errorf("RequireSecret(password) = %q, %v", v, err)
 	}
 }

@@ -239,6 +239,11 @@ func readEnvelope(stdout io.Writer, path string) (*receipt.Envelope, int) {
 	if err != nil {
 		return nil, offlineError(stdout, "receipt", err.Error())
 	}
+	// A key written twice (in any case) is a forgery other readers would
+	// read the other way: invalid, exit 1.
+	if err := receipt.CheckKeys(data, "the receipt file"); err != nil {
+		return nil, writeInvalid(stdout, err)
+	}
 	// `verifyctl verify` output holds the envelope under "receipt".
 	var wrapped struct {
 		Receipt json.RawMessage `json:"receipt"`
@@ -247,6 +252,9 @@ func readEnvelope(stdout io.Writer, path string) (*receipt.Envelope, int) {
 		data = wrapped.Receipt
 	}
 	env, err := receipt.ParseEnvelope(data)
+	if _, dup := errors.AsType[*receipt.DuplicateKeyError](err); dup {
+		return nil, writeInvalid(stdout, err)
+	}
 	if err != nil {
 		return nil, offlineError(stdout, "receipt", err.Error())
 	}

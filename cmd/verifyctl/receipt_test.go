@@ -284,3 +284,61 @@ func TestReceiptVerifyExpect(t *testing.T) {
 		}
 	}
 }
+
+// A receipt or a ledger export holding a key twice (in any case: a forged
+// "payload" beside the signed "Payload", a forged "Digest" beside an
+// entry's "digest") is invalid: exit 1, naming the key, though the
+// signatures verify as Go alone would read them.
+func TestVerifyRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	key := write("key.json", `{"public_key": "`+base64.StdEncoding.EncodeToString(pub)+`"}`)
+	env, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, []byte(`{"outcome":"VERIFIED"}`)))
+	forgedPayload := base64.StdEncoding.EncodeToString([]byte(`{"outcome":"REFUTED"}`))
+	forged := strings.Replace(string(env), `"payload":`, `"payload":"`+forgedPayload+`","Payload":`, 1)
+	dupSigned, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, []byte(`{"outcome":"REFUTED","Outcome":"VERIFIED"}`)))
+	for name, rc := range map[string]string{
+		"envelope":       forged,
+		"signed payload": string(dupSigned),
+		"verify output":  `{"receipt": ` + string(env) + `, "Receipt": ` + forged + `}`,
+	} {
+		out, code := runCtl(t, "receipt", "verify", "--receipt", write(strings.ReplaceAll(name, " ", "_")+".json", rc), "--public-key", key)
+		if reason, _ := out["reason"].(string); code != 1 || out["valid"] != false || !strings.Contains(reason, "holds the key") {
+			t.Errorf("receipt verify, %s with a key twice: exit %d %v", name, code, out)
+		}
+	}
+	if out, code := runCtl(t, "receipt", "verify", "--receipt", write("honest.json", string(env)), "--public-key", key); code != 0 {
+		t.Fatalf("the honest receipt: exit %d %v", code, out)
+	}
+
+	at := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	e := receipt.Entry{Seq: 1, Prev: receipt.Genesis, Type: "begin", Session: "s", Digest: "sha256:00", At: at}
+	cp, err := receipt.SignCheckpoint(priv, 1, e.Hash(), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpLine, _ := json.Marshal(cp)
+	entry := string(e.Canonical())
+	for name, export := range map[string]string{
+		"entry":      strings.Replace(entry, `"digest":`, `"digest":"sha256:forged","Digest":`, 1) + "\n" + string(cpLine) + "\n",
+		"checkpoint": entry + "\n" + strings.Replace(string(cpLine), `"payload":`, `"payload":"e30=","Payload":`, 1) + "\n",
+	} {
+		for _, args := range [][]string{{}, {"--public-key", key}} {
+			out, code := runCtl(t, append([]string{"ledger", "verify", "--file", write("ledger-"+name+".jsonl", export)}, args...)...)
+			if reason, _ := out["reason"].(string); code != 1 || out["valid"] != false || !strings.Contains(reason, "holds the key") {
+				t.Errorf("ledger verify %v, %s with a key twice: exit %d %v", args, name, code, out)
+			}
+		}
+	}
+	if out, code := runCtl(t, "ledger", "verify", "--file", write("honest.jsonl", entry+"\n"+string(cpLine)+"\n"), "--public-key", key); code != 0 {
+		t.Fatalf("the honest export: exit %d %v", code, out)
+	}
+}

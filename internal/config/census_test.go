@@ -78,7 +78,7 @@ func TestCensusDerived(t *testing.T) {
 	if c.NewnessOf() != NewnessCensus || c.CollateralScope() != ScopeCollection {
 		t.Errorf("newness %q scope %q, want census collection", c.NewnessOf(), c.CollateralScope())
 	}
-	cfg, _, err := c.Census.Resolve(nil, func(string) (string, bool) { return "x", true }, nil)
+	cfg, _, err := c.Census.Resolve(nil, func(string) (string, bool) { return "x-long-dsn", true }, nil)
 	if err != nil || !strings.Contains(string(cfg), `"sql_query":"SELECT id FROM encounters"`) || strings.Contains(string(cfg), "sql_query_params") {
 		t.Errorf("census config %s, %v", cfg, err)
 	}

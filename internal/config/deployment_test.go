@@ -100,7 +100,7 @@ effects:
 	if c.Freshness == nil || c.Freshness.Field != "ts" || c.Freshness.WindowS != 60 || c.SettleS != 2 {
 		t.Errorf("judging settings: %+v %v", c.Freshness, c.SettleS)
 	}
-	env := map[string]string{"ACME_BEARER": "tok-123", "ACME_READER_PASSWORD": "pw-456"}
+	env := map[string]string{"ACME_BEARER": "tok-12345", "ACME_READER_PASSWORD": "pw-45678"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	allowAll := func(string) bool { return true }
 
@@ -108,7 +108,7 @@ effects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]string{"auth.bearer_env": "tok-123", "secret_env.password": "pw-456"}, secrets); diff != "" {
+	if diff := cmp.Diff(map[string]string{"auth.bearer_env": "tok-12345", "secret_env.password": "pw-45678"}, secrets); diff != "" {
 		t.Errorf("secrets (-want +got):\n%s", diff)
 	}
 	for _, v := range env {

@@ -27,7 +27,7 @@ effects:
       freshness_window_s: 300
       settle_s: 1.5
 `
-	env := map[string]string{"LDAP_PW": "pw-1", "LDAP_CA": "ca-2"}
+	env := map[string]string{"LDAP_PW": "pw-1-long", "LDAP_CA": "ca-2-long"}
 	params := map[string]string{"user": "*)(uid=*", "dept": "ops"}
 
 	d, err := ParseDeployment([]byte(doc))
@@ -58,7 +58,7 @@ effects:
 	if _, ok := req.Secret("tls.ca_env"); !ok {
 		t.Error("the tls.ca_env slot is missing")
 	}
-	if pw, _ := req.Secret("password"); pw != "pw-1" {
+	if pw, _ := req.Secret("password"); pw != "pw-1-long" {
 		t.Errorf("Secret(password) = %q", pw)
 	}
 }

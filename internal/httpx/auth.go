@@ -1,13 +1,12 @@
 package httpx
 
 import (
-	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/secretforms"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -16,7 +15,7 @@ import (
 type Credentials struct {
 	header string
 	value  string
-	forms  []string
+	forms  *secretforms.Matcher // every form of the secret (secretforms.Of)
 }
 
 // None reports whether no credentials are configured.
@@ -29,13 +28,9 @@ func (c Credentials) Set(h http.Header) {
 	}
 }
 
-// Redact replaces every form of the secret in s with [redacted].
-func (c Credentials) Redact(s string) string {
-	for _, f := range c.forms {
-		s = strings.ReplaceAll(s, f, "[redacted]")
-	}
-	return s
-}
+// Redact replaces every form of the secret in s (secretforms.Of: in any
+// case, base64, URL-escaped…) with [redacted], in one pass.
+func (c Credentials) Redact(s string) string { return c.forms.Mask(s) }
 
 // Scheme names the kind of credentials for messages, never their value.
 func (c Credentials) Scheme() string {
@@ -80,12 +75,12 @@ func (a *Auth) Credentials(secrets map[string]string) (Credentials, error) {
 		if err != nil {
 			return Credentials{}, err
 		}
-		user, pass, ok := strings.Cut(pair, ":")
+		user, _, ok := strings.Cut(pair, ":")
 		if !ok || user == "" {
 			return Credentials{}, &sdk.ConfigError{Path: "auth.basic_env", Message: "the variable must hold user:password"}
 		}
 		enc := base64.StdEncoding.EncodeToString([]byte(pair))
-		return Credentials{header: "Authorization", value: "Basic " + enc, forms: nonEmpty(enc, pair, pass)}, nil
+		return Credentials{header: "Authorization", value: "Basic " + enc, forms: formsOf("auth.basic_env", pair)}, nil
 	}
 	name := *a.Header
 	if !validHeaderName(name) {
@@ -101,15 +96,14 @@ func (a *Auth) Credentials(secrets map[string]string) (Credentials, error) {
 	if strings.ContainsAny(v, "\r\n") {
 		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "the variable's value holds a line break, which no header can carry"}
 	}
-	// "token key:secret", "Bearer abc": the part after the scheme is the
-	// secret too, and servers echo it alone.
-	_, rest, _ := strings.Cut(v, " ")
-	return Credentials{header: http.CanonicalHeaderKey(name), value: v, forms: nonEmpty(v, rest)}, nil
+	// "token key:secret", "Bearer abc…": the part after the scheme is the
+	// secret too, and servers echo it alone (secretforms.Of).
+	return Credentials{header: http.CanonicalHeaderKey(name), value: v, forms: formsOf("auth.value_env", v)}, nil
 }
 
 // Bearer is an Authorization: Bearer credential.
 func Bearer(token string) Credentials {
-	return Credentials{header: "Authorization", value: "Bearer " + token, forms: nonEmpty(token)}
+	return Credentials{header: "Authorization", value: "Bearer " + token, forms: formsOf("auth.bearer_env", token)}
 }
 
 // Secret returns the value the daemon delivered for the *_env key at path,
@@ -128,16 +122,9 @@ func Secret(path, name string, secrets map[string]string) (string, error) {
 	return v, nil
 }
 
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	// Longest first, so that a secret containing another is redacted whole.
-	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
-	return out
+// formsOf is the matcher of every form of the value v of slot.
+func formsOf(slot, v string) *secretforms.Matcher {
+	return secretforms.NewMatcher(secretforms.Of(slot, v))
 }
 
 func validHeaderName(s string) bool {

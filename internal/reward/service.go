@@ -694,6 +694,11 @@ func (s *Service) GetReward(ctx context.Context, id string) (*Result, error) {
 	if raw == nil {
 		return nil, refuse(CodeNotFound, "no reward receipt %q", id)
 	}
+	// The stored envelope is read as strictly as any other: a key written
+	// twice would let another reader take another value.
+	if err := receipt.CheckKeys(raw, "the stored reward receipt "+id); err != nil {
+		return nil, err
+	}
 	var res Result
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, err

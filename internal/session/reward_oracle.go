@@ -131,11 +131,11 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 		}
 		return read
 	}
-	var all secretMask
+	masks := make([]secretMask, len(dep.Candidates))
 	for i := range dep.Candidates {
-		all.secrets = append(all.secrets, maskSecrets(o.lookupEnv, &dep.Candidates[i]).secrets...)
+		masks[i] = maskSecrets(o.lookupEnv, &dep.Candidates[i])
 	}
-	all.sort()
+	all := joinMasks(masks...)
 	read.Snapshot.Reason = all.text(read.Snapshot.Reason)
 	if read.Census != nil {
 		read.Census.Reason = all.text(read.Census.Reason)
@@ -157,7 +157,7 @@ func (o RewardOracle) Read(ctx context.Context, deployment string, effects []*ju
 func maskRecords(mask secretMask, recs []judge.Record) []judge.Record {
 	out := make([]judge.Record, len(recs))
 	for i, r := range recs {
-		out[i] = judge.Record(mask.object(r, func(t string) string { return mask.replace(t, placeholder) }))
+		out[i] = judge.Record(mask.object(r, mask.stored))
 	}
 	return out
 }

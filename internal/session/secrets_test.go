@@ -3,8 +3,10 @@ package session
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,22 +146,21 @@ func TestSecretInRecordsMasked(t *testing.T) {
 // and a stored placeholder restored to the slot's current value.
 func TestSecretMask(t *testing.T) {
 	t.Parallel()
-	s := secretMask{secrets: []secret{{"a", "abc"}, {"b", "abcdef"}, {"n", "12345"}}}
-	s.sort()
-	if got := s.text("x abcdef y abc"); got != "x [redacted] y [redacted]" {
+	s := newSecretMask([]secret{{"a", "abcdefgh"}, {"b", "abcdefghijkl"}, {"n", "1234567890"}})
+	if got := s.text("x abcdefghijkl y abcdefgh"); got != "x [redacted] y [redacted]" {
 		t.Errorf("text: %q", got)
 	}
-	rec := judge.Record{"abc": "1", "n": json.Number("123456"), "list": []any{"abcdef"}}
+	rec := judge.Record{"abcdefgh": "1", "n": json.Number("12345678901"), "list": []any{"abcdefghijkl"}}
 	got := s.record(rec)
-	if got["[redacted]"] != "1" || got["n"] != "[redacted]6" || got["list"].([]any)[0] != "[redacted]" || rec["abc"] != "1" {
+	if got["[redacted]"] != "1" || got["n"] != "[redacted]1" || got["list"].([]any)[0] != "[redacted]" || rec["abcdefgh"] != "1" {
 		t.Errorf("record: %v (input %v)", got, rec)
 	}
-	stored, err := s.storeRaw([]byte(`{"id":1,"h":"Bearer abcdef","q":"x\"abc"}`))
-	if err != nil || bytes.Contains(stored, []byte("abc")) || !bytes.Contains(stored, []byte("[redacted:b]")) {
+	stored, err := s.storeRaw([]byte(`{"id":1,"h":"Bearer abcdefghijkl","q":"x\"abcdefgh"}`))
+	if err != nil || bytes.Contains(stored, []byte("abcdefgh")) || !bytes.Contains(stored, []byte("[redacted:b]")) {
 		t.Fatalf("storeRaw: %s %v", stored, err)
 	}
 	back, err := decodeRecord(s.restoreRaw(stored))
-	if err != nil || back["h"] != "Bearer abcdef" || back["q"] != `x"abc` {
+	if err != nil || back["h"] != "Bearer abcdefghijkl" || back["q"] != `x"abcdefgh` {
 		t.Errorf("restoreRaw: %v %v", back, err)
 	}
 	// Nothing to mask: the bytes as they came, escapes and key order kept.
@@ -168,10 +169,10 @@ func TestSecretMask(t *testing.T) {
 		t.Errorf("storeRaw changed a record without a secret: %s %v", got, err)
 	}
 	// A record that does not decode keeps no secret either.
-	if got, err := s.storeRaw([]byte(`{"h":"abcdef","h":"x"}`)); err != nil || bytes.Contains(got, []byte("abc")) {
+	if got, err := s.storeRaw([]byte(`{"h":"abcdefghijkl","h":"x"}`)); err != nil || bytes.Contains(got, []byte("abcdefgh")) {
 		t.Errorf("storeRaw of an undecodable record: %s %v", got, err)
 	}
-	if got := s.restoreText("Bearer [redacted:b] [redacted:gone]"); got != "Bearer abcdef [redacted:gone]" {
+	if got := s.restoreText("Bearer [redacted:b] [redacted:gone]"); got != "Bearer abcdefghijkl [redacted:gone]" {
 		t.Errorf("restoreText: %q", got)
 	}
 	if plain := []byte(`{"id":1}`); !bytes.Equal(s.restoreRaw(plain), plain) {
@@ -232,4 +233,101 @@ func TestPreflightParts(t *testing.T) {
 	if c := checks[0]; c.Reachable || c.Tier != 1 || c.Message != "401: token [redacted] refused" || len(c.Warnings) != 1 || c.Warnings[0] != "sent [redacted] in clear" {
 		t.Errorf("preflight shows %+v", c)
 	}
+}
+
+// Every form of a secret is masked, in text and in a stored record, and a
+// stored placeholder is restored to the form as found (a mix of cases
+// excepted: such a baseline record is refused). Found inside other text, each form
+// becomes one marker.
+func TestSecretForms(t *testing.T) {
+	t.Parallel()
+	const token, pair = "Tok+en/x=y&z~1", "alice:Pa55+w/rd=ok"
+	b64 := func(e *base64.Encoding, s string) string { return e.EncodeToString([]byte(s)) }
+	s := newSecretMask([]secret{{"auth.value_env", token}, {"auth.basic_env", pair}})
+	forms := map[string]string{
+		"value":                    token,
+		"lower":                    strings.ToLower(token),
+		"upper":                    strings.ToUpper(token),
+		"mixed case":               "tOk+EN/x=y&z~1",
+		"base64":                   b64(base64.StdEncoding, token),
+		"base64 unpadded":          b64(base64.RawStdEncoding, token),
+		"base64url":                b64(base64.URLEncoding, token),
+		"base64url unpadded":       b64(base64.RawURLEncoding, token),
+		"query-escaped":            url.QueryEscape(token),
+		"path-escaped":             url.PathEscape(token),
+		"basic pair":               pair,
+		"basic header base64":      b64(base64.StdEncoding, pair),
+		"basic base64url":          b64(base64.RawURLEncoding, pair),
+		"basic password":           "Pa55+w/rd=ok",
+		"basic password escaped":   url.QueryEscape("Pa55+w/rd=ok"),
+		"basic pair query-escaped": url.QueryEscape(pair),
+	}
+	for name, form := range forms {
+		if got := s.text("Basic " + form + " end"); got != "Basic [redacted] end" {
+			t.Errorf("%s: text %q", name, got)
+		}
+		rec, _ := json.Marshal(map[string]any{"h": "Basic " + form})
+		stored, err := s.storeRaw(rec)
+		if name == "mixed case" {
+			// It could not be put back: the baseline is refused, naming the
+			// slot, never the value.
+			if _, ok := errors.AsType[*unrestorableError](err); !ok || stored != nil || !strings.Contains(err.Error(), "auth.value_env") || strings.Contains(err.Error(), form) {
+				t.Errorf("%s: stored %s %v, want an *unrestorableError", name, stored, err)
+			}
+			continue
+		}
+		if err != nil || bytes.Contains(bytes.ToLower(stored), []byte(strings.ToLower(form))) {
+			t.Errorf("%s: stored %s %v", name, stored, err)
+			continue
+		}
+		back, err := decodeRecord(s.restoreRaw(stored))
+		if want := "Basic " + form; err != nil || back["h"] != want {
+			t.Errorf("%s: stored %s, restored %v %v, want %q", name, stored, back, err, want)
+		}
+	}
+}
+
+// A marker is never masked again, whatever the secret: a secret that is
+// the word of the marker leaves one marker, and a marker or placeholder
+// already in the text stays as it is.
+func TestSecretMarkerNotRemasked(t *testing.T) {
+	t.Parallel()
+	s := newSecretMask([]secret{{"a", "redacted"}, {"b", "REDACTED:x"}})
+	for in, want := range map[string]string{
+		"redacted":                 "[redacted]",
+		"a redacted b":             "a [redacted] b",
+		"[redacted]":               "[redacted]",
+		"[redacted:b] redacted":    "[redacted:b] [redacted]",
+		"[redacted] x [redacted]!": "[redacted] x [redacted]!",
+	} {
+		if got := s.text(in); got != want {
+			t.Errorf("text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := s.text(s.text("redacted")); got != "[redacted]" {
+		t.Errorf("masked twice: %q", got)
+	}
+}
+
+// BenchmarkSecretMaskText: the hot path, masking one record's string
+// values with three secrets configured (each in all its forms); most
+// values hold no secret.
+func BenchmarkSecretMaskText(b *testing.B) {
+	s := newSecretMask([]secret{{"auth.basic_env", "svc-reader:Pa55w0rd-2026"}, {"auth.bearer_env", "tok-3f9a1c77e2b04d5a"}, {"secret_env.key", "k3y+with/special=chars"}})
+	clean := "Triage encounter for patient PAT-0042, created by the intake workflow at 2026-12-07T17:30:21Z"
+	echoed := "audit: Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("svc-reader:Pa55w0rd-2026")) + " from 10.0.0.7"
+	for _, c := range []struct{ name, text string }{{"clean", clean}, {"echoed", echoed}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = s.text(c.text)
+			}
+		})
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			_ = newSecretMask(s.secrets)
+		}
+	})
 }

@@ -59,7 +59,7 @@ func TestInlineDevSwitchRefusesSecretCompensatorPolicy(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "dev-test", tier: 1, table: &table{}})
 	m.daemon.Secrets.Allow = []string{"DEV_*"}
-	m.lookupEnv = func(string) (string, bool) { return "x", true }
+	m.lookupEnv = func(string) (string, bool) { return "x-long-secret", true }
 	for name, tc := range map[string]struct{ dep, code, path string }{
 		"secret":      {"effects: {kind: dev-test, secret_env: {password: DEV_PASSWORD}}\n", CodeInlineSecretRefused, "deployment.effects.secret_env.password"},
 		"compensator": {"effects: {kind: dev-test, compensator: {kind: rest_delete, base_url: 'http://127.0.0.1:1', delete_path: '/x/{id}'}}\n", CodeInlineCompensatorRefused, "deployment.effects.compensator"},

@@ -184,7 +184,7 @@ func dedupe(rows []sdk.Record) []sdk.Record {
 }
 
 func memHarness(flaw string) adaptertest.Harness {
-	store := &memStore{password: "right", flaw: flaw}
+	store := &memStore{password: "right-password", flaw: flaw}
 	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
 	const fixed = "2026-01-01T00:00:00Z"
 	stale := "2001-02-03T04:05:06Z"
@@ -200,10 +200,10 @@ effects:
 	return adaptertest.Harness{
 		Factory: func() sdk.Adapter { return &memAdapter{store: store} },
 		Deployment: func(t *testing.T) adaptertest.Deployment {
-			return adaptertest.Deployment{YAML: doc, Env: map[string]string{"MEMORY_PASSWORD": "right"}}
+			return adaptertest.Deployment{YAML: doc, Env: map[string]string{"MEMORY_PASSWORD": "right-password"}}
 		},
 		BadDeployment: func(t *testing.T) adaptertest.Deployment {
-			return adaptertest.Deployment{YAML: doc, Env: map[string]string{"MEMORY_PASSWORD": "wrong"}}
+			return adaptertest.Deployment{YAML: doc, Env: map[string]string{"MEMORY_PASSWORD": "wrong-password"}}
 		},
 		Params:   map[string]string{"visit_type": "Triage"},
 		Selector: map[string]string{"patient_id": "p1", "type": "Triage"},
@@ -305,7 +305,7 @@ func row(patient, stamp string) map[string]any {
 func TestKitSubprocess(t *testing.T) {
 	dir := t.TempDir()
 	fs := &fileStore{path: filepath.Join(dir, "records.jsonl")}
-	if err := os.WriteFile(fs.path+".password", []byte("right\n"), 0o600); err != nil {
+	if err := os.WriteFile(fs.path+".password", []byte("right-password\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The section as an operator writes it: the plugin's own top-level
@@ -317,8 +317,8 @@ func TestKitSubprocess(t *testing.T) {
 	const fixed = "2026-01-01T00:00:00Z"
 	adaptertest.Run(t, adaptertest.Harness{
 		Binary:        testPlugin,
-		Deployment:    func(t *testing.T) adaptertest.Deployment { return config("right") },
-		BadDeployment: func(t *testing.T) adaptertest.Deployment { return config("wrong") },
+		Deployment:    func(t *testing.T) adaptertest.Deployment { return config("right-password") },
+		BadDeployment: func(t *testing.T) adaptertest.Deployment { return config("wrong-password") },
 		Selector:      map[string]string{"patient_id": "p1", "type": "Triage"},
 		Reset: func(t *testing.T) {
 			fs.mu.Lock()

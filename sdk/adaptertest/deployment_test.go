@@ -30,7 +30,7 @@ effects:
       settle_s: 2
 `,
 		Candidate: 1,
-		Env:       map[string]string{"LDAP_PW": "pw"},
+		Env:       map[string]string{"LDAP_PW": "pw-long-1"},
 	}
 	req := d.Request(t, map[string]string{"user": "jdoe"})
 	var got map[string]any
@@ -43,7 +43,7 @@ effects:
 	if req.Kind != "ldap" || got["page_size"] != json.Number("1.5") || opts["uid"] != "u-jdoe" || len(got) != 3 {
 		t.Errorf("Config = %s; want kind, page_size in the daemon's canonical text (1.5) and options with uid bound", req.Config)
 	}
-	if pw, ok := req.Secret("password"); !ok || pw != "pw" {
+	if pw, ok := req.Secret("password"); !ok || pw != "pw-long-1" {
 		t.Errorf("Secret(password) = %q, %v", pw, ok)
 	}
 

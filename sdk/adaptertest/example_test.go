@@ -68,8 +68,8 @@ effects:
 		adaptertest.Run(t, adaptertest.Harness{
 			Factory:       func() sdk.Adapter { return exampleAdapter{} },
 			Params:        map[string]string{"payee": "ACME"},
-			Deployment:    func(*testing.T) adaptertest.Deployment { return deployment("right") },
-			BadDeployment: func(*testing.T) adaptertest.Deployment { return deployment("wrong") },
+			Deployment:    func(*testing.T) adaptertest.Deployment { return deployment("right-password") },
+			BadDeployment: func(*testing.T) adaptertest.Deployment { return deployment("wrong-password") },
 			Selector:      map[string]string{"payee": "ACME"},
 			// Reset, WriteCorrect, WriteWrongEntity, WriteDuplicate,
 			// WriteStale, WriteLater, SetReachable and SeedMany write to
@@ -87,7 +87,7 @@ func ExampleReadAll() {
 		params := map[string]string{"payee": "ACME"}
 		req := adaptertest.Deployment{
 			YAML: "effects: {kind: ledger, options: {path: /srv/ledger.csv}, secret_env: {password: LEDGER_PASSWORD}}",
-			Env:  map[string]string{"LEDGER_PASSWORD": "s3cret"},
+			Env:  map[string]string{"LEDGER_PASSWORD": "s3cret-password"},
 		}.Request(t, params)
 		in := adaptertest.Configured(t, func() sdk.Adapter { return exampleAdapter{} }, req, params)
 		read := adaptertest.Request(map[string]string{"payee": "ACME"})

@@ -338,7 +338,14 @@ func (s *Section) Resolve(params map[string]string, path string, lookupEnv func(
 const (
 	CodeSecretNotAllowed = "secret_not_allowed"
 	CodeSecretUnset      = "secret_unset"
+	// CodeSecretTooShort is a value shorter than MinSecretBytes (for a
+	// basic_env slot, a password that is): too short to mask wherever a
+	// system of record echoes it without masking ordinary text too.
+	CodeSecretTooShort = "secret_too_short"
 )
+
+// MinSecretBytes is the shortest secret value LookupSecrets accepts.
+const MinSecretBytes = 8
 
 // LookupSecrets resolves refs (slot -> environment-variable name) with
 // lookupEnv, once allow (nil: any) permits each variable; an unset or
@@ -358,9 +365,31 @@ func LookupSecrets(refs map[string]string, path string, lookupEnv func(string) (
 			e.Code = CodeSecretUnset
 			return nil, e
 		}
+		if e := checkSecretLength(path+"."+slot, name, v); e != nil {
+			return nil, e
+		}
 		out[slot] = v
 	}
 	return out, nil
+}
+
+// checkSecretLength refuses a value v of the variable name, at path,
+// shorter than MinSecretBytes, and for a basic_env slot (user:password) a
+// password that is. The refusal names the variable, never the value.
+func checkSecretLength(path, name, v string) *Error {
+	if len(v) < MinSecretBytes {
+		e := refuse(path, "environment variable %s holds fewer than %d bytes; a secret must be at least %d bytes (use a longer credential)", name, MinSecretBytes, MinSecretBytes)
+		e.Code = CodeSecretTooShort
+		return e
+	}
+	if strings.HasSuffix(path, "basic_env") {
+		if _, pass, ok := strings.Cut(v, ":"); ok && len(pass) < MinSecretBytes {
+			e := refuse(path, "the password in environment variable %s (user:password) holds fewer than %d bytes; use a password of at least %d bytes", name, MinSecretBytes, MinSecretBytes)
+			e.Code = CodeSecretTooShort
+			return e
+		}
+	}
+	return nil
 }
 
 func refuse(path, format string, args ...any) *Error {

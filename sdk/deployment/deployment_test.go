@@ -3,6 +3,7 @@ package deployment
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,7 +37,7 @@ func TestResolveShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, secrets, err := s.Resolve(map[string]string{"user": "jdoe", "dept": "ops"}, "candidates[0]",
-		env(map[string]string{"LDAP_PW": "pw-1", "LDAP_TOKEN": "tok-2"}), nil)
+		env(map[string]string{"LDAP_PW": "pw-1-long", "LDAP_TOKEN": "tok-2-long"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,12 @@ func TestResolveShape(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("section (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"secret_env.password": "pw-1", "auth.token_env": "tok-2"}, secrets); diff != "" {
+	if diff := cmp.Diff(map[string]string{"secret_env.password": "pw-1-long", "auth.token_env": "tok-2-long"}, secrets); diff != "" {
 		t.Errorf("secrets (-want +got):\n%s", diff)
 	}
 	// Resolve leaves the parsed section as it was: a second run binds anew.
 	cfg2, _, err := s.Resolve(map[string]string{"user": "other", "dept": "ops"}, "candidates[0]",
-		env(map[string]string{"LDAP_PW": "pw-1", "LDAP_TOKEN": "tok-2"}), nil)
+		env(map[string]string{"LDAP_PW": "pw-1-long", "LDAP_TOKEN": "tok-2-long"}), nil)
 	if err != nil || !json.Valid(cfg2) || string(cfg2) == string(cfg) {
 		t.Errorf("second Resolve = %s, %v; want the other user bound", cfg2, err)
 	}
@@ -113,16 +114,46 @@ func TestResolveRefusals(t *testing.T) {
 		allow  func(string) bool
 		path   string
 	}{
-		{"missing parameter", nil, map[string]string{"PW": "x"}, nil, "c.option_params"},
-		{"control character", map[string]string{"user": "a\nb"}, map[string]string{"PW": "x"}, nil, "c.option_params.uid"},
+		{"missing parameter", nil, map[string]string{"PW": "long-enough"}, nil, "c.option_params"},
+		{"control character", map[string]string{"user": "a\nb"}, map[string]string{"PW": "long-enough"}, nil, "c.option_params.uid"},
 		{"unset variable", map[string]string{"user": "a"}, nil, nil, "c.secret_env.password"},
-		{"refused variable", map[string]string{"user": "a"}, map[string]string{"PW": "x"}, func(string) bool { return false }, "c.secret_env.password"},
+		{"refused variable", map[string]string{"user": "a"}, map[string]string{"PW": "long-enough"}, func(string) bool { return false }, "c.secret_env.password"},
+		{"secret too short", map[string]string{"user": "a"}, map[string]string{"PW": "7-bytes"}, nil, "c.secret_env.password"},
 	} {
 		_, _, err := s.Resolve(tc.params, "c", env(tc.env), tc.allow)
 		perr, ok := errors.AsType[*param.Error](err)
 		if !ok || perr.Path != tc.path {
 			t.Errorf("%s: Resolve = %v; want a refusal at %s", tc.name, err, tc.path)
 		}
+	}
+}
+
+// A secret shorter than MinSecretBytes, or a basic_env pair whose
+// password is, is refused at its slot, naming the variable and never the
+// value; eight bytes are enough.
+func TestLookupSecretsLength(t *testing.T) {
+	t.Parallel()
+	refs := map[string]string{"auth.basic_env": "SOR_BASIC"}
+	for _, tc := range []struct{ value, refused string }{
+		{"x", "SOR_BASIC holds fewer than 8 bytes"},
+		{"alice:pw", "the password in environment variable SOR_BASIC (user:password) holds fewer than 8 bytes"},
+		{"alice:1234567", "the password in environment variable SOR_BASIC"},
+		{"alice:12345678", ""},
+	} {
+		got, err := LookupSecrets(refs, "candidates[0]", env(map[string]string{"SOR_BASIC": tc.value}), nil)
+		if tc.refused == "" {
+			if err != nil || got["auth.basic_env"] != tc.value {
+				t.Errorf("%d bytes: %v %v, want accepted", len(tc.value), got, err)
+			}
+			continue
+		}
+		perr, ok := errors.AsType[*Error](err)
+		if !ok || perr.Code != CodeSecretTooShort || perr.Path != "candidates[0].auth.basic_env" || !strings.Contains(perr.Message, tc.refused) || len(tc.value) > 1 && strings.Contains(err.Error(), tc.value) {
+			t.Errorf("%d bytes: %v, want %s at candidates[0].auth.basic_env with %q", len(tc.value), err, CodeSecretTooShort, tc.refused)
+		}
+	}
+	if _, err := LookupSecrets(map[string]string{"password": "PW"}, "effects.secret_env", env(map[string]string{"PW": "12345678"}), nil); err != nil {
+		t.Errorf("eight bytes refused: %v", err)
 	}
 }
 

@@ -20,6 +20,16 @@ const EchoAuthField = "request_authorization"
 // server's URL and, over TLS, its CA file.
 func EchoAuthorization(t testing.TB, f *Frappe, useTLS bool) (url, caFile string) {
 	t.Helper()
+	return EchoTransformed(t, f, useTLS, func(h string) string { return h })
+}
+
+// EchoTransformed is EchoAuthorization for a server that echoes the header
+// changed on the way: echo turns the Authorization header presented into
+// the value each record carries (a lower-cased copy, the credential base64-
+// or URL-encoded into a callback address), as servers that log a request
+// their own way do.
+func EchoTransformed(t testing.TB, f *Frappe, useTLS bool, echo func(authorization string) string) (url, caFile string) {
+	t.Helper()
 	srv, ca := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		f.ServeHTTP(rec, r)
@@ -32,7 +42,7 @@ func EchoAuthorization(t testing.TB, f *Frappe, useTLS bool) (url, caFile string
 				if data, ok := out["data"].([]any); ok {
 					for _, d := range data {
 						if m, ok := d.(map[string]any); ok {
-							m[EchoAuthField] = r.Header.Get("Authorization")
+							m[EchoAuthField] = echo(r.Header.Get("Authorization"))
 						}
 					}
 					body, _ = json.Marshal(out)

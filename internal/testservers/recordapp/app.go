@@ -30,7 +30,7 @@ import (
 
 // The two accounts: the read-back's and the one the automation acts with.
 const (
-	ReaderUser     = "reader"
+	ReaderUser     = "records-reader"
 	ReaderPassword = "reader-pass-7c1"
 	ClerkUser      = "clerk"
 	ClerkPassword  = "clerk-pass-4e9"
