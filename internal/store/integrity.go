@@ -196,6 +196,9 @@ type ValueReport struct {
 	Unsealed int  // values not checked: the store is not sealed yet
 	Damaged  []Damage
 	Problem  string // the check could not run (e.g. the wrong evidence key)
+	// Ledger is the check of the stored ledger's chain and signed
+	// checkpoints (LedgerChecker).
+	Ledger LedgerReport
 }
 
 // DamagedSessions lists the sessions with at least one damaged value, in
@@ -213,7 +216,9 @@ func (r *ValueReport) DamagedSessions() []string {
 }
 
 // Bad reports whether the check found damage or could not run.
-func (r *ValueReport) Bad() bool { return len(r.Damaged) > 0 || r.Problem != "" }
+func (r *ValueReport) Bad() bool {
+	return len(r.Damaged) > 0 || r.Problem != "" || len(r.Ledger.Problems) > 0
+}
 
 // ErrEvidenceKey says that a check or a salvage of a sealed store was not
 // given the store's evidence key. A ValueReport's Problem starts with its

@@ -849,6 +849,9 @@ func (s *Store) ForEachSession(ctx context.Context, fn func(id string, meta, res
 			return err
 		}
 		meta, result, err := s.openSession(id, meta, result)
+		if _, damaged := errors.AsType[*store.IntegrityError](err); damaged {
+			meta, result, err = nil, nil, nil
+		}
 		if err != nil {
 			return err
 		}
