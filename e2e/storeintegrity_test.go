@@ -20,8 +20,8 @@ import (
 
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
-	"github.com/verifierd/verifierd/receipt"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // runVerifierd runs the verifierd binary to its end (a `store` command, or
