@@ -15,7 +15,10 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/internal/session"
@@ -458,5 +461,77 @@ func TestConsoleShowsDamagedSession(t *testing.T) {
 	}
 	if code, page := httpDo(t, "GET", httpAddr, "", "/console/?outcome=DAMAGED", "", nil); code != http.StatusOK || !strings.Contains(page, damaged.SessionID) || strings.Contains(page, dup.SessionID) {
 		t.Errorf("the DAMAGED filter = %d:\n%s", code, page)
+	}
+}
+
+// TestKeysCheckedWhileServing: replicas of one PostgreSQL store hold a
+// lease. A second daemon with --rotate-keys while the first serves is
+// refused (before, it rotated and left two replicas on one store with
+// different keys, the running one never re-checking). When the store's
+// key ids change under a serving replica anyway (edited here), its next
+// signing Verify answers FailedPrecondition at once, and within its check
+// interval every call does and its VerifierService health is NOT_SERVING.
+// Once the first replica is stopped the rotation goes through.
+func TestKeysCheckedWhileServing(t *testing.T) {
+	c := newClinic(t)
+	first, dsn, env, _, sql := pgStoreDaemon(t, c)
+	s := first.beginNamed(t, c, "clinic", "p1", "Triage")
+
+	other := filepath.Join(t.TempDir(), "other.key")
+	otherKey := make([]byte, 32)
+	if _, err := rand.Read(otherKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, otherKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rotate := []string{"--listen", "127.0.0.1:0", "--http-listen", "", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", other, "--rotate-keys"}
+	code, _, errs := runVerifierd(t, env, rotate...)
+	if code != 1 || !strings.Contains(errs, "another replica is serving this store") || !strings.Contains(errs, "--rotate-keys") {
+		t.Fatalf("--rotate-keys while a replica serves: exit %d\n%s\nwant exit 1 naming the running replica", code, errs)
+	}
+	c.save(t, "p1", "Triage", 1)
+	if got := first.verify(t, s.SessionID).Outcome; got != "VERIFIED" {
+		t.Fatalf("the first replica after the refused rotation: %s", got)
+	}
+
+	// The key ids change under the serving replica.
+	s2 := first.beginNamed(t, c, "clinic", "p2", "Triage")
+	sql(`UPDATE verifierd_store_keys SET value = 'sha256:` + strings.Repeat("0", 64) + `' WHERE name = 'signing_key_id'`)
+	c.save(t, "p2", "Triage", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := first.client(t)
+	if _, err := cl.Verify(ctx, &verifierv1.VerifyRequest{SessionId: s2.SessionID}); grpcstatus.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "changed while this daemon ran") {
+		t.Fatalf("Verify after the keys changed: %v; want FailedPrecondition (nothing signed under keys the store no longer records)", err)
+	}
+	conn, err := grpc.NewClient(first.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	for {
+		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: "verifierd.verifier.v1.VerifierService"})
+		if err == nil && r.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("VerifierService still serving 2 minutes after its keys changed: %v %v\n%s", r, err, first.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := cl.GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: s.SessionID}); grpcstatus.Code(err) != codes.FailedPrecondition {
+		t.Errorf("GetSession on the fenced replica: %v, want FailedPrecondition", err)
+	}
+
+	// With the first replica stopped (its lease gone), the rotation goes
+	// through, and the sessions stay readable under the new keys.
+	first.stop()
+	rotated := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env,
+		args: []string{"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", other, "--rotate-keys"}})
+	if _, err := rotated.client(t).GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: s.SessionID}); err != nil {
+		t.Errorf("GetSession after the rotation: %v", err)
 	}
 }

@@ -72,6 +72,9 @@ func readKeys(ctx context.Context, q interface {
 // one transaction.
 func (s *Store) Bind(ctx context.Context, integrityKey []byte, keys store.Keys, rotate bool) (store.BindReport, error) {
 	seal := store.NewSealer(integrityKey)
+	if err := s.takeLease(ctx, rotate); err != nil {
+		return store.BindReport{}, err
+	}
 	var rep store.BindReport
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		rep = store.BindReport{}
@@ -117,6 +120,12 @@ func (s *Store) Bind(ctx context.Context, integrityKey []byte, keys store.Keys, 
 		return store.BindReport{}, err
 	}
 	s.seal = seal
+	s.bound.Store(&keys)
+	if rotate {
+		if err := s.shareLease(ctx); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 
