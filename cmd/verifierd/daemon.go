@@ -286,7 +286,7 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		d.onClose(stopHealth)
 	}
-	go watchStore(d.maintain, d.st, d.healthSrv, &d.fence, o.KeyCheckInterval, logger)
+	go watchStore(d.maintain, d.st, d.healthSrv, &d.fence, o.StoreCheckInterval, logger)
 	rewards, err := startRewards(mgr, d.st, d.signer, srv, logger.Named("reward"))
 	if err != nil {
 		return err
