@@ -50,6 +50,8 @@ type daemon struct {
 	grpcLim *connlimit.Listener
 	// maintain ends the store maintenance and the checkpoints.
 	maintain context.Context
+	// fence stops serving once the store's keys are not this daemon's.
+	fence keyFence
 
 	closers []func()
 }
@@ -254,7 +256,7 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 func (d *daemon) serverOptions(daemonCfg *config.Daemon) (server.Options, error) {
 	grpcLim, grpcOpts := d.opts.Connections.grpcListener("grpc", nil)
 	d.grpcLim = grpcLim
-	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes)}
+	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), Ready: d.fence.Ready}
 	if env := daemonCfg.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -284,7 +286,7 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		d.onClose(stopHealth)
 	}
-	go watchStore(d.maintain, d.st, d.healthSrv, 5*time.Second, logger)
+	go watchStore(d.maintain, d.st, d.healthSrv, &d.fence, o.StoreCheckInterval, logger)
 	rewards, err := startRewards(mgr, d.st, d.signer, srv, logger.Named("reward"))
 	if err != nil {
 		return err
@@ -296,6 +298,7 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		api.AllowHosts(o.allowedHosts)
 		api.SetBudget(opts.Budget)
+		api.SetReady(d.fence.Ready)
 		registerObserve(api, mets, mgr, d.st)
 		stopHTTP, err := serveHTTP(d.maintain, o.HTTPListen, api, opts.TLS, o.Connections, logger)
 		if err != nil {
