@@ -153,7 +153,8 @@ func (f *keyFence) Ready() error {
 // they are not this daemon's, the fence is set for good (every call but
 // health answers FailedPrecondition, /health 503) and the service stays
 // NOT_SERVING. The embedded store has nothing to watch.
-func watchStore(ctx context.Context, st store.Backend, hs *health.Server, fence *keyFence, every time.Duration, logger hclog.Logger) {
+func watchStore(ctx context.Context, st store.Backend, hs *health.Server, fence *keyFence, up *atomic.Bool, every time.Duration, logger hclog.Logger) {
+	up.Store(true)
 	p, ok := st.(pinger)
 	if !ok {
 		return
@@ -179,6 +180,7 @@ func watchStore(ctx context.Context, st store.Backend, hs *health.Server, fence 
 		if fence.Ready() != nil {
 			err = fence.Ready()
 		}
+		up.Store(err == nil)
 		switch {
 		case err != nil && serving:
 			logger.Error("store: not answering; VerifierService is NOT_SERVING until it does", "error", err)
