@@ -24,7 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
+.PHONY: all build build-deps deps run demo test test-thirdparty python-test node-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
 
@@ -61,6 +61,7 @@ deps:
 test: deps vet fmt-check check-sdk
 	@for m in $(MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -count=1 -timeout 30m ./...) || exit 1; done
 	$(MAKE) python-test
+	$(MAKE) node-test
 
 # test-thirdparty: the e2e suite against a real third-party application,
 # Directus (REST and GraphQL over SQLite; docs/thirdparty-tests.md).
@@ -76,6 +77,18 @@ test-thirdparty: build-deps
 # Standard library only: python3 -m unittest, ending in OK or a non-zero exit.
 python-test: build
 	VERIFIERD_BIN=$(abspath $(BIN)) python3 -m unittest discover -s clients/python/tests -v
+
+# node-test: the TypeScript client (clients/node) and the Playwright
+# example (examples/playwright) against the real daemon, with Node.js's
+# own runner (node --test); npm ci installs the pinned dev dependencies
+# (typescript, @types/node) and playwright-core, which drives Debian's
+# Chromium (no browser download). npm pack checks the package builds.
+node-test: build
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error && npm run build && \
+		VERIFIERD_BIN=$(abspath $(BIN)) node --test test/ && \
+		npm pack --pack-destination "$$(mktemp -d)" --loglevel=error >/dev/null
+	cd examples/playwright && npm ci --no-audit --no-fund --loglevel=error && \
+		VERIFIERD_BIN=$(abspath $(BIN)) node --test test/
 
 vet: build-deps
 	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done

@@ -41,8 +41,6 @@ func TestObserveThroughDaemon(t *testing.T) {
 	text := get("/metrics")
 	for _, want := range []string{
 		`verifierd_sessions_begun_total{outcome="BEGUN"} 1`,
-		`verifierd_sessions_verified_total{outcome="RECONCILIATION_REQUIRED"} 1`,
-		`verifierd_verdicts_total{kind="sql",result="conflicting",tier="1",verdict="REFUTED"} 2`,
 		`verifierd_verify_duration_seconds_count 1`,
 		// Both effects of the irreversible step are refuted: two tasks.
 		`verifierd_reconciliation_tasks_issued_total 2`,
@@ -51,7 +49,10 @@ func TestObserveThroughDaemon(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	for _, re := range []string{`verifierd_plugin_starts_total\{kind="sql"\} [1-9]`, `verifierd_plugin_processes [1-9]`, `verifierd_store_size_bytes [1-9]`} {
+	// The registered deployment's name labels its outcomes and verdicts.
+	for _, re := range []string{`verifierd_sessions_verified_total\{deployment="[^"]+",outcome="RECONCILIATION_REQUIRED"\} 1$`,
+		`verifierd_verdicts_total\{deployment="[^"]+",kind="sql",result="conflicting",tier="1",verdict="REFUTED"\} 2$`,
+		`verifierd_plugin_starts_total\{kind="sql"\} [1-9]`, `verifierd_plugin_processes [1-9]`, `verifierd_store_size_bytes [1-9]`} {
 		if !regexp.MustCompile(`(?m)^` + re).MatchString(text) {
 			t.Errorf("metrics lack %s:\n%s", re, text)
 		}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,12 +15,16 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // runVerifierd runs the verifierd binary to its end (a `store` command, or
@@ -331,5 +337,201 @@ func TestCorruptStoredBaseline(t *testing.T) {
 	code, stdout, errs := runVerifierd(t, nil, "store", "check", "--data-dir", d.dataDir)
 	if code != 1 || !strings.Contains(stdout, "damaged: session "+b.SessionID+": its stored baseline capture 0 chunk 0") {
 		t.Errorf("store check: exit %d\n%s%s", code, stdout, errs)
+	}
+}
+
+// editLedger rewrites, in the bbolt file of dataDir (the daemon stopped),
+// the ledger entry at seq with edit, and when rechain re-links every later
+// entry onto the edited one, as an attacker without the signing key would.
+func editLedger(t *testing.T, dataDir string, seq uint64, rechain bool, edit func(*receipt.Entry)) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dataDir, "verifierd.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("ledger"))
+		prev := ""
+		return b.ForEach(func(k, v []byte) error {
+			var e receipt.Entry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			switch {
+			case e.Seq == seq:
+				edit(&e)
+			case e.Seq > seq && rechain:
+				e.Prev = prev
+			default:
+				prev = e.Hash()
+				return nil
+			}
+			prev = e.Hash()
+			return b.Put(bytes.Clone(k), e.Canonical())
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoreCheckVerifiesLedger: `store check` verifies the ledger's chain
+// and every signed checkpoint inside the store. An entry edited in the
+// stopped store's file, with the chain re-linked after it or not, is
+// damage (exit 1, naming the entry); before the check knew the ledger it
+// said "sound", and only an offline `ledger verify` of an export caught it.
+func TestStoreCheckVerifiesLedger(t *testing.T) {
+	d := startDaemon(t, daemonOpts{})
+	c := newClinic(t)
+	for i, p := range []string{"p1", "p2", "p3"} {
+		s := d.begin(t, c, p, "Triage")
+		c.save(t, p, "Triage", i+1)
+		d.verify(t, s.SessionID)
+	}
+	d.stop() // signs a checkpoint at the head
+
+	code, out, errs := runVerifierd(t, nil, "store", "check", "--data-dir", d.dataDir)
+	if code != 0 || !strings.Contains(out, "is sound") || !strings.Contains(out, "signed checkpoints verified") || strings.Contains(out, " 0 signed checkpoints") {
+		t.Fatalf("store check of the untouched store: exit %d\n%s%s", code, out, errs)
+	}
+	for _, tc := range []struct {
+		name    string
+		rechain bool
+		want    string
+	}{
+		{"edited, chain re-linked", true, "the checkpoint signed at seq"},
+		{"edited, chain left", false, "entry 2 was changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			raw, err := os.ReadFile(filepath.Join(d.dataDir, "verifierd.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			must := func(err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(os.WriteFile(filepath.Join(dir, "verifierd.db"), raw, 0o600))
+			must(os.CopyFS(filepath.Join(dir, "keys"), os.DirFS(filepath.Join(d.dataDir, "keys"))))
+			keys, _ := filepath.Glob(filepath.Join(dir, "keys", "*"))
+			for _, k := range keys {
+				must(os.Chmod(k, 0o600)) // CopyFS copies no mode; the check refuses a readable key
+			}
+			editLedger(t, dir, 2, tc.rechain, func(e *receipt.Entry) { e.Digest = receipt.PayloadDigest([]byte("forged")) })
+			code, out, errs := runVerifierd(t, nil, "store", "check", "--data-dir", dir)
+			if code != 1 || !strings.Contains(out, "damaged: ledger:") || !strings.Contains(out, tc.want) || strings.Contains(out, "is sound") {
+				t.Errorf("store check of an edited ledger: exit %d\n%s%s\nwant exit 1 with a ledger problem naming %q", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
+// TestConsoleShowsDamagedSession: one session whose stored result fails
+// its integrity check is a DAMAGED row in the console's list and in the
+// reconciliation queue, and its page says so; the other sessions and their
+// tasks stay listed. Before, the one damaged session made /console/ and
+// /console/reconciliation answer 500 and the whole queue disappeared.
+func TestConsoleShowsDamagedSession(t *testing.T) {
+	httpAddr := freeAddr(t)
+	d := startDaemon(t, daemonOpts{args: []string{"--http-listen", httpAddr}})
+	c := newClinic(t)
+	damaged := d.begin(t, c, "p1", "Triage")
+	c.save(t, "p1", "Triage", 1)
+	d.verify(t, damaged.SessionID)
+	dup := d.begin(t, c, "p2", "Checkup")
+	c.save(t, "p2", "Checkup", 2) // a double submit: a reconciliation task
+	d.verify(t, dup.SessionID)
+	d.stop()
+	flipInside(t, d.dataDir, damaged.SessionID, "Triage")
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ path, want string }{
+		{"/console/", dup.SessionID},
+		{"/console/reconciliation", dup.SessionID},
+		{"/console/sessions/" + damaged.SessionID, "integrity check"},
+	} {
+		code, page := httpDo(t, "GET", httpAddr, "", p.path, "", nil)
+		if code != http.StatusOK || !strings.Contains(page, "DAMAGED") || !strings.Contains(page, damaged.SessionID) || !strings.Contains(page, p.want) {
+			t.Errorf("GET %s = %d; want 200 with a DAMAGED row for %s and %q:\n%s", p.path, code, damaged.SessionID, p.want, page)
+		}
+	}
+	if code, page := httpDo(t, "GET", httpAddr, "", "/console/?outcome=DAMAGED", "", nil); code != http.StatusOK || !strings.Contains(page, damaged.SessionID) || strings.Contains(page, dup.SessionID) {
+		t.Errorf("the DAMAGED filter = %d:\n%s", code, page)
+	}
+}
+
+// TestKeysCheckedWhileServing: replicas of one PostgreSQL store hold a
+// lease. A second daemon with --rotate-keys while the first serves is
+// refused (before, it rotated and left two replicas on one store with
+// different keys, the running one never re-checking). When the store's
+// key ids change under a serving replica anyway (edited here), its next
+// signing Verify answers FailedPrecondition at once, and within its check
+// interval every call does and its VerifierService health is NOT_SERVING.
+// Once the first replica is stopped the rotation goes through.
+func TestKeysCheckedWhileServing(t *testing.T) {
+	c := newClinic(t)
+	first, dsn, env, _, sql := pgStoreDaemon(t, c)
+	s := first.beginNamed(t, c, "clinic", "p1", "Triage")
+
+	other := filepath.Join(t.TempDir(), "other.key")
+	otherKey := make([]byte, 32)
+	if _, err := rand.Read(otherKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, otherKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rotate := []string{"--listen", "127.0.0.1:0", "--http-listen", "", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", other, "--rotate-keys"}
+	code, _, errs := runVerifierd(t, env, rotate...)
+	if code != 1 || !strings.Contains(errs, "another replica is serving this store") || !strings.Contains(errs, "--rotate-keys") {
+		t.Fatalf("--rotate-keys while a replica serves: exit %d\n%s\nwant exit 1 naming the running replica", code, errs)
+	}
+	c.save(t, "p1", "Triage", 1)
+	if got := first.verify(t, s.SessionID).Outcome; got != "VERIFIED" {
+		t.Fatalf("the first replica after the refused rotation: %s", got)
+	}
+
+	// The key ids change under the serving replica.
+	s2 := first.beginNamed(t, c, "clinic", "p2", "Triage")
+	sql(`UPDATE verifierd_store_keys SET value = 'sha256:` + strings.Repeat("0", 64) + `' WHERE name = 'signing_key_id'`)
+	c.save(t, "p2", "Triage", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl := first.client(t)
+	if _, err := cl.Verify(ctx, &verifierv1.VerifyRequest{SessionId: s2.SessionID}); grpcstatus.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "changed while this daemon ran") {
+		t.Fatalf("Verify after the keys changed: %v; want FailedPrecondition (nothing signed under keys the store no longer records)", err)
+	}
+	conn, err := grpc.NewClient(first.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	for {
+		r, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: "verifierd.verifier.v1.VerifierService"})
+		if err == nil && r.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("VerifierService still serving 2 minutes after its keys changed: %v %v\n%s", r, err, first.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := cl.GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: s.SessionID}); grpcstatus.Code(err) != codes.FailedPrecondition {
+		t.Errorf("GetSession on the fenced replica: %v, want FailedPrecondition", err)
+	}
+
+	// With the first replica stopped (its lease gone), the rotation goes
+	// through, and the sessions stay readable under the new keys.
+	first.stop()
+	rotated := startDaemon(t, daemonOpts{config: namedClinic(t, c, ""), env: env,
+		args: []string{"--store", dsn, "--store-password-env", storePasswordEnv, "--evidence-key", other, "--rotate-keys"}})
+	if _, err := rotated.client(t).GetSession(ctx, &verifierv1.GetSessionRequest{SessionId: s.SessionID}); err != nil {
+		t.Errorf("GetSession after the rotation: %v", err)
 	}
 }

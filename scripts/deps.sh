@@ -18,6 +18,7 @@ packages=(
 	libleptonica-dev  # adapters/onscreen: Tesseract's image library headers
 	x11-apps          # adapters/onscreen: xwd, the X display source's capture
 	xvfb              # adapters/onscreen: a virtual X display for its tests
+	prometheus        # promtool: e2e checks deploy/prometheus/alerts.yaml with it
 )
 
 # "deps.sh build" installs only what building the binaries needs: the

@@ -69,18 +69,19 @@ type fieldSection struct {
 // stores; each call reads through a copy bound to its run parameters
 // (bind).
 type settings struct {
-	cdpURL        string
-	display       string // an X display (":99"), the other source
-	pageURLPrefix string
-	tier          sdk.Tier
-	renavigate    []actionSection // as written; bound per call
-	actions       []action        // bound copies: the run's values; else stand-ins
-	absent        string
-	rows          string   // row_selector: one record per visible row; "" for one record
-	readPosts     []string // read_post_paths as origin+path: POSTs the re-opened page may make
-	fields        []field
-	minConfidence float64
-	navTimeout    time.Duration
+	cdpURL         string
+	display        string // an X display (":99"), the other source
+	pageURLPrefix  string
+	tier           sdk.Tier
+	renavigate     []actionSection // as written; bound per call
+	actions        []action        // bound copies: the run's values; else stand-ins
+	absent         string
+	rows           string   // row_selector: one record per visible row; "" for one record
+	readPosts      []string // read_post_paths as origin+path: POSTs the re-opened page may make (the page guard)
+	readPostsExact []string // the same with their query, if any: the network guard lets through only these exactly
+	fields         []field
+	minConfidence  float64
+	navTimeout     time.Duration
 }
 
 // action is one step of the re-navigation, bound to the run.
@@ -381,12 +382,25 @@ func (s *settings) parseReadPosts(paths []string) error {
 	}
 	origin := u.Scheme + "://" + u.Host
 	for i, path := range paths {
-		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "?#{}") {
-			return configError(fmt.Sprintf("%s[%d]", p, i), "%q: write a path on the site of renavigate[0].open (%s) that starts with / and has no query or {placeholder}, such as /auth/refresh", path, origin)
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, "#{}") {
+			return configError(fmt.Sprintf("%s[%d]", p, i), "%q: write a path on the site of renavigate[0].open (%s) that starts with / and has no fragment or {placeholder}, such as /auth/refresh (with the exact query string the page sends, if any: /auth/refresh?grant=session)", path, origin)
 		}
 		s.readPosts = append(s.readPosts, cdpguard.OriginPath(origin+path))
+		s.readPostsExact = append(s.readPostsExact, postTarget(origin+path))
 	}
 	return nil
+}
+
+// postTarget is what a POST's URL must equal to pass as a read_post_paths
+// target: origin, path and query exactly (no query is the empty one), so
+// that a declared path cannot carry data in a query it was not declared
+// with.
+func postTarget(rawURL string) string {
+	t := cdpguard.OriginPath(rawURL)
+	if u, err := url.Parse(rawURL); err == nil && t != "" && u.RawQuery != "" {
+		t += "?" + u.RawQuery
+	}
+	return t
 }
 
 // standIns maps every run parameter an action uses to a stand-in value, to

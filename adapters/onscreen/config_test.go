@@ -141,7 +141,7 @@ func TestConfigureRefuses(t *testing.T) {
 			m["read_post_paths"] = []any{"/auth/token"}
 		}, "onscreen.read_post_paths", "remove read_post_paths"},
 		{"read_post_paths not a path", func(m map[string]any) { m["read_post_paths"] = []any{"auth/token"} }, "onscreen.read_post_paths[0]", "starts with /"},
-		{"read_post_paths with a query", func(m map[string]any) { m["read_post_paths"] = []any{"/auth?x=1"} }, "onscreen.read_post_paths[0]", "no query"},
+		{"read_post_paths with a fragment", func(m map[string]any) { m["read_post_paths"] = []any{"/auth#x"} }, "onscreen.read_post_paths[0]", "no fragment"},
 		{"absent selector on the same surface", func(m map[string]any) {
 			delete(m, "renavigate")
 			m["same_surface"] = true

@@ -15,7 +15,8 @@ import (
 // be re-read at tier 3 under the guards (INDETERMINATE, the refused POST
 // and read_post_paths named, nothing reaching the application); declared in
 // read_post_paths, that one POST goes through and an honest save confirms
-// (by OCR and by selector); any other POST the page makes is still refused.
+// (by OCR and by selector); any other POST the page makes is still refused,
+// and so is the declared path with a query it was not declared with.
 func TestReadPostPaths(t *testing.T) {
 	unusable := []string{"INDETERMINATE/unavailable/SOR_UNREACHABLE", "INDETERMINATE/unavailable/SOR_UNREACHABLE"}
 	tests := []struct {
@@ -33,6 +34,12 @@ func TestReadPostPaths(t *testing.T) {
 			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "CONFIRMED/confirmed/FIELD_EQUAL"}, nil, true},
 		{"refresh declared, another POST", screenapp.TokenAndNotice, []any{screenapp.TokenPath}, judge.ReconciliationRequired, unusable,
 			[]string{"non-read request", "POST", screenapp.NoticePath}, true},
+		// The declared path with a query it was not declared with is
+		// another request: refused (before, the path alone was compared).
+		{"refresh declared, POST with a query", screenapp.TokenWithQuery, []any{screenapp.TokenPath}, judge.ReconciliationRequired, unusable,
+			[]string{"non-read request", "POST", screenapp.TokenPath}, false},
+		{"refresh declared with its query", screenapp.TokenWithQuery, []any{screenapp.TokenPath + "?" + screenapp.TokenQuery}, judge.Verified,
+			[]string{"CONFIRMED/confirmed/COUNT_EXACT", "CONFIRMED/confirmed/FIELD_EQUAL"}, nil, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

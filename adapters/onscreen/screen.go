@@ -283,15 +283,17 @@ type guard struct {
 }
 
 func newGuard(s *settings) guard {
-	allowed := make(map[string]bool, len(s.readPosts))
-	for _, p := range s.readPosts {
+	// The page guard matches origin and path; this one, which every
+	// request passes, matches the query too.
+	allowed := make(map[string]bool, len(s.readPostsExact))
+	for _, p := range s.readPostsExact {
 		allowed[p] = true
 	}
 	allow := func(method, rawURL string) bool {
 		if cdpguard.IsRead(method) {
 			return true
 		}
-		return strings.EqualFold(method, "POST") && allowed[cdpguard.OriginPath(rawURL)]
+		return strings.EqualFold(method, "POST") && allowed[postTarget(rawURL)]
 	}
 	return guard{Guards: cdpguard.NewGuards(allow, guardQueue), readPosts: s.readPosts}
 }

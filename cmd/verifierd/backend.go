@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -128,25 +129,58 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// keyFence is what a serving daemon knows of its store's keys: nil, or the
+// *store.KeyMismatchError a check found. Once set it stays: the replica
+// must be restarted with the store's keys. Ready is server.Options.Ready
+// and the HTTP /health's readiness.
+type keyFence struct{ err atomic.Pointer[error] }
+
+func (f *keyFence) set(err error) { f.err.CompareAndSwap(nil, &err) }
+
+// Ready is nil while the store records this daemon's keys.
+func (f *keyFence) Ready() error {
+	if p := f.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // watchStore marks the VerifierService NOT_SERVING in the health service
 // while a shared store does not answer, and SERVING again when it does, so
 // that a readiness probe on that service takes the replica out of rotation
-// (a liveness probe on the overall service "" is not affected). The
-// embedded store has nothing to watch.
-func watchStore(ctx context.Context, st store.Backend, hs *health.Server, every time.Duration, logger hclog.Logger) {
+// (a liveness probe on the overall service "" is not affected). It also
+// re-reads the key ids a shared store records (store.KeyWatcher): once
+// they are not this daemon's, the fence is set for good (every call but
+// health answers FailedPrecondition, /health 503) and the service stays
+// NOT_SERVING. The embedded store has nothing to watch.
+func watchStore(ctx context.Context, st store.Backend, hs *health.Server, fence *keyFence, up *atomic.Bool, every time.Duration, logger hclog.Logger) {
+	up.Store(true)
 	p, ok := st.(pinger)
 	if !ok {
 		return
 	}
+	kw, _ := st.(store.KeyWatcher)
 	const service = "verifierd.verifier.v1.VerifierService"
 	serving := true
 	periodic.Every(ctx, every, func(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, every)
 		err := p.Ping(pctx)
+		if err == nil && kw != nil && fence.Ready() == nil {
+			if kerr := kw.RecheckKeys(pctx); errors.As(kerr, new(*store.KeyMismatchError)) {
+				fence.set(kerr)
+				logger.Error("store: the key ids it records are no longer this daemon's; every call is refused until it is restarted with the store's keys", "error", kerr)
+			} else {
+				err = kerr
+			}
+		}
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
+		if fence.Ready() != nil {
+			err = fence.Ready()
+		}
+		up.Store(err == nil)
 		switch {
 		case err != nil && serving:
 			logger.Error("store: not answering; VerifierService is NOT_SERVING until it does", "error", err)
@@ -215,6 +249,9 @@ func bindStore(ctx context.Context, st store.Backend, evidenceKey []byte, signin
 	ctx, cancel := context.WithTimeout(ctx, bindTimeout)
 	defer cancel()
 	rep, err := st.Bind(ctx, store.IntegrityKey(evidenceKey), keys, rotate)
+	if errors.Is(err, pg.ErrReplicaRunning) {
+		return fmt.Errorf("--rotate-keys: %w; stop every replica of the store, start this one with --rotate-keys, then the others with its --evidence-key and --signing-key", err)
+	}
 	if _, ok := errors.AsType[*store.KeyMismatchError](err); ok {
 		return fmt.Errorf("%w: start every replica with the --evidence-key and --signing-key (or --evidence-key-env, --signing-key-env) of the store's first writer, "+
 			"or, to change keys deliberately, start one daemon with --rotate-keys", err)

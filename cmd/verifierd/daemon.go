@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 
+	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/connlimit"
 	"github.com/verifierd/verifierd/internal/inflight"
@@ -50,6 +53,10 @@ type daemon struct {
 	grpcLim *connlimit.Listener
 	// maintain ends the store maintenance and the checkpoints.
 	maintain context.Context
+	// fence stops serving once the store's keys are not this daemon's.
+	fence keyFence
+	// storeUp: the store answered its last check (verifierd_store_up).
+	storeUp atomic.Bool
 
 	closers []func()
 }
@@ -246,6 +253,11 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 	d.host = host
 	d.onClose(host.Close)
 	watchDaemon(d.maintain, mets, d.st, host)
+	kinds := slices.Sorted(maps.Keys(daemonCfg.Plugins))
+	for _, a := range builtin.Adapters {
+		kinds = append(kinds, a.Kind)
+	}
+	mets.Declare(slices.Sorted(maps.Keys(daemonCfg.Deployments)), kinds)
 	return nil
 }
 
@@ -254,7 +266,7 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 func (d *daemon) serverOptions(daemonCfg *config.Daemon) (server.Options, error) {
 	grpcLim, grpcOpts := d.opts.Connections.grpcListener("grpc", nil)
 	d.grpcLim = grpcLim
-	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes)}
+	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), Ready: d.fence.Ready}
 	if env := daemonCfg.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -284,7 +296,8 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		d.onClose(stopHealth)
 	}
-	go watchStore(d.maintain, d.st, d.healthSrv, 5*time.Second, logger)
+	go watchStore(d.maintain, d.st, d.healthSrv, &d.fence, &d.storeUp, o.StoreCheckInterval, logger)
+	watchHealth(mets, &d.fence, &d.storeUp, opts.Budget)
 	rewards, err := startRewards(mgr, d.st, d.signer, srv, logger.Named("reward"))
 	if err != nil {
 		return err
@@ -296,6 +309,7 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		api.AllowHosts(o.allowedHosts)
 		api.SetBudget(opts.Budget)
+		api.SetReady(d.fence.Ready)
 		registerObserve(api, mets, mgr, d.st)
 		stopHTTP, err := serveHTTP(d.maintain, o.HTTPListen, api, opts.TLS, o.Connections, logger)
 		if err != nil {

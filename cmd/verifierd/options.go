@@ -39,6 +39,7 @@ type options struct {
 	HTTPAllowedHosts         string
 	LedgerCheckpointEvery    uint64
 	LedgerCheckpointInterval time.Duration
+	StoreCheckInterval       time.Duration
 	// Connections are --max-connections, --handshake-timeout,
 	// --idle-timeout and --http-read-timeout.
 	Connections *connLimits
@@ -92,6 +93,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.HTTPAllowedHosts, "http-allowed-hosts", "", "comma-separated host or host:port names the HTTP listener answers for besides localhost and loopback addresses (421 otherwise), e.g. verifierd.example.com; requests with the API token pass on any name")
 	o.Connections = connFlags(fs)
 	fs.Uint64Var(&o.LedgerCheckpointEvery, "ledger-checkpoint-every", session.DefaultCheckpointEvery, "sign a ledger checkpoint in the transaction of every Nth ledger entry (0: not by count; docs/receipts.md)")
+	fs.DurationVar(&o.StoreCheckInterval, "store-check-interval", 5*time.Second, "a shared (PostgreSQL) store: how often to check that it answers and still records this daemon's key ids; a replica whose keys the store no longer records stops serving (every ledger append checks them too)")
 	fs.DurationVar(&o.LedgerCheckpointInterval, "ledger-checkpoint-interval", session.DefaultCheckpointInterval, "sign a checkpoint of the ledger head this often when entries were appended since the last one (0: not by time); one is also signed at shutdown and by every export")
 }
 

@@ -99,8 +99,8 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 			t.Errorf("--%s=%s: field %s holds %q", name, v, fieldName(name), got)
 		}
 	}
-	if len(want) != 31 {
-		t.Errorf("%d flags, want 31", len(want))
+	if len(want) != 32 {
+		t.Errorf("%d flags, want 32", len(want))
 	}
 	if o.Connections == nil {
 		t.Error("the connection bounds were not registered")

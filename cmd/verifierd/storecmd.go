@@ -170,7 +170,11 @@ func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer)
 	if !vr.Sealed {
 		fmt.Fprintf(stdout, "note: the store's %d values carry no integrity tags yet (written before verifierd checked values); the next daemon start seals them as they stand\n", vr.Unsealed)
 	}
+	ledgerBad := reportLedger(where, &vr.Ledger, stdout, stderr)
 	if len(vr.Damaged) == 0 {
+		if ledgerBad {
+			return 1
+		}
 		return 0
 	}
 	for _, d := range vr.Damaged {
@@ -185,6 +189,24 @@ func reportValues(where string, vr *store.ValueReport, stdout, stderr io.Writer)
 		"Restore the store from a backup, or copy the sound sessions into a fresh store with `verifierd store salvage`\n",
 		where, len(vr.Damaged), vr.Values, len(ids), strings.Join(ids, ", "))
 	return 1
+}
+
+// reportLedger prints what the check of the stored ledger found and
+// reports whether it is damaged.
+func reportLedger(where string, r *store.LedgerReport, stdout, stderr io.Writer) bool {
+	fmt.Fprintf(stdout, "ledger: %d entries chained, %d signed checkpoints verified", r.Entries, r.Checkpoints)
+	if n := r.Unvouched(); n > 0 {
+		fmt.Fprintf(stdout, "; the %d entries after seq %d are not yet covered by a checkpoint (the daemon signs one on a timer and at shutdown)", n, r.Signed)
+	}
+	fmt.Fprintln(stdout)
+	if len(r.Problems) == 0 {
+		return false
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(stdout, "damaged: ledger:", p)
+	}
+	fmt.Fprintf(stderr, "verifierd: the ledger in the store %s is damaged: %s; `verifyctl ledger verify` on an export names the same break, and the receipts issued before it still verify on their own\n", where, r.Problems[0])
+	return true
 }
 
 // reportSkipped says which sessions and records salvage left out.

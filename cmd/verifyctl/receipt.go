@@ -39,7 +39,7 @@ func checkRunSubject(payloadType string, payload []byte, want string) error {
 // cmdReceipt: `receipt verify` checks a signed receipt offline.
 func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprintln(stderr, "usage: verifyctl receipt verify --receipt FILE (--public-key FILE | --key-id sha256:HEX) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP] [--expect-run ID]")
+		fmt.Fprintln(stderr, "usage: verifyctl receipt verify --receipt FILE (--public-key FILE | --key-id sha256:HEX) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP] [--expect-run ID] [--accept-refusal]")
 		return exitInvalid
 	}
 	fs := flag.NewFlagSet("receipt verify", flag.ContinueOnError)
@@ -51,6 +51,7 @@ func cmdReceipt(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&want.Session, "expect-session", "", "also require the signed payload's session_id to be this session")
 	fs.StringVar(&want.Deployment, "expect-deployment", "", "also require the signed payload's deployment.name to be this registered deployment")
 	fs.StringVar(&want.Step, "expect-step", "", "also require the signed payload's workflow.step to be this workflow step")
+	fs.BoolVar(&want.AcceptRefusal, "accept-refusal", false, "with --expect-*: accept the receipt of a refused Begin (kind begin_refused) as matching; without it such a receipt fails every expectation, since nothing was verified")
 	expectRun := fs.String("expect-run", "", "also require a run receipt (payload type "+runReceiptType+") whose signed run_id is this run")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitInvalid

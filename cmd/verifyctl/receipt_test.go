@@ -342,3 +342,46 @@ func TestVerifyRefusesDuplicateKeys(t *testing.T) {
 		t.Fatalf("the honest export: exit %d %v", code, out)
 	}
 }
+
+// A refused Begin's receipt names its deployment and step, but nothing was
+// verified: --expect-* refuses it (exit 1, field "kind") unless
+// --accept-refusal; without an expectation it is a valid signed receipt.
+func TestReceiptVerifyExpectRefusal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	payload, _ := json.Marshal(map[string]any{
+		"kind":       "begin_refused",
+		"deployment": map[string]any{"name": "clinic", "digest": "sha256:1"},
+		"workflow":   map[string]any{"name": "triage", "step": "save_triage"},
+		"refusal":    map[string]any{"code": "newness_unproven", "path": "effects[0]"},
+	})
+	env, _ := json.Marshal(receipt.Sign(priv, receipt.PayloadTypeVerdict, payload))
+	rc := filepath.Join(dir, "refusal.json")
+	keyFile := filepath.Join(dir, "key.json")
+	if err := os.WriteFile(rc, env, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := json.Marshal(map[string]any{"public_key": base64.StdEncoding.EncodeToString(pub), "key_id": receipt.KeyID(pub)})
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"receipt", "verify", "--receipt", rc, "--public-key", keyFile}
+	for _, expect := range [][]string{
+		{"--expect-deployment", "clinic"},
+		{"--expect-step", "save_triage"},
+		{"--expect-deployment", "clinic", "--expect-step", "save_triage"},
+	} {
+		out, code := runCtl(t, append(base, expect...)...)
+		m, _ := out["mismatch"].(map[string]any)
+		if code != 1 || out["valid"] != false || m["field"] != "kind" || !strings.Contains(out["reason"].(string), "refused Begin") {
+			t.Errorf("%v on a refusal receipt: exit %d %v; want exit 1, mismatch kind", expect, code, out)
+		}
+		if out, code := runCtl(t, append(append(base, expect...), "--accept-refusal")...); code != 0 || out["valid"] != true {
+			t.Errorf("%v --accept-refusal: exit %d %v; want 0", expect, code, out)
+		}
+	}
+	if out, code := runCtl(t, base...); code != 0 || out["valid"] != true {
+		t.Errorf("no expectation: exit %d %v; want a valid signed receipt", code, out)
+	}
+}

@@ -123,7 +123,14 @@ type Row struct {
 	BegunAt    time.Time
 	VerifiedAt time.Time
 	Tasks      int
+	// Damaged: the session's stored record or result fails its integrity
+	// check; the row shows only its id (Outcome is Damaged).
+	Damaged bool
 }
+
+// Damaged is the outcome the list shows for a session whose stored values
+// fail their integrity check (`verifierd store check` names them).
+const Damaged = "DAMAGED"
 
 // storedMeta is the part of a stored session the list shows.
 type storedMeta struct {
@@ -158,15 +165,25 @@ func Recent(ctx context.Context, st store.Backend, f Filter, limit int) ([]Row, 
 	var rows []Row
 	err := st.ForEachSession(ctx, func(id string, meta, result []byte) error {
 		var m storedMeta
-		// A session that does not decode is left to `verifierd store check`.
-		if json.Unmarshal(meta, &m) == nil {
-			if r := newRow(id, &m, result); f.match(&r) {
-				rows = append(rows, r)
-			}
+		r := Row{ID: id, Outcome: Damaged, Damaged: true}
+		// A session whose values fail their integrity check (meta nil) or
+		// do not decode is a damaged row: it never hides the others.
+		if meta != nil && json.Unmarshal(meta, &m) == nil {
+			r = newRow(id, &m, result)
+		}
+		if f.match(&r) {
+			rows = append(rows, r)
 		}
 		return nil
 	})
+	// Damaged rows first (they need the operator), then newest first.
 	slices.SortFunc(rows, func(a, b Row) int {
+		if a.Damaged != b.Damaged {
+			if a.Damaged {
+				return -1
+			}
+			return 1
+		}
 		if c := b.BegunAt.Compare(a.BegunAt); c != 0 {
 			return c
 		}
@@ -242,6 +259,10 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) {
 			httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such session")
 			return
 		}
+		if _, damaged := errors.AsType[*store.IntegrityError](err); damaged {
+			render(w, "session.html", map[string]any{"Title": "Session " + id, "Damaged": err.Error()})
+			return
+		}
 		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the session failed")
 		return
 	}
@@ -276,6 +297,10 @@ type Task struct {
 	VerifiedAt time.Time
 	Effect     int
 	Task       *judge.Task
+	// Damaged: the session's stored values fail their integrity check, so
+	// its tasks cannot be read (Task is nil); the queue lists it so that
+	// it is not lost.
+	Damaged bool
 }
 
 // OpenTasks lists the open reconciliation tasks, newest first, at most
@@ -288,10 +313,21 @@ func OpenTasks(ctx context.Context, m *session.Manager, st store.Backend, limit 
 	}
 	var out []Task
 	for _, r := range rows {
-		if r.Tasks == 0 || len(out) >= limit {
+		if len(out) >= limit {
+			break
+		}
+		if r.Damaged {
+			out = append(out, Task{SessionID: r.ID, Damaged: true})
+			continue
+		}
+		if r.Tasks == 0 {
 			continue
 		}
 		s, err := m.Get(ctx, r.ID)
+		if _, damaged := errors.AsType[*store.IntegrityError](err); damaged {
+			out = append(out, Task{SessionID: r.ID, Deployment: r.Deployment, Damaged: true})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -195,10 +195,10 @@ func TestMetricsAfterBeginAndVerify(t *testing.T) {
 	}
 	for _, want := range []string{
 		`verifierd_sessions_begun_total{outcome="BEGUN"} 2`,
-		`verifierd_sessions_verified_total{outcome="VERIFIED"} 1`,
-		`verifierd_sessions_verified_total{outcome="RECONCILIATION_REQUIRED"} 1`,
-		`verifierd_verdicts_total{kind="console-test",result="confirmed",tier="1",verdict="CONFIRMED"} 1`,
-		`verifierd_verdicts_total{kind="console-test",result="conflicting",tier="1",verdict="REFUTED"} 1`,
+		`verifierd_sessions_verified_total{deployment="intake",outcome="VERIFIED"} 1`,
+		`verifierd_sessions_verified_total{deployment="intake",outcome="RECONCILIATION_REQUIRED"} 1`,
+		`verifierd_verdicts_total{deployment="intake",kind="console-test",result="confirmed",tier="1",verdict="CONFIRMED"} 1`,
+		`verifierd_verdicts_total{deployment="intake",kind="console-test",result="conflicting",tier="1",verdict="REFUTED"} 1`,
 		`verifierd_begin_duration_seconds_count 2`,
 		`verifierd_verify_duration_seconds_count 2`,
 		`verifierd_reconciliation_tasks_issued_total 1`,

@@ -29,6 +29,7 @@ type API struct {
 	token  string
 	hosts  Hosts
 	budget *inflight.Budget
+	ready  func() error
 }
 
 // SetBudget makes every request body reserve its size from b before it is
@@ -43,10 +44,21 @@ func (a *API) SetBudget(b *inflight.Budget) { a.budget = b }
 func New(token string) *API {
 	a := &API{mux: http.NewServeMux(), token: token}
 	a.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		if a.ready != nil {
+			if err := a.ready(); err != nil {
+				WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "service": "verifierd", "reason": err.Error()})
+				return
+			}
+		}
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd"})
 	})
 	return a
 }
+
+// SetReady makes GET /health answer 503 "not_ready" with the reason while
+// ready answers an error (the store's keys changed under this replica).
+// Call it before serving.
+func (a *API) SetReady(ready func() error) { a.ready = ready }
 
 // AllowHosts sets the Host names the listener answers for besides the
 // loopback ones (--http-allowed-hosts; see ParseHosts).

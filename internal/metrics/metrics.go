@@ -35,6 +35,7 @@ type Metrics struct {
 	pluginCrashes    *prometheus.CounterVec
 	tasksIssued      prometheus.Counter
 	tasksClosed      prometheus.Counter
+	integrityErrors  prometheus.Counter
 }
 
 // latencyBuckets span a quick in-process read (milliseconds) to a slow
@@ -61,8 +62,8 @@ func New(reg *prometheus.Registry) *Metrics {
 	return &Metrics{
 		reg:              reg,
 		sessionsBegun:    f("sessions_begun_total", "Begin calls by outcome: BEGUN, or the refusal (REJECTED_POLICY, FAILED_PLATFORM, HALTED_BEFORE_EFFECT, INVALID, NOT_FOUND, ERROR).", "outcome"),
-		sessionsVerified: f("sessions_verified_total", "Verify calls that judged a session, by outcome (VERIFIED, RECONCILIATION_REQUIRED, ...; ERROR when the call failed).", "outcome"),
-		verdicts:         f("verdicts_total", "Effect verdicts by adapter kind, verdict, result class and tier.", "kind", "verdict", "result", "tier"),
+		sessionsVerified: f("sessions_verified_total", "Verify calls that judged a session, by registered deployment (inline for a caller's own) and outcome (VERIFIED, RECONCILIATION_REQUIRED, ...; ERROR when the call failed).", "deployment", "outcome"),
+		verdicts:         f("verdicts_total", "Effect verdicts by registered deployment, adapter kind, verdict, result class and tier.", "deployment", "kind", "verdict", "result", "tier"),
 		beginSeconds:     h("begin_duration_seconds", "Time a Begin call took, refusals included."),
 		verifySeconds:    h("verify_duration_seconds", "Time a Verify call that judged a session took."),
 		captureRows:      f("capture_rows_total", "Records read from adapters, by kind and phase (before: the baseline; after: the read Verify judges).", "kind", "phase"),
@@ -72,6 +73,7 @@ func New(reg *prometheus.Registry) *Metrics {
 		pluginCrashes:    f("plugin_crashes_total", "Adapter processes found exited while in use, by kind.", "kind"),
 		tasksIssued:      c("reconciliation_tasks_issued_total", "Reconciliation tasks issued by Verify and Reverify."),
 		tasksClosed:      c("reconciliation_tasks_closed_total", "Reconciliation tasks closed or superseded by a re-verification. Open tasks: issued - closed (since the daemon started)."),
+		integrityErrors:  c("store_integrity_errors_total", "Verify calls that met a stored value failing its integrity check (answered DataLoss; `verifierd store check` names the value)."),
 	}
 }
 
@@ -101,21 +103,64 @@ func (m *Metrics) BeginDone(outcome string, d time.Duration) {
 	m.beginSeconds.Observe(d.Seconds())
 }
 
-// VerifyDone records a Verify that judged a session (or failed doing so).
-func (m *Metrics) VerifyDone(outcome string, d time.Duration) {
+// Inline is the deployment label of a session begun with the caller's own
+// deployment.
+const Inline = "inline"
+
+func deploymentLabel(name string) string {
+	if name == "" {
+		return Inline
+	}
+	return name
+}
+
+// VerifyDone records a Verify that judged a session of deployment (or
+// failed doing so).
+func (m *Metrics) VerifyDone(deployment, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.sessionsVerified.WithLabelValues(outcome).Inc()
+	m.sessionsVerified.WithLabelValues(deploymentLabel(deployment), outcome).Inc()
 	m.verifySeconds.Observe(d.Seconds())
 }
 
 // Verdict records one effect's verdict.
-func (m *Metrics) Verdict(kind, verdict, result string, tier int) {
+func (m *Metrics) Verdict(deployment, kind, verdict, result string, tier int) {
 	if m == nil {
 		return
 	}
-	m.verdicts.WithLabelValues(kind, verdict, result, strconv.Itoa(tier)).Inc()
+	m.verdicts.WithLabelValues(deploymentLabel(deployment), kind, verdict, result, strconv.Itoa(tier)).Inc()
+}
+
+// IntegrityError records a Verify that met a damaged stored value.
+func (m *Metrics) IntegrityError() {
+	if m != nil {
+		m.integrityErrors.Inc()
+	}
+}
+
+// Outcomes are the step outcomes a deployment's series start at zero with.
+var Outcomes = []string{"VERIFIED", "RECONCILIATION_REQUIRED", "HALTED_BEFORE_EFFECT"}
+
+// Declare starts at zero the series a dashboard and its alerts read before
+// anything happened: each registered deployment's outcomes, and each
+// adapter kind's starts, restarts and crashes (so that a rate over them is
+// 0, not absent, until the first event).
+func (m *Metrics) Declare(deployments, kinds []string) {
+	if m == nil {
+		return
+	}
+	for _, d := range deployments {
+		for _, o := range Outcomes {
+			m.sessionsVerified.WithLabelValues(d, o)
+		}
+	}
+	for _, k := range kinds {
+		m.pluginStarts.WithLabelValues(k)
+		m.pluginRestarts.WithLabelValues(k)
+		m.pluginCrashes.WithLabelValues(k)
+	}
+	m.sessionsBegun.WithLabelValues("BEGUN")
 }
 
 // Captured records rows and bytes read from an adapter.

@@ -62,6 +62,11 @@ type Options struct {
 	// it is decoded and waits or fails with ResourceExhausted when the
 	// budget is spent.
 	Budget *inflight.Budget
+	// Ready, when set, is asked before every call but health checks: an
+	// error (the store's keys changed under this replica) answers the call
+	// FailedPrecondition with its message, so that nothing is served or
+	// signed while the daemon is not fit to.
+	Ready func() error
 }
 
 // New returns a gRPC server with VerifierService, health and reflection.
@@ -112,7 +117,20 @@ func Chain(opts Options) grpc.UnaryServerInterceptor {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return chainUnary(logUnary(logger), recoverUnary(logger), authUnary(opts.BearerToken))
+	return chainUnary(logUnary(logger), recoverUnary(logger), authUnary(opts.BearerToken), readyUnary(opts.Ready))
+}
+
+// readyUnary refuses every call but health checks while ready answers an
+// error.
+func readyUnary(ready func() error) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if ready != nil && !exempt(info.FullMethod) {
+			if err := ready(); err != nil {
+				return nil, status.Error(codes.FailedPrecondition, clip(err.Error()))
+			}
+		}
+		return h(ctx, req)
+	}
 }
 
 // chainUnary runs ics in order, the first outermost.
@@ -324,6 +342,10 @@ func toStatus(err error) error {
 	if ie, ok := errors.AsType[*store.IntegrityError](err); ok {
 		// A stored value that fails its check is never served.
 		return status.Error(codes.DataLoss, clip(ie.Error()))
+	}
+	if ke, ok := errors.AsType[*store.KeyMismatchError](err); ok {
+		// The store's keys changed under this replica: nothing is signed.
+		return status.Error(codes.FailedPrecondition, clip(ke.Error()))
 	}
 	var se *session.Error
 	if !errors.As(err, &se) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 )
 
@@ -91,17 +92,20 @@ func (m *Manager) observeVerify(id string, note *verifyNote, res *Result, err er
 	}
 	switch {
 	case note.judged:
-		m.metrics.VerifyDone(outcome, took)
+		m.metrics.VerifyDone(note.deployment, outcome, took)
 		tasks := 0
 		for _, e := range res.Effects {
-			m.metrics.Verdict(e.Substrate, string(e.Verdict), string(e.Result), e.Tier)
+			m.metrics.Verdict(note.deployment, e.Substrate, string(e.Verdict), string(e.Result), e.Tier)
 			if e.ReconciliationTask != nil {
 				tasks++
 			}
 		}
 		m.metrics.TasksIssued(tasks)
 	case note.judging && err != nil:
-		m.metrics.VerifyDone(outcome, took)
+		m.metrics.VerifyDone(note.deployment, outcome, took)
+	}
+	if _, damaged := errors.AsType[*store.IntegrityError](err); damaged {
+		m.metrics.IntegrityError()
 	}
 	fields := []any{"session", id, "deployment", note.deployment, "outcome", outcome,
 		"duration_ms", took.Milliseconds(), "kinds", kindsOf(kinds), "replay", note.replay}

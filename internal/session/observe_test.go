@@ -101,8 +101,8 @@ func TestBeginAndVerifyLogOneLineAndCount(t *testing.T) {
 	}
 	for _, want := range []string{
 		`verifierd_sessions_begun_total{outcome="BEGUN"} 1`,
-		`verifierd_sessions_verified_total{outcome="RECONCILIATION_REQUIRED"} 1`,
-		`verifierd_verdicts_total{kind="observe-test",result="conflicting",tier="1",verdict="REFUTED"} 1`,
+		`verifierd_sessions_verified_total{deployment="inline",outcome="RECONCILIATION_REQUIRED"} 1`,
+		`verifierd_verdicts_total{deployment="inline",kind="observe-test",result="conflicting",tier="1",verdict="REFUTED"} 1`,
 		`verifierd_begin_duration_seconds_count 1`,
 		`verifierd_verify_duration_seconds_count 1`,
 		`verifierd_reconciliation_tasks_issued_total 1`,

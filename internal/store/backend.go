@@ -63,7 +63,11 @@ type Backend interface {
 
 	// ForEachSession calls fn with every session's metadata and result
 	// (nil until verified), in session id order. The bytes are valid only
-	// during the call; an error from fn stops the walk and is returned.
+	// during the call; an error from fn stops the walk and is returned. A
+	// session whose stored record or result fails its integrity check is
+	// passed with meta nil (and result nil), and the walk goes on: one
+	// damaged session never hides the others (Session answers its
+	// IntegrityError).
 	ForEachSession(ctx context.Context, fn func(id string, meta, result []byte) error) error
 
 	// NewBaseline starts writing capture number capture of session id

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -154,6 +155,19 @@ type Keys struct {
 type KeyMismatchError struct {
 	Store      string // where the store is (a file, or server/database)
 	Have, Want Keys   // Have: recorded in the store; Want: this daemon's
+	// Running: found while this daemon served (KeyWatcher), not at its
+	// start: another replica rotated the keys, or they were edited.
+	Running bool
+}
+
+// KeyWatcher is a store several daemons share (PostgreSQL). RecheckKeys
+// reads the key ids the store records again and answers a
+// *KeyMismatchError (Running) once they are no longer those this daemon
+// bound it with; the daemon then stops serving. Every ledger append checks
+// the same in its transaction, so nothing is signed under keys the store
+// no longer records.
+type KeyWatcher interface {
+	RecheckKeys(ctx context.Context) error
 }
 
 func (e *KeyMismatchError) Error() string {
@@ -163,6 +177,10 @@ func (e *KeyMismatchError) Error() string {
 	}
 	if e.Have.SigningKeyID != e.Want.SigningKeyID {
 		diff = append(diff, fmt.Sprintf("signing key %s, but this daemon's is %s", e.Have.SigningKeyID, e.Want.SigningKeyID))
+	}
+	if e.Running {
+		return fmt.Sprintf("the store %s now records %s: its keys changed while this daemon ran (another replica rotated them, or the key ids were edited); "+
+			"this daemon stops serving: restart it with the store's keys", e.Store, strings.Join(diff, "; and "))
 	}
 	return fmt.Sprintf("the store %s was first written with %s: every daemon of one store runs with the keys of its first writer, "+
 		"unless one deliberately rotates them (docs/operations.md, \"Rotating keys\")",
@@ -196,6 +214,9 @@ type ValueReport struct {
 	Unsealed int  // values not checked: the store is not sealed yet
 	Damaged  []Damage
 	Problem  string // the check could not run (e.g. the wrong evidence key)
+	// Ledger is the check of the stored ledger's chain and signed
+	// checkpoints (LedgerChecker).
+	Ledger LedgerReport
 }
 
 // DamagedSessions lists the sessions with at least one damaged value, in
@@ -213,7 +234,9 @@ func (r *ValueReport) DamagedSessions() []string {
 }
 
 // Bad reports whether the check found damage or could not run.
-func (r *ValueReport) Bad() bool { return len(r.Damaged) > 0 || r.Problem != "" }
+func (r *ValueReport) Bad() bool {
+	return len(r.Damaged) > 0 || r.Problem != "" || len(r.Ledger.Problems) > 0
+}
 
 // ErrEvidenceKey says that a check or a salvage of a sealed store was not
 // given the store's evidence key. A ValueReport's Problem starts with its

@@ -9,6 +9,7 @@ automation that saves the record. The daemon is stopped by its PID.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -230,6 +231,14 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(caught.exception.found, step.session_id)
         with self.assertRaises(ValueError):
             check_receipt_subject({"payloadType": "application/vnd.verifierd.ledger-checkpoint.v1+json", "payload": ""})
+        # A refused Begin's receipt names the deployment and step, but nothing
+        # was verified: it fails an expectation unless accept_refusal.
+        refusal = {"payloadType": "application/vnd.verifierd.verdict-receipt.v1+json", "payload": base64.b64encode(json.dumps(
+            {"kind": "begin_refused", "deployment": {"name": "clinic"}, "workflow": {"name": "triage", "step": "save_triage"}}).encode()).decode()}
+        with self.assertRaises(ReceiptSubjectMismatch) as caught:
+            check_receipt_subject(refusal, deployment="clinic", step="save_triage")
+        self.assertEqual(caught.exception.field, "kind")
+        self.assertEqual(check_receipt_subject(refusal, deployment="clinic", step="save_triage", accept_refusal=True)["kind"], "begin_refused")
 
     def test_double_submit_not_confirmed(self) -> None:
         params: Dict[str, str] = {"patient_id": "p2", "note": "Follow-up"}

@@ -1040,9 +1040,15 @@ def check_receipt_subject(
     session: Optional[str] = None,
     deployment: Optional[str] = None,
     step: Optional[str] = None,
+    accept_refusal: bool = False,
 ) -> Dict[str, Any]:
     """Check that a verdict receipt is about the expected session, registered
     deployment and workflow step, and return its decoded payload.
+
+    The receipt of a refused Begin (``kind`` ``begin_refused``) names its
+    deployment and step but proves that nothing was verified: it fails every
+    expectation (``ReceiptSubjectMismatch`` with field ``kind``) unless
+    ``accept_refusal`` is true.
 
     The fields are read from the envelope's ``payload``: the bytes the
     daemon's Ed25519 signature covers, never from the daemon's answer around
@@ -1073,7 +1079,10 @@ def check_receipt_subject(
         "deployment": ("deployment.name", (dep.get("name") if isinstance(dep, dict) else dep) or ""),
         "step": ("workflow.step", (workflow.get("step") if isinstance(workflow, dict) else "") or ""),
     }
-    for field_name, want in (("session", session), ("deployment", deployment), ("step", step)):
+    expects = (("session", session), ("deployment", deployment), ("step", step))
+    if payload.get("kind") == "begin_refused" and not accept_refusal and any(w is not None for _, w in expects):
+        raise ReceiptSubjectMismatch("kind", "kind", "a verified step (verify or reverify)", "begin_refused")
+    for field_name, want in expects:
         if want is None:
             continue
         path, got = found[field_name]

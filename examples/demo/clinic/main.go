@@ -6,6 +6,11 @@
 //	clinic init DB
 //	clinic save DB PATIENT TYPE NOTE [TIMES]
 //	clinic delete DB ID
+//	clinic reassign DB ID PATIENT
+//	clinic serve DB [ADDR]
+//
+// serve is the clinic's web front end (serve.go): a form an automation
+// fills and saves, the way a browser automation drives a real application.
 package main
 
 import (
@@ -27,7 +32,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: clinic init DB | save DB PATIENT TYPE NOTE [TIMES] | delete DB ID | reassign DB ID PATIENT")
+		return fmt.Errorf("usage: clinic init DB | save DB PATIENT TYPE NOTE [TIMES] | delete DB ID | reassign DB ID PATIENT | serve DB [ADDR]")
 	}
 	db, err := sql.Open("sqlite", args[1])
 	if err != nil {
@@ -75,6 +80,12 @@ func run(args []string) error {
 		}
 		_, err := db.Exec(`UPDATE encounters SET patient_id = ? WHERE id = ?`, args[3], args[2])
 		return err
+	case "serve":
+		addr := "127.0.0.1:0"
+		if len(args) > 2 {
+			addr = args[2]
+		}
+		return serve(db, addr)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }

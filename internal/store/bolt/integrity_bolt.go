@@ -265,9 +265,35 @@ func CheckValues(dir string, evidenceKey []byte) (*store.ValueReport, error) {
 	rep := &store.ValueReport{}
 	err = s.viewGuarded(func(tx *bbolt.Tx) error {
 		rep.Keys, rep.Sealed = recordedKeys(tx)
-		return checkValuesTx(tx, rep, evidenceKey)
+		if err := checkValuesTx(tx, rep, evidenceKey); err != nil {
+			return err
+		}
+		rep.Ledger = checkLedgerTx(tx, rep.Keys.SigningKeyID)
+		return nil
 	})
 	return rep, err
+}
+
+// checkLedgerTx checks the ledger's chain and signed checkpoints in tx.
+func checkLedgerTx(tx *bbolt.Tx, signingKeyID string) store.LedgerReport {
+	c := store.NewLedgerChecker(signingKeyID)
+	if b := tx.Bucket(bucketCheckpoints); b != nil {
+		_ = b.ForEach(func(k, v []byte) error {
+			if len(k) == 8 {
+				c.Checkpoint(binary.BigEndian.Uint64(k), v)
+			}
+			return nil
+		})
+	}
+	if b := tx.Bucket(bucketLedger); b != nil {
+		_ = b.ForEach(func(k, v []byte) error {
+			if len(k) == 8 {
+				c.Entry(binary.BigEndian.Uint64(k), v)
+			}
+			return nil
+		})
+	}
+	return c.Report()
 }
 
 func checkValuesTx(tx *bbolt.Tx, rep *store.ValueReport, evidenceKey []byte) error {

@@ -33,12 +33,12 @@ func (s *Store) ForEachSession(ctx context.Context, fn func(id string, meta, res
 			id := string(k)
 			meta, ok := s.seal.Open(store.PlaceSession(id), v)
 			if !ok {
-				return &store.IntegrityError{Session: id, What: "record"}
+				return fn(id, nil, nil)
 			}
 			result := results.Get(k)
 			if result != nil {
 				if result, ok = s.seal.Open(store.PlaceResult(id), result); !ok {
-					return &store.IntegrityError{Session: id, What: "result"}
+					return fn(id, nil, nil)
 				}
 			}
 			return fn(id, meta, result)

@@ -72,6 +72,9 @@ func readKeys(ctx context.Context, q interface {
 // one transaction.
 func (s *Store) Bind(ctx context.Context, integrityKey []byte, keys store.Keys, rotate bool) (store.BindReport, error) {
 	seal := store.NewSealer(integrityKey)
+	if err := s.takeLease(ctx, rotate); err != nil {
+		return store.BindReport{}, err
+	}
 	var rep store.BindReport
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		rep = store.BindReport{}
@@ -117,6 +120,12 @@ func (s *Store) Bind(ctx context.Context, integrityKey []byte, keys store.Keys, 
 		return store.BindReport{}, err
 	}
 	s.seal = seal
+	s.bound.Store(&keys)
+	if rotate {
+		if err := s.shareLease(ctx); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 
@@ -137,9 +146,41 @@ func (s *Store) CheckValues(ctx context.Context, evidenceKey []byte) (*store.Val
 			rep.Check(seal, place, d, v)
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		rep.Ledger, err = checkLedger(ctx, tx, rep.Keys.SigningKeyID)
 		return err
 	})
 	return rep, err
+}
+
+// checkLedger checks the ledger's chain and signed checkpoints in tx,
+// reading the entries a batch at a time.
+func checkLedger(ctx context.Context, tx pgx.Tx, signingKeyID string) (store.LedgerReport, error) {
+	c := store.NewLedgerChecker(signingKeyID)
+	rows, err := tx.Query(ctx, "SELECT seq, envelope FROM verifierd_ledger_checkpoints ORDER BY seq")
+	if err != nil {
+		return store.LedgerReport{}, err
+	}
+	var seq int64
+	var v []byte
+	_, err = pgx.ForEachRow(rows, []any{&seq, &v}, func() error {
+		c.Checkpoint(uint64(seq), v)
+		return nil
+	})
+	if err != nil {
+		return store.LedgerReport{}, err
+	}
+	rows, err = tx.Query(ctx, "SELECT seq, entry FROM verifierd_ledger ORDER BY seq")
+	if err != nil {
+		return store.LedgerReport{}, err
+	}
+	_, err = pgx.ForEachRow(rows, []any{&seq, &v}, func() error {
+		c.Entry(uint64(seq), v)
+		return nil
+	})
+	return c.Report(), err
 }
 
 // eachValue calls fn with every tagged value of the store; a non-nil

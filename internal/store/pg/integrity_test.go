@@ -144,6 +144,12 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 	if strings.Contains(me.Error(), "--") {
 		t.Errorf("message %q names a flag; the daemon adds those", me)
 	}
+	// A rotation while the first replica serves is refused: it holds the
+	// replica lease.
+	if _, err := other.Bind(t.Context(), store.IntegrityKey(storetest.EvidenceB), storetest.KeysOf(storetest.EvidenceB, "sk2"), true); !errors.Is(err, ErrReplicaRunning) {
+		t.Fatalf("rotation while another replica serves: %v, want ErrReplicaRunning", err)
+	}
+	s.Close()
 	if rep, err := other.Bind(t.Context(), store.IntegrityKey(storetest.EvidenceB), storetest.KeysOf(storetest.EvidenceB, "sk2"), true); err != nil || rep.Resealed != 7 {
 		t.Fatalf("rotation: %+v, %v", rep, err)
 	}
@@ -152,5 +158,37 @@ func TestBindSealsAndRefusesOtherKeys(t *testing.T) {
 	}
 	if _, err := open(t, dsn).Bind(t.Context(), store.IntegrityKey(storetest.EvidenceA), storetest.KeysOf(storetest.EvidenceA, "sk1"), false); !errors.As(err, new(*store.KeyMismatchError)) {
 		t.Errorf("the old keys after the rotation: %v, want refused", err)
+	}
+}
+
+// TestKeysWatchedWhileServing: a replica that serves a store whose key ids
+// change under it (edited here: a rotation cannot happen while it holds
+// the lease) stops signing at once (its next ledger append fails with a
+// KeyMismatchError) and RecheckKeys reports it; a replica that starts
+// while a rotation holds the lease exclusively waits for it.
+func TestKeysWatchedWhileServing(t *testing.T) {
+	dsn := newDatabase(t)
+	s := open(t, dsn)
+	bind(t, s, storetest.EvidenceA, "sk1")
+	if err := s.RecheckKeys(t.Context()); err != nil {
+		t.Fatalf("recheck of the bound keys: %v", err)
+	}
+	if err := s.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("tick", "", ""); return err }); err != nil {
+		t.Fatalf("append under the bound keys: %v", err)
+	}
+	if _, err := s.pool.Exec(t.Context(), "UPDATE verifierd_store_keys SET value = 'sk_other' WHERE name = 'signing_key_id'"); err != nil {
+		t.Fatal(err)
+	}
+	err := s.RecheckKeys(t.Context())
+	if me, ok := errors.AsType[*store.KeyMismatchError](err); !ok || !me.Running || !strings.Contains(me.Error(), "changed while this daemon ran") {
+		t.Fatalf("recheck after the keys changed: %v, want a running KeyMismatchError", err)
+	}
+	err = s.AppendLedger(t.Context(), func(l store.Ledger) error { _, err := l.Append("tick", "", ""); return err })
+	if !errors.As(err, new(*store.KeyMismatchError)) {
+		t.Fatalf("append after the keys changed: %v, want a KeyMismatchError (nothing signed under keys the store no longer records)", err)
+	}
+	var n int
+	if err := s.pool.QueryRow(t.Context(), "SELECT count(*) FROM verifierd_ledger").Scan(&n); err != nil || n != 1 {
+		t.Errorf("ledger entries: %d, %v; want only the first", n, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,12 @@ type Store struct {
 	seal *store.Sealer
 	// checkpointing is what SignCheckpoints set (nil: no checkpoints).
 	checkpointing atomic.Pointer[store.Checkpointing]
+	// bound are the key ids Bind recorded or accepted (nil before Bind):
+	// every ledger append and RecheckKeys compare the store's with them.
+	bound atomic.Pointer[store.Keys]
+	// lease holds the replica lease (lease.go) from Bind to Close.
+	leaseMu sync.Mutex
+	lease   *pgxpool.Conn
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -110,6 +117,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	cfg.MaxConns++ // the replica lease (lease.go) holds one connection
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", where(cfg), err)
@@ -245,6 +253,7 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 // Close closes the connection pool.
 func (s *Store) Close() error {
+	s.releaseLease()
 	s.pool.Close()
 	return nil
 }
@@ -274,13 +283,14 @@ type ledger struct {
 	ctx    context.Context
 	tx     pgx.Tx
 	cp     *store.Checkpointing
+	s      *Store
 	locked bool
 	pos    receipt.Position
 	err    error
 }
 
 func (s *Store) newLedger(ctx context.Context, tx pgx.Tx) *ledger {
-	return &ledger{ctx: ctx, tx: tx, cp: s.checkpointing.Load()}
+	return &ledger{ctx: ctx, tx: tx, cp: s.checkpointing.Load(), s: s}
 }
 
 func (l *ledger) lock() error {
@@ -291,17 +301,28 @@ func (l *ledger) lock() error {
 		l.err = fmt.Errorf("taking the ledger lock: %w", err)
 		return l.err
 	}
-	var seq uint64
+	// The head, and the key ids the store records: nothing is appended
+	// (and so signed) under keys the store no longer records.
+	var seq *int64
 	var entry []byte
-	err := l.tx.QueryRow(l.ctx, "SELECT seq, entry FROM verifierd_ledger ORDER BY seq DESC LIMIT 1").Scan(&seq, &entry)
+	var have store.Keys
+	err := l.tx.QueryRow(l.ctx, `SELECT h.seq, h.entry,
+			coalesce((SELECT value FROM verifierd_store_keys WHERE name = 'evidence_key_id'), ''),
+			coalesce((SELECT value FROM verifierd_store_keys WHERE name = 'signing_key_id'), '')
+		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT seq, entry FROM verifierd_ledger ORDER BY seq DESC LIMIT 1) h ON true`).
+		Scan(&seq, &entry, &have.EvidenceKeyID, &have.SigningKeyID)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		l.pos = receipt.Position{Seq: 1, Head: receipt.Genesis}
 	case err != nil:
 		l.err = fmt.Errorf("reading the ledger head: %w", err)
 		return l.err
+	case seq == nil:
+		l.pos = receipt.Position{Seq: 1, Head: receipt.Genesis}
 	default:
-		l.pos = receipt.Position{Seq: seq + 1, Head: digestOf(entry)}
+		l.pos = receipt.Position{Seq: uint64(*seq) + 1, Head: digestOf(entry)}
+	}
+	if err := l.s.keysChanged(have); err != nil {
+		l.err = err
+		return l.err
 	}
 	l.locked = true
 	return nil
@@ -849,6 +870,9 @@ func (s *Store) ForEachSession(ctx context.Context, fn func(id string, meta, res
 			return err
 		}
 		meta, result, err := s.openSession(id, meta, result)
+		if _, damaged := errors.AsType[*store.IntegrityError](err); damaged {
+			meta, result, err = nil, nil, nil
+		}
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ package storetest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -733,7 +734,21 @@ func testIntegrity(t *testing.T, b Backend) {
 			return err
 		}},
 		{Value{Kind: KindSession, Session: "s1"}, "s1", func(ctx context.Context, s store.Backend) error {
-			return s.ForEachSession(ctx, func(string, []byte, []byte) error { return nil })
+			// The walk passes the damaged session with no value, and goes
+			// on to the others.
+			var damaged error
+			seen := 0
+			err := s.ForEachSession(ctx, func(id string, meta, _ []byte) error {
+				seen++
+				if meta == nil && damaged == nil {
+					damaged = &store.IntegrityError{Session: id, What: "record"}
+				}
+				return nil
+			})
+			if err == nil && seen < 2 {
+				err = fmt.Errorf("the walk saw %d sessions; a damaged one must not stop it", seen)
+			}
+			return cmp.Or(err, damaged)
 		}},
 		{Value{Kind: KindReverification, Session: "s1", Attempt: 1}, "s1", func(ctx context.Context, s store.Backend) error {
 			_, err := s.Reverifications(ctx, "s1")

@@ -37,7 +37,12 @@ const (
 	TokenOff       = 0 // the record page posts nothing
 	TokenOnLoad    = 1 // it POSTs to TokenPath as it loads and shows the record once that succeeds
 	TokenAndNotice = 2 // as TokenOnLoad, and POSTs to NoticePath (a write) before it shows the record
+	TokenWithQuery = 3 // as TokenOnLoad, but the POST carries TokenQuery (data in the query string)
 )
+
+// TokenQuery is the query string a TokenWithQuery page sends with its POST
+// to TokenPath.
+const TokenQuery = "as=someone-else"
 
 // TokenPath is where a record page renews its session token as it loads;
 // NoticePath is where it reports that the record was seen (a write).
@@ -269,7 +274,7 @@ var page = template.Must(template.New("page").Parse(`<!doctype html>
     var r = document.getElementById("record-pending");
     if (r) { r.id = "record"; }
   }
-  fetch("/auth/token", {method: "POST", body: "renew"}).then(function (resp) {
+  fetch({{.Token}} === 3 ? "/auth/token?as=someone-else" : "/auth/token", {method: "POST", body: "renew"}).then(function (resp) {
     if (!resp.ok) { throw new Error("refused"); }
     if (notice) {
       return fetch("/api/seen", {method: "POST", body: "seen"}).then(show, show);
