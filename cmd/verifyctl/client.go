@@ -450,6 +450,9 @@ func stepJSON(outcome, terminal verifierv1.Outcome, es []*verifierv1.EffectResul
 		if n := e.GetNewness(); n != "" {
 			effect["newness"] = n
 		}
+		if s := e.GetCensusScope(); s != "" {
+			effect["census_scope"] = s
+		}
 		if s := e.GetCollateralScope(); s != "" {
 			effect["collateral_scope"] = s
 		}

@@ -292,10 +292,12 @@ func (g *group) censusOption(after *read) *judge.Census {
 	return &judge.Census{Before: before, After: gc.after}
 }
 
-// newnessOf is how a candidate's change claims prove newness and what its
-// loss checks see, as results and receipts record them per effect.
-func newnessOf(c *config.Candidate) (newness, scope string) {
-	return c.NewnessOf(), c.CollateralScope()
+// newnessOf is how a candidate's change claims prove newness, what its
+// loss checks see and, with a census, how the census is known to cover the
+// collection (proven or declared), as results and receipts record them
+// per effect.
+func newnessOf(c *config.Candidate) (newness, scope, censusScope string) {
+	return c.NewnessOf(), c.CollateralScope(), c.CensusScope
 }
 
 // checkNewness applies policy.require_proven_newness to the selected

@@ -560,8 +560,9 @@ type CandidateConnection struct {
 	Reachable bool     `protobuf:"varint,4,opt,name=reachable,proto3" json:"reachable,omitempty"`
 	Message   string   `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	Warnings  []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
-	// How the candidate proves a record new: "census", "whole_read" or
-	// "newly_matching" (as a Verify result records it).
+	// How the candidate proves a record new: "census", "whole_read",
+	// "whole_read_declared" or "newly_matching" (as a Verify result records
+	// it).
 	Newness string `protobuf:"bytes,7,opt,name=newness,proto3" json:"newness,omitempty"`
 	// What narrows the candidate's read below its whole collection; empty
 	// when nothing does.
@@ -2452,10 +2453,15 @@ type EffectResult struct {
 	// irreversible effect.
 	ReconciliationTask *ReconciliationTask `protobuf:"bytes,12,opt,name=reconciliation_task,json=reconciliationTask,proto3" json:"reconciliation_task,omitempty"`
 	// How the read proved a record new: "census" (the candidate's census),
-	// "whole_read" (the read is the whole collection, or declared so) or
-	// "newly_matching" (new means newly matching a narrowed read). Empty from
-	// Judge.
+	// "whole_read" (the daemon proved the read returns the whole
+	// collection), "whole_read_declared" (the operator declared newness:
+	// whole_read) or "newly_matching" (new means newly matching a narrowed
+	// read). Empty from Judge.
 	Newness string `protobuf:"bytes,13,opt,name=newness,proto3" json:"newness,omitempty"`
+	// With newness "census": "proven" (the daemon proved the census's read
+	// whole) or "declared" (the operator declared census_scope: declared).
+	// Empty otherwise.
+	CensusScope string `protobuf:"bytes,17,opt,name=census_scope,json=censusScope,proto3" json:"census_scope,omitempty"`
 	// What the loss checks could see: "collection" or "subject" (only the
 	// narrowed read). Empty from Judge.
 	CollateralScope string `protobuf:"bytes,14,opt,name=collateral_scope,json=collateralScope,proto3" json:"collateral_scope,omitempty"`
@@ -2584,6 +2590,13 @@ func (x *EffectResult) GetReconciliationTask() *ReconciliationTask {
 func (x *EffectResult) GetNewness() string {
 	if x != nil {
 		return x.Newness
+	}
+	return ""
+}
+
+func (x *EffectResult) GetCensusScope() string {
+	if x != nil {
+		return x.CensusScope
 	}
 	return ""
 }
@@ -3788,7 +3801,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x10terminal_outcome\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xb0\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd3\x06\n" +
 	"\fEffectResult\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x12:\n" +
 	"\x06result\x18\x02 \x01(\x0e2\".verifierd.verifier.v1.ResultClassR\x06result\x127\n" +
@@ -3803,7 +3816,8 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	" \x01(\x05R\x04tier\x12\x1c\n" +
 	"\tsubstrate\x18\v \x01(\tR\tsubstrate\x12Z\n" +
 	"\x13reconciliation_task\x18\f \x01(\v2).verifierd.verifier.v1.ReconciliationTaskR\x12reconciliationTask\x12\x18\n" +
-	"\anewness\x18\r \x01(\tR\anewness\x12)\n" +
+	"\anewness\x18\r \x01(\tR\anewness\x12!\n" +
+	"\fcensus_scope\x18\x11 \x01(\tR\vcensusScope\x12)\n" +
 	"\x10collateral_scope\x18\x0e \x01(\tR\x0fcollateralScope\x12\x1f\n" +
 	"\voracle_rung\x18\x10 \x01(\x05R\n" +
 	"oracleRungB\x11\n" +
