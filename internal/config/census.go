@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
@@ -471,6 +472,13 @@ func paramNames(v any) []string {
 	}
 	walk(v)
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// NewnessReader is this candidate as the require_proven_newness guard
+// sees it (workflow.CheckNewness), under name in its messages (its path
+// and kind, e.g. "effects (sql)").
+func (c *Candidate) NewnessReader(name string) workflow.Reader {
+	return workflow.Reader{Name: name, Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
 }
 
 // NewnessOf is how this candidate's change claims prove that a record is

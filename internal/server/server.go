@@ -171,6 +171,7 @@ func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnec
 			CandidateIndex: int32(c.CandidateIndex), Kind: c.Kind, Tier: int32(c.Tier),
 			Reachable: c.Reachable, Message: c.Message, Warnings: c.Warnings,
 			Newness: c.Newness, NewnessDeclared: c.NewnessDeclared, Narrowing: c.Narrowing,
+			NewnessRefusal: c.NewnessRefusal,
 		})
 	}
 	return res, nil

@@ -311,9 +311,7 @@ func checkNewness(p workflow.Effective, dep *config.Deployment, effects []byte, 
 		if i >= len(res.Effects) {
 			break
 		}
-		ci := res.Effects[i].CandidateIndex
-		c := &dep.Candidates[ci]
-		r := workflow.Reader{Name: fmt.Sprintf("%s (%s)", candidatePath(dep, ci), c.Kind), Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+		r := readerOf(dep, res.Effects[i].CandidateIndex)
 		if fs := workflow.CheckNewness(p, e, r, i, fmt.Sprintf("effects[%d]", i)); len(fs) > 0 {
 			return findingError(fs[0])
 		}

@@ -570,8 +570,14 @@ type CandidateConnection struct {
 	// Whether the candidate declares newness: itself (whole_read or
 	// newly_matching); a census counts as declared too.
 	NewnessDeclared bool `protobuf:"varint,9,opt,name=newness_declared,json=newnessDeclared,proto3" json:"newness_declared,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set when Begin would refuse every change claim (count_new_only,
+	// exact_new_set, new_only) of the daemon's registered workflow steps read
+	// through this candidate: the reason, naming policy
+	// require_proven_newness and the fixes. verifyctl preflight exits 1 when
+	// the candidate the daemon would select carries one.
+	NewnessRefusal string `protobuf:"bytes,10,opt,name=newness_refusal,json=newnessRefusal,proto3" json:"newness_refusal,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CandidateConnection) Reset() {
@@ -665,6 +671,13 @@ func (x *CandidateConnection) GetNewnessDeclared() bool {
 		return x.NewnessDeclared
 	}
 	return false
+}
+
+func (x *CandidateConnection) GetNewnessRefusal() string {
+	if x != nil {
+		return x.NewnessRefusal
+	}
+	return ""
 }
 
 type BeginRequest struct {
@@ -3650,7 +3663,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x16TestConnectionResponse\x12J\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2*.verifierd.verifier.v1.CandidateConnectionR\n" +
-	"candidates\"\x9d\x02\n" +
+	"candidates\"\xc6\x02\n" +
 	"\x13CandidateConnection\x12'\n" +
 	"\x0fcandidate_index\x18\x01 \x01(\x05R\x0ecandidateIndex\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -3660,7 +3673,9 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\bwarnings\x18\x06 \x03(\tR\bwarnings\x12\x18\n" +
 	"\anewness\x18\a \x01(\tR\anewness\x12\x1c\n" +
 	"\tnarrowing\x18\b \x03(\tR\tnarrowing\x12)\n" +
-	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\x82\x03\n" +
+	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\x12'\n" +
+	"\x0fnewness_refusal\x18\n" +
+	" \x01(\tR\x0enewnessRefusal\"\x82\x03\n" +
 	"\fBeginRequest\x12)\n" +
 	"\x0fdeployment_yaml\x18\x01 \x01(\tH\x00R\x0edeploymentYaml\x12)\n" +
 	"\x0fdeployment_name\x18\x02 \x01(\tH\x00R\x0edeploymentName\x12\x18\n" +
