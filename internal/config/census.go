@@ -18,7 +18,10 @@ import (
 // one that already existed and now matches, and see a loss outside the
 // subject's read. A candidate declares one under census:, written with the
 // read keys of the candidate's own kind; it inherits the candidate's
-// connection and credentials, nothing of its read.
+// connection and credentials, nothing of its read (a plugin census inherits
+// the candidate's options, its own merged over them). A census must be
+// whole: proven so by the same rule as any read (Narrowing), or declared
+// so by the operator (census_scope: declared).
 
 // Newness values: how a candidate proves that a record is new. The
 // operator declares newness: whole_read or newly_matching; results and
