@@ -166,7 +166,8 @@ func soundDeployments(l *httprecords.Loans, sqlSource string) map[string]string 
 		"sql/matching": sqlRead(sqlSubject, sqlParams+"  newness: newly_matching\n"),
 		// Not narrowed: no parameter, no WHERE; its newness needs no census.
 		"sql/whole": sqlRead("SELECT id, applicant, product, amount FROM applications ORDER BY id", ""),
-		// The same read capped by its own LIMIT: lint's capped_read.
+		// The same read capped by its own LIMIT: narrowed (so refused at
+		// Begin), and lint's capped_read.
 		"sql/whole_capped": sqlRead("SELECT id, applicant, product, amount FROM applications ORDER BY id LIMIT 100", ""),
 
 		"rest/census": restRead(restSubject, restParams+"  census:\n    census_scope: declared\n    records_path: /api/applications\n    records_key: data\n"+
@@ -511,10 +512,12 @@ func sqlWholeCases() []soundCase {
 	return []soundCase{
 		row("99 existing, double submit -> conflicting", "whole", 2, countOver),
 		row("99 existing, honest save -> verified", "whole", 1, verified),
-		// Control: a LIMIT in the query cuts the read as a server's page
-		// does; no verdict can see it, lint's capped_read does
-		// (TestSoundReadsLint).
-		row("control: a LIMIT 100 in the query lets it through", "whole_capped", 2, verified),
+		// A LIMIT in the query cuts the read as a server's page does; no
+		// verdict could see it, so the daemon does not count a capped query
+		// as whole and Begin refuses the change claim (lint's capped_read
+		// names the cap too: TestSoundReadsLint).
+		{name: "a LIMIT 100 in the query -> refused at begin", variant: "whole_capped", seed: seed99, act: submit(2, "1234.50"),
+			refused: newnessRefused, mentions: []string{"sql_query limits rows (LIMIT)", "require_proven_newness"}},
 	}
 }
 
