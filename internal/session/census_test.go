@@ -34,6 +34,9 @@ type scoped struct {
 	censusBefore, censusAfter, after atomic.Int32
 	// censusDown makes every census read unreachable.
 	censusDown atomic.Bool
+	// censusOptions are the options the last census instance was
+	// configured with.
+	censusOptions atomic.Pointer[map[string]string]
 }
 
 type scopedAdapter struct {
@@ -52,6 +55,8 @@ func (a *scopedAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) e
 	}
 	if o, ok := cfg.Options["owner"]; ok {
 		a.owner = &o
+	} else {
+		a.s.censusOptions.Store(&cfg.Options)
 	}
 	if _, bad := cfg.Options["bad"]; bad {
 		return &sdk.ConfigError{Path: "options.bad", Message: "refused by the adapter"}
@@ -224,6 +229,27 @@ func TestCensusUnusableRefusesBegin(t *testing.T) {
 				t.Errorf("%d sessions stored (%v), want none", n, err)
 			}
 		})
+	}
+}
+
+// TestCensusInheritsPluginOptions: through the plugin host, a plugin
+// census is configured with the candidate's options (its connection and
+// table) and the census's own merged over them, never with the option the
+// candidate binds to the run (option_params).
+func TestCensusInheritsPluginOptions(t *testing.T) {
+	t.Parallel()
+	m, s := censusManager(t, "census-options")
+	dep := []byte("effects:\n  kind: census-options\n  options: {host: ledger.internal, table: visits}\n  option_params: {owner: {param: owner}}\n" +
+		"  census: {census_scope: declared, options: {table: visits_all, page: '50'}}\n")
+	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.censusOptions.Load()
+	if want := map[string]string{"host": "ledger.internal", "table": "visits_all", "page": "50"}; got == nil || !maps.Equal(*got, want) {
+		t.Errorf("census configured with options %v, want %v", got, want)
+	}
+	if n := s.censusBefore.Load(); n != 1 {
+		t.Errorf("census read %d times at Begin, want 1", n)
 	}
 }
 
