@@ -91,3 +91,52 @@ func TestSQLWholeRead(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSQLWholeRead: whatever the query, the recogniser answers without
+// panicking, and a query it calls whole holds, outside its comments and
+// quoted text, exactly one SELECT and one FROM and none of the words or
+// characters that narrow a read.
+func FuzzSQLWholeRead(f *testing.F) {
+	for _, q := range []string{
+		"SELECT id FROM e", "SELECT id FROM e WHERE x = 1", "SELECT a.id FROM a JOIN b ON a.id = b.id",
+		"SELECT id -- WHERE\nFROM e", `SELECT "where" FROM e`, "SELECT id FROM e; DROP TABLE e",
+		`SELECT "\", " FROM t WHERE k = 1 -- " FROM t`, "SELECT id FROM e /* x */ ORDER BY id",
+	} {
+		f.Add(q)
+	}
+	narrowing := []string{"WHERE", "JOIN", "UNION", "INTERSECT", "EXCEPT", "WITH", "GROUP", "HAVING", "DISTINCT", "LIMIT", "OFFSET", "FETCH", "TOP"}
+	f.Fuzz(func(t *testing.T, q string) {
+		whole, why := sqlWholeRead(q)
+		if !whole {
+			if why == "" {
+				t.Errorf("%q narrowed without a reason", q)
+			}
+			return
+		}
+		toks, err := sqlTokens(q)
+		if err != nil {
+			t.Fatalf("%q whole but does not tokenise: %v", q, err)
+		}
+		counts := map[string]int{}
+		for _, tk := range toks {
+			switch tk.kind {
+			case tokWord:
+				counts[tk.upper()]++
+			case tokOther:
+				t.Errorf("%q whole but holds %q", q, tk.text)
+			case tokPunct:
+				if tk.text == "(" || tk.text == ")" {
+					t.Errorf("%q whole but holds a parenthesis", q)
+				}
+			}
+		}
+		if counts["SELECT"] != 1 || counts["FROM"] != 1 {
+			t.Errorf("%q whole with %d SELECT and %d FROM", q, counts["SELECT"], counts["FROM"])
+		}
+		for _, w := range narrowing {
+			if counts[w] > 0 {
+				t.Errorf("%q whole but holds %s", q, w)
+			}
+		}
+	})
+}
