@@ -65,7 +65,10 @@ func (t *pathTemplate) expand(values map[string]string) (string, error) {
 //     sent raw or splitting the URL; each run parameter of a template is
 //     still checked as a path-segment value.
 //
-// Placeholders in the query are param.ExpandValues', query-escaped.
+// Placeholders in the query are param.ExpandValues', query-escaped; a space
+// a template there writes as literal text is sent as %20, as a space
+// written in records_path itself is (parseTemplate), never raw in the
+// request line.
 func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (string, error) {
 	query := strings.IndexByte(tmpl, '?')
 	if query < 0 {
@@ -83,7 +86,8 @@ func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (
 		last = p.End
 	}
 	b.WriteString(tmpl[last:])
-	return param.ExpandValues(b.String(), param.URL, vs, params)
+	out, err := param.ExpandValues(b.String(), param.URL, vs, params)
+	return strings.ReplaceAll(out, " ", "%20"), err
 }
 
 // pathSegment is the escaped path segment of the placeholder name.
