@@ -181,7 +181,12 @@ type Effect struct {
 	// counterparty (docs/receipts.md); 0 from Judge.
 	OracleRung int
 	Substrate  string
-	Newness    string
+	// Newness is how the read proved a record new: "census",
+	// "whole_read" (proven by the daemon), "whole_read_declared" (the
+	// operator's declaration) or "newly_matching"; CensusScope, with a
+	// census, "proven" or "declared".
+	Newness     string
+	CensusScope string
 	// CollateralScope is what the loss checks could see: "collection" or
 	// "subject".
 	CollateralScope string
@@ -241,7 +246,7 @@ func effectOf(e *verifierv1.EffectResult) Effect {
 		ObservedCount: count(e.ObservedCount), ExpectedCount: count(e.ExpectedCount),
 		ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
 		ContractHash: e.GetContractHash(), Tier: int(e.GetTier()), OracleRung: int(e.GetOracleRung()), Substrate: e.GetSubstrate(),
-		Newness: e.GetNewness(), CollateralScope: e.GetCollateralScope()}
+		Newness: e.GetNewness(), CensusScope: e.GetCensusScope(), CollateralScope: e.GetCollateralScope()}
 	for _, r := range e.GetReasons() {
 		out.Reasons = append(out.Reasons, Reason{Code: r.GetCode(), Message: r.GetMessage()})
 	}

@@ -25,8 +25,8 @@ func TestCensusSQL(t *testing.T) {
 	if got := v.summary(); got != "VERIFIED CONFIRMED/confirmed/COUNT_EXACT CONFIRMED/confirmed/FIELD_EQUAL" {
 		t.Errorf("honest save: %s", got)
 	}
-	if e := v.Effects[0]; e.Newness != "census" || e.CollateralScope != "collection" {
-		t.Errorf("honest save: newness %q collateral_scope %q, want census collection", e.Newness, e.CollateralScope)
+	if e := v.Effects[0]; e.Newness != "census" || e.CensusScope != "proven" || e.CollateralScope != "collection" {
+		t.Errorf("honest save: newness %q census_scope %q collateral_scope %q, want census proven collection", e.Newness, e.CensusScope, e.CollateralScope)
 	}
 
 	t.Run("re-assigned existing record", func(t *testing.T) {

@@ -62,6 +62,7 @@ func directusREST(dx *directus, census bool) string {
 `, dx.URL, loansRESTPath)
 	if census {
 		s += fmt.Sprintf(`  census:
+    census_scope: declared
     records_path: %s
     records_key: data
     single_response: true
@@ -71,6 +72,7 @@ func directusREST(dx *directus, census bool) string {
 }
 
 var directusGraphQLCensus = fmt.Sprintf(`  census:
+    census_scope: declared
     graphql_query: '%s'
     graphql_records_path: loan_applications
     single_response: true

@@ -399,6 +399,7 @@ type verifyOutput struct {
 		ContractHash       string          `json:"contract_hash"`
 		ReconciliationTask json.RawMessage `json:"reconciliation_task"`
 		Newness            string          `json:"newness"`
+		CensusScope        string          `json:"census_scope"`
 		CollateralScope    string          `json:"collateral_scope"`
 	} `json:"effects"`
 	Receipt json.RawMessage `json:"receipt"`

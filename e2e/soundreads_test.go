@@ -166,10 +166,11 @@ func soundDeployments(l *httprecords.Loans, sqlSource string) map[string]string 
 		"sql/matching": sqlRead(sqlSubject, sqlParams+"  newness: newly_matching\n"),
 		// Not narrowed: no parameter, no WHERE; its newness needs no census.
 		"sql/whole": sqlRead("SELECT id, applicant, product, amount FROM applications ORDER BY id", ""),
-		// The same read capped by its own LIMIT: lint's capped_read.
+		// The same read capped by its own LIMIT: narrowed (so refused at
+		// Begin), and lint's capped_read.
 		"sql/whole_capped": sqlRead("SELECT id, applicant, product, amount FROM applications ORDER BY id LIMIT 100", ""),
 
-		"rest/census": restRead(restSubject, restParams+"  census:\n    records_path: /api/applications\n    records_key: data\n"+
+		"rest/census": restRead(restSubject, restParams+"  census:\n    census_scope: declared\n    records_path: /api/applications\n    records_key: data\n"+
 			"    pagination: {offset_param: offset, limit_param: limit, page_size: 40}\n"),
 		"rest/naive":    restRead(restSubject, restParams),
 		"rest/matching": restRead(restSubject, restParams+"  newness: newly_matching\n"),
@@ -182,7 +183,7 @@ func soundDeployments(l *httprecords.Loans, sqlSource string) map[string]string 
 		"rest/whole_asked":     restRead("/api/applications?limit=1000", "  newness: whole_read\n  single_response: true\n  max_records: 1000\n  total_path: total\n"),
 		"rest/whole_paginated": restRead("/api/applications", "  newness: whole_read\n"+restPaged+"  total_header: X-Total-Count\n"),
 
-		"graphql/census": gqlRead(gqlSubject, "applications", gqlParams+"  census:\n    graphql_query: '"+
+		"graphql/census": gqlRead(gqlSubject, "applications", gqlParams+"  census:\n    census_scope: declared\n    graphql_query: '"+
 			"query Ids($limit: Int, $offset: Int) { applications(limit: $limit, offset: $offset) { id } }'\n    graphql_records_path: applications\n"+
 			"    pagination: {limit_variable: limit, offset_variable: offset, page_size: 40}\n"),
 		"graphql/naive":    gqlRead(gqlSubject, "applications", gqlParams),
@@ -283,8 +284,12 @@ func runSound(t *testing.T, f *soundFixture, kinds []string, cases []soundCase) 
 				if e := v.Effects[0]; e.Substrate != kind || e.Tier != 1 {
 					t.Errorf("substrate/tier = %s/%d, want %s/1", e.Substrate, e.Tier, kind)
 				}
-				if e := v.Effects[0]; tc.newness != "" && (e.Newness != tc.newness || e.CollateralScope != tc.scope) {
-					t.Errorf("newness/collateral_scope = %q/%q, want %q/%q", e.Newness, e.CollateralScope, tc.newness, tc.scope)
+				if tc.newness != "" {
+					e := v.Effects[0]
+					newness, censusScope := recordedNewness(kind, tc.newness)
+					if e.Newness != newness || e.CensusScope != censusScope || e.CollateralScope != tc.scope {
+						t.Errorf("newness/census_scope/collateral_scope = %q/%q/%q, want %q/%q/%q", e.Newness, e.CensusScope, e.CollateralScope, newness, censusScope, tc.scope)
+					}
 				}
 				if took < tc.atLeast {
 					t.Errorf("verify answered after %v, want at least %v (the settle floor)", took, tc.atLeast)
@@ -315,9 +320,26 @@ type soundVerify struct {
 		Tier               int             `json:"tier"`
 		Substrate          string          `json:"substrate"`
 		Newness            string          `json:"newness"`
+		CensusScope        string          `json:"census_scope"`
 		CollateralScope    string          `json:"collateral_scope"`
 		ReconciliationTask json.RawMessage `json:"reconciliation_task"`
 	} `json:"effects"`
+}
+
+// recordedNewness is what a result through kind records for a case's
+// newness: only a sql read is proven whole (an HTTP read's whole_read is
+// the operator's declaration), and only a sql census is proven whole (an
+// HTTP census is declared).
+func recordedNewness(kind, newness string) (string, string) {
+	switch {
+	case newness == "whole_read" && kind != "sql":
+		return "whole_read_declared", ""
+	case newness == "census" && kind == "sql":
+		return newness, "proven"
+	case newness == "census":
+		return newness, "declared"
+	}
+	return newness, ""
 }
 
 // summary is "OUTCOME VERDICT/class/CODE+CODE …", each effect's codes
@@ -490,10 +512,12 @@ func sqlWholeCases() []soundCase {
 	return []soundCase{
 		row("99 existing, double submit -> conflicting", "whole", 2, countOver),
 		row("99 existing, honest save -> verified", "whole", 1, verified),
-		// Control: a LIMIT in the query cuts the read as a server's page
-		// does; no verdict can see it, lint's capped_read does
-		// (TestSoundReadsLint).
-		row("control: a LIMIT 100 in the query lets it through", "whole_capped", 2, verified),
+		// A LIMIT in the query cuts the read as a server's page does; no
+		// verdict could see it, so the daemon does not count a capped query
+		// as whole and Begin refuses the change claim (lint's capped_read
+		// names the cap too: TestSoundReadsLint).
+		{name: "a LIMIT 100 in the query -> refused at begin", variant: "whole_capped", seed: seed99, act: submit(2, "1234.50"),
+			refused: newnessRefused, mentions: []string{"sql_query limits rows (LIMIT)", "require_proven_newness"}},
 	}
 }
 

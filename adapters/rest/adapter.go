@@ -166,11 +166,11 @@ func (s *settings) parsePagination(p *pagination) error {
 
 // firstURL binds one call's run parameters into records_path. A value that
 // cannot stand where its placeholder is (a path segment holding '/', a
-// control character) is refused, never spliced; a template entry of
-// path_params has each of its parameters escaped for its placeholder's
-// place and its literal text kept (param.ExpandValues).
+// control character) is refused, never spliced; in the path, a literal or
+// template entry of path_params is escaped whole as one segment, in the
+// query each parameter is escaped for its place (expandRecordsPath).
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
-	expanded, err := param.ExpandValues(s.tmpl.text, param.URL, s.values, params)
+	expanded, err := expandRecordsPath(s.tmpl.text, s.values, params)
 	if err != nil {
 		if pe, ok := errors.AsType[*param.Error](err); ok && pe.Path != "" {
 			return nil, err // a parameter the run does not supply

@@ -102,3 +102,64 @@ func TestTemplatePathParams(t *testing.T) {
 		t.Errorf("a template's missing parameter: %v; want a refusal at path_params.patient naming pid", err)
 	}
 }
+
+// TestPathParamsEscapedAsOneSegment: against the Frappe test server, a
+// literal or template entry of path_params standing in the path fills
+// exactly one segment, whatever the operator wrote in it: a space and a
+// '/' (here in a doctype's name) are percent-escaped inside the segment,
+// so the read reaches that doctype's list, not another resource. A space a
+// template writes in the query is sent as %20, never raw in the request
+// line (a server answers 400 to that). A run parameter's own '/' is still
+// refused, before anything is sent.
+func TestPathParamsEscapedAsOneSegment(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFrappe(t, true)
+	secrets := map[string]string{"auth.value_env": f.Token()}
+	const doctype = "Lab Order/Result"
+	want := f.Insert(doctype, encounter("PAT-1", "Lab", "a"))
+	f.Insert("Lab Order", encounter("PAT-2", "Lab", "b"))
+	section := func(entry any) map[string]any {
+		return frappeSection(f, func(s map[string]any) {
+			s["records_path"] = `/api/resource/{doctype}?fields=["name","patient"]&limit_page_length=0`
+			s["path_params"] = map[string]any{"doctype": entry}
+		})
+	}
+	for name, entry := range map[string]any{
+		"literal":  doctype,
+		"template": map[string]any{"template": "Lab {kind}/Result"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ip := configured(t, request(t, section(entry), map[string]string{"kind": "Order"}, secrets))
+			got := mustRead(t, ip, true)
+			if !got.Reachable || len(got.Records) != 1 || got.Records[0]["name"] != want {
+				t.Errorf("records %v (%s); want only %s of %q", got.Records, got.Reason, want, doctype)
+			}
+		})
+	}
+	// Not parallel (nor is the next): it runs, with its own doctype, before
+	// the subtests above resume, so their reads and request counts are
+	// their own.
+	t.Run("template with a space in the query", func(t *testing.T) {
+		const other = "Lab Visit"
+		spaced := f.Insert(other, encounter("PAT 7", "Lab", "c"))
+		f.Insert(other, encounter("PAT 8", "Lab", "d"))
+		sec := section(other)
+		sec["records_path"] = `/api/resource/{doctype}?fields=["name","patient"]&filters=[["patient","=","{patient}"]]&limit_page_length=0`
+		sec["path_params"] = map[string]any{"doctype": other, "patient": map[string]any{"template": "PAT {n}"}}
+		got := mustRead(t, configured(t, request(t, sec, map[string]string{"n": "7"}, secrets)), true)
+		if !got.Reachable || len(got.Records) != 1 || got.Records[0]["name"] != spaced {
+			t.Errorf("records %v (%s); want only %s, whose patient is %q", got.Records, got.Reason, spaced, "PAT 7")
+		}
+	})
+	t.Run("run parameter holding a slash", func(t *testing.T) {
+		before := f.Requests() // not parallel: no other subtest reads meanwhile
+		err := inProcess(t).Configure(t.Context(), request(t, section(map[string]any{"param": "dt"}), map[string]string{"dt": doctype}, secrets))
+		if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "records_path" || !strings.Contains(ce.Message, "path separator") {
+			t.Errorf("Configure = %v; want records_path refused for the path separator", err)
+		}
+		if n := f.Requests() - before; n != 0 {
+			t.Errorf("the refused read sent %d requests", n)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk/param"
@@ -49,4 +50,80 @@ func (t *pathTemplate) expand(values map[string]string) (string, error) {
 		v, ok := values[name]
 		return v, ok
 	})
+}
+
+// expandRecordsPath binds one call's run parameters into records_path
+// (the template text, parseTemplate's). A placeholder before the first '?'
+// fills exactly one path segment:
+//
+//   - a {param: name} entry: the value as param.PathSegment escapes it
+//     ("", ".", ".." and any '/' or '\' refused, since a server may decode
+//     %2F before routing);
+//   - a literal or a template entry: its whole text, literal text
+//     included, percent-escaped as one segment, so a space, '/', '?', '#'
+//     or '%' the operator wrote stays inside the segment instead of being
+//     sent raw or splitting the URL; each run parameter of a template is
+//     still checked as a path-segment value.
+//
+// Placeholders in the query are param.ExpandValues', query-escaped; a space
+// a template there writes as literal text is sent as %20, as a space
+// written in records_path itself is (parseTemplate), never raw in the
+// request line.
+func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (string, error) {
+	query := strings.IndexByte(tmpl, '?')
+	if query < 0 {
+		query = len(tmpl)
+	}
+	var b strings.Builder
+	last := 0
+	for _, p := range param.Placeholders(tmpl[:query]) {
+		seg, err := pathSegment(p.Name, vs, params)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(tmpl[last:p.Start])
+		b.WriteString(seg)
+		last = p.End
+	}
+	b.WriteString(tmpl[last:])
+	out, err := param.ExpandValues(b.String(), param.URL, vs, params)
+	return strings.ReplaceAll(out, " ", "%20"), err
+}
+
+// pathSegment is the escaped path segment of the placeholder name.
+func pathSegment(name string, vs param.Values, params map[string]string) (string, error) {
+	v, ok := vs.Get(name)
+	if !ok {
+		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+	}
+	path := "path_params." + name
+	if v.IsParam() {
+		s, err := v.Bind(params, path)
+		if err != nil {
+			return "", err
+		}
+		seg, err := param.PathSegment(s)
+		if err != nil {
+			return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
+		}
+		return seg, nil
+	}
+	for _, pn := range v.Params() {
+		if s, ok := params[pn]; ok {
+			if _, err := param.PathSegment(s); err != nil {
+				return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path: run parameter %q %v", name, pn, err)}
+			}
+		}
+	}
+	text, err := v.BindIn(params, path, param.Data)
+	if err != nil {
+		return "", err
+	}
+	if err := param.Check(text); err != nil {
+		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
+	}
+	if text == "" || text == "." || text == ".." {
+		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path would be %q, which names another resource; write a real segment", name, text)}
+	}
+	return url.PathEscape(text), nil
 }

@@ -188,7 +188,9 @@ func serviceCommand[C any](name string, args []string, stdout, stderr io.Writer,
 
 // cmdPreflight tests every candidate's connection. It prints the answer
 // whatever it is, and exits 0 only when every candidate was configured and
-// is reachable: 1 names the ones that are not on stderr.
+// is reachable and Begin would not refuse every change claim of the
+// registered workflow steps (require_proven_newness) through the
+// candidate it would select: 1 names what is not ready on stderr.
 func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 	var deployment, deploymentName string
 	ps := params{}
@@ -218,6 +220,7 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 		if len(res.GetCandidates()) == 0 {
 			down = append(down, "the daemon reported no candidate")
 		}
+		down = append(down, newnessRefusals(res)...)
 		for _, cand := range res.GetCandidates() {
 			if !cand.GetReachable() {
 				down = append(down, fmt.Sprintf("candidate %d (%s): %s", cand.GetCandidateIndex(), cand.GetKind(), cand.GetMessage()))
@@ -230,11 +233,15 @@ func cmdPreflight(args []string, stdout, stderr io.Writer) int {
 			if narrowing == nil {
 				narrowing = []string{}
 			}
-			out = append(out, map[string]any{
+			entry := map[string]any{
 				"candidate_index": cand.GetCandidateIndex(), "kind": cand.GetKind(), "tier": cand.GetTier(),
 				"reachable": cand.GetReachable(), "message": cand.GetMessage(), "warnings": warnings,
 				"newness": cand.GetNewness(), "newness_declared": cand.GetNewnessDeclared(), "narrowing": narrowing,
-			})
+			}
+			if r := cand.GetNewnessRefusal(); r != "" {
+				entry["newness_refusal"] = r
+			}
+			out = append(out, entry)
 		}
 		return out, nil
 	})
@@ -449,6 +456,9 @@ func stepJSON(outcome, terminal verifierv1.Outcome, es []*verifierv1.EffectResul
 		// from a pure judgement, where no candidate read anything.
 		if n := e.GetNewness(); n != "" {
 			effect["newness"] = n
+		}
+		if s := e.GetCensusScope(); s != "" {
+			effect["census_scope"] = s
 		}
 		if s := e.GetCollateralScope(); s != "" {
 			effect["collateral_scope"] = s

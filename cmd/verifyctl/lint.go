@@ -222,41 +222,32 @@ type lintOracle struct {
 // select from a TestConnection answer. With no reachable candidate it
 // reports the oracle as unreachable and finds nothing: a tier cannot be
 // judged from a connection that failed.
+//
+// Newness needs no connection: what narrows a read is in the deployment's
+// templates, whatever the run's values. With no reachable candidate (as
+// when lint runs without --param) every candidate is checked, since any of
+// them may be the one selected.
 func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestConnectionResponse) (*lintOracle, []lintFinding) {
 	oracle := &lintOracle{DeploymentName: deployment}
-	var selected *verifierv1.CandidateConnection
-	var reasons []string
-	for _, c := range res.GetCandidates() {
-		if !c.GetReachable() {
-			reasons = append(reasons, fmt.Sprintf("candidate %d (%s): %s", c.GetCandidateIndex(), c.GetKind(), c.GetMessage()))
-			continue
-		}
-		if selected == nil || c.GetTier() < selected.GetTier() {
-			selected = c
-		}
-	}
+	p := workflow.Resolve(w.Policy)
+	selected, reasons := selectCandidate(res)
 	if selected == nil {
 		oracle.Message = "no candidate is reachable, so no tier was checked"
 		if len(reasons) > 0 {
 			oracle.Message += ": " + strings.Join(reasons, "; ")
 		}
-		return oracle, nil
+		var readers []workflow.Reader
+		for _, c := range res.GetCandidates() {
+			readers = append(readers, connReader(c))
+		}
+		return oracle, newnessFindings(w, p, readers)
 	}
 	idx, kind, tier := selected.GetCandidateIndex(), selected.GetKind(), selected.GetTier()
 	oracle.Reachable, oracle.CandidateIndex, oracle.Kind, oracle.Tier = true, &idx, &kind, &tier
-	p := workflow.Resolve(w.Policy)
 	candidate := fmt.Sprintf("%d (%s)", idx, kind)
-	reader := workflow.Reader{Name: candidate, Narrowing: selected.GetNarrowing()}
-	if selected.GetNewnessDeclared() {
-		if n := selected.GetNewness(); n == "census" {
-			reader.Census = true
-		} else {
-			reader.Newness = n
-		}
-	}
 	var out []lintFinding
 	for i, s := range w.Steps {
-		for j, e := range s.Effects {
+		for j := range s.Effects {
 			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
 			// Tiers 3 and 4 read the application's own screen: at tier 4 the
 			// session the automation acted in, at tier 3 a fresh one of the
@@ -268,12 +259,90 @@ func tierFindings(w *workflow.Workflow, deployment string, res *verifierv1.TestC
 			for _, f := range workflow.CheckTier(p, int(tier), candidate, j, path) {
 				out = append(out, fromFinding(s.Name, f))
 			}
-			for _, f := range workflow.CheckNewness(p, e, reader, j, path) {
-				out = append(out, fromFinding(s.Name, f))
-			}
 		}
 	}
-	return oracle, out
+	return oracle, append(out, newnessFindings(w, p, []workflow.Reader{connReader(selected)})...)
+}
+
+// selectCandidate is the candidate the daemon would select from a
+// TestConnection answer: the reachable one of the strongest tier, ties to
+// the first declared; nil, with why each is not, when none is reachable.
+func selectCandidate(res *verifierv1.TestConnectionResponse) (*verifierv1.CandidateConnection, []string) {
+	var selected *verifierv1.CandidateConnection
+	var reasons []string
+	for _, c := range res.GetCandidates() {
+		if !c.GetReachable() {
+			reasons = append(reasons, fmt.Sprintf("candidate %d (%s): %s", c.GetCandidateIndex(), c.GetKind(), c.GetMessage()))
+			continue
+		}
+		if selected == nil || c.GetTier() < selected.GetTier() {
+			selected = c
+		}
+	}
+	return selected, reasons
+}
+
+// connReader is a TestConnection candidate as the newness guard sees it.
+func connReader(c *verifierv1.CandidateConnection) workflow.Reader {
+	r := workflow.Reader{Name: fmt.Sprintf("%d (%s)", c.GetCandidateIndex(), c.GetKind()), Narrowing: c.GetNarrowing()}
+	if c.GetNewnessDeclared() {
+		if n := c.GetNewness(); n == "census" {
+			r.Census = true
+		} else {
+			r.Newness = n
+		}
+	}
+	return r
+}
+
+// newnessFindings applies require_proven_newness to every change claim of
+// w read through any of readers: one finding per refused effect, naming
+// the first candidate that refuses it and the others that would too.
+func newnessFindings(w *workflow.Workflow, p workflow.Effective, readers []workflow.Reader) []lintFinding {
+	var out []lintFinding
+	for i, s := range w.Steps {
+		for j, e := range s.Effects {
+			path := fmt.Sprintf("steps[%d].effects[%d]", i, j)
+			var first *workflow.Finding
+			var others []string
+			for _, r := range readers {
+				fs := workflow.CheckNewness(p.ForStep(&w.Steps[i]), e, r, j, path)
+				switch {
+				case len(fs) == 0:
+				case first == nil:
+					first = &fs[0]
+				default:
+					others = append(others, r.Name)
+				}
+			}
+			if first == nil {
+				continue
+			}
+			f := fromFinding(s.Name, *first)
+			if len(others) > 0 {
+				f.Message += fmt.Sprintf(" (candidates %s would be refused too)", strings.Join(others, ", "))
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// newnessRefusals are the require_proven_newness refusals preflight must
+// report: the selected candidate's, or every candidate's when none is
+// reachable (any may be selected once it is).
+func newnessRefusals(res *verifierv1.TestConnectionResponse) []string {
+	list := res.GetCandidates()
+	if selected, _ := selectCandidate(res); selected != nil {
+		list = []*verifierv1.CandidateConnection{selected}
+	}
+	var out []string
+	for _, c := range list {
+		if r := c.GetNewnessRefusal(); r != "" {
+			out = append(out, fmt.Sprintf("candidate %d (%s): %s", c.GetCandidateIndex(), c.GetKind(), r))
+		}
+	}
+	return out
 }
 
 func fromFinding(step string, f workflow.Finding) lintFinding {

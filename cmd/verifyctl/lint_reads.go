@@ -29,7 +29,9 @@ func candidatePath(dep *config.Deployment, c config.Candidate) string {
 
 // readFindings applies the read guards that need the deployment: a sql
 // query capped at its outermost statement (capped_read, one per candidate,
-// step ""), and a change claim of an irreversible step with no settle
+// step ""), a change claim over a read no candidate proves new
+// (newness_unproven, from the deployment's templates alone, so no --param
+// is needed; newnessFindings), and a change claim of an irreversible step with no settle
 // window (no_settle_window, one per such effect). The settle floor is the
 // larger of the deployment's and the workflow's min_settle_s; the daemon
 // config's layer is the daemon's and not read here, so a daemon floor
@@ -46,6 +48,11 @@ func readFindings(w *workflow.Workflow, dep *config.Deployment) []lintFinding {
 				Message: fmt.Sprintf("the query's outermost statement carries %s, so the read stops at that many rows: a duplicate past the cap goes uncounted and a record pushed past it reads as lost; remove the cap and narrow the read with WHERE instead (a cap inside a subquery is fine)", capped)})
 		}
 	}
+	var readers []workflow.Reader
+	for _, c := range dep.Candidates {
+		readers = append(readers, c.NewnessReader(fmt.Sprintf("%s (%s)", candidatePath(dep, c), c.Kind)))
+	}
+	out = append(out, newnessFindings(w, workflow.Resolve(dep.Policy, w.Policy), readers)...)
 	floor := workflow.Resolve(dep.Policy, w.Policy).MinSettleS
 	var unsettled []string
 	for _, c := range dep.Candidates {

@@ -457,18 +457,31 @@ func TestLintReads(t *testing.T) {
   settle_s: 0.5
 `)
 	depFloor := write("dep-floor.yaml", "policy: {min_settle_s: 2}\neffects: {kind: sql, sqlite_database: x.db, sql_query: \"SELECT TOP 10 id FROM t\"}\n")
-	unsettled := []lintFinding{
-		finding(codeNoSettleWindow, "save", 0, "steps[0].effects[0]"),
-		finding(codeNoSettleWindow, "pay", 0, "steps[2].effects[0]"),
+	// Each change claim over a narrowed read (a WHERE, a TOP) is
+	// newness_unproven: the templates say so, no --param needed.
+	unproven := func(settle bool, capped string) []lintFinding {
+		var out []lintFinding
+		for _, f := range []lintFinding{
+			finding(workflow.CodeNewnessUnproven, "save", 0, "steps[0].effects[0]"),
+			finding(codeNoSettleWindow, "save", 0, "steps[0].effects[0]"),
+			finding(workflow.CodeNewnessUnproven, "amend", 0, "steps[1].effects[0]"),
+			finding(workflow.CodeNewnessUnproven, "pay", 0, "steps[2].effects[0]"),
+			finding(codeNoSettleWindow, "pay", 0, "steps[2].effects[0]"),
+		} {
+			if settle || f.Code != codeNoSettleWindow {
+				out = append(out, f)
+			}
+		}
+		return append(out, finding(codeCappedRead, "", -1, capped))
 	}
 	for name, tc := range map[string]struct {
 		workflow, deployment string
 		want                 []lintFinding
 	}{
-		"capped and unsettled": {wf, capped, append(unsettled, finding(codeCappedRead, "", -1, "effects.candidates[0].sql_query"))},
+		"capped and unsettled": {wf, capped, unproven(true, "effects.candidates[0].sql_query")},
 		"settled candidate":    {wf, settled, nil},
-		"workflow floor":       {floored, capped, []lintFinding{finding(codeCappedRead, "", -1, "effects.candidates[0].sql_query")}},
-		"deployment floor":     {wf, depFloor, []lintFinding{finding(codeCappedRead, "", -1, "effects.sql_query")}},
+		"workflow floor":       {floored, capped, unproven(false, "effects.candidates[0].sql_query")},
+		"deployment floor":     {wf, depFloor, unproven(false, "effects.sql_query")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -490,6 +503,10 @@ func TestLintReads(t *testing.T) {
 					if !strings.Contains(f.Message, "min_settle_s") || !strings.Contains(f.Message, "effects.candidates[0] (sql)") {
 						t.Errorf("no_settle_window %q does not name the unsettled candidate and the fix", f.Message)
 					}
+				case workflow.CodeNewnessUnproven:
+					if !strings.Contains(f.Message, "census:") || !strings.Contains(f.Message, "sql_query ") {
+						t.Errorf("newness_unproven %q does not name the narrowing and the fix", f.Message)
+					}
 				}
 			}
 		})
@@ -497,5 +514,75 @@ func TestLintReads(t *testing.T) {
 	out, code := runCLI(t, "lint", "--workflow", wf, "--deployment", write("bad.yaml", "effects: {kind: sql, settle_s: -1}\n"))
 	if code != exitInvalid || !strings.Contains(string(out), "INVALID_DEPLOYMENT") || !strings.Contains(string(out), "effects.settle_s") {
 		t.Errorf("bad deployment: exit %d %s; want exit 2 naming effects.settle_s", code, out)
+	}
+}
+
+// TestLintNewnessWithoutParams: lint finds a change claim that Begin would
+// refuse under require_proven_newness from the deployment's templates
+// alone: through a deployment file with no --param at all, and from a
+// TestConnection answer in which no candidate is reachable (as when the
+// run's parameters were not given), where every candidate is checked.
+func TestLintNewnessWithoutParams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	wf := write("wf.yaml", `schema: verifierd.workflow/v1
+name: w
+params: {uid: {}}
+steps:
+  - step: save
+    effects:
+      - {kind: record_written, match: {owner: {param: uid}}, count_new_only: true}
+      - {kind: field_equals, match: {owner: {param: uid}}, field: note, value: x}
+`)
+	for name, tc := range map[string]struct {
+		deployment string
+		refused    bool
+		says       string
+	}{
+		"plugin placeholder option": {"effects: {kind: acme, options: {filter: 'owner={uid}'}, settle_s: 1}\n", true, "options holds the placeholder(s) {uid}"},
+		"rest path placeholder":     {"effects: {kind: rest, base_url: 'http://x', records_path: '/v/{uid}', path_params: {uid: {param: uid}}, settle_s: 1}\n", true, "path_params binds the run parameter(s) uid"},
+		"sql join":                  {"effects: {kind: sql, sqlite_database: x.db, sql_query: 'SELECT v.id FROM v JOIN o ON o.id = v.o', settle_s: 1}\n", true, "joins another table (JOIN)"},
+		"sql whole":                 {"effects: {kind: sql, sqlite_database: x.db, sql_query: 'SELECT id, owner FROM v', settle_s: 1}\n", false, ""},
+		"plugin declared whole":     {"effects: {kind: acme, options: {filter: 'owner={uid}'}, newness: whole_read, settle_s: 1}\n", false, ""},
+		"policy off":                {"policy: {require_proven_newness: false}\neffects: {kind: acme, settle_s: 1}\n", false, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, code := runCLI(t, "lint", "--workflow", wf, "--deployment", write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.deployment))
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			got := decodeLint(t, out)
+			var want []lintFinding
+			if tc.refused {
+				want = []lintFinding{finding(workflow.CodeNewnessUnproven, "save", 0, "steps[0].effects[0]")}
+			}
+			if diff := cmp.Diff(want, got.Findings, ignoreMessages, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("findings (-want +got):\n%s", diff)
+			}
+			if tc.refused && (!strings.Contains(got.Findings[0].Message, tc.says) || !strings.Contains(got.Findings[0].Message, "require_proven_newness")) {
+				t.Errorf("message %q does not say %q and name the policy", got.Findings[0].Message, tc.says)
+			}
+		})
+	}
+	w, err := workflow.Load(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := &verifierv1.TestConnectionResponse{Candidates: []*verifierv1.CandidateConnection{
+		{CandidateIndex: 0, Kind: "acme", Tier: 1, Message: "missing run parameter \"uid\"", Newness: "newly_matching", Narrowing: []string{"options holds the placeholder(s) {uid}, which bind run parameters"}},
+		{CandidateIndex: 1, Kind: "rest", Tier: 1, Message: "missing run parameter \"uid\"", Newness: "newly_matching", Narrowing: []string{"rest reads over HTTP, whose filters the daemon cannot see"}},
+	}}
+	oracle, got := tierFindings(w, "d", unreachable)
+	if oracle.Reachable || len(got) != 1 || got[0].Code != workflow.CodeNewnessUnproven || got[0].Path != "steps[0].effects[0]" ||
+		!strings.Contains(got[0].Message, "0 (acme)") || !strings.Contains(got[0].Message, "candidates 1 (rest) would be refused too") {
+		t.Errorf("no reachable candidate: oracle %+v findings %+v, want one newness_unproven naming both candidates", oracle, got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/strict"
 )
 
@@ -16,18 +18,36 @@ import (
 // one that already existed and now matches, and see a loss outside the
 // subject's read. A candidate declares one under census:, written with the
 // read keys of the candidate's own kind; it inherits the candidate's
-// connection and credentials, nothing of its read.
+// connection and credentials, nothing of its read (a plugin census inherits
+// the candidate's options, its own merged over them). A census must be
+// whole: proven so by the same rule as any read (Narrowing), or declared
+// so by the operator (census_scope: declared).
 
-// Newness values: how a candidate proves that a record is new.
+// Newness values: how a candidate proves that a record is new. The
+// operator declares newness: whole_read or newly_matching; results and
+// receipts record one of census, whole_read (the daemon proved the read
+// whole), whole_read_declared (the operator declared it) or newly_matching.
 const (
-	// NewnessWholeRead: the operator asserts the read returns the whole
-	// collection, or filters only on fields no step can change.
+	// NewnessWholeRead: as a declaration, the operator asserts the read
+	// returns the whole collection, or filters only on fields no step can
+	// change; as a result, the daemon proved the read whole (WholeRead).
 	NewnessWholeRead = "whole_read"
+	// NewnessWholeReadDeclared is what results record for a candidate
+	// whose operator declared newness: whole_read.
+	NewnessWholeReadDeclared = "whole_read_declared"
 	// NewnessNewlyMatching: the operator accepts (reviewed, documented)
 	// that "new" means "newly matching the read".
 	NewnessNewlyMatching = "newly_matching"
 	// NewnessCensus is what results record for a candidate with a census.
 	NewnessCensus = "census"
+)
+
+// Census scopes: how a census is known to cover the whole collection.
+const (
+	// CensusScopeProven: the daemon proved the census's read whole.
+	CensusScopeProven = "proven"
+	// CensusScopeDeclared: the operator declared census_scope: declared.
+	CensusScopeDeclared = "declared"
 )
 
 // Collateral scopes results record: what a loss check could see.
@@ -78,7 +98,7 @@ func parseNewness(c *Candidate, sec map[string]any, path string) error {
 	if v, ok := sec["newness"]; ok && v != nil {
 		s, isStr := v.(string)
 		if !isStr || (s != NewnessWholeRead && s != NewnessNewlyMatching) {
-			return errorf(path+".newness", "must be %s (the read returns the whole collection, or filters only on fields no step can change) or %s (new means newly matching the read: a reviewed, documented risk); to prove newness declare census: instead", NewnessWholeRead, NewnessNewlyMatching)
+			return errorf(path+".newness", "must be %s (you assert the read returns the whole collection, or filters only on fields no step can change) or %s (new means newly matching the read: a reviewed, documented risk); to prove newness declare census: instead", NewnessWholeRead, NewnessNewlyMatching)
 		}
 		c.Newness = s
 	}
@@ -97,28 +117,78 @@ func parseNewness(c *Candidate, sec map[string]any, path string) error {
 	if !isMap {
 		return errorf(cpath, "must be a map of %s read keys (e.g. sql_query: SELECT id FROM encounters)", c.Kind)
 	}
-	allowed := readKeysOf(c.Kind)
+	cm, scope, err := censusScope(maps.Clone(cm), cpath)
+	if err != nil {
+		return err
+	}
+	if err := checkCensusKeys(c.Kind, cm, cpath); err != nil {
+		return err
+	}
+	census, err := c.deriveCensus(cm, cpath)
+	if err != nil {
+		return err
+	}
+	if scope == CensusScopeProven {
+		if why := census.Narrowing(); len(why) > 0 {
+			return unprovenCensus(c.Kind, cpath, why)
+		}
+	}
+	c.Census, c.CensusScope = census, scope
+	return nil
+}
+
+// censusScope takes the census_scope: key out of a census: census_scope:
+// declared is the operator's assertion that the census covers the whole
+// collection; without it the daemon must prove the census whole.
+func censusScope(cm map[string]any, cpath string) (map[string]any, string, error) {
+	v, ok := cm["census_scope"]
+	if !ok || v == nil {
+		delete(cm, "census_scope")
+		return cm, CensusScopeProven, nil
+	}
+	if v != CensusScopeDeclared {
+		return nil, "", errorf(cpath+".census_scope", "must be %s (you assert the census covers the whole collection); remove it to have the daemon prove the census whole", CensusScopeDeclared)
+	}
+	delete(cm, "census_scope")
+	return cm, CensusScopeDeclared, nil
+}
+
+// unprovenCensus refuses a census the daemon cannot prove whole and the
+// operator did not declare, naming both fixes.
+func unprovenCensus(kind, cpath string, why []string) error {
+	prove := "write it as one SELECT of the collection's table with no WHERE, JOIN, subquery, GROUP BY, DISTINCT, LIMIT or parameter (e.g. SELECT id FROM encounters)"
+	if kind != "sql" {
+		prove = fmt.Sprintf("a census of kind %s is never proven whole (the daemon cannot see what its read filters), so declare it", kind)
+	}
+	return errorf(cpath, "cannot be proven to cover the whole collection (%s): %s; or, if it does cover it, write census_scope: declared under census: (your assertion, recorded in every receipt)", strings.Join(why, "; "), prove)
+}
+
+// checkCensusKeys refuses a census key that is not a read key of kind, and
+// one that binds a run parameter. A literal filter of the kind
+// (search_params: {_count: '100'}) is the census's own and is allowed.
+func checkCensusKeys(kind string, cm map[string]any, cpath string) error {
+	allowed := readKeysOf(kind)
 	for _, k := range slices.Sorted(maps.Keys(cm)) {
 		switch {
-		case slices.Contains(bindingKeys, k) || strings.HasSuffix(k, "_params"):
+		case slices.Contains(bindingKeys, k):
 			return errorf(cpath+"."+k, "a census binds no run parameter: it reads the whole collection for every run; remove %s and write the read without parameters", k)
 		case !slices.Contains(allowed, k):
 			hint := ""
-			if near := strict.Closest(k, allowed); near != "" {
+			if near := strict.Closest(k, append(slices.Clone(allowed), "census_scope")); near != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", near)
 			}
-			return errorf(cpath+"."+k, "not a read key of %s; a census writes only %s and inherits the candidate's connection and credentials%s", c.Kind, strings.Join(allowed, ", "), hint)
+			return errorf(cpath+"."+k, "not a read key of %s; a census writes only %s (and census_scope) and inherits the candidate's connection and credentials%s", kind, strings.Join(allowed, ", "), hint)
 		}
 		if err := refuseParams(cm[k], cpath+"."+k); err != nil {
 			return err
 		}
 	}
-	if first := allowed[0]; BuiltinKinds[c.Kind] {
+	if first := allowed[0]; BuiltinKinds[kind] {
 		if _, ok := cm[first]; !ok {
 			return errorf(cpath+"."+first, "missing: a census writes its own read (%s); it inherits only the candidate's connection and credentials", first)
 		}
 	}
-	switch c.Kind {
+	switch kind {
 	case "rest":
 		if s, _ := cm["records_path"].(string); placeholderRE.MatchString(s) {
 			return errorf(cpath+".records_path", "has the placeholder %s: a census binds no run parameter; write the path of the whole collection", placeholderRE.FindString(s))
@@ -132,6 +202,16 @@ func parseNewness(c *Candidate, sec map[string]any, path string) error {
 			return errorf(cpath+".sql_query", "has the placeholder %s: a census binds no run parameter; read the whole collection", name)
 		}
 	}
+	return nil
+}
+
+// deriveCensus is the census candidate: the candidate's section without its
+// read and its parameter bindings, with the census's read keys over it. A
+// plugin census inherits the candidate's options, the census's own merged
+// over them (null drops an inherited option); an option that would then
+// bind a run parameter is refused.
+func (c *Candidate) deriveCensus(cm map[string]any, cpath string) (*Candidate, error) {
+	allowed := readKeysOf(c.Kind)
 	section := map[string]any{}
 	for k, v := range c.Section {
 		if slices.Contains(allowed, k) || slices.Contains(bindingKeys, k) || k == "graphql_variables" {
@@ -140,11 +220,55 @@ func parseNewness(c *Candidate, sec map[string]any, path string) error {
 		section[k] = v
 	}
 	maps.Copy(section, cm)
-	c.Census = &Candidate{
+	if !BuiltinKinds[c.Kind] {
+		opts, err := censusOptions(c.Section["options"], cm["options"], cpath)
+		if err != nil {
+			return nil, err
+		}
+		delete(section, "options")
+		if len(opts) > 0 {
+			section["options"] = opts
+		}
+	}
+	return &Candidate{
 		Index: c.Index, Kind: c.Kind, Section: section, Secrets: maps.Clone(c.Secrets),
 		Redaction: c.Redaction,
+	}, nil
+}
+
+// censusOptions merges a plugin census's options over its candidate's and
+// refuses one that holds a {name} placeholder, which the plugin would fill
+// from the run's parameters.
+func censusOptions(inherited, own any, cpath string) (map[string]any, error) {
+	out := map[string]any{}
+	if m, ok := inherited.(map[string]any); ok {
+		maps.Copy(out, m)
 	}
-	return nil
+	if own != nil {
+		m, ok := own.(map[string]any)
+		if !ok {
+			return nil, errorf(cpath+".options", "must be a map of the plugin's options; the census's are merged over the candidate's (null drops one)")
+		}
+		for k, v := range m {
+			if v == nil {
+				delete(out, k)
+				continue
+			}
+			out[k] = v
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(out)) {
+		names := placeholders(out[k])
+		if len(names) == 0 {
+			continue
+		}
+		from := "has"
+		if m, _ := own.(map[string]any); m[k] == nil {
+			from = "inherits from the candidate's options." + k
+		}
+		return nil, errorf(cpath+".options."+k, "%s the placeholder(s) %s, which bind a run parameter: a census reads the whole collection for every run; set census.options.%s to a literal, or to null to drop it", from, strings.Join(names, ", "), k)
+	}
+	return out, nil
 }
 
 // refuseParams refuses a {param: name} (or {template: ...}) anywhere in a
@@ -214,7 +338,7 @@ func isWordByte(c byte) bool {
 	return c == '_' || c == '$' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
-// sqlPlaceholder returns the first named placeholder (:name or %(name)s)
+// sqlPlaceholder returns the first placeholder (:name, %(name)s, $1 or ?)
 // of q outside its literals, or "".
 func sqlPlaceholder(q string) string {
 	found := ""
@@ -229,6 +353,14 @@ func sqlPlaceholder(q string) string {
 				j++
 			}
 			found = q[i:j]
+		case q[i] == '?':
+			found = "?"
+		case q[i] == '$' && i+1 < len(q) && q[i+1] >= '0' && q[i+1] <= '9' && (i == 0 || !isWordByte(q[i-1])):
+			j := i + 1
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			found = q[i:j]
 		case q[i] == '%' && i+1 < len(q) && q[i+1] == '(':
 			if j := strings.IndexByte(q[i:], ')'); j > 0 {
 				found = q[i:min(len(q), i+j+2)]
@@ -238,38 +370,20 @@ func sqlPlaceholder(q string) string {
 	return found
 }
 
-// sqlFilters returns the filtering clauses (WHERE, HAVING) of q outside its
-// literals, at any depth: a filter in a subquery or a WITH narrows the read
-// as one at the top does.
-func sqlFilters(q string) []string {
-	var out []string
-	sqlScan(q, func(i, _ int) {
-		if !isWordByte(q[i]) || (i > 0 && isWordByte(q[i-1])) {
-			return
-		}
-		j := i
-		for j < len(q) && isWordByte(q[j]) {
-			j++
-		}
-		switch w := strings.ToUpper(q[i:j]); w {
-		case "WHERE", "HAVING":
-			if !slices.Contains(out, w) {
-				out = append(out, w)
-			}
-		}
-	})
-	return out
-}
+// httpKinds read over HTTP: the daemon cannot see what their server
+// filters, so their reads are never proven whole.
+var httpKinds = []string{"rest", "graphql", "fhir"}
 
-// unnarrowingSearchParams are fhir search parameters that shape a read
-// without filtering it.
-var unnarrowingSearchParams = []string{"_count", "_sort", "_elements"}
-
-// Narrowing says what narrows this candidate's read below its whole
-// collection: a run parameter bound into it, a filter the daemon can see (a
-// WHERE or HAVING in sql_query, a fhir search_params entry other than
-// _count, _sort, _elements), or an HTTP kind (rest, graphql), whose filters
-// the daemon cannot see. Empty means the read is unnarrowed.
+// Narrowing says why this candidate's read is not proven to return its
+// whole collection; empty means the daemon proved it whole. Only a
+// sql_query the whole-read recogniser accepts (sqlwhole.go), with no
+// parameter bound into it, is proven whole. A read over HTTP (rest,
+// graphql, fhir) and every plugin kind's read are narrowed whatever they
+// are written as; a run parameter bound into a read ({param: name}, a
+// template, a plugin option holding a {name} placeholder) narrows it. The
+// other built-in kinds (document, file, email, ui_readback, onscreen)
+// read no collection with a filter and are narrowed only by a {name}
+// placeholder.
 func (c *Candidate) Narrowing() []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(c.Section)) {
@@ -277,16 +391,20 @@ func (c *Candidate) Narrowing() []string {
 			out = append(out, fmt.Sprintf("%s binds the run parameter(s) %s", k, strings.Join(names, ", ")))
 		}
 	}
-	var bound []string
-	for _, k := range slices.Sorted(maps.Keys(c.OptionParams)) {
-		if v := c.OptionParams[k]; v.IsParam() {
-			bound = append(bound, v.Param)
-		}
-	}
-	if len(bound) > 0 {
+	if bound := c.optionParamNames(); len(bound) > 0 {
 		out = append(out, fmt.Sprintf("option_params binds the run parameter(s) %s", strings.Join(bound, ", ")))
 	}
-	if _, ok := censusReadKeys[c.Kind]; !ok && BuiltinKinds[c.Kind] {
+	switch {
+	case c.Kind == "sql":
+		out = append(out, c.sqlNarrowing()...)
+	case slices.Contains(httpKinds, c.Kind):
+		out = append(out, fmt.Sprintf("%s reads over HTTP, whose filters the daemon cannot see", c.Kind))
+	case !BuiltinKinds[c.Kind]:
+		if names := placeholders(c.Section["options"]); len(names) > 0 {
+			out = append(out, fmt.Sprintf("options holds the placeholder(s) %s, which bind run parameters", strings.Join(names, ", ")))
+		}
+		out = append(out, fmt.Sprintf("the plugin kind %s reads through its own adapter, whose filters the daemon cannot see", c.Kind))
+	default:
 		// The other built-in kinds expand {name} placeholders of their
 		// URLs and patterns from the run's parameters.
 		for _, k := range slices.Sorted(maps.Keys(c.Section)) {
@@ -295,27 +413,35 @@ func (c *Candidate) Narrowing() []string {
 			}
 		}
 	}
-	switch c.Kind {
-	case "sql":
-		if q, ok := c.Section["sql_query"].(string); ok {
-			if fs := sqlFilters(q); len(fs) > 0 {
-				out = append(out, fmt.Sprintf("sql_query filters with %s", strings.Join(fs, " and ")))
-			}
+	return out
+}
+
+// optionParamNames lists the run parameters a plugin's option_params
+// bind: a {param: name}, a template's placeholders, and the {name}
+// placeholders of a literal entry, which the plugin fills itself.
+func (c *Candidate) optionParamNames() []string {
+	seen := map[string]bool{}
+	for _, v := range c.OptionParams {
+		for _, name := range v.Params() {
+			seen[name] = true
 		}
-	case "fhir":
-		if sp, ok := c.Section["search_params"].(map[string]any); ok {
-			var names []string
-			for _, k := range slices.Sorted(maps.Keys(sp)) {
-				if !slices.Contains(unnarrowingSearchParams, k) {
-					names = append(names, k)
-				}
-			}
-			if len(names) > 0 {
-				out = append(out, fmt.Sprintf("search_params filters on %s", strings.Join(names, ", ")))
-			}
+		for _, name := range param.Names(v.Literal) {
+			seen[name] = true
 		}
-	case "rest", "graphql":
-		out = append(out, fmt.Sprintf("%s reads over HTTP, whose filters the daemon cannot see", c.Kind))
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// sqlNarrowing is what narrows a sql read: values bound into it, or a
+// query the whole-read recogniser does not accept.
+func (c *Candidate) sqlNarrowing() []string {
+	var out []string
+	if qp, ok := c.Section["sql_query_params"].(map[string]any); ok && len(qp) > 0 && len(paramNames(qp)) == 0 {
+		out = append(out, "sql_query_params binds values into sql_query")
+	}
+	q, _ := c.Section["sql_query"].(string)
+	if whole, why := sqlWholeRead(q); !whole {
+		out = append(out, "sql_query "+why)
 	}
 	return out
 }
@@ -351,14 +477,23 @@ func paramNames(v any) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
+// NewnessReader is this candidate as the require_proven_newness guard
+// sees it (workflow.CheckNewness), under name in its messages (its path
+// and kind, e.g. "effects (sql)").
+func (c *Candidate) NewnessReader(name string) workflow.Reader {
+	return workflow.Reader{Name: name, Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+}
+
 // NewnessOf is how this candidate's change claims prove that a record is
-// new, as results record it: census, whole_read (declared, or a read that
-// nothing narrows), newly_matching (declared, or a narrowed read without
-// either).
+// new, as results record it: census; whole_read (the daemon proved the read
+// whole); whole_read_declared (the operator declared newness: whole_read);
+// newly_matching (declared, or a narrowed read without either).
 func (c *Candidate) NewnessOf() string {
 	switch {
 	case c.Census != nil:
 		return NewnessCensus
+	case c.Newness == NewnessWholeRead:
+		return NewnessWholeReadDeclared
 	case c.Newness != "":
 		return c.Newness
 	case len(c.Narrowing()) == 0:
@@ -369,10 +504,11 @@ func (c *Candidate) NewnessOf() string {
 }
 
 // CollateralScope is what a loss check through this candidate can see:
-// the whole collection (a census, or a read that is whole), or only the
-// subject's read.
+// the whole collection (a census, or a read proven or declared whole), or
+// only the subject's read.
 func (c *Candidate) CollateralScope() string {
-	if n := c.NewnessOf(); n == NewnessCensus || n == NewnessWholeRead {
+	switch c.NewnessOf() {
+	case NewnessCensus, NewnessWholeRead, NewnessWholeReadDeclared:
 		return ScopeCollection
 	}
 	return ScopeSubject
@@ -386,8 +522,8 @@ func placeholders(v any) []string {
 	walk = func(v any) {
 		switch x := v.(type) {
 		case string:
-			for _, m := range placeholderRE.FindAllString(x, -1) {
-				seen[m] = true
+			for _, name := range param.Names(x) {
+				seen["{"+name+"}"] = true
 			}
 		case map[string]any:
 			for _, item := range x {

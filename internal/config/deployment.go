@@ -77,6 +77,11 @@ type Candidate struct {
 	// that reads the whole collection with the census's read keys and this
 	// candidate's connection and credentials; nil when none is declared.
 	Census *Candidate
+	// CensusScope is how Census is known to cover the whole collection:
+	// CensusScopeProven (the daemon proved its read whole) or
+	// CensusScopeDeclared (the operator's census_scope: declared); "" when
+	// there is no census.
+	CensusScope string
 	// Newness is the operator's newness: declaration, NewnessWholeRead or
 	// NewnessNewlyMatching; "" when not declared.
 	Newness string

@@ -105,7 +105,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	depPath := filepath.Join(dir, "intake.yaml")
-	if err := os.WriteFile(depPath, []byte("effects:\n  kind: console-test\n  evidence_redact_fields: [ssn]\n"), 0o600); err != nil {
+	// The in-process table is read whole: the operator declares it.
+	if err := os.WriteFile(depPath, []byte("effects:\n  kind: console-test\n  evidence_redact_fields: [ssn]\n  newness: whole_read\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tab := &table{}
@@ -375,7 +376,7 @@ func TestSessionPageShowsNewness(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	code, page := f.get(t, "GET", "/console/sessions/"+f.ok, true)
-	if code != http.StatusOK || !strings.Contains(page, "<th>Newness</th><td>whole_read; loss checked over the collection</td>") {
+	if code != http.StatusOK || !strings.Contains(page, "<th>Newness</th><td>whole_read_declared; loss checked over the collection</td>") {
 		t.Errorf("session page (%d) does not show the newness:\n%s", code, page)
 	}
 }

@@ -134,7 +134,7 @@ func startRunRig(t *testing.T) *runRig {
 	}
 	deployments := map[string]string{
 		"clinic":  write("clinic.yaml", fmt.Sprintf("effects:\n  kind: sql\n  sqlite_database: %s\n  sql_query: SELECT id, kind, name, patient_id, amount FROM records ORDER BY id\n", dbPath)),
-		"clinic3": write("clinic3.yaml", "effects: {kind: reread}\n"),
+		"clinic3": write("clinic3.yaml", "effects: {kind: reread, newness: whole_read}\n"),
 		"docs":    write("docs.yaml", fmt.Sprintf("effects:\n  kind: document-hash\n  root: %s\n", docs)),
 	}
 	wf, err := workflow.Load(write("clinic-workflow.yaml", clinicWorkflow))

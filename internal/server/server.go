@@ -189,6 +189,7 @@ func (s *service) TestConnection(ctx context.Context, req *verifierv1.TestConnec
 			CandidateIndex: int32(c.CandidateIndex), Kind: c.Kind, Tier: int32(c.Tier),
 			Reachable: c.Reachable, Message: c.Message, Warnings: c.Warnings,
 			Newness: c.Newness, NewnessDeclared: c.NewnessDeclared, Narrowing: c.Narrowing,
+			NewnessRefusal: c.NewnessRefusal,
 		})
 	}
 	return res, nil
@@ -441,7 +442,7 @@ func resultToProto(r *session.Result) *verifierv1.StepResult {
 			ObservedCount: optInt(e.ObservedCount), ExpectedCount: optInt(e.ExpectedCount),
 			ObservedValue: e.ObservedValue, ExpectedValue: e.ExpectedValue,
 			ContractHash: e.ContractHash, Tier: int32(e.Tier), OracleRung: int32(oracle.Of(e.Substrate, sdk.Tier(e.Tier))), Substrate: e.Substrate,
-			Newness: e.Newness, CollateralScope: e.CollateralScope,
+			Newness: e.Newness, CensusScope: e.CensusScope, CollateralScope: e.CollateralScope,
 		}
 		for _, rs := range e.Reasons {
 			pe.Reasons = append(pe.Reasons, &verifierv1.Reason{Code: rs.Code, Message: rs.Message})

@@ -50,7 +50,7 @@ func TestBeginParamRefusalInTheCapture(t *testing.T) {
 	m := newManager(t, strong, weak)
 	ctx := context.Background()
 
-	one := []byte("effects: {kind: bind-strong}\n")
+	one := []byte("effects: {kind: bind-strong, newness: whole_read}\n")
 	_, err := m.Begin(ctx, BeginRequest{Deployment: one, Effects: []byte(effectsConst), Params: map[string]string{"q": "bad"}})
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != Invalid || se.Path != "deployment.effects.options.q" || se.Message != `"bad" does not bind` {
@@ -76,8 +76,8 @@ func TestBeginParamRefusalInTheCapture(t *testing.T) {
 	// is refused, as when each was asked in turn, whether it is the one
 	// read (its capture refuses) or not (it is asked).
 	for _, tc := range []struct{ dep, path string }{
-		{"effects:\n  candidates:\n    - {kind: bind-strong}\n    - {kind: bind-weak}\n", "deployment.effects.candidates[0].options.q"},
-		{"effects:\n  candidates:\n    - {kind: bind-weak}\n    - {kind: bind-strong}\n", "deployment.effects.candidates[0].options.q"},
+		{"effects:\n  candidates:\n    - {kind: bind-strong, newness: whole_read}\n    - {kind: bind-weak, newness: whole_read}\n", "deployment.effects.candidates[0].options.q"},
+		{"effects:\n  candidates:\n    - {kind: bind-weak, newness: whole_read}\n    - {kind: bind-strong, newness: whole_read}\n", "deployment.effects.candidates[0].options.q"},
 	} {
 		_, err = m.Begin(ctx, BeginRequest{Deployment: []byte(tc.dep), Effects: []byte(effectsConst), Params: map[string]string{"q": "bad"}})
 		if !errors.As(err, &se) || se.Kind != Invalid || se.Path != tc.path || se.Message != `"bad" does not bind` {
@@ -100,7 +100,7 @@ func TestVerifyAnswersWhatIsStored(t *testing.T) {
 	tab := &table{}
 	m := signedManager(t, &memAdapter{kind: "stored-answer", tier: 1, table: tab})
 	ctx := context.Background()
-	dep := []byte("effects: {kind: stored-answer}\n")
+	dep := []byte("effects: {kind: stored-answer, newness: whole_read}\n")
 	for _, rows := range []int{1, 2} { // one new record: CONFIRMED; two: REFUTED with a task
 		res, err := m.Begin(ctx, BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 		if err != nil {

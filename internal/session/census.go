@@ -306,10 +306,12 @@ func (g *group) censusOption(after *read) *judge.Census {
 	return &judge.Census{Before: before, After: gc.after}
 }
 
-// newnessOf is how a candidate's change claims prove newness and what its
-// loss checks see, as results and receipts record them per effect.
-func newnessOf(c *config.Candidate) (newness, scope string) {
-	return c.NewnessOf(), c.CollateralScope()
+// newnessOf is how a candidate's change claims prove newness, what its
+// loss checks see and, with a census, how the census is known to cover the
+// collection (proven or declared), as results and receipts record them
+// per effect.
+func newnessOf(c *config.Candidate) (newness, scope, censusScope string) {
+	return c.NewnessOf(), c.CollateralScope(), c.CensusScope
 }
 
 // checkNewness applies policy.require_proven_newness to the selected
@@ -323,9 +325,7 @@ func checkNewness(p workflow.Effective, dep *config.Deployment, effects []byte, 
 		if i >= len(res.Effects) {
 			break
 		}
-		ci := res.Effects[i].CandidateIndex
-		c := &dep.Candidates[ci]
-		r := workflow.Reader{Name: fmt.Sprintf("%s (%s)", candidatePath(dep, ci), c.Kind), Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+		r := readerOf(dep, res.Effects[i].CandidateIndex)
 		if fs := workflow.CheckNewness(p, e, r, i, fmt.Sprintf("effects[%d]", i)); len(fs) > 0 {
 			return findingError(fs[0])
 		}

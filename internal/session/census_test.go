@@ -35,6 +35,9 @@ type scoped struct {
 	censusBefore, censusAfter, after atomic.Int32
 	// censusDown makes every census read unreachable.
 	censusDown atomic.Bool
+	// censusOptions are the options the last census instance was
+	// configured with.
+	censusOptions atomic.Pointer[map[string]string]
 }
 
 type scopedAdapter struct {
@@ -53,6 +56,8 @@ func (a *scopedAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) e
 	}
 	if o, ok := cfg.Options["owner"]; ok {
 		a.owner = &o
+	} else {
+		a.s.censusOptions.Store(&cfg.Options)
 	}
 	if _, bad := cfg.Options["bad"]; bad {
 		return &sdk.ConfigError{Path: "options.bad", Message: "refused by the adapter"}
@@ -140,7 +145,7 @@ func censusDeployment(kind, census string) []byte {
 func TestCensusStoredAtBegin(t *testing.T) {
 	t.Parallel()
 	m, s := censusManager(t, "census-begin")
-	dep := censusDeployment("census-begin", "  census: {options: {}}\n")
+	dep := censusDeployment("census-begin", "  census: {census_scope: declared, options: {}}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +232,7 @@ func TestCensusSeesChangeInPlace(t *testing.T) {
 func TestCensusReadEveryPoll(t *testing.T) {
 	t.Parallel()
 	m, s := censusManager(t, "census-poll")
-	dep := censusDeployment("census-poll", "  settle_s: 0.05\n  census: {options: {}}\n")
+	dep := censusDeployment("census-poll", "  settle_s: 0.05\n  census: {census_scope: declared, options: {}}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -242,8 +247,8 @@ func TestCensusReadEveryPoll(t *testing.T) {
 		t.Errorf("%d after reads and %d census reads, want one census read per after read (at least 2 with the settle window)", after, census)
 	}
 	e := v.Effects[0]
-	if e.Verdict != judge.Confirmed || e.Newness != config.NewnessCensus || e.CollateralScope != config.ScopeCollection {
-		t.Errorf("effect %s newness %q scope %q, want CONFIRMED census collection (an honest new record)", e.Verdict, e.Newness, e.CollateralScope)
+	if e.Verdict != judge.Confirmed || e.Newness != config.NewnessCensus || e.CensusScope != config.CensusScopeDeclared || e.CollateralScope != config.ScopeCollection {
+		t.Errorf("effect %s newness %q census scope %q scope %q, want CONFIRMED census declared collection (an honest new record)", e.Verdict, e.Newness, e.CensusScope, e.CollateralScope)
 	}
 }
 
@@ -261,7 +266,7 @@ func TestCensusUnusableRefusesBegin(t *testing.T) {
 			kind := "census-down-" + strings.ReplaceAll(name, " ", "-")
 			m, s := censusManager(t, kind)
 			setup(s)
-			_, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment(kind, "  census: {options: {}}\n"), Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
+			_, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment(kind, "  census: {census_scope: declared, options: {}}\n"), Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 			se, ok := errors.AsType[*Error](err)
 			if !ok || se.Kind != Refused || se.Path != "effects[0]" || se.Code != judge.ReasonCensusUnusable || !strings.Contains(se.Message, "census") {
 				t.Fatalf("err = %v, want a Refused CENSUS_UNUSABLE on effects[0]", err)
@@ -274,6 +279,27 @@ func TestCensusUnusableRefusesBegin(t *testing.T) {
 				t.Errorf("%d sessions stored (%v), want none", n, err)
 			}
 		})
+	}
+}
+
+// TestCensusInheritsPluginOptions: through the plugin host, a plugin
+// census is configured with the candidate's options (its connection and
+// table) and the census's own merged over them, never with the option the
+// candidate binds to the run (option_params).
+func TestCensusInheritsPluginOptions(t *testing.T) {
+	t.Parallel()
+	m, s := censusManager(t, "census-options")
+	dep := []byte("effects:\n  kind: census-options\n  options: {host: ledger.internal, table: visits}\n  option_params: {owner: {param: owner}}\n" +
+		"  census: {census_scope: declared, options: {table: visits_all, page: '50'}}\n")
+	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := s.censusOptions.Load()
+	if want := map[string]string{"host": "ledger.internal", "table": "visits_all", "page": "50"}; got == nil || !maps.Equal(*got, want) {
+		t.Errorf("census configured with options %v, want %v", got, want)
+	}
+	if n := s.censusBefore.Load(); n != 1 {
+		t.Errorf("census read %d times at Begin, want 1", n)
 	}
 }
 
@@ -336,6 +362,18 @@ func TestRequireProvenNewness(t *testing.T) {
 		t.Errorf("newness %q scope %q, want newly_matching subject", e.Newness, e.CollateralScope)
 	}
 
+	// A declared whole read is recorded as the operator's declaration.
+	res, err = m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", "  newness: whole_read\n"), Effects: []byte(effectsOwner), Params: params})
+	if err != nil {
+		t.Fatalf("declared whole_read: %v", err)
+	}
+	if v, err = m.Verify(context.Background(), res.SessionID); err != nil {
+		t.Fatal(err)
+	}
+	if e := v.Effects[0]; e.Newness != config.NewnessWholeReadDeclared || e.CensusScope != "" || e.CollateralScope != config.ScopeCollection {
+		t.Errorf("newness %q census scope %q scope %q, want whole_read_declared, none, collection", e.Newness, e.CensusScope, e.CollateralScope)
+	}
+
 	off := false
 	m.daemon.Policy = callerContracts(&workflow.Policy{RequireProvenNewness: &off})
 	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: censusDeployment("census-policy", ""), Effects: []byte(effectsOwner), Params: params}); err != nil {
@@ -355,7 +393,7 @@ func TestCensusJudgesReassignment(t *testing.T) {
 			t.Parallel()
 			kind := "census-judge-" + name
 			m, s := censusManager(t, kind)
-			dep := censusDeployment(kind, extra+"  census: {options: {}}\n")
+			dep := censusDeployment(kind, extra+"  census: {census_scope: declared, options: {}}\n")
 			params := map[string]string{"owner": "a"}
 			res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: params})
 			if err != nil {
@@ -386,7 +424,7 @@ func TestCensusJudgesReassignment(t *testing.T) {
 func TestCensusReverify(t *testing.T) {
 	t.Parallel()
 	m, s := censusManager(t, "census-reverify")
-	dep := censusDeployment("census-reverify", "  census: {options: {}}\n")
+	dep := censusDeployment("census-reverify", "  census: {census_scope: declared, options: {}}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +458,7 @@ func TestCensusKeyedUnderRedaction(t *testing.T) {
 	t.Parallel()
 	m, s := censusManager(t, "census-keyed")
 	s.table.set(1, "id", "patient-secret-1")
-	dep := censusDeployment("census-keyed", "  evidence_redact_fields: [id]\n  census: {options: {}}\n")
+	dep := censusDeployment("census-keyed", "  evidence_redact_fields: [id]\n  census: {census_scope: declared, options: {}}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -456,10 +494,10 @@ func TestCensusPreflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := checks[0]; !c.Reachable || c.Newness != config.NewnessNewlyMatching || c.NewnessDeclared || len(c.Narrowing) != 1 {
+	if c := checks[0]; !c.Reachable || c.Newness != config.NewnessNewlyMatching || c.NewnessDeclared || len(c.Narrowing) != 2 {
 		t.Errorf("without census: %+v", c)
 	}
-	checks, err = m.TestConnection(context.Background(), censusDeployment("census-preflight", "  census: {options: {}}\n"), "", params)
+	checks, err = m.TestConnection(context.Background(), censusDeployment("census-preflight", "  census: {census_scope: declared, options: {}}\n"), "", params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +505,7 @@ func TestCensusPreflight(t *testing.T) {
 		t.Errorf("with census: %+v", c)
 	}
 	s.censusDown.Store(true)
-	checks, err = m.TestConnection(context.Background(), censusDeployment("census-preflight", "  census: {options: {}}\n"), "", params)
+	checks, err = m.TestConnection(context.Background(), censusDeployment("census-preflight", "  census: {census_scope: declared, options: {}}\n"), "", params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +521,7 @@ func TestCensusInReceipt(t *testing.T) {
 	m, s := censusManager(t, "census-receipt")
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	m.signer = signing.New(priv)
-	dep := censusDeployment("census-receipt", "  census: {options: {}}\n")
+	dep := censusDeployment("census-receipt", "  census: {census_scope: declared, options: {}}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	if err != nil {
 		t.Fatal(err)
@@ -494,8 +532,8 @@ func TestCensusInReceipt(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := openReceipt(t, m, v.Receipt)
-	if e := p.Effects[0]; e.Newness != config.NewnessCensus || e.CollateralScope != config.ScopeCollection {
-		t.Errorf("receipt effect newness %q scope %q, want census collection", e.Newness, e.CollateralScope)
+	if e := p.Effects[0]; e.Newness != config.NewnessCensus || e.CensusScope != config.CensusScopeDeclared || e.CollateralScope != config.ScopeCollection {
+		t.Errorf("receipt effect newness %q census scope %q scope %q, want census declared collection", e.Newness, e.CensusScope, e.CollateralScope)
 	}
 	if len(p.Census) != 1 || p.Census[0] == nil {
 		t.Fatalf("receipt census reads %+v, want one", p.Census)
@@ -539,7 +577,7 @@ func mustOpen(t *testing.T, m *Manager, raw json.RawMessage) []byte {
 func TestCensusRefusedByItsAdapter(t *testing.T) {
 	t.Parallel()
 	m, _ := censusManager(t, "census-bad")
-	dep := censusDeployment("census-bad", "  census: {options: {bad: x}}\n")
+	dep := censusDeployment("census-bad", "  census: {census_scope: declared, options: {bad: x}}\n")
 	_, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 	se, ok := errors.AsType[*Error](err)
 	if !ok || se.Kind != Invalid || se.Path != "deployment.effects.census.options.bad" {

@@ -47,7 +47,7 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 	}
 	ctx := t.Context()
 	m.StartCheckpoints(ctx, 2, 0)
-	dep := []byte("effects: {kind: checkpoint-test}\n")
+	dep := []byte("effects: {kind: checkpoint-test, newness: whole_read}\n")
 	res, err := m.Begin(ctx, BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})
 	if err != nil {
 		t.Fatal(err)

@@ -67,9 +67,9 @@ func TestCompensatorRemovesDuplicates(t *testing.T) {
 			srv, _ := deleteServer(t, tab, tt.failAfter)
 			kind := "comp-test-" + string(rune('a'+i))
 			m := newManager(t, &memAdapter{kind: kind, tier: 1, table: tab})
-			dep := "effects: {kind: " + kind + "}\n"
+			dep := "effects: {kind: " + kind + ", newness: whole_read}\n"
 			if tt.configured {
-				dep = "effects:\n  kind: " + kind + "\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
+				dep = "effects:\n  kind: " + kind + "\n  newness: whole_read\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
 			}
 			// A compensator is the operator's: only a registered deployment
 			// may configure one.

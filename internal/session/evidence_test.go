@@ -184,7 +184,7 @@ const (
 func runEvidence(t *testing.T, a sdk.Adapter, tab *table, redact string, write func()) (*Result, []byte, string) {
 	t.Helper()
 	m, dbPath, logs := evidenceManager(t, bytes.Repeat([]byte{7}, EvidenceKeySize), a)
-	dep := "effects:\n  kind: " + a.Info().Kind + "\n" + redact
+	dep := "effects:\n  kind: " + a.Info().Kind + "\n  newness: whole_read\n" + redact
 	effects := `[{"kind": "record_written", "match": {"patient_id": "p1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0},
 	             {"kind": "field_equals", "match": {"patient_id": "p1"}, "field": "type", "value": "Triage", "risk": "irreversible", "timeout_s": 0}]`
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effects)})
@@ -307,7 +307,7 @@ func TestKeyedBaselineOtherKey(t *testing.T) {
 	tab := &table{}
 	tab.add(sdk.Record{"id": json.Number("1"), "p": "0", "ssn": secretSSN})
 	m, _, _ := evidenceManager(t, bytes.Repeat([]byte{1}, EvidenceKeySize), &memAdapter{kind: "rekey-test", tier: 1, table: tab})
-	dep := "effects: {kind: rekey-test, evidence_redact_fields: [ssn]}\n"
+	dep := "effects: {kind: rekey-test, evidence_redact_fields: [ssn], newness: whole_read}\n"
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestCompensationFailureLogRedacted(t *testing.T) {
 	tab := &table{}
 	srv, _ := deleteServer(t, tab, 1)
 	m, _, logs := evidenceManager(t, bytes.Repeat([]byte{3}, EvidenceKeySize), &memAdapter{kind: "comp-evidence-test", tier: 1, table: tab})
-	dep := "effects:\n  kind: comp-evidence-test\n  evidence_redact_fields: [id]\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
+	dep := "effects:\n  kind: comp-evidence-test\n  newness: whole_read\n  evidence_redact_fields: [id]\n  compensator: {kind: rest_delete, base_url: '" + srv.URL + "', delete_path: '/rows/{id}'}\n"
 	const effects = `[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0}]`
 	// A compensator is the operator's: only a registered deployment has one.
 	m.daemon.Deployments = map[string]string{"comp": writeDeployment(t, dep)}
@@ -386,7 +386,7 @@ func TestBaselineFailurePartWayMasked(t *testing.T) {
 	t.Parallel()
 	a := brokenBaseline{&memAdapter{kind: "broken-baseline-test", tier: 1, table: &table{}}}
 	m, dbPath, logs := evidenceManager(t, bytes.Repeat([]byte{4}, EvidenceKeySize), a)
-	dep := "effects: {kind: broken-baseline-test, evidence_redact_fields: [ssn]}\n"
+	dep := "effects: {kind: broken-baseline-test, evidence_redact_fields: [ssn], newness: whole_read}\n"
 	_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(dep), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != Refused {

@@ -47,7 +47,7 @@ func TestIncompleteReadCode(t *testing.T) {
 			kind := "incomplete-test-" + strings.ToLower(tt.wantCode)
 			a := &incompleteAdapter{memAdapter: &memAdapter{kind: kind, tier: 1, table: tab}}
 			m := newManager(t, a)
-			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: " + kind + "}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: " + kind + ", newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 			if err != nil {
 				t.Fatal(err)
 			}

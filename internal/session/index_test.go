@@ -179,7 +179,7 @@ func indexRound(t *testing.T, rng *rand.Rand, round int, count func(judge.Decisi
 	for _, r := range indexRows(rng, 0, 5+rng.IntN(60)) {
 		tab.add(r)
 	}
-	dep := []byte(fmt.Sprintf("effects: {kind: %s}\n", a.kind))
+	dep := []byte(fmt.Sprintf("effects: {kind: %s, newness: whole_read}\n", a.kind))
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(indexEffects), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestUnreadableIndexIsIndeterminate(t *testing.T) {
 			tab.add(sdk.Record{"id": json.Number("1"), "p": "1"})
 			tab.add(sdk.Record{"id": json.Number("2"), "p": "2"})
 			tab.add(sdk.Record{"id": json.Number("3"), "p": "3", "note": "x"})
-			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(fmt.Sprintf("effects: {kind: %s}\n", a.kind)),
+			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(fmt.Sprintf("effects: {kind: %s, newness: whole_read}\n", a.kind)),
 				Effects: []byte(`[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "timeout_s": 0.1}]`)})
 			if err != nil {
 				t.Fatal(err)
@@ -349,7 +349,7 @@ func TestBadBaselineRecordIsIndeterminate(t *testing.T) {
 	tab.add(sdk.Record{"id": json.Number("1"), "p": "2"})
 	tab.add(sdk.Record{"id": json.Number("2"), "p": "2", "note": rawValue(`{"a":1,"a":2}`)})
 	tab.add(sdk.Record{"id": json.Number("3"), "p": "2"})
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: bad-baseline-index-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: bad-baseline-index-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestBeginLimits(t *testing.T) {
 	// These tests are about limits, not the change-claim guard.
 	noClaim := false
 	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
-	dep := []byte("effects: {kind: limit-test}\n")
+	dep := []byte("effects: {kind: limit-test, newness: whole_read}\n")
 	p := map[string]string{"p": "1"}
 	many := map[string]string{}
 	for i := range MaxParams + 1 {
@@ -95,7 +95,7 @@ func TestRefusedDocumentsNotCached(t *testing.T) {
 	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	// Documents no other test or run (-count) has sent: the cache is shared.
 	nonce := time.Now().UnixNano()
-	dep := []byte(fmt.Sprintf("effects: {kind: nocache-test}\n# %d\n", nonce))
+	dep := []byte(fmt.Sprintf("effects: {kind: nocache-test, newness: whole_read}\n# %d\n", nonce))
 	// Parses, but refers to a parameter the request does not give.
 	unbound := []byte(fmt.Sprintf(`[{"kind": "record_written", "match": {"p": {"param": "p"}, "nonce": "%d"}}]`, nonce))
 	_, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: unbound})
@@ -167,7 +167,7 @@ func TestUnknownSessionLeavesNoLock(t *testing.T) {
 	if n := m.locks.len(); n != 0 {
 		t.Errorf("%d lock entries left after unknown ids, want 0", n)
 	}
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: lock-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: lock-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestBeginAndVerifyLogOneLineAndCount(t *testing.T) {
 	m.metrics = metrics.New(prometheus.NewRegistry())
 
 	ctx := context.Background()
-	res, err := m.Begin(ctx, BeginRequest{Deployment: []byte("effects: {kind: observe-test}\n"), Effects: []byte(effectsIrreversible), Params: map[string]string{"p": paramValue}})
+	res, err := m.Begin(ctx, BeginRequest{Deployment: []byte("effects: {kind: observe-test, newness: whole_read}\n"), Effects: []byte(effectsIrreversible), Params: map[string]string{"p": paramValue}})
 	if err != nil {
 		t.Fatal(err)
 	}

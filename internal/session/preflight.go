@@ -28,6 +28,10 @@ type CandidateCheck struct {
 	Newness         string   `json:"newness"`
 	NewnessDeclared bool     `json:"newness_declared"`
 	Narrowing       []string `json:"narrowing"`
+	// NewnessRefusal, when set, says (naming require_proven_newness) that
+	// Begin would refuse every change claim of the registered workflow
+	// steps read through this candidate (newnessGuard.refusal).
+	NewnessRefusal string `json:"newness_refusal,omitempty"`
 }
 
 // TestConnection configures every candidate of a deployment and runs its
@@ -45,6 +49,7 @@ type preflight struct {
 	deployments deployments
 	configurer  *configurer
 	lookupEnv   func(string) (string, bool)
+	newness     newnessGuard
 }
 
 // newPreflight is the preflight over its parts.
@@ -54,7 +59,9 @@ func newPreflight(d deployments, c *configurer, lookupEnv func(string) (string, 
 
 // preflight is the Manager's preflight, over its parts.
 func (m *Manager) preflight() preflight {
-	return newPreflight(m.deployments(), m.configurer(), m.lookupEnv)
+	p := newPreflight(m.deployments(), m.configurer(), m.lookupEnv)
+	p.newness = newnessGuard{policy: m.policy, workflows: m.workflows}
+	return p
 }
 
 // test is TestConnection.
@@ -81,7 +88,8 @@ func (p preflight) test(ctx context.Context, deployment []byte, deploymentName s
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
 		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
-			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing()}
+			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing(),
+			NewnessRefusal: p.newness.refusal(dep, i)}
 		for _, n := range dep.Notices {
 			if n.Candidate == i {
 				out[i].Warnings = append(out[i].Warnings, n.Path+": "+n.Message)

@@ -197,7 +197,7 @@ func TestBadWireRecordIsIndeterminate(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	m := newManager(t, &memAdapter{kind: "dupkey-test", tier: 1, table: tab})
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: dupkey-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: dupkey-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestVerifySkipsCheckParams(t *testing.T) {
 	tab := &table{}
 	a := &checking{memAdapter: &memAdapter{kind: "checkparams-test", tier: 1, table: tab}}
 	m := newManager(t, a)
-	dep := []byte("effects: {kind: checkparams-test}\n")
+	dep := []byte("effects: {kind: checkparams-test, newness: whole_read}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)

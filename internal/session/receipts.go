@@ -180,9 +180,11 @@ type EffectClaim struct {
 	ObservedCount      *int     `json:"observed_count"`
 	EvidenceDigests    []string `json:"evidence_digests"`
 	ReconciliationTask string   `json:"reconciliation_task,omitempty"`
-	// Newness and CollateralScope are the result's (EffectResult): how the
-	// read proved a record new, and what its loss checks could see.
+	// Newness, CensusScope and CollateralScope are the result's
+	// (EffectResult): how the read proved a record new, whether its census
+	// was proven whole or declared, and what its loss checks could see.
 	Newness         string `json:"newness,omitempty"`
+	CensusScope     string `json:"census_scope,omitempty"`
 	CollateralScope string `json:"collateral_scope,omitempty"`
 }
 
@@ -320,7 +322,7 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 			}
 			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
 				Tier: e.Tier, OracleRung: e.OracleRung, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
-				Newness: e.Newness, CollateralScope: e.CollateralScope}
+				Newness: e.Newness, CensusScope: e.CensusScope, CollateralScope: e.CollateralScope}
 			if e.ReconciliationTask != nil {
 				c.ReconciliationTask = e.ReconciliationTask.ID
 			}

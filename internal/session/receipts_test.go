@@ -69,7 +69,7 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	m := signedManager(t, &memAdapter{kind: "receipt-test", tier: 1, table: tab})
-	dep := []byte("effects: {kind: receipt-test}\n")
+	dep := []byte("effects: {kind: receipt-test, newness: whole_read}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "v-secret"}})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	want := EffectClaim{Index: 0, ContractHash: res.Effects[0].ContractHash, Verdict: "CONFIRMED", Result: "confirmed", Tier: 1, OracleRung: 2,
 		Substrate: "receipt-test", ReasonCodes: []string{judge.ReasonCountExact}, ObservedCount: v.Effects[0].ObservedCount,
 		EvidenceDigests: []string{m.KeyedDigest([]byte(`{"id":1,"p":"v-secret"}`))},
-		Newness:         "whole_read", CollateralScope: "collection"}
+		Newness:         "whole_read_declared", CollateralScope: "collection"}
 	if d := cmp.Diff([]EffectClaim{want}, p.Effects); d != "" {
 		t.Errorf("effects (-want +got):\n%s", d)
 	}
@@ -111,7 +111,7 @@ func TestUnreachableSystemOfRecordIsNotAPlatformFailure(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	m := signedManager(t, &memAdapter{kind: "offline-test", tier: 1, table: tab})
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: offline-test}\n"),
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: offline-test, newness: whole_read}\n"),
 		Effects: []byte(`[{"kind": "record_written", "match": {"p": "1"}, "count_new_only": true, "risk": "irreversible", "timeout_s": 0.05}]`)})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestRefusedBeginHasAReceipt(t *testing.T) {
 	t.Parallel()
 	tab := &table{unreachable: true}
 	m := signedManager(t, &memAdapter{kind: "refuse-test", tier: 1, table: tab})
-	_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: refuse-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: refuse-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != Refused || se.TerminalOutcome != string(judge.HaltedBeforeEffect) || len(se.Receipt) == 0 {
 		t.Fatalf("refusal %#v", err)
@@ -203,7 +203,7 @@ func TestReceiptRungFollowsPluginTier(t *testing.T) {
 	} {
 		tab := &table{}
 		m := signedManager(t, &memAdapter{kind: "rung-test", tier: tc.tier, table: tab})
-		res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: rung-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})
+		res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: rung-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})
 		if err != nil {
 			t.Fatal(err)
 		}

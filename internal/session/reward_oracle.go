@@ -359,8 +359,7 @@ func (o RewardOracle) LoadContracts() (map[string]*reward.Contract, error) {
 // registration read through candidate ci, as Begin applies it to a
 // session's selected candidates (workflow.CheckNewness).
 func checkRewardNewness(p workflow.Effective, dep *config.Deployment, ci int, effects []*judge.Contract) error {
-	c := &dep.Candidates[ci]
-	r := workflow.Reader{Name: fmt.Sprintf("%s (%s)", candidatePath(dep, ci), c.Kind), Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+	r := readerOf(dep, ci)
 	for i, e := range effects {
 		claim := judge.Effect{Kind: e.Kind, CountNewOnly: e.CountNewOnly, NewOnly: e.NewOnly}
 		if fs := workflow.CheckNewness(p, claim, r, i, fmt.Sprintf("effects[%d]", i)); len(fs) > 0 {

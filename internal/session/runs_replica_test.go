@@ -111,7 +111,7 @@ func TestRunSurvivesRestart(t *testing.T) {
 	tab := &table{}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	evidence := make([]byte, EvidenceKeySize)
-	deps := map[string]string{"clinic": writeDeployment(t, "effects: {kind: runrep}\n")}
+	deps := map[string]string{"clinic": writeDeployment(t, "effects: {kind: runrep, newness: whole_read}\n")}
 	wf := shared2Steps(t)
 	var prev store.Backend
 	open := func() *Manager {
@@ -203,7 +203,7 @@ func TestRunAcrossPostgresReplicas(t *testing.T) {
 	tab := &table{}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	evidence := make([]byte, EvidenceKeySize)
-	deps := map[string]string{"clinic": writeDeployment(t, "effects: {kind: runrep}\n")}
+	deps := map[string]string{"clinic": writeDeployment(t, "effects: {kind: runrep, newness: whole_read}\n")}
 	wf := shared2Steps(t)
 	var ms []*Manager
 	for range 3 {

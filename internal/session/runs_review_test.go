@@ -290,7 +290,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	docs := &memAdapter{kind: "doc-runmem3", tier: 1, table: files}
 	m2 := newManager(t, &memAdapter{kind: "runmem", tier: sdk.TierIndependentSystem, table: f.tab}, docs)
 	m2.allowInline, m2.daemon.Policy, m2.daemon.Deployments, m2.workflows, m2.signer = false, nil, f.m.daemon.Deployments, f.m.workflows, f.m.signer
-	m2.daemon.Deployments["docs"] = writeDeployment(t, "effects: {kind: doc-runmem3}\n")
+	m2.daemon.Deployments["docs"] = writeDeployment(t, "effects: {kind: doc-runmem3, newness: whole_read}\n")
 	f.m = m2
 	ctx := t.Context()
 	f.beginRun(t, "artrace")

@@ -59,8 +59,8 @@ func newRunFixture(t *testing.T, tier sdk.Tier, kind string) *runFixture {
 	m.allowInline = false
 	m.daemon.Policy = nil
 	m.daemon.Deployments = map[string]string{
-		"clinic": writeDeployment(t, "effects: {kind: "+kind+"}\n"),
-		"docs":   writeDeployment(t, "effects: {kind: doc-"+kind+"}\n"),
+		"clinic": writeDeployment(t, "effects: {kind: "+kind+", newness: whole_read}\n"),
+		"docs":   writeDeployment(t, "effects: {kind: doc-"+kind+", newness: whole_read}\n"),
 	}
 	w, err := workflow.Parse([]byte(runWorkflowYAML))
 	if err != nil {

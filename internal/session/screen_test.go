@@ -92,7 +92,7 @@ func TestConfiguredTier(t *testing.T) {
 			tab := &table{}
 			a := &tieredAdapter{memAdapter: &memAdapter{kind: tt.kind, absence: true, table: tab}, before: tt.before, after: tt.after}
 			m := newManager(t, a)
-			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: " + tt.kind + "}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: " + tt.kind + ", newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 			if tt.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.refused) {
 					t.Fatalf("begin = %v; want a refusal saying %q", err, tt.refused)

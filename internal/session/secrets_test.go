@@ -49,7 +49,7 @@ func runEcho(t *testing.T, kind string, failAfter bool, env map[string]string) (
 	a := echoAdapter{memAdapter: &memAdapter{kind: kind, tier: 1, table: tab}, failAfter: failAfter}
 	m, dbPath, logs := evidenceManager(t, bytes.Repeat([]byte{7}, EvidenceKeySize), a)
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
-	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: "+kind+"\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
+	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: "+kind+"\n  newness: whole_read\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
 	m.daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
 	m.lookupEnv = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	// No identity field: newness and loss compare whole records, so a
@@ -193,7 +193,7 @@ func TestPreflightMasksSecrets(t *testing.T) {
 	a := refusingAdapter{&memAdapter{kind: "refusing-test", tier: 1, table: &table{}}}
 	m := newManager(t, a)
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
-	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-test\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
+	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-test\n  newness: whole_read\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
 	m.daemon = &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}, Policy: callerContracts(nil)}
 	m.lookupEnv = func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
 	checks, err := m.TestConnection(context.Background(), nil, "echo", nil)
@@ -217,12 +217,12 @@ func TestPreflightParts(t *testing.T) {
 	host.RegisterInProcess(a.kind, func() sdk.Adapter { return a })
 	t.Cleanup(func() { host.Close() })
 	depPath := filepath.Join(t.TempDir(), "deployment.yaml")
-	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-parts-test\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
+	must(t, os.WriteFile(depPath, []byte("effects:\n  kind: refusing-parts-test\n  newness: whole_read\n  secret_env: {token: ECHO_TOKEN}\n"), 0o600))
 	daemon := &config.Daemon{Deployments: map[string]string{"echo": depPath}, Secrets: config.SecretsConfig{Allow: []string{"ECHO_*"}}}
 	env := func(k string) (string, bool) { return echoedToken, k == "ECHO_TOKEN" }
 	p := newPreflight(deployments{daemon: daemon, logger: hclog.NewNullLogger()}, newConfigurer(host, env, daemon), env)
 
-	_, err = p.test(t.Context(), []byte("effects: {kind: refusing-parts-test}\n"), "", nil)
+	_, err = p.test(t.Context(), []byte("effects: {kind: refusing-parts-test, newness: whole_read}\n"), "", nil)
 	if se, ok := errors.AsType[*Error](err); !ok || se.Code != CodeInlineDeploymentRefused {
 		t.Fatalf("an inline deployment without the switch: %v, want %s", err, CodeInlineDeploymentRefused)
 	}

@@ -144,7 +144,7 @@ func TestSelectStrongestTier(t *testing.T) {
 	page := &memAdapter{kind: "page-test", tier: sdk.TierIndependentSession, table: tab}
 	page2 := &memAdapter{kind: "page2-test", tier: sdk.TierIndependentSession, table: tab}
 	m := newManager(t, screen, page, page2)
-	dep := []byte("effects:\n  candidates:\n    - {kind: screen-test}\n    - {kind: page-test}\n    - {kind: page2-test}\n")
+	dep := []byte("effects:\n  candidates:\n    - {kind: screen-test, newness: whole_read}\n    - {kind: page-test, newness: whole_read}\n    - {kind: page2-test, newness: whole_read}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestHookDemotesNeverPromotes(t *testing.T) {
 			a := hooked{&memAdapter{kind: kind, tier: 1, absence: tt.absence, table: tab,
 				hook: func(sdk.VerdictRequest) sdk.Demotion { return tt.hook }}}
 			m := newManager(t, a)
-			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: " + kind + "}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: " + kind + ", newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +207,7 @@ func TestBeginRefusedWithoutBaseline(t *testing.T) {
 	t.Parallel()
 	tab := &table{unreachable: true}
 	m := newManager(t, &memAdapter{kind: "down-test", tier: 1, table: tab})
-	_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != Refused || se.Path != "effects[0]" {
 		t.Fatalf("err = %v, want a Refused error on effects[0]", err)
@@ -217,7 +217,7 @@ func TestBeginRefusedWithoutBaseline(t *testing.T) {
 	noClaim := false
 	m.daemon.Policy = callerContracts(&workflow.Policy{RequireChangeClaim: &noClaim})
 	fe := `[{"kind": "field_equals", "match": {"p": "1"}, "field": "note", "value": "x", "timeout_s": 0}]`
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test}\n"), Effects: []byte(fe)})
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: down-test, newness: whole_read}\n"), Effects: []byte(fe)})
 	if err != nil {
 		t.Fatalf("field_equals with an unreadable baseline: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestSettleCatchesLateDuplicate(t *testing.T) {
 	}
 	m := newManager(t, a)
 	m.clock = &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	dep := []byte("effects: {kind: late-test, settle_s: 0.3}\n")
+	dep := []byte("effects: {kind: late-test, settle_s: 0.3, newness: whole_read}\n")
 	res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestUnknownSessionAndRecordedResult(t *testing.T) {
 	} else if se := (*Error)(nil); !errors.As(err, &se) || se.Kind != NotFound {
 		t.Fatalf("err = %v, want NotFound", err)
 	}
-	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: rec-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: rec-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func TestTasksFollowTheStep(t *testing.T) {
 			t.Parallel()
 			tab := &table{}
 			m := newManager(t, &memAdapter{kind: "tasks-test", tier: 1, table: tab})
-			m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: tasks-test}\n")}
+			m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: tasks-test, newness: whole_read}\n")}
 			m.workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 			req := BeginRequest{DeploymentName: "mem", Workflow: "intake", Step: "save", Params: map[string]string{"p": "1", "note": "hello"}}
 			if !tc.registered {
@@ -121,7 +121,7 @@ func TestSettleFloor(t *testing.T) {
 			m := newManager(t, a)
 			m.clock = &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 			m.daemon.Policy.MinSettleS = &tc.floor
-			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: floor-test}\n"), Effects: []byte(tc.effects), Params: map[string]string{"p": "1"}})
+			res, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: floor-test, newness: whole_read}\n"), Effects: []byte(tc.effects), Params: map[string]string{"p": "1"}})
 			if err != nil {
 				t.Fatal(err)
 			}

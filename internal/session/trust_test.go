@@ -34,7 +34,7 @@ func TestInlineDeploymentRefusedByDefault(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "inline-test", tier: 1, table: &table{}})
 	m.allowInline = false
-	dep := "effects: {kind: inline-test}\n"
+	dep := "effects: {kind: inline-test, newness: whole_read}\n"
 	req := BeginRequest{Deployment: []byte(dep), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}}
 	_, err := m.Begin(context.Background(), req)
 	wantRefusal(t, err, Denied, CodeInlineDeploymentRefused, "deployment")
@@ -63,7 +63,7 @@ func TestInlineDevSwitchRefusesSecretCompensatorPolicy(t *testing.T) {
 	for name, tc := range map[string]struct{ dep, code, path string }{
 		"secret":      {"effects: {kind: dev-test, secret_env: {password: DEV_PASSWORD}}\n", CodeInlineSecretRefused, "deployment.effects.secret_env.password"},
 		"compensator": {"effects: {kind: dev-test, compensator: {kind: rest_delete, base_url: 'http://127.0.0.1:1', delete_path: '/x/{id}'}}\n", CodeInlineCompensatorRefused, "deployment.effects.compensator"},
-		"policy":      {"policy: {require_change_claim: false}\neffects: {kind: dev-test}\n", CodeInlinePolicyRefused, "deployment.policy"},
+		"policy":      {"policy: {require_change_claim: false}\neffects: {kind: dev-test, newness: whole_read}\n", CodeInlinePolicyRefused, "deployment.policy"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte(tc.dep), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
@@ -73,7 +73,7 @@ func TestInlineDevSwitchRefusesSecretCompensatorPolicy(t *testing.T) {
 		})
 	}
 	// Without those, the development switch lets an inline deployment in.
-	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: dev-test}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}}); err != nil {
+	if _, err := m.Begin(context.Background(), BeginRequest{Deployment: []byte("effects: {kind: dev-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,7 +117,7 @@ func TestWorkflowStepBegin(t *testing.T) {
 	t.Parallel()
 	tab := &table{}
 	m := newManager(t, &memAdapter{kind: "wf-test", tier: 1, table: tab})
-	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: wf-test}\n")}
+	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: wf-test, newness: whole_read}\n")}
 	w := loadTestWorkflow(t)
 	m.workflows = map[string]*workflow.Workflow{"intake": w}
 	params := map[string]string{"p": "1", "note": "hello"}
@@ -167,7 +167,7 @@ func TestRequireRegisteredContracts(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, &memAdapter{kind: "rrc-test", tier: 1, table: &table{}})
 	m.daemon.Policy = nil
-	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: rrc-test}\n")}
+	m.daemon.Deployments = map[string]string{"mem": writeDeployment(t, "effects: {kind: rrc-test, newness: whole_read}\n")}
 	m.workflows = map[string]*workflow.Workflow{"intake": loadTestWorkflow(t)}
 	params := map[string]string{"p": "1", "note": "x"}
 	_, err := m.Begin(context.Background(), BeginRequest{DeploymentName: "mem", Effects: []byte(effectsRW), Params: params})
@@ -234,7 +234,8 @@ func TestContractGuards(t *testing.T) {
 			}, name)
 			tab := &table{}
 			m := newManager(t, &memAdapter{kind: k, tier: 1, table: tab}, &memAdapter{kind: k + "-2", tier: 2, table: tab})
-			dep := strings.ReplaceAll(strings.ReplaceAll(tc.deployment, "K2", k+"-2"), "{kind: K}", "{kind: "+k+"}")
+			// The in-process tables are read whole: the operator declares it.
+			dep := strings.ReplaceAll(strings.ReplaceAll(tc.deployment, "{kind: K2}", "{kind: "+k+"-2, newness: whole_read}"), "{kind: K}", "{kind: "+k+", newness: whole_read}")
 			m.daemon.Deployments = map[string]string{"reg": writeDeployment(t, dep)}
 			if tc.daemon != "" {
 				w, err := workflow.Parse([]byte("schema: verifierd.workflow/v1\nname: x\npolicy: " + tc.daemon + "\nsteps: [{step: s}]\n"))

@@ -32,10 +32,14 @@ type EffectResult struct {
 	Substrate          string      `json:"substrate"`
 	ReconciliationTask *judge.Task `json:"reconciliation_task"`
 	// Newness is how the selected candidate proves a record new
-	// (config.NewnessCensus, NewnessWholeRead, NewnessNewlyMatching);
-	// CollateralScope what its loss checks see (config.ScopeCollection,
-	// ScopeSubject). Empty in results stored before them.
+	// (config.NewnessCensus, NewnessWholeRead, NewnessWholeReadDeclared,
+	// NewnessNewlyMatching); CensusScope, with a census, whether the
+	// daemon proved it whole or the operator declared it
+	// (config.CensusScopeProven, CensusScopeDeclared); CollateralScope what
+	// its loss checks see (config.ScopeCollection, ScopeSubject). Empty in
+	// results stored before them.
 	Newness         string `json:"newness,omitempty"`
+	CensusScope     string `json:"census_scope,omitempty"`
 	CollateralScope string `json:"collateral_scope,omitempty"`
 }
 
@@ -255,9 +259,9 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		// class, counts and codes are v's.
 		shown := judge.ResultOf(secrets.verdict(cand.Redaction.Apply(v, c)))
 		shown.ContractHash = c.Hash
-		newness, scope := newnessOf(&cand)
+		newness, scope, censusScope := newnessOf(&cand)
 		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, OracleRung: int(oracle.Of(cand.Kind, sdk.Tier(sel.Tier))),
-			Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CollateralScope: scope}
+			Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CensusScope: censusScope, CollateralScope: scope}
 	}
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
 	return res, ev, nil

@@ -304,9 +304,12 @@ class EffectResult:
     substrate: str
     reconciliation_task: Optional[ReconciliationTask]
     raw: Dict[str, Any] = field(repr=False, compare=False)
-    # How the read proved a record new (census, whole_read, newly_matching)
-    # and what its loss checks saw (collection, subject); "" from Judge.
+    # How the read proved a record new (census, whole_read,
+    # whole_read_declared, newly_matching), whether a census was proven
+    # whole or declared (census_scope: proven, declared) and what its loss
+    # checks saw (collection, subject); "" from Judge.
     newness: str = ""
+    census_scope: str = ""
     collateral_scope: str = ""
     # The read's rung of the oracle ladder: 0 a screen, 1 a separate
     # session of the application, 2 the system of record, 3 a
@@ -331,6 +334,7 @@ class EffectResult:
             reconciliation_task=ReconciliationTask.from_json(task) if task else None,
             raw=d,
             newness=d.get("newness", ""),
+            census_scope=d.get("censusScope", ""),
             collateral_scope=d.get("collateralScope", ""),
             oracle_rung=int(d.get("oracleRung") or 0),
         )

@@ -206,8 +206,10 @@ func (f *Frappe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/api/resource/"):
-		doctype, name, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/api/resource/"), "/")
+		doctype, name, ok := resourceSegments(r.URL.EscapedPath())
 		switch {
+		case !ok:
+			writeJSON(w, http.StatusBadRequest, map[string]any{"exc_type": "ValidationError", "exception": "malformed path escape"})
 		case r.Method == http.MethodGet && name == "":
 			f.list(w, r, doctype)
 		case r.Method == http.MethodGet:
@@ -224,6 +226,16 @@ func (f *Frappe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"exc_type": "DoesNotExistError", "exception": "Page not found"})
 	}
+}
+
+// resourceSegments splits an escaped /api/resource/{doctype}[/{name}] path
+// into its two segments, each unescaped on its own, so a doctype or name
+// holding an escaped '/' (%2F) stays one segment.
+func resourceSegments(escaped string) (doctype, name string, ok bool) {
+	rawType, rawName, _ := strings.Cut(strings.TrimPrefix(escaped, "/api/resource/"), "/")
+	doctype, err1 := url.PathUnescape(rawType)
+	name, err2 := url.PathUnescape(rawName)
+	return doctype, name, err1 == nil && err2 == nil
 }
 
 func (f *Frappe) authorized(w http.ResponseWriter, r *http.Request) bool {

@@ -560,8 +560,9 @@ type CandidateConnection struct {
 	Reachable bool     `protobuf:"varint,4,opt,name=reachable,proto3" json:"reachable,omitempty"`
 	Message   string   `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
 	Warnings  []string `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
-	// How the candidate proves a record new: "census", "whole_read" or
-	// "newly_matching" (as a Verify result records it).
+	// How the candidate proves a record new: "census", "whole_read",
+	// "whole_read_declared" or "newly_matching" (as a Verify result records
+	// it).
 	Newness string `protobuf:"bytes,7,opt,name=newness,proto3" json:"newness,omitempty"`
 	// What narrows the candidate's read below its whole collection; empty
 	// when nothing does.
@@ -569,8 +570,14 @@ type CandidateConnection struct {
 	// Whether the candidate declares newness: itself (whole_read or
 	// newly_matching); a census counts as declared too.
 	NewnessDeclared bool `protobuf:"varint,9,opt,name=newness_declared,json=newnessDeclared,proto3" json:"newness_declared,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set when Begin would refuse every change claim (count_new_only,
+	// exact_new_set, new_only) of the daemon's registered workflow steps read
+	// through this candidate: the reason, naming policy
+	// require_proven_newness and the fixes. verifyctl preflight exits 1 when
+	// the candidate the daemon would select carries one.
+	NewnessRefusal string `protobuf:"bytes,10,opt,name=newness_refusal,json=newnessRefusal,proto3" json:"newness_refusal,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CandidateConnection) Reset() {
@@ -664,6 +671,13 @@ func (x *CandidateConnection) GetNewnessDeclared() bool {
 		return x.NewnessDeclared
 	}
 	return false
+}
+
+func (x *CandidateConnection) GetNewnessRefusal() string {
+	if x != nil {
+		return x.NewnessRefusal
+	}
+	return ""
 }
 
 type BeginRequest struct {
@@ -2452,10 +2466,15 @@ type EffectResult struct {
 	// irreversible effect.
 	ReconciliationTask *ReconciliationTask `protobuf:"bytes,12,opt,name=reconciliation_task,json=reconciliationTask,proto3" json:"reconciliation_task,omitempty"`
 	// How the read proved a record new: "census" (the candidate's census),
-	// "whole_read" (the read is the whole collection, or declared so) or
-	// "newly_matching" (new means newly matching a narrowed read). Empty from
-	// Judge.
+	// "whole_read" (the daemon proved the read returns the whole
+	// collection), "whole_read_declared" (the operator declared newness:
+	// whole_read) or "newly_matching" (new means newly matching a narrowed
+	// read). Empty from Judge.
 	Newness string `protobuf:"bytes,13,opt,name=newness,proto3" json:"newness,omitempty"`
+	// With newness "census": "proven" (the daemon proved the census's read
+	// whole) or "declared" (the operator declared census_scope: declared).
+	// Empty otherwise.
+	CensusScope string `protobuf:"bytes,17,opt,name=census_scope,json=censusScope,proto3" json:"census_scope,omitempty"`
 	// What the loss checks could see: "collection" or "subject" (only the
 	// narrowed read). Empty from Judge.
 	CollateralScope string `protobuf:"bytes,14,opt,name=collateral_scope,json=collateralScope,proto3" json:"collateral_scope,omitempty"`
@@ -2584,6 +2603,13 @@ func (x *EffectResult) GetReconciliationTask() *ReconciliationTask {
 func (x *EffectResult) GetNewness() string {
 	if x != nil {
 		return x.Newness
+	}
+	return ""
+}
+
+func (x *EffectResult) GetCensusScope() string {
+	if x != nil {
+		return x.CensusScope
 	}
 	return ""
 }
@@ -3637,7 +3663,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x16TestConnectionResponse\x12J\n" +
 	"\n" +
 	"candidates\x18\x01 \x03(\v2*.verifierd.verifier.v1.CandidateConnectionR\n" +
-	"candidates\"\x9d\x02\n" +
+	"candidates\"\xc6\x02\n" +
 	"\x13CandidateConnection\x12'\n" +
 	"\x0fcandidate_index\x18\x01 \x01(\x05R\x0ecandidateIndex\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x12\n" +
@@ -3647,7 +3673,9 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\bwarnings\x18\x06 \x03(\tR\bwarnings\x12\x18\n" +
 	"\anewness\x18\a \x01(\tR\anewness\x12\x1c\n" +
 	"\tnarrowing\x18\b \x03(\tR\tnarrowing\x12)\n" +
-	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\"\x82\x03\n" +
+	"\x10newness_declared\x18\t \x01(\bR\x0fnewnessDeclared\x12'\n" +
+	"\x0fnewness_refusal\x18\n" +
+	" \x01(\tR\x0enewnessRefusal\"\x82\x03\n" +
 	"\fBeginRequest\x12)\n" +
 	"\x0fdeployment_yaml\x18\x01 \x01(\tH\x00R\x0edeploymentYaml\x12)\n" +
 	"\x0fdeployment_name\x18\x02 \x01(\tH\x00R\x0edeploymentName\x12\x18\n" +
@@ -3788,7 +3816,7 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	"\x10terminal_outcome\x18\x03 \x01(\x0e2\x1e.verifierd.verifier.v1.OutcomeR\x0fterminalOutcome\"6\n" +
 	"\x06Reason\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\xb0\x06\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xd3\x06\n" +
 	"\fEffectResult\x128\n" +
 	"\averdict\x18\x01 \x01(\x0e2\x1e.verifierd.verifier.v1.VerdictR\averdict\x12:\n" +
 	"\x06result\x18\x02 \x01(\x0e2\".verifierd.verifier.v1.ResultClassR\x06result\x127\n" +
@@ -3803,7 +3831,8 @@ const file_verifierd_verifier_v1_verifier_proto_rawDesc = "" +
 	" \x01(\x05R\x04tier\x12\x1c\n" +
 	"\tsubstrate\x18\v \x01(\tR\tsubstrate\x12Z\n" +
 	"\x13reconciliation_task\x18\f \x01(\v2).verifierd.verifier.v1.ReconciliationTaskR\x12reconciliationTask\x12\x18\n" +
-	"\anewness\x18\r \x01(\tR\anewness\x12)\n" +
+	"\anewness\x18\r \x01(\tR\anewness\x12!\n" +
+	"\fcensus_scope\x18\x11 \x01(\tR\vcensusScope\x12)\n" +
 	"\x10collateral_scope\x18\x0e \x01(\tR\x0fcollateralScope\x12\x1f\n" +
 	"\voracle_rung\x18\x10 \x01(\x05R\n" +
 	"oracleRungB\x11\n" +
