@@ -187,7 +187,9 @@ var advTally = struct {
 	sync.Mutex
 	run, na, falseAccepts, failed int
 	lines                         []string
-}{}
+	// byColumn counts false accepts per proof path.
+	byColumn map[string]int
+}{byColumn: map[string]int{}}
 
 func advRecord(backend, row, col, result, detail string) {
 	advTally.Lock()
@@ -198,6 +200,7 @@ func advRecord(backend, row, col, result, detail string) {
 	case "FALSE ACCEPT":
 		advTally.run++
 		advTally.falseAccepts++
+		advTally.byColumn[col]++
 		advTally.failed++
 	case "FAIL":
 		advTally.run++
@@ -236,8 +239,12 @@ func TestAdversaryMatrix(t *testing.T) {
 	defer advTally.Unlock()
 	sort.Strings(advTally.lines)
 	t.Logf("adversary matrix cells:\n%s", strings.Join(advTally.lines, "\n"))
-	t.Logf("adversary matrix summary: %d cells run, %d n/a, %d false accepts, %d failed cells",
-		advTally.run, advTally.na, advTally.falseAccepts, advTally.failed)
+	var perColumn []string
+	for _, col := range advColumns {
+		perColumn = append(perColumn, fmt.Sprintf("%s %d", col, advTally.byColumn[col]))
+	}
+	t.Logf("adversary matrix summary: %d cells run, %d n/a, %d false accepts (%s), %d failed cells",
+		advTally.run, advTally.na, advTally.falseAccepts, strings.Join(perColumn, ", "), advTally.failed)
 	if advTally.falseAccepts > 0 {
 		t.Errorf("%d false accepts (must be 0)", advTally.falseAccepts)
 	}
