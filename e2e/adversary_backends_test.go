@@ -87,6 +87,16 @@ func (s advSQLStore) exec(t *testing.T, q string, args ...any) {
 	}
 }
 
+// counter answers a one-number query (-1 when it fails: the settle hook
+// then waits for a later answer).
+func (s advSQLStore) counter(q string) int {
+	var n int
+	if err := s.db.QueryRow(q).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
 func (s advSQLStore) insertRow(t *testing.T, subject, typ string, hidden bool) string {
 	t.Helper()
 	q := "INSERT INTO adv_records (subject, type, hidden) VALUES (?, ?, ?)"
@@ -172,6 +182,11 @@ func advPostgres(t *testing.T) *advBackend {
 		pg.Port, pg.Reader.User, pg.Database)
 	b := advSQLBackend(t, "postgres", s, source, "adv_records", "%(subject)s", []string{"ADV_DB_PASSWORD=" + pg.Reader.Password})
 	b.hidden = func(t *testing.T, subject, typ string) { s.insertRow(t, subject, typ, true) }
+	// The table's scans, as the statistics report them (a reading
+	// backend reports within about a second): the writes here scan by id.
+	b.reads = func() int {
+		return s.counter("SELECT coalesce(seq_scan, 0) FROM pg_stat_user_tables WHERE relname = 'adv_records'")
+	}
 	return b
 }
 
@@ -210,6 +225,15 @@ func advMariaDB(t *testing.T) *advBackend {
 		my.Port, my.Reader.User, my.Database)
 	b := advSQLBackend(t, "mariadb", s, source, "adv_visible", "%(subject)s", []string{"ADV_DB_PASSWORD=" + my.Reader.Password})
 	b.hidden = func(t *testing.T, subject, typ string) { s.insertRow(t, subject, typ, true) }
+	// Every SELECT the server ran (the writes here select nothing).
+	b.reads = func() int {
+		var name string
+		var n int
+		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Com_select'").Scan(&name, &n); err != nil {
+			return -1
+		}
+		return n
+	}
 	return b
 }
 
