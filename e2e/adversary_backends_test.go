@@ -125,7 +125,7 @@ func advSQLBackend(t *testing.T, name string, s advSQLStore, source, table, para
 	main := fmt.Sprintf("effects:\n  kind: sql\n%s  sql_query: SELECT id, subject, type FROM %s WHERE subject = %s AND deleted_at IS NULL ORDER BY id\n"+
 		"  sql_query_params: {subject: {param: subject}}\n  census: {sql_query: SELECT id FROM %s WHERE deleted_at IS NULL}\n", source, table, param, table)
 	b := &advBackend{
-		name: name, dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge",
+		name: name, dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge", newness: "census",
 		subject:     func(n string) string { return n },
 		deployments: advDeployments(t, dir, main, ""),
 		envVars:     env,
@@ -253,7 +253,7 @@ func advLoans(t *testing.T, kind string) (*advBackend, *httprecords.Loans) {
 	l := httprecords.NewLoans(t, true)
 	const amount = "10.00"
 	b := &advBackend{
-		name: kind, dir: t.TempDir(), subj: "applicant", typ: "product", in: "Triage", out: "Discharge",
+		name: kind, dir: t.TempDir(), subj: "applicant", typ: "product", in: "Triage", out: "Discharge", newness: "census",
 		subject: func(n string) string { return n },
 		envVars: []string{"ADV_TOKEN=" + l.Token},
 		na:      advLoansNA(),
@@ -346,7 +346,7 @@ func advFHIR(t *testing.T) *advBackend {
 		return f.Create(t, "Observation", httprecords.Observation(subject, status, time.Now().UTC().Format(time.RFC3339), "185"))
 	}
 	b := &advBackend{
-		name: "fhir", dir: dir, subj: "subject", typ: "status", in: "final", out: "preliminary",
+		name: "fhir", dir: dir, subj: "subject", typ: "status", in: "final", out: "preliminary", newness: "whole_read",
 		subject:     func(n string) string { return "Patient/" + n },
 		deployments: advDeployments(t, dir, read("50", 0), read("2", 2)),
 		envVars:     []string{"ADV_FHIR_TOKEN=" + f.Token},
@@ -451,7 +451,7 @@ func advJSONL(t *testing.T) *advBackend {
 	f.write(t)
 	main := fmt.Sprintf("effects:\n  kind: jsonl\n  options: {path: %s}\n  newness: whole_read\n", f.path)
 	return &advBackend{
-		name: "jsonl", dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge",
+		name: "jsonl", dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge", newness: "whole_read",
 		subject:     func(n string) string { return n },
 		deployments: advDeployments(t, dir, main, ""),
 		insert: func(t *testing.T, subject, typ string) string {

@@ -157,6 +157,9 @@ type advBackend struct {
 	// subject makes a run parameter value from a cell's name (FHIR wants
 	// a reference, Patient/…).
 	subject func(name string) string
+	// newness is how the main deployment proves newness: census or
+	// whole_read.
+	newness string
 	// deployments are the files of depMain, depSettle and depCapped.
 	deployments map[string]string
 
@@ -364,6 +367,13 @@ func (b *advBackend) verifyAny(t *testing.T, session string) verifyOutput {
 	return mustJSON[verifyOutput](t, out)
 }
 
+func firstNewness(v verifyOutput) string {
+	if len(v.Effects) == 0 {
+		return ""
+	}
+	return v.Effects[0].Newness
+}
+
 func (v verifyOutput) codes() []string {
 	var codes []string
 	for _, e := range v.Effects {
@@ -422,6 +432,10 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 	}
 	if doVerify {
 		b.judgeOutcome(t, row, colVerify, v.Outcome, v.codes(), true)
+		// The honest save proves newness the way the deployment declares.
+		if row.honest && (len(v.Effects) == 0 || v.Effects[0].Newness != b.newness) {
+			t.Errorf("honest save: newness %q, want %q (%s)", firstNewness(v), b.newness, v.summary())
+		}
 	}
 	if !doReverify {
 		return
