@@ -19,7 +19,8 @@ import (
 // sql adapter; the REST, GraphQL and FHIR test servers; the jsonl customer
 // plugin of sdk/examples), through the real daemon binary. A cell passes
 // when an adversarial row never reaches the positive answer (VERIFIED,
-// certified: true, ROLLED_BACK_VERIFIED), never says HALTED_BEFORE_EFFECT
+// ROLLED_BACK_VERIFIED, a verified reward or any reward above 0; a
+// certified reward of 0 is a refusal), never says HALTED_BEFORE_EFFECT
 // while something landed, and carries the row's reason code where the
 // rule is specific; the honest row must reach the positive answer, so the
 // suite fails both ways. A cell a backend cannot express is listed as not
@@ -163,6 +164,11 @@ type advBackend struct {
 	// deployments are the files of depMain, depSettle and depCapped.
 	deployments map[string]string
 
+	// The automation's writes: insert a record (its id), update one in
+	// place (re-point, edit), remove or trash one, insert one the read
+	// credential cannot select, write the subject spelt another way, a
+	// record with two values in its subject field, and make the server
+	// answer slowly. nil: the backend cannot (na says why).
 	insert   func(t *testing.T, subject, typ string) string
 	update   func(t *testing.T, id, subject, typ string)
 	remove   func(t *testing.T, id string)
@@ -174,8 +180,11 @@ type advBackend struct {
 	// fillCap leaves the store so that the capped read holds one record
 	// less than its cap after the honest save.
 	fillCap func(t *testing.T)
-	// reads counts the requests the system of record has served (nil
-	// where the backend cannot count them): the settle hook.
+	// reads counts the reads the system of record has served (HTTP
+	// requests, PostgreSQL's table scans, MariaDB's SELECTs): the settle
+	// hook. nil for SQLite and the jsonl file, which count nothing: there
+	// the late duplicate lands right after Verify is called, before or
+	// after its first read, and the answer must be the same.
 	reads func() int
 	// na is, per row, why the backend cannot express it.
 	na map[string]string
@@ -229,6 +238,10 @@ func TestAdversaryMatrix(t *testing.T) {
 		{"fhir", advFHIR},
 		{"jsonl", advJSONL},
 	}
+	advTally.Lock()
+	advTally.run, advTally.na, advTally.falseAccepts, advTally.failed = 0, 0, 0, 0
+	advTally.lines, advTally.byColumn = nil, map[string]int{}
+	advTally.Unlock()
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			b := be.start(t)
