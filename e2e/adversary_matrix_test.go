@@ -201,7 +201,10 @@ var advTally = struct {
 	lines                         []string
 	// byColumn counts false accepts per proof path.
 	byColumn map[string]int
-}{byColumn: map[string]int{}}
+	// seen holds "backend|row|column" of every recorded cell, started
+	// every cell whose subtest began.
+	seen, started map[string]bool
+}{byColumn: map[string]int{}, seen: map[string]bool{}, started: map[string]bool{}}
 
 func advRecord(backend, row, col, result, detail string) {
 	advTally.Lock()
@@ -220,6 +223,7 @@ func advRecord(backend, row, col, result, detail string) {
 	default:
 		advTally.run++
 	}
+	advTally.seen[backend+"|"+row+"|"+col] = true
 	advTally.lines = append(advTally.lines, fmt.Sprintf("%-8s | %-44s | %-13s | %-12s | %s", backend, row, col, result, detail))
 }
 
@@ -241,15 +245,22 @@ func TestAdversaryMatrix(t *testing.T) {
 	advTally.Lock()
 	advTally.run, advTally.na, advTally.falseAccepts, advTally.failed = 0, 0, 0, 0
 	advTally.lines, advTally.byColumn = nil, map[string]int{}
+	advTally.seen, advTally.started = map[string]bool{}, map[string]bool{}
 	advTally.Unlock()
 	for _, be := range backends {
+		ran, up := false, false // -run may leave a backend out
 		t.Run(be.name, func(t *testing.T) {
+			ran = true
 			b := be.start(t)
 			b.startDaemon(t)
+			up = true
 			for _, row := range advRows() {
 				t.Run(row.name, func(t *testing.T) { b.runRow(t, row) })
 			}
 		})
+		if ran {
+			advUnfinished(be.name, !up)
+		}
 	}
 	advTally.Lock()
 	defer advTally.Unlock()
@@ -263,6 +274,36 @@ func TestAdversaryMatrix(t *testing.T) {
 		advTally.run, advTally.na, advTally.falseAccepts, strings.Join(perColumn, ", "), advTally.failed)
 	if advTally.falseAccepts > 0 {
 		t.Errorf("%d false accepts (must be 0)", advTally.falseAccepts)
+	}
+}
+
+// advUnfinished records as failed every cell of the backend that began
+// and ended without an answer (a Begin was refused, a command failed), or
+// every cell when the backend did not start: no cell leaves the count
+// silently.
+func advUnfinished(backend string, notStarted bool) {
+	for _, row := range advRows() {
+		for _, col := range advColumns {
+			key := backend + "|" + row.name + "|" + col
+			advTally.Lock()
+			open := !advTally.seen[key] && (notStarted || advTally.started[key])
+			advTally.Unlock()
+			switch {
+			case open && notStarted:
+				advRecord(backend, row.name, col, "FAIL", "the backend did not start (see its subtest's log)")
+			case open:
+				advRecord(backend, row.name, col, "FAIL", "the cell ended without an answer (see its subtest's log)")
+			}
+		}
+	}
+}
+
+// advStarted marks the cells of cols as begun (a subtest -run selected).
+func advStarted(backend, row string, cols ...string) {
+	advTally.Lock()
+	defer advTally.Unlock()
+	for _, col := range cols {
+		advTally.started[backend+"|"+row+"|"+col] = true
 	}
 }
 
@@ -286,16 +327,22 @@ func (b *advBackend) runRow(t *testing.T, row advRow) {
 	_, skipVerify := row.na[colVerify]
 	_, skipReverify := row.na[colReverify]
 	if !skipVerify || !skipReverify {
-		t.Run(colVerify, func(t *testing.T) { b.verifyCells(t, row, !skipVerify, !skipReverify) })
+		t.Run(colVerify, func(t *testing.T) {
+			advStarted(b.name, row.name, colVerify, colReverify)
+			b.verifyCells(t, row, !skipVerify, !skipReverify)
+		})
 	}
-	if _, ok := row.na[colFinish]; !ok {
-		t.Run(colFinish, func(t *testing.T) { b.finishCell(t, row) })
-	}
-	if _, ok := row.na[colRollback]; !ok {
-		t.Run(colRollback, func(t *testing.T) { b.rollbackCell(t, row) })
-	}
-	if _, ok := row.na[colReward]; !ok {
-		t.Run(colReward, func(t *testing.T) { b.rewardCell(t, row) })
+	cells := []struct {
+		col string
+		run func(*testing.T, advRow)
+	}{{colFinish, b.finishCell}, {colRollback, b.rollbackCell}, {colReward, b.rewardCell}}
+	for _, c := range cells {
+		if _, ok := row.na[c.col]; !ok {
+			t.Run(c.col, func(t *testing.T) {
+				advStarted(b.name, row.name, c.col)
+				c.run(t, row)
+			})
+		}
 	}
 }
 
