@@ -416,8 +416,9 @@ func (b *advBackend) verifyDuring(t *testing.T, row advRow, col, subject, seeded
 	return <-done
 }
 
-// verifyAny verifies without checkRungs' fatal on an outcome (the cell
-// judges the answer).
+// verifyAny verifies without d.verify's fatal on a failed command: it may
+// run on a goroutine (verifyDuring), and the cell judges the answer; a
+// failed command is an error and answers no outcome.
 func (b *advBackend) verifyAny(t *testing.T, session string) verifyOutput {
 	out, code := b.d.ctl(t, "verify", "--session", session)
 	if code != 0 {
