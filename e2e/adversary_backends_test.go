@@ -26,17 +26,10 @@ import (
 // requires to prove newness (a census, or newness: whole_read on a read
 // that is whole) and gives the reason for every row it cannot express.
 
-// advCensusScope is the census_scope line an HTTP or plugin census must
-// carry once the daemon counts only provably whole reads as whole (the
-// newness change). Today's config loader refuses the unknown key, so it
-// is off on this branch: at merge, switch advCensusScopeDeclared on, the
-// one place that adds it.
-const advCensusScopeDeclared = true
-
+// advCensusScope is the census_scope line an HTTP or plugin census
+// carries: the daemon proves only a sql census whole, so the operator
+// declares that such a census covers the collection.
 func advCensusScope(indent string) string {
-	if !advCensusScopeDeclared {
-		return ""
-	}
 	return indent + "census_scope: declared\n"
 }
 
