@@ -197,7 +197,7 @@ func TestCensusSeesChangeInPlace(t *testing.T) {
 				t.Parallel()
 				kind := fmt.Sprintf("census-inplace-%s-%v", name, change)
 				m, s := censusManager(t, kind)
-				dep := censusDeployment(kind, extra+"  census: {options: {}}\n")
+				dep := censusDeployment(kind, extra+"  census: {options: {}, census_scope: declared}\n")
 				res, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: []byte(effectsOwner), Params: map[string]string{"owner": "a"}})
 				if err != nil {
 					t.Fatal(err)

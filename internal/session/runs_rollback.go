@@ -51,7 +51,9 @@ func (g *group) noteCollection(census *judge.Snapshot, after *read) {
 		if census.Reachable {
 			g.ev.collection = &collectionSeen{census: census.Records}
 		}
-	case g.cand.NewnessOf() == config.NewnessWholeRead && after.reachable() && after.snap.Batch != nil:
+	case g.cand.Census == nil && g.cand.CollateralScope() == config.ScopeCollection && after.reachable() && after.snap.Batch != nil:
+		// A whole read, proven or declared (the operator's assertion,
+		// which every receipt records).
 		g.ev.collection = &collectionSeen{whole: after.snap.Batch}
 	}
 }
