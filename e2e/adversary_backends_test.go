@@ -116,7 +116,7 @@ func (s advSQLStore) insertRow(t *testing.T, subject, typ string, hidden bool) s
 func advSQLBackend(t *testing.T, name string, s advSQLStore, source, table, param string, env []string) *advBackend {
 	dir := t.TempDir()
 	main := fmt.Sprintf("effects:\n  kind: sql\n%s  sql_query: SELECT id, subject, type FROM %s WHERE subject = %s AND deleted_at IS NULL ORDER BY id\n"+
-		"  sql_query_params: {subject: {param: subject}}\n  census: {sql_query: SELECT id FROM %s WHERE deleted_at IS NULL}\n", source, table, param, table)
+		"  sql_query_params: {subject: {param: subject}}\n  census: {sql_query: SELECT id FROM %s WHERE deleted_at IS NULL, census_scope: declared}\n", source, table, param, table)
 	b := &advBackend{
 		name: name, dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge", newness: "census",
 		subject:     func(n string) string { return n },
@@ -339,7 +339,7 @@ func advFHIR(t *testing.T) *advBackend {
 		return f.Create(t, "Observation", httprecords.Observation(subject, status, time.Now().UTC().Format(time.RFC3339), "185"))
 	}
 	b := &advBackend{
-		name: "fhir", dir: dir, subj: "subject", typ: "status", in: "final", out: "preliminary", newness: "whole_read",
+		name: "fhir", dir: dir, subj: "subject", typ: "status", in: "final", out: "preliminary", newness: "whole_read_declared",
 		subject:     func(n string) string { return "Patient/" + n },
 		deployments: advDeployments(t, dir, read("50", 0), read("2", 2)),
 		envVars:     []string{"ADV_FHIR_TOKEN=" + f.Token},
@@ -444,7 +444,7 @@ func advJSONL(t *testing.T) *advBackend {
 	f.write(t)
 	main := fmt.Sprintf("effects:\n  kind: jsonl\n  options: {path: %s}\n  newness: whole_read\n", f.path)
 	return &advBackend{
-		name: "jsonl", dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge", newness: "whole_read",
+		name: "jsonl", dir: dir, subj: "subject", typ: "type", in: "Triage", out: "Discharge", newness: "whole_read_declared",
 		subject:     func(n string) string { return n },
 		deployments: advDeployments(t, dir, main, ""),
 		insert: func(t *testing.T, subject, typ string) string {
