@@ -328,6 +328,7 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 		if rt, _ := res["resourceType"].(string); rt != s.typ {
 			continue // included without a search mode
 		}
+		s.relativeReferences(res)
 		rec, err := s.fields.Flatten(res)
 		if err != nil {
 			return page{}, fmt.Sprintf("%s: entry %d: %v", what, i, err)

@@ -228,6 +228,10 @@ func TestVerdicts(t *testing.T) {
 			create(t, f, "Patient/example", "185")
 		}, 0, "REFUTED/conflicting/COUNT_OVER"},
 		{"wrong subject", written, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/other", "185") }, 0, "REFUTED/refuted/COUNT_UNDER"},
+		// The save spelt the subject as an absolute URL of this server:
+		// the same patient, read as the contract's Patient/example.
+		{"absolute subject of this server", written, func(t *testing.T, f *httprecords.FHIR) { create(t, f, f.URL+"/Patient/example", "185") }, 0, "CONFIRMED/confirmed/COUNT_EXACT"},
+		{"absolute subject, value read back", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, f.URL+"/Patient/example", "185") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
 		{"value read back", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "185.0") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
 		{"partial save", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "") }, 0, "REFUTED/conflicting/FIELD_MISMATCH"},
 		{"401 after the action", written, func(t *testing.T, f *httprecords.FHIR) {
@@ -556,5 +560,54 @@ func TestFieldPathSelectors(t *testing.T) {
 	var ce *sdk.ConfigError
 	if !errors.As(err, &ce) || ce.Path != "field_paths.claim" {
 		t.Errorf("a malformed path: Configure = %v; want field_paths.claim refused", err)
+	}
+}
+
+// TestReferencesToThisServerReadRelative: a reference saved as an absolute
+// URL of the server's own base reads in its relative form, wherever it is
+// in the resource (field_paths or the whole resource); a reference to
+// another server, or an absolute URL that is not [type]/[id] under the
+// base, stays as saved.
+func TestReferencesToThisServerReadRelative(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFHIR(t, true)
+	other := "https://other.example/fhir/Patient/example"
+	save := func(subject, performer string) string {
+		body := fmt.Sprintf(`{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"29463-7"}]},`+
+			`"subject":{"reference":%q},"performer":[{"reference":%q}],"issued":"2026-01-01T00:00:00Z","valueQuantity":{"value":185}}`, subject, performer)
+		return f.Create(t, "Observation", []byte(body))
+	}
+	own := save(f.URL+"/Patient/example", f.URL+"/Practitioner/pr-1/_history/2")
+	foreign := save(other, f.URL+"/Practitioner")
+	relative := save("Patient/example", "Practitioner/pr-1")
+
+	byFields := mustRead(t, configured(t, f, func(s map[string]any) {
+		delete(s, "search_param_exprs")
+		s["search_params"] = map[string]any{"status": "final"}
+		s["field_paths"] = map[string]any{"id": "id", "patient": "subject.reference", "performer": "performer.0.reference"}
+	}), true)
+	want := []sdk.Record{
+		{"id": own, "patient": "Patient/example", "performer": "Practitioner/pr-1/_history/2"},
+		{"id": foreign, "patient": other, "performer": f.URL + "/Practitioner"},
+		{"id": relative, "patient": "Patient/example", "performer": "Practitioner/pr-1"},
+	}
+	if !byFields.Reachable {
+		t.Fatalf("unreachable: %s", byFields.Reason)
+	}
+	if diff := cmp.Diff(want, byFields.Records); diff != "" {
+		t.Errorf("records by field_paths (-want +got):\n%s", diff)
+	}
+
+	whole := mustRead(t, configured(t, f, func(s map[string]any) {
+		delete(s, "field_paths")
+	}), true)
+	if !whole.Reachable || len(whole.Records) != 2 {
+		t.Fatalf("the search for patient Patient/example read %d records (reachable %v, %s); want the two saved for it, the absolute spelling included", len(whole.Records), whole.Reachable, whole.Reason)
+	}
+	for _, r := range whole.Records {
+		subject, _ := r["subject"].(map[string]any)
+		if subject["reference"] != "Patient/example" {
+			t.Errorf("resource %v: subject.reference %v; want Patient/example", r["id"], subject["reference"])
+		}
 	}
 }
