@@ -217,6 +217,9 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 	if err := rb.openRecord(ctx); err != nil {
 		return err
 	}
+	if err := rb.awaitList(ctx); err != nil {
+		return err
+	}
 	if err := rb.refusalError(); err != nil {
 		return err
 	}
@@ -395,6 +398,42 @@ func (rb *readback) openRecord(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// awaitList waits, once ready_selector is shown, until the document has
+// been parsed and the page shows its rows (row_selector) or its empty
+// state (empty_selector, displayed): a list an application fills after
+// the page appears has no rows at the first look, and read then it would
+// look empty. A page that shows neither before navigation_timeout_s (or
+// the read's deadline) is unusable, never a read of no records.
+func (rb *readback) awaitList(ctx context.Context) error {
+	s := rb.s
+	empty := "false"
+	if s.emptySelector != "" {
+		empty = "(function (e) { return !!e && e.getClientRects().length > 0; })(document.querySelector(" + js(s.emptySelector) + "))"
+	}
+	expr := fmt.Sprintf(`(function () {
+		if (document.readyState === "loading") { return "wait"; }
+		if (document.querySelector(%s)) { return "rows"; }
+		if (%s) { return "empty"; }
+		return "wait";
+	})()`, js(s.rowSelector), empty)
+	return rb.timed(ctx, "waiting for the record page's rows or its empty state", func(ctx context.Context) error {
+		_, err := poll(ctx, expr)
+		if err == nil || ctx.Err() == nil {
+			return err
+		}
+		return unusable("the record page never showed rows nor its empty state: %s; it may not have rendered them yet, or it no longer has the structure the configuration describes (a redesign?), so it is not read as a page of no records", rb.listSelectors())
+	})
+}
+
+// listSelectors names what awaitList waited for.
+func (rb *readback) listSelectors() string {
+	s := rb.s
+	if s.emptySelector == "" {
+		return fmt.Sprintf("no element matches row_selector %s, and no empty_selector is configured, so an empty record page cannot be told from one that has not rendered its rows; declare empty_selector", s.rowSelector)
+	}
+	return fmt.Sprintf("neither row_selector %s nor a displayed empty_selector %s matched within navigation_timeout_s (%v) and the read's deadline", s.rowSelector, s.emptySelector, s.navTimeout)
 }
 
 // extracted is what the extraction script returns.
