@@ -53,6 +53,12 @@ func harness(t *testing.T) adaptertest.Harness {
 		},
 		SetReachable: func(_ *testing.T, up bool) { a.SetFaults(recordapp.Faults{Down: !up}) },
 		SeedMany:     func(_ *testing.T, n int) { a.Seed(patient, n) },
+		// A row that shows the note twice (td.note, the original and an
+		// amendment): the note has two values in one record.
+		WriteUnshapeable: func(*testing.T) string {
+			ac.save(recordapp.Encounter{PatientID: patient, Type: "Triage", Note: savedNote, Amended: "amended note", Date: savedDate})
+			return "note"
+		},
 	}
 }
 

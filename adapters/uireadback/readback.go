@@ -451,6 +451,10 @@ type fieldReading struct {
 	Text  string  `json:"t"`
 	Attr  *string `json:"a"`
 	Title *string `json:"title"`
+	// More are the readings of the other elements the field's selector
+	// matches in the row, after the first: a row that shows a field
+	// several times.
+	More []*fieldReading `json:"more"`
 }
 
 // extractSource reads the identifier, the empty-state element and every
@@ -477,13 +481,14 @@ const extractSource = `function (spec) {
       var vals = [];
       for (var j = 0; j < spec.fields.length; j++) {
         var f = spec.fields[j];
-        var el = f.selector ? rows[i].querySelector(f.selector) : rows[i];
-        if (!el) { vals.push(null); continue; }
-        if (f.attribute) {
-          vals.push({a: el.getAttribute(f.attribute)});
-        } else {
-          vals.push({t: text(el), title: el.getAttribute("title")});
+        var els = f.selector ? rows[i].querySelectorAll(f.selector) : [rows[i]];
+        if (els.length === 0) { vals.push(null); continue; }
+        var read = [];
+        for (var k = 0; k < els.length; k++) {
+          read.push(f.attribute ? {a: els[k].getAttribute(f.attribute)} : {t: text(els[k]), title: els[k].getAttribute("title")});
         }
+        read[0].more = read.slice(1);
+        vals.push(read[0]);
       }
       out.rows.push(vals);
     }
@@ -577,11 +582,14 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	for i, row := range pg.Rows {
 		rec := make(sdk.Record, len(s.fields)+1)
 		for j, f := range s.fields {
-			v, err := f.readAs(row[j], s.checks(f.name))
+			v, err := s.shape(f, row[j], fmt.Sprintf("row %d of %d", i+1, len(pg.Rows)))
 			if err != nil {
-				return unusable("row %d of %d, field %s: %v", i+1, len(pg.Rows), f.name, err)
+				return unusable("%v", err)
 			}
-			rec[f.name] = s.spell.of(f.name, v, f.expected, spelled[j])
+			if one, ok := v.(string); ok {
+				v = s.spell.of(f.name, one, f.expected, spelled[j])
+			}
+			rec[f.name] = v
 		}
 		if s.identity.field != "" {
 			rec[s.identity.field] = ident
@@ -610,6 +618,37 @@ func (rb *readback) checkIdentity(p extracted) (string, error) {
 		return "", unusable("the page is another record's: identity.reader %s shows an identifier other than identity.value", where)
 	}
 	return got, nil
+}
+
+// shape is one field of one row (where names the row) as its record value:
+// the one element's value (readAs), or, when the field's selector matches
+// several elements in the row, a list of their values for a field no
+// contract of the read looks at and a *sdk.ShapeError for one a contract
+// reads: the row holds several values of it, and reading the first would
+// hide the others.
+func (s *settings) shape(f field, r *fieldReading, where string) (any, error) {
+	checked := s.checks(f.name)
+	if r == nil || len(r.More) == 0 {
+		v, err := f.readAs(r, checked)
+		if err != nil {
+			return nil, &sdk.ShapeError{Record: where, Field: f.name, Reason: err.Error()}
+		}
+		return v, nil
+	}
+	if checked {
+		return nil, &sdk.ShapeError{Record: where, Field: f.name, Reason: fmt.Sprintf(
+			"its selector %s matches %d elements in the row, so the row shows several values of a field a contract reads; "+
+				"narrow the selector to the one element that holds the value", f.selector, len(r.More)+1)}
+	}
+	values := make([]any, 0, len(r.More)+1)
+	for _, e := range append([]*fieldReading{r}, r.More...) {
+		v, err := f.readAs(e, false)
+		if err != nil {
+			return nil, &sdk.ShapeError{Record: where, Field: f.name, Reason: err.Error()}
+		}
+		values = append(values, v)
+	}
+	return values, nil
 }
 
 // read turns one field's reading into its record value: whitespace

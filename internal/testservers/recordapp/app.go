@@ -51,6 +51,9 @@ type Encounter struct {
 	Note      string `json:"note"`
 	Date      string `json:"date"`
 	Author    string `json:"author,omitempty"`
+	// Amended is a second note the page shows beside Note, in a cell of
+	// the same class (td.note): a row that shows one field twice.
+	Amended string `json:"amended,omitempty"`
 }
 
 // Faults change how the record pages display correct data.
@@ -371,7 +374,8 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
       <td class="date">{{displayDate .Date}}</td>
       <td class="note" title="{{.Note}}">
         {{.Shown}}
-      </td>
+      </td>{{if .Amended}}
+      <td class="note">{{.Amended}}</td>{{end}}
     </tr>
 {{end}}  </tbody>
 </table>
