@@ -208,8 +208,12 @@ func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, e
 // matches that disagrees with the first Bundle's total is an unreachable
 // capture (the last two with sdk.CodeReadIncomplete), never a partial
 // result.
+//
+// A field a contract reads that holds a list fails the read too
+// (listsInReadFields).
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return httpx.ReadBound(ctx, &s.complete, req, s.firstURL, func(first *url.URL) httpx.Fetch { return s.reader(first).page })
+	c, err := httpx.ReadBound(ctx, &s.complete, req, s.firstURL, func(first *url.URL) httpx.Fetch { return s.reader(first).page })
+	return listsInReadFields(c, req), err
 }
 
 // page reads the next Bundle as a page of the read; its total is

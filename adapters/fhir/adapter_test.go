@@ -611,3 +611,48 @@ func TestReferencesToThisServerReadRelative(t *testing.T) {
 		}
 	}
 }
+
+// TestListInAReadField: a field_paths path that ends at an array gives the
+// record a list, which no contract value matches. When a contract selects
+// on or reads that field the read fails, naming the record and the field
+// (never a read in which the Observation is invisible); when none does,
+// the list is reported as it is.
+func TestListInAReadField(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFHIR(t, true)
+	id := f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
+	ip := configured(t, f, func(s map[string]any) {
+		s["field_paths"] = map[string]any{"id": "id", "patient": "subject.reference", "coding": "code.coding"}
+	})
+	read := func(req sdk.CaptureRequest) httprecords.Read {
+		req.CaptureID, req.Timeout, req.IdentityField, req.EffectKind = "list", 10*time.Second, "id", "record_written"
+		capt, err := ip.CaptureAfter(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := capt.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return httprecords.Read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}
+	}
+	for _, req := range []sdk.CaptureRequest{
+		{ReadFields: []string{"patient", "coding"}},
+		{Selector: map[string]string{"coding": "29463-7"}},
+	} {
+		r := read(req)
+		if r.Reachable {
+			t.Fatalf("read fields %v, selector %v: read as usable (%v); want the read failed", req.ReadFields, req.Selector, r.Records)
+		}
+		if want := fmt.Sprintf("record with id %s, field coding: holds a list of 3 values", id); !strings.Contains(r.Reason, want) {
+			t.Errorf("reason %q; want it to say %q", r.Reason, want)
+		}
+	}
+	r := read(sdk.CaptureRequest{ReadFields: []string{"patient"}, Selector: map[string]string{"patient": "Patient/example"}})
+	if !r.Reachable || len(r.Records) != 1 {
+		t.Fatalf("a read no contract of which reads coding: %+v; want the one record", r)
+	}
+	if coding, ok := r.Records[0]["coding"].([]any); !ok || len(coding) != 3 {
+		t.Errorf("coding = %#v; want the list of the three codings", r.Records[0]["coding"])
+	}
+}
