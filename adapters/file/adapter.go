@@ -137,17 +137,34 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
 }
 
-// withDeadline gives ctx a deadline when it has none: timeout when set,
-// defaultTimeout otherwise.
+// withDeadline bounds a read or a preflight: by timeout from now (the
+// capture's own Timeout; defaultTimeout when neither it nor ctx sets one),
+// and always a little inside ctx's deadline. Over the plugin protocol ctx
+// carries the caller's deadline; a read that ran to that very instant
+// would answer "unreachable" just as its caller stops listening, and on a
+// loaded machine the answer arrives too late: the call fails instead of
+// reporting the outage.
 func withDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	if timeout <= 0 {
+	dl, bounded := ctx.Deadline()
+	if timeout <= 0 && !bounded {
 		timeout = defaultTimeout
 	}
-	return context.WithTimeout(ctx, timeout)
+	var d time.Time
+	if timeout > 0 {
+		d = time.Now().Add(timeout)
+	}
+	if bounded {
+		margin := min(answerMargin, time.Until(dl)/10)
+		if inner := dl.Add(-margin); d.IsZero() || inner.Before(d) {
+			d = inner
+		}
+	}
+	return context.WithDeadline(ctx, d)
 }
+
+// answerMargin is the most of the caller's deadline a read leaves for its
+// answer to travel back (a tenth of the time left, when that is less).
+const answerMargin = 2 * time.Second
 
 // pastDeadline reports whether ctx ended: cancelled, or at its deadline.
 // The connection's own deadline is ctx's, so a read it cut off can return

@@ -127,6 +127,13 @@ const ManyRecordsTimeout = 2 * time.Minute
 // fails it as unreachable.
 const BulkAttempts = 3
 
+// AnswerGrace is how long past a capture's Timeout the kit still waits for
+// the adapter's answer: an adapter that runs out of time answers
+// unreachable at its Timeout, and on a loaded machine that answer takes a
+// moment to arrive. A call cut off by the kit's own deadline instead fails
+// the case.
+const AnswerGrace = 30 * time.Second
+
 // Run qualifies the adapter described by h. Subtests run in order and share
 // the system of record, so they are not parallel.
 func Run(t *testing.T, h Harness) {
@@ -285,7 +292,7 @@ func (k *kit) captureWithin(t *testing.T, r *running, after bool, timeout time.D
 // captureReq is capture with the request req.
 func (k *kit) captureReq(t *testing.T, r *running, after bool, req sdk.CaptureRequest) read {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), req.Timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), req.Timeout+AnswerGrace)
 	defer cancel()
 	which, call := "CaptureBefore", r.before
 	if after {
@@ -649,11 +656,11 @@ func (k *kit) crash(t *testing.T) {
 		req := k.req()
 		req.Timeout = timeout
 		// The stream outlives this function: the test's context ends it.
-		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		ctx, cancel := context.WithTimeout(t.Context(), timeout+AnswerGrace)
 		t.Cleanup(cancel)
 		var err error
 		if c, err = r.after(ctx, req); err != nil {
-			t.Fatal(err)
+			t.Fatalf("CaptureAfter of %d records returned an error; a read out of time must answer Reachable=false by its Timeout (%v; the kit waited %v more): %v", total, timeout, AnswerGrace, err)
 		}
 		return c.Reachable, c.Reason
 	})
