@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/deadline"
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -137,34 +138,23 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
 }
 
-// withDeadline bounds a read or a preflight: by timeout from now (the
-// capture's own Timeout; defaultTimeout when neither it nor ctx sets one),
-// and always a little inside ctx's deadline. Over the plugin protocol ctx
-// carries the caller's deadline; a read that ran to that very instant
-// would answer "unreachable" just as its caller stops listening, and on a
-// loaded machine the answer arrives too late: the call fails instead of
-// reporting the outage.
+// withDeadline bounds a read or a preflight by the caller's deadline, which
+// ctx carries over the plugin protocol (for a baseline it is longer than
+// the capture's Timeout), always a little inside it (deadline.Inside): a
+// read that ran to that very instant would answer "unreachable" just as its
+// caller stops listening, and on a loaded machine the call then fails
+// instead. Without a caller deadline the read is bounded by timeout
+// (defaultTimeout when that is 0), so that a hung server can never hang
+// the daemon.
 func withDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	dl, bounded := ctx.Deadline()
-	if timeout <= 0 && !bounded {
+	if d, ok := deadline.Inside(ctx); ok {
+		return context.WithDeadline(ctx, d)
+	}
+	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	var d time.Time
-	if timeout > 0 {
-		d = time.Now().Add(timeout)
-	}
-	if bounded {
-		margin := min(answerMargin, time.Until(dl)/10)
-		if inner := dl.Add(-margin); d.IsZero() || inner.Before(d) {
-			d = inner
-		}
-	}
-	return context.WithDeadline(ctx, d)
+	return context.WithTimeout(ctx, timeout)
 }
-
-// answerMargin is the most of the caller's deadline a read leaves for its
-// answer to travel back (a tenth of the time left, when that is less).
-const answerMargin = 2 * time.Second
 
 // pastDeadline reports whether ctx ended: cancelled, or at its deadline.
 // The connection's own deadline is ctx's, so a read it cut off can return
