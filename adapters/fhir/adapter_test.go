@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -496,6 +497,12 @@ func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 			for range n {
 				f.Store("Observation", minimal)
 			}
+		},
+		// A server that answers a list where the resource has one value:
+		// status, which the contract matches on, holds two.
+		WriteUnshapeable: func(t *testing.T) string {
+			f.Store("Observation", bytes.Replace(minimal, []byte(`"status":"final"`), []byte(`"status":["final","amended"]`), 1))
+			return "status"
 		},
 	}
 	if binary != "" {
