@@ -598,6 +598,7 @@ func (k *kit) bulk(t *testing.T, attempt func(timeout time.Duration) (reachable 
 			return
 		}
 		tries = append(tries, fmt.Sprintf("after %v (timeout %v): %s", time.Since(start).Round(time.Second), timeout, why))
+		t.Logf("bulk read attempt %d unreachable %s", len(tries), tries[len(tries)-1])
 		timeout *= 2
 		if dl, has := t.Deadline(); has && time.Until(dl) < timeout+time.Minute {
 			break
