@@ -20,8 +20,9 @@ import (
 )
 
 // Harness describes an adapter and the system of record it reads. Every hook
-// is required: a missing one fails the run, because an adapter that was not
-// shown each hazard has not qualified.
+// is required (WriteUnshapeable only where the system can hold such a
+// record; see there): a missing one fails the run, because an adapter that
+// was not shown each hazard has not qualified.
 type Harness struct {
 	// Binary is the adapter's plugin binary. When set, the kit runs it as a
 	// go-plugin subprocess exactly as the daemon does (handshake, AutoMTLS,
