@@ -19,7 +19,10 @@
 // stream in bounded batches. The
 // daemon judges; an adapter only reads, truthfully: it reports an unreachable
 // system of record as data, returns every record the selector can see
-// (duplicates included), and never caches between captures.
+// (duplicates included), and never caches between captures. A record it
+// cannot shape as a contract reads it (several values in a field it offers
+// as one: SingleValue) fails the read (Unshapeable) rather than dropping
+// out of it: a read that cannot see is unusable, never empty.
 //
 // The package owns the author-facing API only. Main and Serve live in
 // sdk/plugin; the qualification kit every adapter must pass and the test

@@ -208,8 +208,12 @@ func (s *settings) probe(ctx context.Context, first *url.URL) (sdk.TestResult, e
 // matches that disagrees with the first Bundle's total is an unreachable
 // capture (the last two with sdk.CodeReadIncomplete), never a partial
 // result.
+//
+// A field a contract reads that holds a list fails the read too
+// (listsInReadFields).
 func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return httpx.ReadBound(ctx, &s.complete, req, s.firstURL, func(first *url.URL) httpx.Fetch { return s.reader(first).page })
+	c, err := httpx.ReadBound(ctx, &s.complete, req, s.firstURL, func(first *url.URL) httpx.Fetch { return s.reader(first).page })
+	return listsInReadFields(c, req), err
 }
 
 // page reads the next Bundle as a page of the read; its total is
@@ -328,6 +332,7 @@ func (r *reader) fetch(ctx context.Context) (page, string) {
 		if rt, _ := res["resourceType"].(string); rt != s.typ {
 			continue // included without a search mode
 		}
+		s.relativeReferences(res)
 		rec, err := s.fields.Flatten(res)
 		if err != nil {
 			return page{}, fmt.Sprintf("%s: entry %d: %v", what, i, err)

@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -228,6 +229,10 @@ func TestVerdicts(t *testing.T) {
 			create(t, f, "Patient/example", "185")
 		}, 0, "REFUTED/conflicting/COUNT_OVER"},
 		{"wrong subject", written, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/other", "185") }, 0, "REFUTED/refuted/COUNT_UNDER"},
+		// The save spelt the subject as an absolute URL of this server:
+		// the same patient, read as the contract's Patient/example.
+		{"absolute subject of this server", written, func(t *testing.T, f *httprecords.FHIR) { create(t, f, f.URL+"/Patient/example", "185") }, 0, "CONFIRMED/confirmed/COUNT_EXACT"},
+		{"absolute subject, value read back", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, f.URL+"/Patient/example", "185") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
 		{"value read back", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "185.0") }, 0, "CONFIRMED/confirmed/FIELD_EQUAL"},
 		{"partial save", value, func(t *testing.T, f *httprecords.FHIR) { create(t, f, "Patient/example", "") }, 0, "REFUTED/conflicting/FIELD_MISMATCH"},
 		{"401 after the action", written, func(t *testing.T, f *httprecords.FHIR) {
@@ -493,6 +498,12 @@ func qualificationHarness(t *testing.T, binary string) adaptertest.Harness {
 				f.Store("Observation", minimal)
 			}
 		},
+		// A server that answers a list where the resource has one value:
+		// status, which the contract matches on, holds two.
+		WriteUnshapeable: func(t *testing.T) string {
+			f.Store("Observation", bytes.Replace(minimal, []byte(`"status":"final"`), []byte(`"status":["final","amended"]`), 1))
+			return "status"
+		},
 	}
 	if binary != "" {
 		h.Binary = binary
@@ -556,5 +567,99 @@ func TestFieldPathSelectors(t *testing.T) {
 	var ce *sdk.ConfigError
 	if !errors.As(err, &ce) || ce.Path != "field_paths.claim" {
 		t.Errorf("a malformed path: Configure = %v; want field_paths.claim refused", err)
+	}
+}
+
+// TestReferencesToThisServerReadRelative: a reference saved as an absolute
+// URL of the server's own base reads in its relative form, wherever it is
+// in the resource (field_paths or the whole resource); a reference to
+// another server, or an absolute URL that is not [type]/[id] under the
+// base, stays as saved.
+func TestReferencesToThisServerReadRelative(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFHIR(t, true)
+	other := "https://other.example/fhir/Patient/example"
+	save := func(subject, performer string) string {
+		body := fmt.Sprintf(`{"resourceType":"Observation","status":"final","code":{"coding":[{"system":"http://loinc.org","code":"29463-7"}]},`+
+			`"subject":{"reference":%q},"performer":[{"reference":%q}],"issued":"2026-01-01T00:00:00Z","valueQuantity":{"value":185}}`, subject, performer)
+		return f.Create(t, "Observation", []byte(body))
+	}
+	own := save(f.URL+"/Patient/example", f.URL+"/Practitioner/pr-1/_history/2")
+	foreign := save(other, f.URL+"/Practitioner")
+	relative := save("Patient/example", "Practitioner/pr-1")
+
+	byFields := mustRead(t, configured(t, f, func(s map[string]any) {
+		delete(s, "search_param_exprs")
+		s["search_params"] = map[string]any{"status": "final"}
+		s["field_paths"] = map[string]any{"id": "id", "patient": "subject.reference", "performer": "performer.0.reference"}
+	}), true)
+	want := []sdk.Record{
+		{"id": own, "patient": "Patient/example", "performer": "Practitioner/pr-1/_history/2"},
+		{"id": foreign, "patient": other, "performer": f.URL + "/Practitioner"},
+		{"id": relative, "patient": "Patient/example", "performer": "Practitioner/pr-1"},
+	}
+	if !byFields.Reachable {
+		t.Fatalf("unreachable: %s", byFields.Reason)
+	}
+	if diff := cmp.Diff(want, byFields.Records); diff != "" {
+		t.Errorf("records by field_paths (-want +got):\n%s", diff)
+	}
+
+	whole := mustRead(t, configured(t, f, func(s map[string]any) {
+		delete(s, "field_paths")
+	}), true)
+	if !whole.Reachable || len(whole.Records) != 2 {
+		t.Fatalf("the search for patient Patient/example read %d records (reachable %v, %s); want the two saved for it, the absolute spelling included", len(whole.Records), whole.Reachable, whole.Reason)
+	}
+	for _, r := range whole.Records {
+		subject, _ := r["subject"].(map[string]any)
+		if subject["reference"] != "Patient/example" {
+			t.Errorf("resource %v: subject.reference %v; want Patient/example", r["id"], subject["reference"])
+		}
+	}
+}
+
+// TestListInAReadField: a field_paths path that ends at an array gives the
+// record a list, which no contract value matches. When a contract selects
+// on or reads that field the read fails, naming the record and the field
+// (never a read in which the Observation is invisible); when none does,
+// the list is reported as it is.
+func TestListInAReadField(t *testing.T) {
+	t.Parallel()
+	f := httprecords.NewFHIR(t, true)
+	id := f.Create(t, "Observation", httprecords.Observation("Patient/example", "final", "2026-01-01T10:00:00Z", "185"))
+	ip := configured(t, f, func(s map[string]any) {
+		s["field_paths"] = map[string]any{"id": "id", "patient": "subject.reference", "coding": "code.coding"}
+	})
+	read := func(req sdk.CaptureRequest) httprecords.Read {
+		req.CaptureID, req.Timeout, req.IdentityField, req.EffectKind = "list", 10*time.Second, "id", "record_written"
+		capt, err := ip.CaptureAfter(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := capt.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return httprecords.Read{Reachable: capt.Reachable, Reason: capt.Reason, Records: recs}
+	}
+	for _, req := range []sdk.CaptureRequest{
+		{ReadFields: []string{"patient", "coding"}},
+		{Selector: map[string]string{"coding": "29463-7"}},
+	} {
+		r := read(req)
+		if r.Reachable {
+			t.Fatalf("read fields %v, selector %v: read as usable (%v); want the read failed", req.ReadFields, req.Selector, r.Records)
+		}
+		if want := fmt.Sprintf("record with id %s, field coding: holds a list of 3 values", id); !strings.Contains(r.Reason, want) {
+			t.Errorf("reason %q; want it to say %q", r.Reason, want)
+		}
+	}
+	r := read(sdk.CaptureRequest{ReadFields: []string{"patient"}, Selector: map[string]string{"patient": "Patient/example"}})
+	if !r.Reachable || len(r.Records) != 1 {
+		t.Fatalf("a read no contract of which reads coding: %+v; want the one record", r)
+	}
+	if coding, ok := r.Records[0]["coding"].([]any); !ok || len(coding) != 3 {
+		t.Errorf("coding = %#v; want the list of the three codings", r.Records[0]["coding"])
 	}
 }

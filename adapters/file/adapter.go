@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/deadline"
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -137,11 +138,17 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 	return sdk.Capture{Reachable: true, At: at, Records: sdk.Records(recs...)}, nil
 }
 
-// withDeadline gives ctx a deadline when it has none: timeout when set,
-// defaultTimeout otherwise.
+// withDeadline bounds a read or a preflight by the caller's deadline, which
+// ctx carries over the plugin protocol (for a baseline it is longer than
+// the capture's Timeout), always a little inside it (deadline.Inside): a
+// read that ran to that very instant would answer "unreachable" just as its
+// caller stops listening, and on a loaded machine the call then fails
+// instead. Without a caller deadline the read is bounded by timeout
+// (defaultTimeout when that is 0), so that a hung server can never hang
+// the daemon.
 func withDeadline(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
+	if d, ok := deadline.Inside(ctx); ok {
+		return context.WithDeadline(ctx, d)
 	}
 	if timeout <= 0 {
 		timeout = defaultTimeout

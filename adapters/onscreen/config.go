@@ -27,6 +27,7 @@ type section struct {
 	SameSurface      bool            `json:"same_surface"`
 	AbsentSelector   string          `json:"absent_selector"`
 	RowSelector      string          `json:"row_selector"`
+	ReadySelector    string          `json:"ready_selector"`
 	Fields           []fieldSection  `json:"fields"`
 	ReadPostPaths    []string        `json:"read_post_paths"`
 	MinRatio         *float64        `json:"readback_min_ratio"`
@@ -77,6 +78,7 @@ type settings struct {
 	actions        []action        // bound copies: the run's values; else stand-ins
 	absent         string
 	rows           string   // row_selector: one record per visible row; "" for one record
+	ready          string   // ready_selector: the fields are read once it is shown; "" for none
 	readPosts      []string // read_post_paths as origin+path: POSTs the re-opened page may make (the page guard)
 	readPostsExact []string // the same with their query, if any: the network guard lets through only these exactly
 	fields         []field
@@ -160,6 +162,9 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, err
 	}
 	if err := s.parseRows(sec.RowSelector); err != nil {
+		return nil, err
+	}
+	if err := s.parseReady(sec.ReadySelector); err != nil {
 		return nil, err
 	}
 	if err := s.parseReadPosts(sec.ReadPostPaths); err != nil {
@@ -361,6 +366,23 @@ func (s *settings) parseRows(rowSelector string) error {
 		}
 	}
 	s.rows = rowSelector
+	return nil
+}
+
+// parseReady reads ready_selector: an element the page shows once it has
+// rendered what is read. An X display has no page structure to wait on.
+func (s *settings) parseReady(ready string) error {
+	if ready == "" {
+		return nil
+	}
+	p := Kind + ".ready_selector"
+	if err := checkSelector(ready, p); err != nil {
+		return err
+	}
+	if s.display != "" {
+		return configError(p, "an X display has no page structure to wait for; remove ready_selector (read it from the Chromium the automation drives, with cdp_url)")
+	}
+	s.ready = ready
 	return nil
 }
 

@@ -135,6 +135,13 @@ func TestConfigureRefuses(t *testing.T) {
 			m["screen"] = map[string]any{"display": ":99"}
 			m["row_selector"] = "tr.row"
 		}, "onscreen.row_selector", "X display"},
+		{"ready_selector on an x display", func(m map[string]any) {
+			delete(m, "renavigate")
+			m["same_surface"] = true
+			m["screen"] = map[string]any{"display": ":99"}
+			m["ready_selector"] = "#loaded"
+		}, "onscreen.ready_selector", "X display"},
+		{"ready_selector blank", func(m map[string]any) { m["ready_selector"] = "   " }, "onscreen.ready_selector", "a CSS selector"},
 		{"read_post_paths on the same surface", func(m map[string]any) {
 			delete(m, "renavigate")
 			m["same_surface"] = true

@@ -478,6 +478,13 @@ func readFields(ctx context.Context, s *settings) (result, error) {
 			regionFields = append(regionFields, f)
 		}
 	}
+	absent, err := awaitRendered(ctx, s)
+	if err != nil {
+		return result{}, err
+	}
+	if absent {
+		return result{raw: map[string]string{}}, nil
+	}
 	pg, err := readStructure(ctx, s, selectorFields)
 	if err != nil {
 		return result{}, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -184,4 +186,87 @@ func (f field) readShown(v shownValue, rows, row int) (string, string, error) {
 		value = f.expected
 	}
 	return text, value, nil
+}
+
+// renderedSource tells whether the page has rendered what a read reads:
+// the document parsed, ready_selector shown (when declared) and, with a
+// row selector, a visible row or a visible absent_selector (the list's
+// empty state). It answers "wait" until then.
+const renderedSource = `function (spec) {
+  function visible(e) {
+    if (!e || e.getClientRects().length === 0) { return false; }
+    if (typeof e.checkVisibility === "function") {
+      return e.checkVisibility({opacityProperty: true, visibilityProperty: true, contentVisibilityAuto: true});
+    }
+    var st = window.getComputedStyle(e);
+    return st.visibility !== "hidden" && st.visibility !== "collapse";
+  }
+  try {
+    if (document.readyState === "loading") { return "wait"; }
+    if (spec.ready && !document.querySelector(spec.ready)) { return "wait"; }
+    if (!spec.row) { return "ready"; }
+    if (Array.prototype.some.call(document.querySelectorAll(spec.row), visible)) { return "rows"; }
+    if (spec.absent && visible(document.querySelector(spec.absent))) { return "absent"; }
+    return "wait";
+  } catch (err) {
+    return "error: " + String(err && err.message || err);
+  }
+}`
+
+// awaitRendered waits, within navigation_timeout_s and ctx, until the page
+// has rendered what the read reads (renderedSource), and reports whether
+// it shows absent_selector instead of rows. A list an application fills
+// after the page appears has no rows at the first look; a page that shows
+// neither rows nor its empty state in time is unusable, never read as no
+// record.
+func awaitRendered(ctx context.Context, s *settings) (absent bool, err error) {
+	if s.ready == "" && s.rows == "" {
+		return false, nil
+	}
+	spec, _ := json.Marshal(struct {
+		Ready  string `json:"ready"`
+		Row    string `json:"row"`
+		Absent string `json:"absent"`
+	}{s.ready, s.rows, s.absent})
+	expr := "(" + renderedSource + ")(" + string(spec) + ")"
+	wctx, cancel := context.WithTimeout(ctx, s.navTimeout)
+	defer cancel()
+	for {
+		state, err := chromedp.Run(wctx, chromedp.Evaluate[string](expr))
+		switch {
+		case err == nil && state == "absent":
+			return true, nil
+		case err == nil && strings.HasPrefix(state, "error: "):
+			return false, unusable("the page could not evaluate a configured selector: %s", strings.TrimPrefix(state, "error: "))
+		case err == nil && state != "wait":
+			return false, nil
+		}
+		// An error here is most often the page between two documents.
+		select {
+		case <-wctx.Done():
+			return false, unusable("%s", s.neverRendered(ctx.Err() != nil))
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// neverRendered is the reason of a page awaitRendered waited for in vain
+// (deadline: the read's deadline passed, not navigation_timeout_s).
+func (s *settings) neverRendered(deadline bool) string {
+	within := fmt.Sprintf("within navigation_timeout_s (%v)", s.navTimeout)
+	if deadline {
+		within = "before the read's deadline"
+	}
+	if s.rows == "" {
+		return fmt.Sprintf("the page never showed ready_selector %s %s; it is not read before it has rendered", s.ready, within)
+	}
+	empty := "and no absent_selector is declared to show an empty list (a screen without rows is never read as no record)"
+	if s.absent != "" {
+		empty = "nor its empty state (absent_selector " + s.absent + ")"
+	}
+	what := "rows (row_selector " + s.rows + ")"
+	if s.ready != "" {
+		what = "ready_selector " + s.ready + " and then rows (row_selector " + s.rows + ")"
+	}
+	return fmt.Sprintf("the screen never showed %s %s %s; it may not have rendered them yet, or its structure changed, so it is not read as a screen of no record", what, empty, within)
 }

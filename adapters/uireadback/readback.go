@@ -217,6 +217,9 @@ func (rb *readback) steps(ctx context.Context, res *readResult) error {
 	if err := rb.openRecord(ctx); err != nil {
 		return err
 	}
+	if err := rb.awaitList(ctx); err != nil {
+		return err
+	}
 	if err := rb.refusalError(); err != nil {
 		return err
 	}
@@ -397,6 +400,42 @@ func (rb *readback) openRecord(ctx context.Context) error {
 	})
 }
 
+// awaitList waits, once ready_selector is shown, until the document has
+// been parsed and the page shows its rows (row_selector) or its empty
+// state (empty_selector, displayed): a list an application fills after
+// the page appears has no rows at the first look, and read then it would
+// look empty. A page that shows neither before navigation_timeout_s (or
+// the read's deadline) is unusable, never a read of no records.
+func (rb *readback) awaitList(ctx context.Context) error {
+	s := rb.s
+	empty := "false"
+	if s.emptySelector != "" {
+		empty = "(function (e) { return !!e && e.getClientRects().length > 0; })(document.querySelector(" + js(s.emptySelector) + "))"
+	}
+	expr := fmt.Sprintf(`(function () {
+		if (document.readyState === "loading") { return "wait"; }
+		if (document.querySelector(%s)) { return "rows"; }
+		if (%s) { return "empty"; }
+		return "wait";
+	})()`, js(s.rowSelector), empty)
+	return rb.timed(ctx, "waiting for the record page's rows or its empty state", func(ctx context.Context) error {
+		_, err := poll(ctx, expr)
+		if err == nil || ctx.Err() == nil {
+			return err
+		}
+		return unusable("the record page never showed rows nor its empty state: %s; it may not have rendered them yet, or it no longer has the structure the configuration describes (a redesign?), so it is not read as a page of no records", rb.listSelectors())
+	})
+}
+
+// listSelectors names what awaitList waited for.
+func (rb *readback) listSelectors() string {
+	s := rb.s
+	if s.emptySelector == "" {
+		return fmt.Sprintf("no element matches row_selector %s, and no empty_selector is configured, so an empty record page cannot be told from one that has not rendered its rows; declare empty_selector", s.rowSelector)
+	}
+	return fmt.Sprintf("neither row_selector %s nor a displayed empty_selector %s matched within navigation_timeout_s (%v) and the read's deadline", s.rowSelector, s.emptySelector, s.navTimeout)
+}
+
 // extracted is what the extraction script returns.
 type extracted struct {
 	Error    string `json:"error"`
@@ -412,6 +451,10 @@ type fieldReading struct {
 	Text  string  `json:"t"`
 	Attr  *string `json:"a"`
 	Title *string `json:"title"`
+	// More are the readings of the other elements the field's selector
+	// matches in the row, after the first: a row that shows a field
+	// several times.
+	More []*fieldReading `json:"more"`
 }
 
 // extractSource reads the identifier, the empty-state element and every
@@ -438,13 +481,14 @@ const extractSource = `function (spec) {
       var vals = [];
       for (var j = 0; j < spec.fields.length; j++) {
         var f = spec.fields[j];
-        var el = f.selector ? rows[i].querySelector(f.selector) : rows[i];
-        if (!el) { vals.push(null); continue; }
-        if (f.attribute) {
-          vals.push({a: el.getAttribute(f.attribute)});
-        } else {
-          vals.push({t: text(el), title: el.getAttribute("title")});
+        var els = f.selector ? rows[i].querySelectorAll(f.selector) : [rows[i]];
+        if (els.length === 0) { vals.push(null); continue; }
+        var read = [];
+        for (var k = 0; k < els.length; k++) {
+          read.push(f.attribute ? {a: els[k].getAttribute(f.attribute)} : {t: text(els[k]), title: els[k].getAttribute("title")});
         }
+        read[0].more = read.slice(1);
+        vals.push(read[0]);
       }
       out.rows.push(vals);
     }
@@ -538,11 +582,14 @@ func (rb *readback) extract(ctx context.Context, res *readResult) error {
 	for i, row := range pg.Rows {
 		rec := make(sdk.Record, len(s.fields)+1)
 		for j, f := range s.fields {
-			v, err := f.readAs(row[j], s.checks(f.name))
+			v, err := s.shape(f, row[j], fmt.Sprintf("row %d of %d", i+1, len(pg.Rows)))
 			if err != nil {
-				return unusable("row %d of %d, field %s: %v", i+1, len(pg.Rows), f.name, err)
+				return unusable("%v", err)
 			}
-			rec[f.name] = s.spell.of(f.name, v, f.expected, spelled[j])
+			if one, ok := v.(string); ok {
+				v = s.spell.of(f.name, one, f.expected, spelled[j])
+			}
+			rec[f.name] = v
 		}
 		if s.identity.field != "" {
 			rec[s.identity.field] = ident
@@ -571,6 +618,37 @@ func (rb *readback) checkIdentity(p extracted) (string, error) {
 		return "", unusable("the page is another record's: identity.reader %s shows an identifier other than identity.value", where)
 	}
 	return got, nil
+}
+
+// shape is one field of one row (where names the row) as its record value:
+// the one element's value (readAs), or, when the field's selector matches
+// several elements in the row, a list of their values for a field no
+// contract of the read looks at and a *sdk.ShapeError for one a contract
+// reads: the row holds several values of it, and reading the first would
+// hide the others.
+func (s *settings) shape(f field, r *fieldReading, where string) (any, error) {
+	checked := s.checks(f.name)
+	if r == nil || len(r.More) == 0 {
+		v, err := f.readAs(r, checked)
+		if err != nil {
+			return nil, &sdk.ShapeError{Record: where, Field: f.name, Reason: err.Error()}
+		}
+		return v, nil
+	}
+	if checked {
+		return nil, &sdk.ShapeError{Record: where, Field: f.name, Reason: fmt.Sprintf(
+			"its selector %s matches %d elements in the row, so the row shows several values of a field a contract reads; "+
+				"narrow the selector to the one element that holds the value", f.selector, len(r.More)+1)}
+	}
+	values := make([]any, 0, len(r.More)+1)
+	for _, e := range append([]*fieldReading{r}, r.More...) {
+		v, err := f.readAs(e, false)
+		if err != nil {
+			return nil, &sdk.ShapeError{Record: where, Field: f.name, Reason: err.Error()}
+		}
+		values = append(values, v)
+	}
+	return values, nil
 }
 
 // read turns one field's reading into its record value: whitespace

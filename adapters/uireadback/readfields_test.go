@@ -2,11 +2,13 @@ package uireadback
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/testservers/recordapp"
+	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 )
@@ -230,5 +232,37 @@ func TestRowsSharingTheIdentity(t *testing.T) {
 	// in case would merge, so rows identified by it are not read.
 	if r := capture("type"); r.Reachable || !strings.Contains(r.Reason, "casefolded") {
 		t.Fatalf("two rows identified by a casefolded field: %v %q; want unusable, casefolded", r.Reachable, r.Reason)
+	}
+}
+
+// TestFieldShownTwiceInARow: a row that shows a field twice (the note and
+// an amendment, both td.note) has two values of it. For a contract that
+// reads the note the read is unusable, naming the row and the field, since
+// reading the first would hide the second; for a contract that does not,
+// the note is reported as the list of both.
+func TestFieldShownTwiceInARow(t *testing.T) {
+	a := startApp(t)
+	ac := signInActor(t, a)
+	ac.save(recordapp.Encounter{PatientID: "tw1", Type: "Triage", Note: savedNote, Amended: "amended note", Date: savedDate})
+	c := adapterClient(t, request(t, a.section(), "tw1", recordapp.ReaderPassword))
+
+	r := captureFor(t, c, []string{"patient_id", "type", "note"}, nil)
+	if r.Reachable {
+		t.Fatalf("the note shown twice read as usable (%v); a contract reads it, so the read must be unusable", r.Records)
+	}
+	if want := "record row 1 of 1, field note: its selector td.note matches 2 elements in the row"; !strings.Contains(r.Reason, want) {
+		t.Errorf("reason %q; want it to say %q", r.Reason, want)
+	}
+	v := judgeEffects(t, c, effectsYAML, map[string]string{"patient_id": "tw1", "note": savedNote}, read{Reachable: true}, r)
+	if v.outcome != judge.ReconciliationRequired {
+		t.Errorf("step %s; want RECONCILIATION_REQUIRED, never HALTED_BEFORE_EFFECT", v)
+	}
+
+	r = captureFor(t, c, []string{"patient_id", "type"}, nil)
+	if !r.Reachable || len(r.Records) != 1 {
+		t.Fatalf("a count of triage rows: %v %q %v; want the one row", r.Reachable, r.Reason, r.Records)
+	}
+	if got, want := fmt.Sprint(r.Records[0]["note"]), fmt.Sprint([]any{savedNote, "amended note"}); got != want {
+		t.Errorf("note = %s; want both values, %s", got, want)
 	}
 }

@@ -31,6 +31,10 @@ type memStore struct {
 	next     int
 	// flaw makes the adapter misbehave in one way the kit must catch.
 	flaw string
+	// bulkTimeouts is how many bulk reads (more than a thousand rows)
+	// still report their deadline passed, as on a loaded machine: safe,
+	// and the kit must try again.
+	bulkTimeouts int
 }
 
 func (s *memStore) write(patient, stamp string) string {
@@ -123,14 +127,14 @@ func (a *memAdapter) unreachable() string {
 }
 
 func (a *memAdapter) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
-	return a.read()
+	return a.read(req)
 }
 
 func (a *memAdapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	if a.store.flaw == "cache-after" && a.cached != nil {
 		return sdk.Capture{Reachable: true, Records: sdk.Records(a.cached...)}, nil
 	}
-	c, err := a.read()
+	c, err := a.read(req)
 	if a.store.flaw == "cache-after" && c.Reachable {
 		a.cached = []sdk.Record{}
 		for r, err := range c.Records {
@@ -144,7 +148,7 @@ func (a *memAdapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (
 	return c, err
 }
 
-func (a *memAdapter) read() (sdk.Capture, error) {
+func (a *memAdapter) read(req sdk.CaptureRequest) (sdk.Capture, error) {
 	if why := a.unreachable(); why != "" {
 		switch a.store.flaw {
 		case "error-on-outage":
@@ -161,11 +165,54 @@ func (a *memAdapter) read() (sdk.Capture, error) {
 			rows = append(rows, r)
 		}
 	}
+	slow := len(rows) > 1000 && a.store.bulkTimeouts > 0
+	if slow {
+		a.store.bulkTimeouts--
+	}
 	a.store.mu.Unlock()
-	if a.store.flaw == "dedupe" {
+	switch {
+	case slow:
+		return sdk.Unreachable("the read did not finish before its deadline"), nil
+	case len(rows) > 1000 && a.store.flaw == "empty-when-slow":
+		return sdk.Capture{Reachable: true, At: time.Now()}, nil
+	case a.store.flaw == "dedupe":
 		rows = dedupe(rows)
 	}
+	rows, err := a.shape(req, rows)
+	if err != nil {
+		return sdk.Unshapeable(err), nil
+	}
 	return sdk.Capture{Reachable: true, At: time.Now(), Records: sdk.Records(rows...)}, nil
+}
+
+// shape turns the store's multi-valued fields ([]string, as an LDAP
+// attribute) into the single value the adapter offers: a field a contract
+// reads with several values fails the read. Flaw "absent-when-multivalued"
+// follows the rule the SDK once documented instead, leaving the field out.
+func (a *memAdapter) shape(req sdk.CaptureRequest, rows []sdk.Record) ([]sdk.Record, error) {
+	out := make([]sdk.Record, len(rows))
+	for i, r := range rows {
+		rec := make(sdk.Record, len(r))
+		for f, v := range r {
+			values, multi := v.([]string)
+			if !multi {
+				rec[f] = v
+				continue
+			}
+			one, ok, err := sdk.SingleValue(fmt.Sprint(r["id"]), f, values)
+			switch {
+			case err != nil && a.store.flaw == "absent-when-multivalued":
+			case err != nil && req.Reads(f):
+				return nil, err
+			case err != nil:
+				rec[f] = values
+			case ok:
+				rec[f] = one
+			}
+		}
+		out[i] = rec
+	}
+	return out, nil
 }
 
 // dedupe drops rows whose content, identity aside, repeats an earlier row:
@@ -232,11 +279,40 @@ effects:
 				store.write("p1", fixed)
 			}
 		},
+		WriteUnshapeable: func(t *testing.T) string {
+			store.write("p1", fixed)
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			// Two values of an attribute the adapter offers as one.
+			store.rows[len(store.rows)-1]["ward"] = []string{"A", "B"}
+			return "ward"
+		},
 	}
 }
 
 func TestKitInProcess(t *testing.T) {
 	adaptertest.Run(t, memHarness(""))
+}
+
+// TestKitRetriesBulkReadPastItsDeadline qualifies an adapter whose first
+// bulk read report their deadline passed (unreachable, as on a loaded
+// machine): the kit reads again with more time, and the adapter passes.
+func TestKitRetriesBulkReadPastItsDeadline(t *testing.T) {
+	h := memHarness("")
+	var store *memStore
+	factory := h.Factory
+	h.Factory = func() sdk.Adapter {
+		a := factory().(*memAdapter)
+		store = a.store
+		return a
+	}
+	// The store is shared by every instance; reach it through one.
+	h.Factory()
+	store.bulkTimeouts = 1
+	adaptertest.Run(t, h)
+	if store.bulkTimeouts != 0 {
+		t.Errorf("%d bulk reads past their deadline were never made; the kit did not read in bulk", store.bulkTimeouts)
+	}
 }
 
 // testPlugin is sdk/internal/testplugin, built once by TestMain; its "file"
@@ -369,6 +445,8 @@ func TestKitCatchesFlawedAdapters(t *testing.T) {
 		{"wrong-slot", "the working system of record was reported unreachable: authentication failed"},
 		{"unescaped", "the value reshaped the read"},
 		{"generalized-time", "cannot be read by the judge's freshness check"},
+		{"absent-when-multivalued", "field ward the adapter cannot shape was written, and the read succeeded"},
+		{"empty-when-slow", "read as a SUCCESSFUL EMPTY read"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.flaw, func(t *testing.T) {

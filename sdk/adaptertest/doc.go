@@ -15,7 +15,11 @@
 // or told apart? Is an outage or a credential failure reported as
 // unreachable (data), not as an error and not as an empty read? Does every
 // capture read afresh? Does a plugin that dies mid-capture yield an error
-// (host.ErrPluginShutdown) rather than a shorter read set?
+// (host.ErrPluginShutdown) rather than a shorter read set? Does a record
+// the adapter cannot shape fail the read rather than vanish from it? Is a
+// bulk read that overran its deadline unreachable, never an empty or
+// short read (the kit reads again with more time, and fails a successful
+// empty read loudly as an adapter defect)?
 //
 // It also checks the protocol's instances: two configurations in one
 // process, each read under its own id, and a released one gone.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/verifierd/verifierd/adapters/internal/deadline"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -35,15 +36,8 @@ func Capture(ctx context.Context, req sdk.CaptureRequest, surface string, read f
 }
 
 // ReadDeadline bounds one read to budget from now, and always a little
-// inside ctx's deadline, so that a timeout is answered as an unusable read
-// rather than a cut-off call.
+// inside ctx's deadline (deadline.Within), so that a timeout is answered as
+// an unusable read rather than a cut-off call.
 func ReadDeadline(ctx context.Context, budget time.Duration) time.Time {
-	d := time.Now().Add(budget)
-	if dl, ok := ctx.Deadline(); ok {
-		margin := min(500*time.Millisecond, time.Until(dl)/10)
-		if inner := dl.Add(-margin); inner.Before(d) {
-			d = inner
-		}
-	}
-	return d
+	return deadline.Within(ctx, budget)
 }

@@ -282,7 +282,7 @@ func (f *FHIR) search(w http.ResponseWriter, r *http.Request, typ string) {
 	for _, res := range f.resources[typ] {
 		ok := true
 		for _, c := range conds {
-			ok = ok && matchesAll(c.name, c.get(res.doc), c.values)
+			ok = ok && matchesAll(c.name, f.ownRelative(c.get(res.doc)), c.values)
 		}
 		if ok {
 			snap = append(snap, res)
@@ -384,6 +384,19 @@ func writeFHIR(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", FHIRContentType)
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// ownRelative is have with every absolute reference to this server's base
+// in its relative form: a search for subject=Patient/p1 finds an
+// Observation saved with http://[base]/Patient/p1, as a real server's
+// does (HAPI FHIR stores such references relative). The resource itself
+// keeps the spelling it was saved with.
+func (f *FHIR) ownRelative(have []string) []string {
+	out := make([]string, len(have))
+	for i, h := range have {
+		out[i] = strings.TrimPrefix(h, f.URL+"/")
+	}
+	return out
 }
 
 func matchesAll(name string, have, want []string) bool {

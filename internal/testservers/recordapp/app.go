@@ -51,6 +51,9 @@ type Encounter struct {
 	Note      string `json:"note"`
 	Date      string `json:"date"`
 	Author    string `json:"author,omitempty"`
+	// Amended is a second note the page shows beside Note, in a cell of
+	// the same class (td.note): a row that shows one field twice.
+	Amended string `json:"amended,omitempty"`
 }
 
 // Faults change how the record pages display correct data.
@@ -92,6 +95,15 @@ type Faults struct {
 	// RejectReader rejects every sign-in of the read-back account, as
 	// after its password was changed or the account was locked.
 	RejectReader bool `json:"reject_reader,omitempty"`
+	// RenderDelayMS makes the record page render its list (the rows, or
+	// the empty-state element) by script, so many milliseconds after the
+	// page loaded, as an application that fills its list after the page
+	// appears: the list's container (#encounters) is there at once.
+	RenderDelayMS int `json:"render_delay_ms,omitempty"`
+	// NeverRender makes the record page show the list's container and
+	// never its rows nor its empty state, as when the script that fills
+	// the list failed.
+	NeverRender bool `json:"never_render,omitempty"`
 }
 
 // Request is one logged request.
@@ -354,7 +366,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 {{else}}  <p class="empty-state">Nothing recorded yet.</p>
 {{end}}</div>
 {{else}}<section id="{{if .PostFromWorker}}encounters-pending{{else}}encounters{{end}}">
-{{if .Rows}}<table>
+{{if .Deferred}}<template id="deferred-list">{{end}}{{if .Rows}}<table>
   <thead><tr><th>Type</th><th>Date</th><th>Note</th></tr></thead>
   <tbody>
 {{range .Rows}}    <tr class="encounter" data-id="{{.ID}}">
@@ -362,18 +374,20 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
       <td class="date">{{displayDate .Date}}</td>
       <td class="note" title="{{.Note}}">
         {{.Shown}}
-      </td>
+      </td>{{if .Amended}}
+      <td class="note">{{.Amended}}</td>{{end}}
     </tr>
 {{end}}  </tbody>
 </table>
 {{else}}<p id="no-encounters">No encounters recorded.</p>
-{{end}}</section>
+{{end}}{{if .Deferred}}</template>{{end}}</section>
 {{end}}<script>
   var views = +(localStorage.getItem("views") || 0);
   localStorage.setItem("views", String(views + 1));
   document.querySelectorAll("tr.encounter").forEach(function (tr) { tr.setAttribute("data-views", String(views)); });
   fetch("/api/beacon?views=" + views);
-{{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})}){{if .ReloadOnFailure}}.catch(function () { setTimeout(function () { location.reload(); }, 20); }){{end}};
+{{if .RenderDelayMS}}  setTimeout(function () { var t = document.getElementById("deferred-list"); t.replaceWith(t.content); }, {{.RenderDelayMS}});
+{{end}}{{if .PostOnLoad}}  fetch({{.PostTo}}, {method: "POST", body: JSON.stringify({patient: {{.Patient}}})}){{if .ReloadOnFailure}}.catch(function () { setTimeout(function () { location.reload(); }, 20); }){{end}};
 {{end}}{{if .PostFromWorker}}  (function () {
     var code = "fetch(" + JSON.stringify(new URL({{.PostTo}}, location.href).href) + ", {method: 'POST', body: 'worker'})" +
       ".then(function () { postMessage('sent'); }, function () { postMessage('failed'); });";
@@ -472,13 +486,20 @@ func (a *App) encountersPage(w http.ResponseWriter, r *http.Request) {
 	if postTo == "" {
 		postTo = "/api/viewed"
 	}
+	renderDelay := f.RenderDelayMS
+	if f.NeverRender {
+		renderDelay = 0
+	}
 	pages.ExecuteTemplate(w, "encounters", struct {
 		User, Patient, Shown, PostTo       string
 		Rows                               []row
 		Redesign, PostOnLoad, HideIdentity bool
 		PostEveryMS                        int
 		PostFromWorker, ReloadOnFailure    bool
-	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS, f.PostFromWorker, f.ReloadOnFailure})
+		Deferred                           bool
+		RenderDelayMS                      int
+	}{u, patient, shown, postTo, rows, f.Redesign, f.PostOnLoad, f.HideIdentity, f.PostEveryMS, f.PostFromWorker, f.ReloadOnFailure,
+		f.NeverRender || f.RenderDelayMS > 0, renderDelay})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

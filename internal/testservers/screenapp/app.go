@@ -82,6 +82,8 @@ type App struct {
 	refreshMS testservers.Setting[int]
 	// token is the record page's token refresh (SetTokenRefresh).
 	token testservers.Setting[int]
+	// listDelay is the list page's rendering delay (SetListDelay).
+	listDelay testservers.Setting[int]
 
 	mu      sync.Mutex
 	records map[string]Record
@@ -136,6 +138,18 @@ func (a *App) Tokens() int {
 	defer a.mu.Unlock()
 	return a.tokens
 }
+
+// ListNeverRenders, given to SetListDelay, makes the list page never
+// render its rows nor #empty.
+const ListNeverRenders = -1
+
+// SetListDelay makes the list page (/list) render its rows and its empty
+// state (#empty) by script, ms milliseconds after it loaded, as an
+// application that fills its list after the page appears; the table
+// (#records) is there at once, and body gets the attribute data-loaded
+// once the list is rendered. ListNeverRenders never renders them (the
+// script that fills the list failed); 0 renders them with the page.
+func (a *App) SetListDelay(ms int) { a.listDelay.Set(ms) }
 
 // SetDown makes every page answer 503 (true), as an outage, or serves
 // again (false).
@@ -380,11 +394,19 @@ var listPage = template.Must(template.New("list").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Records</title>
 <style> body { font: 16px sans-serif; } td { padding: 4px 12px; } </style></head>
 <body><h1 id="head">Records</h1>
-{{if not .}}<p id="empty">No records</p>{{end}}
+{{if .Deferred}}<template class="deferred">{{end}}{{if not .Recs}}<p id="empty">No records</p>{{end}}{{if .Deferred}}</template>{{end}}
 <table id="records">
 <tr class="row" style="display:none"><td class="name"></td><td class="born"></td><td class="amount"></td></tr>
-{{range .}}<tr class="row" data-ref="{{.Ref}}"><td class="name">{{.Name}}</td><td class="born">{{.Born}}</td><td class="amount">{{.Amount}}</td></tr>
-{{end}}</table></body></html>`))
+{{if .Deferred}}<template class="deferred">{{end}}{{range .Recs}}<tr class="row" data-ref="{{.Ref}}"><td class="name">{{.Name}}</td><td class="born">{{.Born}}</td><td class="amount">{{.Amount}}</td></tr>
+{{end}}{{if .Deferred}}</template>{{end}}</table>
+<script>
+  function rendered() {
+    document.querySelectorAll("template.deferred").forEach(function (t) { t.replaceWith(t.content); });
+    document.body.setAttribute("data-loaded", "");
+  }
+{{if gt .Delay 0}}  setTimeout(rendered, {{.Delay}});
+{{else if not .Deferred}}  rendered();
+{{end}}</script></body></html>`))
 
 // list shows every stored record as a row of a table, in the order of
 // their references, after a hidden template row (as many list pages keep);
@@ -399,7 +421,12 @@ func (a *App) list(w http.ResponseWriter, _ *http.Request) {
 	slices.SortFunc(recs, func(x, y Record) int { return strings.Compare(x.Ref, y.Ref) })
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	if err := listPage.Execute(w, recs); err != nil {
+	delay := a.listDelay.Get()
+	if err := listPage.Execute(w, struct {
+		Recs     []Record
+		Deferred bool
+		Delay    int
+	}{recs, delay != 0, delay}); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
