@@ -21,6 +21,14 @@ const MaxDepth = jsondepth.Max
 // contracts): 1,000 contracts of 60 lines each fit.
 const MaxDocumentSeparators = 65536
 
+// DefaultMaxRecords is the default bound on the records one Judge request
+// carries, its before and after reads together (the daemon's
+// --max-judge-records): the records are counted in the request's bytes
+// before any record is decoded, and a request over the bound is refused.
+// 200,000 small records fit in the 16 MiB a request may have and keep
+// the daemon's peak memory for one request under 256 MiB.
+const DefaultMaxRecords = 200_000
+
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
 // duplicate object key (the later one would silently win) and trailing data.

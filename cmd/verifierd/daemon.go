@@ -254,7 +254,7 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 func (d *daemon) serverOptions(daemonCfg *config.Daemon) (server.Options, error) {
 	grpcLim, grpcOpts := d.opts.Connections.grpcListener("grpc", nil)
 	d.grpcLim = grpcLim
-	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes)}
+	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), MaxJudgeRecords: d.opts.MaxJudgeRecords}
 	if env := daemonCfg.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -296,6 +296,8 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		}
 		api.AllowHosts(o.allowedHosts)
 		api.SetBudget(opts.Budget)
+		api.SetBodyLimits(o.Connections.bodyLimits())
+		api.SetMaxJudgeRecords(opts.MaxJudgeRecords)
 		registerObserve(api, mets, mgr, d.st)
 		stopHTTP, err := serveHTTP(d.maintain, o.HTTPListen, api, opts.TLS, o.Connections, logger)
 		if err != nil {

@@ -58,10 +58,16 @@ type Options struct {
 	// connection bounds (handshake timeout, keepalive and idle limits).
 	Connection []grpc.ServerOption
 	// Budget, when set, bounds the bytes of API requests in flight
-	// (--max-inflight-bytes): each unary request reserves its size before
-	// it is decoded and waits or fails with ResourceExhausted when the
-	// budget is spent.
+	// (--max-inflight-bytes): an authenticated call holds its method's
+	// bound while its message arrives (refused with ResourceExhausted when
+	// the budget has no room), then exactly its message's size until it
+	// returns.
 	Budget *inflight.Budget
+	// MaxJudgeRecords bounds the records of one Judge request, before and
+	// after together (--max-judge-records), counted in its bytes before
+	// any is decoded; over it the call is InvalidArgument naming the flag.
+	// 0: no bound.
+	MaxJudgeRecords int
 }
 
 // New returns a gRPC server with VerifierService, health and reflection.
@@ -77,9 +83,12 @@ func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server
 		// The budget and the UTF-8 check run where the bytes arrive,
 		// before the chain (codec.go); the HTTP listener reserves its
 		// bodies from the same budget.
-		grpc.ForceServerCodec(wireCodec{budget: opts.Budget}),
+		grpc.ForceServerCodec(wireCodec{budget: opts.Budget, maxRecords: opts.MaxJudgeRecords}),
 		grpc.ChainUnaryInterceptor(Chain(opts)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
+		// The token and the budget are checked before a message is read
+		// (limits.go).
+		grpc.InTapHandle(tapIn(opts.BearerToken, opts.Budget)),
 		// Calls run on a pool of goroutines whose stacks have already
 		// grown, instead of a fresh goroutine (and its stack growth) per
 		// call; a call that finds every worker busy still gets its own.

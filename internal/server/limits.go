@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/verifierd/verifierd/internal/connlimit"
+	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/session"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+)
+
+// Per-method bounds on one request message. gRPC's own receive bound
+// (grpc.MaxRecvMsgSize) is the largest, session.MaxRequestBytes; each
+// method is held to its own before its message is decoded (vetted).
+const (
+	// MaxRewardRequestBytes bounds a RegisterEpisode or ScoreEpisode
+	// request, as the HTTP listener bounds their bodies (httpapi.MaxBodyBytes).
+	MaxRewardRequestBytes = 1 << 20
+	// MaxSmallRequestBytes bounds the requests that carry ids and little
+	// else (Verify, GetSession, GetRun, ...).
+	MaxSmallRequestBytes = 64 << 10
+)
+
+// methodLimits are the methods held below session.MaxRequestBytes.
+var methodLimits = map[string]int64{
+	verifierv1.RewardService_RegisterEpisode_FullMethodName:     MaxRewardRequestBytes,
+	verifierv1.RewardService_ScoreEpisode_FullMethodName:        MaxRewardRequestBytes,
+	verifierv1.RewardService_GetReward_FullMethodName:           MaxSmallRequestBytes,
+	verifierv1.RewardService_CalibrateReward_FullMethodName:     MaxSmallRequestBytes,
+	verifierv1.RewardService_ListRewardContracts_FullMethodName: MaxSmallRequestBytes,
+	verifierv1.VerifierService_Verify_FullMethodName:            MaxSmallRequestBytes,
+	verifierv1.VerifierService_GetSession_FullMethodName:        MaxSmallRequestBytes,
+	verifierv1.VerifierService_GetInfo_FullMethodName:           MaxSmallRequestBytes,
+	verifierv1.VerifierService_ExportLedger_FullMethodName:      MaxSmallRequestBytes,
+	verifierv1.VerifierService_Reverify_FullMethodName:          MaxSmallRequestBytes,
+	verifierv1.VerifierService_FinishRun_FullMethodName:         MaxSmallRequestBytes,
+	verifierv1.VerifierService_GetRun_FullMethodName:            MaxSmallRequestBytes,
+	verifierv1.VerifierService_RollbackCheck_FullMethodName:     MaxSmallRequestBytes,
+}
+
+// MethodLimit is the most bytes one request message of the method (a full
+// method name, /package.Service/Method) may have: 1 MiB for
+// RegisterEpisode and ScoreEpisode, 64 KiB for the id-only requests, and
+// session.MaxRequestBytes (16 MiB) for the methods that carry documents
+// or reads (Begin, Judge, TestConnection, VerifyArtifact, BeginRun) and
+// any other.
+func MethodLimit(method string) int64 {
+	if n, ok := methodLimits[method]; ok {
+		return n
+	}
+	return session.MaxRequestBytes
+}
+
+// holdKey carries a call's budget hold from tapIn to vetted.
+type holdKey struct{}
+
+// tapIn is the first look at every call, from the connection's reading
+// goroutine, before any byte of its message is read: a call without the
+// bearer token (health checks aside) is refused Unauthenticated there, so
+// a client without it never makes the daemon hold a message. An
+// authenticated call marks its connection so (connlimit) and holds its
+// method's bound (MethodLimit, at most the whole budget) from the budget
+// while its message arrives, without waiting: a spent budget refuses the
+// call with ResourceExhausted at once. vetted sizes the hold to the
+// message once it has arrived; the hold is released when the call ends.
+func tapIn(token string, budget *inflight.Budget) tap.ServerInHandle {
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		if exempt(info.FullMethodName) {
+			return ctx, nil
+		}
+		if err := tokenIn(info.Header, token); err != nil {
+			return nil, err
+		}
+		connlimit.MarkAuthenticated(ctx)
+		n := MethodLimit(info.FullMethodName)
+		if l := budget.Limit(); l > 0 {
+			n = min(n, l)
+		}
+		hold, err := budget.TryHold(n)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, hold.Release)
+		return context.WithValue(ctx, holdKey{}, hold), nil
+	}
+}
+
+// tokenIn checks the bearer token among a call's headers.
+func tokenIn(md metadata.MD, token string) error {
+	return checkToken(metadata.NewIncomingContext(context.Background(), md), token)
+}
+
+// holdMessage bounds a unary call's message that has arrived: over its
+// method's bound it is ResourceExhausted naming the bound; else the
+// call's hold (from tapIn, or a new one from budget) is made exactly the
+// message's size, waiting for room as the budget does when it grows.
+// release gives it back.
+func holdMessage(ctx context.Context, budget *inflight.Budget, size int) (release func(), err error) {
+	method, _ := grpc.Method(ctx)
+	if limit := MethodLimit(method); int64(size) > limit {
+		return nil, status.Error(codes.ResourceExhausted, fmt.Sprintf(
+			"the %s request is %d bytes, over the %d bytes that method takes; send a smaller request", method, size, limit))
+	}
+	hold, _ := ctx.Value(holdKey{}).(*inflight.Hold)
+	if hold == nil {
+		if hold, err = budget.Hold(ctx, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := hold.Resize(ctx, int64(size)); err != nil {
+		hold.Release()
+		return nil, err
+	}
+	return hold.Release, nil
+}
+
+// JudgeRequest's field numbers (verifier.proto): before, after, and a
+// Read's records.
+const (
+	judgeBeforeField = 3
+	judgeAfterField  = 4
+	readRecordsField = 3
+)
+
+// countJudgeRecords counts the records of a JudgeRequest's before and
+// after reads in its wire bytes, without decoding any, and refuses a
+// request with more than limit (InvalidArgument naming the read, the
+// limit and the flag). limit <= 0 counts nothing. Malformed bytes are
+// left to the decoder.
+func countJudgeRecords(data []byte, limit int) error {
+	if limit <= 0 {
+		return nil
+	}
+	total := 0
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return nil
+		}
+		data = data[n:]
+		n = protowire.ConsumeFieldValue(num, typ, data)
+		if n < 0 {
+			return nil
+		}
+		if (num == judgeBeforeField || num == judgeAfterField) && typ == protowire.BytesType {
+			read, _ := protowire.ConsumeBytes(data[:n])
+			total += countField(read, readRecordsField)
+			if total > limit {
+				at := "before.records"
+				if num == judgeAfterField {
+					at = "after.records"
+				}
+				return invalid(at, fmt.Sprintf("the request carries more than %d records, the daemon's limit (--max-judge-records); split the read", limit))
+			}
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// countField counts the occurrences of field num in the message data.
+func countField(data []byte, num protowire.Number) int {
+	count := 0
+	for len(data) > 0 {
+		got, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return count
+		}
+		data = data[n:]
+		n = protowire.ConsumeFieldValue(got, typ, data)
+		if n < 0 {
+			return count
+		}
+		if got == num {
+			count++
+		}
+		data = data[n:]
+	}
+	return count
+}
