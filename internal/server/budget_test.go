@@ -61,3 +61,31 @@ func TestBudgetReleasedOnEveryPath(t *testing.T) {
 		t.Fatalf("%d bytes reserved after the refusal", n)
 	}
 }
+
+// A Judge request's records are counted in its bytes against
+// MaxJudgeRecords, before and after together, before any is decoded:
+// over the bound it is InvalidArgument naming the read and the flag; at
+// the bound the records, decoded one at a time, are judged as ever.
+func TestJudgeRecordCap(t *testing.T) {
+	conn := serve(t, Options{MaxJudgeRecords: 2})
+	c := verifierv1.NewVerifierServiceClient(conn)
+	req := &verifierv1.JudgeRequest{
+		Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}}]`,
+		Before:  &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "0", "patient_id": "p0"}`)},
+		After:   &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "0", "patient_id": "p0"}`, `{"id": "1", "patient_id": "p1"}`)},
+	}
+	_, err := c.Judge(context.Background(), req)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "--max-judge-records") ||
+		!strings.Contains(status.Convert(err).Message(), "after.records") {
+		t.Fatalf("3 records under a bound of 2: %v", err)
+	}
+	req.Before.Records = nil
+	res, err := c.Judge(context.Background(), req)
+	if err != nil || res.GetOutcome() != verifierv1.Outcome_VERIFIED || res.GetEffects()[0].GetObservedCount() != 1 {
+		t.Fatalf("2 records under a bound of 2: %v %v", res, err)
+	}
+	req.After.Reachable = false
+	if _, err := c.Judge(context.Background(), req); status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "unreachable") {
+		t.Fatalf("records on an unreachable read: %v", err)
+	}
+}

@@ -96,13 +96,17 @@ func vetted(h grpc.MethodHandler) grpc.MethodHandler {
 			return nil, err
 		}
 		defer release()
+		method, _ := grpc.Method(ctx)
+		ctx, records := withStreamedRecords(ctx, method)
 		return h(srv, ctx, func(v any) error {
-			if _, judge := v.(*verifierv1.JudgeRequest); judge {
-				if err := countJudgeRecords(raw.data, raw.maxRecords); err != nil {
+			data := raw.data
+			if _, judge := v.(*verifierv1.JudgeRequest); judge && records != nil {
+				if err := countJudgeRecords(data, raw.maxRecords); err != nil {
 					return err
 				}
+				data = splitJudgeRecords(data, records)
 			}
-			return decodeRequest(raw.data, v)
+			return decodeRequest(data, v)
 		}, chain)
 	}
 }

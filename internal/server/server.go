@@ -261,12 +261,13 @@ func (s *service) GetSession(ctx context.Context, req *verifierv1.GetSessionRequ
 	return out, nil
 }
 
-func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
-	before, err := readFromProto(req.GetBefore(), "before")
+func (s *service) Judge(ctx context.Context, req *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
+	raw := streamed(ctx) // over gRPC, the records as they arrived (judgewire.go)
+	before, err := readFromProto(req.GetBefore(), raw.of(0), "before")
 	if err != nil {
 		return nil, err
 	}
-	after, err := readFromProto(req.GetAfter(), "after")
+	after, err := readFromProto(req.GetAfter(), raw.of(1), "after")
 	if err != nil {
 		return nil, err
 	}
@@ -296,25 +297,32 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 
 // readFromProto decodes a read with the fast decoder into a compact batch
 // (judge.BatchSnapshot); Before and After of the session request carry only
-// reachability then.
-func readFromProto(r *verifierv1.Read, path string) (judge.BatchSnapshot, error) {
+// reachability then. streamed are the read's records as wire bytes when
+// the request was decoded without them (the Judge RPC), decoded one at a
+// time after the read's own.
+func readFromProto(r *verifierv1.Read, streamed [][]byte, path string) (judge.BatchSnapshot, error) {
 	if r == nil {
+		// splitJudgeRecords keeps every read it took records from.
 		return judge.BatchSnapshot{}, invalid(path, "missing; give {reachable, records}")
 	}
 	snap := judge.BatchSnapshot{Reachable: r.GetReachable()}
 	if !snap.Reachable {
-		if len(r.GetRecords()) > 0 {
+		if len(r.GetRecords())+len(streamed) > 0 {
 			return snap, invalid(path+".records", "an unreachable read has no records")
 		}
 		return snap, nil
 	}
-	parts := make([][]byte, len(r.GetRecords()))
+	parts := make([][]byte, len(r.GetRecords()), len(r.GetRecords())+len(streamed))
 	for i, rec := range r.GetRecords() {
 		raw, err := recordJSON(rec, fmt.Sprintf("%s.records[%d]", path, i))
 		if err != nil {
 			return snap, err
 		}
 		parts[i] = raw
+	}
+	parts, err := streamedRecordJSON(parts, streamed, path)
+	if err != nil {
+		return snap, err
 	}
 	b, err := judge.DecodeRecordList(parts, path+".records")
 	if err != nil {

@@ -23,6 +23,37 @@ import (
 	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
 
+// Separators counts the commas and line breaks of data: an upper bound on
+// the values a YAML reader builds nodes for (each flow entry needs a
+// comma, each block entry a line). Every line break YAML knows counts:
+// \n, \r, \r\n (once), NEL (U+0085), LS (U+2028) and PS (U+2029), so a
+// document cannot hide its lines from the count behind another break. It
+// allocates nothing.
+func Separators(data []byte) int {
+	n := 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case ',', '\n':
+			n++
+		case '\r':
+			if i+1 >= len(data) || data[i+1] != '\n' {
+				n++ // a \r\n counts at its \n
+			}
+		case 0xC2:
+			if i+1 < len(data) && data[i+1] == 0x85 {
+				n++ // NEL
+				i++
+			}
+		case 0xE2:
+			if i+2 < len(data) && data[i+1] == 0x80 && (data[i+2] == 0xA8 || data[i+2] == 0xA9) {
+				n++ // LS, PS
+				i += 2
+			}
+		}
+	}
+	return n
+}
+
 // Decode reads exactly one YAML document. An empty document, or more than
 // one, is refused.
 func Decode(data []byte) (any, error) {

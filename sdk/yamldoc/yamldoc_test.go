@@ -37,3 +37,22 @@ func TestDecode(t *testing.T) {
 		t.Errorf("a document %d levels deep: %v; want a *jsondepth.Error", jsondepth.Max+1, err)
 	}
 }
+
+// Every line break YAML knows counts once, \r\n included; other bytes of
+// the same leading bytes do not.
+func TestSeparators(t *testing.T) {
+	for in, want := range map[string]int{
+		"":                0,
+		"a, b\nc":         2,
+		"-\r-\r-\r":       3,
+		"-\r\n-\r\n":      2,
+		"-\u0085-\u0085":  2,
+		"-\u2028-\u2029-": 2,
+		"é\u00a0\u2027\r": 1, // C3, C2 A0, E2 80 A7 are no breaks
+		"\r":              1,
+	} {
+		if got := Separators([]byte(in)); got != want {
+			t.Errorf("Separators(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
