@@ -102,7 +102,7 @@ func (b *Budget) TryHold(n int64) (*Hold, error) {
 	if b == nil || n <= 0 {
 		return h, nil
 	}
-	if err := b.take(nil, n, n); err != nil {
+	if err := b.take(context.Background(), n, n, false); err != nil {
 		return nil, err
 	}
 	h.n = n
@@ -128,7 +128,7 @@ func (h *Hold) Resize(ctx context.Context, n int64) error {
 	n = max(n, 0)
 	switch {
 	case n > h.n:
-		if err := h.b.take(ctx, n-h.n, n); err != nil {
+		if err := h.b.take(ctx, n-h.n, n, true); err != nil {
 			return err
 		}
 	case n < h.n:
@@ -153,8 +153,8 @@ func (h *Hold) Release() {
 }
 
 // take adds n bytes to the budget's use for a request that will then hold
-// total bytes, waiting while the budget is spent (ctx nil: no wait).
-func (b *Budget) take(ctx context.Context, n, total int64) error {
+// total bytes, waiting while the budget is spent when wait says so.
+func (b *Budget) take(ctx context.Context, n, total int64, wait bool) error {
 	if total > b.limit {
 		return status.Error(codes.ResourceExhausted, fmt.Sprintf(
 			"the request's %d bytes are more than the daemon's budget of %d bytes in flight (--max-inflight-bytes); send a smaller request", total, b.limit))
@@ -172,7 +172,7 @@ func (b *Budget) take(ctx context.Context, n, total int64) error {
 		}
 		freed := b.freed
 		b.mu.Unlock()
-		if ctx == nil {
+		if !wait {
 			return b.spent()
 		}
 		if timer == nil {
