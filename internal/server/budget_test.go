@@ -89,3 +89,21 @@ func TestJudgeRecordCap(t *testing.T) {
 		t.Fatalf("records on an unreachable read: %v", err)
 	}
 }
+
+// 16 MiB only where a method carries documents or reads; the reward
+// requests take what their HTTP bodies take; everything else, reflection
+// streams included, 64 KiB.
+func TestMethodLimit(t *testing.T) {
+	for method, want := range map[string]int64{
+		verifierv1.VerifierService_Judge_FullMethodName:             16 << 20,
+		verifierv1.VerifierService_Begin_FullMethodName:             16 << 20,
+		verifierv1.RewardService_ScoreEpisode_FullMethodName:        1 << 20,
+		verifierv1.RewardService_RegisterEpisode_FullMethodName:     1 << 20,
+		verifierv1.VerifierService_Verify_FullMethodName:            64 << 10,
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": 64 << 10,
+	} {
+		if got := MethodLimit(method); got != want {
+			t.Errorf("MethodLimit(%s) = %d, want %d", method, got, want)
+		}
+	}
+}

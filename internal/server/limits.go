@@ -25,38 +25,34 @@ const (
 	// request, as the HTTP listener bounds their bodies (httpapi.MaxBodyBytes).
 	MaxRewardRequestBytes = 1 << 20
 	// MaxSmallRequestBytes bounds the requests that carry ids and little
-	// else (Verify, GetSession, GetRun, ...).
+	// else (Verify, GetSession, GetRun, ...), and any method not named in
+	// methodLimits.
 	MaxSmallRequestBytes = 64 << 10
 )
 
-// methodLimits are the methods held below session.MaxRequestBytes.
+// methodLimits are the methods that take more than MaxSmallRequestBytes.
 var methodLimits = map[string]int64{
-	verifierv1.RewardService_RegisterEpisode_FullMethodName:     MaxRewardRequestBytes,
-	verifierv1.RewardService_ScoreEpisode_FullMethodName:        MaxRewardRequestBytes,
-	verifierv1.RewardService_GetReward_FullMethodName:           MaxSmallRequestBytes,
-	verifierv1.RewardService_CalibrateReward_FullMethodName:     MaxSmallRequestBytes,
-	verifierv1.RewardService_ListRewardContracts_FullMethodName: MaxSmallRequestBytes,
-	verifierv1.VerifierService_Verify_FullMethodName:            MaxSmallRequestBytes,
-	verifierv1.VerifierService_GetSession_FullMethodName:        MaxSmallRequestBytes,
-	verifierv1.VerifierService_GetInfo_FullMethodName:           MaxSmallRequestBytes,
-	verifierv1.VerifierService_ExportLedger_FullMethodName:      MaxSmallRequestBytes,
-	verifierv1.VerifierService_Reverify_FullMethodName:          MaxSmallRequestBytes,
-	verifierv1.VerifierService_FinishRun_FullMethodName:         MaxSmallRequestBytes,
-	verifierv1.VerifierService_GetRun_FullMethodName:            MaxSmallRequestBytes,
-	verifierv1.VerifierService_RollbackCheck_FullMethodName:     MaxSmallRequestBytes,
+	verifierv1.VerifierService_TestConnection_FullMethodName: session.MaxRequestBytes,
+	verifierv1.VerifierService_Begin_FullMethodName:          session.MaxRequestBytes,
+	verifierv1.VerifierService_Judge_FullMethodName:          session.MaxRequestBytes,
+	verifierv1.VerifierService_VerifyArtifact_FullMethodName: session.MaxRequestBytes,
+	verifierv1.VerifierService_BeginRun_FullMethodName:       session.MaxRequestBytes,
+	verifierv1.RewardService_RegisterEpisode_FullMethodName:  MaxRewardRequestBytes,
+	verifierv1.RewardService_ScoreEpisode_FullMethodName:     MaxRewardRequestBytes,
 }
 
 // MethodLimit is the most bytes one request message of the method (a full
-// method name, /package.Service/Method) may have: 1 MiB for
-// RegisterEpisode and ScoreEpisode, 64 KiB for the id-only requests, and
-// session.MaxRequestBytes (16 MiB) for the methods that carry documents
-// or reads (Begin, Judge, TestConnection, VerifyArtifact, BeginRun) and
-// any other.
+// method name, /package.Service/Method) may have: session.MaxRequestBytes
+// (16 MiB) for the methods that carry documents or reads (Begin, Judge,
+// TestConnection, VerifyArtifact, BeginRun), 1 MiB for RegisterEpisode
+// and ScoreEpisode, and 64 KiB for every other call (the id-only ones,
+// GetInfo, the ledger export and server reflection), so that a stream
+// that stays open holds no more of the budget than that.
 func MethodLimit(method string) int64 {
 	if n, ok := methodLimits[method]; ok {
 		return n
 	}
-	return session.MaxRequestBytes
+	return MaxSmallRequestBytes
 }
 
 // holdKey carries a call's budget hold from tapIn to vetted.
