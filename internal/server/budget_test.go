@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
@@ -105,5 +107,31 @@ func TestMethodLimit(t *testing.T) {
 		if got := MethodLimit(method); got != want {
 			t.Errorf("MethodLimit(%s) = %d, want %d", method, got, want)
 		}
+	}
+}
+
+// A JudgeRequest's records are split from its bytes, the rest decoding as
+// the request without them; bytes that do not parse are handed back whole
+// for the decoder to refuse.
+func TestSplitJudgeRecords(t *testing.T) {
+	req := &verifierv1.JudgeRequest{Effects: "[]",
+		Before: &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "0"}`)},
+		After:  &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "1"}`, `{"id": "2"}`)}}
+	data, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got streamedRecords
+	var rest verifierv1.JudgeRequest
+	if err := proto.Unmarshal(splitJudgeRecords(data, &got), &rest); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.of(0)) != 1 || len(got.of(1)) != 2 || len(rest.GetAfter().GetRecords()) != 0 || !rest.GetAfter().GetReachable() || rest.GetEffects() != "[]" {
+		t.Fatalf("split: %d before, %d after records; the rest %v", len(got.of(0)), len(got.of(1)), &rest)
+	}
+	var none streamedRecords
+	broken := data[:len(data)-3]
+	if out := splitJudgeRecords(broken, &none); !bytes.Equal(out, broken) || len(none.of(0))+len(none.of(1)) != 0 {
+		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.of(0))+len(none.of(1)))
 	}
 }

@@ -136,34 +136,22 @@ func decodeRequest(data []byte, v any) error {
 // invalidUTF8Field finds the first string field of data (a message of desc)
 // that is not valid UTF-8, as a path such as "params.value".
 func invalidUTF8Field(data []byte, desc protoreflect.MessageDescriptor, prefix string) string {
-	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return ""
+	found := ""
+	eachField(data, func(f wireField) bool {
+		fd := desc.Fields().ByNumber(f.num)
+		if fd == nil || f.typ != protowire.BytesType {
+			return true
 		}
-		data = data[n:]
-		n = protowire.ConsumeFieldValue(num, typ, data)
-		if n < 0 {
-			return ""
-		}
-		value := data[:n]
-		data = data[n:]
-		fd := desc.Fields().ByNumber(num)
-		if fd == nil || typ != protowire.BytesType {
-			continue
-		}
-		b, _ := protowire.ConsumeBytes(value)
 		path := prefix + string(fd.Name())
 		switch fd.Kind() {
 		case protoreflect.StringKind:
-			if !utf8.Valid(b) {
-				return path
+			if !utf8.Valid(f.value) {
+				found = path
 			}
 		case protoreflect.MessageKind:
-			if p := invalidUTF8Field(b, fd.Message(), path+"."); p != "" {
-				return p
-			}
+			found = invalidUTF8Field(f.value, fd.Message(), path+".")
 		}
-	}
-	return ""
+		return found == ""
+	})
+	return found
 }

@@ -52,58 +52,35 @@ func streamed(ctx context.Context) *streamedRecords {
 // Malformed bytes are returned whole, for the decoder to refuse.
 func splitJudgeRecords(data []byte, into *streamedRecords) []byte {
 	out := make([]byte, 0, 256)
-	rest := data
-	for len(rest) > 0 {
-		num, typ, n := protowire.ConsumeTag(rest)
-		if n < 0 {
-			return data
+	var reads [2][][]byte
+	bad := false
+	ok := eachField(data, func(f wireField) bool {
+		if !isRead(f) {
+			out = append(out, f.whole...)
+			return true
 		}
-		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
-		if m < 0 {
-			return data
+		var stripped []byte
+		bad = !eachField(f.value, func(r wireField) bool {
+			if r.num == readRecordsField && r.typ == protowire.BytesType {
+				reads[f.num-judgeBeforeField] = append(reads[f.num-judgeBeforeField], r.value)
+			} else {
+				stripped = append(stripped, r.whole...)
+			}
+			return true
+		})
+		if bad {
+			return false
 		}
-		field := rest[:n+m]
-		rest = rest[n+m:]
-		if (num != judgeBeforeField && num != judgeAfterField) || typ != protowire.BytesType {
-			out = append(out, field...)
-			continue
-		}
-		read, _ := protowire.ConsumeBytes(field[n:])
-		i := 0
-		if num == judgeAfterField {
-			i = 1
-		}
-		stripped, records, ok := splitRead(read)
-		if !ok {
-			return data
-		}
-		into.reads[i] = append(into.reads[i], records...)
-		out = protowire.AppendTag(out, num, protowire.BytesType)
+		out = protowire.AppendTag(out, f.num, protowire.BytesType)
 		out = protowire.AppendBytes(out, stripped)
+		return true
+	})
+	if !ok || bad {
+		return data
 	}
+	into.reads[0] = append(into.reads[0], reads[0]...)
+	into.reads[1] = append(into.reads[1], reads[1]...)
 	return out
-}
-
-// splitRead returns a Read's bytes without its records, and the records.
-func splitRead(read []byte) (stripped []byte, records [][]byte, ok bool) {
-	for len(read) > 0 {
-		num, typ, n := protowire.ConsumeTag(read)
-		if n < 0 {
-			return nil, nil, false
-		}
-		m := protowire.ConsumeFieldValue(num, typ, read[n:])
-		if m < 0 {
-			return nil, nil, false
-		}
-		if num == readRecordsField && typ == protowire.BytesType {
-			rec, _ := protowire.ConsumeBytes(read[n : n+m])
-			records = append(records, rec)
-		} else {
-			stripped = append(stripped, read[:n+m]...)
-		}
-		read = read[n+m:]
-	}
-	return stripped, records, true
 }
 
 // streamedRecordJSON decodes each record's bytes into one reused Struct

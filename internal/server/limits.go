@@ -126,6 +126,41 @@ const (
 	readRecordsField = 3
 )
 
+// wireField is one field of a protobuf message as it arrived: its number
+// and type, the whole field (tag included) and its value's bytes (for a
+// length-delimited field, the contents).
+type wireField struct {
+	num   protowire.Number
+	typ   protowire.Type
+	whole []byte
+	value []byte
+}
+
+// eachField calls f with each field of the message data in order, until f
+// returns false; it reports false when data is malformed (the walk stops
+// there).
+func eachField(data []byte, f func(wireField) bool) bool {
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return false
+		}
+		m := protowire.ConsumeFieldValue(num, typ, data[n:])
+		if m < 0 {
+			return false
+		}
+		field := wireField{num: num, typ: typ, whole: data[:n+m], value: data[n : n+m]}
+		if typ == protowire.BytesType {
+			field.value, _ = protowire.ConsumeBytes(field.value)
+		}
+		data = data[n+m:]
+		if !f(field) {
+			return true
+		}
+	}
+	return true
+}
+
 // countJudgeRecords counts the records of a JudgeRequest's before and
 // after reads in its wire bytes, without decoding any, and refuses a
 // request with more than limit (InvalidArgument naming the read, the
@@ -135,50 +170,38 @@ func countJudgeRecords(data []byte, limit int) error {
 	if limit <= 0 {
 		return nil
 	}
-	total := 0
-	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return nil
+	total, over := 0, ""
+	eachField(data, func(f wireField) bool {
+		if !isRead(f) {
+			return true
 		}
-		data = data[n:]
-		n = protowire.ConsumeFieldValue(num, typ, data)
-		if n < 0 {
-			return nil
-		}
-		if (num == judgeBeforeField || num == judgeAfterField) && typ == protowire.BytesType {
-			read, _ := protowire.ConsumeBytes(data[:n])
-			total += countField(read, readRecordsField)
-			if total > limit {
-				at := "before.records"
-				if num == judgeAfterField {
-					at = "after.records"
-				}
-				return invalid(at, fmt.Sprintf("the request carries more than %d records, the daemon's limit (--max-judge-records); split the read", limit))
+		eachField(f.value, func(r wireField) bool {
+			if r.num == readRecordsField {
+				total++
 			}
+			return true
+		})
+		if total > limit {
+			over = readName(f.num) + ".records"
+			return false
 		}
-		data = data[n:]
+		return true
+	})
+	if over != "" {
+		return invalid(over, fmt.Sprintf("the request carries more than %d records, the daemon's limit (--max-judge-records); split the read", limit))
 	}
 	return nil
 }
 
-// countField counts the occurrences of field num in the message data.
-func countField(data []byte, num protowire.Number) int {
-	count := 0
-	for len(data) > 0 {
-		got, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return count
-		}
-		data = data[n:]
-		n = protowire.ConsumeFieldValue(got, typ, data)
-		if n < 0 {
-			return count
-		}
-		if got == num {
-			count++
-		}
-		data = data[n:]
+// isRead reports whether f is a JudgeRequest's before or after read.
+func isRead(f wireField) bool {
+	return (f.num == judgeBeforeField || f.num == judgeAfterField) && f.typ == protowire.BytesType
+}
+
+// readName is the name of a JudgeRequest's read field: before or after.
+func readName(num protowire.Number) string {
+	if num == judgeAfterField {
+		return "after"
 	}
-	return count
+	return "before"
 }
