@@ -16,10 +16,20 @@ import (
 // is read, never handed to a recursive reader.
 const MaxDepth = jsondepth.Max
 
-// MaxDocumentSeparators bounds the commas and line breaks of a document
-// DecodeDocument reads (effects, deployments, workflows, reward
+// MaxDocumentSeparators bounds the commas and line breaks (every kind YAML
+// knows: yamldoc.Separators) of a document DecodeDocument reads (effects, deployments, workflows, reward
 // contracts): 1,000 contracts of 60 lines each fit.
 const MaxDocumentSeparators = 65536
+
+// DefaultMaxRecords is the default bound on the records one Judge request
+// carries, its before and after reads together (the daemon's
+// --max-judge-records): the records are counted in the request's bytes
+// before any record is decoded, and a request over the bound is refused.
+// At 100,000 records of three fields a Judge request costs the daemon
+// under 256 MiB at its peak, over HTTP/JSON (whose gateway builds every
+// record as a google.protobuf.Struct) as over gRPC (whose records are
+// decoded one at a time).
+const DefaultMaxRecords = 100_000
 
 // DecodeJSON parses one JSON document into a tree of map[string]any, []any,
 // string, json.Number, bool and nil. Unlike encoding/json it refuses a
@@ -37,12 +47,12 @@ func DecodeJSON(data []byte) (any, error) { return compact.DecodeJSON(data) }
 // `id: 1` is seen as a number and refused, exactly as in JSON.
 //
 // A contract document is small: one with more than MaxDocumentSeparators
-// commas and line breaks together (an upper bound on its values, each
+// commas and line breaks together (\n, \r, \r\n, NEL, LS and PS alike) (an upper bound on its values, each
 // flow entry needing a comma and each block entry a line) is refused
 // before it is parsed, so that a 1 MiB document of tiny values cannot make
 // the YAML reader build half a million nodes (~370 bytes each).
 func DecodeDocument(data []byte) (any, error) {
-	if n := bytes.Count(data, []byte{','}) + bytes.Count(data, []byte{'\n'}); n > MaxDocumentSeparators {
+	if n := yamldoc.Separators(data); n > MaxDocumentSeparators {
 		return nil, fmt.Errorf("the document has %d commas and line breaks, over the limit of %d for a contract document; split it", n, MaxDocumentSeparators)
 	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")

@@ -266,7 +266,7 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 func (d *daemon) serverOptions(daemonCfg *config.Daemon) (server.Options, error) {
 	grpcLim, grpcOpts := d.opts.Connections.grpcListener("grpc", nil)
 	d.grpcLim = grpcLim
-	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), Ready: d.fence.Ready}
+	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), Ready: d.fence.Ready, MaxJudgeRecords: d.opts.MaxJudgeRecords}
 	if env := daemonCfg.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {
@@ -310,6 +310,8 @@ func (d *daemon) startListeners(opts server.Options, mets *metrics.Metrics) erro
 		api.AllowHosts(o.allowedHosts)
 		api.SetBudget(opts.Budget)
 		api.SetReady(d.fence.Ready)
+		api.SetBodyLimits(o.Connections.bodyLimits())
+		api.SetMaxJudgeRecords(opts.MaxJudgeRecords)
 		registerObserve(api, mets, mgr, d.st)
 		stopHTTP, err := serveHTTP(d.maintain, o.HTTPListen, api, opts.TLS, o.Connections, logger)
 		if err != nil {

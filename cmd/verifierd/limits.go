@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/verifierd/verifierd/internal/connlimit"
+	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/metrics"
 )
 
@@ -20,12 +21,18 @@ import (
 // (docs/operations.md, "Connections"): --max-connections per listener, how
 // long a connection may take to send its first request (TLS handshake, the
 // HTTP/2 preface, an HTTP request's headers), how long one may sit idle,
-// and how long an HTTP request may take to arrive whole.
+// how long an HTTP request may take to arrive whole and how fast its body
+// must come, the allowance of connections not yet authenticated, and the
+// calls one gRPC connection may carry at once.
 type connLimits struct {
-	maxConnections   int
-	handshakeTimeout time.Duration
-	idleTimeout      time.Duration
-	httpReadTimeout  time.Duration
+	maxConnections          int
+	handshakeTimeout        time.Duration
+	idleTimeout             time.Duration
+	httpReadTimeout         time.Duration
+	minBodyRate             int64
+	maxUnauthenticatedPerIp int
+	maxUnauthenticated      int
+	maxStreamsPerConnection int
 
 	mu        sync.Mutex
 	listeners map[string]*connlimit.Listener // by name: grpc, http, health
@@ -37,7 +44,23 @@ func connFlags(fs *flag.FlagSet) *connLimits {
 	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", 10*time.Second, "how long a new connection may take to finish its TLS handshake and send the HTTP/2 preface (gRPC) or a request's headers (HTTP) before it is closed")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "close a connection with no call in flight (gRPC) or no request (HTTP keep-alive) after this long")
 	fs.DurationVar(&c.httpReadTimeout, "http-read-timeout", 30*time.Second, "how long one HTTP request, headers and body, may take to arrive")
+	fs.Int64Var(&c.minBodyRate, "min-body-rate", defaultMinBodyRate, "bytes a second an HTTP request body must keep up after its first 5s; a slower body is cut with 408 (0: no minimum)")
+	fs.IntVar(&c.maxUnauthenticatedPerIp, "max-unauthenticated-per-ip", 128, "connections not yet authenticated that one address may hold on each listener; past it the oldest idle one is closed (0: no bound)")
+	fs.IntVar(&c.maxUnauthenticated, "max-unauthenticated", 512, "connections not yet authenticated that each listener holds in all; past it the oldest idle one is closed (0: no bound)")
+	fs.IntVar(&c.maxStreamsPerConnection, "max-streams-per-connection", 64, "gRPC calls one connection may have in flight at once; more are refused (REFUSED_STREAM)")
 	return c
+}
+
+// defaultMinBodyRate is --min-body-rate's default: 64 KiB a second, a
+// 16 MiB body in about four minutes, far slower than any real client.
+const defaultMinBodyRate = 64 << 10
+
+// bodyGrace is how long a body may take before the minimum rate applies.
+const bodyGrace = 5 * time.Second
+
+// bodyLimits are the HTTP listener's body pacing (httpapi.SetBodyLimits).
+func (c *connLimits) bodyLimits() httpapi.BodyLimits {
+	return httpapi.BodyLimits{MinRate: c.minBodyRate, Grace: bodyGrace, ReadTimeout: c.httpReadTimeout}
 }
 
 func (c *connLimits) check() error {
@@ -49,29 +72,51 @@ func (c *connLimits) check() error {
 			return fmt.Errorf("%s %s: give a positive duration such as 10s", name, d)
 		}
 	}
+	for name, n := range map[string]int64{"--min-body-rate": c.minBodyRate, "--max-unauthenticated-per-ip": int64(c.maxUnauthenticatedPerIp), "--max-unauthenticated": int64(c.maxUnauthenticated)} {
+		if n < 0 {
+			return fmt.Errorf("%s %d: give 0 (no bound) or a positive number", name, n)
+		}
+	}
+	if c.maxStreamsPerConnection < 1 {
+		return fmt.Errorf("--max-streams-per-connection %d: give at least 1 (the default is 64)", c.maxStreamsPerConnection)
+	}
 	return nil
 }
 
 // grpcListener bounds a gRPC listener, and returns the server options that
-// go with it: the handshake and idle bounds, the keepalive pings that find
-// a peer gone without a word, and the stats handler that tells the
-// listener which connections have a call in flight. l may be nil when the
+// go with it: the handshake and idle bounds, the calls a connection may
+// carry at once, the keepalive pings that find a peer gone without a word
+// (and the policy that closes a client pinging more often than every 30s),
+// and the stats handler that tells the listener which connections have a
+// call in flight. l may be nil when the
 // server is built before its address is bound; set the returned
 // Listener's Listener field then, before serving.
 func (c *connLimits) grpcListener(name string, l net.Listener) (*connlimit.Listener, []grpc.ServerOption) {
-	lim := c.track(name, connlimit.New(l, c.maxConnections))
+	lim := c.track(name, c.limit(l))
 	return lim, []grpc.ServerOption{
 		grpc.StatsHandler(lim.StatsHandler()),
 		grpc.ConnectionTimeout(c.handshakeTimeout),
+		grpc.MaxConcurrentStreams(uint32(c.maxStreamsPerConnection)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: c.idleTimeout, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 30 * time.Second}),
 	}
+}
+
+// limit bounds l to --max-connections, with the unauthenticated allowance.
+func (c *connLimits) limit(l net.Listener) *connlimit.Listener {
+	lim := connlimit.New(l, c.maxConnections)
+	lim.SetUnauthenticated(c.maxUnauthenticatedPerIp, c.maxUnauthenticated)
+	return lim
 }
 
 // httpServer bounds an HTTP server and returns the listener to serve it
 // on: a connection is busy from a request's first headers until its
-// response is sent.
+// response is sent; its headers are at most maxHeaderBytes, and its
+// requests' contexts carry it so that the API can mark it authenticated.
 func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
 	hs.ReadHeaderTimeout = c.handshakeTimeout
+	hs.MaxHeaderBytes = maxHeaderBytes
+	hs.ConnContext = connlimit.WithConn
 	hs.ReadTimeout = c.httpReadTimeout
 	hs.IdleTimeout = c.idleTimeout
 	hs.ConnState = func(conn net.Conn, s http.ConnState) {
@@ -82,7 +127,7 @@ func (c *connLimits) httpServer(hs *http.Server, l net.Listener) net.Listener {
 			connlimit.MarkIdle(conn)
 		}
 	}
-	return c.track("http", connlimit.New(l, c.maxConnections))
+	return c.track("http", c.limit(l))
 }
 
 func (c *connLimits) track(name string, l *connlimit.Listener) *connlimit.Listener {
@@ -94,6 +139,10 @@ func (c *connLimits) track(name string, l *connlimit.Listener) *connlimit.Listen
 	c.listeners[name] = l
 	return l
 }
+
+// maxHeaderBytes bounds an HTTP request's headers: all an unauthenticated
+// request may make the daemon hold.
+const maxHeaderBytes = 64 << 10
 
 var (
 	connOpenDesc    = prometheus.NewDesc(metrics.Namespace+"_connections_open", "Connections a listener holds now (at most --max-connections).", []string{"listener"}, nil)

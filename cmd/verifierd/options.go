@@ -2,11 +2,13 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/inflight"
 	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/judge"
 )
 
 // options are the daemon's flags, each field named for its flag
@@ -35,6 +37,7 @@ type options struct {
 	EvidenceKeyEnv           string
 	RotateKeys               bool
 	MaxInflightBytes         int64
+	MaxJudgeRecords          int
 	HealthListen             string
 	HTTPAllowedHosts         string
 	LedgerCheckpointEvery    uint64
@@ -89,6 +92,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.EvidenceKeyEnv, "evidence-key-env", "", "environment variable holding the 32-byte evidence key in base64, instead of --evidence-key (the same on every replica)")
 	fs.BoolVar(&o.RotateKeys, "rotate-keys", false, "adopt this daemon's --evidence-key and --signing-key for a store first written with other keys (a deliberate rotation; docs/operations.md); without it such a store is refused")
 	fs.Int64Var(&o.MaxInflightBytes, "max-inflight-bytes", inflight.DefaultBytes, "budget of request bytes the daemon holds at once, gRPC and HTTP together; a request waits up to 1s for room, then fails with ResourceExhausted (HTTP 429); 0: no budget (docs/operations.md)")
+	fs.IntVar(&o.MaxJudgeRecords, "max-judge-records", judge.DefaultMaxRecords, "records one Judge request (gRPC or POST /v1/judge) may carry, before and after together, counted before any is decoded; more is refused (InvalidArgument, HTTP 413); 0: no bound (docs/operations.md)")
 	fs.StringVar(&o.HealthListen, "health-listen", "", "also serve the gRPC health service alone, in plaintext, on this address (for Kubernetes gRPC probes when the API needs TLS); empty: off")
 	fs.StringVar(&o.HTTPAllowedHosts, "http-allowed-hosts", "", "comma-separated host or host:port names the HTTP listener answers for besides localhost and loopback addresses (421 otherwise), e.g. verifierd.example.com; requests with the API token pass on any name")
 	o.Connections = connFlags(fs)
@@ -102,6 +106,9 @@ func (o *options) register(fs *flag.FlagSet) {
 func (o *options) validate() error {
 	if err := o.Connections.check(); err != nil {
 		return err
+	}
+	if o.MaxJudgeRecords < 0 {
+		return fmt.Errorf("--max-judge-records %d: give 0 (no bound) or a positive count (the default is %d)", o.MaxJudgeRecords, judge.DefaultMaxRecords)
 	}
 	hosts, err := httpapi.ParseHosts(o.HTTPAllowedHosts)
 	if err != nil {

@@ -36,7 +36,8 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	o.register(fs)
 	// The connection bounds are connLimits' own (unexported) fields.
-	connection := map[string]bool{"max-connections": true, "handshake-timeout": true, "idle-timeout": true, "http-read-timeout": true}
+	connection := map[string]bool{"max-connections": true, "handshake-timeout": true, "idle-timeout": true, "http-read-timeout": true,
+		"min-body-rate": true, "max-unauthenticated-per-ip": true, "max-unauthenticated": true, "max-streams-per-connection": true}
 	var args []string
 	want := map[string]string{}
 	n := 0
@@ -99,8 +100,8 @@ func TestOptionsFieldsNameTheirFlags(t *testing.T) {
 			t.Errorf("--%s=%s: field %s holds %q", name, v, fieldName(name), got)
 		}
 	}
-	if len(want) != 32 {
-		t.Errorf("%d flags, want 32", len(want))
+	if len(want) != 37 {
+		t.Errorf("%d flags, want 37", len(want))
 	}
 	if o.Connections == nil {
 		t.Error("the connection bounds were not registered")

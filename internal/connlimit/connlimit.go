@@ -11,12 +11,21 @@
 // held connection is busy is the new one closed at once. So a flood of
 // idle or half-open connections cannot lock a real client out, and the
 // daemon never holds more than the limit (plus the one being decided).
+//
+// Connections that have not yet shown the API's token have a smaller
+// allowance besides (SetUnauthenticated): at most so many from one
+// address and so many in all. Past it the oldest idle unauthenticated one
+// (of that address, or of all) is closed to make room, or the new one
+// when none is idle. A connection leaves the allowance once a request on
+// it passed the token check (MarkAuthenticated).
 package connlimit
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -32,8 +41,18 @@ type Listener struct {
 	conns  []*Conn          // oldest first
 	byAddr map[string]*Conn // by the peer's address, for StatsHandler
 
+	// perIP and total bound the unauthenticated connections (0: no bound).
+	perIP, total int
+
 	evicted atomic.Int64
 	shed    atomic.Int64
+}
+
+// SetUnauthenticated bounds the connections not yet authenticated: at most
+// perIP from one address and total in all (0 leaves either unbounded).
+// Call it before serving.
+func (l *Listener) SetUnauthenticated(perIP, total int) {
+	l.perIP, l.total = perIP, total
 }
 
 // New bounds l to limit connections (limit < 1 means 1). A connection counts
@@ -52,36 +71,98 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &Conn{Conn: raw, l: l}
+		c := &Conn{Conn: raw, l: l, host: hostOf(raw.RemoteAddr())}
 		c.idle.Store(true)
 		l.mu.Lock()
-		var victim *Conn
-		if len(l.conns) >= l.max {
-			for i, o := range l.conns {
-				if o.idle.Load() {
-					victim = o
-					l.conns = append(l.conns[:i], l.conns[i+1:]...)
-					l.forget(o)
-					break
-				}
-			}
-			if victim == nil {
-				l.mu.Unlock()
-				l.shed.Add(1)
-				raw.Close()
-				continue
-			}
+		victims, ok := l.makeRoom(c)
+		if !ok {
+			l.mu.Unlock()
+			l.shed.Add(1)
+			raw.Close()
+			continue
+		}
+		for _, v := range victims {
+			l.drop(v)
 		}
 		l.conns = append(l.conns, c)
 		l.byAddr[raw.RemoteAddr().String()] = c
 		l.mu.Unlock()
-		if victim != nil {
+		for _, v := range victims {
 			l.evicted.Add(1)
-			victim.removed.Store(true)
-			victim.Conn.Close()
+			v.removed.Store(true)
+			v.Conn.Close()
 		}
 		return c, nil
 	}
+}
+
+// makeRoom picks the connections to close so that c fits: past perIP
+// unauthenticated ones from c's address, past total unauthenticated ones,
+// past max in all, it closes one, a refused one (MarkRefused) first, then
+// the oldest idle one among those counted. Refused connections count
+// only against max: they are being closed. ok is false when a bound has
+// no connection to give. l.mu is held.
+func (l *Listener) makeRoom(c *Conn) (victims []*Conn, ok bool) {
+	chosen := func(o *Conn) bool { return slices.Contains(victims, o) }
+	pick := func(match func(*Conn) bool, limit int, countRefused bool) bool {
+		if limit <= 0 {
+			return true
+		}
+		n, nRefused := 0, 0
+		var refused, oldest *Conn
+		for _, o := range l.conns {
+			switch {
+			case chosen(o):
+			case o.refused.Load():
+				nRefused++
+				if refused == nil {
+					refused = o
+				}
+			case match(o):
+				n++
+				if oldest == nil && o.idle.Load() {
+					oldest = o
+				}
+			}
+		}
+		if countRefused {
+			n += nRefused
+		}
+		if n < limit {
+			return true
+		}
+		victim := cmp.Or(refused, oldest)
+		if victim == nil {
+			return false
+		}
+		victims = append(victims, victim)
+		return true
+	}
+	unauth := func(o *Conn) bool { return !o.authed.Load() }
+	ok = pick(func(o *Conn) bool { return unauth(o) && o.host == c.host }, l.perIP, false) &&
+		pick(unauth, l.total, false) &&
+		pick(func(*Conn) bool { return true }, l.max, true)
+	return victims, ok
+}
+
+// drop removes v from the held connections; l.mu is held.
+func (l *Listener) drop(v *Conn) {
+	if i := slices.Index(l.conns, v); i >= 0 {
+		l.conns = slices.Delete(l.conns, i, i+1)
+	}
+	l.forget(v)
+}
+
+// hostOf is the address part of a peer's address (the port dropped).
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
 }
 
 // Open is how many connections the listener holds now.
@@ -105,13 +186,7 @@ func (l *Listener) remove(c *Conn) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.forget(c)
-	for i, o := range l.conns {
-		if o == c {
-			l.conns = append(l.conns[:i], l.conns[i+1:]...)
-			return
-		}
-	}
+	l.drop(c)
 }
 
 // forget drops c from byAddr; l.mu is held.
@@ -129,6 +204,9 @@ type Conn struct {
 	calls   atomic.Int64 // gRPC calls in flight
 	idle    atomic.Bool
 	removed atomic.Bool
+	authed  atomic.Bool
+	refused atomic.Bool
+	host    string
 }
 
 // Close closes the connection and frees its place.
@@ -145,11 +223,45 @@ func MarkBusy(c net.Conn) { setIdle(c, false) }
 func MarkIdle(c net.Conn) { setIdle(c, true) }
 
 func setIdle(c net.Conn, idle bool) {
+	if lc := held(c); lc != nil {
+		lc.idle.Store(idle)
+	}
+}
+
+// held is the listener's Conn under c (a TLS connection unwrapped), or nil.
+func held(c net.Conn) *Conn {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if lc, ok := c.(*Conn); ok {
-		lc.idle.Store(idle)
+	lc, _ := c.(*Conn)
+	return lc
+}
+
+// WithConn returns ctx carrying c, for MarkAuthenticated: an HTTP server's
+// ConnContext. gRPC's contexts carry it through StatsHandler.
+func WithConn(ctx context.Context, c net.Conn) context.Context {
+	if lc := held(c); lc != nil {
+		return context.WithValue(ctx, connKey{}, lc)
+	}
+	return ctx
+}
+
+// MarkRefused says a request on ctx's connection was refused for want of
+// the token and the connection is being closed: it no longer counts
+// against the unauthenticated allowance, and is the first to close when
+// room is needed.
+func MarkRefused(ctx context.Context) {
+	if c, _ := ctx.Value(connKey{}).(*Conn); c != nil {
+		c.refused.Store(true)
+	}
+}
+
+// MarkAuthenticated says a request on ctx's connection passed the token
+// check: the connection leaves the unauthenticated allowance. A context
+// without a held connection is ignored.
+func MarkAuthenticated(ctx context.Context) {
+	if c, _ := ctx.Value(connKey{}).(*Conn); c != nil {
+		c.authed.Store(true)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 )
 
 // serve accepts on l and echoes what each connection sends; a connection
-// whose first byte is 'B' is marked busy, as a server serving it would.
+// whose first byte is 'B' is marked busy, as a server serving it would,
+// one whose first byte is 'A' authenticated.
 func serve(t *testing.T, l *Listener) {
 	go func() {
 		for {
@@ -31,6 +32,9 @@ func serve(t *testing.T, l *Listener) {
 				}
 				if first[0] == 'B' {
 					MarkBusy(c)
+				}
+				if first[0] == 'A' {
+					MarkAuthenticated(WithConn(context.Background(), c))
 				}
 				if _, err := c.Write(first[:]); err != nil {
 					return
@@ -230,5 +234,59 @@ func TestGRPC(t *testing.T) {
 	}
 	if l.Evicted() != 2 {
 		t.Errorf("evicted %d, want 2", l.Evicted())
+	}
+}
+
+// Unauthenticated connections from one address past the per-address
+// allowance close the oldest idle unauthenticated one; an authenticated
+// connection is never counted, and the total allowance bounds all
+// addresses together.
+func TestUnauthenticatedAllowance(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(raw, 100)
+	l.SetUnauthenticated(2, 0)
+	defer l.Close()
+	serve(t, l)
+	addr := raw.Addr().String()
+	c1, c2 := dial(t, addr), dial(t, addr)
+	echo(t, c1, "x")
+	echo(t, c2, "x")
+	authed := dial(t, addr)
+	echo(t, authed, "A") // the third from 127.0.0.1: c1 made room
+	if !closed(c1, 2*time.Second) || closed(c2, 100*time.Millisecond) {
+		t.Fatal("the third unauthenticated connection from one address did not close the oldest (c1) alone")
+	}
+	c4 := dial(t, addr)
+	echo(t, c4, "x") // unauthenticated now: c2, c4 (authed does not count)
+	if closed(c2, 100*time.Millisecond) || closed(authed, 100*time.Millisecond) {
+		t.Fatal("a connection was closed within the allowance")
+	}
+	c5 := dial(t, addr)
+	echo(t, c5, "x")
+	if !closed(c2, 2*time.Second) || closed(authed, 100*time.Millisecond) {
+		t.Fatal("past the allowance the oldest unauthenticated connection (c2) is closed, the authenticated one kept")
+	}
+	if got := l.Evicted(); got != 2 {
+		t.Fatalf("evicted %d, want 2", got)
+	}
+
+	// The total allowance, across addresses (here one, with no per-address bound).
+	raw2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2 := New(raw2, 100)
+	l2.SetUnauthenticated(0, 1)
+	defer l2.Close()
+	serve(t, l2)
+	d1 := dial(t, raw2.Addr().String())
+	echo(t, d1, "x")
+	d2 := dial(t, raw2.Addr().String())
+	echo(t, d2, "x")
+	if !closed(d1, 2*time.Second) || l2.Open() != 1 {
+		t.Fatalf("past the total allowance of 1 the older connection stays open (%d open)", l2.Open())
 	}
 }

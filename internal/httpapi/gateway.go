@@ -116,17 +116,23 @@ func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, chain grpc.Un
 	if err := verifierv1.RegisterVerifierServiceHandlerServer(context.Background(), gw, intercepted{svc: svc, chain: chain}); err != nil {
 		return err
 	}
-	h := shallowBody(gw, jsonpb, gw.ServeHTTP)
 	for _, p := range gatewayRoutes {
-		route := h
+		// Depth first: every later walk of the body (the records' numbers
+		// and count, the params) keeps a stack as deep as the body nests.
+		route := http.HandlerFunc(gw.ServeHTTP)
 		if paramRoutes[p] {
 			route = scalarParams(gw, jsonpb, route)
 		}
 		if p == "POST /v1/judge" {
-			route = exactRecords(gw, jsonpb, route)
+			route = exactRecords(gw, jsonpb, a, route)
 		}
-		// The token is the chain's to check, as over gRPC.
-		a.handleOpen(p, session.MaxRequestBytes, route)
+		route = shallowBody(gw, jsonpb, route)
+		// The chain checks the token again, as over gRPC; the listener
+		// checks it first, before the body is read.
+		a.route(p, session.MaxRequestBytes, func(w http.ResponseWriter, r *http.Request) {
+			runtime.HTTPError(r.Context(), gw, jsonpb, bearerChallenge{w}, r,
+				status.Error(codes.Unauthenticated, "send the API token as 'authorization: Bearer <token>'"))
+		}, route)
 	}
 	doc := verifierv1.OpenAPI()
 	a.Handle("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {

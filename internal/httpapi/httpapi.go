@@ -9,14 +9,14 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
+	"github.com/verifierd/verifierd/internal/connlimit"
 	"github.com/verifierd/verifierd/internal/inflight"
 )
 
@@ -30,13 +30,22 @@ type API struct {
 	hosts  Hosts
 	budget *inflight.Budget
 	ready  func() error
+
+	bodyLimits      BodyLimits
+	maxJudgeRecords int
 }
 
-// SetBudget makes every request body reserve its size from b before it is
-// read (the daemon's --max-inflight-bytes, shared with gRPC): a body of
-// unknown length reserves the route's whole body limit. When the budget
-// stays spent for inflight.MaxWait the request is refused with 429 and
-// Retry-After. Call it before serving.
+// SetMaxJudgeRecords bounds the records of one POST /v1/judge body,
+// before and after together (--max-judge-records; 0: no bound). They are
+// counted while the body is walked, before any record is built; over the
+// bound the answer is 413 naming the flag. Call it before serving.
+func (a *API) SetMaxJudgeRecords(n int) { a.maxJudgeRecords = n }
+
+// SetBudget makes every request body draw on b as it arrives (the
+// daemon's --max-inflight-bytes, shared with gRPC): a chunk at a time, not
+// the declared length up front, and only once the request passed the
+// token check. When the budget stays spent for inflight.MaxWait the
+// request is refused with 429 and Retry-After. Call it before serving.
 func (a *API) SetBudget(b *inflight.Budget) { a.budget = b }
 
 // New returns an API requiring token as "Authorization: Bearer <token>" on
@@ -67,54 +76,42 @@ func (a *API) AllowHosts(h Hosts) {
 }
 
 // Handle joins a route (an http.ServeMux pattern such as "POST /v1/x")
-// behind the bearer token.
+// behind the bearer token, with a body of at most MaxBodyBytes.
 func (a *API) Handle(pattern string, h http.HandlerFunc) {
-	a.handle(pattern, MaxBodyBytes, h)
+	a.route(pattern, MaxBodyBytes, unauthorized, h)
 }
 
-func (a *API) handle(pattern string, maxBody int64, h http.HandlerFunc) {
-	a.handleOpen(pattern, maxBody, func(w http.ResponseWriter, r *http.Request) {
+// unauthorized is the 401 of the listener's own routes.
+func unauthorized(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("WWW-Authenticate", "Bearer")
+	WriteError(w, http.StatusUnauthorized, "unauthorized", "send the API token as 'Authorization: Bearer <token>'")
+}
+
+// route joins a route in the order that keeps an unauthenticated client's
+// cost at its headers: the token is checked first (refuse answers a
+// request without it, and the connection is closed), then the body is read
+// whole, at most maxBody bytes, drawing on the budget as it arrives and at
+// the minimum rate (readBody), and only then does h run, with the body in
+// memory. The body's bytes stay reserved until h returns.
+func (a *API) route(pattern string, maxBody int64, refuse http.HandlerFunc, h http.HandlerFunc) {
+	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if !a.authorized(r) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			WriteError(w, http.StatusUnauthorized, "unauthorized", "send the API token as 'Authorization: Bearer <token>'")
+			connlimit.MarkRefused(r.Context())
+			w.Header().Set("Connection", "close")
+			refuse(w, r)
 			return
 		}
-		h(w, r)
-	})
-}
-
-// handleOpen joins a route whose handler checks the token itself (the
-// gateway's, through the gRPC interceptor chain), with the body bound and
-// the budget reservation every route has.
-func (a *API) handleOpen(pattern string, maxBody int64, h http.HandlerFunc) {
-	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if n := bodyReservation(r, maxBody); n > 0 && a.budget != nil {
-			release, err := a.budget.Reserve(r.Context(), n)
-			if err != nil {
-				if status.Code(err) != codes.ResourceExhausted {
-					return // the client went away while it waited
-				}
-				w.Header().Set("Retry-After", "1")
-				WriteError(w, http.StatusTooManyRequests, "resource_exhausted", status.Convert(err).Message())
-				return
-			}
-			defer release()
+		connlimit.MarkAuthenticated(r.Context())
+		data, hold, ok := a.readBody(w, r, maxBody)
+		if !ok {
+			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		if hold != nil {
+			defer hold.Release()
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+		}
 		h(w, r)
 	})
-}
-
-// bodyReservation is what a request reserves: its declared length, or the
-// route's body limit when the length is unknown (chunked) or over it.
-func bodyReservation(r *http.Request, maxBody int64) int64 {
-	if r.Body == nil || r.Body == http.NoBody {
-		return 0
-	}
-	if r.ContentLength >= 0 && r.ContentLength <= maxBody {
-		return r.ContentLength
-	}
-	return maxBody
 }
 
 func (a *API) authorized(r *http.Request) bool {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
@@ -59,5 +61,77 @@ func TestBudgetReleasedOnEveryPath(t *testing.T) {
 	}
 	if n := b.InUse(); n != 0 {
 		t.Fatalf("%d bytes reserved after the refusal", n)
+	}
+}
+
+// A Judge request's records are counted in its bytes against
+// MaxJudgeRecords, before and after together, before any is decoded:
+// over the bound it is InvalidArgument naming the read and the flag; at
+// the bound the records, decoded one at a time, are judged as ever.
+func TestJudgeRecordCap(t *testing.T) {
+	conn := serve(t, Options{MaxJudgeRecords: 2})
+	c := verifierv1.NewVerifierServiceClient(conn)
+	req := &verifierv1.JudgeRequest{
+		Effects: `[{"kind": "record_written", "match": {"patient_id": "p1"}}]`,
+		Before:  &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "0", "patient_id": "p0"}`)},
+		After:   &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "0", "patient_id": "p0"}`, `{"id": "1", "patient_id": "p1"}`)},
+	}
+	_, err := c.Judge(context.Background(), req)
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "--max-judge-records") ||
+		!strings.Contains(status.Convert(err).Message(), "after.records") {
+		t.Fatalf("3 records under a bound of 2: %v", err)
+	}
+	req.Before.Records = nil
+	res, err := c.Judge(context.Background(), req)
+	if err != nil || res.GetOutcome() != verifierv1.Outcome_VERIFIED || res.GetEffects()[0].GetObservedCount() != 1 {
+		t.Fatalf("2 records under a bound of 2: %v %v", res, err)
+	}
+	req.After.Reachable = false
+	if _, err := c.Judge(context.Background(), req); status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "unreachable") {
+		t.Fatalf("records on an unreachable read: %v", err)
+	}
+}
+
+// 16 MiB only where a method carries documents or reads; the reward
+// requests take what their HTTP bodies take; everything else, reflection
+// streams included, 64 KiB.
+func TestMethodLimit(t *testing.T) {
+	for method, want := range map[string]int64{
+		verifierv1.VerifierService_Judge_FullMethodName:             16 << 20,
+		verifierv1.VerifierService_Begin_FullMethodName:             16 << 20,
+		verifierv1.RewardService_ScoreEpisode_FullMethodName:        1 << 20,
+		verifierv1.RewardService_RegisterEpisode_FullMethodName:     1 << 20,
+		verifierv1.VerifierService_Verify_FullMethodName:            64 << 10,
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": 64 << 10,
+	} {
+		if got := MethodLimit(method); got != want {
+			t.Errorf("MethodLimit(%s) = %d, want %d", method, got, want)
+		}
+	}
+}
+
+// A JudgeRequest's records are split from its bytes, the rest decoding as
+// the request without them; bytes that do not parse are handed back whole
+// for the decoder to refuse.
+func TestSplitJudgeRecords(t *testing.T) {
+	req := &verifierv1.JudgeRequest{Effects: "[]",
+		Before: &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "0"}`)},
+		After:  &verifierv1.Read{Reachable: true, Records: records(t, `{"id": "1"}`, `{"id": "2"}`)}}
+	data, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got streamedRecords
+	var rest verifierv1.JudgeRequest
+	if err := proto.Unmarshal(splitJudgeRecords(data, &got), &rest); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.of(0)) != 1 || len(got.of(1)) != 2 || len(rest.GetAfter().GetRecords()) != 0 || !rest.GetAfter().GetReachable() || rest.GetEffects() != "[]" {
+		t.Fatalf("split: %d before, %d after records; the rest %v", len(got.of(0)), len(got.of(1)), &rest)
+	}
+	var none streamedRecords
+	broken := data[:len(data)-3]
+	if out := splitJudgeRecords(broken, &none); !bytes.Equal(out, broken) || len(none.of(0))+len(none.of(1)) != 0 {
+		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.of(0))+len(none.of(1)))
 	}
 }

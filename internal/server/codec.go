@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/verifierd/verifierd/internal/inflight"
+	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
 // wireCodec is gRPC's proto codec, except for the requests of the API's
@@ -25,13 +26,18 @@ import (
 // where gRPC would answer any decoding failure with Internal, blaming the
 // daemon for the client's bytes. Nothing is kept between the codec and the
 // call but the request itself.
-type wireCodec struct{ budget *inflight.Budget }
+type wireCodec struct {
+	budget     *inflight.Budget
+	maxRecords int
+}
 
-// rawRequest is a unary API request as it arrived: its wire bytes and the
-// budget they must be reserved from.
+// rawRequest is a unary API request as it arrived: its wire bytes, the
+// budget they must be reserved from and the bound on a Judge request's
+// records.
 type rawRequest struct {
-	data   []byte
-	budget *inflight.Budget
+	data       []byte
+	budget     *inflight.Budget
+	maxRecords int
 }
 
 func (wireCodec) Name() string { return "proto" }
@@ -47,7 +53,7 @@ func (wireCodec) Marshal(v any) ([]byte, error) {
 func (c wireCodec) Unmarshal(data []byte, v any) error {
 	if raw, ok := v.(*rawRequest); ok {
 		// gRPC reuses its buffer once Unmarshal returns.
-		raw.data, raw.budget = append([]byte(nil), data...), c.budget
+		raw.data, raw.budget, raw.maxRecords = append([]byte(nil), data...), c.budget, c.maxRecords
 		return nil
 	}
 	m, ok := v.(proto.Message)
@@ -69,8 +75,9 @@ func register(srv *grpc.Server, desc *grpc.ServiceDesc, impl any) {
 }
 
 // vetted wraps a generated unary method handler. It takes the request's
-// wire bytes from the codec, reserves them from the budget for as long as
-// the call runs (the call's context bounds the wait, besides
+// wire bytes from the codec, holds them to the method's bound and keeps
+// them reserved from the budget for as long as the call runs
+// (holdMessage; the call's context bounds a wait, besides
 // inflight.MaxWait), and hands the generated handler a decoder that
 // refuses strings that are not UTF-8 with InvalidArgument naming the
 // field. The generated handler then runs the interceptor chain (Chain) as
@@ -81,17 +88,26 @@ func vetted(h grpc.MethodHandler) grpc.MethodHandler {
 		if err := dec(&raw); err != nil {
 			return nil, err
 		}
-		if raw.budget != nil {
-			release, err := raw.budget.Reserve(ctx, int64(len(raw.data)))
-			if err != nil {
-				if _, isStatus := status.FromError(err); !isStatus {
-					err = status.Error(codes.ResourceExhausted, err.Error())
-				}
-				return nil, err
+		release, err := holdMessage(ctx, raw.budget, len(raw.data))
+		if err != nil {
+			if _, isStatus := status.FromError(err); !isStatus {
+				err = status.Error(codes.ResourceExhausted, err.Error())
 			}
-			defer release()
+			return nil, err
 		}
-		return h(srv, ctx, func(v any) error { return decodeRequest(raw.data, v) }, chain)
+		defer release()
+		method, _ := grpc.Method(ctx)
+		ctx, records := withStreamedRecords(ctx, method)
+		return h(srv, ctx, func(v any) error {
+			data := raw.data
+			if _, judge := v.(*verifierv1.JudgeRequest); judge && records != nil {
+				if err := countJudgeRecords(data, raw.maxRecords); err != nil {
+					return err
+				}
+				data = splitJudgeRecords(data, records)
+			}
+			return decodeRequest(data, v)
+		}, chain)
 	}
 }
 
@@ -120,34 +136,22 @@ func decodeRequest(data []byte, v any) error {
 // invalidUTF8Field finds the first string field of data (a message of desc)
 // that is not valid UTF-8, as a path such as "params.value".
 func invalidUTF8Field(data []byte, desc protoreflect.MessageDescriptor, prefix string) string {
-	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
-			return ""
+	found := ""
+	eachField(data, func(f wireField) bool {
+		fd := desc.Fields().ByNumber(f.num)
+		if fd == nil || f.typ != protowire.BytesType {
+			return true
 		}
-		data = data[n:]
-		n = protowire.ConsumeFieldValue(num, typ, data)
-		if n < 0 {
-			return ""
-		}
-		value := data[:n]
-		data = data[n:]
-		fd := desc.Fields().ByNumber(num)
-		if fd == nil || typ != protowire.BytesType {
-			continue
-		}
-		b, _ := protowire.ConsumeBytes(value)
 		path := prefix + string(fd.Name())
 		switch fd.Kind() {
 		case protoreflect.StringKind:
-			if !utf8.Valid(b) {
-				return path
+			if !utf8.Valid(f.value) {
+				found = path
 			}
 		case protoreflect.MessageKind:
-			if p := invalidUTF8Field(b, fd.Message(), path+"."); p != "" {
-				return p
-			}
+			found = invalidUTF8Field(f.value, fd.Message(), path+".")
 		}
-	}
-	return ""
+		return found == ""
+	})
+	return found
 }

@@ -58,15 +58,21 @@ type Options struct {
 	// connection bounds (handshake timeout, keepalive and idle limits).
 	Connection []grpc.ServerOption
 	// Budget, when set, bounds the bytes of API requests in flight
-	// (--max-inflight-bytes): each unary request reserves its size before
-	// it is decoded and waits or fails with ResourceExhausted when the
-	// budget is spent.
+	// (--max-inflight-bytes): an authenticated call holds its method's
+	// bound while its message arrives (refused with ResourceExhausted when
+	// the budget has no room), then exactly its message's size until it
+	// returns.
 	Budget *inflight.Budget
 	// Ready, when set, is asked before every call but health checks: an
 	// error (the store's keys changed under this replica) answers the call
 	// FailedPrecondition with its message, so that nothing is served or
 	// signed while the daemon is not fit to.
 	Ready func() error
+	// MaxJudgeRecords bounds the records of one Judge request, before and
+	// after together (--max-judge-records), counted in its bytes before
+	// any is decoded; over it the call is InvalidArgument naming the flag.
+	// 0: no bound.
+	MaxJudgeRecords int
 }
 
 // New returns a gRPC server with VerifierService, health and reflection.
@@ -82,9 +88,12 @@ func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server
 		// The budget and the UTF-8 check run where the bytes arrive,
 		// before the chain (codec.go); the HTTP listener reserves its
 		// bodies from the same budget.
-		grpc.ForceServerCodec(wireCodec{budget: opts.Budget}),
+		grpc.ForceServerCodec(wireCodec{budget: opts.Budget, maxRecords: opts.MaxJudgeRecords}),
 		grpc.ChainUnaryInterceptor(Chain(opts)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
+		// The token and the budget are checked before a message is read
+		// (limits.go).
+		grpc.InTapHandle(tapIn(opts.BearerToken, opts.Budget)),
 		// Calls run on a pool of goroutines whose stacks have already
 		// grown, instead of a fresh goroutine (and its stack growth) per
 		// call; a call that finds every worker busy still gets its own.
@@ -271,12 +280,13 @@ func (s *service) GetSession(ctx context.Context, req *verifierv1.GetSessionRequ
 	return out, nil
 }
 
-func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
-	before, err := readFromProto(req.GetBefore(), "before")
+func (s *service) Judge(ctx context.Context, req *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
+	raw := streamed(ctx) // over gRPC, the records as they arrived (judgewire.go)
+	before, err := readFromProto(req.GetBefore(), raw.of(0), "before")
 	if err != nil {
 		return nil, err
 	}
-	after, err := readFromProto(req.GetAfter(), "after")
+	after, err := readFromProto(req.GetAfter(), raw.of(1), "after")
 	if err != nil {
 		return nil, err
 	}
@@ -306,25 +316,32 @@ func (s *service) Judge(_ context.Context, req *verifierv1.JudgeRequest) (*verif
 
 // readFromProto decodes a read with the fast decoder into a compact batch
 // (judge.BatchSnapshot); Before and After of the session request carry only
-// reachability then.
-func readFromProto(r *verifierv1.Read, path string) (judge.BatchSnapshot, error) {
+// reachability then. streamed are the read's records as wire bytes when
+// the request was decoded without them (the Judge RPC), decoded one at a
+// time after the read's own.
+func readFromProto(r *verifierv1.Read, streamed [][]byte, path string) (judge.BatchSnapshot, error) {
 	if r == nil {
+		// splitJudgeRecords keeps every read it took records from.
 		return judge.BatchSnapshot{}, invalid(path, "missing; give {reachable, records}")
 	}
 	snap := judge.BatchSnapshot{Reachable: r.GetReachable()}
 	if !snap.Reachable {
-		if len(r.GetRecords()) > 0 {
+		if len(r.GetRecords())+len(streamed) > 0 {
 			return snap, invalid(path+".records", "an unreachable read has no records")
 		}
 		return snap, nil
 	}
-	parts := make([][]byte, len(r.GetRecords()))
+	parts := make([][]byte, len(r.GetRecords()), len(r.GetRecords())+len(streamed))
 	for i, rec := range r.GetRecords() {
 		raw, err := recordJSON(rec, fmt.Sprintf("%s.records[%d]", path, i))
 		if err != nil {
 			return snap, err
 		}
 		parts[i] = raw
+	}
+	parts, err := streamedRecordJSON(parts, streamed, path)
+	if err != nil {
+		return snap, err
 	}
 	b, err := judge.DecodeRecordList(parts, path+".records")
 	if err != nil {

@@ -156,9 +156,14 @@ func TestHostileRequestsRefusedWithCodes(t *testing.T) {
 			return err
 		}, codes.ResourceExhausted, "16777216"},
 		"1 MB session id": {func() error {
+			// Over Verify's message bound: refused before it is decoded.
 			_, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: strings.Repeat("s", 1<<20)})
 			return err
-		}, codes.InvalidArgument, "session_id: 1048576 bytes is over the limit of 128 bytes"},
+		}, codes.ResourceExhausted, "over the 65536 bytes that method takes"},
+		"1 KB session id": {func() error {
+			_, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: strings.Repeat("s", 1<<10)})
+			return err
+		}, codes.InvalidArgument, "session_id: 1024 bytes is over the limit of 128 bytes"},
 		"unknown session": {func() error {
 			_, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: "ses_" + strings.Repeat("0", 100)})
 			return err
