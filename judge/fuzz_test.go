@@ -673,7 +673,7 @@ func FuzzJudge(f *testing.F) {
 				t.Fatalf("REFUTED classed %s", v.Class)
 			}
 			unexplained := slices.Contains(v.Codes(), ReasonUnexplainedChange)
-			if unexplained && (!(censusUsed || writeSetUsed) || len(v.Unexplained) == 0) {
+			if unexplained && ((!censusUsed && !writeSetUsed) || len(v.Unexplained) == 0) {
 				t.Fatalf("%s without a census or identities: %v", ReasonUnexplainedChange, v.Unexplained)
 			}
 			other := slices.Contains(v.Codes(), ReasonOtherWrite)

@@ -44,12 +44,13 @@ func rewrite(entries [][]byte, seq int, rechain bool) [][]byte {
 	for i := seq - 1; i < len(out); i++ {
 		var e receipt.Entry
 		_ = json.Unmarshal(out[i], &e)
-		if i == seq-1 {
+		switch {
+		case i == seq-1:
 			e.Type = "forged"
-		} else if rechain {
+		case rechain:
 			e.Prev = prev
-		} else {
-			break
+		default:
+			return out
 		}
 		out[i], prev = e.Canonical(), e.Hash()
 	}
