@@ -72,8 +72,11 @@ func (f *file) TestConnection(context.Context, sdk.TestRequest) (sdk.TestResult,
 	return sdk.TestResult{Reachable: true, Message: "opened " + f.path}, nil
 }
 
-// Read streams one record per line; blank lines are skipped.
-func (f *file) Read(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
+// Read streams one record per line; blank lines are skipped. A line whose
+// field a contract selects on or reads holds a list (several values where
+// the contract compares one) fails the read, naming the line and the field:
+// dropping or flattening it would hide the record (sdk.ShapeError).
+func (f *file) Read(_ context.Context, req sdk.CaptureRequest) (sdk.Capture, error) {
 	fh, err := os.Open(f.path)
 	if err != nil {
 		return sdk.Unreachable("cannot open %s: %v", f.path, err), nil
@@ -94,6 +97,10 @@ func (f *file) Read(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
 				yield(nil, fmt.Errorf("%s line %d: not a JSON object", f.path, n))
 				return
 			}
+			if err := shaped(req, rec, fmt.Sprintf("%s line %d", f.path, n)); err != nil {
+				yield(nil, err)
+				return
+			}
 			if !yield(rec, nil) {
 				return
 			}
@@ -103,4 +110,27 @@ func (f *file) Read(context.Context, sdk.CaptureRequest) (sdk.Capture, error) {
 		}
 	}
 	return sdk.Capture{Reachable: true, Records: records}, nil
+}
+
+// shaped is the shaping rule for one record: a list in a field a contract
+// reads holds its one value (an empty one, none: the field is absent), and
+// several values are a *sdk.ShapeError; a list in any other field is kept
+// as it is.
+func shaped(req sdk.CaptureRequest, rec sdk.Record, where string) error {
+	for field, v := range rec {
+		list, isList := v.([]any)
+		if !isList || !req.Reads(field) {
+			continue
+		}
+		one, ok, err := sdk.SingleValue(where, field, list)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			delete(rec, field)
+		default:
+			rec[field] = one
+		}
+	}
+	return nil
 }

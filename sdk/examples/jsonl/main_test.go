@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
@@ -69,5 +70,40 @@ func TestMalformedLineFailsTheRead(t *testing.T) {
 	}
 	if recs, err := capt.Records(); err == nil {
 		t.Fatalf("a malformed line read as %d records without an error", len(recs))
+	}
+}
+
+// TestListInAReadField: a line whose field a contract selects on holds a
+// list. Two values fail the read naming the line and the field (dropping
+// the line, or reading it as a list no value matches, would hide a write
+// and halt the step); one value is that value; a list in a field no
+// contract reads stays a list.
+func TestListInAReadField(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "orders.jsonl")
+	in := adaptertest.Configured(t, New, request(path), nil)
+	read := func(content string) ([]sdk.Record, error) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		req := adaptertest.Request(map[string]string{"subject": "a"})
+		req.ReadFields = []string{"subject", "id"}
+		capt, err := in.CaptureAfter(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return capt.Records()
+	}
+	_, err := read("{\"id\":\"o-1\",\"subject\":\"a\"}\n{\"id\":\"o-2\",\"subject\":[\"a\",\"b\"]}\n")
+	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "subject") {
+		t.Fatalf("two values in a selected field: %v, want the read failed naming line 2 and subject", err)
+	}
+	recs, err := read("{\"id\":\"o-3\",\"subject\":[\"a\"],\"tags\":[\"x\",\"y\"]}\n")
+	if err != nil || len(recs) != 1 || recs[0]["subject"] != "a" {
+		t.Fatalf("one value: %v %v, want subject a", recs, err)
+	}
+	if tags, ok := recs[0]["tags"].([]any); !ok || len(tags) != 2 {
+		t.Errorf("a list no contract reads: %v, want it kept", recs[0]["tags"])
 	}
 }
