@@ -465,6 +465,8 @@ func advJSONL(t *testing.T) *advBackend {
 			"truncation past the cap":                    "the jsonl plugin reads the whole file, with no cap or page",
 			"identity spelt differently":                 "the subject is a plain text field: one identity has one spelling",
 			"slow page":                                  "the jsonl plugin reads one file, not pages",
+			"soft delete": "the jsonl plugin reads every line, trashed or not, and has no filter to leave a trashed one out: " +
+				"a deployment over a soft-deleting store must read only live records (docs/contracts.md), as the SQL backends' reads and censuses do",
 		},
 	}
 }
