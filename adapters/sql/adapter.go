@@ -40,6 +40,9 @@ type config struct {
 	// SQLPasswordEnv is the NAME of the variable; the daemon resolves it
 	// and passes the value as the secret slot "sql_password_env".
 	SQLPasswordEnv string `json:"sql_password_env"`
+	// SQLHiddenRows "accepted" lets the adapter read through a view or a
+	// table under row-level security (hidden.go); refused otherwise.
+	SQLHiddenRows string `json:"sql_hidden_rows"`
 }
 
 // passwordSlot is the secret slot the daemon fills from sql_password_env.
@@ -55,6 +58,10 @@ type settings struct {
 	query  string       // the operator's query, placeholders in the driver's form
 	names  []string     // the placeholders, in the driver's parameter order
 	values param.Values // sql_query_params, bound per call
+	// hiddenOK: sql_hidden_rows: accepted; hidden caches what the query
+	// reads through (hidden.go).
+	hiddenOK bool
+	hidden   hiddenRows
 }
 
 // reader is one driver's way into the system of record. Every method reads
@@ -73,6 +80,9 @@ type reader interface {
 	// count returns the row count of each table, all read in one
 	// read-only transaction.
 	count(ctx context.Context, tables []TableName) ([]int64, error)
+	// rowFilters says which of names, if any, is a view or a table whose
+	// row-level security applies to the login ("" for none; hidden.go).
+	rowFilters(ctx context.Context, names []string) (string, error)
 	// close releases the connections.
 	close()
 }
@@ -141,7 +151,10 @@ func configure(ctx context.Context, cfg config, req sdk.ConfigureRequest) (*sett
 	if _, err := bindArgs(names, shape); err != nil {
 		return nil, err
 	}
-	s := &settings{driver: driver, query: query, names: names, values: values}
+	if cfg.SQLHiddenRows != "" && cfg.SQLHiddenRows != hiddenAccepted {
+		return nil, &sdk.ConfigError{Path: "sql_hidden_rows", Message: fmt.Sprintf("write %s (the login sees every row the contracts are about, though the query reads through a view or row-level security), or leave it out", hiddenAccepted)}
+	}
+	s := &settings{driver: driver, query: query, names: names, values: values, hiddenOK: cfg.SQLHiddenRows == hiddenAccepted}
 	s.Binding = s.args
 	if s.reader, err = newReader(ctx, cfg, driver, req.Secrets); err != nil {
 		return nil, err
@@ -265,6 +278,13 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 	} else {
 		ctx, cancel = context.WithCancel(ctx)
+	}
+	if why, err := s.hiddenFilter(ctx); err != nil || why != "" {
+		cancel()
+		if err != nil {
+			return sdk.Unreachable("%s", unreachableReason(ctx, s.reader.where(), err)), nil
+		}
+		return hiddenReason(why), nil
 	}
 	at := time.Now()
 	st, err := openRead(ctx, cancel, s.reader, s.query, args)
