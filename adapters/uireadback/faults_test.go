@@ -148,7 +148,7 @@ func TestFaultListCaught(t *testing.T) {
 			e := intended(p)
 			e.ID = colleague
 			ac.update(e)
-		}}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER CONFIRMED/confirmed/FIELD_EQUAL"},
+		}}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER+EXISTING_RECORD_CHANGED CONFIRMED/confirmed/FIELD_EQUAL"},
 	}
 	caught := 0
 	for i, tt := range tests {
