@@ -162,6 +162,12 @@ func (m *Manager) sessionRollback(ctx context.Context, step, sid string, created
 	for i, c := range got.checks {
 		c.Class = run.ForgivenClass(c, created)
 		switch {
+		case c.Class != run.ClassAbsent && unexplainedOnly(c) && i < len(own) && len(own[i]) > 0:
+			// Something else changed in the collection since the step's
+			// Begin: the run is not shown undone whatever its own records
+			// did, but say so of them too when one is still there.
+			rollbackProven(got, &c, own[i])
+			c.Class = string(judge.ClassConflicting)
 		case c.Class != run.ClassAbsent:
 		case i < len(own) && len(own[i]) > 0:
 			rollbackProven(got, &c, own[i])
@@ -171,6 +177,22 @@ func (m *Manager) sessionRollback(ctx context.Context, step, sid string, created
 		out[i] = c
 	}
 	return out, nil
+}
+
+// unexplainedOnly reports whether UNEXPLAINED_CHANGE is what keeps c from
+// reading absent (its other reasons are those of an absent effect).
+func unexplainedOnly(c run.EffectCheck) bool {
+	found := false
+	for _, r := range c.Reasons {
+		switch r.Code {
+		case judge.ReasonUnexplainedChange:
+			found = true
+		case judge.ReasonCountUnder, judge.ReasonFieldNoMatch, judge.ReasonSetCardinality:
+		default:
+			return false
+		}
+	}
+	return found
 }
 
 // existingRestored checks the records (identities ids) an effect that is
