@@ -465,11 +465,11 @@ func advJSONL(t *testing.T) *advBackend {
 			f.edit(t, id, func(r map[string]any) bool { r["subject"], r["type"] = subject, typ; return true })
 		},
 		remove: func(t *testing.T, id string) { f.edit(t, id, func(map[string]any) bool { return false }) },
-		trash: func(t *testing.T, id string) {
-			f.edit(t, id, func(r map[string]any) bool { r["deleted_at"] = time.Now().UTC().Format(time.RFC3339); return true })
-		},
 		multi: func(t *testing.T, subject, other, typ string) {
-			f.add(t, map[string]any{"subject": []string{subject, other}, "type": typ})
+			id := f.add(t, map[string]any{"subject": []string{subject, other}, "type": typ})
+			// The line makes every read of the file unusable (the shaping
+			// rule): gone with its cell, so the next cells can begin.
+			t.Cleanup(func() { f.edit(t, id, func(map[string]any) bool { return false }) })
 		},
 		na: map[string]string{
 			"duplicate invisible to the read credential": "the plugin reads a file with no credential: every line is read",
