@@ -40,9 +40,6 @@ type Source interface {
 	Read(ctx context.Context, from, upTo Position) (ws judge.WriteSet, err error)
 }
 
-// SourceLogical is the changes: source of PostgreSQL logical decoding.
-const SourceLogical = "logical"
-
 // deploymentNameRE is a deployment name the slot and publication can
 // carry: PostgreSQL's slot names are lower-case letters, digits and '_'.
 var deploymentNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)

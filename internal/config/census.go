@@ -352,11 +352,13 @@ func paramNames(v any) []string {
 }
 
 // NewnessOf is how this candidate's change claims prove that a record is
-// new, as results record it: census, whole_read (declared, or a read that
+// new, as results record it: write_set, census, whole_read (declared, or a read that
 // nothing narrows), newly_matching (declared, or a narrowed read without
 // either).
 func (c *Candidate) NewnessOf() string {
 	switch {
+	case c.Changes != nil:
+		return NewnessWriteSet
 	case c.Census != nil:
 		return NewnessCensus
 	case c.Newness != "":
@@ -372,7 +374,7 @@ func (c *Candidate) NewnessOf() string {
 // the whole collection (a census, or a read that is whole), or only the
 // subject's read.
 func (c *Candidate) CollateralScope() string {
-	if n := c.NewnessOf(); n == NewnessCensus || n == NewnessWholeRead {
+	if n := c.NewnessOf(); n == NewnessWriteSet || n == NewnessCensus || n == NewnessWholeRead {
 		return ScopeCollection
 	}
 	return ScopeSubject
