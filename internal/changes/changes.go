@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/verifierd/verifierd/judge"
@@ -41,8 +42,9 @@ type Source interface {
 }
 
 // deploymentNameRE is a deployment name the slot and publication can
-// carry: PostgreSQL's slot names are lower-case letters, digits and '_'.
-var deploymentNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,39}$`)
+// carry: PostgreSQL's slot names are lower-case letters, digits and '_'
+// (a '-' of the name becomes '_').
+var deploymentNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,39}$`)
 
 // Names are the slot and publication the daemon owns for one deployment.
 type Names struct {
@@ -53,9 +55,10 @@ type Names struct {
 // naming the fix for a name they cannot carry.
 func NamesFor(deployment string) (Names, error) {
 	if !deploymentNameRE.MatchString(deployment) {
-		return Names{}, fmt.Errorf("--deployment-name %q: write 1 to 40 lower-case letters, digits or '_', starting with a letter (it names the replication slot verifierd_<name>)", deployment)
+		return Names{}, fmt.Errorf("deployment name %q: write 1 to 40 lower-case letters, digits, '_' or '-', starting with a letter (it names the replication slot verifierd_<name>; rename the deployment under deployments: in the daemon config)", deployment)
 	}
-	return Names{Slot: "verifierd_" + deployment, Publication: "verifierd_" + deployment}, nil
+	name := "verifierd_" + strings.ReplaceAll(deployment, "-", "_")
+	return Names{Slot: name, Publication: name}, nil
 }
 
 // Holds are the Begin positions of the open sessions of one source: the
@@ -106,4 +109,16 @@ func (h *Holds) Oldest() (p Position, ok bool) {
 		}
 		return 0
 	}), true
+}
+
+// ReleasePrefix forgets every session whose name starts with prefix (the
+// groups of one session that will not be verified).
+func (h *Holds) ReleasePrefix(prefix string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range h.open {
+		if strings.HasPrefix(k, prefix) {
+			delete(h.open, k)
+		}
+	}
 }

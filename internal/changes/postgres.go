@@ -248,3 +248,31 @@ WHERE slot_name = $1 AND confirmed_flush_lsn < $2::pg_lsn`, p.Names.Slot, string
 		return err
 	})
 }
+
+// Ready says why the source cannot serve a session begun now: its slot is
+// missing, or a declared table is missing, outside the publication or
+// without REPLICA IDENTITY FULL ("" when it can).
+func (p *Postgres) Ready(ctx context.Context) (string, error) {
+	var why string
+	err := p.with(ctx, func(c *pgx.Conn) error {
+		w, _, err := p.slotProblem(ctx, c, anyFrom)
+		if err != nil || w != "" {
+			why = w
+			return err
+		}
+		_, why, err = p.declared(ctx, c)
+		return err
+	})
+	return why, err
+}
+
+// Status is the slot's state, read on the source's connection.
+func (p *Postgres) Status(ctx context.Context) (SlotStatus, error) {
+	var s SlotStatus
+	err := p.with(ctx, func(c *pgx.Conn) error {
+		var err error
+		s, err = Status(ctx, c, p.Names)
+		return err
+	})
+	return s, err
+}

@@ -313,7 +313,7 @@ func TestPreflightAndMissingSlot(t *testing.T) {
 	if err != nil || !st.Exists || st.Confirmed == "" || st.RetainedBytes < 0 {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
-	if _, err := NamesFor("Bad-Name"); err == nil || !strings.Contains(err.Error(), "--deployment-name") {
+	if _, err := NamesFor("Bad-Name"); err == nil || !strings.Contains(err.Error(), "deployment name") {
 		t.Fatalf("NamesFor(Bad-Name) = %v", err)
 	}
 }

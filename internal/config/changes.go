@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/verifierd/verifierd/sdk/deployment"
 )
 
 // A sql candidate on PostgreSQL may declare changes:, the write set
@@ -73,4 +75,25 @@ func parseChanges(c *Candidate, sec map[string]any, path string) error {
 	}
 	c.Changes = s
 	return nil
+}
+
+// DeclaredNewness is the candidate's proven or declared newness, as the
+// newness guard (require_proven_newness) reads it: write_set with
+// changes:, else its newness: declaration ("" when none).
+func (c *Candidate) DeclaredNewness() string {
+	if c.Changes != nil {
+		return NewnessWriteSet
+	}
+	return c.Newness
+}
+
+// ResolveSecrets looks up the candidate's own secret references (slot ->
+// value) under the same rules as Resolve, for the daemon's write-set
+// source, which connects as the candidate does.
+func (c *Candidate) ResolveSecrets(lookupEnv func(string) (string, bool), allow func(string) bool) (map[string]string, error) {
+	out, err := deployment.LookupSecrets(c.Secrets, fmt.Sprintf("candidates[%d]", c.Index), lookupEnv, allow)
+	if err != nil {
+		return nil, asError(err)
+	}
+	return out, nil
 }

@@ -325,7 +325,7 @@ func checkNewness(p workflow.Effective, dep *config.Deployment, effects []byte, 
 		}
 		ci := res.Effects[i].CandidateIndex
 		c := &dep.Candidates[ci]
-		r := workflow.Reader{Name: fmt.Sprintf("%s (%s)", candidatePath(dep, ci), c.Kind), Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+		r := workflow.Reader{Name: fmt.Sprintf("%s (%s)", candidatePath(dep, ci), c.Kind), Census: c.Census != nil, Newness: c.DeclaredNewness(), Narrowing: c.Narrowing()}
 		if fs := workflow.CheckNewness(p, e, r, i, fmt.Sprintf("effects[%d]", i)); len(fs) > 0 {
 			return findingError(fs[0])
 		}

@@ -81,7 +81,7 @@ func (p preflight) test(ctx context.Context, deployment []byte, deploymentName s
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
 		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
-			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing()}
+			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.DeclaredNewness() != "", Narrowing: c.Narrowing()}
 		for _, n := range dep.Notices {
 			if n.Candidate == i {
 				out[i].Warnings = append(out[i].Warnings, n.Path+": "+n.Message)
