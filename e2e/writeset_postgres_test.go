@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/verifierd/verifierd/internal/changes"
+	"github.com/verifierd/verifierd/internal/testservers"
+	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
+	"github.com/verifierd/verifierd/receipt"
+)
+
+// TestWriteSetPostgres: the clinic's read is one patient's encounters on a
+// real PostgreSQL (wal_level=logical) whose read role cannot see notes
+// marked hidden (row-level security), and the candidate declares
+// changes: (the write set, read by the daemon from the deployment's
+// logical replication slot). Through the real daemon and the sql plugin:
+// an honest save is VERIFIED with newness write_set in the signed receipt;
+// a double submit, a duplicate the read role cannot see, an existing
+// record re-pointed to the patient, and, under forbid_other_writes, a
+// write outside the read collection are all caught.
+func TestWriteSetPostgres(t *testing.T) {
+	pg := startWriteSetPostgres(t)
+	ctx := context.Background()
+	exec := func(stmts ...string) {
+		t.Helper()
+		if err := pg.Exec(ctx, pg.Database, stmts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE TABLE encounters_ws (id bigserial PRIMARY KEY, patient_id text NOT NULL, type text, note text)",
+		"ALTER TABLE encounters_ws ENABLE ROW LEVEL SECURITY",
+		fmt.Sprintf("CREATE POLICY reader_sees ON encounters_ws FOR SELECT TO %s USING (note IS DISTINCT FROM 'hidden')", pg.Reader.User),
+		"INSERT INTO encounters_ws (patient_id, type, note) VALUES ('other', 'Triage', 'old')") // id 1, another patient's
+	exec(changes.Grants(pg.Reader.User)...)
+
+	dir := t.TempDir()
+	d := startDaemon(t, daemonOpts{
+		config: "secrets:\n  allow: [VERIFIER_DB_*]\n",
+		env:    []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password},
+	})
+	clinic := &clinicDB{deployment: writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
+  kind: sql
+  sql_driver: postgres
+  sql_query: >-
+    SELECT id, patient_id, type, note FROM encounters_ws
+    WHERE patient_id = %%(patient_id)s ORDER BY id
+  sql_query_params: {patient_id: {param: patient_id}}
+  changes: {source: logical, tables: [encounters_ws]}
+  sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}
+  sql_password_env: VERIFIER_DB_PASSWORD
+`, pg.Port, pg.Reader.User, pg.Database)),
+		effects: writeFile(t, dir, "effects.yaml", `
+- kind: record_written
+  match: {patient_id: {param: patient_id}, type: Triage}
+  count_new_only: true
+  timeout_s: 2
+`)}
+	name := d.register(t, clinic.deployment)
+	setupSlot(t, pg, name, "encounters_ws")
+
+	insert := func(patient, note string) string {
+		return fmt.Sprintf("INSERT INTO encounters_ws (patient_id, type, note) VALUES ('%s', 'Triage', '%s')", patient, note)
+	}
+	tests := []struct {
+		name, patient string
+		act           []string
+		want          string
+	}{
+		{"honest", "p-1", []string{insert("p-1", "x")}, "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
+		{"double submit", "p-2", []string{insert("p-2", "x"), insert("p-2", "x")}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
+		{"duplicate the read role cannot see", "p-3", []string{insert("p-3", "x"), insert("p-3", "hidden")}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
+		{"re-pointed existing record", "p-4", []string{"UPDATE encounters_ws SET patient_id = 'p-4' WHERE id = 1"}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER+EXISTING_RECORD_CHANGED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := d.begin(t, clinic, tt.patient, "x")
+			exec(tt.act...)
+			v := d.verify(t, b.SessionID)
+			if got := v.summary(); got != tt.want {
+				t.Errorf("verify = %s\nwant     %s\n%s", got, tt.want, d.logs())
+			}
+			checkWriteSetReceipt(t, v)
+		})
+	}
+
+	t.Run("write outside the read collection", func(t *testing.T) {
+		strict := &clinicDB{deployment: clinic.deployment, effects: writeFile(t, dir, "strict.yaml", `
+- kind: record_written
+  match: {patient_id: {param: patient_id}, type: Triage}
+  count_new_only: true
+  forbid_other_writes: true
+  timeout_s: 2
+`)}
+		b := d.begin(t, strict, "p-5", "x")
+		exec(insert("p-5", "x"), "UPDATE encounters_ws SET note = 'edited' WHERE patient_id = 'p-1'")
+		v := d.verify(t, b.SessionID)
+		if got := v.summary(); !strings.HasPrefix(got, "RECONCILIATION_REQUIRED REFUTED/conflicting/") || !strings.Contains(got, "OTHER_WRITE") {
+			t.Errorf("verify = %s, want REFUTED with OTHER_WRITE\n%s", got, d.logs())
+		}
+	})
+}
+
+// checkWriteSetReceipt: the result and its signed receipt say the effect
+// was judged on the write set, with its positions and change count.
+func checkWriteSetReceipt(t *testing.T, v verifyOutput) {
+	t.Helper()
+	env, err := receipt.ParseEnvelope(v.Receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Effects []struct {
+			Newness  string `json:"newness"`
+			WriteSet *struct {
+				Source    string `json:"source"`
+				From, To  string
+				Changes   int  `json:"changes"`
+				Complete  bool `json:"complete"`
+				Reachable bool `json:"reachable"`
+			} `json:"write_set"`
+		} `json:"effects"`
+	}
+	if err := json.Unmarshal(env.Payload, &p); err != nil || len(p.Effects) != 1 {
+		t.Fatalf("receipt payload %s: %v", env.Payload, err)
+	}
+	e := p.Effects[0]
+	if v.Effects[0].Newness != "write_set" || e.Newness != "write_set" || e.WriteSet == nil || e.WriteSet.Source != "logical" ||
+		!e.WriteSet.Complete || !e.WriteSet.Reachable || e.WriteSet.Changes < 1 || e.WriteSet.From == "" || e.WriteSet.To == "" {
+		t.Errorf("receipt effect: newness %q (result %q), write_set %+v; want write_set, a complete span with changes", e.Newness, v.Effects[0].Newness, e.WriteSet)
+	}
+}
+
+// startWriteSetPostgres starts a PostgreSQL of its own for the test.
+func startWriteSetPostgres(t *testing.T) *sqlservers.Postgres {
+	t.Helper()
+	parent, err := os.MkdirTemp("", "e2e-ws-")
+	if err == nil {
+		err = os.Chmod(parent, 0o755) // the server runs as its own user
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	pg, err := sqlservers.StartPostgres(parent)
+	if pg != nil {
+		t.Cleanup(func() { pg.Close() })
+	}
+	if errors.Is(err, sqlservers.ErrNotInstalled) {
+		testservers.Missing(t, "PostgreSQL", "apt-get install postgresql")
+	}
+	if err != nil {
+		log := ""
+		if pg != nil {
+			log = pg.Log()
+		}
+		t.Fatalf("PostgreSQL could not start: %v\n%s", err, log)
+	}
+	return pg
+}
+
+// setupSlot creates deployment's slot and publication over tables, as the
+// administrator (what verifyctl changes setup runs).
+func setupSlot(t *testing.T, pg *sqlservers.Postgres, deployment string, tables ...string) {
+	t.Helper()
+	ctx := context.Background()
+	names, err := changes.NamesFor(deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pg.Connect(ctx, pg.Database, pg.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := changes.Setup(ctx, c, names, tables); err != nil {
+		t.Fatal(err)
+	}
+}
