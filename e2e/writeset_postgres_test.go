@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/internal/changes"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/receipt"
@@ -37,7 +36,6 @@ func TestWriteSetPostgres(t *testing.T) {
 		"ALTER TABLE encounters_ws ENABLE ROW LEVEL SECURITY",
 		fmt.Sprintf("CREATE POLICY reader_sees ON encounters_ws FOR SELECT TO %s USING (note IS DISTINCT FROM 'hidden')", pg.Reader.User),
 		"INSERT INTO encounters_ws (patient_id, type, note) VALUES ('other', 'Triage', 'old')") // id 1, another patient's
-	exec(changes.Grants(pg.Reader.User)...)
 
 	dir := t.TempDir()
 	d := startDaemon(t, daemonOpts{
@@ -62,7 +60,7 @@ func TestWriteSetPostgres(t *testing.T) {
   timeout_s: 2
 `)}
 	name := d.register(t, clinic.deployment)
-	setupSlot(t, pg, name, "encounters_ws")
+	setupSlot(t, pg, name, clinic.deployment)
 
 	insert := func(patient, note string) string {
 		return fmt.Sprintf("INSERT INTO encounters_ws (patient_id, type, note) VALUES ('%s', 'Triage', '%s')", patient, note)
@@ -164,21 +162,65 @@ func startWriteSetPostgres(t *testing.T) *sqlservers.Postgres {
 	return pg
 }
 
-// setupSlot creates deployment's slot and publication over tables, as the
-// administrator (what verifyctl changes setup runs).
-func setupSlot(t *testing.T, pg *sqlservers.Postgres, deployment string, tables ...string) {
+// setupSlot runs verifyctl changes preflight, setup (as the
+// administrator), the GRANTs setup prints, and preflight again, checking
+// what each reports.
+func setupSlot(t *testing.T, pg *sqlservers.Postgres, name, deployment string) {
 	t.Helper()
-	ctx := context.Background()
-	names, err := changes.NamesFor(deployment)
-	if err != nil {
+	env := []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password, "PG_ADMIN_PASSWORD=" + pg.Admin.Password}
+	args := []string{"--deployment-name", name, "--deployment", deployment}
+	out, code := verifyctl(t, env, append([]string{"changes", "preflight"}, args...)...)
+	if code != 3 || !strings.Contains(out, "replication slot verifierd_"+name+" does not exist") || !strings.Contains(out, "REPLICATION") {
+		t.Fatalf("preflight before setup: exit %d, %s; want exit 3 naming the missing slot and the REPLICATION grant", code, out)
+	}
+	out, code = verifyctl(t, env, append([]string{"changes", "setup", "--user", pg.Admin.User, "--password-env", "PG_ADMIN_PASSWORD"}, args...)...)
+	var setup struct {
+		Slot   string   `json:"slot"`
+		Grants []string `json:"grants"`
+	}
+	if err := json.Unmarshal([]byte(out), &setup); err != nil || code != 0 || setup.Slot != "verifierd_"+name || len(setup.Grants) != 1 {
+		t.Fatalf("setup: exit %d, %s", code, out)
+	}
+	if err := pg.Exec(context.Background(), pg.Database, setup.Grants...); err != nil {
+		t.Fatalf("the GRANTs setup printed: %v", err)
+	}
+	if out, code = verifyctl(t, env, append([]string{"changes", "preflight"}, args...)...); code != 0 || !strings.Contains(out, `"problems": []`) {
+		t.Fatalf("preflight after setup: exit %d, %s", code, out)
+	}
+}
+
+// TestWriteSetPostgresSlotLifecycle: status reports the slot; after drop,
+// a Begin of a changes: candidate is refused (the write set cannot be
+// read: do not actuate), never judged without it.
+func TestWriteSetPostgresSlotLifecycle(t *testing.T) {
+	pg := startWriteSetPostgres(t)
+	if err := pg.Exec(context.Background(), pg.Database, "CREATE TABLE enc_life (id bigserial PRIMARY KEY, patient_id text NOT NULL, type text, note text)"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := pg.Connect(ctx, pg.Database, pg.Admin)
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	d := startDaemon(t, daemonOpts{config: "secrets:\n  allow: [VERIFIER_DB_*]\n", env: []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password}})
+	clinic := &clinicDB{deployment: writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
+  kind: sql
+  sql_driver: postgres
+  sql_query: SELECT id, patient_id, type, note FROM enc_life WHERE patient_id = %%(patient_id)s ORDER BY id
+  sql_query_params: {patient_id: {param: patient_id}}
+  changes: {source: logical, tables: [enc_life]}
+  sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}
+  sql_password_env: VERIFIER_DB_PASSWORD
+`, pg.Port, pg.Reader.User, pg.Database)),
+		effects: writeFile(t, dir, "effects.yaml", "- {kind: record_written, match: {patient_id: {param: patient_id}}, count_new_only: true, timeout_s: 2}\n")}
+	name := d.register(t, clinic.deployment)
+	setupSlot(t, pg, name, clinic.deployment)
+	env := []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password, "PG_ADMIN_PASSWORD=" + pg.Admin.Password}
+	args := []string{"--deployment-name", name, "--deployment", clinic.deployment}
+	if out, code := verifyctl(t, env, append([]string{"changes", "status"}, args...)...); code != 0 || !strings.Contains(out, `"exists": true`) || !strings.Contains(out, `"retained_bytes"`) {
+		t.Fatalf("status: exit %d, %s", code, out)
 	}
-	defer c.Close(ctx)
-	if err := changes.Setup(ctx, c, names, tables); err != nil {
-		t.Fatal(err)
+	if out, code := verifyctl(t, env, append([]string{"changes", "drop", "--user", pg.Admin.User, "--password-env", "PG_ADMIN_PASSWORD"}, args...)...); code != 0 || !strings.Contains(out, `"dropped": true`) {
+		t.Fatalf("drop: exit %d, %s", code, out)
+	}
+	out, code := d.ctl(t, "begin", "--deployment-name", name, "--effects", clinic.effects, "--param", "patient_id=p-1")
+	if code != 3 || !strings.Contains(out, "CHANGES_UNUSABLE") || !strings.Contains(out, "verifyctl changes setup") {
+		t.Fatalf("begin without the slot: exit %d, %s; want exit 3 CHANGES_UNUSABLE naming verifyctl changes setup", code, out)
 	}
 }
