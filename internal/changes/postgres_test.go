@@ -72,6 +72,11 @@ type fixture struct {
 
 func setup(t *testing.T, deployment string, tables ...string) *fixture {
 	t.Helper()
+	return setupTB(t, deployment, tables...)
+}
+
+func setupTB(t testing.TB, deployment string, tables ...string) *fixture {
+	t.Helper()
 	srv := server(t)
 	ctx := context.Background()
 	names, err := NamesFor(deployment)
