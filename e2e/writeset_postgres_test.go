@@ -21,8 +21,10 @@ import (
 // logical replication slot). Through the real daemon and the sql plugin:
 // an honest save is VERIFIED with newness write_set in the signed receipt;
 // a double submit, a duplicate the read role cannot see, an existing
-// record re-pointed to the patient, and, under forbid_other_writes, a
-// write outside the read collection are all caught.
+// record re-pointed to the patient or edited into scope, another's record
+// deleted, and, under forbid_other_writes, a soft delete outside the read
+// collection are all caught; a truncation leaves the write set incomplete
+// (INDETERMINATE CHANGES_UNUSABLE).
 func TestWriteSetPostgres(t *testing.T) {
 	pg := startWriteSetPostgres(t)
 	ctx := context.Background()
@@ -65,28 +67,24 @@ func TestWriteSetPostgres(t *testing.T) {
 	insert := func(patient, note string) string {
 		return fmt.Sprintf("INSERT INTO encounters_ws (patient_id, type, note) VALUES ('%s', 'Triage', '%s')", patient, note)
 	}
+	exec("INSERT INTO encounters_ws (patient_id, type, note) VALUES ('p-6', 'Other', 'x')", // id 2: edited into scope below
+		"INSERT INTO encounters_ws (patient_id, type, note) VALUES ('bystander', 'Triage', 'x')") // id 3: deleted below
 	tests := []struct {
 		name, patient string
 		act           []string
 		want          string
+		incomplete    bool // the write set is not complete
 	}{
-		{"honest", "p-1", []string{insert("p-1", "x")}, "VERIFIED CONFIRMED/confirmed/COUNT_EXACT"},
-		{"double submit", "p-2", []string{insert("p-2", "x"), insert("p-2", "x")}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
-		{"duplicate the read role cannot see", "p-3", []string{insert("p-3", "x"), insert("p-3", "hidden")}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER"},
-		{"re-pointed existing record", "p-4", []string{"UPDATE encounters_ws SET patient_id = 'p-4' WHERE id = 1"}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER+EXISTING_RECORD_CHANGED"},
+		{"honest", "p-1", []string{insert("p-1", "x")}, "VERIFIED CONFIRMED/confirmed/COUNT_EXACT", false},
+		{"double submit", "p-2", []string{insert("p-2", "x"), insert("p-2", "x")}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER", false},
+		{"duplicate the read role cannot see", "p-3", []string{insert("p-3", "x"), insert("p-3", "hidden")}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_OVER", false},
+		{"re-pointed existing record", "p-4", []string{"UPDATE encounters_ws SET patient_id = 'p-4' WHERE id = 1"}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER+EXISTING_RECORD_CHANGED", false},
+		{"existing record edited into scope", "p-6", []string{"UPDATE encounters_ws SET type = 'Triage' WHERE id = 2"}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COUNT_UNDER+EXISTING_RECORD_CHANGED", false},
+		{"another's record deleted", "p-7", []string{insert("p-7", "x"), "DELETE FROM encounters_ws WHERE id = 3"}, "RECONCILIATION_REQUIRED REFUTED/conflicting/COLLATERAL_LOSS", false},
+		// Last: it empties the table. A TRUNCATE carries no row images, so
+		// the write set is not complete: never CONFIRMED.
+		{"truncation", "p-8", []string{insert("p-8", "x"), "TRUNCATE encounters_ws"}, "RECONCILIATION_REQUIRED INDETERMINATE/indeterminate/CHANGES_UNUSABLE", true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := d.begin(t, clinic, tt.patient, "x")
-			exec(tt.act...)
-			v := d.verify(t, b.SessionID)
-			if got := v.summary(); got != tt.want {
-				t.Errorf("verify = %s\nwant     %s\n%s", got, tt.want, d.logs())
-			}
-			checkWriteSetReceipt(t, v)
-		})
-	}
-
 	t.Run("write outside the read collection", func(t *testing.T) {
 		strict := &clinicDB{deployment: clinic.deployment, effects: writeFile(t, dir, "strict.yaml", `
 - kind: record_written
@@ -96,17 +94,30 @@ func TestWriteSetPostgres(t *testing.T) {
   timeout_s: 2
 `)}
 		b := d.begin(t, strict, "p-5", "x")
-		exec(insert("p-5", "x"), "UPDATE encounters_ws SET note = 'edited' WHERE patient_id = 'p-1'")
+		// A soft delete of a record outside the read collection.
+		exec(insert("p-5", "x"), "UPDATE encounters_ws SET note = 'deleted' WHERE id = 3")
 		v := d.verify(t, b.SessionID)
 		if got := v.summary(); !strings.HasPrefix(got, "RECONCILIATION_REQUIRED REFUTED/conflicting/") || !strings.Contains(got, "OTHER_WRITE") {
 			t.Errorf("verify = %s, want REFUTED with OTHER_WRITE\n%s", got, d.logs())
 		}
 	})
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := d.begin(t, clinic, tt.patient, "x")
+			exec(tt.act...)
+			v := d.verify(t, b.SessionID)
+			if got := v.summary(); got != tt.want {
+				t.Errorf("verify = %s\nwant     %s\n%s", got, tt.want, d.logs())
+			}
+			checkWriteSetReceipt(t, v, !tt.incomplete)
+		})
+	}
 }
 
 // checkWriteSetReceipt: the result and its signed receipt say the effect
 // was judged on the write set, with its positions and change count.
-func checkWriteSetReceipt(t *testing.T, v verifyOutput) {
+func checkWriteSetReceipt(t *testing.T, v verifyOutput, complete bool) {
 	t.Helper()
 	env, err := receipt.ParseEnvelope(v.Receipt)
 	if err != nil {
@@ -129,8 +140,8 @@ func checkWriteSetReceipt(t *testing.T, v verifyOutput) {
 	}
 	e := p.Effects[0]
 	if v.Effects[0].Newness != "write_set" || e.Newness != "write_set" || e.WriteSet == nil || e.WriteSet.Source != "logical" ||
-		!e.WriteSet.Complete || !e.WriteSet.Reachable || e.WriteSet.Changes < 1 || e.WriteSet.From == "" || e.WriteSet.To == "" {
-		t.Errorf("receipt effect: newness %q (result %q), write_set %+v; want write_set, a complete span with changes", e.Newness, v.Effects[0].Newness, e.WriteSet)
+		e.WriteSet.Complete != complete || !e.WriteSet.Reachable || (complete && e.WriteSet.Changes < 1) || e.WriteSet.From == "" || e.WriteSet.To == "" {
+		t.Errorf("receipt effect: newness %q (result %q), write_set %+v; want write_set, a span with changes, complete %v", e.Newness, v.Effects[0].Newness, e.WriteSet, complete)
 	}
 }
 
