@@ -200,8 +200,9 @@ func setupSlot(t *testing.T, pg *sqlservers.Postgres, name, deployment string) {
 	}
 }
 
-// TestWriteSetPostgresSlotLifecycle: status reports the slot; after drop,
-// a Begin of a changes: candidate is refused (the write set cannot be
+// TestWriteSetPostgresSlotLifecycle: status and the daemon's preflight
+// report the slot; after drop, the daemon's preflight names the missing
+// slot and a Begin of a changes: candidate is refused (the write set cannot be
 // read: do not actuate), never judged without it.
 func TestWriteSetPostgresSlotLifecycle(t *testing.T) {
 	pg := startWriteSetPostgres(t)
@@ -227,8 +228,14 @@ func TestWriteSetPostgresSlotLifecycle(t *testing.T) {
 	if out, code := verifyctl(t, env, append([]string{"changes", "status"}, args...)...); code != 0 || !strings.Contains(out, `"exists": true`) || !strings.Contains(out, `"retained_bytes"`) {
 		t.Fatalf("status: exit %d, %s", code, out)
 	}
+	if out, code := d.ctl(t, "preflight", "--deployment-name", name, "--param", "patient_id=p-0"); code != 0 || !strings.Contains(out, `"reachable": true`) {
+		t.Fatalf("daemon preflight with the slot: exit %d, %s\n%s", code, out, d.logs())
+	}
 	if out, code := verifyctl(t, env, append([]string{"changes", "drop", "--user", pg.Admin.User, "--password-env", "PG_ADMIN_PASSWORD"}, args...)...); code != 0 || !strings.Contains(out, `"dropped": true`) {
 		t.Fatalf("drop: exit %d, %s", code, out)
+	}
+	if out, _ := d.ctl(t, "preflight", "--deployment-name", name, "--param", "patient_id=p-0"); !strings.Contains(out, `"reachable": false`) || !strings.Contains(out, "verifierd_"+name+" does not exist") {
+		t.Errorf("daemon preflight without the slot: %s; want the candidate unreachable, naming the missing slot", out)
 	}
 	out, code := d.ctl(t, "begin", "--deployment-name", name, "--effects", clinic.effects, "--param", "patient_id=p-1")
 	if code != 3 || !strings.Contains(out, "CHANGES_UNUSABLE") || !strings.Contains(out, "verifyctl changes setup") {

@@ -276,3 +276,17 @@ func (p *Postgres) Status(ctx context.Context) (SlotStatus, error) {
 	})
 	return s, err
 }
+
+// Preflight is Preflight on the source's connection: one line per problem
+// of the log's configuration, each naming its fix.
+func (p *Postgres) Preflight(ctx context.Context) []string {
+	var out []string
+	err := p.with(ctx, func(c *pgx.Conn) error {
+		out = Preflight(ctx, c, p.Names, p.Tables)
+		return nil
+	})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return out
+}

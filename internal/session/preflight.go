@@ -115,6 +115,12 @@ func (p preflight) test(ctx context.Context, deployment []byte, deploymentName s
 				out[i].Reachable, out[i].Message = false, msg
 			}
 		}
+		if out[i].Reachable && c.Changes != nil {
+			// Nor is one whose write set cannot be read.
+			if msg := p.testWriteSet(ctx, deploymentName, dep, i); msg != "" {
+				out[i].Reachable, out[i].Message = false, msg
+			}
+		}
 	}
 	// An adapter's message may quote the server's answer, and a server may
 	// quote the credential it refused: none of the candidate's secrets

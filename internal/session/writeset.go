@@ -54,39 +54,64 @@ type writeSetSources struct {
 
 // writeSetSource is candidate ci's source and its slot's holds.
 func (m *Manager) writeSetSource(depName string, dep *config.Deployment, ci int) (*changes.Postgres, *changes.Holds, error) {
+	fresh, key, err := newWriteSetSource(m.configurer(), depName, dep, ci)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := m.writeSets
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	src := w.sources[key]
+	if src == nil {
+		src = fresh
+		w.sources[key] = src
+	}
+	if w.holds[src.Names.Slot] == nil {
+		w.holds[src.Names.Slot] = changes.NewHolds(changes.LessLSN)
+	}
+	return src, w.holds[src.Names.Slot], nil
+}
+
+// newWriteSetSource is a source for candidate ci of the deployment named
+// depName, connecting as the candidate does, and the key that tells it
+// from the sources of other candidates and connections.
+func newWriteSetSource(conf *configurer, depName string, dep *config.Deployment, ci int) (*changes.Postgres, string, error) {
 	c := &dep.Candidates[ci]
 	names, err := changes.NamesFor(depName)
 	if depName == "" {
 		err = fmt.Errorf("changes: needs a registered deployment: the replication slot is named after it; register the deployment under deployments: in the daemon config")
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	conf := m.configurer()
 	secrets, err := c.ResolveSecrets(conf.lookupEnv, conf.allow)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
 	connArgs, _ := c.Section["sql_connect_args"].(map[string]any)
 	cc, err := sqladapter.PostgresConnConfig(connArgs, secrets["sql_password_env"])
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	key := strings.Join([]string{names.Slot, fmt.Sprint(ci), cc.Host, fmt.Sprint(cc.Port), cc.Database, cc.User, strings.Join(c.Changes.Tables, ","), judge.CanonicalJSON(connArgs)}, "\x00")
-	w := m.writeSets
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	src := w.sources[key]
-	if src == nil {
-		src = &changes.Postgres{Names: names, Tables: slices.Clone(c.Changes.Tables), Connect: func(ctx context.Context) (*pgx.Conn, error) {
-			return pgx.ConnectConfig(ctx, cc)
-		}}
-		w.sources[key] = src
+	key := strings.Join([]string{names.Slot, fmt.Sprint(ci), strings.Join(c.Changes.Tables, ","), judge.CanonicalJSON(connArgs), c.Secrets["sql_password_env"]}, "\x00")
+	src := &changes.Postgres{Names: names, Tables: slices.Clone(c.Changes.Tables), Connect: func(ctx context.Context) (*pgx.Conn, error) {
+		return pgx.ConnectConfig(ctx, cc)
+	}}
+	return src, key, nil
+}
+
+// testWriteSet is the preflight of candidate ci's write set: every problem
+// of the log's configuration, with its fix, as one message ("" when none).
+func (p preflight) testWriteSet(ctx context.Context, depName string, dep *config.Deployment, ci int) string {
+	src, _, err := newWriteSetSource(p.configurer, depName, dep, ci)
+	if err != nil {
+		return "the write set (changes:) cannot be read: " + err.Error()
 	}
-	if w.holds[names.Slot] == nil {
-		w.holds[names.Slot] = changes.NewHolds(changes.LessLSN)
+	defer src.Close(context.WithoutCancel(ctx))
+	if problems := src.Preflight(ctx); len(problems) > 0 {
+		return "the write set (changes:) cannot be read: " + strings.Join(problems, "; ")
 	}
-	return src, w.holds[names.Slot], nil
+	return ""
 }
 
 // usesWriteSet reports whether any contract of a group is judged on the
