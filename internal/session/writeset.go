@@ -139,6 +139,10 @@ func (m *Manager) beginWriteSet(ctx context.Context, id string, n int, md *meta,
 	if err != nil {
 		return nil, refuse(err.Error())
 	}
+	// Held at the log's start until the position is read, so that no
+	// Verify advances the slot past it in between. A refusal drops the
+	// baseline, which releases the hold (releaseWriteSets).
+	holds.Hold(holdKey(id, n), changes.Position("0/0"))
 	if why, err := src.Ready(ctx); err != nil || why != "" {
 		return nil, refuse(cmpText(why, err))
 	}
