@@ -36,6 +36,7 @@ type group struct {
 	// name: the write set's slot is named after it (writeset.go).
 	dep     *config.Deployment
 	depName string
+	inRun   bool
 
 	baseline keyedBaseline
 	// baselineRead is closed once readBaseline set baseline: the stored
@@ -66,6 +67,9 @@ type groupRun struct {
 	dep       *config.Deployment
 	depName   string         // the registered deployment's name ("" inline)
 	ev        *groupEvidence // filled with what the group read
+	// inRun: the session is a step of a run, whose finish reads it again;
+	// its write set stays held after Verify (writeset.go).
+	inRun bool
 }
 
 // verifyGroup settles and judges every effect of one capture and returns
@@ -73,7 +77,7 @@ type groupRun struct {
 func (m *Manager) verifyGroup(ctx context.Context, r groupRun) ([]judge.Verdict, []*judge.Task) {
 	id, n, cm, inst, instErr, contracts, dep, ev := r.id, r.n, r.cm, r.inst, r.instErr, r.contracts, r.dep, r.ev
 	cand := &dep.Candidates[cm.Candidate]
-	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev, dep: dep, depName: r.depName}
+	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev, dep: dep, depName: r.depName, inRun: r.inRun}
 	g.effects = make([]*judge.Contract, len(cm.Effects))
 	for k, i := range cm.Effects {
 		g.effects[k] = contracts[i]

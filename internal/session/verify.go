@@ -221,7 +221,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
 		wg.Go(func() {
-			vs, ts := m.verifyGroup(ctx, groupRun{id: id, n: n, cm: cm, inst: insts[cm.Candidate], instErr: instErrs[cm.Candidate], contracts: contracts, dep: dep, depName: md.DeploymentName, ev: &ev.Groups[n]})
+			vs, ts := m.verifyGroup(ctx, groupRun{id: id, n: n, cm: cm, inst: insts[cm.Candidate], instErr: instErrs[cm.Candidate], contracts: contracts, dep: dep, depName: md.DeploymentName, inRun: md.Run != nil, ev: &ev.Groups[n]})
 			for k, i := range cm.Effects {
 				verdicts[i], tasks[i] = vs[k], ts[k]
 			}

@@ -208,7 +208,10 @@ func (g *group) endWriteSet(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	holds.Release(holdKey(g.id, g.n))
+	if !g.inRun {
+		// A run's step stays held: the run's finish reads it again.
+		holds.Release(holdKey(g.id, g.n))
+	}
 	to, held := holds.Oldest()
 	if !held {
 		if g.ev.WriteSet == nil || g.ev.WriteSet.To == "" {
@@ -239,6 +242,16 @@ func writeSetSpans(md *meta, ev *stepEvidence) map[int]*WriteSetSpan {
 
 func newWriteSetSources() *writeSetSources {
 	return &writeSetSources{sources: map[string]*changes.Postgres{}, holds: map[string]*changes.Holds{}}
+}
+
+// releaseRunWriteSets releases the holds of every session of a run that
+// was sealed VERIFIED: nothing reads them again as part of the run.
+func (m *Manager) releaseRunWriteSets(rec *runRecord) {
+	for _, rs := range rec.Steps {
+		for _, sid := range rs.Sessions {
+			m.releaseWriteSets(sid)
+		}
+	}
 }
 
 // releaseWriteSets releases every hold of session id (a Begin that did
