@@ -322,3 +322,42 @@ func TestPreflightAndMissingSlot(t *testing.T) {
 		t.Fatalf("NamesFor(Bad-Name) = %v", err)
 	}
 }
+
+// An update that leaves a TOASTed value unchanged sends it as "unchanged"
+// in the new image: the after image takes it from the before image
+// (REPLICA IDENTITY FULL), so both images are whole.
+func TestPostgresUnchangedToastedValue(t *testing.T) {
+	f := setup(t, "ws_toast", "enc_toast")
+	exec(t, f.srv, "INSERT INTO enc_toast (patient_id, status, note) SELECT 'p1', 'open', string_agg(md5(g::text), '') FROM generate_series(1, 4000) g")
+	begin := f.position(t)
+	exec(t, f.srv, "UPDATE enc_toast SET status = 'closed'")
+	ws := f.read(t, begin)
+	if !ws.Complete || len(ws.Changes) != 1 {
+		t.Fatalf("write set: %+v", ws.Reason)
+	}
+	ch := ws.Changes[0]
+	before, _ := ch.Before["note"].(string)
+	after, _ := ch.After["note"].(string)
+	if len(before) != 4000*32 || after != before || ch.After["status"] != "closed" {
+		t.Fatalf("images: before note %d bytes, after note %d bytes (equal %v), after status %v", len(before), len(after), after == before, ch.After["status"])
+	}
+}
+
+// Reading past a session's window sees nothing after it, and a Begin
+// position that is not an LSN is an incomplete write set naming it.
+func TestPostgresWindowBounds(t *testing.T) {
+	f := setup(t, "ws_bounds", "enc_bounds")
+	begin := f.position(t)
+	exec(t, f.srv, "INSERT INTO enc_bounds (patient_id) VALUES ('in')")
+	end := f.position(t)
+	exec(t, f.srv, "INSERT INTO enc_bounds (patient_id) VALUES ('after')")
+	f.position(t)
+	ws, err := f.source.Read(context.Background(), begin, end)
+	if err != nil || !ws.Complete || len(ws.Changes) != 1 || ws.Changes[0].After["patient_id"] != "in" {
+		t.Fatalf("window [begin, end): %+v, %v", ws, err)
+	}
+	ws, err = f.source.Read(context.Background(), "not-an-lsn", end)
+	if err != nil || ws.Complete || !strings.Contains(ws.Reason, `"not-an-lsn" is not an LSN`) {
+		t.Fatalf("bad Begin position: %+v, %v", ws, err)
+	}
+}
