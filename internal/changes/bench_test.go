@@ -2,6 +2,7 @@ package changes
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/verifierd/verifierd/judge"
@@ -57,6 +58,22 @@ func BenchmarkJudgeWriteSet100000(b *testing.B) {
 			if _, err := f.source.Read(context.Background(), begin, upTo); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	b.Run("held", func(b *testing.B) {
+		// The heap the decoded window holds while it is judged.
+		for b.Loop() {
+			runtime.GC()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			held, err := f.source.Read(context.Background(), begin, upTo)
+			if err != nil {
+				b.Fatal(err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			b.ReportMetric(float64(m1.HeapAlloc-m0.HeapAlloc)/(1<<20), "held-MiB")
+			runtime.KeepAlive(held)
 		}
 	})
 	b.Run("judge", func(b *testing.B) {
