@@ -156,8 +156,10 @@ func waitFlushed(ctx context.Context, c *pgx.Conn, upTo Position) (string, error
 		case reached:
 			return "", nil
 		case !forced:
+			// A login that may not take a transaction id (a read-only
+			// default) only waits for the server's own flush.
 			forced = true
-			if err := forceFlush(ctx, c); err != nil {
+			if err := forceFlush(ctx, c); err != nil && ctx.Err() != nil {
 				return "", err
 			}
 			continue
