@@ -125,7 +125,10 @@ func holdKey(id string, n int) string { return fmt.Sprintf("%s/%d", id, n) }
 
 // beginWriteSet records the log's position for capture n at Begin and
 // holds it. A log that cannot serve refuses the session, as an unreadable
-// baseline does: the client must not actuate.
+// baseline does: the client must not actuate. The position is read after
+// the baseline on purpose: a change committed while Begin runs is then in
+// neither the write set nor (perhaps) the baseline, so it can never count
+// as the step's own creation.
 func (m *Manager) beginWriteSet(ctx context.Context, id string, n int, md *meta, dep *config.Deployment, ci int, group []*judge.Contract) (*writeSetMeta, error) {
 	c := &dep.Candidates[ci]
 	if c.Changes == nil || !usesWriteSet(group) {
