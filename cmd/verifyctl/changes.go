@@ -19,8 +19,8 @@ import (
 // "The write set"): the deployment's logical replication slot and
 // publication, which the daemon never creates by itself.
 //
-//	verifyctl changes setup|status|drop|preflight --deployment-name N --deployment FILE
-//	    [--user ROLE --password-env VAR] [--dry-run]
+//	verifyctl changes setup|status|drop|preflight --deployment-name N
+//	    (--config DAEMON_YAML | --deployment FILE) [--user ROLE --password-env VAR] [--dry-run]
 //
 // It connects to the database of the deployment's changes: candidate
 // itself (not through a daemon), with the candidate's connection, as
@@ -29,7 +29,7 @@ import (
 // role does not). Output is JSON; bad input exits 2, a refused operation 3.
 func cmdChanges(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: verifyctl changes setup|status|drop|preflight --deployment-name N --deployment FILE [--user ROLE --password-env VAR] [--dry-run]")
+		fmt.Fprintln(stderr, "usage: verifyctl changes setup|status|drop|preflight --deployment-name N (--config DAEMON_YAML | --deployment FILE) [--user ROLE --password-env VAR] [--dry-run]")
 		return exitInvalid
 	}
 	op := args[0]
@@ -37,6 +37,7 @@ func cmdChanges(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	name := fs.String("deployment-name", "", "the deployment's registered name (it names the slot verifierd_<name>)")
 	deployment := fs.String("deployment", "", "the deployment file (YAML) whose sql candidate declares changes:")
+	daemonConfig := fs.String("config", "", "the daemon config: its deployments: entry --deployment-name names the file")
 	user := fs.String("user", "", "log in as this role instead of the candidate's (setup and drop: a table owner with REPLICATION)")
 	passwordEnv := fs.String("password-env", "", "environment variable holding --user's password")
 	dryRun := fs.Bool("dry-run", false, "setup: print the statements and GRANTs without connecting")
@@ -53,8 +54,8 @@ func cmdChanges(args []string, stdout, stderr io.Writer) int {
 		return invalid("unknown changes command %q; write setup, status, drop or preflight", op)
 	case fs.NArg() > 0:
 		return invalid("unexpected argument %q", fs.Arg(0))
-	case *name == "" || *deployment == "":
-		return invalid("needs --deployment-name NAME and --deployment FILE")
+	case *name == "" || (*deployment == "") == (*daemonConfig == ""):
+		return invalid("needs --deployment-name NAME and one of --config DAEMON_YAML (the deployment registered under that name) or --deployment FILE")
 	case (*user == "") != (*passwordEnv == ""):
 		return invalid("--user and --password-env go together")
 	case *dryRun && op != "setup":
@@ -63,6 +64,11 @@ func cmdChanges(args []string, stdout, stderr io.Writer) int {
 	names, err := changes.NamesFor(*name)
 	if err != nil {
 		return invalid("--deployment-name: %v", err)
+	}
+	if *daemonConfig != "" {
+		if *deployment, err = registeredFile(*daemonConfig, *name); err != nil {
+			return invalid("%v", err)
+		}
 	}
 	cand, err := changesCandidate(*deployment)
 	if err != nil {
@@ -123,6 +129,20 @@ func changesOp(ctx context.Context, op string, conn *pgx.Conn, names changes.Nam
 func refusedJSON(stdout io.Writer, code string, err error) int {
 	writeJSON(stdout, map[string]any{"error": map[string]any{"code": code, "message": err.Error()}})
 	return exitRefused
+}
+
+// registeredFile is the file the daemon config at path registers as
+// deployment name.
+func registeredFile(path, name string) (string, error) {
+	d, err := config.LoadDaemon(path)
+	if err != nil {
+		return "", fmt.Errorf("--config: %v", err)
+	}
+	file, ok := d.Deployments[name]
+	if !ok {
+		return "", fmt.Errorf("--config: %s registers no deployment %q under deployments:; name one it registers", path, name)
+	}
+	return file, nil
 }
 
 // changesCand is the deployment's one candidate with changes:.

@@ -18,11 +18,15 @@ const changesDeployment = `effects:
 `
 
 // verifyctl changes refuses bad input naming the fix (exit 2), and
-// setup --dry-run prints what setup would run and the GRANTs without
-// connecting.
+// setup --dry-run, finding the deployment through the daemon config,
+// prints what setup would run and the GRANTs without connecting.
 func TestChangesCommand(t *testing.T) {
 	dep := filepath.Join(t.TempDir(), "deployment.yaml")
 	if err := os.WriteFile(dep, []byte(changesDeployment), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	daemon := filepath.Join(filepath.Dir(dep), "daemon.yaml")
+	if err := os.WriteFile(daemon, []byte("deployments:\n  clinic-prod: deployment.yaml\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	plain := filepath.Join(t.TempDir(), "plain.yaml")
@@ -37,6 +41,8 @@ func TestChangesCommand(t *testing.T) {
 		{"no operation", []string{"changes"}, ""},
 		{"unknown operation", []string{"changes", "create", "--deployment-name", "clinic", "--deployment", dep}, "write setup, status, drop or preflight"},
 		{"no name", []string{"changes", "status", "--deployment", dep}, "needs --deployment-name"},
+		{"both sources", []string{"changes", "status", "--deployment-name", "clinic", "--deployment", dep, "--config", daemon}, "one of --config"},
+		{"unregistered name", []string{"changes", "status", "--deployment-name", "other", "--config", daemon}, `registers no deployment \"other\"`},
 		{"bad name", []string{"changes", "status", "--deployment-name", "Clinic!", "--deployment", dep}, "lower-case letters"},
 		{"no changes:", []string{"changes", "status", "--deployment-name", "clinic", "--deployment", plain}, "has no candidate with changes:"},
 		{"user without password", []string{"changes", "setup", "--deployment-name", "clinic", "--deployment", dep, "--user", "admin"}, "go together"},
@@ -48,7 +54,7 @@ func TestChangesCommand(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
-	code := run([]string{"changes", "setup", "--deployment-name", "clinic-prod", "--deployment", dep, "--dry-run"}, strings.NewReader(""), &out, &errOut)
+	code := run([]string{"changes", "setup", "--deployment-name", "clinic-prod", "--config", daemon, "--dry-run"}, strings.NewReader(""), &out, &errOut)
 	for _, want := range []string{
 		`"slot": "verifierd_clinic_prod"`,
 		`CREATE PUBLICATION \"verifierd_clinic_prod\" FOR TABLE \"encounters\", \"audit\".\"log\"`,

@@ -41,7 +41,8 @@ commands:
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
                                             attach reviewed contracts to steps that have none
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
-  changes setup|status|drop|preflight --deployment-name NAME --deployment FILE [--user ROLE --password-env VAR] [--dry-run]
+  changes setup|status|drop|preflight --deployment-name NAME (--config DAEMON_YAML | --deployment FILE)
+          [--user ROLE --password-env VAR] [--dry-run]
                                             the write set's logical replication slot and publication (PostgreSQL); setup prints the GRANTs
   receipt verify --receipt FILE (--public-key FILE | --key-id ID) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP] [--expect-run ID]
                                             check a signed receipt (a verdict's or a run's) offline, and what it is about; exit 1: not valid
