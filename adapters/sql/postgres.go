@@ -34,39 +34,12 @@ type pgReader struct {
 
 // newPostgresReader prepares a pool; it connects at the first read.
 func newPostgresReader(ctx context.Context, a connectArgs, password string) (reader, error) {
-	// ParseConfig("") fills pgx's defaults; every connection setting is
-	// then set from sql_connect_args, so neither the environment nor a
-	// .pgpass file can redirect the adapter.
 	cfg, err := pgxpool.ParseConfig("")
 	if err != nil {
 		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
 	}
-	cc := cfg.ConnConfig
-	cc.Host, cc.Port = a.host, uint16(a.port)
-	if a.socket != "" {
-		// libpq's convention: the folder holding .s.PGSQL.<port>. A path to
-		// the socket file itself is accepted too.
-		cc.Host = a.socket
-		if base := filepath.Base(a.socket); strings.HasPrefix(base, ".s.PGSQL.") {
-			port, err := strconv.Atoi(strings.TrimPrefix(base, ".s.PGSQL."))
-			if err != nil || port < 1 || port > 65535 {
-				return nil, &sdk.ConfigError{Path: "sql_connect_args.unix_socket", Message: "write the folder holding the server's socket, or the socket .s.PGSQL.<port> itself"}
-			}
-			cc.Host, cc.Port = filepath.Dir(a.socket), uint16(port)
-		}
-	}
-	cc.Database, cc.User, cc.Password = a.database, a.user, password
-	if cc.TLSConfig, err = a.tlsConfig(); err != nil {
+	if err := setPGConn(cfg.ConnConfig, a, password); err != nil {
 		return nil, err
-	}
-	cc.Fallbacks = nil
-	cc.ConnectTimeout = a.timeout
-	cc.RuntimeParams = map[string]string{"application_name": "verifierd-sql"}
-	// A context that ends mid-query sends the server a cancel request, so
-	// the query stops there too, and drops the connection a second later
-	// if the server does not answer.
-	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 	}
 	cfg.MaxConns = 4
 	cfg.MinConns = 0
@@ -77,6 +50,60 @@ func newPostgresReader(ctx context.Context, a connectArgs, password string) (rea
 		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
 	}
 	return &pgReader{pool: p, desc: a.describe(driverPostgres), args: a}, nil
+}
+
+// setPGConn sets every connection setting of cc from a: ParseConfig("")
+// fills pgx's defaults first, so neither the environment nor a .pgpass
+// file can redirect the connection.
+func setPGConn(cc *pgx.ConnConfig, a connectArgs, password string) error {
+	cc.Host, cc.Port = a.host, uint16(a.port)
+	if a.socket != "" {
+		// libpq's convention: the folder holding .s.PGSQL.<port>. A path to
+		// the socket file itself is accepted too.
+		cc.Host = a.socket
+		if base := filepath.Base(a.socket); strings.HasPrefix(base, ".s.PGSQL.") {
+			port, err := strconv.Atoi(strings.TrimPrefix(base, ".s.PGSQL."))
+			if err != nil || port < 1 || port > 65535 {
+				return &sdk.ConfigError{Path: "sql_connect_args.unix_socket", Message: "write the folder holding the server's socket, or the socket .s.PGSQL.<port> itself"}
+			}
+			cc.Host, cc.Port = filepath.Dir(a.socket), uint16(port)
+		}
+	}
+	cc.Database, cc.User, cc.Password = a.database, a.user, password
+	var err error
+	if cc.TLSConfig, err = a.tlsConfig(); err != nil {
+		return err
+	}
+	cc.Fallbacks = nil
+	cc.ConnectTimeout = a.timeout
+	cc.RuntimeParams = map[string]string{"application_name": "verifierd-sql"}
+	// A context that ends mid-query sends the server a cancel request, so
+	// the query stops there too, and drops the connection a second later
+	// if the server does not answer.
+	cc.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
+	return nil
+}
+
+// PostgresConnConfig is the connection a sql section's sql_connect_args
+// (raw, as the deployment writes them) and password open, exactly as the
+// adapter opens it: the daemon's write-set source (internal/changes)
+// connects with it. A refusal is an *sdk.ConfigError naming the key.
+func PostgresConnConfig(raw map[string]any, password string) (*pgx.ConnConfig, error) {
+	a, err := parseConnectArgs(raw, driverPostgres)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
+	}
+	if err := setPGConn(cc, a, password); err != nil {
+		return nil, err
+	}
+	cc.RuntimeParams["application_name"] = "verifierd-changes"
+	return cc, nil
 }
 
 func (r *pgReader) where() string { return r.desc }

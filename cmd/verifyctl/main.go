@@ -41,6 +41,9 @@ commands:
   bind --workflow FILE --binding FILE (--check | --out NEW_FILE)
                                             attach reviewed contracts to steps that have none
   audit-tables --deployment FILE --tables a,b (--snapshot OUT | --expect a=+1,b=0 --before SNAPSHOT)  table-delta audit, direct read-only SQL
+  changes setup|status|drop|preflight --deployment-name NAME (--config DAEMON_YAML | --deployment FILE)
+          [--user ROLE --password-env VAR] [--dry-run]
+                                            the write set's logical replication slot and publication (PostgreSQL); setup prints the GRANTs
   receipt verify --receipt FILE (--public-key FILE | --key-id ID) [--expect-session ID] [--expect-deployment NAME] [--expect-step STEP] [--expect-run ID]
                                             check a signed receipt (a verdict's or a run's) offline, and what it is about; exit 1: not valid
   ledger verify --file ledger.jsonl [--public-key FILE | --key-id ID] [--receipt FILE]
@@ -88,6 +91,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdLint(args[1:], stdout, stderr)
 	case "bind":
 		return cmdBind(args[1:], stdout, stderr)
+	case "changes":
+		return cmdChanges(args[1:], stdout, stderr)
 	case "audit-tables":
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "receipt":

@@ -481,15 +481,18 @@ func paramNames(v any) []string {
 // sees it (workflow.CheckNewness), under name in its messages (its path
 // and kind, e.g. "effects (sql)").
 func (c *Candidate) NewnessReader(name string) workflow.Reader {
-	return workflow.Reader{Name: name, Census: c.Census != nil, Newness: c.Newness, Narrowing: c.Narrowing()}
+	return workflow.Reader{Name: name, Census: c.Census != nil, Newness: c.DeclaredNewness(), Narrowing: c.Narrowing()}
 }
 
 // NewnessOf is how this candidate's change claims prove that a record is
-// new, as results record it: census; whole_read (the daemon proved the read
-// whole); whole_read_declared (the operator declared newness: whole_read);
+// new, as results record it: write_set (the database's change log);
+// census; whole_read (the daemon proved the read whole);
+// whole_read_declared (the operator declared newness: whole_read);
 // newly_matching (declared, or a narrowed read without either).
 func (c *Candidate) NewnessOf() string {
 	switch {
+	case c.Changes != nil:
+		return NewnessWriteSet
 	case c.Census != nil:
 		return NewnessCensus
 	case c.Newness == NewnessWholeRead:
@@ -508,7 +511,7 @@ func (c *Candidate) NewnessOf() string {
 // only the subject's read.
 func (c *Candidate) CollateralScope() string {
 	switch c.NewnessOf() {
-	case NewnessCensus, NewnessWholeRead, NewnessWholeReadDeclared:
+	case NewnessWriteSet, NewnessCensus, NewnessWholeRead, NewnessWholeReadDeclared:
 		return ScopeCollection
 	}
 	return ScopeSubject

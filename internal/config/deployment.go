@@ -85,6 +85,9 @@ type Candidate struct {
 	// Newness is the operator's newness: declaration, NewnessWholeRead or
 	// NewnessNewlyMatching; "" when not declared.
 	Newness string
+	// Changes is the candidate's write set (changes.go); nil when none is
+	// declared.
+	Changes *ChangesSetting
 }
 
 // FreshnessSetting is a deployment's freshness window.
@@ -201,6 +204,7 @@ type candidateDoc struct {
 	Compensator          map[string]any `json:"compensator"`
 	Census               any            `json:"census"`
 	Newness              any            `json:"newness"`
+	Changes              any            `json:"changes"`
 }
 
 // parseCandidate reads one candidate's section into d's notices and the
@@ -248,6 +252,9 @@ func (d *Deployment) parseCandidate(sec map[string]any, path string, index int, 
 		}
 	}
 	if err := parseNewness(&c, sec, path); err != nil {
+		return c, err
+	}
+	if err := parseChanges(&c, sec, path); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -112,6 +112,9 @@ type captureMeta struct {
 	// Census is the candidate's census read with the baseline (census.go),
 	// stored as capture store.CensusCapture(n); nil when none was read.
 	Census *censusMeta `json:"census,omitempty"`
+	// Changes is the write set's Begin position (writeset.go); nil for a
+	// candidate without changes:.
+	Changes *writeSetMeta `json:"changes,omitempty"`
 }
 
 // baselineIndexV1 is captureMeta.Index of a baseline stored as an index.
@@ -336,6 +339,10 @@ func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Dep
 			writers = append(writers, cw)
 		}
 		cm.Census = census
+		if cm.Changes, err = m.beginWriteSet(ctx, md.ID, n-1, md, dep, ci, groupOf(contracts, effects)); err != nil {
+			m.dropBaseline(ctx, md.ID)
+			return nil, err
+		}
 		md.Captures = append(md.Captures, cm)
 	}
 	return writers, nil

@@ -32,6 +32,11 @@ type group struct {
 	inst      *pluginhost.Instance
 	info      sdk.Info
 	ev        *groupEvidence
+	// dep and depName are the session's deployment and its registered
+	// name: the write set's slot is named after it (writeset.go).
+	dep     *config.Deployment
+	depName string
+	inRun   bool
 
 	baseline keyedBaseline
 	// baselineRead is closed once readBaseline set baseline: the stored
@@ -60,7 +65,11 @@ type groupRun struct {
 	instErr   error // why inst could not be configured (inst is nil then)
 	contracts []*judge.Contract
 	dep       *config.Deployment
+	depName   string         // the registered deployment's name ("" inline)
 	ev        *groupEvidence // filled with what the group read
+	// inRun: the session is a step of a run, whose finish reads it again;
+	// its write set stays held after Verify (writeset.go).
+	inRun bool
 }
 
 // verifyGroup settles and judges every effect of one capture and returns
@@ -68,7 +77,7 @@ type groupRun struct {
 func (m *Manager) verifyGroup(ctx context.Context, r groupRun) ([]judge.Verdict, []*judge.Task) {
 	id, n, cm, inst, instErr, contracts, dep, ev := r.id, r.n, r.cm, r.inst, r.instErr, r.contracts, r.dep, r.ev
 	cand := &dep.Candidates[cm.Candidate]
-	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev}
+	g := &group{m: m, id: id, n: n, cm: cm, contracts: contracts, cand: cand, inst: inst, ev: ev, dep: dep, depName: r.depName, inRun: r.inRun}
 	g.effects = make([]*judge.Contract, len(cm.Effects))
 	for k, i := range cm.Effects {
 		g.effects[k] = contracts[i]
@@ -98,6 +107,7 @@ func (m *Manager) verifyGroup(ctx context.Context, r groupRun) ([]judge.Verdict,
 	g.startBaseline(ctx)
 	defer g.waitBaseline()
 	verdicts := g.settleAll(ctx)
+	g.endWriteSet(ctx)
 	g.waitBaseline()
 	for k := range verdicts {
 		g.hook(ctx, k, &verdicts[k])
@@ -284,7 +294,7 @@ func (g *group) judgeRead(ctx context.Context, after *read) []judge.Verdict {
 	_, span := telemetry.Start(ctx, telemetry.SpanJudge, effectAttrs(g.contracts, g.cm.Effects)...)
 	defer span.End()
 	g.waitBaseline()
-	g.opts = proofOptions(g.cand, g.info.AbsenceNotProof, g.censusOption(after), g.m.clock.Now().UTC())
+	g.opts = withWriteSet(proofOptions(g.cand, g.info.AbsenceNotProof, g.censusOption(after), g.m.clock.Now().UTC()), g.readWriteSet(ctx))
 	reads := proofReads{beforeBatch: &g.baseline.base.snap, afterBatch: &after.snap}
 	if g.baseline.keyed {
 		// Restoring hidden values works on maps: this read is judged in

@@ -88,7 +88,7 @@ func (p preflight) test(ctx context.Context, deployment []byte, deploymentName s
 	out := make([]CandidateCheck, len(dep.Candidates))
 	for i, c := range dep.Candidates {
 		out[i] = CandidateCheck{CandidateIndex: i, Kind: c.Kind, Warnings: []string{},
-			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.Newness != "", Narrowing: c.Narrowing(),
+			Newness: c.NewnessOf(), NewnessDeclared: c.Census != nil || c.DeclaredNewness() != "", Narrowing: c.Narrowing(),
 			NewnessRefusal: p.newness.refusal(dep, i)}
 		for _, n := range dep.Notices {
 			if n.Candidate == i {
@@ -120,6 +120,12 @@ func (p preflight) test(ctx context.Context, deployment []byte, deploymentName s
 			// A census that cannot be read refuses every Begin through
 			// this candidate: the candidate is not usable.
 			if msg := p.testCensus(ctx, dep, i, probe); msg != "" {
+				out[i].Reachable, out[i].Message = false, msg
+			}
+		}
+		if out[i].Reachable && c.Changes != nil {
+			// Nor is one whose write set cannot be read.
+			if msg := p.testWriteSet(ctx, deploymentName, dep, i); msg != "" {
 				out[i].Reachable, out[i].Message = false, msg
 			}
 		}

@@ -39,6 +39,14 @@ func proofOptions(cand *config.Candidate, absenceNotProof bool, census *judge.Ce
 	return opts
 }
 
+// withWriteSet gives the judge a candidate's write set (nil: the candidate
+// reads none). A candidate with changes: always gives one, an unreadable
+// one included, so its verdicts never fall back to the baseline diff.
+func withWriteSet(opts judge.Options, ws *judge.WriteSet) judge.Options {
+	opts.WriteSet = ws
+	return opts
+}
+
 // prove judges every effect on one pair of reads under opts, read
 // through cand (nil: no deployment), and says what the proof rested on:
 // the only call of the judge in the daemon.
@@ -85,6 +93,13 @@ func proofOf(cand *config.Candidate, opts judge.Options, verdicts []judge.Verdic
 	p := Proof{Verdicts: verdicts, Census: opts.Census != nil, Freshness: opts.Freshness != nil, AbsenceIsProof: !opts.AbsenceNotProof}
 	if cand != nil {
 		p.Newness, p.CollateralScope = cand.NewnessOf(), cand.CollateralScope()
+		if cand.Changes != nil && opts.WriteSet == nil {
+			// Judged without its write set (a reward's stored reads): the
+			// proof rests on the reads alone.
+			reads := *cand
+			reads.Changes = nil
+			p.Newness, p.CollateralScope = reads.NewnessOf(), reads.CollateralScope()
+		}
 	}
 	p.CensusUsable = p.Census
 	for _, v := range verdicts {

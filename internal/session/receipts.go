@@ -65,6 +65,8 @@ type groupEvidence struct {
 	noCompensate   bool
 	// Census is the group's census reads (nil without a census).
 	Census *CensusReads
+	// WriteSet is the group's last write-set read (nil without changes:).
+	WriteSet *WriteSetSpan
 	// settleFloor is the session's settle floor (meta.SettleFloorS): a
 	// group holding a change claim settles at least this long.
 	settleFloor time.Duration
@@ -186,6 +188,9 @@ type EffectClaim struct {
 	Newness         string `json:"newness,omitempty"`
 	CensusScope     string `json:"census_scope,omitempty"`
 	CollateralScope string `json:"collateral_scope,omitempty"`
+	// WriteSet is the result's: the log positions and change count of the
+	// write set the effect was judged on.
+	WriteSet *WriteSetSpan `json:"write_set,omitempty"`
 }
 
 // VerdictPayload is the payload of a verdict receipt
@@ -322,7 +327,7 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 			}
 			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
 				Tier: e.Tier, OracleRung: e.OracleRung, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
-				Newness: e.Newness, CensusScope: e.CensusScope, CollateralScope: e.CollateralScope}
+				Newness: e.Newness, CensusScope: e.CensusScope, CollateralScope: e.CollateralScope, WriteSet: e.WriteSet}
 			if e.ReconciliationTask != nil {
 				c.ReconciliationTask = e.ReconciliationTask.ID
 			}

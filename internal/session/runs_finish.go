@@ -42,7 +42,11 @@ func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error
 	if rec.reconciling() && c.Outcome == run.ReconciliationRequired && rec.Seal.InputDigest == digest {
 		return m.viewOf(rec, wf, states), nil
 	}
-	return m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
+	view, err := m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
+	if err == nil && c.Outcome == run.Verified {
+		m.releaseRunWriteSets(rec)
+	}
+	return view, err
 }
 
 // reread is one session FinishRun reads again before it seals.

@@ -98,8 +98,11 @@ type Manager struct {
 	workflows    map[string]*workflow.Workflow
 	metrics      *metrics.Metrics // may be nil
 
-	keys  evidenceKeys // the evidence key, or a random one (evidencekey.go)
-	locks keyedMutex   // serialises Verify per session id
+	keys evidenceKeys // the evidence key, or a random one (evidencekey.go)
+	// writeSets are the change-log sources of changes: candidates
+	// (writeset.go).
+	writeSets *writeSetSources
+	locks     keyedMutex // serialises Verify per session id
 }
 
 // New checks o once and makes the Manager: a missing store or host, or an
@@ -117,7 +120,7 @@ func New(o Options) (*Manager, error) {
 	}
 	m := &Manager{host: o.Host, store: o.Store, daemon: o.Daemon, lookupEnv: o.LookupEnv, clock: o.Clock,
 		logger: o.Logger, pollInterval: o.PollInterval, signer: o.Signer, allowInline: o.AllowInline,
-		workflows: o.Workflows, metrics: o.Metrics, keys: newEvidenceKeys(o.EvidenceKey)}
+		workflows: o.Workflows, metrics: o.Metrics, keys: newEvidenceKeys(o.EvidenceKey), writeSets: newWriteSetSources()}
 	if m.lookupEnv == nil {
 		m.lookupEnv = os.LookupEnv
 	}

@@ -41,6 +41,9 @@ type EffectResult struct {
 	Newness         string `json:"newness,omitempty"`
 	CensusScope     string `json:"census_scope,omitempty"`
 	CollateralScope string `json:"collateral_scope,omitempty"`
+	// WriteSet is the write set the effect was judged on: its positions
+	// and count (nil for a candidate without changes:).
+	WriteSet *WriteSetSpan `json:"write_set,omitempty"`
 }
 
 // Result is a verified session's result.
@@ -222,7 +225,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 	var wg sync.WaitGroup
 	for n, cm := range md.Captures {
 		wg.Go(func() {
-			vs, ts := m.verifyGroup(ctx, groupRun{id: id, n: n, cm: cm, inst: insts[cm.Candidate], instErr: instErrs[cm.Candidate], contracts: contracts, dep: dep, ev: &ev.Groups[n]})
+			vs, ts := m.verifyGroup(ctx, groupRun{id: id, n: n, cm: cm, inst: insts[cm.Candidate], instErr: instErrs[cm.Candidate], contracts: contracts, dep: dep, depName: md.DeploymentName, inRun: md.Run != nil, ev: &ev.Groups[n]})
 			for k, i := range cm.Effects {
 				verdicts[i], tasks[i] = vs[k], ts[k]
 			}
@@ -247,6 +250,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		}
 	}
 	judge.SuggestForOutcome(res.Outcome, tasks)
+	spans := writeSetSpans(md, ev)
 	for i, c := range contracts {
 		sel := md.Begin.Effects[i]
 		cand := dep.Candidates[sel.CandidateIndex]
@@ -261,7 +265,7 @@ func (m *Manager) judgeStep(ctx context.Context, id string, md *meta, noCompensa
 		shown.ContractHash = c.Hash
 		newness, scope, censusScope := newnessOf(&cand)
 		res.Effects[i] = EffectResult{EffectResult: shown, Tier: sel.Tier, OracleRung: int(oracle.Of(cand.Kind, sdk.Tier(sel.Tier))),
-			Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CensusScope: censusScope, CollateralScope: scope}
+			Substrate: cand.Kind, ReconciliationTask: task, Newness: newness, CensusScope: censusScope, CollateralScope: scope, WriteSet: spans[i]}
 	}
 	res.TerminalOutcome = terminalOutcome(res.Outcome, verdicts, md.Captures, ev)
 	return res, ev, nil

@@ -70,7 +70,7 @@ var daemonKeys = map[string]bool{
 	"evidence_redact_fields": true, "evidence_keep_fields": true,
 	"freshness_field": true, "freshness_window_s": true, "settle_s": true,
 	"options": true, "option_params": true, "secret_env": true, "compensator": true,
-	"census": true, "newness": true,
+	"census": true, "newness": true, "changes": true,
 }
 
 // DaemonKey reports whether key is one the daemon reads itself at the top

@@ -92,6 +92,10 @@ func StartPostgres(parent string) (*Postgres, error) {
 			"-c", "max_connections=200",
 			"-c", "log_min_messages=warning",
 			"-c", "log_timezone=UTC",
+			// Logical decoding, for the write set (internal/changes).
+			"-c", "wal_level=logical",
+			"-c", "max_replication_slots=20",
+			"-c", "max_wal_senders=20",
 		},
 	}
 	pwfile := filepath.Join(dir, "pwfile")
