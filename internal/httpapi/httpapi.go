@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/version"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -43,7 +44,7 @@ func (a *API) SetBudget(b *inflight.Budget) { a.budget = b }
 func New(token string) *API {
 	a := &API{mux: http.NewServeMux(), token: token}
 	a.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd"})
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd", "version": version.Get().Version})
 	})
 	return a
 }
