@@ -24,6 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
+.PHONY: release release-test release-images bench-check check-api update-api
 .PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
@@ -190,5 +191,30 @@ image: build-deps
 image-test: build-deps
 	bash scripts/image-test.sh
 
+# release: `make release VERSION=vX.Y.Z` writes dist/ (docs/releasing.md):
+# dist/goproxy, a file-system Go module proxy with the SDK and the root
+# module at VERSION; dist/bin, the daemon, verifyctl and every first-party
+# adapter with VERSION stamped; dist/SHA256SUMS. bench-check runs first
+# (SKIP_BENCH=1 skips it). The images are tagged by release-images.
+DIST := dist
+RELEASE_BINARIES := $(filter-out $(BIN)/clinic=%,$(BINARIES))
+release: build-deps
+	@[ -n "$(VERSION)" ] || { echo "release: give the version: make release VERSION=v0.4.0"; exit 1; }
+	@if [ "$(SKIP_BENCH)" != 1 ]; then $(MAKE) bench-check; else echo "release: SKIP_BENCH=1, bench-check not run"; fi
+	DIST=$(abspath $(DIST)) bash scripts/release.sh $(VERSION) $(RELEASE_BINARIES)
+
+# release-test: a customer's build outside the repository against dist/
+# (run `make release` first): an adapter (sdk/examples/jsonl copied out)
+# that passes adaptertest, and a client program that runs Begin/Verify
+# against dist/bin/verifierd and checks the receipt offline; no replace.
+release-test: build-deps
+	DIST=$(abspath $(DIST)) bash scripts/release-test.sh
+
+# release-images: the two images (make image) tagged VERSION. Slow (podman);
+# CI does not run it (image-test builds the images already).
+release-images: build-deps
+	@[ -n "$(VERSION)" ] || { echo "release-images: give the version: make release-images VERSION=v0.4.0"; exit 1; }
+	VERSION=$(VERSION) bash scripts/image.sh
+
 clean:
-	rm -rf .cache
+	rm -rf .cache $(DIST)
