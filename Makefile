@@ -24,7 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: release release-test release-images bench-check check-api update-api
+.PHONY: release release-test release-images release-snapshot bench-check check-api update-api openapi-breaking
 .PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
@@ -134,29 +134,53 @@ buf-lint:
 	$(BIN)/buf format -d --exit-code
 
 # buf-breaking: the protos must stay wire-compatible (FILE rules, buf.yaml)
-# with where this branch left main (its merge base; on main itself, HEAD),
-# or with BREAKING_AGAINST (a git ref). It reads the local repository: no
-# network.
+# with the last release, whose image is committed as proto/release.binpb
+# (make release-snapshot writes it, with api/openapi.json, when a release
+# is cut). A git tag would not travel with the branch; a committed file
+# does. BREAKING_AGAINST (a git ref) compares with that commit instead.
 #
-# An intentional break before a release (nothing outside this repository
-# speaks the protocol yet) is acknowledged in history, never by switching
-# the check off: a commit on the branch whose message carries the trailer
+# An intentional break between releases (a new minor version while v0,
+# a new major from v1) is acknowledged in history, never by switching the
+# check off: a commit since proto/release.binpb last changed whose message
+# carries the trailer
 #   Proto-Break-Acknowledged: <what broke and why>
 # becomes the baseline, so that commit's break passes and every later
-# change on the branch is still checked against it. Once merged, main is
-# the baseline of every new branch. List the acknowledged breaks with
+# change is still checked against it; list the break in CHANGES.md. List
+# the acknowledged breaks with
 #   git log --grep '^Proto-Break-Acknowledged:'
-BREAKING_BASE = $$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
-BREAKING_AGAINST ?= $$(git log -1 --format=%H --grep='^Proto-Break-Acknowledged:' $(BREAKING_BASE)..HEAD | grep . || echo $(BREAKING_BASE))
+RELEASE_IMAGE := proto/release.binpb
+BREAKING_BASE = $$(git log -1 --format=%H -- $(RELEASE_IMAGE))
+BREAKING_AGAINST ?= $$(git log -1 --format=%H --grep='^Proto-Break-Acknowledged:' $(BREAKING_BASE)..HEAD)
 buf-breaking:
 	bash scripts/tools.sh
-	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"
+	@against="$(BREAKING_AGAINST)"; \
+	if [ -n "$$against" ]; then echo "buf breaking against $$against"; \
+		$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$$against"; \
+	else echo "buf breaking against $(RELEASE_IMAGE)"; $(BIN)/buf breaking --against $(RELEASE_IMAGE); fi
+
+# openapi-breaking: the HTTP/JSON API's OpenAPI document must not break a
+# client of the last release's, committed as api/openapi.json (routes,
+# parameters, definitions and their properties; tools/openapicheck).
+OPENAPI_DOC := proto/verifierd/verifier/v1/verifier.swagger.json
+openapi-breaking:
+	@mkdir -p $(BIN)
+	cd tools && $(GO) build -o $(abspath $(BIN))/openapicheck ./openapicheck
+	@$(BIN)/openapicheck api/openapi.json $(OPENAPI_DOC) || { echo "openapi-breaking: the OpenAPI document breaks clients of the last release (above); keep the old routes and fields, or make the break a new minor version and run make release-snapshot"; exit 1; }
+	@echo "openapi-breaking: compatible with api/openapi.json"
+
+# release-snapshot: when cutting a release, the baselines the next changes
+# are checked against: proto/release.binpb (buf-breaking) and
+# api/openapi.json (openapi-breaking). Commit them with the release.
+release-snapshot:
+	bash scripts/tools.sh
+	$(BIN)/buf build --exclude-source-info -o $(RELEASE_IMAGE)
+	cp $(OPENAPI_DOC) api/openapi.json
 
 golangci-lint: build-deps
 	bash scripts/tools.sh
 	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(abspath $(BIN))/golangci-lint run ./...) || exit 1; done
 
-lint: vet fmt-check check-sdk check-api golangci-lint buf-lint buf-breaking
+lint: vet fmt-check check-sdk check-api golangci-lint buf-lint buf-breaking openapi-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
