@@ -24,7 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: release release-test release-images release-snapshot bench-check check-api update-api openapi-breaking
+.PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api update-api openapi-breaking
 .PHONY: all build build-deps deps run demo test test-thirdparty python-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
@@ -184,6 +184,17 @@ lint: vet fmt-check check-sdk check-api golangci-lint buf-lint buf-breaking open
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
+
+# bench-check: this tree against the commit bench/baseline.txt names, as
+# interleaved pairs on this machine; fails on a Begin+Verify p50 or judge
+# ns/record more than 20% worse with p < 0.05 (scripts/bench-check.sh;
+# BENCH_PAIRS, default 6; BENCH_AGAINST=<ref>). make release runs it; CI
+# does not. bench-baseline writes bench/baseline.txt when cutting a release.
+bench-check: build-deps
+	bash scripts/bench-check.sh check
+
+bench-baseline: build-deps
+	bash scripts/bench-check.sh baseline
 
 # soak: 50 clients for 60 s of Begin/Verify through the daemon binary and the
 # sql plugin, with hostile requests alongside; checks the refusal codes and
