@@ -24,6 +24,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
+.PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api update-api openapi-breaking
 .PHONY: all build build-deps deps run demo test test-thirdparty python-test node-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
@@ -115,10 +116,22 @@ check-sdk:
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/jsonnum, sdk/jsondepth, sdk/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
 	echo "check-sdk: the SDK module holds nothing of the daemon; its leaves import only the standard library"
 
-# check-sdk-api: the SDK module's exported API against its last release (the
-# newest sdk/v* tag), with the pinned apidiff; it passes, saying so, before
-# the first tag. An intentional break is acknowledged with a commit trailer,
-# as buf-breaking's is: see scripts/check-sdk-api.sh.
+# check-api: the exported API of every public package (the SDK module,
+# client, receipt, judge) against the snapshots committed under api/; a
+# change fails unless the snapshot is updated in the same commit with a
+# CHANGES.md entry (sdk/CHANGES.md for api/sdk.txt). update-api rewrites
+# the snapshots. See scripts/check-api.sh and docs/releasing.md.
+check-api:
+	bash scripts/check-api.sh check
+
+update-api:
+	bash scripts/check-api.sh update
+
+# check-sdk-api: what apidiff calls incompatible in the SDK since a git ref
+# (SDK_API_AGAINST=<ref>, else the newest sdk/v* tag; it passes, saying so,
+# when there is none). Tags do not travel with a branch, so make lint
+# checks the committed snapshots instead (check-api); this stays for
+# comparing with an older commit by hand. See scripts/check-sdk-api.sh.
 check-sdk-api:
 	bash scripts/check-sdk-api.sh
 
@@ -134,32 +147,67 @@ buf-lint:
 	$(BIN)/buf format -d --exit-code
 
 # buf-breaking: the protos must stay wire-compatible (FILE rules, buf.yaml)
-# with where this branch left main (its merge base; on main itself, HEAD),
-# or with BREAKING_AGAINST (a git ref). It reads the local repository: no
-# network.
+# with the last release, whose image is committed as proto/release.binpb
+# (make release-snapshot writes it, with api/openapi.json, when a release
+# is cut). A git tag would not travel with the branch; a committed file
+# does. BREAKING_AGAINST (a git ref) compares with that commit instead.
 #
-# An intentional break before a release (nothing outside this repository
-# speaks the protocol yet) is acknowledged in history, never by switching
-# the check off: a commit on the branch whose message carries the trailer
+# An intentional break between releases (a new minor version while v0,
+# a new major from v1) is acknowledged in history, never by switching the
+# check off: a commit since proto/release.binpb last changed whose message
+# carries the trailer
 #   Proto-Break-Acknowledged: <what broke and why>
 # becomes the baseline, so that commit's break passes and every later
-# change on the branch is still checked against it. Once merged, main is
-# the baseline of every new branch. List the acknowledged breaks with
+# change is still checked against it; list the break in CHANGES.md. List
+# the acknowledged breaks with
 #   git log --grep '^Proto-Break-Acknowledged:'
-BREAKING_BASE = $$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD)
-BREAKING_AGAINST ?= $$(git log -1 --format=%H --grep='^Proto-Break-Acknowledged:' $(BREAKING_BASE)..HEAD | grep . || echo $(BREAKING_BASE))
+RELEASE_IMAGE := proto/release.binpb
+BREAKING_BASE = $$(git log -1 --format=%H -- $(RELEASE_IMAGE))
+BREAKING_AGAINST ?= $$(git log -1 --format=%H --grep='^Proto-Break-Acknowledged:' $(BREAKING_BASE)..HEAD)
 buf-breaking:
 	bash scripts/tools.sh
-	$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$(BREAKING_AGAINST)"
+	@against="$(BREAKING_AGAINST)"; \
+	if [ -n "$$against" ]; then echo "buf breaking against $$against"; \
+		$(BIN)/buf breaking --against "$$(git rev-parse --path-format=absolute --git-common-dir)#ref=$$against"; \
+	else echo "buf breaking against $(RELEASE_IMAGE)"; $(BIN)/buf breaking --against $(RELEASE_IMAGE); fi
+
+# openapi-breaking: the HTTP/JSON API's OpenAPI document must not break a
+# client of the last release's, committed as api/openapi.json (routes,
+# parameters, definitions and their properties; tools/openapicheck).
+OPENAPI_DOC := proto/verifierd/verifier/v1/verifier.swagger.json
+openapi-breaking:
+	@mkdir -p $(BIN)
+	cd tools && $(GO) build -o $(abspath $(BIN))/openapicheck ./openapicheck
+	@$(BIN)/openapicheck api/openapi.json $(OPENAPI_DOC) || { echo "openapi-breaking: the OpenAPI document breaks clients of the last release (above); keep the old routes and fields, or make the break a new minor version and run make release-snapshot"; exit 1; }
+	@echo "openapi-breaking: compatible with api/openapi.json"
+
+# release-snapshot: when cutting a release, the baselines the next changes
+# are checked against: proto/release.binpb (buf-breaking) and
+# api/openapi.json (openapi-breaking). Commit them with the release.
+release-snapshot:
+	bash scripts/tools.sh
+	$(BIN)/buf build --exclude-source-info -o $(RELEASE_IMAGE)
+	cp $(OPENAPI_DOC) api/openapi.json
 
 golangci-lint: build-deps
 	bash scripts/tools.sh
 	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(abspath $(BIN))/golangci-lint run ./...) || exit 1; done
 
-lint: vet fmt-check check-sdk check-sdk-api golangci-lint buf-lint buf-breaking
+lint: vet fmt-check check-sdk check-api golangci-lint buf-lint buf-breaking openapi-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
+
+# bench-check: this tree against the commit bench/baseline.txt names, as
+# interleaved pairs on this machine; fails on a Begin+Verify p50 or judge
+# ns/record more than 20% worse with p < 0.05 (scripts/bench-check.sh;
+# BENCH_PAIRS, default 6; BENCH_AGAINST=<ref>). make release runs it; CI
+# does not. bench-baseline writes bench/baseline.txt when cutting a release.
+bench-check: build-deps
+	bash scripts/bench-check.sh check
+
+bench-baseline: build-deps
+	bash scripts/bench-check.sh baseline
 
 # soak: 50 clients for 60 s of Begin/Verify through the daemon binary and the
 # sql plugin, with hostile requests alongside; checks the refusal codes and
@@ -203,5 +251,30 @@ image: build-deps
 image-test: build-deps
 	bash scripts/image-test.sh
 
+# release: `make release VERSION=vX.Y.Z` writes dist/ (docs/releasing.md):
+# dist/goproxy, a file-system Go module proxy with the SDK and the root
+# module at VERSION; dist/bin, the daemon, verifyctl and every first-party
+# adapter with VERSION stamped; dist/SHA256SUMS. bench-check runs first
+# (SKIP_BENCH=1 skips it). The images are tagged by release-images.
+DIST := dist
+RELEASE_BINARIES := $(filter-out $(BIN)/clinic=%,$(BINARIES))
+release: build-deps
+	@[ -n "$(VERSION)" ] || { echo "release: give the version: make release VERSION=v0.4.0"; exit 1; }
+	@if [ "$(SKIP_BENCH)" != 1 ]; then $(MAKE) bench-check; else echo "release: SKIP_BENCH=1, bench-check not run"; fi
+	DIST=$(abspath $(DIST)) bash scripts/release.sh $(VERSION) $(RELEASE_BINARIES)
+
+# release-test: a customer's build outside the repository against dist/
+# (run `make release` first): an adapter (sdk/examples/jsonl copied out)
+# that passes adaptertest, and a client program that runs Begin/Verify
+# against dist/bin/verifierd and checks the receipt offline; no replace.
+release-test: build-deps
+	DIST=$(abspath $(DIST)) bash scripts/release-test.sh
+
+# release-images: the two images (make image) tagged VERSION. Slow (podman);
+# CI does not run it (image-test builds the images already).
+release-images: build-deps
+	@[ -n "$(VERSION)" ] || { echo "release-images: give the version: make release-images VERSION=v0.4.0"; exit 1; }
+	VERSION=$(VERSION) bash scripts/image.sh
+
 clean:
-	rm -rf .cache
+	rm -rf .cache $(DIST)

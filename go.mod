@@ -18,7 +18,7 @@ require (
 	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.25.0
 	github.com/vektah/gqlparser/v2 v2.5.64
-	github.com/verifierd/verifierd/sdk v0.0.0-00010101000000-000000000000
+	github.com/verifierd/verifierd/sdk v0.4.0
 	go.etcd.io/bbolt v1.5.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
@@ -82,6 +82,8 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-// The SDK is its own module (sdk/go.mod), released by its sdk/v* tags; the
-// daemon always builds against the SDK in this repository.
+// The SDK is its own module (sdk/go.mod). The require above names the SDK
+// version released with this module (make release puts both in
+// dist/goproxy, this go.mod without the replace); the daemon itself always
+// builds against the SDK in this repository.
 replace github.com/verifierd/verifierd/sdk => ./sdk

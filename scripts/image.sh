@@ -177,10 +177,13 @@ for d in cmd/plugins/*/; do
 done
 mkdir -p "$out/bin"
 log "go build verifierd, verifyctl and ${#kinds[@]} adapters"
-go build -ldflags="-s -w" -o "$out/bin/verifierd" ./cmd/verifierd
-go build -ldflags="-s -w" -o "$out/bin/verifyctl" ./cmd/verifyctl
+# The image's version is stamped into the binaries (verifierd --version,
+# /health, verifierd_build_info), as make release stamps dist/bin.
+ldflags="-s -w -X github.com/verifierd/verifierd/internal/version.Version=$version"
+go build -ldflags="$ldflags" -o "$out/bin/verifierd" ./cmd/verifierd
+go build -ldflags="$ldflags" -o "$out/bin/verifyctl" ./cmd/verifyctl
 for kind in "${kinds[@]}"; do
-	go build -ldflags="-s -w" -o "$out/bin/verifier-adapter-$kind" "./cmd/plugins/$kind"
+	go build -ldflags="$ldflags" -o "$out/bin/verifier-adapter-$kind" "./cmd/plugins/$kind"
 done
 slim_kinds=()
 for kind in "${kinds[@]}"; do

@@ -8,6 +8,7 @@
 //	          [--evidence-key FILE] [--signing-key FILE] [--rotate-keys]
 //	verifierd store check|compact|salvage --data-dir DIR [--out DIR] [--evidence-key FILE]
 //	verifierd store check|salvage --store postgres://… [--out postgres://…] [--evidence-key FILE]
+//	verifierd --version
 //
 // SIGTERM or SIGINT drains in-flight calls, then stops the adapters. SIGUSR1
 // runs a garbage collection and returns freed memory to the OS (for
@@ -27,9 +28,14 @@ import (
 
 	"github.com/verifierd/verifierd/internal/periodic"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/version"
 )
 
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		fmt.Println("verifierd", version.Get())
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "store" {
 		os.Exit(storeMain(os.Args[2:], os.Stdout, os.Stderr))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
+	"github.com/verifierd/verifierd/internal/version"
 )
 
 // newMetrics builds the daemon's own registry (never the global default):
@@ -21,7 +22,18 @@ import (
 func newMetrics() *metrics.Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(buildInfo(version.Get()))
 	return metrics.New(reg)
+}
+
+// buildInfo is the verifierd_build_info gauge: always 1, its labels the
+// running build's version, commit and Go toolchain.
+func buildInfo(v version.Info) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: metrics.Namespace, Name: "build_info",
+		Help: "The running build: version (v0.4.0, or devel), VCS revision and Go version; always 1."},
+		[]string{"version", "revision", "goversion"})
+	g.WithLabelValues(v.Version, v.Revision, v.GoVersion).Set(1)
+	return g
 }
 
 // watchDaemon adds the gauges read at scrape time: the store file's size

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/verifierd/verifierd/internal/version"
 )
 
 func main() {
@@ -32,6 +34,7 @@ commands:
                                             is every change the run made gone? sealed ROLLED_BACK_VERIFIED; exit 4: something remains
   reverify --session ID --reason TEXT       judge a fresh read against the original baseline after a repair
   session --session ID                      show a session's state, its result and any re-verifications
+  version                                   print verifyctl's version (the release it was built as, or devel)
   key                                       print the daemon's signing public key and key id
   ledger export > ledger.jsonl              write the daemon's hash-chained ledger as JSON lines, ending with a signed checkpoint
   artifact verify --deployment-name NAME --file PATH [--run RUN --artifact NAME --step STEP]
@@ -97,6 +100,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdAuditTables(args[1:], stdout, stderr)
 	case "receipt":
 		return cmdReceipt(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "verifyctl", version.Get())
+		return 0
 	case "key":
 		return cmdKey(args[1:], stdout, stderr)
 	case "run":

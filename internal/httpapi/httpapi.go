@@ -18,6 +18,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/connlimit"
 	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/version"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -55,11 +56,11 @@ func New(token string) *API {
 	a.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		if a.ready != nil {
 			if err := a.ready(); err != nil {
-				WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "service": "verifierd", "reason": err.Error()})
+				WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "service": "verifierd", "reason": err.Error(), "version": version.Get().Version})
 				return
 			}
 		}
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd"})
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok", "service": "verifierd", "version": version.Get().Version})
 	})
 	return a
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# check-api.sh [check|update]: the exported API of every public package,
+# as text, against the snapshots committed under api/ (as the Go project's
+# own api/ directory does), so compatibility is checked against files on
+# the branch, not against git tags, which do not travel with it.
+#   api/sdk.txt      the SDK module (github.com/verifierd/verifierd/sdk/...)
+#   api/client.txt   github.com/verifierd/verifierd/client
+#   api/receipt.txt  github.com/verifierd/verifierd/receipt
+#   api/judge.txt    github.com/verifierd/verifierd/judge/...
+# Internal packages, commands and examples are not in them.
+#
+# check (make check-api, part of make lint) fails when the API differs from
+# a snapshot, and when a commit since this branch left main (on main: the
+# last commit) changes a snapshot without a CHANGES.md entry in the same
+# commit: api/sdk.txt needs sdk/CHANGES.md, the others the root CHANGES.md.
+# update (make update-api) rewrites the snapshots; commit them with the
+# CHANGES.md entry that says what changed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+mode="${1:-check}"
+mkdir -p .cache/bin
+(cd tools && go build -o "$root/.cache/bin/apisnap" ./apisnap)
+
+# name module-dir patterns...
+snapshots=(
+	"sdk sdk ./..."
+	"client . ./client"
+	"receipt . ./receipt"
+	"judge . ./judge/..."
+)
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+changed=0
+for s in "${snapshots[@]}"; do
+	read -r name dir patterns <<<"$s"
+	.cache/bin/apisnap -C "$dir" $patterns >"$tmp/$name.txt"
+	if [[ "$mode" == update ]]; then
+		mkdir -p api
+		cp "$tmp/$name.txt" "api/$name.txt"
+		continue
+	fi
+	if ! diff -u --label "api/$name.txt (committed)" --label "api/$name.txt (this tree)" "api/$name.txt" "$tmp/$name.txt" >"$tmp/$name.diff"; then
+		cat "$tmp/$name.diff"
+		changed=1
+	fi
+done
+if [[ "$mode" == update ]]; then
+	echo "check-api: api/*.txt rewritten; commit them together with a CHANGES.md (or sdk/CHANGES.md, for api/sdk.txt) entry"
+	exit 0
+fi
+if [[ $changed == 1 ]]; then
+	echo "check-api: the public API differs from the committed snapshot above; if the change is meant, run 'make update-api' and commit api/ with an entry in CHANGES.md (sdk/CHANGES.md for the SDK) saying what changed, in the same commit" >&2
+	exit 1
+fi
+
+# Every commit that changed a snapshot carries its CHANGES.md entry.
+base="$(git merge-base HEAD main 2>/dev/null || true)"
+if [[ -z "$base" || "$base" == "$(git rev-parse HEAD)" ]]; then
+	base="$(git rev-parse --verify -q HEAD~1 || true)"
+fi
+for c in $(git rev-list ${base:+"$base"..}HEAD -- api/); do
+	files="$(git diff-tree --no-commit-id --name-only -r --root "$c")"
+	for name in $(grep -oE '^api/[a-z]+\.txt$' <<<"$files" | sed -E 's#^api/(.*)\.txt$#\1#'); do
+		want=CHANGES.md
+		[[ "$name" == sdk ]] && want=sdk/CHANGES.md
+		if ! grep -qx "$want" <<<"$files"; then
+			echo "check-api: commit $(git log -1 --format='%h %s' "$c") changes api/$name.txt without an entry in $want; add the entry to that commit (git commit --amend, or git rebase -i for an older one)" >&2
+			exit 1
+		fi
+	done
+done
+echo "check-api: the public API matches api/*.txt, and every snapshot change has its CHANGES.md entry"
