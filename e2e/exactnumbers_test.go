@@ -177,13 +177,13 @@ func checkExactRecord(t *testing.T, path string, raw []byte, r exactRow) {
 func exactOverHTTP(t *testing.T, httpAddr string, l *exactLedger, r exactRow) {
 	body := fmt.Sprintf(`{"deploymentName": %q, "effects": %q, "params": {"account": %q, "id": %q, "amount": %s}}`,
 		l.deployment, exactEffects, r.account, r.id, r.amount)
-	begun := postJSON(t, "http://"+httpAddr+"/v1/sessions", body)
+	begun := postExactJSON(t, "http://"+httpAddr+"/v1/sessions", body)
 	sid, _ := begun["sessionId"].(string)
 	if sid == "" {
 		t.Fatalf("Begin over HTTP: %v", begun)
 	}
 	l.insert(t, r)
-	v := postJSON(t, "http://"+httpAddr+"/v1/sessions/"+sid+":verify", "{}")
+	v := postExactJSON(t, "http://"+httpAddr+"/v1/sessions/"+sid+":verify", "{}")
 	effects, _ := v["effects"].([]any)
 	if v["outcome"] != "VERIFIED" || len(effects) != 3 {
 		t.Fatalf("Verify over HTTP: outcome %v with %d effects, want VERIFIED with 3: %v", v["outcome"], len(effects), v)
@@ -203,7 +203,7 @@ func exactOverHTTP(t *testing.T, httpAddr string, l *exactLedger, r exactRow) {
 }
 
 // postJSON posts body and decodes the answer with numbers kept as text.
-func postJSON(t *testing.T, url, body string) map[string]any {
+func postExactJSON(t *testing.T, url, body string) map[string]any {
 	t.Helper()
 	res, err := http.Post(url, "application/json", bytes.NewBufferString(body))
 	if err != nil {
