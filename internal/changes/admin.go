@@ -2,6 +2,7 @@ package changes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -89,7 +90,7 @@ func Status(ctx context.Context, conn *pgx.Conn, n Names) (SlotStatus, error) {
   coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::bigint,
   coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint
 FROM pg_replication_slots WHERE slot_name = $1`, n.Slot).Scan(&s.Active, &s.Confirmed, &s.Current, &s.LagBytes, &s.RetainedBytes)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
 	s.Exists = err == nil

@@ -89,12 +89,14 @@ func (p *Postgres) Position(ctx context.Context) (Position, error) {
 // Read peeks the slot and returns the changes to the declared tables of
 // the transactions that committed at or after from and before upTo.
 func (p *Postgres) Read(ctx context.Context, from, upTo Position) (judge.WriteSet, error) {
-	start, err := pglogrepl.ParseLSN(string(from))
-	if err != nil || start == anyFrom {
-		return judge.WriteSet{Reachable: true, Reason: fmt.Sprintf("the Begin position %q is not an LSN", from)}, nil
+	start, perr := pglogrepl.ParseLSN(string(from))
+	if perr != nil || start == anyFrom {
+		// Not a failure of the read: a write set that says it is not
+		// complete (the judge answers CHANGES_UNUSABLE).
+		return judge.WriteSet{Reachable: true, Reason: fmt.Sprintf("the Begin position %q is not an LSN", from)}, nil //nolint:nilerr // reported in the write set
 	}
 	var ws judge.WriteSet
-	err = p.with(ctx, func(c *pgx.Conn) error {
+	err := p.with(ctx, func(c *pgx.Conn) error {
 		var rerr error
 		ws, rerr = p.read(ctx, c, start, upTo)
 		return rerr
@@ -202,6 +204,7 @@ func (p *Postgres) slotProblem(ctx context.Context, c *pgx.Conn, from pglogrepl.
 		return fmt.Sprintf("the replication slot %s uses the plugin %q, not pgoutput; drop it and run verifyctl changes setup", p.Names.Slot, plugin), true, nil
 	}
 	if at, perr := pglogrepl.ParseLSN(confirmed); from != anyFrom && (perr != nil || at > from) {
+		//nolint:nilerr // an unparseable position is a discarded span, reported as such, not a failed call
 		return fmt.Sprintf("the slot %s is at %s, past this session's Begin position %s: the changes since Begin are discarded", p.Names.Slot, confirmed, from), false, nil
 	}
 	return "", false, nil

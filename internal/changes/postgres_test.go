@@ -305,7 +305,7 @@ func TestPreflightAndMissingSlot(t *testing.T) {
 	if err := Setup(ctx, admin, names, []string{"enc_pre"}); err != nil {
 		t.Fatal(err)
 	}
-	defer Drop(ctx, admin, names)
+	defer func() { _ = Drop(ctx, admin, names) }()
 	if got := Preflight(ctx, admin, names, []string{"enc_pre"}); len(got) != 0 {
 		t.Fatalf("preflight after setup: %q", got)
 	}

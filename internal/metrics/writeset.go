@@ -18,7 +18,9 @@ var writeSetOnce sync.Map // *Metrics -> *writeSetCollectors
 
 func (m *Metrics) writeSet() *writeSetCollectors {
 	if c, ok := writeSetOnce.Load(m); ok {
-		return c.(*writeSetCollectors)
+		if w, ok := c.(*writeSetCollectors); ok {
+			return w
+		}
 	}
 	g := func(name, help string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, []string{"slot"})
@@ -30,7 +32,9 @@ func (m *Metrics) writeSet() *writeSetCollectors {
 		retained: g("write_set_slot_retained_bytes", "Bytes of log a change-log slot keeps on the server's disk (current position - restart position), after the last Verify."),
 	}
 	if prev, loaded := writeSetOnce.LoadOrStore(m, c); loaded {
-		return prev.(*writeSetCollectors)
+		if w, ok := prev.(*writeSetCollectors); ok {
+			return w
+		}
 	}
 	m.reg.MustRegister(c.changes, c.lag, c.retained)
 	return c
