@@ -9,18 +9,29 @@ import (
 	"github.com/verifierd/verifierd/judge"
 )
 
-// finishRunOnce decides and seals a run once (FinishRun retries it while
-// the run changes under it).
-func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
+// runNow loads run id, its workflow (refused when it changed since the
+// run began) and its steps' states as they stand: what FinishRun and
+// RollbackCheck decide on.
+func (m *Manager) runNow(ctx context.Context, id string) (*runRecord, *workflow.Workflow, []stepState, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	wf, err := m.runWorkflow(rec)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	states, err := m.stepStates(ctx, wf, rec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rec, wf, states, nil
+}
+
+// finishRunOnce decides and seals a run once (FinishRun retries it while
+// the run changes under it).
+func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
+	rec, wf, states, err := m.runNow(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -78,15 +78,7 @@ func (c *collectionSeen) holds(field, id string) bool {
 }
 
 func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
-	rec, err := m.loadRun(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := m.runWorkflow(rec)
-	if err != nil {
-		return nil, err
-	}
-	states, err := m.stepStates(ctx, wf, rec)
+	rec, wf, states, err := m.runNow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
