@@ -280,11 +280,12 @@ func (s *settings) Read(ctx context.Context, req sdk.CaptureRequest) (sdk.Captur
 		ctx, cancel = context.WithCancel(ctx)
 	}
 	if why, err := s.hiddenFilter(ctx); err != nil || why != "" {
-		cancel()
+		capt := hiddenReason(why)
 		if err != nil {
-			return sdk.Unreachable("%s", unreachableReason(ctx, s.reader.where(), err)), nil
+			capt = sdk.Unreachable("%s", unreachableReason(ctx, s.reader.where(), err))
 		}
-		return hiddenReason(why), nil
+		cancel()
+		return capt, nil
 	}
 	at := time.Now()
 	st, err := openRead(ctx, cancel, s.reader, s.query, args)

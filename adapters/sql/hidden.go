@@ -87,7 +87,9 @@ func (s *settings) hiddenFilter(ctx context.Context) (string, error) {
 
 // rowFilters (PostgreSQL): a view or materialized view among names, or a
 // table whose row-level security applies to the login (enabled, the login
-// neither a superuser nor BYPASSRLS, and not its owner unless FORCEd).
+// neither a superuser nor BYPASSRLS, and not its owner unless FORCEd). The
+// system catalogs' views (pg_stat_activity, information_schema) describe
+// the server, not records, and are not counted.
 func (r *pgReader) rowFilters(ctx context.Context, names []string) (string, error) {
 	conn, tx, err := r.begin(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -96,8 +98,10 @@ func (r *pgReader) rowFilters(ctx context.Context, names []string) (string, erro
 	defer r.end(ctx, conn, tx)
 	rows, err := tx.Query(ctx, `SELECT c.relname, c.relkind IN ('v', 'm'),
 			c.relrowsecurity AND NOT r.bypass AND (NOT pg_has_role(c.relowner, 'USAGE') OR c.relforcerowsecurity)
-		FROM pg_class c, (SELECT rolbypassrls OR rolsuper AS bypass FROM pg_roles WHERE rolname = current_user) r
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace,
+			(SELECT rolbypassrls OR rolsuper AS bypass FROM pg_roles WHERE rolname = current_user) r
 		WHERE c.relname = ANY($1) AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND pg_table_is_visible(c.oid)
+			AND n.nspname NOT IN ('pg_catalog', 'information_schema')
 		ORDER BY c.relname`, names)
 	if err != nil {
 		return "", classifyPG(ctx, err, false)
