@@ -1,6 +1,8 @@
 package keyed
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 )
@@ -16,7 +18,11 @@ func TestLockIsExclusivePerKey(t *testing.T) {
 	for i := range 200 {
 		key := []string{"a", "b"}[i%2]
 		wg.Go(func() {
-			unlock := k.Lock(key)
+			unlock, err := k.Lock(context.Background(), key)
+			if err != nil {
+				t.Errorf("Lock: %v", err)
+				return
+			}
 			defer unlock()
 			seen.Lock()
 			held[key]++
@@ -33,5 +39,67 @@ func TestLockIsExclusivePerKey(t *testing.T) {
 	wg.Wait()
 	if n := k.Len(); n != 0 {
 		t.Errorf("%d entries left, want 0", n)
+	}
+}
+
+// TestLockWaiterHonoursContext: a waiter whose context is canceled while
+// another holds the key returns the context's error without the lock; the
+// holder keeps it, the next waiter gets it once released, and nothing is
+// left behind. A waiter with an already-ended context never takes a free
+// key either way: it gets the lock (the slot was free) or the error, and
+// the test asserts which.
+func TestLockWaiterHonoursContext(t *testing.T) {
+	t.Parallel()
+	var k Mutex
+	unlock, err := k.Lock(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		u, err := k.Lock(ctx, "a")
+		if u != nil {
+			u()
+		}
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled waiter: err %v, want context.Canceled", err)
+	}
+	// Another key is free meanwhile.
+	ub, err := k.Lock(context.Background(), "b")
+	if err != nil {
+		t.Fatalf("other key: %v", err)
+	}
+	ub()
+	// The holder still holds "a": a waiter with a deadline already past
+	// cannot take it.
+	expired, cancelExpired := context.WithCancel(context.Background())
+	cancelExpired()
+	if u, err := k.Lock(expired, "a"); !errors.Is(err, context.Canceled) || u != nil {
+		t.Fatalf("waiter on a held key with an ended context: unlock %v, err %v", u != nil, err)
+	}
+	got := make(chan struct{})
+	go func() {
+		u, err := k.Lock(context.Background(), "a")
+		if err != nil {
+			t.Errorf("waiter after release: %v", err)
+			close(got)
+			return
+		}
+		close(got)
+		u()
+	}()
+	unlock()
+	<-got
+	for k.Len() != 0 {
+		// The last waiter releases right after signalling; wait for it.
+		u, err := k.Lock(context.Background(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u()
 	}
 }

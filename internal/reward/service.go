@@ -243,7 +243,11 @@ func (s *Service) RegisterEpisode(ctx context.Context, contractName, contractDig
 		return nil, err
 	}
 	key := episodeKey(c.Name, episodeID)
-	defer s.locks.Lock(key)()
+	unlock, err := s.locks.Lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	prev, err := s.loadEpisode(ctx, key)
 	if err != nil {
 		return nil, err
@@ -414,7 +418,11 @@ func (s *Service) ScoreEpisode(ctx context.Context, contractName string, descrip
 		return nil, refuse(CodeContractMismatch, "reward_contract_digest %s is not the served contract's %s", clip(d.RewardContractDigest), c.Digest)
 	}
 	key := episodeKey(c.Name, d.EpisodeID)
-	defer s.locks.Lock(key)()
+	unlock, err := s.locks.Lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	ep, err := s.loadEpisode(ctx, key)
 	if err != nil {
 		return nil, err

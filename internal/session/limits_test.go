@@ -182,15 +182,28 @@ func TestUnknownSessionLeavesNoLock(t *testing.T) {
 func TestKeyedMutexSerialises(t *testing.T) {
 	t.Parallel()
 	var k keyedMutex
-	unlock := k.lock("a")
+	ctx := t.Context()
+	unlock, err := k.lock(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		u := k.lock("a")
+		u, err := k.lock(ctx, "a")
+		if err != nil {
+			t.Error(err)
+			close(got)
+			close(done)
+			return
+		}
 		close(got)
 		u()
 		close(done)
 	}()
-	other := k.lock("b") // another key does not wait
+	other, err := k.lock(ctx, "b") // another key does not wait
+	if err != nil {
+		t.Fatal(err)
+	}
 	other()
 	select {
 	case <-got:
@@ -201,5 +214,38 @@ func TestKeyedMutexSerialises(t *testing.T) {
 	<-done
 	if n := k.len(); n != 0 {
 		t.Errorf("%d entries left, want 0", n)
+	}
+}
+
+// TestVerifyWaitHonoursContext: a Verify waiting for a session another call
+// holds returns its context's error when the context ends, leaves the
+// session begun (a later Verify judges it) and holds no lock afterwards.
+func TestVerifyWaitHonoursContext(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, &memAdapter{kind: "lock-test", tier: 1, table: &table{}})
+	res, err := m.Begin(t.Context(), BeginRequest{Deployment: []byte("effects: {kind: lock-test, newness: whole_read}\n"), Effects: []byte(effectsRW), Params: map[string]string{"p": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := m.locks.lock(t.Context(), res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Verify(ctx, res.SessionID)
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Verify waiting on a held session with a canceled context: %v, want context.Canceled", err)
+	}
+	unlock()
+	if _, err := m.Verify(t.Context(), res.SessionID); err != nil {
+		t.Fatalf("Verify after the holder released: %v", err)
+	}
+	if n := m.locks.len(); n != 0 {
+		t.Errorf("%d lock entries left, want 0", n)
 	}
 }

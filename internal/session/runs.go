@@ -876,7 +876,11 @@ func lockedRun[T any](m *Manager, ctx context.Context, id string, once func(cont
 		var zero T
 		return zero, err
 	}
-	unlock := m.locks.lock("run/" + id)
+	unlock, err := m.locks.lock(ctx, "run/"+id)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
 	defer unlock()
 	return retryRunChanged(func() (T, error) { return once(ctx, id) })
 }

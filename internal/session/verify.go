@@ -127,7 +127,10 @@ func (m *Manager) lockSession(ctx context.Context, id string) (unlock func(), me
 	if err := CheckSessionID(id); err != nil {
 		return nil, nil, nil, err
 	}
-	unlock = m.locks.lock(id)
+	unlock, err = m.locks.lock(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	meta, result, err = m.store.Session(ctx, id)
 	if err != nil {
 		unlock()
