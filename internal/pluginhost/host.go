@@ -246,7 +246,7 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	cfg, ok := h.instances[key]
 	if !ok {
 		p := h.procLocked(spec.Kind)
-		cfg = &configured{host: h, proc: p, spec: spec, logger: p.logger}
+		cfg = &configured{host: h, proc: p, spec: spec, logger: p.logger, configuring: make(chan struct{}, 1)}
 		cfg.spec.Params = nil
 		h.instances[key] = cfg
 	}
@@ -422,8 +422,8 @@ func (h *Host) PluginPids() map[string][]int {
 	}
 	h.mu.Unlock()
 	out := map[string][]int{}
-	// A process's lock is taken after the host's is released: ensure
-	// holds it while launching, which takes the host's.
+	// A process's lock is taken after the host's is released (a launch
+	// takes the host's); ensure never holds it while launching.
 	for _, p := range procs {
 		p.mu.Lock()
 		if p.c != nil && pid(p.c) != 0 && !exited(p.c) {

@@ -40,37 +40,92 @@ type proc struct {
 	// relaunch is set when the process exited and is not running again
 	// yet, so that its next start counts as a restart.
 	relaunch bool
+	// starting is set while one caller launches the process (outside mu);
+	// it is closed when that launch is over.
+	starting chan struct{}
+	// stopped is set by stop (Close): no launch after it, and one that was
+	// under way stops the process it started.
+	stopped bool
 }
 
 // ensure starts the process unless it is running, and returns it with its
-// generation.
+// generation. The launch (its backoff wait and the process start) runs
+// outside p.mu, so that the running process's other users, PluginPids and
+// Close never wait for it: one caller launches (p.starting is set meanwhile)
+// and the others wait for it, each until its own context ends, then look
+// again.
 func (p *proc) ensure(ctx context.Context) (conn, uint64, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.c != nil && !exited(p.c) {
-		return p.c, p.gen, nil
+	for {
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return nil, 0, fmt.Errorf("adapter %s: the daemon is shutting down", p.kind)
+		}
+		if p.c != nil && !exited(p.c) {
+			c, gen := p.c, p.gen
+			p.mu.Unlock()
+			return c, gen, nil
+		}
+		if starting := p.starting; starting != nil {
+			p.mu.Unlock()
+			select {
+			case <-starting:
+				continue
+			case <-ctx.Done():
+				return nil, 0, fmt.Errorf("adapter %s: waiting for its process to start: %w", p.kind, ctx.Err())
+			}
+		}
+		if p.c != nil {
+			p.logger.Warn("adapter process exited; relaunching")
+			p.host.opts.Events.PluginCrashed(p.kind)
+			stopConn(p.c)
+			p.c = nil
+			p.relaunch = true
+		}
+		wait := p.nextLaunch.Sub(p.host.now())
+		done := make(chan struct{})
+		p.starting = done
+		p.mu.Unlock()
+		return p.launch(ctx, wait, done)
 	}
-	if p.c != nil {
-		p.logger.Warn("adapter process exited; relaunching")
-		p.host.opts.Events.PluginCrashed(p.kind)
-		stopConn(p.c)
-		p.c = nil
-		p.relaunch = true
-	}
-	if wait := p.nextLaunch.Sub(p.host.now()); wait > 0 {
+}
+
+// launch waits out the backoff, starts the process and records the outcome;
+// it closes done (p.starting) when it is over, whatever the outcome.
+func (p *proc) launch(ctx context.Context, wait time.Duration, done chan struct{}) (conn, uint64, error) {
+	var (
+		c             conn
+		info          host.AdapterInfo
+		version       string
+		err           error
+		waitCancelled bool
+	)
+	if wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, 0, fmt.Errorf("adapter %s: waiting to relaunch: %w", p.kind, ctx.Err())
+			err, waitCancelled = fmt.Errorf("adapter %s: waiting to relaunch: %w", p.kind, ctx.Err()), true
 		case <-t.C:
 		}
 	}
-	c, info, version, err := p.start(ctx)
+	if err == nil {
+		c, info, version, err = p.start(ctx)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer close(done)
+	p.starting = nil
+	if err == nil && p.stopped {
+		stopConn(c)
+		err = fmt.Errorf("adapter %s: the daemon is shutting down", p.kind)
+	}
 	if err != nil {
-		p.failures++
-		backoff := min(firstBackoff<<min(p.failures-1, 10), maxBackoff)
-		p.nextLaunch = p.host.now().Add(backoff)
+		if !waitCancelled {
+			p.failures++
+			backoff := min(firstBackoff<<min(p.failures-1, 10), maxBackoff)
+			p.nextLaunch = p.host.now().Add(backoff)
+		}
 		return nil, 0, err
 	}
 	n := info.MaxConcurrentCaptures
@@ -160,6 +215,7 @@ func (p *proc) kill() {
 func (p *proc) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.stopped = true
 	if p.c != nil {
 		stopConn(p.c)
 		p.c = nil
@@ -174,6 +230,10 @@ type configured struct {
 	logger   hclog.Logger
 	lastUsed time.Time
 
+	// configuring is held (a one-slot channel, so that a waiter can give
+	// up when its context ends) by the one call configuring the instance.
+	configuring chan struct{}
+
 	mu   sync.Mutex
 	gen  uint64 // the process generation id belongs to
 	id   string
@@ -184,18 +244,29 @@ type configured struct {
 }
 
 // client returns the running process and the instance's id in it,
-// configuring the instance again when the process was relaunched.
+// configuring the instance again when the process was relaunched. No lock
+// is held while the process starts; one caller configures at a time
+// (cf.configuring), and the others wait for it until their context ends.
 func (cf *configured) client(ctx context.Context) (conn, string, error) {
-	cf.mu.Lock()
-	defer cf.mu.Unlock()
 	c, gen, err := cf.proc.ensure(ctx)
 	if err != nil {
 		return nil, "", err
 	}
-	if cf.id != "" && cf.gen == gen {
-		return c, cf.id, nil
+	if id := cf.current(gen); id != "" {
+		return c, id, nil
 	}
+	select {
+	case cf.configuring <- struct{}{}:
+	case <-ctx.Done():
+		return nil, "", fmt.Errorf("adapter %s: waiting for its instance to be configured: %w", cf.spec.Kind, ctx.Err())
+	}
+	defer func() { <-cf.configuring }()
+	if id := cf.current(gen); id != "" {
+		return c, id, nil
+	}
+	cf.mu.Lock()
 	cf.id = ""
+	cf.mu.Unlock()
 	kind := cf.spec.Kind
 	cf.proc.mu.Lock()
 	version, pinfo := cf.proc.version, cf.proc.info
@@ -233,8 +304,21 @@ func (cf *configured) client(ctx context.Context) (conn, string, error) {
 	b, _ := builtin.Lookup(kind)
 	info := pinfo
 	info.Tier = max(pinfo.Tier, after.Tier, b.Tier) // b.Tier is 0 for a customer kind
+	cf.mu.Lock()
 	cf.id, cf.gen, cf.info = id, gen, info
+	cf.mu.Unlock()
 	return c, id, nil
+}
+
+// current is the instance's id when it is configured in generation gen of
+// its process, else "".
+func (cf *configured) current(gen uint64) string {
+	cf.mu.Lock()
+	defer cf.mu.Unlock()
+	if cf.gen == gen {
+		return cf.id
+	}
+	return ""
 }
 
 // release tells the process to drop the instance (an evicted one).
