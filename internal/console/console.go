@@ -69,11 +69,11 @@ func (c *Console) Register(api *httpapi.API) {
 }
 
 // Runs lists the newest runs, at most limit, each as GetRun reports it
-// (session.Manager.ListRuns): its outcome (or open), its steps with their
+// (session.Runs.ListRuns): its outcome (or open), its steps with their
 // latest session and outcome, its artifacts. The store is read whole, as
 // Recent reads it.
 func Runs(ctx context.Context, m *session.Manager, limit int) ([]*session.RunView, int, error) {
-	runs, err := m.ListRuns(ctx)
+	runs, err := m.Runs().ListRuns(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -101,7 +101,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	v, err := c.Manager.GetRun(r.Context(), id)
+	v, err := c.Manager.Runs().GetRun(r.Context(), id)
 	if err != nil {
 		if se, ok := errors.AsType[*session.Error](err); ok && (se.Kind == session.NotFound || se.Kind == session.Invalid) {
 			httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such run")

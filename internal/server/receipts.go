@@ -102,7 +102,7 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 		if req.GetRunId() == "" {
 			return nil, invalid("run_id", "run_artifact and step name an artifact of a run: give the run_id too")
 		}
-		res, err = s.m.VerifyRunArtifact(ctx, session.RunArtifactRequest{RunID: req.GetRunId(), RunArtifact: req.GetRunArtifact(), Step: req.GetStep(),
+		res, err = s.runs.VerifyRunArtifact(ctx, session.RunArtifactRequest{RunID: req.GetRunId(), RunArtifact: req.GetRunArtifact(), Step: req.GetStep(),
 			DeploymentName: req.GetDeploymentName(), Artifact: art})
 	} else {
 		res, err = s.m.VerifyArtifact(ctx, req.GetDeploymentName(), art)

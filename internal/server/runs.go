@@ -71,7 +71,7 @@ func (s *service) BeginRun(ctx context.Context, req *verifierv1.BeginRunRequest)
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.m.BeginRun(ctx, session.BeginRunRequest{Workflow: req.GetWorkflow(), DeploymentName: req.GetDeploymentName(), Params: params, RunID: req.GetRunId()})
+	id, err := s.runs.BeginRun(ctx, session.BeginRunRequest{Workflow: req.GetWorkflow(), DeploymentName: req.GetDeploymentName(), Params: params, RunID: req.GetRunId()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -79,7 +79,7 @@ func (s *service) BeginRun(ctx context.Context, req *verifierv1.BeginRunRequest)
 }
 
 func (s *service) FinishRun(ctx context.Context, req *verifierv1.FinishRunRequest) (*verifierv1.FinishRunResponse, error) {
-	v, err := s.m.FinishRun(ctx, req.GetRunId())
+	v, err := s.runs.FinishRun(ctx, req.GetRunId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -91,7 +91,7 @@ func (s *service) FinishRun(ctx context.Context, req *verifierv1.FinishRunReques
 }
 
 func (s *service) GetRun(ctx context.Context, req *verifierv1.GetRunRequest) (*verifierv1.GetRunResponse, error) {
-	v, err := s.m.GetRun(ctx, req.GetRunId())
+	v, err := s.runs.GetRun(ctx, req.GetRunId())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -103,7 +103,7 @@ func (s *service) GetRun(ctx context.Context, req *verifierv1.GetRunRequest) (*v
 }
 
 func (s *service) RollbackCheck(ctx context.Context, req *verifierv1.RollbackCheckRequest) (*verifierv1.RollbackCheckResponse, error) {
-	res, err := s.m.RollbackCheck(ctx, req.GetRunId())
+	res, err := s.runs.RollbackCheck(ctx, req.GetRunId())
 	if err != nil {
 		return nil, toStatus(err)
 	}

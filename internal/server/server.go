@@ -174,12 +174,13 @@ func Service(m *session.Manager, logger hclog.Logger) verifierv1.VerifierService
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &service{m: m, logger: logger}
+	return &service{m: m, runs: m.Runs(), logger: logger}
 }
 
 type service struct {
 	verifierv1.UnimplementedVerifierServiceServer
 	m      *session.Manager
+	runs   *session.Runs // the runs service (runs.go)
 	logger hclog.Logger
 }
 

@@ -181,10 +181,10 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	start := time.Now()
 	defer func() { m.observeBegin(req, res, err, time.Since(start)); endBegin(span, res, err) }()
 	if req.RunID != "" {
-		res, err = m.beginInRun(ctx, req)
+		res, err = m.runs.beginInRun(ctx, req)
 		if err == nil || !isKind(err, Invalid) {
 			// The log names what the run's step began under.
-			req.DeploymentName, req.Workflow = m.runNames(ctx, req.RunID)
+			req.DeploymentName, req.Workflow = m.runs.runNames(ctx, req.RunID)
 		}
 		return res, err
 	}

@@ -31,6 +31,15 @@ import (
 // sharing it continues a run, and a daemon killed at any point loses no
 // state a caller was told of.
 
+// Runs is the runs service: BeginRun, FinishRun, GetRun, ListRuns,
+// RollbackCheck, VerifyRunArtifact, and the binding of a run's steps that
+// Begin asks it for. Its Manager owns it (Manager.Runs); it reaches
+// sessions, the store and the one judging path (proof.go) through that
+// Manager, and judges nothing itself.
+type Runs struct {
+	*Manager
+}
+
 // Refusal codes of a step of a run (FailedPrecondition; the Begin is
 // recorded as REJECTED_POLICY).
 const (
@@ -292,7 +301,7 @@ func newRunID() string {
 // deployment and returns its id. The same client-chosen id with the same
 // workflow, deployment and parameters answers the run already stored; with
 // other arguments it is refused (Exists).
-func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, error) {
+func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error) {
 	id := req.RunID
 	if id == "" {
 		id = newRunID()
@@ -373,7 +382,7 @@ func (m *Manager) BeginRun(ctx context.Context, req BeginRunRequest) (string, er
 
 // handoffDigest is the keyed digest of a handed-off value's JSON (a JSON
 // string).
-func (m *Manager) handoffDigest(value string) string {
+func (m *Runs) handoffDigest(value string) string {
 	b, _ := json.Marshal(value) // a string always encodes
 	return m.KeyedDigest(b)
 }
@@ -381,7 +390,7 @@ func (m *Manager) handoffDigest(value string) string {
 // paramsDigest is the keyed digest of a run's parameters (canonical JSON:
 // keys sorted). A parameter the workflow marks secret is digested by its
 // name only (its value replaced by SecretMarker): a secret is never hashed.
-func (m *Manager) paramsDigest(params map[string]string, secret map[string]bool) string {
+func (m *Runs) paramsDigest(params map[string]string, secret map[string]bool) string {
 	params = maps.Clone(params)
 	for k := range params {
 		if secret[k] {
@@ -393,7 +402,7 @@ func (m *Manager) paramsDigest(params map[string]string, secret map[string]bool)
 }
 
 // loadRun reads a run.
-func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
+func (m *Runs) loadRun(ctx context.Context, id string) (*runRecord, error) {
 	if err := CheckRunID(id); err != nil {
 		return nil, err
 	}
@@ -413,7 +422,7 @@ func (m *Manager) loadRun(ctx context.Context, id string) (*runRecord, error) {
 
 // runNames is a run's deployment and workflow names, for the log (empty
 // when the run cannot be read).
-func (m *Manager) runNames(ctx context.Context, id string) (deployment, workflow string) {
+func (m *Runs) runNames(ctx context.Context, id string) (deployment, workflow string) {
 	raw, err := m.store.Run(ctx, id)
 	if err != nil {
 		return "", ""
@@ -427,7 +436,7 @@ func (m *Manager) runNames(ctx context.Context, id string) (deployment, workflow
 
 // runWorkflow is the registered workflow a run began with; a workflow
 // since changed or gone is refused.
-func (m *Manager) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
+func (m *Runs) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
 	wf := m.workflows[rec.Workflow]
 	if wf == nil || wf.Digest != rec.WorkflowDigest {
 		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeWorkflowChanged, Path: "run_id",
@@ -439,7 +448,7 @@ func (m *Manager) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
 // latestResult is a session's latest result (the last re-verification, or
 // the first result); nil while not verified. found is false for a session
 // the store no longer has.
-func (m *Manager) latestResult(ctx context.Context, id string) (res *Result, found bool, err error) {
+func (m *Runs) latestResult(ctx context.Context, id string) (res *Result, found bool, err error) {
 	_, first, err := m.store.Session(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
@@ -500,7 +509,7 @@ func ResultRung(r *Result) oracle.Rung {
 }
 
 // stepStates reads every step's latest session and its latest result.
-func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
+func (m *Runs) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
 	out := make([]stepState, len(wf.Steps))
 	for i := range wf.Steps {
 		s := &wf.Steps[i]
@@ -543,7 +552,7 @@ func (m *Manager) stepStates(ctx context.Context, wf *workflow.Workflow, rec *ru
 // after its sessions ended HALTED_BEFORE_EFFECT, so such a result (a
 // Reverify of an earlier attempt that now sees its save, or a duplicate)
 // is the step's, whatever its newest session says.
-func (m *Manager) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepState) error {
+func (m *Runs) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepState) error {
 	for _, sid := range rs.Sessions {
 		if sid == st.SessionID {
 			return nil
@@ -624,7 +633,7 @@ func handoffValue(src *stepState, h workflow.Handoff) (string, error) {
 // noteRunRefusal records in the run that a Begin of step was refused
 // (a policy or platform refusal; the caller's malformed input is not). It
 // is best effort: the refusal itself is in the ledger either way.
-func (m *Manager) noteRunRefusal(ctx context.Context, runID, step string, err error) {
+func (m *Runs) noteRunRefusal(ctx context.Context, runID, step string, err error) {
 	var se *Error
 	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) || se.Code == CodeRunSealed {
 		return
@@ -665,7 +674,7 @@ type RunArtifactRequest struct {
 // records the answer in the run: a CONFIRMED result the exact digest and
 // size (which lets a consuming step begin), a REFUTED or INDETERMINATE one
 // makes the run RECONCILIATION_REQUIRED (sticky).
-func (m *Manager) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*ArtifactResult, error) {
+func (m *Runs) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*ArtifactResult, error) {
 	rec, err := m.loadRun(ctx, req.RunID)
 	if err != nil {
 		return nil, err
@@ -765,7 +774,7 @@ func consumedElsewise(rec *runRecord, artifact, sum string) error {
 }
 
 // GetRun reports a run: its steps as they stand and its latest seal.
-func (m *Manager) GetRun(ctx context.Context, id string) (*RunView, error) {
+func (m *Runs) GetRun(ctx context.Context, id string) (*RunView, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
 		return nil, err
@@ -783,7 +792,7 @@ func (m *Manager) GetRun(ctx context.Context, id string) (*RunView, error) {
 
 // ListRuns reports every run, in run id order, as GetRun does (for the
 // console).
-func (m *Manager) ListRuns(ctx context.Context) ([]*RunView, error) {
+func (m *Runs) ListRuns(ctx context.Context) ([]*RunView, error) {
 	var recs []*runRecord
 	err := m.store.ForEachRun(ctx, func(id string, raw []byte) error {
 		var rec runRecord
@@ -814,7 +823,7 @@ func (m *Manager) ListRuns(ctx context.Context) ([]*RunView, error) {
 
 // viewOf builds what a caller sees of a run (wf and states nil: the steps
 // as recorded, without their results).
-func (m *Manager) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepState) *RunView {
+func (m *Runs) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepState) *RunView {
 	v := &RunView{RunID: rec.ID, Workflow: rec.Workflow, DeploymentName: rec.DeploymentName, State: RunOpen, Attempt: rec.Attempt, BegunAt: rec.BegunAt,
 		Steps: []RunStepView{}, Artifacts: []RunArtifactView{}}
 	if s := rec.Seal; s != nil {
@@ -865,13 +874,13 @@ func classifierInput(wf *workflow.Workflow, rec *runRecord, states []stepState) 
 // what it depends on changed (a Reverify of the offending step) it is
 // re-sealed with the next attempt, VERIFIED or still
 // RECONCILIATION_REQUIRED (sticky: never a nothing-landed outcome).
-func (m *Manager) FinishRun(ctx context.Context, id string) (*RunView, error) {
+func (m *Runs) FinishRun(ctx context.Context, id string) (*RunView, error) {
 	return lockedRun(m, ctx, id, m.finishRunOnce)
 }
 
 // lockedRun runs once for run id under the run's lock, again while the
 // run changed under it (retryRunChanged).
-func lockedRun[T any](m *Manager, ctx context.Context, id string, once func(context.Context, string) (T, error)) (T, error) {
+func lockedRun[T any](m *Runs, ctx context.Context, id string, once func(context.Context, string) (T, error)) (T, error) {
 	if err := CheckRunID(id); err != nil {
 		var zero T
 		return zero, err
@@ -919,7 +928,7 @@ func sameBindings(a, b *runRecord) bool {
 // sealRun seals a run with outcome c (attempt+1) and its signed receipt, in
 // one run update: when another call (on any replica) sealed it meanwhile,
 // its seal stands and is answered.
-func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflow, states []stepState, c run.Classification, kind, inputDigest string) (*RunView, error) {
+func (m *Runs) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflow, states []stepState, c run.Classification, kind, inputDigest string) (*RunView, error) {
 	raw, err := m.store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
@@ -964,7 +973,7 @@ func (m *Manager) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Work
 
 // runPayload is the run receipt's payload (without its ledger position,
 // time and signer).
-func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string, secret map[string]bool) *receipt.RunPayload {
+func (m *Runs) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string, secret map[string]bool) *receipt.RunPayload {
 	p := &receipt.RunPayload{
 		Kind: kind, RunID: rec.ID,
 		Workflow:     receipt.RunWorkflow{Name: rec.Workflow, Digest: rec.WorkflowDigest},
@@ -1000,7 +1009,7 @@ func (m *Manager) runPayload(rec *runRecord, states []stepState, seal *runSeal, 
 // remains, nothing lost, nothing changed) the run is sealed
 // ROLLED_BACK_VERIFIED with a receipt; otherwise the answer lists what
 // remains and the run is unchanged.
-func (m *Manager) RollbackCheck(ctx context.Context, id string) (*RollbackResult, error) {
+func (m *Runs) RollbackCheck(ctx context.Context, id string) (*RollbackResult, error) {
 	return lockedRun(m, ctx, id, m.rollbackCheckOnce)
 }
 

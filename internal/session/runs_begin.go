@@ -28,14 +28,14 @@ type stepBegin struct {
 
 // refuse records a refused Begin of the step in its run and in the ledger
 // (with the deployment's digest, as a refused Begin outside a run).
-func (m *Manager) refuseStep(ctx context.Context, b *stepBegin, err error) error {
+func (m *Runs) refuseStep(ctx context.Context, b *stepBegin, err error) error {
 	m.noteRunRefusal(ctx, b.rec.ID, b.step.Name, err)
 	raw, _ := m.deploymentBytes(b.full)
 	return m.recordBeginRefusal(ctx, b.full, raw, err)
 }
 
 // policyRefusal is a refusal of the step by the run's policy, recorded.
-func (m *Manager) policyRefusal(ctx context.Context, b *stepBegin, code, path, format string, args ...any) error {
+func (m *Runs) policyRefusal(ctx context.Context, b *stepBegin, code, path, format string, args ...any) error {
 	return m.refuseStep(ctx, b, &Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -44,7 +44,7 @@ func (m *Manager) policyRefusal(ctx context.Context, b *stepBegin, code, path, f
 // caller's own and the handed-off values, and the session is bound to the
 // run once it is stored (bindStep, which checks again what the binding
 // rests on in the same store transaction).
-func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResult, error) {
+func (m *Runs) beginInRun(ctx context.Context, req BeginRequest) (*BeginResult, error) {
 	b, err := m.openStepBegin(ctx, req)
 	if err != nil {
 		return nil, err
@@ -89,7 +89,7 @@ func (m *Manager) beginInRun(ctx context.Context, req BeginRequest) (*BeginResul
 // openStepBegin reads the run and the step a Begin names, and refuses a
 // run that takes no further step (sealed, its workflow or deployment
 // changed).
-func (m *Manager) openStepBegin(ctx context.Context, req BeginRequest) (*stepBegin, error) {
+func (m *Runs) openStepBegin(ctx context.Context, req BeginRequest) (*stepBegin, error) {
 	if req.Workflow != "" || req.DeploymentName != "" || len(req.Deployment) > 0 || len(req.Effects) > 0 {
 		return nil, &Error{Kind: Invalid, Path: "run_id", Message: "a step of a run takes its workflow, deployment and contracts from the run; send only run_id, step and the step's own params"}
 	}
@@ -128,7 +128,7 @@ func (m *Manager) openStepBegin(ctx context.Context, req BeginRequest) (*stepBeg
 
 // stepParams is the step's parameters: the run's, and the caller's own
 // (never one the run binds or a handoff fills).
-func (m *Manager) stepParams(ctx context.Context, b *stepBegin, own map[string]string) (map[string]string, error) {
+func (m *Runs) stepParams(ctx context.Context, b *stepBegin, own map[string]string) (map[string]string, error) {
 	params := maps.Clone(b.rec.Params)
 	for _, k := range slices.Sorted(maps.Keys(own)) {
 		if _, declared := b.wf.Params[k]; !declared {
@@ -149,7 +149,7 @@ func (m *Manager) stepParams(ctx context.Context, b *stepBegin, own map[string]s
 // handoff's source) is not VERIFIED in the run, and while a step earlier
 // in the workflow's order stands RECONCILIATION_REQUIRED (unless the step
 // is independent: true).
-func (m *Manager) checkStepOrder(ctx context.Context, b *stepBegin, states []stepState) error {
+func (m *Runs) checkStepOrder(ctx context.Context, b *stepBegin, states []stepState) error {
 	step := b.step
 	for _, before := range step.Predecessors() {
 		if slices.ContainsFunc(step.Consumes, func(c workflow.Consume) bool { return c.FromStep == before }) && !slices.Contains(step.After, before) && !slices.ContainsFunc(step.Handoffs, func(h workflow.Handoff) bool { return h.From.Step == before }) {
@@ -179,7 +179,7 @@ func (m *Manager) checkStepOrder(ctx context.Context, b *stepBegin, states []ste
 
 // checkRebegin refuses a step that already has a session in the run,
 // unless every one ended HALTED_BEFORE_EFFECT and still reads absent now.
-func (m *Manager) checkRebegin(ctx context.Context, b *stepBegin) error {
+func (m *Runs) checkRebegin(ctx context.Context, b *stepBegin) error {
 	step := b.step
 	for _, sid := range b.rec.step(step.Name).Sessions {
 		r, found, err := m.latestResult(ctx, sid)
@@ -215,7 +215,7 @@ func (m *Manager) checkRebegin(ctx context.Context, b *stepBegin) error {
 // stepBinding is what the step's session binds: the exact artifacts it
 // consumes (each CONFIRMED in the run) and the handed-off values, which it
 // puts in params.
-func (m *Manager) stepBinding(ctx context.Context, b *stepBegin, states []stepState, params map[string]string) (*RunBinding, error) {
+func (m *Runs) stepBinding(ctx context.Context, b *stepBegin, states []stepState, params map[string]string) (*RunBinding, error) {
 	step := b.step
 	binding := &RunBinding{RunID: b.rec.ID, Step: step.Name}
 	for _, c := range step.Consumes {
@@ -251,7 +251,7 @@ func (m *Manager) stepBinding(ctx context.Context, b *stepBegin, states []stepSt
 // the binding consumes must still be recorded CONFIRMED at the digest it
 // binds (a VerifyArtifact of other bytes that landed meanwhile refuses
 // this Begin, so the run's record and the consumer never name two files).
-func (m *Manager) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *RunBinding) error {
+func (m *Runs) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *RunBinding) error {
 	_, err := m.store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {

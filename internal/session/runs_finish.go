@@ -12,7 +12,7 @@ import (
 // runNow loads run id, its workflow (refused when it changed since the
 // run began) and its steps' states as they stand: what FinishRun and
 // RollbackCheck decide on.
-func (m *Manager) runNow(ctx context.Context, id string) (*runRecord, *workflow.Workflow, []stepState, error) {
+func (m *Runs) runNow(ctx context.Context, id string) (*runRecord, *workflow.Workflow, []stepState, error) {
 	rec, err := m.loadRun(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
@@ -30,7 +30,7 @@ func (m *Manager) runNow(ctx context.Context, id string) (*runRecord, *workflow.
 
 // finishRunOnce decides and seals a run once (FinishRun retries it while
 // the run changes under it).
-func (m *Manager) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
+func (m *Runs) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
 	rec, wf, states, err := m.runNow(ctx, id)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ type reread struct {
 // they are judged only once every one is back. A session with another
 // result, not verified yet, or no longer stored is left to the classifier
 // (it is never VERIFIED there).
-func (m *Manager) driftedSessions(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]run.Drift, error) {
+func (m *Runs) driftedSessions(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]run.Drift, error) {
 	reads, err := m.rereadsOf(ctx, wf, rec)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (m *Manager) driftedSessions(ctx context.Context, wf *workflow.Workflow, re
 // step's later attempts created as new against its baseline; those are
 // accounted for (laterExplained), anything else it sees is its own save
 // landed late.
-func (m *Manager) drift(ctx context.Context, r reread, created map[string]bool) (*run.Drift, error) {
+func (m *Runs) drift(ctx context.Context, r reread, created map[string]bool) (*run.Drift, error) {
 	want := run.ClassAbsent
 	if r.recorded == run.Verified {
 		want = run.ClassConfirmed
@@ -174,7 +174,7 @@ func laterExplained(got *sessionReread, c run.EffectCheck, later map[string]bool
 }
 
 // rereadsOf lists the sessions driftedSessions reads again.
-func (m *Manager) rereadsOf(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]reread, error) {
+func (m *Runs) rereadsOf(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]reread, error) {
 	var out []reread
 	for _, rs := range rec.Steps {
 		if s, ok := wf.Step(rs.Step); !ok || !s.Consequential() {

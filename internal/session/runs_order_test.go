@@ -79,7 +79,7 @@ func TestRunReconciliationPendingBlocksLaterSteps(t *testing.T) {
 	if v := f.step(t, "pend", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("mail after the repair: %s", v.Outcome)
 	}
-	view, err := f.m.FinishRun(ctx, "pend")
+	view, err := f.m.Runs().FinishRun(ctx, "pend")
 	if err != nil || view.Outcome != run.Verified {
 		t.Fatalf("FinishRun: %+v %v", view, err)
 	}
@@ -102,7 +102,7 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		id := fmt.Sprintf("race%d", i)
 		// Each run is its own patient: FinishRun reads every session
 		// again, and another run's records must not count as this one's.
-		if _, err := f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": id}, RunID: id}); err != nil {
+		if _, err := f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": id}, RunID: id}); err != nil {
 			t.Fatal(err)
 		}
 		f.step(t, id, "intake", nil, sdk.Record{"id": "p-" + id, "kind": "patient", "name": id})
@@ -118,11 +118,11 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		wg.Go(func() { res, begun = f.begin(t, id, "mail", nil) })
 		wg.Go(func() {
 			// Its answer does not matter: the race is what is tested.
-			_, _ = f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+			_, _ = f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
 				Artifact: Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
 		})
 		wg.Wait()
-		view, err := f.m.GetRun(ctx, id)
+		view, err := f.m.Runs().GetRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		if _, err := f.m.Verify(ctx, res.SessionID); err != nil {
 			t.Fatal(err)
 		}
-		sealed, err := f.m.FinishRun(ctx, id)
+		sealed, err := f.m.Runs().FinishRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 		t.Fatalf("letter %s", a.Verdict)
 	}
 	f.step(t, "repoint", "mail", nil, sdk.Record{"id": "m-9", "kind": "mail", "name": "Ada"})
-	if view, err := f.m.FinishRun(ctx, "repoint"); err != nil || view.Outcome != run.Verified {
+	if view, err := f.m.Runs().FinishRun(ctx, "repoint"); err != nil || view.Outcome != run.Verified {
 		t.Fatalf("FinishRun: %+v %v", view, err)
 	}
 	// The "undo": every row re-pointed to another patient, the letter
@@ -199,7 +199,7 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	f.files.mu.Lock()
 	f.files.rows[0]["name"] = "letter-old.pdf"
 	f.files.mu.Unlock()
-	rb, err := f.m.RollbackCheck(ctx, "repoint")
+	rb, err := f.m.Runs().RollbackCheck(ctx, "repoint")
 	if err != nil || rb.RolledBack {
 		t.Fatalf("rollback check of re-pointed rows and a renamed letter: %+v %v; want not rolled back", rb, err)
 	}
@@ -218,7 +218,7 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	if len(rb.Remains) != 4 {
 		t.Errorf("%d remainders, want the three records and the letter: %+v", len(rb.Remains), rb.Remains)
 	}
-	if view, _ := f.m.GetRun(ctx, "repoint"); view.Outcome != run.Verified || view.Attempt != 1 {
+	if view, _ := f.m.Runs().GetRun(ctx, "repoint"); view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("the run after a failed rollback check: %s attempt %d; want it unchanged", view.Outcome, view.Attempt)
 	}
 	// Really undone: the rows and the file gone. While the letters'
@@ -230,14 +230,14 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	f.files.mu.Lock()
 	f.files.rows, f.files.unreachable = nil, true
 	f.files.mu.Unlock()
-	rb, err = f.m.RollbackCheck(ctx, "repoint")
+	rb, err = f.m.Runs().RollbackCheck(ctx, "repoint")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Effect != -1 || rb.Remains[0].Class != string(judge.ClassIndeterminate) {
 		t.Fatalf("rollback check with the letters' folder unreadable: %+v %v; want the letter INDETERMINATE", rb, err)
 	}
 	f.files.mu.Lock()
 	f.files.unreachable = false
 	f.files.mu.Unlock()
-	rb, err = f.m.RollbackCheck(ctx, "repoint")
+	rb, err = f.m.Runs().RollbackCheck(ctx, "repoint")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified || len(rb.Remains) != 0 {
 		t.Fatalf("rollback check with everything gone: %+v %v", rb, err)
 	}
@@ -281,7 +281,7 @@ steps:
 	f.tab.mu.Lock()
 	f.tab.rows[0]["status"] = "archived"
 	f.tab.mu.Unlock()
-	rb, err := f.m.RollbackCheck(ctx, "update")
+	rb, err := f.m.Runs().RollbackCheck(ctx, "update")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Class == run.ClassAbsent {
 		t.Fatalf("rollback check of a record set to a third value: %+v %v; want it remaining", rb, err)
 	}
@@ -290,7 +290,7 @@ steps:
 	f.tab.mu.Lock()
 	f.tab.rows[0]["name"] = "Bob"
 	f.tab.mu.Unlock()
-	rb, err = f.m.RollbackCheck(ctx, "update")
+	rb, err = f.m.Runs().RollbackCheck(ctx, "update")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Class != string(judge.ClassIndeterminate) || !slices.Contains(reasonCodes(rb.Remains[0].Reasons), ReasonRollbackUnprovable) {
 		t.Fatalf("rollback check of a changed existing record: %+v %v; want it INDETERMINATE, rollback_unprovable", rb, err)
 	}

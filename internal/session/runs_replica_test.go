@@ -46,11 +46,11 @@ func replica(t *testing.T, st store.Backend, tab *table, priv ed25519.PrivateKey
 func runAcross(t *testing.T, ms ...*Manager) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := ms[0].BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
+	if _, err := ms[0].Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
 		t.Fatal(err)
 	}
 	// The same id on another daemon: the stored run answers.
-	if id, err := ms[1].BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil || id != "rep" {
+	if id, err := ms[1].Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil || id != "rep" {
 		t.Fatalf("BeginRun on another daemon: %q %v", id, err)
 	}
 }
@@ -88,16 +88,16 @@ func stepsAcross(t *testing.T, tab *table, ms []*Manager) {
 	if v, err := ms[2].Verify(ctx, b.SessionID); err != nil || v.Outcome != judge.Verified {
 		t.Fatalf("posting verified on a third daemon: %v %v", v, err)
 	}
-	view, err := ms[2].FinishRun(ctx, "rep")
+	view, err := ms[2].Runs().FinishRun(ctx, "rep")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("FinishRun: %+v %v", view, err)
 	}
 	for i, m := range ms {
-		got, err := m.GetRun(ctx, "rep")
+		got, err := m.Runs().GetRun(ctx, "rep")
 		if err != nil || got.Outcome != run.Verified || string(got.Receipt) != string(view.Receipt) {
 			t.Fatalf("daemon %d sees %+v %v", i, got, err)
 		}
-		if again, err := m.FinishRun(ctx, "rep"); err != nil || again.Attempt != 1 {
+		if again, err := m.Runs().FinishRun(ctx, "rep"); err != nil || again.Attempt != 1 {
 			t.Fatalf("FinishRun again on daemon %d: attempt %d %v", i, again.Attempt, err)
 		}
 	}
@@ -148,7 +148,7 @@ func (l *restarts) at(i int) *Manager {
 func stepsAcrossRestarts(t *testing.T, tab *table, l *restarts) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := l.at(0).BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
+	if _, err := l.at(0).Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := l.at(0).Begin(ctx, BeginRequest{RunID: "rep", Step: "intake"})
@@ -169,11 +169,11 @@ func stepsAcrossRestarts(t *testing.T, tab *table, l *restarts) {
 		t.Fatalf("posting: %v %v", v, err)
 	}
 	// Restarted between Verify and FinishRun.
-	view, err := l.at(3).FinishRun(ctx, "rep")
+	view, err := l.at(3).Runs().FinishRun(ctx, "rep")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("FinishRun after a restart: %+v %v", view, err)
 	}
-	got, err := l.at(4).GetRun(ctx, "rep")
+	got, err := l.at(4).Runs().GetRun(ctx, "rep")
 	if err != nil || got.Outcome != run.Verified || string(got.Receipt) != string(view.Receipt) {
 		t.Fatalf("GetRun after a restart: %+v %v", got, err)
 	}

@@ -26,7 +26,7 @@ type sessionReread struct {
 // rollbackRead judges a fresh read of one session's effects against its
 // original baseline (as Reverify does, the compensator never runs) and
 // stores nothing.
-func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
+func (m *Runs) rollbackRead(ctx context.Context, step, sid string) ([]run.EffectCheck, error) {
 	r, err := m.rereadSession(ctx, step, sid)
 	if err != nil {
 		return nil, err
@@ -37,7 +37,7 @@ func (m *Manager) rollbackRead(ctx context.Context, step, sid string) ([]run.Eff
 // rereadSession is rollbackRead with the session and the judge's result
 // kept (md and res nil for a session the store no longer has). It judges
 // through judgeStep, the one judging path.
-func (m *Manager) rereadSession(ctx context.Context, step, sid string) (*sessionReread, error) {
+func (m *Runs) rereadSession(ctx context.Context, step, sid string) (*sessionReread, error) {
 	unlock, raw, _, err := m.lockSession(ctx, sid)
 	if isKind(err, NotFound) {
 		// Bound to the run, then removed (the retention): what it did
@@ -76,7 +76,7 @@ func (m *Manager) rereadSession(ctx context.Context, step, sid string) (*session
 // session: a duplicate the run wrote, seen by a result a Reverify
 // replaced, is the run's too): a later step's baseline holds them, and
 // their removal is the rollback or the repair, not a loss.
-func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bool, error) {
+func (m *Runs) runCreated(ctx context.Context, rec *runRecord) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, rs := range rec.Steps {
 		if err := m.sessionsCreated(ctx, rs.Sessions, out); err != nil {
@@ -89,7 +89,7 @@ func (m *Manager) runCreated(ctx context.Context, rec *runRecord) (map[string]bo
 // sessionsCreated adds to out the records sessions counted as new in any
 // of their results (run.CreatedKey of the effect's source and the
 // record's identity).
-func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out map[string]bool) error {
+func (m *Runs) sessionsCreated(ctx context.Context, sessions []string, out map[string]bool) error {
 	for _, sid := range sessions {
 		raw, _, err := m.store.Session(ctx, sid)
 		if errors.Is(err, store.ErrNotFound) {
@@ -119,13 +119,13 @@ func (m *Manager) sessionsCreated(ctx context.Context, sessions []string, out ma
 // identities of the records its change claims counted as new in any of its
 // results (the first and every re-verification): a duplicate a Reverify
 // no longer counts is still the session's.
-func (m *Manager) sessionChangeIDs(ctx context.Context, sid string, md *meta) ([][]string, error) {
+func (m *Runs) sessionChangeIDs(ctx context.Context, sid string, md *meta) ([][]string, error) {
 	return m.sessionMatchedIDs(ctx, sid, md, true)
 }
 
 // sessionMatchedIDs is sessionChangeIDs, of every effect when changeOnly
 // is false (matchedIdentities).
-func (m *Manager) sessionMatchedIDs(ctx context.Context, sid string, md *meta, changeOnly bool) ([][]string, error) {
+func (m *Runs) sessionMatchedIDs(ctx context.Context, sid string, md *meta, changeOnly bool) ([][]string, error) {
 	_, first, err := m.store.Session(ctx, sid)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && first == nil) {
 		return nil, nil

@@ -30,7 +30,7 @@ func TestRunRemovedSessionIsADoubt(t *testing.T) {
 	if v.Outcome != judge.ReconciliationRequired {
 		t.Fatalf("double intake: %s", v.Outcome)
 	}
-	view, err := f.m.FinishRun(ctx, "gone")
+	view, err := f.m.Runs().FinishRun(ctx, "gone")
 	if err != nil || view.Outcome != run.ReconciliationRequired {
 		t.Fatalf("first seal %+v %v", view, err)
 	}
@@ -42,18 +42,18 @@ func TestRunRemovedSessionIsADoubt(t *testing.T) {
 	// confirm one more: refused.
 	_, err = f.begin(t, "gone", "intake", nil)
 	wantRefusal(t, err, Refused, CodeStepAlreadyBegun, "step")
-	view, err = f.m.GetRun(ctx, "gone")
+	view, err = f.m.Runs().GetRun(ctx, "gone")
 	if err != nil || view.Steps[0].SessionID != v.SessionID {
 		t.Fatalf("GetRun after the removal: %+v %v", view, err)
 	}
-	view, err = f.m.FinishRun(ctx, "gone")
+	view, err = f.m.Runs().FinishRun(ctx, "gone")
 	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotVerified) {
 		t.Fatalf("FinishRun after the removal: %+v %v", view, err)
 	}
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
-	rb, err := f.m.RollbackCheck(ctx, "gone")
+	rb, err := f.m.Runs().RollbackCheck(ctx, "gone")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].SessionID != v.SessionID {
 		t.Fatalf("rollback check of a removed session: %+v %v", rb, err)
 	}
@@ -69,15 +69,15 @@ func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
 	ctx := t.Context()
 	f.beginRun(t, "race")
 	// FinishRun's read, before the Begin binds.
-	rec, err := f.m.loadRun(ctx, "race")
+	rec, err := f.m.runs.loadRun(ctx, "race")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf, err := f.m.runWorkflow(rec)
+	wf, err := f.m.runs.runWorkflow(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := f.m.stepStates(ctx, wf, rec)
+	states, err := f.m.runs.stepStates(ctx, wf, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +92,10 @@ func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
 	}
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	// FinishRun's seal, on what it read.
-	if view, err := f.m.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); !errors.Is(err, errRunChanged) {
+	if view, err := f.m.runs.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); !errors.Is(err, errRunChanged) {
 		t.Fatalf("seal over a step bound after the read: %+v %v", view, err)
 	}
-	view, err := f.m.FinishRun(ctx, "race")
+	view, err := f.m.Runs().FinishRun(ctx, "race")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID == "" {
 		t.Fatalf("FinishRun after the Begin: %+v %v", view, err)
 	}
@@ -143,7 +143,7 @@ func TestRunReverifyOfAnEarlierSessionCounts(t *testing.T) {
 	if r, err := f.m.Reverify(ctx, first.SessionID, "the first attempt's save may have landed"); err != nil || r.Outcome == judge.Verified || r.Outcome == judge.HaltedBeforeEffect {
 		t.Fatalf("Reverify of the first attempt: %v %v", r, err)
 	}
-	view, err := f.m.FinishRun(ctx, "older")
+	view, err := f.m.Runs().FinishRun(ctx, "older")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID != first.SessionID {
 		t.Fatalf("FinishRun with the first attempt reconciling: %s %+v %v", view.Outcome, view.Steps, err)
 	}
@@ -164,7 +164,7 @@ func TestRunConsumedArtifactNotReplaced(t *testing.T) {
 	}
 	f.step(t, "swap", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"})
 	check := func(sum string) (*ArtifactResult, error) {
-		return f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "swap", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+		return f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "swap", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
 			Artifact: Artifact{SHA256: sum, Size: 5, Name: "other.pdf"}})
 	}
 	other := strings.Repeat("ab", 32)
@@ -175,7 +175,7 @@ func TestRunConsumedArtifactNotReplaced(t *testing.T) {
 	if a := f.letter(t, "swap", false); a.Verdict != judge.Confirmed {
 		t.Fatalf("letter again %s", a.Verdict)
 	}
-	view, err := f.m.FinishRun(ctx, "swap")
+	view, err := f.m.Runs().FinishRun(ctx, "swap")
 	if err != nil || view.Outcome != run.Verified || view.Artifacts[0].SHA256 != letterSum {
 		t.Fatalf("FinishRun: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
@@ -193,7 +193,7 @@ func TestRunHaltedSealRereadsHaltedSteps(t *testing.T) {
 		t.Fatalf("intake with nothing saved: %s", v.Outcome)
 	}
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
-	view, err := f.m.FinishRun(ctx, "late2")
+	view, err := f.m.Runs().FinishRun(ctx, "late2")
 	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotVerified) {
 		t.Fatalf("FinishRun after a late save: %s %v %v", view.Outcome, reasonCodes(view.Reasons), err)
 	}
@@ -213,10 +213,10 @@ func TestRunSecretParamNotDigested(t *testing.T) {
 	ctx := t.Context()
 	var digests []string
 	for id, pw := range map[string]string{"sec1": "hunter2", "sec2": "correct horse"} {
-		if _, err := f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada", "clerk_password": pw}, RunID: id}); err != nil {
+		if _, err := f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada", "clerk_password": pw}, RunID: id}); err != nil {
 			t.Fatal(err)
 		}
-		view, err := f.m.FinishRun(ctx, id)
+		view, err := f.m.Runs().FinishRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,14 +243,14 @@ func TestRunRollbackSeesConfirmedArtifact(t *testing.T) {
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
-	rb, err := f.m.RollbackCheck(ctx, "undo2")
+	rb, err := f.m.Runs().RollbackCheck(ctx, "undo2")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Step != "posting" || rb.Remains[0].Effect != -1 {
 		t.Fatalf("rollback check with the letter still stored: %+v %v", rb, err)
 	}
 	f.files.mu.Lock()
 	f.files.rows = nil
 	f.files.mu.Unlock()
-	rb, err = f.m.RollbackCheck(ctx, "undo2")
+	rb, err = f.m.Runs().RollbackCheck(ctx, "undo2")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified {
 		t.Fatalf("rollback check with the letter gone too: %+v %v", rb, err)
 	}
@@ -267,14 +267,14 @@ func TestRunRollbackWaitsForUnverifiedSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := f.m.RollbackCheck(ctx, "inflight")
+	rb, err := f.m.Runs().RollbackCheck(ctx, "inflight")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].SessionID != b.SessionID {
 		t.Fatalf("rollback check with intake in flight: %+v %v", rb, err)
 	}
 	if _, err := f.m.Verify(ctx, b.SessionID); err != nil {
 		t.Fatal(err)
 	}
-	rb, err = f.m.RollbackCheck(ctx, "inflight")
+	rb, err = f.m.Runs().RollbackCheck(ctx, "inflight")
 	if err != nil || !rb.RolledBack {
 		t.Fatalf("rollback check with intake halted: %+v %v", rb, err)
 	}
@@ -298,7 +298,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	f.step(t, "artrace", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	check := func() (*ArtifactResult, error) {
-		return f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+		return f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
 			Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	}
 	if a, err := check(); err != nil || a.Verdict != judge.Confirmed {
@@ -310,7 +310,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	var sealed *RunView
 	docs.afterRead = func(int) {
 		var err error
-		if sealed, err = f.m.FinishRun(ctx, "artrace"); err != nil {
+		if sealed, err = f.m.Runs().FinishRun(ctx, "artrace"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -322,7 +322,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 		t.Fatalf("the seal during the read: %+v", sealed)
 	}
 	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
-	view, err := f.m.GetRun(ctx, "artrace")
+	view, err := f.m.Runs().GetRun(ctx, "artrace")
 	if err != nil || view.Outcome != run.Verified || view.Artifacts[0].Verdict != run.ArtifactConfirmed {
 		t.Fatalf("the sealed run records the late check: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
@@ -337,7 +337,7 @@ func TestRunArtifactBeforeItsProducerRefused(t *testing.T) {
 	ctx := t.Context()
 	f.beginRun(t, "early")
 	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
-	_, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "early", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+	_, err := f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "early", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
 		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "run_artifact")
 	_, err = f.begin(t, "early", "mail", nil)
@@ -358,15 +358,15 @@ func TestRunArtifactReadWhereTheWorkflowSays(t *testing.T) {
 	f.step(t, "where", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	art := Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}
-	_, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", DeploymentName: "elsewhere", Artifact: art})
+	_, err := f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", DeploymentName: "elsewhere", Artifact: art})
 	var se *Error
 	if !errors.As(err, &se) || se.Kind != Invalid || se.Path != "deployment_name" {
 		t.Fatalf("a caller-chosen deployment: %v; want Invalid at deployment_name", err)
 	}
-	if v, _ := f.m.GetRun(ctx, "where"); len(v.Artifacts) != 1 || v.Artifacts[0].Verdict != "" {
+	if v, _ := f.m.Runs().GetRun(ctx, "where"); len(v.Artifacts) != 1 || v.Artifacts[0].Verdict != "" {
 		t.Fatalf("the refused check was recorded: %+v", v.Artifacts)
 	}
-	res, err := f.m.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", Artifact: art})
+	res, err := f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", Artifact: art})
 	if err != nil || res.Verdict != judge.Confirmed {
 		t.Fatalf("no deployment named: %v %v; want CONFIRMED from the workflow's deployment", res, err)
 	}
@@ -420,7 +420,7 @@ func TestRunEarlierAttemptLandedBeforeSeal(t *testing.T) {
 	}
 	// The first attempt's slow save.
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
-	view, err := f.m.FinishRun(t.Context(), "slow")
+	view, err := f.m.Runs().FinishRun(t.Context(), "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestRunRereadAtSealKeepsAnHonestRetryVerified(t *testing.T) {
 	if v := f.step(t, "retry", "intake", nil, sdk.Record{"id": "p-2", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("intake again: %s", v.Outcome)
 	}
-	view, err := f.m.FinishRun(t.Context(), "retry")
+	view, err := f.m.Runs().FinishRun(t.Context(), "retry")
 	if err != nil || view.Outcome != run.Verified || len(view.Reasons) != 0 {
 		t.Fatalf("FinishRun of an honest retry: %+v %v", view, err)
 	}

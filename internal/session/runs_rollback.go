@@ -77,7 +77,7 @@ func (c *collectionSeen) holds(field, id string) bool {
 	return false
 }
 
-func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
+func (m *Runs) rollbackCheckOnce(ctx context.Context, id string) (*RollbackResult, error) {
 	rec, wf, states, err := m.runNow(ctx, id)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (m *Manager) rollbackCheckOnce(ctx context.Context, id string) (*RollbackRe
 // aside: run.ForgivenClass) and every record the session created is gone
 // from the whole collection (rollbackProven). A session not verified yet
 // may still be acting, so it remains.
-func (m *Manager) sessionRollback(ctx context.Context, step, sid string, created map[string]bool) ([]run.EffectCheck, error) {
+func (m *Runs) sessionRollback(ctx context.Context, step, sid string, created map[string]bool) ([]run.EffectCheck, error) {
 	if r, found, err := m.latestResult(ctx, sid); err != nil {
 		return nil, err
 	} else if found && r == nil {
@@ -309,7 +309,7 @@ func (v artifactVerifier) documents(ctx context.Context, name string) (s judge.S
 // (artifact_moved), a folder that cannot be read or an adapter that
 // cannot prove absence, or a check recorded without where it read, remain
 // (effect -1 of the producing step).
-func (m *Manager) artifactRollbackRead(ctx context.Context, a runArtifactRec) run.EffectCheck {
+func (m *Runs) artifactRollbackRead(ctx context.Context, a runArtifactRec) run.EffectCheck {
 	c := run.EffectCheck{Step: a.FromStep, Effect: -1, Class: string(judge.ClassIndeterminate)}
 	if a.DeploymentName == "" || a.Name == "" {
 		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q was confirmed without a record of where it was read; it cannot be checked again", a.Artifact)}}
@@ -342,7 +342,7 @@ func (m *Manager) artifactRollbackRead(ctx context.Context, a runArtifactRec) ru
 // artifactElsewhere looks for the artifact's exact bytes under any name in
 // the folder its deployment reads: nil when they are proven absent; a
 // reason otherwise (artifact_moved, or the folder could not be seen whole).
-func (m *Manager) artifactElsewhere(ctx context.Context, a runArtifactRec) *run.Reason {
+func (m *Runs) artifactElsewhere(ctx context.Context, a runArtifactRec) *run.Reason {
 	s, absenceNotProof, err := m.artifacts().documents(ctx, a.DeploymentName)
 	switch {
 	case err != nil:

@@ -106,7 +106,7 @@ func (f *runFixture) letter(t *testing.T, id string, present bool) *ArtifactResu
 	if present {
 		f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	}
-	res, err := f.m.VerifyRunArtifact(t.Context(), RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+	res, err := f.m.Runs().VerifyRunArtifact(t.Context(), RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
 		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	if err != nil {
 		t.Fatalf("VerifyRunArtifact: %v", err)
@@ -116,7 +116,7 @@ func (f *runFixture) letter(t *testing.T, id string, present bool) *ArtifactResu
 
 func (f *runFixture) beginRun(t *testing.T, id string) {
 	t.Helper()
-	got, err := f.m.BeginRun(t.Context(), BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: id})
+	got, err := f.m.Runs().BeginRun(t.Context(), BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: id})
 	if err != nil || got != id {
 		t.Fatalf("BeginRun = %q, %v", got, err)
 	}
@@ -137,13 +137,13 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	f.beginRun(t, "r1")
 	// Idempotent; the same id with other arguments is refused.
 	f.beginRun(t, "r1")
-	_, err := f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Bob"}, RunID: "r1"})
+	_, err := f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Bob"}, RunID: "r1"})
 	wantRefusal(t, err, Exists, "", "run_id")
-	_, err = f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"patient_id": "7"}, RunID: "r9"})
+	_, err = f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"patient_id": "7"}, RunID: "r9"})
 	wantRefusal(t, err, Refused, CodeHandoffForged, "params.patient_id")
-	_, err = f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"nme": "x"}})
+	_, err = f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"nme": "x"}})
 	wantRefusal(t, err, Invalid, "", "params.nme")
-	_, err = f.m.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", RunID: "bad id"})
+	_, err = f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", RunID: "bad id"})
 	wantRefusal(t, err, Invalid, "", "run_id")
 
 	// posting before intake: out of order.
@@ -222,7 +222,7 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 		t.Fatalf("mail's receipt binds %+v (%v), want the letter's digest", vp.Run, err)
 	}
 
-	view, err := f.m.FinishRun(ctx, "r1")
+	view, err := f.m.Runs().FinishRun(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,18 +238,18 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 		t.Fatal("a value leaked into a receipt")
 	}
 	// Finishing again answers the same seal.
-	again, err := f.m.FinishRun(ctx, "r1")
+	again, err := f.m.Runs().FinishRun(ctx, "r1")
 	if err != nil || again.Attempt != 1 || string(again.Receipt) != string(view.Receipt) {
 		t.Fatalf("FinishRun again: attempt %d %v", again.Attempt, err)
 	}
 	// A sealed run takes no further step.
 	_, err = f.begin(t, "r1", "mail", nil)
 	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
-	list, err := f.m.ListRuns(ctx)
+	list, err := f.m.Runs().ListRuns(ctx)
 	if err != nil || len(list) != 1 || list[0].RunID != "r1" || list[0].Outcome != run.Verified || list[0].Steps[2].SessionID != mail.SessionID {
 		t.Fatalf("ListRuns = %+v %v", list, err)
 	}
-	got, err := f.m.GetRun(ctx, "r1")
+	got, err := f.m.Runs().GetRun(ctx, "r1")
 	if err != nil || got.Outcome != run.Verified || got.Steps[1].SessionID != res.SessionID || got.Steps[1].Outcome != run.Verified || got.Artifacts[0].Verdict != "CONFIRMED" {
 		t.Fatalf("GetRun = %+v %v", got, err)
 	}
@@ -287,7 +287,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if v.Outcome != judge.ReconciliationRequired {
 		t.Fatalf("double submit: %s", v.Outcome)
 	}
-	view, err := f.m.FinishRun(ctx, "r2")
+	view, err := f.m.Runs().FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 		t.Fatalf("FinishRun after a double submit = %s attempt %d %v", view.Outcome, view.Attempt, reasonCodes(view.Reasons))
 	}
 	// Nothing changed: finishing again is the same seal.
-	if again, err := f.m.FinishRun(ctx, "r2"); err != nil || again.Attempt != 1 {
+	if again, err := f.m.Runs().FinishRun(ctx, "r2"); err != nil || again.Attempt != 1 {
 		t.Fatalf("FinishRun with nothing changed: attempt %d %v", again.Attempt, err)
 	}
 	// Repair: remove the duplicate, re-verify posting, finish again.
@@ -307,7 +307,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	}
 	// The run stays RECONCILIATION_REQUIRED (sticky) while mail is not
 	// begun: attempt 2.
-	view, err = f.m.FinishRun(ctx, "r2")
+	view, err = f.m.Runs().FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if v := f.step(t, "r2", "mail", nil, sdk.Record{"id": "m-2", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("mail %s", v.Outcome)
 	}
-	view, err = f.m.FinishRun(ctx, "r2")
+	view, err = f.m.Runs().FinishRun(ctx, "r2")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 3 {
 		t.Fatalf("attempt 3: %+v %v", view, err)
 	}
@@ -345,7 +345,7 @@ func TestRunResealedVerifiedAttempt2(t *testing.T) {
 	f.step(t, "r3", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	v := f.step(t, "r3", "posting", map[string]string{"amount": "5"},
 		sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"}, sdk.Record{"id": "t-2", "kind": "posting", "patient_id": "p-1", "amount": "5"})
-	view, err := f.m.FinishRun(ctx, "r3")
+	view, err := f.m.Runs().FinishRun(ctx, "r3")
 	if err != nil || view.Outcome != run.ReconciliationRequired {
 		t.Fatalf("first seal %v %v", view, err)
 	}
@@ -356,7 +356,7 @@ func TestRunResealedVerifiedAttempt2(t *testing.T) {
 	if r, err := f.m.Reverify(ctx, v.SessionID, "removed the duplicate"); err != nil || r.Outcome != judge.Verified {
 		t.Fatalf("Reverify: %v %v", r, err)
 	}
-	view, err = f.m.FinishRun(ctx, "r3")
+	view, err = f.m.Runs().FinishRun(ctx, "r3")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 2 {
 		t.Fatalf("re-seal: %+v %v", view, err)
 	}
@@ -375,7 +375,7 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	if v := f.step(t, "halt", "intake", nil); v.Outcome != judge.HaltedBeforeEffect {
 		t.Fatalf("intake with nothing saved: %s", v.Outcome)
 	}
-	view, err := f.m.FinishRun(ctx, "halt")
+	view, err := f.m.Runs().FinishRun(ctx, "halt")
 	if err != nil || view.Outcome != run.HaltedBeforeEffect {
 		t.Fatalf("nothing saved: %+v %v", view, err)
 	}
@@ -385,7 +385,7 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	f.beginRun(t, "refused")
 	_, err = f.begin(t, "refused", "posting", map[string]string{"amount": "1"})
 	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
-	view, err = f.m.FinishRun(ctx, "refused")
+	view, err = f.m.Runs().FinishRun(ctx, "refused")
 	if err != nil || view.Outcome != run.RejectedPolicy || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepRefused) {
 		t.Fatalf("stopped on a refusal: %+v %v", view, err)
 	}
@@ -393,11 +393,11 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 
 	// Saved, then undone: the rollback check sees every change gone.
 	f.beginRun(t, "undo")
-	_, err = f.m.RollbackCheck(ctx, "undo")
+	_, err = f.m.Runs().RollbackCheck(ctx, "undo")
 	wantRefusal(t, err, Refused, CodeNothingToRollBack, "run_id")
 	f.step(t, "undo", "intake", nil, sdk.Record{"id": "p-9", "kind": "patient", "name": "Ada"})
 	f.step(t, "undo", "posting", map[string]string{"amount": "3"}, sdk.Record{"id": "t-9", "kind": "posting", "patient_id": "p-9", "amount": "3"})
-	rb, err := f.m.RollbackCheck(ctx, "undo")
+	rb, err := f.m.Runs().RollbackCheck(ctx, "undo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
-	rb, err = f.m.RollbackCheck(ctx, "undo")
+	rb, err = f.m.Runs().RollbackCheck(ctx, "undo")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified || rb.Run.Attempt != 1 {
 		t.Fatalf("rollback check with everything undone: %+v %v", rb, err)
 	}
@@ -428,7 +428,7 @@ func TestRunTier3BlocksVerified(t *testing.T) {
 	if v := f.step(t, "t3", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("intake %s", v.Outcome)
 	}
-	view, err := f.m.FinishRun(t.Context(), "t3")
+	view, err := f.m.Runs().FinishRun(t.Context(), "t3")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Tier != 3 || !slices.Equal(reasonCodes(view.Reasons), []string{run.CodeTierBelowRunMin, run.CodeRungBelowRunMin}) {
 		t.Fatalf("a tier-3 step under run_min_tier 2: %+v %v", view, err)
 	}
@@ -463,7 +463,7 @@ func TestRunRungFloor(t *testing.T) {
 			if v := f.step(t, "r1", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 				t.Fatalf("intake %s", v.Outcome)
 			}
-			view, err := f.m.FinishRun(t.Context(), "r1")
+			view, err := f.m.Runs().FinishRun(t.Context(), "r1")
 			if err != nil || view.Outcome != tc.outcome || view.Tier != 2 || view.OracleRung != int(oracle.SeparateSession) || !slices.Equal(reasonCodes(view.Reasons), tc.codes) {
 				t.Fatalf("FinishRun: %s tier %d rung %d %v %v; want %s %v", view.Outcome, view.Tier, view.OracleRung, reasonCodes(view.Reasons), err, tc.outcome, tc.codes)
 			}
@@ -488,7 +488,7 @@ func TestRunHandoffAmbiguousAndArtifactRefuted(t *testing.T) {
 	if a := f.letter(t, "amb", false); a.Verdict != judge.Refuted {
 		t.Fatalf("missing letter %s", a.Verdict)
 	}
-	view, err := f.m.FinishRun(ctx, "amb")
+	view, err := f.m.Runs().FinishRun(ctx, "amb")
 	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeArtifactUnverified) {
 		t.Fatalf("refuted letter: %+v %v", view, err)
 	}

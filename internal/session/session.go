@@ -103,6 +103,7 @@ type Manager struct {
 	// (writeset.go).
 	writeSets *writeSetSources
 	locks     keyedMutex // serialises Verify per session id
+	runs      *Runs      // the runs service (runs.go)
 }
 
 // New checks o once and makes the Manager: a missing store or host, or an
@@ -130,8 +131,12 @@ func New(o Options) (*Manager, error) {
 	if m.logger == nil {
 		m.logger = hclog.NewNullLogger()
 	}
+	m.runs = &Runs{Manager: m}
 	return m, nil
 }
+
+// Runs is the Manager's runs service (runs.go).
+func (m *Manager) Runs() *Runs { return m.runs }
 
 func newID() string {
 	var b [16]byte
