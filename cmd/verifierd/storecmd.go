@@ -67,34 +67,7 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "check":
-		rep, err := bolt.Check(*dataDir)
-		if err != nil {
-			fmt.Fprintln(stderr, "verifierd:", err)
-			return 2
-		}
-		if rep.Err() != nil {
-			// The first line is the message the daemon stops with.
-			for i, p := range rep.Problems {
-				if i == 0 {
-					fmt.Fprintln(stderr, "verifierd:", p)
-				} else {
-					fmt.Fprintf(stderr, "verifierd: also page %d: %s\n", p.Page, p.Problem)
-				}
-			}
-			return 1
-		}
-		vr, err := bolt.CheckValues(*dataDir, evidenceKey)
-		if err != nil {
-			return fail(err)
-		}
-		if code := reportValues(rep.Path, vr, stdout, stderr); code != 0 {
-			return code
-		}
-		fmt.Fprintf(stdout, "the store %s is sound: %d pages of %d bytes, transaction %d, %d values checked\n", rep.Path, rep.HighWater, rep.PageSize, rep.TxID, vr.Values)
-		for _, n := range rep.Notes {
-			fmt.Fprintln(stdout, "note:", n)
-		}
-		return 0
+		return boltCheck(*dataDir, evidenceKey, stdout, stderr, fail)
 	case "compact":
 		res, err := bolt.Compact(*dataDir)
 		if err != nil {
@@ -103,36 +76,74 @@ func storeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "compacted %s: %d sessions kept, %d bytes -> %d bytes\n", filepath.Join(*dataDir, "verifierd.db"), res.Sessions, res.BytesBefore, res.After)
 		return 0
 	default: // salvage
-		if *out == "" {
-			fmt.Fprintln(stderr, "verifierd store salvage: --out DIR is required")
-			return 2
-		}
-		rep, err := bolt.SalvageWith(*dataDir, *out, evidenceKey)
-		if err != nil {
-			return fail(err)
-		}
-		fmt.Fprintf(stdout, "salvaged into %s: %d sessions, %d results, %d baselines, %d ledger entries\n", filepath.Join(*out, "verifierd.db"), rep.Sessions, rep.Results, rep.Baselines, rep.LedgerEntries)
-		if rep.LedgerIncomplete {
-			fmt.Fprintln(stdout, "lost: part of the ledger; `verifyctl ledger verify` on an export names where the chain breaks")
-		}
-		for _, id := range rep.LostSessions {
-			fmt.Fprintf(stdout, "lost: session %s (its record is unreadable)\n", id)
-		}
-		for _, id := range rep.LostResults {
-			fmt.Fprintf(stdout, "maybe lost: the result of session %s (part of the results is unreadable; it counts as unfinished)\n", id)
-		}
-		for _, c := range rep.LostBaselines {
-			fmt.Fprintf(stdout, "lost: baseline %s (a Verify of that session answers INDETERMINATE for it)\n", c)
-		}
-		reportSkipped(rep.Skipped, rep.Damaged, stdout)
-		for _, d := range rep.Damage {
-			fmt.Fprintf(stdout, "damage: page %d: %s\n", d.Page, d.Problem)
-		}
-		if len(rep.Damage) > 0 {
-			fmt.Fprintln(stdout, "records on damaged pages that nothing else names are lost without a trace; keep the old store until you are satisfied")
-		}
-		return 0
+		return boltSalvage(*dataDir, *out, evidenceKey, stdout, stderr, fail)
 	}
+}
+
+// boltCheck is `verifierd store check` of the embedded store in dataDir.
+func boltCheck(dataDir string, evidenceKey []byte, stdout, stderr io.Writer, fail func(error) int) int {
+	rep, err := bolt.Check(dataDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "verifierd:", err)
+		return 2
+	}
+	if rep.Err() != nil {
+		// The first line is the message the daemon stops with.
+		for i, p := range rep.Problems {
+			if i == 0 {
+				fmt.Fprintln(stderr, "verifierd:", p)
+			} else {
+				fmt.Fprintf(stderr, "verifierd: also page %d: %s\n", p.Page, p.Problem)
+			}
+		}
+		return 1
+	}
+	vr, err := bolt.CheckValues(dataDir, evidenceKey)
+	if err != nil {
+		return fail(err)
+	}
+	if code := reportValues(rep.Path, vr, stdout, stderr); code != 0 {
+		return code
+	}
+	fmt.Fprintf(stdout, "the store %s is sound: %d pages of %d bytes, transaction %d, %d values checked\n", rep.Path, rep.HighWater, rep.PageSize, rep.TxID, vr.Values)
+	for _, n := range rep.Notes {
+		fmt.Fprintln(stdout, "note:", n)
+	}
+	return 0
+}
+
+// boltSalvage is `verifierd store salvage` of the embedded store in
+// dataDir into out.
+func boltSalvage(dataDir, out string, evidenceKey []byte, stdout, stderr io.Writer, fail func(error) int) int {
+	if out == "" {
+		fmt.Fprintln(stderr, "verifierd store salvage: --out DIR is required")
+		return 2
+	}
+	rep, err := bolt.SalvageWith(dataDir, out, evidenceKey)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "salvaged into %s: %d sessions, %d results, %d baselines, %d ledger entries\n", filepath.Join(out, "verifierd.db"), rep.Sessions, rep.Results, rep.Baselines, rep.LedgerEntries)
+	if rep.LedgerIncomplete {
+		fmt.Fprintln(stdout, "lost: part of the ledger; `verifyctl ledger verify` on an export names where the chain breaks")
+	}
+	for _, id := range rep.LostSessions {
+		fmt.Fprintf(stdout, "lost: session %s (its record is unreadable)\n", id)
+	}
+	for _, id := range rep.LostResults {
+		fmt.Fprintf(stdout, "maybe lost: the result of session %s (part of the results is unreadable; it counts as unfinished)\n", id)
+	}
+	for _, c := range rep.LostBaselines {
+		fmt.Fprintf(stdout, "lost: baseline %s (a Verify of that session answers INDETERMINATE for it)\n", c)
+	}
+	reportSkipped(rep.Skipped, rep.Damaged, stdout)
+	for _, d := range rep.Damage {
+		fmt.Fprintf(stdout, "damage: page %d: %s\n", d.Page, d.Problem)
+	}
+	if len(rep.Damage) > 0 {
+		fmt.Fprintln(stdout, "records on damaged pages that nothing else names are lost without a trace; keep the old store until you are satisfied")
+	}
+	return 0
 }
 
 // checkKey reads the evidence key for check and salvage as the daemon

@@ -361,94 +361,9 @@ func checkBinding(w *workflow.Workflow, placeholders map[int]int, data []byte) (
 			continue
 		}
 		seen[bs.name] = i
-		bs.stepIndex = slices.IndexFunc(w.Steps, func(s workflow.Step) bool { return s.Name == bs.name })
-		if bs.stepIndex < 0 {
-			add(path+".step", "the workflow has no step %q", bs.name)
-			continue
+		if sc, ok := bindStep(w, b, bs, path, placeholders, secret, policy, &cov, add); ok {
+			cov.Steps = append(cov.Steps, sc)
 		}
-		ws := w.Steps[bs.stepIndex]
-		if bs.intent != nil && *bs.intent != ws.Intent {
-			add(path+".intent", "the guard expects intent %q but step %q now reads %q: the workflow was recompiled; review the binding against the new step", *bs.intent, bs.name, ws.Intent)
-		}
-		// The step's confirmed contracts stay, first; its placeholders go;
-		// the binding's contracts follow, but one equal to a kept contract
-		// is not added twice. finalIndex is each binding contract's index
-		// in the step's new effects.
-		bs.kept, bs.replaced = len(ws.Effects), placeholders[bs.stepIndex]
-		bs.final = slices.Clone(ws.Effects)
-		finalIndex := make([]int, len(bs.effects))
-		for j, e := range bs.effects {
-			if k := slices.IndexFunc(ws.Effects, func(kept judge.Effect) bool { return reflect.DeepEqual(kept, e) }); k >= 0 {
-				finalIndex[j] = k
-				continue
-			}
-			finalIndex[j] = len(bs.final)
-			bs.added = append(bs.added, j)
-			bs.final = append(bs.final, e)
-		}
-		if !workflow.HasChangeClaim(bs.final) {
-			add(path+".effects", "no contract claims a change (a record_written with count_new_only: true expecting at least one record, or an exact_new_set with at least one member), neither the binding's nor one the step keeps, so an automation that did nothing would pass; add one")
-		}
-		// The workflow's own subject_params apply to the bound contracts, so
-		// that what bind writes lints clean. A contract that selects through
-		// no parameter at all is refused once, below.
-		for _, f := range workflow.CheckContracts(policy.ForStep(&ws), bs.effects, secret, path+".effects") {
-			if f.Code == workflow.CodeSubjectNotSelected && len(workflow.SelectorParams(bs.effects[f.Effect])) > 0 {
-				add(f.Path, "%s", f.Message)
-			}
-		}
-		compared := map[string][]int{}
-		for k, e := range ws.Effects {
-			for _, p := range slices.Sorted(maps.Keys(workflow.ReferencedParams(e))) {
-				if !secret[p] && hasParam(w, p) {
-					compared[p] = append(compared[p], k)
-				}
-			}
-		}
-		for j, e := range bs.effects {
-			epath := fmt.Sprintf("%s.effects[%d]", path, j)
-			if (e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals || e.Kind == judge.ExactNewSet) && len(workflow.SelectorParams(e)) == 0 {
-				where := "match"
-				if e.Kind == judge.ExactNewSet {
-					where = "new_records"
-				}
-				add(epath+"."+where, "a %s must select its records through a run parameter, or another run's record would pass; write e.g. match: {code: {param: claim_no}}", e.Kind)
-			}
-			refs := workflow.ReferencedParams(e)
-			params := slices.Sorted(maps.Keys(refs))
-			for _, p := range params {
-				switch {
-				case secret[p]:
-					add(epath, "the contract references the secret parameter %q; a contract is hashed, stored and shown as evidence, so compare a non-secret field instead", p)
-				case !hasParam(w, p):
-					add(epath, "the contract references %q, which the workflow's params do not declare", p)
-				case slices.Contains(bs.added, j):
-					compared[p] = append(compared[p], finalIndex[j])
-				}
-			}
-		}
-		sc := bindStepCoverage{Step: bs.name, Fields: []fieldCoverage{}}
-		for _, p := range ws.Enters {
-			if secret[p] || slices.ContainsFunc(sc.Fields, func(f fieldCoverage) bool { return f.Param == p }) {
-				continue
-			}
-			fc := fieldCoverage{Param: p, ComparedBy: compared[p]}
-			cov.Fields++
-			switch reason, listed := b.notCompared[p]; {
-			case len(fc.ComparedBy) > 0:
-				cov.Compared++
-			case listed:
-				fc.NotCompared = &reason
-				cov.NotCompared++
-			default:
-				add(path+".effects", "step %q enters %q but no contract compares it; compare it (e.g. a field_equals with value: {param: %s}) or list it under not_compared with the reason", bs.name, p, p)
-			}
-			if fc.ComparedBy == nil {
-				fc.ComparedBy = []int{}
-			}
-			sc.Fields = append(sc.Fields, fc)
-		}
-		cov.Steps = append(cov.Steps, sc)
 	}
 	// A placeholder the binding leaves in place would be written into a
 	// workflow that cannot load.
@@ -600,4 +515,105 @@ func setMapValue(m *yaml.Node, key string, v *yaml.Node) {
 		}
 	}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+// bindStep checks one step of the binding against workflow step bs.name,
+// sets its final contracts (bs.final, kept, replaced, added) and adds its
+// refusals; it answers the step's field coverage, and false when the
+// workflow has no such step.
+func bindStep(w *workflow.Workflow, b *binding, bs *bindingStep, path string, placeholders map[int]int, secret map[string]bool, policy workflow.Effective, cov *bindCoverage, add func(path, format string, args ...any)) (bindStepCoverage, bool) {
+	bs.stepIndex = slices.IndexFunc(w.Steps, func(s workflow.Step) bool { return s.Name == bs.name })
+	if bs.stepIndex < 0 {
+		add(path+".step", "the workflow has no step %q", bs.name)
+		return bindStepCoverage{}, false
+	}
+	ws := w.Steps[bs.stepIndex]
+	if bs.intent != nil && *bs.intent != ws.Intent {
+		add(path+".intent", "the guard expects intent %q but step %q now reads %q: the workflow was recompiled; review the binding against the new step", *bs.intent, bs.name, ws.Intent)
+	}
+	// The step's confirmed contracts stay, first; its placeholders go;
+	// the binding's contracts follow, but one equal to a kept contract
+	// is not added twice. finalIndex is each binding contract's index
+	// in the step's new effects.
+	bs.kept, bs.replaced = len(ws.Effects), placeholders[bs.stepIndex]
+	bs.final = slices.Clone(ws.Effects)
+	finalIndex := make([]int, len(bs.effects))
+	for j, e := range bs.effects {
+		if k := slices.IndexFunc(ws.Effects, func(kept judge.Effect) bool { return reflect.DeepEqual(kept, e) }); k >= 0 {
+			finalIndex[j] = k
+			continue
+		}
+		finalIndex[j] = len(bs.final)
+		bs.added = append(bs.added, j)
+		bs.final = append(bs.final, e)
+	}
+	if !workflow.HasChangeClaim(bs.final) {
+		add(path+".effects", "no contract claims a change (a record_written with count_new_only: true expecting at least one record, or an exact_new_set with at least one member), neither the binding's nor one the step keeps, so an automation that did nothing would pass; add one")
+	}
+	// The workflow's own subject_params apply to the bound contracts, so
+	// that what bind writes lints clean. A contract that selects through
+	// no parameter at all is refused once, below.
+	for _, f := range workflow.CheckContracts(policy.ForStep(&ws), bs.effects, secret, path+".effects") {
+		if f.Code == workflow.CodeSubjectNotSelected && len(workflow.SelectorParams(bs.effects[f.Effect])) > 0 {
+			add(f.Path, "%s", f.Message)
+		}
+	}
+	compared := map[string][]int{}
+	for k, e := range ws.Effects {
+		for _, p := range slices.Sorted(maps.Keys(workflow.ReferencedParams(e))) {
+			if !secret[p] && hasParam(w, p) {
+				compared[p] = append(compared[p], k)
+			}
+		}
+	}
+	for j, e := range bs.effects {
+		epath := fmt.Sprintf("%s.effects[%d]", path, j)
+		if (e.Kind == judge.RecordWritten || e.Kind == judge.FieldEquals || e.Kind == judge.ExactNewSet) && len(workflow.SelectorParams(e)) == 0 {
+			where := "match"
+			if e.Kind == judge.ExactNewSet {
+				where = "new_records"
+			}
+			add(epath+"."+where, "a %s must select its records through a run parameter, or another run's record would pass; write e.g. match: {code: {param: claim_no}}", e.Kind)
+		}
+		refs := workflow.ReferencedParams(e)
+		params := slices.Sorted(maps.Keys(refs))
+		for _, p := range params {
+			switch {
+			case secret[p]:
+				add(epath, "the contract references the secret parameter %q; a contract is hashed, stored and shown as evidence, so compare a non-secret field instead", p)
+			case !hasParam(w, p):
+				add(epath, "the contract references %q, which the workflow's params do not declare", p)
+			case slices.Contains(bs.added, j):
+				compared[p] = append(compared[p], finalIndex[j])
+			}
+		}
+	}
+	return stepCoverage(b, bs, ws, path, secret, compared, cov, add), true
+}
+
+// stepCoverage is the coverage of the fields step ws enters: compared by
+// a contract, listed under not_compared, or refused.
+func stepCoverage(b *binding, bs *bindingStep, ws workflow.Step, path string, secret map[string]bool, compared map[string][]int, cov *bindCoverage, add func(path, format string, args ...any)) bindStepCoverage {
+	sc := bindStepCoverage{Step: bs.name, Fields: []fieldCoverage{}}
+	for _, p := range ws.Enters {
+		if secret[p] || slices.ContainsFunc(sc.Fields, func(f fieldCoverage) bool { return f.Param == p }) {
+			continue
+		}
+		fc := fieldCoverage{Param: p, ComparedBy: compared[p]}
+		cov.Fields++
+		switch reason, listed := b.notCompared[p]; {
+		case len(fc.ComparedBy) > 0:
+			cov.Compared++
+		case listed:
+			fc.NotCompared = &reason
+			cov.NotCompared++
+		default:
+			add(path+".effects", "step %q enters %q but no contract compares it; compare it (e.g. a field_equals with value: {param: %s}) or list it under not_compared with the reason", bs.name, p, p)
+		}
+		if fc.ComparedBy == nil {
+			fc.ComparedBy = []int{}
+		}
+		sc.Fields = append(sc.Fields, fc)
+	}
+	return sc
 }

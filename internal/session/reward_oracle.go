@@ -193,10 +193,7 @@ func (o RewardOracle) deployment(name string) *config.Deployment {
 }
 
 func (o RewardOracle) read(ctx context.Context, deployment string, effects []*judge.Contract, identity map[string]string, phase string, pin *reward.OraclePin) reward.OracleRead {
-	fail := func(read reward.OracleRead, err error) reward.OracleRead {
-		read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
-		return read
-	}
+	fail := oracleFailed
 	data, err := registeredDeployment(o.daemon, deployment)
 	if err != nil {
 		return fail(reward.OracleRead{Pin: pin}, err)
@@ -208,31 +205,12 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	var inst *pluginhost.Instance
 	var best int
 	if pin != nil {
-		read := reward.OracleRead{Pin: pin, Kind: pin.Kind, Tier: pin.Tier}
-		changed := func(format string, args ...any) reward.OracleRead {
-			read.Code = reward.ReasonOracleChanged
-			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline "+format+"; the episode is not read through another candidate", append([]any{deployment, pin.Index, pin.Kind}, args...)...))
+		var read reward.OracleRead
+		var ok bool
+		if inst, read, ok = o.pinnedInstance(ctx, deployment, dep, effects, identity, pin); !ok {
+			return read
 		}
-		if pin.Index < 0 || pin.Index >= len(dep.Candidates) {
-			return changed("is no longer in the deployment (it has %d candidates)", len(dep.Candidates))
-		}
-		c := &dep.Candidates[pin.Index]
-		if c.Kind != pin.Kind {
-			return changed("is now of kind %s", clip(c.Kind))
-		}
-		if OracleConfigDigest(c) != pin.ConfigDigest {
-			return changed("was reconfigured since the episode was registered")
-		}
-		one := &config.Deployment{Candidates: []config.Candidate{*c}, Policy: dep.Policy}
-		insts, errs := o.configurer.configure(ctx, one, effects, identity, false)
-		if insts[0] == nil {
-			read.Code = reward.ReasonOracleUnavailable
-			return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline cannot be configured: %w", deployment, pin.Index, pin.Kind, errors.Join(errs...)))
-		}
-		inst, best = insts[0], pin.Index
-		if inst.Kind() != pin.Kind || int(inst.Info().Tier) != pin.Tier {
-			return changed("now reports kind %s tier %d", clip(inst.Kind()), inst.Info().Tier)
-		}
+		best = pin.Index
 	} else {
 		insts, errs := o.configurer.configure(ctx, dep, effects, identity, false)
 		best = -1
@@ -293,6 +271,46 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	read.Snapshot = snap
 	read.Census = o.census(rctx, dep, best, effects, phase)
 	return read
+}
+
+// oracleFailed is read answered with an unreachable snapshot saying err.
+func oracleFailed(read reward.OracleRead, err error) reward.OracleRead {
+	read.Snapshot = judge.Snapshot{Reachable: false, Reason: err.Error()}
+	return read
+}
+
+// pinnedInstance configures the oracle candidate pin names, the one that
+// read the episode's baseline; one that is gone, changed or cannot be
+// configured answers the read that says so (and false): an episode is
+// never read through another candidate.
+func (o RewardOracle) pinnedInstance(ctx context.Context, deployment string, dep *config.Deployment, effects []*judge.Contract, identity map[string]string, pin *reward.OraclePin) (*pluginhost.Instance, reward.OracleRead, bool) {
+	fail := oracleFailed
+	read := reward.OracleRead{Pin: pin, Kind: pin.Kind, Tier: pin.Tier}
+	changed := func(format string, args ...any) reward.OracleRead {
+		read.Code = reward.ReasonOracleChanged
+		return fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline "+format+"; the episode is not read through another candidate", append([]any{deployment, pin.Index, pin.Kind}, args...)...))
+	}
+	if pin.Index < 0 || pin.Index >= len(dep.Candidates) {
+		return nil, changed("is no longer in the deployment (it has %d candidates)", len(dep.Candidates)), false
+	}
+	c := &dep.Candidates[pin.Index]
+	if c.Kind != pin.Kind {
+		return nil, changed("is now of kind %s", clip(c.Kind)), false
+	}
+	if OracleConfigDigest(c) != pin.ConfigDigest {
+		return nil, changed("was reconfigured since the episode was registered"), false
+	}
+	one := &config.Deployment{Candidates: []config.Candidate{*c}, Policy: dep.Policy}
+	insts, errs := o.configurer.configure(ctx, one, effects, identity, false)
+	if insts[0] == nil {
+		read.Code = reward.ReasonOracleUnavailable
+		return nil, fail(read, fmt.Errorf("deployment %q: the oracle candidate %d (%s) that read the baseline cannot be configured: %w", deployment, pin.Index, pin.Kind, errors.Join(errs...))), false
+	}
+	inst := insts[0]
+	if inst.Kind() != pin.Kind || int(inst.Info().Tier) != pin.Tier {
+		return nil, changed("now reports kind %s tier %d", clip(inst.Kind()), inst.Info().Tier), false
+	}
+	return inst, read, true
 }
 
 // rewardBaseline reads an episode's baseline whole through inst; an

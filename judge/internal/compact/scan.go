@@ -572,16 +572,11 @@ func (sc *Scanner) nested(b *Batch, f *Field, i int, path string) (int, error) {
 func (sc *Scanner) record(b *Batch, path string, idx int) error {
 	s := sc.s
 	i := sc.pos + 1
-	sc.stamp++
-	if sc.stamp == 0 { // wrapped: forget every stamp
-		clear(sc.seen)
-		sc.stamp = 1
-	}
+	sc.nextStamp()
 	k := 0
 	i = skipWS(s, i)
 	if i < len(s) && s[i] == '}' {
-		sc.pos = i + 1
-		b.Ends = append(b.Ends, uint32(len(b.Fields)))
+		sc.endRecord(b, i)
 		return nil
 	}
 	for {
@@ -666,10 +661,25 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			continue
 		}
 		if i < len(s) && s[i] == '}' {
-			sc.pos = i + 1
-			b.Ends = append(b.Ends, uint32(len(b.Fields)))
+			sc.endRecord(b, i)
 			return nil
 		}
 		return sc.fail(recordPath(path, idx, key), i, "expected ',' or '}' after a field")
 	}
+}
+
+// nextStamp starts a record's duplicate-key check: a new stamp, and on
+// wrapping around, every stamp forgotten.
+func (sc *Scanner) nextStamp() {
+	sc.stamp++
+	if sc.stamp == 0 {
+		clear(sc.seen)
+		sc.stamp = 1
+	}
+}
+
+// endRecord closes the record whose '}' is at i.
+func (sc *Scanner) endRecord(b *Batch, i int) {
+	sc.pos = i + 1
+	b.Ends = append(b.Ends, uint32(len(b.Fields)))
 }
