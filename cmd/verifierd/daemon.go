@@ -118,14 +118,14 @@ func newDaemon(o *options) (d *daemon, err error) {
 	if err != nil {
 		return d, err
 	}
-	d.mgr.StartCheckpoints(d.maintain, o.LedgerCheckpointEvery, o.LedgerCheckpointInterval)
+	d.mgr.Ledger().StartCheckpoints(d.maintain, o.LedgerCheckpointEvery, o.LedgerCheckpointInterval)
 	// Released before the listeners' stops are, so it runs after them (and
 	// before the store closes): nothing appends any more, and the head the
 	// daemon leaves behind is signed.
 	d.onClose(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownCheckpointTimeout)
 		defer cancel()
-		if seq, _, err := d.mgr.Checkpoint(ctx); err != nil {
+		if seq, _, err := d.mgr.Ledger().Checkpoint(ctx); err != nil {
 			d.logger.Error("signing the ledger checkpoint at shutdown", "error", err)
 		} else {
 			d.logger.Info("signed the ledger checkpoint", "seq", seq)

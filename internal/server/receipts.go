@@ -53,7 +53,7 @@ func (s *service) GetInfo(ctx context.Context, _ *verifierv1.GetInfoRequest) (*v
 // Manager.ExportLedger): an export always ends exactly at a signed
 // checkpoint matching its last entry.
 func (s *service) ExportLedger(req *verifierv1.ExportLedgerRequest, stream verifierv1.VerifierService_ExportLedgerServer) error {
-	checkpoint, err := s.m.ExportLedger(stream.Context(), req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
+	checkpoint, err := s.m.Ledger().ExportLedger(stream.Context(), req.GetFromSeq(), func(e receipt.Entry, canonical []byte) error {
 		return stream.Send(&verifierv1.ExportLedgerResponse{Entry: &verifierv1.LedgerEntry{
 			Seq: e.Seq, Prev: e.Prev, Type: e.Type, Session: e.Session, Digest: e.Digest,
 			At: timestamppb.New(e.At), CanonicalJson: canonical,

@@ -85,7 +85,7 @@ func newArtifactVerifier(daemon *config.Daemon, c *configurer, lookupEnv func(st
 
 // artifacts is the Manager's artifact verifier, over its parts.
 func (m *Manager) artifacts() artifactVerifier {
-	return newArtifactVerifier(m.daemon, m.configurer(), m.lookupEnv, m.afterReader(), m.store, m.receipts())
+	return newArtifactVerifier(m.daemon, m.configurer(), m.lookupEnv, afterReader{keys: m.keys, metrics: m.metrics}, m.store, newReceiptSigner(m.signer))
 }
 
 // verify is VerifyArtifact.

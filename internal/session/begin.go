@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
+	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 )
@@ -122,21 +123,19 @@ const baselineIndexV1 = 1
 
 // deployments resolves the deployment a call names or sends: a registered
 // one by its name in the daemon config, or, with the development switch
-// (allowInline), the caller's own YAML, logged as accepted.
+// (allowInline), the caller's own YAML, logged as accepted; and admits a
+// Begin under the trust rules (admit, trust.go), with the contracts of the
+// registered workflows.
 type deployments struct {
 	daemon      *config.Daemon // may be nil: none is registered
 	allowInline bool
 	logger      hclog.Logger
+	workflows   map[string]*workflow.Workflow
 }
 
 // deployments is the Manager's deployment resolver.
 func (m *Manager) deployments() deployments {
-	return deployments{daemon: m.daemon, allowInline: m.allowInline, logger: m.logger}
-}
-
-// deploymentBytes is the deployment YAML req names or sends (bytes).
-func (m *Manager) deploymentBytes(req BeginRequest) ([]byte, error) {
-	return m.deployments().bytes(req)
+	return deployments{daemon: m.daemon, allowInline: m.allowInline, logger: m.logger, workflows: m.workflows}
 }
 
 // bytes is the deployment YAML req names or sends, inline or not (source
@@ -179,7 +178,10 @@ func registeredDeployment(daemon *config.Daemon, name string) ([]byte, error) {
 func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult, err error) {
 	ctx, span := telemetry.Start(ctx, telemetry.SpanBegin, telemetry.KeyDeployment.String(req.DeploymentName))
 	start := time.Now()
-	defer func() { m.observeBegin(req, res, err, time.Since(start)); endBegin(span, res, err) }()
+	defer func() {
+		observer{m.metrics, m.logger}.begin(req, res, err, time.Since(start))
+		endBegin(span, res, err)
+	}()
 	if req.RunID != "" {
 		res, err = m.runs.beginInRun(ctx, req)
 		if err == nil || !isKind(err, Invalid) {
@@ -190,7 +192,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	}
 	// The trust checks come first: nothing is configured or read for a
 	// request the operator's rules refuse.
-	a, err := m.admit(req)
+	a, err := m.deployments().admit(req)
 	if err != nil {
 		return nil, m.recordBeginRefusal(ctx, req, nil, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
@@ -53,13 +54,8 @@ func censusFields(group []*judge.Contract) []string {
 	return out
 }
 
-// censusInstance configures the census of candidate ci: its own section,
-// the candidate's credentials, no run parameter.
-func (m *Manager) censusInstance(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
-	return m.configurer().census(ctx, dep, ci, contracts)
-}
-
-// census is censusInstance.
+// census configures the census of candidate ci: its own section, the
+// candidate's credentials, no run parameter.
 func (conf *configurer) census(ctx context.Context, dep *config.Deployment, ci int, contracts []*judge.Contract) (*pluginhost.Instance, error) {
 	c := dep.Candidates[ci].Census
 	path := candidatePath(dep, ci) + ".census"
@@ -94,10 +90,18 @@ func censusRequest(id, phase string, n int, contracts []*judge.Contract, effects
 	return req
 }
 
+// censusReader reads censuses: it keeps of each record its identity
+// fields and a digest under the evidence keys, and counts the records in
+// metrics (nil: none).
+type censusReader struct {
+	keys    evidenceKeys
+	metrics *metrics.Metrics
+}
+
 // readCensus reads a census once, keeping of each record only fields. An
 // unreachable census, or a record that is not one JSON object, is an
 // unreachable snapshot with the reason.
-func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, before bool, fields []string) judge.Snapshot {
+func (m censusReader) readCensus(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, before bool, fields []string) judge.Snapshot {
 	read := inst.CaptureAfter
 	if before {
 		read = inst.CaptureBefore
@@ -134,14 +138,14 @@ func (m *Manager) readCensus(ctx context.Context, inst *pluginhost.Instance, req
 // censusRecord is what a census keeps of record r: its identity fields,
 // and the keyed digest of the whole record, so that the judge sees a
 // record changed in place without the census holding its values.
-func (m *Manager) censusRecord(r judge.Record, fields []string) judge.Record {
+func (m censusReader) censusRecord(r judge.Record, fields []string) judge.Record {
 	kept := make(judge.Record, len(fields)+1)
 	for _, f := range fields {
 		if v, ok := r[f]; ok {
 			kept[f] = v
 		}
 	}
-	kept[judge.CensusDigestField] = m.evidence().digester()(r)
+	kept[judge.CensusDigestField] = m.keys.digester()(r)
 	return kept
 }
 
@@ -172,14 +176,14 @@ func (m *Manager) captureCensus(ctx context.Context, id string, n int, dep *conf
 	ctx, span := telemetry.Start(ctx, telemetry.SpanCaptureCensus, append(effectAttrs(contracts, effects),
 		telemetry.KeySession.String(id), telemetry.KeyGroup.Int(n), telemetry.KeyKind.String(dep.Candidates[ci].Kind))...)
 	defer span.End()
-	inst, err := m.censusInstance(ctx, dep, ci, contracts)
+	inst, err := m.configurer().census(ctx, dep, ci, contracts)
 	if err != nil {
 		telemetry.Fail(span, "census_unavailable")
 		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, baselineReadTimeout(contracts))
 	defer cancel()
-	s := m.readCensus(ctx, inst, censusRequest(id, "census-before", n, contracts, effects), true, fields)
+	s := censusReader{m.keys, m.metrics}.readCensus(ctx, inst, censusRequest(id, "census-before", n, contracts, effects), true, fields)
 	redaction := dep.Candidates[ci].Redaction
 	if k, reason := censusUnusable(group, s); k >= 0 {
 		telemetry.Fail(span, "census_unusable")
@@ -232,7 +236,7 @@ func (g *group) startCensus(ctx context.Context, dep *config.Deployment) {
 	if dep.Candidates[g.cm.Candidate].Census == nil {
 		gc.err = errors.New("the deployment no longer declares this candidate's census")
 	} else {
-		gc.inst, gc.err = g.m.censusInstance(ctx, dep, g.cm.Candidate, g.contracts)
+		gc.inst, gc.err = g.m.configurer().census(ctx, dep, g.cm.Candidate, g.contracts)
 	}
 	gc.before = judge.Snapshot{Reason: cm.Reason}
 	if !cm.Reachable {
@@ -278,7 +282,7 @@ func (g *group) readCensus(ctx context.Context) {
 	defer span.End()
 	readCtx, cancel := context.WithTimeout(ctx, max(g.timeout, baselineReadTimeout(g.contracts)))
 	defer cancel()
-	gc.after = g.m.readCensus(readCtx, gc.inst, req, false, gc.fields)
+	gc.after = censusReader{g.m.keys, g.m.metrics}.readCensus(readCtx, gc.inst, req, false, gc.fields)
 	telemetry.Set(span, telemetry.KeyRecords.Int(len(gc.after.Records)), telemetry.KeyReachable.Bool(gc.after.Reachable))
 	if !gc.after.Reachable {
 		telemetry.Fail(span, "unreachable")

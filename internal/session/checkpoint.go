@@ -38,15 +38,21 @@ func newCheckpointer(st store.Backend, signer *signing.Signer, logger hclog.Logg
 	return checkpointer{store: st, signer: signer, logger: logger}
 }
 
-// checkpoints is the Manager's checkpointer, over its store and signer.
-func (m *Manager) checkpoints() checkpointer { return newCheckpointer(m.store, m.signer, m.logger) }
+// Ledger is the Manager's ledger service: signed checkpoints of the
+// ledger and its export (Manager.Ledger).
+type Ledger struct{ c checkpointer }
+
+// Ledger is the Manager's ledger service, over its store and signer.
+func (m *Manager) Ledger() *Ledger {
+	return &Ledger{c: newCheckpointer(m.store, m.signer, m.logger)}
+}
 
 // Checkpoint returns a signed checkpoint covering the ledger as it is now:
 // the newest stored one when no entry was appended after it, else a new one
 // of the current head, signed and stored. Its seq is the last entry it
 // covers (0 for an empty ledger). Without a signer it returns no envelope.
-func (m *Manager) Checkpoint(ctx context.Context) (seq uint64, envelope []byte, err error) {
-	return m.checkpoints().checkpoint(ctx, true)
+func (l *Ledger) Checkpoint(ctx context.Context) (seq uint64, envelope []byte, err error) {
+	return l.c.checkpoint(ctx, true)
 }
 
 // checkpoint is Checkpoint; an empty ledger is signed only when empty is
@@ -91,8 +97,8 @@ func (c checkpointer) checkpoint(ctx context.Context, empty bool) (uint64, []byt
 // its last entry; entries appended meanwhile belong to the next export.
 // Without a signer it sends the whole ledger and returns no envelope. An
 // error of fn ends the export and is returned.
-func (m *Manager) ExportLedger(ctx context.Context, from uint64, fn func(e receipt.Entry, canonical []byte) error) ([]byte, error) {
-	return m.checkpoints().export(ctx, from, fn)
+func (l *Ledger) ExportLedger(ctx context.Context, from uint64, fn func(e receipt.Entry, canonical []byte) error) ([]byte, error) {
+	return l.c.export(ctx, from, fn)
 }
 
 // export is ExportLedger.
@@ -171,8 +177,8 @@ func (c checkpointer) checkContinuity(ctx context.Context, have uint64, env []by
 // goroutine of its own until ctx ends, one of the current head every
 // interval when entries were appended since the newest (0: none by time).
 // The caller signs one more at shutdown (Checkpoint).
-func (m *Manager) StartCheckpoints(ctx context.Context, every uint64, interval time.Duration) {
-	m.checkpoints().start(ctx, every, interval)
+func (l *Ledger) StartCheckpoints(ctx context.Context, every uint64, interval time.Duration) {
+	l.c.start(ctx, every, interval)
 }
 
 // start is StartCheckpoints.

@@ -42,11 +42,11 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 		return c
 	}
 	// The timer's checkpoint of an empty ledger: none.
-	if seq, env, err := m.checkpoints().checkpoint(t.Context(), false); err != nil || seq != 0 || env != nil {
+	if seq, env, err := m.Ledger().c.checkpoint(t.Context(), false); err != nil || seq != 0 || env != nil {
 		t.Fatalf("timer on an empty ledger: %d %s %v", seq, env, err)
 	}
 	ctx := t.Context()
-	m.StartCheckpoints(ctx, 2, 0)
+	m.Ledger().StartCheckpoints(ctx, 2, 0)
 	dep := []byte("effects: {kind: checkpoint-test, newness: whole_read}\n")
 	res, err := m.Begin(ctx, BeginRequest{Deployment: dep, Effects: []byte(effectsRW), Params: map[string]string{"p": "v"}})
 	if err != nil {
@@ -60,13 +60,13 @@ func TestCheckpointCoversTheHead(t *testing.T) {
 	if seq, env, _ := m.store.LatestCheckpoint(ctx); seq != 2 || open(env).Head != entries[1].Hash() {
 		t.Fatalf("every 2nd entry: latest checkpoint %d, want 2", seq)
 	}
-	seq, env, err := m.Checkpoint(ctx)
+	seq, env, err := m.Ledger().Checkpoint(ctx)
 	c := open(env)
 	if err != nil || seq != 3 || c.Seq != 3 || c.Head != entries[2].Hash() || c.Signer.KeyID != m.signer.KeyID() {
 		t.Fatalf("Checkpoint: %d %+v %v", seq, c, err)
 	}
 	time.Sleep(time.Millisecond)
-	if _, again, _ := m.Checkpoint(ctx); string(again) != string(env) {
+	if _, again, _ := m.Ledger().Checkpoint(ctx); string(again) != string(env) {
 		t.Errorf("a second Checkpoint of the same head signed again")
 	}
 }
@@ -85,16 +85,16 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 	}
 	appendOne()
 	appendOne()
-	if seq, _, err := m.Checkpoint(t.Context()); err != nil || seq != 2 {
+	if seq, _, err := m.Ledger().Checkpoint(t.Context()); err != nil || seq != 2 {
 		t.Fatalf("honest checkpoint: %d %v", seq, err)
 	}
 	appendOne()
-	if seq, _, err := m.Checkpoint(t.Context()); err != nil || seq != 3 {
+	if seq, _, err := m.Ledger().Checkpoint(t.Context()); err != nil || seq != 3 {
 		t.Fatalf("a checkpoint chained onto the last: %d %v", seq, err)
 	}
 	// A checkpoint of seq 4 whose head is not entry 4's, then entry 5.
 	appendOne()
-	env, err := m.receipts().checkpoint(4, "sha256:"+strings.Repeat("00", 32))
+	env, err := newReceiptSigner(m.signer).checkpoint(4, "sha256:"+strings.Repeat("00", 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCheckpointRefusesADivergedLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendOne()
-	if _, _, err := m.Checkpoint(t.Context()); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
+	if _, _, err := m.Ledger().Checkpoint(t.Context()); !errors.Is(err, ErrLedgerDiverged) || !strings.Contains(err.Error(), "seq 4") {
 		t.Fatalf("diverged ledger: %v, want ErrLedgerDiverged naming seq 4", err)
 	}
 	if seq, _, _ := m.store.LatestCheckpoint(t.Context()); seq != 4 {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 )
@@ -53,10 +55,17 @@ func kindsOf(kinds []string) []string {
 	return slices.Compact(kinds)
 }
 
-// observeBegin writes one log line per Begin and records its metrics. The
+// observer writes the log line and records the metrics of each Begin and
+// Verify, to the Manager's logger and metrics (nil: none).
+type observer struct {
+	metrics *metrics.Metrics
+	logger  hclog.Logger
+}
+
+// begin writes one log line per Begin and records its metrics. The
 // line carries ids, names, kinds, outcomes and durations only: never a
 // parameter value, a record value or a secret.
-func (m *Manager) observeBegin(req BeginRequest, res *BeginResult, err error, took time.Duration) {
+func (m observer) begin(req BeginRequest, res *BeginResult, err error, took time.Duration) {
 	outcome := beginOutcome(err)
 	m.metrics.BeginDone(outcome, took)
 	var id string
@@ -79,9 +88,9 @@ func (m *Manager) observeBegin(req BeginRequest, res *BeginResult, err error, to
 	m.logger.Info("session begun", fields...)
 }
 
-// observeVerify writes one log line per Verify and, when the call judged
+// verify writes one log line per Verify and, when the call judged
 // the session (not a stored result answered again), records its metrics.
-func (m *Manager) observeVerify(id string, note *verifyNote, res *Result, err error, took time.Duration) {
+func (m observer) verify(id string, note *verifyNote, res *Result, err error, took time.Duration) {
 	outcome := "ERROR"
 	var kinds []string
 	if res != nil {

@@ -39,7 +39,9 @@ type CandidateCheck struct {
 // reported unreachable with the reason; only a malformed deployment is an
 // error.
 func (m *Manager) TestConnection(ctx context.Context, deployment []byte, deploymentName string, params map[string]string) ([]CandidateCheck, error) {
-	return m.preflight().test(ctx, deployment, deploymentName, params)
+	p := newPreflight(m.deployments(), m.configurer(), m.lookupEnv)
+	p.newness = newnessGuard{policy: p.deployments.policy, workflows: m.workflows}
+	return p.test(ctx, deployment, deploymentName, params)
 }
 
 // preflight runs TestConnection: it resolves the deployment under the
@@ -55,13 +57,6 @@ type preflight struct {
 // newPreflight is the preflight over its parts.
 func newPreflight(d deployments, c *configurer, lookupEnv func(string) (string, bool)) preflight {
 	return preflight{deployments: d, configurer: c, lookupEnv: lookupEnv}
-}
-
-// preflight is the Manager's preflight, over its parts.
-func (m *Manager) preflight() preflight {
-	p := newPreflight(m.deployments(), m.configurer(), m.lookupEnv)
-	p.newness = newnessGuard{policy: m.policy, workflows: m.workflows}
-	return p
 }
 
 // test is TestConnection.

@@ -85,7 +85,7 @@ func (r *read) snapshot() judge.Snapshot {
 // expect is the number of records expected (the baseline's), 0 if unknown;
 // p, when not nil, is what of each record to keep (judge.Projection).
 func (m *Manager) readAfterRead(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int, p *judge.Projection) (*read, error) {
-	return m.afterReader().capture(ctx, inst, req, expect, p)
+	return afterReader{keys: m.keys, metrics: m.metrics}.capture(ctx, inst, req, expect, p)
 }
 
 // afterReader takes after reads: it digests each record under the
@@ -94,9 +94,6 @@ type afterReader struct {
 	keys    evidenceKeys
 	metrics *metrics.Metrics
 }
-
-// afterReader is the Manager's after reader, over its keys and metrics.
-func (m *Manager) afterReader() afterReader { return afterReader{keys: m.keys, metrics: m.metrics} }
 
 // capture is readAfterRead.
 func (a afterReader) capture(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, expect int, p *judge.Projection) (*read, error) {

@@ -304,7 +304,7 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 		}
 	}
 	names := namesOf(rawMeta)
-	env, err := m.receipts().sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
+	env, err := newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
 		p := VerdictPayload{
 			Kind: kind, SessionID: res.SessionID,
 			Deployment: DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},

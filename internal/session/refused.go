@@ -43,7 +43,7 @@ func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMe
 			return nil, err
 		}
 		var err error
-		env, err = m.receipts().sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
+		env, err = newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
 			return VerdictPayload{
 				Kind: EntryBeginRefused, Deployment: dep, Workflow: r.Workflow, TerminalOutcome: r.Outcome,
 				Effects: []EffectClaim{}, Refusal: claim, EvidenceDigest: "hmac-sha256",

@@ -70,7 +70,7 @@ type RewardOracle struct {
 	configurer *configurer
 	lookupEnv  func(string) (string, bool)
 	reader     afterReader
-	// readCensus reads a census (Manager.readCensus); nil leaves every
+	// readCensus reads a census (censusReader.readCensus); nil leaves every
 	// census unread (unreachable).
 	readCensus func(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, before bool, fields []string) judge.Snapshot
 	now        func() time.Time
@@ -79,8 +79,8 @@ type RewardOracle struct {
 // NewRewardOracle is the reward oracle over m's deployments, adapters and
 // keys.
 func NewRewardOracle(m *Manager) RewardOracle {
-	o := newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, m.afterReader())
-	o.readCensus, o.now = m.readCensus, m.clock.Now
+	o := newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, afterReader{keys: m.keys, metrics: m.metrics})
+	o.readCensus, o.now = censusReader{m.keys, m.metrics}.readCensus, m.clock.Now
 	return o
 }
 

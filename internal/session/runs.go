@@ -320,7 +320,7 @@ func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error
 	if req.DeploymentName == "" {
 		return "", &Error{Kind: Invalid, Path: "deployment_name", Message: "name a deployment registered in the daemon config (deployments:); a run reads only registered deployments"}
 	}
-	raw, err := m.deploymentBytes(BeginRequest{DeploymentName: req.DeploymentName})
+	raw, err := m.deployments().bytes(BeginRequest{DeploymentName: req.DeploymentName})
 	if err != nil {
 		return "", err
 	}
@@ -343,7 +343,7 @@ func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error
 	}
 	rec := runRecord{
 		ID: id, Workflow: req.Workflow, WorkflowDigest: wf.Digest, DeploymentName: req.DeploymentName, DeploymentDigest: sha256Hex(raw),
-		Params: params, RunMinTier: m.policy(dep, wf).RunMinTier, RunMinRung: m.policy(dep, wf).RunMinRung, BegunAt: time.Now().UTC(),
+		Params: params, RunMinTier: policyOf(m.daemon, dep, wf).RunMinTier, RunMinRung: policyOf(m.daemon, dep, wf).RunMinRung, BegunAt: time.Now().UTC(),
 	}
 	for _, s := range wf.Steps {
 		rec.Steps = append(rec.Steps, runStepRecord{Step: s.Name, Sessions: []string{}})

@@ -30,7 +30,7 @@ type stepBegin struct {
 // (with the deployment's digest, as a refused Begin outside a run).
 func (m *Runs) refuseStep(ctx context.Context, b *stepBegin, err error) error {
 	m.noteRunRefusal(ctx, b.rec.ID, b.step.Name, err)
-	raw, _ := m.deploymentBytes(b.full)
+	raw, _ := m.deployments().bytes(b.full)
 	return m.recordBeginRefusal(ctx, b.full, raw, err)
 }
 
@@ -70,7 +70,7 @@ func (m *Runs) beginInRun(ctx context.Context, req BeginRequest) (*BeginResult, 
 	}
 	full := b.full
 	full.Params, full.run = params, binding
-	a, err := m.admit(full)
+	a, err := m.deployments().admit(full)
 	if err != nil {
 		return nil, m.refuseStep(ctx, b, err)
 	}
@@ -118,7 +118,7 @@ func (m *Runs) openStepBegin(ctx context.Context, req BeginRequest) (*stepBegin,
 	}
 	// Every step reads through the deployment the run began with and its
 	// receipt names: one changed since is refused, not read.
-	if raw, err := m.deploymentBytes(full); err != nil {
+	if raw, err := m.deployments().bytes(full); err != nil {
 		return nil, err
 	} else if sha256Hex(raw) != rec.DeploymentDigest {
 		return nil, m.policyRefusal(ctx, b, CodeDeploymentChanged, "run_id", "deployment %q changed since run %q began; finish this run (it is judged on what it read) and begin a new one", rec.DeploymentName, rec.ID)

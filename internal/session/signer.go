@@ -55,6 +55,3 @@ func (r receiptSigner) checkpoint(seq uint64, head string) ([]byte, error) {
 	}
 	return json.Marshal(r.s.Sign(receipt.PayloadTypeCheckpoint, payload))
 }
-
-// receipts is the Manager's receipt signer, over Signer (signer.go).
-func (m *Manager) receipts() receiptSigner { return newReceiptSigner(m.signer) }

@@ -74,15 +74,15 @@ type admitted struct {
 // registered step or, unless the policy requires those, the caller's, and
 // the contract guards. The tier guard needs the selected candidates and
 // comes later (checkTiers).
-func (m *Manager) admit(req BeginRequest) (*admitted, error) {
+func (d deployments) admit(req BeginRequest) (*admitted, error) {
 	if err := checkParams(req.Params); err != nil {
 		return nil, err
 	}
-	deployment, inline, err := m.deploymentSource(req, "Begin")
+	deployment, inline, err := d.source(req, "Begin")
 	if err != nil {
 		return nil, err
 	}
-	effects, registered, wf, err := m.contractSource(req)
+	effects, registered, wf, err := d.contractSource(req)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (m *Manager) admit(req BeginRequest) (*admitted, error) {
 	if wf != nil {
 		step, _ = wf.Step(req.Step)
 	}
-	pol := m.policy(dep, wf).ForStep(step)
+	pol := d.policy(dep, wf).ForStep(step)
 	if registered == nil && pol.RequireRegisteredContracts {
 		return nil, &Error{Kind: Denied, Code: CodeRegisteredContractsRequired, Path: "effects",
 			Message: "the daemon's policy requires registered contracts (require_registered_contracts, on unless the operator turns it off); name a registered workflow and step (--workflow NAME --step NAME) instead of sending effects, or, for contracts the caller may choose, set policy.require_registered_contracts: false in the daemon config or the registered deployment"}
@@ -111,13 +111,9 @@ func (m *Manager) admit(req BeginRequest) (*admitted, error) {
 		registeredIrreversible: step != nil && step.Risk == workflow.RiskIrreversible}, nil
 }
 
-// deploymentSource resolves the deployment bytes and refuses an inline
-// deployment unless the daemon runs with the development switch.
-func (m *Manager) deploymentSource(req BeginRequest, call string) ([]byte, bool, error) {
-	return m.deployments().source(req, call)
-}
-
-// source is deploymentSource: the bytes, and whether they came inline.
+// source resolves the deployment bytes, and whether they came inline, and
+// refuses an inline deployment unless the daemon runs with the
+// development switch.
 func (d deployments) source(req BeginRequest, call string) ([]byte, bool, error) {
 	data, err := d.bytes(req)
 	if err != nil {
@@ -136,7 +132,7 @@ func (d deployments) source(req BeginRequest, call string) ([]byte, bool, error)
 
 // contractSource resolves the contracts: the caller's effects, or a
 // registered workflow step's.
-func (m *Manager) contractSource(req BeginRequest) ([]byte, *RegisteredStep, *workflow.Workflow, error) {
+func (d deployments) contractSource(req BeginRequest) ([]byte, *RegisteredStep, *workflow.Workflow, error) {
 	if req.Workflow == "" && req.Step == "" {
 		return req.Effects, nil, nil, nil
 	}
@@ -146,7 +142,7 @@ func (m *Manager) contractSource(req BeginRequest) ([]byte, *RegisteredStep, *wo
 	if req.Workflow == "" || req.Step == "" {
 		return nil, nil, nil, &Error{Kind: Invalid, Path: "workflow", Message: "give both workflow and step"}
 	}
-	w := m.workflows[req.Workflow]
+	w := d.workflows[req.Workflow]
 	if w == nil {
 		return nil, nil, nil, &Error{Kind: Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", req.Workflow)}
 	}
@@ -192,8 +188,8 @@ func checkInline(dep *config.Deployment) error {
 
 // policy resolves the effective contract guards: daemon, then the
 // registered deployment, then the workflow (min_settle_s: the largest).
-func (m *Manager) policy(dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
-	return policyOf(m.daemon, dep, wf)
+func (d deployments) policy(dep *config.Deployment, wf *workflow.Workflow) workflow.Effective {
+	return policyOf(d.daemon, dep, wf)
 }
 
 // policyOf is the policy in force for dep (and wf, when not nil) under

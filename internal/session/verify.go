@@ -148,7 +148,7 @@ func (m *Manager) Verify(ctx context.Context, id string) (*Result, error) {
 	start := time.Now()
 	var note verifyNote
 	res, err := m.verify(ctx, id, &note)
-	m.observeVerify(id, &note, res, err, time.Since(start))
+	observer{m.metrics, m.logger}.verify(id, &note, res, err, time.Since(start))
 	endVerify(span, &note, res, err)
 	return res, err
 }
