@@ -43,11 +43,10 @@ func TestLockIsExclusivePerKey(t *testing.T) {
 }
 
 // TestLockWaiterHonoursContext: a waiter whose context is canceled while
-// another holds the key returns the context's error without the lock; the
-// holder keeps it, the next waiter gets it once released, and nothing is
-// left behind. A waiter with an already-ended context never takes a free
-// key either way: it gets the lock (the slot was free) or the error, and
-// the test asserts which.
+// another holds the key returns the context's error without the lock, and
+// so does one whose context had already ended; another key is free
+// meanwhile; the holder keeps the lock, the next waiter gets it once
+// released, and nothing is left behind.
 func TestLockWaiterHonoursContext(t *testing.T) {
 	t.Parallel()
 	var k Mutex
@@ -74,7 +73,7 @@ func TestLockWaiterHonoursContext(t *testing.T) {
 		t.Fatalf("other key: %v", err)
 	}
 	ub()
-	// The holder still holds "a": a waiter with a deadline already past
+	// The holder still holds "a": a waiter whose context already ended
 	// cannot take it.
 	expired, cancelExpired := context.WithCancel(context.Background())
 	cancelExpired()
