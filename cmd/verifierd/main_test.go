@@ -58,9 +58,13 @@ func TestMain(m *testing.M) {
 // runBin runs the binary and returns its exit code, stdout and stderr.
 func runBin(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The binary is built (once) before the clock starts: on a loaded
+	// machine the build alone can take minutes. The bound is only a
+	// backstop for a hang, so it is generous.
+	bin := verifierdBin(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, verifierdBin(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
