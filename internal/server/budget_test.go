@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/judgestream"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -121,17 +122,17 @@ func TestSplitJudgeRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got streamedRecords
+	var got judgestream.Records
 	var rest verifierv1.JudgeRequest
 	if err := proto.Unmarshal(splitJudgeRecords(data, &got), &rest); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.of(0)) != 1 || len(got.of(1)) != 2 || len(rest.GetAfter().GetRecords()) != 0 || !rest.GetAfter().GetReachable() || rest.GetEffects() != "[]" {
-		t.Fatalf("split: %d before, %d after records; the rest %v", len(got.of(0)), len(got.of(1)), &rest)
+	if len(got.Of(0)) != 1 || len(got.Of(1)) != 2 || len(rest.GetAfter().GetRecords()) != 0 || !rest.GetAfter().GetReachable() || rest.GetEffects() != "[]" {
+		t.Fatalf("split: %d before, %d after records; the rest %v", len(got.Of(0)), len(got.Of(1)), &rest)
 	}
-	var none streamedRecords
+	var none judgestream.Records
 	broken := data[:len(data)-3]
-	if out := splitJudgeRecords(broken, &none); !bytes.Equal(out, broken) || len(none.of(0))+len(none.of(1)) != 0 {
-		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.of(0))+len(none.of(1)))
+	if out := splitJudgeRecords(broken, &none); !bytes.Equal(out, broken) || len(none.Of(0))+len(none.Of(1)) != 0 {
+		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.Of(0))+len(none.Of(1)))
 	}
 }
