@@ -84,12 +84,17 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 // newServer serves svc as VerifierService: New's body, apart for tests.
 func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server, *health.Server) {
 	sopts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(session.MaxRequestBytes),
+		grpc.MaxRecvMsgSize(MaxReceiveBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		// The budget and the UTF-8 check run where the bytes arrive,
 		// before the chain (codec.go); the HTTP listener reserves its
 		// bodies from the same budget.
-		grpc.ForceServerCodec(wireCodec{budget: opts.Budget, maxRecords: opts.MaxJudgeRecords}),
+		grpc.ForceServerCodecV2(newWireCodec(opts.Budget, opts.MaxJudgeRecords)),
+		// What a call's stream may buffer before its message is asked for
+		// (limits.go); a fixed window also turns off gRPC's window
+		// estimate, which would grow it to 16 MiB per stream.
+		grpc.InitialWindowSize(StreamWindowBytes),
+		grpc.InitialConnWindowSize(ConnWindowBytes),
 		grpc.ChainUnaryInterceptor(Chain(opts)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
 		// The token and the budget are checked before a message is read
