@@ -38,6 +38,10 @@ const (
 	// not as calls read them, so it bounds bytes on the wire, not bytes
 	// buffered: the streams' windows bound those.
 	ConnWindowBytes = 16 << 20
+	// MaxHeaderBytes bounds a call's headers (grpc.MaxHeaderListSize),
+	// which gRPC reads whole before the tap checks the token, as the HTTP
+	// listener bounds a request's.
+	MaxHeaderBytes = 64 << 10
 	// MaxRewardRequestBytes bounds a RegisterEpisode or ScoreEpisode
 	// request, as the HTTP listener bounds their bodies (httpapi.MaxBodyBytes).
 	MaxRewardRequestBytes = 1 << 20

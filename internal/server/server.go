@@ -95,6 +95,9 @@ func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server
 		// estimate, which would grow it to 16 MiB per stream.
 		grpc.InitialWindowSize(StreamWindowBytes),
 		grpc.InitialConnWindowSize(ConnWindowBytes),
+		// A call's headers are read before its token is checked: at most
+		// what an HTTP request's headers may be (gRPC's default is 16 MiB).
+		grpc.MaxHeaderListSize(MaxHeaderBytes),
 		grpc.ChainUnaryInterceptor(Chain(opts)),
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
 		// The token and the budget are checked before a message is read
