@@ -136,3 +136,37 @@ func TestSplitJudgeRecords(t *testing.T) {
 		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.Of(0))+len(none.Of(1)))
 	}
 }
+
+// TestReceiveHold: before a call's message is read its hold grows from
+// the stream's window to what gRPC may receive, 16 MiB, at most half the
+// budget, so that calls holding their windows never keep one another
+// from it; a budget with no room left refuses it with ResourceExhausted.
+func TestReceiveHold(t *testing.T) {
+	for _, tc := range []struct{ budget, want int64 }{{inflight.DefaultBytes, MaxReceiveBytes}, {4 << 20, 2 << 20}} {
+		b := inflight.New(tc.budget)
+		var windows []*inflight.Hold
+		for range 12 {
+			h, err := b.TryHold(StreamWindowBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			windows = append(windows, h)
+		}
+		if err := receiveHold(context.Background(), windows[0]); err != nil || windows[0].Size() != tc.want {
+			t.Fatalf("budget %d: receive hold %d bytes (%v), want %d", tc.budget, windows[0].Size(), err, tc.want)
+		}
+		if got := b.InUse(); got != tc.want+11*StreamWindowBytes {
+			t.Errorf("budget %d: %d bytes in use, want %d", tc.budget, got, tc.want+11*StreamWindowBytes)
+		}
+	}
+	b := inflight.New(4 << 20)
+	full, _ := b.TryHold(4<<20 - StreamWindowBytes)
+	defer full.Release()
+	h, err := b.TryHold(StreamWindowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveHold(context.Background(), h); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("no room: %v, want ResourceExhausted", err)
+	}
+}

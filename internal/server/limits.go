@@ -121,17 +121,28 @@ func tokenIn(md metadata.MD, token string) error {
 }
 
 // receiveHold grows a call's hold, before its message is read, to what
-// gRPC may then receive for it: MaxReceiveBytes (at most the whole
-// budget), whatever the method, since gRPC checks only that bound before
-// the bytes arrive. It waits for room as an HTTP body does (the call's
-// context, at most inflight.MaxWait), then is ResourceExhausted. Once the
-// message is in, holdMessage shrinks the hold to its size. A call without
-// a hold from tapIn (no budget) holds nothing here.
+// gRPC may then receive for it: MaxReceiveBytes, whatever the method,
+// since gRPC checks only that bound before the bytes arrive. It waits for
+// room as an HTTP body does (the call's context, at most
+// inflight.MaxWait), then is ResourceExhausted. Once the message is in,
+// holdMessage sizes the hold to it. A call without a hold from tapIn (no
+// budget) holds nothing here.
+//
+// The hold is at most half the budget: every waiting call keeps its
+// stream's window held, and a grow to the whole budget could never be
+// had while any other call holds a window (each would wait out MaxWait).
+// So with a budget under 2 x MaxReceiveBytes a message larger than half
+// of it is received beyond its hold (and refused, or held whole, once it
+// is in).
 func receiveHold(ctx context.Context, hold *inflight.Hold) error {
 	if hold == nil {
 		return nil
 	}
-	err := hold.Resize(ctx, capped(hold.Budget(), MaxReceiveBytes))
+	n := int64(MaxReceiveBytes)
+	if l := hold.Budget().Limit(); l > 0 {
+		n = min(n, l/2)
+	}
+	err := hold.Resize(ctx, n)
 	if _, isStatus := status.FromError(err); err != nil && !isStatus {
 		err = status.Error(codes.ResourceExhausted, err.Error())
 	}
