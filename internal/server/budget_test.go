@@ -5,10 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -168,5 +170,43 @@ func TestReceiveHold(t *testing.T) {
 	}
 	if err := receiveHold(context.Background(), h); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("no room: %v, want ResourceExhausted", err)
+	}
+}
+
+// TestReflectionMessagesBounded: a streaming call (server reflection)
+// reads each message as a unary call does: one over its 64 KiB bound is
+// refused with ResourceExhausted before it is decoded, one within it is
+// answered, and the budget is all given back when the stream ends.
+func TestReflectionMessagesBounded(t *testing.T) {
+	t.Parallel()
+	budget := inflight.New(64 << 20)
+	conn := serve(t, Options{Budget: budget})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ask := func(host string) (*reflectionpb.ServerReflectionResponse, error) {
+		s, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Send(&reflectionpb.ServerReflectionRequest{Host: host,
+			MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{ListServices: "*"}}); err != nil {
+			return nil, err
+		}
+		defer func() { _ = s.CloseSend() }()
+		return s.Recv()
+	}
+	res, err := ask("h")
+	if err != nil || len(res.GetListServicesResponse().GetService()) == 0 {
+		t.Fatalf("a small reflection request: %v, %v", res, err)
+	}
+	_, err = ask(strings.Repeat("h", 100<<10))
+	wantCode(t, err, codes.ResourceExhausted, "over the 65536 bytes that method takes")
+	cancel()
+	deadline := time.Now().Add(time.Minute)
+	for budget.InUse() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := budget.InUse(); n != 0 {
+		t.Fatalf("%d bytes still held once the streams ended", n)
 	}
 }

@@ -65,6 +65,13 @@ func (c wireCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (c wireCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if b, ok := v.(*boundedMessage); ok {
+		if n := data.Len(); int64(n) > b.limit {
+			b.over = n // budgetedStream refuses it
+			return nil
+		}
+		return c.proto.Unmarshal(data, b.msg)
+	}
 	raw, ok := v.(*rawRequest)
 	if !ok {
 		if _, isProto := v.(proto.Message); !isProto {
@@ -183,4 +190,54 @@ func invalidUTF8Field(data []byte, desc protoreflect.MessageDescriptor, prefix s
 		return found == ""
 	})
 	return found
+}
+
+// boundedMessage is a message a streaming call reads (budgetedStream),
+// with its method's bound: the codec decodes one within it into msg, and
+// notes the size of one over it (over) without decoding it.
+type boundedMessage struct {
+	msg   any
+	limit int64
+	over  int
+}
+
+// budgetedStream is a streaming call (server reflection: the API's calls
+// are unary) whose every message is read as a unary call's is: its hold
+// grows to what gRPC may receive (receiveHold) before the message is read,
+// a message over the method's bound (MethodLimit) is refused with
+// ResourceExhausted before it is decoded, and the hold is back to the
+// stream's window once the message is decoded.
+type budgetedStream struct {
+	grpc.ServerStream
+	hold   *inflight.Hold
+	method string
+}
+
+func (s budgetedStream) RecvMsg(m any) error {
+	if err := receiveHold(s.Context(), s.hold); err != nil {
+		return err
+	}
+	// Shrinking never waits.
+	defer func() { _ = s.hold.Resize(context.Background(), capped(s.hold.Budget(), StreamWindowBytes)) }()
+	b := boundedMessage{msg: m, limit: MethodLimit(s.method)}
+	if err := s.ServerStream.RecvMsg(&b); err != nil {
+		return err
+	}
+	if b.over > 0 {
+		return status.Error(codes.ResourceExhausted, fmt.Sprintf(
+			"the %s message is %d bytes, over the %d bytes that method takes; send a smaller message", s.method, b.over, b.limit))
+	}
+	return nil
+}
+
+// budgetStreams reads every streaming call's messages through
+// budgetedStream (health checks, which hold nothing, aside).
+func budgetStreams() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		hold, _ := ss.Context().Value(holdKey{}).(*inflight.Hold)
+		if hold == nil {
+			return h(srv, ss)
+		}
+		return h(srv, budgetedStream{ServerStream: ss, hold: hold, method: info.FullMethod})
+	}
 }

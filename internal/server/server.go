@@ -99,7 +99,7 @@ func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server
 		// what an HTTP request's headers may be (gRPC's default is 16 MiB).
 		grpc.MaxHeaderListSize(MaxHeaderBytes),
 		grpc.ChainUnaryInterceptor(Chain(opts)),
-		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
+		grpc.ChainStreamInterceptor(authStream(opts.BearerToken), budgetStreams()),
 		// The token and the budget are checked before a message is read
 		// (limits.go).
 		grpc.InTapHandle(tapIn(opts.BearerToken, opts.Budget)),
