@@ -24,8 +24,9 @@ import (
 // the API's unary methods: for those (a *rawRequest, asked for by the
 // method handlers that register wraps) it first checks the message's size
 // against its method's bound (vetted refuses one over it with
-// ResourceExhausted naming the bound) before copying it into one piece, then keeps those bytes undecoded, with the server's
-// budget, and the method's handler decodes them itself (vetted). So a
+// ResourceExhausted naming the bound) before copying it into one piece,
+// then keeps those bytes undecoded, with the server's budget, and the
+// method's handler decodes them itself (vetted). So a
 // request reserves its bytes before it is decoded, an oversized one is
 // never copied, and one whose strings are not UTF-8 is refused with
 // InvalidArgument naming the field, where gRPC would answer any decoding
