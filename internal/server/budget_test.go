@@ -210,3 +210,22 @@ func TestReflectionMessagesBounded(t *testing.T) {
 		t.Fatalf("%d bytes still held once the streams ended", n)
 	}
 }
+
+// gzipStream is a call's transport stream whose client compresses.
+type gzipStream struct{ grpc.ServerTransportStream }
+
+func (gzipStream) RecvCompress() string { return "gzip" }
+
+// TestReceiveHoldCompressed: a compressed call holds room for the
+// compressed bytes and the message inflated from them, both at once.
+func TestReceiveHoldCompressed(t *testing.T) {
+	b := inflight.New(inflight.DefaultBytes)
+	h, err := b.TryHold(StreamWindowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := grpc.NewContextWithServerTransportStream(context.Background(), gzipStream{})
+	if err := receiveHold(ctx, h); err != nil || h.Size() != 2*MaxReceiveBytes {
+		t.Fatalf("compressed: receive hold %d bytes (%v), want %d", h.Size(), err, 2*MaxReceiveBytes)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -139,6 +140,11 @@ func receiveHold(ctx context.Context, hold *inflight.Hold) error {
 		return nil
 	}
 	n := int64(MaxReceiveBytes)
+	if compressed(ctx) {
+		// The compressed bytes and the message gRPC inflates from them,
+		// each at most MaxReceiveBytes, are alive together.
+		n *= 2
+	}
 	if l := hold.Budget().Limit(); l > 0 {
 		n = min(n, l/2)
 	}
@@ -147,6 +153,17 @@ func receiveHold(ctx context.Context, hold *inflight.Hold) error {
 		err = status.Error(codes.ResourceExhausted, err.Error())
 	}
 	return err
+}
+
+// compressed reports whether the call's client compressed its messages
+// (grpc-encoding other than identity).
+func compressed(ctx context.Context) bool {
+	ts, ok := grpc.ServerTransportStreamFromContext(ctx).(interface{ RecvCompress() string })
+	if !ok {
+		return false
+	}
+	c := ts.RecvCompress()
+	return c != "" && c != "identity"
 }
 
 // holdMessage holds a unary call's message that has arrived (the codec
