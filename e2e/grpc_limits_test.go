@@ -25,8 +25,9 @@ import (
 // (1.5 MiB to RegisterEpisode and ScoreEpisode, bound 1 MiB; to Verify,
 // bound 64 KiB), and so is each of 24 messages of 16 MiB sent at once to
 // ScoreEpisode on one connection, the daemon's peak resident memory
-// staying under 512 MiB. Honest calls are answered afterwards, and no
-// refused call keeps any of the request budget.
+// staying under 512 MiB. Without the token the same message is
+// Unauthenticated and holds nothing. Honest calls are answered afterwards,
+// and no refused call keeps any of the request budget.
 func TestGRPCMethodBoundsAuthenticated(t *testing.T) {
 	httpAddr := freeAddr(t)
 	d := startTokenDaemon(t, httpAddr)
@@ -46,6 +47,14 @@ func TestGRPCMethodBoundsAuthenticated(t *testing.T) {
 		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "over the "+bound+" bytes that method takes") {
 			t.Errorf("%s: %v, want ResourceExhausted naming the %s-byte bound", what, err, bound)
 		}
+	}
+	// Without the token: Unauthenticated on its headers, nothing held.
+	_, err = rewards.ScoreEpisode(context.Background(), &verifierv1.ScoreEpisodeRequest{Contract: "any", DescriptorJson: []byte(`{"x": "` + big + `"}`)})
+	if status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a 1.5 MiB ScoreEpisode without the token: %v, want Unauthenticated", err)
+	}
+	if n := inflightBytes(t, httpAddr); n != 0 {
+		t.Errorf("%d bytes of the budget in use after a call without the token, want 0", n)
 	}
 	_, err = rewards.ScoreEpisode(ctx, &verifierv1.ScoreEpisodeRequest{Contract: "any", DescriptorJson: []byte(`{"x": "` + big + `"}`)})
 	refused("a 1.5 MiB ScoreEpisode", err, "1048576")
