@@ -198,8 +198,9 @@ func TestInflightBudgetThroughDaemon(t *testing.T) {
 		t.Fatalf("a 2 MiB HTTP Judge while another request has declared 3 MiB and sent one byte: %d %.300s", code, body)
 	}
 	// Once nearly all of it has arrived the daemon holds it: a gRPC Judge,
-	// which holds its method's bound (here the whole budget) while its
-	// message arrives, is refused at once with ResourceExhausted.
+	// which holds gRPC's receive bound (here half the budget) while its
+	// message is read, waits a second for room, then is refused with
+	// ResourceExhausted.
 	if _, err := io.WriteString(conn, strings.Repeat(" ", held-2)); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFun
 			next(w, r)
 			return
 		}
-		raw, err := io.ReadAll(r.Body)
+		raw, err := readAll(r)
 		if err != nil {
 			// Over the size bound or a broken body: the gateway's own
 			// reading of what is left gives its usual answer.
@@ -56,7 +56,7 @@ func shallowBody(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFun
 				"the body is not one JSON value (malformed, or data after it); send one JSON object"))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(raw))
+		r.Body = memBody(raw)
 		next(w, r)
 	}
 }

@@ -9,10 +9,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
@@ -109,7 +107,7 @@ func (a *API) route(pattern string, maxBody int64, refuse http.HandlerFunc, h ht
 		}
 		if hold != nil {
 			defer hold.Release()
-			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+			r.Body, r.ContentLength = memBody(data), int64(len(data))
 		}
 		h(w, r)
 	})

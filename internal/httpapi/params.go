@@ -61,7 +61,7 @@ func ParamText(v any) (string, bool) {
 // shape, as the service would refuse it.
 func scalarParams(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(r.Body)
+		raw, err := readAll(r)
 		if err != nil {
 			// Over the size bound or a broken body: the gateway's own
 			// reading of what is left gives its usual answer.
@@ -74,7 +74,7 @@ func scalarParams(gw *runtime.ServeMux, m runtime.Marshaler, next http.HandlerFu
 			runtime.HTTPError(r.Context(), gw, m, w, r, refusal)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = memBody(body)
 		r.ContentLength = int64(len(body))
 		next(w, r)
 	}

@@ -109,6 +109,9 @@ func (b *Budget) TryHold(n int64) (*Hold, error) {
 	return h, nil
 }
 
+// Budget is the budget h holds from (nil for no budget).
+func (h *Hold) Budget() *Budget { return h.b }
+
 // Size is the bytes the hold has now.
 func (h *Hold) Size() int64 {
 	h.mu.Lock()

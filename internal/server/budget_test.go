@@ -5,16 +5,19 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/judgestream"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -121,17 +124,108 @@ func TestSplitJudgeRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got streamedRecords
+	var got judgestream.Records
 	var rest verifierv1.JudgeRequest
 	if err := proto.Unmarshal(splitJudgeRecords(data, &got), &rest); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.of(0)) != 1 || len(got.of(1)) != 2 || len(rest.GetAfter().GetRecords()) != 0 || !rest.GetAfter().GetReachable() || rest.GetEffects() != "[]" {
-		t.Fatalf("split: %d before, %d after records; the rest %v", len(got.of(0)), len(got.of(1)), &rest)
+	if len(got.Of(0)) != 1 || len(got.Of(1)) != 2 || len(rest.GetAfter().GetRecords()) != 0 || !rest.GetAfter().GetReachable() || rest.GetEffects() != "[]" {
+		t.Fatalf("split: %d before, %d after records; the rest %v", len(got.Of(0)), len(got.Of(1)), &rest)
 	}
-	var none streamedRecords
+	var none judgestream.Records
 	broken := data[:len(data)-3]
-	if out := splitJudgeRecords(broken, &none); !bytes.Equal(out, broken) || len(none.of(0))+len(none.of(1)) != 0 {
-		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.of(0))+len(none.of(1)))
+	if out := splitJudgeRecords(broken, &none); !bytes.Equal(out, broken) || len(none.Of(0))+len(none.Of(1)) != 0 {
+		t.Fatalf("malformed bytes: %d of %d bytes back, %d records taken", len(out), len(broken), len(none.Of(0))+len(none.Of(1)))
+	}
+}
+
+// TestReceiveHold: before a call's message is read its hold grows from
+// the stream's window to what gRPC may receive, 16 MiB, at most half the
+// budget, so that calls holding their windows never keep one another
+// from it; a budget with no room left refuses it with ResourceExhausted.
+func TestReceiveHold(t *testing.T) {
+	for _, tc := range []struct{ budget, want int64 }{{inflight.DefaultBytes, MaxReceiveBytes}, {4 << 20, 2 << 20}} {
+		b := inflight.New(tc.budget)
+		var windows []*inflight.Hold
+		for range 12 {
+			h, err := b.TryHold(StreamWindowBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			windows = append(windows, h)
+		}
+		if err := receiveHold(context.Background(), windows[0]); err != nil || windows[0].Size() != tc.want {
+			t.Fatalf("budget %d: receive hold %d bytes (%v), want %d", tc.budget, windows[0].Size(), err, tc.want)
+		}
+		if got := b.InUse(); got != tc.want+11*StreamWindowBytes {
+			t.Errorf("budget %d: %d bytes in use, want %d", tc.budget, got, tc.want+11*StreamWindowBytes)
+		}
+	}
+	b := inflight.New(4 << 20)
+	full, _ := b.TryHold(4<<20 - StreamWindowBytes)
+	defer full.Release()
+	h, err := b.TryHold(StreamWindowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveHold(context.Background(), h); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("no room: %v, want ResourceExhausted", err)
+	}
+}
+
+// TestReflectionMessagesBounded: a streaming call (server reflection)
+// reads each message as a unary call does: one over its 64 KiB bound is
+// refused with ResourceExhausted before it is decoded, one within it is
+// answered, and the budget is all given back when the stream ends.
+func TestReflectionMessagesBounded(t *testing.T) {
+	t.Parallel()
+	budget := inflight.New(64 << 20)
+	conn := serve(t, Options{Budget: budget})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ask := func(host string) (*reflectionpb.ServerReflectionResponse, error) {
+		s, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Send(&reflectionpb.ServerReflectionRequest{Host: host,
+			MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{ListServices: "*"}}); err != nil {
+			return nil, err
+		}
+		defer func() { _ = s.CloseSend() }()
+		return s.Recv()
+	}
+	res, err := ask("h")
+	if err != nil || len(res.GetListServicesResponse().GetService()) == 0 {
+		t.Fatalf("a small reflection request: %v, %v", res, err)
+	}
+	_, err = ask(strings.Repeat("h", 100<<10))
+	wantCode(t, err, codes.ResourceExhausted, "over the 65536 bytes that method takes")
+	cancel()
+	deadline := time.Now().Add(time.Minute)
+	for budget.InUse() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := budget.InUse(); n != 0 {
+		t.Fatalf("%d bytes still held once the streams ended", n)
+	}
+}
+
+// gzipStream is a call's transport stream whose client compresses.
+type gzipStream struct{ grpc.ServerTransportStream }
+
+func (gzipStream) RecvCompress() string { return "gzip" }
+
+// TestReceiveHoldCompressed: a compressed call holds room for the
+// compressed bytes and the message inflated from them, both at once.
+func TestReceiveHoldCompressed(t *testing.T) {
+	b := inflight.New(inflight.DefaultBytes)
+	h, err := b.TryHold(StreamWindowBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := grpc.NewContextWithServerTransportStream(context.Background(), gzipStream{})
+	if err := receiveHold(ctx, h); err != nil || h.Size() != 2*MaxReceiveBytes {
+		t.Fatalf("compressed: receive hold %d bytes (%v), want %d", h.Size(), err, 2*MaxReceiveBytes)
 	}
 }

@@ -4,53 +4,35 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/verifierd/verifierd/internal/judgestream"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
-// A Judge RPC's records are decoded one at a time: the request is decoded
-// without them, and each record's bytes (a google.protobuf.Struct) are
-// turned into the JSON text the judge reads while the next waits, so the
-// daemon never holds a tree of every record's Struct at once. The records
-// stay sub-slices of the request's bytes, which the call holds anyway.
-
-// streamedRecords are the records of a Judge request's before and after
-// reads, as wire bytes, by read.
-type streamedRecords struct{ reads [2][][]byte }
-
-// of is the records of read i (0 before, 1 after); none for a nil s.
-func (s *streamedRecords) of(i int) [][]byte {
-	if s == nil {
-		return nil
-	}
-	return s.reads[i]
-}
-
-type streamedKey struct{}
+// A Judge request's records are decoded one at a time (judgestream): the
+// request is decoded without them, and each record (a google.protobuf.Struct
+// in wire form over gRPC, a JSON object over HTTP) is turned into the JSON
+// text the judge reads while the next waits, so the daemon never holds a
+// tree of every record's Struct at once.
 
 // withStreamedRecords returns ctx with room for a Judge request's records
 // when the call is Judge (the decoder fills it).
-func withStreamedRecords(ctx context.Context, method string) (context.Context, *streamedRecords) {
+func withStreamedRecords(ctx context.Context, method string) (context.Context, *judgestream.Records) {
 	if method != verifierv1.VerifierService_Judge_FullMethodName {
 		return ctx, nil
 	}
-	s := &streamedRecords{}
-	return context.WithValue(ctx, streamedKey{}, s), s
-}
-
-// streamed is the call's records decoded apart, or nil.
-func streamed(ctx context.Context) *streamedRecords {
-	s, _ := ctx.Value(streamedKey{}).(*streamedRecords)
-	return s
+	s := &judgestream.Records{Form: judgestream.Wire}
+	return judgestream.With(ctx, s), s
 }
 
 // splitJudgeRecords returns a JudgeRequest's bytes without the records of
 // its before and after reads, and puts those records' bytes in into.
 // Malformed bytes are returned whole, for the decoder to refuse.
-func splitJudgeRecords(data []byte, into *streamedRecords) []byte {
+func splitJudgeRecords(data []byte, into *judgestream.Records) []byte {
 	out := make([]byte, 0, 256)
 	var reads [2][][]byte
 	bad := false
@@ -78,24 +60,20 @@ func splitJudgeRecords(data []byte, into *streamedRecords) []byte {
 	if !ok || bad {
 		return data
 	}
-	into.reads[0] = append(into.reads[0], reads[0]...)
-	into.reads[1] = append(into.reads[1], reads[1]...)
+	into.Reads[0] = append(into.Reads[0], reads[0]...)
+	into.Reads[1] = append(into.Reads[1], reads[1]...)
 	return out
 }
 
-// streamedRecordJSON decodes each record's bytes into one reused Struct
-// and appends its JSON text to parts; a record that does not decode is
-// refused at its path.
-func streamedRecordJSON(parts [][]byte, raw [][]byte, path string) ([][]byte, error) {
+// streamedRecordJSON decodes each record's bytes (of form) into one reused
+// Struct and appends its JSON text to parts; a record that does not decode
+// is refused at its path.
+func streamedRecordJSON(parts [][]byte, raw [][]byte, form judgestream.Form, path string) ([][]byte, error) {
 	var s structpb.Struct
 	for i, b := range raw {
 		at := fmt.Sprintf("%s.records[%d]", path, len(parts))
-		if err := proto.Unmarshal(b, &s); err != nil {
-			field := invalidUTF8Field(b, s.ProtoReflect().Descriptor(), at+".")
-			if field == "" {
-				return nil, invalid(at, fmt.Sprintf("the record is not a valid google.protobuf.Struct: %v", err))
-			}
-			return nil, invalid(field, "not valid UTF-8; proto3 strings must be UTF-8 text")
+		if err := decodeRecord(b, form, &s, at); err != nil {
+			return nil, err
 		}
 		js, err := recordJSON(&s, at)
 		if err != nil {
@@ -105,4 +83,22 @@ func streamedRecordJSON(parts [][]byte, raw [][]byte, path string) ([][]byte, er
 		raw[i] = nil // the request's bytes stay; the slice header goes
 	}
 	return parts, nil
+}
+
+// decodeRecord decodes one record's bytes of form into s (reset first).
+func decodeRecord(b []byte, form judgestream.Form, s *structpb.Struct, at string) error {
+	if form == judgestream.JSON {
+		if err := protojson.Unmarshal(b, s); err != nil {
+			return invalid(at, clip(fmt.Sprintf("the record is not a JSON object google.protobuf.Struct takes: %v", err)))
+		}
+		return nil
+	}
+	if err := proto.Unmarshal(b, s); err != nil {
+		field := invalidUTF8Field(b, s.ProtoReflect().Descriptor(), at+".")
+		if field == "" {
+			return invalid(at, fmt.Sprintf("the record is not a valid google.protobuf.Struct: %v", err))
+		}
+		return invalid(field, "not valid UTF-8; proto3 strings must be UTF-8 text")
+	}
+	return nil
 }

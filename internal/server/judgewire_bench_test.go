@@ -41,7 +41,7 @@ func BenchmarkJudgeRPCDecode(b *testing.B) {
 			if err := decodeRequest(data, &req); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := readFromProto(req.GetAfter(), nil, "after"); err != nil {
+			if _, err := readFromProto(req.GetAfter(), nil, 1, "after"); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -58,7 +58,7 @@ func BenchmarkJudgeRPCDecode(b *testing.B) {
 			if err := decodeRequest(splitJudgeRecords(data, recs), &req); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := readFromProto(req.GetAfter(), recs.of(1), "after"); err != nil {
+			if _, err := readFromProto(req.GetAfter(), recs, 1, "after"); err != nil {
 				b.Fatal(err)
 			}
 		}

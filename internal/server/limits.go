@@ -17,10 +17,32 @@ import (
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
-// Per-method bounds on one request message. gRPC's own receive bound
-// (grpc.MaxRecvMsgSize) is the largest, session.MaxRequestBytes; each
-// method is held to its own before its message is decoded (vetted).
+// What one call may make gRPC buffer, and its per-method bounds. gRPC
+// (grpc-go) checks a message's 5-byte length prefix against one bound for
+// the whole server (grpc.MaxRecvMsgSize: MaxReceiveBytes) before it asks
+// the client for the message's bytes, and has no per-method bound there;
+// each method's own bound (MethodLimit) is checked by the codec on the
+// received buffers, before they are copied into one piece or decoded
+// (wireCodec). Until a call asks for its message, its stream may buffer
+// StreamWindowBytes (HTTP/2 flow control); once it asks, what the prefix
+// declares, at most MaxReceiveBytes.
 const (
+	// MaxReceiveBytes is gRPC's bound on any one received message, checked
+	// on its length prefix before any of its bytes are asked for.
+	MaxReceiveBytes = session.MaxRequestBytes
+	// StreamWindowBytes is each call's HTTP/2 flow-control window: what a
+	// client may send on a stream, and the daemon buffer for it, before
+	// the call reads its message (grpc.InitialWindowSize).
+	StreamWindowBytes = 64 << 10
+	// ConnWindowBytes is a connection's HTTP/2 flow-control window
+	// (grpc.InitialConnWindowSize). gRPC gives it back as bytes arrive,
+	// not as calls read them, so it bounds bytes on the wire, not bytes
+	// buffered: the streams' windows bound those.
+	ConnWindowBytes = 16 << 20
+	// MaxHeaderBytes bounds a call's headers (grpc.MaxHeaderListSize),
+	// which gRPC reads whole before the tap checks the token, as the HTTP
+	// listener bounds a request's.
+	MaxHeaderBytes = 64 << 10
 	// MaxRewardRequestBytes bounds a RegisterEpisode or ScoreEpisode
 	// request, as the HTTP listener bounds their bodies (httpapi.MaxBodyBytes).
 	MaxRewardRequestBytes = 1 << 20
@@ -63,9 +85,10 @@ type holdKey struct{}
 // bearer token (health checks aside) is refused Unauthenticated there, so
 // a client without it never makes the daemon hold a message. An
 // authenticated call marks its connection so (connlimit) and holds its
-// method's bound (MethodLimit, at most the whole budget) from the budget
-// while its message arrives, without waiting: a spent budget refuses the
-// call with ResourceExhausted at once. vetted sizes the hold to the
+// stream's window (StreamWindowBytes, what the stream may buffer before
+// the call reads its message) from the budget, without waiting: a spent
+// budget refuses the call with ResourceExhausted at once. vetted grows the
+// hold before the message is read (receiveHold) and sizes it to the
 // message once it has arrived; the hold is released when the call ends.
 func tapIn(token string, budget *inflight.Budget) tap.ServerInHandle {
 	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
@@ -76,11 +99,7 @@ func tapIn(token string, budget *inflight.Budget) tap.ServerInHandle {
 			return nil, err
 		}
 		connlimit.MarkAuthenticated(ctx)
-		n := MethodLimit(info.FullMethodName)
-		if l := budget.Limit(); l > 0 {
-			n = min(n, l)
-		}
-		hold, err := budget.TryHold(n)
+		hold, err := budget.TryHold(capped(budget, StreamWindowBytes))
 		if err != nil {
 			return nil, err
 		}
@@ -89,23 +108,70 @@ func tapIn(token string, budget *inflight.Budget) tap.ServerInHandle {
 	}
 }
 
+// capped is n, at most budget's whole limit.
+func capped(budget *inflight.Budget, n int64) int64 {
+	if l := budget.Limit(); l > 0 {
+		return min(n, l)
+	}
+	return n
+}
+
 // tokenIn checks the bearer token among a call's headers.
 func tokenIn(md metadata.MD, token string) error {
 	return checkToken(metadata.NewIncomingContext(context.Background(), md), token)
 }
 
-// holdMessage bounds a unary call's message that has arrived: over its
-// method's bound it is ResourceExhausted naming the bound; else the
-// call's hold (from tapIn, or a new one from budget) is made exactly the
-// message's size, waiting for room as the budget does when it grows.
-// release gives it back.
-func holdMessage(ctx context.Context, budget *inflight.Budget, size int) (release func(), err error) {
-	method, _ := grpc.Method(ctx)
-	if limit := MethodLimit(method); int64(size) > limit {
-		return nil, status.Error(codes.ResourceExhausted, fmt.Sprintf(
-			"the %s request is %d bytes, over the %d bytes that method takes; send a smaller request", method, size, limit))
+// receiveHold grows a call's hold, before its message is read, to what
+// gRPC may then receive for it: MaxReceiveBytes, whatever the method,
+// since gRPC checks only that bound before the bytes arrive. It waits for
+// room as an HTTP body does (the call's context, at most
+// inflight.MaxWait), then is ResourceExhausted. Once the message is in,
+// holdMessage sizes the hold to it. A call without a hold from tapIn (no
+// budget) holds nothing here.
+//
+// The hold is at most half the budget: every waiting call keeps its
+// stream's window held, and a grow to the whole budget could never be
+// had while any other call holds a window (each would wait out MaxWait).
+// So with a budget under 2 x MaxReceiveBytes a message larger than half
+// of it is received beyond its hold (and refused, or held whole, once it
+// is in).
+func receiveHold(ctx context.Context, hold *inflight.Hold) error {
+	if hold == nil {
+		return nil
 	}
-	hold, _ := ctx.Value(holdKey{}).(*inflight.Hold)
+	n := int64(MaxReceiveBytes)
+	if compressed(ctx) {
+		// The compressed bytes and the message gRPC inflates from them,
+		// each at most MaxReceiveBytes, are alive together.
+		n *= 2
+	}
+	if l := hold.Budget().Limit(); l > 0 {
+		n = min(n, l/2)
+	}
+	err := hold.Resize(ctx, n)
+	if _, isStatus := status.FromError(err); err != nil && !isStatus {
+		err = status.Error(codes.ResourceExhausted, err.Error())
+	}
+	return err
+}
+
+// compressed reports whether the call's client compressed its messages
+// (grpc-encoding other than identity).
+func compressed(ctx context.Context) bool {
+	ts, ok := grpc.ServerTransportStreamFromContext(ctx).(interface{ RecvCompress() string })
+	if !ok {
+		return false
+	}
+	c := ts.RecvCompress()
+	return c != "" && c != "identity"
+}
+
+// holdMessage holds a unary call's message that has arrived (the codec
+// has checked it against its method's bound): the call's hold (from
+// tapIn, or a new one from budget) is made exactly the message's size,
+// waiting for room as the budget does when it grows. release gives it
+// back.
+func holdMessage(ctx context.Context, hold *inflight.Hold, budget *inflight.Budget, size int) (release func(), err error) {
 	if hold == nil {
 		if hold, err = budget.Hold(ctx, 0); err != nil {
 			return nil, err

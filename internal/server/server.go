@@ -34,6 +34,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/verifierd/verifierd/internal/inflight"
+	"github.com/verifierd/verifierd/internal/judgestream"
 	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
@@ -83,14 +84,22 @@ func New(m *session.Manager, opts Options) (*grpc.Server, *health.Server) {
 // newServer serves svc as VerifierService: New's body, apart for tests.
 func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server, *health.Server) {
 	sopts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(session.MaxRequestBytes),
+		grpc.MaxRecvMsgSize(MaxReceiveBytes),
 		grpc.MaxSendMsgSize(MaxMessageBytes),
 		// The budget and the UTF-8 check run where the bytes arrive,
 		// before the chain (codec.go); the HTTP listener reserves its
 		// bodies from the same budget.
-		grpc.ForceServerCodec(wireCodec{budget: opts.Budget, maxRecords: opts.MaxJudgeRecords}),
+		grpc.ForceServerCodecV2(newWireCodec(opts.Budget, opts.MaxJudgeRecords)),
+		// What a call's stream may buffer before its message is asked for
+		// (limits.go); a fixed window also turns off gRPC's window
+		// estimate, which would grow it to 16 MiB per stream.
+		grpc.InitialWindowSize(StreamWindowBytes),
+		grpc.InitialConnWindowSize(ConnWindowBytes),
+		// A call's headers are read before its token is checked: at most
+		// what an HTTP request's headers may be (gRPC's default is 16 MiB).
+		grpc.MaxHeaderListSize(MaxHeaderBytes),
 		grpc.ChainUnaryInterceptor(Chain(opts)),
-		grpc.ChainStreamInterceptor(authStream(opts.BearerToken)),
+		grpc.ChainStreamInterceptor(authStream(opts.BearerToken), budgetStreams()),
 		// The token and the budget are checked before a message is read
 		// (limits.go).
 		grpc.InTapHandle(tapIn(opts.BearerToken, opts.Budget)),
@@ -282,12 +291,12 @@ func (s *service) GetSession(ctx context.Context, req *verifierv1.GetSessionRequ
 }
 
 func (s *service) Judge(ctx context.Context, req *verifierv1.JudgeRequest) (*verifierv1.JudgeResponse, error) {
-	raw := streamed(ctx) // over gRPC, the records as they arrived (judgewire.go)
-	before, err := readFromProto(req.GetBefore(), raw.of(0), "before")
+	raw := judgestream.From(ctx) // the records apart, as they arrived (judgewire.go)
+	before, err := readFromProto(req.GetBefore(), raw, 0, "before")
 	if err != nil {
 		return nil, err
 	}
-	after, err := readFromProto(req.GetAfter(), raw.of(1), "after")
+	after, err := readFromProto(req.GetAfter(), raw, 1, "after")
 	if err != nil {
 		return nil, err
 	}
@@ -317,10 +326,11 @@ func (s *service) Judge(ctx context.Context, req *verifierv1.JudgeRequest) (*ver
 
 // readFromProto decodes a read with the fast decoder into a compact batch
 // (judge.BatchSnapshot); Before and After of the session request carry only
-// reachability then. streamed are the read's records as wire bytes when
-// the request was decoded without them (the Judge RPC), decoded one at a
-// time after the read's own.
-func readFromProto(r *verifierv1.Read, streamed [][]byte, path string) (judge.BatchSnapshot, error) {
+// reachability then. apart's read i are the read's records when the
+// request was decoded without them (the Judge RPC and POST /v1/judge),
+// decoded one at a time after the read's own.
+func readFromProto(r *verifierv1.Read, apart *judgestream.Records, i int, path string) (judge.BatchSnapshot, error) {
+	streamed := apart.Of(i)
 	if r == nil {
 		// splitJudgeRecords keeps every read it took records from.
 		return judge.BatchSnapshot{}, invalid(path, "missing; give {reachable, records}")
@@ -340,7 +350,7 @@ func readFromProto(r *verifierv1.Read, streamed [][]byte, path string) (judge.Ba
 		}
 		parts[i] = raw
 	}
-	parts, err := streamedRecordJSON(parts, streamed, path)
+	parts, err := streamedRecordJSON(parts, streamed, apart.Encoding(), path)
 	if err != nil {
 		return snap, err
 	}

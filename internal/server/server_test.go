@@ -160,6 +160,13 @@ func TestHostileRequestsRefusedWithCodes(t *testing.T) {
 			_, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: strings.Repeat("s", 1<<20)})
 			return err
 		}, codes.ResourceExhausted, "over the 65536 bytes that method takes"},
+		"100 KB of headers": {func() error {
+			// Over the headers' bound (MaxHeaderBytes), which the server
+			// announces: never sent whole.
+			big := metadata.AppendToOutgoingContext(ctx, "x-pad", strings.Repeat("h", 100<<10))
+			_, err := c.Verify(big, &verifierv1.VerifyRequest{SessionId: "ses_1"})
+			return err
+		}, codes.Internal, "header list size"},
 		"1 KB session id": {func() error {
 			_, err := c.Verify(ctx, &verifierv1.VerifyRequest{SessionId: strings.Repeat("s", 1<<10)})
 			return err
