@@ -62,6 +62,12 @@ type advRow struct {
 	codeOn map[string]string
 	// dep is the deployment the row reads through (depMain when empty).
 	dep string
+	// workflow is the workflow the row's sessions begin (advWorkflowName
+	// when empty; advStrictName forbids other writes).
+	workflow string
+	// naDefault is why a backend without the row's capability cannot
+	// express it, when its na map gives no reason of its own.
+	naDefault string
 	// needs says which capability of the backend the row uses; a backend
 	// without it must give the reason in its na map.
 	needs func(b *advBackend) bool
@@ -142,6 +148,16 @@ func advRows() []advRow {
 				b.slow(true)
 				t.Cleanup(func() { b.slow(false) })
 			}},
+		{name: "write outside the read collection", code: "OTHER_WRITE", workflow: advStrictName, write: true,
+			needs:     func(b *advBackend) bool { return b.other != nil },
+			naDefault: "forbid_other_writes is judged only on a write set (changes:); a read, narrowed or whole, cannot see a write to a table it does not read",
+			adversary: func(t *testing.T, b *advBackend, subject, _ string) { b.other(t, subject) },
+			na:        map[string]string{colReward: "the reward contract's required effect does not forbid other writes: the reward path is the main contract's"}},
+		// Last: it empties the backend's tables.
+		{name: "table truncated", code: "CHANGES_UNUSABLE", write: true,
+			needs:     func(b *advBackend) bool { return b.truncate != nil },
+			naDefault: "a TRUNCATE is a write-set case (the log carries no row images of it); on a read, an emptied table is the delete row's loss",
+			adversary: func(t *testing.T, b *advBackend, _, _ string) { b.truncate(t) }},
 	}
 }
 
@@ -180,13 +196,19 @@ type advBackend struct {
 	// fillCap leaves the store so that the capped read holds one record
 	// less than its cap after the honest save.
 	fillCap func(t *testing.T)
+	// other writes, in the step, a record outside the read collection
+	// (another table the deployment's changes: declares); truncate
+	// empties the tables (TRUNCATE). nil: the backend cannot.
+	other    func(t *testing.T, subject string)
+	truncate func(t *testing.T)
 	// reads counts the reads the system of record has served (HTTP
 	// requests, PostgreSQL's table scans, MariaDB's SELECTs): the settle
 	// hook. nil for SQLite and the jsonl file, which count nothing: there
 	// the late duplicate lands right after Verify is called, before or
 	// after its first read, and the answer must be the same.
 	reads func() int
-	// na is, per row, why the backend cannot express it.
+	// na is, per row, why the backend cannot express it; a "row|column"
+	// key overrides the row's own na reason of that column.
 	na map[string]string
 	// digest is the reward contract's digest, after calibration.
 	digest string
@@ -224,7 +246,7 @@ func advRecord(backend, row, col, result, detail string) {
 		advTally.run++
 	}
 	advTally.seen[backend+"|"+row+"|"+col] = true
-	advTally.lines = append(advTally.lines, fmt.Sprintf("%-8s | %-44s | %-13s | %-12s | %s", backend, row, col, result, detail))
+	advTally.lines = append(advTally.lines, fmt.Sprintf("%-17s | %-44s | %-13s | %-12s | %s", backend, row, col, result, detail))
 }
 
 // TestAdversaryMatrix runs every backend's cells, one daemon per backend,
@@ -241,6 +263,7 @@ func TestAdversaryMatrix(t *testing.T) {
 		{"graphql", advGraphQL},
 		{"fhir", advFHIR},
 		{"jsonl", advJSONL},
+		{"postgres-writeset", advPostgresWriteSet},
 	}
 	advTally.Lock()
 	advTally.run, advTally.na, advTally.falseAccepts, advTally.failed = 0, 0, 0, 0
@@ -311,6 +334,9 @@ func advStarted(backend, row string, cols ...string) {
 func (b *advBackend) runRow(t *testing.T, row advRow) {
 	if row.needs != nil && !row.needs(b) {
 		reason, ok := b.na[row.name]
+		if !ok && row.naDefault != "" {
+			reason, ok = row.naDefault, true
+		}
 		if !ok {
 			t.Fatalf("backend %s cannot express row %q and gives no reason: add it to its na map", b.name, row.name)
 		}
@@ -321,6 +347,9 @@ func (b *advBackend) runRow(t *testing.T, row advRow) {
 	}
 	for _, col := range advColumns {
 		if reason, ok := row.na[col]; ok {
+			if own, ok := b.na[row.name+"|"+col]; ok {
+				reason = own
+			}
 			advRecord(b.name, row.name, col, "n/a", reason)
 		}
 	}
@@ -351,6 +380,13 @@ func (b *advBackend) runRow(t *testing.T, row advRow) {
 func (b *advBackend) cellSubject(row advRow, col string) string {
 	slug := strings.NewReplacer(" ", "-", "'", "").Replace(row.name)
 	return b.subject(fmt.Sprintf("adv-%s-%s-%s-%d", b.name, slug, strings.ToLower(col), time.Now().UnixNano()%1e6))
+}
+
+func (row advRow) workflowName() string {
+	if row.workflow == "" {
+		return advWorkflowName
+	}
+	return row.workflow
 }
 
 func (row advRow) deployment() string {
@@ -481,7 +517,7 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 	if row.seed != nil {
 		seeded = row.seed(t, b, subject)
 	}
-	out, code := b.d.ctl(t, "begin", "--deployment-name", row.deployment(), "--workflow", "adv", "--step", "save", "--param", "subject="+subject)
+	out, code := b.d.ctl(t, "begin", "--deployment-name", row.deployment(), "--workflow", row.workflowName(), "--step", "save", "--param", "subject="+subject)
 	if code != 0 {
 		t.Fatalf("begin exit %d: %s\ndaemon log:\n%.4000s", code, out, b.d.logs())
 	}
@@ -526,7 +562,7 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 // deployment and begins its save step.
 func (b *advBackend) beginRun(t *testing.T, row advRow, subject string) (run, session string) {
 	t.Helper()
-	out, code := b.d.ctl(t, "run", "begin", "--workflow", "adv", "--deployment-name", row.deployment(), "--param", "subject="+subject)
+	out, code := b.d.ctl(t, "run", "begin", "--workflow", row.workflowName(), "--deployment-name", row.deployment(), "--param", "subject="+subject)
 	if code != 0 {
 		t.Fatalf("run begin exit %d: %s\ndaemon log:\n%.4000s", code, out, b.d.logs())
 	}
@@ -646,11 +682,23 @@ func (b *advBackend) rewardCell(t *testing.T, row advRow) {
 	}
 }
 
+// The workflows: advWorkflowName, and advStrictName, the same step under
+// forbid_other_writes (registered where the backend can write outside
+// the read collection).
+const (
+	advWorkflowName = "adv"
+	advStrictName   = "adv_strict"
+)
+
 // advWorkflow is the one-step workflow of a backend: save writes one new
-// record of the subject, of type in.
-func (b *advBackend) advWorkflow() string {
+// record of the subject, of type in; strict forbids other writes.
+func (b *advBackend) advWorkflow(name string, strict bool) string {
+	extra := ""
+	if strict {
+		extra = "        forbid_other_writes: true\n"
+	}
 	return fmt.Sprintf(`schema: verifierd.workflow/v1
-name: adv
+name: %s
 params: {subject: {}}
 policy:
   subject_params: [subject]
@@ -664,7 +712,7 @@ steps:
         count_new_only: true
         risk: irreversible
         timeout_s: 0.5
-`, b.subj, b.typ, b.in)
+%s`, name, b.subj, b.typ, b.in, extra)
 }
 
 // writeAdvReward writes the reward contract of the backend: one new
@@ -701,7 +749,7 @@ certificate_policy: {epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_u
 // certificate and restarts, so the honest episode can be certified.
 func (b *advBackend) startDaemon(t *testing.T) {
 	t.Helper()
-	wf := writeFile(t, b.dir, "workflow.yaml", b.advWorkflow())
+	wf := writeFile(t, b.dir, "workflow.yaml", b.advWorkflow(advWorkflowName, false))
 	reward := filepath.Join(b.dir, "reward")
 	b.writeAdvReward(t, reward)
 	cfg := "secrets:\n  allow: [ADV_*]\ndeployments:\n"
@@ -710,7 +758,11 @@ func (b *advBackend) startDaemon(t *testing.T) {
 			cfg += fmt.Sprintf("  %s: %s\n", name, p)
 		}
 	}
-	cfg += fmt.Sprintf("workflows:\n  adv: %s\nrewards:\n  adv: %s\n", wf, reward)
+	cfg += fmt.Sprintf("workflows:\n  %s: %s\n", advWorkflowName, wf)
+	if b.other != nil {
+		cfg += fmt.Sprintf("  %s: %s\n", advStrictName, writeFile(t, b.dir, "strict.yaml", b.advWorkflow(advStrictName, true)))
+	}
+	cfg += fmt.Sprintf("rewards:\n  adv: %s\n", reward)
 	b.d = startDaemon(t, daemonOpts{pluginDir: b.pluginDir(t), config: cfg, env: b.env()})
 	cal := filepath.Join(b.dir, "cal")
 	out, code := b.d.ctl(t, "reward", "calibrate", "--contract", "adv", "--out", cal)
