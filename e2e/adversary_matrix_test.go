@@ -112,7 +112,7 @@ func advRows() []advRow {
 			adversary: func(t *testing.T, b *advBackend, subject, id string) { b.update(t, id, subject, b.in) }},
 		{name: "delete another subject's record", code: "COLLATERAL_LOSS", needs: canRemove, seed: seedOther, write: true,
 			adversary: func(t *testing.T, b *advBackend, _, id string) { b.remove(t, id) }},
-		{name: "soft delete", codeOn: map[string]string{"sqlite": "COLLATERAL_LOSS", "postgres": "COLLATERAL_LOSS", "mariadb": "COLLATERAL_LOSS"},
+		{name: "soft delete", codeOn: map[string]string{"sqlite": "COLLATERAL_LOSS", "postgres": "COLLATERAL_LOSS", "mariadb": "COLLATERAL_LOSS", advWriteSetName: "COLLATERAL_LOSS"},
 			needs: func(b *advBackend) bool { return b.trash != nil }, seed: seedOther, write: true,
 			adversary: func(t *testing.T, b *advBackend, _, id string) { b.trash(t, id) }},
 		{name: "double submit", code: "COUNT_OVER", write: true, adversary: insertOne},
@@ -127,7 +127,7 @@ func advRows() []advRow {
 				colReverify: "Reverify refuses a session whose result was VERIFIED (docs/receipts.md); FinishRun and RollbackCheck must see the duplicate",
 				colReward:   noScore,
 			}},
-		{name: "duplicate invisible to the read credential", write: true,
+		{name: "duplicate invisible to the read credential", write: true, codeOn: map[string]string{advWriteSetName: "COUNT_OVER"},
 			needs:     func(b *advBackend) bool { return b.hidden != nil },
 			adversary: func(t *testing.T, b *advBackend, subject, _ string) { b.hidden(t, subject, b.in) }},
 		{name: "truncation past the cap", dep: depCapped, codeOn: map[string]string{"rest": "READ_MAY_BE_TRUNCATED", "graphql": "READ_MAY_BE_TRUNCATED", "fhir": "READ_INCOMPLETE"},
@@ -207,6 +207,10 @@ type advBackend struct {
 	// the late duplicate lands right after Verify is called, before or
 	// after its first read, and the answer must be the same.
 	reads func() int
+	// released is the code a Reverify may carry in place of the row's
+	// when the evidence it needs was released after Verify (the write
+	// set's log: CHANGES_UNUSABLE); "" when none.
+	released string
 	// na is, per row, why the backend cannot express it; a "row|column"
 	// key overrides the row's own na reason of that column.
 	na map[string]string
@@ -501,7 +505,8 @@ func (b *advBackend) judgeOutcome(t *testing.T, row advRow, col, outcome string,
 	case outcome == "HALTED_BEFORE_EFFECT":
 		advRecord(b.name, row.name, col, "FAIL", detail+" (something landed)")
 		t.Errorf("%s: %s answered HALTED_BEFORE_EFFECT although a record landed", col, row.name)
-	case checkCode && row.wantCode(b) != "" && !slices.Contains(codes, row.wantCode(b)):
+	case checkCode && row.wantCode(b) != "" && !slices.Contains(codes, row.wantCode(b)) &&
+		(col != colReverify || b.released == "" || !slices.Contains(codes, b.released)):
 		advRecord(b.name, row.name, col, "FAIL", detail+" (want "+row.wantCode(b)+")")
 		t.Errorf("%s: %s answered %s, want reason %s", col, row.name, detail, row.wantCode(b))
 	default:
@@ -532,6 +537,9 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 		// The honest save proves newness the way the deployment declares.
 		if row.honest && (len(v.Effects) == 0 || v.Effects[0].Newness != b.newness) {
 			t.Errorf("honest save: newness %q, want %q (%s)", firstNewness(v), b.newness, v.summary())
+		}
+		if row.honest && b.newness == "write_set" {
+			checkWriteSetReceipt(t, v, true)
 		}
 	}
 	if !doReverify {
@@ -663,6 +671,14 @@ func (b *advBackend) rewardCell(t *testing.T, row advRow) {
 		t.Fatalf("episode score exit %d: %s", code, out)
 	}
 	detail := fmt.Sprintf("reward_outcome=%v scalar_reward=%v certified=%v reason=%v", rc["reward_outcome"], rc["scalar_reward"], rc["certified"], rc["reason_code"])
+	if b.newness == "write_set" {
+		// The episode is judged on the write set, as Verify is.
+		detail += fmt.Sprintf(" newness=%v", rc["newness"])
+		if rc["newness"] != "write_set" {
+			advRecord(b.name, row.name, colReward, "FAIL", detail+" (want newness write_set)")
+			t.Fatalf("episode score: %s, want newness write_set", detail)
+		}
+	}
 	// The positive answer is a reward: a verified outcome or any reward
 	// above 0. A certified 0 (wrong_effect) is a correct refusal whose
 	// certificate covers the scoring; it is not an acceptance.

@@ -21,6 +21,9 @@ import (
 // outside the read collection).
 const advWriteSetTables = "[adv_records, adv_notes]"
 
+// advWriteSetName is the backend's name in the matrix.
+const advWriteSetName = "postgres-writeset"
+
 // advPostgresWriteSet starts the backend: its server, tables, policy,
 // deployments and their slots.
 func advPostgresWriteSet(t *testing.T) *advBackend {
@@ -45,11 +48,12 @@ func advPostgresWriteSet(t *testing.T) *advBackend {
 	source := fmt.Sprintf("  sql_driver: postgres\n  sql_connect_args: {host: 127.0.0.1, port: %d, user: %s, database: %s, sslmode: disable}\n"+
 		"  sql_password_env: ADV_DB_PASSWORD\n  sql_hidden_rows: accepted\n  changes: {source: logical, tables: %s}\n",
 		pg.Port, pg.Reader.User, pg.Database, advWriteSetTables)
-	b := advSQLBackend(t, "postgres-writeset", s, source, "adv_records", "%(subject)s", []string{"ADV_DB_PASSWORD=" + pg.Reader.Password})
-	b.newness = "write_set"
-	// No census: the write set proves newness and loss on its own.
+	b := advSQLBackend(t, advWriteSetName, s, source, "adv_records", "%(subject)s", []string{"ADV_DB_PASSWORD=" + pg.Reader.Password})
+	b.newness, b.released = "write_set", "CHANGES_UNUSABLE"
+	// The write set proves newness; the census of live records adds the
+	// loss the log cannot call one (a soft delete is an update).
 	main := fmt.Sprintf("effects:\n  kind: sql\n%s  sql_query: SELECT id, subject, type FROM adv_records WHERE subject = %%(subject)s AND deleted_at IS NULL ORDER BY id\n"+
-		"  sql_query_params: {subject: {param: subject}}\n", source)
+		"  sql_query_params: {subject: {param: subject}}\n  census: {sql_query: SELECT id FROM adv_records WHERE deleted_at IS NULL, census_scope: declared}\n", source)
 	b.deployments = advDeployments(t, b.dir, main, "")
 	for i, name := range []string{depMain, depSettle} {
 		setupSlotAs(t, pg, name, b.deployments[name], "ADV_DB_PASSWORD", i == 0)

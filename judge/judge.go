@@ -190,7 +190,7 @@ func NeedsBaseline(c *Contract) bool {
 func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
 	return judgeFrame(c, readOf(before), readOf(after), opts, func() Verdict {
 		if usesWriteSet(c, opts) {
-			return judgeWriteSet(c, opts.WriteSet, writeSetAfter(c, after))
+			return judgeWriteSet(c, opts.WriteSet, writeSetAfter(c, after), censusLossBeside(c, opts.Census, selectedIn(c, before.Records)))
 		}
 		if usesCensus(c, opts) {
 			return judgeCensus(c, before, after, opts.Census)
@@ -246,7 +246,7 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 		v = indeterminate(code, msg)
 	case usesWriteSet(c, opts) && writeSetProblem(c, opts.WriteSet) != "":
 		v = indeterminate(ReasonChangesUnusable, "the write set cannot say what changed, and this contract judges by it ("+writeSetProblem(c, opts.WriteSet)+")")
-	case !usesWriteSet(c, opts) && usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
+	case usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
 		v = indeterminate(ReasonCensusUnusable, "the census cannot say which records exist, and this contract judges newness or loss by it ("+censusProblem(c, opts.Census)+")")
 	default:
 		v = kernel()
