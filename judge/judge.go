@@ -95,7 +95,8 @@ type Options struct {
 	Census *Census
 	// WriteSet, when set, judges newness, loss and other writes from the
 	// database's change log (docs/contracts.md §3b, writeset.go); it
-	// takes the census's place.
+	// takes the census's place for newness, and a census given beside it
+	// adds its loss (a soft delete the log sees as an update).
 	WriteSet *WriteSet
 	// Arena, when set, is where a reader that takes Options (the
 	// conformance harness) keeps a large read's records in compact form:
