@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -17,7 +14,8 @@ import (
 // proof path (a column: Verify, Reverify, FinishRun, RollbackCheck, the
 // reward score) on every backend (SQLite, PostgreSQL, MariaDB through the
 // sql adapter; the REST, GraphQL and FHIR test servers; the jsonl customer
-// plugin of sdk/examples), through the real daemon binary. A cell passes
+// plugin of sdk/examples; PostgreSQL judged on its write set,
+// adversary_writeset_test.go), through the real daemon binary. A cell passes
 // when an adversarial row never reaches the positive answer (VERIFIED,
 // ROLLED_BACK_VERIFIED, a verified reward or any reward above 0; a
 // certified reward of 0 is a refusal), never says HALTED_BEFORE_EFFECT
@@ -62,6 +60,12 @@ type advRow struct {
 	codeOn map[string]string
 	// dep is the deployment the row reads through (depMain when empty).
 	dep string
+	// workflow is the workflow the row's sessions begin (advWorkflowName
+	// when empty; advStrictName forbids other writes).
+	workflow string
+	// naDefault is why a backend without the row's capability cannot
+	// express it, when its na map gives no reason of its own.
+	naDefault string
 	// needs says which capability of the backend the row uses; a backend
 	// without it must give the reason in its na map.
 	needs func(b *advBackend) bool
@@ -106,7 +110,7 @@ func advRows() []advRow {
 			adversary: func(t *testing.T, b *advBackend, subject, id string) { b.update(t, id, subject, b.in) }},
 		{name: "delete another subject's record", code: "COLLATERAL_LOSS", needs: canRemove, seed: seedOther, write: true,
 			adversary: func(t *testing.T, b *advBackend, _, id string) { b.remove(t, id) }},
-		{name: "soft delete", codeOn: map[string]string{"sqlite": "COLLATERAL_LOSS", "postgres": "COLLATERAL_LOSS", "mariadb": "COLLATERAL_LOSS"},
+		{name: "soft delete", codeOn: map[string]string{"sqlite": "COLLATERAL_LOSS", "postgres": "COLLATERAL_LOSS", "mariadb": "COLLATERAL_LOSS", advWriteSetName: "COLLATERAL_LOSS"},
 			needs: func(b *advBackend) bool { return b.trash != nil }, seed: seedOther, write: true,
 			adversary: func(t *testing.T, b *advBackend, _, id string) { b.trash(t, id) }},
 		{name: "double submit", code: "COUNT_OVER", write: true, adversary: insertOne},
@@ -121,7 +125,7 @@ func advRows() []advRow {
 				colReverify: "Reverify refuses a session whose result was VERIFIED (docs/receipts.md); FinishRun and RollbackCheck must see the duplicate",
 				colReward:   noScore,
 			}},
-		{name: "duplicate invisible to the read credential", write: true,
+		{name: "duplicate invisible to the read credential", write: true, codeOn: map[string]string{advWriteSetName: "COUNT_OVER"},
 			needs:     func(b *advBackend) bool { return b.hidden != nil },
 			adversary: func(t *testing.T, b *advBackend, subject, _ string) { b.hidden(t, subject, b.in) }},
 		{name: "truncation past the cap", dep: depCapped, codeOn: map[string]string{"rest": "READ_MAY_BE_TRUNCATED", "graphql": "READ_MAY_BE_TRUNCATED", "fhir": "READ_INCOMPLETE"},
@@ -142,6 +146,16 @@ func advRows() []advRow {
 				b.slow(true)
 				t.Cleanup(func() { b.slow(false) })
 			}},
+		{name: "write outside the read collection", code: "OTHER_WRITE", workflow: advStrictName, write: true,
+			needs:     func(b *advBackend) bool { return b.other != nil },
+			naDefault: "forbid_other_writes is judged only on a write set (changes:); a read, narrowed or whole, cannot see a write to a table it does not read",
+			adversary: func(t *testing.T, b *advBackend, subject, _ string) { b.other(t, subject) },
+			na:        map[string]string{colReward: "the reward contract's required effect does not forbid other writes: the reward path is the main contract's"}},
+		// Last: it empties the backend's tables.
+		{name: "table truncated", code: "CHANGES_UNUSABLE", write: true,
+			needs:     func(b *advBackend) bool { return b.truncate != nil },
+			naDefault: "a TRUNCATE is a write-set case (the log carries no row images of it); on a read, an emptied table is the delete row's loss",
+			adversary: func(t *testing.T, b *advBackend, _, _ string) { b.truncate(t) }},
 	}
 }
 
@@ -180,13 +194,23 @@ type advBackend struct {
 	// fillCap leaves the store so that the capped read holds one record
 	// less than its cap after the honest save.
 	fillCap func(t *testing.T)
+	// other writes, in the step, a record outside the read collection
+	// (another table the deployment's changes: declares); truncate
+	// empties the tables (TRUNCATE). nil: the backend cannot.
+	other    func(t *testing.T, subject string)
+	truncate func(t *testing.T)
 	// reads counts the reads the system of record has served (HTTP
 	// requests, PostgreSQL's table scans, MariaDB's SELECTs): the settle
 	// hook. nil for SQLite and the jsonl file, which count nothing: there
 	// the late duplicate lands right after Verify is called, before or
 	// after its first read, and the answer must be the same.
 	reads func() int
-	// na is, per row, why the backend cannot express it.
+	// released is the code a Reverify may carry in place of the row's
+	// when the evidence it needs was released after Verify (the write
+	// set's log: CHANGES_UNUSABLE); "" when none.
+	released string
+	// na is, per row, why the backend cannot express it; a "row|column"
+	// key overrides the row's own na reason of that column.
 	na map[string]string
 	// digest is the reward contract's digest, after calibration.
 	digest string
@@ -224,7 +248,7 @@ func advRecord(backend, row, col, result, detail string) {
 		advTally.run++
 	}
 	advTally.seen[backend+"|"+row+"|"+col] = true
-	advTally.lines = append(advTally.lines, fmt.Sprintf("%-8s | %-44s | %-13s | %-12s | %s", backend, row, col, result, detail))
+	advTally.lines = append(advTally.lines, fmt.Sprintf("%-17s | %-44s | %-13s | %-12s | %s", backend, row, col, result, detail))
 }
 
 // TestAdversaryMatrix runs every backend's cells, one daemon per backend,
@@ -241,6 +265,7 @@ func TestAdversaryMatrix(t *testing.T) {
 		{"graphql", advGraphQL},
 		{"fhir", advFHIR},
 		{"jsonl", advJSONL},
+		{"postgres-writeset", advPostgresWriteSet},
 	}
 	advTally.Lock()
 	advTally.run, advTally.na, advTally.falseAccepts, advTally.failed = 0, 0, 0, 0
@@ -311,6 +336,9 @@ func advStarted(backend, row string, cols ...string) {
 func (b *advBackend) runRow(t *testing.T, row advRow) {
 	if row.needs != nil && !row.needs(b) {
 		reason, ok := b.na[row.name]
+		if !ok && row.naDefault != "" {
+			reason, ok = row.naDefault, true
+		}
 		if !ok {
 			t.Fatalf("backend %s cannot express row %q and gives no reason: add it to its na map", b.name, row.name)
 		}
@@ -321,6 +349,9 @@ func (b *advBackend) runRow(t *testing.T, row advRow) {
 	}
 	for _, col := range advColumns {
 		if reason, ok := row.na[col]; ok {
+			if own, ok := b.na[row.name+"|"+col]; ok {
+				reason = own
+			}
 			advRecord(b.name, row.name, col, "n/a", reason)
 		}
 	}
@@ -351,6 +382,13 @@ func (b *advBackend) runRow(t *testing.T, row advRow) {
 func (b *advBackend) cellSubject(row advRow, col string) string {
 	slug := strings.NewReplacer(" ", "-", "'", "").Replace(row.name)
 	return b.subject(fmt.Sprintf("adv-%s-%s-%s-%d", b.name, slug, strings.ToLower(col), time.Now().UnixNano()%1e6))
+}
+
+func (row advRow) workflowName() string {
+	if row.workflow == "" {
+		return advWorkflowName
+	}
+	return row.workflow
 }
 
 func (row advRow) deployment() string {
@@ -465,7 +503,8 @@ func (b *advBackend) judgeOutcome(t *testing.T, row advRow, col, outcome string,
 	case outcome == "HALTED_BEFORE_EFFECT":
 		advRecord(b.name, row.name, col, "FAIL", detail+" (something landed)")
 		t.Errorf("%s: %s answered HALTED_BEFORE_EFFECT although a record landed", col, row.name)
-	case checkCode && row.wantCode(b) != "" && !slices.Contains(codes, row.wantCode(b)):
+	case checkCode && row.wantCode(b) != "" && !slices.Contains(codes, row.wantCode(b)) &&
+		(col != colReverify || b.released == "" || !slices.Contains(codes, b.released)):
 		advRecord(b.name, row.name, col, "FAIL", detail+" (want "+row.wantCode(b)+")")
 		t.Errorf("%s: %s answered %s, want reason %s", col, row.name, detail, row.wantCode(b))
 	default:
@@ -481,7 +520,7 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 	if row.seed != nil {
 		seeded = row.seed(t, b, subject)
 	}
-	out, code := b.d.ctl(t, "begin", "--deployment-name", row.deployment(), "--workflow", "adv", "--step", "save", "--param", "subject="+subject)
+	out, code := b.d.ctl(t, "begin", "--deployment-name", row.deployment(), "--workflow", row.workflowName(), "--step", "save", "--param", "subject="+subject)
 	if code != 0 {
 		t.Fatalf("begin exit %d: %s\ndaemon log:\n%.4000s", code, out, b.d.logs())
 	}
@@ -496,6 +535,9 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 		// The honest save proves newness the way the deployment declares.
 		if row.honest && (len(v.Effects) == 0 || v.Effects[0].Newness != b.newness) {
 			t.Errorf("honest save: newness %q, want %q (%s)", firstNewness(v), b.newness, v.summary())
+		}
+		if row.honest && b.newness == "write_set" {
+			checkWriteSetReceipt(t, v, true)
 		}
 	}
 	if !doReverify {
@@ -526,7 +568,7 @@ func (b *advBackend) verifyCells(t *testing.T, row advRow, doVerify, doReverify 
 // deployment and begins its save step.
 func (b *advBackend) beginRun(t *testing.T, row advRow, subject string) (run, session string) {
 	t.Helper()
-	out, code := b.d.ctl(t, "run", "begin", "--workflow", "adv", "--deployment-name", row.deployment(), "--param", "subject="+subject)
+	out, code := b.d.ctl(t, "run", "begin", "--workflow", row.workflowName(), "--deployment-name", row.deployment(), "--param", "subject="+subject)
 	if code != 0 {
 		t.Fatalf("run begin exit %d: %s\ndaemon log:\n%.4000s", code, out, b.d.logs())
 	}
@@ -627,6 +669,14 @@ func (b *advBackend) rewardCell(t *testing.T, row advRow) {
 		t.Fatalf("episode score exit %d: %s", code, out)
 	}
 	detail := fmt.Sprintf("reward_outcome=%v scalar_reward=%v certified=%v reason=%v", rc["reward_outcome"], rc["scalar_reward"], rc["certified"], rc["reason_code"])
+	if b.newness == "write_set" {
+		// The episode is judged on the write set, as Verify is.
+		detail += fmt.Sprintf(" newness=%v", rc["newness"])
+		if rc["newness"] != "write_set" {
+			advRecord(b.name, row.name, colReward, "FAIL", detail+" (want newness write_set)")
+			t.Fatalf("episode score: %s, want newness write_set", detail)
+		}
+	}
 	// The positive answer is a reward: a verified outcome or any reward
 	// above 0. A certified 0 (wrong_effect) is a correct refusal whose
 	// certificate covers the scoring; it is not an acceptance.
@@ -645,124 +695,3 @@ func (b *advBackend) rewardCell(t *testing.T, row advRow) {
 		advRecord(b.name, row.name, colReward, "ok", detail)
 	}
 }
-
-// advWorkflow is the one-step workflow of a backend: save writes one new
-// record of the subject, of type in.
-func (b *advBackend) advWorkflow() string {
-	return fmt.Sprintf(`schema: verifierd.workflow/v1
-name: adv
-params: {subject: {}}
-policy:
-  subject_params: [subject]
-steps:
-  - step: save
-    intent: "save the subject's record"
-    risk: irreversible
-    effects:
-      - kind: record_written
-        match: {%s: {param: subject}, %s: %q}
-        count_new_only: true
-        risk: irreversible
-        timeout_s: 0.5
-`, b.subj, b.typ, b.in)
-}
-
-// writeAdvReward writes the reward contract of the backend: one new
-// record of the subject, scored through the main deployment.
-func (b *advBackend) writeAdvReward(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, dir, "contract.yaml", fmt.Sprintf(`schema: verifierd.reward-contract/v1
-id: adv-%s
-version: "1"
-deployment: %s
-identity_keys: [subject]
-components: [{name: terminal_effect, weight: 1}]
-scoring: {wrong_effect_reward: 0.0}
-certificate_policy: {epsilon: 0.05, delta: 0.05, threshold: 0.5, expiry_policy_updates: 1000}
-`, b.name, depMain))
-	writeFile(t, dir, "required_effects.yaml", fmt.Sprintf(`- kind: record_written
-  match: {%s: {param: subject}, %s: %q}
-  expected_count: 1
-  count_new_only: true
-  timeout_s: 1
-`, b.subj, b.typ, b.in))
-	writeFile(t, dir, "forbidden_effects.yaml", fmt.Sprintf(`- kind: record_written
-  match: {%s: {param: subject}, %s: %q}
-  expected_count: 1
-  timeout_s: 1
-`, b.subj, b.typ, b.out))
-}
-
-// startDaemon starts the backend's daemon with its deployments, the adv
-// workflow and reward contract; calibrates the contract, installs its
-// certificate and restarts, so the honest episode can be certified.
-func (b *advBackend) startDaemon(t *testing.T) {
-	t.Helper()
-	wf := writeFile(t, b.dir, "workflow.yaml", b.advWorkflow())
-	reward := filepath.Join(b.dir, "reward")
-	b.writeAdvReward(t, reward)
-	cfg := "secrets:\n  allow: [ADV_*]\ndeployments:\n"
-	for _, name := range []string{depMain, depSettle, depCapped} {
-		if p, ok := b.deployments[name]; ok {
-			cfg += fmt.Sprintf("  %s: %s\n", name, p)
-		}
-	}
-	cfg += fmt.Sprintf("workflows:\n  adv: %s\nrewards:\n  adv: %s\n", wf, reward)
-	b.d = startDaemon(t, daemonOpts{pluginDir: b.pluginDir(t), config: cfg, env: b.env()})
-	cal := filepath.Join(b.dir, "cal")
-	out, code := b.d.ctl(t, "reward", "calibrate", "--contract", "adv", "--out", cal)
-	if code != 0 {
-		t.Fatalf("reward calibrate exit %d: %s\n%.4000s", code, out, b.d.logs())
-	}
-	cert, err := os.ReadFile(filepath.Join(cal, "certificate.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, reward, "certificate.json", string(cert))
-	b.d.stop()
-	if err := b.d.start(); err != nil {
-		t.Fatal(err)
-	}
-	out, _ = b.d.ctl(t, "reward", "contracts")
-	for _, l := range mustJSON[[]map[string]any](t, out) {
-		if l["name"] == "adv" {
-			b.digest, _ = l["reward_contract_digest"].(string)
-		}
-	}
-	if b.digest == "" {
-		t.Fatalf("reward contracts lists no adv contract: %s", out)
-	}
-}
-
-// env is the daemon's environment: the variables the backend's
-// deployments name (passwords, tokens).
-func (b *advBackend) env() []string { return b.envVars }
-
-// pluginDir is the directory of customer plugins: the jsonl example is
-// built once, beside the e2e plugins.
-func (b *advBackend) pluginDir(t *testing.T) string {
-	if b.name != "jsonl" {
-		return ""
-	}
-	jsonlOnce.Do(func() {
-		jsonlDir = filepath.Join(filepath.Dir(bins.pluginDir), "adv-plugins")
-		cmd := exec.Command("go", "build", "-o", filepath.Join(jsonlDir, "verifier-adapter-jsonl"), "./examples/jsonl")
-		cmd.Dir = "../sdk"
-		if out, err := cmd.CombinedOutput(); err != nil {
-			jsonlErr = fmt.Errorf("building sdk/examples/jsonl: %v\n%s", err, out)
-		}
-	})
-	if jsonlErr != nil {
-		t.Fatal(jsonlErr)
-	}
-	return jsonlDir
-}
-
-var (
-	jsonlOnce sync.Once
-	jsonlDir  string
-	jsonlErr  error
-)

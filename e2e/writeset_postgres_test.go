@@ -181,11 +181,20 @@ func startWriteSetPostgres(t *testing.T) *sqlservers.Postgres {
 // what each reports.
 func setupSlot(t *testing.T, pg *sqlservers.Postgres, name, deployment string) {
 	t.Helper()
-	env := []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password, "PG_ADMIN_PASSWORD=" + pg.Admin.Password}
+	setupSlotAs(t, pg, name, deployment, "VERIFIER_DB_PASSWORD", true)
+}
+
+// setupSlotAs is setupSlot for a deployment whose sql_password_env is
+// passwordEnv (the read role's password); ungranted says the read role
+// has no REPLICATION yet (the first slot of the server), which the first
+// preflight must then name.
+func setupSlotAs(t *testing.T, pg *sqlservers.Postgres, name, deployment, passwordEnv string, ungranted bool) {
+	t.Helper()
+	env := []string{passwordEnv + "=" + pg.Reader.Password, "PG_ADMIN_PASSWORD=" + pg.Admin.Password}
 	args := []string{"--deployment-name", name, "--deployment", deployment}
 	out, code := verifyctl(t, env, append([]string{"changes", "preflight"}, args...)...)
-	if code != 3 || !strings.Contains(out, "replication slot verifierd_"+name+" does not exist") || !strings.Contains(out, "REPLICATION") {
-		t.Fatalf("preflight before setup: exit %d, %s; want exit 3 naming the missing slot and the REPLICATION grant", code, out)
+	if code != 3 || !strings.Contains(out, "replication slot verifierd_"+name+" does not exist") || strings.Contains(out, "REPLICATION") != ungranted {
+		t.Fatalf("preflight before setup: exit %d, %s; want exit 3 naming the missing slot (and the REPLICATION grant: %v)", code, out, ungranted)
 	}
 	out, code = verifyctl(t, env, append([]string{"changes", "setup", "--user", pg.Admin.User, "--password-env", "PG_ADMIN_PASSWORD"}, args...)...)
 	var setup struct {

@@ -95,7 +95,8 @@ type Options struct {
 	Census *Census
 	// WriteSet, when set, judges newness, loss and other writes from the
 	// database's change log (docs/contracts.md §3b, writeset.go); it
-	// takes the census's place.
+	// takes the census's place for newness, and a census given beside it
+	// adds its loss (a soft delete the log sees as an update).
 	WriteSet *WriteSet
 	// Arena, when set, is where a reader that takes Options (the
 	// conformance harness) keeps a large read's records in compact form:
@@ -190,7 +191,7 @@ func NeedsBaseline(c *Contract) bool {
 func Judge(c *Contract, before, after Snapshot, opts Options) Verdict {
 	return judgeFrame(c, readOf(before), readOf(after), opts, func() Verdict {
 		if usesWriteSet(c, opts) {
-			return judgeWriteSet(c, opts.WriteSet, writeSetAfter(c, after))
+			return judgeWriteSet(c, opts.WriteSet, writeSetAfter(c, after), censusLossBeside(c, opts.Census, selectedIn(c, before.Records)))
 		}
 		if usesCensus(c, opts) {
 			return judgeCensus(c, before, after, opts.Census)
@@ -246,7 +247,7 @@ func judgeFrame(c *Contract, before, after readState, opts Options, kernel func(
 		v = indeterminate(code, msg)
 	case usesWriteSet(c, opts) && writeSetProblem(c, opts.WriteSet) != "":
 		v = indeterminate(ReasonChangesUnusable, "the write set cannot say what changed, and this contract judges by it ("+writeSetProblem(c, opts.WriteSet)+")")
-	case !usesWriteSet(c, opts) && usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
+	case usesCensus(c, opts) && censusProblem(c, opts.Census) != "":
 		v = indeterminate(ReasonCensusUnusable, "the census cannot say which records exist, and this contract judges newness or loss by it ("+censusProblem(c, opts.Census)+")")
 	default:
 		v = kernel()

@@ -24,7 +24,7 @@ func JudgeBatch(c *Contract, before, after BatchSnapshot, opts Options) Verdict 
 			return indeterminate(ReasonReadProjected, gap+", which this contract reads; it cannot be judged from less")
 		}
 		if usesWriteSet(c, opts) {
-			return judgeWriteSet(c, opts.WriteSet, writeSetAfterB(c, a))
+			return judgeWriteSet(c, opts.WriteSet, writeSetAfterB(c, a), censusLossBeside(c, opts.Census, selectedInB(c, b)))
 		}
 		if usesCensus(c, opts) {
 			return judgeCensusB(c, b, a, opts.Census)
@@ -330,4 +330,22 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		return partialMatch()
 	}
 	return exactNewSetVerdict(c, recs, prior.changed(c, scopedIDsB(c, before)), loss, byRead)
+}
+
+// selectedInB is selectedIn on a batch.
+func selectedInB(c *Contract, b *Batch) func(id string) bool {
+	var set map[string]bool
+	return func(id string) bool {
+		if set == nil {
+			set = map[string]bool{}
+			sel, name := b.Resolve(sels(c.Match)), b.NameIndex(c.IdentityField)
+			for i := range b.Len() {
+				rec := b.At(i)
+				if got, ok := b.Get(rec, name); ok && b.Match(rec, sel) {
+					set[got] = true
+				}
+			}
+		}
+		return set[id]
+	}
 }

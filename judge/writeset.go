@@ -220,10 +220,15 @@ func sortChanges(c *Contract, nets []*netChange) *writeSetOutcome {
 // keep accepts; ok is false when one was kept only in part.
 type afterRecords func(keep func(id string, has bool) bool) (recs []Record, ok bool)
 
-// judgeWriteSet judges c on a usable write set.
-func judgeWriteSet(c *Contract, ws *WriteSet, after afterRecords) Verdict {
+// judgeWriteSet judges c on a usable write set; censusLoss, when the
+// candidate also reads a census, is the census's loss (censusLossBeside),
+// counted beside the write set's.
+func judgeWriteSet(c *Contract, ws *WriteSet, after afterRecords, censusLoss *tally) Verdict {
 	nets, transient := foldChanges(ws, c.IdentityField)
 	o := sortChanges(c, nets)
+	if censusLoss != nil {
+		o.loss = mergeLoss(o.loss, *censusLoss, c.IdentityField)
+	}
 	var v Verdict
 	switch c.Kind {
 	case RecordWritten:
@@ -254,6 +259,52 @@ func judgeWriteSet(c *Contract, ws *WriteSet, after afterRecords) Verdict {
 			"%d record(s) were inserted and deleted inside the window (no net change; informational)", transient.n), transient.samples))
 	}
 	return v
+}
+
+// censusLossBeside is the loss a census sees beside a write set (nil
+// without a census): the identities of the collection, as the census
+// defines it, that left it. The write set sees a soft delete (an update
+// setting deleted_at) as an update of a record still in its table; a
+// census that reads only live records sees it leave. selected reports the
+// identities whose baseline record the contract's selector matched.
+func censusLossBeside(c *Contract, cs *Census, selected func(id string) bool) *tally {
+	if cs == nil || !NeedsBaseline(c) {
+		return nil
+	}
+	t := newCensusSets(c, cs).loss(c, selected)
+	return &t
+}
+
+// mergeLoss adds to loss the identities of more it does not hold.
+func mergeLoss(loss, more tally, field string) tally {
+	seen := make(map[string]bool, len(loss.ids))
+	for _, id := range loss.ids {
+		seen[id] = true
+	}
+	for _, id := range more.ids {
+		if !seen[id] {
+			seen[id] = true
+			loss.add(id, func() shownValue { return shownValue{field: field, quoted: strconv.Quote(id)} })
+		}
+	}
+	return loss
+}
+
+// selectedIn reports the identities whose record in recs c's selector
+// matches (the baseline's, for the census's loss).
+func selectedIn(c *Contract, recs []Record) func(id string) bool {
+	var set map[string]bool
+	return func(id string) bool {
+		if set == nil {
+			set = map[string]bool{}
+			for _, r := range recs {
+				if got, ok := fieldIdentity(r, c.IdentityField); ok && matchRecord(r, c.Match) {
+					set[got] = true
+				}
+			}
+		}
+		return set[id]
+	}
 }
 
 // withOtherWrites refutes v with OTHER_WRITE; text describes the samples.

@@ -43,6 +43,7 @@ func TestWriteSet(t *testing.T) {
 	insert7 := `{"op": "insert", "table": "apps", "before": null, "after": {"id": 7, "applicant": "p1", "v": "1"}}`
 	repoint5 := `{"op": "update", "table": "apps", "before": {"id": 5, "applicant": "p2"}, "after": {"id": 5, "applicant": "p1"}}`
 	delete3 := `{"op": "delete", "table": "apps", "before": {"id": 3, "applicant": "p3"}, "after": null}`
+	softDelete3 := `{"op": "update", "table": "apps", "before": {"id": 3, "applicant": "p3", "deleted_at": null}, "after": {"id": 3, "applicant": "p3", "deleted_at": "2026-01-01"}}`
 	edit4 := `{"op": "update", "table": "apps", "before": {"id": 4, "applicant": "p2", "v": "a"}, "after": {"id": 4, "applicant": "p2", "v": "b"}}`
 	tests := []judgeCase{
 		{name: "honest insert", contract: rwNew, before: none, after: honest, opts: opts(`[` + insert7 + `]`),
@@ -92,9 +93,27 @@ func TestWriteSet(t *testing.T) {
 		{name: "an op whose images do not fit", contract: rwNew, before: none, after: honest,
 			opts: opts(`[{"op": "insert", "table": "apps", "before": {"id": 7}, "after": {"id": 7, "applicant": "p1"}}]`),
 			want: indet(ClassIndeterminate, "CHANGES_UNUSABLE")},
-		{name: "the write set replaces the census", contract: rwNew, before: none, after: honest,
-			opts: Options{WriteSet: writeSet(t, `[`+insert7+`]`), Census: &Census{}},
+		// The write set judges newness; a census beside it adds the loss
+		// it sees (a soft delete: an update the write set cannot call a
+		// loss), and must then be readable.
+		{name: "the write set judges newness beside a census", contract: rwNew, before: none, after: honest,
+			opts: Options{WriteSet: writeSet(t, `[`+insert7+`]`), Census: census(t, `[{"id": 3}]`, `[{"id": 3}, {"id": 7}]`)},
+			want: okv("COUNT_EXACT").with(1, 1), matched: []string{"7"}},
+		{name: "soft delete beside an honest insert, no census", contract: rwNew, before: none, after: honest, opts: opts(`[` + insert7 + `,` + softDelete3 + `]`),
 			want: okv("COUNT_EXACT").with(1, 1)},
+		{name: "soft delete beside an honest insert, seen by the census", contract: rwNew, before: none, after: honest,
+			opts: Options{WriteSet: writeSet(t, `[`+insert7+`,`+softDelete3+`]`), Census: census(t, `[{"id": 3}, {"id": 5}]`, `[{"id": 5}, {"id": 7}]`)},
+			want: refuted(ClassConflicting, "COLLATERAL_LOSS").with(1, 1), lost: []string{"3"}},
+		{name: "a deletion both see is one loss", contract: rwNew, before: none, after: honest,
+			opts: Options{WriteSet: writeSet(t, `[`+insert7+`,`+delete3+`]`), Census: census(t, `[{"id": 3}]`, `[{"id": 7}]`)},
+			want: refuted(ClassConflicting, "COLLATERAL_LOSS").with(1, 1), lost: []string{"3"}},
+		{name: "the contract's own record soft-deleted is not collateral", contract: `{"kind": "record_written", "match": {"applicant": "p3"}, "forbid_collateral_loss": true}`,
+			before: read(t, `[{"id": 3, "applicant": "p3"}]`), after: none,
+			opts: Options{WriteSet: writeSet(t, `[`+softDelete3+`]`), Census: census(t, `[{"id": 3}]`, `[]`)},
+			want: refuted(ClassConflicting, "COUNT_UNDER", "UNEXPLAINED_CHANGE").with(0, 1), lost: []string{}},
+		{name: "an unreadable census beside the write set", contract: rwNew, before: none, after: honest,
+			opts: Options{WriteSet: writeSet(t, `[`+insert7+`]`), Census: &Census{}},
+			want: indet(ClassIndeterminate, "CENSUS_UNUSABLE")},
 	}
 	runJudgeCases(t, tests)
 	runFormsAgree(t, tests)

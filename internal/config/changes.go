@@ -45,8 +45,11 @@ func parseChanges(c *Candidate, sec map[string]any, path string) error {
 	if driver, _ := c.Section["sql_driver"].(string); c.Kind != "sql" || driver != "postgres" {
 		return errorf(path, "the write set is read from PostgreSQL's logical decoding: only a kind: sql candidate with sql_driver: postgres may declare changes: (a MariaDB/MySQL binlog source is not available yet); remove changes:")
 	}
-	if c.Census != nil || c.Newness != "" {
-		return errorf(path, "a candidate with changes: proves newness by its write set; remove census: and newness:")
+	// A census may stand beside the write set: newness stays the write
+	// set's, and the census adds the loss the log cannot call one (a soft
+	// delete is an update), docs/contracts.md §3b.
+	if c.Newness != "" {
+		return errorf(path, "a candidate with changes: proves newness by its write set; remove newness:")
 	}
 	m, isMap := raw.(map[string]any)
 	if !isMap {

@@ -43,6 +43,10 @@ type OracleRead struct {
 	// AbsenceNotProof: the read adapter's surface can hide records
 	// (sdk.Info), so a refutation classes as conflicting.
 	AbsenceNotProof bool
+	// WriteSet, on a scoring read through a candidate with changes:, is
+	// the write set from the pin's WriteSetFrom up to the log's position
+	// after the read (an unreadable one included); nil otherwise.
+	WriteSet *judge.WriteSet
 	// Refused, on a registration's read, is why the daemon's policy
 	// refuses to judge through the selected candidate
 	// (require_proven_newness): nothing was read, and the episode is not
@@ -62,6 +66,10 @@ type OraclePin struct {
 	Kind         string `json:"kind"`
 	Tier         int    `json:"tier"`
 	ConfigDigest string `json:"config_digest"`
+	// WriteSetFrom is the change log's position read after the baseline,
+	// when the candidate declares changes: (the write set): the scoring
+	// read judges every committed change from it. Empty otherwise.
+	WriteSetFrom string `json:"write_set_from,omitempty"`
 }
 
 // Reason codes of a read that could not be made through the pinned oracle.

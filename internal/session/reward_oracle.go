@@ -73,14 +73,17 @@ type RewardOracle struct {
 	// readCensus reads a census (censusReader.readCensus); nil leaves every
 	// census unread (unreachable).
 	readCensus func(ctx context.Context, inst *pluginhost.Instance, req sdk.CaptureRequest, before bool, fields []string) judge.Snapshot
-	now        func() time.Time
+	// writeSets is the change-log source of a candidate with changes:
+	// (Manager.writeSetSource); nil reads no write set (unreachable).
+	writeSets writeSetSourceFunc
+	now       func() time.Time
 }
 
 // NewRewardOracle is the reward oracle over m's deployments, adapters and
 // keys.
 func NewRewardOracle(m *Manager) RewardOracle {
 	o := newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, afterReader{keys: m.keys, metrics: m.metrics})
-	o.readCensus, o.now = censusReader{m.keys, m.metrics}.readCensus, m.clock.Now
+	o.readCensus, o.now, o.writeSets = censusReader{m.keys, m.metrics}.readCensus, m.clock.Now, m.writeSetSource
 	return o
 }
 
@@ -235,6 +238,9 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	}
 	read := reward.OracleRead{Tier: int(inst.Info().Tier), Kind: inst.Kind(), Pin: &reward.OraclePin{
 		Index: best, Kind: inst.Kind(), Tier: int(inst.Info().Tier), ConfigDigest: OracleConfigDigest(&dep.Candidates[best])}}
+	if pin != nil {
+		read.Pin.WriteSetFrom = pin.WriteSetFrom
+	}
 	cand := &dep.Candidates[best]
 	read.AbsenceNotProof = inst.Info().AbsenceNotProof
 	if pin == nil && phase != "after" {
@@ -262,6 +268,9 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 		// The census after the read, as a session reads it: every record
 		// the read saw is in it.
 		read.Census = o.census(rctx, dep, best, effects, phase)
+		if usesRewardWriteSet(cand, effects) {
+			read.WriteSet = o.rewardWriteSet(rctx, deployment, dep, best, identity, pin)
+		}
 		return read
 	}
 	snap, err := rewardBaseline(rctx, inst, req)
@@ -270,6 +279,14 @@ func (o RewardOracle) read(ctx context.Context, deployment string, effects []*ju
 	}
 	read.Snapshot = snap
 	read.Census = o.census(rctx, dep, best, effects, phase)
+	if pin == nil && usesRewardWriteSet(cand, effects) {
+		from, err := o.rewardWriteSetFrom(rctx, deployment, dep, best, identity)
+		if err != nil {
+			read.Refused = fmt.Errorf("the write set (changes:) of candidate %d cannot be read (%w): the episode is not registered, so do not roll it out", best, err)
+			return fail(read, read.Refused)
+		}
+		read.Pin.WriteSetFrom = string(from)
+	}
 	return read
 }
 
@@ -439,6 +456,15 @@ func (o RewardOracle) Judge(deployment string, pin *reward.OraclePin, effects []
 		census = &judge.Census{Before: censusRead(before.Census, missing), After: censusRead(after.Census, missing)}
 	}
 	opts := proofOptions(cand, before.AbsenceNotProof || after.AbsenceNotProof, census, o.now().UTC())
+	if usesRewardWriteSet(cand, effects) {
+		// Never the narrowed read alone: a scoring read without its
+		// write set leaves the change claims CHANGES_UNUSABLE.
+		ws := after.WriteSet
+		if ws == nil {
+			ws = &judge.WriteSet{Reason: "no write set was read beside the scoring read"}
+		}
+		opts = withWriteSet(opts, ws)
+	}
 	return rewardProof(prove(cand, effects, reads, opts))
 }
 
