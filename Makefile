@@ -8,11 +8,14 @@ GO ?= go
 BIN := .cache/bin
 PLUGINS := .cache/plugins
 
-# The repository holds two Go modules: the daemon's (the root) and the SDK
-# adapters are built against (sdk/, github.com/verifierd/verifierd/sdk,
-# released by its sdk/v* tags). `go test ./...` in one never enters the
-# other, so test, vet and golangci-lint run in each of MODULES.
-MODULES := . sdk
+# The repository holds five Go modules: the daemon's (the root); the SDK
+# adapters are built against (sdk/, github.com/verifierd/verifierd/sdk);
+# and what a runtime client takes without the daemon's dependencies: the
+# Go client (client/), the public API's generated code (proto/, the
+# package proto/verifierd/verifier/v1) and the receipt checker (receipt/),
+# each github.com/verifierd/verifierd/<folder>. `go test ./...` in one never
+# enters another, so test, vet and golangci-lint run in each of MODULES.
+MODULES := . sdk proto receipt client
 
 # First-party binaries: the daemon, the CLI, the built-in adapters (found by
 # the daemon beside its own binary) and the demo's system of record. Every

@@ -1,0 +1,3 @@
+module github.com/verifierd/verifierd/receipt
+
+go 1.26.8
