@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/verifierd/verifierd/internal/session"
 	gwv1 "github.com/verifierd/verifierd/internal/httpapi/gw/v1"
+	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
 )
