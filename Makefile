@@ -255,8 +255,8 @@ image-test: build-deps
 	bash scripts/image-test.sh
 
 # release: `make release VERSION=vX.Y.Z` writes dist/ (docs/releasing.md):
-# dist/goproxy, a file-system Go module proxy with the SDK and the root
-# module at VERSION; dist/bin, the daemon, verifyctl and every first-party
+# dist/goproxy, a file-system Go module proxy with every public module at
+# VERSION (sdk, proto, receipt, client and the root); dist/bin, the daemon, verifyctl and every first-party
 # adapter with VERSION stamped; dist/SHA256SUMS. bench-check runs first
 # (SKIP_BENCH=1 skips it). The images are tagged by release-images.
 DIST := dist
@@ -268,8 +268,10 @@ release: build-deps
 
 # release-test: a customer's build outside the repository against dist/
 # (run `make release` first): an adapter (sdk/examples/jsonl copied out)
-# that passes adaptertest, and a client program that runs Begin/Verify
-# against dist/bin/verifierd and checks the receipt offline; no replace.
+# that passes adaptertest, and a client program requiring only the client
+# module (its module graph holds nothing of the daemon's) that runs
+# Begin/Verify against dist/bin/verifierd and checks the receipt offline;
+# no replace.
 release-test: build-deps
 	DIST=$(abspath $(DIST)) bash scripts/release-test.sh
 
