@@ -27,7 +27,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api update-api openapi-breaking
+.PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api check-modules update-api openapi-breaking
 .PHONY: all build build-deps deps run demo test test-thirdparty python-test node-test lint vet fmt-check check-sdk check-sdk-api generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
@@ -119,6 +119,20 @@ check-sdk:
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/jsonnum, sdk/jsondepth, sdk/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
 	echo "check-sdk: the SDK module holds nothing of the daemon; its leaves import only the standard library"
 
+# check-modules: the modules a runtime client takes (client, proto,
+# receipt) hold nothing of the daemon's: neither the root module nor the
+# SDK in their module graphs; receipt imports only the standard library.
+# (make release-test checks the same of a consumer built from dist/.)
+CLIENT_MODULES := client proto receipt
+check-modules:
+	@for m in $(CLIENT_MODULES); do \
+		bad=$$(cd $$m && $(GO) list -m all | grep -E '^github.com/verifierd/verifierd(/sdk)?( |$$)' || true); \
+		if [ -n "$$bad" ]; then echo "check-modules: $$m's module graph holds the daemon's modules:"; echo "$$bad"; exit 1; fi; \
+	done
+	@bad=$$(cd receipt && $(GO) list -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -vE '^github.com/verifierd/verifierd/receipt([ .]|$$)' || true); \
+	if [ -n "$$bad" ]; then echo "check-modules: receipt must import only the standard library, not:"; echo "$$bad"; exit 1; fi
+	@echo "check-modules: client, proto and receipt hold nothing of the daemon's; receipt imports only the standard library"
+
 # check-api: the exported API of every public package (the SDK module,
 # client, receipt, judge) against the snapshots committed under api/; a
 # change fails unless the snapshot is updated in the same commit with a
@@ -196,7 +210,7 @@ golangci-lint: build-deps
 	bash scripts/tools.sh
 	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(abspath $(BIN))/golangci-lint run ./...) || exit 1; done
 
-lint: vet fmt-check check-sdk check-api golangci-lint buf-lint buf-breaking openapi-breaking
+lint: vet fmt-check check-sdk check-modules check-api golangci-lint buf-lint buf-breaking openapi-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
