@@ -731,10 +731,10 @@ func RegisterVerifierServiceHandler(ctx context.Context, mux *runtime.ServeMux, 
 }
 
 // RegisterVerifierServiceHandlerClient registers the http handlers for service VerifierService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "VerifierServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "VerifierServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extVerifierv1.VerifierServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extVerifierv1.VerifierServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "VerifierServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+// "extVerifierv1.VerifierServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
 func RegisterVerifierServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extVerifierv1.VerifierServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_VerifierService_TestConnection_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
