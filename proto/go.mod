@@ -1,3 +1,8 @@
+// The public API's generated Go code (verifierd/verifier/v1: messages and
+// gRPC stubs, no grpc-gateway code, which the daemon's module generates
+// into internal/httpapi/gw) as a module of its own, so that the client
+// module requires it without the daemon's dependencies. The folder is buf's
+// module too (buf.yaml); buf reads only the .proto files.
 module github.com/verifierd/verifierd/proto
 
 go 1.26.8
