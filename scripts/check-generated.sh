@@ -17,7 +17,7 @@ bash scripts/generate.sh
 changed="$(git diff --name-only -- proto/ sdk/internal/adapterpb/ internal/httpapi/gw/)"
 untracked="$(git ls-files --others --exclude-standard -- proto/ sdk/internal/adapterpb/ internal/httpapi/gw/)"
 if [[ -n "$changed" || -n "$untracked" ]]; then
-	echo "check-generated: generated code under proto/ is out of date; run scripts/generate.sh and commit the result" >&2
+	echo "check-generated: generated code is out of date; run scripts/generate.sh and commit the result" >&2
 	git diff --stat -- proto/ sdk/internal/adapterpb/ internal/httpapi/gw/ >&2
 	if [[ -n "$untracked" ]]; then
 		echo "untracked:" >&2
@@ -25,4 +25,4 @@ if [[ -n "$changed" || -n "$untracked" ]]; then
 	fi
 	exit 1
 fi
-echo "check-generated: proto/ is up to date"
+echo "check-generated: the generated code (proto/, sdk/internal/adapterpb/, internal/httpapi/gw/) is up to date"
