@@ -8,11 +8,14 @@ GO ?= go
 BIN := .cache/bin
 PLUGINS := .cache/plugins
 
-# The repository holds two Go modules: the daemon's (the root) and the SDK
-# adapters are built against (sdk/, github.com/verifierd/verifierd/sdk,
-# released by its sdk/v* tags). `go test ./...` in one never enters the
-# other, so test, vet and golangci-lint run in each of MODULES.
-MODULES := . sdk
+# The repository holds five Go modules: the daemon's (the root); the SDK
+# adapters are built against (sdk/, github.com/verifierd/verifierd/sdk);
+# and what a runtime client takes without the daemon's dependencies: the
+# Go client (client/), the public API's generated code (proto/, the
+# package proto/verifierd/verifier/v1) and the receipt checker (receipt/),
+# each github.com/verifierd/verifierd/<folder>. `go test ./...` in one never
+# enters another, so test, vet and golangci-lint run in each of MODULES.
+MODULES := . sdk proto receipt client
 
 # First-party binaries: the daemon, the CLI, the built-in adapters (found by
 # the daemon beside its own binary) and the demo's system of record. Every
@@ -24,7 +27,7 @@ BINARIES := \
 	$(foreach d,$(wildcard cmd/plugins/*),$(BIN)/verifier-adapter-$(notdir $(d))=./$(d)) \
 	$(BIN)/clinic=./examples/demo/clinic
 
-.PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api update-api openapi-breaking
+.PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api check-modules update-api openapi-breaking
 .PHONY: all build build-deps deps run demo test test-thirdparty python-test node-test lint vet fmt-check check-sdk check-sdk-api check-structure generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
@@ -116,6 +119,20 @@ check-sdk:
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/jsonnum, sdk/jsondepth, sdk/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
 	echo "check-sdk: the SDK module holds nothing of the daemon; its leaves import only the standard library"
 
+# check-modules: the modules a runtime client takes (client, proto,
+# receipt) hold nothing of the daemon's: neither the root module nor the
+# SDK in their module graphs; receipt imports only the standard library.
+# (make release-test checks the same of a consumer built from dist/.)
+CLIENT_MODULES := client proto receipt
+check-modules:
+	@for m in $(CLIENT_MODULES); do \
+		bad=$$(cd $$m && $(GO) list -m all | grep -E '^github.com/verifierd/verifierd(/sdk)?( |$$)' || true); \
+		if [ -n "$$bad" ]; then echo "check-modules: $$m's module graph holds the daemon's modules:"; echo "$$bad"; exit 1; fi; \
+	done
+	@bad=$$(cd receipt && $(GO) list -deps -test -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./... | grep -vE '^github.com/verifierd/verifierd/receipt([ .]|$$)' || true); \
+	if [ -n "$$bad" ]; then echo "check-modules: receipt must import only the standard library, not:"; echo "$$bad"; exit 1; fi
+	@echo "check-modules: client, proto and receipt hold nothing of the daemon's; receipt imports only the standard library"
+
 # check-api: the exported API of every public package (the SDK module,
 # client, receipt, judge) against the snapshots committed under api/; a
 # change fails unless the snapshot is updated in the same commit with a
@@ -201,7 +218,7 @@ golangci-lint: build-deps
 	bash scripts/tools.sh
 	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(abspath $(BIN))/golangci-lint run ./...) || exit 1; done
 
-lint: vet fmt-check check-sdk check-api check-structure golangci-lint buf-lint buf-breaking openapi-breaking
+lint: vet fmt-check check-sdk check-modules check-api check-structure golangci-lint buf-lint buf-breaking openapi-breaking
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./judge/
@@ -260,8 +277,8 @@ image-test: build-deps
 	bash scripts/image-test.sh
 
 # release: `make release VERSION=vX.Y.Z` writes dist/ (docs/releasing.md):
-# dist/goproxy, a file-system Go module proxy with the SDK and the root
-# module at VERSION; dist/bin, the daemon, verifyctl and every first-party
+# dist/goproxy, a file-system Go module proxy with every public module at
+# VERSION (sdk, proto, receipt, client and the root); dist/bin, the daemon, verifyctl and every first-party
 # adapter with VERSION stamped; dist/SHA256SUMS. bench-check runs first
 # (SKIP_BENCH=1 skips it). The images are tagged by release-images.
 DIST := dist
@@ -273,8 +290,10 @@ release: build-deps
 
 # release-test: a customer's build outside the repository against dist/
 # (run `make release` first): an adapter (sdk/examples/jsonl copied out)
-# that passes adaptertest, and a client program that runs Begin/Verify
-# against dist/bin/verifierd and checks the receipt offline; no replace.
+# that passes adaptertest, and a client program requiring only the client
+# module (its module graph holds nothing of the daemon's) that runs
+# Begin/Verify against dist/bin/verifierd and checks the receipt offline;
+# no replace.
 release-test: build-deps
 	DIST=$(abspath $(DIST)) bash scripts/release-test.sh
 

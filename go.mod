@@ -18,6 +18,9 @@ require (
 	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.25.0
 	github.com/vektah/gqlparser/v2 v2.5.64
+	github.com/verifierd/verifierd/client v0.4.0
+	github.com/verifierd/verifierd/proto v0.4.0
+	github.com/verifierd/verifierd/receipt v0.4.0
 	github.com/verifierd/verifierd/sdk v0.4.0
 	go.etcd.io/bbolt v1.5.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
@@ -82,8 +85,15 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-// The SDK is its own module (sdk/go.mod). The require above names the SDK
-// version released with this module (make release puts both in
-// dist/goproxy, this go.mod without the replace); the daemon itself always
-// builds against the SDK in this repository.
-replace github.com/verifierd/verifierd/sdk => ./sdk
+// The SDK, the client, the public API's generated code (proto/) and the
+// receipt package are modules of their own (sdk/go.mod, client/go.mod,
+// proto/go.mod, receipt/go.mod). The require above names the versions
+// released with this module (make release puts them all in dist/goproxy,
+// this go.mod without the replaces); the daemon itself always builds
+// against the copies in this repository.
+replace (
+	github.com/verifierd/verifierd/client => ./client
+	github.com/verifierd/verifierd/proto => ./proto
+	github.com/verifierd/verifierd/receipt => ./receipt
+	github.com/verifierd/verifierd/sdk => ./sdk
+)

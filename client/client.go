@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/verifierd/verifierd/internal/netaddr"
+	"github.com/verifierd/verifierd/client/internal/netaddr"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/receipt"
 )

@@ -4,8 +4,8 @@
 # own api/ directory does), so compatibility is checked against files on
 # the branch, not against git tags, which do not travel with it.
 #   api/sdk.txt      the SDK module (github.com/verifierd/verifierd/sdk/...)
-#   api/client.txt   github.com/verifierd/verifierd/client
-#   api/receipt.txt  github.com/verifierd/verifierd/receipt
+#   api/client.txt   the client module (github.com/verifierd/verifierd/client)
+#   api/receipt.txt  the receipt module (github.com/verifierd/verifierd/receipt)
 #   api/judge.txt    github.com/verifierd/verifierd/judge/...
 # Internal packages, commands and examples are not in them.
 #
@@ -26,8 +26,8 @@ mkdir -p .cache/bin
 # name module-dir patterns...
 snapshots=(
 	"sdk sdk ./..."
-	"client . ./client"
-	"receipt . ./receipt"
+	"client client ./..."
+	"receipt receipt ./..."
 	"judge . ./judge/..."
 )
 

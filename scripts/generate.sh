@@ -16,5 +16,5 @@ buf lint
 # Generated files whose .proto was removed must disappear too, so start from
 # no generated code. buf lint has passed, so buf generate fails only for a
 # plugin fault, which git restores from.
-find proto sdk/internal/adapterpb -type f \( -name '*.pb.go' -o -name '*_grpc.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json' \) -delete 2>/dev/null || true
+find proto sdk/internal/adapterpb internal/httpapi/gw -type f \( -name '*.pb.go' -o -name '*_grpc.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json' \) -delete 2>/dev/null || true
 buf generate

@@ -4,9 +4,15 @@
 # GOFLAGS=-mod=mod and no replace:
 #   1. an adapter, sdk/examples/jsonl copied out as a module of its own,
 #      passes its tests (adaptertest drives the built plugin binary);
-#   2. a client program (scripts/release-test/client) runs Begin and Verify
-#      against dist/bin/verifierd serving the demo's clinic deployment, and
-#      checks the receipt offline with the key `verifyctl key` printed.
+#   2. a client program (scripts/release-test/client), requiring only the
+#      client module, runs Begin and Verify against dist/bin/verifierd
+#      serving the demo's clinic deployment, and checks the receipt offline
+#      with the key `verifyctl key` printed. Its module graph (go list -m
+#      all) must hold the client, proto and receipt modules at the release
+#      and nothing of the daemon's: not the root module, not the SDK, and
+#      none of the daemon's own dependencies (pgx, chromedp, bbolt, ...).
+#   3. the root module's released go.mod requires every other module of
+#      ours at the release (a consumer of judge resolves those).
 # Dependencies that are not ours come through the machine's own module
 # cache and then its configured GOPROXY; the consumer gets a module cache
 # of its own, so a stale copy of an earlier release is never used.
@@ -48,14 +54,35 @@ sed -i 's#"github.com/verifierd/verifierd/sdk/examples/jsonl"#"example.com/jsonl
 	go test -count=1 ./...) || fail "the customer adapter (sdk/examples/jsonl copied out) did not pass its adaptertest tests against the SDK $version"
 grep -q replace "$work/adapter/go.mod" && fail "the adapter's go.mod has a replace"
 
-# 2. The client program, against the released daemon.
+# 2. The client program, requiring the client module alone, against the
+# released daemon.
 mkdir -p "$work/client" "$work/run"
 cp scripts/release-test/client/main.go "$work/client/"
 (cd "$work/client" && go mod init example.com/consumer >/dev/null 2>&1 &&
-	go mod edit -require=github.com/verifierd/verifierd@"$version" &&
-	go build -o "$work/consumer" .) || fail "the client program did not build against github.com/verifierd/verifierd $version"
-(cd "$work/client" && go list -m github.com/verifierd/verifierd/sdk | grep -qx "github.com/verifierd/verifierd/sdk $version") ||
-	fail "the client program resolved $(cd "$work/client" && go list -m github.com/verifierd/verifierd/sdk), not the SDK $version"
+	go mod edit -require=github.com/verifierd/verifierd/client@"$version" &&
+	go build -o "$work/consumer" .) || fail "the client program did not build against github.com/verifierd/verifierd/client $version"
+grep -q replace "$work/client/go.mod" && fail "the client program's go.mod has a replace"
+graph="$(cd "$work/client" && go list -m all)" || fail "go list -m all failed in the client program"
+for m in client proto receipt; do
+	grep -qx "github.com/verifierd/verifierd/$m $version" <<<"$graph" ||
+		fail "the client program's module graph holds $(grep "^github.com/verifierd/verifierd/$m " <<<"$graph" || echo "no github.com/verifierd/verifierd/$m"), not $m $version"
+done
+# The daemon's module and its dependencies a client never needs: the root
+# module, the SDK, the database drivers, the browser, the store, the HTTP
+# gateway, the plugin host.
+daemon_only='^(github\.com/verifierd/verifierd|github\.com/verifierd/verifierd/sdk|github\.com/jackc/pgx/v5|github\.com/go-sql-driver/mysql|modernc\.org/sqlite|github\.com/chromedp/chromedp|go\.etcd\.io/bbolt|github\.com/grpc-ecosystem/grpc-gateway/v2|github\.com/hashicorp/go-plugin|github\.com/otiai10/gosseract/v2)( |$)'
+if bad="$(grep -E "$daemon_only" <<<"$graph")"; then
+	fail "the client program's module graph holds the daemon's modules: $(tr '\n' ' ' <<<"$bad")"
+fi
+echo "release-test: the client program's module graph is $(wc -l <<<"$graph") modules, none of the daemon's"
+
+# 3. The root module's go.mod requires ours at the release.
+rootmod="$dist/goproxy/github.com/verifierd/verifierd/@v/$version.mod"
+for m in sdk client proto receipt; do
+	grep -qE "^\s*github.com/verifierd/verifierd/$m $version( |\$)" "$rootmod" ||
+		fail "$rootmod does not require github.com/verifierd/verifierd/$m $version"
+done
+grep -q '^replace\|^\s*github.com/verifierd/verifierd/[a-z]* =>' "$rootmod" && fail "$rootmod has a replace"
 
 unset GOFLAGS GOPROXY GOSUMDB GOMODCACHE
 go build -o "$work/clinic" ./examples/demo/clinic

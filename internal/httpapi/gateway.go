@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	gwv1 "github.com/verifierd/verifierd/internal/httpapi/gw/v1"
 	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk/jsondepth"
@@ -113,7 +114,7 @@ func RegisterGateway(a *API, svc verifierv1.VerifierServiceServer, chain grpc.Un
 			runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 		}),
 	)
-	if err := verifierv1.RegisterVerifierServiceHandlerServer(context.Background(), gw, intercepted{svc: svc, chain: chain}); err != nil {
+	if err := gwv1.RegisterVerifierServiceHandlerServer(context.Background(), gw, intercepted{svc: svc, chain: chain}); err != nil {
 		return err
 	}
 	for _, p := range gatewayRoutes {

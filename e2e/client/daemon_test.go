@@ -1,3 +1,8 @@
+// Package client_test runs the Go client (the client module,
+// github.com/verifierd/verifierd/client) against a real daemon in process.
+// It lives in the daemon's module because it starts the daemon from its
+// internal packages, which the client module does not require; the client
+// module's own tests (client/) need no daemon.
 package client_test
 
 import (

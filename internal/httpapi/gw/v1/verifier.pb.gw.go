@@ -16,6 +16,7 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/grpc-ecosystem/grpc-gateway/v2/utilities"
+	extVerifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/grpclog"
@@ -35,9 +36,9 @@ var (
 	_ = metadata.Join
 )
 
-func request_VerifierService_TestConnection_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_TestConnection_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq TestConnectionRequest
+		protoReq extVerifierv1.TestConnectionRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -50,9 +51,9 @@ func request_VerifierService_TestConnection_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_TestConnection_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_TestConnection_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq TestConnectionRequest
+		protoReq extVerifierv1.TestConnectionRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -62,9 +63,9 @@ func local_request_VerifierService_TestConnection_0(ctx context.Context, marshal
 	return msg, metadata, err
 }
 
-func request_VerifierService_Begin_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_Begin_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq BeginRequest
+		protoReq extVerifierv1.BeginRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -77,9 +78,9 @@ func request_VerifierService_Begin_0(ctx context.Context, marshaler runtime.Mars
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_Begin_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_Begin_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq BeginRequest
+		protoReq extVerifierv1.BeginRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -89,9 +90,9 @@ func local_request_VerifierService_Begin_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func request_VerifierService_Verify_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_Verify_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyRequest
+		protoReq extVerifierv1.VerifyRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -113,9 +114,9 @@ func request_VerifierService_Verify_0(ctx context.Context, marshaler runtime.Mar
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_Verify_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_Verify_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyRequest
+		protoReq extVerifierv1.VerifyRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -134,9 +135,9 @@ func local_request_VerifierService_Verify_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func request_VerifierService_Judge_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_Judge_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq JudgeRequest
+		protoReq extVerifierv1.JudgeRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -149,9 +150,9 @@ func request_VerifierService_Judge_0(ctx context.Context, marshaler runtime.Mars
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_Judge_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_Judge_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq JudgeRequest
+		protoReq extVerifierv1.JudgeRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -161,9 +162,9 @@ func local_request_VerifierService_Judge_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
-func request_VerifierService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetSessionRequest
+		protoReq extVerifierv1.GetSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -182,9 +183,9 @@ func request_VerifierService_GetSession_0(ctx context.Context, marshaler runtime
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_GetSession_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetSessionRequest
+		protoReq extVerifierv1.GetSessionRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -200,9 +201,9 @@ func local_request_VerifierService_GetSession_0(ctx context.Context, marshaler r
 	return msg, metadata, err
 }
 
-func request_VerifierService_GetInfo_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_GetInfo_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetInfoRequest
+		protoReq extVerifierv1.GetInfoRequest
 		metadata runtime.ServerMetadata
 	)
 	if req.Body != nil {
@@ -212,18 +213,18 @@ func request_VerifierService_GetInfo_0(ctx context.Context, marshaler runtime.Ma
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_GetInfo_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_GetInfo_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetInfoRequest
+		protoReq extVerifierv1.GetInfoRequest
 		metadata runtime.ServerMetadata
 	)
 	msg, err := server.GetInfo(ctx, &protoReq)
 	return msg, metadata, err
 }
 
-func request_VerifierService_Reverify_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_Reverify_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReverifyRequest
+		protoReq extVerifierv1.ReverifyRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -245,9 +246,9 @@ func request_VerifierService_Reverify_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_Reverify_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_Reverify_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq ReverifyRequest
+		protoReq extVerifierv1.ReverifyRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -266,9 +267,9 @@ func local_request_VerifierService_Reverify_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func request_VerifierService_VerifyArtifact_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_VerifyArtifact_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyArtifactRequest
+		protoReq extVerifierv1.VerifyArtifactRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -281,9 +282,9 @@ func request_VerifierService_VerifyArtifact_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_VerifyArtifact_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_VerifyArtifact_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq VerifyArtifactRequest
+		protoReq extVerifierv1.VerifyArtifactRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -293,9 +294,9 @@ func local_request_VerifierService_VerifyArtifact_0(ctx context.Context, marshal
 	return msg, metadata, err
 }
 
-func request_VerifierService_BeginRun_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_BeginRun_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq BeginRunRequest
+		protoReq extVerifierv1.BeginRunRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -308,9 +309,9 @@ func request_VerifierService_BeginRun_0(ctx context.Context, marshaler runtime.M
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_BeginRun_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_BeginRun_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq BeginRunRequest
+		protoReq extVerifierv1.BeginRunRequest
 		metadata runtime.ServerMetadata
 	)
 	if err := marshaler.NewDecoder(req.Body).Decode(&protoReq); err != nil && !errors.Is(err, io.EOF) {
@@ -320,9 +321,9 @@ func local_request_VerifierService_BeginRun_0(ctx context.Context, marshaler run
 	return msg, metadata, err
 }
 
-func request_VerifierService_FinishRun_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_FinishRun_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq FinishRunRequest
+		protoReq extVerifierv1.FinishRunRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -344,9 +345,9 @@ func request_VerifierService_FinishRun_0(ctx context.Context, marshaler runtime.
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_FinishRun_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_FinishRun_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq FinishRunRequest
+		protoReq extVerifierv1.FinishRunRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -365,9 +366,9 @@ func local_request_VerifierService_FinishRun_0(ctx context.Context, marshaler ru
 	return msg, metadata, err
 }
 
-func request_VerifierService_GetRun_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_GetRun_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetRunRequest
+		protoReq extVerifierv1.GetRunRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -386,9 +387,9 @@ func request_VerifierService_GetRun_0(ctx context.Context, marshaler runtime.Mar
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_GetRun_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_GetRun_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq GetRunRequest
+		protoReq extVerifierv1.GetRunRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -404,9 +405,9 @@ func local_request_VerifierService_GetRun_0(ctx context.Context, marshaler runti
 	return msg, metadata, err
 }
 
-func request_VerifierService_RollbackCheck_0(ctx context.Context, marshaler runtime.Marshaler, client VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func request_VerifierService_RollbackCheck_0(ctx context.Context, marshaler runtime.Marshaler, client extVerifierv1.VerifierServiceClient, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RollbackCheckRequest
+		protoReq extVerifierv1.RollbackCheckRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -428,9 +429,9 @@ func request_VerifierService_RollbackCheck_0(ctx context.Context, marshaler runt
 	return msg, metadata, err
 }
 
-func local_request_VerifierService_RollbackCheck_0(ctx context.Context, marshaler runtime.Marshaler, server VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
+func local_request_VerifierService_RollbackCheck_0(ctx context.Context, marshaler runtime.Marshaler, server extVerifierv1.VerifierServiceServer, req *http.Request, pathParams map[string]string) (proto.Message, runtime.ServerMetadata, error) {
 	var (
-		protoReq RollbackCheckRequest
+		protoReq extVerifierv1.RollbackCheckRequest
 		metadata runtime.ServerMetadata
 		err      error
 	)
@@ -454,7 +455,7 @@ func local_request_VerifierService_RollbackCheck_0(ctx context.Context, marshale
 // StreamingRPC :currently unsupported pending https://github.com/grpc/grpc-go/issues/906.
 // Note that using this registration option will cause many gRPC library features to stop working. Consider using RegisterVerifierServiceHandlerFromEndpoint instead.
 // GRPC interceptors will not work for this type of registration. To use interceptors, you must use the "runtime.WithMiddlewares" option in the "runtime.NewServeMux" call.
-func RegisterVerifierServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server VerifierServiceServer) error {
+func RegisterVerifierServiceHandlerServer(ctx context.Context, mux *runtime.ServeMux, server extVerifierv1.VerifierServiceServer) error {
 	mux.Handle(http.MethodPost, pattern_VerifierService_TestConnection_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -726,15 +727,15 @@ func RegisterVerifierServiceHandlerFromEndpoint(ctx context.Context, mux *runtim
 // RegisterVerifierServiceHandler registers the http handlers for service VerifierService to "mux".
 // The handlers forward requests to the grpc endpoint over "conn".
 func RegisterVerifierServiceHandler(ctx context.Context, mux *runtime.ServeMux, conn *grpc.ClientConn) error {
-	return RegisterVerifierServiceHandlerClient(ctx, mux, NewVerifierServiceClient(conn))
+	return RegisterVerifierServiceHandlerClient(ctx, mux, extVerifierv1.NewVerifierServiceClient(conn))
 }
 
 // RegisterVerifierServiceHandlerClient registers the http handlers for service VerifierService
-// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "VerifierServiceClient".
-// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "VerifierServiceClient"
+// to "mux". The handlers forward requests to the grpc endpoint over the given implementation of "extVerifierv1.VerifierServiceClient".
+// Note: the gRPC framework executes interceptors within the gRPC handler. If the passed in "extVerifierv1.VerifierServiceClient"
 // doesn't go through the normal gRPC flow (creating a gRPC client etc.) then it will be up to the passed in
-// "VerifierServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
-func RegisterVerifierServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client VerifierServiceClient) error {
+// "extVerifierv1.VerifierServiceClient" to call the correct interceptors. This client ignores the HTTP middlewares.
+func RegisterVerifierServiceHandlerClient(ctx context.Context, mux *runtime.ServeMux, client extVerifierv1.VerifierServiceClient) error {
 	mux.Handle(http.MethodPost, pattern_VerifierService_TestConnection_0, func(w http.ResponseWriter, req *http.Request, pathParams map[string]string) {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
