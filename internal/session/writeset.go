@@ -23,7 +23,8 @@ import (
 // gives it to the judge (withWriteSet). The daemon reads the log itself,
 // with the candidate's connection; no plugin reports a write set. The
 // deployment's slot is advanced, after a Verify, only to the oldest
-// position an open session of this daemon still holds.
+// position an open session of any replica still holds (the holds are in
+// the session store: writeset_holds.go).
 
 // writeSetMeta is what Begin stores of a group's write set.
 type writeSetMeta struct {
