@@ -217,7 +217,8 @@ func wsVerifySigned(t *testing.T, d *daemon, sid string) {
 }
 
 // wsFinishVerified finishes the run, which must be sealed VERIFIED with a
-// run receipt that checks offline and binds the step's session.
+// run receipt that checks offline, binds the step's session and shows its
+// effect judged on the write set (newness, positions, count).
 func wsFinishVerified(t *testing.T, d *daemon, run, sid string) {
 	t.Helper()
 	rcpt := filepath.Join(t.TempDir(), "run-receipt.json")
@@ -233,6 +234,11 @@ func wsFinishVerified(t *testing.T, d *daemon, run, sid string) {
 	}
 	if p.Outcome != "VERIFIED" || len(p.Steps) != 1 || p.Steps[0].SessionID != sid || !strings.HasPrefix(p.Steps[0].ReceiptDigest, "sha256:") || p.Deployment.Name != "clinic" {
 		t.Errorf("run receipt payload: %+v; want VERIFIED, binding session %s's receipt", p, sid)
+	}
+	if st := p.Steps[0]; len(st.Effects) != 1 || st.Effects[0].Newness != "write_set" || st.Effects[0].WriteSet == nil {
+		t.Errorf("run receipt's step effects: %+v; want one, newness write_set, with its write set", st.Effects)
+	} else if ws := st.Effects[0].WriteSet; ws.Source != "logical" || ws.From == "" || ws.To == "" || ws.Changes != 1 || !ws.Reachable || !ws.Complete {
+		t.Errorf("run receipt's write set: %+v; want logical, positions, one change, complete", ws)
 	}
 }
 

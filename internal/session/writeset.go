@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/changes"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // A candidate with changes: (config.ChangesSetting) reads the write set:
@@ -255,6 +256,24 @@ func writeSetSpans(md *meta, ev *stepEvidence) map[int]*WriteSetSpan {
 		}
 	}
 	return maps.Clone(out)
+}
+
+// runEffectClaims are, for a run receipt, how each effect of a step's
+// latest result proved a record new and the write set it was judged on
+// (nil without a result).
+func runEffectClaims(r *Result) []receipt.RunEffectClaim {
+	if r == nil {
+		return nil
+	}
+	out := make([]receipt.RunEffectClaim, 0, len(r.Effects))
+	for i, e := range r.Effects {
+		c := receipt.RunEffectClaim{Index: i, Newness: e.Newness}
+		if ws := e.WriteSet; ws != nil {
+			c.WriteSet = &receipt.RunWriteSet{Source: ws.Source, From: string(ws.From), To: string(ws.To), Changes: ws.Changes, Reachable: ws.Reachable, Complete: ws.Complete}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func newWriteSetSources() *writeSetSources {
