@@ -28,7 +28,7 @@ BINARIES := \
 	$(BIN)/clinic=./examples/demo/clinic
 
 .PHONY: release release-test release-images release-snapshot bench-check bench-baseline check-api check-modules update-api openapi-breaking
-.PHONY: all build build-deps deps run demo test test-thirdparty python-test node-test lint vet fmt-check check-sdk check-sdk-api check-structure generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
+.PHONY: all build build-deps deps run demo demo-writeset test test-thirdparty python-test node-test lint vet fmt-check check-sdk check-sdk-api check-structure generate check-generated buf-lint buf-breaking golangci-lint bench soak fuzz image image-test clean
 
 all: build
 
@@ -55,6 +55,11 @@ run: build
 
 demo: build
 	bash scripts/demo.sh
+
+# demo-writeset: the walk-through with changes: on a PostgreSQL server named
+# by DEMO_PG_* (scripts/demo-writeset.sh).
+demo-writeset: build
+	bash scripts/demo-writeset.sh
 
 # deps: the Debian packages of the real servers the tests start on loopback
 # (PostgreSQL, MariaDB, OpenSSH, Chromium) and Tesseract; installs only what

@@ -82,11 +82,12 @@ func replicas(t *testing.T, n int, c *clinicDB, extra ...string) []*daemon {
 	return replicasWith(t, n, daemonOpts{config: namedClinic(t, c, "")}, extra...)
 }
 
-// replicasWith is replicas with each daemon's config, plugin folder and
-// inline switch taken from o.
+// replicasWith is replicas with each daemon's config, plugin folder,
+// inline switch and further environment taken from o.
 func replicasWith(t *testing.T, n int, o daemonOpts, extra ...string) []*daemon {
 	t.Helper()
 	dsn, env := storeDatabase(t)
+	env = append(env, o.env...)
 	keys := t.TempDir()
 	evidence := filepath.Join(keys, "evidence.key")
 	evidenceKey := make([]byte, 32)

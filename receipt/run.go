@@ -84,6 +84,34 @@ type RunStepClaim struct {
 	Outcome       string `json:"outcome"`
 	Tier          int    `json:"tier"`
 	OracleRung    int    `json:"oracle_rung"`
+	// Effects say, per effect of the session's latest result, how it
+	// proved a record new and, for an effect judged on the write set
+	// (a candidate with changes:), the log span it read. Absent for a
+	// step without a result, and in receipts issued before it existed.
+	Effects []RunEffectClaim `json:"effects,omitempty"`
+}
+
+// RunEffectClaim is what one effect of a step's latest result rested on.
+type RunEffectClaim struct {
+	Index int `json:"index"`
+	// Newness is how the effect proved a record new ("census",
+	// "write_set", …; "" for a contract that claims no change).
+	Newness string `json:"newness,omitempty"`
+	// WriteSet is the write set the effect was judged on (nil without
+	// changes:).
+	WriteSet *RunWriteSet `json:"write_set,omitempty"`
+}
+
+// RunWriteSet is the change-log span an effect was judged on: the source,
+// the log positions it spans, how many changes it held, and whether the
+// log could be read and was complete.
+type RunWriteSet struct {
+	Source    string `json:"source"`
+	From      string `json:"from"`
+	To        string `json:"to,omitempty"`
+	Changes   int    `json:"changes"`
+	Reachable bool   `json:"reachable"`
+	Complete  bool   `json:"complete"`
 }
 
 // RunArtifactClaim is one artifact edge of the run.

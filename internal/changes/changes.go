@@ -18,7 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/verifierd/verifierd/judge"
 )
@@ -61,64 +61,49 @@ func NamesFor(deployment string) (Names, error) {
 	return Names{Slot: name, Publication: name}, nil
 }
 
-// Holds are the Begin positions of the open sessions of one source: the
-// slot may be advanced only to the oldest of them, so that no open
-// session's changes are discarded.
-type Holds struct {
-	mu   sync.Mutex
-	open map[string]Position
-	less func(a, b Position) bool
+// Holds are the Begin positions of the open sessions of one source, by
+// hold key (session id and capture): the slot may be advanced only to the
+// oldest of them, so that no open session's changes are discarded. The
+// daemon keeps them in its session store (every replica reads and writes
+// the same holds, and they outlive a restart); the value is their JSON.
+type Holds map[string]Hold
+
+// Hold is one open session's Begin position and when it was taken.
+type Hold struct {
+	From Position  `json:"from"`
+	At   time.Time `json:"at"`
 }
 
-// NewHolds returns empty holds whose positions compare with less.
-func NewHolds(less func(a, b Position) bool) *Holds {
-	return &Holds{open: map[string]Position{}, less: less}
-}
-
-// Hold records session's Begin position.
-func (h *Holds) Hold(session string, p Position) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.open[session] = p
-}
-
-// Release forgets session (it ended, or was abandoned).
-func (h *Holds) Release(session string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.open, session)
-}
-
-// Oldest is the oldest open position; ok is false when none is open.
-func (h *Holds) Oldest() (p Position, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	all := make([]Position, 0, len(h.open))
-	for _, q := range h.open {
-		all = append(all, q)
-	}
-	if len(all) == 0 {
+// Oldest is the oldest held position, positions compared with less; ok is
+// false when none is held.
+func (h Holds) Oldest(less func(a, b Position) bool) (p Position, ok bool) {
+	if len(h) == 0 {
 		return "", false
+	}
+	all := make([]Position, 0, len(h))
+	for _, q := range h {
+		all = append(all, q.From)
 	}
 	return slices.MinFunc(all, func(a, b Position) int {
 		switch {
-		case h.less(a, b):
+		case less(a, b):
 			return -1
-		case h.less(b, a):
+		case less(b, a):
 			return 1
 		}
 		return 0
 	}), true
 }
 
-// ReleasePrefix forgets every session whose name starts with prefix (the
-// groups of one session that will not be verified).
-func (h *Holds) ReleasePrefix(prefix string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for k := range h.open {
+// ReleasePrefix forgets every hold whose key starts with prefix (the
+// captures of one session) and reports whether there was any.
+func (h Holds) ReleasePrefix(prefix string) bool {
+	released := false
+	for k := range h {
 		if strings.HasPrefix(k, prefix) {
-			delete(h.open, k)
+			delete(h, k)
+			released = true
 		}
 	}
+	return released
 }

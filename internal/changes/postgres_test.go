@@ -223,17 +223,17 @@ func TestPostgresDiscardedPositionIsNotComplete(t *testing.T) {
 // Oldest leaves every open session's write set complete.
 func TestHoldsAdvanceOnlyPastTheOldestOpenSession(t *testing.T) {
 	f := setup(t, "ws_holds", "enc_holds")
-	h := NewHolds(LessLSN)
-	if _, ok := h.Oldest(); ok {
+	h := Holds{}
+	if _, ok := h.Oldest(LessLSN); ok {
 		t.Fatal("empty holds have an oldest position")
 	}
 	first := f.position(t)
-	h.Hold("s1", first)
+	h["s1"] = Hold{From: first}
 	exec(t, f.srv, "INSERT INTO enc_holds (patient_id) VALUES ('p1')")
 	second := f.position(t)
-	h.Hold("s2", second)
+	h["s2"] = Hold{From: second}
 	exec(t, f.srv, "INSERT INTO enc_holds (patient_id) VALUES ('p2')")
-	oldest, _ := h.Oldest()
+	oldest, _ := h.Oldest(LessLSN)
 	if oldest != first {
 		t.Fatalf("oldest = %s, want %s", oldest, first)
 	}
@@ -243,8 +243,10 @@ func TestHoldsAdvanceOnlyPastTheOldestOpenSession(t *testing.T) {
 	if ws := f.read(t, first); !ws.Complete || len(ws.Changes) != 2 {
 		t.Fatalf("s1 after advancing to the oldest hold: %+v", ws)
 	}
-	h.Release("s1")
-	if oldest, _ = h.Oldest(); oldest != second {
+	if !h.ReleasePrefix("s1") || h.ReleasePrefix("s1") {
+		t.Fatal("ReleasePrefix reports no release of a hold, or a second one")
+	}
+	if oldest, _ = h.Oldest(LessLSN); oldest != second {
 		t.Fatalf("oldest after releasing s1 = %s, want %s", oldest, second)
 	}
 	if err := f.source.Advance(context.Background(), oldest); err != nil {

@@ -8,6 +8,7 @@ package run
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/verifierd/verifierd/internal/oracle"
 )
@@ -129,6 +130,10 @@ type Drift struct {
 	Recorded string
 	Effect   int
 	Class    string
+	// Codes are the judge's reason codes of that effect's re-read
+	// (CHANGES_UNUSABLE: its write set's log was released), named in
+	// the reason's message.
+	Codes []string
 }
 
 // reason is the run reason a drift gives.
@@ -139,8 +144,25 @@ func (d Drift) reason() Reason {
 	case d.Recorded == HaltedBeforeEffect:
 		return Reason{Code: CodeStepNotVerified, Step: d.Step, Message: fmt.Sprintf("step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session", d.Step, d.SessionID, d.Effect, d.Class)}
 	default:
-		return Reason{Code: CodeVerifiedStepChanged, Step: d.Step, Message: fmt.Sprintf("step %q's session %s was %s, but its effect %d reads %s against its baseline now: reconcile the record, then finish the run again", d.Step, d.SessionID, d.Recorded, d.Effect, d.Class)}
+		return Reason{Code: CodeVerifiedStepChanged, Step: d.Step, Message: fmt.Sprintf("step %q's session %s was %s, but its effect %d reads %s%s against its baseline now: reconcile the record, then finish the run again", d.Step, d.SessionID, d.Recorded, d.Effect, d.Class, codesNote(d.Codes))}
 	}
+}
+
+// codesNote is " (A, B)" for reason codes, "" for none.
+func codesNote(codes []string) string {
+	if len(codes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(codes, ", ") + ")"
+}
+
+// ReasonCodes are the codes of rs, in order.
+func ReasonCodes(rs []Reason) []string {
+	out := make([]string, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, r.Code)
+	}
+	return out
 }
 
 // Reason is one reason a run is not VERIFIED.

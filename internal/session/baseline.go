@@ -212,7 +212,7 @@ const dropTimeout = 10 * time.Second
 // when the Begin failed because its ctx ended (within dropTimeout). A
 // failure leaves orphans that the store's cleanup removes later.
 func (m *Manager) dropBaseline(ctx context.Context, id string) {
-	m.releaseWriteSets(id)
+	m.releaseWriteSets(ctx, id)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
 	defer cancel()
 	if err := m.store.DropBaseline(ctx, id); err != nil {

@@ -76,14 +76,16 @@ type RewardOracle struct {
 	// writeSets is the change-log source of a candidate with changes:
 	// (Manager.writeSetSource); nil reads no write set (unreachable).
 	writeSets writeSetSourceFunc
-	now       func() time.Time
+	// holds keeps an episode's hold on the slot in the store.
+	holds holdStore
+	now   func() time.Time
 }
 
 // NewRewardOracle is the reward oracle over m's deployments, adapters and
 // keys.
 func NewRewardOracle(m *Manager) RewardOracle {
 	o := newRewardOracle(m.daemon, m.signer, m.configurer(), m.lookupEnv, afterReader{keys: m.keys, metrics: m.metrics})
-	o.readCensus, o.now, o.writeSets = censusReader{m.keys, m.metrics}.readCensus, m.clock.Now, m.writeSetSource
+	o.readCensus, o.now, o.writeSets, o.holds = censusReader{m.keys, m.metrics}.readCensus, m.clock.Now, m.writeSetSource, m.holdStore
 	return o
 }
 

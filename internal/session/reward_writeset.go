@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/verifierd/verifierd/internal/changes"
 	"github.com/verifierd/verifierd/internal/config"
@@ -21,7 +22,7 @@ import (
 // narrowed read alone.
 
 // writeSetSourceFunc is Manager.writeSetSource.
-type writeSetSourceFunc func(depName string, dep *config.Deployment, ci int) (*changes.Postgres, *changes.Holds, error)
+type writeSetSourceFunc func(depName string, dep *config.Deployment, ci int) (*changes.Postgres, error)
 
 // usesRewardWriteSet reports whether effects read through cand are judged
 // on a write set.
@@ -29,27 +30,38 @@ func usesRewardWriteSet(cand *config.Candidate, effects []*judge.Contract) bool 
 	return cand.Changes != nil && usesWriteSet(effects)
 }
 
+// rewardHoldPrefix starts every reward episode's hold key (no session id
+// does: those are random hex).
+const rewardHoldPrefix = "reward/"
+
 // rewardHoldKey names an episode's hold on the slot.
 func rewardHoldKey(deployment string, identity map[string]string, from changes.Position) string {
-	return "reward/" + deployment + "/" + judge.CanonicalJSON(identity) + "/" + string(from)
+	return rewardHoldPrefix + deployment + "/" + judge.CanonicalJSON(identity) + "/" + string(from)
 }
 
 // rewardWriteSetFrom reads the log's position for a registration through
 // candidate ci of deployment and holds it until the episode is scored
-// (or the daemon restarts: then a Verify may advance the slot past it,
-// and the scoring is CHANGES_UNUSABLE).
+// (the hold is in the store, as a session's is: a restart keeps it; it is
+// dropped after staleRewardHoldAfter, and a later scoring is then
+// CHANGES_UNUSABLE).
 func (o RewardOracle) rewardWriteSetFrom(ctx context.Context, deployment string, dep *config.Deployment, ci int, identity map[string]string) (changes.Position, error) {
 	if o.writeSets == nil {
 		return "", errors.New("this oracle reads no write set")
 	}
-	src, holds, err := o.writeSets(deployment, dep, ci)
+	src, err := o.writeSets(deployment, dep, ci)
 	if err != nil {
 		return "", err
 	}
 	// Held at the log's start until the position is read, as Begin does.
 	opening := rewardHoldKey(deployment, identity, "")
-	holds.Hold(opening, changes.Position("0/0"))
-	defer holds.Release(opening)
+	if err := o.holds.hold(ctx, src.Names.Slot, opening, changes.Position("0/0")); err != nil {
+		return "", fmt.Errorf("its hold on the slot could not be stored: %w", err)
+	}
+	defer func() {
+		if err := o.holds.releaseHolds(ctx, opening); err != nil {
+			o.holds.logger.Warn("a reward registration's opening hold could not be released; it is dropped when stale", "slot", src.Names.Slot, "error", err.Error())
+		}
+	}()
 	if why, err := src.Ready(ctx); err != nil || why != "" {
 		return "", errors.New(cmpText(why, err))
 	}
@@ -57,7 +69,9 @@ func (o RewardOracle) rewardWriteSetFrom(ctx context.Context, deployment string,
 	if err != nil {
 		return "", err
 	}
-	holds.Hold(rewardHoldKey(deployment, identity, pos), pos)
+	if err := o.holds.hold(ctx, src.Names.Slot, rewardHoldKey(deployment, identity, pos), pos); err != nil {
+		return "", fmt.Errorf("its hold on the slot could not be stored: %w", err)
+	}
 	return pos, nil
 }
 
@@ -71,12 +85,16 @@ func (o RewardOracle) rewardWriteSet(ctx context.Context, deployment string, dep
 	if o.writeSets == nil {
 		return &judge.WriteSet{Reason: "this oracle reads no write set"}
 	}
-	src, holds, err := o.writeSets(deployment, dep, ci)
+	src, err := o.writeSets(deployment, dep, ci)
 	if err != nil {
 		return &judge.WriteSet{Reason: err.Error()}
 	}
 	from := changes.Position(pin.WriteSetFrom)
-	defer holds.Release(rewardHoldKey(deployment, identity, from))
+	defer func() {
+		if err := o.holds.releaseHolds(ctx, rewardHoldKey(deployment, identity, from)); err != nil {
+			o.holds.logger.Warn("a scored episode's hold could not be released; it is dropped when stale", "slot", src.Names.Slot, "error", err.Error())
+		}
+	}()
 	upTo, err := src.Position(ctx)
 	if err != nil {
 		return &judge.WriteSet{Reason: err.Error()}

@@ -139,7 +139,7 @@ func (m *Runs) drift(ctx context.Context, r reread, created map[string]bool) (*r
 				continue
 			}
 		}
-		return &run.Drift{Step: r.step, SessionID: r.sid, Latest: len(r.later) == 0, Recorded: r.recorded, Effect: c.Effect, Class: c.Class}, nil
+		return &run.Drift{Step: r.step, SessionID: r.sid, Latest: len(r.later) == 0, Recorded: r.recorded, Effect: c.Effect, Class: c.Class, Codes: run.ReasonCodes(c.Reasons)}, nil
 	}
 	return nil, nil
 }

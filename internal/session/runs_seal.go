@@ -86,7 +86,7 @@ func (m *Runs) runPayload(rec *runRecord, states []stepState, seal *runSeal, kin
 	}
 	for _, st := range states {
 		p.Steps = append(p.Steps, receipt.RunStepClaim{Step: st.Name, Consequential: st.Consequential, SessionID: st.SessionID,
-			ReceiptDigest: st.ReceiptDigest, Outcome: st.Outcome, Tier: st.Tier, OracleRung: int(st.OracleRung)})
+			ReceiptDigest: st.ReceiptDigest, Outcome: st.Outcome, Tier: st.Tier, OracleRung: int(st.OracleRung), Effects: runEffectClaims(st.latest)})
 	}
 	for _, a := range rec.Artifacts {
 		p.Artifacts = append(p.Artifacts, receipt.RunArtifactClaim{Artifact: a.Artifact, FromStep: a.FromStep, Verdict: a.Verdict,

@@ -86,11 +86,13 @@ type Options struct {
 
 // Manager runs sessions. Make one with New.
 type Manager struct {
-	host         *pluginhost.Host
-	store        store.Backend
-	daemon       *config.Daemon // may be nil
-	lookupEnv    func(string) (string, bool)
-	clock        judge.Clock
+	host      *pluginhost.Host
+	store     store.Backend
+	daemon    *config.Daemon // may be nil
+	lookupEnv func(string) (string, bool)
+	clock     judge.Clock
+	// holdStore keeps the write set's holds in the store (writeset_holds.go).
+	holdStore    holdStore
 	logger       hclog.Logger
 	pollInterval time.Duration
 	signer       *signing.Signer // may be nil
@@ -132,6 +134,7 @@ func New(o Options) (*Manager, error) {
 		m.logger = hclog.NewNullLogger()
 	}
 	m.runs = &Runs{Manager: m}
+	m.holdStore = holdStore{m.store, m.clock, m.logger}
 	return m, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/changes"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // A candidate with changes: (config.ChangesSetting) reads the write set:
@@ -23,7 +24,8 @@ import (
 // gives it to the judge (withWriteSet). The daemon reads the log itself,
 // with the candidate's connection; no plugin reports a write set. The
 // deployment's slot is advanced, after a Verify, only to the oldest
-// position an open session of this daemon still holds.
+// position an open session of any replica still holds (the holds are in
+// the session store: writeset_holds.go).
 
 // writeSetMeta is what Begin stores of a group's write set.
 type writeSetMeta struct {
@@ -45,18 +47,18 @@ type WriteSetSpan struct {
 }
 
 // writeSetSources are the daemon's open change-log sources, one per
-// deployment, candidate and connection, and the holds per slot.
+// deployment, candidate and connection. Their holds are in the session
+// store (writeset_holds.go).
 type writeSetSources struct {
 	mu      sync.Mutex
 	sources map[string]*changes.Postgres
-	holds   map[string]*changes.Holds
 }
 
-// writeSetSource is candidate ci's source and its slot's holds.
-func (m *Manager) writeSetSource(depName string, dep *config.Deployment, ci int) (*changes.Postgres, *changes.Holds, error) {
+// writeSetSource is candidate ci's source.
+func (m *Manager) writeSetSource(depName string, dep *config.Deployment, ci int) (*changes.Postgres, error) {
 	fresh, key, err := newWriteSetSource(m.configurer(), depName, dep, ci)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	w := m.writeSets
 	w.mu.Lock()
@@ -66,10 +68,7 @@ func (m *Manager) writeSetSource(depName string, dep *config.Deployment, ci int)
 		src = fresh
 		w.sources[key] = src
 	}
-	if w.holds[src.Names.Slot] == nil {
-		w.holds[src.Names.Slot] = changes.NewHolds(changes.LessLSN)
-	}
-	return src, w.holds[src.Names.Slot], nil
+	return src, nil
 }
 
 // newWriteSetSource is a source for candidate ci of the deployment named
@@ -138,14 +137,17 @@ func (m *Manager) beginWriteSet(ctx context.Context, id string, n int, md *meta,
 		return &Error{Kind: Refused, Code: judge.ReasonChangesUnusable, Path: candidatePath(dep, ci) + ".changes",
 			Message: fmt.Sprintf("the write set of %s cannot be read (%s); do not actuate", candidatePath(dep, ci), why)}
 	}
-	src, holds, err := m.writeSetSource(md.DeploymentName, dep, ci)
+	src, err := m.writeSetSource(md.DeploymentName, dep, ci)
 	if err != nil {
 		return nil, refuse(err.Error())
 	}
-	// Held at the log's start until the position is read, so that no
-	// Verify advances the slot past it in between. A refusal drops the
-	// baseline, which releases the hold (releaseWriteSets).
-	holds.Hold(holdKey(id, n), changes.Position("0/0"))
+	// Held, in the store, at the log's start until the position is read,
+	// so that no Verify of any replica advances the slot past it in
+	// between. A refusal drops the baseline, which releases the hold
+	// (releaseWriteSets).
+	if err := m.holdStore.hold(ctx, src.Names.Slot, holdKey(id, n), changes.Position("0/0")); err != nil {
+		return nil, refuse("its hold on the slot could not be stored: " + err.Error())
+	}
 	if why, err := src.Ready(ctx); err != nil || why != "" {
 		return nil, refuse(cmpText(why, err))
 	}
@@ -153,7 +155,9 @@ func (m *Manager) beginWriteSet(ctx context.Context, id string, n int, md *meta,
 	if err != nil {
 		return nil, refuse(err.Error())
 	}
-	holds.Hold(holdKey(id, n), pos)
+	if err := m.holdStore.hold(ctx, src.Names.Slot, holdKey(id, n), pos); err != nil {
+		return nil, refuse("its hold on the slot could not be stored: " + err.Error())
+	}
 	return &writeSetMeta{Source: c.Changes.Source, Slot: src.Names.Slot, From: pos}, nil
 }
 
@@ -181,7 +185,7 @@ func (g *group) readWriteSet(ctx context.Context) *judge.WriteSet {
 	if g.cand.Changes == nil {
 		return &judge.WriteSet{Reason: "the deployment no longer declares this candidate's changes:"}
 	}
-	src, _, err := g.m.writeSetSource(g.depName, g.dep, g.cm.Candidate)
+	src, err := g.m.writeSetSource(g.depName, g.dep, g.cm.Candidate)
 	if err != nil {
 		return &judge.WriteSet{Reason: err.Error()}
 	}
@@ -199,23 +203,34 @@ func (g *group) readWriteSet(ctx context.Context) *judge.WriteSet {
 }
 
 // endWriteSet releases the group's hold after its Verify and advances the
-// slot to the oldest position still held, or to where this Verify read up
-// to when none is: the log before it is released. A failure to advance
+// slot to the oldest position still held by an open session of any
+// replica, or to where this Verify read up to when none is: the log before
+// it is released. A failure to release, to read the holds or to advance
 // only keeps log; it is logged.
 func (g *group) endWriteSet(ctx context.Context) {
 	wm := g.cm.Changes
 	if wm == nil || g.cand.Changes == nil {
 		return
 	}
-	src, holds, err := g.m.writeSetSource(g.depName, g.dep, g.cm.Candidate)
+	src, err := g.m.writeSetSource(g.depName, g.dep, g.cm.Candidate)
 	if err != nil {
 		return
 	}
+	warn := func(err error) {
+		g.m.logger.Warn("the change-log slot could not be advanced; it keeps its log until the next Verify", "slot", src.Names.Slot, "error", err.Error())
+	}
 	if !g.inRun {
 		// A run's step stays held: the run's finish reads it again.
-		holds.Release(holdKey(g.id, g.n))
+		if err := g.m.holdStore.releaseHolds(ctx, holdKey(g.id, g.n)); err != nil {
+			warn(err)
+			return
+		}
 	}
-	to, held := holds.Oldest()
+	to, held, err := g.m.holdStore.advanceBound(ctx, src.Names.Slot)
+	if err != nil {
+		warn(err)
+		return
+	}
 	if !held {
 		if g.ev.WriteSet == nil || g.ev.WriteSet.To == "" {
 			return
@@ -223,7 +238,7 @@ func (g *group) endWriteSet(ctx context.Context) {
 		to = g.ev.WriteSet.To
 	}
 	if err := src.Advance(ctx, to); err != nil {
-		g.m.logger.Warn("the change-log slot could not be advanced; it keeps its log until the next Verify", "slot", src.Names.Slot, "error", err.Error())
+		warn(err)
 	}
 	if st, err := src.Status(ctx); err == nil {
 		g.m.metrics.WriteSetSlot(src.Names.Slot, st.LagBytes, st.RetainedBytes)
@@ -243,8 +258,26 @@ func writeSetSpans(md *meta, ev *stepEvidence) map[int]*WriteSetSpan {
 	return maps.Clone(out)
 }
 
+// runEffectClaims are, for a run receipt, how each effect of a step's
+// latest result proved a record new and the write set it was judged on
+// (nil without a result).
+func runEffectClaims(r *Result) []receipt.RunEffectClaim {
+	if r == nil {
+		return nil
+	}
+	out := make([]receipt.RunEffectClaim, 0, len(r.Effects))
+	for i, e := range r.Effects {
+		c := receipt.RunEffectClaim{Index: i, Newness: e.Newness}
+		if ws := e.WriteSet; ws != nil {
+			c.WriteSet = &receipt.RunWriteSet{Source: ws.Source, From: string(ws.From), To: string(ws.To), Changes: ws.Changes, Reachable: ws.Reachable, Complete: ws.Complete}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func newWriteSetSources() *writeSetSources {
-	return &writeSetSources{sources: map[string]*changes.Postgres{}, holds: map[string]*changes.Holds{}}
+	return &writeSetSources{sources: map[string]*changes.Postgres{}}
 }
 
 // releaseRunWriteSets releases the holds of every session of a run that
@@ -252,21 +285,17 @@ func newWriteSetSources() *writeSetSources {
 func (m *Manager) releaseRunWriteSets(rec *runRecord) {
 	for _, rs := range rec.Steps {
 		for _, sid := range rs.Sessions {
-			m.releaseWriteSets(sid)
+			m.releaseWriteSets(context.Background(), sid)
 		}
 	}
 }
 
 // releaseWriteSets releases every hold of session id (a Begin that did
-// not store the session).
-func (m *Manager) releaseWriteSets(id string) {
-	w := m.writeSets
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, h := range w.holds {
-		h.ReleasePrefix(id + "/")
+// not store the session, a run sealed VERIFIED). A failure keeps the
+// holds, and so the log, until they are stale (staleHoldAfter) or
+// released again; it is logged.
+func (m *Manager) releaseWriteSets(ctx context.Context, id string) {
+	if err := m.holdStore.releaseHolds(ctx, id+"/"); err != nil {
+		m.logger.Warn("the write set's holds of a session could not be released; the slot keeps its log", "session", id, "error", err.Error())
 	}
 }

@@ -2,8 +2,8 @@ package session
 
 import (
 	"testing"
+	"time"
 
-	"github.com/verifierd/verifierd/internal/changes"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
 )
@@ -35,20 +35,49 @@ func TestProofNewnessOfAWriteSetCandidate(t *testing.T) {
 	}
 }
 
-// A Begin holds the log's start before it reads the position, so a
-// concurrent Verify cannot advance the slot past it; releasing a refused
-// session's holds frees the slot again.
-func TestWriteSetHoldsOfARefusedBegin(t *testing.T) {
-	m := &Manager{writeSets: newWriteSetSources()}
-	h := changes.NewHolds(changes.LessLSN)
-	m.writeSets.holds["verifierd_x"] = h
-	h.Hold(holdKey("s1", 0), "0/0")
-	h.Hold(holdKey("s10", 0), "0/5")
-	if p, _ := h.Oldest(); p != "0/0" {
-		t.Fatalf("oldest %s, want the placeholder 0/0", p)
+// The holds are in the session store: a Manager that shares it (another
+// replica, or this daemon after a restart) sees a Begin's placeholder and
+// its position, and releasing a refused session's holds frees the slot
+// again for every one of them. A hold whose session is not in the store is
+// dropped once it is stale, and only then.
+func TestWriteSetHoldsAreInTheStore(t *testing.T) {
+	ctx := t.Context()
+	m := newManager(t)
+	replica := &Manager{store: m.store, clock: m.clock, logger: m.logger}
+	if err := m.holdStore.hold(ctx, "verifierd_x", holdKey("s1", 0), "0/0"); err != nil {
+		t.Fatal(err)
 	}
-	m.releaseWriteSets("s1")
-	if p, ok := h.Oldest(); !ok || p != "0/5" {
-		t.Fatalf("after releasing s1: oldest %s (%v), want s10's 0/5 kept", p, ok)
+	if err := m.holdStore.hold(ctx, "verifierd_x", holdKey("s10", 0), "0/5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.holdStore.hold(ctx, "verifierd_y", holdKey("s2", 1), "0/9"); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := replica.holdStore.advanceBound(ctx, "verifierd_x"); err != nil || !ok || p != "0/0" {
+		t.Fatalf("oldest %s (%v, %v), want the placeholder 0/0", p, ok, err)
+	}
+	m.releaseWriteSets(ctx, "s1")
+	if p, ok, err := replica.holdStore.advanceBound(ctx, "verifierd_x"); err != nil || !ok || p != "0/5" {
+		t.Fatalf("after releasing s1: oldest %s (%v, %v), want s10's 0/5 kept", p, ok, err)
+	}
+	if p, ok, _ := replica.holdStore.advanceBound(ctx, "verifierd_y"); !ok || p != "0/9" {
+		t.Fatalf("another slot's hold: %s (%v), want 0/9", p, ok)
+	}
+	later := &Manager{store: m.store, clock: shiftedClock{m.clock, staleHoldAfter + time.Minute}, logger: m.logger}
+	if p, ok, _ := replica.holdStore.advanceBound(ctx, "verifierd_x"); !ok || p != "0/5" {
+		t.Fatalf("a fresh hold of a session not in the store: %s (%v), want it kept", p, ok)
+	}
+	if p, ok, err := later.holdStore.advanceBound(ctx, "verifierd_x"); err != nil || ok {
+		t.Fatalf("a stale hold of a session not in the store: %s (%v, %v), want it dropped", p, ok, err)
+	}
+	if h, err := m.holdStore.readHolds(ctx); err != nil || len(h["verifierd_x"]) != 0 || len(h["verifierd_y"]) != 1 {
+		t.Fatalf("stored holds after the stale one was dropped: %v (%v)", h, err)
 	}
 }
+
+type shiftedClock struct {
+	judge.Clock
+	by time.Duration
+}
+
+func (c shiftedClock) Now() time.Time { return c.Clock.Now().Add(c.by) }

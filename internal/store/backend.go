@@ -279,7 +279,9 @@ type RewardTx interface {
 
 // RewardBucket names one of the reward buckets (internal/reward):
 // registered episodes with their baseline and subject, issued reward
-// receipts, and the policy-update high-water mark per contract.
+// receipts, and the policy-update high-water mark per contract; and the
+// write set's holds (internal/session), which need the same serialized,
+// shared read-modify-write.
 type RewardBucket int
 
 // The reward buckets.
@@ -287,6 +289,10 @@ const (
 	RewardEpisodes RewardBucket = iota
 	RewardReceipts
 	RewardMarks
+	// WriteSetHolds holds, per replication slot, the Begin positions of
+	// the open sessions of every replica (docs/adapters/sql.md, "The write
+	// set"): the slot is never advanced past one.
+	WriteSetHolds
 )
 
 // String is the bucket's name, the same in every backend (it is part of
@@ -299,12 +305,14 @@ func (b RewardBucket) String() string {
 		return "reward_receipts"
 	case RewardMarks:
 		return "reward_marks"
+	case WriteSetHolds:
+		return "write_set_holds"
 	}
 	panic("unknown reward bucket")
 }
 
 // RewardBuckets are the reward buckets, for a backend that walks them.
-var RewardBuckets = []RewardBucket{RewardEpisodes, RewardReceipts, RewardMarks}
+var RewardBuckets = []RewardBucket{RewardEpisodes, RewardReceipts, RewardMarks, WriteSetHolds}
 
 // CensusCapture is the capture number that holds the census of capture n
 // (a candidate's whole-collection read, taken with its baseline). It is

@@ -146,7 +146,7 @@ func placeOf(bucket string, sub, key []byte) (place string, d store.Damage, ok b
 	if bucket == string(bucketRuns) {
 		return store.PlaceRun(string(key)), store.Damage{What: "run " + string(key)}, true
 	}
-	for _, rb := range []store.RewardBucket{store.RewardEpisodes, store.RewardReceipts, store.RewardMarks} {
+	for _, rb := range store.RewardBuckets {
 		if bucket == rb.String() {
 			return store.PlaceReward(rb, string(key)), store.Damage{What: "reward record " + bucket + "/" + string(key)}, true
 		}
