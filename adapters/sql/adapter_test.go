@@ -790,3 +790,55 @@ func TestWritableByProcess(t *testing.T) {
 		t.Error("the check changed the file")
 	}
 }
+
+// TestPreparedQueryKeptAndRevalidated: a capture's query is prepared once
+// per pool and kept, and a kept statement reads what a new one would: rows
+// written and columns added between two captures are in the second, with
+// the parameter bound afresh each time.
+func TestPreparedQueryKeptAndRevalidated(t *testing.T) {
+	t.Parallel()
+	db := newDB(t, patientsSchema, `INSERT INTO encounters VALUES (1, 'p-1', 'Triage', 'kept')`, `INSERT INTO encounters VALUES (2, 'p-2', 'Triage', 'other')`)
+	r := &sqliteReader{pool: &pool{path: db}}
+	defer r.close()
+	const query = "SELECT * FROM encounters WHERE patient_id = ? ORDER BY id"
+	read := func(patient string) []string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		st, err := openRead(ctx, cancel, r, query, []any{patient})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for rec, err := range st.records() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{`{"id":1,"note":"kept","patient_id":"p-1","type":"Triage"}`}, read("p-1")); diff != "" {
+		t.Errorf("first read (-want +got):\n%s", diff)
+	}
+	execDB(t, db, "ALTER TABLE encounters ADD COLUMN extra TEXT DEFAULT 'd'", `INSERT INTO encounters VALUES (3, 'p-1', 'Triage', 'new', 'e')`)
+	want := []string{
+		`{"extra":"d","id":1,"note":"kept","patient_id":"p-1","type":"Triage"}`,
+		`{"extra":"e","id":3,"note":"new","patient_id":"p-1","type":"Triage"}`,
+	}
+	if diff := cmp.Diff(want, read("p-1")); diff != "" {
+		t.Errorf("read after the schema changed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{`{"extra":"d","id":2,"note":"other","patient_id":"p-2","type":"Triage"}`}, read("p-2")); diff != "" {
+		t.Errorf("read with another parameter (-want +got):\n%s", diff)
+	}
+	r.pool.mu.Lock()
+	kept := len(r.pool.stmts)
+	r.pool.mu.Unlock()
+	if kept != 1 {
+		t.Errorf("the pool keeps %d prepared statements after three reads of one query, want 1", kept)
+	}
+}

@@ -101,7 +101,18 @@ type pool struct {
 	mu   sync.Mutex
 	db   *stdsql.DB
 	file fs.FileInfo // the file db was opened on
+	// stmts are queries prepared on db (at most maxPreparedStatements),
+	// kept with it: database/sql keeps each one prepared on every
+	// connection that ran it, so a capture runs its query without
+	// compiling it again. SQLite re-prepares a statement whose schema
+	// changed before it steps it, so a kept statement reads as a new one
+	// would.
+	stmts map[string]*stdsql.Stmt
 }
+
+// maxPreparedStatements bounds the queries a pool keeps prepared; a pool
+// serves one instance, whose reads use one or two queries.
+const maxPreparedStatements = 8
 
 // get checks that path still names an SQLite database and returns a pool
 // on it. A file deleted, renamed or replaced since the last capture gets a
@@ -121,8 +132,35 @@ func (p *pool) get() (*stdsql.DB, fs.FileInfo, error) {
 		// Close waits for reads still streaming from the old file.
 		go p.db.Close()
 	}
-	p.db, p.file = openReadOnly(p.path), fi
+	p.db, p.file, p.stmts = openReadOnly(p.path), fi, nil
 	return p.db, fi, nil
+}
+
+// prepared returns query prepared on db, preparing it the first time;
+// nil when db is no longer the pool's, when the pool keeps as many
+// statements as it may, or when preparing fails (the caller then runs the
+// query unprepared, which reports the same failure).
+func (p *pool) prepared(ctx context.Context, db *stdsql.DB, query string) *stdsql.Stmt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.db != db {
+		return nil
+	}
+	if st, ok := p.stmts[query]; ok {
+		return st
+	}
+	if len(p.stmts) >= maxPreparedStatements {
+		return nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if p.stmts == nil {
+		p.stmts = map[string]*stdsql.Stmt{}
+	}
+	p.stmts[query] = st
+	return st
 }
 
 // sqliteReader reads an SQLite file through its read-only pool.
@@ -137,7 +175,7 @@ func (r *sqliteReader) close() {
 	defer r.pool.mu.Unlock()
 	if r.pool.db != nil {
 		r.pool.db.Close()
-		r.pool.db = nil
+		r.pool.db, r.pool.stmts = nil, nil
 	}
 }
 
@@ -148,17 +186,25 @@ func (r *sqliteReader) read(ctx context.Context, query string, args []any) (rowS
 	if err != nil {
 		return nil, &connectError{err: err}
 	}
-	return readDB(ctx, db, query, args, sqliteConvert)
+	return readDB(ctx, db, query, args, sqliteConvert, r.pool.prepared(ctx, db, query))
 }
 
 // readDB begins a read-only transaction on a connection of db and runs
-// query in it. On an error everything it opened is released.
-func readDB(ctx context.Context, db *stdsql.DB, query string, args []any, convertFor func(*stdsql.ColumnType) func(any) any) (rowSource, error) {
+// query in it, through stmt (query prepared on db) when it is not nil. On
+// an error everything it opened is released.
+func readDB(ctx context.Context, db *stdsql.DB, query string, args []any, convertFor func(*stdsql.ColumnType) func(any) any, stmt *stdsql.Stmt) (rowSource, error) {
 	tx, err := db.BeginTx(ctx, &stdsql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, query, args...)
+	var rows *stdsql.Rows
+	if stmt != nil {
+		// The transaction's own statement: the one prepared on this
+		// connection when there is one, closed with the transaction.
+		rows, err = tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	} else {
+		rows, err = tx.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		tx.Rollback()
 		return nil, err

@@ -41,7 +41,7 @@ func NewInProcess(factory func() sdk.Adapter, logger hclog.Logger) (*InProcess, 
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(wire.CallOptions()...),
-	}, tracing.DialOptions()...)...)
+	}, append(wire.DialOptions(), tracing.DialOptions()...)...)...)
 	if err != nil {
 		srv.Stop()
 		return nil, err

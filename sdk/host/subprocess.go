@@ -34,7 +34,7 @@ func ClientConfig(cmd *exec.Cmd, logger hclog.Logger) *goplugin.ClientConfig {
 		Logger:           logger,
 		SyncStdout:       logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
 		SyncStderr:       logger.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn}),
-		GRPCDialOptions:  append([]grpc.DialOption{grpc.WithDefaultCallOptions(wire.CallOptions()...)}, tracing.DialOptions()...),
+		GRPCDialOptions:  append(append([]grpc.DialOption{grpc.WithDefaultCallOptions(wire.CallOptions()...)}, wire.DialOptions()...), tracing.DialOptions()...),
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 // under the daemon's.
 func NewGRPCServer(logger hclog.Logger, maxMessageBytes int, opts ...grpc.ServerOption) *grpc.Server {
 	opts = append(opts, tracing.ServerOptions()...)
+	opts = append(opts, ServerOptions()...)
 	opts = append(opts,
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.MaxSendMsgSize(maxMessageBytes),

@@ -48,6 +48,33 @@ const (
 	MaxRecordBytes = 4 << 20
 )
 
+// WindowBytes is the HTTP/2 flow-control window of every adapter stream and
+// connection, on both sides. A fixed window turns off gRPC's bandwidth-delay
+// estimation, which otherwise answers the first data of every call with a
+// PING and its ACK (two more writes and wake-ups in each process for a
+// small read); the estimator's own ceiling (16 MiB) is the fixed size, so a
+// large capture streams as it did once the estimate had grown. Either end
+// sets it alone: an older peer keeps estimating on its side.
+const WindowBytes = 16 << 20
+
+// DialOptions are the transport options of the daemon's connection to an
+// adapter: the fixed windows (WindowBytes).
+func DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithStaticStreamWindowSize(WindowBytes),
+		grpc.WithStaticConnWindowSize(WindowBytes),
+	}
+}
+
+// ServerOptions are the transport options of an adapter's server: the
+// fixed windows (WindowBytes).
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.StaticStreamWindowSize(WindowBytes),
+		grpc.StaticConnWindowSize(WindowBytes),
+	}
+}
+
 // CallOptions bound every call's messages on the client side, as the server
 // bounds them.
 func CallOptions() []grpc.CallOption {
