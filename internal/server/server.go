@@ -183,7 +183,11 @@ func Service(m *session.Manager, logger hclog.Logger) verifierv1.VerifierService
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &service{m: m, runs: m.Runs(), logger: logger}
+	s := &service{m: m, logger: logger}
+	if m != nil { // the judge alone (tests) needs no Manager
+		s.runs = m.Runs()
+	}
+	return s
 }
 
 type service struct {

@@ -44,6 +44,7 @@ func TestWriteSetHoldsAreInTheStore(t *testing.T) {
 	ctx := t.Context()
 	m := newManager(t)
 	replica := &Manager{store: m.store, clock: m.clock, logger: m.logger}
+	replica.holdStore = holdStore{replica.store, replica.clock, replica.logger}
 	if err := m.holdStore.hold(ctx, "verifierd_x", holdKey("s1", 0), "0/0"); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +65,7 @@ func TestWriteSetHoldsAreInTheStore(t *testing.T) {
 		t.Fatalf("another slot's hold: %s (%v), want 0/9", p, ok)
 	}
 	later := &Manager{store: m.store, clock: shiftedClock{m.clock, staleHoldAfter + time.Minute}, logger: m.logger}
+	later.holdStore = holdStore{later.store, later.clock, later.logger}
 	if p, ok, _ := replica.holdStore.advanceBound(ctx, "verifierd_x"); !ok || p != "0/5" {
 		t.Fatalf("a fresh hold of a session not in the store: %s (%v), want it kept", p, ok)
 	}
