@@ -12,7 +12,7 @@ import (
 	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // Kind names the judgement an effect asks for.
@@ -115,7 +115,7 @@ func LoadEffects(tree any, path string) ([]Effect, error) {
 }
 
 // effectDoc is an effect contract as written, for the strict decoder
-// (sdk/strict): its fields are the contract's keys, so an unknown key is
+// (sdk/unstable/strict): its fields are the contract's keys, so an unknown key is
 // refused with the keys allowed and the nearest one. A key whose refusal
 // says more than its type reads its own value (the *Key types); a string
 // or boolean key is typed, and a null there is refused. field, probe,

@@ -34,7 +34,7 @@ type Adapter interface {
 	// weaken a tier, never strengthen it.
 	Info() Info
 	// Configure receives the deployment's section for this adapter in the
-	// shape sdk/deployment documents (Section), and its secrets under their
+	// shape sdk/unstable/deployment documents (Section), and its secrets under their
 	// slots (ConfigureRequest.Secret). It sees no run parameter except a
 	// plugin's option_params, which the daemon binds into options before
 	// configuring: check the {param} references' shape here, bind their
@@ -124,7 +124,7 @@ type ConfigureRequest struct {
 	Kind string
 	// Config is the adapter's section as a JSON object: kind, options
 	// with option_params bound, and the other keys the operator wrote;
-	// the daemon's own keys removed (Section, sdk/deployment).
+	// the daemon's own keys removed (Section, sdk/unstable/deployment).
 	Config json.RawMessage
 	// Secrets maps each secret slot to its resolved value, keyed as the
 	// daemon sends it; read one with Secret, which names the slot as the

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // decodeConfig decodes an adapter's section into v (a pointer) with the
-// strict decoder (sdk/strict): exact numbers (json.Number where v holds
+// strict decoder (sdk/unstable/strict): exact numbers (json.Number where v holds
 // any), unknown keys refused at any depth of v's structs with the key's
 // path and the keys allowed there, and values of the wrong type refused
 // with their path and what they must be. kind names the adapter in an

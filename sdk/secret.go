@@ -3,13 +3,13 @@ package sdk
 import "strings"
 
 // secretEnvPrefix prefixes, in ConfigureRequest.Secrets, a slot declared
-// under secret_env: (sdk/deployment.SecretEnvPrefix).
+// under secret_env: (sdk/unstable/deployment.SecretEnvPrefix).
 const secretEnvPrefix = "secret_env."
 
 // Secret returns the value of the secret declared in the section under
 // slot, and whether the section declares it (an empty value is not one).
 // A slot is declared in one of two ways, and named after its declaration
-// (sdk/deployment states the rule the daemon follows):
+// (sdk/unstable/deployment states the rule the daemon follows):
 //
 //   - secret_env: {password: ACME_PASSWORD} declares the slot "password":
 //     req.Secret("password"). This is how a plugin declares a secret.

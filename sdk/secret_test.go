@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/deployment"
+	"github.com/verifierd/verifierd/sdk/unstable/deployment"
 )
 
 // TestSecretSlots: Secret reads each slot where the daemon's own code
-// (sdk/deployment) puts it, for both ways of declaring one.
+// (sdk/unstable/deployment) puts it, for both ways of declaring one.
 func TestSecretSlots(t *testing.T) {
 	t.Parallel()
 	s, err := deployment.Parse(map[string]any{

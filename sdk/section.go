@@ -17,7 +17,7 @@ package sdk
 //
 // and the SDK's strict decoder refuses a misspelt option with its path.
 //
-// What the daemon sends, exactly (sdk/deployment, the daemon's own code):
+// What the daemon sends, exactly (sdk/unstable/deployment, the daemon's own code):
 //
 //   - kind: the section's kind;
 //   - options: the options as written, with each option_params entry bound

@@ -188,7 +188,7 @@ func refuseBinding(stdout io.Writer, rs []refusal) int {
 }
 
 // bindingDoc is a binding file as written, for the strict decoder
-// (sdk/strict, through workflow.Decode): its fields are the file's keys,
+// (sdk/unstable/strict, through workflow.Decode): its fields are the file's keys,
 // so an unknown key names the keys allowed and the nearest one. A null
 // optional key is absent.
 type bindingDoc struct {

@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // MaxBodyBytes bounds one response body: a page larger than this is a

@@ -1,10 +1,10 @@
 // Package pluginhost runs adapters for the daemon: it discovers adapter
 // binaries (verifier-adapter-<kind>), verifies optional SHA-256 pins, starts
 // them as go-plugin subprocesses with AutoMTLS and an empty environment
-// (but for the OpenTelemetry variables of package sdk/host/tracing, when set),
+// (but for the OpenTelemetry variables of package sdk/unstable/host/tracing, when set),
 // configures them, restarts a crashed one (with backoff between failed
 // launches), and never lets a plugin take a built-in kind's name. It drives
-// each adapter through the SDK's client (package sdk/host), the one the
+// each adapter through the SDK's client (package sdk/unstable/host), the one the
 // SDK's qualification kit drives adapters through too.
 //
 // One adapter process serves every session of its kind: the host starts at
@@ -38,8 +38,8 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // BinaryPrefix starts every adapter binary's name.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // Backoff between failed launches of one kind's process.

@@ -40,7 +40,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // MaxMessageBytes bounds one public API response (a result carries matched

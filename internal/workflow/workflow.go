@@ -18,7 +18,7 @@ import (
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // Schema is the only workflow schema this daemon reads.
@@ -177,7 +177,7 @@ func Load(path string) (*Workflow, error) {
 }
 
 // workflowDoc is a workflow file as written, for the strict decoder
-// (sdk/strict): its fields are the file's keys. policy and binding are
+// (sdk/unstable/strict): its fields are the file's keys. policy and binding are
 // read by ParsePolicy and parseBinding.
 type workflowDoc struct {
 	Schema  string               `json:"schema"`

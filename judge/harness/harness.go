@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // parallelRecords is the read size from which the effects of a case are
@@ -193,7 +193,7 @@ func Parse(input []byte) (*Case, error) {
 	return c, nil
 }
 
-// caseFile is a case's top level as the strict decoder (sdk/strict) reads
+// caseFile is a case's top level as the strict decoder (sdk/unstable/strict) reads
 // it: its fields are the case's keys. The reads (before, after and the
 // census) are checked by each decoder's own snapshot reader, and effects by
 // judge.LoadEffects; here they are only keys.

@@ -269,7 +269,7 @@ func TestCensusCase(t *testing.T) {
 }
 
 // TestStrictCaseRefusals: the case's top level is read by the strict
-// decoder (sdk/strict) behind both decoders: the same INVALID_CASE, path
+// decoder (sdk/unstable/strict) behind both decoders: the same INVALID_CASE, path
 // and message from Parse and ParseString, in the strict decoder's words.
 func TestStrictCaseRefusals(t *testing.T) {
 	t.Parallel()

@@ -17,10 +17,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // NewGRPCServer returns a gRPC server with message-size bounds of

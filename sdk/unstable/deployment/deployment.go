@@ -43,6 +43,12 @@
 // slot. Every value is the name of an environment variable of the daemon,
 // never a secret itself; Resolve looks each one up and refuses a variable
 // the daemon does not allow or that is not set.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package deployment
 
 import (
