@@ -34,10 +34,6 @@ const (
 	Irreversible Risk = "irreversible"
 )
 
-// Error is a refusal: what is wrong (Code, one of the codes below), where,
-// and what to write instead. It is the SDK's one refusal (refusal.Error).
-type Error = refusal.Error
-
 // Error codes of a refusal.
 const (
 	CodeInvalidContract = "INVALID_CONTRACT"
@@ -45,8 +41,8 @@ const (
 	CodeInvalidCase     = "INVALID_CASE"
 )
 
-func refuse(path, format string, args ...any) *Error {
-	return &Error{Code: CodeInvalidContract, Path: path, Message: fmt.Sprintf(format, args...)}
+func refuse(path, format string, args ...any) *refusal.Error {
+	return &refusal.Error{Code: CodeInvalidContract, Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // Value is a contract value: literal text, or a reference to a run parameter
@@ -357,7 +353,7 @@ func loadValue(v any, path string) (Value, error) {
 	}
 	val, err := param.Parse(v, path, param.NumberText(compact.CanonNumber), param.Templates())
 	if err != nil {
-		if perr, ok := errors.AsType[*param.Error](err); ok {
+		if perr, ok := errors.AsType[*refusal.Error](err); ok {
 			return Value{}, refuse(perr.Path, "%s", perr.Message)
 		}
 		return Value{}, refuse(path, "%s", err.Error())

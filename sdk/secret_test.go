@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/unstable/deployment"
 )
 
@@ -50,7 +51,7 @@ func TestSecretSlots(t *testing.T) {
 }
 
 func isConfigErrorAt(err error, path string) bool {
-	ce, ok := errors.AsType[*sdk.ConfigError](err)
+	ce, ok := errors.AsType[*refusal.Error](err)
 	return ok && ce.Path == path
 }
 

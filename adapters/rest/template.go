@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pathTemplate is records_path: literal text with {name} placeholders
@@ -94,7 +95,7 @@ func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (
 func pathSegment(name string, vs param.Values, params map[string]string) (string, error) {
 	v, ok := vs.Get(name)
 	if !ok {
-		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+		return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
 	}
 	path := "path_params." + name
 	if v.IsParam() {
@@ -104,14 +105,14 @@ func pathSegment(name string, vs param.Values, params map[string]string) (string
 		}
 		seg, err := param.PathSegment(s)
 		if err != nil {
-			return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
 		}
 		return seg, nil
 	}
 	for _, pn := range v.Params() {
 		if s, ok := params[pn]; ok {
 			if _, err := param.PathSegment(s); err != nil {
-				return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path: run parameter %q %v", name, pn, err)}
+				return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path: run parameter %q %v", name, pn, err)}
 			}
 		}
 	}
@@ -120,10 +121,10 @@ func pathSegment(name string, vs param.Values, params map[string]string) (string
 		return "", err
 	}
 	if err := param.Check(text); err != nil {
-		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
+		return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
 	}
 	if text == "" || text == "." || text == ".." {
-		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path would be %q, which names another resource; write a real segment", name, text)}
+		return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path would be %q, which names another resource; write a real segment", name, text)}
 	}
 	return url.PathEscape(text), nil
 }

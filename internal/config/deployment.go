@@ -18,6 +18,7 @@ import (
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/unstable/deployment"
 	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
@@ -102,13 +103,8 @@ var defaultableKeys = []string{"evidence_redact_fields", "evidence_keep_fields",
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Error is a refused configuration: the path and what to write instead. It
-// is the workflow file's refusal, so a policy section's refusal needs no
-// translating.
-type Error = workflow.Error
-
 func errorf(path, format string, args ...any) error {
-	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // ReadDeployment reads the deployment file at path (ParseDeployment); a
@@ -275,8 +271,8 @@ func (c *Candidate) parseJudging(doc *candidateDoc, path string) error {
 	}
 	c.Redaction.RedactFields, c.Redaction.KeepFields = doc.EvidenceRedactFields, doc.EvidenceKeepFields
 	if err := c.Redaction.Validate(path); err != nil {
-		if je, ok := errors.AsType[*judge.Error](err); ok {
-			return &Error{Path: je.Path, Message: je.Message}
+		if je, ok := errors.AsType[*refusal.Error](err); ok {
+			return &refusal.Error{Path: je.Path, Message: je.Message}
 		}
 		return err
 	}

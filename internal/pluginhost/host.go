@@ -38,6 +38,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/unstable/host"
 	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
@@ -235,7 +236,7 @@ func (s Spec) key() string {
 
 // Instance returns the configured adapter for spec bound to spec.Params,
 // starting the kind's process and configuring the instance when needed. A
-// configuration refusal is a *ConfigError.
+// configuration refusal is a *refusal.Error.
 func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	key := spec.key()
 	h.mu.Lock()
@@ -277,11 +278,11 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	return &Instance{cfg: cfg, params: spec.Params}, nil
 }
 
-// checkParams asks instance id whether params bind: nil, a *ConfigError,
+// checkParams asks instance id whether params bind: nil, a *refusal.Error,
 // or the failed call.
 func checkParams(ctx context.Context, c conn, id, kind string, params map[string]string) error {
 	if err := c.CheckParams(ctx, id, params); err != nil {
-		if ce, isCE := errors.AsType[*ConfigError](err); isCE {
+		if ce, isCE := errors.AsType[*refusal.Error](err); isCE {
 			return ce
 		}
 		return fmt.Errorf("adapter %s: check params: %w", kind, err)
@@ -330,9 +331,6 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 }
-
-// ConfigError is an adapter's refusal of its configuration.
-type ConfigError = sdk.ConfigError
 
 // start starts a fresh adapter process (or in-process server) for kind.
 func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {

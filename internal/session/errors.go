@@ -6,6 +6,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"google.golang.org/grpc/codes"
 )
 
@@ -60,7 +61,7 @@ func (e *Error) Error() string {
 }
 
 func judgeError(err error) error {
-	if je, ok := errors.AsType[*judge.Error](err); ok {
+	if je, ok := errors.AsType[*refusal.Error](err); ok {
 		return &Error{Kind: Invalid, Code: je.Code, Path: clipMsg(je.Path), Message: clipMsg(je.Message)}
 	}
 	return &Error{Kind: Invalid, Message: clipMsg(err.Error())}
@@ -106,16 +107,6 @@ const (
 	reasonPolicy   = "policy"
 	reasonPlatform = "platform"
 )
-
-// refusalCode is the code of the first refusal (the SDK's one refusal
-// type, which config.Error, judge.Error and sdk.ConfigError are) in err's
-// chain; "" when there is none.
-func refusalCode(err error) string {
-	if r, ok := errors.AsType[*config.Error](err); ok {
-		return r.Code
-	}
-	return ""
-}
 
 // resolveReason classifies a refusal of the deployment's resolving
 // (config.Candidate.Resolve) by its code, never its text: a secret outside

@@ -43,7 +43,7 @@ func (d Deployment) Request(t testing.TB, params map[string]string) sdk.Configur
 	return req
 }
 
-// Resolve is Request returning the refusal: a *sdk.ConfigError whose Path
+// Resolve is Request returning the refusal: a *refusal.Error whose Path
 // is the refused field ("candidates[0].option_params"), or an error
 // naming a document that does not parse.
 func (d Deployment) Resolve(params map[string]string) (sdk.ConfigureRequest, error) {

@@ -91,7 +91,7 @@ func Configured(t testing.TB, factory func() sdk.Adapter, req sdk.ConfigureReque
 }
 
 // Configure configures a new instance in the process and makes it this
-// Instance's. A refusal is a *sdk.ConfigError.
+// Instance's. A refusal is a *refusal.Error.
 func (in *Instance) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	id, err := in.Process.Configure(ctx, req)
 	if err != nil {
@@ -104,7 +104,7 @@ func (in *Instance) Configure(ctx context.Context, req sdk.ConfigureRequest) err
 // Setup configures a new instance with req and makes params its run
 // parameters, then checks that they bind (CheckParams, which reads
 // nothing): the refusal a daemon would give at Begin, from Configure or
-// from the parameters, is a *sdk.ConfigError.
+// from the parameters, is a *refusal.Error.
 func (in *Instance) Setup(ctx context.Context, req sdk.ConfigureRequest, params map[string]string) error {
 	if err := in.Configure(ctx, req); err != nil {
 		return err

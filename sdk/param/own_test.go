@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // ldapFilter is an LDAP adapter's own place: an assertion value in a
@@ -86,7 +87,7 @@ func TestExpandInOwnPlace(t *testing.T) {
 		return v, nil
 	}}
 	_, err = param.ExpandIn("uid={uid},ou=people,dc=example,dc=org", dn, func(string) (string, bool) { return "x,ou=admins", true })
-	var perr *param.Error
+	var perr *refusal.Error
 	if !errors.As(err, &perr) || !strings.Contains(perr.Message, "{uid} in the DN holds a DN metacharacter") {
 		t.Errorf("a DN value with a comma: %v", err)
 	}
@@ -116,7 +117,7 @@ func TestBindInOwnPlace(t *testing.T) {
 		t.Errorf("ExpandValuesIn = %q, %v", got, err)
 	}
 	_, err = param.ExpandValuesIn(filterTemplate, ldapFilter, vs, nil)
-	var perr *param.Error
+	var perr *refusal.Error
 	if !errors.As(err, &perr) || perr.Path != "filter_params.uid" {
 		t.Errorf("ExpandValuesIn without the parameter = %v; want a refusal at filter_params.uid", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestParse(t *testing.T) {
@@ -42,7 +44,7 @@ func TestParse(t *testing.T) {
 				}
 				return
 			}
-			var perr *Error
+			var perr *refusal.Error
 			if !errors.As(err, &perr) || perr.Path != tt.wantPath || !strings.Contains(perr.Message, tt.wantMsg) {
 				t.Fatalf("Parse error %v; want at %s a message with %q", err, tt.wantPath, tt.wantMsg)
 			}
@@ -88,7 +90,7 @@ func TestParseJSONAndBind(t *testing.T) {
 				}
 				return
 			}
-			var perr *Error
+			var perr *refusal.Error
 			if !errors.As(err, &perr) || perr.Path != "section.key" || !strings.Contains(perr.Message, tt.wantMsg) {
 				t.Fatalf("BindJSON error %v; want at section.key a message with %q", err, tt.wantMsg)
 			}
@@ -103,7 +105,7 @@ func TestBindMap(t *testing.T) {
 		t.Fatalf("BindMap = %v, %v", got, err)
 	}
 	_, err = BindMap(map[string]json.RawMessage{"b": json.RawMessage(`{"param":"q"}`), "a": json.RawMessage(`1`)}, "vars", nil)
-	var perr *Error
+	var perr *refusal.Error
 	if !errors.As(err, &perr) || perr.Path != "vars.a" {
 		t.Fatalf("BindMap error %v; want the first entry in name order refused", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Check refuses a value that holds invalid UTF-8, NUL or any other control
@@ -213,7 +215,7 @@ func CheckTemplate(t string) error {
 // as Expand escapes it; a template entry is bound with each of its own
 // parameters escaped for that place and its literal text kept as written,
 // so {template: "Patient/{id}"} in the query is "Patient/" followed by the
-// query-escaped id. A parameter the run does not supply is an *Error with
+// query-escaped id. A parameter the run does not supply is an *refusal.Error with
 // the entry's path; a value refused for its place, one without a Path.
 func ExpandValues(template string, syntax Syntax, vs Values, params map[string]string) (string, error) {
 	return expand(template, syntaxPlaces(template, syntax), fillValues(vs, params))
@@ -229,7 +231,7 @@ func fillValues(vs Values, params map[string]string) filler {
 	return func(name, where string, escape func(string) (string, error)) (string, error) {
 		v, ok := vs.Get(name)
 		if !ok {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
 		}
 		if !v.IsTemplate() {
 			s, err := v.Bind(params, join(vs.path, name))
@@ -238,7 +240,7 @@ func fillValues(vs Values, params map[string]string) filler {
 			}
 			e, err := escape(s)
 			if err != nil {
-				return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
+				return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
 			}
 			return e, nil
 		}
@@ -249,7 +251,7 @@ func fillValues(vs Values, params map[string]string) filler {
 			}
 			e, err := escape(s)
 			if err != nil {
-				return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s: run parameter %q %v", name, where, p, err)}
+				return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} %s: run parameter %q %v", name, where, p, err)}
 			}
 			return e, nil
 		})
@@ -257,7 +259,7 @@ func fillValues(vs Values, params map[string]string) filler {
 }
 
 // Expand fills each {name} of template with lookup(name), escaped for the
-// place it stands in (see the package documentation). The *Error it
+// place it stands in (see the package documentation). The *refusal.Error it
 // returns names the placeholder and has no Path; the caller sets it.
 func Expand(template string, syntax Syntax, lookup func(name string) (string, bool)) (string, error) {
 	return expand(template, syntaxPlaces(template, syntax), fillLookup(lookup))
@@ -274,11 +276,11 @@ func fillLookup(lookup func(name string) (string, bool)) filler {
 	return func(name, where string, escape func(string) (string, error)) (string, error) {
 		v, ok := lookup(name)
 		if !ok {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
 		}
 		e, err := escape(v)
 		if err != nil {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
 		}
 		return e, nil
 	}
@@ -304,7 +306,7 @@ func syntaxPlaces(template string, syntax Syntax) placer {
 	return func(p Placeholder) (func(string) (string, error), string, error) {
 		switch {
 		case p.Start < authority:
-			return nil, "", &Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
+			return nil, "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
 		case syntax == FilePattern:
 			return FileName, "in the file pattern", nil
 		case p.Start < query:

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 var strconvQuote = strconv.Quote
@@ -41,7 +43,7 @@ func TestTemplateParse(t *testing.T) {
 			t.Parallel()
 			_, err := Parse(tc.tree, "k", tc.opts...)
 			path, phrase, _ := strings.Cut(tc.want, "|")
-			var pe *Error
+			var pe *refusal.Error
 			if !errors.As(err, &pe) || pe.Path != path || !strings.Contains(pe.Message, phrase) {
 				t.Fatalf("err %v, want one at %s saying %q", err, path, phrase)
 			}
@@ -90,7 +92,7 @@ func TestTemplateBind(t *testing.T) {
 			}
 			got, err := tc.v.BindIn(ps, "k", tc.escape)
 			if phrase, isErr := strings.CutPrefix(tc.want, "!"); isErr {
-				var pe *Error
+				var pe *refusal.Error
 				if !errors.As(err, &pe) || pe.Path != "k" || !strings.Contains(pe.Message, phrase) {
 					t.Fatalf("BindIn = %q, %v; want an error at k saying %q", got, err, phrase)
 				}
@@ -131,7 +133,7 @@ func TestExpandValues(t *testing.T) {
 		t.Errorf("a parameter leaving its segment: %v", err)
 	}
 	_, err = ExpandValues("/fhir/{subject}", URL, vs, map[string]string{})
-	var pe *Error
+	var pe *refusal.Error
 	if !errors.As(err, &pe) || pe.Path != "path_params.subject" {
 		t.Errorf("a missing parameter: %v, want an error at path_params.subject", err)
 	}

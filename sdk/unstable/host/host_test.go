@@ -24,6 +24,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
@@ -126,9 +127,9 @@ func TestInfoConfigureAndTestConnection(t *testing.T) {
 	}
 
 	err = p.Configure(ctx, sdk.ConfigureRequest{Config: json.RawMessage(`{"mode":"carrier-pigeon"}`)})
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if !errors.As(err, &ce) || ce.Path != "mode" {
-		t.Fatalf("Configure with a bad mode = %v; want a *sdk.ConfigError at path mode", err)
+		t.Fatalf("Configure with a bad mode = %v; want a *refusal.Error at path mode", err)
 	}
 	err = p.Configure(ctx, sdk.ConfigureRequest{Config: json.RawMessage(`{"mode":"synthetic","colour":"red"}`)})
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "colour") {

@@ -114,7 +114,7 @@ func Decode(tree any, path string, v any) error {
 }
 
 // DecodeRefusal is Decode for a caller whose refusals are *refusal.Error
-// (an adapter's sdk.ConfigError is one): a *refusal.Error that a type's own
+// (an adapter's refusal.Error is one): a *refusal.Error that a type's own
 // decoder returned comes back as it is, and every other refusal as a
 // *refusal.Error of code with the path and message Decode gave it.
 func DecodeRefusal(tree any, path string, v any, code string) error {
