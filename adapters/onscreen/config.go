@@ -530,10 +530,10 @@ func expandURL(tmpl string, params map[string]string, p string) (string, error) 
 			return "", configError(p, "the run has no parameter %q for {%s}", name, name)
 		}
 	}
-	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+	out, err := param.Expand(tmpl, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := params[name]
 		return v, ok
-	})
+	}))
 	if err != nil {
 		return "", configError(p, "%v", err)
 	}

@@ -47,10 +47,10 @@ func (t *pathTemplate) expand(values map[string]string) (string, error) {
 			return "", fmt.Errorf("placeholder {%s} has no entry in path_params", name)
 		}
 	}
-	return param.Expand(t.text, param.URL, func(name string) (string, bool) {
+	return param.Expand(t.text, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := values[name]
 		return v, ok
-	})
+	}))
 }
 
 // expandRecordsPath binds one call's run parameters into records_path
@@ -66,10 +66,10 @@ func (t *pathTemplate) expand(values map[string]string) (string, error) {
 //     sent raw or splitting the URL; each run parameter of a template is
 //     still checked as a path-segment value.
 //
-// Placeholders in the query are param.ExpandValues', query-escaped; a space
-// a template there writes as literal text is sent as %20, as a space
-// written in records_path itself is (parseTemplate), never raw in the
-// request line.
+// Placeholders in the query are filled by param.Expand from Values.Source,
+// query-escaped; a space a template there writes as literal text is sent
+// as %20, as a space written in records_path itself is (parseTemplate),
+// never raw in the request line.
 func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (string, error) {
 	query := strings.IndexByte(tmpl, '?')
 	if query < 0 {
@@ -87,7 +87,7 @@ func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (
 		last = p.End
 	}
 	b.WriteString(tmpl[last:])
-	out, err := param.ExpandValues(b.String(), param.URL, vs, params)
+	out, err := param.Expand(b.String(), param.URL, vs.Source(params))
 	return strings.ReplaceAll(out, " ", "%20"), err
 }
 

@@ -475,10 +475,10 @@ func expandRecordURL(tmpl string, bound map[string]string, p string) (string, er
 			return "", configError(p+".url_params."+name, "record_url has no {%s} placeholder for it", name)
 		}
 	}
-	expanded, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+	expanded, err := param.Expand(tmpl, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := bound[name]
 		return v, ok
-	})
+	}))
 	if err != nil {
 		return "", configError(path, "%v", err)
 	}

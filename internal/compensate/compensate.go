@@ -302,10 +302,10 @@ func expand(tmpl string, rec map[string]any) (string, error) {
 		}
 		values[ph.Name] = v
 	}
-	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+	out, err := param.Expand(tmpl, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := values[name]
 		return v, ok
-	})
+	}))
 	if err != nil {
 		return "", fmt.Errorf("the record does not fill delete_path: %v", err)
 	}

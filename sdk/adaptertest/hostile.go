@@ -84,7 +84,7 @@ func (k *kit) hostileParams(t *testing.T) {
 				continue
 			}
 			if extra := widened(base, got); len(extra) > 0 {
-				t.Errorf("run parameter %q %s reads %d record(s) that an unknown value (%q) does not, e.g. %s: the value reshaped the read. Bind it as data or escape it for its place (sdk/param: BindIn, ExpandIn with an escaper), or refuse it with a *refusal.Error",
+				t.Errorf("run parameter %q %s reads %d record(s) that an unknown value (%q) does not, e.g. %s: the value reshaped the read. Bind it as data or escape it for its place (sdk/param: BindIn, Expand with an escaper), or refuse it with a *refusal.Error",
 					name, describe(c.what), len(extra), nobody, extra[0])
 			}
 		}

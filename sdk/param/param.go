@@ -56,8 +56,8 @@ type parser struct {
 }
 
 // Templates lets Parse read the fourth form, {template: "text {name}"}:
-// literal text composed with run parameters (see BindIn and ExpandValues
-// for how each part is escaped where a read is built). A template that
+// literal text composed with run parameters (see BindIn, and Expand with
+// Values.Source, for how each part is escaped where a read is built). A template that
 // names no parameter, or whose braces do not each open or close a {name},
 // is refused. Without this option a template is refused.
 func Templates() Option {

@@ -186,7 +186,7 @@ func TestExpand(t *testing.T) {
 	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
 	tests := map[string]struct {
 		template string
-		syntax   Syntax
+		syntax   Place
 		want     string
 		wantErr  string
 	}{
@@ -207,7 +207,7 @@ func TestExpand(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got, err := Expand(tt.template, tt.syntax, lookup)
+			got, err := Expand(tt.template, tt.syntax, Lookup(lookup))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Expand = %q, %v; want a refusal with %q", got, err, tt.wantErr)
@@ -226,5 +226,23 @@ func TestNames(t *testing.T) {
 	got := Names("/a/{x}/{y.z}/{x}?q={_1}&{1bad}&{}&{a b}")
 	if strings.Join(got, ",") != "x,y.z,_1" {
 		t.Errorf("Names = %q", got)
+	}
+}
+
+// TestExpandNeedsASource: a zero Source fills nothing and is refused, and
+// URL's Bind refuses a value (its place depends on where it stands).
+func TestExpandNeedsASource(t *testing.T) {
+	t.Parallel()
+	if got, err := Expand("/api/{id}", URL, Source{}); err == nil {
+		t.Errorf("Expand with a zero Source = %q, nil; want a refusal", got)
+	}
+	if got, err := Expand("/api/x", URL, Source{}); err == nil {
+		t.Errorf("Expand of a template without placeholders with a zero Source = %q, nil; want a refusal", got)
+	}
+	if got, err := URL.Bind("a"); err == nil {
+		t.Errorf("URL.Bind = %q, nil; want a refusal", got)
+	}
+	if got, err := FilePattern.Bind("a*"); err != nil || got != `a\*` {
+		t.Errorf("FilePattern.Bind(a*) = %q, %v; want a\\*", got, err)
 	}
 }
