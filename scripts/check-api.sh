@@ -52,6 +52,13 @@ for s in "${snapshots[@]}"; do
 		changed=1
 	fi
 done
+# The promised SDK API must not show an unstable package's type either
+# (an exported field, parameter or alias of one would carry it into the
+# promise).
+if grep -n 'verifierd/sdk/unstable/' "$tmp/sdk.txt" >&2; then
+	echo "check-api: the SDK's promised API above names a type of sdk/unstable/, which the promise does not cover; wrap it in a type of the promised package" >&2
+	exit 1
+fi
 if [[ "$mode" == update ]]; then
 	echo "check-api: api/*.txt rewritten; commit them together with a CHANGES.md (or sdk/CHANGES.md, for api/sdk.txt) entry"
 	exit 0

@@ -215,12 +215,12 @@ func (r *running) test(ctx context.Context) (sdk.TestResult, error) {
 	return r.TestConnection(ctx, r.id, sdk.TestRequest{Params: r.params})
 }
 
-func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
+func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	req.Params = r.params
 	return r.CaptureBefore(ctx, r.id, req)
 }
 
-func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
+func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	req.Params = r.params
 	return r.CaptureAfter(ctx, r.id, req)
 }
@@ -239,7 +239,7 @@ func (k *kit) startAs(t *testing.T, cfg sdk.ConfigureRequest, what string) *runn
 	} else {
 		in = InProcess(t, k.h.Factory)
 	}
-	r := &running{Client: in.Process, kill: in.Crash}
+	r := &running{Client: in.process, kill: in.Crash}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	id, err := r.Configure(ctx, cfg)
@@ -653,7 +653,7 @@ func (k *kit) crash(t *testing.T) {
 	} else {
 		k.h.SeedMany(t, ManyRecords)
 	}
-	var c *Stream
+	var c *host.Stream
 	k.bulk(t, func(timeout time.Duration) (bool, string) {
 		req := k.req()
 		req.Timeout = timeout
