@@ -39,10 +39,10 @@ func TestSecretSlots(t *testing.T) {
 			t.Errorf("Secret(%q) = %q; want no such slot", slot, got)
 		}
 	}
-	if _, err := req.RequireSecret("api_key"); !isConfigErrorAt(err, "secret_env.api_key") {
+	if _, err := req.RequireSecret("api_key"); !isRefusalAt(err, "secret_env.api_key") {
 		t.Errorf("RequireSecret(api_key) = %v; want a refusal at secret_env.api_key", err)
 	}
-	if _, err := req.RequireSecret("db.dsn_env"); !isConfigErrorAt(err, "db.dsn_env") {
+	if _, err := req.RequireSecret("db.dsn_env"); !isRefusalAt(err, "db.dsn_env") {
 		t.Errorf("RequireSecret(db.dsn_env) = %v; want a refusal at db.dsn_env", err)
 	}
 	if v, err := req.RequireSecret("password"); err != nil || v != "pw-1-long" {
@@ -50,7 +50,7 @@ func TestSecretSlots(t *testing.T) {
 	}
 }
 
-func isConfigErrorAt(err error, path string) bool {
+func isRefusalAt(err error, path string) bool {
 	ce, ok := errors.AsType[*refusal.Error](err)
 	return ok && ce.Path == path
 }
@@ -85,7 +85,7 @@ func TestSectionDecodes(t *testing.T) {
 		t.Fatalf("Configure = %v; decoded %+v", err, got)
 	}
 	req.Config = []byte(`{"kind":"ldap","options":{"base_dn":"dc=x"},"filter":"(uid=*)"}`)
-	if err := factory().Configure(t.Context(), req); !isConfigErrorAt(err, "filter") {
+	if err := factory().Configure(t.Context(), req); !isRefusalAt(err, "filter") {
 		t.Errorf("Configure with an unknown top-level key = %v; want a refusal at filter", err)
 	}
 }

@@ -111,10 +111,10 @@ func TestConnect(t *testing.T) {
 	}
 	_, _, _, err = e.Connect(base, &Auth{BearerEnv: new("TOKEN")}, nil)
 	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "auth.bearer_env" {
-		t.Errorf("Connect with no secret delivered = %v; want a ConfigError at auth.bearer_env", err)
+		t.Errorf("Connect with no secret delivered = %v; want a *refusal.Error at auth.bearer_env", err)
 	}
 	_, _, _, err = Endpoint{CAFile: "/nonexistent/ca.pem"}.Connect(base, nil, nil)
 	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "ca_file" {
-		t.Errorf("Connect with an unreadable ca_file = %v; want a ConfigError at ca_file", err)
+		t.Errorf("Connect with an unreadable ca_file = %v; want a *refusal.Error at ca_file", err)
 	}
 }
