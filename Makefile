@@ -113,18 +113,18 @@ fmt-check:
 # daemon: no package of the root module among its packages' (and tests')
 # dependencies, and no root module in its module graph. The other way round
 # is the design: the daemon requires the SDK (replace => ./sdk), and the pure
-# judge imports the SDK's grammar leaves, sdk/param, sdk/jsonnum,
-# sdk/jsondepth and sdk/strict, which must therefore import only the standard library
+# judge imports the SDK's grammar leaves, sdk/param, sdk/unstable/jsonnum,
+# sdk/unstable/jsondepth and sdk/unstable/strict, which must therefore import only the standard library
 # (and sdk/internal/typename, a leaf of their own that imports nothing else).
-SDK_LEAVES := ./param ./jsonnum ./jsondepth ./strict ./refusal
+SDK_LEAVES := ./param ./unstable/jsonnum ./unstable/jsondepth ./unstable/strict ./refusal
 check-sdk:
 	@cd sdk; \
 	bad=$$($(GO) list -deps -test ./... | grep -E '^github.com/verifierd/verifierd(/|$$)' | grep -vE '^github.com/verifierd/verifierd/sdk([/._ ]|$$)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK imports daemon-side packages:"; echo "$$bad"; exit 1; fi; \
 	bad=$$($(GO) list -m all | grep -E '^github.com/verifierd/verifierd( |$$)' || true); \
 	if [ -n "$$bad" ]; then echo "check-sdk: the SDK's module graph holds the daemon's module:"; echo "$$bad"; exit 1; fi; \
-	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|jsonnum|jsondepth|strict|refusal|internal/typename)' || true); \
-	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/jsonnum, sdk/jsondepth, sdk/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
+	bad=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' $(SDK_LEAVES) | grep -vxE 'github.com/verifierd/verifierd/sdk/(param|unstable/jsonnum|unstable/jsondepth|unstable/strict|refusal|internal/typename)' || true); \
+	if [ -n "$$bad" ]; then echo "check-sdk: the SDK leaves the judge imports (sdk/param, sdk/unstable/jsonnum, sdk/unstable/jsondepth, sdk/unstable/strict, sdk/refusal) must use only the standard library, not:"; echo "$$bad"; exit 1; fi; \
 	echo "check-sdk: the SDK module holds nothing of the daemon; its leaves import only the standard library"
 
 # check-modules: the modules a runtime client takes (client, proto,
@@ -250,7 +250,7 @@ soak:
 
 fuzz:
 	$(GO) test ./judge -run '^$$' -fuzz FuzzLoadEffects -fuzztime 30s
-	$(GO) test ./sdk/strict -run '^$$' -fuzz FuzzDecodeJSON -fuzztime 30s
+	$(GO) test ./sdk/unstable/strict -run '^$$' -fuzz FuzzDecodeJSON -fuzztime 30s
 	$(GO) test ./judge -run '^$$' -fuzz FuzzJudge -fuzztime 30s
 	$(GO) test ./internal/config -run '^$$' -fuzz FuzzParseDeployment -fuzztime 30s
 	$(GO) test ./internal/session -run '^$$' -fuzz FuzzBeginRequest -fuzztime 30s
@@ -262,7 +262,7 @@ fuzz:
 	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzFileName -fuzztime 30s
 	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzParseValue -fuzztime 30s
 	cd sdk && $(GO) test ./param -run '^$$' -fuzz FuzzTemplateInURL -fuzztime 30s
-	cd sdk && $(GO) test ./jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
+	cd sdk && $(GO) test ./unstable/jsonnum -run '^$$' -fuzz FuzzValid -fuzztime 30s
 	$(GO) test ./internal/reward -run '^$$' -fuzz FuzzParseDescriptor -fuzztime 30s
 
 # image: the two OCI images of verifierd (docs/container-image.md),

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Pair is one field: value requirement of a bound selector. Under a
@@ -85,7 +86,7 @@ func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
 			return nil, refuse(u.path, "%q does not parse as %s; write %s", u.text, u.as.what(), u.as.hint())
 		}
 		// The value is not quoted: a run parameter may name a subject.
-		return nil, &Error{
+		return nil, &refusal.Error{
 			Code: CodeUnboundParam,
 			Path: u.path,
 			Message: fmt.Sprintf("run parameter %q does not parse as %s, which the contract compares it as; pass %s",
@@ -101,7 +102,7 @@ func Bind(e Effect, params map[string]string, path string) (*Contract, error) {
 				names = append(names, fmt.Sprintf("%q", m.name))
 			}
 		}
-		return nil, &Error{
+		return nil, &refusal.Error{
 			Code: CodeUnboundParam,
 			Path: b.missing[0].path,
 			Message: fmt.Sprintf("missing run parameter %s: pass it with the run's params (for example --param %s=VALUE); a missing parameter is never a silent non-match",

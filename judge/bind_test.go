@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // bindOne loads one JSON contract and binds it.
@@ -99,9 +100,9 @@ func TestBindMissingParam(t *testing.T) {
 			if c != nil {
 				t.Errorf("Bind returned a contract despite the missing parameter")
 			}
-			var jerr *Error
+			var jerr *refusal.Error
 			if !errors.As(err, &jerr) {
-				t.Fatalf("got %v, want *Error", err)
+				t.Fatalf("got %v, want *refusal.Error", err)
 			}
 			if jerr.Code != CodeUnboundParam {
 				t.Errorf("code %s, want %s", jerr.Code, CodeUnboundParam)

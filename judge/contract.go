@@ -12,7 +12,7 @@ import (
 	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // Kind names the judgement an effect asks for.
@@ -34,10 +34,6 @@ const (
 	Irreversible Risk = "irreversible"
 )
 
-// Error is a refusal: what is wrong (Code, one of the codes below), where,
-// and what to write instead. It is the SDK's one refusal (refusal.Error).
-type Error = refusal.Error
-
 // Error codes of a refusal.
 const (
 	CodeInvalidContract = "INVALID_CONTRACT"
@@ -45,8 +41,8 @@ const (
 	CodeInvalidCase     = "INVALID_CASE"
 )
 
-func refuse(path, format string, args ...any) *Error {
-	return &Error{Code: CodeInvalidContract, Path: path, Message: fmt.Sprintf(format, args...)}
+func refuse(path, format string, args ...any) *refusal.Error {
+	return &refusal.Error{Code: CodeInvalidContract, Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // Value is a contract value: literal text, or a reference to a run parameter
@@ -115,7 +111,7 @@ func LoadEffects(tree any, path string) ([]Effect, error) {
 }
 
 // effectDoc is an effect contract as written, for the strict decoder
-// (sdk/strict): its fields are the contract's keys, so an unknown key is
+// (sdk/unstable/strict): its fields are the contract's keys, so an unknown key is
 // refused with the keys allowed and the nearest one. A key whose refusal
 // says more than its type reads its own value (the *Key types); a string
 // or boolean key is typed, and a null there is refused. field, probe,
@@ -357,7 +353,7 @@ func loadValue(v any, path string) (Value, error) {
 	}
 	val, err := param.Parse(v, path, param.NumberText(compact.CanonNumber), param.Templates())
 	if err != nil {
-		if perr, ok := errors.AsType[*param.Error](err); ok {
+		if perr, ok := errors.AsType[*refusal.Error](err); ok {
 			return Value{}, refuse(perr.Path, "%s", perr.Message)
 		}
 		return Value{}, refuse(path, "%s", err.Error())

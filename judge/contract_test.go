@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // loadOne parses a single contract (JSON or YAML text of one map) as the
@@ -160,9 +161,9 @@ func TestLoadRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatalf("loaded %s, want refusal at %s", tc.src, tc.path)
 			}
-			var jerr *Error
+			var jerr *refusal.Error
 			if !errors.As(err, &jerr) {
-				t.Fatalf("error %v is %T, want *Error", err, err)
+				t.Fatalf("error %v is %T, want *refusal.Error", err, err)
 			}
 			got := struct{ Code, Path string }{jerr.Code, jerr.Path}
 			want := struct{ Code, Path string }{CodeInvalidContract, tc.path}
@@ -193,9 +194,9 @@ func TestLoadRefusals(t *testing.T) {
 func TestLoadRefusalPathIndex(t *testing.T) {
 	t.Parallel()
 	_, err := ParseEffects([]byte(`[{"kind": "record_written"}, {"kind": "record_written", "match": {"id": 1}}]`), "effects")
-	var jerr *Error
+	var jerr *refusal.Error
 	if !errors.As(err, &jerr) {
-		t.Fatalf("got %v, want *Error", err)
+		t.Fatalf("got %v, want *refusal.Error", err)
 	}
 	if d := cmp.Diff("effects[1].match.id", jerr.Path); d != "" {
 		t.Errorf("path (-want +got):\n%s", d)
@@ -369,9 +370,9 @@ func TestLoadYAMLQuotedVersusBareInteger(t *testing.T) {
 		t.Errorf("match (-want +got):\n%s", d)
 	}
 	_, err = loadOne(t, "kind: record_written\nmatch:\n  id: 1")
-	var jerr *Error
+	var jerr *refusal.Error
 	if !errors.As(err, &jerr) {
-		t.Fatalf("id: 1 gave %v, want *Error", err)
+		t.Fatalf("id: 1 gave %v, want *refusal.Error", err)
 	}
 	if d := cmp.Diff(struct{ Code, Path string }{CodeInvalidContract, "effects[0].match.id"}, struct{ Code, Path string }{jerr.Code, jerr.Path}); d != "" {
 		t.Errorf("(-want +got):\n%s", d)

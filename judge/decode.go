@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/verifierd/verifierd/judge/internal/compact"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
-	"github.com/verifierd/verifierd/sdk/yamldoc"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/yamldoc"
 )
 
 // MaxDepth is how many levels of objects and arrays (mappings and
@@ -75,7 +75,7 @@ func DecodeDocument(data []byte) (any, error) {
 	return decodeYAML(data)
 }
 
-// decodeYAML is the SDK's YAML reader (sdk/yamldoc), which the
+// decodeYAML is the SDK's YAML reader (sdk/unstable/yamldoc), which the
 // qualification kit reads deployments with too. Its depth bound is
 // jsondepth.Max, which MaxDepth is.
 func decodeYAML(data []byte) (any, error) { return yamldoc.Decode(data) }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // decodeJSONStd is the decoder DecodeJSON replaced, on encoding/json's

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/judge/internal/compact"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // deepJSON is n arrays, one inside the other, around 1.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // invariantPart is what redaction must never change.
@@ -227,9 +228,9 @@ func TestRedactionValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want ok=%v", err, tc.ok)
 			}
 			if err != nil {
-				var jerr *Error
+				var jerr *refusal.Error
 				if !errors.As(err, &jerr) || !strings.HasPrefix(jerr.Path, "evidence") || jerr.Message == "" {
-					t.Errorf("Validate error %#v, want an *Error naming evidence", err)
+					t.Errorf("Validate error %#v, want an *refusal.Error naming evidence", err)
 				}
 			}
 		})

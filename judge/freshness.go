@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/verifierd/verifierd/sdk/timestamp"
+	"github.com/verifierd/verifierd/sdk/unstable/timestamp"
 )
 
 // applyFreshness demotes a CONFIRMED verdict to INDETERMINATE (stale) when a
@@ -43,6 +43,6 @@ func secondsBetween(ts, now time.Time) float64 {
 
 // ParseTimestamp reads a freshness timestamp: epoch seconds (a number or a
 // numeric string) or RFC 3339 / ISO 8601 text ("Z" or an offset; none means
-// UTC). It is sdk/timestamp's Parse, which the qualification kit runs on an
+// UTC). It is sdk/unstable/timestamp's Parse, which the qualification kit runs on an
 // adapter's stale row, so an adapter is held to the reading the judge makes.
 func ParseTimestamp(v any) (time.Time, error) { return timestamp.Parse(v) }

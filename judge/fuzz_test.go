@@ -15,6 +15,7 @@ import (
 
 	"github.com/verifierd/verifierd/judge/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // paramsOf lists the run parameters an effect refers to.
@@ -212,9 +213,9 @@ func FuzzLoadEffects(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		effs, err := ParseEffects(data, "effects")
 		if err != nil {
-			var jerr *Error
+			var jerr *refusal.Error
 			if !errors.As(err, &jerr) || jerr.Code != CodeInvalidContract || jerr.Message == "" || !strings.HasPrefix(jerr.Path, "effects") {
-				t.Fatalf("refusal %#v is not an INVALID_CONTRACT *Error under effects", err)
+				t.Fatalf("refusal %#v is not an INVALID_CONTRACT *refusal.Error under effects", err)
 			}
 			return
 		}
@@ -236,7 +237,7 @@ func FuzzLoadEffects(f *testing.F) {
 			c, err := Bind(e, params, "effects[0]")
 			if err != nil && typedTemplate(e) {
 				// A typed template's expansion ("x1") need not parse.
-				var jerr *Error
+				var jerr *refusal.Error
 				if !errors.As(err, &jerr) || jerr.Code != CodeUnboundParam || !strings.HasSuffix(jerr.Path, ".template") {
 					t.Fatalf("effect %d: typed template refused as %#v", i, err)
 				}
@@ -258,7 +259,7 @@ func FuzzLoadEffects(f *testing.F) {
 			}
 			if len(names) > 0 {
 				_, err := Bind(e, nil, "effects[0]")
-				var jerr *Error
+				var jerr *refusal.Error
 				if !errors.As(err, &jerr) || jerr.Code != CodeUnboundParam {
 					t.Fatalf("effect %d: Bind without params: %v, want UNBOUND_PARAM", i, err)
 				}

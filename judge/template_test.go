@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TestTemplateValues: {template: "Patient/{patient_id}"} composes literal
@@ -54,9 +55,9 @@ func TestTemplateMissingParam(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, err := Bind(e, map[string]string{"visit": "v1"}, "effects[0]")
-	var jerr *Error
+	var jerr *refusal.Error
 	if c != nil || !errors.As(err, &jerr) {
-		t.Fatalf("got %v, %v; want an *Error", c, err)
+		t.Fatalf("got %v, %v; want an *refusal.Error", c, err)
 	}
 	if jerr.Code != CodeUnboundParam || jerr.Path != "effects[0].match.subject.template" {
 		t.Errorf("code %s path %q, want %s at effects[0].match.subject.template", jerr.Code, jerr.Path, CodeUnboundParam)
@@ -96,9 +97,9 @@ func TestTemplateLoadRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := loadOne(t, tc.src)
-			var jerr *Error
+			var jerr *refusal.Error
 			if !errors.As(err, &jerr) {
-				t.Fatalf("got %v, want *Error", err)
+				t.Fatalf("got %v, want *refusal.Error", err)
 			}
 			if jerr.Path != tc.path || !strings.Contains(jerr.Message, tc.hint) {
 				t.Errorf("refusal %q at %q; want path %q and %q in the message", jerr.Message, jerr.Path, tc.path, tc.hint)

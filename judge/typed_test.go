@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TestCanonDecimal pins the canonical form of §2a's decimal text.
@@ -172,7 +173,7 @@ func TestLoadAs(t *testing.T) {
 		{"new_only not a bool", `{"kind": "field_equals", "field": "f", "value": "v", "new_only": "yes"}`, "effects[0].new_only", "true or false"},
 	} {
 		_, err := loadOne(t, tc.src)
-		var jerr *Error
+		var jerr *refusal.Error
 		if !errors.As(err, &jerr) || jerr.Code != CodeInvalidContract || jerr.Path != tc.path || !strings.Contains(jerr.Message, tc.text) {
 			t.Errorf("%s: %v, want INVALID_CONTRACT at %s mentioning %q", tc.name, err, tc.path, tc.text)
 		}
@@ -204,7 +205,7 @@ func TestBindAs(t *testing.T) {
 	}
 	_, err := Bind(mustLoad(t, `{"kind": "field_equals", "field": "amount", "value": {"param": "amount", "as": "decimal"}}`),
 		map[string]string{"amount": "1 234,50 EUR"}, "effects[0]")
-	var jerr *Error
+	var jerr *refusal.Error
 	if !errors.As(err, &jerr) || jerr.Code != CodeUnboundParam || jerr.Path != "effects[0].value.param" ||
 		!strings.Contains(jerr.Message, `"amount"`) || !strings.Contains(jerr.Message, "decimal") || strings.Contains(jerr.Message, "EUR") {
 		t.Errorf("unparseable param: %v", err)

@@ -11,11 +11,26 @@ import (
 	"strconv"
 )
 
-// Payload types of verifierd's envelopes.
+// Payload types of verifierd's envelopes: every signed payload's type is
+// named here (PayloadTypeRun and PayloadTypeCheckpoint beside their
+// formats).
 const (
 	PayloadTypeVerdict  = "application/vnd.verifierd.verdict-receipt.v1+json"
 	PayloadTypeArtifact = "application/vnd.verifierd.artifact-verification.v1+json"
+	// PayloadTypeRewardCertificate is a reward contract's calibration
+	// certificate; PayloadTypeRewardReceipt an episode's reward receipt.
+	PayloadTypeRewardCertificate = "application/vnd.verifierd.reward-certificate.v1+json"
+	PayloadTypeRewardReceipt     = "application/vnd.verifierd.reward-receipt.v1+json"
 )
+
+// RefusalClaim is what the receipt of a refused Begin (KindBeginRefused)
+// says about the refusal: its path and code, and the keyed digest of its
+// message (never the message, which may quote an input).
+type RefusalClaim struct {
+	Path          string `json:"path,omitempty"`
+	Code          string `json:"code,omitempty"`
+	MessageDigest string `json:"message_digest"`
+}
 
 // Envelope is a DSSE envelope: the payload (base64 in JSON) with its type and
 // one or more signatures over PAE(payloadType, payload).

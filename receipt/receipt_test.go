@@ -119,3 +119,21 @@ func TestCanonicalIsSortedCompact(t *testing.T) {
 		t.Fatal("unknown key accepted")
 	}
 }
+
+// TestRefusalClaimJSON: the refusal claim of a refused Begin's receipt keeps
+// its signed JSON form: path and code only when set, the message only as
+// its digest.
+func TestRefusalClaimJSON(t *testing.T) {
+	for _, tc := range []struct {
+		claim RefusalClaim
+		want  string
+	}{
+		{RefusalClaim{Path: "effects[0]", Code: "newness_unproven", MessageDigest: "hmac-sha256:ab"}, `{"path":"effects[0]","code":"newness_unproven","message_digest":"hmac-sha256:ab"}`},
+		{RefusalClaim{MessageDigest: "hmac-sha256:ab"}, `{"message_digest":"hmac-sha256:ab"}`},
+	} {
+		b, err := json.Marshal(tc.claim)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%+v: %s, %v; want %s", tc.claim, b, err, tc.want)
+		}
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/verifierd/verifierd/sdk/param"
 )
 
 // APIVersion is the in-band adapter API version this SDK speaks. GetInfo
@@ -34,21 +32,21 @@ type Adapter interface {
 	// weaken a tier, never strengthen it.
 	Info() Info
 	// Configure receives the deployment's section for this adapter in the
-	// shape sdk/deployment documents (Section), and its secrets under their
+	// shape sdk/unstable/deployment documents (Section), and its secrets under their
 	// slots (ConfigureRequest.Secret). It sees no run parameter except a
 	// plugin's option_params, which the daemon binds into options before
 	// configuring: check the {param} references' shape here, bind their
-	// values per call. Return a *ConfigError to refuse it with the offending
+	// values per call. Return a *refusal.Error to refuse it with the offending
 	// field's path. Do not connect here: a system of record that is down is
 	// reported by the captures, not by Configure.
 	Configure(ctx context.Context, req ConfigureRequest) error
 	// TestConnection is a preflight. It may read and must never write. An
 	// unreachable system of record is TestResult.Reachable == false, not an
 	// error; return an error only for a fault in the adapter itself, or a
-	// *ConfigError when req.Params cannot be bound into the read.
+	// *refusal.Error when req.Params cannot be bound into the read.
 	TestConnection(ctx context.Context, req TestRequest) (TestResult, error)
 	// CaptureBefore reads the baseline before the automation acts. A
-	// *ConfigError means req.Params cannot be bound into the read (missing,
+	// *refusal.Error means req.Params cannot be bound into the read (missing,
 	// or a value that would reshape it); nothing was read.
 	CaptureBefore(ctx context.Context, req CaptureRequest) (Capture, error)
 	// CaptureAfter reads the system of record after the automation acted.
@@ -67,7 +65,7 @@ type VerdictHook interface {
 
 // ParamChecker is optionally implemented by an Adapter whose section has
 // {param} references: CheckParams binds params exactly as a call would,
-// without reading, and returns the *ConfigError that call would. The SDK
+// without reading, and returns the *refusal.Error that call would. The SDK
 // runs it first thing in every baseline capture (CaptureBefore, in the
 // adapter's process: no round trip of its own), so a missing or refused
 // run parameter refuses the session at Begin with its path before anything
@@ -124,7 +122,7 @@ type ConfigureRequest struct {
 	Kind string
 	// Config is the adapter's section as a JSON object: kind, options
 	// with option_params bound, and the other keys the operator wrote;
-	// the daemon's own keys removed (Section, sdk/deployment).
+	// the daemon's own keys removed (Section, sdk/unstable/deployment).
 	Config json.RawMessage
 	// Secrets maps each secret slot to its resolved value, keyed as the
 	// daemon sends it; read one with Secret, which names the slot as the
@@ -145,12 +143,6 @@ type ConfigureRequest struct {
 func (r ConfigureRequest) DecodeConfig(v any) error {
 	return decodeConfig(r.Kind, r.Config, v)
 }
-
-// ConfigError refuses a configuration. Path names the field inside the
-// adapter's section ("options.table"); Message says what is wrong and what to
-// write instead. It is sdk/param's refusal, so a {param} value that does not
-// parse or bind is a ConfigError as param returns it.
-type ConfigError = param.Error
 
 // TestRequest is a preflight for one session's run parameters.
 type TestRequest struct {

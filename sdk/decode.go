@@ -9,11 +9,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // decodeConfig decodes an adapter's section into v (a pointer) with the
-// strict decoder (sdk/strict): exact numbers (json.Number where v holds
+// strict decoder (sdk/unstable/strict): exact numbers (json.Number where v holds
 // any), unknown keys refused at any depth of v's structs with the key's
 // path and the keys allowed there, and values of the wrong type refused
 // with their path and what they must be. kind names the adapter in an
@@ -31,7 +32,7 @@ func decodeConfig(kind string, raw json.RawMessage, v any) error {
 	if t := reflect.TypeOf(v); len(strict.Keys(t)) > 0 || isStruct(t) {
 		top, ok := tree.(map[string]any)
 		if !ok {
-			return &ConfigError{Message: "the section must be a map of settings"}
+			return &refusal.Error{Message: "the section must be a map of settings"}
 		}
 		if err := checkKind(kind, top["kind"]); err != nil {
 			return err
@@ -55,18 +56,18 @@ func isStruct(t reflect.Type) bool {
 	return t != nil && t.Kind() == reflect.Struct
 }
 
-// configError is the strict decoder's refusal as a *ConfigError, the
+// configError is the strict decoder's refusal as a *refusal.Error, the
 // adapter's kind named in an unknown key's.
 func configError(kind string, err error) error {
 	se, ok := errors.AsType[*strict.Error](err)
 	if !ok {
-		return &ConfigError{Message: err.Error()}
+		return &refusal.Error{Message: err.Error()}
 	}
 	msg := se.Message
 	if se.Code == strict.CodeUnknownKey && kind != "" {
 		msg = "unknown key for kind " + kind + strings.TrimPrefix(msg, "unknown key")
 	}
-	return &ConfigError{Path: se.Path, Message: msg}
+	return &refusal.Error{Path: se.Path, Message: msg}
 }
 
 // checkKind refuses a section whose kind names another adapter than the
@@ -78,9 +79,9 @@ func checkKind(kind string, named any) error {
 	s, ok := named.(string)
 	switch {
 	case !ok:
-		return &ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, strict.Describe(named))}
+		return &refusal.Error{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %s", kind, strict.Describe(named))}
 	case s != kind:
-		return &ConfigError{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", kind, s)}
+		return &refusal.Error{Path: "kind", Message: fmt.Sprintf("this adapter reads kind %q, not %q", kind, s)}
 	}
 	return nil
 }

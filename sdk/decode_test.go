@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 type decodeTarget struct {
@@ -64,9 +65,9 @@ func TestDecodeConfigRefusesUnknownKeys(t *testing.T) {
 			t.Parallel()
 			var v decodeTarget
 			err := sdk.ConfigureRequest{Kind: tt.kind, Config: json.RawMessage(tt.raw)}.DecodeConfig(&v)
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("DecodeConfig = %v; want a *ConfigError", err)
+				t.Fatalf("DecodeConfig = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.wantPath {
 				t.Errorf("path %q, want %q (%v)", ce.Path, tt.wantPath, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // config is the adapter's section as written.
@@ -17,7 +18,7 @@ type settings struct{ payee string }
 
 func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Payee == "" {
-		return nil, &sdk.ConfigError{Path: "payee", Message: "missing: name the payee whose payments are read"}
+		return nil, &refusal.Error{Path: "payee", Message: "missing: name the payee whose payments are read"}
 	}
 	return &settings{payee: cfg.Payee}, nil
 }

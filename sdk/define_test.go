@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 type defCfg struct {
@@ -34,7 +36,7 @@ func (s *hookSettings) ReadAfter(context.Context, CaptureRequest) (Capture, erro
 
 func (s *hookSettings) CheckParams(_ context.Context, params map[string]string) error {
 	if params["p"] == "" {
-		return &ConfigError{Path: "p", Message: "missing"}
+		return &refusal.Error{Path: "p", Message: "missing"}
 	}
 	return nil
 }
@@ -52,7 +54,7 @@ func TestDefinePlain(t *testing.T) {
 	info := Info{Kind: "plain", Tier: TierIndependentSystem}
 	a := Define(info, func(_ context.Context, cfg defCfg, _ ConfigureRequest) (*defSettings, error) {
 		if cfg.Name == "" {
-			return nil, &ConfigError{Path: "name", Message: "missing"}
+			return nil, &refusal.Error{Path: "name", Message: "missing"}
 		}
 		return &defSettings{name: cfg.Name}, nil
 	})()
@@ -66,7 +68,7 @@ func TestDefinePlain(t *testing.T) {
 	if _, ok := a.(VerdictHook); ok {
 		t.Error("an adapter whose settings have no Verdict is a VerdictHook")
 	}
-	var ce *ConfigError
+	var ce *refusal.Error
 	if err := a.Configure(ctx, ConfigureRequest{Config: []byte(`{"kind":"other","name":"x"}`)}); !errors.As(err, &ce) || ce.Path != "kind" {
 		t.Errorf("Configure with another kind = %v; want a refusal at kind (the adapter's own kind is checked)", err)
 	}
@@ -117,7 +119,7 @@ func TestDefineOptional(t *testing.T) {
 	if d, err := hook.Verdict(ctx, VerdictRequest{}); err != nil || d.ReasonCode != "two" {
 		t.Errorf("Verdict = %+v, %v", d, err)
 	}
-	var ce *ConfigError
+	var ce *refusal.Error
 	if err := a.(ParamChecker).CheckParams(ctx, map[string]string{}); !errors.As(err, &ce) || ce.Path != "p" {
 		t.Errorf("CheckParams = %v; want the settings' refusal", err)
 	}

@@ -1,15 +1,19 @@
 package sdk
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
+)
 
 // secretEnvPrefix prefixes, in ConfigureRequest.Secrets, a slot declared
-// under secret_env: (sdk/deployment.SecretEnvPrefix).
+// under secret_env: (sdk/unstable/deployment.SecretEnvPrefix).
 const secretEnvPrefix = "secret_env."
 
 // Secret returns the value of the secret declared in the section under
 // slot, and whether the section declares it (an empty value is not one).
 // A slot is declared in one of two ways, and named after its declaration
-// (sdk/deployment states the rule the daemon follows):
+// (sdk/unstable/deployment states the rule the daemon follows):
 //
 //   - secret_env: {password: ACME_PASSWORD} declares the slot "password":
 //     req.Secret("password"). This is how a plugin declares a secret.
@@ -29,16 +33,16 @@ func (r ConfigureRequest) Secret(slot string) (string, bool) {
 }
 
 // RequireSecret is Secret for a secret the adapter cannot work without: a
-// slot the section does not declare is a *ConfigError at the declaration's
+// slot the section does not declare is a *refusal.Error at the declaration's
 // path, saying what to write.
 func (r ConfigureRequest) RequireSecret(slot string) (string, error) {
 	if v, ok := r.Secret(slot); ok {
 		return v, nil
 	}
 	if isEnvKey(slot) {
-		return "", &ConfigError{Path: slot, Message: "missing: write the name of the daemon's environment variable that holds this secret"}
+		return "", &refusal.Error{Path: slot, Message: "missing: write the name of the daemon's environment variable that holds this secret"}
 	}
-	return "", &ConfigError{Path: secretEnvPrefix + slot, Message: "missing: declare it as secret_env: {" + slot + ": VARIABLE}, naming the daemon's environment variable that holds it"}
+	return "", &refusal.Error{Path: secretEnvPrefix + slot, Message: "missing: declare it as secret_env: {" + slot + ": VARIABLE}, naming the daemon's environment variable that holds it"}
 }
 
 // secretKey is the key of slot in ConfigureRequest.Secrets.

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/deployment"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/deployment"
 )
 
 // TestSecretSlots: Secret reads each slot where the daemon's own code
-// (sdk/deployment) puts it, for both ways of declaring one.
+// (sdk/unstable/deployment) puts it, for both ways of declaring one.
 func TestSecretSlots(t *testing.T) {
 	t.Parallel()
 	s, err := deployment.Parse(map[string]any{
@@ -38,10 +39,10 @@ func TestSecretSlots(t *testing.T) {
 			t.Errorf("Secret(%q) = %q; want no such slot", slot, got)
 		}
 	}
-	if _, err := req.RequireSecret("api_key"); !isConfigErrorAt(err, "secret_env.api_key") {
+	if _, err := req.RequireSecret("api_key"); !isRefusalAt(err, "secret_env.api_key") {
 		t.Errorf("RequireSecret(api_key) = %v; want a refusal at secret_env.api_key", err)
 	}
-	if _, err := req.RequireSecret("db.dsn_env"); !isConfigErrorAt(err, "db.dsn_env") {
+	if _, err := req.RequireSecret("db.dsn_env"); !isRefusalAt(err, "db.dsn_env") {
 		t.Errorf("RequireSecret(db.dsn_env) = %v; want a refusal at db.dsn_env", err)
 	}
 	if v, err := req.RequireSecret("password"); err != nil || v != "pw-1-long" {
@@ -49,8 +50,8 @@ func TestSecretSlots(t *testing.T) {
 	}
 }
 
-func isConfigErrorAt(err error, path string) bool {
-	ce, ok := errors.AsType[*sdk.ConfigError](err)
+func isRefusalAt(err error, path string) bool {
+	ce, ok := errors.AsType[*refusal.Error](err)
 	return ok && ce.Path == path
 }
 
@@ -84,7 +85,7 @@ func TestSectionDecodes(t *testing.T) {
 		t.Fatalf("Configure = %v; decoded %+v", err, got)
 	}
 	req.Config = []byte(`{"kind":"ldap","options":{"base_dn":"dc=x"},"filter":"(uid=*)"}`)
-	if err := factory().Configure(t.Context(), req); !isConfigErrorAt(err, "filter") {
+	if err := factory().Configure(t.Context(), req); !isRefusalAt(err, "filter") {
 		t.Errorf("Configure with an unknown top-level key = %v; want a refusal at filter", err)
 	}
 }

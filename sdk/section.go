@@ -17,7 +17,7 @@ package sdk
 //
 // and the SDK's strict decoder refuses a misspelt option with its path.
 //
-// What the daemon sends, exactly (sdk/deployment, the daemon's own code):
+// What the daemon sends, exactly (sdk/unstable/deployment, the daemon's own code):
 //
 //   - kind: the section's kind;
 //   - options: the options as written, with each option_params entry bound
@@ -39,7 +39,7 @@ package sdk
 // Option values bound from run parameters are whatever the run passed, a
 // wildcard or a quote included (only control characters are refused): an
 // adapter that puts one into a query language escapes it for that place
-// (sdk/param's BindIn or ExpandIn with an escaper of its own).
+// (sdk/param's BindIn or Expand with a Place of its own).
 type Section[O any] struct {
 	Kind    string `json:"kind"`
 	Options O      `json:"options"`

@@ -56,7 +56,7 @@ func (s *Settings[S]) Load() (*S, error) {
 type Binding[B any] func(params map[string]string) (B, error)
 
 // CheckParams binds params as a call would, without reading, and returns
-// the refusal (a *ConfigError) that call would.
+// the refusal (a *refusal.Error) that call would.
 func (b Binding[B]) CheckParams(_ context.Context, params map[string]string) error {
 	_, err := b.bind(params)
 	return err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 type readSettings struct{ name string }
@@ -86,7 +87,7 @@ type boundSettings struct {
 func (s *boundSettings) path(params map[string]string) (string, error) {
 	id, ok := params["id"]
 	if !ok {
-		return "", &sdk.ConfigError{Path: "path", Message: "run parameter id is missing"}
+		return "", &refusal.Error{Path: "path", Message: "run parameter id is missing"}
 	}
 	return "/records/" + id, nil
 }
@@ -105,16 +106,16 @@ func TestBindingChecksAndTests(t *testing.T) {
 		t.Errorf("CheckParams(id=7) = %v; want nil", err)
 	}
 	err := pc.CheckParams(t.Context(), nil)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path" {
-		t.Errorf("CheckParams(no id) = %v; want the bind's ConfigError at path", err)
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "path" {
+		t.Errorf("CheckParams(no id) = %v; want the bind's refusal.Error at path", err)
 	}
 	res, err := s.Test(t.Context(), sdk.TestRequest{Params: map[string]string{"id": "7"}}, s.probe)
 	if err != nil || !res.Reachable || res.Message != "read /records/7" {
 		t.Errorf("Test(id=7) = %+v, %v; want the probe's answer on /records/7", res, err)
 	}
 	res, err = s.Test(t.Context(), sdk.TestRequest{}, s.probe)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path" || res.Reachable {
-		t.Errorf("Test(no id) = %+v, %v; want the bind's ConfigError", res, err)
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "path" || res.Reachable {
+		t.Errorf("Test(no id) = %+v, %v; want the bind's refusal.Error", res, err)
 	}
 	if len(s.probed) != 1 {
 		t.Errorf("probed %q; want one probe, never with a refused binding", s.probed)

@@ -18,6 +18,7 @@ import (
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // The two document formats.
@@ -66,15 +67,15 @@ var New = sdk.Define(info, configure)
 // look at the folder, whose absence is an outage the captures report.
 func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Root == "" {
-		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the folder the documents are written to"}
+		return nil, &refusal.Error{Path: "root", Message: "missing: name the folder the documents are written to"}
 	}
 	s := &settings{format: strings.ToLower(cfg.DocumentFormat)}
 	var err error
 	if s.root, err = filepath.Abs(cfg.Root); err != nil {
-		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &refusal.Error{Path: "root", Message: err.Error()}
 	}
 	if s.pattern, err = filewalk.Compile(cfg.FilePattern); err != nil {
-		return nil, &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
+		return nil, &refusal.Error{Path: "file_pattern", Message: err.Error()}
 	}
 	if s.window, err = filewalk.WindowOption(cfg.FileMtimeWindowS); err != nil {
 		return nil, err
@@ -83,20 +84,20 @@ func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings
 	case "", FormatJSON:
 		s.format = FormatJSON
 		if cfg.DocumentTextPattern != "" {
-			return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: "is read with document_format: text; a JSON document is mapped with document_field_paths"}
+			return nil, &refusal.Error{Path: "document_text_pattern", Message: "is read with document_format: text; a JSON document is mapped with document_field_paths"}
 		}
 		if s.fields, err = compileFieldPaths(cfg.DocumentFieldPaths); err != nil {
 			return nil, err
 		}
 	case FormatText:
 		if cfg.DocumentFieldPaths != nil {
-			return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "is read with document_format: json; a text document is mapped with the named groups of document_text_pattern"}
+			return nil, &refusal.Error{Path: "document_field_paths", Message: "is read with document_format: json; a text document is mapped with the named groups of document_text_pattern"}
 		}
 		if s.text, err = compileTextPattern(cfg.DocumentTextPattern); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, &sdk.ConfigError{Path: "document_format", Message: fmt.Sprintf("%q is not a format: write json or text", cfg.DocumentFormat)}
+		return nil, &refusal.Error{Path: "document_format", Message: fmt.Sprintf("%q is not a format: write json or text", cfg.DocumentFormat)}
 	}
 	return s, nil
 }
@@ -106,20 +107,20 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 		return nil, nil
 	}
 	if len(m) == 0 {
-		return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "is empty: map record fields to dotted paths (order: order.id), or leave it out to read the top-level keys"}
+		return nil, &refusal.Error{Path: "document_field_paths", Message: "is empty: map record fields to dotted paths (order: order.id), or leave it out to read the top-level keys"}
 	}
 	out := make([]fieldPath, 0, len(m))
 	for _, field := range slices.Sorted(maps.Keys(m)) {
 		p := "document_field_paths." + field
 		if field == "" {
-			return nil, &sdk.ConfigError{Path: "document_field_paths", Message: "a record field name is empty"}
+			return nil, &refusal.Error{Path: "document_field_paths", Message: "a record field name is empty"}
 		}
 		if reserved[field] {
-			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is a field the adapter sets itself (%s); choose another name", field, reservedList())}
+			return nil, &refusal.Error{Path: p, Message: fmt.Sprintf("%q is a field the adapter sets itself (%s); choose another name", field, reservedList())}
 		}
 		segs := strings.Split(m[field], ".")
 		if slices.Contains(segs, "") {
-			return nil, &sdk.ConfigError{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
+			return nil, &refusal.Error{Path: p, Message: fmt.Sprintf("%q is not a dotted path: write keys and array indexes joined by dots, e.g. items.0.sku", m[field])}
 		}
 		out = append(out, fieldPath{field: field, path: httpx.Path(segs)})
 	}
@@ -128,11 +129,11 @@ func compileFieldPaths(m map[string]string) ([]fieldPath, error) {
 
 func compileTextPattern(pattern string) (*regexp.Regexp, error) {
 	if pattern == "" {
-		return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: `missing: document_format text needs a regular expression whose named groups become fields, e.g. "Order (?P<order>\\d+) total (?P<total>[0-9.]+)"`}
+		return nil, &refusal.Error{Path: "document_text_pattern", Message: `missing: document_format text needs a regular expression whose named groups become fields, e.g. "Order (?P<order>\\d+) total (?P<total>[0-9.]+)"`}
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
+		return nil, &refusal.Error{Path: "document_text_pattern", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
 	}
 	seen := map[string]bool{}
 	for _, name := range re.SubexpNames() {
@@ -140,14 +141,14 @@ func compileTextPattern(pattern string) (*regexp.Regexp, error) {
 		case name == "":
 			continue
 		case reserved[name]:
-			return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: fmt.Sprintf("the group name %q is a field the adapter sets itself (%s); choose another name", name, reservedList())}
+			return nil, &refusal.Error{Path: "document_text_pattern", Message: fmt.Sprintf("the group name %q is a field the adapter sets itself (%s); choose another name", name, reservedList())}
 		case seen[name]:
-			return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: fmt.Sprintf("the group name %q is used twice; each field needs one group", name)}
+			return nil, &refusal.Error{Path: "document_text_pattern", Message: fmt.Sprintf("the group name %q is used twice; each field needs one group", name)}
 		}
 		seen[name] = true
 	}
 	if len(seen) == 0 {
-		return nil, &sdk.ConfigError{Path: "document_text_pattern", Message: "has no named group: write (?P<field>...) for every value the record should carry"}
+		return nil, &refusal.Error{Path: "document_text_pattern", Message: "has no named group: write (?P<field>...) for every value the record should carry"}
 	}
 	return re, nil
 }

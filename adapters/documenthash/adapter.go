@@ -17,6 +17,7 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // DefaultGlob matches every file directly under root.
@@ -40,24 +41,24 @@ var New = sdk.Define(info, configure)
 // pattern.
 func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Root == "" {
-		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the folder that holds the documents"}
+		return nil, &refusal.Error{Path: "root", Message: "missing: name the folder that holds the documents"}
 	}
 	root, err := filepath.Abs(cfg.Root)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &refusal.Error{Path: "root", Message: err.Error()}
 	}
 	fi, err := os.Stat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, &sdk.ConfigError{Path: "root", Message: root + " does not exist; name an existing folder"}
+		return nil, &refusal.Error{Path: "root", Message: root + " does not exist; name an existing folder"}
 	case err != nil:
-		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &refusal.Error{Path: "root", Message: err.Error()}
 	case !fi.IsDir():
-		return nil, &sdk.ConfigError{Path: "root", Message: root + " is not a folder"}
+		return nil, &refusal.Error{Path: "root", Message: root + " is not a folder"}
 	}
 	pattern, err := filewalk.Compile(cfg.Glob)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "glob", Message: err.Error()}
+		return nil, &refusal.Error{Path: "glob", Message: err.Error()}
 	}
 	return &settings{root: root, pattern: pattern}, nil
 }

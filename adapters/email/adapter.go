@@ -16,6 +16,7 @@ import (
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Reason codes of the verdict hook.
@@ -67,19 +68,19 @@ var New = sdk.Define(info, configure)
 // absence is an outage the captures report.
 func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings, error) {
 	if cfg.Root == "" {
-		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the maildir (the folder holding cur/ and new/) or the folder of captured .eml files"}
+		return nil, &refusal.Error{Path: "root", Message: "missing: name the maildir (the folder holding cur/ and new/) or the folder of captured .eml files"}
 	}
 	s := &settings{pattern: cfg.MailPattern, ledger: &sdk.ReadLog[[]leak]{Size: ledgerSize}}
 	var err error
 	if s.root, err = filepath.Abs(cfg.Root); err != nil {
-		return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
+		return nil, &refusal.Error{Path: "root", Message: err.Error()}
 	}
 	if s.pattern != "" {
 		if strings.Contains(s.pattern, "/") {
-			return nil, &sdk.ConfigError{Path: "mail_pattern", Message: "matches a message file's name, not a path: write e.g. *.eml"}
+			return nil, &refusal.Error{Path: "mail_pattern", Message: "matches a message file's name, not a path: write e.g. *.eml"}
 		}
 		if _, err := path.Match(s.pattern, ""); err != nil {
-			return nil, &sdk.ConfigError{Path: "mail_pattern", Message: fmt.Sprintf("%q is not a valid pattern: %v", s.pattern, err)}
+			return nil, &refusal.Error{Path: "mail_pattern", Message: fmt.Sprintf("%q is not a valid pattern: %v", s.pattern, err)}
 		}
 	}
 	if s.window, err = filewalk.WindowOption(cfg.FileMtimeWindowS); err != nil {
@@ -90,13 +91,13 @@ func configure(_ context.Context, cfg config, _ sdk.ConfigureRequest) (*settings
 	}
 	if cfg.ExpectedRecipients != nil {
 		if len(cfg.ExpectedRecipients) == 0 {
-			return nil, &sdk.ConfigError{Path: "expected_recipients", Message: "is empty: list the addresses the message may go to, or leave the key out"}
+			return nil, &refusal.Error{Path: "expected_recipients", Message: "is empty: list the addresses the message may go to, or leave the key out"}
 		}
 		s.expected = map[string]bool{}
 		for i, r := range cfg.ExpectedRecipients {
 			addr, err := mail.ParseAddress(r)
 			if err != nil {
-				return nil, &sdk.ConfigError{Path: fmt.Sprintf("expected_recipients[%d]", i), Message: fmt.Sprintf("%q is not an email address: %v", r, err)}
+				return nil, &refusal.Error{Path: fmt.Sprintf("expected_recipients[%d]", i), Message: fmt.Sprintf("%q is not an email address: %v", r, err)}
 			}
 			s.expected[strings.ToLower(addr.Address)] = true
 		}

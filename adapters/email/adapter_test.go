@@ -15,6 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/smtp"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pluginBinary is verifier-adapter-email, built once by TestMain.
@@ -131,9 +132,9 @@ func TestConfigureRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := inProcess(t).Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, tt.cfg)})
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("Configure = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("refused %q: %q; want path %q and %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)

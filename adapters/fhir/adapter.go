@@ -15,6 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // config is the section as written.
@@ -62,7 +63,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, err
 	}
 	if !resourceTypeRE.MatchString(s.typ) {
-		return nil, &sdk.ConfigError{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
+		return nil, &refusal.Error{Path: "resource_type", Message: fmt.Sprintf("write a FHIR resource type such as Observation or Patient, not %q", s.typ)}
 	}
 	if s.search, s.exprs, err = parseSearch(cfg); err != nil {
 		return nil, err
@@ -110,7 +111,7 @@ func parseSearch(cfg config) (url.Values, param.Values, error) {
 				q.Add(name, x)
 			}
 		default:
-			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
+			return nil, param.Values{}, &refusal.Error{Path: "search_params." + name, Message: `must be a string or a list of strings; numbers are written as strings ("10")`}
 		}
 	}
 	exprs, err := httpx.Values("search_param_exprs", cfg.SearchParamExprs)
@@ -119,15 +120,15 @@ func parseSearch(cfg config) (url.Values, param.Values, error) {
 	}
 	for _, name := range exprs.Names() {
 		if _, dup := q[name]; dup {
-			return nil, param.Values{}, &sdk.ConfigError{Path: "search_param_exprs." + name, Message: "also set under search_params; set it in one place"}
+			return nil, param.Values{}, &refusal.Error{Path: "search_param_exprs." + name, Message: "also set under search_params; set it in one place"}
 		}
 		if name == "" || strings.ContainsAny(name, "&=#? ") {
-			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
+			return nil, param.Values{}, &refusal.Error{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
 		}
 	}
 	for name := range q {
 		if name == "" || strings.ContainsAny(name, "&=#? ") {
-			return nil, param.Values{}, &sdk.ConfigError{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
+			return nil, param.Values{}, &refusal.Error{Path: "search_params", Message: fmt.Sprintf("%q is not a search parameter name", name)}
 		}
 	}
 	return q, exprs, nil
@@ -181,10 +182,10 @@ func checkSearchParams(exprs param.Values, bound map[string]string) error {
 		}
 		value := bound[name]
 		if _, err := param.QueryValue(value); err != nil {
-			return &sdk.ConfigError{Path: path, Message: fmt.Sprintf("run parameter %q %v", v.Param, err)}
+			return &refusal.Error{Path: path, Message: fmt.Sprintf("run parameter %q %v", v.Param, err)}
 		}
 		if strings.Contains(value, ",") {
-			return &sdk.ConfigError{Path: path, Message: fmt.Sprintf("run parameter %q holds a comma, which FHIR search reads as OR between values; a run parameter binds exactly one value", v.Param)}
+			return &refusal.Error{Path: path, Message: fmt.Sprintf("run parameter %q holds a comma, which FHIR search reads as OR between values; a run parameter binds exactly one value", v.Param)}
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pluginBinary is verifier-adapter-fhir, built once by TestMain.
@@ -129,9 +130,9 @@ func TestConfigureRefusals(t *testing.T) {
 				secrets = tt.secrets
 			}
 			err := inProcess(t).Configure(t.Context(), request(t, section(f, tt.edit), params, secrets))
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("Configure = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("refused %q: %q\nwant path %q and a message containing %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)
@@ -564,7 +565,7 @@ func TestFieldPathSelectors(t *testing.T) {
 	err = inProcess(t).Configure(t.Context(), request(t, section(f, func(s map[string]any) {
 		s["field_paths"] = map[string]any{"claim": "identifier[system=urn:claims.value"}
 	}), patient, map[string]string{"access_token_env": f.Token}))
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if !errors.As(err, &ce) || ce.Path != "field_paths.claim" {
 		t.Errorf("a malformed path: Configure = %v; want field_paths.claim refused", err)
 	}

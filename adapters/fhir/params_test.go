@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/sdk"
-
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TestParamValueIsOneSearchValue: a run parameter with '&' and '=' reaches
@@ -70,7 +69,7 @@ func TestTemplateSearchValue(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			err := inProcess(t).Configure(t.Context(), request(t, section(f, templated(tc.tmpl)), tc.params, secrets))
-			ce, ok := errors.AsType[*sdk.ConfigError](err)
+			ce, ok := errors.AsType[*refusal.Error](err)
 			if !ok || ce.Path != tc.path || !strings.Contains(ce.Message, tc.in) {
 				t.Errorf("Configure = %v; want a refusal at %s containing %q", err, tc.path, tc.in)
 			}

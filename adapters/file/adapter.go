@@ -17,6 +17,7 @@ import (
 	"github.com/verifierd/verifierd/adapters/internal/deadline"
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // DefaultMinSize is file_min_size when the section leaves it out: a
@@ -60,12 +61,12 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	s := &settings{minSize: DefaultMinSize}
 	var err error
 	if s.pattern, err = filewalk.Compile(cfg.FilePattern); err != nil {
-		return nil, &sdk.ConfigError{Path: "file_pattern", Message: err.Error()}
+		return nil, &refusal.Error{Path: "file_pattern", Message: err.Error()}
 	}
 	if cfg.FileMinSize != "" {
 		n, err := strconv.ParseInt(string(cfg.FileMinSize), 10, 64)
 		if err != nil || n < 0 {
-			return nil, &sdk.ConfigError{Path: "file_min_size", Message: "must be a whole number of bytes, 0 or more (0 accepts empty files)"}
+			return nil, &refusal.Error{Path: "file_min_size", Message: "must be a whole number of bytes, 0 or more (0 accepts empty files)"}
 		}
 		s.minSize = n
 	}
@@ -76,13 +77,13 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, err
 	}
 	if cfg.Root == "" {
-		return nil, &sdk.ConfigError{Path: "root", Message: "missing: name the folder where the files land"}
+		return nil, &refusal.Error{Path: "root", Message: "missing: name the folder where the files land"}
 	}
 	if cfg.SFTP == nil {
 		// A local folder that is missing is an outage the captures report,
 		// not a malformed section.
 		if s.root, err = filepath.Abs(cfg.Root); err != nil {
-			return nil, &sdk.ConfigError{Path: "root", Message: err.Error()}
+			return nil, &refusal.Error{Path: "root", Message: err.Error()}
 		}
 	} else {
 		s.root = path.Clean(cfg.Root)

@@ -25,7 +25,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/verifierd/verifierd/adapters/internal/filewalk"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // sftpSection is the section's sftp: map. The *_env keys hold environment
@@ -60,44 +60,44 @@ func configureSFTP(c *sftpSection, secrets map[string]string) (*sftpSettings, er
 	s := &sftpSettings{user: c.User}
 	host := strings.TrimSpace(c.Host)
 	if host == "" || strings.ContainsAny(host, " /") {
-		return nil, &sdk.ConfigError{Path: "sftp.host", Message: "missing or malformed: name the SFTP server's host name or IP address"}
+		return nil, &refusal.Error{Path: "sftp.host", Message: "missing or malformed: name the SFTP server's host name or IP address"}
 	}
 	port := 22
 	if c.Port != "" {
 		p, err := strconv.Atoi(string(c.Port))
 		if err != nil || p < 1 || p > 65535 {
-			return nil, &sdk.ConfigError{Path: "sftp.port", Message: "must be a TCP port number from 1 to 65535 (default 22)"}
+			return nil, &refusal.Error{Path: "sftp.port", Message: "must be a TCP port number from 1 to 65535 (default 22)"}
 		}
 		port = p
 	}
 	s.addr = net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
 	if c.User == "" {
-		return nil, &sdk.ConfigError{Path: "sftp.user", Message: "missing: name the account the adapter logs in as (a read-only account)"}
+		return nil, &refusal.Error{Path: "sftp.user", Message: "missing: name the account the adapter logs in as (a read-only account)"}
 	}
 
 	if c.KnownHosts == "" && c.HostKeyFingerprint == "" {
-		return nil, &sdk.ConfigError{Path: "sftp.known_hosts", Message: "missing: name a known_hosts file that lists the server, or pin its key with host_key_fingerprint (SHA256:... as ssh-keygen -lf prints it); an unknown host key is never accepted"}
+		return nil, &refusal.Error{Path: "sftp.known_hosts", Message: "missing: name a known_hosts file that lists the server, or pin its key with host_key_fingerprint (SHA256:... as ssh-keygen -lf prints it); an unknown host key is never accepted"}
 	}
 	if c.KnownHosts != "" {
 		p, err := filepath.Abs(c.KnownHosts)
 		if err != nil {
-			return nil, &sdk.ConfigError{Path: "sftp.known_hosts", Message: err.Error()}
+			return nil, &refusal.Error{Path: "sftp.known_hosts", Message: err.Error()}
 		}
 		if _, err := knownhosts.New(p); err != nil {
-			return nil, &sdk.ConfigError{Path: "sftp.known_hosts", Message: fmt.Sprintf("cannot be used: %v", filewalk.Unwrap(err))}
+			return nil, &refusal.Error{Path: "sftp.known_hosts", Message: fmt.Sprintf("cannot be used: %v", filewalk.Unwrap(err))}
 		}
 		s.knownHosts = p
 	}
 	if c.HostKeyFingerprint != "" {
 		fp, err := parseFingerprint(c.HostKeyFingerprint)
 		if err != nil {
-			return nil, &sdk.ConfigError{Path: "sftp.host_key_fingerprint", Message: err.Error()}
+			return nil, &refusal.Error{Path: "sftp.host_key_fingerprint", Message: err.Error()}
 		}
 		s.fingerprint = fp
 	}
 
 	if c.PrivateKeyEnv == "" && c.PasswordEnv == "" {
-		return nil, &sdk.ConfigError{Path: "sftp.private_key_env", Message: "missing: name the environment variable that holds the SSH private key (or, for a password, password_env)"}
+		return nil, &refusal.Error{Path: "sftp.private_key_env", Message: "missing: name the environment variable that holds the SSH private key (or, for a password, password_env)"}
 	}
 	if c.PrivateKeyEnv != "" {
 		signer, err := parseKey(c, secrets)
@@ -106,7 +106,7 @@ func configureSFTP(c *sftpSection, secrets map[string]string) (*sftpSettings, er
 		}
 		s.auth = append(s.auth, ssh.PublicKeys(signer))
 	} else if c.PrivateKeyPassphraseEnv != "" {
-		return nil, &sdk.ConfigError{Path: "sftp.private_key_passphrase_env", Message: "is only read with private_key_env"}
+		return nil, &refusal.Error{Path: "sftp.private_key_passphrase_env", Message: "is only read with private_key_env"}
 	}
 	if c.PasswordEnv != "" {
 		pw, err := secret(secrets, slotPassword, c.PasswordEnv)
@@ -136,7 +136,7 @@ const (
 func secret(secrets map[string]string, slot, name string) (string, error) {
 	v, ok := secrets[slot]
 	if !ok || v == "" {
-		return "", &sdk.ConfigError{Path: slot, Message: fmt.Sprintf("no value was delivered for the environment variable %s; set it in the daemon's environment", name)}
+		return "", &refusal.Error{Path: slot, Message: fmt.Sprintf("no value was delivered for the environment variable %s; set it in the daemon's environment", name)}
 	}
 	return v, nil
 }
@@ -154,10 +154,10 @@ func parseKey(c *sftpSection, secrets map[string]string) (ssh.Signer, error) {
 		}
 		signer, err = ssh.ParsePrivateKeyWithPassphrase([]byte(pem), []byte(pass))
 		if errors.Is(err, x509.IncorrectPasswordError) {
-			return nil, &sdk.ConfigError{Path: slotPassphrase, Message: fmt.Sprintf("the passphrase in %s does not decrypt the key in %s", c.PrivateKeyPassphraseEnv, c.PrivateKeyEnv)}
+			return nil, &refusal.Error{Path: slotPassphrase, Message: fmt.Sprintf("the passphrase in %s does not decrypt the key in %s", c.PrivateKeyPassphraseEnv, c.PrivateKeyEnv)}
 		}
 		if err != nil {
-			return nil, &sdk.ConfigError{Path: slotPrivateKey, Message: fmt.Sprintf("the variable %s does not hold a private key ssh can read (OpenSSH or PEM format)", c.PrivateKeyEnv)}
+			return nil, &refusal.Error{Path: slotPrivateKey, Message: fmt.Sprintf("the variable %s does not hold a private key ssh can read (OpenSSH or PEM format)", c.PrivateKeyEnv)}
 		}
 		return signer, nil
 	}
@@ -165,9 +165,9 @@ func parseKey(c *sftpSection, secrets map[string]string) (ssh.Signer, error) {
 	var missing *ssh.PassphraseMissingError
 	switch {
 	case errors.As(err, &missing):
-		return nil, &sdk.ConfigError{Path: slotPrivateKey, Message: fmt.Sprintf("the key in %s is encrypted; name the variable holding its passphrase under sftp.private_key_passphrase_env", c.PrivateKeyEnv)}
+		return nil, &refusal.Error{Path: slotPrivateKey, Message: fmt.Sprintf("the key in %s is encrypted; name the variable holding its passphrase under sftp.private_key_passphrase_env", c.PrivateKeyEnv)}
 	case err != nil:
-		return nil, &sdk.ConfigError{Path: slotPrivateKey, Message: fmt.Sprintf("the variable %s does not hold a private key ssh can read (OpenSSH or PEM format)", c.PrivateKeyEnv)}
+		return nil, &refusal.Error{Path: slotPrivateKey, Message: fmt.Sprintf("the variable %s does not hold a private key ssh can read (OpenSSH or PEM format)", c.PrivateKeyEnv)}
 	}
 	return signer, nil
 }

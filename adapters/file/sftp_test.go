@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/sshd"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func testKey(t testing.TB) []byte {
@@ -341,7 +342,7 @@ func TestEncryptedClientKey(t *testing.T) {
 		{withPass, map[string]string{slotPrivateKey: encrypted, slotPassphrase: "wrong"}, slotPassphrase},
 	} {
 		err := inProcess(t).Configure(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: section(t, tc.cfg), Secrets: tc.secrets})
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if !errors.As(err, &ce) || ce.Path != tc.wantPath {
 			t.Errorf("Configure = %v; want a refusal of %s", err, tc.wantPath)
 		} else if strings.Contains(ce.Error(), passphrase) || strings.Contains(ce.Error(), "wrong") {

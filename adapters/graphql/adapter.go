@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // config is the section as written.
@@ -82,7 +83,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		if cfg.FreshnessField == nil {
 			k = "graphql_freshness_window_s"
 		}
-		return nil, &sdk.ConfigError{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
+		return nil, &refusal.Error{Path: k, Message: "freshness is judged by the daemon: write freshness_field and freshness_window_s in this section instead (same meaning; the judge demotes a stale match to INDETERMINATE, class stale)"}
 	}
 	s := &settings{}
 	s.Binding = s.variables
@@ -92,7 +93,7 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 	}
 	rq, err := parseReadQuery(cfg.Query)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "graphql_query", Message: err.Error()}
+		return nil, &refusal.Error{Path: "graphql_query", Message: err.Error()}
 	}
 	if s.values, err = httpx.Values("graphql_variables", cfg.Variables); err != nil {
 		return nil, err
@@ -136,16 +137,16 @@ func parsePagination(p *pagination, rq *readQuery, bound []string) (*paging, int
 	pg := &paging{}
 	variable := func(key, name string, numeric bool) (string, error) {
 		if err := rq.pagingVariable("pagination."+key, name, numeric, bound); err != nil {
-			return "", &sdk.ConfigError{Path: "pagination." + key, Message: err.Error()}
+			return "", &refusal.Error{Path: "pagination." + key, Message: err.Error()}
 		}
 		return strings.TrimPrefix(name, "$"), nil
 	}
 	if p.LimitVariable != "" || p.PageSize != nil {
 		if p.LimitVariable == "" {
-			return nil, 0, "", &sdk.ConfigError{Path: "pagination.limit_variable", Message: "missing: name the Int variable that sets the page size (e.g. limit or first)"}
+			return nil, 0, "", &refusal.Error{Path: "pagination.limit_variable", Message: "missing: name the Int variable that sets the page size (e.g. limit or first)"}
 		}
 		if p.PageSize == nil {
-			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_size", Message: "missing: the number of records to ask for per page, e.g. 100"}
+			return nil, 0, "", &refusal.Error{Path: "pagination.page_size", Message: "missing: the number of records to ask for per page, e.g. 100"}
 		}
 		if pg.limit, err = variable("limit_variable", p.LimitVariable, true); err != nil {
 			return nil, 0, "", err
@@ -156,20 +157,20 @@ func parsePagination(p *pagination, rq *readQuery, bound []string) (*paging, int
 	}
 	switch {
 	case p.AfterVariable != "" && p.OffsetVariable != "":
-		return nil, 0, "", &sdk.ConfigError{Path: "pagination.offset_variable", Message: "choose one paging style: offset_variable with limit_variable and page_size, or after_variable with page_info_path (Relay cursors)"}
+		return nil, 0, "", &refusal.Error{Path: "pagination.offset_variable", Message: "choose one paging style: offset_variable with limit_variable and page_size, or after_variable with page_info_path (Relay cursors)"}
 	case p.AfterVariable != "":
 		if pg.after, err = variable("after_variable", p.AfterVariable, false); err != nil {
 			return nil, 0, "", err
 		}
 		if p.PageInfoPath == "" {
-			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_info_path", Message: "missing: the path inside data to the list's pageInfo { hasNextPage endCursor }, e.g. encounters.pageInfo"}
+			return nil, 0, "", &refusal.Error{Path: "pagination.page_info_path", Message: "missing: the path inside data to the list's pageInfo { hasNextPage endCursor }, e.g. encounters.pageInfo"}
 		}
 		raw := p.PageInfoPath
 		if rest, ok := strings.CutPrefix(raw, "data."); ok && !slices.Contains(rq.fields, "data") {
 			raw = rest
 		}
 		if pg.pageInfo, err = httpx.ParsePath(raw); err != nil {
-			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_info_path", Message: err.Error()}
+			return nil, 0, "", &refusal.Error{Path: "pagination.page_info_path", Message: err.Error()}
 		}
 		how := fmt.Sprintf("Relay cursors ($%s, until hasNextPage is false at %s", pg.after, pg.pageInfo)
 		if pg.limit != "" {
@@ -178,17 +179,17 @@ func parsePagination(p *pagination, rq *readQuery, bound []string) (*paging, int
 		return pg, maxPages, how + ")", nil
 	case p.OffsetVariable != "":
 		if pg.limit == "" {
-			return nil, 0, "", &sdk.ConfigError{Path: "pagination.limit_variable", Message: "missing: offset paging needs limit_variable (the Int variable that sets the page size) and page_size"}
+			return nil, 0, "", &refusal.Error{Path: "pagination.limit_variable", Message: "missing: offset paging needs limit_variable (the Int variable that sets the page size) and page_size"}
 		}
 		if pg.offset, err = variable("offset_variable", p.OffsetVariable, true); err != nil {
 			return nil, 0, "", err
 		}
 		if p.PageInfoPath != "" {
-			return nil, 0, "", &sdk.ConfigError{Path: "pagination.page_info_path", Message: "applies to Relay cursors (after_variable); offset paging ends on an empty page"}
+			return nil, 0, "", &refusal.Error{Path: "pagination.page_info_path", Message: "applies to Relay cursors (after_variable); offset paging ends on an empty page"}
 		}
 		return pg, maxPages, fmt.Sprintf("offset paging ($%s/$%s, %d per page, until an empty page)", pg.offset, pg.limit, pg.size), nil
 	}
-	return nil, 0, "", &sdk.ConfigError{Path: "pagination", Message: "name a paging style: {limit_variable, offset_variable, page_size} for offset paging, or {after_variable, page_info_path} for Relay cursors (pageInfo { hasNextPage endCursor })"}
+	return nil, 0, "", &refusal.Error{Path: "pagination", Message: "name a paging style: {limit_variable, offset_variable, page_size} for offset paging, or {after_variable, page_info_path} for Relay cursors (pageInfo { hasNextPage endCursor })"}
 }
 
 // totalInData reads total_path inside data, as graphql_records_path is
@@ -205,7 +206,7 @@ func totalInData(c httpx.CompletenessConfig, rq *readQuery) httpx.CompletenessCo
 func recordsPath(raw string, rq *readQuery) (httpx.Path, error) {
 	if raw == "" {
 		if len(rq.fields) != 1 {
-			return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: "missing: the query selects several top-level fields; name the list of records inside data, e.g. encounters or patient.encounters"}
+			return nil, &refusal.Error{Path: "graphql_records_path", Message: "missing: the query selects several top-level fields; name the list of records inside data, e.g. encounters or patient.encounters"}
 		}
 		return httpx.Path{rq.fields[0]}, nil
 	}
@@ -217,10 +218,10 @@ func recordsPath(raw string, rq *readQuery) (httpx.Path, error) {
 	}
 	p, err := httpx.ParsePath(raw)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: err.Error()}
+		return nil, &refusal.Error{Path: "graphql_records_path", Message: err.Error()}
 	}
 	if rq.fields != nil && !slices.Contains(rq.fields, p[0]) {
-		return nil, &sdk.ConfigError{Path: "graphql_records_path", Message: fmt.Sprintf("the query selects no top-level field %q (it selects %s)", p[0], strings.Join(rq.fields, ", "))}
+		return nil, &refusal.Error{Path: "graphql_records_path", Message: fmt.Sprintf("the query selects no top-level field %q (it selects %s)", p[0], strings.Join(rq.fields, ", "))}
 	}
 	return p, nil
 }
@@ -230,7 +231,7 @@ func variablesError(bad string, err error) error {
 	if bad != "" {
 		path += "." + bad
 	}
-	return &sdk.ConfigError{Path: path, Message: err.Error()}
+	return &refusal.Error{Path: path, Message: err.Error()}
 }
 
 // TestConnection runs the query once and reports what came back.

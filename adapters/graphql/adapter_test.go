@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pluginBinary is verifier-adapter-graphql, built once by TestMain.
@@ -156,9 +157,9 @@ func TestConfigureRefusals(t *testing.T) {
 				params = tt.params
 			}
 			err := inProcess(t).Configure(t.Context(), request(t, section(g, tt.edit), params, map[string]string{"auth.bearer_env": g.Token}))
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("Configure = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("refused %q: %q\nwant path %q and a message containing %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)
@@ -341,7 +342,7 @@ func TestPluginBinary(t *testing.T) {
 	refused := bin.Configure(t.Context(), request(t, section(g, func(s map[string]any) {
 		s["graphql_query"] = `mutation M($patient: String!) { addEncounter(patientId: $patient, type: "Triage") { id } }`
 	}), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": g.Token}))
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if !errors.As(refused, &ce) || ce.Path != "graphql_query" || !strings.Contains(ce.Message, "mutation") {
 		t.Fatalf("a mutation through the binary: %v; want a refusal at graphql_query", refused)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // offsetQuery pages encounters by limit and offset and asks their total.
@@ -101,7 +102,7 @@ func TestCompletenessRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := inProcess(t).Configure(t.Context(), request(t, section(g, tt.edit), map[string]string{"patient_id": "p-1"}, map[string]string{"auth.bearer_env": g.Token}))
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) || ce.Path != tt.wantPath {
 				t.Fatalf("Configure = %v; want a refusal at %s", err, tt.wantPath)
 			}

@@ -11,8 +11,8 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 
-	"github.com/verifierd/verifierd/sdk/jsonnum"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // maxQueryTokens bounds the parser's work on an operator's query.

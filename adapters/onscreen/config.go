@@ -11,6 +11,7 @@ import (
 	"github.com/verifierd/verifierd/adapters/internal/cdpguard"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Defaults.
@@ -121,7 +122,7 @@ type field struct {
 }
 
 func configError(path, format string, args ...any) error {
-	return &sdk.ConfigError{Path: path, Message: fmt.Sprintf(format, args...)}
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // cdpSecretSlot is the secret slot the daemon fills from screen.cdp_url_env.
@@ -440,7 +441,7 @@ func standIns(as actionSection) map[string]string {
 
 // bind returns a copy of s for one call: the re-navigation and the fields'
 // expected values bound to params. A parameter the run does not supply, or
-// a value that cannot stand where it goes, is a *sdk.ConfigError.
+// a value that cannot stand where it goes, is a *refusal.Error.
 func (s *settings) bind(params map[string]string) (*settings, error) {
 	b := *s
 	b.actions = make([]action, 0, len(s.renavigate))
@@ -529,10 +530,10 @@ func expandURL(tmpl string, params map[string]string, p string) (string, error) 
 			return "", configError(p, "the run has no parameter %q for {%s}", name, name)
 		}
 	}
-	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+	out, err := param.Expand(tmpl, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := params[name]
 		return v, ok
-	})
+	}))
 	if err != nil {
 		return "", configError(p, "%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func baseSection() map[string]any {
@@ -160,9 +161,9 @@ func TestConfigureRefuses(t *testing.T) {
 			sec := baseSection()
 			tt.edit(inner(sec))
 			_, err := configureSection(t, sec, nil)
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("err = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.path || !strings.Contains(ce.Message, tt.message) {
 				t.Errorf("refusal %q: %q; want path %q and a message with %q", ce.Path, ce.Message, tt.path, tt.message)
@@ -230,9 +231,9 @@ func FuzzConfigure(f *testing.F) {
 		if err == nil {
 			_, err = s.bind(baseParams)
 		}
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if err != nil && !errors.As(err, &ce) {
-			t.Fatalf("a refusal that is not a *sdk.ConfigError: %v", err)
+			t.Fatalf("a refusal that is not a *refusal.Error: %v", err)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // config is the section as written.
@@ -78,32 +79,32 @@ func configure(_ context.Context, cfg config, req sdk.ConfigureRequest) (*settin
 		return nil, err
 	}
 	if cfg.RecordsPath == "" {
-		return nil, &sdk.ConfigError{Path: "records_path", Message: "missing: write the path (and query) of the list to read, e.g. /api/resource/Encounter?filters=..."}
+		return nil, &refusal.Error{Path: "records_path", Message: "missing: write the path (and query) of the list to read, e.g. /api/resource/Encounter?filters=..."}
 	}
 	tmpl, err := parseTemplate(cfg.RecordsPath)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+		return nil, &refusal.Error{Path: "records_path", Message: err.Error()}
 	}
 	if s.values, err = httpx.Values("path_params", cfg.PathParams); err != nil {
 		return nil, err
 	}
 	for _, name := range s.values.Names() {
 		if !slices.Contains(tmpl.names, name) {
-			return nil, &sdk.ConfigError{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
+			return nil, &refusal.Error{Path: "path_params." + name, Message: fmt.Sprintf("records_path never uses it; write {%s} in records_path or remove the entry", name)}
 		}
 	}
 	for _, name := range tmpl.names {
 		if !slices.Contains(s.values.Names(), name) {
-			return nil, &sdk.ConfigError{Path: "records_path", Message: fmt.Sprintf("placeholder {%s} has no entry in path_params", name)}
+			return nil, &refusal.Error{Path: "records_path", Message: fmt.Sprintf("placeholder {%s} has no entry in path_params", name)}
 		}
 	}
 	s.tmpl = tmpl
 	if _, err := url.Parse(s.base.String() + tmpl.text); err != nil {
-		return nil, &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
+		return nil, &refusal.Error{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
 	}
 	if cfg.RecordsKey != "" {
 		if s.recordsKey, err = httpx.ParsePath(cfg.RecordsKey); err != nil {
-			return nil, &sdk.ConfigError{Path: "records_key", Message: err.Error()}
+			return nil, &refusal.Error{Path: "records_key", Message: err.Error()}
 		}
 	}
 	if err := s.parsePagination(cfg.Pagination); err != nil {
@@ -136,25 +137,25 @@ func (s *settings) parsePagination(p *pagination) error {
 	}
 	switch {
 	case p.NextKey != "" && (p.OffsetParam != "" || p.LimitParam != nil || p.PageSize != nil):
-		return &sdk.ConfigError{Path: "pagination.next_key", Message: "choose one paging style: next_key, or offset_param with limit_param and page_size"}
+		return &refusal.Error{Path: "pagination.next_key", Message: "choose one paging style: next_key, or offset_param with limit_param and page_size"}
 	case p.NextKey != "":
 		if s.nextKey, err = httpx.ParsePath(p.NextKey); err != nil {
-			return &sdk.ConfigError{Path: "pagination.next_key", Message: err.Error()}
+			return &refusal.Error{Path: "pagination.next_key", Message: err.Error()}
 		}
 		s.paging = "next-page links at " + s.nextKey.String()
 		return nil
 	case p.OffsetParam == "":
-		return &sdk.ConfigError{Path: "pagination.next_key", Message: "pagination needs next_key (where the body holds the next page's URL) or offset_param, limit_param and page_size"}
+		return &refusal.Error{Path: "pagination.next_key", Message: "pagination needs next_key (where the body holds the next page's URL) or offset_param, limit_param and page_size"}
 	}
 	o := &offsetPaging{offsetParam: p.OffsetParam}
 	if p.LimitParam != nil {
 		o.limitParam = *p.LimitParam
 	}
 	if o.limitParam == "" || o.limitParam == o.offsetParam {
-		return &sdk.ConfigError{Path: "pagination.limit_param", Message: "name the query parameter that sets the page size (Frappe: limit_page_length), other than offset_param"}
+		return &refusal.Error{Path: "pagination.limit_param", Message: "name the query parameter that sets the page size (Frappe: limit_page_length), other than offset_param"}
 	}
 	if p.PageSize == nil {
-		return &sdk.ConfigError{Path: "pagination.page_size", Message: "missing: the number of records to ask for per page, e.g. 500"}
+		return &refusal.Error{Path: "pagination.page_size", Message: "missing: the number of records to ask for per page, e.g. 500"}
 	}
 	if o.size, err = httpx.IntIn("pagination.page_size", p.PageSize, 0, 1, 1_000_000); err != nil {
 		return err
@@ -172,14 +173,14 @@ func (s *settings) parsePagination(p *pagination) error {
 func (s *settings) firstURL(params map[string]string) (*url.URL, error) {
 	expanded, err := expandRecordsPath(s.tmpl.text, s.values, params)
 	if err != nil {
-		if pe, ok := errors.AsType[*param.Error](err); ok && pe.Path != "" {
+		if pe, ok := errors.AsType[*refusal.Error](err); ok && pe.Path != "" {
 			return nil, err // a parameter the run does not supply
 		}
-		return nil, &sdk.ConfigError{Path: "records_path", Message: err.Error()}
+		return nil, &refusal.Error{Path: "records_path", Message: err.Error()}
 	}
 	u, err := url.Parse(s.base.String() + expanded)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
+		return nil, &refusal.Error{Path: "records_path", Message: "does not make a URL with base_url: " + err.Error()}
 	}
 	return u, nil
 }

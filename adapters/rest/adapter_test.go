@@ -19,6 +19,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pluginBinary is verifier-adapter-rest, built once by TestMain.
@@ -166,9 +167,9 @@ func TestConfigureRefusals(t *testing.T) {
 				s = tt.secrets
 			}
 			err := inProcess(t).Configure(t.Context(), request(t, frappeSection(f, tt.edit), p, s))
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("Configure = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("refused %q: %q\nwant path %q and a message containing %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)

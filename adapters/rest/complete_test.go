@@ -9,6 +9,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // cappedPath is a Frappe list that asks for no page length: the server
@@ -52,7 +53,7 @@ func TestCompletenessRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			err := inProcess(t).Configure(t.Context(), request(t, frappeSection(f, tt.edit), params, secrets))
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) || ce.Path != tt.wantPath {
 				t.Fatalf("Configure = %v; want a refusal at %s", err, tt.wantPath)
 			}
@@ -67,7 +68,7 @@ func TestCompletenessRefusals(t *testing.T) {
 	// single_response from a paged section, so build this one by hand.
 	sec := frappeSection(f, func(s map[string]any) { s["records_path"] = cappedPath; s["pagination"] = offset })
 	sec["single_response"] = true
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if err := inProcess(t).Configure(t.Context(), request(t, sec, params, secrets)); !errors.As(err, &ce) || ce.Path != "single_response" || !strings.Contains(ce.Message, "choose one") {
 		t.Fatalf("Configure with both = %v; want single_response refused", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TestParamValuesDoNotReshapeTheRead: a run parameter fills one path
@@ -34,7 +34,7 @@ func TestParamValuesDoNotReshapeTheRead(t *testing.T) {
 				s["records_path"] = "/api/resource/Patient%20Encounter/{patient}"
 			})
 			err := inProcess(t).Configure(t.Context(), request(t, sec, map[string]string{"patient_id": tt.value}, secrets))
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) || ce.Path != "records_path" || !strings.Contains(ce.Message, tt.wantMsg) || !strings.Contains(ce.Message, "{patient}") {
 				t.Fatalf("Configure = %v; want records_path refused naming {patient} and %q", err, tt.wantMsg)
 			}
@@ -86,7 +86,7 @@ func TestTemplatePathParams(t *testing.T) {
 	})
 	before := f.Requests()
 	err := inProcess(t).Configure(t.Context(), request(t, sec, map[string]string{"pid": "../admin"}, secrets))
-	ce, ok := errors.AsType[*sdk.ConfigError](err)
+	ce, ok := errors.AsType[*refusal.Error](err)
 	if !ok || ce.Path != "records_path" || !strings.Contains(ce.Message, "{patient}") || !strings.Contains(ce.Message, `run parameter "pid" holds a path separator`) {
 		t.Errorf("Configure = %v; want records_path refused naming {patient} and the parameter", err)
 	}
@@ -94,11 +94,11 @@ func TestTemplatePathParams(t *testing.T) {
 		t.Errorf("the refused read still sent %d requests", n)
 	}
 	err = inProcess(t).Configure(t.Context(), request(t, frappeSection(f, templated("PAT-1")), map[string]string{"pid": "1"}, secrets))
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path_params.patient.template" || !strings.Contains(ce.Message, "names no run parameter") {
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "path_params.patient.template" || !strings.Contains(ce.Message, "names no run parameter") {
 		t.Errorf("a template naming no parameter: %v; want a refusal at path_params.patient.template", err)
 	}
 	err = inProcess(t).Configure(t.Context(), request(t, frappeSection(f, templated("PAT-{pid}")), map[string]string{}, secrets))
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "path_params.patient" || !strings.Contains(ce.Message, `"pid"`) {
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "path_params.patient" || !strings.Contains(ce.Message, `"pid"`) {
 		t.Errorf("a template's missing parameter: %v; want a refusal at path_params.patient naming pid", err)
 	}
 }
@@ -155,7 +155,7 @@ func TestPathParamsEscapedAsOneSegment(t *testing.T) {
 	t.Run("run parameter holding a slash", func(t *testing.T) {
 		before := f.Requests() // not parallel: no other subtest reads meanwhile
 		err := inProcess(t).Configure(t.Context(), request(t, section(map[string]any{"param": "dt"}), map[string]string{"dt": doctype}, secrets))
-		if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "records_path" || !strings.Contains(ce.Message, "path separator") {
+		if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "records_path" || !strings.Contains(ce.Message, "path separator") {
 			t.Errorf("Configure = %v; want records_path refused for the path separator", err)
 		}
 		if n := f.Requests() - before; n != 0 {

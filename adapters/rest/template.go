@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pathTemplate is records_path: literal text with {name} placeholders
@@ -46,10 +47,10 @@ func (t *pathTemplate) expand(values map[string]string) (string, error) {
 			return "", fmt.Errorf("placeholder {%s} has no entry in path_params", name)
 		}
 	}
-	return param.Expand(t.text, param.URL, func(name string) (string, bool) {
+	return param.Expand(t.text, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := values[name]
 		return v, ok
-	})
+	}))
 }
 
 // expandRecordsPath binds one call's run parameters into records_path
@@ -65,10 +66,10 @@ func (t *pathTemplate) expand(values map[string]string) (string, error) {
 //     sent raw or splitting the URL; each run parameter of a template is
 //     still checked as a path-segment value.
 //
-// Placeholders in the query are param.ExpandValues', query-escaped; a space
-// a template there writes as literal text is sent as %20, as a space
-// written in records_path itself is (parseTemplate), never raw in the
-// request line.
+// Placeholders in the query are filled by param.Expand from Values.Source,
+// query-escaped; a space a template there writes as literal text is sent
+// as %20, as a space written in records_path itself is (parseTemplate),
+// never raw in the request line.
 func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (string, error) {
 	query := strings.IndexByte(tmpl, '?')
 	if query < 0 {
@@ -86,7 +87,7 @@ func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (
 		last = p.End
 	}
 	b.WriteString(tmpl[last:])
-	out, err := param.ExpandValues(b.String(), param.URL, vs, params)
+	out, err := param.Expand(b.String(), param.URL, vs.Source(params))
 	return strings.ReplaceAll(out, " ", "%20"), err
 }
 
@@ -94,7 +95,7 @@ func expandRecordsPath(tmpl string, vs param.Values, params map[string]string) (
 func pathSegment(name string, vs param.Values, params map[string]string) (string, error) {
 	v, ok := vs.Get(name)
 	if !ok {
-		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+		return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
 	}
 	path := "path_params." + name
 	if v.IsParam() {
@@ -104,14 +105,14 @@ func pathSegment(name string, vs param.Values, params map[string]string) (string
 		}
 		seg, err := param.PathSegment(s)
 		if err != nil {
-			return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
 		}
 		return seg, nil
 	}
 	for _, pn := range v.Params() {
 		if s, ok := params[pn]; ok {
 			if _, err := param.PathSegment(s); err != nil {
-				return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path: run parameter %q %v", name, pn, err)}
+				return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path: run parameter %q %v", name, pn, err)}
 			}
 		}
 	}
@@ -120,10 +121,10 @@ func pathSegment(name string, vs param.Values, params map[string]string) (string
 		return "", err
 	}
 	if err := param.Check(text); err != nil {
-		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
+		return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path %v", name, err)}
 	}
 	if text == "" || text == "." || text == ".." {
-		return "", &param.Error{Message: fmt.Sprintf("placeholder {%s} in the path would be %q, which names another resource; write a real segment", name, text)}
+		return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} in the path would be %q, which names another resource; write a real segment", name, text)}
 	}
 	return url.PathEscape(text), nil
 }

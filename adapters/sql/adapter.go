@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 const (
@@ -126,11 +127,11 @@ func configure(ctx context.Context, cfg config, req sdk.ConfigureRequest) (*sett
 		return nil, err
 	}
 	if strings.TrimSpace(cfg.SQLQuery) == "" {
-		return nil, &sdk.ConfigError{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
+		return nil, &refusal.Error{Path: "sql_query", Message: "missing: write the one read-only SELECT that returns the records to judge"}
 	}
 	if err := checkForDriver(cfg.SQLQuery, driver); err != nil {
 		if r, ok := errors.AsType[*RefusalError](err); ok {
-			return nil, &sdk.ConfigError{Path: "sql_query", Message: r.Message()}
+			return nil, &refusal.Error{Path: "sql_query", Message: r.Message()}
 		}
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func configure(ctx context.Context, cfg config, req sdk.ConfigureRequest) (*sett
 		return nil, err
 	}
 	if cfg.SQLHiddenRows != "" && cfg.SQLHiddenRows != hiddenAccepted {
-		return nil, &sdk.ConfigError{Path: "sql_hidden_rows", Message: fmt.Sprintf("write %s (the login sees every row the contracts are about, though the query reads through a view or row-level security), or leave it out", hiddenAccepted)}
+		return nil, &refusal.Error{Path: "sql_hidden_rows", Message: fmt.Sprintf("write %s (the login sees every row the contracts are about, though the query reads through a view or row-level security), or leave it out", hiddenAccepted)}
 	}
 	s := &settings{driver: driver, query: query, names: names, values: values, hiddenOK: cfg.SQLHiddenRows == hiddenAccepted}
 	s.Binding = s.args
@@ -176,19 +177,19 @@ func pickDriver(cfg config) (string, error) {
 	name := strings.ToLower(strings.TrimSpace(cfg.SQLDriver))
 	if name == "" {
 		if cfg.SQLiteDatabase == "" {
-			return "", &sdk.ConfigError{Path: "sqlite_database", Message: "missing: name the SQLite database file, or write sql_driver: postgres or mysql with sql_connect_args"}
+			return "", &refusal.Error{Path: "sqlite_database", Message: "missing: name the SQLite database file, or write sql_driver: postgres or mysql with sql_connect_args"}
 		}
 		return driverSQLite, nil
 	}
 	driver, ok := driverAliases[name]
 	if !ok {
-		return "", &sdk.ConfigError{Path: "sql_driver", Message: fmt.Sprintf("unknown driver %q; write postgres, mysql (MySQL and MariaDB) or sqlite", cfg.SQLDriver)}
+		return "", &refusal.Error{Path: "sql_driver", Message: fmt.Sprintf("unknown driver %q; write postgres, mysql (MySQL and MariaDB) or sqlite", cfg.SQLDriver)}
 	}
 	if driver == driverSQLite && cfg.SQLiteDatabase == "" {
-		return "", &sdk.ConfigError{Path: "sqlite_database", Message: "missing: the sqlite driver reads the database file named here"}
+		return "", &refusal.Error{Path: "sqlite_database", Message: "missing: the sqlite driver reads the database file named here"}
 	}
 	if driver != driverSQLite && cfg.SQLiteDatabase != "" {
-		return "", &sdk.ConfigError{Path: "sqlite_database", Message: fmt.Sprintf("the %s driver reads the server named by sql_connect_args; remove sqlite_database", driver)}
+		return "", &refusal.Error{Path: "sqlite_database", Message: fmt.Sprintf("the %s driver reads the server named by sql_connect_args; remove sqlite_database", driver)}
 	}
 	return driver, nil
 }
@@ -210,13 +211,13 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 	if driver == driverSQLite {
 		path, err := filepath.Abs(cfg.SQLiteDatabase)
 		if err != nil {
-			return nil, &sdk.ConfigError{Path: "sqlite_database", Message: err.Error()}
+			return nil, &refusal.Error{Path: "sqlite_database", Message: err.Error()}
 		}
 		if _, err := checkSQLiteFile(path); errors.Is(err, errNoAccess) {
 			// Like a password the server refuses: the captures report it.
 			sdk.Logger(ctx).Warn("the adapter's user cannot read sqlite_database; captures will be unreachable until it can", "path", path)
 		} else if err != nil {
-			return nil, &sdk.ConfigError{Path: "sqlite_database", Message: err.Error()}
+			return nil, &refusal.Error{Path: "sqlite_database", Message: err.Error()}
 		}
 		if len(cfg.SQLConnectArgs) > 0 || cfg.SQLPasswordEnv != "" {
 			sdk.Logger(ctx).Info("sql_connect_args and sql_password_env are ignored by the sqlite driver")
@@ -231,7 +232,7 @@ func newReader(ctx context.Context, cfg config, driver string, secrets map[strin
 	if cfg.SQLPasswordEnv != "" {
 		v, ok := secrets[passwordSlot]
 		if !ok {
-			return nil, &sdk.ConfigError{Path: "sql_password_env", Message: fmt.Sprintf("no value for %s reached the adapter; the daemon resolves it from its own environment (allow it under secrets.allow in the daemon config)", cfg.SQLPasswordEnv)}
+			return nil, &refusal.Error{Path: "sql_password_env", Message: fmt.Sprintf("no value for %s reached the adapter; the daemon resolves it from its own environment (allow it under secrets.allow in the daemon config)", cfg.SQLPasswordEnv)}
 		}
 		password = v
 	}

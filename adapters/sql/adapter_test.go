@@ -17,7 +17,8 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // pluginBinary is verifier-adapter-sql, built once by TestMain.
@@ -184,9 +185,9 @@ func TestConfigureRefusals(t *testing.T) {
 			t.Parallel()
 			ip := inProcess(t)
 			err := ip.Setup(t.Context(), sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, tt.section)}, tt.params)
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Configure = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("Configure = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("Configure refused %q: %q\nwant path %q and a message containing %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)
@@ -602,7 +603,7 @@ func TestPluginBinary(t *testing.T) {
 	refused := bin.Configure(ctx, sdk.ConfigureRequest{Kind: Kind, Config: configJSON(t, map[string]any{
 		"kind": "sql", "sqlite_database": db, "sql_query": "SELECT * FROM encounters; DELETE FROM encounters",
 	})})
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if !errors.As(refused, &ce) || ce.Path != "sql_query" || ce.Message != "refused: contains DELETE (a read-only SELECT or WITH is required)" {
 		t.Fatalf("Configure with a stacked DELETE = %v; want the filter's refusal", refused)
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TLS modes of sql_connect_args.sslmode (alias tls).
@@ -64,14 +64,14 @@ func parseConnectArgs(raw map[string]any, driver string) (connectArgs, error) {
 		path := "sql_connect_args." + key
 		lower := strings.ToLower(key)
 		if lower == "password" || lower == "passwd" || strings.Contains(lower, "password") {
-			return a, &sdk.ConfigError{Path: path, Message: "a password never goes in the deployment; put the NAME of the environment variable that holds it in sql_password_env"}
+			return a, &refusal.Error{Path: path, Message: "a password never goes in the deployment; put the NAME of the environment variable that holds it in sql_password_env"}
 		}
 		name, ok := connectArgNames[lower]
 		if !ok {
-			return a, &sdk.ConfigError{Path: path, Message: "unknown connection argument; the arguments are " + connectArgList}
+			return a, &refusal.Error{Path: path, Message: "unknown connection argument; the arguments are " + connectArgList}
 		}
 		if other, dup := seen[name]; dup {
-			return a, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("sets %s, which %s already sets; keep one", name, other)}
+			return a, &refusal.Error{Path: path, Message: fmt.Sprintf("sets %s, which %s already sets; keep one", name, other)}
 		}
 		seen[name] = key
 		v := raw[key]
@@ -79,19 +79,19 @@ func parseConnectArgs(raw map[string]any, driver string) (connectArgs, error) {
 		case "port":
 			n, err := argInt(v)
 			if err != nil || n < 1 || n > 65535 {
-				return a, &sdk.ConfigError{Path: path, Message: "a TCP port is a number from 1 to 65535"}
+				return a, &refusal.Error{Path: path, Message: "a TCP port is a number from 1 to 65535"}
 			}
 			a.port = n
 		case "connect_timeout":
 			n, err := argInt(v)
 			if err != nil || n < 1 || n > 600 {
-				return a, &sdk.ConfigError{Path: path, Message: "seconds to wait for a connection, from 1 to 600"}
+				return a, &refusal.Error{Path: path, Message: "seconds to wait for a connection, from 1 to 600"}
 			}
 			a.timeout = time.Duration(n) * time.Second
 		default:
 			s, ok := v.(string)
 			if !ok || strings.TrimSpace(s) == "" {
-				return a, &sdk.ConfigError{Path: path, Message: "write a non-empty string"}
+				return a, &refusal.Error{Path: path, Message: "write a non-empty string"}
 			}
 			switch name {
 			case "host":
@@ -103,29 +103,29 @@ func parseConnectArgs(raw map[string]any, driver string) (connectArgs, error) {
 			case "sslmode":
 				a.tlsMode = strings.ToLower(s)
 				if a.tlsMode != tlsDisable && a.tlsMode != tlsRequire && a.tlsMode != tlsVerifyFull {
-					return a, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("%q is not a TLS mode; write disable, require (encrypted, server not verified) or verify-full (encrypted, certificate and host name verified)", s)}
+					return a, &refusal.Error{Path: path, Message: fmt.Sprintf("%q is not a TLS mode; write disable, require (encrypted, server not verified) or verify-full (encrypted, certificate and host name verified)", s)}
 				}
 			case "sslrootcert":
 				a.rootCert = s
 			case "unix_socket":
 				if !filepath.IsAbs(s) {
-					return a, &sdk.ConfigError{Path: path, Message: "write the socket's absolute path"}
+					return a, &refusal.Error{Path: path, Message: "write the socket's absolute path"}
 				}
 				a.socket = filepath.Clean(s)
 			}
 		}
 	}
 	if a.host == "" && a.socket == "" {
-		return a, &sdk.ConfigError{Path: "sql_connect_args.host", Message: fmt.Sprintf("missing: the %s driver needs host (and port) or unix_socket", driver)}
+		return a, &refusal.Error{Path: "sql_connect_args.host", Message: fmt.Sprintf("missing: the %s driver needs host (and port) or unix_socket", driver)}
 	}
 	if a.host != "" && a.socket != "" {
-		return a, &sdk.ConfigError{Path: "sql_connect_args.unix_socket", Message: "write host or unix_socket, not both"}
+		return a, &refusal.Error{Path: "sql_connect_args.unix_socket", Message: "write host or unix_socket, not both"}
 	}
 	if a.user == "" {
-		return a, &sdk.ConfigError{Path: "sql_connect_args.user", Message: "missing: name the database role the adapter logs in as (a read-only one)"}
+		return a, &refusal.Error{Path: "sql_connect_args.user", Message: "missing: name the database role the adapter logs in as (a read-only one)"}
 	}
 	if driver == driverPostgres && a.database == "" {
-		return a, &sdk.ConfigError{Path: "sql_connect_args.database", Message: "missing: name the database to read"}
+		return a, &refusal.Error{Path: "sql_connect_args.database", Message: "missing: name the database to read"}
 	}
 	if a.port == 0 {
 		a.port = 5432
@@ -135,7 +135,7 @@ func parseConnectArgs(raw map[string]any, driver string) (connectArgs, error) {
 	}
 	if a.socket != "" {
 		if a.tlsMode != "" && a.tlsMode != tlsDisable {
-			return a, &sdk.ConfigError{Path: "sql_connect_args.sslmode", Message: "TLS does not apply to a unix socket; remove sslmode or write disable"}
+			return a, &refusal.Error{Path: "sql_connect_args.sslmode", Message: "TLS does not apply to a unix socket; remove sslmode or write disable"}
 		}
 		a.tlsMode = tlsDisable
 	}
@@ -147,7 +147,7 @@ func parseConnectArgs(raw map[string]any, driver string) (connectArgs, error) {
 		}
 	}
 	if a.rootCert != "" && a.tlsMode != tlsVerifyFull {
-		return a, &sdk.ConfigError{Path: "sql_connect_args.sslrootcert", Message: "the CA certificate is only used with sslmode: verify-full"}
+		return a, &refusal.Error{Path: "sql_connect_args.sslrootcert", Message: "the CA certificate is only used with sslmode: verify-full"}
 	}
 	return a, nil
 }
@@ -187,11 +187,11 @@ func (a connectArgs) tlsConfig() (*tls.Config, error) {
 		if a.rootCert != "" {
 			pem, err := os.ReadFile(a.rootCert)
 			if err != nil {
-				return nil, &sdk.ConfigError{Path: "sql_connect_args.sslrootcert", Message: fmt.Sprintf("cannot read the CA certificate: %v", err)}
+				return nil, &refusal.Error{Path: "sql_connect_args.sslrootcert", Message: fmt.Sprintf("cannot read the CA certificate: %v", err)}
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, &sdk.ConfigError{Path: "sql_connect_args.sslrootcert", Message: a.rootCert + " holds no PEM certificate"}
+				return nil, &refusal.Error{Path: "sql_connect_args.sslrootcert", Message: a.rootCert + " holds no PEM certificate"}
 			}
 			c.RootCAs = pool
 		}

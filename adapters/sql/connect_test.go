@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestParseConnectArgs(t *testing.T) {
@@ -90,7 +91,7 @@ func TestParseConnectArgsRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := parseConnectArgs(tt.args, driverPostgres)
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) || ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("parseConnectArgs = %v; want path %s and a message containing %q", err, tt.wantPath, tt.wantMsg)
 			}
@@ -156,7 +157,7 @@ func TestConfigureServerDrivers(t *testing.T) {
 	t.Run("password variable without a value", func(t *testing.T) {
 		t.Parallel()
 		err := New().Configure(t.Context(), sdk.ConfigureRequest{Config: configJSON(t, section("postgres"))})
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if !errors.As(err, &ce) || ce.Path != "sql_password_env" || !strings.Contains(ce.Message, "DB_PASSWORD") {
 			t.Errorf("Configure = %v", err)
 		}
@@ -167,7 +168,7 @@ func TestConfigureServerDrivers(t *testing.T) {
 		s["sql_query"] = "SELECT $$; DELETE FROM t; $$"
 		delete(s, "sql_query_params")
 		err := New().Configure(t.Context(), sdk.ConfigureRequest{Config: configJSON(t, s), Secrets: map[string]string{passwordSlot: "pw"}})
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if !errors.As(err, &ce) || ce.Path != "sql_query" || !strings.Contains(ce.Message, "DELETE") {
 			t.Errorf("Configure = %v; want the filter to refuse DELETE, code to MySQL", err)
 		}

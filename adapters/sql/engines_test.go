@@ -14,7 +14,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // Tests against the real PostgreSQL and MariaDB servers. Captures go

@@ -15,7 +15,7 @@ type RefusalError struct {
 	Starts bool
 }
 
-// Message is the refusal without the field name, for a ConfigError whose
+// Message is the refusal without the field name, for a *refusal.Error whose
 // Path is sql_query.
 func (e *RefusalError) Message() string {
 	verb := "contains"

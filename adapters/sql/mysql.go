@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // mysqlReader reads MySQL or MariaDB through go-sql-driver/mysql. Each read
@@ -67,7 +68,7 @@ func newMySQLReader(ctx context.Context, a connectArgs, password string) (reader
 	cfg.Logger = driverLogger{sdk.Logger(ctx).Named("mysql-driver")}
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
+		return nil, &refusal.Error{Path: "sql_connect_args", Message: err.Error()}
 	}
 	db := stdsql.OpenDB(connector)
 	db.SetMaxOpenConns(4)

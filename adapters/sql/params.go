@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // parseParams reads every sql_query_params entry (a string,
@@ -21,7 +21,7 @@ import (
 func parseParams(raw map[string]json.RawMessage) (param.Values, error) {
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if !validPlaceholderName(name) {
-			return param.Values{}, &sdk.ConfigError{Path: "sql_query_params." + name, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
+			return param.Values{}, &refusal.Error{Path: "sql_query_params." + name, Message: "a placeholder name is letters, digits and _, starting with a letter or _"}
 		}
 	}
 	return param.ParseMap(raw, "sql_query_params")
@@ -61,7 +61,7 @@ func translatePlaceholders(q string, d dialect, numbered bool) (string, []string
 	if lerr != nil {
 		// The filter has already accepted q; this is only reachable if
 		// they disagree, which is refused rather than guessed at.
-		return "", nil, &sdk.ConfigError{Path: "sql_query", Message: "cannot read " + lerr.token}
+		return "", nil, &refusal.Error{Path: "sql_query", Message: "cannot read " + lerr.token}
 	}
 	var out strings.Builder
 	var names []string
@@ -97,7 +97,7 @@ func translatePlaceholders(q string, d dialect, numbered bool) (string, []string
 				continue
 			}
 			if adjacent(toks, i, "(") {
-				return "", nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("malformed placeholder at byte %d; write %%(name)s", t.start)}
+				return "", nil, &refusal.Error{Path: "sql_query", Message: fmt.Sprintf("malformed placeholder at byte %d; write %%(name)s", t.start)}
 			}
 		case ":":
 			prevColon := i > 0 && toks[i-1].kind == tokPunct && toks[i-1].text == ":" && toks[i-1].end == t.start
@@ -109,10 +109,10 @@ func translatePlaceholders(q string, d dialect, numbered bool) (string, []string
 				continue
 			}
 		case "?":
-			return "", nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("positional placeholder ? at byte %d; name it %%(name)s or :name and bind it under sql_query_params", t.start)}
+			return "", nil, &refusal.Error{Path: "sql_query", Message: fmt.Sprintf("positional placeholder ? at byte %d; name it %%(name)s or :name and bind it under sql_query_params", t.start)}
 		case "@", "$":
 			if i+1 < len(toks) && toks[i+1].start == t.end && (toks[i+1].kind == tokWord || toks[i+1].kind == tokNumber) {
-				return "", nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("placeholder %s%s is not supported; write %%(%s)s or :%s and bind it under sql_query_params", t.text, toks[i+1].text, toks[i+1].text, toks[i+1].text)}
+				return "", nil, &refusal.Error{Path: "sql_query", Message: fmt.Sprintf("placeholder %s%s is not supported; write %%(%s)s or :%s and bind it under sql_query_params", t.text, toks[i+1].text, toks[i+1].text, toks[i+1].text)}
 			}
 		}
 	}
@@ -130,7 +130,7 @@ func translatePlaceholders(q string, d dialect, numbered bool) (string, []string
 // the engine reads it ("$" + "$1" opens a dollar quote, "a" + "$1" is an
 // identifier).
 func checkTranslation(q string, d dialect, numbered bool, want int) error {
-	glued := &sdk.ConfigError{Path: "sql_query", Message: "a placeholder runs into the text just before it; put a space before each %(name)s or :name"}
+	glued := &refusal.Error{Path: "sql_query", Message: "a placeholder runs into the text just before it; put a space before each %(name)s or :name"}
 	if err := checkReadOnly(q, d); err != nil {
 		return glued
 	}
@@ -187,14 +187,14 @@ func bindArgs(names []string, bound map[string]string) ([]any, error) {
 	for i, n := range names {
 		v, ok := bound[n]
 		if !ok {
-			return nil, &sdk.ConfigError{Path: "sql_query", Message: fmt.Sprintf("placeholder %q has no entry in sql_query_params; add %s: {param: NAME} or a literal", n, n)}
+			return nil, &refusal.Error{Path: "sql_query", Message: fmt.Sprintf("placeholder %q has no entry in sql_query_params; add %s: {param: NAME} or a literal", n, n)}
 		}
 		args[i] = v
 		used[n] = true
 	}
 	for _, n := range slices.Sorted(maps.Keys(bound)) {
 		if !used[n] {
-			return nil, &sdk.ConfigError{Path: "sql_query_params." + n, Message: fmt.Sprintf("the query never uses it; write %%(%s)s or :%s in sql_query, or remove the entry", n, n)}
+			return nil, &refusal.Error{Path: "sql_query_params." + n, Message: fmt.Sprintf("the query never uses it; write %%(%s)s or :%s in sql_query, or remove the entry", n, n)}
 		}
 	}
 	return args, nil

@@ -6,8 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestTranslatePlaceholders(t *testing.T) {
@@ -61,7 +60,7 @@ func TestTranslationCannotChangeTheReading(t *testing.T) {
 		}
 		tried++
 		_, _, err := translatePlaceholders(q, postgresDialect, true)
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if !errors.As(err, &ce) || !strings.Contains(ce.Message, "runs into the text") {
 			t.Errorf("translating %q = %v; want a refusal", q, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pgReader reads PostgreSQL through pgx's own protocol implementation (not
@@ -36,7 +37,7 @@ type pgReader struct {
 func newPostgresReader(ctx context.Context, a connectArgs, password string) (reader, error) {
 	cfg, err := pgxpool.ParseConfig("")
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
+		return nil, &refusal.Error{Path: "sql_connect_args", Message: err.Error()}
 	}
 	if err := setPGConn(cfg.ConnConfig, a, password); err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func newPostgresReader(ctx context.Context, a connectArgs, password string) (rea
 	cfg.HealthCheckPeriod = 30 * time.Second
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
+		return nil, &refusal.Error{Path: "sql_connect_args", Message: err.Error()}
 	}
 	return &pgReader{pool: p, desc: a.describe(driverPostgres), args: a}, nil
 }
@@ -64,7 +65,7 @@ func setPGConn(cc *pgx.ConnConfig, a connectArgs, password string) error {
 		if base := filepath.Base(a.socket); strings.HasPrefix(base, ".s.PGSQL.") {
 			port, err := strconv.Atoi(strings.TrimPrefix(base, ".s.PGSQL."))
 			if err != nil || port < 1 || port > 65535 {
-				return &sdk.ConfigError{Path: "sql_connect_args.unix_socket", Message: "write the folder holding the server's socket, or the socket .s.PGSQL.<port> itself"}
+				return &refusal.Error{Path: "sql_connect_args.unix_socket", Message: "write the folder holding the server's socket, or the socket .s.PGSQL.<port> itself"}
 			}
 			cc.Host, cc.Port = filepath.Dir(a.socket), uint16(port)
 		}
@@ -89,7 +90,7 @@ func setPGConn(cc *pgx.ConnConfig, a connectArgs, password string) error {
 // PostgresConnConfig is the connection a sql section's sql_connect_args
 // (raw, as the deployment writes them) and password open, exactly as the
 // adapter opens it: the daemon's write-set source (internal/changes)
-// connects with it. A refusal is an *sdk.ConfigError naming the key.
+// connects with it. A refusal is an *refusal.Error naming the key.
 func PostgresConnConfig(raw map[string]any, password string) (*pgx.ConnConfig, error) {
 	a, err := parseConnectArgs(raw, driverPostgres)
 	if err != nil {
@@ -97,7 +98,7 @@ func PostgresConnConfig(raw map[string]any, password string) (*pgx.ConnConfig, e
 	}
 	cc, err := pgx.ParseConfig("")
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "sql_connect_args", Message: err.Error()}
+		return nil, &refusal.Error{Path: "sql_connect_args", Message: err.Error()}
 	}
 	if err := setPGConn(cc, a, password); err != nil {
 		return nil, err

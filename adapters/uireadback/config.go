@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // The secret slots the daemon fills from the deployment's *_env keys.
@@ -153,7 +154,7 @@ type identity struct {
 
 // configError is a refusal at a path inside the section.
 func configError(path, format string, args ...any) error {
-	return &sdk.ConfigError{Path: path, Message: fmt.Sprintf(format, args...)}
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // resolve checks the decoded deployment section and takes its secrets, one
@@ -202,7 +203,7 @@ func resolve(cfg config, req sdk.ConfigureRequest) (*settings, error) {
 // bind returns a copy of s for one call: the record URL and the identity
 // bound to params. A parameter the run does not supply, or a value that
 // cannot stand where it goes (a path segment holding '/', an empty
-// identifier), is a *sdk.ConfigError: nothing is read.
+// identifier), is a *refusal.Error: nothing is read.
 func (s *settings) bind(params map[string]string) (*settings, error) {
 	bound, err := s.urlParams.Bind(params)
 	if err != nil {
@@ -474,10 +475,10 @@ func expandRecordURL(tmpl string, bound map[string]string, p string) (string, er
 			return "", configError(p+".url_params."+name, "record_url has no {%s} placeholder for it", name)
 		}
 	}
-	expanded, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+	expanded, err := param.Expand(tmpl, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := bound[name]
 		return v, ok
-	})
+	}))
 	if err != nil {
 		return "", configError(path, "%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // testSection is a section for configuration tests; no server is involved.
@@ -151,9 +152,9 @@ func TestConfigureRefuses(t *testing.T) {
 				tt.edit(sec, inner(sec))
 			}
 			_, err := configure(t, sec, tt.params, tt.secrets)
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v; want a *sdk.ConfigError", err)
+				t.Fatalf("err = %v; want a *refusal.Error", err)
 			}
 			if ce.Path != tt.path || !strings.Contains(ce.Message, tt.message) {
 				t.Errorf("refusal %q: %q; want path %q and a message with %q", ce.Path, ce.Message, tt.path, tt.message)
@@ -283,7 +284,7 @@ func TestPolicy(t *testing.T) {
 }
 
 // FuzzConfigure: no section, however malformed, panics the parser, and
-// every refusal is a *sdk.ConfigError that never quotes the password.
+// every refusal is a *refusal.Error that never quotes the password.
 func FuzzConfigure(f *testing.F) {
 	seed, _ := json.Marshal(testSection())
 	f.Add(seed)
@@ -301,8 +302,8 @@ func FuzzConfigure(f *testing.F) {
 		if err == nil {
 			return
 		}
-		if _, ok := errors.AsType[*sdk.ConfigError](err); !ok {
-			t.Fatalf("a refusal that is not a *sdk.ConfigError: %v", err)
+		if _, ok := errors.AsType[*refusal.Error](err); !ok {
+			t.Fatalf("a refusal that is not a *refusal.Error: %v", err)
 		}
 		if strings.Contains(err.Error(), "pw-\x00-secret") {
 			t.Fatal("a refusal quotes the password")

@@ -15,7 +15,6 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/host"
 )
 
 // unavailable checks that every verdict of v is INDETERMINATE, classed
@@ -369,11 +368,7 @@ func TestSIGTERMRemovesProfile(t *testing.T) {
 	})
 	t.Run("stopped by the daemon", func(t *testing.T) {
 		in, pid, dir := pluginWithBrowser(t)
-		sp, ok := in.Process.(*host.Subprocess)
-		if !ok {
-			t.Fatalf("the instance's process is a %T", in.Process)
-		}
-		sp.Kill() // what the daemon does to stop a plugin
+		in.Stop() // what the daemon does to stop a plugin
 		browserGone(t, pid, dir)
 	})
 }

@@ -30,7 +30,7 @@ import (
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/bolt"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // daemon is a verifierd built from its options (newDaemon): the store and

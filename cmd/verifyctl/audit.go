@@ -15,7 +15,7 @@ import (
 
 	sqladapter "github.com/verifierd/verifierd/adapters/sql"
 	"github.com/verifierd/verifierd/internal/config"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // cmdAuditTables is the table-delta audit around a whole run:
@@ -151,7 +151,7 @@ func openCounter(ctx context.Context, path string, index int) (*sqladapter.Count
 	}
 	counter, err := sqladapter.OpenCounter(ctx, section, secrets)
 	if err != nil {
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if errors.As(err, &ce) && ce.Path != "" {
 			return nil, fmt.Errorf("candidates[%d].%s: %s", c.Index, ce.Path, ce.Message)
 		}

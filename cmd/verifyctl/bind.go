@@ -19,6 +19,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Binding file schemas: ours, and the reference kit's, read the same way.
@@ -72,7 +73,7 @@ type bindStepChange struct {
 
 // refusal is one reason a binding is refused, with its path in the binding
 // file.
-type refusal struct {
+type bindRefusal struct {
 	Path    string `json:"path"`
 	Message string `json:"message"`
 }
@@ -127,7 +128,7 @@ func cmdBind(args []string, stdout, stderr io.Writer) int {
 	}
 	if *out != "" {
 		if _, err := os.Lstat(*out); err == nil {
-			return refuseBinding(stdout, []refusal{{Path: "--out", Message: fmt.Sprintf("%s exists; bind writes a new file and never overwrites one, so name a path that does not exist", *out)}})
+			return refuseBinding(stdout, []bindRefusal{{Path: "--out", Message: fmt.Sprintf("%s exists; bind writes a new file and never overwrites one, so name a path that does not exist", *out)}})
 		}
 	}
 	source, err := os.ReadFile(*wfPath)
@@ -140,7 +141,7 @@ func cmdBind(args []string, stdout, stderr io.Writer) int {
 	}
 	data, err := os.ReadFile(*bindPath)
 	if err != nil {
-		return refuseBinding(stdout, []refusal{{Path: "", Message: fmt.Sprintf("cannot read the binding file: %v", err)}})
+		return refuseBinding(stdout, []bindRefusal{{Path: "", Message: fmt.Sprintf("cannot read the binding file: %v", err)}})
 	}
 	b, cov, refusals := checkBinding(w, placeholders, data)
 	if len(refusals) > 0 {
@@ -154,11 +155,11 @@ func cmdBind(args []string, stdout, stderr io.Writer) int {
 	if *out != "" {
 		bound, err := boundWorkflow(source, data, b, cov)
 		if err != nil {
-			return refuseBinding(stdout, []refusal{{Path: "", Message: err.Error()}})
+			return refuseBinding(stdout, []bindRefusal{{Path: "", Message: err.Error()}})
 		}
 		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
-			return refuseBinding(stdout, []refusal{{Path: "--out", Message: fmt.Sprintf("cannot create the new workflow file: %v", err)}})
+			return refuseBinding(stdout, []bindRefusal{{Path: "--out", Message: fmt.Sprintf("cannot create the new workflow file: %v", err)}})
 		}
 		if _, err := f.Write(bound); err != nil {
 			f.Close()
@@ -179,7 +180,7 @@ func cmdBind(args []string, stdout, stderr io.Writer) int {
 
 // refuseBinding prints the first refusal in the client commands' JSON error
 // shape, and every refusal under "refusals".
-func refuseBinding(stdout io.Writer, rs []refusal) int {
+func refuseBinding(stdout io.Writer, rs []bindRefusal) int {
 	writeJSON(stdout, map[string]any{
 		"error":    map[string]any{"code": "BINDING_REFUSED", "message": rs[0].Message, "path": rs[0].Path},
 		"refusals": rs,
@@ -188,7 +189,7 @@ func refuseBinding(stdout io.Writer, rs []refusal) int {
 }
 
 // bindingDoc is a binding file as written, for the strict decoder
-// (sdk/strict, through workflow.Decode): its fields are the file's keys,
+// (sdk/unstable/strict, through workflow.Decode): its fields are the file's keys,
 // so an unknown key names the keys allowed and the nearest one. A null
 // optional key is absent.
 type bindingDoc struct {
@@ -210,10 +211,10 @@ type bindingStepDoc struct {
 func parseBinding(data []byte) (*binding, error) {
 	tree, err := judge.DecodeDocument(data)
 	if err != nil {
-		return nil, &workflow.Error{Path: "", Message: fmt.Sprintf("cannot parse the binding file: %v", err)}
+		return nil, &refusal.Error{Path: "", Message: fmt.Sprintf("cannot parse the binding file: %v", err)}
 	}
 	if _, ok := tree.(map[string]any); !ok {
-		return nil, &workflow.Error{Path: "", Message: "a binding file is a map with schema, workflow_name, steps and not_compared"}
+		return nil, &refusal.Error{Path: "", Message: "a binding file is a map with schema, workflow_name, steps and not_compared"}
 	}
 	var doc bindingDoc
 	if err := workflow.Decode(tree, "", &doc); err != nil {
@@ -222,33 +223,33 @@ func parseBinding(data []byte) (*binding, error) {
 	sum := sha256.Sum256(data)
 	b := &binding{notCompared: map[string]string{}, digest: "sha256:" + hex.EncodeToString(sum[:]), workflowName: doc.WorkflowName}
 	if doc.Schema != bindingSchema && doc.Schema != bindingSchemaCarried {
-		return nil, &workflow.Error{Path: "schema", Message: fmt.Sprintf("must be %q, got %q", bindingSchema, doc.Schema)}
+		return nil, &refusal.Error{Path: "schema", Message: fmt.Sprintf("must be %q, got %q", bindingSchema, doc.Schema)}
 	}
 	if b.workflowName == "" {
-		return nil, &workflow.Error{Path: "workflow_name", Message: "name the workflow this binding is for (its name: key)"}
+		return nil, &refusal.Error{Path: "workflow_name", Message: "name the workflow this binding is for (its name: key)"}
 	}
 	if doc.SourceContentDigest != nil {
 		if *doc.SourceContentDigest == "" {
-			return nil, &workflow.Error{Path: "source_content_digest", Message: "must be the workflow file's digest, sha256:<hex>, or absent"}
+			return nil, &refusal.Error{Path: "source_content_digest", Message: "must be the workflow file's digest, sha256:<hex>, or absent"}
 		}
 		b.sourcePin = *doc.SourceContentDigest
 	}
 	for _, p := range slices.Sorted(maps.Keys(doc.NotCompared)) {
 		if strings.TrimSpace(doc.NotCompared[p]) == "" {
-			return nil, &workflow.Error{Path: "not_compared." + p, Message: "give the reason no contract compares this parameter, as text"}
+			return nil, &refusal.Error{Path: "not_compared." + p, Message: "give the reason no contract compares this parameter, as text"}
 		}
 		b.notCompared[p] = doc.NotCompared[p]
 	}
 	if len(doc.Steps) == 0 {
-		return nil, &workflow.Error{Path: "steps", Message: "give a non-empty list of {step, intent, effects}"}
+		return nil, &refusal.Error{Path: "steps", Message: "give a non-empty list of {step, intent, effects}"}
 	}
 	for i, sd := range doc.Steps {
 		path := fmt.Sprintf("steps[%d]", i)
 		if sd.Step == "" {
-			return nil, &workflow.Error{Path: path + ".step", Message: "name the workflow step to bind"}
+			return nil, &refusal.Error{Path: path + ".step", Message: "name the workflow step to bind"}
 		}
 		if len(sd.Effects) == 0 {
-			return nil, &workflow.Error{Path: path + ".effects", Message: "give a non-empty list of effect contracts"}
+			return nil, &refusal.Error{Path: path + ".effects", Message: "give a non-empty list of effect contracts"}
 		}
 		effects, err := judge.LoadEffects(sd.Effects, path+".effects")
 		if err != nil {
@@ -315,23 +316,18 @@ func loadSource(source []byte) (*workflow.Workflow, map[int]int, error) {
 // checkBinding loads a binding and checks it against the workflow, whose
 // placeholders loadSource counted per step index. It returns every refusal
 // it finds, so that one --check shows them all.
-func checkBinding(w *workflow.Workflow, placeholders map[int]int, data []byte) (*binding, bindCoverage, []refusal) {
+func checkBinding(w *workflow.Workflow, placeholders map[int]int, data []byte) (*binding, bindCoverage, []bindRefusal) {
 	cov := bindCoverage{Steps: []bindStepCoverage{}}
 	b, err := parseBinding(data)
 	if err != nil {
-		var we *workflow.Error
-		var je *judge.Error
-		switch {
-		case errors.As(err, &we):
-			return nil, cov, []refusal{{Path: we.Path, Message: we.Message}}
-		case errors.As(err, &je):
-			return nil, cov, []refusal{{Path: je.Path, Message: je.Message}}
+		if r, ok := refusal.As(err); ok {
+			return nil, cov, []bindRefusal{{Path: r.Path, Message: r.Message}}
 		}
-		return nil, cov, []refusal{{Message: err.Error()}}
+		return nil, cov, []bindRefusal{{Message: err.Error()}}
 	}
-	var rs []refusal
+	var rs []bindRefusal
 	add := func(path, format string, args ...any) {
-		rs = append(rs, refusal{Path: path, Message: fmt.Sprintf(format, args...)})
+		rs = append(rs, bindRefusal{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	if b.workflowName != w.Name {
 		add("workflow_name", "the binding is for workflow %q but the workflow file is %q; bind the workflow it was reviewed for", b.workflowName, w.Name)

@@ -139,7 +139,7 @@ func TestBindClaimIntake(t *testing.T) {
 
 type refusalOutput struct {
 	Error    struct{ Code, Message, Path string } `json:"error"`
-	Refusals []refusal                            `json:"refusals"`
+	Refusals []bindRefusal                        `json:"refusals"`
 }
 
 func decodeRefusal(t *testing.T, out []byte) refusalOutput {

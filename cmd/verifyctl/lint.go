@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // exitFindings is lint's exit code for findings under
@@ -109,7 +109,7 @@ func placeholderError(path string, err error) error {
 		effects, _ := sm["effects"].([]any)
 		for j, e := range effects {
 			if isPlaceholder(e) {
-				return fmt.Errorf("%s: %w", path, &workflow.Error{Path: fmt.Sprintf("steps[%d].effects[%d]", i, j),
+				return fmt.Errorf("%s: %w", path, &refusal.Error{Path: fmt.Sprintf("steps[%d].effects[%d]", i, j),
 					Message: "a placeholder stands where a reviewed contract must be, and no step with one can run; write the contract in a binding file and run verifyctl bind, which replaces the placeholder"})
 			}
 		}
@@ -124,13 +124,8 @@ func workflowError(stdout io.Writer, err error) int {
 // fileError prints an unreadable or invalid input file under code.
 func fileError(stdout io.Writer, code string, err error) int {
 	out := map[string]any{"code": code, "message": err.Error(), "path": ""}
-	var we *workflow.Error
-	var je *judge.Error
-	switch {
-	case errors.As(err, &we):
-		out["message"], out["path"] = we.Message, we.Path
-	case errors.As(err, &je):
-		out["message"], out["path"] = je.Message, je.Path
+	if r, ok := refusal.As(err); ok {
+		out["message"], out["path"] = r.Message, r.Path
 	}
 	writeJSON(stdout, map[string]any{"error": out})
 	return exitInvalid

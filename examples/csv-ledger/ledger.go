@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // kind is the name deployments use in `kind:`.
@@ -69,16 +70,16 @@ var _ sdk.VerdictHook = (*settings)(nil)
 // decoder, which refuses a misspelt key at any depth, naming it.
 func configure(_ context.Context, sec section, _ sdk.ConfigureRequest) (*settings, error) {
 	if sec.Options == nil {
-		return nil, &sdk.ConfigError{Path: "options", Message: "missing: write options: {path: /path/to/ledger.csv}"}
+		return nil, &refusal.Error{Path: "options", Message: "missing: write options: {path: /path/to/ledger.csv}"}
 	}
 	opts := *sec.Options
 	if opts.Path == "" {
-		return nil, &sdk.ConfigError{Path: "options.path", Message: "missing: name the CSV ledger file"}
+		return nil, &refusal.Error{Path: "options.path", Message: "missing: name the CSV ledger file"}
 	}
 	if !filepath.IsAbs(opts.Path) {
 		// The daemon starts plugins in its own working folder, which an
 		// operator should not have to guess.
-		return nil, &sdk.ConfigError{Path: "options.path", Message: fmt.Sprintf("%q is relative; write an absolute path", opts.Path)}
+		return nil, &refusal.Error{Path: "options.path", Message: fmt.Sprintf("%q is relative; write an absolute path", opts.Path)}
 	}
 	if opts.IDColumn == "" {
 		opts.IDColumn = "id"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // binary is verifier-adapter-csv-ledger, built once by TestMain exactly as
@@ -79,7 +80,7 @@ func TestConfigureRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := sp.Configure(t.Context(), tt.req)
-			var ce *sdk.ConfigError
+			var ce *refusal.Error
 			if !errors.As(err, &ce) || ce.Path != tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("Configure = %v; want a refusal at %q containing %q", err, tt.wantPath, tt.wantMsg)
 			}

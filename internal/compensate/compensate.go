@@ -61,15 +61,9 @@ type config struct {
 	TimeoutS   *float64    `json:"timeout_s"`
 }
 
-// Error refuses a compensator section: the SDK's one refusal
-// (refusal.Error). Path is the key in the candidate, under "compensator"
-// (compensator.auth.bearer_env), Message what is wrong and what to write
-// instead.
-type Error = refusal.Error
-
 // refuse is a refusal of the section's key at path (inside the section;
 // "" for the whole section).
-func refuse(path, message string) *Error {
+func refuse(path, message string) *refusal.Error {
 	return refusal.New("", path, message).Under("compensator")
 }
 
@@ -158,7 +152,7 @@ func Parse(section map[string]any, secrets map[string]string) (*Compensator, err
 		return nil, refuse("", "the section cannot be read: "+err.Error())
 	}
 	c, err := parse(raw, slots(secrets))
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+	if ce, ok := errors.AsType[*refusal.Error](err); ok {
 		return nil, refuse(ce.Path, ce.Message)
 	}
 	return c, err
@@ -179,7 +173,7 @@ func parse(raw json.RawMessage, secrets map[string]string) (*Compensator, error)
 	}
 	if cfg.TimeoutS != nil {
 		if f := *cfg.TimeoutS; f <= 0 || f > 600 {
-			return nil, &sdk.ConfigError{Path: "timeout_s", Message: "must be a number of seconds above 0 and at most 600"}
+			return nil, &refusal.Error{Path: "timeout_s", Message: "must be a number of seconds above 0 and at most 600"}
 		}
 		c.timeout = time.Duration(*cfg.TimeoutS * float64(time.Second))
 	}
@@ -282,15 +276,15 @@ func (c *Compensator) deleteOne(ctx context.Context, index int, u *url.URL) erro
 func parseDeletePath(s string) (string, error) {
 	switch {
 	case s == "":
-		return "", &sdk.ConfigError{Path: "delete_path", Message: "missing: write the path that deletes one record, e.g. /api/resource/Encounter/{name}"}
+		return "", &refusal.Error{Path: "delete_path", Message: "missing: write the path that deletes one record, e.g. /api/resource/Encounter/{name}"}
 	case !strings.HasPrefix(s, "/"):
-		return "", &sdk.ConfigError{Path: "delete_path", Message: "must start with /"}
+		return "", &refusal.Error{Path: "delete_path", Message: "must start with /"}
 	case strings.ContainsAny(s, "# \t\r\n"):
-		return "", &sdk.ConfigError{Path: "delete_path", Message: "must be URL-encoded (a space is %20) and have no fragment"}
+		return "", &refusal.Error{Path: "delete_path", Message: "must be URL-encoded (a space is %20) and have no fragment"}
 	}
 	fields := param.Placeholders(s)
 	if q := strings.IndexByte(s, '?'); len(fields) == 0 || q >= 0 && fields[0].Start > q {
-		return "", &sdk.ConfigError{Path: "delete_path", Message: "must name the record in its path with a {field} placeholder (e.g. /api/resource/Encounter/{name}); a path without one would delete the same URL for every duplicate"}
+		return "", &refusal.Error{Path: "delete_path", Message: "must name the record in its path with a {field} placeholder (e.g. /api/resource/Encounter/{name}); a path without one would delete the same URL for every duplicate"}
 	}
 	return s, nil
 }
@@ -308,10 +302,10 @@ func expand(tmpl string, rec map[string]any) (string, error) {
 		}
 		values[ph.Name] = v
 	}
-	out, err := param.Expand(tmpl, param.URL, func(name string) (string, bool) {
+	out, err := param.Expand(tmpl, param.URL, param.Lookup(func(name string) (string, bool) {
 		v, ok := values[name]
 		return v, ok
-	})
+	}))
 	if err != nil {
 		return "", fmt.Errorf("the record does not fill delete_path: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/testservers/httprecords"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 const doctype = "Patient Encounter"
@@ -84,9 +85,9 @@ func TestParseRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Parse(tt.section, tt.secrets)
-			var ce *Error
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("Parse = %v; want an *Error", err)
+				t.Fatalf("Parse = %v; want an *refusal.Error", err)
 			}
 			if ce.Path != "compensator."+tt.wantPath || !strings.Contains(ce.Message, tt.wantMsg) {
 				t.Errorf("refused %q: %q; want path compensator.%s and %q", ce.Path, ce.Message, tt.wantPath, tt.wantMsg)

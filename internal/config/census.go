@@ -9,7 +9,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/sdk/param"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // A census is a second read of a candidate's collection, bound to no run

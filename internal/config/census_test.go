@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestCensusRefusals(t *testing.T) {
@@ -44,9 +45,9 @@ func TestCensusRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseDeployment([]byte(tt.doc))
-			ce, ok := errors.AsType[*Error](err)
+			ce, ok := errors.AsType[*refusal.Error](err)
 			if !ok {
-				t.Fatalf("err = %v, want *config.Error", err)
+				t.Fatalf("err = %v, want *refusal.Error", err)
 			}
 			if ce.Path != tt.path || !strings.Contains(ce.Message, tt.says) {
 				t.Errorf("refused at %q: %q; want %q saying %q", ce.Path, ce.Message, tt.path, tt.says)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/verifierd/verifierd/sdk/deployment"
+	"github.com/verifierd/verifierd/sdk/unstable/deployment"
 )
 
 // A sql candidate on PostgreSQL may declare changes:, the write set

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestParseChanges(t *testing.T) {
@@ -43,7 +45,7 @@ func TestParseChanges(t *testing.T) {
 		{"not a map", base + "  changes: logical\n", "effects.changes", "must be a map"},
 	} {
 		_, err := ParseDeployment([]byte(tt.doc))
-		ce, ok := errors.AsType[*Error](err)
+		ce, ok := errors.AsType[*refusal.Error](err)
 		if !ok || ce.Path != tt.path || !strings.Contains(ce.Message, tt.text) {
 			t.Errorf("%s: %v, want path %s with %q", tt.name, err, tt.path, tt.text)
 		}

@@ -38,7 +38,7 @@ type Daemon struct {
 	Policy *workflow.Policy `json:"-"`
 }
 
-// daemonFile is the file's shape, for the strict decoder (sdk/strict):
+// daemonFile is the file's shape, for the strict decoder (sdk/unstable/strict):
 // Daemon's keys, and policy, which workflow.ParsePolicy reads as it reads
 // a deployment's or a workflow's.
 type daemonFile struct {

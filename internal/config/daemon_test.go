@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func writeDaemon(t *testing.T, body string) string {
@@ -115,7 +116,7 @@ func TestLoadDaemonFileErrors(t *testing.T) {
 	}
 	p = writeDaemon(t, "deploymnts: {}\n")
 	_, err := LoadDaemon(p)
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.Path != "deploymnts" || !strings.HasPrefix(err.Error(), p+": deploymnts: unknown key") {
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "deploymnts" || !strings.HasPrefix(err.Error(), p+": deploymnts: unknown key") {
 		t.Errorf("an unknown key: %v", err)
 	}
 }

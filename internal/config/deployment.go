@@ -18,8 +18,9 @@ import (
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/deployment"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/deployment"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // BuiltinKinds are the kinds verifierd ships or reserves (internal/builtin).
@@ -55,11 +56,11 @@ type Candidate struct {
 	Index int
 	Kind  string
 	// Section is the kind's own fields: what the adapter receives
-	// (sdk/deployment documents the shape). Secret references stay as
+	// (sdk/unstable/deployment documents the shape). Secret references stay as
 	// environment-variable names; Resolve binds option_params into options.
 	Section map[string]any
 	// Secrets maps a slot (the dotted path of a *_env key, or
-	// secret_env.<slot>; sdk/deployment's rule) to the environment
+	// secret_env.<slot>; sdk/unstable/deployment's rule) to the environment
 	// variable it names.
 	Secrets map[string]string
 	// Judging settings that apply to this candidate's verdicts.
@@ -102,13 +103,8 @@ var defaultableKeys = []string{"evidence_redact_fields", "evidence_keep_fields",
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Error is a refused configuration: the path and what to write instead. It
-// is the workflow file's refusal, so a policy section's refusal needs no
-// translating.
-type Error = workflow.Error
-
 func errorf(path, format string, args ...any) error {
-	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // ReadDeployment reads the deployment file at path (ParseDeployment); a
@@ -187,7 +183,7 @@ func ParseDeployment(data []byte) (*Deployment, error) {
 }
 
 // candidateDoc holds the keys of a candidate that the daemon reads itself,
-// for the strict decoder (sdk/strict); every other key of the section is
+// for the strict decoder (sdk/unstable/strict); every other key of the section is
 // the adapter's, which checks it. A null is an absent key. secret_env's
 // values are checked here, never quoted: a value written there by mistake
 // may be the secret itself.
@@ -237,7 +233,7 @@ func (d *Deployment) parseCandidate(sec map[string]any, path string, index int, 
 		return c, err
 	}
 	// What reaches the adapter, and under which secret slots, is the SDK's
-	// reading (sdk/deployment), so the qualification kit configures an
+	// reading (sdk/unstable/deployment), so the qualification kit configures an
 	// adapter exactly as this does.
 	ps, err := deployment.Parse(sec, path, !BuiltinKinds[c.Kind])
 	if err != nil {
@@ -275,8 +271,8 @@ func (c *Candidate) parseJudging(doc *candidateDoc, path string) error {
 	}
 	c.Redaction.RedactFields, c.Redaction.KeepFields = doc.EvidenceRedactFields, doc.EvidenceKeepFields
 	if err := c.Redaction.Validate(path); err != nil {
-		if je, ok := errors.AsType[*judge.Error](err); ok {
-			return &Error{Path: je.Path, Message: je.Message}
+		if je, ok := errors.AsType[*refusal.Error](err); ok {
+			return &refusal.Error{Path: je.Path, Message: je.Message}
 		}
 		return err
 	}
@@ -306,7 +302,7 @@ func (c *Candidate) parseJudging(doc *candidateDoc, path string) error {
 }
 
 // namesCredential reports whether an option key names a credential
-// (sdk/deployment.NamesCredential).
+// (sdk/unstable/deployment.NamesCredential).
 func namesCredential(key string) bool { return deployment.NamesCredential(key) }
 
 // asError is the SDK's refusal as this package's: the same type
@@ -326,7 +322,7 @@ func (c *Candidate) Resolve(params map[string]string, lookupEnv func(string) (st
 	return configJSON, secrets, nil
 }
 
-// Codes of a secret reference that does not resolve (sdk/deployment): the
+// Codes of a secret reference that does not resolve (sdk/unstable/deployment): the
 // first is the operator's policy (the variable is outside secrets.allow),
 // the second the platform's (the variable is not set where the daemon
 // runs).

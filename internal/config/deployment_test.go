@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestParseDeploymentRefusals(t *testing.T) {
@@ -52,9 +53,9 @@ func TestParseDeploymentRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseDeployment([]byte(tt.doc))
-			var ce *Error
+			var ce *refusal.Error
 			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want *config.Error", err)
+				t.Fatalf("err = %v, want *refusal.Error", err)
 			}
 			if ce.Path != tt.path {
 				t.Errorf("path %q, want %q (message %q)", ce.Path, tt.path, ce.Message)
@@ -195,7 +196,7 @@ func TestReadDeployment(t *testing.T) {
 		t.Errorf("absent file: %v", err)
 	}
 	_, err = ReadDeployment(bad)
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.Path != "effects" || !strings.HasPrefix(err.Error(), bad+": effects: ") {
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "effects" || !strings.HasPrefix(err.Error(), bad+": effects: ") {
 		t.Errorf("refused document: %v", err)
 	}
 }
@@ -255,7 +256,7 @@ func TestParseDeploymentMessages(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseDeployment([]byte(tc.doc))
-			ce, ok := errors.AsType[*Error](err)
+			ce, ok := errors.AsType[*refusal.Error](err)
 			if !ok || !strings.Contains(ce.Message, tc.says) || (tc.never != "" && strings.Contains(err.Error(), tc.never)) {
 				t.Fatalf("refusal %v; want it to say %q and never %q", err, tc.says, tc.never)
 			}

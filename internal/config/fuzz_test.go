@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // FuzzParseDeployment: any bytes either parse into candidates that keep the
@@ -24,7 +26,7 @@ func FuzzParseDeployment(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDeployment(data)
 		if err != nil {
-			if ce, ok := errors.AsType[*Error](err); !ok || ce.Path == "" || ce.Message == "" {
+			if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path == "" || ce.Message == "" {
 				t.Fatalf("refusal without a path and message: %#v", err)
 			}
 			return

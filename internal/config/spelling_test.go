@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TestKitFreshnessSpelling: the kit's graphql_freshness_* load as the
@@ -58,7 +60,7 @@ func TestKitSpellingRefusals(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseDeployment([]byte(tc.doc))
-			var ce *Error
+			var ce *refusal.Error
 			if !errors.As(err, &ce) || ce.Path != tc.path {
 				t.Fatalf("err = %v, want a refusal at %s", err, tc.path)
 			}

@@ -1,6 +1,6 @@
 // Package editdist is the Levenshtein edit distance, over runes or bytes:
 // how closely the onscreen adapter's OCR'd text matches the expected value.
-// (A misspelt key's nearest known key is sdk/strict's Closest, which keeps
+// (A misspelt key's nearest known key is sdk/unstable/strict's Closest, which keeps
 // a byte-wise copy: the SDK module cannot import the daemon's packages.) A
 // leaf: standard library only.
 package editdist

@@ -19,7 +19,7 @@ import (
 	gwv1 "github.com/verifierd/verifierd/internal/httpapi/gw/v1"
 	"github.com/verifierd/verifierd/internal/session"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // shallowBody refuses a request body nested more than jsondepth.Max levels

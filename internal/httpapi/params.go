@@ -18,7 +18,7 @@ import (
 	"github.com/verifierd/verifierd/internal/httpx"
 	"github.com/verifierd/verifierd/internal/jsonobj"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // paramRoutes are the gateway routes whose request carries run parameters

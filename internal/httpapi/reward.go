@@ -9,9 +9,9 @@ import (
 
 	"github.com/verifierd/verifierd/internal/reward"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // RegisterReward joins the reward routes a trainer speaks:

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/internal/secretforms"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Credentials is one request header carrying a secret, and every form of
@@ -58,10 +58,10 @@ func (a *Auth) Credentials(secrets map[string]string) (Credentials, error) {
 		}
 	}
 	if len(set) != 1 {
-		return Credentials{}, &sdk.ConfigError{Path: "auth", Message: "set exactly one of bearer_env, basic_env, or header with value_env"}
+		return Credentials{}, &refusal.Error{Path: "auth", Message: "set exactly one of bearer_env, basic_env, or header with value_env"}
 	}
 	if set[0] != "header" && a.ValueEnv != nil {
-		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "value_env goes with header; remove it or use header: NAME with value_env"}
+		return Credentials{}, &refusal.Error{Path: "auth.value_env", Message: "value_env goes with header; remove it or use header: NAME with value_env"}
 	}
 	switch set[0] {
 	case "bearer_env":
@@ -77,24 +77,24 @@ func (a *Auth) Credentials(secrets map[string]string) (Credentials, error) {
 		}
 		user, _, ok := strings.Cut(pair, ":")
 		if !ok || user == "" {
-			return Credentials{}, &sdk.ConfigError{Path: "auth.basic_env", Message: "the variable must hold user:password"}
+			return Credentials{}, &refusal.Error{Path: "auth.basic_env", Message: "the variable must hold user:password"}
 		}
 		enc := base64.StdEncoding.EncodeToString([]byte(pair))
 		return Credentials{header: "Authorization", value: "Basic " + enc, forms: formsOf("auth.basic_env", pair)}, nil
 	}
 	name := *a.Header
 	if !validHeaderName(name) {
-		return Credentials{}, &sdk.ConfigError{Path: "auth.header", Message: fmt.Sprintf("%q is not a usable header name; write e.g. Authorization or X-Api-Key", name)}
+		return Credentials{}, &refusal.Error{Path: "auth.header", Message: fmt.Sprintf("%q is not a usable header name; write e.g. Authorization or X-Api-Key", name)}
 	}
 	if a.ValueEnv == nil {
-		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "missing: name the environment variable that holds the header's value"}
+		return Credentials{}, &refusal.Error{Path: "auth.value_env", Message: "missing: name the environment variable that holds the header's value"}
 	}
 	v, err := Secret("auth.value_env", *a.ValueEnv, secrets)
 	if err != nil {
 		return Credentials{}, err
 	}
 	if strings.ContainsAny(v, "\r\n") {
-		return Credentials{}, &sdk.ConfigError{Path: "auth.value_env", Message: "the variable's value holds a line break, which no header can carry"}
+		return Credentials{}, &refusal.Error{Path: "auth.value_env", Message: "the variable's value holds a line break, which no header can carry"}
 	}
 	// "token key:secret", "Bearer abc…": the part after the scheme is the
 	// secret too, and servers echo it alone (secretforms.Of).
@@ -110,14 +110,14 @@ func Bearer(token string) Credentials {
 // which names the environment variable name.
 func Secret(path, name string, secrets map[string]string) (string, error) {
 	if name == "" {
-		return "", &sdk.ConfigError{Path: path, Message: "must name an environment variable, e.g. SOR_TOKEN"}
+		return "", &refusal.Error{Path: path, Message: "must name an environment variable, e.g. SOR_TOKEN"}
 	}
 	v, ok := secrets[path]
 	if !ok || v == "" {
-		return "", &sdk.ConfigError{Path: path, Message: fmt.Sprintf("no value was delivered for the environment variable %s; set it in the daemon's environment and allow it under secrets.allow", name)}
+		return "", &refusal.Error{Path: path, Message: fmt.Sprintf("no value was delivered for the environment variable %s; set it in the daemon's environment and allow it under secrets.allow", name)}
 	}
 	if strings.ContainsAny(v, "\r\n") {
-		return "", &sdk.ConfigError{Path: path, Message: fmt.Sprintf("the value of %s holds a line break, which no header can carry", name)}
+		return "", &refusal.Error{Path: path, Message: fmt.Sprintf("the value of %s holds a line break, which no header can carry", name)}
 	}
 	return v, nil
 }

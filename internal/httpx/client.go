@@ -19,7 +19,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // MaxBodyBytes bounds one response body: a page larger than this is a
@@ -30,20 +31,20 @@ const MaxBodyBytes = 64 << 20
 // must have a host and no user info, query or fragment.
 func ParseBaseURL(path, raw string) (*url.URL, error) {
 	if raw == "" {
-		return nil, &sdk.ConfigError{Path: path, Message: "missing: write the server's URL, e.g. https://erp.example.com"}
+		return nil, &refusal.Error{Path: path, Message: "missing: write the server's URL, e.g. https://erp.example.com"}
 	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return nil, &sdk.ConfigError{Path: path, Message: "not a URL: " + err.Error()}
+		return nil, &refusal.Error{Path: path, Message: "not a URL: " + err.Error()}
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("must start with https:// or http://, not %q", u.Scheme)}
+		return nil, &refusal.Error{Path: path, Message: fmt.Sprintf("must start with https:// or http://, not %q", u.Scheme)}
 	case u.Host == "":
-		return nil, &sdk.ConfigError{Path: path, Message: "has no host"}
+		return nil, &refusal.Error{Path: path, Message: "has no host"}
 	case u.User != nil:
-		return nil, &sdk.ConfigError{Path: path, Message: "must not carry credentials; name their environment variable under auth instead"}
+		return nil, &refusal.Error{Path: path, Message: "must not carry credentials; name their environment variable under auth instead"}
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, &sdk.ConfigError{Path: path, Message: "must be scheme://host[:port][/path], without credentials, query or fragment; put the path and query of a request in its own keys"}
+		return nil, &refusal.Error{Path: path, Message: "must be scheme://host[:port][/path], without credentials, query or fragment; put the path and query of a request in its own keys"}
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
@@ -62,14 +63,14 @@ func (e Endpoint) Client(base *url.URL, creds Credentials) (*http.Client, []stri
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, nil, &sdk.ConfigError{Path: "ca_file", Message: fmt.Sprintf("cannot read %s: %v", caFile, unwrapPath(err))}
+			return nil, nil, &refusal.Error{Path: "ca_file", Message: fmt.Sprintf("cannot read %s: %v", caFile, unwrapPath(err))}
 		}
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, nil, &sdk.ConfigError{Path: "ca_file", Message: caFile + " holds no PEM certificate"}
+			return nil, nil, &refusal.Error{Path: "ca_file", Message: caFile + " holds no PEM certificate"}
 		}
 		cfg.RootCAs = pool
 	}

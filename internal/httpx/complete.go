@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // CompletenessConfig is the part of a list-reading section that says how a
@@ -61,16 +62,16 @@ func ParseCompleteness(c CompletenessConfig, paging string, pageSize, maxPages i
 	single := c.SingleResponse != nil && *c.SingleResponse
 	switch {
 	case paging != "" && single:
-		return out, &sdk.ConfigError{Path: "single_response", Message: "pagination is configured too; choose one: pagination reads every page, single_response asserts that one response holds the whole list"}
+		return out, &refusal.Error{Path: "single_response", Message: "pagination is configured too; choose one: pagination reads every page, single_response asserts that one response holds the whole list"}
 	case paging == "" && !single:
-		return out, &sdk.ConfigError{Path: "pagination", Message: "missing: say how a read is known to hold every record. Either pagination: {...} to read every page, or single_response: true when one response always holds the whole list (with max_records: N, the most the server answers at once, so that a full response is not judged). Without either, a server that caps its answer (many stop at 25 or 100 records) would hide records, and a duplicate could read as one"}
+		return out, &refusal.Error{Path: "pagination", Message: "missing: say how a read is known to hold every record. Either pagination: {...} to read every page, or single_response: true when one response always holds the whole list (with max_records: N, the most the server answers at once, so that a full response is not judged). Without either, a server that caps its answer (many stop at 25 or 100 records) would hide records, and a duplicate could read as one"}
 	}
 	if paging == "" {
 		out.Single, out.MaxPages = true, 1
 	}
 	if c.MaxRecords != nil {
 		if !single {
-			return out, &sdk.ConfigError{Path: "max_records", Message: "applies to single_response only; a paged read is bounded by max_pages"}
+			return out, &refusal.Error{Path: "max_records", Message: "applies to single_response only; a paged read is bounded by max_pages"}
 		}
 		n, err := IntIn("max_records", c.MaxRecords, 0, 1, 100_000_000)
 		if err != nil {
@@ -80,16 +81,16 @@ func ParseCompleteness(c CompletenessConfig, paging string, pageSize, maxPages i
 	}
 	switch {
 	case c.TotalPath != "" && c.TotalHeader != "":
-		return out, &sdk.ConfigError{Path: "total_header", Message: "total_path is set too; the server declares its total in one place: choose total_path (in the body) or total_header"}
+		return out, &refusal.Error{Path: "total_header", Message: "total_path is set too; the server declares its total in one place: choose total_path (in the body) or total_header"}
 	case c.TotalPath != "":
 		p, err := ParsePath(c.TotalPath)
 		if err != nil {
-			return out, &sdk.ConfigError{Path: "total_path", Message: err.Error()}
+			return out, &refusal.Error{Path: "total_path", Message: err.Error()}
 		}
 		out.TotalPath = p
 	case c.TotalHeader != "":
 		if !validHeaderName(c.TotalHeader) {
-			return out, &sdk.ConfigError{Path: "total_header", Message: fmt.Sprintf("%q is not an HTTP header name; write e.g. X-Total-Count", c.TotalHeader)}
+			return out, &refusal.Error{Path: "total_header", Message: fmt.Sprintf("%q is not an HTTP header name; write e.g. X-Total-Count", c.TotalHeader)}
 		}
 		out.TotalHeader = http.CanonicalHeaderKey(c.TotalHeader)
 	}

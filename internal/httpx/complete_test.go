@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // pagesOf is a fetch answering pages of n records each in turn (more while
@@ -57,7 +58,7 @@ func TestParseCompletenessRefusals(t *testing.T) {
 		{"bad header", CompletenessConfig{SingleResponse: &yes, TotalHeader: "X:Total"}, "", "total_header"},
 	} {
 		_, err := ParseCompleteness(tt.c, tt.paging, 0, 1, "max_pages")
-		var ce *sdk.ConfigError
+		var ce *refusal.Error
 		if !errors.As(err, &ce) || ce.Path != tt.wantPath {
 			t.Errorf("%s: %v; want a refusal at %s", tt.name, err, tt.wantPath)
 		}
@@ -121,7 +122,7 @@ func TestReadAll(t *testing.T) {
 func TestReadBound(t *testing.T) {
 	t.Parallel()
 	c := mustComplete(t, CompletenessConfig{}, "offset paging", 2, 5)
-	refused := &sdk.ConfigError{Path: "records_path", Message: "no value for {id}"}
+	refused := &refusal.Error{Path: "records_path", Message: "no value for {id}"}
 	fetched := false
 	_, err := ReadBound(context.Background(), &c, sdk.CaptureRequest{Params: map[string]string{}},
 		func(map[string]string) (string, error) { return "", refused },

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Endpoint is the part of an HTTP section that names the server and how to
@@ -54,7 +54,7 @@ func IntIn(path string, v *int, def, lo, hi int) (int, error) {
 		return def, nil
 	}
 	if *v < lo || *v > hi {
-		return 0, &sdk.ConfigError{Path: path, Message: fmt.Sprintf("must be a whole number from %d to %d", lo, hi)}
+		return 0, &refusal.Error{Path: path, Message: fmt.Sprintf("must be a whole number from %d to %d", lo, hi)}
 	}
 	return *v, nil
 }

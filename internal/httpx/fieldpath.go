@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // FieldPath is the path language of field_paths, shared by the rest,
@@ -222,11 +223,11 @@ func ParseFieldPaths(key string, raw map[string]string) (FieldPaths, error) {
 	out := make(FieldPaths, len(raw))
 	for _, name := range slices.Sorted(maps.Keys(raw)) {
 		if name == "" {
-			return nil, &sdk.ConfigError{Path: key, Message: "a record field name is empty"}
+			return nil, &refusal.Error{Path: key, Message: "a record field name is empty"}
 		}
 		p, err := ParseFieldPath(raw[name])
 		if err != nil {
-			return nil, &sdk.ConfigError{Path: key + "." + name, Message: err.Error()}
+			return nil, &refusal.Error{Path: key + "." + name, Message: err.Error()}
 		}
 		out[name] = p
 	}

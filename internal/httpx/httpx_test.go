@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestExcerptRedactsEveryForm(t *testing.T) {
@@ -109,11 +110,11 @@ func TestConnect(t *testing.T) {
 		t.Errorf("Connect without auth = %v, %q, %v; want no credentials and no warnings", creds.Scheme(), warnings, err)
 	}
 	_, _, _, err = e.Connect(base, &Auth{BearerEnv: new("TOKEN")}, nil)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "auth.bearer_env" {
-		t.Errorf("Connect with no secret delivered = %v; want a ConfigError at auth.bearer_env", err)
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "auth.bearer_env" {
+		t.Errorf("Connect with no secret delivered = %v; want a *refusal.Error at auth.bearer_env", err)
 	}
 	_, _, _, err = Endpoint{CAFile: "/nonexistent/ca.pem"}.Connect(base, nil, nil)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "ca_file" {
-		t.Errorf("Connect with an unreadable ca_file = %v; want a ConfigError at ca_file", err)
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "ca_file" {
+		t.Errorf("Connect with an unreadable ca_file = %v; want a *refusal.Error at ca_file", err)
 	}
 }

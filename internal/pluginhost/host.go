@@ -1,10 +1,10 @@
 // Package pluginhost runs adapters for the daemon: it discovers adapter
 // binaries (verifier-adapter-<kind>), verifies optional SHA-256 pins, starts
 // them as go-plugin subprocesses with AutoMTLS and an empty environment
-// (but for the OpenTelemetry variables of package sdk/host/tracing, when set),
+// (but for the OpenTelemetry variables of package sdk/unstable/host/tracing, when set),
 // configures them, restarts a crashed one (with backoff between failed
 // launches), and never lets a plugin take a built-in kind's name. It drives
-// each adapter through the SDK's client (package sdk/host), the one the
+// each adapter through the SDK's client (package sdk/unstable/host), the one the
 // SDK's qualification kit drives adapters through too.
 //
 // One adapter process serves every session of its kind: the host starts at
@@ -38,8 +38,9 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // BinaryPrefix starts every adapter binary's name.
@@ -235,7 +236,7 @@ func (s Spec) key() string {
 
 // Instance returns the configured adapter for spec bound to spec.Params,
 // starting the kind's process and configuring the instance when needed. A
-// configuration refusal is a *ConfigError.
+// configuration refusal is a *refusal.Error.
 func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	key := spec.key()
 	h.mu.Lock()
@@ -277,11 +278,11 @@ func (h *Host) Instance(ctx context.Context, spec Spec) (*Instance, error) {
 	return &Instance{cfg: cfg, params: spec.Params}, nil
 }
 
-// checkParams asks instance id whether params bind: nil, a *ConfigError,
+// checkParams asks instance id whether params bind: nil, a *refusal.Error,
 // or the failed call.
 func checkParams(ctx context.Context, c conn, id, kind string, params map[string]string) error {
 	if err := c.CheckParams(ctx, id, params); err != nil {
-		if ce, isCE := errors.AsType[*ConfigError](err); isCE {
+		if ce, isCE := errors.AsType[*refusal.Error](err); isCE {
 			return ce
 		}
 		return fmt.Errorf("adapter %s: check params: %w", kind, err)
@@ -330,9 +331,6 @@ func (h *Host) Close() {
 	}
 	wg.Wait()
 }
-
-// ConfigError is an adapter's refusal of its configuration.
-type ConfigError = sdk.ConfigError
 
 // start starts a fresh adapter process (or in-process server) for kind.
 func (h *Host) start(kind string, logger hclog.Logger) (conn, error) {

@@ -14,7 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // fakeAdapter is an adapter whose Info and Configure a test sets; its
@@ -35,7 +36,7 @@ func (a fakeAdapter) Info() sdk.Info {
 
 func (a fakeAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) error {
 	if strings.Contains(string(req.Config), "refuse") {
-		return &sdk.ConfigError{Path: "refuse", Message: "refused on purpose"}
+		return &refusal.Error{Path: "refuse", Message: "refused on purpose"}
 	}
 	if a.stats != nil {
 		a.stats.configures.Add(1)
@@ -52,7 +53,7 @@ func (a fakeAdapter) Close() error {
 
 func (fakeAdapter) CheckParams(_ context.Context, params map[string]string) error {
 	if params["id"] == "bad/id" {
-		return &sdk.ConfigError{Path: "options.id", Message: "a slash reshapes the read"}
+		return &refusal.Error{Path: "options.id", Message: "a slash reshapes the read"}
 	}
 	return nil
 }
@@ -235,9 +236,9 @@ func TestOneProcessServesEveryConfigurationAndParameter(t *testing.T) {
 	// A parameter the adapter cannot bind refuses the session up front,
 	// with its path, and leaves the shared instance in place.
 	_, err = h.Instance(ctx, spec("fake", "bad/id"))
-	var ce *ConfigError
+	var ce *refusal.Error
 	if !errors.As(err, &ce) || ce.Path != "options.id" {
-		t.Errorf("Instance with an unbindable parameter = %v; want a *ConfigError at options.id", err)
+		t.Errorf("Instance with an unbindable parameter = %v; want a *refusal.Error at options.id", err)
 	}
 	if got := readID(t, a); got != "1" {
 		t.Errorf("after a refused parameter session a read %q", got)
@@ -491,9 +492,9 @@ func TestAdapterMustMatchItsKindAndTier(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Instance = %v; want %q", err, tt.want)
 			}
-			var ce *ConfigError
+			var ce *refusal.Error
 			if errors.As(err, &ce) != tt.wantCfg {
-				t.Errorf("a *ConfigError: %v, want %v", !tt.wantCfg, tt.wantCfg)
+				t.Errorf("a *refusal.Error: %v, want %v", !tt.wantCfg, tt.wantCfg)
 			}
 			h.mu.Lock()
 			n := len(h.instances)

@@ -11,7 +11,8 @@ import (
 
 	"github.com/verifierd/verifierd/internal/builtin"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // Backoff between failed launches of one kind's process.
@@ -279,7 +280,7 @@ func (cf *configured) client(ctx context.Context) (conn, string, error) {
 		APIVersion:    version,
 	})
 	if err != nil {
-		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		if ce, ok := errors.AsType[*refusal.Error](err); ok {
 			return nil, "", ce
 		}
 		return nil, "", fmt.Errorf("adapter %s: configure: %w", kind, err)
@@ -369,7 +370,7 @@ func (in *Instance) Pid() int {
 }
 
 // TestConnection runs the adapter's preflight with the session's
-// parameters. A parameter the adapter cannot bind is a *ConfigError.
+// parameters. A parameter the adapter cannot bind is a *refusal.Error.
 func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) {
 	c, id, err := in.cfg.client(ctx)
 	if err != nil {
@@ -380,7 +381,7 @@ func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) 
 
 // CheckParams asks the adapter whether the session's parameters bind into
 // its read, without reading: nil when they do (or the adapter binds none),
-// a *ConfigError when they do not.
+// a *refusal.Error when they do not.
 func (in *Instance) CheckParams(ctx context.Context) error {
 	c, id, err := in.cfg.client(ctx)
 	if err != nil {
@@ -390,7 +391,7 @@ func (in *Instance) CheckParams(ctx context.Context) error {
 }
 
 // CaptureBefore starts a baseline read with the session's parameters. A
-// parameter the adapter cannot bind is a *ConfigError.
+// parameter the adapter cannot bind is a *refusal.Error.
 func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	return in.capture(ctx, req, conn.CaptureBefore)
 }

@@ -57,8 +57,8 @@ const (
 
 // Payload types of the reward envelopes.
 const (
-	PayloadTypeCertificate = "application/vnd.verifierd.reward-certificate.v1+json"
-	PayloadTypeReceipt     = "application/vnd.verifierd.reward-receipt.v1+json"
+	PayloadTypeCertificate = receipt.PayloadTypeRewardCertificate
+	PayloadTypeReceipt     = receipt.PayloadTypeRewardReceipt
 	CertificateSchema      = "verifierd.reward-certificate/v1"
 )
 

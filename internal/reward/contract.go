@@ -17,7 +17,7 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // ContractSchema is the schema key of contract.yaml.
@@ -112,7 +112,7 @@ const (
 )
 
 // contractFile is contract.yaml as written, for the strict decoder
-// (sdk/strict): its fields are the file's keys. A nil pointer in scoring
+// (sdk/unstable/strict): its fields are the file's keys. A nil pointer in scoring
 // keeps the default; certificate_policy is decoded over its defaults by
 // loadCertificatePolicy.
 type contractFile struct {

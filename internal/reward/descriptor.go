@@ -11,9 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/jsonnum"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // Refusal codes (the reference's names). A refused registration or
@@ -91,7 +91,7 @@ var forbiddenMeta = func() map[string]bool {
 }()
 
 // descriptorDoc is a descriptor as sent, for the strict decoder
-// (sdk/strict): its fields are the descriptor's keys. policy_update,
+// (sdk/unstable/strict): its fields are the descriptor's keys. policy_update,
 // oracle_identity and runtime_signal are read here, with their own
 // refusals; metadata is only searched for forbidden keys.
 type descriptorDoc struct {

@@ -41,7 +41,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // MaxMessageBytes bounds one public API response (a result carries matched
@@ -387,7 +387,7 @@ func toStatus(err error) error {
 		}
 		return status.Error(codes.Internal, clip(err.Error()))
 	}
-	st := status.New(se.Kind.GRPCCode(), clip(se.Error()))
+	st := status.New(grpcCode(se.Kind), clip(se.Error()))
 	if se.TerminalOutcome != "" {
 		// A refused Begin recorded in the ledger: its outcome and receipt.
 		md := map[string]string{"terminal_outcome": se.TerminalOutcome}
@@ -413,6 +413,24 @@ func toStatus(err error) error {
 		}
 	}
 	return st.Err()
+}
+
+// grpcCode is the gRPC status code a session refusal of kind k answers
+// with (InvalidArgument for Invalid and for an unknown kind): the one
+// mapping of session.ErrorKind onto the API, whose HTTP/JSON gateway turns
+// the code into the HTTP status (docs/http-api.md).
+func grpcCode(k session.ErrorKind) codes.Code {
+	switch k {
+	case session.Refused:
+		return codes.FailedPrecondition
+	case session.NotFound:
+		return codes.NotFound
+	case session.Denied:
+		return codes.PermissionDenied
+	case session.Exists:
+		return codes.AlreadyExists
+	}
+	return codes.InvalidArgument
 }
 
 // clip bounds what a status may carry: the status travels in an HTTP/2

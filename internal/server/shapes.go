@@ -13,7 +13,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/apijson"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // The API's JSON shapes (docs/http-api.md): run parameters are JSON

@@ -13,6 +13,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // readBudget is the least time one after read may take. timeout_s is the
@@ -58,7 +59,7 @@ func (m *Manager) captureBaseline(ctx context.Context, id string, n int, inst *p
 	defer cancel()
 	sb, err := m.streamBaseline(ctx, id, n, inst, captureRequest(id, "before", n, contracts, effects), groupOf(contracts, effects), redaction, secrets)
 	reason, count, w := sb.reason, sb.count, sb.w
-	if ce, refused := errors.AsType[*sdk.ConfigError](err); refused {
+	if ce, refused := errors.AsType[*refusal.Error](err); refused {
 		// The run parameters do not bind (nothing was read): the
 		// session is refused as invalid input, as CheckParams refuses.
 		telemetry.Fail(span, "params_refused")

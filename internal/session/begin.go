@@ -16,7 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // BeginRequest starts a session.
@@ -323,7 +323,7 @@ func (m *Manager) captureSelected(ctx context.Context, md *meta, dep *config.Dep
 			// Nothing of a refused session is kept: the chunks of the
 			// baselines captured before are dropped.
 			m.dropBaseline(ctx, id)
-			if _, refused := errors.AsType[*sdk.ConfigError](err); refused {
+			if _, refused := errors.AsType[*refusal.Error](err); refused {
 				return nil, candidateError(dep, ci, err)
 			}
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // binding is a memAdapter that binds the run parameter "q": it refuses
@@ -24,7 +25,7 @@ type binding struct {
 func (b *binding) CheckParams(_ context.Context, params map[string]string) error {
 	b.checks.Add(1)
 	if params["q"] == "bad" {
-		return &sdk.ConfigError{Path: "options.q", Message: "\"bad\" does not bind"}
+		return &refusal.Error{Path: "options.q", Message: "\"bad\" does not bind"}
 	}
 	return nil
 }

@@ -15,7 +15,8 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // A candidate's census (config.Candidate.Census) is read beside its
@@ -61,14 +62,14 @@ func (conf *configurer) census(ctx context.Context, dep *config.Deployment, ci i
 	path := candidatePath(dep, ci) + ".census"
 	cfg, secrets, err := c.Resolve(nil, conf.lookupEnv, conf.allow)
 	if err != nil {
-		return nil, &Error{Kind: Refused, Reason: resolveReason(refusalCode(err)), Path: path, Message: err.Error()}
+		return nil, &Error{Kind: Refused, Reason: resolveReason(refusal.CodeOf(err)), Path: path, Message: err.Error()}
 	}
 	inst, err := conf.host.Instance(ctx, pluginhost.Spec{
 		Kind: c.Kind, ConfigJSON: cfg, Params: map[string]string{}, Secrets: secrets,
 		EffectTimeout: effectTimeout(contracts), ParamsChecked: true,
 	})
 	if err != nil {
-		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		if ce, ok := errors.AsType[*refusal.Error](err); ok {
 			if ce.Path != "" {
 				path += "." + ce.Path
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // scoped is a test adapter kind whose read is narrowed the way a
@@ -60,7 +61,7 @@ func (a *scopedAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) e
 		a.s.censusOptions.Store(&cfg.Options)
 	}
 	if _, bad := cfg.Options["bad"]; bad {
-		return &sdk.ConfigError{Path: "options.bad", Message: "refused by the adapter"}
+		return &refusal.Error{Path: "options.bad", Message: "refused by the adapter"}
 	}
 	return nil
 }

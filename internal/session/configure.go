@@ -9,7 +9,7 @@ import (
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // configureUse is what a deployment's configured candidates serve.
@@ -105,7 +105,7 @@ func (c *configurer) resolve(cand *config.Candidate, params map[string]string, p
 	if err == nil {
 		return cfg, secrets, nil
 	}
-	if ce, ok := errors.AsType[*config.Error](err); ok {
+	if ce, ok := errors.AsType[*refusal.Error](err); ok {
 		return nil, nil, &Error{Kind: Refused, Reason: resolveReason(ce.Code), Path: "deployment.effects." + ce.Path, Message: ce.Message}
 	}
 	return nil, nil, &Error{Kind: Refused, Reason: reasonPlatform, Path: path, Message: err.Error()}
@@ -120,12 +120,12 @@ func candidatePath(dep *config.Deployment, i int) string {
 }
 
 // candidateError is the refusal for candidate i's configuration or run
-// parameters: the adapter's refusal (a *sdk.ConfigError) is INVALID at
+// parameters: the adapter's refusal (a *refusal.Error) is INVALID at
 // its path inside the candidate; anything else means the candidate is not
 // available.
 func candidateError(dep *config.Deployment, i int, err error) error {
 	path := candidatePath(dep, i)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+	if ce, ok := errors.AsType[*refusal.Error](err); ok {
 		if ce.Path != "" {
 			path += "." + ce.Path
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/config"
-	"google.golang.org/grpc/codes"
 )
 
 // TestConfigurerResolveClassifiesByCode: a secret outside secrets.allow is
@@ -83,19 +82,6 @@ func TestResolveReason(t *testing.T) {
 	} {
 		if got := resolveReason(code); got != want {
 			t.Errorf("resolveReason(%q) = %q, want %q", code, got, want)
-		}
-	}
-}
-
-// TestErrorKindGRPCCode: each refusal kind's status code, from the one
-// mapping the API layer uses.
-func TestErrorKindGRPCCode(t *testing.T) {
-	for k, want := range map[ErrorKind]codes.Code{
-		Invalid: codes.InvalidArgument, Refused: codes.FailedPrecondition,
-		NotFound: codes.NotFound, Denied: codes.PermissionDenied, 0: codes.InvalidArgument,
-	} {
-		if got := k.GRPCCode(); got != want {
-			t.Errorf("kind %d: %s, want %s", k, got, want)
 		}
 	}
 }

@@ -6,10 +6,12 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
-	"google.golang.org/grpc/codes"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
-// ErrorKind classifies a refusal for the API layer.
+// ErrorKind classifies a refusal for the API layer, which maps it to a
+// gRPC status (and through it an HTTP status) in internal/server: session
+// returns typed errors and knows nothing of either protocol.
 type ErrorKind int
 
 // Refusal kinds.
@@ -31,8 +33,8 @@ const (
 // Error is a session's refusal: the fields of the SDK's one refusal
 // (sdk/refusal: Code, Path, Message) taken from the refusal below it (a
 // parameter, a contract, a deployment key, an adapter's section) or made
-// here, and how it is answered: Kind picks the API's status
-// (ErrorKind.GRPCCode), Reason and Kind the terminal outcome of a refused
+// here, and how it is answered: Kind picks the API's status (internal/server
+// maps it), Reason and Kind the terminal outcome of a refused
 // Begin (refusalOutcome). Code is a public reason code when set; a
 // classification code of a refusal below (config.CodeSecretNotAllowed) is
 // read into Reason, not copied.
@@ -60,27 +62,10 @@ func (e *Error) Error() string {
 }
 
 func judgeError(err error) error {
-	if je, ok := errors.AsType[*judge.Error](err); ok {
+	if je, ok := errors.AsType[*refusal.Error](err); ok {
 		return &Error{Kind: Invalid, Code: je.Code, Path: clipMsg(je.Path), Message: clipMsg(je.Message)}
 	}
 	return &Error{Kind: Invalid, Message: clipMsg(err.Error())}
-}
-
-// GRPCCode is the gRPC status code a refusal of kind k answers with
-// (InvalidArgument for Invalid and for an unknown kind); the API layer maps
-// refusals with it alone.
-func (k ErrorKind) GRPCCode() codes.Code {
-	switch k {
-	case Refused:
-		return codes.FailedPrecondition
-	case NotFound:
-		return codes.NotFound
-	case Denied:
-		return codes.PermissionDenied
-	case Exists:
-		return codes.AlreadyExists
-	}
-	return codes.InvalidArgument
 }
 
 // refusalOutcome names the terminal outcome of a Begin refusal: a trust
@@ -106,16 +91,6 @@ const (
 	reasonPolicy   = "policy"
 	reasonPlatform = "platform"
 )
-
-// refusalCode is the code of the first refusal (the SDK's one refusal
-// type, which config.Error, judge.Error and sdk.ConfigError are) in err's
-// chain; "" when there is none.
-func refusalCode(err error) string {
-	if r, ok := errors.AsType[*config.Error](err); ok {
-		return r.Code
-	}
-	return ""
-}
 
 // resolveReason classifies a refusal of the deployment's resolving
 // (config.Candidate.Resolve) by its code, never its text: a secret outside

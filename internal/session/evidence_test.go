@@ -21,7 +21,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 func TestLoadEvidenceKey(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // The daemon's input limits, in one place (docs/daemon.md, "Limits"). Every

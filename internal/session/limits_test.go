@@ -11,9 +11,9 @@ import (
 	"github.com/verifierd/verifierd/internal/workflow"
 )
 
-// refusal asserts err is a session refusal of the kind, at the path, whose
+// limitRefusal asserts err is a session refusal of the kind, at the path, whose
 // message names want and stays short (a huge input is never echoed whole).
-func refusal(t *testing.T, err error, kind ErrorKind, path, want string) {
+func limitRefusal(t *testing.T, err error, kind ErrorKind, path, want string) {
 	t.Helper()
 	var se *Error
 	if !errors.As(err, &se) {
@@ -73,7 +73,7 @@ func TestBeginLimits(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := m.Begin(context.Background(), tc.req)
-			refusal(t, err, Invalid, tc.path, tc.want)
+			limitRefusal(t, err, Invalid, tc.path, tc.want)
 		})
 	}
 	// At the limits, the same shapes are accepted.
@@ -99,7 +99,7 @@ func TestRefusedDocumentsNotCached(t *testing.T) {
 	// Parses, but refers to a parameter the request does not give.
 	unbound := []byte(fmt.Sprintf(`[{"kind": "record_written", "match": {"p": {"param": "p"}, "nonce": "%d"}}]`, nonce))
 	_, err := m.Begin(context.Background(), BeginRequest{Deployment: dep, Effects: unbound})
-	refusal(t, err, Invalid, "effects[0].match.p.param", "missing run parameter")
+	limitRefusal(t, err, Invalid, "effects[0].match.p.param", "missing run parameter")
 	if _, ok := parsedEffects.get(docKey(unbound)); ok {
 		t.Error("a refused effects list was cached")
 	}
@@ -155,15 +155,15 @@ func TestUnknownSessionLeavesNoLock(t *testing.T) {
 	for i := range 200 {
 		id := fmt.Sprintf("ses_%0100d", i)
 		_, err := m.Verify(context.Background(), id)
-		refusal(t, err, NotFound, "session_id", "no session")
+		limitRefusal(t, err, NotFound, "session_id", "no session")
 		if err != nil && strings.Contains(err.Error(), id) {
 			t.Fatalf("the NotFound message echoes the whole id: %v", err)
 		}
 	}
 	_, err := m.Verify(context.Background(), strings.Repeat("x", 1<<20))
-	refusal(t, err, Invalid, "session_id", "limit of 128 bytes")
+	limitRefusal(t, err, Invalid, "session_id", "limit of 128 bytes")
 	_, err = m.Get(t.Context(), strings.Repeat("x", 1<<20))
-	refusal(t, err, Invalid, "session_id", "limit of 128 bytes")
+	limitRefusal(t, err, Invalid, "session_id", "limit of 128 bytes")
 	if n := m.locks.len(); n != 0 {
 		t.Errorf("%d lock entries left after unknown ids, want 0", n)
 	}

@@ -163,7 +163,7 @@ func TestOneJudgingPathFails(t *testing.T) {
 		"judge/judge.go":              call,
 		"internal/testservers/s/s.go": call,
 		"sdk/go.mod":                  "module github.com/verifierd/verifierd/sdk\n",
-		"sdk/host/h.go":               call,
+		"sdk/unstable/host/h.go":      call,
 		"internal/session/clean.go":   "package x\n",
 	} {
 		p := filepath.Join(root, filepath.FromSlash(name))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Parsed deployments and effects lists, cached by content (doccache.go).
@@ -35,7 +36,7 @@ func parseDeployment(data []byte) (*config.Deployment, bool, error) {
 	} // a document that does not decode otherwise is refused by ParseDeployment below
 	dep, err := config.ParseDeployment(data)
 	if err != nil {
-		if ce, ok := errors.AsType[*config.Error](err); ok {
+		if ce, ok := errors.AsType[*refusal.Error](err); ok {
 			return nil, false, &Error{Kind: Invalid, Path: "deployment." + clipMsg(ce.Path), Message: clipMsg(ce.Message)}
 		}
 		return nil, false, &Error{Kind: Invalid, Path: "deployment", Message: clipMsg(err.Error())}

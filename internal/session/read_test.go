@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // randomWireRead makes the records of one read as an adapter sends them:
@@ -226,7 +227,7 @@ type checking struct {
 func (c *checking) CheckParams(_ context.Context, params map[string]string) error {
 	c.checks.Add(1)
 	if params["p"] == "" {
-		return &sdk.ConfigError{Path: "params.p", Message: "missing"}
+		return &refusal.Error{Path: "params.p", Message: "missing"}
 	}
 	return nil
 }

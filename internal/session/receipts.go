@@ -217,7 +217,7 @@ type VerdictPayload struct {
 	Census []*CensusReads `json:"census_reads,omitempty"`
 	// Refusal (begin_refused only): the path and code of the refusal and
 	// the SHA-256 of its message.
-	Refusal *RefusalClaim `json:"refusal,omitempty"`
+	Refusal *receipt.RefusalClaim `json:"refusal,omitempty"`
 	// Run binds a step of a run: the run id, the step, the keyed digests
 	// of its handed-off values and the exact digests of the artifacts it
 	// consumed (absent outside a run).
@@ -227,13 +227,6 @@ type VerdictPayload struct {
 	IssuedAt       time.Time        `json:"issued_at"`
 	Ledger         receipt.Position `json:"ledger"`
 	Signer         SignerRef        `json:"signer"`
-}
-
-// RefusalClaim is what a refusal receipt says about the refusal.
-type RefusalClaim struct {
-	Path          string `json:"path,omitempty"`
-	Code          string `json:"code,omitempty"`
-	MessageDigest string `json:"message_digest"`
 }
 
 func sha256Hex(b []byte) string {

@@ -31,7 +31,7 @@ func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMe
 	}
 	key := fmt.Sprintf("refusal/%s", newID())
 	// Keyed: a message can quote a low-entropy parameter value.
-	claim := &RefusalClaim{MessageDigest: m.KeyedDigest([]byte(r.Err.Message)), Path: r.Err.Path, Code: r.Err.Code}
+	claim := &receipt.RefusalClaim{MessageDigest: m.KeyedDigest([]byte(r.Err.Message)), Path: r.Err.Path, Code: r.Err.Code}
 	var dep DeploymentRef
 	dep.Name = r.DeploymentName
 	if len(r.Deployment) > 0 {

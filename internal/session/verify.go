@@ -15,7 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // EffectResult is one effect's final verdict as clients see it: the

@@ -1,6 +1,6 @@
 // Package telemetry names the daemon's trace spans and their attributes
 // (docs/operations.md, "Traces"). Spans go to the global tracer provider,
-// which package sdk/host/tracing sets up when OTEL_EXPORTER_OTLP_ENDPOINT is set;
+// which package sdk/unstable/host/tracing sets up when OTEL_EXPORTER_OTLP_ENDPOINT is set;
 // otherwise Start returns a no-op span at once (about 40 ns, no allocation:
 // BenchmarkSpanNoop).
 //
@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/verifierd/verifierd/sdk/host/tracing"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // The span names.

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // Policy holds the contract guards. A nil field inherits from the layer

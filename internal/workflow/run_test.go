@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // runHead is a three-step process: intake writes a patient, posting (after
@@ -109,7 +110,7 @@ func TestRunKeyRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			we, ok := errors.AsType[*Error](err)
+			we, ok := errors.AsType[*refusal.Error](err)
 			if !ok || we.Path != tc.path {
 				t.Fatalf("refused with %v, want the path %q", err, tc.path)
 			}
@@ -126,7 +127,7 @@ func TestRunKeySecretHandoff(t *testing.T) {
 	doc := runHead + "  - step: login\n    enters: [pw]\n    handoffs: [{param: pw, from: {step: intake, effect: 0, field: id}}]\n" +
 		"    effects:\n      - {kind: record_written, match: {name: {param: name}}, count_new_only: true}\n"
 	_, err := Parse([]byte(doc))
-	if we, ok := errors.AsType[*Error](err); !ok || we.Path != "steps[1].handoffs[0].param" || !strings.Contains(we.Message, "secret") {
+	if we, ok := errors.AsType[*refusal.Error](err); !ok || we.Path != "steps[1].handoffs[0].param" || !strings.Contains(we.Message, "secret") {
 		t.Fatalf("a secret handoff: %v", err)
 	}
 }
@@ -147,7 +148,7 @@ func TestIndependentKey(t *testing.T) {
 		t.Fatalf("independent: audit %v intake %v; want true and the default false", audit.Independent, intake.Independent)
 	}
 	_, err = Parse([]byte(strings.Replace(doc, "independent: true", "independent: yes please", 1)))
-	if we, ok := errors.AsType[*Error](err); !ok || we.Path != "steps[1].independent" {
+	if we, ok := errors.AsType[*refusal.Error](err); !ok || we.Path != "steps[1].independent" {
 		t.Fatalf("a non-boolean independent: %v; want a refusal at steps[1].independent", err)
 	}
 }

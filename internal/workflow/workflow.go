@@ -18,7 +18,7 @@ import (
 
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // Schema is the only workflow schema this daemon reads.
@@ -132,12 +132,8 @@ func (w *Workflow) SecretParams() map[string]bool {
 	return out
 }
 
-// Error is a refusal naming the path in the file and the fix: the SDK's
-// one refusal (refusal.Error).
-type Error = refusal.Error
-
 func refuse(path, format string, args ...any) error {
-	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // DecodeMap reads a YAML or JSON document whose top level is a map: a
@@ -177,7 +173,7 @@ func Load(path string) (*Workflow, error) {
 }
 
 // workflowDoc is a workflow file as written, for the strict decoder
-// (sdk/strict): its fields are the file's keys. policy and binding are
+// (sdk/unstable/strict): its fields are the file's keys. policy and binding are
 // read by ParsePolicy and parseBinding.
 type workflowDoc struct {
 	Schema  string               `json:"schema"`
@@ -217,7 +213,7 @@ type bindingDoc struct {
 // whose json tags are the keys) with the strict decoder: an unknown key is
 // refused with the keys allowed there and the one probably meant, a value
 // of the wrong type with the type it must be. path names tree. Every
-// refusal is an *Error (a type that reads its own subtree may refuse with
+// refusal is an *refusal.Error (a type that reads its own subtree may refuse with
 // one of its own).
 func Decode(tree any, path string, v any) error {
 	return strict.DecodeRefusal(tree, path, v, "")
@@ -381,7 +377,7 @@ func CheckKeys(m map[string]any, allowed []string, path string) error {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(allowed, k) {
 			se := strict.UnknownKey(path, k, allowed)
-			return &Error{Path: se.Path, Message: se.Message}
+			return &refusal.Error{Path: se.Path, Message: se.Message}
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestLoadExample(t *testing.T) {
@@ -59,7 +60,7 @@ func TestParseRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if we, ok := errors.AsType[*Error](err); ok {
+			if we, ok := errors.AsType[*refusal.Error](err); ok {
 				if we.Path != tc.path {
 					t.Fatalf("path %q, want %q (%v)", we.Path, tc.path, err)
 				}

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // parallelRecords is the read size from which the effects of a case are
@@ -37,7 +38,7 @@ type Output struct {
 
 // Refusal is the harness result for a refused case.
 type Refusal struct {
-	Error *judge.Error `json:"error"`
+	Error *refusal.Error `json:"error"`
 }
 
 // Case is a parsed conformance case.
@@ -81,9 +82,9 @@ func RunOptions(input string, now time.Time, opts judge.Options) ([]byte, int) {
 	if err != nil {
 		// A refusal without a code (a value refused before the judge
 		// named its rule) is the case's, as any other error.
-		jerr, ok := errors.AsType[*judge.Error](err)
+		jerr, ok := errors.AsType[*refusal.Error](err)
 		if !ok || jerr.Code == "" {
-			jerr = &judge.Error{Code: judge.CodeInvalidCase, Message: err.Error()}
+			jerr = &refusal.Error{Code: judge.CodeInvalidCase, Message: err.Error()}
 		}
 		return encode(Refusal{Error: jerr}), ExitRefused
 	}
@@ -161,8 +162,8 @@ func judgeCaseWith(c *Case, now time.Time, base judge.Options) (*Output, error) 
 	return out, nil
 }
 
-func invalid(path, format string, args ...any) *judge.Error {
-	return &judge.Error{Code: judge.CodeInvalidCase, Path: path, Message: fmt.Sprintf(format, args...)}
+func invalid(path, format string, args ...any) *refusal.Error {
+	return &refusal.Error{Code: judge.CodeInvalidCase, Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 // Parse reads a case strictly: unknown keys, wrong types and malformed reads
@@ -193,7 +194,7 @@ func Parse(input []byte) (*Case, error) {
 	return c, nil
 }
 
-// caseFile is a case's top level as the strict decoder (sdk/strict) reads
+// caseFile is a case's top level as the strict decoder (sdk/unstable/strict) reads
 // it: its fields are the case's keys. The reads (before, after and the
 // census) are checked by each decoder's own snapshot reader, and effects by
 // judge.LoadEffects; here they are only keys.

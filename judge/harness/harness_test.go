@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -173,7 +174,7 @@ func TestFastDecoderAgrees(t *testing.T) {
 }
 
 func code(err error) string {
-	if e, ok := errors.AsType[*judge.Error](err); ok {
+	if e, ok := errors.AsType[*refusal.Error](err); ok {
 		return e.Code
 	}
 	return fmt.Sprint(err)
@@ -215,7 +216,7 @@ func TestParallelDecodeFallsBack(t *testing.T) {
 		{"faults in both", strings.Replace(big[:at]+" 2"+big[at:], `"id": 3,`, `"id": 3 x,`, 1), "before.records[2].id"},
 	} {
 		_, err := JudgeString(tt.input, now)
-		e, ok := errors.AsType[*judge.Error](err)
+		e, ok := errors.AsType[*refusal.Error](err)
 		if !ok || e.Code != judge.CodeInvalidCase || e.Path != tt.path {
 			t.Errorf("%s: %v, want INVALID_CASE at %s", tt.name, err, tt.path)
 		}
@@ -269,7 +270,7 @@ func TestCensusCase(t *testing.T) {
 }
 
 // TestStrictCaseRefusals: the case's top level is read by the strict
-// decoder (sdk/strict) behind both decoders: the same INVALID_CASE, path
+// decoder (sdk/unstable/strict) behind both decoders: the same INVALID_CASE, path
 // and message from Parse and ParseString, in the strict decoder's words.
 func TestStrictCaseRefusals(t *testing.T) {
 	t.Parallel()
@@ -284,7 +285,7 @@ func TestStrictCaseRefusals(t *testing.T) {
 		_, slowErr := Parse([]byte(tt.input))
 		_, fastErr := ParseString(tt.input)
 		for _, err := range []error{slowErr, fastErr} {
-			e, ok := errors.AsType[*judge.Error](err)
+			e, ok := errors.AsType[*refusal.Error](err)
 			if !ok || e.Code != judge.CodeInvalidCase || e.Path != tt.path || !strings.Contains(e.Message, tt.says) {
 				t.Errorf("%s: %v, want INVALID_CASE at %q saying %q", tt.name, err, tt.path, tt.says)
 			}

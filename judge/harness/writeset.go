@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 // changesFile is a case's changes (docs/contracts.md §3b): the write set.

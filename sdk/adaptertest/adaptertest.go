@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
 	"github.com/verifierd/verifierd/sdk/param"
-	"github.com/verifierd/verifierd/sdk/timestamp"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
+	"github.com/verifierd/verifierd/sdk/unstable/timestamp"
 )
 
 // Harness describes an adapter and the system of record it reads. Every hook
@@ -34,7 +34,7 @@ type Harness struct {
 	// Deployment configures the adapter against the working system of
 	// record, with the right credentials, from what an operator writes:
 	// a deployment document and the daemon's environment, which the kit
-	// resolves with the daemon's own code (sdk/deployment) into the
+	// resolves with the daemon's own code (sdk/unstable/deployment) into the
 	// ConfigureRequest the daemon would send, Params bound into its
 	// option_params. Set it, or Config.
 	Deployment func(t *testing.T) Deployment
@@ -78,7 +78,7 @@ type Harness struct {
 	// is long past (more than a day), and returns the field's name and the
 	// value the adapter must read back: the stored text, or its RFC 3339
 	// form when the adapter converts the system's own format (the judge
-	// reads only epoch seconds and RFC 3339 / ISO 8601, sdk/timestamp).
+	// reads only epoch seconds and RFC 3339 / ISO 8601, sdk/unstable/timestamp).
 	WriteStale func(t *testing.T) (field, value string)
 	// WriteLater starts writing one record matching Selector that lands
 	// after delay, and returns at once.
@@ -215,12 +215,12 @@ func (r *running) test(ctx context.Context) (sdk.TestResult, error) {
 	return r.TestConnection(ctx, r.id, sdk.TestRequest{Params: r.params})
 }
 
-func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
+func (r *running) before(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	req.Params = r.params
 	return r.CaptureBefore(ctx, r.id, req)
 }
 
-func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
+func (r *running) after(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
 	req.Params = r.params
 	return r.CaptureAfter(ctx, r.id, req)
 }
@@ -239,7 +239,7 @@ func (k *kit) startAs(t *testing.T, cfg sdk.ConfigureRequest, what string) *runn
 	} else {
 		in = InProcess(t, k.h.Factory)
 	}
-	r := &running{Client: in.Process, kill: in.Crash}
+	r := &running{Client: in.process, kill: in.Crash}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	id, err := r.Configure(ctx, cfg)
@@ -653,7 +653,7 @@ func (k *kit) crash(t *testing.T) {
 	} else {
 		k.h.SeedMany(t, ManyRecords)
 	}
-	var c *Stream
+	var c *host.Stream
 	k.bulk(t, func(timeout time.Duration) (bool, string) {
 		req := k.req()
 		req.Timeout = timeout

@@ -17,6 +17,7 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // memStore is a fake system of record: an in-memory table. A fake is right
@@ -82,7 +83,7 @@ func (a *memAdapter) Info() sdk.Info {
 func (a *memAdapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
 	var sec sdk.Section[memOptions]
 	if err := json.Unmarshal(req.Config, &sec); err != nil {
-		return &sdk.ConfigError{Message: err.Error()}
+		return &refusal.Error{Message: err.Error()}
 	}
 	a.pattern = "*"
 	if t := sec.Options.Type; t != nil {
@@ -90,7 +91,7 @@ func (a *memAdapter) Configure(ctx context.Context, req sdk.ConfigureRequest) er
 		if a.store.flaw != "unescaped" {
 			var err error
 			if a.pattern, err = globValue.Bind(*t); err != nil {
-				return &sdk.ConfigError{Path: "options.type", Message: err.Error()}
+				return &refusal.Error{Path: "options.type", Message: err.Error()}
 			}
 		}
 	}

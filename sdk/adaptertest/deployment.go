@@ -6,21 +6,21 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/deployment"
-	"github.com/verifierd/verifierd/sdk/yamldoc"
+	"github.com/verifierd/verifierd/sdk/unstable/deployment"
+	"github.com/verifierd/verifierd/sdk/unstable/yamldoc"
 )
 
 // Deployment is a deployment document and the daemon's environment: what
 // an operator writes and what the daemon's process holds. The kit turns it
 // into the adapter's ConfigureRequest with the daemon's own code
-// (sdk/deployment), so an adapter is qualified against the section shape
+// (sdk/unstable/deployment), so an adapter is qualified against the section shape
 // and the secret slots the daemon really sends: an adapter that reads its
 // secret under another slot than the one the section declares is
 // configured without it, exactly as under the daemon.
 type Deployment struct {
 	// YAML is a deployment document with an effects: section: kind: with
 	// the adapter's section, or candidates:, of which Candidate picks one.
-	// It is read with the daemon's YAML reader (sdk/yamldoc): numbers in
+	// It is read with the daemon's YAML reader (sdk/unstable/yamldoc): numbers in
 	// their canonical text, duplicate keys and aliases refused.
 	YAML string
 	// Candidate is the index of the section in effects.candidates; unused
@@ -43,7 +43,7 @@ func (d Deployment) Request(t testing.TB, params map[string]string) sdk.Configur
 	return req
 }
 
-// Resolve is Request returning the refusal: a *sdk.ConfigError whose Path
+// Resolve is Request returning the refusal: a *refusal.Error whose Path
 // is the refused field ("candidates[0].option_params"), or an error
 // naming a document that does not parse.
 func (d Deployment) Resolve(params map[string]string) (sdk.ConfigureRequest, error) {

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // TestDeploymentResolves: the kit's ConfigureRequest is the daemon's: the
@@ -48,12 +48,12 @@ effects:
 	}
 
 	_, err := d.Resolve(nil)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "candidates[1].option_params" {
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "candidates[1].option_params" {
 		t.Errorf("Resolve without the run parameter = %v; want the daemon's refusal at candidates[1].option_params", err)
 	}
 	d.Env = nil
 	_, err = d.Resolve(map[string]string{"user": "jdoe"})
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); !ok || ce.Path != "candidates[1].secret_env.password" {
+	if ce, ok := errors.AsType[*refusal.Error](err); !ok || ce.Path != "candidates[1].secret_env.password" {
 		t.Errorf("Resolve without the variable = %v; want a refusal at candidates[1].secret_env.password", err)
 	}
 	d.Candidate = 2

@@ -26,13 +26,13 @@
 //
 // The adapter is configured as the daemon configures it: Harness.Deployment
 // is a deployment document and an environment, which the kit resolves with
-// the daemon's own code (sdk/deployment) into the section and the secret
+// the daemon's own code (sdk/unstable/deployment) into the section and the secret
 // slots the adapter receives, so an adapter that reads its secret under a
 // slot the daemon never sends fails here, not in production. Every run
 // parameter is also replaced by nothing, an empty value, wildcards and
 // injection-shaped values (HostileValues): none may widen the read. And
 // the stale row's timestamp is read with the judge's own parser
-// (sdk/timestamp), so a format the judge refuses fails the kit.
+// (sdk/unstable/timestamp), so a format the judge refuses fails the kit.
 //
 //	func TestQualification(t *testing.T) {
 //		adaptertest.Run(t, adaptertest.Harness{Binary: bin, Deployment: ..., Params: ..., ...})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 type exampleAdapter struct{}
@@ -25,7 +26,7 @@ func (exampleAdapter) Info() sdk.Info {
 func (exampleAdapter) Configure(_ context.Context, req sdk.ConfigureRequest) error {
 	var sec sdk.Section[ledgerOptions]
 	if err := json.Unmarshal(req.Config, &sec); err != nil {
-		return &sdk.ConfigError{Message: err.Error()}
+		return &refusal.Error{Message: err.Error()}
 	}
 	// The slot the section declares as secret_env: {password: ...}.
 	_, err := req.RequireSecret("password")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // HostileValues are the run-parameter values the kit sends in place of
@@ -19,7 +20,7 @@ import (
 // query languages, and values shaped to break out of a SQL string, an LDAP
 // filter, a path or a URL. A parameter may also be missing altogether.
 // Each must be read as the literal value it is (so it selects no more
-// than an ordinary unknown value does) or refused with a *sdk.ConfigError.
+// than an ordinary unknown value does) or refused with a *refusal.Error.
 var HostileValues = []string{
 	"",
 	"*",
@@ -83,7 +84,7 @@ func (k *kit) hostileParams(t *testing.T) {
 				continue
 			}
 			if extra := widened(base, got); len(extra) > 0 {
-				t.Errorf("run parameter %q %s reads %d record(s) that an unknown value (%q) does not, e.g. %s: the value reshaped the read. Bind it as data or escape it for its place (sdk/param: BindIn, ExpandIn with an escaper), or refuse it with a *sdk.ConfigError",
+				t.Errorf("run parameter %q %s reads %d record(s) that an unknown value (%q) does not, e.g. %s: the value reshaped the read. Bind it as data or escape it for its place (sdk/param: BindIn, Expand with an escaper), or refuse it with a *refusal.Error",
 					name, describe(c.what), len(extra), nobody, extra[0])
 			}
 		}
@@ -109,7 +110,7 @@ func (k *kit) readAs(t *testing.T, r *running, params map[string]string) ([]stri
 	if k.h.Deployment != nil {
 		var err error
 		if cfg, err = k.h.Deployment(t).Resolve(params); err != nil {
-			if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+			if ce, ok := errors.AsType[*refusal.Error](err); ok {
 				return nil, ce
 			}
 			t.Fatalf("resolving the deployment: %v", err)
@@ -117,7 +118,7 @@ func (k *kit) readAs(t *testing.T, r *running, params map[string]string) ([]stri
 	}
 	id, err := r.Configure(ctx, cfg)
 	if err != nil {
-		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		if ce, ok := errors.AsType[*refusal.Error](err); ok {
 			return nil, ce
 		}
 		t.Fatalf("Configure with run parameters %v: %v", params, err)
@@ -131,10 +132,10 @@ func (k *kit) readAs(t *testing.T, r *running, params map[string]string) ([]stri
 	req.Params = params
 	c, err := r.CaptureAfter(ctx, id, req)
 	if err != nil {
-		if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+		if ce, ok := errors.AsType[*refusal.Error](err); ok {
 			return nil, ce
 		}
-		t.Fatalf("CaptureAfter with run parameters %v returned an error; a value the read cannot take is a *sdk.ConfigError, any other value is read as data: %v", params, err)
+		t.Fatalf("CaptureAfter with run parameters %v returned an error; a value the read cannot take is a *refusal.Error, any other value is read as data: %v", params, err)
 	}
 	recs, err := c.Records()
 	if err != nil {

@@ -2,6 +2,7 @@ package adaptertest
 
 import (
 	"context"
+	"iter"
 	"os"
 	"os/exec"
 	"testing"
@@ -10,23 +11,60 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // Stream is one capture in flight, as the daemon's client receives it: the
 // header (Reachable, Reason, Code, At) has arrived, the records follow
 // through Records, Batches or RawBatches, and any error while reading them
-// means the read is incomplete.
-type Stream = host.Stream
+// means the read is incomplete. Consume it exactly once, or Close it.
+type Stream struct {
+	Reachable bool
+	Reason    string
+	// Code is the unreachable read's reason code (sdk.Capture.Code).
+	Code string
+	At   time.Time
+
+	s *host.Stream
+}
+
+// stream is the daemon client's capture as a Stream (nil with the error
+// when the call failed).
+func stream(s *host.Stream, err error) (*Stream, error) {
+	if s == nil {
+		return nil, err
+	}
+	return &Stream{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code, At: s.At, s: s}, err
+}
+
+// Records reads every record of the capture.
+func (c *Stream) Records() ([]sdk.Record, error) { return c.s.Records() }
+
+// Batches yields the capture's records batch by batch, decoded.
+func (c *Stream) Batches() iter.Seq2[[]sdk.Record, error] { return c.s.Batches() }
+
+// RawBatches yields the capture's records batch by batch, each record the
+// JSON object the adapter sent.
+func (c *Stream) RawBatches() iter.Seq2[[][]byte, error] { return c.s.RawBatches() }
+
+// Close ends the capture without reading the rest.
+func (c *Stream) Close() { c.s.Close() }
+
+// Info is what an adapter says of itself (sdk.Info) and the in-band API
+// versions its SDK speaks, newest first.
+type Info struct {
+	sdk.Info
+	APIVersions []string
+}
 
 // Instance is one configured adapter instance behind the real plugin
 // client, as the daemon holds it: every call names the instance and carries
 // Params, the session's run parameters. Its methods have the daemon's
 // per-session shape, so a package's own tests read like the daemon's calls.
 type Instance struct {
-	// Process is the plugin process (or in-process server) serving the
+	// process is the plugin process (or in-process server) serving the
 	// instance; it can configure more instances.
-	Process host.Client
+	process host.Client
 	// ID is the instance id Configure returned ("" before Configure).
 	ID string
 	// Params are the run parameters every call carries; a request that
@@ -34,6 +72,7 @@ type Instance struct {
 	Params map[string]string
 
 	crash func()
+	stop  func()
 	pid   int
 }
 
@@ -59,7 +98,7 @@ func Subprocess(t testing.TB, binary string, env ...string) *Instance {
 		}
 	})
 	pid := sp.Pid()
-	return &Instance{Process: sp, pid: pid, crash: func() {
+	return &Instance{process: sp, pid: pid, stop: sp.Kill, crash: func() {
 		if p, err := os.FindProcess(pid); err == nil {
 			p.Kill()
 		}
@@ -76,7 +115,7 @@ func InProcess(t testing.TB, factory func() sdk.Adapter) *Instance {
 		t.Fatalf("starting the adapter in process: %v", err)
 	}
 	t.Cleanup(func() { ip.Close() })
-	return &Instance{Process: ip, crash: ip.Crash}
+	return &Instance{process: ip, crash: ip.Crash, stop: func() { ip.Close() }}
 }
 
 // Configured is InProcess followed by Setup with req and params; a refusal
@@ -91,9 +130,9 @@ func Configured(t testing.TB, factory func() sdk.Adapter, req sdk.ConfigureReque
 }
 
 // Configure configures a new instance in the process and makes it this
-// Instance's. A refusal is a *sdk.ConfigError.
+// Instance's. A refusal is a *refusal.Error.
 func (in *Instance) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
-	id, err := in.Process.Configure(ctx, req)
+	id, err := in.process.Configure(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -104,33 +143,34 @@ func (in *Instance) Configure(ctx context.Context, req sdk.ConfigureRequest) err
 // Setup configures a new instance with req and makes params its run
 // parameters, then checks that they bind (CheckParams, which reads
 // nothing): the refusal a daemon would give at Begin, from Configure or
-// from the parameters, is a *sdk.ConfigError.
+// from the parameters, is a *refusal.Error.
 func (in *Instance) Setup(ctx context.Context, req sdk.ConfigureRequest, params map[string]string) error {
 	if err := in.Configure(ctx, req); err != nil {
 		return err
 	}
 	in.Params = params
-	return in.Process.CheckParams(ctx, in.ID, params)
+	return in.process.CheckParams(ctx, in.ID, params)
 }
 
 // GetInfo describes the configured instance (the adapter before Configure).
-func (in *Instance) GetInfo(ctx context.Context) (host.AdapterInfo, error) {
-	return in.Process.GetInfo(ctx, in.ID)
+func (in *Instance) GetInfo(ctx context.Context) (Info, error) {
+	info, err := in.process.GetInfo(ctx, in.ID)
+	return Info{Info: info.Info, APIVersions: info.APIVersions}, err
 }
 
 // TestConnection runs the preflight with Params.
 func (in *Instance) TestConnection(ctx context.Context) (sdk.TestResult, error) {
-	return in.Process.TestConnection(ctx, in.ID, sdk.TestRequest{Params: in.Params})
+	return in.process.TestConnection(ctx, in.ID, sdk.TestRequest{Params: in.Params})
 }
 
 // CaptureBefore starts a baseline read with Params.
 func (in *Instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
-	return in.Process.CaptureBefore(ctx, in.ID, in.bind(req))
+	return stream(in.process.CaptureBefore(ctx, in.ID, in.bind(req)))
 }
 
 // CaptureAfter starts an after read with Params.
 func (in *Instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*Stream, error) {
-	return in.Process.CaptureAfter(ctx, in.ID, in.bind(req))
+	return stream(in.process.CaptureAfter(ctx, in.ID, in.bind(req)))
 }
 
 // Verdict calls the verdict hook with Params.
@@ -138,12 +178,12 @@ func (in *Instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.De
 	if req.Params == nil {
 		req.Params = in.Params
 	}
-	return in.Process.Verdict(ctx, in.ID, req)
+	return in.process.Verdict(ctx, in.ID, req)
 }
 
 // Release drops the instance from its process.
 func (in *Instance) Release(ctx context.Context) error {
-	return in.Process.Release(ctx, in.ID)
+	return in.process.Release(ctx, in.ID)
 }
 
 // Crash kills the plugin process (Subprocess) or cuts the in-process server
@@ -151,6 +191,15 @@ func (in *Instance) Release(ctx context.Context) error {
 func (in *Instance) Crash() {
 	if in.crash != nil {
 		in.crash()
+	}
+}
+
+// Stop stops the plugin process the way the daemon stops one (a graceful
+// shutdown, then a kill; Subprocess) or closes the in-process server
+// (InProcess), unlike Crash's abrupt death.
+func (in *Instance) Stop() {
+	if in.stop != nil {
+		in.stop()
 	}
 }
 

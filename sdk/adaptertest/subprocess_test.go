@@ -11,7 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // TestSubprocess: Subprocess starts the binary as the daemon does (an

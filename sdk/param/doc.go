@@ -23,8 +23,8 @@
 //
 // Value.BindIn binds it for a place: each {name} is the parameter's value
 // escaped for that place, the text around it is kept as written.
-// ExpandValues fills a URL template whose placeholders are such values,
-// each template escaped for the place of its placeholder. A template that
+// Expand with Values.Source fills a URL template whose placeholders are
+// such values, each template escaped for the place of its placeholder. A template that
 // names no parameter, or holds a brace that opens or closes no {name}, is
 // refused (CheckTemplate).
 //
@@ -48,8 +48,9 @@
 //     ".." and any '/' or '\' are refused; the glob metacharacters * ? [ ]
 //     are escaped so the value matches only a file of exactly that name.
 //
-// Expand fills the {name} placeholders of a template, choosing the place of
-// each placeholder from where it stands: in a URL template, before the
+// Expand, the one way to fill a template, fills its {name} placeholders
+// from a Source (Lookup, or Values.Source), choosing the place of each
+// placeholder from the template's Place and where it stands: in a URL template, before the
 // first '?' is the path and after it the query (or fragment); in a file
 // pattern every placeholder is a file name. A placeholder name is a letter
 // or '_' followed by letters, digits, '_', '.' or '-'; a brace that does not
@@ -61,9 +62,9 @@
 // An adapter whose read is written in a syntax this package does not know
 // (an LDAP filter or DN, a query language, a command line) declares the
 // place as a Place: a name for refusals and an Escape function that writes
-// a value so it stands for itself there, or refuses it. ExpandIn and
-// ExpandValuesIn fill a template of that syntax, every placeholder in the
-// place; Place.Bind serves Value.BindIn and Values.BindWith for a single
+// a value so it stands for itself there, or refuses it. Expand with that
+// Place fills a template of that syntax, every placeholder in the place;
+// Place.Bind serves Value.BindIn and Values.BindWith for a single
 // value. Check runs before Escape, so an escaper never sees a control
 // character. Escape is a pure function of the value, which is what lets a
 // fuzz test state the place's whole promise: a value either is refused or

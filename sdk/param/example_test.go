@@ -17,9 +17,9 @@ func ExampleExpand() {
 		return
 	}
 	lookup := func(string) (string, bool) { return v, true }
-	u, _ := param.Expand("/api/encounters?patient={patient}", param.URL, lookup)
+	u, _ := param.Expand("/api/encounters?patient={patient}", param.URL, param.Lookup(lookup))
 	fmt.Println(u)
-	_, err = param.Expand("/api/patients/{patient}", param.URL, func(string) (string, bool) { return "../admin", true })
+	_, err = param.Expand("/api/patients/{patient}", param.URL, param.Lookup(func(string) (string, bool) { return "../admin", true }))
 	fmt.Println(err)
 	// Output:
 	// /api/encounters?patient=PAT+1%26limit%3D999

@@ -33,7 +33,7 @@ func FuzzExpandURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, v string) {
 		tmpl := urlTemplates[int(which)%len(urlTemplates)]
-		got, err := Expand(tmpl, URL, func(string) (string, bool) { return v, true })
+		got, err := Expand(tmpl, URL, Lookup(func(string) (string, bool) { return v, true }))
 		if err != nil {
 			return
 		}
@@ -85,7 +85,7 @@ func FuzzExpandURL(f *testing.F) {
 
 func reference(t *testing.T, tmpl string) *url.URL {
 	t.Helper()
-	s, err := Expand(tmpl, URL, func(string) (string, bool) { return "PLACEHOLDER", true })
+	s, err := Expand(tmpl, URL, Lookup(func(string) (string, bool) { return "PLACEHOLDER", true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func FuzzFileName(f *testing.F) {
 				t.Fatalf("FileName(%q) = %q also matches %q", v, got, other)
 			}
 		}
-		expanded, err := Expand("/data/{v}/*.pdf", FilePattern, func(string) (string, bool) { return v, true })
+		expanded, err := Expand("/data/{v}/*.pdf", FilePattern, Lookup(func(string) (string, bool) { return v, true }))
 		if err != nil {
 			t.Fatalf("Expand refused %q that FileName accepted: %v", v, err)
 		}

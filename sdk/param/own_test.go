@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // ldapFilter is an LDAP adapter's own place: an assertion value in a
@@ -53,7 +54,7 @@ func unescapeFilter(s string) (string, error) {
 
 const filterTemplate = "(&(objectClass=person)(uid={uid}))"
 
-func TestExpandInOwnPlace(t *testing.T) {
+func TestExpandOwnPlace(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in, want string
@@ -64,18 +65,18 @@ func TestExpandInOwnPlace(t *testing.T) {
 		{`a\b`, `(&(objectClass=person)(uid=a\5cb))`},
 		{"", "(&(objectClass=person)(uid=))"},
 	} {
-		got, err := param.ExpandIn(filterTemplate, ldapFilter, func(string) (string, bool) { return tc.in, true })
+		got, err := param.Expand(filterTemplate, ldapFilter, param.Lookup(func(string) (string, bool) { return tc.in, true }))
 		if err != nil || got != tc.want {
-			t.Errorf("ExpandIn(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			t.Errorf("Expand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}
 	}
 	// Control characters are refused before the adapter's escaper runs.
-	_, err := param.ExpandIn(filterTemplate, ldapFilter, func(string) (string, bool) { return "a\x00b", true })
+	_, err := param.Expand(filterTemplate, ldapFilter, param.Lookup(func(string) (string, bool) { return "a\x00b", true }))
 	if err == nil || !strings.Contains(err.Error(), "in the LDAP filter") {
 		t.Errorf("a NUL: %v; want a refusal naming the place", err)
 	}
 	// A missing value is refused, never an empty assertion.
-	if _, err := param.ExpandIn(filterTemplate, ldapFilter, func(string) (string, bool) { return "", false }); err == nil {
+	if _, err := param.Expand(filterTemplate, ldapFilter, param.Lookup(func(string) (string, bool) { return "", false })); err == nil {
 		t.Error("a missing value was expanded")
 	}
 	// A place whose escaper refuses a value says so with its Where.
@@ -85,8 +86,8 @@ func TestExpandInOwnPlace(t *testing.T) {
 		}
 		return v, nil
 	}}
-	_, err = param.ExpandIn("uid={uid},ou=people,dc=example,dc=org", dn, func(string) (string, bool) { return "x,ou=admins", true })
-	var perr *param.Error
+	_, err = param.Expand("uid={uid},ou=people,dc=example,dc=org", dn, param.Lookup(func(string) (string, bool) { return "x,ou=admins", true }))
+	var perr *refusal.Error
 	if !errors.As(err, &perr) || !strings.Contains(perr.Message, "{uid} in the DN holds a DN metacharacter") {
 		t.Errorf("a DN value with a comma: %v", err)
 	}
@@ -96,7 +97,7 @@ func TestExpandInOwnPlace(t *testing.T) {
 }
 
 // TestBindInOwnPlace: the same place binds a deployment value (a param
-// or a template) through Value.BindIn and a map through ExpandValuesIn.
+// or a template) through Value.BindIn and a map through Expand with Values.Source.
 func TestBindInOwnPlace(t *testing.T) {
 	t.Parallel()
 	v, err := param.Parse(map[string]any{"template": "{first}*"}, "options.prefix", param.Templates())
@@ -111,18 +112,18 @@ func TestBindInOwnPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = param.ExpandValuesIn(filterTemplate, ldapFilter, vs, map[string]string{"user": "*"})
+	got, err = param.Expand(filterTemplate, ldapFilter, vs.Source(map[string]string{"user": "*"}))
 	if err != nil || got != `(&(objectClass=person)(uid=\2a))` {
-		t.Errorf("ExpandValuesIn = %q, %v", got, err)
+		t.Errorf("Expand(vs.Source) = %q, %v", got, err)
 	}
-	_, err = param.ExpandValuesIn(filterTemplate, ldapFilter, vs, nil)
-	var perr *param.Error
+	_, err = param.Expand(filterTemplate, ldapFilter, vs.Source(nil))
+	var perr *refusal.Error
 	if !errors.As(err, &perr) || perr.Path != "filter_params.uid" {
-		t.Errorf("ExpandValuesIn without the parameter = %v; want a refusal at filter_params.uid", err)
+		t.Errorf("Expand(vs.Source) without the parameter = %v; want a refusal at filter_params.uid", err)
 	}
 }
 
-// FuzzOwnPlace: whatever the value, ExpandIn with the LDAP filter place
+// FuzzOwnPlace: whatever the value, Expand with the LDAP filter place
 // either refuses it or yields the template's structure with the value
 // reading back as itself: a value never adds a clause or a wildcard.
 func FuzzOwnPlace(f *testing.F) {
@@ -131,7 +132,7 @@ func FuzzOwnPlace(f *testing.F) {
 	}
 	prefix, suffix := "(&(objectClass=person)(uid=", "))"
 	f.Fuzz(func(t *testing.T, v string) {
-		got, err := param.ExpandIn(filterTemplate, ldapFilter, func(string) (string, bool) { return v, true })
+		got, err := param.Expand(filterTemplate, ldapFilter, param.Lookup(func(string) (string, bool) { return v, true }))
 		if err != nil {
 			return
 		}

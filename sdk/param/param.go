@@ -47,13 +47,6 @@ func (v Value) Params() []string {
 	return nil
 }
 
-// Error is a refused value or parameter, and an adapter's refused
-// configuration (sdk.ConfigError is this type): the SDK's one refusal
-// (refusal.Error). Path is the dotted path of the offending key ("" when
-// the caller has not said where the value came from); Message says what is
-// wrong and what to write instead.
-type Error = refusal.Error
-
 // Option adjusts how Parse words its refusals.
 type Option func(*parser)
 
@@ -63,8 +56,8 @@ type parser struct {
 }
 
 // Templates lets Parse read the fourth form, {template: "text {name}"}:
-// literal text composed with run parameters (see BindIn and ExpandValues
-// for how each part is escaped where a read is built). A template that
+// literal text composed with run parameters (see BindIn, and Expand with
+// Values.Source, for how each part is escaped where a read is built). A template that
 // names no parameter, or whose braces do not each open or close a {name},
 // is refused. Without this option a template is refused.
 func Templates() Option {
@@ -82,7 +75,7 @@ func NumberText(f func(text string) string) Option {
 // (strings, json.Number or Go numbers, booleans, nil, []any and
 // map[string]any): a bare string or {literal: "text"} is a literal,
 // {param: name} names a run parameter. Anything else is refused with an
-// *Error whose Path is path or the offending key under it.
+// *refusal.Error whose Path is path or the offending key under it.
 func Parse(tree any, path string, opts ...Option) (Value, error) {
 	var p parser
 	for _, o := range opts {
@@ -150,7 +143,7 @@ func ParseJSON(raw json.RawMessage, path string, opts ...Option) (Value, error) 
 			return Value{}, err
 		}
 	}
-	return Value{}, &Error{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
+	return Value{}, &refusal.Error{Path: path, Message: `write a string, {literal: "text"} or {param: name}; numbers are written as strings ("42")`}
 }
 
 // Bind returns the literal, or the run parameter v names. A parameter the
@@ -172,8 +165,8 @@ func (v Value) Bind(params map[string]string, path string) (string, error) {
 	return s, nil
 }
 
-func missing(path, name string) *Error {
-	return &Error{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", name, name)}
+func missing(path, name string) *refusal.Error {
+	return &refusal.Error{Path: path, Message: fmt.Sprintf("the run has no parameter %q; pass it with the run (--param %s=VALUE) or write a literal", name, name)}
 }
 
 // BindIn binds v for a place whose escaping is escape (PathSegment,
@@ -181,7 +174,7 @@ func missing(path, name string) *Error {
 // escape(value); a template substitutes each {name} with escape(value) and
 // keeps its literal text as written; a literal is returned as written. A
 // parameter the run does not supply, or a value escape refuses, is an
-// *Error at path naming the parameter.
+// *refusal.Error at path naming the parameter.
 func (v Value) BindIn(params map[string]string, path string, escape func(string) (string, error)) (string, error) {
 	fill := func(name string) (string, error) {
 		s, ok := params[name]
@@ -190,7 +183,7 @@ func (v Value) BindIn(params map[string]string, path string, escape func(string)
 		}
 		e, err := escape(s)
 		if err != nil {
-			return "", &Error{Path: path, Message: fmt.Sprintf("run parameter %q %v", name, err)}
+			return "", &refusal.Error{Path: path, Message: fmt.Sprintf("run parameter %q %v", name, err)}
 		}
 		return e, nil
 	}
@@ -246,8 +239,8 @@ func BindMap(raw map[string]json.RawMessage, path string, params map[string]stri
 	return out, nil
 }
 
-func refuse(path, format string, args ...any) *Error {
-	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+func refuse(path, format string, args ...any) *refusal.Error {
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
 func join(path, key string) string {

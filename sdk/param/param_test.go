@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func TestParse(t *testing.T) {
@@ -42,7 +44,7 @@ func TestParse(t *testing.T) {
 				}
 				return
 			}
-			var perr *Error
+			var perr *refusal.Error
 			if !errors.As(err, &perr) || perr.Path != tt.wantPath || !strings.Contains(perr.Message, tt.wantMsg) {
 				t.Fatalf("Parse error %v; want at %s a message with %q", err, tt.wantPath, tt.wantMsg)
 			}
@@ -88,7 +90,7 @@ func TestParseJSONAndBind(t *testing.T) {
 				}
 				return
 			}
-			var perr *Error
+			var perr *refusal.Error
 			if !errors.As(err, &perr) || perr.Path != "section.key" || !strings.Contains(perr.Message, tt.wantMsg) {
 				t.Fatalf("BindJSON error %v; want at section.key a message with %q", err, tt.wantMsg)
 			}
@@ -103,7 +105,7 @@ func TestBindMap(t *testing.T) {
 		t.Fatalf("BindMap = %v, %v", got, err)
 	}
 	_, err = BindMap(map[string]json.RawMessage{"b": json.RawMessage(`{"param":"q"}`), "a": json.RawMessage(`1`)}, "vars", nil)
-	var perr *Error
+	var perr *refusal.Error
 	if !errors.As(err, &perr) || perr.Path != "vars.a" {
 		t.Fatalf("BindMap error %v; want the first entry in name order refused", err)
 	}
@@ -184,7 +186,7 @@ func TestExpand(t *testing.T) {
 	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
 	tests := map[string]struct {
 		template string
-		syntax   Syntax
+		syntax   Place
 		want     string
 		wantErr  string
 	}{
@@ -205,7 +207,7 @@ func TestExpand(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			got, err := Expand(tt.template, tt.syntax, lookup)
+			got, err := Expand(tt.template, tt.syntax, Lookup(lookup))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Expand = %q, %v; want a refusal with %q", got, err, tt.wantErr)
@@ -224,5 +226,23 @@ func TestNames(t *testing.T) {
 	got := Names("/a/{x}/{y.z}/{x}?q={_1}&{1bad}&{}&{a b}")
 	if strings.Join(got, ",") != "x,y.z,_1" {
 		t.Errorf("Names = %q", got)
+	}
+}
+
+// TestExpandNeedsASource: a zero Source fills nothing and is refused, and
+// URL's Bind refuses a value (its place depends on where it stands).
+func TestExpandNeedsASource(t *testing.T) {
+	t.Parallel()
+	if got, err := Expand("/api/{id}", URL, Source{}); err == nil {
+		t.Errorf("Expand with a zero Source = %q, nil; want a refusal", got)
+	}
+	if got, err := Expand("/api/x", URL, Source{}); err == nil {
+		t.Errorf("Expand of a template without placeholders with a zero Source = %q, nil; want a refusal", got)
+	}
+	if got, err := URL.Bind("a"); err == nil {
+		t.Errorf("URL.Bind = %q, nil; want a refusal", got)
+	}
+	if got, err := FilePattern.Bind("a*"); err != nil || got != `a\*` {
+		t.Errorf("FilePattern.Bind(a*) = %q, %v; want a\\*", got, err)
 	}
 }

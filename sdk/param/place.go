@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Check refuses a value that holds invalid UTF-8, NUL or any other control
@@ -85,31 +87,18 @@ func FileName(v string) (string, error) {
 	return b.String(), nil
 }
 
-// Syntax is what a template is, which decides the place of each of its
-// placeholders.
-type Syntax int
-
-const (
-	// URL is a URL, or the path and query of one: placeholders before the
-	// first '?' or '#' are path segments, after it query values. A
-	// placeholder may not stand in the scheme or host.
-	URL Syntax = iota + 1
-	// FilePattern is a file path or glob pattern: every placeholder is a
-	// file name.
-	FilePattern
-)
-
-// Place is a place of the adapter's own for a run parameter's value,
-// beside the URL and file-pattern places this package knows: an LDAP
-// filter or DN, a query language, a command's argument. Give it to
-// ExpandIn or ExpandValuesIn for a template of that syntax, or its Bind to
-// Value.BindIn and Values.BindWith for one value.
+// Place is where a template's placeholders stand, which decides how each
+// value is escaped: URL and FilePattern are the places this package knows;
+// an adapter declares a place of its own (an LDAP filter or DN, a query
+// language, a command's argument) with Where and Escape. Give it to Expand
+// for a whole template, or its Bind to Value.BindIn and Values.BindWith
+// for one value.
 //
-// Escape is the whole of the place's rule, a pure function of the value,
-// so it can be fuzzed on its own (see the package's FuzzOwnPlace): for any
-// value it either refuses it or returns text that, in the place, stands
-// for exactly that value and nothing more (no wildcard, no operator, no
-// second clause).
+// Escape is the whole of an adapter's place's rule, a pure function of the
+// value, so it can be fuzzed on its own (see the package's FuzzOwnPlace):
+// for any value it either refuses it or returns text that, in the place,
+// stands for exactly that value and nothing more (no wildcard, no
+// operator, no second clause).
 type Place struct {
 	// Where names the place in a refusal: "in the LDAP filter".
 	Where string
@@ -118,7 +107,21 @@ type Place struct {
 	// reasons: Bind has refused control characters and invalid UTF-8
 	// before Escape sees v).
 	Escape func(v string) (string, error)
+
+	url bool // URL: the place of each placeholder is where it stands
 }
+
+var (
+	// URL is a URL, or the path and query of one: placeholders before the
+	// first '?' or '#' are path segments (PathSegment), after it query
+	// values (QueryValue). A placeholder may not stand in the scheme or
+	// host. Its Bind refuses every value: one value's place in a URL is
+	// PathSegment's or QueryValue's.
+	URL = Place{Where: "in the URL", url: true}
+	// FilePattern is a file path or glob pattern: every placeholder is a
+	// file name (FileName).
+	FilePattern = Place{Where: "in the file pattern", Escape: FileName}
+)
 
 // Bind checks v (Check) and escapes it for p. A Place without an Escape
 // refuses every value.
@@ -127,15 +130,19 @@ func (p Place) Bind(v string) (string, error) {
 		return "", err
 	}
 	if p.Escape == nil {
-		return "", fmt.Errorf("has no place to stand %s (the adapter's Place has no Escape)", p.Where)
+		return "", fmt.Errorf("has no place to stand %s (the Place has no Escape)", p.Where)
 	}
 	return p.Escape(v)
 }
 
-// everywhere is the placer of a template all of whose placeholders stand
-// in p.
-func (p Place) everywhere(Placeholder) (func(string) (string, error), string, error) {
-	return p.Bind, p.Where, nil
+// placer is the placer of template in p.
+func (p Place) placer(template string) placer {
+	if p.url {
+		return urlPlaces(template)
+	}
+	return func(Placeholder) (func(string) (string, error), string, error) {
+		return p.Bind, p.Where, nil
+	}
 }
 
 // Placeholder is one {name} of a template.
@@ -208,28 +215,56 @@ func CheckTemplate(t string) error {
 	return nil
 }
 
-// ExpandValues is Expand with each placeholder filled from vs bound to
-// params: a {param} or literal entry is escaped for the placeholder's place
-// as Expand escapes it; a template entry is bound with each of its own
-// parameters escaped for that place and its literal text kept as written,
-// so {template: "Patient/{id}"} in the query is "Patient/" followed by the
-// query-escaped id. A parameter the run does not supply is an *Error with
-// the entry's path; a value refused for its place, one without a Path.
-func ExpandValues(template string, syntax Syntax, vs Values, params map[string]string) (string, error) {
-	return expand(template, syntaxPlaces(template, syntax), fillValues(vs, params))
+// Source gives each placeholder of a template its value: Lookup (a value
+// per name) or Values.Source (deployment values bound to the run's
+// parameters).
+type Source struct {
+	fill filler
 }
 
-// ExpandValuesIn is ExpandValues for a template of the adapter's own
-// syntax, every placeholder of which stands in place.
-func ExpandValuesIn(template string, place Place, vs Values, params map[string]string) (string, error) {
-	return expand(template, place.everywhere, fillValues(vs, params))
+// Expand fills each {name} of template with its value from from, escaped
+// for the place it stands in (see the package documentation): in a URL,
+// the path or the query, as where it stands says; in a file pattern, a
+// file name; in a Place of the adapter's own, that place (Place.Bind).
+// The *refusal.Error it returns for a value refused for its place names
+// the placeholder and has no Path (the caller sets it); a {param} the run
+// does not supply, through Values.Source, has the entry's path.
+func Expand(template string, in Place, from Source) (string, error) {
+	if from.fill == nil {
+		return "", &refusal.Error{Message: "no source of values for the template's placeholders"}
+	}
+	return expand(template, in.placer(template), from.fill)
 }
 
-func fillValues(vs Values, params map[string]string) filler {
-	return func(name, where string, escape func(string) (string, error)) (string, error) {
+// Lookup is the Source that fills the placeholder name with lookup(name);
+// a name it does not know is refused.
+func Lookup(lookup func(name string) (string, bool)) Source {
+	return Source{fill: func(name, where string, escape func(string) (string, error)) (string, error) {
+		v, ok := lookup(name)
+		if !ok {
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+		}
+		e, err := escape(v)
+		if err != nil {
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
+		}
+		return e, nil
+	}}
+}
+
+// Source is the Source that fills each placeholder from vs bound to
+// params: a {param} or literal entry is escaped for the placeholder's
+// place; a template entry is bound with each of its own parameters escaped
+// for that place and its literal text kept as written, so
+// {template: "Patient/{id}"} in the query is "Patient/" followed by the
+// query-escaped id. A parameter the run does not supply is a
+// *refusal.Error with the entry's path; a value refused for its place,
+// one without a Path.
+func (vs Values) Source(params map[string]string) Source {
+	return Source{fill: func(name, where string, escape func(string) (string, error)) (string, error) {
 		v, ok := vs.Get(name)
 		if !ok {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
+			return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
 		}
 		if !v.IsTemplate() {
 			s, err := v.Bind(params, join(vs.path, name))
@@ -238,7 +273,7 @@ func fillValues(vs Values, params map[string]string) filler {
 			}
 			e, err := escape(s)
 			if err != nil {
-				return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
+				return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
 			}
 			return e, nil
 		}
@@ -249,39 +284,11 @@ func fillValues(vs Values, params map[string]string) filler {
 			}
 			e, err := escape(s)
 			if err != nil {
-				return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s: run parameter %q %v", name, where, p, err)}
+				return "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} %s: run parameter %q %v", name, where, p, err)}
 			}
 			return e, nil
 		})
-	}
-}
-
-// Expand fills each {name} of template with lookup(name), escaped for the
-// place it stands in (see the package documentation). The *Error it
-// returns names the placeholder and has no Path; the caller sets it.
-func Expand(template string, syntax Syntax, lookup func(name string) (string, bool)) (string, error) {
-	return expand(template, syntaxPlaces(template, syntax), fillLookup(lookup))
-}
-
-// ExpandIn is Expand for a template of the adapter's own syntax (an LDAP
-// filter, a DN, a query language the package does not know): every
-// placeholder stands in place, and is filled with place.Bind of its value.
-func ExpandIn(template string, place Place, lookup func(name string) (string, bool)) (string, error) {
-	return expand(template, place.everywhere, fillLookup(lookup))
-}
-
-func fillLookup(lookup func(name string) (string, bool)) filler {
-	return func(name, where string, escape func(string) (string, error)) (string, error) {
-		v, ok := lookup(name)
-		if !ok {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} has no value", name)}
-		}
-		e, err := escape(v)
-		if err != nil {
-			return "", &Error{Message: fmt.Sprintf("placeholder {%s} %s %v", name, where, err)}
-		}
-		return e, nil
-	}
+	}}
 }
 
 // A filler fills the placeholder name, where escape is the escaping of the
@@ -292,21 +299,16 @@ type filler func(name, where string, escape func(string) (string, error)) (strin
 // for a message, or why nothing may stand there.
 type placer func(p Placeholder) (escape func(string) (string, error), where string, err error)
 
-// syntaxPlaces is the placer of a URL or file-pattern template.
-func syntaxPlaces(template string, syntax Syntax) placer {
-	query, authority := len(template), 0
-	if syntax == URL {
-		if i := strings.IndexAny(template, "?#"); i >= 0 {
-			query = i
-		}
-		authority = authorityEnd(template)
+// urlPlaces is the placer of a URL template.
+func urlPlaces(template string) placer {
+	query, authority := len(template), authorityEnd(template)
+	if i := strings.IndexAny(template, "?#"); i >= 0 {
+		query = i
 	}
 	return func(p Placeholder) (func(string) (string, error), string, error) {
 		switch {
 		case p.Start < authority:
-			return nil, "", &Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
-		case syntax == FilePattern:
-			return FileName, "in the file pattern", nil
+			return nil, "", &refusal.Error{Message: fmt.Sprintf("placeholder {%s} stands in the scheme or host; a parameter may only fill the path or query", p.Name)}
 		case p.Start < query:
 			return PathSegment, "in the path", nil
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 var strconvQuote = strconv.Quote
@@ -41,7 +43,7 @@ func TestTemplateParse(t *testing.T) {
 			t.Parallel()
 			_, err := Parse(tc.tree, "k", tc.opts...)
 			path, phrase, _ := strings.Cut(tc.want, "|")
-			var pe *Error
+			var pe *refusal.Error
 			if !errors.As(err, &pe) || pe.Path != path || !strings.Contains(pe.Message, phrase) {
 				t.Fatalf("err %v, want one at %s saying %q", err, path, phrase)
 			}
@@ -90,7 +92,7 @@ func TestTemplateBind(t *testing.T) {
 			}
 			got, err := tc.v.BindIn(ps, "k", tc.escape)
 			if phrase, isErr := strings.CutPrefix(tc.want, "!"); isErr {
-				var pe *Error
+				var pe *refusal.Error
 				if !errors.As(err, &pe) || pe.Path != "k" || !strings.Contains(pe.Message, phrase) {
 					t.Fatalf("BindIn = %q, %v; want an error at k saying %q", got, err, phrase)
 				}
@@ -107,11 +109,11 @@ func TestTemplateBind(t *testing.T) {
 	}
 }
 
-// TestExpandValues: a template entry in a URL template is bound for the
+// TestExpandValuesSource: a template entry in a URL template is bound for the
 // placeholder's place: its parameters escaped as a path segment or a query
 // value, its literal text kept, so a literal '/' may span segments while a
 // parameter's may not.
-func TestExpandValues(t *testing.T) {
+func TestExpandValuesSource(t *testing.T) {
 	t.Parallel()
 	vs, err := ParseMap(map[string]json.RawMessage{
 		"subject": json.RawMessage(`{"template": "Patient/{patient_id}"}`),
@@ -122,16 +124,16 @@ func TestExpandValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := map[string]string{"patient_id": "P 1", "claim": "C&1"}
-	got, err := ExpandValues("/fhir/{subject}/_history?identifier={ident}&p={pid}", URL, vs, params)
+	got, err := Expand("/fhir/{subject}/_history?identifier={ident}&p={pid}", URL, vs.Source(params))
 	if want := "/fhir/Patient/P%201/_history?identifier=urn:claims|C%261&p=P+1"; err != nil || got != want {
-		t.Fatalf("ExpandValues = %q, %v; want %q", got, err, want)
+		t.Fatalf("Expand(vs.Source) = %q, %v; want %q", got, err, want)
 	}
-	_, err = ExpandValues("/fhir/{subject}", URL, vs, map[string]string{"patient_id": "../admin"})
+	_, err = Expand("/fhir/{subject}", URL, vs.Source(map[string]string{"patient_id": "../admin"}))
 	if err == nil || !strings.Contains(err.Error(), "placeholder {subject} in the path") || !strings.Contains(err.Error(), `run parameter "patient_id"`) {
 		t.Errorf("a parameter leaving its segment: %v", err)
 	}
-	_, err = ExpandValues("/fhir/{subject}", URL, vs, map[string]string{})
-	var pe *Error
+	_, err = Expand("/fhir/{subject}", URL, vs.Source(map[string]string{}))
+	var pe *refusal.Error
 	if !errors.As(err, &pe) || pe.Path != "path_params.subject" {
 		t.Errorf("a missing parameter: %v, want an error at path_params.subject", err)
 	}
@@ -168,11 +170,11 @@ func FuzzTemplateInURL(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, target := range []string{"/fhir/Observation?subject={k}&_count=10", "/fhir/{k}/_history"} {
-			got, err := ExpandValues(target, URL, vs, map[string]string{"v": v})
+			got, err := Expand(target, URL, vs.Source(map[string]string{"v": v}))
 			if err != nil {
 				continue
 			}
-			ref, err := ExpandValues(target, URL, vs, map[string]string{"v": "PLACEHOLDER"})
+			ref, err := Expand(target, URL, vs.Source(map[string]string{"v": "PLACEHOLDER"}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
 	"github.com/verifierd/verifierd/sdk/internal/wire"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // LogLevelEnv names the environment variable that sets an adapter's log

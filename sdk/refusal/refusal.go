@@ -1,7 +1,10 @@
 // Package refusal is the one shape of a refused input, shared from an
 // adapter's parameters (sdk/param) through the judge's contracts and the
 // daemon's configuration files to the daemon's session refusals. It is a
-// leaf of the SDK: standard library only.
+// leaf of the SDK: standard library only. It is covered by the SDK's
+// compatibility promise: an adapter's Configure and CheckParams refuse
+// with *Error, and sdk/param's refusals are *Error; no other package
+// gives the type another name.
 //
 // A refusal says what was refused (Code, a stable machine-readable name,
 // empty when the refusal needs none), where (Path, the dotted path of the

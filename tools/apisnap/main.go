@@ -8,10 +8,12 @@
 // make check-api (scripts/check-api.sh) compares it with the committed
 // files under api/; make update-api rewrites them.
 //
-//	apisnap -C MODULE_DIR PATTERN...
+//	apisnap -C MODULE_DIR [-exclude PATH_PART] PATTERN...
 //
 // Internal packages, examples and commands (package main) are left out:
-// they are no part of what a customer can import.
+// they are no part of what a customer can import. -exclude leaves out, in
+// addition, every package whose import path holds PATH_PART (the SDK's
+// /unstable/ packages, which the compatibility promise does not cover).
 package main
 
 import (
@@ -27,8 +29,9 @@ import (
 
 func main() {
 	dir := flag.String("C", ".", "the module's folder")
+	exclude := flag.String("exclude", "", "leave out the packages whose import path holds this text")
 	flag.Parse()
-	lines, err := snapshot(*dir, flag.Args())
+	lines, err := snapshot(*dir, *exclude, flag.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apisnap:", err)
 		os.Exit(1)
@@ -37,8 +40,8 @@ func main() {
 }
 
 // snapshot loads the packages matching patterns in dir and returns their
-// API lines, sorted.
-func snapshot(dir string, patterns []string) ([]string, error) {
+// API lines, sorted, leaving out those whose path holds exclude (when set).
+func snapshot(dir, exclude string, patterns []string) ([]string, error) {
 	cfg := &packages.Config{Dir: dir, Mode: packages.NeedName | packages.NeedTypes}
 	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
@@ -50,6 +53,9 @@ func snapshot(dir string, patterns []string) ([]string, error) {
 			return nil, fmt.Errorf("%s: %v", p.PkgPath, p.Errors[0])
 		}
 		if p.Name == "main" || strings.Contains(p.PkgPath, "/internal/") || strings.Contains(p.PkgPath, "/examples/") {
+			continue
+		}
+		if exclude != "" && strings.Contains(p.PkgPath, exclude) {
 			continue
 		}
 		lines = append(lines, packageLines(p.Types)...)

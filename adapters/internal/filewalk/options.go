@@ -10,31 +10,32 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/sdk"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // WindowOption reads a section's file_mtime_window_s: 0 (no freshness
 // check) when it is absent, else ParseWindow's duration. A refusal is a
-// *sdk.ConfigError at file_mtime_window_s.
+// *refusal.Error at file_mtime_window_s.
 func WindowOption(n json.Number) (time.Duration, error) {
 	if n == "" {
 		return 0, nil
 	}
 	d, err := ParseWindow(n)
 	if err != nil {
-		return 0, &sdk.ConfigError{Path: "file_mtime_window_s", Message: err.Error()}
+		return 0, &refusal.Error{Path: "file_mtime_window_s", Message: err.Error()}
 	}
 	return d, nil
 }
 
 // ProbeOption compiles a section's file_content_probe: nil (no probe) when
-// it is absent. A refusal is a *sdk.ConfigError at file_content_probe.
+// it is absent. A refusal is a *refusal.Error at file_content_probe.
 func ProbeOption(expr string) (*regexp.Regexp, error) {
 	if expr == "" {
 		return nil, nil
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, &sdk.ConfigError{Path: "file_content_probe", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
+		return nil, &refusal.Error{Path: "file_content_probe", Message: "not a valid regular expression (Go RE2 syntax): " + err.Error()}
 	}
 	return re, nil
 }

@@ -38,7 +38,7 @@ func InProcess(t testing.TB, factory func() sdk.Adapter) *Process {
 }
 
 // Configure configures an instance and binds the run parameters (without
-// reading): a refusal from either is a *sdk.ConfigError.
+// reading): a refusal from either is a *refusal.Error.
 func (p *Process) Configure(ctx context.Context, s Setup) error {
 	return p.Setup(ctx, s.Req, s.Params)
 }

@@ -10,7 +10,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // Record is one flat record read from a system of record: a JSON object.
@@ -87,7 +87,7 @@ const maxPlainDigits = 1000
 
 // CanonNumber renders JSON number text as its shortest exact decimal: no
 // exponent, no trailing fractional zeros, no fraction at all when integral,
-// and "0" for every zero. Text that is not a JSON number (sdk/jsonnum's
+// and "0" for every zero. Text that is not a JSON number (sdk/unstable/jsonnum's
 // grammar: no '+', no leading zero, digits on both sides of a '.') is
 // returned as is.
 func CanonNumber(s string) string {

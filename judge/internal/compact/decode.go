@@ -1,6 +1,6 @@
 package compact
 
-import "github.com/verifierd/verifierd/sdk/jsondepth"
+import "github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 
 // MaxDepth is how many levels of objects and arrays a document may nest
 // (judge.MaxDepth).

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // treeFrame is one object or array open in decodeTree.

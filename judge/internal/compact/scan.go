@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/verifierd/verifierd/sdk/jsondepth"
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // Scanner is the fast JSON reader of the case decoder: it walks one JSON

@@ -30,6 +30,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func main() { plugin.Main(New) }
@@ -55,9 +56,9 @@ type file struct{ path string }
 func configure(_ context.Context, sec section, _ sdk.ConfigureRequest) (*file, error) {
 	switch {
 	case sec.Options == nil || sec.Options.Path == "":
-		return nil, &sdk.ConfigError{Path: "options.path", Message: "missing: name the JSON-lines file to read"}
+		return nil, &refusal.Error{Path: "options.path", Message: "missing: name the JSON-lines file to read"}
 	case !filepath.IsAbs(sec.Options.Path):
-		return nil, &sdk.ConfigError{Path: "options.path", Message: "write an absolute path: the daemon starts plugins in a folder of its own"}
+		return nil, &refusal.Error{Path: "options.path", Message: "write an absolute path: the daemon starts plugins in a folder of its own"}
 	}
 	return &file{path: sec.Options.Path}, nil
 }

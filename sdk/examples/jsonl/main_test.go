@@ -10,6 +10,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // binary is verifier-adapter-jsonl, built once by TestMain.
@@ -29,7 +30,7 @@ func request(path string) sdk.ConfigureRequest {
 func TestReads(t *testing.T) {
 	t.Parallel()
 	in := adaptertest.Subprocess(t, binary)
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if err := in.Configure(t.Context(), request("orders.jsonl")); !errors.As(err, &ce) || ce.Path != "options.path" {
 		t.Fatalf("a relative path: %v; want a refusal at options.path", err)
 	}

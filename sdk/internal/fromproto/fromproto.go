@@ -11,6 +11,7 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // Info converts a GetInfo answer and returns the API versions it lists.
@@ -38,13 +39,13 @@ func ConfigureRequest(r *adapterv1.ConfigureRequest) sdk.ConfigureRequest {
 }
 
 // ConfigureResponse turns the wire answer back into the instance id or a
-// *ConfigError.
+// *refusal.Error.
 func ConfigureResponse(r *adapterv1.ConfigureResponse) (string, error) {
 	if ref := r.GetRefusal(); ref != nil {
 		return "", Refusal(ref)
 	}
 	if !r.GetOk() {
-		return "", &sdk.ConfigError{Message: "the adapter refused the configuration without saying why"}
+		return "", &refusal.Error{Message: "the adapter refused the configuration without saying why"}
 	}
 	return r.GetInstanceId(), nil
 }
@@ -54,7 +55,7 @@ func Refusal(ref *adapterv1.ConfigRefusal) error {
 	if ref == nil {
 		return nil
 	}
-	return &sdk.ConfigError{Path: ref.GetPath(), Message: ref.GetMessage()}
+	return &refusal.Error{Path: ref.GetPath(), Message: ref.GetMessage()}
 }
 
 // TestResult converts a preflight answer.
@@ -103,7 +104,7 @@ type Header struct {
 	// Code is the unreachable read's reason code (sdk.Capture.Code).
 	Code string
 	At   time.Time
-	// Refusal is a *sdk.ConfigError when the run parameters could not be
+	// Refusal is a *refusal.Error when the run parameters could not be
 	// bound; nil otherwise.
 	Refusal error
 }

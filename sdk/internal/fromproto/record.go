@@ -8,8 +8,8 @@ import (
 	"io"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/jsondepth"
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // Record decodes one record. It must be exactly one JSON object; numbers

@@ -14,6 +14,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/plugin"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func main() {
@@ -55,10 +56,10 @@ func (a *adapter) Configure(ctx context.Context, req sdk.ConfigureRequest) error
 	case "synthetic":
 	case "file":
 		if a.cfg.Path == "" {
-			return &sdk.ConfigError{Path: "path", Message: "required for mode file"}
+			return &refusal.Error{Path: "path", Message: "required for mode file"}
 		}
 	default:
-		return &sdk.ConfigError{Path: "mode", Message: fmt.Sprintf("%q is not a mode; write synthetic or file", a.cfg.Mode)}
+		return &refusal.Error{Path: "mode", Message: fmt.Sprintf("%q is not a mode; write synthetic or file", a.cfg.Mode)}
 	}
 	// The slot the deployment declares as secret_env: {password: VAR}.
 	a.password, _ = req.Secret("password")

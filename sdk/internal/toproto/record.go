@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // Record encodes one record as a compact JSON object with sorted keys.

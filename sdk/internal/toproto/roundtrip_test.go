@@ -15,6 +15,7 @@ import (
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // wire marshals and unmarshals m, so that a round trip also crosses the real
@@ -76,9 +77,9 @@ func TestConfigureResponseRoundTrip(t *testing.T) {
 		want error
 	}{
 		{"accepted", nil, nil},
-		{"refusal keeps its path", &sdk.ConfigError{Path: "options.table", Message: "required"}, &sdk.ConfigError{Path: "options.table", Message: "required"}},
-		{"wrapped refusal", errors.Join(errors.New("context"), &sdk.ConfigError{Path: "a", Message: "b"}), &sdk.ConfigError{Path: "a", Message: "b"}},
-		{"any other error refuses without a path", errors.New("no"), &sdk.ConfigError{Message: "no"}},
+		{"refusal keeps its path", &refusal.Error{Path: "options.table", Message: "required"}, &refusal.Error{Path: "options.table", Message: "required"}},
+		{"wrapped refusal", errors.Join(errors.New("context"), &refusal.Error{Path: "a", Message: "b"}), &refusal.Error{Path: "a", Message: "b"}},
+		{"any other error refuses without a path", errors.New("no"), &refusal.Error{Message: "no"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // GetInfoResponse describes an adapter speaking apiVersions.
@@ -39,7 +40,7 @@ func ConfigureRequest(r sdk.ConfigureRequest) *adapterv1.ConfigureRequest {
 }
 
 // ConfigureResponse turns an adapter's Configure result into the wire answer.
-// Every error is a refusal; a *sdk.ConfigError keeps its field path.
+// Every error is a refusal; a *refusal.Error keeps its field path.
 func ConfigureResponse(instanceID string, err error) *adapterv1.ConfigureResponse {
 	if err == nil {
 		return &adapterv1.ConfigureResponse{Ok: true, InstanceId: instanceID}
@@ -47,10 +48,10 @@ func ConfigureResponse(instanceID string, err error) *adapterv1.ConfigureRespons
 	return &adapterv1.ConfigureResponse{Refusal: Refusal(err)}
 }
 
-// Refusal converts an error into a refusal; a *sdk.ConfigError keeps its
+// Refusal converts an error into a refusal; a *refusal.Error keeps its
 // field path.
 func Refusal(err error) *adapterv1.ConfigRefusal {
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+	if ce, ok := errors.AsType[*refusal.Error](err); ok {
 		return &adapterv1.ConfigRefusal{Path: ce.Path, Message: ce.Message}
 	}
 	return &adapterv1.ConfigRefusal{Message: err.Error()}

@@ -17,10 +17,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
 	"github.com/verifierd/verifierd/sdk/internal/fromproto"
 	"github.com/verifierd/verifierd/sdk/internal/toproto"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // NewGRPCServer returns a gRPC server with message-size bounds of
@@ -180,7 +181,7 @@ func (s *server) TestConnection(ctx context.Context, req *adapterv1.TestConnecti
 		return nil, err
 	}
 	res, err := a.TestConnection(s.ctx(ctx), sdk.TestRequest{Params: nonNil(req.GetParams())})
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+	if ce, ok := errors.AsType[*refusal.Error](err); ok {
 		return &adapterv1.TestConnectionResponse{Message: "run parameters refused: " + ce.Error(), Refusal: toproto.Refusal(ce)}, nil
 	}
 	if err != nil {
@@ -239,7 +240,7 @@ func (s *server) capture(
 ) error {
 	ctx = s.ctx(ctx, "capture_id", req.CaptureID, "effect_index", req.EffectIndex)
 	c, err := read(ctx, req)
-	if ce, ok := errors.AsType[*sdk.ConfigError](err); ok {
+	if ce, ok := errors.AsType[*refusal.Error](err); ok {
 		// The parameters could not be bound: a refusal, not a fault, and
 		// never a read set.
 		if err := send(toproto.RefusalChunk(ce, time.Now)); err != nil {

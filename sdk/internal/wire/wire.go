@@ -1,8 +1,8 @@
 // Package wire holds what both ends of the adapter protocol share inside the
 // SDK: the go-plugin handshake, the API versions, the transport limits and
-// the AdapterService server that sdk/plugin serves and sdk/host runs in
+// the AdapterService server that sdk/plugin serves and sdk/unstable/host runs in
 // process. Nothing here is part of the SDK's public API: sdk/plugin and
-// sdk/host use it, and host.MaxBatchRecords is the one limit they show.
+// sdk/unstable/host use it, and host.MaxBatchRecords is the one limit they show.
 package wire
 
 import (

@@ -29,7 +29,13 @@
 //
 // A tree nested deeper than jsondepth.Max is refused rather than followed.
 // The package is a leaf of the SDK: it imports the standard library,
-// sdk/jsondepth and sdk/refusal only, so the daemon and adapters share it.
+// sdk/unstable/jsondepth and sdk/refusal only, so the daemon and adapters share it.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package strict
 
 import (
@@ -45,8 +51,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/verifierd/verifierd/sdk/jsondepth"
 	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // Codes of a refusal.
@@ -108,7 +114,7 @@ func Decode(tree any, path string, v any) error {
 }
 
 // DecodeRefusal is Decode for a caller whose refusals are *refusal.Error
-// (an adapter's sdk.ConfigError is one): a *refusal.Error that a type's own
+// (an adapter's refusal.Error is one): a *refusal.Error that a type's own
 // decoder returned comes back as it is, and every other refusal as a
 // *refusal.Error of code with the path and message Decode gave it.
 func DecodeRefusal(tree any, path string, v any, code string) error {

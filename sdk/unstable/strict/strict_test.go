@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/sdk/jsondepth"
 	"github.com/verifierd/verifierd/sdk/refusal"
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 type auth struct {

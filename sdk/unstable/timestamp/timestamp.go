@@ -14,6 +14,12 @@
 //
 // The package imports only the standard library and the SDK's own
 // naming of a value's type (the words param refuses a value with).
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package timestamp
 
 import (

@@ -55,21 +55,21 @@ type Client interface {
 	// GetInfo describes the adapter, or the configured instance when
 	// instanceID is not "".
 	GetInfo(ctx context.Context, instanceID string) (AdapterInfo, error)
-	// Configure returns the new instance's id, or a *sdk.ConfigError when
+	// Configure returns the new instance's id, or a *refusal.Error when
 	// the adapter refuses.
 	Configure(ctx context.Context, req sdk.ConfigureRequest) (string, error)
 	// CheckParams binds params into the instance's read without reading:
-	// nil when they bind (or the adapter binds none), a *sdk.ConfigError
+	// nil when they bind (or the adapter binds none), a *refusal.Error
 	// when they do not.
 	CheckParams(ctx context.Context, instanceID string, params map[string]string) error
 	// Release drops an instance.
 	Release(ctx context.Context, instanceID string) error
-	// TestConnection returns a *sdk.ConfigError when the run parameters
+	// TestConnection returns a *refusal.Error when the run parameters
 	// cannot be bound.
 	TestConnection(ctx context.Context, instanceID string, req sdk.TestRequest) (sdk.TestResult, error)
 	// CaptureBefore and CaptureAfter return once the stream's header has
 	// arrived; the records follow through the returned Stream. They
-	// return a *sdk.ConfigError when the run parameters cannot be bound.
+	// return a *refusal.Error when the run parameters cannot be bound.
 	CaptureBefore(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Stream, error)
 	CaptureAfter(ctx context.Context, instanceID string, req sdk.CaptureRequest) (*Stream, error)
 	Verdict(ctx context.Context, instanceID string, req sdk.VerdictRequest) (sdk.Demotion, error)

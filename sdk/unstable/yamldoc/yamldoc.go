@@ -7,6 +7,12 @@
 // Integers and floats become json.Number in their canonical text (0x10 is
 // 16, 1.50 is 1.5); a key that is not a plain string, a duplicate key, an
 // alias and nesting past jsondepth.Max levels are refused, naming the line.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package yamldoc
 
 import (
@@ -20,7 +26,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/verifierd/verifierd/sdk/jsondepth"
+	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 
 // Separators counts the commas and line breaks of data: an upper bound on

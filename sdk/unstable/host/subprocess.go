@@ -8,8 +8,8 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/verifierd/verifierd/sdk/host/tracing"
 	"github.com/verifierd/verifierd/sdk/internal/wire"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // ClientConfig is the go-plugin client configuration for one adapter binary:

@@ -12,4 +12,10 @@
 //
 // Every transport failure surfaces as ErrPluginShutdown, and a capture
 // stream only ends without an error when it is complete.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package host

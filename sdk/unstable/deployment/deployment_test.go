@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -93,7 +92,7 @@ func TestRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Parse(tc.sec, "effects", tc.plugin)
-			perr, ok := errors.AsType[*param.Error](err)
+			perr, ok := errors.AsType[*refusal.Error](err)
 			if !ok || perr.Path != tc.path {
 				t.Fatalf("Parse = %v; want a refusal at %s", err, tc.path)
 			}
@@ -121,7 +120,7 @@ func TestResolveRefusals(t *testing.T) {
 		{"secret too short", map[string]string{"user": "a"}, map[string]string{"PW": "7-bytes"}, nil, "c.secret_env.password"},
 	} {
 		_, _, err := s.Resolve(tc.params, "c", env(tc.env), tc.allow)
-		perr, ok := errors.AsType[*param.Error](err)
+		perr, ok := errors.AsType[*refusal.Error](err)
 		if !ok || perr.Path != tc.path {
 			t.Errorf("%s: Resolve = %v; want a refusal at %s", tc.name, err, tc.path)
 		}
@@ -147,7 +146,7 @@ func TestLookupSecretsLength(t *testing.T) {
 			}
 			continue
 		}
-		perr, ok := errors.AsType[*Error](err)
+		perr, ok := errors.AsType[*refusal.Error](err)
 		if !ok || perr.Code != CodeSecretTooShort || perr.Path != "candidates[0].auth.basic_env" || !strings.Contains(perr.Message, tc.refused) || len(tc.value) > 1 && strings.Contains(err.Error(), tc.value) {
 			t.Errorf("%d bytes: %v, want %s at candidates[0].auth.basic_env with %q", len(tc.value), err, CodeSecretTooShort, tc.refused)
 		}

@@ -10,6 +10,12 @@
 //
 // The package imports only the standard library, so the judge and a
 // customer's adapter can use it as well as the SDK.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package jsonnum
 
 import "errors"

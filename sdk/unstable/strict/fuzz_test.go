@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/verifierd/verifierd/sdk/strict"
+	"github.com/verifierd/verifierd/sdk/unstable/strict"
 )
 
 type fuzzTarget struct {

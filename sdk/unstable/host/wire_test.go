@@ -14,6 +14,7 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	adapterv1 "github.com/verifierd/verifierd/sdk/internal/adapterpb"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
 // rawAdapter answers CaptureAfter with the chunks it is given, as a
@@ -130,7 +131,7 @@ func (paramAdapter) TestConnection(context.Context, sdk.TestRequest) (sdk.TestRe
 }
 func (paramAdapter) CheckParams(_ context.Context, params map[string]string) error {
 	if params["q"] == "bad" {
-		return &sdk.ConfigError{Path: "options.q", Message: "does not bind"}
+		return &refusal.Error{Path: "options.q", Message: "does not bind"}
 	}
 	return nil
 }
@@ -144,7 +145,7 @@ func (a paramAdapter) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) 
 
 // TestCaptureBeforeRefusesAsCheckParams: a baseline capture binds the run
 // parameters with the adapter's CheckParams before reading, and refuses
-// with exactly the *sdk.ConfigError the CheckParams call gives.
+// with exactly the *refusal.Error the CheckParams call gives.
 func TestCaptureBeforeRefusesAsCheckParams(t *testing.T) {
 	t.Parallel()
 	reads := 0
@@ -160,7 +161,7 @@ func TestCaptureBeforeRefusesAsCheckParams(t *testing.T) {
 	bad := map[string]string{"q": "bad"}
 	checked := p.CheckParams(t.Context(), id, bad)
 	_, captured := p.CaptureBefore(t.Context(), id, sdk.CaptureRequest{Params: bad})
-	var a, b *sdk.ConfigError
+	var a, b *refusal.Error
 	if !errors.As(checked, &a) || !errors.As(captured, &b) || *a != *b || a.Path != "options.q" {
 		t.Fatalf("CheckParams: %#v, CaptureBefore: %#v; want the same refusal at options.q", checked, captured)
 	}

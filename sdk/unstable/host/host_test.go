@@ -24,7 +24,8 @@ import (
 
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/adaptertest"
-	"github.com/verifierd/verifierd/sdk/host"
+	"github.com/verifierd/verifierd/sdk/refusal"
+	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
 
 // testPlugin is the path of sdk/internal/testplugin, built once by TestMain.
@@ -67,8 +68,43 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// instance is one configured instance behind the daemon's client, with the
+// daemon's per-session call shape (adaptertest.Instance's, over host.Client).
+type instance struct {
+	host.Client
+	ID string
+}
+
+func (in *instance) Configure(ctx context.Context, req sdk.ConfigureRequest) error {
+	id, err := in.Client.Configure(ctx, req)
+	if err == nil {
+		in.ID = id
+	}
+	return err
+}
+
+func (in *instance) GetInfo(ctx context.Context) (host.AdapterInfo, error) {
+	return in.Client.GetInfo(ctx, in.ID)
+}
+
+func (in *instance) TestConnection(ctx context.Context) (sdk.TestResult, error) {
+	return in.Client.TestConnection(ctx, in.ID, sdk.TestRequest{})
+}
+
+func (in *instance) CaptureBefore(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
+	return in.Client.CaptureBefore(ctx, in.ID, req)
+}
+
+func (in *instance) CaptureAfter(ctx context.Context, req sdk.CaptureRequest) (*host.Stream, error) {
+	return in.Client.CaptureAfter(ctx, in.ID, req)
+}
+
+func (in *instance) Verdict(ctx context.Context, req sdk.VerdictRequest) (sdk.Demotion, error) {
+	return in.Client.Verdict(ctx, in.ID, req)
+}
+
 type started struct {
-	*adaptertest.Instance
+	*instance
 	sp     *host.Subprocess
 	stderr *syncBuffer // raw plugin stderr
 	log    *syncBuffer // the daemon-side logger
@@ -88,7 +124,7 @@ func start(t testing.TB, config string, env ...string) started {
 	}
 	t.Cleanup(sp.Kill)
 	s.sp = sp
-	s.Instance = &adaptertest.Instance{Process: sp}
+	s.instance = &instance{Client: sp}
 	if config != "" {
 		if err := s.Configure(context.Background(), sdk.ConfigureRequest{Kind: "testplugin", Config: json.RawMessage(config)}); err != nil {
 			t.Fatalf("configure: %v", err)
@@ -126,9 +162,9 @@ func TestInfoConfigureAndTestConnection(t *testing.T) {
 	}
 
 	err = p.Configure(ctx, sdk.ConfigureRequest{Config: json.RawMessage(`{"mode":"carrier-pigeon"}`)})
-	var ce *sdk.ConfigError
+	var ce *refusal.Error
 	if !errors.As(err, &ce) || ce.Path != "mode" {
-		t.Fatalf("Configure with a bad mode = %v; want a *sdk.ConfigError at path mode", err)
+		t.Fatalf("Configure with a bad mode = %v; want a *refusal.Error at path mode", err)
 	}
 	err = p.Configure(ctx, sdk.ConfigureRequest{Config: json.RawMessage(`{"mode":"synthetic","colour":"red"}`)})
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "colour") {

@@ -43,6 +43,12 @@
 // slot. Every value is the name of an environment variable of the daemon,
 // never a secret itself; Resolve looks each one up and refuses a variable
 // the daemon does not allow or that is not set.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package deployment
 
 import (
@@ -56,11 +62,8 @@ import (
 	"unicode"
 
 	"github.com/verifierd/verifierd/sdk/param"
+	"github.com/verifierd/verifierd/sdk/refusal"
 )
-
-// Error is a refused section: Path names the field, Message what to write
-// instead. It is sdk/param's refusal (and sdk.ConfigError).
-type Error = param.Error
 
 // SecretEnvPrefix prefixes, in ConfigureRequest.Secrets, a slot declared
 // under secret_env:.
@@ -376,7 +379,7 @@ func LookupSecrets(refs map[string]string, path string, lookupEnv func(string) (
 // checkSecretLength refuses a value v of the variable name, at path,
 // shorter than MinSecretBytes, and for a basic_env slot (user:password) a
 // password that is. The refusal names the variable, never the value.
-func checkSecretLength(path, name, v string) *Error {
+func checkSecretLength(path, name, v string) *refusal.Error {
 	if len(v) < MinSecretBytes {
 		e := refuse(path, "environment variable %s holds fewer than %d bytes; a secret must be at least %d bytes (use a longer credential)", name, MinSecretBytes, MinSecretBytes)
 		e.Code = CodeSecretTooShort
@@ -392,6 +395,6 @@ func checkSecretLength(path, name, v string) *Error {
 	return nil
 }
 
-func refuse(path, format string, args ...any) *Error {
-	return &Error{Path: path, Message: fmt.Sprintf(format, args...)}
+func refuse(path, format string, args ...any) *refusal.Error {
+	return &refusal.Error{Path: path, Message: fmt.Sprintf(format, args...)}
 }

@@ -3,7 +3,7 @@ package jsonnum_test
 import (
 	"fmt"
 
-	"github.com/verifierd/verifierd/sdk/jsonnum"
+	"github.com/verifierd/verifierd/sdk/unstable/jsonnum"
 )
 
 // An adapter that reads decimals as text checks them before returning them

@@ -15,6 +15,12 @@
 // Spans are exported over OTLP http/protobuf with a batch processor; the
 // exporter and the processor read the standard OTEL_EXPORTER_OTLP_* and
 // OTEL_BSP_* variables themselves.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package tracing
 
 import (

@@ -11,6 +11,12 @@
 // loop with an explicit stack of at most Max entries; it reads nothing but
 // brackets, quotes and commas, and leaves every other check to the parser
 // that follows.
+//
+// Unstable: this package is under sdk/unstable/, the daemon's own support
+// code that the SDK module carries because the SDK's packages need it too.
+// It is not covered by the SDK's compatibility promise, is left out of the
+// API snapshot (api/sdk.txt), and may change or go away in any release;
+// adapter authors do not import it.
 package jsondepth
 
 import (

@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/verifierd/verifierd/sdk"
-	"github.com/verifierd/verifierd/sdk/host/tracing"
 	"github.com/verifierd/verifierd/sdk/internal/wire"
+	"github.com/verifierd/verifierd/sdk/unstable/host/tracing"
 )
 
 // InProcess serves an adapter inside the calling process over an in-memory
