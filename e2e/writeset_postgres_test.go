@@ -40,9 +40,11 @@ func TestWriteSetPostgres(t *testing.T) {
 		"INSERT INTO encounters_ws (patient_id, type, note) VALUES ('other', 'Triage', 'old')") // id 1, another patient's
 
 	dir := t.TempDir()
+	httpAddr := freeAddr(t)
 	d := startDaemon(t, daemonOpts{
 		config: "secrets:\n  allow: [VERIFIER_DB_*]\n",
 		env:    []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password},
+		args:   []string{"--http-listen", httpAddr},
 	})
 	clinic := &clinicDB{deployment: writeFile(t, dir, "deployment.yaml", fmt.Sprintf(`effects:
   kind: sql
@@ -114,6 +116,13 @@ func TestWriteSetPostgres(t *testing.T) {
 				t.Errorf("verify = %s\nwant     %s\n%s", got, tt.want, d.logs())
 			}
 			checkWriteSetReceipt(t, v, !tt.incomplete)
+			if tt.name == "honest" {
+				// The console shows the write set's span and its count.
+				page := httpGet(t, "http://"+httpAddr+"/console/sessions/"+b.SessionID)
+				if !strings.Contains(page, "<th>Write set</th>") || !strings.Contains(page, "1 change(s)") || strings.Contains(page, "not readable") {
+					t.Errorf("the console's session page does not show a readable write set of 1 change:\n%s", page)
+				}
+			}
 		})
 	}
 }
