@@ -217,19 +217,23 @@ func timedOut(r read) bool {
 	return !r.Reachable && strings.Contains(r.Reason, "timed out")
 }
 
+// readAttempts bounds patientCapture: a 20 s read is given 40, 80 and
+// 160 s more.
+const readAttempts = 4
+
 // patientCapture is tryCapture for a read whose answer is not a timeout: a
 // read that answered that its deadline passed (or whose call was cut off
 // by it) is made again with twice the timeout, while the test's deadline
-// (patience) allows. Any other answer, right or wrong, is returned as it
-// is, and so is the last timeout.
+// (patience) allows, readAttempts times at most. Any other answer, right or
+// wrong, is returned as it is, and so is the last timeout.
 func patientCapture(t testing.TB, c *adaptertest.Instance, after bool, timeout time.Duration) (read, error) {
-	for {
+	for attempt := 1; ; attempt++ {
 		r, err := tryCapture(c, after, timeout)
 		cutOff := err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "context deadline exceeded"))
 		if !cutOff && (err != nil || !timedOut(r)) {
 			return r, err
 		}
-		if time.Now().Add(2 * timeout).After(patience(t)) {
+		if attempt == readAttempts || time.Now().Add(2*timeout).After(patience(t)) {
 			return r, err
 		}
 		t.Logf("a read timed out within %v on a loaded machine (%v %q); reading again within %v", timeout, err, r.Reason, 2*timeout)
