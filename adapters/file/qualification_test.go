@@ -86,13 +86,31 @@ func (d *dropFolder) harness(t *testing.T) adaptertest.Harness {
 			}()
 			t.Cleanup(func() { <-done })
 		},
-		SeedMany: func(t *testing.T, n int) {
-			for range n {
-				if err := os.WriteFile(filepath.Join(d.root, d.name()), []byte(wantedContent), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-		},
+		SeedMany: d.seedMany,
+	}
+}
+
+// seedMany lands n matching files. Under load, 50,000 os.WriteFile calls
+// (open, write, close each) took minutes, so it writes the content once to
+// a fresh template outside the drop folder (same file system) and
+// hard-links it under n names: one syscall a file. Each file is still a
+// separate name the pattern selects, with the wanted content and a
+// modification time from this call; the adapter reads files by name.
+func (d *dropFolder) seedMany(t *testing.T, n int) {
+	t.Helper()
+	template := filepath.Join(filepath.Dir(d.root), "seed-template")
+	// A new inode each call: rewriting the old one in place would touch
+	// the files an earlier call linked to it.
+	if err := os.Remove(template); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(template, []byte(wantedContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := os.Link(template, filepath.Join(d.root, d.name())); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

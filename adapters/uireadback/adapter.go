@@ -145,9 +145,15 @@ func (s *settings) readBack(ctx context.Context) (readResult, error) {
 		return readResult{unusable: why, at: time.Now(), rejected: true}, nil
 	}
 	deadline := readDeadline(ctx, s)
-	t, release, err := s.browser.acquire(ctx)
+	// Starting Chromium is bounded by the read's deadline, inside the
+	// caller's: on a loaded machine a start that ran to the caller's own
+	// deadline answered too late, and the call failed instead of reporting
+	// the timeout.
+	actx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	t, release, err := s.browser.acquire(actx)
 	if err != nil {
-		if ctx.Err() != nil {
+		if actx.Err() != nil {
 			return readResult{unusable: "timed out starting the browser: the effect's deadline passed", at: time.Now()}, nil
 		}
 		return readResult{}, err

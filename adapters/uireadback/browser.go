@@ -280,6 +280,26 @@ func (b *Browser) Close() error {
 	return nil
 }
 
+// kill is Close for a process that is ending: it ends Chromium at once,
+// without its graceful close or the wait for tabs, and removes the
+// browser's folder. The daemon stops a plugin by asking it to exit and
+// SIGKILLs it 2 s later (go-plugin); on a loaded machine the graceful
+// close took longer, and the profile outlived the plugin.
+func (b *Browser) kill() {
+	b.mu.Lock()
+	b.closed = true
+	if b.idle != nil {
+		b.idle.Stop()
+	}
+	b.spare = nil
+	p := b.proc
+	b.proc = nil
+	b.mu.Unlock()
+	if p != nil {
+		p.kill()
+	}
+}
+
 // Pid is the browser's process id, or 0 when none runs.
 func (b *Browser) Pid() int {
 	b.mu.Lock()
@@ -395,6 +415,16 @@ func (p *browserProcess) stop() {
 	t.Stop()
 	p.allocCancel()
 	removeDir(p.dir)
+}
+
+// kill ends the process at once (the allocator's cancel kills Chromium
+// and its leftover children and waits for them) and removes its folder
+// first of all; the browser context is let go in the background, as the
+// plugin process is ending.
+func (p *browserProcess) kill() {
+	p.allocCancel()
+	removeDir(p.dir)
+	go p.cancel()
 }
 
 // removeDir removes a browser's folder, trying again for a moment while a

@@ -3,9 +3,11 @@ package uireadback
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,4 +196,57 @@ func tryCapture(c *adaptertest.Instance, after bool, timeout time.Duration) (rea
 // switches off.
 func withHooks(h hooks) func() sdk.Adapter {
 	return define(func() *Browser { return shared }, h)
+}
+
+// patience is how long a test may wait for a read on a loaded machine: up
+// to a minute before the test's own deadline (go test -timeout), or ten
+// minutes without one.
+func patience(t testing.TB) time.Time {
+	if dl, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, has := dl.Deadline(); has {
+			return d.Add(-time.Minute)
+		}
+	}
+	return time.Now().Add(10 * time.Minute)
+}
+
+// timedOut reports whether an unusable read's reason is its deadline
+// passing: the adapter's safe answer on a loaded machine, not the answer
+// under test.
+func timedOut(r read) bool {
+	return !r.Reachable && strings.Contains(r.Reason, "timed out")
+}
+
+// readAttempts bounds patientCapture: a 20 s read is given 40, 80 and
+// 160 s more.
+const readAttempts = 4
+
+// patientCapture is tryCapture for a read whose answer is not a timeout: a
+// read that answered that its deadline passed (or whose call was cut off
+// by it) is made again with twice the timeout, while the test's deadline
+// (patience) allows, readAttempts times at most. Any other answer, right or
+// wrong, is returned as it is, and so is the last timeout.
+func patientCapture(t testing.TB, c *adaptertest.Instance, after bool, timeout time.Duration) (read, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := tryCapture(c, after, timeout)
+		cutOff := err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "context deadline exceeded"))
+		if !cutOff && (err != nil || !timedOut(r)) {
+			return r, err
+		}
+		if attempt == readAttempts || time.Now().Add(2*timeout).After(patience(t)) {
+			return r, err
+		}
+		t.Logf("a read timed out within %v on a loaded machine (%v %q); reading again within %v", timeout, err, r.Reason, 2*timeout)
+		timeout *= 2
+	}
+}
+
+// mustPatientCapture is patientCapture that fails the test on a call error.
+func mustPatientCapture(t testing.TB, c *adaptertest.Instance, after bool, timeout time.Duration) read {
+	t.Helper()
+	r, err := patientCapture(t, c, after, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -17,8 +17,10 @@ const terminateWait = 10 * time.Second
 // CloseOnTerminate makes a SIGTERM of the plugin process stop the process's
 // browser and remove its temporary folder (the Chromium profile, HOME and
 // XDG folders) before the process ends, then end it as the signal would
-// have. The func it returns stops watching and closes the browser the same
-// way, for a plugin whose Serve returned (the daemon stopped it). A plugin
+// have. The func it returns stops watching, ends the browser at once and
+// removes its folder, for a plugin whose Serve returned: the daemon stopped
+// it and kills it 2 s later, which a graceful close may not fit on a
+// loaded machine. A plugin
 // binary's main:
 //
 //	func main() {
@@ -57,7 +59,7 @@ func CloseOnTerminate() (closeBrowser func()) {
 		once.Do(func() {
 			signal.Stop(sigs)
 			close(done)
-			processBrowser().Close()
+			processBrowser().kill()
 		})
 	}
 }
