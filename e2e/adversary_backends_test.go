@@ -153,17 +153,17 @@ func advSQLite(t *testing.T) *advBackend {
 	return b
 }
 
-// advPostgres: the table on a real PostgreSQL under row-level security;
-// the reader account cannot select a hidden row (the deployment reads as
-// the owner, whom the policy does not bind).
-func advPostgres(t *testing.T) *advBackend {
-	_, _, pg := storeServer(t)
-	ctx := context.Background()
-	if err := pg.Exec(ctx, pg.Database,
+// advPostgresTables creates adv_records on pg under row-level security
+// (the reader account cannot select a hidden row), then the extra tables,
+// and opens the store the adversary writes through, as the admin.
+func advPostgresTables(t *testing.T, pg *sqlservers.Postgres, extra ...string) advSQLStore {
+	t.Helper()
+	stmts := append([]string{
 		`CREATE TABLE adv_records (id bigserial PRIMARY KEY, subject text NOT NULL, type text NOT NULL, deleted_at text, hidden boolean NOT NULL DEFAULT false)`,
 		`ALTER TABLE adv_records ENABLE ROW LEVEL SECURITY`,
 		fmt.Sprintf(`CREATE POLICY adv_visible ON adv_records FOR SELECT TO %s USING (NOT hidden)`, pg.Reader.User),
-	); err != nil {
+	}, extra...)
+	if err := pg.Exec(context.Background(), pg.Database, stmts...); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("pgx", fmt.Sprintf("host=127.0.0.1 port=%d dbname=%s user=%s password=%s sslmode=disable", pg.Port, pg.Database, pg.Admin.User, pg.Admin.Password))
@@ -171,7 +171,15 @@ func advPostgres(t *testing.T) *advBackend {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := advSQLStore{db: db, pg: true}
+	return advSQLStore{db: db, pg: true}
+}
+
+// advPostgres: the table on a real PostgreSQL under row-level security;
+// the reader account cannot select a hidden row (the deployment reads as
+// the owner, whom the policy does not bind).
+func advPostgres(t *testing.T) *advBackend {
+	_, _, pg := storeServer(t)
+	s := advPostgresTables(t, pg)
 	// The deployment reads as the table's owner, whom the policy does not
 	// bind: the sql adapter refuses to judge a read the login's row-level
 	// security filters (adapters/sql TestHiddenRowsRefused), so the sound

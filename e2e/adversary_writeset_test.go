@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"testing"
 )
@@ -28,20 +26,7 @@ const advWriteSetName = "postgres-writeset"
 // deployments and their slots.
 func advPostgresWriteSet(t *testing.T) *advBackend {
 	pg := startWriteSetPostgres(t)
-	if err := pg.Exec(context.Background(), pg.Database,
-		`CREATE TABLE adv_records (id bigserial PRIMARY KEY, subject text NOT NULL, type text NOT NULL, deleted_at text, hidden boolean NOT NULL DEFAULT false)`,
-		`CREATE TABLE adv_notes (id bigserial PRIMARY KEY, subject text NOT NULL, note text NOT NULL)`,
-		`ALTER TABLE adv_records ENABLE ROW LEVEL SECURITY`,
-		fmt.Sprintf(`CREATE POLICY adv_visible ON adv_records FOR SELECT TO %s USING (NOT hidden)`, pg.Reader.User),
-	); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("pgx", fmt.Sprintf("host=127.0.0.1 port=%d dbname=%s user=%s password=%s sslmode=disable", pg.Port, pg.Database, pg.Admin.User, pg.Admin.Password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	s := advSQLStore{db: db, pg: true}
+	s := advPostgresTables(t, pg, `CREATE TABLE adv_notes (id bigserial PRIMARY KEY, subject text NOT NULL, note text NOT NULL)`)
 	// The read role is the narrowed one: row-level security binds it, so
 	// a hidden row is a record the read cannot see and only the write set
 	// can.

@@ -38,6 +38,17 @@ func wsTable(t *testing.T, pg *sqlservers.Postgres, table string) (deployment, e
 }
 
 // wsInsert saves one Triage row for patient, as the automation would.
+// wsDaemon starts a daemon reading table through a changes: deployment
+// (wsTable) it registers, and sets up that deployment's slot.
+func wsDaemon(t *testing.T, pg *sqlservers.Postgres, table string) (*daemon, *clinicDB, string) {
+	t.Helper()
+	deployment, effects := wsTable(t, pg, table)
+	d := startDaemon(t, daemonOpts{config: "secrets:\n  allow: [VERIFIER_DB_*]\n", env: []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password}})
+	name := d.register(t, deployment)
+	setupSlot(t, pg, name, deployment)
+	return d, &clinicDB{deployment: deployment, effects: effects}, name
+}
+
 func wsInsert(t *testing.T, pg *sqlservers.Postgres, table, patient string) {
 	t.Helper()
 	if err := pg.Exec(context.Background(), pg.Database, fmt.Sprintf("INSERT INTO %s (patient_id, type, note) VALUES ('%s', 'Triage', 'x')", table, patient)); err != nil {
@@ -64,11 +75,7 @@ func wsVerified(t *testing.T, d *daemon, v verifyOutput, what string) {
 // begun and verified after that finds nothing of the first's log missing.
 func TestWriteSetHoldSurvivesRestart(t *testing.T) {
 	pg := startWriteSetPostgres(t)
-	deployment, effects := wsTable(t, pg, "enc_restart")
-	d := startDaemon(t, daemonOpts{config: "secrets:\n  allow: [VERIFIER_DB_*]\n", env: []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password}})
-	c := &clinicDB{deployment: deployment, effects: effects}
-	name := d.register(t, deployment)
-	setupSlot(t, pg, name, deployment)
+	d, c, name := wsDaemon(t, pg, "enc_restart")
 
 	first := d.beginNamed(t, c, name, "p-1", "x")
 	d.stop()
@@ -111,11 +118,7 @@ func TestWriteSetHoldsSharedByReplicas(t *testing.T) {
 // was repaired.
 func TestWriteSetReverifyAfterRelease(t *testing.T) {
 	pg := startWriteSetPostgres(t)
-	deployment, effects := wsTable(t, pg, "enc_reverify")
-	d := startDaemon(t, daemonOpts{config: "secrets:\n  allow: [VERIFIER_DB_*]\n", env: []string{"VERIFIER_DB_PASSWORD=" + pg.Reader.Password}})
-	c := &clinicDB{deployment: deployment, effects: effects}
-	name := d.register(t, deployment)
-	setupSlot(t, pg, name, deployment)
+	d, c, name := wsDaemon(t, pg, "enc_reverify")
 
 	s := d.beginNamed(t, c, name, "p-1", "x")
 	wsInsert(t, pg, "enc_reverify", "p-1")
