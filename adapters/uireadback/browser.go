@@ -64,12 +64,13 @@ type BrowserOptions struct {
 type Browser struct {
 	opts BrowserOptions
 
-	mu     sync.Mutex
-	proc   *browserProcess
-	spare  *tab // the next read-back's tab, opening or open
-	active int
-	idle   *time.Timer
-	closed bool
+	mu       sync.Mutex
+	proc     *browserProcess
+	starting *startCall // the Chromium start in progress, if any
+	spare    *tab       // the next read-back's tab, opening or open
+	active   int
+	idle     *time.Timer
+	closed   bool
 }
 
 type browserProcess struct {
@@ -177,24 +178,82 @@ func (t *tab) discard() {
 
 // acquire returns a fresh tab in the running browser, starting the browser
 // when needed, and a release func the caller must call when its read-back
-// ends. The caller disposes of the tab.
+// ends. The caller disposes of the tab. The lock is never held while
+// Chromium starts: one start runs at a time (startOnce), and every
+// acquirer that needs it waits for that one, each until its own context
+// ends (then acquire returns ctx.Err() at once; the start goes on for the
+// others, and a browser nobody took stops when idle).
 func (b *Browser) acquire(ctx context.Context) (*tab, func(), error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, nil, errBrowserClosed
+		}
+		if b.proc != nil && b.proc.ctx.Err() != nil {
+			// The process died (crash, kill): start a new one.
+			b.stopLocked()
+		}
+		if b.proc != nil {
+			t, release := b.takeLocked()
+			b.mu.Unlock()
+			return t, release, nil
+		}
+		s := b.startOnceLocked()
+		b.mu.Unlock()
+		select {
+		case <-s.done:
+			if s.err != nil {
+				return nil, nil, s.err
+			}
+			// Started: take a tab of it (or start again, had it died).
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// startCall is one Chromium start that acquirers wait for: done closes
+// when it has ended, err is set before.
+type startCall struct {
+	done chan struct{}
+	err  error
+}
+
+// startOnceLocked is the start in progress, or a new one; the caller holds
+// the lock.
+func (b *Browser) startOnceLocked() *startCall {
+	if b.starting == nil {
+		b.starting = &startCall{done: make(chan struct{})}
+		go b.runStart(b.starting)
+	}
+	return b.starting
+}
+
+// runStart starts Chromium without the lock, bounded by startTimeout and
+// by no acquirer's context, and makes it the running browser: idle at
+// first, so that a browser no acquirer stayed for stops like any other.
+func (b *Browser) runStart(s *startCall) {
+	p, err := b.start(context.Background())
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return nil, nil, errBrowserClosed
-	}
-	if b.proc != nil && b.proc.ctx.Err() != nil {
-		// The process died (crash, kill): start a new one.
-		b.stopLocked()
-	}
-	if b.proc == nil {
-		p, err := b.start(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
+	b.starting = nil
+	switch {
+	case err != nil:
+		s.err = err
+	case b.closed:
+		go p.stop()
+		s.err = errBrowserClosed
+	default:
 		b.proc = p
+		b.armIdleLocked()
 	}
+	close(s.done)
+}
+
+// takeLocked takes a tab of the running browser for one read-back; the
+// caller holds the lock.
+func (b *Browser) takeLocked() (*tab, func()) {
 	if b.idle != nil {
 		b.idle.Stop()
 		b.idle = nil
@@ -206,7 +265,18 @@ func (b *Browser) acquire(ctx context.Context) (*tab, func(), error) {
 		t = openTab(b.proc)
 	}
 	var once sync.Once
-	return t, func() { once.Do(b.release) }, nil
+	return t, func() { once.Do(b.release) }
+}
+
+// armIdleLocked stops the browser after IdleTimeout when no read-back runs
+// in it; the caller holds the lock.
+func (b *Browser) armIdleLocked() {
+	if b.active == 0 && b.opts.IdleTimeout > 0 {
+		if b.idle != nil {
+			b.idle.Stop()
+		}
+		b.idle = time.AfterFunc(b.opts.IdleTimeout, b.stopIdle)
+	}
 }
 
 // waitSpare waits until the next read-back's tab is open (for benchmarks
@@ -233,9 +303,7 @@ func (b *Browser) release() {
 	if b.spare == nil && !b.opts.NoSpare {
 		b.spare = openTab(b.proc)
 	}
-	if b.active == 0 && b.opts.IdleTimeout > 0 {
-		b.idle = time.AfterFunc(b.opts.IdleTimeout, b.stopIdle)
-	}
+	b.armIdleLocked()
 }
 
 func (b *Browser) stopIdle() {
@@ -373,7 +441,7 @@ func (b *Browser) start(ctx context.Context) (*browserProcess, error) {
 	p := &browserProcess{ctx: bctx, cancel: cancel, allocCancel: allocCancel, dir: dir}
 
 	// The first run ties the browser's life to bctx, so it gets bctx itself;
-	// the caller's deadline and startTimeout bound the wait instead.
+	// ctx and startTimeout bound the wait instead.
 	started := make(chan error, 1)
 	go func() { started <- chromedp.Do(bctx) }()
 	t := time.NewTimer(startTimeout)
