@@ -266,7 +266,7 @@ func (d *daemon) startHost(daemonCfg *config.Daemon, mets *metrics.Metrics) erro
 func (d *daemon) serverOptions(daemonCfg *config.Daemon) (server.Options, error) {
 	grpcLim, grpcOpts := d.opts.Connections.grpcListener("grpc", nil)
 	d.grpcLim = grpcLim
-	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), Ready: d.fence.Ready, MaxJudgeRecords: d.opts.MaxJudgeRecords}
+	opts := server.Options{Logger: d.logger, Connection: grpcOpts, Budget: inflight.New(d.opts.MaxInflightBytes), Ready: d.fence.Ready, MaxJudgeRecords: d.opts.MaxJudgeRecords, Pace: d.opts.Connections.messagePace()}
 	if env := daemonCfg.API.BearerTokenEnv; env != "" {
 		tok := os.Getenv(env)
 		if tok == "" {

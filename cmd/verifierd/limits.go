@@ -15,6 +15,7 @@ import (
 	"github.com/verifierd/verifierd/internal/connlimit"
 	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/metrics"
+	"github.com/verifierd/verifierd/internal/server"
 )
 
 // connLimits are the bounds on the connections of every listener
@@ -44,7 +45,7 @@ func connFlags(fs *flag.FlagSet) *connLimits {
 	fs.DurationVar(&c.handshakeTimeout, "handshake-timeout", 10*time.Second, "how long a new connection may take to finish its TLS handshake and send the HTTP/2 preface (gRPC) or a request's headers (HTTP) before it is closed")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "close a connection with no call in flight (gRPC) or no request (HTTP keep-alive) after this long")
 	fs.DurationVar(&c.httpReadTimeout, "http-read-timeout", 30*time.Second, "how long one HTTP request, headers and body, may take to arrive")
-	fs.Int64Var(&c.minBodyRate, "min-body-rate", defaultMinBodyRate, "bytes a second an HTTP request body must keep up after its first 5s; a slower body is cut with 408 (0: no minimum)")
+	fs.Int64Var(&c.minBodyRate, "min-body-rate", defaultMinBodyRate, "bytes a second an HTTP request body or gRPC request message must keep up after its first 5s; a slower body is cut with 408, a gRPC message not in within 5s plus its method's largest message at this rate with DeadlineExceeded (0: no minimum)")
 	fs.IntVar(&c.maxUnauthenticatedPerIp, "max-unauthenticated-per-ip", 128, "connections not yet authenticated that one address may hold on each listener; past it the oldest idle one is closed (0: no bound)")
 	fs.IntVar(&c.maxUnauthenticated, "max-unauthenticated", 512, "connections not yet authenticated that each listener holds in all; past it the oldest idle one is closed (0: no bound)")
 	fs.IntVar(&c.maxStreamsPerConnection, "max-streams-per-connection", 64, "gRPC calls one connection may have in flight at once; more are refused (REFUSED_STREAM)")
@@ -61,6 +62,12 @@ const bodyGrace = 5 * time.Second
 // bodyLimits are the HTTP listener's body pacing (httpapi.SetBodyLimits).
 func (c *connLimits) bodyLimits() httpapi.BodyLimits {
 	return httpapi.BodyLimits{MinRate: c.minBodyRate, Grace: bodyGrace, ReadTimeout: c.httpReadTimeout}
+}
+
+// messagePace is the gRPC listener's message pacing (server.Options.Pace):
+// the same rate and grace as HTTP bodies.
+func (c *connLimits) messagePace() server.MessagePace {
+	return server.MessagePace{MinRate: c.minBodyRate, Grace: bodyGrace}
 }
 
 func (c *connLimits) check() error {

@@ -105,7 +105,8 @@ func register(srv *grpc.Server, desc *grpc.ServiceDesc, impl any) {
 // vetted wraps a generated unary method handler. Before the call's
 // message is read it grows the call's hold (from tapIn) to what gRPC may
 // receive for it (receiveHold), waiting for room as an HTTP body does;
-// then it reads the message (the codec refuses one over the method's
+// then it reads the message within the call's pace (paced: a message not
+// in by then is DeadlineExceeded; the codec refuses one over the method's
 // bound), holds exactly its size for as long as the call runs
 // (holdMessage) and hands the generated handler a decoder that refuses
 // strings that are not UTF-8 with InvalidArgument naming the field. The
@@ -119,7 +120,7 @@ func vetted(h grpc.MethodHandler) grpc.MethodHandler {
 		if err := receiveHold(ctx, hold); err != nil {
 			return nil, err
 		}
-		if err := dec(&raw); err != nil {
+		if err := paced(ctx, method, func() error { return dec(&raw) }); err != nil {
 			return nil, err
 		}
 		if raw.over > 0 {
@@ -205,7 +206,8 @@ type boundedMessage struct {
 // budgetedStream is a streaming call (server reflection: the API's calls
 // are unary) whose every message is read as a unary call's is: its hold
 // grows to what gRPC may receive (receiveHold) before the message is read,
-// a message over the method's bound (MethodLimit) is refused with
+// the message must be in within the call's pace (paced: an idle stream
+// waiting for its next message is cut too), a message over the method's bound (MethodLimit) is refused with
 // ResourceExhausted before it is decoded, and the hold is back to the
 // stream's window once the message is decoded.
 type budgetedStream struct {
@@ -221,7 +223,7 @@ func (s budgetedStream) RecvMsg(m any) error {
 	// Shrinking never waits.
 	defer func() { _ = s.hold.Resize(context.Background(), capped(s.hold.Budget(), StreamWindowBytes)) }()
 	b := boundedMessage{msg: m, limit: MethodLimit(s.method)}
-	if err := s.ServerStream.RecvMsg(&b); err != nil {
+	if err := paced(s.Context(), s.method, func() error { return s.ServerStream.RecvMsg(&b) }); err != nil {
 		return err
 	}
 	if b.over > 0 {

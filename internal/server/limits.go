@@ -89,8 +89,9 @@ type holdKey struct{}
 // the call reads its message) from the budget, without waiting: a spent
 // budget refuses the call with ResourceExhausted at once. vetted grows the
 // hold before the message is read (receiveHold) and sizes it to the
-// message once it has arrived; the hold is released when the call ends.
-func tapIn(token string, budget *inflight.Budget) tap.ServerInHandle {
+// message once it has arrived; the hold is released when the call ends,
+// or when its message arrives slower than pace allows (withPacer, paced).
+func tapIn(token string, budget *inflight.Budget, pace MessagePace) tap.ServerInHandle {
 	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
 		if exempt(info.FullMethodName) {
 			return ctx, nil
@@ -103,6 +104,7 @@ func tapIn(token string, budget *inflight.Budget) tap.ServerInHandle {
 		if err != nil {
 			return nil, err
 		}
+		ctx = withPacer(ctx, pace)
 		context.AfterFunc(ctx, hold.Release)
 		return context.WithValue(ctx, holdKey{}, hold), nil
 	}

@@ -74,6 +74,11 @@ type Options struct {
 	// any is decoded; over it the call is InvalidArgument naming the flag.
 	// 0: no bound.
 	MaxJudgeRecords int
+	// Pace is how fast an authenticated call's request message must
+	// arrive once the call asks for it (--min-body-rate, as for HTTP
+	// bodies): a late one is cut with DeadlineExceeded and its hold given
+	// back. The zero value cuts nothing.
+	Pace MessagePace
 }
 
 // New returns a gRPC server with VerifierService, health and reflection.
@@ -102,7 +107,7 @@ func newServer(svc verifierv1.VerifierServiceServer, opts Options) (*grpc.Server
 		grpc.ChainStreamInterceptor(authStream(opts.BearerToken), budgetStreams()),
 		// The token and the budget are checked before a message is read
 		// (limits.go).
-		grpc.InTapHandle(tapIn(opts.BearerToken, opts.Budget)),
+		grpc.InTapHandle(tapIn(opts.BearerToken, opts.Budget, opts.Pace)),
 		// Calls run on a pool of goroutines whose stacks have already
 		// grown, instead of a fresh goroutine (and its stack growth) per
 		// call; a call that finds every worker busy still gets its own.

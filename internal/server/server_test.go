@@ -41,6 +41,13 @@ func (emptyAdapter) CaptureAfter(context.Context, sdk.CaptureRequest) (sdk.Captu
 // serve starts the public API on an in-memory listener.
 func serve(t *testing.T, opts Options) *grpc.ClientConn {
 	t.Helper()
+	conn, _ := serveDial(t, opts)
+	return conn
+}
+
+// serveDial is serve, with a dialer of raw connections to the server too.
+func serveDial(t *testing.T, opts Options) (*grpc.ClientConn, func() (net.Conn, error)) {
+	t.Helper()
 	host, err := pluginhost.New(pluginhost.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +73,7 @@ func serve(t *testing.T, opts Options) *grpc.ClientConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(); srv.Stop(); host.Close(); st.Close() })
-	return conn
+	return conn, lis.Dial
 }
 
 // wantCode asserts the code, that the message names want, and that it
