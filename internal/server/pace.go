@@ -70,16 +70,20 @@ func paced(ctx context.Context, method string, recv func() error) error {
 	if p == nil {
 		return recv()
 	}
-	within := p.pace.Within(method)
-	late := status.New(codes.DeadlineExceeded, fmt.Sprintf(
-		"the %s request message was not in within %s: %d bytes a second (--min-body-rate) for the %d bytes that method takes, after the first %s; send the message at once",
-		method, within, p.pace.MinRate, MethodLimit(method), p.pace.Grace))
-	timer := time.AfterFunc(within, func() { p.cut(ctx, late) })
+	timer := time.AfterFunc(p.pace.Within(method), func() { p.cut(ctx, p.late(method)) })
 	err := recv()
 	if !timer.Stop() || errors.Is(context.Cause(ctx), errTooSlow) {
-		return late.Err()
+		return p.late(method).Err()
 	}
 	return err
+}
+
+// late is the status of a call of method cut for its late message (made
+// only then: paced runs on every call).
+func (p *pacer) late(method string) *status.Status {
+	return status.New(codes.DeadlineExceeded, fmt.Sprintf(
+		"the %s request message was not in within %s: %d bytes a second (--min-body-rate) for the %d bytes that method takes, after the first %s; send the message at once",
+		method, p.pace.Within(method), p.pace.MinRate, MethodLimit(method), p.pace.Grace))
 }
 
 // statusWriter is gRPC's transport stream of a call (grpc-go's
