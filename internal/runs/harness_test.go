@@ -144,3 +144,29 @@ type storedMeta struct {
 	Params map[string]string   `json:"params"`
 	Run    *session.RunBinding `json:"run"`
 }
+
+// A session Begin with a run_id is refused as invalid on a Manager with
+// no runs service attached, and nothing is begun; once one is attached
+// (For) it is a step of a run, checked by the runs service.
+func TestBeginInRunNeedsTheRunsService(t *testing.T) {
+	t.Parallel()
+	st, err := bolt.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m, err := session.New(session.Options{Host: newHost(t), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	_, err = m.Begin(ctx, session.BeginRequest{RunID: "r1", Step: "intake"})
+	wantRefusal(t, err, session.Invalid, "", "run_id")
+	n := 0
+	if err := st.ForEachSession(ctx, func(string, []byte, []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("sessions stored = %d (%v); want none", n, err)
+	}
+	For(m)
+	_, err = m.Begin(ctx, session.BeginRequest{RunID: "r1", Step: "intake"})
+	wantRefusal(t, err, session.NotFound, "", "run_id")
+}

@@ -186,7 +186,7 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 	if req.RunID != "" {
 		steps := m.runHost.stepBeginner()
 		if steps == nil {
-			return nil, errNoRuns
+			return nil, errNoRuns()
 		}
 		res, err = steps.BeginStep(ctx, req)
 		if err == nil || !isKind(err, Invalid) {

@@ -56,7 +56,9 @@ func (h *RunHost) stepBeginner() StepBeginner {
 
 // errNoRuns answers a Begin with a RunID on a Manager whose RunHost has no
 // runs service attached (internal/runs.New attaches one).
-var errNoRuns = &Error{Kind: Invalid, Path: "run_id", Message: "this daemon serves no runs"}
+func errNoRuns() error {
+	return &Error{Kind: Invalid, Path: "run_id", Message: "this daemon serves no runs"}
+}
 
 // Store is the session store, which holds the runs too.
 func (h *RunHost) Store() store.Backend { return h.m.store }

@@ -36,11 +36,19 @@ func (r *Reread) Result() *Result { return r.res }
 
 // ChangeIDs is, per effect, the identities of the records a change claim
 // of the fresh result matched (changeIdentities).
-func (r *Reread) ChangeIDs() [][]string { return changeIdentities(r.md, r.res) }
+func (r *Reread) ChangeIDs() [][]string {
+	if r.md == nil || r.res == nil {
+		return nil
+	}
+	return changeIdentities(r.md, r.res)
+}
 
 // ChangeClaim reports whether effect i is a change claim; ok is false when
 // the session's effects no longer parse or have no effect i.
 func (r *Reread) ChangeClaim(i int) (claim, ok bool) {
+	if r.md == nil {
+		return false, false
+	}
 	effects, err := effectsList(r.md.Effects)
 	if err != nil || i < 0 || i >= len(effects) {
 		return false, false
@@ -51,6 +59,9 @@ func (r *Reread) ChangeClaim(i int) (claim, ok bool) {
 // IdentityField is effect i's identity field ("" when the session's
 // effects no longer parse).
 func (r *Reread) IdentityField(i int) string {
+	if r.md == nil {
+		return ""
+	}
 	effects, err := effectsList(r.md.Effects)
 	if err != nil || i >= len(effects) {
 		return ""
