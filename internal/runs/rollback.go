@@ -70,7 +70,7 @@ func (svc *Service) rollbackCheckOnce(ctx context.Context, id string) (*Rollback
 }
 
 // sessionRollback judges one session of the run for a rollback check
-// through the one judging path (rereadSession, census included): an
+// through the one judging path (session.RunHost.Reread, census included): an
 // effect is undone when it reads affirmatively absent against the
 // session's original baseline (a loss of records the run created set
 // aside: run.ForgivenClass) and every record the session created is gone
