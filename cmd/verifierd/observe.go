@@ -12,6 +12,7 @@ import (
 	"github.com/verifierd/verifierd/internal/inflight"
 	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/runs"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/version"
@@ -67,5 +68,5 @@ func watchHealth(m *metrics.Metrics, fence *keyFence, storeUp *atomic.Bool, budg
 // Manager's store.
 func registerObserve(api *httpapi.API, m *metrics.Metrics, mgr *session.Manager, st store.Backend) {
 	api.Handle("GET /metrics", m.Handler().ServeHTTP)
-	(&console.Console{Manager: mgr, Store: st}).Register(api)
+	(&console.Console{Manager: mgr, Store: st, Runs: runs.For(mgr)}).Register(api)
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/internal/httpapi"
+	"github.com/verifierd/verifierd/internal/runs"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
@@ -53,10 +54,22 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 }).ParseFS(templateFS, "templates/*.html"))
 
-// Console serves the pages from the session store through the manager.
+// Console serves the pages from the session store through the manager,
+// and the runs pages through the runs service.
 type Console struct {
 	Manager *session.Manager
 	Store   store.Backend
+	// Runs is the runs service (internal/runs); nil: one over Manager
+	// (runs.For; every one over a Manager is equivalent).
+	Runs *runs.Service
+}
+
+// runService is c.Runs, or one over c.Manager.
+func (c *Console) runService() *runs.Service {
+	if c.Runs != nil {
+		return c.Runs
+	}
+	return runs.For(c.Manager)
 }
 
 // Register joins the console's GET routes to api (behind its token).
@@ -69,39 +82,39 @@ func (c *Console) Register(api *httpapi.API) {
 }
 
 // Runs lists the newest runs, at most limit, each as GetRun reports it
-// (session.Runs.ListRuns): its outcome (or open), its steps with their
+// (runs.Service.ListRuns): its outcome (or open), its steps with their
 // latest session and outcome, its artifacts. The store is read whole, as
 // Recent reads it.
-func Runs(ctx context.Context, m *session.Manager, limit int) ([]*session.RunView, int, error) {
-	runs, err := m.Runs().ListRuns(ctx)
+func Runs(ctx context.Context, svc *runs.Service, limit int) ([]*runs.RunView, int, error) {
+	list, err := svc.ListRuns(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	slices.SortFunc(runs, func(a, b *session.RunView) int {
+	slices.SortFunc(list, func(a, b *runs.RunView) int {
 		if c := b.BegunAt.Compare(a.BegunAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.RunID, b.RunID)
 	})
-	total := len(runs)
-	if len(runs) > limit {
-		runs = runs[:limit]
+	total := len(list)
+	if len(list) > limit {
+		list = list[:limit]
 	}
-	return runs, total, nil
+	return list, total, nil
 }
 
 func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
-	runs, total, err := Runs(r.Context(), c.Manager, PageSize)
+	list, total, err := Runs(r.Context(), c.runService(), PageSize)
 	if err != nil {
 		httpapi.WriteError(w, http.StatusInternalServerError, "internal", "reading the store failed")
 		return
 	}
-	render(w, "runs.html", map[string]any{"Title": "Runs", "Runs": runs, "Total": total, "PageSize": PageSize})
+	render(w, "runs.html", map[string]any{"Title": "Runs", "Runs": list, "Total": total, "PageSize": PageSize})
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	v, err := c.Manager.Runs().GetRun(r.Context(), id)
+	v, err := c.runService().GetRun(r.Context(), id)
 	if err != nil {
 		if se, ok := errors.AsType[*session.Error](err); ok && (se.Kind == session.NotFound || se.Kind == session.Invalid) {
 			httpapi.WriteError(w, http.StatusNotFound, "not_found", "no such run")

@@ -24,6 +24,7 @@ import (
 	"github.com/verifierd/verifierd/internal/httpapi"
 	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/runs"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/testservers"
@@ -406,7 +407,7 @@ func TestConsoleListsRuns(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	id, err := f.mgr.Runs().BeginRun(ctx, session.BeginRunRequest{Workflow: "intake-run", DeploymentName: "intake", Params: map[string]string{"patient": "p-run"}})
+	id, err := runs.For(f.mgr).BeginRun(ctx, runs.BeginRunRequest{Workflow: "intake-run", DeploymentName: "intake", Params: map[string]string{"patient": "p-run"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +441,7 @@ func TestConsoleListsRuns(t *testing.T) {
 
 	// Finished with confirm never begun: something landed, so the run
 	// needs reconciling.
-	if v, err := f.mgr.Runs().FinishRun(ctx, id); err != nil || v.Outcome != "RECONCILIATION_REQUIRED" {
+	if v, err := runs.For(f.mgr).FinishRun(ctx, id); err != nil || v.Outcome != "RECONCILIATION_REQUIRED" {
 		t.Fatalf("FinishRun = %+v, %v; want RECONCILIATION_REQUIRED", v, err)
 	}
 	code, page = f.get(t, "GET", "/console/runs/"+id, true)

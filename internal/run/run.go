@@ -1,8 +1,9 @@
 // Package run is the run classifier: from the latest state of every step
 // and artifact edge of a workflow run it decides the run's one outcome,
 // its tier and lowest oracle rung, and the reason codes of anything short
-// of VERIFIED. It is a pure function of its input; internal/session
-// gathers the input from the store and seals the answer in a run receipt.
+// of VERIFIED. It is a pure function of its input; internal/runs (the
+// runs service) gathers the input from the store and seals the answer in
+// a run receipt.
 // docs/runs.md gives the rules as a table.
 package run
 

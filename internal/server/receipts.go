@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/verifierd/verifierd/internal/runs"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/judge"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
@@ -102,7 +103,7 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 		if req.GetRunId() == "" {
 			return nil, invalid("run_id", "run_artifact and step name an artifact of a run: give the run_id too")
 		}
-		res, err = s.runs.VerifyRunArtifact(ctx, session.RunArtifactRequest{RunID: req.GetRunId(), RunArtifact: req.GetRunArtifact(), Step: req.GetStep(),
+		res, err = s.runs.VerifyRunArtifact(ctx, runs.RunArtifactRequest{RunID: req.GetRunId(), RunArtifact: req.GetRunArtifact(), Step: req.GetStep(),
 			DeploymentName: req.GetDeploymentName(), Artifact: art})
 	} else {
 		res, err = s.m.VerifyArtifact(ctx, req.GetDeploymentName(), art)

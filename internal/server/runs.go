@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/verifierd/verifierd/internal/run"
-	"github.com/verifierd/verifierd/internal/session"
+	"github.com/verifierd/verifierd/internal/runs"
 	verifierv1 "github.com/verifierd/verifierd/proto/verifierd/verifier/v1"
 )
 
@@ -32,13 +32,13 @@ func optTime(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-func runToProto(v *session.RunView) *verifierv1.Run {
+func runToProto(v *runs.RunView) *verifierv1.Run {
 	out := &verifierv1.Run{
 		RunId: v.RunID, Workflow: v.Workflow, DeploymentName: v.DeploymentName,
 		State: verifierv1.RunState_open, Outcome: runOutcomeToProto(v.Outcome), Attempt: int32(v.Attempt),
 		Tier: int32(v.Tier), OracleRung: int32(v.OracleRung), BegunAt: optTime(v.BegunAt), SealedAt: optTime(v.SealedAt),
 	}
-	if v.State == session.RunSealed {
+	if v.State == runs.RunSealed {
 		out.State = verifierv1.RunState_sealed
 	}
 	for _, s := range v.Steps {
@@ -59,7 +59,7 @@ func runToProto(v *session.RunView) *verifierv1.Run {
 	return out
 }
 
-func runReceipt(v *session.RunView) (*structpb.Struct, error) {
+func runReceipt(v *runs.RunView) (*structpb.Struct, error) {
 	if len(v.Receipt) == 0 {
 		return nil, nil
 	}
@@ -71,7 +71,7 @@ func (s *service) BeginRun(ctx context.Context, req *verifierv1.BeginRunRequest)
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.runs.BeginRun(ctx, session.BeginRunRequest{Workflow: req.GetWorkflow(), DeploymentName: req.GetDeploymentName(), Params: params, RunID: req.GetRunId()})
+	id, err := s.runs.BeginRun(ctx, runs.BeginRunRequest{Workflow: req.GetWorkflow(), DeploymentName: req.GetDeploymentName(), Params: params, RunID: req.GetRunId()})
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -27,6 +27,7 @@ import (
 	sqladapter "github.com/verifierd/verifierd/adapters/sql"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
+	"github.com/verifierd/verifierd/internal/runs"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store/bolt"
@@ -321,17 +322,17 @@ func TestRunsThroughTheAPI(t *testing.T) {
 			Params: map[string]*structpb.Value{"name": structpb.NewStringValue("Eve")}})
 		refused(t, err, codes.AlreadyExists, "")
 		_, err = r.begin(t, "honest", "posting", map[string]string{"amount": "10"})
-		refused(t, err, codes.FailedPrecondition, session.CodeStepOutOfOrder)
+		refused(t, err, codes.FailedPrecondition, runs.CodeStepOutOfOrder)
 		if _, o := r.step(t, "honest", "intake", nil, patient("honest")); o != verifierv1.Outcome_VERIFIED {
 			t.Fatalf("intake %s", o)
 		}
 		_, err = r.begin(t, "honest", "posting", map[string]string{"amount": "10", "patient_id": "999"})
-		refused(t, err, codes.FailedPrecondition, session.CodeHandoffForged)
+		refused(t, err, codes.FailedPrecondition, runs.CodeHandoffForged)
 		if _, o := r.step(t, "honest", "posting", map[string]string{"amount": "10"}, posting("honest", 1)); o != verifierv1.Outcome_VERIFIED {
 			t.Fatalf("posting %s", o)
 		}
 		_, err = r.begin(t, "honest", "mail", nil)
-		refused(t, err, codes.FailedPrecondition, session.CodeArtifactUnverified)
+		refused(t, err, codes.FailedPrecondition, runs.CodeArtifactUnverified)
 		if a := r.letter(t, "honest"); a.GetVerdict() != verifierv1.Verdict_CONFIRMED || a.GetOracleRung() != 2 {
 			t.Fatalf("letter %s rung %d", a.GetVerdict(), a.GetOracleRung())
 		}
@@ -370,7 +371,7 @@ func TestRunsThroughTheAPI(t *testing.T) {
 		// posting stands RECONCILIATION_REQUIRED: mail, written after it,
 		// does not begin (though it does not name posting in after:).
 		_, err := r.begin(t, "double", "mail", nil)
-		refused(t, err, codes.FailedPrecondition, session.CodeReconciliationPending)
+		refused(t, err, codes.FailedPrecondition, runs.CodeReconciliationPending)
 		res := r.finish(t, "double")
 		if res.GetRun().GetOutcome() != verifierv1.Outcome_RECONCILIATION_REQUIRED || !slices.Contains(codesOfRun(res.GetRun()), "step_not_verified") {
 			t.Fatalf("first seal %v", res.GetRun())

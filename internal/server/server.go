@@ -36,6 +36,7 @@ import (
 	"github.com/verifierd/verifierd/internal/inflight"
 	"github.com/verifierd/verifierd/internal/judgestream"
 	"github.com/verifierd/verifierd/internal/oracle"
+	"github.com/verifierd/verifierd/internal/runs"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
@@ -190,7 +191,7 @@ func Service(m *session.Manager, logger hclog.Logger) verifierv1.VerifierService
 	}
 	s := &service{m: m, logger: logger}
 	if m != nil { // the judge alone (tests) needs no Manager
-		s.runs = m.Runs()
+		s.runs = runs.For(m)
 	}
 	return s
 }
@@ -198,7 +199,7 @@ func Service(m *session.Manager, logger hclog.Logger) verifierv1.VerifierService
 type service struct {
 	verifierv1.UnimplementedVerifierServiceServer
 	m      *session.Manager
-	runs   *session.Runs // the runs service (runs.go)
+	runs   *runs.Service // the runs service (internal/runs; runs.go serves it)
 	logger hclog.Logger
 }
 

@@ -32,10 +32,11 @@ type BeginRequest struct {
 	// RunID begins Step as a step of a run (BeginRun): the workflow and
 	// the deployment come from the run, so Workflow, DeploymentName,
 	// Deployment and Effects stay empty, and Params holds the step's own
-	// parameters only (runs.go).
+	// parameters only (internal/runs).
 	RunID string
 
-	// run is what beginInRun binds into the session (nil outside a run).
+	// run is what the runs service binds into the session (RunHost.Begin;
+	// nil outside a run).
 	run *RunBinding
 }
 
@@ -183,10 +184,14 @@ func (m *Manager) Begin(ctx context.Context, req BeginRequest) (res *BeginResult
 		endBegin(span, res, err)
 	}()
 	if req.RunID != "" {
-		res, err = m.runs.beginInRun(ctx, req)
+		steps := m.runHost.stepBeginner()
+		if steps == nil {
+			return nil, errNoRuns()
+		}
+		res, err = steps.BeginStep(ctx, req)
 		if err == nil || !isKind(err, Invalid) {
 			// The log names what the run's step began under.
-			req.DeploymentName, req.Workflow = m.runs.runNames(ctx, req.RunID)
+			req.DeploymentName, req.Workflow = steps.RunNames(ctx, req.RunID)
 		}
 		return res, err
 	}

@@ -21,8 +21,10 @@
 // RewardOracle (reward_oracle.go: reward contracts and their reads). The
 // lifecycle itself: begin.go, parse.go, baseline.go and census.go for
 // Begin; verify.go, group.go and read.go for Verify; reverify.go for
-// Reverify; runs.go for runs; receipts.go and refused.go for what the
-// ledger binds; errors.go for refusals.
+// Reverify; receipts.go and refused.go for what the ledger binds;
+// errors.go for refusals. Runs are a service of their own (internal/runs),
+// which reaches sessions only through RunHost (runhost.go,
+// runhost_reread.go).
 package session
 
 import (
@@ -105,7 +107,7 @@ type Manager struct {
 	// (writeset.go).
 	writeSets *writeSetSources
 	locks     keyedMutex // serialises Verify per session id
-	runs      *Runs      // the runs service (runs.go)
+	runHost   *RunHost   // what the runs service reaches (runhost.go)
 }
 
 // New checks o once and makes the Manager: a missing store or host, or an
@@ -133,13 +135,14 @@ func New(o Options) (*Manager, error) {
 	if m.logger == nil {
 		m.logger = hclog.NewNullLogger()
 	}
-	m.runs = &Runs{Manager: m}
+	m.runHost = &RunHost{m: m}
 	m.holdStore = holdStore{m.store, m.clock, m.logger}
 	return m, nil
 }
 
-// Runs is the Manager's runs service (runs.go).
-func (m *Manager) Runs() *Runs { return m.runs }
+// RunHost is what the runs service (internal/runs) reaches of the
+// Manager's sessions (runhost.go).
+func (m *Manager) RunHost() *RunHost { return m.runHost }
 
 func newID() string {
 	var b [16]byte

@@ -258,10 +258,10 @@ func writeSetSpans(md *meta, ev *stepEvidence) map[int]*WriteSetSpan {
 	return maps.Clone(out)
 }
 
-// runEffectClaims are, for a run receipt, how each effect of a step's
+// RunEffectClaims are, for a run receipt, how each effect of a step's
 // latest result proved a record new and the write set it was judged on
 // (nil without a result).
-func runEffectClaims(r *Result) []receipt.RunEffectClaim {
+func RunEffectClaims(r *Result) []receipt.RunEffectClaim {
 	if r == nil {
 		return nil
 	}
@@ -278,16 +278,6 @@ func runEffectClaims(r *Result) []receipt.RunEffectClaim {
 
 func newWriteSetSources() *writeSetSources {
 	return &writeSetSources{sources: map[string]*changes.Postgres{}}
-}
-
-// releaseRunWriteSets releases the holds of every session of a run that
-// was sealed VERIFIED: nothing reads them again as part of the run.
-func (m *Manager) releaseRunWriteSets(rec *runRecord) {
-	for _, rs := range rec.Steps {
-		for _, sid := range rs.Sessions {
-			m.releaseWriteSets(context.Background(), sid)
-		}
-	}
 }
 
 // releaseWriteSets releases every hold of session id (a Begin that did

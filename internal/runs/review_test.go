@@ -1,16 +1,17 @@
-package session
+package runs
 
 import (
 	"encoding/json"
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	"strings"
-
+	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -30,30 +31,30 @@ func TestRunRemovedSessionIsADoubt(t *testing.T) {
 	if v.Outcome != judge.ReconciliationRequired {
 		t.Fatalf("double intake: %s", v.Outcome)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "gone")
+	view, err := f.runs.FinishRun(ctx, "gone")
 	if err != nil || view.Outcome != run.ReconciliationRequired {
 		t.Fatalf("first seal %+v %v", view, err)
 	}
-	n, err := f.m.store.RemoveExpired(ctx, time.Now().Add(48*time.Hour), time.Hour)
+	n, err := f.st.RemoveExpired(ctx, time.Now().Add(48*time.Hour), time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("RemoveExpired = %d, %v", n, err)
 	}
 	// Re-beginning intake would read a baseline holding both patients and
 	// confirm one more: refused.
 	_, err = f.begin(t, "gone", "intake", nil)
-	wantRefusal(t, err, Refused, CodeStepAlreadyBegun, "step")
-	view, err = f.m.Runs().GetRun(ctx, "gone")
+	wantRefusal(t, err, session.Refused, CodeStepAlreadyBegun, "step")
+	view, err = f.runs.GetRun(ctx, "gone")
 	if err != nil || view.Steps[0].SessionID != v.SessionID {
 		t.Fatalf("GetRun after the removal: %+v %v", view, err)
 	}
-	view, err = f.m.Runs().FinishRun(ctx, "gone")
+	view, err = f.runs.FinishRun(ctx, "gone")
 	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotVerified) {
 		t.Fatalf("FinishRun after the removal: %+v %v", view, err)
 	}
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
-	rb, err := f.m.Runs().RollbackCheck(ctx, "gone")
+	rb, err := f.runs.RollbackCheck(ctx, "gone")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].SessionID != v.SessionID {
 		t.Fatalf("rollback check of a removed session: %+v %v", rb, err)
 	}
@@ -69,15 +70,15 @@ func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
 	ctx := t.Context()
 	f.beginRun(t, "race")
 	// FinishRun's read, before the Begin binds.
-	rec, err := f.m.runs.loadRun(ctx, "race")
+	rec, err := f.runs.loadRun(ctx, "race")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf, err := f.m.runs.runWorkflow(rec)
+	wf, err := f.runs.runWorkflow(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := f.m.runs.stepStates(ctx, wf, rec)
+	states, err := f.runs.stepStates(ctx, wf, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +93,10 @@ func TestRunSealOfAStaleRunIsRedone(t *testing.T) {
 	}
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	// FinishRun's seal, on what it read.
-	if view, err := f.m.runs.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); !errors.Is(err, errRunChanged) {
+	if view, err := f.runs.sealRun(ctx, rec, wf, states, c, "run_finish", jsonDigest(in)); !errors.Is(err, errRunChanged) {
 		t.Fatalf("seal over a step bound after the read: %+v %v", view, err)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "race")
+	view, err := f.runs.FinishRun(ctx, "race")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID == "" {
 		t.Fatalf("FinishRun after the Begin: %+v %v", view, err)
 	}
@@ -115,7 +116,7 @@ func TestRunRebeginAfterALateSaveRefused(t *testing.T) {
 	// The first attempt's save lands after its Verify.
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	_, err := f.begin(t, "late", "intake", nil)
-	wantRefusal(t, err, Refused, CodeStepAlreadyBegun, "step")
+	wantRefusal(t, err, session.Refused, CodeStepAlreadyBegun, "step")
 }
 
 // The step's result in the run is not only its newest session's: an
@@ -129,7 +130,7 @@ func TestRunReverifyOfAnEarlierSessionCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	ctx := t.Context()
 	f.beginRun(t, "older")
 	first := f.step(t, "older", "intake", nil)
@@ -143,7 +144,7 @@ func TestRunReverifyOfAnEarlierSessionCounts(t *testing.T) {
 	if r, err := f.m.Reverify(ctx, first.SessionID, "the first attempt's save may have landed"); err != nil || r.Outcome == judge.Verified || r.Outcome == judge.HaltedBeforeEffect {
 		t.Fatalf("Reverify of the first attempt: %v %v", r, err)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "older")
+	view, err := f.runs.FinishRun(ctx, "older")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Steps[0].SessionID != first.SessionID {
 		t.Fatalf("FinishRun with the first attempt reconciling: %s %+v %v", view.Outcome, view.Steps, err)
 	}
@@ -163,19 +164,19 @@ func TestRunConsumedArtifactNotReplaced(t *testing.T) {
 		t.Fatalf("letter %s", a.Verdict)
 	}
 	f.step(t, "swap", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"})
-	check := func(sum string) (*ArtifactResult, error) {
-		return f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "swap", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-			Artifact: Artifact{SHA256: sum, Size: 5, Name: "other.pdf"}})
+	check := func(sum string) (*session.ArtifactResult, error) {
+		return f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "swap", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+			Artifact: session.Artifact{SHA256: sum, Size: 5, Name: "other.pdf"}})
 	}
 	other := strings.Repeat("ab", 32)
 	f.files.add(sdk.Record{"name": "other.pdf", "sha256": other, "size": json.Number("5")})
 	_, err := check(other)
-	wantRefusal(t, err, Refused, CodeArtifactConsumed, "artifact.sha256")
+	wantRefusal(t, err, session.Refused, CodeArtifactConsumed, "artifact.sha256")
 	// The consumed bytes may be checked again.
 	if a := f.letter(t, "swap", false); a.Verdict != judge.Confirmed {
 		t.Fatalf("letter again %s", a.Verdict)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "swap")
+	view, err := f.runs.FinishRun(ctx, "swap")
 	if err != nil || view.Outcome != run.Verified || view.Artifacts[0].SHA256 != letterSum {
 		t.Fatalf("FinishRun: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
@@ -193,7 +194,7 @@ func TestRunHaltedSealRereadsHaltedSteps(t *testing.T) {
 		t.Fatalf("intake with nothing saved: %s", v.Outcome)
 	}
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
-	view, err := f.m.Runs().FinishRun(ctx, "late2")
+	view, err := f.runs.FinishRun(ctx, "late2")
 	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepNotVerified) {
 		t.Fatalf("FinishRun after a late save: %s %v %v", view.Outcome, reasonCodes(view.Reasons), err)
 	}
@@ -209,14 +210,14 @@ func TestRunSecretParamNotDigested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	ctx := t.Context()
 	var digests []string
 	for id, pw := range map[string]string{"sec1": "hunter2", "sec2": "correct horse"} {
-		if _, err := f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada", "clerk_password": pw}, RunID: id}); err != nil {
+		if _, err := f.runs.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada", "clerk_password": pw}, RunID: id}); err != nil {
 			t.Fatal(err)
 		}
-		view, err := f.m.Runs().FinishRun(ctx, id)
+		view, err := f.runs.FinishRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,14 +244,14 @@ func TestRunRollbackSeesConfirmedArtifact(t *testing.T) {
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
-	rb, err := f.m.Runs().RollbackCheck(ctx, "undo2")
+	rb, err := f.runs.RollbackCheck(ctx, "undo2")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Step != "posting" || rb.Remains[0].Effect != -1 {
 		t.Fatalf("rollback check with the letter still stored: %+v %v", rb, err)
 	}
 	f.files.mu.Lock()
 	f.files.rows = nil
 	f.files.mu.Unlock()
-	rb, err = f.m.Runs().RollbackCheck(ctx, "undo2")
+	rb, err = f.runs.RollbackCheck(ctx, "undo2")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified {
 		t.Fatalf("rollback check with the letter gone too: %+v %v", rb, err)
 	}
@@ -267,14 +268,14 @@ func TestRunRollbackWaitsForUnverifiedSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := f.m.Runs().RollbackCheck(ctx, "inflight")
+	rb, err := f.runs.RollbackCheck(ctx, "inflight")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].SessionID != b.SessionID {
 		t.Fatalf("rollback check with intake in flight: %+v %v", rb, err)
 	}
 	if _, err := f.m.Verify(ctx, b.SessionID); err != nil {
 		t.Fatal(err)
 	}
-	rb, err = f.m.Runs().RollbackCheck(ctx, "inflight")
+	rb, err = f.runs.RollbackCheck(ctx, "inflight")
 	if err != nil || !rb.RolledBack {
 		t.Fatalf("rollback check with intake halted: %+v %v", rb, err)
 	}
@@ -287,19 +288,18 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	t.Parallel()
 	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
 	files := &table{}
-	docs := &memAdapter{kind: "doc-runmem3", tier: 1, table: files}
-	m2 := newManager(t, &memAdapter{kind: "runmem", tier: sdk.TierIndependentSystem, table: f.tab}, docs)
-	m2.allowInline, m2.daemon.Policy, m2.daemon.Deployments, m2.workflows, m2.signer = false, nil, f.m.daemon.Deployments, f.m.workflows, f.m.signer
-	m2.daemon.Deployments["docs"] = writeDeployment(t, "effects: {kind: doc-runmem3, newness: whole_read}\n")
-	f.m = m2
+	docs := &memAdapter{kind: docKind, tier: sdk.TierIndependentSystem, table: files}
+	m2, st2 := newManager(t, &config.Daemon{Deployments: f.daemon.Deployments}, f.wfs, f.signer, &memAdapter{kind: "runmem", tier: sdk.TierIndependentSystem, table: f.tab}, docs)
+	f.daemon.Deployments["docs"] = writeDeployment(t, "effects: {kind: "+docKind+", newness: whole_read}\n")
+	f.m, f.runs, f.st = m2, For(m2), st2
 	ctx := t.Context()
 	f.beginRun(t, "artrace")
 	f.step(t, "artrace", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	f.step(t, "artrace", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
-	check := func() (*ArtifactResult, error) {
-		return f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-			Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+	check := func() (*session.ArtifactResult, error) {
+		return f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+			Artifact: session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	}
 	if a, err := check(); err != nil || a.Verdict != judge.Confirmed {
 		t.Fatalf("letter: %v %v", a, err)
@@ -310,7 +310,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	var sealed *RunView
 	docs.afterRead = func(int) {
 		var err error
-		if sealed, err = f.m.Runs().FinishRun(ctx, "artrace"); err != nil {
+		if sealed, err = f.runs.FinishRun(ctx, "artrace"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -321,8 +321,8 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	if sealed == nil || sealed.Outcome != run.Verified {
 		t.Fatalf("the seal during the read: %+v", sealed)
 	}
-	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
-	view, err := f.m.Runs().GetRun(ctx, "artrace")
+	wantRefusal(t, err, session.Refused, CodeRunSealed, "run_id")
+	view, err := f.runs.GetRun(ctx, "artrace")
 	if err != nil || view.Outcome != run.Verified || view.Artifacts[0].Verdict != run.ArtifactConfirmed {
 		t.Fatalf("the sealed run records the late check: %s %+v %v", view.Outcome, view.Artifacts, err)
 	}
@@ -337,11 +337,11 @@ func TestRunArtifactBeforeItsProducerRefused(t *testing.T) {
 	ctx := t.Context()
 	f.beginRun(t, "early")
 	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
-	_, err := f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "early", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
-	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "run_artifact")
+	_, err := f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "early", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+		Artifact: session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+	wantRefusal(t, err, session.Refused, CodeStepOutOfOrder, "run_artifact")
 	_, err = f.begin(t, "early", "mail", nil)
-	wantRefusal(t, err, Refused, CodeArtifactUnverified, "step")
+	wantRefusal(t, err, session.Refused, CodeArtifactUnverified, "step")
 }
 
 // TestRunArtifactReadWhereTheWorkflowSays: the workflow's produces: names
@@ -351,22 +351,22 @@ func TestRunArtifactBeforeItsProducerRefused(t *testing.T) {
 func TestRunArtifactReadWhereTheWorkflowSays(t *testing.T) {
 	t.Parallel()
 	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
-	f.m.daemon.Deployments["elsewhere"] = f.m.daemon.Deployments["docs"]
+	f.daemon.Deployments["elsewhere"] = f.daemon.Deployments["docs"]
 	ctx := t.Context()
 	f.beginRun(t, "where")
 	f.step(t, "where", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	f.step(t, "where", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
-	art := Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}
-	_, err := f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", DeploymentName: "elsewhere", Artifact: art})
-	var se *Error
-	if !errors.As(err, &se) || se.Kind != Invalid || se.Path != "deployment_name" {
-		t.Fatalf("a caller-chosen deployment: %v; want Invalid at deployment_name", err)
+	art := session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}
+	_, err := f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", DeploymentName: "elsewhere", Artifact: art})
+	var se *session.Error
+	if !errors.As(err, &se) || se.Kind != session.Invalid || se.Path != "deployment_name" {
+		t.Fatalf("a caller-chosen deployment: %v; want session.Invalid at deployment_name", err)
 	}
-	if v, _ := f.m.Runs().GetRun(ctx, "where"); len(v.Artifacts) != 1 || v.Artifacts[0].Verdict != "" {
+	if v, _ := f.runs.GetRun(ctx, "where"); len(v.Artifacts) != 1 || v.Artifacts[0].Verdict != "" {
 		t.Fatalf("the refused check was recorded: %+v", v.Artifacts)
 	}
-	res, err := f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", Artifact: art})
+	res, err := f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", Artifact: art})
 	if err != nil || res.Verdict != judge.Confirmed {
 		t.Fatalf("no deployment named: %v %v; want CONFIRMED from the workflow's deployment", res, err)
 	}
@@ -381,11 +381,11 @@ func TestRunStepRefusesChangedDeploymentAndUndeclaredParams(t *testing.T) {
 	f := newRunFixture(t, sdk.TierIndependentSystem, "runmem")
 	f.beginRun(t, "chg")
 	_, err := f.begin(t, "chg", "intake", map[string]string{"Patient_ID": "p-1"})
-	var se *Error
-	if !errors.As(err, &se) || se.Kind != Invalid || se.Path != "params.Patient_ID" {
-		t.Fatalf("an undeclared step parameter: %v; want Invalid at params.Patient_ID", err)
+	var se *session.Error
+	if !errors.As(err, &se) || se.Kind != session.Invalid || se.Path != "params.Patient_ID" {
+		t.Fatalf("an undeclared step parameter: %v; want session.Invalid at params.Patient_ID", err)
 	}
-	path := f.m.daemon.Deployments["clinic"]
+	path := f.daemon.Deployments["clinic"]
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +394,7 @@ func TestRunStepRefusesChangedDeploymentAndUndeclaredParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = f.begin(t, "chg", "intake", nil)
-	wantRefusal(t, err, Refused, CodeDeploymentChanged, "run_id")
+	wantRefusal(t, err, session.Refused, CodeDeploymentChanged, "run_id")
 }
 
 // An attempt that ended HALTED_BEFORE_EFFECT, the step begun again and
@@ -409,7 +409,7 @@ func TestRunEarlierAttemptLandedBeforeSeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	f.beginRun(t, "slow")
 	first := f.step(t, "slow", "intake", nil)
 	if first.Outcome != judge.HaltedBeforeEffect {
@@ -420,7 +420,7 @@ func TestRunEarlierAttemptLandedBeforeSeal(t *testing.T) {
 	}
 	// The first attempt's slow save.
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
-	view, err := f.m.Runs().FinishRun(t.Context(), "slow")
+	view, err := f.runs.FinishRun(t.Context(), "slow")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestRunRereadAtSealKeepsAnHonestRetryVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	f.beginRun(t, "retry")
 	if v := f.step(t, "retry", "intake", nil); v.Outcome != judge.HaltedBeforeEffect {
 		t.Fatalf("intake with nothing saved: %s", v.Outcome)
@@ -454,7 +454,7 @@ func TestRunRereadAtSealKeepsAnHonestRetryVerified(t *testing.T) {
 	if v := f.step(t, "retry", "intake", nil, sdk.Record{"id": "p-2", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("intake again: %s", v.Outcome)
 	}
-	view, err := f.m.Runs().FinishRun(t.Context(), "retry")
+	view, err := f.runs.FinishRun(t.Context(), "retry")
 	if err != nil || view.Outcome != run.Verified || len(view.Reasons) != 0 {
 		t.Fatalf("FinishRun of an honest retry: %+v %v", view, err)
 	}

@@ -1,10 +1,11 @@
-package session
+package runs
 
 import (
 	"context"
 	"sync"
 
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 )
@@ -12,16 +13,16 @@ import (
 // runNow loads run id, its workflow (refused when it changed since the
 // run began) and its steps' states as they stand: what FinishRun and
 // RollbackCheck decide on.
-func (m *Runs) runNow(ctx context.Context, id string) (*runRecord, *workflow.Workflow, []stepState, error) {
-	rec, err := m.loadRun(ctx, id)
+func (svc *Service) runNow(ctx context.Context, id string) (*runRecord, *workflow.Workflow, []stepState, error) {
+	rec, err := svc.loadRun(ctx, id)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	wf, err := m.runWorkflow(rec)
+	wf, err := svc.runWorkflow(rec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	states, err := m.stepStates(ctx, wf, rec)
+	states, err := svc.stepStates(ctx, wf, rec)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -30,18 +31,18 @@ func (m *Runs) runNow(ctx context.Context, id string) (*runRecord, *workflow.Wor
 
 // finishRunOnce decides and seals a run once (FinishRun retries it while
 // the run changes under it).
-func (m *Runs) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
-	rec, wf, states, err := m.runNow(ctx, id)
+func (svc *Service) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
+	rec, wf, states, err := svc.runNow(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Seal != nil && !rec.reconciling() {
-		return m.viewOf(rec, wf, states), nil
+		return svc.viewOf(rec, wf, states), nil
 	}
 	in := classifierInput(wf, rec, states)
 	// A seal is a claim about the system of record as it is now: every
 	// session the run stands on is read again first.
-	if in.Drifted, err = m.driftedSessions(ctx, wf, rec); err != nil {
+	if in.Drifted, err = svc.driftedSessions(ctx, wf, rec); err != nil {
 		return nil, err
 	}
 	c := run.Classify(in)
@@ -51,11 +52,11 @@ func (m *Runs) finishRunOnce(ctx context.Context, id string) (*RunView, error) {
 	bare.Sticky = false
 	digest := jsonDigest(bare)
 	if rec.reconciling() && c.Outcome == run.ReconciliationRequired && rec.Seal.InputDigest == digest {
-		return m.viewOf(rec, wf, states), nil
+		return svc.viewOf(rec, wf, states), nil
 	}
-	view, err := m.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
+	view, err := svc.sealRun(ctx, rec, wf, states, c, "run_finish", digest)
 	if err == nil && c.Outcome == run.Verified {
-		m.releaseRunWriteSets(rec)
+		svc.h.ReleaseWriteSets(sessionsOf(rec))
 	}
 	return view, err
 }
@@ -66,7 +67,7 @@ type reread struct {
 	// later are the step's sessions begun after this one.
 	later    []string
 	recorded string
-	got      *sessionReread
+	got      *session.Reread
 	err      error
 }
 
@@ -81,18 +82,18 @@ type reread struct {
 // they are judged only once every one is back. A session with another
 // result, not verified yet, or no longer stored is left to the classifier
 // (it is never VERIFIED there).
-func (m *Runs) driftedSessions(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]run.Drift, error) {
-	reads, err := m.rereadsOf(ctx, wf, rec)
+func (svc *Service) driftedSessions(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]run.Drift, error) {
+	reads, err := svc.rereadsOf(ctx, wf, rec)
 	if err != nil {
 		return nil, err
 	}
-	created, err := m.runCreated(ctx, rec)
+	created, err := svc.runCreated(ctx, rec)
 	if err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup
 	for i := range reads {
-		wg.Go(func() { reads[i].got, reads[i].err = m.rereadSession(ctx, reads[i].step, reads[i].sid) })
+		wg.Go(func() { reads[i].got, reads[i].err = svc.h.Reread(ctx, reads[i].step, reads[i].sid) })
 	}
 	wg.Wait()
 	var out []run.Drift
@@ -100,7 +101,7 @@ func (m *Runs) driftedSessions(ctx context.Context, wf *workflow.Workflow, rec *
 		if r.err != nil {
 			return nil, r.err
 		}
-		d, err := m.drift(ctx, r, created)
+		d, err := svc.drift(ctx, r, created)
 		if err != nil {
 			return nil, err
 		}
@@ -118,20 +119,20 @@ func (m *Runs) driftedSessions(ctx context.Context, wf *workflow.Workflow, rec *
 // step's later attempts created as new against its baseline; those are
 // accounted for (laterExplained), anything else it sees is its own save
 // landed late.
-func (m *Runs) drift(ctx context.Context, r reread, created map[string]bool) (*run.Drift, error) {
+func (svc *Service) drift(ctx context.Context, r reread, created map[string]bool) (*run.Drift, error) {
 	want := run.ClassAbsent
 	if r.recorded == run.Verified {
 		want = run.ClassConfirmed
 	}
 	var later map[string]bool
-	for _, c := range r.got.checks {
+	for _, c := range r.got.Checks() {
 		if run.ForgivenClass(c, created) == want {
 			continue
 		}
-		if r.recorded == run.HaltedBeforeEffect && len(r.later) > 0 && r.got.res != nil {
+		if r.recorded == run.HaltedBeforeEffect && len(r.later) > 0 && r.got.Result() != nil {
 			if later == nil {
 				later = map[string]bool{}
-				if err := m.sessionsCreated(ctx, r.later, later); err != nil {
+				if err := svc.h.SessionsCreated(ctx, r.later, later); err != nil {
 					return nil, err
 				}
 			}
@@ -150,7 +151,7 @@ func (m *Runs) drift(ctx context.Context, r reread, created map[string]bool) (*r
 // run.CreatedKey) and that lost or changed nothing, or another claim read
 // CONFIRMED (the later attempt set it; its own re-read judges it). A doubt
 // (INDETERMINATE, unavailable) is never explained.
-func laterExplained(got *sessionReread, c run.EffectCheck, later map[string]bool) bool {
+func laterExplained(got *session.Reread, c run.EffectCheck, later map[string]bool) bool {
 	if c.Class != string(judge.ClassConfirmed) && c.Class != string(judge.ClassConflicting) {
 		return false
 	}
@@ -160,28 +161,28 @@ func laterExplained(got *sessionReread, c run.EffectCheck, later map[string]bool
 			return false
 		}
 	}
-	ids := changeIdentities(got.md, got.res)
+	ids := got.ChangeIDs()
 	if c.Effect >= len(ids) || ids[c.Effect] == nil {
-		effects, err := effectsList(got.md.Effects)
-		return err == nil && c.Effect < len(effects) && !workflow.IsChangeClaim(effects[c.Effect]) && c.Class == string(judge.ClassConfirmed)
+		claim, ok := got.ChangeClaim(c.Effect)
+		return ok && !claim && c.Class == string(judge.ClassConfirmed)
 	}
 	for _, id := range ids[c.Effect] {
 		if !later[run.CreatedKey(c.Source, id)] {
 			return false
 		}
 	}
-	return len(got.res.Effects[c.Effect].MatchedRecords) == len(ids[c.Effect])
+	return len(got.Result().Effects[c.Effect].MatchedRecords) == len(ids[c.Effect])
 }
 
 // rereadsOf lists the sessions driftedSessions reads again.
-func (m *Runs) rereadsOf(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]reread, error) {
+func (svc *Service) rereadsOf(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]reread, error) {
 	var out []reread
 	for _, rs := range rec.Steps {
 		if s, ok := wf.Step(rs.Step); !ok || !s.Consequential() {
 			continue
 		}
 		for i, sid := range rs.Sessions {
-			r, found, err := m.latestResult(ctx, sid)
+			r, found, err := svc.h.LatestResult(ctx, sid)
 			if err != nil {
 				return nil, err
 			}
@@ -194,4 +195,13 @@ func (m *Runs) rereadsOf(ctx context.Context, wf *workflow.Workflow, rec *runRec
 		}
 	}
 	return out, nil
+}
+
+// sessionsOf is every session of every step of a run.
+func sessionsOf(rec *runRecord) []string {
+	var out []string
+	for _, rs := range rec.Steps {
+		out = append(out, rs.Sessions...)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/receipt"
@@ -25,8 +26,8 @@ func sameBindings(a, b *runRecord) bool {
 // sealRun seals a run with outcome c (attempt+1) and its signed receipt, in
 // one run update: when another call (on any replica) sealed it meanwhile,
 // its seal stands and is answered.
-func (m *Runs) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflow, states []stepState, c run.Classification, kind, inputDigest string) (*RunView, error) {
-	raw, err := m.store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+func (svc *Service) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflow, states []stepState, c run.Classification, kind, inputDigest string) (*RunView, error) {
+	raw, err := svc.h.Store().UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return nil, store.RunChange{}, err
@@ -40,11 +41,11 @@ func (m *Runs) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflo
 		now := time.Now().UTC()
 		cur.Attempt++
 		seal := &runSeal{Outcome: c.Outcome, Reasons: c.Reasons, Tier: c.Tier, OracleRung: int(c.OracleRung), SealedAt: now, InputDigest: inputDigest}
-		p := m.runPayload(&cur, states, seal, kind, wf.SecretParams())
+		p := svc.runPayload(&cur, states, seal, kind, wf.SecretParams())
 		if _, err := l.Append(EntryRunSealed, cur.ID, jsonDigest(map[string]any{"run_id": cur.ID, "attempt": cur.Attempt, "outcome": c.Outcome, "input_digest": inputDigest})); err != nil {
 			return nil, store.RunChange{}, err
 		}
-		env, err := newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeRun, cur.ID, func(pos receipt.Position, signer SignerRef) any {
+		env, err := svc.h.SignRun(l, cur.ID, func(pos receipt.Position, signer session.SignerRef) any {
 			p.IssuedAt, p.Ledger = now, pos
 			p.Signer = receipt.RunSigner{PublicKey: signer.PublicKey, KeyID: signer.KeyID}
 			return p
@@ -64,18 +65,18 @@ func (m *Runs) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflo
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		return nil, err
 	}
-	m.logger.Info("run sealed", "run", stored.ID, "attempt", stored.Attempt, "outcome", stored.Seal.Outcome)
-	return m.viewOf(&stored, wf, states), nil
+	svc.h.Logger().Info("run sealed", "run", stored.ID, "attempt", stored.Attempt, "outcome", stored.Seal.Outcome)
+	return svc.viewOf(&stored, wf, states), nil
 }
 
 // runPayload is the run receipt's payload (without its ledger position,
 // time and signer).
-func (m *Runs) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string, secret map[string]bool) *receipt.RunPayload {
+func (svc *Service) runPayload(rec *runRecord, states []stepState, seal *runSeal, kind string, secret map[string]bool) *receipt.RunPayload {
 	p := &receipt.RunPayload{
 		Kind: kind, RunID: rec.ID,
 		Workflow:     receipt.RunWorkflow{Name: rec.Workflow, Digest: rec.WorkflowDigest},
 		Deployment:   receipt.RunDeployment{Name: rec.DeploymentName, Digest: rec.DeploymentDigest},
-		ParamsDigest: m.paramsDigest(rec.Params, secret),
+		ParamsDigest: svc.paramsDigest(rec.Params, secret),
 		Outcome:      seal.Outcome, ReasonCodes: []string{}, Attempt: rec.Attempt,
 		Tier: seal.Tier, OracleRung: seal.OracleRung, RunMinTier: rec.RunMinTier, RunMinRung: rec.RunMinRung,
 		Steps: []receipt.RunStepClaim{}, Artifacts: []receipt.RunArtifactClaim{}, Handoffs: []receipt.RunHandoffClaim{},
@@ -86,7 +87,7 @@ func (m *Runs) runPayload(rec *runRecord, states []stepState, seal *runSeal, kin
 	}
 	for _, st := range states {
 		p.Steps = append(p.Steps, receipt.RunStepClaim{Step: st.Name, Consequential: st.Consequential, SessionID: st.SessionID,
-			ReceiptDigest: st.ReceiptDigest, Outcome: st.Outcome, Tier: st.Tier, OracleRung: int(st.OracleRung), Effects: runEffectClaims(st.latest)})
+			ReceiptDigest: st.ReceiptDigest, Outcome: st.Outcome, Tier: st.Tier, OracleRung: int(st.OracleRung), Effects: session.RunEffectClaims(st.latest)})
 	}
 	for _, a := range rec.Artifacts {
 		p.Artifacts = append(p.Artifacts, receipt.RunArtifactClaim{Artifact: a.Artifact, FromStep: a.FromStep, Verdict: a.Verdict,

@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"context"
@@ -11,27 +11,27 @@ import (
 )
 
 // GetRun reports a run: its steps as they stand and its latest seal.
-func (m *Runs) GetRun(ctx context.Context, id string) (*RunView, error) {
-	rec, err := m.loadRun(ctx, id)
+func (svc *Service) GetRun(ctx context.Context, id string) (*RunView, error) {
+	rec, err := svc.loadRun(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	wf := m.workflows[rec.Workflow]
+	wf := svc.h.Workflow(rec.Workflow)
 	if wf == nil || wf.Digest != rec.WorkflowDigest {
-		return m.viewOf(rec, nil, nil), nil
+		return svc.viewOf(rec, nil, nil), nil
 	}
-	states, err := m.stepStates(ctx, wf, rec)
+	states, err := svc.stepStates(ctx, wf, rec)
 	if err != nil {
 		return nil, err
 	}
-	return m.viewOf(rec, wf, states), nil
+	return svc.viewOf(rec, wf, states), nil
 }
 
 // ListRuns reports every run, in run id order, as GetRun does (for the
 // console).
-func (m *Runs) ListRuns(ctx context.Context) ([]*RunView, error) {
+func (svc *Service) ListRuns(ctx context.Context) ([]*RunView, error) {
 	var recs []*runRecord
-	err := m.store.ForEachRun(ctx, func(id string, raw []byte) error {
+	err := svc.h.Store().ForEachRun(ctx, func(id string, raw []byte) error {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("run %s is corrupt: %w", id, err)
@@ -44,23 +44,23 @@ func (m *Runs) ListRuns(ctx context.Context) ([]*RunView, error) {
 	}
 	out := make([]*RunView, 0, len(recs))
 	for _, rec := range recs {
-		wf := m.workflows[rec.Workflow]
+		wf := svc.h.Workflow(rec.Workflow)
 		if wf == nil || wf.Digest != rec.WorkflowDigest {
-			out = append(out, m.viewOf(rec, nil, nil))
+			out = append(out, svc.viewOf(rec, nil, nil))
 			continue
 		}
-		states, err := m.stepStates(ctx, wf, rec)
+		states, err := svc.stepStates(ctx, wf, rec)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m.viewOf(rec, wf, states))
+		out = append(out, svc.viewOf(rec, wf, states))
 	}
 	return out, nil
 }
 
 // viewOf builds what a caller sees of a run (wf and states nil: the steps
 // as recorded, without their results).
-func (m *Runs) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepState) *RunView {
+func (svc *Service) viewOf(rec *runRecord, wf *workflow.Workflow, states []stepState) *RunView {
 	v := &RunView{RunID: rec.ID, Workflow: rec.Workflow, DeploymentName: rec.DeploymentName, State: RunOpen, Attempt: rec.Attempt, BegunAt: rec.BegunAt,
 		Steps: []RunStepView{}, Artifacts: []RunArtifactView{}}
 	if s := rec.Seal; s != nil {

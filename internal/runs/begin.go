@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 )
@@ -23,62 +24,59 @@ type stepBegin struct {
 	rec  *runRecord
 	wf   *workflow.Workflow
 	step *workflow.Step
-	full BeginRequest
+	full session.BeginRequest
 }
 
 // refuse records a refused Begin of the step in its run and in the ledger
 // (with the deployment's digest, as a refused Begin outside a run).
-func (m *Runs) refuseStep(ctx context.Context, b *stepBegin, err error) error {
-	m.noteRunRefusal(ctx, b.rec.ID, b.step.Name, err)
-	raw, _ := m.deployments().bytes(b.full)
-	return m.recordBeginRefusal(ctx, b.full, raw, err)
+func (svc *Service) refuseStep(ctx context.Context, b *stepBegin, err error) error {
+	svc.noteRunRefusal(ctx, b.rec.ID, b.step.Name, err)
+	raw, _ := svc.h.Deployment(b.full.DeploymentName)
+	return svc.h.RefuseBegin(ctx, b.full, raw, err)
 }
 
 // policyRefusal is a refusal of the step by the run's policy, recorded.
-func (m *Runs) policyRefusal(ctx context.Context, b *stepBegin, code, path, format string, args ...any) error {
-	return m.refuseStep(ctx, b, &Error{Kind: Refused, Reason: reasonPolicy, Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
+func (svc *Service) policyRefusal(ctx context.Context, b *stepBegin, code, path, format string, args ...any) error {
+	return svc.refuseStep(ctx, b, &session.Error{Kind: session.Refused, Reason: session.ReasonPolicy, Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
-// beginInRun begins a step of a run: the run's order, handoffs and
+// BeginStep begins a step of a run (session.StepBeginner: a session Begin
+// with a RunID comes here): the run's order, handoffs and
 // artifacts are checked, the step's parameters are the run's, the
 // caller's own and the handed-off values, and the session is bound to the
 // run once it is stored (bindStep, which checks again what the binding
 // rests on in the same store transaction).
-func (m *Runs) beginInRun(ctx context.Context, req BeginRequest) (*BeginResult, error) {
-	b, err := m.openStepBegin(ctx, req)
+func (svc *Service) BeginStep(ctx context.Context, req session.BeginRequest) (*session.BeginResult, error) {
+	b, err := svc.openStepBegin(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	params, err := m.stepParams(ctx, b, req.Params)
+	params, err := svc.stepParams(ctx, b, req.Params)
 	if err != nil {
 		return nil, err
 	}
-	states, err := m.stepStates(ctx, b.wf, b.rec)
+	states, err := svc.stepStates(ctx, b.wf, b.rec)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.checkStepOrder(ctx, b, states); err != nil {
+	if err := svc.checkStepOrder(ctx, b, states); err != nil {
 		return nil, err
 	}
 	seen := len(b.rec.step(b.step.Name).Sessions)
-	if err := m.checkRebegin(ctx, b); err != nil {
+	if err := svc.checkRebegin(ctx, b); err != nil {
 		return nil, err
 	}
-	binding, err := m.stepBinding(ctx, b, states, params)
+	binding, err := svc.stepBinding(ctx, b, states, params)
 	if err != nil {
 		return nil, err
 	}
 	full := b.full
-	full.Params, full.run = params, binding
-	a, err := m.deployments().admit(full)
+	full.Params = params
+	res, err := svc.h.Begin(ctx, full, binding)
 	if err != nil {
-		return nil, m.refuseStep(ctx, b, err)
+		return nil, svc.refuseStep(ctx, b, err)
 	}
-	res, err := m.begin(ctx, full, a)
-	if err != nil {
-		return nil, m.refuseStep(ctx, b, err)
-	}
-	if err := m.bindStep(ctx, b.rec.ID, b.step.Name, seen, res.SessionID, binding); err != nil {
+	if err := svc.bindStep(ctx, b.rec.ID, b.step.Name, seen, res.SessionID, binding); err != nil {
 		// The session stays unbound: the caller was never told of it, so
 		// nothing was done under it, and the retention removes it.
 		return nil, err
@@ -89,56 +87,56 @@ func (m *Runs) beginInRun(ctx context.Context, req BeginRequest) (*BeginResult, 
 // openStepBegin reads the run and the step a Begin names, and refuses a
 // run that takes no further step (sealed, its workflow or deployment
 // changed).
-func (m *Runs) openStepBegin(ctx context.Context, req BeginRequest) (*stepBegin, error) {
+func (svc *Service) openStepBegin(ctx context.Context, req session.BeginRequest) (*stepBegin, error) {
 	if req.Workflow != "" || req.DeploymentName != "" || len(req.Deployment) > 0 || len(req.Effects) > 0 {
-		return nil, &Error{Kind: Invalid, Path: "run_id", Message: "a step of a run takes its workflow, deployment and contracts from the run; send only run_id, step and the step's own params"}
+		return nil, &session.Error{Kind: session.Invalid, Path: "run_id", Message: "a step of a run takes its workflow, deployment and contracts from the run; send only run_id, step and the step's own params"}
 	}
-	if err := checkParams(req.Params); err != nil {
+	if err := svc.h.CheckParams(req.Params); err != nil {
 		return nil, err
 	}
-	rec, err := m.loadRun(ctx, req.RunID)
+	rec, err := svc.loadRun(ctx, req.RunID)
 	if err != nil {
 		return nil, err
 	}
 	if req.Step == "" {
-		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("name the step of workflow %q to begin", rec.Workflow)}
+		return nil, &session.Error{Kind: session.Invalid, Path: "step", Message: fmt.Sprintf("name the step of workflow %q to begin", rec.Workflow)}
 	}
-	full := BeginRequest{DeploymentName: rec.DeploymentName, Workflow: rec.Workflow, Step: req.Step}
-	wf, err := m.runWorkflow(rec)
+	full := session.BeginRequest{DeploymentName: rec.DeploymentName, Workflow: rec.Workflow, Step: req.Step}
+	wf, err := svc.runWorkflow(rec)
 	if err != nil {
-		return nil, m.recordBeginRefusal(ctx, full, nil, err)
+		return nil, svc.h.RefuseBegin(ctx, full, nil, err)
 	}
 	step, ok := wf.Step(req.Step)
 	if !ok {
-		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("workflow %q has no step %q", rec.Workflow, clip(req.Step))}
+		return nil, &session.Error{Kind: session.Invalid, Path: "step", Message: fmt.Sprintf("workflow %q has no step %q", rec.Workflow, clip(req.Step))}
 	}
 	b := &stepBegin{rec: rec, wf: wf, step: step, full: full}
 	if rec.Seal != nil && !rec.reconciling() {
-		return nil, m.policyRefusal(ctx, b, CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
+		return nil, svc.policyRefusal(ctx, b, CodeRunSealed, "run_id", "run %q was sealed %s (attempt %d); it takes no further step: begin a new run", rec.ID, rec.Seal.Outcome, rec.Attempt)
 	}
 	// Every step reads through the deployment the run began with and its
 	// receipt names: one changed since is refused, not read.
-	if raw, err := m.deployments().bytes(full); err != nil {
+	if raw, err := svc.h.Deployment(full.DeploymentName); err != nil {
 		return nil, err
 	} else if sha256Hex(raw) != rec.DeploymentDigest {
-		return nil, m.policyRefusal(ctx, b, CodeDeploymentChanged, "run_id", "deployment %q changed since run %q began; finish this run (it is judged on what it read) and begin a new one", rec.DeploymentName, rec.ID)
+		return nil, svc.policyRefusal(ctx, b, CodeDeploymentChanged, "run_id", "deployment %q changed since run %q began; finish this run (it is judged on what it read) and begin a new one", rec.DeploymentName, rec.ID)
 	}
 	return b, nil
 }
 
 // stepParams is the step's parameters: the run's, and the caller's own
 // (never one the run binds or a handoff fills).
-func (m *Runs) stepParams(ctx context.Context, b *stepBegin, own map[string]string) (map[string]string, error) {
+func (svc *Service) stepParams(ctx context.Context, b *stepBegin, own map[string]string) (map[string]string, error) {
 	params := maps.Clone(b.rec.Params)
 	for _, k := range slices.Sorted(maps.Keys(own)) {
 		if _, declared := b.wf.Params[k]; !declared {
-			return nil, &Error{Kind: Invalid, Path: "params." + clip(k), Message: fmt.Sprintf("workflow %q declares no parameter %q under params:", b.rec.Workflow, clip(k))}
+			return nil, &session.Error{Kind: session.Invalid, Path: "params." + clip(k), Message: fmt.Sprintf("workflow %q declares no parameter %q under params:", b.rec.Workflow, clip(k))}
 		}
 		if h, ok := b.step.Handoff(k); ok {
-			return nil, m.policyRefusal(ctx, b, CodeHandoffForged, "params."+k, "step %q takes %q from the record step %q's effect %d matched (handoffs:); the caller may not send it", b.step.Name, k, h.From.Step, h.From.Effect)
+			return nil, svc.policyRefusal(ctx, b, CodeHandoffForged, "params."+k, "step %q takes %q from the record step %q's effect %d matched (handoffs:); the caller may not send it", b.step.Name, k, h.From.Step, h.From.Effect)
 		}
 		if _, ok := b.rec.Params[k]; ok {
-			return nil, m.policyRefusal(ctx, b, CodeRunParamOverridden, "params."+k, "%q is a parameter of the run, bound at BeginRun; a step may not override it", k)
+			return nil, svc.policyRefusal(ctx, b, CodeRunParamOverridden, "params."+k, "%q is a parameter of the run, bound at BeginRun; a step may not override it", k)
 		}
 		params[k] = own[k]
 	}
@@ -149,7 +147,7 @@ func (m *Runs) stepParams(ctx context.Context, b *stepBegin, own map[string]stri
 // handoff's source) is not VERIFIED in the run, and while a step earlier
 // in the workflow's order stands RECONCILIATION_REQUIRED (unless the step
 // is independent: true).
-func (m *Runs) checkStepOrder(ctx context.Context, b *stepBegin, states []stepState) error {
+func (svc *Service) checkStepOrder(ctx context.Context, b *stepBegin, states []stepState) error {
 	step := b.step
 	for _, before := range step.Predecessors() {
 		if slices.ContainsFunc(step.Consumes, func(c workflow.Consume) bool { return c.FromStep == before }) && !slices.Contains(step.After, before) && !slices.ContainsFunc(step.Handoffs, func(h workflow.Handoff) bool { return h.From.Step == before }) {
@@ -160,7 +158,7 @@ func (m *Runs) checkStepOrder(ctx context.Context, b *stepBegin, states []stepSt
 			if st != nil && st.Began {
 				what = "is " + cmpOr(st.Outcome, "not verified yet")
 			}
-			return m.policyRefusal(ctx, b, CodeStepOutOfOrder, "step", "step %q comes after step %q, which %s; verify %q first", step.Name, before, what, before)
+			return svc.policyRefusal(ctx, b, CodeStepOutOfOrder, "step", "step %q comes after step %q, which %s; verify %q first", step.Name, before, what, before)
 		}
 	}
 	if step.Independent {
@@ -171,7 +169,7 @@ func (m *Runs) checkStepOrder(ctx context.Context, b *stepBegin, states []stepSt
 			break
 		}
 		if st.Outcome == run.ReconciliationRequired {
-			return m.policyRefusal(ctx, b, CodeReconciliationPending, "step", "step %q's session %s ended RECONCILIATION_REQUIRED, and step %q comes after it in workflow %q: reconcile that step and Reverify session %s first (or declare the step independent: true in the workflow if it does not rest on it)", st.Name, st.SessionID, step.Name, b.rec.Workflow, st.SessionID)
+			return svc.policyRefusal(ctx, b, CodeReconciliationPending, "step", "step %q's session %s ended RECONCILIATION_REQUIRED, and step %q comes after it in workflow %q: reconcile that step and Reverify session %s first (or declare the step independent: true in the workflow if it does not rest on it)", st.Name, st.SessionID, step.Name, b.rec.Workflow, st.SessionID)
 		}
 	}
 	return nil
@@ -179,10 +177,10 @@ func (m *Runs) checkStepOrder(ctx context.Context, b *stepBegin, states []stepSt
 
 // checkRebegin refuses a step that already has a session in the run,
 // unless every one ended HALTED_BEFORE_EFFECT and still reads absent now.
-func (m *Runs) checkRebegin(ctx context.Context, b *stepBegin) error {
+func (svc *Service) checkRebegin(ctx context.Context, b *stepBegin) error {
 	step := b.step
 	for _, sid := range b.rec.step(step.Name).Sessions {
-		r, found, err := m.latestResult(ctx, sid)
+		r, found, err := svc.h.LatestResult(ctx, sid)
 		if err != nil {
 			return err
 		}
@@ -194,18 +192,18 @@ func (m *Runs) checkRebegin(ctx context.Context, b *stepBegin) error {
 			case r != nil:
 				what = outcomeOf(r)
 			}
-			return m.policyRefusal(ctx, b, CodeStepAlreadyBegun, "step", "step %q already has session %s in the run (%s); only a step whose sessions all ended HALTED_BEFORE_EFFECT may begin again: Verify or Reverify that session", step.Name, sid, what)
+			return svc.policyRefusal(ctx, b, CodeStepAlreadyBegun, "step", "step %q already has session %s in the run (%s); only a step whose sessions all ended HALTED_BEFORE_EFFECT may begin again: Verify or Reverify that session", step.Name, sid, what)
 		}
 		// It ended HALTED_BEFORE_EFFECT: it must still read so now, or a
 		// save of that attempt that landed late would sit in the new
 		// session's baseline beside the new save.
-		checks, err := m.rollbackRead(ctx, step.Name, sid)
+		checks, err := svc.rollbackRead(ctx, step.Name, sid)
 		if err != nil {
 			return err
 		}
 		for _, c := range checks {
 			if c.Class != run.ClassAbsent {
-				return m.policyRefusal(ctx, b, CodeStepAlreadyBegun, "step", "step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session instead of beginning the step again", step.Name, sid, c.Effect, c.Class)
+				return svc.policyRefusal(ctx, b, CodeStepAlreadyBegun, "step", "step %q's session %s ended HALTED_BEFORE_EFFECT, but its effect %d no longer reads absent (%s): Reverify that session instead of beginning the step again", step.Name, sid, c.Effect, c.Class)
 			}
 		}
 	}
@@ -215,9 +213,9 @@ func (m *Runs) checkRebegin(ctx context.Context, b *stepBegin) error {
 // stepBinding is what the step's session binds: the exact artifacts it
 // consumes (each CONFIRMED in the run) and the handed-off values, which it
 // puts in params.
-func (m *Runs) stepBinding(ctx context.Context, b *stepBegin, states []stepState, params map[string]string) (*RunBinding, error) {
+func (svc *Service) stepBinding(ctx context.Context, b *stepBegin, states []stepState, params map[string]string) (*session.RunBinding, error) {
 	step := b.step
-	binding := &RunBinding{RunID: b.rec.ID, Step: step.Name}
+	binding := &session.RunBinding{RunID: b.rec.ID, Step: step.Name}
 	for _, c := range step.Consumes {
 		a := b.rec.artifact(c.Artifact)
 		if a == nil || a.Verdict != run.ArtifactConfirmed {
@@ -225,20 +223,20 @@ func (m *Runs) stepBinding(ctx context.Context, b *stepBegin, states []stepState
 			if a != nil && a.Verdict != "" {
 				what = "was checked " + a.Verdict
 			}
-			return nil, m.policyRefusal(ctx, b, CodeArtifactUnverified, "step", "step %q consumes artifact %q of step %q, which %s; check it with VerifyArtifact (run_id, run_artifact %s, step %s) until CONFIRMED", step.Name, c.Artifact, c.FromStep, what, c.Artifact, c.FromStep)
+			return nil, svc.policyRefusal(ctx, b, CodeArtifactUnverified, "step", "step %q consumes artifact %q of step %q, which %s; check it with VerifyArtifact (run_id, run_artifact %s, step %s) until CONFIRMED", step.Name, c.Artifact, c.FromStep, what, c.Artifact, c.FromStep)
 		}
-		binding.Consumed = append(binding.Consumed, ConsumedBound{Artifact: c.Artifact, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
+		binding.Consumed = append(binding.Consumed, session.ConsumedBound{Artifact: c.Artifact, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
 	}
 	for _, h := range step.Handoffs {
 		src := stateOf(states, h.From.Step)
 		value, err := handoffValue(src, h)
 		if err != nil {
-			return nil, m.policyRefusal(ctx, b, CodeHandoffAmbiguous, "params."+h.Param, "%s", err)
+			return nil, svc.policyRefusal(ctx, b, CodeHandoffAmbiguous, "params."+h.Param, "%s", err)
 		}
 		params[h.Param] = value
-		binding.Handoffs = append(binding.Handoffs, HandoffBound{
+		binding.Handoffs = append(binding.Handoffs, session.HandoffBound{
 			Param: h.Param, FromStep: h.From.Step, FromSession: src.SessionID, Effect: h.From.Effect, Field: h.From.Field,
-			ValueDigest: m.handoffDigest(value),
+			ValueDigest: svc.handoffDigest(value),
 		})
 	}
 	return binding, nil
@@ -251,18 +249,18 @@ func (m *Runs) stepBinding(ctx context.Context, b *stepBegin, states []stepState
 // the binding consumes must still be recorded CONFIRMED at the digest it
 // binds (a VerifyArtifact of other bytes that landed meanwhile refuses
 // this Begin, so the run's record and the consumer never name two files).
-func (m *Runs) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *RunBinding) error {
-	_, err := m.store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+func (svc *Service) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *session.RunBinding) error {
+	_, err := svc.h.Store().UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return nil, store.RunChange{}, fmt.Errorf("run %s is corrupt: %w", runID, err)
 		}
 		if rec.Seal != nil && !rec.reconciling() {
-			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: CodeRunSealed + ": the run was sealed while the step began; begin a new run"}
+			return nil, store.RunChange{}, &session.Error{Kind: session.Refused, Code: CodeRunSealed, Path: "run_id", Message: CodeRunSealed + ": the run was sealed while the step began; begin a new run"}
 		}
 		rs := rec.step(step)
 		if len(rs.Sessions) != seen {
-			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeStepAlreadyBegun, Path: "step", Message: CodeStepAlreadyBegun + fmt.Sprintf(": another Begin of step %q bound a session first", step)}
+			return nil, store.RunChange{}, &session.Error{Kind: session.Refused, Code: CodeStepAlreadyBegun, Path: "step", Message: CodeStepAlreadyBegun + fmt.Sprintf(": another Begin of step %q bound a session first", step)}
 		}
 		if err := consumedStill(&rec, step, b.Consumed); err != nil {
 			return nil, store.RunChange{}, err
@@ -281,13 +279,13 @@ func (m *Runs) bindStep(ctx context.Context, runID, step string, seen int, sid s
 // consumedStill refuses a binding of step whose consumed artifacts are no
 // longer recorded in rec CONFIRMED at the exact digest, size and receipt
 // the binding names.
-func consumedStill(rec *runRecord, step string, consumed []ConsumedBound) error {
+func consumedStill(rec *runRecord, step string, consumed []session.ConsumedBound) error {
 	for _, c := range consumed {
 		a := rec.artifact(c.Artifact)
 		if a != nil && a.Verdict == run.ArtifactConfirmed && a.SHA256 == c.SHA256 && a.Size == c.Size && a.ReceiptDigest == c.ReceiptDigest {
 			continue
 		}
-		return &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeArtifactUnverified, Path: "step",
+		return &session.Error{Kind: session.Refused, Reason: session.ReasonPolicy, Code: CodeArtifactUnverified, Path: "step",
 			Message: fmt.Sprintf("%s: artifact %q was checked again while step %q of run %q began, and the run no longer records it CONFIRMED at sha256 %s; begin the step again", CodeArtifactUnverified, c.Artifact, step, rec.ID, c.SHA256)}
 	}
 	return nil

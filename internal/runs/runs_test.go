@@ -1,17 +1,20 @@
-package session
+package runs
 
 import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"github.com/verifierd/verifierd/internal/oracle"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/verifierd/verifierd/internal/config"
+	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
+	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/receipt"
@@ -46,46 +49,43 @@ steps:
 const letterSum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 type runFixture struct {
-	m     *Manager
-	tab   *table
-	files *table
-	pub   ed25519.PublicKey
+	m      *session.Manager
+	runs   *Service
+	st     store.Backend
+	daemon *config.Daemon
+	wfs    map[string]*workflow.Workflow
+	signer *signing.Signer
+	tab    *table
+	files  *table
+	pub    ed25519.PublicKey
 }
 
+// newRunFixture: the clinic workflow over deployment clinic (kind, at
+// tier) with its letters in deployment docs (a document store).
 func newRunFixture(t *testing.T, tier sdk.Tier, kind string) *runFixture {
 	t.Helper()
 	tab, files := &table{}, &table{}
-	m := newManager(t, &memAdapter{kind: kind, tier: tier, table: tab}, &memAdapter{kind: "doc-" + kind, tier: 1, table: files})
-	m.allowInline = false
-	m.daemon.Policy = nil
-	m.daemon.Deployments = map[string]string{
+	daemon := &config.Daemon{Deployments: map[string]string{
 		"clinic": writeDeployment(t, "effects: {kind: "+kind+", newness: whole_read}\n"),
-		"docs":   writeDeployment(t, "effects: {kind: doc-"+kind+", newness: whole_read}\n"),
-	}
+		"docs":   writeDeployment(t, "effects: {kind: "+docKind+", newness: whole_read}\n"),
+	}}
 	w, err := workflow.Parse([]byte(runWorkflowYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.workflows = map[string]*workflow.Workflow{"clinic": w}
+	wfs := map[string]*workflow.Workflow{"clinic": w}
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	m.signer = signing.New(priv)
-	return &runFixture{m: m, tab: tab, files: files, pub: pub}
+	signer := signing.New(priv)
+	m, st := newManager(t, daemon, wfs, signer, &memAdapter{kind: kind, tier: tier, table: tab}, &memAdapter{kind: docKind, tier: sdk.TierIndependentSystem, table: files})
+	return &runFixture{m: m, runs: For(m), st: st, daemon: daemon, wfs: wfs, signer: signer, tab: tab, files: files, pub: pub}
 }
 
-// artifactKinds admits the test's document stores beside the built-in
-// kinds.
-func init() {
-	for _, k := range []string{"doc-runmem", "doc-runmem3"} {
-		artifactKinds[k] = true
-	}
-}
-
-func (f *runFixture) begin(t *testing.T, id, step string, params map[string]string) (*BeginResult, error) {
+func (f *runFixture) begin(t *testing.T, id, step string, params map[string]string) (*session.BeginResult, error) {
 	t.Helper()
-	return f.m.Begin(t.Context(), BeginRequest{RunID: id, Step: step, Params: params})
+	return f.m.Begin(t.Context(), session.BeginRequest{RunID: id, Step: step, Params: params})
 }
 
-func (f *runFixture) step(t *testing.T, id, step string, params map[string]string, write ...sdk.Record) *Result {
+func (f *runFixture) step(t *testing.T, id, step string, params map[string]string, write ...sdk.Record) *session.Result {
 	t.Helper()
 	res, err := f.begin(t, id, step, params)
 	if err != nil {
@@ -101,13 +101,13 @@ func (f *runFixture) step(t *testing.T, id, step string, params map[string]strin
 	return v
 }
 
-func (f *runFixture) letter(t *testing.T, id string, present bool) *ArtifactResult {
+func (f *runFixture) letter(t *testing.T, id string, present bool) *session.ArtifactResult {
 	t.Helper()
 	if present {
 		f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	}
-	res, err := f.m.Runs().VerifyRunArtifact(t.Context(), RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-		Artifact: Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+	res, err := f.runs.VerifyRunArtifact(t.Context(), RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+		Artifact: session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	if err != nil {
 		t.Fatalf("VerifyRunArtifact: %v", err)
 	}
@@ -116,7 +116,7 @@ func (f *runFixture) letter(t *testing.T, id string, present bool) *ArtifactResu
 
 func (f *runFixture) beginRun(t *testing.T, id string) {
 	t.Helper()
-	got, err := f.m.Runs().BeginRun(t.Context(), BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: id})
+	got, err := f.runs.BeginRun(t.Context(), BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: id})
 	if err != nil || got != id {
 		t.Fatalf("BeginRun = %q, %v", got, err)
 	}
@@ -137,51 +137,51 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	f.beginRun(t, "r1")
 	// Idempotent; the same id with other arguments is refused.
 	f.beginRun(t, "r1")
-	_, err := f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Bob"}, RunID: "r1"})
-	wantRefusal(t, err, Exists, "", "run_id")
-	_, err = f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"patient_id": "7"}, RunID: "r9"})
-	wantRefusal(t, err, Refused, CodeHandoffForged, "params.patient_id")
-	_, err = f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"nme": "x"}})
-	wantRefusal(t, err, Invalid, "", "params.nme")
-	_, err = f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", RunID: "bad id"})
-	wantRefusal(t, err, Invalid, "", "run_id")
+	_, err := f.runs.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Bob"}, RunID: "r1"})
+	wantRefusal(t, err, session.Exists, "", "run_id")
+	_, err = f.runs.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"patient_id": "7"}, RunID: "r9"})
+	wantRefusal(t, err, session.Refused, CodeHandoffForged, "params.patient_id")
+	_, err = f.runs.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"nme": "x"}})
+	wantRefusal(t, err, session.Invalid, "", "params.nme")
+	_, err = f.runs.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", RunID: "bad id"})
+	wantRefusal(t, err, session.Invalid, "", "run_id")
 
 	// posting before intake: out of order.
 	_, err = f.begin(t, "r1", "posting", map[string]string{"amount": "10"})
-	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
-	var se *Error
-	if !errors.As(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy || len(se.Receipt) == 0 {
+	wantRefusal(t, err, session.Refused, CodeStepOutOfOrder, "step")
+	var se *session.Error
+	if !errors.As(err, &se) || se.TerminalOutcome != session.OutcomeRejectedPolicy || len(se.Receipt) == 0 {
 		t.Fatalf("out of order: terminal %q, receipt %d bytes; want REJECTED_POLICY with its refusal receipt", se.TerminalOutcome, len(se.Receipt))
 	}
 	// A run parameter cannot be overridden; unknown steps are invalid.
 	_, err = f.begin(t, "r1", "intake", map[string]string{"name": "Eve"})
-	wantRefusal(t, err, Refused, CodeRunParamOverridden, "params.name")
+	wantRefusal(t, err, session.Refused, CodeRunParamOverridden, "params.name")
 	_, err = f.begin(t, "r1", "intak", nil)
-	wantRefusal(t, err, Invalid, "", "step")
-	_, err = f.m.Begin(ctx, BeginRequest{RunID: "r1", Step: "intake", Workflow: "clinic"})
-	wantRefusal(t, err, Invalid, "", "run_id")
+	wantRefusal(t, err, session.Invalid, "", "step")
+	_, err = f.m.Begin(ctx, session.BeginRequest{RunID: "r1", Step: "intake", Workflow: "clinic"})
+	wantRefusal(t, err, session.Invalid, "", "run_id")
 	_, err = f.begin(t, "nope", "intake", nil)
-	wantRefusal(t, err, NotFound, "", "run_id")
+	wantRefusal(t, err, session.NotFound, "", "run_id")
 
 	if v := f.step(t, "r1", "intake", nil, sdk.Record{"id": "p-41", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("intake %s", v.Outcome)
 	}
 	// intake again: it is VERIFIED in the run.
 	_, err = f.begin(t, "r1", "intake", nil)
-	wantRefusal(t, err, Refused, CodeStepAlreadyBegun, "step")
+	wantRefusal(t, err, session.Refused, CodeStepAlreadyBegun, "step")
 	// A caller-sent value for the handed-off parameter is forged.
 	_, err = f.begin(t, "r1", "posting", map[string]string{"amount": "10", "patient_id": "p-99"})
-	wantRefusal(t, err, Refused, CodeHandoffForged, "params.patient_id")
+	wantRefusal(t, err, session.Refused, CodeHandoffForged, "params.patient_id")
 
 	res, err := f.begin(t, "r1", "posting", map[string]string{"amount": "10"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := f.m.store.Session(ctx, res.SessionID)
+	raw, _, err := f.st.Session(ctx, res.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var md meta
+	var md storedMeta
 	if err := json.Unmarshal(raw, &md); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 
 	// mail before the letter is confirmed.
 	_, err = f.begin(t, "r1", "mail", nil)
-	wantRefusal(t, err, Refused, CodeArtifactUnverified, "step")
+	wantRefusal(t, err, session.Refused, CodeArtifactUnverified, "step")
 	if a := f.letter(t, "r1", true); a.Verdict != judge.Confirmed {
 		t.Fatalf("letter %s", a.Verdict)
 	}
@@ -217,12 +217,12 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vp VerdictPayload
+	var vp session.VerdictPayload
 	if err := json.Unmarshal(payload, &vp); err != nil || vp.Run == nil || len(vp.Run.Consumed) != 1 || vp.Run.Consumed[0].SHA256 != letterSum {
 		t.Fatalf("mail's receipt binds %+v (%v), want the letter's digest", vp.Run, err)
 	}
 
-	view, err := f.m.Runs().FinishRun(ctx, "r1")
+	view, err := f.runs.FinishRun(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,18 +238,18 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 		t.Fatal("a value leaked into a receipt")
 	}
 	// Finishing again answers the same seal.
-	again, err := f.m.Runs().FinishRun(ctx, "r1")
+	again, err := f.runs.FinishRun(ctx, "r1")
 	if err != nil || again.Attempt != 1 || string(again.Receipt) != string(view.Receipt) {
 		t.Fatalf("FinishRun again: attempt %d %v", again.Attempt, err)
 	}
 	// A sealed run takes no further step.
 	_, err = f.begin(t, "r1", "mail", nil)
-	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
-	list, err := f.m.Runs().ListRuns(ctx)
+	wantRefusal(t, err, session.Refused, CodeRunSealed, "run_id")
+	list, err := f.runs.ListRuns(ctx)
 	if err != nil || len(list) != 1 || list[0].RunID != "r1" || list[0].Outcome != run.Verified || list[0].Steps[2].SessionID != mail.SessionID {
 		t.Fatalf("ListRuns = %+v %v", list, err)
 	}
-	got, err := f.m.Runs().GetRun(ctx, "r1")
+	got, err := f.runs.GetRun(ctx, "r1")
 	if err != nil || got.Outcome != run.Verified || got.Steps[1].SessionID != res.SessionID || got.Steps[1].Outcome != run.Verified || got.Artifacts[0].Verdict != "CONFIRMED" {
 		t.Fatalf("GetRun = %+v %v", got, err)
 	}
@@ -267,7 +267,7 @@ func openRunReceipt(t *testing.T, f *runFixture, raw json.RawMessage, id string)
 	}
 	// The ledger holds it where it says.
 	var entries []receipt.Entry
-	if err := f.m.store.ExportLedger(t.Context(), 1, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
+	if err := f.st.ExportLedger(t.Context(), 1, func(e receipt.Entry, _ []byte) error { entries = append(entries, e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := receipt.FindReceipt(entries, env.Payload); err != nil {
@@ -287,7 +287,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if v.Outcome != judge.ReconciliationRequired {
 		t.Fatalf("double submit: %s", v.Outcome)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "r2")
+	view, err := f.runs.FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 		t.Fatalf("FinishRun after a double submit = %s attempt %d %v", view.Outcome, view.Attempt, reasonCodes(view.Reasons))
 	}
 	// Nothing changed: finishing again is the same seal.
-	if again, err := f.m.Runs().FinishRun(ctx, "r2"); err != nil || again.Attempt != 1 {
+	if again, err := f.runs.FinishRun(ctx, "r2"); err != nil || again.Attempt != 1 {
 		t.Fatalf("FinishRun with nothing changed: attempt %d %v", again.Attempt, err)
 	}
 	// Repair: remove the duplicate, re-verify posting, finish again.
@@ -307,7 +307,7 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	}
 	// The run stays RECONCILIATION_REQUIRED (sticky) while mail is not
 	// begun: attempt 2.
-	view, err = f.m.Runs().FinishRun(ctx, "r2")
+	view, err = f.runs.FinishRun(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,13 +322,13 @@ func TestRunDoubleSubmitReconciledAndResealed(t *testing.T) {
 	if v := f.step(t, "r2", "mail", nil, sdk.Record{"id": "m-2", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("mail %s", v.Outcome)
 	}
-	view, err = f.m.Runs().FinishRun(ctx, "r2")
+	view, err = f.runs.FinishRun(ctx, "r2")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 3 {
 		t.Fatalf("attempt 3: %+v %v", view, err)
 	}
 	// Sealed VERIFIED, the run takes no further step.
 	_, err = f.begin(t, "r2", "intake", nil)
-	wantRefusal(t, err, Refused, CodeRunSealed, "run_id")
+	wantRefusal(t, err, session.Refused, CodeRunSealed, "run_id")
 }
 
 // A two-step process (mail dropped) for the re-seal to VERIFIED.
@@ -339,13 +339,13 @@ func TestRunResealedVerifiedAttempt2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	ctx := t.Context()
 	f.beginRun(t, "r3")
 	f.step(t, "r3", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	v := f.step(t, "r3", "posting", map[string]string{"amount": "5"},
 		sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"}, sdk.Record{"id": "t-2", "kind": "posting", "patient_id": "p-1", "amount": "5"})
-	view, err := f.m.Runs().FinishRun(ctx, "r3")
+	view, err := f.runs.FinishRun(ctx, "r3")
 	if err != nil || view.Outcome != run.ReconciliationRequired {
 		t.Fatalf("first seal %v %v", view, err)
 	}
@@ -356,7 +356,7 @@ func TestRunResealedVerifiedAttempt2(t *testing.T) {
 	if r, err := f.m.Reverify(ctx, v.SessionID, "removed the duplicate"); err != nil || r.Outcome != judge.Verified {
 		t.Fatalf("Reverify: %v %v", r, err)
 	}
-	view, err = f.m.Runs().FinishRun(ctx, "r3")
+	view, err = f.runs.FinishRun(ctx, "r3")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 2 {
 		t.Fatalf("re-seal: %+v %v", view, err)
 	}
@@ -375,7 +375,7 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	if v := f.step(t, "halt", "intake", nil); v.Outcome != judge.HaltedBeforeEffect {
 		t.Fatalf("intake with nothing saved: %s", v.Outcome)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "halt")
+	view, err := f.runs.FinishRun(ctx, "halt")
 	if err != nil || view.Outcome != run.HaltedBeforeEffect {
 		t.Fatalf("nothing saved: %+v %v", view, err)
 	}
@@ -384,8 +384,8 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	// Stopped on a policy refusal before anything was done.
 	f.beginRun(t, "refused")
 	_, err = f.begin(t, "refused", "posting", map[string]string{"amount": "1"})
-	wantRefusal(t, err, Refused, CodeStepOutOfOrder, "step")
-	view, err = f.m.Runs().FinishRun(ctx, "refused")
+	wantRefusal(t, err, session.Refused, CodeStepOutOfOrder, "step")
+	view, err = f.runs.FinishRun(ctx, "refused")
 	if err != nil || view.Outcome != run.RejectedPolicy || !slices.Contains(reasonCodes(view.Reasons), run.CodeStepRefused) {
 		t.Fatalf("stopped on a refusal: %+v %v", view, err)
 	}
@@ -393,11 +393,11 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 
 	// Saved, then undone: the rollback check sees every change gone.
 	f.beginRun(t, "undo")
-	_, err = f.m.Runs().RollbackCheck(ctx, "undo")
-	wantRefusal(t, err, Refused, CodeNothingToRollBack, "run_id")
+	_, err = f.runs.RollbackCheck(ctx, "undo")
+	wantRefusal(t, err, session.Refused, CodeNothingToRollBack, "run_id")
 	f.step(t, "undo", "intake", nil, sdk.Record{"id": "p-9", "kind": "patient", "name": "Ada"})
 	f.step(t, "undo", "posting", map[string]string{"amount": "3"}, sdk.Record{"id": "t-9", "kind": "posting", "patient_id": "p-9", "amount": "3"})
-	rb, err := f.m.Runs().RollbackCheck(ctx, "undo")
+	rb, err := f.runs.RollbackCheck(ctx, "undo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestRunHaltedAndRolledBack(t *testing.T) {
 	f.tab.mu.Lock()
 	f.tab.rows = nil
 	f.tab.mu.Unlock()
-	rb, err = f.m.Runs().RollbackCheck(ctx, "undo")
+	rb, err = f.runs.RollbackCheck(ctx, "undo")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified || rb.Run.Attempt != 1 {
 		t.Fatalf("rollback check with everything undone: %+v %v", rb, err)
 	}
@@ -423,12 +423,12 @@ func TestRunTier3BlocksVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	f.beginRun(t, "t3")
 	if v := f.step(t, "t3", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("intake %s", v.Outcome)
 	}
-	view, err := f.m.Runs().FinishRun(t.Context(), "t3")
+	view, err := f.runs.FinishRun(t.Context(), "t3")
 	if err != nil || view.Outcome != run.ReconciliationRequired || view.Tier != 3 || !slices.Equal(reasonCodes(view.Reasons), []string{run.CodeTierBelowRunMin, run.CodeRungBelowRunMin}) {
 		t.Fatalf("a tier-3 step under run_min_tier 2: %+v %v", view, err)
 	}
@@ -458,12 +458,12 @@ func TestRunRungFloor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.m.workflows["clinic"] = w
+			f.wfs["clinic"] = w
 			f.beginRun(t, "r1")
 			if v := f.step(t, "r1", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"}); v.Outcome != judge.Verified {
 				t.Fatalf("intake %s", v.Outcome)
 			}
-			view, err := f.m.Runs().FinishRun(t.Context(), "r1")
+			view, err := f.runs.FinishRun(t.Context(), "r1")
 			if err != nil || view.Outcome != tc.outcome || view.Tier != 2 || view.OracleRung != int(oracle.SeparateSession) || !slices.Equal(reasonCodes(view.Reasons), tc.codes) {
 				t.Fatalf("FinishRun: %s tier %d rung %d %v %v; want %s %v", view.Outcome, view.Tier, view.OracleRung, reasonCodes(view.Reasons), err, tc.outcome, tc.codes)
 			}
@@ -488,13 +488,13 @@ func TestRunHandoffAmbiguousAndArtifactRefuted(t *testing.T) {
 	if a := f.letter(t, "amb", false); a.Verdict != judge.Refuted {
 		t.Fatalf("missing letter %s", a.Verdict)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "amb")
+	view, err := f.runs.FinishRun(ctx, "amb")
 	if err != nil || view.Outcome != run.ReconciliationRequired || !slices.Contains(reasonCodes(view.Reasons), run.CodeArtifactUnverified) {
 		t.Fatalf("refuted letter: %+v %v", view, err)
 	}
 
 	// handoffValue itself: zero or several records, or a redacted field.
-	src := &stepState{Step: run.Step{Outcome: run.Verified}, latest: &Result{Effects: []EffectResult{{}}}}
+	src := &stepState{Step: run.Step{Outcome: run.Verified}, latest: &session.Result{Effects: []session.EffectResult{{}}}}
 	h := workflow.Handoff{Param: "patient_id", From: workflow.HandoffSource{Step: "intake", Field: "id"}}
 	for name, recs := range map[string][]judge.Record{
 		"none":     nil,

@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"context"
@@ -13,31 +13,34 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verifierd/verifierd/internal/oracle"
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/sdk"
 )
 
-// Runs (docs/runs.md). A run is one workflow run against one deployment:
-// BeginRun stores it, each Begin with its RunID binds a session to one of
-// its steps under the workflow's order (after, handoffs, consumes),
-// VerifyArtifact with the run records its artifact edges, and FinishRun
-// classifies it (internal/run) and seals it with a signed run receipt.
-// Everything is in the store (store.Backend's runs): another replica
-// sharing it continues a run, and a daemon killed at any point loses no
-// state a caller was told of.
-
-// Runs is the runs service: BeginRun, FinishRun, GetRun, ListRuns,
-// RollbackCheck, VerifyRunArtifact, and the binding of a run's steps that
-// Begin asks it for. Its Manager owns it (Manager.Runs); it reaches
-// sessions, the store and the one judging path (proof.go) through that
-// Manager, and judges nothing itself.
-type Runs struct {
-	*Manager
+// Service is the runs service (docs/runs.md): BeginRun, FinishRun, GetRun,
+// ListRuns, RollbackCheck, VerifyRunArtifact, and the binding of a run's
+// steps that Begin asks it for (BeginStep). It reaches sessions, the
+// store and the one judging path (internal/session, proof.go) only through
+// a session.RunHost, and judges nothing itself. It keeps no state of its
+// own: every run is in the store.
+type Service struct {
+	h *session.RunHost
 }
+
+// New makes the runs service over h and attaches it to h, so that a
+// session Begin with a RunID is a step of a run (session.RunHost.Attach:
+// the first service attached answers; every one over h is equivalent).
+func New(h *session.RunHost) *Service {
+	svc := &Service{h: h}
+	h.Attach(svc)
+	return svc
+}
+
+// For is New over m's RunHost.
+func For(m *session.Manager) *Service { return New(m.RunHost()) }
 
 // Refusal codes of a step of a run (FailedPrecondition; the Begin is
 // recorded as REJECTED_POLICY).
@@ -95,36 +98,6 @@ const (
 // MaxRunIDBytes bounds a client-chosen run id.
 const MaxRunIDBytes = 128
 
-// RunBinding is what a session of a run records in its metadata and its
-// verdict receipt binds: the run, the step, the values handed to it (by
-// keyed digest) and the exact artifacts it consumed.
-type RunBinding struct {
-	RunID    string          `json:"run_id"`
-	Step     string          `json:"step"`
-	Handoffs []HandoffBound  `json:"handoffs,omitempty"`
-	Consumed []ConsumedBound `json:"consumed,omitempty"`
-}
-
-// HandoffBound is one handed-off value: where it came from and its keyed
-// digest (the value itself is only in the session's parameters).
-type HandoffBound struct {
-	Param       string `json:"param"`
-	FromStep    string `json:"from_step"`
-	FromSession string `json:"from_session"`
-	Effect      int    `json:"effect"`
-	Field       string `json:"field"`
-	ValueDigest string `json:"value_digest"`
-}
-
-// ConsumedBound is one artifact a step consumed: the exact digest and size
-// CONFIRMED in the run and that verification's receipt digest.
-type ConsumedBound struct {
-	Artifact      string `json:"artifact"`
-	SHA256        string `json:"sha256"`
-	Size          int64  `json:"size"`
-	ReceiptDigest string `json:"receipt_digest"`
-}
-
 // runRecord is a run as the store keeps it (store.Backend's runs).
 type runRecord struct {
 	ID               string            `json:"id"`
@@ -150,11 +123,11 @@ type runRecord struct {
 type runStepRecord struct {
 	Step string `json:"step"`
 	// Sessions are the step's sessions in the run, oldest first.
-	Sessions []string       `json:"sessions"`
-	Handoffs []HandoffBound `json:"handoffs,omitempty"`
+	Sessions []string               `json:"sessions"`
+	Handoffs []session.HandoffBound `json:"handoffs,omitempty"`
 	// Consumed are the artifacts the step's latest session consumed, at
 	// the digests it bound.
-	Consumed []ConsumedBound `json:"consumed,omitempty"`
+	Consumed []session.ConsumedBound `json:"consumed,omitempty"`
 	// Refused is the terminal outcome of the latest refused Begin of the
 	// step since its latest session ("" when none).
 	Refused string `json:"refused,omitempty"`
@@ -273,7 +246,7 @@ type RollbackResult struct {
 // CheckRunID checks a client-chosen run id: 1 to 128 of [A-Za-z0-9._-].
 func CheckRunID(id string) error {
 	if id == "" {
-		return &Error{Kind: Invalid, Path: "run_id", Message: "give the run id BeginRun returned"}
+		return &session.Error{Kind: session.Invalid, Path: "run_id", Message: "give the run id BeginRun returned"}
 	}
 	if len(id) > MaxRunIDBytes {
 		return overLimit("run_id", len(id), MaxRunIDBytes, "bytes", "a run id is 1 to 128 of A-Z a-z 0-9 . _ -")
@@ -282,7 +255,7 @@ func CheckRunID(id string) error {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
 		default:
-			return &Error{Kind: Invalid, Path: "run_id", Message: "a run id is 1 to 128 of A-Z a-z 0-9 . _ -"}
+			return &session.Error{Kind: session.Invalid, Path: "run_id", Message: "a run id is 1 to 128 of A-Z a-z 0-9 . _ -"}
 		}
 	}
 	return nil
@@ -300,42 +273,42 @@ func newRunID() string {
 // deployment and returns its id. The same client-chosen id with the same
 // workflow, deployment and parameters answers the run already stored; with
 // other arguments it is refused (Exists).
-func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error) {
+func (svc *Service) BeginRun(ctx context.Context, req BeginRunRequest) (string, error) {
 	id := req.RunID
 	if id == "" {
 		id = newRunID()
 	} else if err := CheckRunID(id); err != nil {
 		return "", err
 	}
-	if err := checkParams(req.Params); err != nil {
+	if err := svc.h.CheckParams(req.Params); err != nil {
 		return "", err
 	}
 	if req.Workflow == "" {
-		return "", &Error{Kind: Invalid, Path: "workflow", Message: "name a workflow registered in the daemon config (workflows:)"}
+		return "", &session.Error{Kind: session.Invalid, Path: "workflow", Message: "name a workflow registered in the daemon config (workflows:)"}
 	}
-	wf := m.workflows[req.Workflow]
+	wf := svc.h.Workflow(req.Workflow)
 	if wf == nil {
-		return "", &Error{Kind: Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", clip(req.Workflow))}
+		return "", &session.Error{Kind: session.Invalid, Path: "workflow", Message: fmt.Sprintf("no workflow named %q in the daemon config (workflows:)", clip(req.Workflow))}
 	}
 	if req.DeploymentName == "" {
-		return "", &Error{Kind: Invalid, Path: "deployment_name", Message: "name a deployment registered in the daemon config (deployments:); a run reads only registered deployments"}
+		return "", &session.Error{Kind: session.Invalid, Path: "deployment_name", Message: "name a deployment registered in the daemon config (deployments:); a run reads only registered deployments"}
 	}
-	raw, err := m.deployments().bytes(BeginRequest{DeploymentName: req.DeploymentName})
+	raw, err := svc.h.Deployment(req.DeploymentName)
 	if err != nil {
 		return "", err
 	}
-	dep, _, err := parseDeployment(raw)
+	minTier, minRung, err := svc.h.RunMins(raw, wf)
 	if err != nil {
 		return "", err
 	}
 	params := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(req.Params)) {
 		if _, declared := wf.Params[k]; !declared {
-			return "", &Error{Kind: Invalid, Path: "params." + clip(k), Message: fmt.Sprintf("workflow %q declares no parameter %q under params:", req.Workflow, clip(k))}
+			return "", &session.Error{Kind: session.Invalid, Path: "params." + clip(k), Message: fmt.Sprintf("workflow %q declares no parameter %q under params:", req.Workflow, clip(k))}
 		}
 		for _, s := range wf.Steps {
 			if h, ok := s.Handoff(k); ok {
-				return "", &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeHandoffForged, Path: "params." + k,
+				return "", &session.Error{Kind: session.Refused, Reason: session.ReasonPolicy, Code: CodeHandoffForged, Path: "params." + k,
 					Message: fmt.Sprintf("step %q takes %q from step %q's evidence (handoffs:); the caller may not send it", s.Name, k, h.From.Step)}
 			}
 		}
@@ -343,7 +316,7 @@ func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error
 	}
 	rec := runRecord{
 		ID: id, Workflow: req.Workflow, WorkflowDigest: wf.Digest, DeploymentName: req.DeploymentName, DeploymentDigest: sha256Hex(raw),
-		Params: params, RunMinTier: policyOf(m.daemon, dep, wf).RunMinTier, RunMinRung: policyOf(m.daemon, dep, wf).RunMinRung, BegunAt: time.Now().UTC(),
+		Params: params, RunMinTier: minTier, RunMinRung: minRung, BegunAt: time.Now().UTC(),
 	}
 	for _, s := range wf.Steps {
 		rec.Steps = append(rec.Steps, runStepRecord{Step: s.Name, Sessions: []string{}})
@@ -355,11 +328,11 @@ func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error
 	if err != nil {
 		return "", err
 	}
-	stored, created, err := m.store.CreateRun(ctx, id, body, func(l store.Ledger) error {
+	stored, created, err := svc.h.Store().CreateRun(ctx, id, body, func(l store.Ledger) error {
 		_, err := l.Append(EntryRunBegun, id, jsonDigest(map[string]any{
 			"run_id": id, "workflow": rec.Workflow, "workflow_digest": rec.WorkflowDigest,
 			"deployment_name": rec.DeploymentName, "deployment_digest": rec.DeploymentDigest,
-			"params_digest": m.paramsDigest(params, wf.SecretParams()), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
+			"params_digest": svc.paramsDigest(params, wf.SecretParams()), "run_min_tier": rec.RunMinTier, "run_min_rung": rec.RunMinRung,
 		}))
 		return err
 	})
@@ -374,41 +347,41 @@ func (m *Runs) BeginRun(ctx context.Context, req BeginRunRequest) (string, error
 		return "", fmt.Errorf("run %s is corrupt: %w", id, err)
 	}
 	if have.Workflow != rec.Workflow || have.DeploymentName != rec.DeploymentName || !maps.Equal(have.Params, rec.Params) {
-		return "", &Error{Kind: Exists, Path: "run_id", Message: fmt.Sprintf("run %q was begun with another workflow, deployment or parameters; choose a new run id", id)}
+		return "", &session.Error{Kind: session.Exists, Path: "run_id", Message: fmt.Sprintf("run %q was begun with another workflow, deployment or parameters; choose a new run id", id)}
 	}
 	return id, nil
 }
 
 // handoffDigest is the keyed digest of a handed-off value's JSON (a JSON
 // string).
-func (m *Runs) handoffDigest(value string) string {
+func (svc *Service) handoffDigest(value string) string {
 	b, _ := json.Marshal(value) // a string always encodes
-	return m.KeyedDigest(b)
+	return svc.h.KeyedDigest(b)
 }
 
 // paramsDigest is the keyed digest of a run's parameters (canonical JSON:
 // keys sorted). A parameter the workflow marks secret is digested by its
-// name only (its value replaced by SecretMarker): a secret is never hashed.
-func (m *Runs) paramsDigest(params map[string]string, secret map[string]bool) string {
+// name only (its value replaced by session.SecretMarker): a secret is never hashed.
+func (svc *Service) paramsDigest(params map[string]string, secret map[string]bool) string {
 	params = maps.Clone(params)
 	for k := range params {
 		if secret[k] {
-			params[k] = SecretMarker
+			params[k] = session.SecretMarker
 		}
 	}
 	b, _ := json.Marshal(params) // a map's keys are written sorted
-	return m.KeyedDigest(b)
+	return svc.h.KeyedDigest(b)
 }
 
 // loadRun reads a run.
-func (m *Runs) loadRun(ctx context.Context, id string) (*runRecord, error) {
+func (svc *Service) loadRun(ctx context.Context, id string) (*runRecord, error) {
 	if err := CheckRunID(id); err != nil {
 		return nil, err
 	}
-	raw, err := m.store.Run(ctx, id)
+	raw, err := svc.h.Store().Run(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrRunNotFound) {
-			return nil, &Error{Kind: NotFound, Path: "run_id", Message: fmt.Sprintf("no run %q", clip(id))}
+			return nil, &session.Error{Kind: session.NotFound, Path: "run_id", Message: fmt.Sprintf("no run %q", clip(id))}
 		}
 		return nil, err
 	}
@@ -419,10 +392,10 @@ func (m *Runs) loadRun(ctx context.Context, id string) (*runRecord, error) {
 	return &rec, nil
 }
 
-// runNames is a run's deployment and workflow names, for the log (empty
-// when the run cannot be read).
-func (m *Runs) runNames(ctx context.Context, id string) (deployment, workflow string) {
-	raw, err := m.store.Run(ctx, id)
+// RunNames is a run's deployment and workflow names, for the log (empty
+// when the run cannot be read; session.StepBeginner).
+func (svc *Service) RunNames(ctx context.Context, id string) (deployment, workflow string) {
+	raw, err := svc.h.Store().Run(ctx, id)
 	if err != nil {
 		return "", ""
 	}
@@ -435,39 +408,13 @@ func (m *Runs) runNames(ctx context.Context, id string) (deployment, workflow st
 
 // runWorkflow is the registered workflow a run began with; a workflow
 // since changed or gone is refused.
-func (m *Runs) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
-	wf := m.workflows[rec.Workflow]
+func (svc *Service) runWorkflow(rec *runRecord) (*workflow.Workflow, error) {
+	wf := svc.h.Workflow(rec.Workflow)
 	if wf == nil || wf.Digest != rec.WorkflowDigest {
-		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeWorkflowChanged, Path: "run_id",
+		return nil, &session.Error{Kind: session.Refused, Reason: session.ReasonPolicy, Code: CodeWorkflowChanged, Path: "run_id",
 			Message: fmt.Sprintf("run %q follows workflow %q as it was (%s); the daemon's registered workflow is no longer that file, so the run cannot go on: begin a new run", rec.ID, rec.Workflow, rec.WorkflowDigest)}
 	}
 	return wf, nil
-}
-
-// latestResult is a session's latest result (the last re-verification, or
-// the first result); nil while not verified. found is false for a session
-// the store no longer has.
-func (m *Runs) latestResult(ctx context.Context, id string) (res *Result, found bool, err error) {
-	_, first, err := m.store.Session(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil || first == nil {
-		return nil, err == nil, err
-	}
-	raw := first
-	more, err := m.store.Reverifications(ctx, id)
-	if err != nil {
-		return nil, true, err
-	}
-	if len(more) > 0 {
-		raw = more[len(more)-1]
-	}
-	var r Result
-	if err := decodeResult(raw, &r); err != nil {
-		return nil, true, err
-	}
-	return &r, true, nil
 }
 
 // stepState is one workflow step as it stands in a run.
@@ -475,40 +422,19 @@ type stepState struct {
 	run.Step
 	SessionID     string
 	ReceiptDigest string
-	latest        *Result
+	latest        *session.Result
 }
 
 // outcomeOf is the terminal outcome a result records.
-func outcomeOf(r *Result) string {
+func outcomeOf(r *session.Result) string {
 	if r.TerminalOutcome != "" {
 		return r.TerminalOutcome
 	}
 	return string(r.Outcome)
 }
 
-// tierOf is the weakest tier of a result's effects and their lowest
-// oracle rung.
-func tierOf(r *Result) (int, oracle.Rung) {
-	tier, rung := 0, oracle.Counterparty
-	for _, e := range r.Effects {
-		tier = max(tier, e.Tier)
-		rung = min(rung, oracle.Of(e.Substrate, sdk.Tier(e.Tier)))
-	}
-	if len(r.Effects) == 0 {
-		rung = oracle.Visual
-	}
-	return tier, rung
-}
-
-// ResultRung is the lowest oracle rung of a result's effects (what a
-// Reverification reports).
-func ResultRung(r *Result) oracle.Rung {
-	_, rung := tierOf(r)
-	return rung
-}
-
 // stepStates reads every step's latest session and its latest result.
-func (m *Runs) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
+func (svc *Service) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRecord) ([]stepState, error) {
 	out := make([]stepState, len(wf.Steps))
 	for i := range wf.Steps {
 		s := &wf.Steps[i]
@@ -516,7 +442,7 @@ func (m *Runs) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRe
 		if rs := rec.step(s.Name); rs != nil {
 			st.Refused = rs.Refused
 			for _, sid := range slices.Backward(rs.Sessions) {
-				r, found, err := m.latestResult(ctx, sid)
+				r, found, err := svc.h.LatestResult(ctx, sid)
 				if err != nil {
 					return nil, err
 				}
@@ -529,14 +455,14 @@ func (m *Runs) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRe
 				}
 				if r != nil {
 					st.Outcome = outcomeOf(r)
-					st.Tier, st.OracleRung = tierOf(r)
+					st.Tier, st.OracleRung = session.ResultTier(r)
 					if len(r.Receipt) > 0 {
 						st.ReceiptDigest = sha256Hex(r.Receipt)
 					}
 				}
 				break
 			}
-			if err := m.earlierDoubt(ctx, rs, &st); err != nil {
+			if err := svc.earlierDoubt(ctx, rs, &st); err != nil {
 				return nil, err
 			}
 		}
@@ -551,12 +477,12 @@ func (m *Runs) stepStates(ctx context.Context, wf *workflow.Workflow, rec *runRe
 // after its sessions ended HALTED_BEFORE_EFFECT, so such a result (a
 // Reverify of an earlier attempt that now sees its save, or a duplicate)
 // is the step's, whatever its newest session says.
-func (m *Runs) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepState) error {
+func (svc *Service) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepState) error {
 	for _, sid := range rs.Sessions {
 		if sid == st.SessionID {
 			return nil
 		}
-		r, found, err := m.latestResult(ctx, sid)
+		r, found, err := svc.h.LatestResult(ctx, sid)
 		if err != nil {
 			return err
 		}
@@ -566,7 +492,7 @@ func (m *Runs) earlierDoubt(ctx context.Context, rs *runStepRecord, st *stepStat
 		st.SessionID, st.latest, st.Outcome, st.Tier, st.OracleRung, st.ReceiptDigest = sid, r, "", 0, 0, ""
 		if r != nil {
 			st.Outcome = outcomeOf(r)
-			st.Tier, st.OracleRung = tierOf(r)
+			st.Tier, st.OracleRung = session.ResultTier(r)
 			if len(r.Receipt) > 0 {
 				st.ReceiptDigest = sha256Hex(r.Receipt)
 			}
@@ -583,13 +509,6 @@ func stateOf(states []stepState, name string) *stepState {
 		}
 	}
 	return nil
-}
-
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 // handoffValue is the value a handoff takes: field h.From.Field of the one
@@ -623,7 +542,7 @@ func handoffValue(src *stepState, h workflow.Handoff) (string, error) {
 	default:
 		return "", fmt.Errorf("field %q of the record effect %d of step %q matched is not a single value (a string, number or boolean)", h.From.Field, h.From.Effect, h.From.Step)
 	}
-	if s == judge.RedactedMarker || strings.Contains(s, SecretMarker) {
+	if s == judge.RedactedMarker || strings.Contains(s, session.SecretMarker) {
 		return "", fmt.Errorf("field %q of the record effect %d of step %q matched is redacted in the evidence; hand off a field the deployment keeps", h.From.Field, h.From.Effect, h.From.Step)
 	}
 	return s, nil
@@ -632,13 +551,13 @@ func handoffValue(src *stepState, h workflow.Handoff) (string, error) {
 // noteRunRefusal records in the run that a Begin of step was refused
 // (a policy or platform refusal; the caller's malformed input is not). It
 // is best effort: the refusal itself is in the ledger either way.
-func (m *Runs) noteRunRefusal(ctx context.Context, runID, step string, err error) {
-	var se *Error
-	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) || se.Code == CodeRunSealed {
+func (svc *Service) noteRunRefusal(ctx context.Context, runID, step string, err error) {
+	var se *session.Error
+	if !errors.As(err, &se) || (se.Kind != session.Refused && se.Kind != session.Denied) || se.Code == CodeRunSealed {
 		return
 	}
-	outcome := refusalOutcome(se)
-	_, uerr := m.store.UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+	outcome := session.RefusalOutcome(se)
+	_, uerr := svc.h.Store().UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return nil, store.RunChange{}, err
@@ -655,7 +574,7 @@ func (m *Runs) noteRunRefusal(ctx context.Context, runID, step string, err error
 		return out, store.RunChange{}, err
 	})
 	if uerr != nil {
-		m.logger.Error("recording a refused step in its run", "run", runID, "step", step, "error", uerr)
+		svc.h.Logger().Error("recording a refused step in its run", "run", runID, "step", step, "error", uerr)
 	}
 }
 
@@ -665,18 +584,18 @@ func (m *Runs) noteRunRefusal(ctx context.Context, runID, step string, err error
 // what it depends on changed (a Reverify of the offending step) it is
 // re-sealed with the next attempt, VERIFIED or still
 // RECONCILIATION_REQUIRED (sticky: never a nothing-landed outcome).
-func (m *Runs) FinishRun(ctx context.Context, id string) (*RunView, error) {
-	return lockedRun(m, ctx, id, m.finishRunOnce)
+func (svc *Service) FinishRun(ctx context.Context, id string) (*RunView, error) {
+	return lockedRun(svc, ctx, id, svc.finishRunOnce)
 }
 
 // lockedRun runs once for run id under the run's lock, again while the
 // run changed under it (retryRunChanged).
-func lockedRun[T any](m *Runs, ctx context.Context, id string, once func(context.Context, string) (T, error)) (T, error) {
+func lockedRun[T any](svc *Service, ctx context.Context, id string, once func(context.Context, string) (T, error)) (T, error) {
 	if err := CheckRunID(id); err != nil {
 		var zero T
 		return zero, err
 	}
-	unlock, err := m.locks.lock(ctx, "run/"+id)
+	unlock, err := svc.h.Lock(ctx, "run/"+id)
 	if err != nil {
 		var zero T
 		return zero, err
@@ -710,18 +629,6 @@ func retryRunChanged[T any](once func() (T, error)) (T, error) {
 // remains, nothing lost, nothing changed) the run is sealed
 // ROLLED_BACK_VERIFIED with a receipt; otherwise the answer lists what
 // remains and the run is unchanged.
-func (m *Runs) RollbackCheck(ctx context.Context, id string) (*RollbackResult, error) {
-	return lockedRun(m, ctx, id, m.rollbackCheckOnce)
-}
-
-// effectSource names the collection effect i of a session was read from:
-// the deployment candidate its baseline capture pinned (every session of a
-// run reads through the run's one deployment). "" when no capture holds it.
-func effectSource(md *meta, i int) string {
-	for _, c := range md.Captures {
-		if slices.Contains(c.Effects, i) {
-			return fmt.Sprintf("candidate %d", c.Candidate)
-		}
-	}
-	return ""
+func (svc *Service) RollbackCheck(ctx context.Context, id string) (*RollbackResult, error) {
+	return lockedRun(svc, ctx, id, svc.rollbackCheckOnce)
 }

@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
 )
@@ -17,52 +18,52 @@ type RunArtifactRequest struct {
 	RunArtifact    string
 	Step           string
 	DeploymentName string
-	Artifact       Artifact
+	Artifact       session.Artifact
 }
 
 // VerifyRunArtifact checks an artifact of a run (VerifyArtifact) and
 // records the answer in the run: a CONFIRMED result the exact digest and
 // size (which lets a consuming step begin), a REFUTED or INDETERMINATE one
 // makes the run RECONCILIATION_REQUIRED (sticky).
-func (m *Runs) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*ArtifactResult, error) {
-	rec, err := m.loadRun(ctx, req.RunID)
+func (svc *Service) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*session.ArtifactResult, error) {
+	rec, err := svc.loadRun(ctx, req.RunID)
 	if err != nil {
 		return nil, err
 	}
-	wf, err := m.runWorkflow(rec)
+	wf, err := svc.runWorkflow(rec)
 	if err != nil {
 		return nil, err
 	}
 	if req.RunArtifact == "" {
-		return nil, &Error{Kind: Invalid, Path: "run_artifact", Message: "name the artifact as the workflow's produces: names it"}
+		return nil, &session.Error{Kind: session.Invalid, Path: "run_artifact", Message: "name the artifact as the workflow's produces: names it"}
 	}
 	producer, ok := wf.Producer(req.RunArtifact)
 	if !ok {
-		return nil, &Error{Kind: Invalid, Path: "run_artifact", Message: fmt.Sprintf("no step of workflow %q produces an artifact %q", rec.Workflow, clip(req.RunArtifact))}
+		return nil, &session.Error{Kind: session.Invalid, Path: "run_artifact", Message: fmt.Sprintf("no step of workflow %q produces an artifact %q", rec.Workflow, clip(req.RunArtifact))}
 	}
 	if req.Step != "" && req.Step != producer.Name {
-		return nil, &Error{Kind: Invalid, Path: "step", Message: fmt.Sprintf("artifact %q is produced by step %q, not %q", req.RunArtifact, producer.Name, clip(req.Step))}
+		return nil, &session.Error{Kind: session.Invalid, Path: "step", Message: fmt.Sprintf("artifact %q is produced by step %q, not %q", req.RunArtifact, producer.Name, clip(req.Step))}
 	}
 	if rec.Seal != nil && !rec.reconciling() {
-		return nil, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("run %q was sealed %s; it takes no further check", rec.ID, rec.Seal.Outcome)}
+		return nil, &session.Error{Kind: session.Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("run %q was sealed %s; it takes no further check", rec.ID, rec.Seal.Outcome)}
 	}
 	if rs := rec.step(producer.Name); rs == nil || len(rs.Sessions) == 0 {
 		// A document in the store before its producer began in this run
 		// is not the run's (another run's, or one left from before).
-		return nil, &Error{Kind: Refused, Reason: reasonPolicy, Code: CodeStepOutOfOrder, Path: "run_artifact",
+		return nil, &session.Error{Kind: session.Refused, Reason: session.ReasonPolicy, Code: CodeStepOutOfOrder, Path: "run_artifact",
 			Message: fmt.Sprintf("artifact %q is produced by step %q, which has no session in run %q yet: begin that step first", req.RunArtifact, producer.Name, rec.ID)}
 	}
 	// The workflow names where the artifact is read; a caller naming
 	// another deployment is refused, not followed.
 	at := producer.ProducedAt[req.RunArtifact]
 	if req.DeploymentName != "" && req.DeploymentName != at {
-		return nil, &Error{Kind: Invalid, Path: "deployment_name", Message: fmt.Sprintf("workflow %q checks artifact %q in deployment %q (produces: deployment:); leave deployment_name empty or name that one", rec.Workflow, req.RunArtifact, at)}
+		return nil, &session.Error{Kind: session.Invalid, Path: "deployment_name", Message: fmt.Sprintf("workflow %q checks artifact %q in deployment %q (produces: deployment:); leave deployment_name empty or name that one", rec.Workflow, req.RunArtifact, at)}
 	}
 	sum := strings.ToLower(strings.TrimPrefix(req.Artifact.SHA256, "sha256:"))
 	if err := consumedElsewise(rec, req.RunArtifact, sum); err != nil {
 		return nil, err
 	}
-	res, err := m.VerifyArtifact(ctx, at, req.Artifact)
+	res, err := svc.h.VerifyArtifact(ctx, at, req.Artifact)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (m *Runs) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*
 		entry.SHA256, entry.Size = sum, req.Artifact.Size
 		entry.DeploymentName, entry.Name = req.DeploymentName, req.Artifact.Name
 	}
-	_, err = m.store.UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
+	_, err = svc.h.Store().UpdateRun(ctx, rec.ID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var cur runRecord
 		if err := json.Unmarshal(raw, &cur); err != nil {
 			return nil, store.RunChange{}, err
@@ -82,7 +83,7 @@ func (m *Runs) VerifyRunArtifact(ctx context.Context, req RunArtifactRequest) (*
 		if cur.Seal != nil && !cur.reconciling() {
 			// Sealed while the document was read: the seal did not weigh
 			// this check, and the run takes no further one.
-			return nil, store.RunChange{}, &Error{Kind: Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("run %q was sealed %s while the artifact was checked; it takes no further check", cur.ID, cur.Seal.Outcome)}
+			return nil, store.RunChange{}, &session.Error{Kind: session.Refused, Code: CodeRunSealed, Path: "run_id", Message: fmt.Sprintf("run %q was sealed %s while the artifact was checked; it takes no further check", cur.ID, cur.Seal.Outcome)}
 		}
 		if err := consumedElsewise(&cur, req.RunArtifact, sum); err != nil {
 			return nil, store.RunChange{}, err
@@ -115,7 +116,7 @@ func consumedElsewise(rec *runRecord, artifact, sum string) error {
 	for _, rs := range rec.Steps {
 		for _, c := range rs.Consumed {
 			if c.Artifact == artifact && c.SHA256 != sum {
-				return &Error{Kind: Refused, Code: CodeArtifactConsumed, Path: "artifact.sha256",
+				return &session.Error{Kind: session.Refused, Code: CodeArtifactConsumed, Path: "artifact.sha256",
 					Message: fmt.Sprintf("step %q of run %q consumed artifact %q at sha256 %s; other bytes cannot take its place in this run", rs.Step, rec.ID, artifact, c.SHA256)}
 			}
 		}

@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"crypto/ed25519"
@@ -12,6 +12,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/bolt"
@@ -23,9 +24,9 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 )
 
-// replica is one daemon's Manager over a shared store and the shared
+// replica is one daemon's session.Manager over a shared store and the shared
 // in-memory system of record, with the keys every replica shares.
-func replica(t *testing.T, st store.Backend, tab *table, priv ed25519.PrivateKey, evidence []byte, deps map[string]string, wf *workflow.Workflow) *Manager {
+func replica(t *testing.T, st store.Backend, tab *table, priv ed25519.PrivateKey, evidence []byte, deps map[string]string, wf *workflow.Workflow) *session.Manager {
 	t.Helper()
 	host, err := pluginhost.New(pluginhost.Options{})
 	if err != nil {
@@ -37,20 +38,20 @@ func replica(t *testing.T, st store.Backend, tab *table, priv ed25519.PrivateKey
 	if _, err := st.Bind(t.Context(), store.IntegrityKey(evidence), store.Keys{EvidenceKeyID: store.EvidenceKeyID(evidence), SigningKeyID: signing.New(priv).KeyID()}, false); err != nil {
 		t.Fatal(err)
 	}
-	return mustNew(t, Options{Host: host, Store: st, Daemon: &config.Daemon{Deployments: deps}, Signer: signing.New(priv), EvidenceKey: evidence,
+	return mustNew(t, session.Options{Host: host, Store: st, Daemon: &config.Daemon{Deployments: deps}, Signer: signing.New(priv), EvidenceKey: evidence,
 		Workflows: map[string]*workflow.Workflow{"clinic": wf}})
 }
 
 // runAcross begins the run on one daemon and again, with the same id, on
 // another: the stored run answers both.
-func runAcross(t *testing.T, ms ...*Manager) {
+func runAcross(t *testing.T, ms ...*session.Manager) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := ms[0].Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
+	if _, err := For(ms[0]).BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
 		t.Fatal(err)
 	}
 	// The same id on another daemon: the stored run answers.
-	if id, err := ms[1].Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil || id != "rep" {
+	if id, err := For(ms[1]).BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil || id != "rep" {
 		t.Fatalf("BeginRun on another daemon: %q %v", id, err)
 	}
 }
@@ -68,11 +69,11 @@ func shared2Steps(t *testing.T) *workflow.Workflow {
 // stepsAcross: intake on the first daemon, posting (its handoff read from
 // the store) begun on the second and verified on the third, the run
 // finished on the first: VERIFIED, and the same seal seen everywhere.
-func stepsAcross(t *testing.T, tab *table, ms []*Manager) {
+func stepsAcross(t *testing.T, tab *table, ms []*session.Manager) {
 	t.Helper()
 	ctx := t.Context()
 	runAcross(t, ms...)
-	b, err := ms[0].Begin(ctx, BeginRequest{RunID: "rep", Step: "intake"})
+	b, err := ms[0].Begin(ctx, session.BeginRequest{RunID: "rep", Step: "intake"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func stepsAcross(t *testing.T, tab *table, ms []*Manager) {
 	if v, err := ms[1].Verify(ctx, b.SessionID); err != nil || v.Outcome != judge.Verified {
 		t.Fatalf("intake verified on another daemon: %v %v", v, err)
 	}
-	b, err = ms[1].Begin(ctx, BeginRequest{RunID: "rep", Step: "posting", Params: map[string]string{"amount": "2"}})
+	b, err = ms[1].Begin(ctx, session.BeginRequest{RunID: "rep", Step: "posting", Params: map[string]string{"amount": "2"}})
 	if err != nil {
 		t.Fatalf("posting begun on another daemon: %v", err)
 	}
@@ -88,16 +89,16 @@ func stepsAcross(t *testing.T, tab *table, ms []*Manager) {
 	if v, err := ms[2].Verify(ctx, b.SessionID); err != nil || v.Outcome != judge.Verified {
 		t.Fatalf("posting verified on a third daemon: %v %v", v, err)
 	}
-	view, err := ms[2].Runs().FinishRun(ctx, "rep")
+	view, err := For(ms[2]).FinishRun(ctx, "rep")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("FinishRun: %+v %v", view, err)
 	}
 	for i, m := range ms {
-		got, err := m.Runs().GetRun(ctx, "rep")
+		got, err := For(m).GetRun(ctx, "rep")
 		if err != nil || got.Outcome != run.Verified || string(got.Receipt) != string(view.Receipt) {
 			t.Fatalf("daemon %d sees %+v %v", i, got, err)
 		}
-		if again, err := m.Runs().FinishRun(ctx, "rep"); err != nil || again.Attempt != 1 {
+		if again, err := For(m).FinishRun(ctx, "rep"); err != nil || again.Attempt != 1 {
 			t.Fatalf("FinishRun again on daemon %d: attempt %d %v", i, again.Attempt, err)
 		}
 	}
@@ -110,11 +111,11 @@ func TestRunSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	tab := &table{}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	evidence := make([]byte, EvidenceKeySize)
+	evidence := make([]byte, session.EvidenceKeySize)
 	deps := map[string]string{"clinic": writeDeployment(t, "effects: {kind: runrep, newness: whole_read}\n")}
 	wf := shared2Steps(t)
 	var prev store.Backend
-	open := func() *Manager {
+	open := func() *session.Manager {
 		if prev != nil {
 			prev.Close() // the daemon stops; its memory is gone
 		}
@@ -133,12 +134,12 @@ func TestRunSurvivesRestart(t *testing.T) {
 // embedded store is one daemon's at a time, and the one before is gone
 // with its memory.
 type restarts struct {
-	open func() *Manager
-	cur  *Manager
+	open func() *session.Manager
+	cur  *session.Manager
 	idx  int
 }
 
-func (l *restarts) at(i int) *Manager {
+func (l *restarts) at(i int) *session.Manager {
 	if l.cur == nil || l.idx != i {
 		l.cur, l.idx = l.open(), i
 	}
@@ -148,10 +149,10 @@ func (l *restarts) at(i int) *Manager {
 func stepsAcrossRestarts(t *testing.T, tab *table, l *restarts) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := l.at(0).Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
+	if _, err := For(l.at(0)).BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": "Ada"}, RunID: "rep"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := l.at(0).Begin(ctx, BeginRequest{RunID: "rep", Step: "intake"})
+	b, err := l.at(0).Begin(ctx, session.BeginRequest{RunID: "rep", Step: "intake"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func stepsAcrossRestarts(t *testing.T, tab *table, l *restarts) {
 		t.Fatalf("intake after a restart: %v %v", v, err)
 	}
 	// Restarted between two steps.
-	b, err = l.at(2).Begin(ctx, BeginRequest{RunID: "rep", Step: "posting", Params: map[string]string{"amount": "2"}})
+	b, err = l.at(2).Begin(ctx, session.BeginRequest{RunID: "rep", Step: "posting", Params: map[string]string{"amount": "2"}})
 	if err != nil {
 		t.Fatalf("posting after a restart: %v", err)
 	}
@@ -169,11 +170,11 @@ func stepsAcrossRestarts(t *testing.T, tab *table, l *restarts) {
 		t.Fatalf("posting: %v %v", v, err)
 	}
 	// Restarted between Verify and FinishRun.
-	view, err := l.at(3).Runs().FinishRun(ctx, "rep")
+	view, err := For(l.at(3)).FinishRun(ctx, "rep")
 	if err != nil || view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("FinishRun after a restart: %+v %v", view, err)
 	}
-	got, err := l.at(4).Runs().GetRun(ctx, "rep")
+	got, err := For(l.at(4)).GetRun(ctx, "rep")
 	if err != nil || got.Outcome != run.Verified || string(got.Receipt) != string(view.Receipt) {
 		t.Fatalf("GetRun after a restart: %+v %v", got, err)
 	}
@@ -202,10 +203,10 @@ func TestRunAcrossPostgresReplicas(t *testing.T) {
 	dsn := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", srv.Admin.User, srv.Port, srv.Database)
 	tab := &table{}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	evidence := make([]byte, EvidenceKeySize)
+	evidence := make([]byte, session.EvidenceKeySize)
 	deps := map[string]string{"clinic": writeDeployment(t, "effects: {kind: runrep, newness: whole_read}\n")}
 	wf := shared2Steps(t)
-	var ms []*Manager
+	var ms []*session.Manager
 	for range 3 {
 		st, err := pg.Open(t.Context(), dsn, pg.Options{PasswordEnv: "RUNS_PG_TEST_PASSWORD"})
 		if err != nil {

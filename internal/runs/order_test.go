@@ -1,4 +1,4 @@
-package session
+package runs
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/verifierd/verifierd/internal/run"
+	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -48,7 +49,7 @@ func TestRunReconciliationPendingBlocksLaterSteps(t *testing.T) {
 	if s, _ := w.Step("audit"); !s.Independent {
 		t.Fatal("independent: true was not parsed")
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	ctx := t.Context()
 	f.beginRun(t, "pend")
 	// A double submit: intake is RECONCILIATION_REQUIRED.
@@ -57,12 +58,12 @@ func TestRunReconciliationPendingBlocksLaterSteps(t *testing.T) {
 		t.Fatalf("intake saved twice: %s", intake.Outcome)
 	}
 	_, err = f.begin(t, "pend", "mail", nil)
-	wantRefusal(t, err, Refused, CodeReconciliationPending, "step")
+	wantRefusal(t, err, session.Refused, CodeReconciliationPending, "step")
 	if msg := err.Error(); !strings.Contains(msg, `"intake"`) || !strings.Contains(msg, intake.SessionID) {
 		t.Fatalf("the refusal does not name the step and its session %s: %s", intake.SessionID, msg)
 	}
-	var se *Error
-	if !errors.As(err, &se) || se.TerminalOutcome != OutcomeRejectedPolicy {
+	var se *session.Error
+	if !errors.As(err, &se) || se.TerminalOutcome != session.OutcomeRejectedPolicy {
 		t.Fatalf("the refusal's terminal outcome: %+v; want REJECTED_POLICY", se)
 	}
 	// The independent step is not held.
@@ -79,7 +80,7 @@ func TestRunReconciliationPendingBlocksLaterSteps(t *testing.T) {
 	if v := f.step(t, "pend", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"}); v.Outcome != judge.Verified {
 		t.Fatalf("mail after the repair: %s", v.Outcome)
 	}
-	view, err := f.m.Runs().FinishRun(ctx, "pend")
+	view, err := f.runs.FinishRun(ctx, "pend")
 	if err != nil || view.Outcome != run.Verified {
 		t.Fatalf("FinishRun: %+v %v", view, err)
 	}
@@ -102,7 +103,7 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		id := fmt.Sprintf("race%d", i)
 		// Each run is its own patient: FinishRun reads every session
 		// again, and another run's records must not count as this one's.
-		if _, err := f.m.Runs().BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": id}, RunID: id}); err != nil {
+		if _, err := f.runs.BeginRun(ctx, BeginRunRequest{Workflow: "clinic", DeploymentName: "clinic", Params: map[string]string{"name": id}, RunID: id}); err != nil {
 			t.Fatal(err)
 		}
 		f.step(t, id, "intake", nil, sdk.Record{"id": "p-" + id, "kind": "patient", "name": id})
@@ -112,31 +113,31 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		}
 		var (
 			wg    sync.WaitGroup
-			res   *BeginResult
+			res   *session.BeginResult
 			begun error
 		)
 		wg.Go(func() { res, begun = f.begin(t, id, "mail", nil) })
 		wg.Go(func() {
 			// Its answer does not matter: the race is what is tested.
-			_, _ = f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-				Artifact: Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
+			_, _ = f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
+				Artifact: session.Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
 		})
 		wg.Wait()
-		view, err := f.m.Runs().GetRun(ctx, id)
+		view, err := f.runs.GetRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		recorded := view.Artifacts[0].SHA256
 		if begun != nil {
-			wantRefusal(t, begun, Refused, CodeArtifactUnverified, "step")
+			wantRefusal(t, begun, session.Refused, CodeArtifactUnverified, "step")
 			bound["refused"]++
 			continue
 		}
-		raw, _, err := f.m.store.Session(ctx, res.SessionID)
+		raw, _, err := f.st.Session(ctx, res.SessionID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var md meta
+		var md storedMeta
 		if err := json.Unmarshal(raw, &md); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,7 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		if _, err := f.m.Verify(ctx, res.SessionID); err != nil {
 			t.Fatal(err)
 		}
-		sealed, err := f.m.Runs().FinishRun(ctx, id)
+		sealed, err := f.runs.FinishRun(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +182,7 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 		t.Fatalf("letter %s", a.Verdict)
 	}
 	f.step(t, "repoint", "mail", nil, sdk.Record{"id": "m-9", "kind": "mail", "name": "Ada"})
-	if view, err := f.m.Runs().FinishRun(ctx, "repoint"); err != nil || view.Outcome != run.Verified {
+	if view, err := f.runs.FinishRun(ctx, "repoint"); err != nil || view.Outcome != run.Verified {
 		t.Fatalf("FinishRun: %+v %v", view, err)
 	}
 	// The "undo": every row re-pointed to another patient, the letter
@@ -199,7 +200,7 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	f.files.mu.Lock()
 	f.files.rows[0]["name"] = "letter-old.pdf"
 	f.files.mu.Unlock()
-	rb, err := f.m.Runs().RollbackCheck(ctx, "repoint")
+	rb, err := f.runs.RollbackCheck(ctx, "repoint")
 	if err != nil || rb.RolledBack {
 		t.Fatalf("rollback check of re-pointed rows and a renamed letter: %+v %v; want not rolled back", rb, err)
 	}
@@ -218,7 +219,7 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	if len(rb.Remains) != 4 {
 		t.Errorf("%d remainders, want the three records and the letter: %+v", len(rb.Remains), rb.Remains)
 	}
-	if view, _ := f.m.Runs().GetRun(ctx, "repoint"); view.Outcome != run.Verified || view.Attempt != 1 {
+	if view, _ := f.runs.GetRun(ctx, "repoint"); view.Outcome != run.Verified || view.Attempt != 1 {
 		t.Fatalf("the run after a failed rollback check: %s attempt %d; want it unchanged", view.Outcome, view.Attempt)
 	}
 	// Really undone: the rows and the file gone. While the letters'
@@ -230,14 +231,14 @@ func TestRunRollbackRepointedAndRenamedRemain(t *testing.T) {
 	f.files.mu.Lock()
 	f.files.rows, f.files.unreachable = nil, true
 	f.files.mu.Unlock()
-	rb, err = f.m.Runs().RollbackCheck(ctx, "repoint")
+	rb, err = f.runs.RollbackCheck(ctx, "repoint")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Effect != -1 || rb.Remains[0].Class != string(judge.ClassIndeterminate) {
 		t.Fatalf("rollback check with the letters' folder unreadable: %+v %v; want the letter INDETERMINATE", rb, err)
 	}
 	f.files.mu.Lock()
 	f.files.unreachable = false
 	f.files.mu.Unlock()
-	rb, err = f.m.Runs().RollbackCheck(ctx, "repoint")
+	rb, err = f.runs.RollbackCheck(ctx, "repoint")
 	if err != nil || !rb.RolledBack || rb.Run.Outcome != run.RolledBackVerified || len(rb.Remains) != 0 {
 		t.Fatalf("rollback check with everything gone: %+v %v", rb, err)
 	}
@@ -263,7 +264,7 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m.workflows["clinic"] = w
+	f.wfs["clinic"] = w
 	ctx := t.Context()
 	f.tab.add(sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada", "status": "open"})
 	f.beginRun(t, "update")
@@ -281,7 +282,7 @@ steps:
 	f.tab.mu.Lock()
 	f.tab.rows[0]["status"] = "archived"
 	f.tab.mu.Unlock()
-	rb, err := f.m.Runs().RollbackCheck(ctx, "update")
+	rb, err := f.runs.RollbackCheck(ctx, "update")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Class == run.ClassAbsent {
 		t.Fatalf("rollback check of a record set to a third value: %+v %v; want it remaining", rb, err)
 	}
@@ -290,7 +291,7 @@ steps:
 	f.tab.mu.Lock()
 	f.tab.rows[0]["name"] = "Bob"
 	f.tab.mu.Unlock()
-	rb, err = f.m.Runs().RollbackCheck(ctx, "update")
+	rb, err = f.runs.RollbackCheck(ctx, "update")
 	if err != nil || rb.RolledBack || len(rb.Remains) != 1 || rb.Remains[0].Class != string(judge.ClassIndeterminate) || !slices.Contains(reasonCodes(rb.Remains[0].Reasons), ReasonRollbackUnprovable) {
 		t.Fatalf("rollback check of a changed existing record: %+v %v; want it INDETERMINATE, rollback_unprovable", rb, err)
 	}
