@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // Projection says which parts of a read's records the judgement of a set
@@ -96,10 +96,10 @@ func covers(p *Projection, c *Contract) error {
 // projectionGap names what c would read of before or after that their
 // projections dropped, or returns "".
 func projectionGap(c *Contract, before, after *Batch) string {
-	if err := covers(before.Proj(), c); err != nil {
+	if err := covers(compact.Proj(before), c); err != nil {
 		return "the baseline was kept without " + err.Error()
 	}
-	if err := covers(after.Proj(), c); err != nil {
+	if err := covers(compact.Proj(after), c); err != nil {
 		return "the after read was kept without " + err.Error()
 	}
 	return ""

@@ -534,7 +534,7 @@ func (sc *Scanner) newName(b *Batch, i, k int) (uint32, string, int, *SyntaxErro
 	if serr != nil {
 		return 0, "", j, serr
 	}
-	name := b.Intern(key)
+	name := b.intern(key)
 	plain := plainName(key)
 	if k < len(sc.shape) {
 		sc.shape[k], sc.plain[k] = name, plain

@@ -16,7 +16,7 @@ type Projection struct {
 }
 
 // Proj is the Projection b was read under (nil: its records are whole).
-func (b *Batch) Proj() *Projection {
+func Proj(b *Batch) *Projection {
 	if b == nil {
 		return nil
 	}
@@ -48,14 +48,14 @@ func (pj *projector) resolve(b *Batch) {
 	pj.names = len(b.Names)
 	pj.ids = pj.ids[:0]
 	for _, f := range pj.p.IDs {
-		pj.ids = append(pj.ids, b.NameIndex(f))
+		pj.ids = append(pj.ids, NameIndex(b, f))
 	}
 	if pj.ids == nil {
 		pj.ids = []int64{}
 	}
 	pj.sels = pj.sels[:0]
 	for _, sel := range pj.p.Sels {
-		pj.sels = append(pj.sels, b.Resolve(sel))
+		pj.sels = append(pj.sels, Resolve(b, sel))
 	}
 	for i := len(pj.idName); i < len(b.Names); i++ {
 		id := slices.Contains(pj.p.IDs, b.Names[i])
@@ -68,12 +68,12 @@ func (pj *projector) resolve(b *Batch) {
 func (pj *projector) keep(b *Batch, rec []Field) (int, []bool) {
 	pj.resolve(b)
 	for _, id := range pj.ids {
-		if _, ok := b.Get(rec, id); !ok {
+		if _, ok := Get(b, rec, id); !ok {
 			return keepWhole, nil
 		}
 	}
 	for _, sel := range pj.sels {
-		if b.Match(rec, sel) {
+		if Match(b, rec, sel) {
 			if pj.p.After {
 				return keepWhole, nil
 			}
@@ -86,16 +86,16 @@ func (pj *projector) keep(b *Batch, rec []Field) (int, []bool) {
 // Partial reports whether record i was projected: it holds only the fields
 // its read's Projection keeps, so its map form and canonical JSON are not
 // the record's.
-func (b *Batch) Partial(i int) bool {
+func Partial(b *Batch, i int) bool {
 	return b != nil && i >= 0 && i/64 < len(b.part) && b.part[i/64]&(1<<(i%64)) != 0
 }
 
 // Projected reports whether b was read under a Projection (some of its
 // records may be kept in part).
-func (b *Batch) Projected() bool { return b != nil && b.proj != nil }
+func Projected(b *Batch) bool { return b != nil && b.proj != nil }
 
 // MarkPartial marks record i as kept in part (Partial).
-func (b *Batch) MarkPartial(i int) {
+func MarkPartial(b *Batch, i int) {
 	for i/64 >= len(b.part) {
 		b.part = append(b.part, 0)
 	}

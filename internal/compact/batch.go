@@ -56,7 +56,7 @@ type Batch struct {
 }
 
 // Text returns the canonical text of f, a field of this batch.
-func (b *Batch) Text(f *Field) string {
+func Text(b *Batch, f *Field) string {
 	switch {
 	case f.Kind == KindBool:
 		if f.n == 1 {
@@ -95,7 +95,7 @@ func (b *Batch) Len() int {
 }
 
 // At returns record i's fields.
-func (b *Batch) At(i int) []Field {
+func At(b *Batch, i int) []Field {
 	start := uint32(0)
 	if i > 0 {
 		start = b.Ends[i-1]
@@ -103,8 +103,8 @@ func (b *Batch) At(i int) []Field {
 	return b.Fields[start:b.Ends[i]]
 }
 
-// Intern returns the index of name, adding it when new.
-func (b *Batch) Intern(name string) uint32 {
+// intern returns the index of name, adding it when new.
+func (b *Batch) intern(name string) uint32 {
 	if b.index == nil {
 		b.index = make(map[string]uint32, len(b.Names))
 		for i, n := range b.Names {
@@ -121,7 +121,7 @@ func (b *Batch) Intern(name string) uint32 {
 }
 
 // NameIndex returns the index of name, or -1 when no record has it.
-func (b *Batch) NameIndex(name string) int64 {
+func NameIndex(b *Batch, name string) int64 {
 	if b == nil {
 		return -1
 	}
@@ -143,9 +143,9 @@ func (b *Batch) NameIndex(name string) int64 {
 
 // Append adds one record given as a map (the session path's form). Values
 // are turned into canonical text exactly as Canon does.
-func (b *Batch) Append(r Record) {
+func Append(b *Batch, r Record) {
 	for k, v := range r {
-		f := Field{Name: b.Intern(k)}
+		f := Field{Name: b.intern(k)}
 		switch x := v.(type) {
 		case nil:
 		case string:
@@ -177,8 +177,8 @@ func (b *Batch) Append(r Record) {
 // text the source gave them. A projected record (Partial) gives only the
 // fields its read kept.
 func (b *Batch) Record(i int) Record {
-	if src, ok := b.Source(i); ok {
-		if r, ok := b.SourceRecord(i); ok {
+	if src, ok := Source(b, i); ok {
+		if r, ok := b.sourceRecord(i); ok {
 			return r
 		}
 		if v, err := DecodeJSON([]byte(src)); err == nil {
@@ -187,7 +187,7 @@ func (b *Batch) Record(i int) Record {
 			}
 		}
 	}
-	fs := b.At(i)
+	fs := At(b, i)
 	r := make(Record, len(fs))
 	for i := range fs {
 		r[b.Names[fs[i].Name]] = b.value(&fs[i])
@@ -195,14 +195,14 @@ func (b *Batch) Record(i int) Record {
 	return r
 }
 
-// SourceRecord is record i in map form straight from its fields, when
+// sourceRecord is record i in map form straight from its fields, when
 // that is the map decoding its source gives: every value a string, a
 // boolean, a null or a number whose text is the source's own (a span of
 // it, not a canonicalised copy). Any other record (an object or array
 // value, a number written otherwise than canonically) is left to the
 // decoder.
-func (b *Batch) SourceRecord(i int) (Record, bool) {
-	fs := b.At(i)
+func (b *Batch) sourceRecord(i int) (Record, bool) {
+	fs := At(b, i)
 	for k := range fs {
 		switch f := &fs[k]; f.Kind {
 		case KindObject, KindArray:
@@ -220,9 +220,9 @@ func (b *Batch) SourceRecord(i int) (Record, bool) {
 		var v any
 		switch f.Kind {
 		case KindString:
-			v = strings.Clone(b.Text(f))
+			v = strings.Clone(Text(b, f))
 		case KindNumber:
-			v = json.Number(strings.Clone(b.Text(f)))
+			v = json.Number(strings.Clone(Text(b, f)))
 		case KindBool:
 			v = f.n == 1
 		}
@@ -234,16 +234,16 @@ func (b *Batch) SourceRecord(i int) (Record, bool) {
 func (b *Batch) value(f *Field) any {
 	switch f.Kind {
 	case KindString:
-		return b.Text(f)
+		return Text(b, f)
 	case KindNumber:
-		return json.Number(b.Text(f))
+		return json.Number(Text(b, f))
 	case KindBool:
 		return f.n == 1
 	case KindObject, KindArray:
-		v, err := DecodeJSON([]byte(b.Text(f)))
+		v, err := DecodeJSON([]byte(Text(b, f)))
 		if err != nil {
 			// Canonical JSON always decodes; keep the text rather than lose it.
-			return b.Text(f)
+			return Text(b, f)
 		}
 		return v
 	}
@@ -252,7 +252,7 @@ func (b *Batch) value(f *Field) any {
 
 // Get returns the canonical text of the field named name in rec, and
 // whether it has one (present and not null).
-func (b *Batch) Get(rec []Field, name int64) (string, bool) {
+func Get(b *Batch, rec []Field, name int64) (string, bool) {
 	if name < 0 {
 		return "", false
 	}
@@ -262,7 +262,7 @@ func (b *Batch) Get(rec []Field, name int64) (string, bool) {
 			if rec[i].Kind == KindNull {
 				return "", false
 			}
-			return b.Text(&rec[i]), true
+			return Text(b, &rec[i]), true
 		}
 	}
 	return "", false
@@ -270,7 +270,7 @@ func (b *Batch) Get(rec []Field, name int64) (string, bool) {
 
 // CanonicalFields returns the canonical JSON of a compact record: the same
 // text CanonicalJSON gives for its map form.
-func (b *Batch) CanonicalFields(rec []Field) string {
+func CanonicalFields(b *Batch, rec []Field) string {
 	order := make([]int, len(rec))
 	for i := range order {
 		order[i] = i
@@ -293,9 +293,9 @@ func (b *Batch) CanonicalFields(rec []Field) string {
 		case KindNull:
 			sb.WriteString("null")
 		case KindString:
-			WriteCanonString(&sb, b.Text(&rec[i]))
+			WriteCanonString(&sb, Text(b, &rec[i]))
 		default:
-			sb.WriteString(b.Text(&rec[i]))
+			sb.WriteString(Text(b, &rec[i]))
 		}
 	}
 	sb.WriteByte('}')

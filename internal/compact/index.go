@@ -52,9 +52,9 @@ func (x *Indexer) Entry(rec []byte) []byte {
 			x.failed = fmt.Errorf("record %d: %w", x.n-1, err)
 		} else {
 			b := x.s.b
-			if b.Partial(0) {
+			if Partial(b, 0) {
 				x.out = append(x.out, IndexPartial)
-				x.out = x.s.canon.appendInOrder(x.out, b.At(0))
+				x.out = x.s.canon.appendInOrder(x.out, At(b, 0))
 			} else {
 				x.out = append(append(x.out, IndexWhole), rec...)
 			}
@@ -129,7 +129,7 @@ func (s *RecordStream) AddEntry(e []byte) error {
 	err := s.Add(e[1:])
 	s.pj, s.dig = pj, dig
 	if err == nil && e[0] == IndexPartial {
-		s.b.MarkPartial(idx)
+		MarkPartial(s.b, idx)
 	}
 	return err
 }

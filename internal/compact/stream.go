@@ -170,7 +170,7 @@ func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
 	b.Ends[idx] = uint32(len(b.Fields))
 	s.buf = s.buf[:w]
 	b.doc = unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
-	b.MarkPartial(idx)
+	MarkPartial(b, idx)
 }
 
 func (s *RecordStream) record(idx int) error {
@@ -215,18 +215,18 @@ func (s *RecordStream) Len() int { return len(s.b.Ends) }
 
 // Bytes is the size of the records decoded, in bytes of their JSON as
 // they arrived (before any projection).
-func (s *RecordStream) Bytes() int { return s.in }
+func Bytes(s *RecordStream) int { return s.in }
 
 // Kept is the size of the records' bytes the batch holds.
-func (s *RecordStream) Kept() int { return len(s.buf) }
+func Kept(s *RecordStream) int { return len(s.buf) }
 
 // Batch returns the records decoded so far.
 func (s *RecordStream) Batch() *Batch { return s.b }
 
 // Source returns record i's bytes as they arrived, when the batch keeps
 // them (a batch built by a RecordStream).
-func (b *Batch) Source(i int) (string, bool) {
-	if b == nil || len(b.raw) != len(b.Ends)+1 || i < 0 || i >= len(b.Ends) || b.Partial(i) {
+func Source(b *Batch, i int) (string, bool) {
+	if b == nil || len(b.raw) != len(b.Ends)+1 || i < 0 || i >= len(b.Ends) || Partial(b, i) {
 		return "", false
 	}
 	return b.doc[b.raw[i]:b.raw[i+1]], true
@@ -234,7 +234,7 @@ func (b *Batch) Source(i int) (string, bool) {
 
 // CanonicalRecord returns the canonical JSON of record i: the same text
 // CanonicalJSON gives for its map form.
-func (b *Batch) CanonicalRecord(i int) string { return b.CanonicalFields(b.At(i)) }
+func CanonicalRecord(b *Batch, i int) string { return CanonicalFields(b, At(b, i)) }
 
 // Canonicaliser writes a batch's records as canonical JSON into a buffer
 // the caller reuses: the text CanonicalRecord returns, without a string
@@ -249,7 +249,7 @@ type Canonicaliser struct {
 
 // Canonicaliser returns a Canonicaliser for b. Names added to b later are
 // ordered too (a stream's batch grows as it is written).
-func (b *Batch) Canonicaliser() *Canonicaliser {
+func NewCanonicaliser(b *Batch) *Canonicaliser {
 	c := &Canonicaliser{b: b}
 	c.refresh()
 	return c
@@ -271,7 +271,7 @@ func (c *Canonicaliser) refresh() {
 }
 
 // Append appends record i's canonical JSON to dst.
-func (c *Canonicaliser) Append(dst []byte, i int) []byte { return c.appendFields(dst, c.b.At(i)) }
+func (c *Canonicaliser) Append(dst []byte, i int) []byte { return c.appendFields(dst, At(c.b, i)) }
 
 // appendFields appends the canonical JSON of rec, a record of the batch.
 func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
@@ -321,9 +321,9 @@ func (c *Canonicaliser) appendMember(dst []byte, f *Field) []byte {
 	case KindNull:
 		return append(dst, "null"...)
 	case KindString:
-		return c.appendString(dst, c.b.Text(f))
+		return c.appendString(dst, Text(c.b, f))
 	}
-	return append(dst, c.b.Text(f)...)
+	return append(dst, Text(c.b, f)...)
 }
 
 // appendString appends s as WriteCanonString writes it.
