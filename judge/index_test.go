@@ -55,9 +55,9 @@ func sameBatch(t *testing.T, via string, want, got *Batch) {
 			t.Fatalf("%s: record %d has %d fields, want %d", via, i, len(gf), len(wf))
 		}
 		for k := range wf {
-			if want.Names[wf[k].Name] != got.Names[gf[k].Name] || wf[k].Kind != gf[k].Kind || compact.Text(want, &wf[k]) != compact.Text(got, &gf[k]) {
+			if compact.Name(want, wf[k].Name) != compact.Name(got, gf[k].Name) || wf[k].Kind != gf[k].Kind || compact.Text(want, &wf[k]) != compact.Text(got, &gf[k]) {
 				t.Fatalf("%s: record %d field %d is %s %v %q, want %s %v %q", via, i, k,
-					got.Names[gf[k].Name], gf[k].Kind, compact.Text(got, &gf[k]), want.Names[wf[k].Name], wf[k].Kind, compact.Text(want, &wf[k]))
+					compact.Name(got, gf[k].Name), gf[k].Kind, compact.Text(got, &gf[k]), compact.Name(want, wf[k].Name), wf[k].Kind, compact.Text(want, &wf[k]))
 			}
 		}
 	}

@@ -42,19 +42,20 @@ func ProjectBaseline(cs []*Contract) *Projection { return project(cs, false) }
 func ProjectAfter(cs []*Contract) *Projection { return project(cs, true) }
 
 func project(cs []*Contract, after bool) *Projection {
-	p := &Projection{After: after}
+	var ids, fields []string
+	var ss [][]compact.Sel
 	for _, c := range cs {
-		if NeedsBaseline(c) && !slices.Contains(p.IDs, c.IdentityField) {
-			p.IDs = append(p.IDs, c.IdentityField)
+		if NeedsBaseline(c) && !slices.Contains(ids, c.IdentityField) {
+			ids = append(ids, c.IdentityField)
 		}
-		p.Sels = append(p.Sels, sels(c.Match))
+		ss = append(ss, sels(c.Match))
 		for _, f := range selFields(c) {
-			if !slices.Contains(p.SelFields, f) {
-				p.SelFields = append(p.SelFields, f)
+			if !slices.Contains(fields, f) {
+				fields = append(fields, f)
 			}
 		}
 	}
-	return p
+	return compact.NewProjection(after, ids, ss, fields)
 }
 
 // selFields are the fields of a record in c's selector that judging c
@@ -76,16 +77,17 @@ func covers(p *Projection, c *Contract) error {
 	if p == nil {
 		return nil
 	}
-	if NeedsBaseline(c) && !slices.Contains(p.IDs, c.IdentityField) {
+	after, ids, ss, fields := compact.Parts(p)
+	if NeedsBaseline(c) && !slices.Contains(ids, c.IdentityField) {
 		return fmt.Errorf("its identity field %q", c.IdentityField)
 	}
 	want := sels(c.Match)
-	if !slices.ContainsFunc(p.Sels, func(sel []compact.Sel) bool { return slices.Equal(sel, want) }) {
+	if !slices.ContainsFunc(ss, func(sel []compact.Sel) bool { return slices.Equal(sel, want) }) {
 		return fmt.Errorf("its selector")
 	}
-	if !p.After {
+	if !after {
 		for _, f := range selFields(c) {
-			if !slices.Contains(p.SelFields, f) {
+			if !slices.Contains(fields, f) {
 				return fmt.Errorf("its field %q", f)
 			}
 		}

@@ -309,8 +309,8 @@ func TestRecordStreamProjects(t *testing.T) {
 				t.Errorf("record %d kept as %s, want %s", i, got, want)
 			}
 		}
-		if b.Names[compact.NameIndex(b, "fresh")] != "fresh" || b.Names[compact.NameIndex(b, "o")] != "o" {
-			t.Fatalf("names %q", b.Names)
+		if fresh, o := compact.NameIndex(b, "fresh"), compact.NameIndex(b, "o"); fresh < 0 || o < 0 || compact.Name(b, uint32(fresh)) != "fresh" || compact.Name(b, uint32(o)) != "o" {
+			t.Fatalf("name indexes: fresh %d, o %d", fresh, o)
 		}
 		if compact.Kept(rs) >= compact.Bytes(rs)/2 {
 			t.Errorf("kept %d of %d bytes", compact.Kept(rs), compact.Bytes(rs))
@@ -349,7 +349,7 @@ func BenchmarkRecordStream1M(b *testing.B) {
 			}
 		}
 		bt := rs.Batch()
-		return bt, compact.Kept(rs) + 16*len(bt.Fields) + 4*len(bt.Ends) + 4*(len(bt.Ends)+1)
+		return bt, compact.Kept(rs) + 16*compact.FieldCount(bt) + 4*bt.Len() + 4*(bt.Len()+1)
 	}
 	for _, tt := range []struct {
 		name string

@@ -35,13 +35,14 @@ type Field struct {
 
 // Batch is a read in compact form: field names interned once for the whole
 // batch, and every record a run of Fields. Record i is
-// Fields[Ends[i-1]:Ends[i]]. A Batch is what the fast case decoder builds
-// and what JudgeBatch judges; Record turns one record back into the map form
-// for evidence.
+// fields[ends[i-1]:ends[i]] (At). A Batch is what the fast case decoder
+// builds and what JudgeBatch judges; Record turns one record back into the
+// map form for evidence. Its fields are unexported: judge.Batch is an alias
+// of it, and every exported field would be judge's promise.
 type Batch struct {
-	Names  []string
-	Fields []Field
-	Ends   []uint32
+	names  []string // by index: a Field's Name
+	fields []Field
+	ends   []uint32
 
 	doc   string   // the document the decoder read; texts are spans of it
 	owned []string // texts that are not spans of doc (unescaped, canonicalised)
@@ -86,36 +87,42 @@ func boolField(name uint32, v bool) Field {
 // NewBatch returns an empty batch.
 func NewBatch() *Batch { return &Batch{index: map[string]uint32{}} }
 
+// Name is the field name whose index is n (a Field's Name).
+func Name(b *Batch, n uint32) string { return b.names[n] }
+
+// FieldCount is the number of fields of every record of b together.
+func FieldCount(b *Batch) int { return len(b.fields) }
+
 // Len is the number of records.
 func (b *Batch) Len() int {
 	if b == nil {
 		return 0
 	}
-	return len(b.Ends)
+	return len(b.ends)
 }
 
 // At returns record i's fields.
 func At(b *Batch, i int) []Field {
 	start := uint32(0)
 	if i > 0 {
-		start = b.Ends[i-1]
+		start = b.ends[i-1]
 	}
-	return b.Fields[start:b.Ends[i]]
+	return b.fields[start:b.ends[i]]
 }
 
 // intern returns the index of name, adding it when new.
 func (b *Batch) intern(name string) uint32 {
 	if b.index == nil {
-		b.index = make(map[string]uint32, len(b.Names))
-		for i, n := range b.Names {
+		b.index = make(map[string]uint32, len(b.names))
+		for i, n := range b.names {
 			b.index[n] = uint32(i)
 		}
 	}
 	if i, ok := b.index[name]; ok {
 		return i
 	}
-	i := uint32(len(b.Names))
-	b.Names = append(b.Names, name)
+	i := uint32(len(b.names))
+	b.names = append(b.names, name)
 	b.index[name] = i
 	return i
 }
@@ -128,7 +135,7 @@ func NameIndex(b *Batch, name string) int64 {
 	if b.index == nil {
 		// A batch not built by NewBatch: look, without changing it, so that
 		// concurrent judgements of one batch stay read-only.
-		for i, n := range b.Names {
+		for i, n := range b.names {
 			if n == name {
 				return int64(i)
 			}
@@ -165,9 +172,9 @@ func Append(b *Batch, r Record) {
 				b.setOwned(&f, t)
 			}
 		}
-		b.Fields = append(b.Fields, f)
+		b.fields = append(b.fields, f)
 	}
-	b.Ends = append(b.Ends, uint32(len(b.Fields)))
+	b.ends = append(b.ends, uint32(len(b.fields)))
 }
 
 // Record returns record i in map form: strings as string, numbers as
@@ -190,7 +197,7 @@ func (b *Batch) Record(i int) Record {
 	fs := At(b, i)
 	r := make(Record, len(fs))
 	for i := range fs {
-		r[b.Names[fs[i].Name]] = b.value(&fs[i])
+		r[b.names[fs[i].Name]] = b.value(&fs[i])
 	}
 	return r
 }
@@ -226,7 +233,7 @@ func (b *Batch) sourceRecord(i int) (Record, bool) {
 		case KindBool:
 			v = f.n == 1
 		}
-		r[b.Names[f.Name]] = v
+		r[b.names[f.Name]] = v
 	}
 	return r, true
 }
@@ -277,7 +284,7 @@ func CanonicalFields(b *Batch, rec []Field) string {
 	}
 	// Insertion sort by name: records are small.
 	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && b.Names[rec[order[j]].Name] < b.Names[rec[order[j-1]].Name]; j-- {
+		for j := i; j > 0 && b.names[rec[order[j]].Name] < b.names[rec[order[j-1]].Name]; j-- {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
@@ -287,7 +294,7 @@ func CanonicalFields(b *Batch, rec []Field) string {
 		if n > 0 {
 			sb.WriteByte(',')
 		}
-		WriteCanonString(&sb, b.Names[rec[i].Name])
+		WriteCanonString(&sb, b.names[rec[i].Name])
 		sb.WriteByte(':')
 		switch rec[i].Kind {
 		case KindNull:

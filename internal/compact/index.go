@@ -97,8 +97,8 @@ func (s *RecordStream) IndexErr() error {
 // ranks), so that the next record is record 0 of an empty batch.
 func (s *RecordStream) reset() {
 	b := s.b
-	b.Fields = b.Fields[:0]
-	b.Ends = b.Ends[:0]
+	b.fields = b.fields[:0]
+	b.ends = b.ends[:0]
 	b.raw = b.raw[:1]
 	clear(b.owned)
 	b.owned = b.owned[:0]
@@ -115,7 +115,7 @@ func (s *RecordStream) AddEntry(e []byte) error {
 	if s.err != nil {
 		return s.err
 	}
-	idx := len(s.b.Ends)
+	idx := len(s.b.ends)
 	if s.pj == nil {
 		s.err = errors.New("a baseline index is read under the projection it was made with")
 		return s.err

@@ -162,9 +162,9 @@ func FuzzScanRecords(f *testing.F) {
 			}
 			m, _ := e.(map[string]any)
 			for _, fld := range At(b, i) {
-				text, has := Canon(m[b.Names[fld.Name]])
+				text, has := Canon(m[b.names[fld.Name]])
 				if has != (fld.Kind != KindNull) || text != Text(b, &fld) {
-					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.Names[fld.Name], Text(b, &fld), text, has)
+					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.names[fld.Name], Text(b, &fld), text, has)
 				}
 			}
 		}
@@ -199,8 +199,8 @@ func TestScannerNameFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Names) != 3 || CanonicalJSON(b.Record(1)) != `{"a\nb":4,"c\"d":5,"e":6}` {
-		t.Fatalf("names %q, record %s", b.Names, CanonicalJSON(b.Record(1)))
+	if len(b.names) != 3 || CanonicalJSON(b.Record(1)) != `{"a\nb":4,"c\"d":5,"e":6}` {
+		t.Fatalf("names %q, record %s", b.names, CanonicalJSON(b.Record(1)))
 	}
 	// The raw bytes of a name with a newline are not JSON.
 	if _, err := DecodeRecords("[{\"a\\nb\": 1}, {\"a\nb\": 2}]", "records"); err == nil {
