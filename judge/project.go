@@ -28,7 +28,7 @@ import (
 //     for freshness and shown as evidence. An after record that matches no
 //     selector is never counted nor shown: only its identity is read.
 //
-// A projected record is marked in its batch (Batch.Partial), and JudgeBatch
+// A projected record is marked in its batch (compact.Partial), and JudgeBatch
 // refuses to judge a contract the projection of either read was not made
 // for, or to count a record kept in part (INDETERMINATE, never a guess from
 // less information). The read's digest is taken while the record is still

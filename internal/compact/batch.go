@@ -19,8 +19,8 @@ const (
 )
 
 // Field is one field of a record in compact form: the index of its name in
-// the batch's Names and its value as canonical text (docs/contracts.md §2, read with
-// Batch.Text) with its JSON kind. A null value has Kind KindNull and no
+// the batch's names (Name) and its value as canonical text (docs/contracts.md §2, read with
+// Text) with its JSON kind. A null value has Kind KindNull and no
 // text; an object or array value is its canonical JSON. A Field holds no
 // pointer: its text is a span of the batch's document or one of the
 // batch's own strings, so a large batch costs the garbage collector nothing
