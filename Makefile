@@ -142,7 +142,7 @@ check-modules:
 	@echo "check-modules: client, proto and receipt hold nothing of the daemon's; receipt imports only the standard library"
 
 # check-api: the exported API of every public package (the SDK module,
-# client, receipt, judge) against the snapshots committed under api/; a
+# client, receipt, proto's generated package, judge) against the snapshots committed under api/; a
 # change fails unless the snapshot is updated in the same commit with a
 # CHANGES.md entry (sdk/CHANGES.md for api/sdk.txt). update-api rewrites
 # the snapshots. See scripts/check-api.sh and docs/releasing.md.

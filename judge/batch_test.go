@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // scanSnapshot decodes a read with the fast decoder when every element is
@@ -225,7 +225,7 @@ func bindContracts(t *testing.T, contracts []string) []*Contract {
 func batchOf(s Snapshot) BatchSnapshot {
 	b := compact.NewBatch()
 	for _, r := range s.Records {
-		b.Append(r)
+		compact.Append(b, r)
 	}
 	return BatchSnapshot{Reachable: s.Reachable, Reason: s.Reason, Code: s.Code, Batch: b}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 const benchBaseline = 1_000_000

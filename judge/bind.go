@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/sdk/refusal"
 )
 

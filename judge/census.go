@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"github.com/verifierd/verifierd/internal/compact"
 	"strconv"
 )
 
@@ -211,7 +212,7 @@ func judgeCensus(c *Contract, before, after Snapshot, cs *Census) Verdict {
 // judgeCensusB is judgeCensus on reads in compact form.
 func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 	field := c.IdentityField
-	bID, aID := before.NameIndex(field), after.NameIndex(field)
+	bID, aID := compact.NameIndex(before, field), compact.NameIndex(after, field)
 	if c.Kind == ExactNewSet {
 		missing := 0
 		for _, side := range []struct {
@@ -219,7 +220,7 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 			name int64
 		}{{before, bID}, {after, aID}} {
 			for i := range side.b.Len() {
-				if _, ok := side.b.Get(side.b.At(i), side.name); !ok {
+				if _, ok := compact.Get(side.b, compact.At(side.b, i), side.name); !ok {
 					missing++
 				}
 			}
@@ -229,20 +230,20 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 		}
 	}
 	sets := newCensusSets(c, cs)
-	bSel, bScope := before.Resolve(sels(c.Match)), scopeFilter(c, before)
+	bSel, bScope := compact.Resolve(before, sels(c.Match)), scopeFilter(c, before)
 	base := make(map[string]baseMark, before.Len())
 	for i := range before.Len() {
-		rec := before.At(i)
-		if id, ok := before.Get(rec, bID); ok {
+		rec := compact.At(before, i)
+		if id, ok := compact.Get(before, rec, bID); ok {
 			m := base[id]
-			base[id] = baseMark{selected: m.selected || before.Match(rec, bSel), inScope: m.inScope || bScope(rec)}
+			base[id] = baseMark{selected: m.selected || compact.Match(before, rec, bSel), inScope: m.inScope || bScope(rec)}
 		}
 	}
 	aScope := scopeFilter(c, after)
 	out := censusOutcome{sets: sets}
 	var matched []int
 	for j := range after.Len() {
-		rec := after.At(j)
+		rec := compact.At(after, j)
 		if !aScope(rec) {
 			continue
 		}
@@ -250,7 +251,7 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 			matched = append(matched, j)
 			continue
 		}
-		id, ok := after.Get(rec, aID)
+		id, ok := compact.Get(after, rec, aID)
 		if !ok {
 			return missingIdentity(field)
 		}
@@ -259,7 +260,7 @@ func judgeCensusB(c *Contract, before, after *Batch, cs *Census) Verdict {
 			matched = append(matched, j)
 		}
 	}
-	recs, ok := after.Records(matched)
+	recs, ok := compact.Records(after, matched)
 	if !ok {
 		return partialMatch()
 	}

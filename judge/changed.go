@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // The changed-existing-record rule (docs/contracts.md §3a). A matched,
@@ -22,11 +22,11 @@ func inScope(c *Contract, r Record) bool {
 
 // scopeFilter is inScope on one batch.
 func scopeFilter(c *Contract, b *Batch) func([]compact.Field) bool {
-	sel, key := b.Resolve(sels(c.Match)), keyFilter(c, b)
+	sel, key := compact.Resolve(b, sels(c.Match)), keyFilter(c, b)
 	if c.Kind == ExactNewSet {
-		return func(rec []compact.Field) bool { return b.Match(rec, sel) }
+		return func(rec []compact.Field) bool { return compact.Match(b, rec, sel) }
 	}
-	return func(rec []compact.Field) bool { return b.Match(rec, sel) && key(rec) }
+	return func(rec []compact.Field) bool { return compact.Match(b, rec, sel) && key(rec) }
 }
 
 // scopeIsEverything reports whether every record is in c's scope (an empty
@@ -54,7 +54,7 @@ func (e *existing) note(c *Contract, r Record) {
 
 // noteB is note on a batch record; name is the identity field's index.
 func (e *existing) noteB(b *Batch, rec []compact.Field, name int64) {
-	if id, ok := b.Get(rec, name); ok {
+	if id, ok := compact.Get(b, rec, name); ok {
 		e.ids = append(e.ids, id)
 	}
 }
@@ -99,13 +99,13 @@ func scopedIDs(c *Contract, before []Record) func(func(string) bool) {
 // scopedIDsB is scopedIDs on a batch.
 func scopedIDsB(c *Contract, before *Batch) func(func(string) bool) {
 	return func(yield func(string) bool) {
-		scope, name := scopeFilter(c, before), before.NameIndex(c.IdentityField)
+		scope, name := scopeFilter(c, before), compact.NameIndex(before, c.IdentityField)
 		for i := range before.Len() {
-			rec := before.At(i)
+			rec := compact.At(before, i)
 			if !scope(rec) {
 				continue
 			}
-			if id, ok := before.Get(rec, name); ok && !yield(id) {
+			if id, ok := compact.Get(before, rec, name); ok && !yield(id) {
 				return
 			}
 		}

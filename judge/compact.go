@@ -1,6 +1,6 @@
 package judge
 
-import "github.com/verifierd/verifierd/judge/internal/compact"
+import "github.com/verifierd/verifierd/internal/compact"
 
 // Batch is a read in compact form: field names interned once for the whole
 // read and every record a run of fields over one document, so that a large

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/sdk/param"
 	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/unstable/strict"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 	"github.com/verifierd/verifierd/sdk/unstable/yamldoc"
 )

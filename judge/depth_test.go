@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/sdk/unstable/jsondepth"
 )
 

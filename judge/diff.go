@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // readDiff compares a baseline with an after read by identity. It calls

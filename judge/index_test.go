@@ -2,6 +2,7 @@ package judge
 
 import (
 	"bytes"
+	"github.com/verifierd/verifierd/internal/compact"
 	"strings"
 	"testing"
 )
@@ -37,26 +38,26 @@ func indexRead(t *testing.T, recs []string, p *Projection) (*Batch, string) {
 // the same order, and the same sources.
 func sameBatch(t *testing.T, via string, want, got *Batch) {
 	t.Helper()
-	if want.Len() != got.Len() || want.Projected() != got.Projected() || want.Proj() != got.Proj() && (want.Proj() == nil || got.Proj() == nil) {
-		t.Fatalf("%s: %d records (projected %v), want %d (%v)", via, got.Len(), got.Projected(), want.Len(), want.Projected())
+	if want.Len() != got.Len() || compact.Projected(want) != compact.Projected(got) || compact.Proj(want) != compact.Proj(got) && (compact.Proj(want) == nil || compact.Proj(got) == nil) {
+		t.Fatalf("%s: %d records (projected %v), want %d (%v)", via, got.Len(), compact.Projected(got), want.Len(), compact.Projected(want))
 	}
 	for i := range want.Len() {
-		if want.Partial(i) != got.Partial(i) {
-			t.Fatalf("%s: record %d partial %v, want %v", via, i, got.Partial(i), want.Partial(i))
+		if compact.Partial(want, i) != compact.Partial(got, i) {
+			t.Fatalf("%s: record %d partial %v, want %v", via, i, compact.Partial(got, i), compact.Partial(want, i))
 		}
-		ws, wok := want.Source(i)
-		gs, gok := got.Source(i)
+		ws, wok := compact.Source(want, i)
+		gs, gok := compact.Source(got, i)
 		if ws != gs || wok != gok {
 			t.Fatalf("%s: record %d source %q, want %q", via, i, gs, ws)
 		}
-		wf, gf := want.At(i), got.At(i)
+		wf, gf := compact.At(want, i), compact.At(got, i)
 		if len(wf) != len(gf) {
 			t.Fatalf("%s: record %d has %d fields, want %d", via, i, len(gf), len(wf))
 		}
 		for k := range wf {
-			if want.Names[wf[k].Name] != got.Names[gf[k].Name] || wf[k].Kind != gf[k].Kind || want.Text(&wf[k]) != got.Text(&gf[k]) {
+			if compact.Name(want, wf[k].Name) != compact.Name(got, gf[k].Name) || wf[k].Kind != gf[k].Kind || compact.Text(want, &wf[k]) != compact.Text(got, &gf[k]) {
 				t.Fatalf("%s: record %d field %d is %s %v %q, want %s %v %q", via, i, k,
-					got.Names[gf[k].Name], gf[k].Kind, got.Text(&gf[k]), want.Names[wf[k].Name], wf[k].Kind, want.Text(&wf[k]))
+					compact.Name(got, gf[k].Name), gf[k].Kind, compact.Text(got, &gf[k]), compact.Name(want, wf[k].Name), wf[k].Kind, compact.Text(want, &wf[k]))
 			}
 		}
 	}

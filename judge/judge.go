@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // Decision is the three-valued verdict.

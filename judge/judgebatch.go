@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // JudgeBatch is Judge on reads in compact form. It gives the same verdict
@@ -46,23 +46,23 @@ func keyFilter(c *Contract, b *Batch) func([]compact.Field) bool {
 	if c.IdempotencyKey == nil {
 		return func([]compact.Field) bool { return true }
 	}
-	p := b.Resolve(sels([]Pair{keyPair(c)}))
-	return func(rec []compact.Field) bool { return b.Holds(rec, &p[0]) }
+	p := compact.Resolve(b, sels([]Pair{keyPair(c)}))
+	return func(rec []compact.Field) bool { return compact.Holds(b, rec, &p[0]) }
 }
 
 // identityTextB is identityText on a batch record.
 func identityTextB(b *Batch, rec []compact.Field, name int64) string {
-	if id, ok := b.Get(rec, name); ok {
+	if id, ok := compact.Get(b, rec, name); ok {
 		return id
 	}
-	return b.CanonicalFields(rec)
+	return compact.CanonicalFields(b, rec)
 }
 
 func identityShownB(b *Batch, rec []compact.Field, name int64, field string) shownValue {
-	if id, ok := b.Get(rec, name); ok {
+	if id, ok := compact.Get(b, rec, name); ok {
 		return shownValue{field: field, quoted: strconv.Quote(id)}
 	}
-	return shownValue{field: "*", quoted: strconv.Quote(b.CanonicalFields(rec))}
+	return shownValue{field: "*", quoted: strconv.Quote(compact.CanonicalFields(b, rec))}
 }
 
 // partialMatch is the verdict when a counted record was projected.
@@ -83,10 +83,10 @@ func readDiffB(before, after *Batch, field string, reset func(), onAfter func(in
 // hashDiffB is hashDiff on batches: the radix-partitioned join when every
 // record has an identity, else the identity index.
 func hashDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
-	bName, aName := before.NameIndex(field), after.NameIndex(field)
+	bName, aName := compact.NameIndex(before, field), compact.NameIndex(after, field)
 	id := func(b *Batch, name int64) func(int) (ordID, bool) {
 		return func(i int) (ordID, bool) {
-			text, ok := b.Get(b.At(i), name)
+			text, ok := compact.Get(b, compact.At(b, i), name)
 			if !ok {
 				return ordID{}, false
 			}
@@ -111,14 +111,14 @@ func hashDiffB(before, after *Batch, field string, onAfter func(int, bool), onGo
 // mergeDiffB is mergeDiff on batches. It gives up (returning false) as soon
 // as a record has no identity or either read is not strictly increasing.
 func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) bool {
-	bName, aName := before.NameIndex(field), after.NameIndex(field)
+	bName, aName := compact.NameIndex(before, field), compact.NameIndex(after, field)
 	nb, na := before.Len(), after.Len()
 	i, j := 0, 0
 	var idB, idA, prevB, prevA ordID
 	haveB, haveA := false, false
 	for i < nb || j < na {
 		if i < nb && !haveB {
-			id, ok := before.Get(before.At(i), bName)
+			id, ok := compact.Get(before, compact.At(before, i), bName)
 			if !ok {
 				return false
 			}
@@ -129,7 +129,7 @@ func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 			haveB = true
 		}
 		if j < na && !haveA {
-			id, ok := after.Get(after.At(j), aName)
+			id, ok := compact.Get(after, compact.At(after, j), aName)
 			if !ok {
 				return false
 			}
@@ -166,20 +166,20 @@ func mergeDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 // indexDiffB is indexDiff on batches: field identities and whole-record
 // identities (records without the field) in separate namespaces.
 func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onGone func(int)) {
-	bName, aName := before.NameIndex(field), after.NameIndex(field)
+	bName, aName := compact.NameIndex(before, field), compact.NameIndex(after, field)
 	byField := make(map[string]int32, before.Len())
 	var byWhole map[string]int32
 	var seen []bool
 	slots := make([]int32, before.Len())
 	for i := range before.Len() {
-		rec := before.At(i)
+		rec := compact.At(before, i)
 		m := byField
-		id, ok := before.Get(rec, bName)
+		id, ok := compact.Get(before, rec, bName)
 		if !ok {
 			if byWhole == nil {
 				byWhole = map[string]int32{}
 			}
-			m, id = byWhole, before.CanonicalFields(rec)
+			m, id = byWhole, compact.CanonicalFields(before, rec)
 		}
 		slot, known := m[id]
 		if !known {
@@ -190,13 +190,13 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 		slots[i] = slot
 	}
 	for j := range after.Len() {
-		rec := after.At(j)
+		rec := compact.At(after, j)
 		var slot int32
 		var inBase bool
-		if id, ok := after.Get(rec, aName); ok {
+		if id, ok := compact.Get(after, rec, aName); ok {
 			slot, inBase = byField[id]
 		} else if byWhole != nil {
-			slot, inBase = byWhole[after.CanonicalFields(rec)]
+			slot, inBase = byWhole[compact.CanonicalFields(after, rec)]
 		}
 		if inBase {
 			seen[slot] = true
@@ -211,12 +211,12 @@ func indexDiffB(before, after *Batch, field string, onAfter func(int, bool), onG
 }
 
 func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
-	aScope, aID := scopeFilter(c, after), after.NameIndex(c.IdentityField)
+	aScope, aID := scopeFilter(c, after), compact.NameIndex(after, c.IdentityField)
 	matched := make([]int, 0, 4)
 	var loss tally
 	var prior existing
 	take := func(j int, inBase bool) {
-		rec := after.At(j)
+		rec := compact.At(after, j)
 		if !aScope(rec) {
 			return
 		}
@@ -227,14 +227,14 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 		matched = append(matched, j)
 	}
 	if c.CountNewOnly || c.ForbidCollateralLoss {
-		bSel, bID := before.Resolve(sels(c.Match)), before.NameIndex(c.IdentityField)
+		bSel, bID := compact.Resolve(before, sels(c.Match)), compact.NameIndex(before, c.IdentityField)
 		reset := func() { matched, loss, prior = matched[:0], tally{}, existing{} }
 		gone := func(i int) {
 			if !c.ForbidCollateralLoss {
 				return
 			}
-			rec := before.At(i)
-			if before.Match(rec, bSel) {
+			rec := compact.At(before, i)
+			if compact.Match(before, rec, bSel) {
 				return
 			}
 			loss.add(identityTextB(before, rec, bID), func() shownValue { return identityShownB(before, rec, bID, c.IdentityField) })
@@ -245,7 +245,7 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 			take(j, false)
 		}
 	}
-	recs, ok := after.Records(matched)
+	recs, ok := compact.Records(after, matched)
 	if !ok {
 		return partialMatch()
 	}
@@ -253,13 +253,13 @@ func judgeRecordWrittenB(c *Contract, before, after *Batch) Verdict {
 }
 
 func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
-	aScope, aID := scopeFilter(c, after), after.NameIndex(c.IdentityField)
+	aScope, aID := scopeFilter(c, after), compact.NameIndex(after, c.IdentityField)
 	var matched []int
 	var prior existing
 	if c.NewOnly {
 		// Only records new since the baseline are read back.
 		take := func(j int, inBase bool) {
-			switch rec := after.At(j); {
+			switch rec := compact.At(after, j); {
 			case !aScope(rec):
 			case inBase:
 				prior.noteB(after, rec, aID)
@@ -271,12 +271,12 @@ func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
 		readDiffB(before, after, c.IdentityField, reset, take, func(int) {})
 	} else {
 		for j := range after.Len() {
-			if aScope(after.At(j)) {
+			if aScope(compact.At(after, j)) {
 				matched = append(matched, j)
 			}
 		}
 	}
-	recs, ok := after.Records(matched)
+	recs, ok := compact.Records(after, matched)
 	if !ok {
 		return partialMatch()
 	}
@@ -285,14 +285,14 @@ func judgeFieldEqualsB(c *Contract, before, after *Batch) Verdict {
 
 func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	field := c.IdentityField
-	aSel, bSel, bID := after.Resolve(sels(c.Match)), before.Resolve(sels(c.Match)), before.NameIndex(field)
+	aSel, bSel, bID := compact.Resolve(after, sels(c.Match)), compact.Resolve(before, sels(c.Match)), compact.NameIndex(before, field)
 	added := make([]int, 0, len(c.NewRecords)+1)
 	var loss tally
 	var prior existing
-	aID := after.NameIndex(field)
+	aID := compact.NameIndex(after, field)
 	take := func(j int, inBase bool) {
-		switch rec := after.At(j); {
-		case !after.Match(rec, aSel):
+		switch rec := compact.At(after, j); {
+		case !compact.Match(after, rec, aSel):
 		case inBase:
 			prior.noteB(after, rec, aID)
 		default:
@@ -303,8 +303,8 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		if !c.ForbidCollateralLoss {
 			return
 		}
-		rec := before.At(i)
-		if !before.Match(rec, bSel) {
+		rec := compact.At(before, i)
+		if !compact.Match(before, rec, bSel) {
 			return
 		}
 		loss.add(identityTextB(before, rec, bID), func() shownValue { return identityShownB(before, rec, bID, field) })
@@ -312,9 +312,9 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 	if !mergeDiffB(before, after, field, take, gone) {
 		missing := 0
 		for _, side := range []*Batch{before, after} {
-			name := side.NameIndex(field)
+			name := compact.NameIndex(side, field)
 			for i := range side.Len() {
-				if _, ok := side.Get(side.At(i), name); !ok {
+				if _, ok := compact.Get(side, compact.At(side, i), name); !ok {
 					missing++
 				}
 			}
@@ -325,7 +325,7 @@ func judgeExactNewSetB(c *Contract, before, after *Batch) Verdict {
 		added, loss, prior = added[:0], tally{}, existing{}
 		hashDiffB(before, after, field, take, gone)
 	}
-	recs, ok := after.Records(added)
+	recs, ok := compact.Records(after, added)
 	if !ok {
 		return partialMatch()
 	}
@@ -338,10 +338,10 @@ func selectedInB(c *Contract, b *Batch) func(id string) bool {
 	return func(id string) bool {
 		if set == nil {
 			set = map[string]bool{}
-			sel, name := b.Resolve(sels(c.Match)), b.NameIndex(c.IdentityField)
+			sel, name := compact.Resolve(b, sels(c.Match)), compact.NameIndex(b, c.IdentityField)
 			for i := range b.Len() {
-				rec := b.At(i)
-				if got, ok := b.Get(rec, name); ok && b.Match(rec, sel) {
+				rec := compact.At(b, i)
+				if got, ok := compact.Get(b, rec, name); ok && compact.Match(b, rec, sel) {
 					set[got] = true
 				}
 			}

@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // KeyedPrefix starts every keyed digest and every keyed baseline value.

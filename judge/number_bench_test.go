@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // numberTexts is a mix of the number texts a read holds: surrogate ids,

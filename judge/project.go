@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // Projection says which parts of a read's records the judgement of a set
@@ -28,7 +28,7 @@ import (
 //     for freshness and shown as evidence. An after record that matches no
 //     selector is never counted nor shown: only its identity is read.
 //
-// A projected record is marked in its batch (Batch.Partial), and JudgeBatch
+// A projected record is marked in its batch (compact.Partial), and JudgeBatch
 // refuses to judge a contract the projection of either read was not made
 // for, or to count a record kept in part (INDETERMINATE, never a guess from
 // less information). The read's digest is taken while the record is still
@@ -42,19 +42,20 @@ func ProjectBaseline(cs []*Contract) *Projection { return project(cs, false) }
 func ProjectAfter(cs []*Contract) *Projection { return project(cs, true) }
 
 func project(cs []*Contract, after bool) *Projection {
-	p := &Projection{After: after}
+	var ids, fields []string
+	var ss [][]compact.Sel
 	for _, c := range cs {
-		if NeedsBaseline(c) && !slices.Contains(p.IDs, c.IdentityField) {
-			p.IDs = append(p.IDs, c.IdentityField)
+		if NeedsBaseline(c) && !slices.Contains(ids, c.IdentityField) {
+			ids = append(ids, c.IdentityField)
 		}
-		p.Sels = append(p.Sels, sels(c.Match))
+		ss = append(ss, sels(c.Match))
 		for _, f := range selFields(c) {
-			if !slices.Contains(p.SelFields, f) {
-				p.SelFields = append(p.SelFields, f)
+			if !slices.Contains(fields, f) {
+				fields = append(fields, f)
 			}
 		}
 	}
-	return p
+	return compact.NewProjection(after, ids, ss, fields)
 }
 
 // selFields are the fields of a record in c's selector that judging c
@@ -76,16 +77,17 @@ func covers(p *Projection, c *Contract) error {
 	if p == nil {
 		return nil
 	}
-	if NeedsBaseline(c) && !slices.Contains(p.IDs, c.IdentityField) {
+	after, ids, ss, fields := compact.Parts(p)
+	if NeedsBaseline(c) && !slices.Contains(ids, c.IdentityField) {
 		return fmt.Errorf("its identity field %q", c.IdentityField)
 	}
 	want := sels(c.Match)
-	if !slices.ContainsFunc(p.Sels, func(sel []compact.Sel) bool { return slices.Equal(sel, want) }) {
+	if !slices.ContainsFunc(ss, func(sel []compact.Sel) bool { return slices.Equal(sel, want) }) {
 		return fmt.Errorf("its selector")
 	}
-	if !p.After {
+	if !after {
 		for _, f := range selFields(c) {
-			if !slices.Contains(p.SelFields, f) {
+			if !slices.Contains(fields, f) {
 				return fmt.Errorf("its field %q", f)
 			}
 		}
@@ -96,10 +98,10 @@ func covers(p *Projection, c *Contract) error {
 // projectionGap names what c would read of before or after that their
 // projections dropped, or returns "".
 func projectionGap(c *Contract, before, after *Batch) string {
-	if err := covers(before.Proj(), c); err != nil {
+	if err := covers(compact.Proj(before), c); err != nil {
 		return "the baseline was kept without " + err.Error()
 	}
-	if err := covers(after.Proj(), c); err != nil {
+	if err := covers(compact.Proj(after), c); err != nil {
 		return "the after read was kept without " + err.Error()
 	}
 	return ""

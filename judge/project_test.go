@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // projRecord makes one record whose values exercise canonical text (the
@@ -178,7 +178,7 @@ func TestProjectionAgrees(t *testing.T) {
 			if side.dig != want.String() || side.projDg != want.String() {
 				t.Fatalf("round %d %s: digest text differs:\nwhole     %q\nprojected %q\nwant      %q", round, side.name, side.dig, side.projDg, want.String())
 			}
-			canon := side.full.Canonicaliser()
+			canon := compact.NewCanonicaliser(side.full)
 			var got strings.Builder
 			for i := range side.full.Len() {
 				got.Write(append(canon.Append(nil, i), '\n'))
@@ -190,21 +190,21 @@ func TestProjectionAgrees(t *testing.T) {
 			for _, r := range side.recs {
 				size += len(r)
 			}
-			if side.proj.Len() != len(side.recs) || side.rs.Bytes() != size {
-				t.Fatalf("round %d %s: %d records of %d bytes, want %d of %d", round, side.name, side.proj.Len(), side.rs.Bytes(), len(side.recs), size)
+			if side.proj.Len() != len(side.recs) || compact.Bytes(side.rs) != size {
+				t.Fatalf("round %d %s: %d records of %d bytes, want %d of %d", round, side.name, side.proj.Len(), compact.Bytes(side.rs), len(side.recs), size)
 			}
 			for i := range side.proj.Len() {
-				if side.proj.Partial(i) {
+				if compact.Partial(side.proj, i) {
 					partial++
-					if _, ok := side.proj.Source(i); ok {
+					if _, ok := compact.Source(side.proj, i); ok {
 						t.Fatalf("round %d %s: a projected record gives a source", round, side.name)
 					}
-				} else if src, ok := side.proj.Source(i); !ok || src != side.recs[i] {
+				} else if src, ok := compact.Source(side.proj, i); !ok || src != side.recs[i] {
 					t.Fatalf("round %d %s: record %d kept whole has source %q, want %q", round, side.name, i, src, side.recs[i])
 				}
 			}
-			kept += side.rs.Kept()
-			in += side.rs.Bytes()
+			kept += compact.Kept(side.rs)
+			in += compact.Bytes(side.rs)
 		}
 		before := BatchSnapshot{Reachable: true, Batch: fullB}
 		after := BatchSnapshot{Reachable: true, Batch: fullA}
@@ -276,7 +276,7 @@ func TestProjectionCovers(t *testing.T) {
 	// A counted record that was projected (a batch assembled by hand) is
 	// never shown in part.
 	a, _, _ := streamRead(t, after, ProjectAfter([]*Contract{p1}))
-	a.MarkPartial(1)
+	compact.MarkPartial(a, 1)
 	b, _, _ := streamRead(t, before, ProjectBaseline([]*Contract{p1}))
 	v := JudgeBatch(p1, BatchSnapshot{Reachable: true, Batch: b}, BatchSnapshot{Reachable: true, Batch: a}, Options{})
 	if v.Decision != Indeterminate || v.Reasons[0].Code != ReasonReadProjected || len(v.Matched) != 0 {
@@ -305,15 +305,15 @@ func TestRecordStreamProjects(t *testing.T) {
 	} {
 		b, _, rs := streamRead(t, recs, tt.p)
 		for i, want := range tt.canon {
-			if got := b.CanonicalRecord(i); got != want {
+			if got := compact.CanonicalRecord(b, i); got != want {
 				t.Errorf("record %d kept as %s, want %s", i, got, want)
 			}
 		}
-		if b.Names[b.NameIndex("fresh")] != "fresh" || b.Names[b.NameIndex("o")] != "o" {
-			t.Fatalf("names %q", b.Names)
+		if fresh, o := compact.NameIndex(b, "fresh"), compact.NameIndex(b, "o"); fresh < 0 || o < 0 || compact.Name(b, uint32(fresh)) != "fresh" || compact.Name(b, uint32(o)) != "o" {
+			t.Fatalf("name indexes: fresh %d, o %d", fresh, o)
 		}
-		if rs.Kept() >= rs.Bytes()/2 {
-			t.Errorf("kept %d of %d bytes", rs.Kept(), rs.Bytes())
+		if compact.Kept(rs) >= compact.Bytes(rs)/2 {
+			t.Errorf("kept %d of %d bytes", compact.Kept(rs), compact.Bytes(rs))
 		}
 	}
 }
@@ -349,7 +349,7 @@ func BenchmarkRecordStream1M(b *testing.B) {
 			}
 		}
 		bt := rs.Batch()
-		return bt, rs.Kept() + 16*len(bt.Fields) + 4*len(bt.Ends) + 4*(len(bt.Ends)+1)
+		return bt, compact.Kept(rs) + 16*compact.FieldCount(bt) + 4*bt.Len() + 4*(bt.Len()+1)
 	}
 	for _, tt := range []struct {
 		name string

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/verifierd/verifierd/judge/internal/compact"
+	"github.com/verifierd/verifierd/internal/compact"
 )
 
 // As is the comparison type of a contract value (docs/contracts.md §2a). The empty

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"github.com/verifierd/verifierd/internal/compact"
 	"strconv"
 	"strings"
 )
@@ -337,17 +338,17 @@ func writeSetAfter(c *Contract, after Snapshot) afterRecords {
 // writeSetAfterB is afterRecords on a batch.
 func writeSetAfterB(c *Contract, after *Batch) afterRecords {
 	return func(keep func(string, bool) bool) ([]Record, bool) {
-		scope, name := scopeFilter(c, after), after.NameIndex(c.IdentityField)
+		scope, name := scopeFilter(c, after), compact.NameIndex(after, c.IdentityField)
 		var idx []int
 		for j := range after.Len() {
-			rec := after.At(j)
+			rec := compact.At(after, j)
 			if !scope(rec) {
 				continue
 			}
-			if id, has := after.Get(rec, name); keep(id, has) {
+			if id, has := compact.Get(after, rec, name); keep(id, has) {
 				idx = append(idx, j)
 			}
 		}
-		return after.Records(idx)
+		return compact.Records(after, idx)
 	}
 }

@@ -10,8 +10,13 @@
 #                    change in any release
 #   api/client.txt   the client module (github.com/verifierd/verifierd/client)
 #   api/receipt.txt  the receipt module (github.com/verifierd/verifierd/receipt)
+#   api/proto.txt    the proto module's generated Go package, the public
+#                    API's messages and gRPC stubs
+#                    (github.com/verifierd/verifierd/proto/verifierd/verifier/v1)
 #   api/judge.txt    github.com/verifierd/verifierd/judge/...
-# Internal packages, commands and examples are not in them.
+# Internal packages, commands and examples are not in them. An exported
+# alias of an internal type is listed with that type's fields and methods
+# (tools/apisnap).
 #
 # check (make check-api, part of make lint) fails when the API differs from
 # a snapshot, and when a commit since this branch left main (on main: the
@@ -32,6 +37,7 @@ snapshots=(
 	"sdk sdk /unstable/ ./..."
 	"client client - ./..."
 	"receipt receipt - ./..."
+	"proto proto - ./verifierd/verifier/v1/..."
 	"judge . - ./judge/..."
 )
 

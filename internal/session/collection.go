@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
 	"github.com/verifierd/verifierd/sdk"
@@ -49,9 +50,9 @@ func (c *collectionSeen) holds(field, id string) bool {
 		}
 	}
 	if b := c.whole; b != nil {
-		name := b.NameIndex(field)
+		name := compact.NameIndex(b, field)
 		for i := range b.Len() {
-			if v, ok := b.Get(b.At(i), name); ok && v == id {
+			if v, ok := compact.Get(b, compact.At(b, i), name); ok && v == id {
 				return true
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"hash"
 	"sync"
 
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
@@ -47,7 +48,7 @@ func (r *read) len() int {
 }
 
 // projected reports whether the read was kept in part.
-func (r *read) projected() bool { return r != nil && r.snap.Batch.Projected() }
+func (r *read) projected() bool { return r != nil && compact.Projected(r.snap.Batch) }
 
 // records returns the map form, made once. A projected read's records are
 // not whole: its map form is never made (group.projection keeps every
@@ -120,7 +121,7 @@ func (a afterReader) capture(ctx context.Context, inst *pluginhost.Instance, req
 			}
 		}
 	}
-	a.metrics.Captured(inst.Kind(), "after", rs.Len(), rs.Bytes())
+	a.metrics.Captured(inst.Kind(), "after", rs.Len(), compact.Bytes(rs.RecordStream))
 	return rs.read(), nil
 }
 
@@ -168,7 +169,7 @@ func (e evidenceKeys) readDigestOf(r *read) ReadDigest {
 	mac := judge.NewKeyedHash(e.key())
 	b := r.snap.Batch
 	n := b.Len()
-	canon := b.Canonicaliser()
+	canon := compact.NewCanonicaliser(b)
 	var buf []byte
 	for i := range n {
 		buf = append(canon.Append(buf[:0], i), '\n')

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/judge"
-	"github.com/verifierd/verifierd/judge/internal/compact"
 )
 
 // fastSnapshot is one read as the fast decoder saw it, checked after the

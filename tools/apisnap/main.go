@@ -14,6 +14,17 @@
 // they are no part of what a customer can import. -exclude leaves out, in
 // addition, every package whose import path holds PATH_PART (the SDK's
 // /unstable/ packages, which the compatibility promise does not cover).
+//
+// A type of one of the module's internal packages that the API reaches (an exported alias of
+// it, a field, parameter or result of its type) is promised all the same:
+// its exported fields and methods are callable by whoever holds a value of
+// it. An exported alias's target is listed under the alias's name,
+//
+//	pkg github.com/verifierd/verifierd/judge, type Batch = github.com/verifierd/verifierd/internal/compact.Batch
+//	pkg github.com/verifierd/verifierd/judge, method (*Batch) Len() int
+//
+// and every other internal type reached, from those lines too, under its
+// import path.
 package main
 
 import (
@@ -42,7 +53,7 @@ func main() {
 // snapshot loads the packages matching patterns in dir and returns their
 // API lines, sorted, leaving out those whose path holds exclude (when set).
 func snapshot(dir, exclude string, patterns []string) ([]string, error) {
-	cfg := &packages.Config{Dir: dir, Mode: packages.NeedName | packages.NeedTypes}
+	cfg := &packages.Config{Dir: dir, Mode: packages.NeedName | packages.NeedTypes | packages.NeedModule}
 	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
 		return nil, err
@@ -58,14 +69,19 @@ func snapshot(dir, exclude string, patterns []string) ([]string, error) {
 		if exclude != "" && strings.Contains(p.PkgPath, exclude) {
 			continue
 		}
-		lines = append(lines, packageLines(p.Types)...)
+		own := p.PkgPath
+		if p.Module != nil {
+			own = p.Module.Path
+		}
+		lines = append(lines, packageLines(p.Types, own)...)
+		lines = append(lines, reachedLines(p.Types, own)...)
 	}
 	slices.Sort(lines)
 	return slices.Compact(lines), nil
 }
 
-// packageLines is the API of one package.
-func packageLines(pkg *types.Package) []string {
+// packageLines is the API of one package of the module whose path is own.
+func packageLines(pkg *types.Package, own string) []string {
 	prefix := "pkg " + pkg.Path() + ", "
 	qual := types.RelativeTo(pkg)
 	var out []string
@@ -85,7 +101,7 @@ func packageLines(pkg *types.Package) []string {
 		case *types.Func:
 			add("func " + name + signature(o.Type().(*types.Signature), qual))
 		case *types.TypeName:
-			for _, l := range typeLines(o, qual) {
+			for _, l := range typeLines(o, own, qual) {
 				add(l)
 			}
 		}
@@ -94,16 +110,29 @@ func packageLines(pkg *types.Package) []string {
 }
 
 // typeLines is a named type's declaration, its exported fields or
-// interface methods, and its exported methods.
-func typeLines(tn *types.TypeName, qual types.Qualifier) []string {
+// interface methods, and its exported methods; for an alias of an
+// internal type of module own, its target's.
+func typeLines(tn *types.TypeName, own string, qual types.Qualifier) []string {
 	head := "type " + tn.Name() + typeParams(tn.Type(), qual)
 	if tn.IsAlias() {
-		return []string{head + " = " + types.TypeString(types.Unalias(tn.Type()), qual)}
+		out := []string{head + " = " + types.TypeString(types.Unalias(tn.Type()), qual)}
+		if named := internalNamed(tn.Type(), own); named != nil {
+			out = append(out, namedLines("type "+tn.Name(), tn.Name(), named, qual)...)
+		}
+		return out
 	}
 	named, ok := tn.Type().(*types.Named)
 	if !ok {
 		return []string{head + " " + types.TypeString(tn.Type().Underlying(), qual)}
 	}
+	return namedLines(head, "", named, qual)
+}
+
+// namedLines is a named type's kind with its exported fields or interface
+// methods, and its exported methods, each line starting with head. A
+// method's receiver is written recv (an alias's name, so that its target
+// reads as the alias's own methods) or, when recv is empty, as declared.
+func namedLines(head, recv string, named *types.Named, qual types.Qualifier) []string {
 	var out []string
 	switch u := named.Underlying().(type) {
 	case *types.Struct:
@@ -136,7 +165,14 @@ func typeLines(tn *types.TypeName, qual types.Qualifier) []string {
 			continue
 		}
 		sig := m.Type().(*types.Signature)
-		out = append(out, "method ("+types.TypeString(sig.Recv().Type(), qual)+") "+m.Name()+signature(sig, qual))
+		r := types.TypeString(sig.Recv().Type(), qual)
+		if recv != "" {
+			r = recv
+			if _, ptr := sig.Recv().Type().(*types.Pointer); ptr {
+				r = "*" + recv
+			}
+		}
+		out = append(out, "method ("+r+") "+m.Name()+signature(sig, qual))
 	}
 	return out
 }

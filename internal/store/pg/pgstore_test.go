@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/verifierd/verifierd/internal/compact"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
@@ -526,8 +527,8 @@ func TestBaselineIndexRoundTrip(t *testing.T) {
 		t.Fatalf("read %d entries (%v) into %d records, want %d", i, marks, gb.Len(), wb.Len())
 	}
 	for k := range wb.Len() {
-		if wb.Partial(k) != gb.Partial(k) || wb.CanonicalRecord(k) != gb.CanonicalRecord(k) {
-			t.Fatalf("record %d: %s (partial %v), want %s (%v)", k, gb.CanonicalRecord(k), gb.Partial(k), wb.CanonicalRecord(k), wb.Partial(k))
+		if compact.Partial(wb, k) != compact.Partial(gb, k) || compact.CanonicalRecord(wb, k) != compact.CanonicalRecord(gb, k) {
+			t.Fatalf("record %d: %s (partial %v), want %s (%v)", k, compact.CanonicalRecord(gb, k), compact.Partial(gb, k), compact.CanonicalRecord(wb, k), compact.Partial(wb, k))
 		}
 	}
 }

@@ -325,7 +325,7 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 		sc.pos++
 		return 0, -1, nil
 	}
-	start, fields0 := sc.pos, len(b.Fields)
+	start, fields0 := sc.pos, len(b.fields)
 	for {
 		if n == presizeAfter {
 			sc.presize(b, start, fields0, n)
@@ -361,10 +361,10 @@ func (sc *Scanner) Records(path string, b *Batch) (n, firstBad int, err error) {
 // is kept as a string of its own.
 func (sc *Scanner) use(b *Batch) {
 	sc.cur, sc.shape, sc.plain, sc.seen = b, sc.shape[:0], sc.plain[:0], sc.seen[:0]
-	for range b.Names {
+	for range b.names {
 		sc.seen = append(sc.seen, 0)
 	}
-	if len(b.Fields) == 0 && b.doc == "" {
+	if len(b.fields) == 0 && b.doc == "" {
 		b.doc = sc.s
 	}
 	sc.docOK = b.doc == sc.s
@@ -423,8 +423,8 @@ const presizeAfter = 256
 func (sc *Scanner) presize(b *Batch, start, fields0, n int) {
 	perRecord := max((sc.pos-start)/n, 1)
 	more := (len(sc.s) - sc.pos) / perRecord
-	fieldsPer := (len(b.Fields) - fields0 + n - 1) / n
-	if need := len(b.Fields) + more*fieldsPer; need > cap(b.Fields) {
+	fieldsPer := (len(b.fields) - fields0 + n - 1) / n
+	if need := len(b.fields) + more*fieldsPer; need > cap(b.fields) {
 		var buf []Field
 		if sc.arena != nil && need >= 1<<16 {
 			buf = fieldsFrom(sc.arena, need)
@@ -432,10 +432,10 @@ func (sc *Scanner) presize(b *Batch, start, fields0, n int) {
 		if cap(buf) < need {
 			buf = make([]Field, 0, need)
 		}
-		b.Fields = append(buf[:0], b.Fields...)
+		b.fields = append(buf[:0], b.fields...)
 	}
-	if need := len(b.Ends) + more; need > cap(b.Ends) {
-		b.Ends = append(make([]uint32, 0, need), b.Ends...)
+	if need := len(b.ends) + more; need > cap(b.ends) {
+		b.ends = append(make([]uint32, 0, need), b.ends...)
 	}
 }
 
@@ -465,13 +465,13 @@ func DecodeRecord(data string, path string, b *Batch) error {
 		return sc.fail(path, sc.pos, "a record must be a JSON object")
 	}
 	sc.use(b)
-	fields, ends, owned := len(b.Fields), len(b.Ends), len(b.owned)
+	fields, ends, owned := len(b.fields), len(b.ends), len(b.owned)
 	err := sc.record(b, path, -1)
 	if err == nil {
 		err = sc.End()
 	}
 	if err != nil {
-		b.Fields, b.Ends, b.owned = b.Fields[:fields], b.Ends[:ends], b.owned[:owned]
+		b.fields, b.ends, b.owned = b.fields[:fields], b.ends[:ends], b.owned[:owned]
 	}
 	return err
 }
@@ -534,7 +534,7 @@ func (sc *Scanner) newName(b *Batch, i, k int) (uint32, string, int, *SyntaxErro
 	if serr != nil {
 		return 0, "", j, serr
 	}
-	name := b.Intern(key)
+	name := b.intern(key)
 	plain := plainName(key)
 	if k < len(sc.shape) {
 		sc.shape[k], sc.plain[k] = name, plain
@@ -585,10 +585,10 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 		}
 		var name uint32
 		var key string
-		if k < len(sc.shape) && sc.plain[k] && sc.rawKey(i, b.Names[sc.shape[k]]) {
+		if k < len(sc.shape) && sc.plain[k] && sc.rawKey(i, b.names[sc.shape[k]]) {
 			// The name the previous record had here, written plainly:
 			// no need to unquote it.
-			name, key = sc.shape[k], b.Names[sc.shape[k]]
+			name, key = sc.shape[k], b.names[sc.shape[k]]
 			i += len(key) + 2
 		} else {
 			var serr *SyntaxError
@@ -653,7 +653,7 @@ func (sc *Scanner) record(b *Batch, path string, idx int) error {
 			verr.Path = recordPath(path, idx, key)
 			return verr
 		}
-		b.Fields = append(b.Fields, f)
+		b.fields = append(b.fields, f)
 		k++
 		i = skipWS(s, i)
 		if i < len(s) && s[i] == ',' {
@@ -681,5 +681,5 @@ func (sc *Scanner) nextStamp() {
 // endRecord closes the record whose '}' is at i.
 func (sc *Scanner) endRecord(b *Batch, i int) {
 	sc.pos = i + 1
-	b.Ends = append(b.Ends, uint32(len(b.Fields)))
+	b.ends = append(b.ends, uint32(len(b.fields)))
 }

@@ -48,7 +48,7 @@ func NewRecordStream(path string, records int) *RecordStream {
 	b.doc = ""
 	if records > 0 {
 		n := min(records, streamPresize) + 1
-		b.Ends = make([]uint32, 0, n)
+		b.ends = make([]uint32, 0, n)
 		b.raw = append(make([]uint32, 0, n+1), 0)
 	}
 	return s
@@ -59,7 +59,7 @@ func NewRecordStream(path string, records int) *RecordStream {
 // judges with it only the contracts p was made for. Call it before the
 // first Add; a nil p keeps every record whole.
 func (s *RecordStream) Project(p *Projection) {
-	if p == nil || len(s.b.Ends) > 0 {
+	if p == nil || len(s.b.ends) > 0 {
 		return
 	}
 	s.b.proj, s.pj = p, &projector{p: p}
@@ -70,7 +70,7 @@ func (s *RecordStream) Project(p *Projection) {
 // arrives, before a projection drops anything: a read's digest covers
 // every record whole. Call it before the first Add.
 func (s *RecordStream) Digest(w io.Writer) {
-	if len(s.b.Ends) > 0 {
+	if len(s.b.ends) > 0 {
 		return
 	}
 	s.dig, s.canon = w, &Canonicaliser{b: s.b}
@@ -83,7 +83,7 @@ func (s *RecordStream) Add(rec []byte) error {
 	if s.err != nil {
 		return s.err
 	}
-	b, idx := s.b, len(s.b.Ends)
+	b, idx := s.b, len(s.b.ends)
 	if idx == streamPresize && s.hint > idx && !s.sized {
 		s.presize()
 	}
@@ -104,7 +104,7 @@ func (s *RecordStream) Add(rec []byte) error {
 	// fields were moved out of the way.
 	doc := unsafe.String(&s.buf[0], len(s.buf))
 	b.doc, s.sc.s, s.sc.pos, s.sc.docOK, s.sc.cur = doc, doc, start, true, b
-	f0, o0, n0 := len(b.Fields), len(b.owned), len(b.Names)
+	f0, o0, n0 := len(b.fields), len(b.owned), len(b.names)
 	err := s.record(idx)
 	if err != nil {
 		if se, ok := errors.AsType[*SyntaxError](err); ok {
@@ -117,21 +117,21 @@ func (s *RecordStream) Add(rec []byte) error {
 	// A name first seen here is a span of this record's bytes: it gets
 	// its own copy, so that it pins no old document and survives a
 	// projection rewriting those bytes.
-	for i := n0; i < len(b.Names); i++ {
-		old := b.Names[i]
+	for i := n0; i < len(b.names); i++ {
+		old := b.names[i]
 		name := strings.Clone(old)
 		delete(b.index, old)
-		b.Names[i], b.index[name] = name, uint32(i)
+		b.names[i], b.index[name] = name, uint32(i)
 	}
 	if s.dig != nil {
-		s.line = append(s.canon.appendFields(s.line[:0], b.Fields[f0:]), '\n')
+		s.line = append(s.canon.appendFields(s.line[:0], b.fields[f0:]), '\n')
 		if _, err := s.dig.Write(s.line); err != nil {
 			s.err = err
 			return err
 		}
 	}
 	if s.pj != nil {
-		if how, keep := s.pj.keep(b, b.Fields[f0:]); how != keepWhole {
+		if how, keep := s.pj.keep(b, b.fields[f0:]); how != keepWhole {
 			s.project(idx, start, f0, o0, keep)
 		}
 	}
@@ -145,7 +145,7 @@ func (s *RecordStream) Add(rec []byte) error {
 // moved), the rest of its bytes and its other owned texts are dropped.
 func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
 	b := s.b
-	fs := b.Fields[f0:]
+	fs := b.fields[f0:]
 	w, k, o := start, 0, o0
 	for _, f := range fs {
 		if !keep[f.Name] {
@@ -166,11 +166,11 @@ func (s *RecordStream) project(idx, start, f0, o0 int, keep []bool) {
 	}
 	clear(b.owned[o:])
 	b.owned = b.owned[:o]
-	b.Fields = b.Fields[:f0+k]
-	b.Ends[idx] = uint32(len(b.Fields))
+	b.fields = b.fields[:f0+k]
+	b.ends[idx] = uint32(len(b.fields))
 	s.buf = s.buf[:w]
 	b.doc = unsafe.String(unsafe.SliceData(s.buf), len(s.buf))
-	b.MarkPartial(idx)
+	MarkPartial(b, idx)
 }
 
 func (s *RecordStream) record(idx int) error {
@@ -191,9 +191,9 @@ func (s *RecordStream) record(idx int) error {
 // ones (a little more). Room reserved and never written is not touched.
 func (s *RecordStream) presize() {
 	s.sized = true
-	b, n := s.b, len(s.b.Ends)
+	b, n := s.b, len(s.b.ends)
 	per := (len(s.buf) + n - 1) / n
-	fieldsPer := (len(b.Fields) + n - 1) / n
+	fieldsPer := (len(b.fields) + n - 1) / n
 	want := s.hint + s.hint/16 + 16
 	// Later records may be longer than the first (growing identities):
 	// a quarter more room, since outgrowing it would copy the whole
@@ -201,32 +201,32 @@ func (s *RecordStream) presize() {
 	if need := want*per + want*per/4; need > cap(s.buf) && need < 1<<32 {
 		s.buf = append(make([]byte, 0, need), s.buf...)
 	}
-	if need := want * fieldsPer; need > cap(b.Fields) {
-		b.Fields = append(make([]Field, 0, need), b.Fields...)
+	if need := want * fieldsPer; need > cap(b.fields) {
+		b.fields = append(make([]Field, 0, need), b.fields...)
 	}
-	if want > cap(b.Ends) {
-		b.Ends = append(make([]uint32, 0, want), b.Ends...)
+	if want > cap(b.ends) {
+		b.ends = append(make([]uint32, 0, want), b.ends...)
 		b.raw = append(make([]uint32, 0, want+1), b.raw...)
 	}
 }
 
 // Len is the number of records decoded.
-func (s *RecordStream) Len() int { return len(s.b.Ends) }
+func (s *RecordStream) Len() int { return len(s.b.ends) }
 
 // Bytes is the size of the records decoded, in bytes of their JSON as
 // they arrived (before any projection).
-func (s *RecordStream) Bytes() int { return s.in }
+func Bytes(s *RecordStream) int { return s.in }
 
 // Kept is the size of the records' bytes the batch holds.
-func (s *RecordStream) Kept() int { return len(s.buf) }
+func Kept(s *RecordStream) int { return len(s.buf) }
 
 // Batch returns the records decoded so far.
 func (s *RecordStream) Batch() *Batch { return s.b }
 
 // Source returns record i's bytes as they arrived, when the batch keeps
 // them (a batch built by a RecordStream).
-func (b *Batch) Source(i int) (string, bool) {
-	if b == nil || len(b.raw) != len(b.Ends)+1 || i < 0 || i >= len(b.Ends) || b.Partial(i) {
+func Source(b *Batch, i int) (string, bool) {
+	if b == nil || len(b.raw) != len(b.ends)+1 || i < 0 || i >= len(b.ends) || Partial(b, i) {
 		return "", false
 	}
 	return b.doc[b.raw[i]:b.raw[i+1]], true
@@ -234,7 +234,7 @@ func (b *Batch) Source(i int) (string, bool) {
 
 // CanonicalRecord returns the canonical JSON of record i: the same text
 // CanonicalJSON gives for its map form.
-func (b *Batch) CanonicalRecord(i int) string { return b.CanonicalFields(b.At(i)) }
+func CanonicalRecord(b *Batch, i int) string { return CanonicalFields(b, At(b, i)) }
 
 // Canonicaliser writes a batch's records as canonical JSON into a buffer
 // the caller reuses: the text CanonicalRecord returns, without a string
@@ -249,7 +249,7 @@ type Canonicaliser struct {
 
 // Canonicaliser returns a Canonicaliser for b. Names added to b later are
 // ordered too (a stream's batch grows as it is written).
-func (b *Batch) Canonicaliser() *Canonicaliser {
+func NewCanonicaliser(b *Batch) *Canonicaliser {
 	c := &Canonicaliser{b: b}
 	c.refresh()
 	return c
@@ -258,12 +258,12 @@ func (b *Batch) Canonicaliser() *Canonicaliser {
 // refresh ranks the batch's names as they are now.
 func (c *Canonicaliser) refresh() {
 	b := c.b
-	idx := make([]int, len(b.Names))
+	idx := make([]int, len(b.names))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortFunc(idx, func(x, y int) int { return strings.Compare(b.Names[x], b.Names[y]) })
-	c.rank = make([]uint32, len(b.Names))
+	slices.SortFunc(idx, func(x, y int) int { return strings.Compare(b.names[x], b.names[y]) })
+	c.rank = make([]uint32, len(b.names))
 	for r, i := range idx {
 		c.rank[i] = uint32(r)
 	}
@@ -271,16 +271,16 @@ func (c *Canonicaliser) refresh() {
 }
 
 // Append appends record i's canonical JSON to dst.
-func (c *Canonicaliser) Append(dst []byte, i int) []byte { return c.appendFields(dst, c.b.At(i)) }
+func (c *Canonicaliser) Append(dst []byte, i int) []byte { return c.appendFields(dst, At(c.b, i)) }
 
 // appendFields appends the canonical JSON of rec, a record of the batch.
 func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
 	b := c.b
-	if len(c.rank) != len(b.Names) {
+	if len(c.rank) != len(b.names) {
 		// New names: ranked again once as many records were written as
 		// there are names (a read whose names keep growing is not ranked
 		// for every record), ordered by name until then.
-		if c.stale++; c.stale > len(b.Names) {
+		if c.stale++; c.stale > len(b.names) {
 			c.refresh()
 		}
 	}
@@ -289,7 +289,7 @@ func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
 		c.order = append(c.order, k)
 	}
 	order, rank := c.order, c.rank
-	if len(rank) == len(b.Names) {
+	if len(rank) == len(b.names) {
 		for x := 1; x < len(order); x++ {
 			for y := x; y > 0 && rank[rec[order[y]].Name] < rank[rec[order[y-1]].Name]; y-- {
 				order[y], order[y-1] = order[y-1], order[y]
@@ -297,7 +297,7 @@ func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
 		}
 	} else {
 		for x := 1; x < len(order); x++ {
-			for y := x; y > 0 && b.Names[rec[order[y]].Name] < b.Names[rec[order[y-1]].Name]; y-- {
+			for y := x; y > 0 && b.names[rec[order[y]].Name] < b.names[rec[order[y-1]].Name]; y-- {
 				order[y], order[y-1] = order[y-1], order[y]
 			}
 		}
@@ -315,15 +315,15 @@ func (c *Canonicaliser) appendFields(dst []byte, rec []Field) []byte {
 // appendMember appends f, a field of the batch, as an object member: its
 // name, a colon and its value as canonical JSON.
 func (c *Canonicaliser) appendMember(dst []byte, f *Field) []byte {
-	dst = c.appendString(dst, c.b.Names[f.Name])
+	dst = c.appendString(dst, c.b.names[f.Name])
 	dst = append(dst, ':')
 	switch f.Kind {
 	case KindNull:
 		return append(dst, "null"...)
 	case KindString:
-		return c.appendString(dst, c.b.Text(f))
+		return c.appendString(dst, Text(c.b, f))
 	}
-	return append(dst, c.b.Text(f)...)
+	return append(dst, Text(c.b, f)...)
 }
 
 // appendString appends s as WriteCanonString writes it.

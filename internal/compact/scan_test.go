@@ -44,9 +44,9 @@ func TestScannerCanonicalText(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.json, err)
 		}
-		f := b.At(0)[0]
-		if f.Kind != tt.kind || b.Text(&f) != tt.text {
-			t.Errorf("%s: kind %d text %q, want %d %q", tt.json, f.Kind, b.Text(&f), tt.kind, tt.text)
+		f := At(b, 0)[0]
+		if f.Kind != tt.kind || Text(b, &f) != tt.text {
+			t.Errorf("%s: kind %d text %q, want %d %q", tt.json, f.Kind, Text(b, &f), tt.kind, tt.text)
 		}
 		tree, err := DecodeJSON([]byte(tt.json))
 		if err != nil {
@@ -154,17 +154,17 @@ func FuzzScanRecords(f *testing.F) {
 		}
 		for i, e := range list {
 			want := CanonicalJSON(e)
-			if got := b.CanonicalFields(b.At(i)); got != want {
+			if got := CanonicalFields(b, At(b, i)); got != want {
 				t.Fatalf("record %d: canonical %s, DecodeJSON gives %s", i, got, want)
 			}
 			if got := CanonicalJSON(b.Record(i)); got != want {
 				t.Fatalf("record %d as a map: canonical %s, want %s", i, got, want)
 			}
 			m, _ := e.(map[string]any)
-			for _, fld := range b.At(i) {
-				text, has := Canon(m[b.Names[fld.Name]])
-				if has != (fld.Kind != KindNull) || text != b.Text(&fld) {
-					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.Names[fld.Name], b.Text(&fld), text, has)
+			for _, fld := range At(b, i) {
+				text, has := Canon(m[b.names[fld.Name]])
+				if has != (fld.Kind != KindNull) || text != Text(b, &fld) {
+					t.Fatalf("record %d field %q: text %q, Canon gives %q (%v)", i, b.names[fld.Name], Text(b, &fld), text, has)
 				}
 			}
 		}
@@ -177,11 +177,11 @@ func TestBatchRecordRoundTrip(t *testing.T) {
 	t.Parallel()
 	r := Record{"id": json.Number("1.0"), "s": "x", "n": nil, "b": false, "o": map[string]any{"k": []any{json.Number("2")}}, "f": 2.5, "i": 7}
 	b := NewBatch()
-	b.Append(r)
+	Append(b, r)
 	if got, want := CanonicalJSON(b.Record(0)), CanonicalJSON(r); got != want {
 		t.Fatalf("round trip %s, want %s", got, want)
 	}
-	if got, want := b.CanonicalFields(b.At(0)), CanonicalJSON(r); got != want {
+	if got, want := CanonicalFields(b, At(b, 0)), CanonicalJSON(r); got != want {
 		t.Fatalf("canonical record %s, want %s", got, want)
 	}
 	if strconv.Itoa(b.Len()) != "1" {
@@ -199,8 +199,8 @@ func TestScannerNameFastPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Names) != 3 || CanonicalJSON(b.Record(1)) != `{"a\nb":4,"c\"d":5,"e":6}` {
-		t.Fatalf("names %q, record %s", b.Names, CanonicalJSON(b.Record(1)))
+	if len(b.names) != 3 || CanonicalJSON(b.Record(1)) != `{"a\nb":4,"c\"d":5,"e":6}` {
+		t.Fatalf("names %q, record %s", b.names, CanonicalJSON(b.Record(1)))
 	}
 	// The raw bytes of a name with a newline are not JSON.
 	if _, err := DecodeRecords("[{\"a\\nb\": 1}, {\"a\nb\": 2}]", "records"); err == nil {
@@ -226,7 +226,7 @@ func TestDecodeRecordList(t *testing.T) {
 		t.Fatalf("%d records, want 3", b.Len())
 	}
 	for i := range 3 {
-		if got, w := b.CanonicalFields(b.At(i)), want.CanonicalFields(want.At(i)); got != w {
+		if got, w := CanonicalFields(b, At(b, i)), CanonicalFields(want, At(want, i)); got != w {
 			t.Errorf("record %d: %s, want %s", i, got, w)
 		}
 	}
@@ -282,7 +282,7 @@ func TestRecordFromFields(t *testing.T) {
 		if got := b.Record(i); !cmp.Equal(map[string]any(got), want) {
 			t.Errorf("%s: Record = %#v, want %#v", c.raw, got, want)
 		}
-		if _, fast := b.SourceRecord(i); fast != c.fast {
+		if _, fast := b.sourceRecord(i); fast != c.fast {
 			t.Errorf("%s: taken from the fields = %v, want %v", c.raw, fast, c.fast)
 		}
 	}

@@ -17,18 +17,18 @@ type Sel struct {
 }
 
 // Resolve resolves sel's fields to b's name indexes.
-func (b *Batch) Resolve(sel []Sel) []BPair {
+func Resolve(b *Batch, sel []Sel) []BPair {
 	out := make([]BPair, len(sel))
 	for i, p := range sel {
-		out[i] = BPair{name: b.NameIndex(p.Field), value: p.Value, as: p.As}
+		out[i] = BPair{name: NameIndex(b, p.Field), value: p.Value, as: p.As}
 	}
 	return out
 }
 
 // Match reports whether rec satisfies every pair of sel.
-func (b *Batch) Match(rec []Field, sel []BPair) bool {
+func Match(b *Batch, rec []Field, sel []BPair) bool {
 	for i := range sel {
-		if !b.Holds(rec, &sel[i]) {
+		if !Holds(b, rec, &sel[i]) {
 			return false
 		}
 	}
@@ -37,7 +37,7 @@ func (b *Batch) Match(rec []Field, sel []BPair) bool {
 
 // Holds reports whether rec satisfies one pair: as pairHolds does on a
 // map-form record.
-func (b *Batch) Holds(rec []Field, p *BPair) bool {
+func Holds(b *Batch, rec []Field, p *BPair) bool {
 	if p.name < 0 {
 		return false
 	}
@@ -49,9 +49,9 @@ func (b *Batch) Holds(rec []Field, p *BPair) bool {
 				return false
 			}
 			if p.as == "" {
-				return b.Text(f) == p.value
+				return Text(b, f) == p.value
 			}
-			got, ok := TypedText(p.as, f.Kind, b.Text(f))
+			got, ok := TypedText(p.as, f.Kind, Text(b, f))
 			return ok && got == p.value
 		}
 	}
@@ -61,10 +61,10 @@ func (b *Batch) Holds(rec []Field, p *BPair) bool {
 // Records returns the records idx in map form, or false when one of them
 // was projected (its read kept only part of it): a verdict is never given
 // on, or shows, less than the whole record.
-func (b *Batch) Records(idx []int) ([]Record, bool) {
+func Records(b *Batch, idx []int) ([]Record, bool) {
 	out := make([]Record, len(idx))
 	for i, k := range idx {
-		if b.Partial(k) {
+		if Partial(b, k) {
 			return nil, false
 		}
 		out[i] = b.Record(k)

@@ -7,4 +7,13 @@
 // exposes what callers use (Batch, RecordStream, Projection, the
 // decoders), and the conformance harness reads case files with the
 // Scanner.
+//
+// judge's Batch, RecordStream, Projection and SyntaxError are aliases of
+// this package's types, so every exported method and field of those is
+// judge's promise to its customers (api/judge.txt lists them). What only
+// the judge and the daemon use (a record's Fields, matching, projection
+// marks, canonical text of a batch's records) is therefore a function of
+// this package, At(b, i) rather than b.At(i): the daemon's packages import
+// it here, under the module's internal/, and a customer cannot. Keep a new
+// helper a function, unless the judge's documented API needs it.
 package compact

@@ -52,9 +52,9 @@ func (x *Indexer) Entry(rec []byte) []byte {
 			x.failed = fmt.Errorf("record %d: %w", x.n-1, err)
 		} else {
 			b := x.s.b
-			if b.Partial(0) {
+			if Partial(b, 0) {
 				x.out = append(x.out, IndexPartial)
-				x.out = x.s.canon.appendInOrder(x.out, b.At(0))
+				x.out = x.s.canon.appendInOrder(x.out, At(b, 0))
 			} else {
 				x.out = append(append(x.out, IndexWhole), rec...)
 			}
@@ -97,8 +97,8 @@ func (s *RecordStream) IndexErr() error {
 // ranks), so that the next record is record 0 of an empty batch.
 func (s *RecordStream) reset() {
 	b := s.b
-	b.Fields = b.Fields[:0]
-	b.Ends = b.Ends[:0]
+	b.fields = b.fields[:0]
+	b.ends = b.ends[:0]
 	b.raw = b.raw[:1]
 	clear(b.owned)
 	b.owned = b.owned[:0]
@@ -115,7 +115,7 @@ func (s *RecordStream) AddEntry(e []byte) error {
 	if s.err != nil {
 		return s.err
 	}
-	idx := len(s.b.Ends)
+	idx := len(s.b.ends)
 	if s.pj == nil {
 		s.err = errors.New("a baseline index is read under the projection it was made with")
 		return s.err
@@ -129,7 +129,7 @@ func (s *RecordStream) AddEntry(e []byte) error {
 	err := s.Add(e[1:])
 	s.pj, s.dig = pj, dig
 	if err == nil && e[0] == IndexPartial {
-		s.b.MarkPartial(idx)
+		MarkPartial(s.b, idx)
 	}
 	return err
 }

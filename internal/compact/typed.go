@@ -33,7 +33,7 @@ func TypedText(a string, kind ValueKind, text string) (string, bool) {
 		var d string
 		switch kind {
 		case KindNumber:
-			// Number text is canonical already (Canon, Batch.Text).
+			// Number text is canonical already (Canon, Text).
 			d = text
 		case KindString:
 			var ok bool

@@ -33,7 +33,7 @@ func TestRecordStream(t *testing.T) {
 		if b.Len() != 1000 || rs.Len() != 1000 {
 			t.Fatalf("hint %d: %d records", hint, b.Len())
 		}
-		canon := b.Canonicaliser()
+		canon := NewCanonicaliser(b)
 		for i, raw := range raws {
 			want, err := DecodeJSON([]byte(raw))
 			if err != nil {
@@ -42,17 +42,17 @@ func TestRecordStream(t *testing.T) {
 			if got := b.Record(i); !reflect.DeepEqual(got, want) {
 				t.Fatalf("hint %d, record %d: %v, want %v", hint, i, got, want)
 			}
-			if src, ok := b.Source(i); !ok || src != raw {
+			if src, ok := Source(b, i); !ok || src != raw {
 				t.Fatalf("record %d source %q", i, src)
 			}
-			if got, want := b.CanonicalRecord(i), CanonicalJSON(want); got != want {
+			if got, want := CanonicalRecord(b, i), CanonicalJSON(want); got != want {
 				t.Fatalf("record %d canonical %s, want %s", i, got, want)
 			}
 			if got, want := string(canon.Append([]byte("x"), i)), "x"+CanonicalJSON(want); got != want {
 				t.Fatalf("record %d compact.Canonicaliser %s, want %s", i, got, want)
 			}
 		}
-		if n, _ := b.Get(b.At(7), b.NameIndex("n")); n != "2.5" {
+		if n, _ := Get(b, At(b, 7), NameIndex(b, "n")); n != "2.5" {
 			t.Fatalf("canonical text of 2.50 is %q", n)
 		}
 		if got := b.Record(3)["n"]; got != json.Number("2.50") {

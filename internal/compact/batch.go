@@ -19,8 +19,8 @@ const (
 )
 
 // Field is one field of a record in compact form: the index of its name in
-// the batch's Names and its value as canonical text (docs/contracts.md §2, read with
-// Batch.Text) with its JSON kind. A null value has Kind KindNull and no
+// the batch's names (Name) and its value as canonical text (docs/contracts.md §2, read with
+// Text) with its JSON kind. A null value has Kind KindNull and no
 // text; an object or array value is its canonical JSON. A Field holds no
 // pointer: its text is a span of the batch's document or one of the
 // batch's own strings, so a large batch costs the garbage collector nothing
@@ -35,13 +35,14 @@ type Field struct {
 
 // Batch is a read in compact form: field names interned once for the whole
 // batch, and every record a run of Fields. Record i is
-// Fields[Ends[i-1]:Ends[i]]. A Batch is what the fast case decoder builds
-// and what JudgeBatch judges; Record turns one record back into the map form
-// for evidence.
+// fields[ends[i-1]:ends[i]] (At). A Batch is what the fast case decoder
+// builds and what JudgeBatch judges; Record turns one record back into the
+// map form for evidence. Its fields are unexported: judge.Batch is an alias
+// of it, and every exported field would be judge's promise.
 type Batch struct {
-	Names  []string
-	Fields []Field
-	Ends   []uint32
+	names  []string // by index: a Field's Name
+	fields []Field
+	ends   []uint32
 
 	doc   string   // the document the decoder read; texts are spans of it
 	owned []string // texts that are not spans of doc (unescaped, canonicalised)
@@ -56,7 +57,7 @@ type Batch struct {
 }
 
 // Text returns the canonical text of f, a field of this batch.
-func (b *Batch) Text(f *Field) string {
+func Text(b *Batch, f *Field) string {
 	switch {
 	case f.Kind == KindBool:
 		if f.n == 1 {
@@ -86,49 +87,55 @@ func boolField(name uint32, v bool) Field {
 // NewBatch returns an empty batch.
 func NewBatch() *Batch { return &Batch{index: map[string]uint32{}} }
 
+// Name is the field name whose index is n (a Field's Name).
+func Name(b *Batch, n uint32) string { return b.names[n] }
+
+// FieldCount is the number of fields of every record of b together.
+func FieldCount(b *Batch) int { return len(b.fields) }
+
 // Len is the number of records.
 func (b *Batch) Len() int {
 	if b == nil {
 		return 0
 	}
-	return len(b.Ends)
+	return len(b.ends)
 }
 
 // At returns record i's fields.
-func (b *Batch) At(i int) []Field {
+func At(b *Batch, i int) []Field {
 	start := uint32(0)
 	if i > 0 {
-		start = b.Ends[i-1]
+		start = b.ends[i-1]
 	}
-	return b.Fields[start:b.Ends[i]]
+	return b.fields[start:b.ends[i]]
 }
 
-// Intern returns the index of name, adding it when new.
-func (b *Batch) Intern(name string) uint32 {
+// intern returns the index of name, adding it when new.
+func (b *Batch) intern(name string) uint32 {
 	if b.index == nil {
-		b.index = make(map[string]uint32, len(b.Names))
-		for i, n := range b.Names {
+		b.index = make(map[string]uint32, len(b.names))
+		for i, n := range b.names {
 			b.index[n] = uint32(i)
 		}
 	}
 	if i, ok := b.index[name]; ok {
 		return i
 	}
-	i := uint32(len(b.Names))
-	b.Names = append(b.Names, name)
+	i := uint32(len(b.names))
+	b.names = append(b.names, name)
 	b.index[name] = i
 	return i
 }
 
 // NameIndex returns the index of name, or -1 when no record has it.
-func (b *Batch) NameIndex(name string) int64 {
+func NameIndex(b *Batch, name string) int64 {
 	if b == nil {
 		return -1
 	}
 	if b.index == nil {
 		// A batch not built by NewBatch: look, without changing it, so that
 		// concurrent judgements of one batch stay read-only.
-		for i, n := range b.Names {
+		for i, n := range b.names {
 			if n == name {
 				return int64(i)
 			}
@@ -143,9 +150,9 @@ func (b *Batch) NameIndex(name string) int64 {
 
 // Append adds one record given as a map (the session path's form). Values
 // are turned into canonical text exactly as Canon does.
-func (b *Batch) Append(r Record) {
+func Append(b *Batch, r Record) {
 	for k, v := range r {
-		f := Field{Name: b.Intern(k)}
+		f := Field{Name: b.intern(k)}
 		switch x := v.(type) {
 		case nil:
 		case string:
@@ -165,9 +172,9 @@ func (b *Batch) Append(r Record) {
 				b.setOwned(&f, t)
 			}
 		}
-		b.Fields = append(b.Fields, f)
+		b.fields = append(b.fields, f)
 	}
-	b.Ends = append(b.Ends, uint32(len(b.Fields)))
+	b.ends = append(b.ends, uint32(len(b.fields)))
 }
 
 // Record returns record i in map form: strings as string, numbers as
@@ -177,8 +184,8 @@ func (b *Batch) Append(r Record) {
 // text the source gave them. A projected record (Partial) gives only the
 // fields its read kept.
 func (b *Batch) Record(i int) Record {
-	if src, ok := b.Source(i); ok {
-		if r, ok := b.SourceRecord(i); ok {
+	if src, ok := Source(b, i); ok {
+		if r, ok := b.sourceRecord(i); ok {
 			return r
 		}
 		if v, err := DecodeJSON([]byte(src)); err == nil {
@@ -187,22 +194,22 @@ func (b *Batch) Record(i int) Record {
 			}
 		}
 	}
-	fs := b.At(i)
+	fs := At(b, i)
 	r := make(Record, len(fs))
 	for i := range fs {
-		r[b.Names[fs[i].Name]] = b.value(&fs[i])
+		r[b.names[fs[i].Name]] = b.value(&fs[i])
 	}
 	return r
 }
 
-// SourceRecord is record i in map form straight from its fields, when
+// sourceRecord is record i in map form straight from its fields, when
 // that is the map decoding its source gives: every value a string, a
 // boolean, a null or a number whose text is the source's own (a span of
 // it, not a canonicalised copy). Any other record (an object or array
 // value, a number written otherwise than canonically) is left to the
 // decoder.
-func (b *Batch) SourceRecord(i int) (Record, bool) {
-	fs := b.At(i)
+func (b *Batch) sourceRecord(i int) (Record, bool) {
+	fs := At(b, i)
 	for k := range fs {
 		switch f := &fs[k]; f.Kind {
 		case KindObject, KindArray:
@@ -220,13 +227,13 @@ func (b *Batch) SourceRecord(i int) (Record, bool) {
 		var v any
 		switch f.Kind {
 		case KindString:
-			v = strings.Clone(b.Text(f))
+			v = strings.Clone(Text(b, f))
 		case KindNumber:
-			v = json.Number(strings.Clone(b.Text(f)))
+			v = json.Number(strings.Clone(Text(b, f)))
 		case KindBool:
 			v = f.n == 1
 		}
-		r[b.Names[f.Name]] = v
+		r[b.names[f.Name]] = v
 	}
 	return r, true
 }
@@ -234,16 +241,16 @@ func (b *Batch) SourceRecord(i int) (Record, bool) {
 func (b *Batch) value(f *Field) any {
 	switch f.Kind {
 	case KindString:
-		return b.Text(f)
+		return Text(b, f)
 	case KindNumber:
-		return json.Number(b.Text(f))
+		return json.Number(Text(b, f))
 	case KindBool:
 		return f.n == 1
 	case KindObject, KindArray:
-		v, err := DecodeJSON([]byte(b.Text(f)))
+		v, err := DecodeJSON([]byte(Text(b, f)))
 		if err != nil {
 			// Canonical JSON always decodes; keep the text rather than lose it.
-			return b.Text(f)
+			return Text(b, f)
 		}
 		return v
 	}
@@ -252,7 +259,7 @@ func (b *Batch) value(f *Field) any {
 
 // Get returns the canonical text of the field named name in rec, and
 // whether it has one (present and not null).
-func (b *Batch) Get(rec []Field, name int64) (string, bool) {
+func Get(b *Batch, rec []Field, name int64) (string, bool) {
 	if name < 0 {
 		return "", false
 	}
@@ -262,7 +269,7 @@ func (b *Batch) Get(rec []Field, name int64) (string, bool) {
 			if rec[i].Kind == KindNull {
 				return "", false
 			}
-			return b.Text(&rec[i]), true
+			return Text(b, &rec[i]), true
 		}
 	}
 	return "", false
@@ -270,14 +277,14 @@ func (b *Batch) Get(rec []Field, name int64) (string, bool) {
 
 // CanonicalFields returns the canonical JSON of a compact record: the same
 // text CanonicalJSON gives for its map form.
-func (b *Batch) CanonicalFields(rec []Field) string {
+func CanonicalFields(b *Batch, rec []Field) string {
 	order := make([]int, len(rec))
 	for i := range order {
 		order[i] = i
 	}
 	// Insertion sort by name: records are small.
 	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && b.Names[rec[order[j]].Name] < b.Names[rec[order[j-1]].Name]; j-- {
+		for j := i; j > 0 && b.names[rec[order[j]].Name] < b.names[rec[order[j-1]].Name]; j-- {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
@@ -287,15 +294,15 @@ func (b *Batch) CanonicalFields(rec []Field) string {
 		if n > 0 {
 			sb.WriteByte(',')
 		}
-		WriteCanonString(&sb, b.Names[rec[i].Name])
+		WriteCanonString(&sb, b.names[rec[i].Name])
 		sb.WriteByte(':')
 		switch rec[i].Kind {
 		case KindNull:
 			sb.WriteString("null")
 		case KindString:
-			WriteCanonString(&sb, b.Text(&rec[i]))
+			WriteCanonString(&sb, Text(b, &rec[i]))
 		default:
-			sb.WriteString(b.Text(&rec[i]))
+			sb.WriteString(Text(b, &rec[i]))
 		}
 	}
 	sb.WriteByte('}')
