@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
@@ -36,7 +37,7 @@ type BeginRequest struct {
 	RunID string
 
 	// run is what beginInRun binds into the session (nil outside a run).
-	run *RunBinding
+	run *receipt.RunBinding
 }
 
 // BegunEffect is what Begin reports per effect.
@@ -86,7 +87,7 @@ type meta struct {
 	// values' digests and the consumed artifacts' exact digests; nil
 	// outside a run. A run's session keeps its baseline after any result,
 	// for the run's rollback check.
-	Run *RunBinding `json:"run,omitempty"`
+	Run *receipt.RunBinding `json:"run,omitempty"`
 }
 
 // captureMeta is one baseline capture: one per selected candidate.

@@ -18,6 +18,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -95,36 +96,6 @@ const (
 // MaxRunIDBytes bounds a client-chosen run id.
 const MaxRunIDBytes = 128
 
-// RunBinding is what a session of a run records in its metadata and its
-// verdict receipt binds: the run, the step, the values handed to it (by
-// keyed digest) and the exact artifacts it consumed.
-type RunBinding struct {
-	RunID    string          `json:"run_id"`
-	Step     string          `json:"step"`
-	Handoffs []HandoffBound  `json:"handoffs,omitempty"`
-	Consumed []ConsumedBound `json:"consumed,omitempty"`
-}
-
-// HandoffBound is one handed-off value: where it came from and its keyed
-// digest (the value itself is only in the session's parameters).
-type HandoffBound struct {
-	Param       string `json:"param"`
-	FromStep    string `json:"from_step"`
-	FromSession string `json:"from_session"`
-	Effect      int    `json:"effect"`
-	Field       string `json:"field"`
-	ValueDigest string `json:"value_digest"`
-}
-
-// ConsumedBound is one artifact a step consumed: the exact digest and size
-// CONFIRMED in the run and that verification's receipt digest.
-type ConsumedBound struct {
-	Artifact      string `json:"artifact"`
-	SHA256        string `json:"sha256"`
-	Size          int64  `json:"size"`
-	ReceiptDigest string `json:"receipt_digest"`
-}
-
 // runRecord is a run as the store keeps it (store.Backend's runs).
 type runRecord struct {
 	ID               string            `json:"id"`
@@ -150,11 +121,11 @@ type runRecord struct {
 type runStepRecord struct {
 	Step string `json:"step"`
 	// Sessions are the step's sessions in the run, oldest first.
-	Sessions []string       `json:"sessions"`
-	Handoffs []HandoffBound `json:"handoffs,omitempty"`
+	Sessions []string               `json:"sessions"`
+	Handoffs []receipt.HandoffBound `json:"handoffs,omitempty"`
 	// Consumed are the artifacts the step's latest session consumed, at
 	// the digests it bound.
-	Consumed []ConsumedBound `json:"consumed,omitempty"`
+	Consumed []receipt.ConsumedBound `json:"consumed,omitempty"`
 	// Refused is the terminal outcome of the latest refused Begin of the
 	// step since its latest session ("" when none).
 	Refused string `json:"refused,omitempty"`

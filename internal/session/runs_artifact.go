@@ -8,6 +8,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // RunArtifactRequest is VerifyArtifact with a run: the artifact's name in
@@ -17,7 +18,7 @@ type RunArtifactRequest struct {
 	RunArtifact    string
 	Step           string
 	DeploymentName string
-	Artifact       Artifact
+	Artifact       receipt.Artifact
 }
 
 // VerifyRunArtifact checks an artifact of a run (VerifyArtifact) and

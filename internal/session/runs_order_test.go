@@ -12,6 +12,7 @@ import (
 	"github.com/verifierd/verifierd/internal/run"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -119,7 +120,7 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		wg.Go(func() {
 			// Its answer does not matter: the race is what is tested.
 			_, _ = f.m.Runs().VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-				Artifact: Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
+				Artifact: receipt.Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
 		})
 		wg.Wait()
 		view, err := f.m.Runs().GetRun(ctx, id)

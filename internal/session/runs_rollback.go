@@ -10,6 +10,7 @@ import (
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/internal/run"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -315,7 +316,7 @@ func (m *Runs) artifactRollbackRead(ctx context.Context, a runArtifactRec) run.E
 		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q was confirmed without a record of where it was read; it cannot be checked again", a.Artifact)}}
 		return c
 	}
-	res, err := m.VerifyArtifact(ctx, a.DeploymentName, Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
+	res, err := m.VerifyArtifact(ctx, a.DeploymentName, receipt.Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
 	if err != nil {
 		c.Reasons = []run.Reason{{Code: ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q could not be checked again: %v", a.Artifact, err)}}
 		return c

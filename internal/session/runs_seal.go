@@ -44,7 +44,7 @@ func (m *Runs) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Workflo
 		if _, err := l.Append(EntryRunSealed, cur.ID, jsonDigest(map[string]any{"run_id": cur.ID, "attempt": cur.Attempt, "outcome": c.Outcome, "input_digest": inputDigest})); err != nil {
 			return nil, store.RunChange{}, err
 		}
-		env, err := newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeRun, cur.ID, func(pos receipt.Position, signer SignerRef) any {
+		env, err := newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeRun, cur.ID, func(pos receipt.Position, signer receipt.Signer) any {
 			p.IssuedAt, p.Ledger = now, pos
 			p.Signer = receipt.RunSigner{PublicKey: signer.PublicKey, KeyID: signer.KeyID}
 			return p
