@@ -6,7 +6,12 @@
 //
 // Envelope.Open checks a signature; CheckSubject (or Envelope.OpenExpecting)
 // checks that a verdict receipt is about the session, deployment and
-// workflow step the caller expected. ReadExport reads an export,
+// workflow step the caller expected. Every signed payload's format is a
+// type here (VerdictPayload, ArtifactPayload, RunPayload, Checkpoint,
+// RewardReceiptPayload, RewardCertificatePayload), and each receipt has one
+// typed opener that checks the signature and the payload type and decodes
+// it: OpenVerdict, OpenArtifact, OpenRun, OpenRewardReceipt,
+// OpenRewardCertificate. ReadExport reads an export,
 // VerifyChain checks that its lines fit together, and VerifySigned that it
 // ends exactly at a checkpoint signed by the daemon's key, naming a
 // truncated, extended or rewritten export with its seq.

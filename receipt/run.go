@@ -99,19 +99,7 @@ type RunEffectClaim struct {
 	Newness string `json:"newness,omitempty"`
 	// WriteSet is the write set the effect was judged on (nil without
 	// changes:).
-	WriteSet *RunWriteSet `json:"write_set,omitempty"`
-}
-
-// RunWriteSet is the change-log span an effect was judged on: the source,
-// the log positions it spans, how many changes it held, and whether the
-// log could be read and was complete.
-type RunWriteSet struct {
-	Source    string `json:"source"`
-	From      string `json:"from"`
-	To        string `json:"to,omitempty"`
-	Changes   int    `json:"changes"`
-	Reachable bool   `json:"reachable"`
-	Complete  bool   `json:"complete"`
+	WriteSet *WriteSetSpan `json:"write_set,omitempty"`
 }
 
 // RunArtifactClaim is one artifact edge of the run.

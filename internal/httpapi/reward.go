@@ -55,11 +55,28 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]byte, map[string]any,
 	return raw, m, true
 }
 
-// fail answers a refusal with its code's status (reward.Status), any other
+// RewardStatus is the HTTP status a reward refusal of code answers with
+// (docs/rewards.md), the one mapping of the reward package's codes onto
+// the HTTP API: 404 for not_found; 409 for duplicate_episode, and for
+// identity_conflict when registering (the episode already exists for
+// another subject); 422 for every other code, identity_conflict at scoring
+// among them (the descriptor names another subject than the registered
+// one). internal/server maps the same codes onto gRPC codes.
+func RewardStatus(code string, registering bool) int {
+	switch {
+	case code == reward.CodeNotFound:
+		return http.StatusNotFound
+	case code == reward.CodeDuplicateEpisode, code == reward.CodeIdentityConflict && registering:
+		return http.StatusConflict
+	}
+	return http.StatusUnprocessableEntity
+}
+
+// fail answers a refusal with its code's status (RewardStatus), any other
 // error with 500; registering is true for POST /v1/episodes.
 func (h rewardHandler) fail(w http.ResponseWriter, err error, registering bool) {
 	if rf, ok := refusal.As(err); ok {
-		WriteError(w, reward.Status(rf.Code, registering), rf.Code, rf.Message)
+		WriteError(w, RewardStatus(rf.Code, registering), rf.Code, rf.Message)
 		return
 	}
 	WriteError(w, http.StatusInternalServerError, "internal", "the daemon log has the details")

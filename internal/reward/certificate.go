@@ -10,24 +10,10 @@ import (
 	"github.com/verifierd/verifierd/receipt"
 )
 
-// Certificate is a signed calibration result for one contract.
+// Certificate is a signed calibration result for one contract: the
+// signed payload and its digest.
 type Certificate struct {
-	Schema                  string    `json:"schema"`
-	CertificateID           string    `json:"certificate_id"`
-	RewardContractDigest    string    `json:"reward_contract_digest"`
-	CalibrationCorpusDigest string    `json:"calibration_corpus_digest"`
-	Epsilon                 float64   `json:"epsilon"`
-	Delta                   float64   `json:"delta"`
-	Threshold               float64   `json:"threshold"`
-	Trials                  int       `json:"trials"`
-	FalseAccepts            int       `json:"false_accepts"`
-	FaultClasses            []string  `json:"fault_classes"`
-	IssuedAtPolicyUpdate    int64     `json:"issued_at_policy_update"`
-	ExpiryPolicyUpdates     int64     `json:"expiry_policy_updates"`
-	Scope                   string    `json:"scope"`
-	Issuer                  string    `json:"issuer"`
-	IssuerKeyID             string    `json:"issuer_key_id"`
-	IssuedAt                time.Time `json:"issued_at"`
+	receipt.RewardCertificatePayload
 
 	// Digest is "sha256:" over the signed payload.
 	Digest string `json:"-"`
@@ -64,12 +50,12 @@ const (
 
 // NewCertificate builds the certificate of a calibration for c.
 func NewCertificate(c *Contract, cal *Calibration, keyID string, now time.Time) *Certificate {
-	cert := &Certificate{
+	cert := &Certificate{RewardCertificatePayload: receipt.RewardCertificatePayload{
 		Schema: CertificateSchema, RewardContractDigest: c.Digest, CalibrationCorpusDigest: cal.CorpusDigest,
 		Epsilon: cal.Epsilon, Delta: cal.Delta, Threshold: 0.5, Trials: cal.Trials, FalseAccepts: cal.FalseAccepts,
 		FaultClasses: cal.ClassesPlaced, ExpiryPolicyUpdates: 1000, Scope: "synthetic", Issuer: "self_signed",
 		IssuerKeyID: keyID, IssuedAt: now.UTC().Truncate(time.Second),
-	}
+	}}
 	if p := c.CertificatePolicy; p != nil {
 		cert.Threshold, cert.ExpiryPolicyUpdates = p.Threshold, p.ExpiryPolicyUpdates
 	}
@@ -87,7 +73,7 @@ type Signer interface {
 
 // SignCertificate returns certificate.json: the DSSE envelope's JSON.
 func SignCertificate(s Signer, cert *Certificate) ([]byte, error) {
-	payload, err := json.Marshal(cert)
+	payload, err := json.Marshal(cert.RewardCertificatePayload)
 	if err != nil {
 		return nil, err
 	}

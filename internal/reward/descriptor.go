@@ -40,21 +40,6 @@ const (
 	CodeOracleUnavailable = "oracle_unavailable"
 )
 
-// Status is the HTTP status of a refusal's code (docs/rewards.md): 404 for
-// not_found; 409 for duplicate_episode, and for identity_conflict when
-// registering (the episode already exists for another subject); 422 for
-// every other code, identity_conflict at scoring among them (the
-// descriptor names another subject than the registered one).
-func Status(code string, registering bool) int {
-	switch {
-	case code == CodeNotFound:
-		return 404
-	case code == CodeDuplicateEpisode, code == CodeIdentityConflict && registering:
-		return 409
-	}
-	return 422
-}
-
 // refuse is a refused registration or scoring: the code and the detail.
 func refuse(code, format string, args ...any) *refusal.Error {
 	return refusal.New(code, "", fmt.Sprintf(format, args...))

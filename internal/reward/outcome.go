@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // Outcomes of a scored episode.
@@ -169,22 +170,15 @@ func (s Scoring) Scalar(outcome string) (float64, bool) {
 	return 0, false
 }
 
-// ComponentValue is one component's share of the scalar.
-type ComponentValue struct {
-	Name   string  `json:"name"`
-	Weight float64 `json:"weight"`
-	Value  float64 `json:"value"`
-}
-
 // Components splits a scalar by weight: value = scalar × weight ÷ Σ weights.
-func (c *Contract) ComponentValues(scalar float64) []ComponentValue {
+func (c *Contract) ComponentValues(scalar float64) []receipt.RewardComponent {
 	var total float64
 	for _, comp := range c.Components {
 		total += comp.Weight
 	}
-	out := make([]ComponentValue, 0, len(c.Components))
+	out := make([]receipt.RewardComponent, 0, len(c.Components))
 	for _, comp := range c.Components {
-		out = append(out, ComponentValue{Name: comp.Name, Weight: comp.Weight, Value: scalar * comp.Weight / total})
+		out = append(out, receipt.RewardComponent{Name: comp.Name, Weight: comp.Weight, Value: scalar * comp.Weight / total})
 	}
 	return out
 }

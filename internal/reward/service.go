@@ -350,65 +350,11 @@ func checkIdentity(c *Contract, identity map[string]string) error {
 	return nil
 }
 
-// Verdict is one effect's judgement as a receipt states it: no values.
-type Verdict struct {
-	Effect       string   `json:"effect"`
-	ContractHash string   `json:"contract_hash"`
-	Decision     string   `json:"decision"`
-	Reasons      []string `json:"reason_codes"`
-}
-
-// Receipt is a reward receipt's signed payload. It carries digests, never a
-// record value or the subject's identity.
-type Receipt struct {
-	Schema               string `json:"schema"`
-	ReceiptID            string `json:"receipt_id"`
-	Contract             string `json:"contract"`
-	ContractID           string `json:"contract_id"`
-	ContractVersion      string `json:"contract_version"`
-	RewardContractDigest string `json:"reward_contract_digest"`
-	EpisodeID            string `json:"episode_id"`
-	PolicyCheckpointID   string `json:"policy_checkpoint_id"`
-	PolicyUpdate         int64  `json:"policy_update"`
-	Deployment           string `json:"deployment"`
-	OracleKind           string `json:"oracle_kind"`
-	OracleTier           int    `json:"oracle_tier"`
-	OracleRung           int    `json:"oracle_rung"`
-	OracleCandidate      *int   `json:"oracle_candidate"`
-	OracleConfigDigest   string `json:"oracle_config_digest,omitempty"`
-	// Newness is how the oracle candidate proves a record new (census,
-	// whole_read, newly_matching), as session results record it.
-	Newness           string           `json:"newness,omitempty"`
-	RuntimeSignal     string           `json:"runtime_signal"`
-	RewardOutcome     string           `json:"reward_outcome"`
-	Uncertainty       string           `json:"uncertainty"`
-	ReasonCode        string           `json:"reason_code,omitempty"`
-	ScalarReward      *float64         `json:"scalar_reward"`
-	Unscored          bool             `json:"unscored"`
-	Components        []ComponentValue `json:"reward_components"`
-	Verdicts          []Verdict        `json:"verdicts"`
-	CertificateID     string           `json:"certificate_id,omitempty"`
-	CertificateDigest string           `json:"certificate_digest,omitempty"`
-	CertificateState  string           `json:"certificate_state"`
-	CorpusDigest      string           `json:"calibration_corpus_digest,omitempty"`
-	CalibrationScope  string           `json:"calibration_scope,omitempty"`
-	Epsilon           *float64         `json:"epsilon,omitempty"`
-	Certified         bool             `json:"certified"`
-	DevelopmentOnly   bool             `json:"development_only"`
-	SubjectDigest     string           `json:"subject_digest"`
-	EvidenceDigest    string           `json:"evidence_digest"`
-	BaselineReachable bool             `json:"baseline_reachable"`
-	IssuedAt          time.Time        `json:"issued_at"`
-	IssuerKeyID       string           `json:"issuer_key_id"`
-	Nonce             string           `json:"nonce"`
-	Ledger            receipt.Position `json:"ledger"`
-}
-
 // Result is a scored episode as stored and returned: the receipt and its
 // signed envelope.
 type Result struct {
-	Receipt  Receipt           `json:"receipt"`
-	Envelope *receipt.Envelope `json:"envelope"`
+	Receipt  receipt.RewardReceiptPayload `json:"receipt"`
+	Envelope *receipt.Envelope            `json:"envelope"`
 }
 
 // ScoreEpisode judges an episode after its rollout and issues a signed
@@ -516,14 +462,14 @@ func episodeIdentity(c *Contract, d *Descriptor, ep *episode) (map[string]string
 // receiptFor writes the receipt of a judged episode (its verdicts aside):
 // the outcome and its scalar, the certificate and whether it certifies
 // this scalar, the oracle read and the keyed digests.
-func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRead, baselineReachable bool, identity map[string]string) Receipt {
-	r := Receipt{
+func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRead, baselineReachable bool, identity map[string]string) receipt.RewardReceiptPayload {
+	r := receipt.RewardReceiptPayload{
 		Schema: ReceiptSchema, ReceiptID: "rwd_" + randomHex(16), Contract: c.Name, ContractID: c.ID, ContractVersion: c.Version,
 		RewardContractDigest: c.Digest, EpisodeID: d.EpisodeID, PolicyCheckpointID: d.PolicyCheckpointID, PolicyUpdate: d.PolicyUpdate,
 		Deployment: c.Deployment, OracleKind: read.Kind, OracleTier: read.Tier, OracleRung: int(OracleRung(read)), RuntimeSignal: d.Signal,
 		RewardOutcome: j.Outcome, Uncertainty: j.Uncertainty, ReasonCode: j.Reason, Newness: j.Newness,
 		BaselineReachable: baselineReachable, IssuedAt: s.now().Truncate(time.Second), IssuerKeyID: s.Signer.KeyID(), Nonce: "nonce_" + randomHex(16),
-		Components: []ComponentValue{},
+		Components: []receipt.RewardComponent{},
 	}
 	if scalar, ok := c.Scoring.Scalar(j.Outcome); ok {
 		r.ScalarReward = &scalar
@@ -560,7 +506,7 @@ func (s *Service) receiptFor(c *Contract, d *Descriptor, j Judged, read OracleRe
 // entry, the episode's record and the contract's policy-update mark (the
 // mark is checked again inside it, so two racing episodes cannot regress
 // it).
-func (s *Service) issue(ctx context.Context, c *Contract, d *Descriptor, key string, ep *episode, identity map[string]string, r Receipt) (*Result, error) {
+func (s *Service) issue(ctx context.Context, c *Contract, d *Descriptor, key string, ep *episode, identity map[string]string, r receipt.RewardReceiptPayload) (*Result, error) {
 	var res *Result
 	err := s.Store.RewardUpdate(ctx, func(tx store.RewardTx) error {
 		// Checked again inside the transaction that advances the mark.
@@ -673,11 +619,11 @@ func (s *Service) loadMark(ctx context.Context, digest string) (*mark, error) {
 
 // verdicts states each verdict by code and the evidence by a keyed digest
 // of the matched records: the receipt shows no value.
-func (s *Service) verdicts(req, forb []*judge.Contract, j Judged) ([]Verdict, string) {
-	var out []Verdict
+func (s *Service) verdicts(req, forb []*judge.Contract, j Judged) ([]receipt.RewardVerdict, string) {
+	var out []receipt.RewardVerdict
 	var evidence []string
 	add := func(name string, i int, c *judge.Contract, v judge.Verdict) {
-		out = append(out, Verdict{Effect: fmt.Sprintf("%s[%d]", name, i), ContractHash: c.Hash, Decision: string(v.Decision), Reasons: v.Codes()})
+		out = append(out, receipt.RewardVerdict{Effect: fmt.Sprintf("%s[%d]", name, i), ContractHash: c.Hash, Decision: string(v.Decision), Reasons: v.Codes()})
 		for _, m := range v.Matched {
 			evidence = append(evidence, judge.CanonicalJSON(map[string]any(m)))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // RunArtifactRequest is VerifyArtifact with a run: the artifact's name in
@@ -18,7 +19,7 @@ type RunArtifactRequest struct {
 	RunArtifact    string
 	Step           string
 	DeploymentName string
-	Artifact       session.Artifact
+	Artifact       receipt.Artifact
 }
 
 // VerifyRunArtifact checks an artifact of a run (VerifyArtifact) and

@@ -11,6 +11,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // CodeReconciliationPending: a step of the run that comes earlier in the
@@ -213,9 +214,9 @@ func (svc *Service) checkRebegin(ctx context.Context, b *stepBegin) error {
 // stepBinding is what the step's session binds: the exact artifacts it
 // consumes (each CONFIRMED in the run) and the handed-off values, which it
 // puts in params.
-func (svc *Service) stepBinding(ctx context.Context, b *stepBegin, states []stepState, params map[string]string) (*session.RunBinding, error) {
+func (svc *Service) stepBinding(ctx context.Context, b *stepBegin, states []stepState, params map[string]string) (*receipt.RunBinding, error) {
 	step := b.step
-	binding := &session.RunBinding{RunID: b.rec.ID, Step: step.Name}
+	binding := &receipt.RunBinding{RunID: b.rec.ID, Step: step.Name}
 	for _, c := range step.Consumes {
 		a := b.rec.artifact(c.Artifact)
 		if a == nil || a.Verdict != run.ArtifactConfirmed {
@@ -225,7 +226,7 @@ func (svc *Service) stepBinding(ctx context.Context, b *stepBegin, states []step
 			}
 			return nil, svc.policyRefusal(ctx, b, CodeArtifactUnverified, "step", "step %q consumes artifact %q of step %q, which %s; check it with VerifyArtifact (run_id, run_artifact %s, step %s) until CONFIRMED", step.Name, c.Artifact, c.FromStep, what, c.Artifact, c.FromStep)
 		}
-		binding.Consumed = append(binding.Consumed, session.ConsumedBound{Artifact: c.Artifact, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
+		binding.Consumed = append(binding.Consumed, receipt.ConsumedBound{Artifact: c.Artifact, SHA256: a.SHA256, Size: a.Size, ReceiptDigest: a.ReceiptDigest})
 	}
 	for _, h := range step.Handoffs {
 		src := stateOf(states, h.From.Step)
@@ -234,7 +235,7 @@ func (svc *Service) stepBinding(ctx context.Context, b *stepBegin, states []step
 			return nil, svc.policyRefusal(ctx, b, CodeHandoffAmbiguous, "params."+h.Param, "%s", err)
 		}
 		params[h.Param] = value
-		binding.Handoffs = append(binding.Handoffs, session.HandoffBound{
+		binding.Handoffs = append(binding.Handoffs, receipt.HandoffBound{
 			Param: h.Param, FromStep: h.From.Step, FromSession: src.SessionID, Effect: h.From.Effect, Field: h.From.Field,
 			ValueDigest: svc.handoffDigest(value),
 		})
@@ -249,7 +250,7 @@ func (svc *Service) stepBinding(ctx context.Context, b *stepBegin, states []step
 // the binding consumes must still be recorded CONFIRMED at the digest it
 // binds (a VerifyArtifact of other bytes that landed meanwhile refuses
 // this Begin, so the run's record and the consumer never name two files).
-func (svc *Service) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *session.RunBinding) error {
+func (svc *Service) bindStep(ctx context.Context, runID, step string, seen int, sid string, b *receipt.RunBinding) error {
 	_, err := svc.h.Store().UpdateRun(ctx, runID, func(l store.Ledger, raw []byte) ([]byte, store.RunChange, error) {
 		var rec runRecord
 		if err := json.Unmarshal(raw, &rec); err != nil {
@@ -279,7 +280,7 @@ func (svc *Service) bindStep(ctx context.Context, runID, step string, seen int, 
 // consumedStill refuses a binding of step whose consumed artifacts are no
 // longer recorded in rec CONFIRMED at the exact digest, size and receipt
 // the binding names.
-func consumedStill(rec *runRecord, step string, consumed []session.ConsumedBound) error {
+func consumedStill(rec *runRecord, step string, consumed []receipt.ConsumedBound) error {
 	for _, c := range consumed {
 		a := rec.artifact(c.Artifact)
 		if a != nil && a.Verdict == run.ArtifactConfirmed && a.SHA256 == c.SHA256 && a.Size == c.Size && a.ReceiptDigest == c.ReceiptDigest {

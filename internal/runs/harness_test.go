@@ -17,6 +17,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/internal/workflow"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -142,7 +143,7 @@ func wantRefusal(t *testing.T, err error, kind session.ErrorKind, code, path str
 // and its run binding.
 type storedMeta struct {
 	Params map[string]string   `json:"params"`
-	Run    *session.RunBinding `json:"run"`
+	Run    *receipt.RunBinding `json:"run"`
 }
 
 // A session Begin with a run_id is refused as invalid on a Manager with

@@ -13,6 +13,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -120,7 +121,7 @@ func TestRunConsumerBindingRacingArtifactCheck(t *testing.T) {
 		wg.Go(func() {
 			// Its answer does not matter: the race is what is tested.
 			_, _ = f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-				Artifact: session.Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
+				Artifact: receipt.Artifact{SHA256: other, Size: 5, Name: "other.pdf"}})
 		})
 		wg.Wait()
 		view, err := f.runs.GetRun(ctx, id)

@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -166,7 +167,7 @@ func TestRunConsumedArtifactNotReplaced(t *testing.T) {
 	f.step(t, "swap", "mail", nil, sdk.Record{"id": "m-1", "kind": "mail", "name": "Ada"})
 	check := func(sum string) (*session.ArtifactResult, error) {
 		return f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "swap", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-			Artifact: session.Artifact{SHA256: sum, Size: 5, Name: "other.pdf"}})
+			Artifact: receipt.Artifact{SHA256: sum, Size: 5, Name: "other.pdf"}})
 	}
 	other := strings.Repeat("ab", 32)
 	f.files.add(sdk.Record{"name": "other.pdf", "sha256": other, "size": json.Number("5")})
@@ -299,7 +300,7 @@ func TestRunArtifactCheckRacingSealRefused(t *testing.T) {
 	files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	check := func() (*session.ArtifactResult, error) {
 		return f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "artrace", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-			Artifact: session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+			Artifact: receipt.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	}
 	if a, err := check(); err != nil || a.Verdict != judge.Confirmed {
 		t.Fatalf("letter: %v %v", a, err)
@@ -338,7 +339,7 @@ func TestRunArtifactBeforeItsProducerRefused(t *testing.T) {
 	f.beginRun(t, "early")
 	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	_, err := f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "early", RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-		Artifact: session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+		Artifact: receipt.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	wantRefusal(t, err, session.Refused, CodeStepOutOfOrder, "run_artifact")
 	_, err = f.begin(t, "early", "mail", nil)
 	wantRefusal(t, err, session.Refused, CodeArtifactUnverified, "step")
@@ -357,7 +358,7 @@ func TestRunArtifactReadWhereTheWorkflowSays(t *testing.T) {
 	f.step(t, "where", "intake", nil, sdk.Record{"id": "p-1", "kind": "patient", "name": "Ada"})
 	f.step(t, "where", "posting", map[string]string{"amount": "5"}, sdk.Record{"id": "t-1", "kind": "posting", "patient_id": "p-1", "amount": "5"})
 	f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
-	art := session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}
+	art := receipt.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}
 	_, err := f.runs.VerifyRunArtifact(ctx, RunArtifactRequest{RunID: "where", RunArtifact: "letter", Step: "posting", DeploymentName: "elsewhere", Artifact: art})
 	var se *session.Error
 	if !errors.As(err, &se) || se.Kind != session.Invalid || se.Path != "deployment_name" {

@@ -8,6 +8,7 @@ import (
 	"github.com/verifierd/verifierd/internal/run"
 	"github.com/verifierd/verifierd/internal/session"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // Reason codes of a rollback check's remainders (besides the judge's).
@@ -197,7 +198,7 @@ func (svc *Service) artifactRollbackRead(ctx context.Context, a runArtifactRec) 
 		c.Reasons = []run.Reason{{Code: session.ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q was confirmed without a record of where it was read; it cannot be checked again", a.Artifact)}}
 		return c
 	}
-	res, err := svc.h.VerifyArtifact(ctx, a.DeploymentName, session.Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
+	res, err := svc.h.VerifyArtifact(ctx, a.DeploymentName, receipt.Artifact{SHA256: a.SHA256, Size: a.Size, Name: a.Name})
 	if err != nil {
 		c.Reasons = []run.Reason{{Code: session.ReasonArtifactNoAccess, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q could not be checked again: %v", a.Artifact, err)}}
 		return c

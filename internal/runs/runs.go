@@ -18,6 +18,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // Service is the runs service (docs/runs.md): BeginRun, FinishRun, GetRun,
@@ -124,10 +125,10 @@ type runStepRecord struct {
 	Step string `json:"step"`
 	// Sessions are the step's sessions in the run, oldest first.
 	Sessions []string               `json:"sessions"`
-	Handoffs []session.HandoffBound `json:"handoffs,omitempty"`
+	Handoffs []receipt.HandoffBound `json:"handoffs,omitempty"`
 	// Consumed are the artifacts the step's latest session consumed, at
 	// the digests it bound.
-	Consumed []session.ConsumedBound `json:"consumed,omitempty"`
+	Consumed []receipt.ConsumedBound `json:"consumed,omitempty"`
 	// Refused is the terminal outcome of the latest refused Begin of the
 	// step since its latest session ("" when none).
 	Refused string `json:"refused,omitempty"`

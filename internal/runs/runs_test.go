@@ -107,7 +107,7 @@ func (f *runFixture) letter(t *testing.T, id string, present bool) *session.Arti
 		f.files.add(sdk.Record{"name": "letter.pdf", "sha256": letterSum, "size": json.Number("4")})
 	}
 	res, err := f.runs.VerifyRunArtifact(t.Context(), RunArtifactRequest{RunID: id, RunArtifact: "letter", Step: "posting", DeploymentName: "docs",
-		Artifact: session.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
+		Artifact: receipt.Artifact{SHA256: letterSum, Size: 4, Name: "letter.pdf"}})
 	if err != nil {
 		t.Fatalf("VerifyRunArtifact: %v", err)
 	}
@@ -217,7 +217,7 @@ func TestRunHonestVerifiedAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var vp session.VerdictPayload
+	var vp receipt.VerdictPayload
 	if err := json.Unmarshal(payload, &vp); err != nil || vp.Run == nil || len(vp.Run.Consumed) != 1 || vp.Run.Consumed[0].SHA256 != letterSum {
 		t.Fatalf("mail's receipt binds %+v (%v), want the letter's digest", vp.Run, err)
 	}

@@ -45,7 +45,7 @@ func (svc *Service) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Wo
 		if _, err := l.Append(EntryRunSealed, cur.ID, jsonDigest(map[string]any{"run_id": cur.ID, "attempt": cur.Attempt, "outcome": c.Outcome, "input_digest": inputDigest})); err != nil {
 			return nil, store.RunChange{}, err
 		}
-		env, err := svc.h.SignRun(l, cur.ID, func(pos receipt.Position, signer session.SignerRef) any {
+		env, err := svc.h.SignRun(l, cur.ID, func(pos receipt.Position, signer receipt.Signer) any {
 			p.IssuedAt, p.Ledger = now, pos
 			p.Signer = receipt.RunSigner{PublicKey: signer.PublicKey, KeyID: signer.KeyID}
 			return p

@@ -96,7 +96,7 @@ func (s *service) VerifyArtifact(ctx context.Context, req *verifierv1.VerifyArti
 	if a == nil {
 		return nil, invalid("artifact", "give {sha256, size, name}")
 	}
-	art := session.Artifact{SHA256: a.GetSha256(), Size: a.GetSize(), MediaType: a.GetMediaType(), Name: a.GetName()}
+	art := receipt.Artifact{SHA256: a.GetSha256(), Size: a.GetSize(), MediaType: a.GetMediaType(), Name: a.GetName()}
 	var res *session.ArtifactResult
 	var err error
 	if req.GetRunId() != "" || req.GetRunArtifact() != "" || req.GetStep() != "" {

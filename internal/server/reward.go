@@ -29,9 +29,10 @@ type rewardService struct {
 	svc *reward.Service
 }
 
-// rewardStatus maps a refusal to a gRPC status by its code (reward.Status
-// for the HTTP status it stands beside): not_found NotFound, duplicate_episode
-// and a registration's identity_conflict AlreadyExists, a refused rule
+// rewardStatus maps a refusal to a gRPC status by its code, as
+// httpapi.RewardStatus maps it to an HTTP status (TestRewardStatuses holds
+// the two together): not_found NotFound, duplicate_episode and a
+// registration's identity_conflict AlreadyExists, a refused rule
 // FailedPrecondition, bad input InvalidArgument; ErrorInfo carries the
 // code. registering is true for RegisterEpisode.
 func rewardStatus(err error, registering bool) error {
@@ -39,23 +40,31 @@ func rewardStatus(err error, registering bool) error {
 	if !ok {
 		return toStatus(err)
 	}
-	code := codes.InvalidArgument
-	switch reward.Status(rf.Code, registering) {
-	case 404:
-		code = codes.NotFound
-	case 409:
-		code = codes.AlreadyExists
-	default:
-		switch rf.Code {
-		case reward.CodeIdentityConflict, reward.CodePolicyUpdateRegressed, reward.CodeCalibrationRefused, reward.CodeNewnessUnproven, reward.CodeOracleUnavailable:
-			code = codes.FailedPrecondition
-		}
-	}
-	st := status.New(code, clip(rf.Code+": "+rf.Message))
+	st := status.New(rewardCode(rf.Code, registering), clip(rf.Code+": "+rf.Message))
 	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: rf.Code, Domain: RewardDomain}); err == nil {
 		st = d
 	}
 	return st.Err()
+}
+
+// rewardCode is the gRPC code of a reward refusal code: the one mapping of
+// the reward package's codes onto the gRPC API, beside grpcCode's of
+// session.ErrorKind.
+func rewardCode(code string, registering bool) codes.Code {
+	switch code {
+	case reward.CodeNotFound:
+		return codes.NotFound
+	case reward.CodeDuplicateEpisode:
+		return codes.AlreadyExists
+	case reward.CodeIdentityConflict:
+		if registering {
+			return codes.AlreadyExists
+		}
+		return codes.FailedPrecondition
+	case reward.CodePolicyUpdateRegressed, reward.CodeCalibrationRefused, reward.CodeNewnessUnproven, reward.CodeOracleUnavailable:
+		return codes.FailedPrecondition
+	}
+	return codes.InvalidArgument
 }
 
 func (s *rewardService) RegisterEpisode(ctx context.Context, req *verifierv1.RegisterEpisodeRequest) (*verifierv1.RegisterEpisodeResponse, error) {

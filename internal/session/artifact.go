@@ -16,15 +16,6 @@ import (
 	"github.com/verifierd/verifierd/sdk"
 )
 
-// Artifact names one exact file by content: the digest and size decide;
-// the name says where to look; the media type is recorded.
-type Artifact struct {
-	SHA256    string `json:"sha256"`
-	Size      int64  `json:"size"`
-	MediaType string `json:"media_type,omitempty"`
-	Name      string `json:"name"`
-}
-
 // ArtifactResult is VerifyArtifact's answer.
 type ArtifactResult struct {
 	Verdict judge.Decision `json:"verdict"`
@@ -37,22 +28,6 @@ type ArtifactResult struct {
 	Receipt    json.RawMessage
 }
 
-// ArtifactPayload is the payload of an artifact receipt
-// (receipt.PayloadTypeArtifact).
-type ArtifactPayload struct {
-	Deployment DeploymentRef    `json:"deployment"`
-	Artifact   Artifact         `json:"artifact"`
-	Verdict    string           `json:"verdict"`
-	Reasons    []string         `json:"reason_codes"`
-	Tier       int              `json:"tier"`
-	OracleRung int              `json:"oracle_rung"`
-	Substrate  string           `json:"substrate"`
-	Read       ReadDigest       `json:"read"`
-	IssuedAt   time.Time        `json:"issued_at"`
-	Ledger     receipt.Position `json:"ledger"`
-	Signer     SignerRef        `json:"signer"`
-}
-
 // artifactKinds read files with name, size and sha256 fields.
 var artifactKinds = map[string]bool{"document-hash": true, "file": true}
 
@@ -61,7 +36,7 @@ var artifactKinds = map[string]bool{"document-hash": true, "file": true}
 // artifact's digest and size under its name: CONFIRMED only then; a file of
 // that name with other bytes, or no file of that name, REFUTED; a store that
 // cannot be read INDETERMINATE. Every answer is signed and in the ledger.
-func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a Artifact) (*ArtifactResult, error) {
+func (m *Manager) VerifyArtifact(ctx context.Context, deploymentName string, a receipt.Artifact) (*ArtifactResult, error) {
 	return m.artifacts().verify(ctx, deploymentName, a)
 }
 
@@ -89,7 +64,7 @@ func (m *Manager) artifacts() artifactVerifier {
 }
 
 // verify is VerifyArtifact.
-func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a Artifact) (*ArtifactResult, error) {
+func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a receipt.Artifact) (*ArtifactResult, error) {
 	a.SHA256 = strings.ToLower(strings.TrimPrefix(a.SHA256, "sha256:"))
 	if b, err := hex.DecodeString(a.SHA256); err != nil || len(b) != 32 {
 		return nil, &Error{Kind: Invalid, Path: "artifact.sha256", Message: "write the 64 hex digits of the content's SHA-256"}
@@ -110,7 +85,7 @@ func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a A
 	cand := dep.Candidates[ci]
 	insts, errs := v.configurer.configure(ctx, dep, nil, map[string]string{}, false)
 	res := &ArtifactResult{Substrate: cand.Kind}
-	var read ReadDigest
+	var read receipt.ReadDigest
 	switch {
 	case errs[ci] != nil:
 		res.Verdict = judge.Indeterminate
@@ -134,14 +109,14 @@ func (v artifactVerifier) verify(ctx context.Context, deploymentName string, a A
 		res.Reasons[i] = judge.Reason{Code: r.Code, Message: secrets.text(r.Message)}
 	}
 	env, err := v.store.PutReceipt(ctx, "artifact/"+newID(), func(l store.Ledger) ([]byte, error) {
-		claim := ArtifactPayload{
-			Deployment: DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
+		claim := receipt.ArtifactPayload{
+			Deployment: receipt.DeploymentRef{Name: deploymentName, Digest: sha256Hex(raw)}, Artifact: a,
 			Verdict: string(res.Verdict), Reasons: codesOf(res.Reasons), Tier: res.Tier, OracleRung: res.OracleRung, Substrate: res.Substrate, Read: read,
 		}
 		if _, err := l.Append(EntryArtifact, "", jsonDigest(claim)); err != nil {
 			return nil, err
 		}
-		env, err := v.receipts.sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer SignerRef) any {
+		env, err := v.receipts.sign(l, receipt.PayloadTypeArtifact, "", func(pos receipt.Position, signer receipt.Signer) any {
 			claim.IssuedAt, claim.Ledger, claim.Signer = time.Now().UTC(), pos, signer
 			return claim
 		})

@@ -16,12 +16,13 @@ import (
 	"github.com/verifierd/verifierd/internal/signing"
 	"github.com/verifierd/verifierd/internal/store/bolt"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 func TestJudgeArtifact(t *testing.T) {
 	t.Parallel()
 	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
-	a := Artifact{SHA256: sum, Size: 4, Name: "report.pdf"}
+	a := receipt.Artifact{SHA256: sum, Size: 4, Name: "report.pdf"}
 	rec := func(name, sha string, size string) judge.Record {
 		return judge.Record{"name": name, "path": "out/" + name, "sha256": sha, "size": json.Number(size)}
 	}
@@ -71,12 +72,12 @@ func TestArtifactVerifier(t *testing.T) {
 
 	const sum = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08" // the SHA-256 of the four bytes of report.pdf
 	for _, tc := range []struct {
-		a       Artifact
+		a       receipt.Artifact
 		verdict judge.Decision
 		reason  string
 	}{
-		{Artifact{SHA256: sum, Size: 4, Name: "report.pdf"}, judge.Confirmed, ReasonArtifactExact},
-		{Artifact{SHA256: strings.Repeat("ab", 32), Size: 4, Name: "report.pdf"}, judge.Refuted, ReasonArtifactOther},
+		{receipt.Artifact{SHA256: sum, Size: 4, Name: "report.pdf"}, judge.Confirmed, ReasonArtifactExact},
+		{receipt.Artifact{SHA256: strings.Repeat("ab", 32), Size: 4, Name: "report.pdf"}, judge.Refuted, ReasonArtifactOther},
 	} {
 		res, err := v.verify(t.Context(), "docs", tc.a)
 		if err != nil {
@@ -92,7 +93,7 @@ func TestArtifactVerifier(t *testing.T) {
 	if pos.Seq-1 != 4 {
 		t.Errorf("the ledger holds %d entries, want 4", pos.Seq-1)
 	}
-	if _, err := v.verify(t.Context(), "nope", Artifact{SHA256: sum, Size: 4, Name: "report.pdf"}); err == nil || !strings.Contains(err.Error(), `no deployment named "nope"`) {
+	if _, err := v.verify(t.Context(), "nope", receipt.Artifact{SHA256: sum, Size: 4, Name: "report.pdf"}); err == nil || !strings.Contains(err.Error(), `no deployment named "nope"`) {
 		t.Errorf("an unregistered deployment: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk/refusal"
 )
 
@@ -37,7 +38,7 @@ type BeginRequest struct {
 
 	// run is what the runs service binds into the session (RunHost.Begin;
 	// nil outside a run).
-	run *RunBinding
+	run *receipt.RunBinding
 }
 
 // BegunEffect is what Begin reports per effect.
@@ -87,7 +88,7 @@ type meta struct {
 	// values' digests and the consumed artifacts' exact digests; nil
 	// outside a run. A run's session keeps its baseline after any result,
 	// for the run's rollback check.
-	Run *RunBinding `json:"run,omitempty"`
+	Run *receipt.RunBinding `json:"run,omitempty"`
 }
 
 // captureMeta is one baseline capture: one per selected candidate.

@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/internal/workflow"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/refusal"
 	"github.com/verifierd/verifierd/sdk/unstable/host"
@@ -275,7 +276,7 @@ func (g *group) readCensus(ctx context.Context) {
 	}
 	if gc.err != nil {
 		gc.after = judge.Snapshot{Reason: g.cand.Redaction.RedactText(gc.err.Error(), g.effects)}
-		g.ev.Census = &CensusReads{Before: g.m.evidence().readDigest(gc.before)}
+		g.ev.Census = &receipt.CensusReads{Before: g.m.evidence().readDigest(gc.before)}
 		return
 	}
 	req := censusRequest(g.id, "census-after", g.n, g.contracts, g.cm.Effects)
@@ -289,7 +290,7 @@ func (g *group) readCensus(ctx context.Context) {
 		telemetry.Fail(span, "unreachable")
 	}
 	gc.after.Reason = g.cand.Redaction.RedactText(gc.after.Reason, g.effects)
-	g.ev.Census = &CensusReads{Before: g.m.evidence().readDigest(gc.before), After: g.m.evidence().readDigest(gc.after)}
+	g.ev.Census = &receipt.CensusReads{Before: g.m.evidence().readDigest(gc.before), After: g.m.evidence().readDigest(gc.after)}
 }
 
 // censusOption is the census the judge is given for one after read, its

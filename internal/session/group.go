@@ -12,6 +12,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
@@ -238,7 +239,7 @@ func (g *group) readIndex(ctx context.Context, secrets secretMask) (*read, error
 	case rs.Len() != cm.Records:
 		return nil, fmt.Errorf("its index holds %d records, Begin stored %d", rs.Len(), cm.Records)
 	}
-	d := ReadDigest{Reachable: true, Records: rs.Len(), Digest: cm.Digest}
+	d := receipt.ReadDigest{Reachable: true, Records: rs.Len(), Digest: cm.Digest}
 	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}, digest: &d}, nil
 }
 

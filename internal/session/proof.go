@@ -9,6 +9,7 @@ import (
 
 	"github.com/verifierd/verifierd/internal/config"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 )
 
 // This file is the one place where the daemon turns reads into the
@@ -124,7 +125,7 @@ const (
 // under the deployment's options (opts.AbsenceNotProof: an adapter that
 // cannot prove absence leaves a missing document INDETERMINATE). A file
 // matches the name by its name or by its path's last element.
-func proveArtifact(s judge.Snapshot, a Artifact, opts judge.Options) (judge.Decision, []judge.Reason) {
+func proveArtifact(s judge.Snapshot, a receipt.Artifact, opts judge.Options) (judge.Decision, []judge.Reason) {
 	if !s.Reachable {
 		return judge.Indeterminate, []judge.Reason{{Code: ReasonArtifactNoAccess, Message: "the store could not be read: " + s.Reason}}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/verifierd/verifierd/internal/metrics"
 	"github.com/verifierd/verifierd/internal/pluginhost"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 )
 
@@ -20,7 +21,7 @@ import (
 // taken from the whole records as they streamed.
 type read struct {
 	snap   judge.BatchSnapshot
-	digest *ReadDigest // taken as the read streamed
+	digest *receipt.ReadDigest // taken as the read streamed
 
 	once sync.Once
 	maps []judge.Record
@@ -153,15 +154,15 @@ func (e evidenceKeys) newReadStream(path string, expect int, p *judge.Projection
 
 // read is the reachable read streamed, with its digest.
 func (rs readStream) read() *read {
-	d := ReadDigest{Reachable: true, Records: rs.Len(), Digest: judge.KeyedSum(rs.mac)}
+	d := receipt.ReadDigest{Reachable: true, Records: rs.Len(), Digest: judge.KeyedSum(rs.mac)}
 	return &read{snap: judge.BatchSnapshot{Reachable: true, Batch: rs.Batch()}, digest: &d}
 }
 
 // readDigestOf is readDigest of a compact read: the same digest. A
 // streamed read has it already.
-func (e evidenceKeys) readDigestOf(r *read) ReadDigest {
+func (e evidenceKeys) readDigestOf(r *read) receipt.ReadDigest {
 	if !r.reachable() {
-		return ReadDigest{}
+		return receipt.ReadDigest{}
 	}
 	if r.digest != nil {
 		return *r.digest
@@ -175,5 +176,5 @@ func (e evidenceKeys) readDigestOf(r *read) ReadDigest {
 		buf = append(canon.Append(buf[:0], i), '\n')
 		mac.Write(buf)
 	}
-	return ReadDigest{Reachable: true, Records: n, Digest: judge.KeyedSum(mac)}
+	return receipt.ReadDigest{Reachable: true, Records: n, Digest: judge.KeyedSum(mac)}
 }

@@ -58,15 +58,15 @@ type stepEvidence struct {
 
 // groupEvidence is one pinned adapter's reads.
 type groupEvidence struct {
-	Baseline, After ReadDigest
+	Baseline, After receipt.ReadDigest
 	// PlatformFailed: the adapter could not be configured or started, or
 	// its process failed during the last read.
 	PlatformFailed bool
 	noCompensate   bool
 	// Census is the group's census reads (nil without a census).
-	Census *CensusReads
+	Census *receipt.CensusReads
 	// WriteSet is the group's last write-set read (nil without changes:).
-	WriteSet *WriteSetSpan
+	WriteSet *receipt.WriteSetSpan
 	// settleFloor is the session's settle floor (meta.SettleFloorS): a
 	// group holding a change claim settles at least this long.
 	settleFloor time.Duration
@@ -80,31 +80,16 @@ type groupEvidence struct {
 	baselineLoss, censusLoss error
 }
 
-// CensusReads are a census's reads as a receipt binds them: the one Begin
-// stored and the last one beside the after read.
-type CensusReads struct {
-	Before ReadDigest `json:"before"`
-	After  ReadDigest `json:"after"`
-}
-
-// ReadDigest names one read by a keyed digest over its records' canonical
-// JSON, in read order.
-type ReadDigest struct {
-	Reachable bool   `json:"reachable"`
-	Records   int    `json:"records"`
-	Digest    string `json:"digest,omitempty"`
-}
-
-func (e evidenceKeys) readDigest(s judge.Snapshot) ReadDigest {
+func (e evidenceKeys) readDigest(s judge.Snapshot) receipt.ReadDigest {
 	if !s.Reachable {
-		return ReadDigest{}
+		return receipt.ReadDigest{}
 	}
 	mac := judge.NewKeyedHash(e.key())
 	for _, r := range s.Records {
 		mac.Write([]byte(judge.CanonicalJSON(r)))
 		mac.Write([]byte{'\n'})
 	}
-	return ReadDigest{Reachable: true, Records: len(s.Records), Digest: judge.KeyedSum(mac)}
+	return receipt.ReadDigest{Reachable: true, Records: len(s.Records), Digest: judge.KeyedSum(mac)}
 }
 
 // terminalOutcome is FAILED_PLATFORM when the step is not verified and
@@ -150,85 +135,6 @@ type sessionNames struct {
 	WorkflowStep   string `json:"workflow_step"`
 }
 
-// DeploymentRef names the deployment a receipt was judged through.
-type DeploymentRef struct {
-	Name   string `json:"name,omitempty"`
-	Digest string `json:"digest"`
-}
-
-// WorkflowRef names the reviewed workflow step, when used.
-type WorkflowRef struct {
-	Name   string `json:"name"`
-	Digest string `json:"digest"`
-	Step   string `json:"step"`
-}
-
-// SignerRef is the public key that signed a receipt.
-type SignerRef struct {
-	PublicKey string `json:"public_key"`
-	KeyID     string `json:"key_id"`
-}
-
-// EffectClaim is one effect's verdict as a receipt binds it.
-type EffectClaim struct {
-	Index              int      `json:"index"`
-	ContractHash       string   `json:"contract_hash"`
-	Verdict            string   `json:"verdict"`
-	Result             string   `json:"result"`
-	Tier               int      `json:"tier"`
-	OracleRung         int      `json:"oracle_rung"`
-	Substrate          string   `json:"substrate"`
-	ReasonCodes        []string `json:"reason_codes"`
-	ObservedCount      *int     `json:"observed_count"`
-	EvidenceDigests    []string `json:"evidence_digests"`
-	ReconciliationTask string   `json:"reconciliation_task,omitempty"`
-	// Newness, CensusScope and CollateralScope are the result's
-	// (EffectResult): how the read proved a record new, whether its census
-	// was proven whole or declared, and what its loss checks could see.
-	Newness         string `json:"newness,omitempty"`
-	CensusScope     string `json:"census_scope,omitempty"`
-	CollateralScope string `json:"collateral_scope,omitempty"`
-	// WriteSet is the result's: the log positions and change count of the
-	// write set the effect was judged on.
-	WriteSet *WriteSetSpan `json:"write_set,omitempty"`
-}
-
-// VerdictPayload is the payload of a verdict receipt
-// (receipt.PayloadTypeVerdict). It holds no record value, parameter value
-// or secret: contracts by hash, evidence by keyed digest.
-type VerdictPayload struct {
-	Kind       string        `json:"kind"` // "verify", "reverify" or "begin_refused"
-	SessionID  string        `json:"session_id,omitempty"`
-	Deployment DeploymentRef `json:"deployment"`
-	Workflow   *WorkflowRef  `json:"workflow,omitempty"`
-	// Attempt is 0 for the first Verify, n for the nth Reverify.
-	Attempt int `json:"attempt"`
-	// ReverifyReasonDigest is the SHA-256 of the operator's reason text.
-	ReverifyReasonDigest string `json:"reverify_reason_digest,omitempty"`
-	// Outcome is the judged outcome; TerminalOutcome adds REJECTED_POLICY
-	// and FAILED_PLATFORM.
-	Outcome         string        `json:"outcome,omitempty"`
-	TerminalOutcome string        `json:"terminal_outcome"`
-	Effects         []EffectClaim `json:"effects"`
-	Baseline        []ReadDigest  `json:"baseline_reads"`
-	After           []ReadDigest  `json:"after_reads"`
-	// Census is, per pinned adapter, its census reads (null for an
-	// adapter without a census); absent when no adapter has one.
-	Census []*CensusReads `json:"census_reads,omitempty"`
-	// Refusal (begin_refused only): the path and code of the refusal and
-	// the SHA-256 of its message.
-	Refusal *receipt.RefusalClaim `json:"refusal,omitempty"`
-	// Run binds a step of a run: the run id, the step, the keyed digests
-	// of its handed-off values and the exact digests of the artifacts it
-	// consumed (absent outside a run).
-	Run *RunBinding `json:"run,omitempty"`
-	// EvidenceDigest names the algorithm of evidence_digests and the reads.
-	EvidenceDigest string           `json:"evidence_digest"`
-	IssuedAt       time.Time        `json:"issued_at"`
-	Ledger         receipt.Position `json:"ledger"`
-	Signer         SignerRef        `json:"signer"`
-}
-
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -254,11 +160,11 @@ func namesOf(raw []byte) sessionNames {
 	return n
 }
 
-func (n sessionNames) workflow() *WorkflowRef {
+func (n sessionNames) workflow() *receipt.WorkflowRef {
 	if n.WorkflowName == "" && n.WorkflowDigest == "" && n.WorkflowStep == "" {
 		return nil
 	}
-	return &WorkflowRef{Name: n.WorkflowName, Digest: n.WorkflowDigest, Step: n.WorkflowStep}
+	return &receipt.WorkflowRef{Name: n.WorkflowName, Digest: n.WorkflowDigest, Step: n.WorkflowStep}
 }
 
 // seal appends a result's ledger entries (verify or reverify, the opened or
@@ -267,9 +173,9 @@ func (n sessionNames) workflow() *WorkflowRef {
 // for the first Verify; for a Reverify it names the attempt, its reason and
 // the first result.
 func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev *stepEvidence, rev *reverifyOf) ([]byte, error) {
-	kind, entry := EntryVerify, EntryVerify
+	kind, entry := receipt.KindVerify, EntryVerify
 	if rev != nil {
-		kind, entry = EntryReverify, EntryReverify
+		kind, entry = receipt.KindReverify, EntryReverify
 		res.Attempt, res.ReverifyReason = rev.attempt, rev.reason
 	}
 	res.Receipt = nil
@@ -297,13 +203,13 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 		}
 	}
 	names := namesOf(rawMeta)
-	env, err := newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer SignerRef) any {
-		p := VerdictPayload{
+	env, err := newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeVerdict, res.SessionID, func(pos receipt.Position, signer receipt.Signer) any {
+		p := receipt.VerdictPayload{
 			Kind: kind, SessionID: res.SessionID,
-			Deployment: DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},
+			Deployment: receipt.DeploymentRef{Name: names.DeploymentName, Digest: sha256Hex(md.Deployment)},
 			Workflow:   names.workflow(), Attempt: res.Attempt, Run: md.Run,
 			Outcome: string(res.Outcome), TerminalOutcome: res.TerminalOutcome,
-			Effects:        make([]EffectClaim, len(res.Effects)),
+			Effects:        make([]receipt.EffectClaim, len(res.Effects)),
 			EvidenceDigest: "hmac-sha256", IssuedAt: res.VerifiedAt, Ledger: pos, Signer: signer,
 		}
 		if rev != nil {
@@ -318,7 +224,7 @@ func (m *Manager) seal(l store.Ledger, rawMeta []byte, md *meta, res *Result, ev
 			for _, rec := range ev.Matched[i] {
 				digests = append(digests, m.KeyedDigest([]byte(judge.CanonicalJSON(rec))))
 			}
-			c := EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
+			c := receipt.EffectClaim{Index: i, ContractHash: e.ContractHash, Verdict: string(e.Verdict), Result: string(e.Result),
 				Tier: e.Tier, OracleRung: e.OracleRung, Substrate: e.Substrate, ReasonCodes: codes, ObservedCount: e.ObservedCount, EvidenceDigests: digests,
 				Newness: e.Newness, CensusScope: e.CensusScope, CollateralScope: e.CollateralScope, WriteSet: e.WriteSet}
 			if e.ReconciliationTask != nil {

@@ -45,7 +45,7 @@ func ledgerOf(t *testing.T, m *Manager) []receipt.Entry {
 	return entries
 }
 
-func openReceipt(t *testing.T, m *Manager, raw json.RawMessage) VerdictPayload {
+func openReceipt(t *testing.T, m *Manager, raw json.RawMessage) receipt.VerdictPayload {
 	t.Helper()
 	env, err := receipt.ParseEnvelope(raw)
 	if err != nil {
@@ -55,7 +55,7 @@ func openReceipt(t *testing.T, m *Manager, raw json.RawMessage) VerdictPayload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p VerdictPayload
+	var p receipt.VerdictPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +83,11 @@ func TestVerifyReceiptBindsTheResult(t *testing.T) {
 	if bytes.Contains(v.Receipt, []byte("v-secret")) {
 		t.Error("the receipt holds a parameter value")
 	}
-	want := EffectClaim{Index: 0, ContractHash: res.Effects[0].ContractHash, Verdict: "CONFIRMED", Result: "confirmed", Tier: 1, OracleRung: 2,
+	want := receipt.EffectClaim{Index: 0, ContractHash: res.Effects[0].ContractHash, Verdict: "CONFIRMED", Result: "confirmed", Tier: 1, OracleRung: 2,
 		Substrate: "receipt-test", ReasonCodes: []string{judge.ReasonCountExact}, ObservedCount: v.Effects[0].ObservedCount,
 		EvidenceDigests: []string{m.KeyedDigest([]byte(`{"id":1,"p":"v-secret"}`))},
 		Newness:         "whole_read_declared", CollateralScope: "collection"}
-	if d := cmp.Diff([]EffectClaim{want}, p.Effects); d != "" {
+	if d := cmp.Diff([]receipt.EffectClaim{want}, p.Effects); d != "" {
 		t.Errorf("effects (-want +got):\n%s", d)
 	}
 	if p.SessionID != res.SessionID || p.TerminalOutcome != "VERIFIED" || p.Deployment.Digest != sha256Hex(dep) ||

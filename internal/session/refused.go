@@ -18,7 +18,7 @@ type RefusedBegin struct {
 	Outcome        string // OutcomeRejectedPolicy, OutcomeFailedPlatform or judge.HaltedBeforeEffect
 	DeploymentName string
 	Deployment     []byte // the deployment YAML, when known (digested only)
-	Workflow       *WorkflowRef
+	Workflow       *receipt.WorkflowRef
 	Err            *Error
 }
 
@@ -32,7 +32,7 @@ func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMe
 	key := fmt.Sprintf("refusal/%s", newID())
 	// Keyed: a message can quote a low-entropy parameter value.
 	claim := &receipt.RefusalClaim{MessageDigest: m.KeyedDigest([]byte(r.Err.Message)), Path: r.Err.Path, Code: r.Err.Code}
-	var dep DeploymentRef
+	var dep receipt.DeploymentRef
 	dep.Name = r.DeploymentName
 	if len(r.Deployment) > 0 {
 		dep.Digest = sha256Hex(r.Deployment)
@@ -43,10 +43,10 @@ func (m *Manager) RecordRefusal(ctx context.Context, r RefusedBegin) (json.RawMe
 			return nil, err
 		}
 		var err error
-		env, err = newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer SignerRef) any {
-			return VerdictPayload{
-				Kind: EntryBeginRefused, Deployment: dep, Workflow: r.Workflow, TerminalOutcome: r.Outcome,
-				Effects: []EffectClaim{}, Refusal: claim, EvidenceDigest: "hmac-sha256",
+		env, err = newReceiptSigner(m.signer).sign(l, receipt.PayloadTypeVerdict, "", func(pos receipt.Position, signer receipt.Signer) any {
+			return receipt.VerdictPayload{
+				Kind: receipt.KindBeginRefused, Deployment: dep, Workflow: r.Workflow, TerminalOutcome: r.Outcome,
+				Effects: []receipt.EffectClaim{}, Refusal: claim, EvidenceDigest: "hmac-sha256",
 				IssuedAt: time.Now().UTC(), Ledger: pos, Signer: signer,
 			}
 		})
@@ -65,9 +65,9 @@ func (m *Manager) recordBeginRefusal(ctx context.Context, req BeginRequest, depl
 	if !errors.As(err, &se) || (se.Kind != Refused && se.Kind != Denied) {
 		return err
 	}
-	var wf *WorkflowRef
+	var wf *receipt.WorkflowRef
 	if req.Workflow != "" {
-		wf = &WorkflowRef{Name: req.Workflow, Step: req.Step}
+		wf = &receipt.WorkflowRef{Name: req.Workflow, Step: req.Step}
 		if w := m.workflows[req.Workflow]; w != nil {
 			wf.Digest = w.Digest
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/verifierd/verifierd/internal/testservers"
 	"github.com/verifierd/verifierd/internal/testservers/sqlservers"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 	sdkrefusal "github.com/verifierd/verifierd/sdk/refusal"
 )
@@ -344,7 +345,7 @@ func (r *rewardRig) restart(t *testing.T, kinds map[string]func() sdk.Adapter) {
 	r.svc.Oracle = NewRewardOracle(m)
 }
 
-func (r *rewardRig) score(t *testing.T, ep string) reward.Receipt {
+func (r *rewardRig) score(t *testing.T, ep string) receipt.RewardReceiptPayload {
 	t.Helper()
 	desc := fmt.Sprintf(`{"episode_id": %q, "policy_checkpoint_id": "ckpt-0001", "policy_update": 0, "reward_contract_digest": %q}`, ep, r.svc.Contracts["mockmed"].Digest)
 	res, err := r.svc.ScoreEpisode(context.Background(), "", []byte(desc))

@@ -101,7 +101,7 @@ func (h *RunHost) Lock(ctx context.Context, key string) (unlock func(), err erro
 // run's workflow, deployment and step, with the step's parameters), which
 // records binding in its metadata and verdict receipt. A refusal is
 // returned as it is, unrecorded: the caller records it (RefuseBegin).
-func (h *RunHost) Begin(ctx context.Context, req BeginRequest, binding *RunBinding) (*BeginResult, error) {
+func (h *RunHost) Begin(ctx context.Context, req BeginRequest, binding *receipt.RunBinding) (*BeginResult, error) {
 	req.run = binding
 	a, err := h.m.deployments().admit(req)
 	if err != nil {
@@ -160,7 +160,7 @@ func (h *RunHost) ReleaseWriteSets(sessions []string) {
 }
 
 // VerifyArtifact is Manager.VerifyArtifact.
-func (h *RunHost) VerifyArtifact(ctx context.Context, deploymentName string, a Artifact) (*ArtifactResult, error) {
+func (h *RunHost) VerifyArtifact(ctx context.Context, deploymentName string, a receipt.Artifact) (*ArtifactResult, error) {
 	return h.m.VerifyArtifact(ctx, deploymentName, a)
 }
 
@@ -175,6 +175,6 @@ func (h *RunHost) Documents(ctx context.Context, name string) (s judge.Snapshot,
 // ledger l: payload builds it at the ledger position taken now, with the
 // signer's reference. Without a signing key it appends nothing and
 // returns no envelope.
-func (h *RunHost) SignRun(l store.Ledger, id string, payload func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
+func (h *RunHost) SignRun(l store.Ledger, id string, payload func(pos receipt.Position, signer receipt.Signer) any) (json.RawMessage, error) {
 	return newReceiptSigner(h.m.signer).sign(l, receipt.PayloadTypeRun, id, payload)
 }

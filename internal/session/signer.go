@@ -20,14 +20,14 @@ type receiptSigner struct {
 func newReceiptSigner(s *signing.Signer) receiptSigner { return receiptSigner{s: s} }
 
 // ref names the signing key in a payload.
-func (r receiptSigner) ref() SignerRef {
-	return SignerRef{PublicKey: r.s.PublicKeyBase64(), KeyID: r.s.KeyID()}
+func (r receiptSigner) ref() receipt.Signer {
+	return receipt.Signer{PublicKey: r.s.PublicKeyBase64(), KeyID: r.s.KeyID()}
 }
 
 // sign marshals a payload whose ledger position is taken now, signs it and
 // appends its receipt entry to l. Without a key it appends nothing and
 // returns no envelope.
-func (r receiptSigner) sign(l store.Ledger, payloadType, session string, set func(pos receipt.Position, signer SignerRef) any) (json.RawMessage, error) {
+func (r receiptSigner) sign(l store.Ledger, payloadType, session string, set func(pos receipt.Position, signer receipt.Signer) any) (json.RawMessage, error) {
 	if r.s == nil {
 		return nil, nil
 	}
@@ -48,8 +48,7 @@ func (r receiptSigner) sign(l store.Ledger, payloadType, session string, set fun
 // needs a key.
 func (r receiptSigner) checkpoint(seq uint64, head string) ([]byte, error) {
 	ref := r.ref()
-	payload, err := json.Marshal(receipt.Checkpoint{Seq: seq, Head: head, At: time.Now().UTC(),
-		Signer: &receipt.Signer{PublicKey: ref.PublicKey, KeyID: ref.KeyID}})
+	payload, err := json.Marshal(receipt.Checkpoint{Seq: seq, Head: head, At: time.Now().UTC(), Signer: &ref})
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func TestReceiptSignerCheckpoint(t *testing.T) {
 // TestReceiptSignerWithoutKey: without a key nothing is signed and the
 // ledger is not touched (a nil ledger would panic).
 func TestReceiptSignerWithoutKey(t *testing.T) {
-	env, err := newReceiptSigner(nil).sign(nil, receipt.PayloadTypeVerdict, "ses_1", func(receipt.Position, SignerRef) any {
+	env, err := newReceiptSigner(nil).sign(nil, receipt.PayloadTypeVerdict, "ses_1", func(receipt.Position, receipt.Signer) any {
 		t.Error("the payload was built without a key")
 		return nil
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/verifierd/verifierd/internal/store"
 	"github.com/verifierd/verifierd/internal/telemetry"
 	"github.com/verifierd/verifierd/judge"
+	"github.com/verifierd/verifierd/receipt"
 	"github.com/verifierd/verifierd/sdk"
 	"github.com/verifierd/verifierd/sdk/unstable/host"
 )
@@ -43,7 +44,7 @@ type EffectResult struct {
 	CollateralScope string `json:"collateral_scope,omitempty"`
 	// WriteSet is the write set the effect was judged on: its positions
 	// and count (nil for a candidate without changes:).
-	WriteSet *WriteSetSpan `json:"write_set,omitempty"`
+	WriteSet *receipt.WriteSetSpan `json:"write_set,omitempty"`
 }
 
 // Result is a verified session's result.

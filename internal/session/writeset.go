@@ -34,18 +34,6 @@ type writeSetMeta struct {
 	From   changes.Position `json:"from"`
 }
 
-// WriteSetSpan is what a result and its receipt record of the write set
-// an effect was judged on: the source, the log positions it spans, and
-// how many changes it held. Absent for a candidate without changes:.
-type WriteSetSpan struct {
-	Source    string           `json:"source"`
-	From      changes.Position `json:"from"`
-	To        changes.Position `json:"to,omitempty"`
-	Changes   int              `json:"changes"`
-	Reachable bool             `json:"reachable"`
-	Complete  bool             `json:"complete"`
-}
-
 // writeSetSources are the daemon's open change-log sources, one per
 // deployment, candidate and connection. Their holds are in the session
 // store (writeset_holds.go).
@@ -180,7 +168,7 @@ func (g *group) readWriteSet(ctx context.Context) *judge.WriteSet {
 		}
 		return nil
 	}
-	span := &WriteSetSpan{Source: wm.Source, From: wm.From}
+	span := &receipt.WriteSetSpan{Source: wm.Source, From: string(wm.From)}
 	g.ev.WriteSet = span
 	if g.cand.Changes == nil {
 		return &judge.WriteSet{Reason: "the deployment no longer declares this candidate's changes:"}
@@ -197,7 +185,7 @@ func (g *group) readWriteSet(ctx context.Context) *judge.WriteSet {
 	if err != nil {
 		ws = judge.WriteSet{Reason: err.Error()}
 	}
-	span.To, span.Changes, span.Reachable, span.Complete = upTo, len(ws.Changes), ws.Reachable, ws.Complete
+	span.To, span.Changes, span.Reachable, span.Complete = string(upTo), len(ws.Changes), ws.Reachable, ws.Complete
 	g.m.metrics.WriteSetRead(src.Names.Slot, len(ws.Changes))
 	return &ws
 }
@@ -235,7 +223,7 @@ func (g *group) endWriteSet(ctx context.Context) {
 		if g.ev.WriteSet == nil || g.ev.WriteSet.To == "" {
 			return
 		}
-		to = g.ev.WriteSet.To
+		to = changes.Position(g.ev.WriteSet.To)
 	}
 	if err := src.Advance(ctx, to); err != nil {
 		warn(err)
@@ -246,8 +234,8 @@ func (g *group) endWriteSet(ctx context.Context) {
 }
 
 // writeSetSpans maps each effect to its group's write-set span.
-func writeSetSpans(md *meta, ev *stepEvidence) map[int]*WriteSetSpan {
-	out := map[int]*WriteSetSpan{}
+func writeSetSpans(md *meta, ev *stepEvidence) map[int]*receipt.WriteSetSpan {
+	out := map[int]*receipt.WriteSetSpan{}
 	for n, cm := range md.Captures {
 		if n < len(ev.Groups) && ev.Groups[n].WriteSet != nil {
 			for _, i := range cm.Effects {
@@ -269,7 +257,7 @@ func RunEffectClaims(r *Result) []receipt.RunEffectClaim {
 	for i, e := range r.Effects {
 		c := receipt.RunEffectClaim{Index: i, Newness: e.Newness}
 		if ws := e.WriteSet; ws != nil {
-			c.WriteSet = &receipt.RunWriteSet{Source: ws.Source, From: string(ws.From), To: string(ws.To), Changes: ws.Changes, Reachable: ws.Reachable, Complete: ws.Complete}
+			c.WriteSet = ws
 		}
 		out = append(out, c)
 	}
