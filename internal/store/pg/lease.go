@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/verifierd/verifierd/internal/store"
 )
@@ -19,6 +20,10 @@ import (
 
 // lockReplicas is the replica lease.
 const lockReplicas int64 = 0x7665726966000005
+
+// unlockTimeout bounds the statement that releases the lease before its
+// connection closes (dropLease); the close releases it in any case.
+const unlockTimeout = 10 * time.Second
 
 // ErrReplicaRunning says that --rotate-keys found another replica holding
 // the lease.
@@ -81,7 +86,15 @@ func (s *Store) shareLease(ctx context.Context) error {
 // returns err. The caller holds leaseMu.
 func (s *Store) dropLease(err error) error {
 	if s.lease != nil {
-		// Closing the connection ends its session and every lock of it.
+		// The locks are released by a statement first: closing the
+		// connection ends its server process only some time after the
+		// close returns, and until then another replica (a rotation
+		// started right after this one stopped) would still find the
+		// lease held. A connection that is already broken holds nothing
+		// once its process ends, so the close alone does for it.
+		ctx, cancel := context.WithTimeout(context.Background(), unlockTimeout)
+		_, _ = s.lease.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+		cancel()
 		_ = s.lease.Conn().Close(context.Background())
 		s.lease.Release()
 		s.lease = nil
