@@ -65,6 +65,14 @@ func StartMariaDB(parent string) (*MariaDB, error) {
 	}
 	data := filepath.Join(dir, "data")
 	initFile := filepath.Join(dir, "init.sql")
+	// A temporary folder of its own: at start the server deletes every
+	// "#sql" file in its tmpdir, which under the shared /tmp were another
+	// server's temporary tables while two test packages installed MariaDB
+	// at once ("Error on delete of '/tmp/#sql-temptable-…'").
+	tmp, err := makeDir(dir, "tmp-", uid, gid)
+	if err != nil {
+		return nil, err
+	}
 	m.server = server{
 		name:    "mariadb",
 		dir:     dir,
@@ -74,6 +82,7 @@ func StartMariaDB(parent string) (*MariaDB, error) {
 		args: []string{
 			"--no-defaults",
 			"--datadir=" + data,
+			"--tmpdir=" + tmp,
 			"--socket=" + m.Socket,
 			"--pid-file=" + filepath.Join(dir, "mariadb.pid"),
 			"--port=" + strconv.Itoa(port),
@@ -88,7 +97,7 @@ func StartMariaDB(parent string) (*MariaDB, error) {
 			"--max-connections=200",
 		},
 	}
-	if err := runTool(cred, dir, installDB, "--no-defaults", "--datadir="+data,
+	if err := runTool(cred, dir, installDB, "--no-defaults", "--datadir="+data, "--tmpdir="+tmp,
 		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"); err != nil {
 		return m, err
 	}
