@@ -47,7 +47,7 @@ func (svc *Service) sealRun(ctx context.Context, rec *runRecord, wf *workflow.Wo
 		}
 		env, err := svc.h.SignRun(l, cur.ID, func(pos receipt.Position, signer receipt.Signer) any {
 			p.IssuedAt, p.Ledger = now, pos
-			p.Signer = receipt.RunSigner{PublicKey: signer.PublicKey, KeyID: signer.KeyID}
+			p.Signer = receipt.RunSigner(signer)
 			return p
 		})
 		if err != nil {

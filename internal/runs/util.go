@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -52,10 +51,4 @@ func cmpOr(s, alt string) string {
 		return alt
 	}
 	return s
-}
-
-// isKind reports whether err is a *session.Error of kind k.
-func isKind(err error, k session.ErrorKind) bool {
-	var se *session.Error
-	return errors.As(err, &se) && se.Kind == k
 }
