@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,7 +158,7 @@ func (svc *Service) checkStepOrder(ctx context.Context, b *stepBegin, states []s
 		if st := stateOf(states, before); st == nil || st.Outcome != run.Verified {
 			what := "has no session in the run"
 			if st != nil && st.Began {
-				what = "is " + cmpOr(st.Outcome, "not verified yet")
+				what = "is " + cmp.Or(st.Outcome, "not verified yet")
 			}
 			return svc.policyRefusal(ctx, b, CodeStepOutOfOrder, "step", "step %q comes after step %q, which %s; verify %q first", step.Name, before, what, before)
 		}

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -237,7 +238,7 @@ func (svc *Service) artifactElsewhere(ctx context.Context, a runArtifactRec) *ru
 		sum, _ := r["sha256"].(string)
 		if strings.EqualFold(strings.TrimPrefix(sum, "sha256:"), a.SHA256) && fmt.Sprint(r["size"]) == fmt.Sprint(a.Size) {
 			name, _ := r["name"].(string)
-			return &run.Reason{Code: ReasonArtifactMoved, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q: its exact bytes are still in deployment %q's folder, as %q: a renamed document was not undone", a.Artifact, a.DeploymentName, cmpOr(name, fmt.Sprint(r["path"])))}
+			return &run.Reason{Code: ReasonArtifactMoved, Artifact: a.Artifact, Message: fmt.Sprintf("artifact %q: its exact bytes are still in deployment %q's folder, as %q: a renamed document was not undone", a.Artifact, a.DeploymentName, cmp.Or(name, fmt.Sprint(r["path"])))}
 		}
 	}
 	if absenceNotProof {

@@ -44,11 +44,3 @@ func jsonDigest(v any) string {
 	b, _ := json.Marshal(v)
 	return sha256Hex(b)
 }
-
-// cmpOr is s, or alt when s is empty.
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
-}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,7 +67,7 @@ func (r *Reread) IdentityField(i int) string {
 	if err != nil || i >= len(effects) {
 		return ""
 	}
-	return cmpOr(effects[i].IdentityField, judge.DefaultIdentityField)
+	return cmp.Or(effects[i].IdentityField, judge.DefaultIdentityField)
 }
 
 // Sees reports whether the read of effect i's capture saw the whole
@@ -229,7 +230,7 @@ func matchedIdentities(md *meta, r *Result, changeOnly bool) [][]string {
 		if (changeOnly && !workflow.IsChangeClaim(e)) || effectSource(md, i) == "" || (!changeOnly && r.Effects[i].Result == judge.Class(run.ClassAbsent)) {
 			continue
 		}
-		field := cmpOr(e.IdentityField, judge.DefaultIdentityField)
+		field := cmp.Or(e.IdentityField, judge.DefaultIdentityField)
 		for _, mr := range r.Effects[i].MatchedRecords {
 			// The judge's identity text (judge.Verdict.Lost is in it too).
 			if id, ok := judge.Canon(mr[field]); ok {
@@ -250,12 +251,4 @@ func effectSource(md *meta, i int) string {
 		}
 	}
 	return ""
-}
-
-// cmpOr is s, or alt when s is empty.
-func cmpOr(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
